@@ -1,0 +1,22 @@
+// The failure policy: a fatal error on any rank ends the whole job. fatal()
+// prints the message with the [rank r/host] prefix, runs the abort hooks (NCCL
+// registers ncclCommAbort there), then calls MPI_Abort so that no peer is left
+// waiting in a collective.
+#pragma once
+
+#include <functional>
+#include <string>
+
+namespace ringtrain {
+
+inline constexpr int kFatalExitCode = 3;
+
+[[noreturn]] void fatal(const std::string& message, int exit_code = kFatalExitCode);
+
+// Hooks run in reverse registration order, once, before MPI_Abort. The returned
+// id removes the hook again (a communicator that is destroyed normally).
+using AbortHookId = int;
+AbortHookId register_abort_hook(std::function<void()> hook);
+void unregister_abort_hook(AbortHookId id);
+
+}  // namespace ringtrain

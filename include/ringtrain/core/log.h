@@ -1,0 +1,54 @@
+// Logging with a rank prefix: "[rank r/host] message". log0 prints on rank 0
+// only, for the lines a user reads once per job (start-up table, summaries).
+#pragma once
+
+#include <string>
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace ringtrain {
+
+enum class LogLevel { debug = 0, info = 1, warn = 2, error = 3 };
+
+struct LogIdentity {
+  int rank = 0;
+  int world = 1;
+  std::string host = "?";
+};
+
+// Set once by the topology after MPI_Init; before that the prefix is "rank 0/?".
+void set_log_identity(const LogIdentity& identity);
+const LogIdentity& log_identity();
+void set_log_level(LogLevel level);
+LogLevel log_level();
+
+// "[rank r/host]"
+std::string rank_prefix();
+
+void log_line(LogLevel level, const std::string& message);
+void log0_line(LogLevel level, const std::string& message);
+
+template <typename... Args>
+void log_info(fmt::format_string<Args...> f, Args&&... args) {
+  log_line(LogLevel::info, fmt::format(f, std::forward<Args>(args)...));
+}
+template <typename... Args>
+void log_warn(fmt::format_string<Args...> f, Args&&... args) {
+  log_line(LogLevel::warn, fmt::format(f, std::forward<Args>(args)...));
+}
+template <typename... Args>
+void log_error(fmt::format_string<Args...> f, Args&&... args) {
+  log_line(LogLevel::error, fmt::format(f, std::forward<Args>(args)...));
+}
+template <typename... Args>
+void log_debug(fmt::format_string<Args...> f, Args&&... args) {
+  if (log_level() <= LogLevel::debug)
+    log_line(LogLevel::debug, fmt::format(f, std::forward<Args>(args)...));
+}
+template <typename... Args>
+void log0(fmt::format_string<Args...> f, Args&&... args) {
+  log0_line(LogLevel::info, fmt::format(f, std::forward<Args>(args)...));
+}
+
+}  // namespace ringtrain

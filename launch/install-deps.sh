@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs what ringtrain needs from Debian's packages, and says what it did.
+#   launch/install-deps.sh          build and test dependencies, Fashion-MNIST
+#   launch/install-deps.sh --peer   also python3-torch, the benchmark peer
+# Not root and something missing: prints the exact apt-get line and exits 1.
+set -euo pipefail
+
+packages=(cmake g++ make pkg-config openmpi-bin libopenmpi-dev libhdf5-dev hdf5-tools
+          catch2 libopenblas-dev libcli11-dev nlohmann-json3-dev libfmt-dev
+          dataset-fashion-mnist iproute2)
+if [ "${1:-}" = "--peer" ]; then
+  packages+=(python3-torch python3-numpy)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+else
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "install-deps: missing packages: ${missing[*]}" >&2
+    echo "install-deps: run as root:" >&2
+    echo "  sudo apt-get update && sudo apt-get install -y ${missing[*]}" >&2
+    exit 1
+  fi
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  echo "install-deps: installed ${missing[*]}"
+fi
+
+# The CUDA toolkit is not a Debian package here: it is found at /usr/local/cuda.
+cuda=${CUDA_HOME:-/usr/local/cuda}
+if [ -x "$cuda/bin/nvcc" ]; then
+  have() { [ -e "$cuda/include/$1" ] && echo yes || echo no; }
+  echo "install-deps: CUDA toolkit at $cuda ($("$cuda/bin/nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')), cuDNN: $(have cudnn.h), NCCL: $(have nccl.h)"
+else
+  echo "install-deps: no CUDA toolkit at $cuda: the build will be CPU-only"
+fi

@@ -1,0 +1,70 @@
+// The ringtrain command. Parses flags before MPI starts (so --help and flag
+// errors are instant), then runs the chosen subcommand under the failure
+// policy: any ringtrain::Error on any rank becomes fatal(), which ends the job.
+#include <cstdio>
+#include <cstdlib>
+
+#include "apps/command.h"
+#include "ringtrain/core/error.h"
+#include "ringtrain/core/fatal.h"
+#include "ringtrain/config.h"
+#include "ringtrain/core/log.h"
+#include "ringtrain/launch/topology.h"
+
+#include <optional>
+
+namespace {
+
+// Before MPI_Init the rank is only known from the launcher's environment.
+std::string launcher_rank() {
+  for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"})
+    if (const char* v = std::getenv(var)) return v;
+  return "0";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace ringtrain;
+  CLI::App app{
+      "ringtrain: synchronous data-parallel training with ring all-reduce.\n"
+      "Launch one rank per GPU (or per CPU core) with mpirun, e.g.\n"
+      "  mpirun -np 4 --machinefile hosts ringtrain train --data fashion.h5 --model cnn\n"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", RINGTRAIN_VERSION_STRING);
+  apps::CommandContext ctx;
+  apps::add_info_command(app, ctx);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "[rank %s] error: %s\nRun 'ringtrain %s--help' for the flags.\n",
+                 launcher_rank().c_str(), e.what(),
+                 app.get_subcommands().empty()
+                     ? ""
+                     : (app.get_subcommands().front()->get_name() + " ").c_str());
+    return 2;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "[rank %s] error: %s\n", launcher_rank().c_str(), e.what());
+    return 2;
+  }
+
+  std::optional<MpiSession> mpi;
+  try {
+    mpi.emplace(&argc, &argv);
+  } catch (const std::exception& e) {
+    fatal(e.what());
+  }
+  int rc = 0;
+  try {
+    const Topology topo = Topology::discover(ctx.topology);
+    rc = ctx.action(topo);
+  } catch (const Error& e) {
+    fatal(e.what());
+  } catch (const std::exception& e) {
+    fatal(std::string("unexpected exception: ") + e.what());
+  }
+  return rc;
+}

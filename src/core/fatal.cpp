@@ -1,0 +1,79 @@
+#include "ringtrain/core/fatal.h"
+
+#include <mpi.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "ringtrain/core/log.h"
+
+namespace ringtrain {
+
+namespace {
+std::mutex& hooks_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::vector<std::pair<AbortHookId, std::function<void()>>>& hooks() {
+  static std::vector<std::pair<AbortHookId, std::function<void()>>> h;
+  return h;
+}
+std::atomic<bool> g_in_fatal{false};
+}  // namespace
+
+AbortHookId register_abort_hook(std::function<void()> hook) {
+  static AbortHookId next = 1;
+  std::lock_guard lock(hooks_mutex());
+  hooks().emplace_back(next, std::move(hook));
+  return next++;
+}
+
+void unregister_abort_hook(AbortHookId id) {
+  std::lock_guard lock(hooks_mutex());
+  auto& h = hooks();
+  h.erase(std::remove_if(h.begin(), h.end(), [id](const auto& p) { return p.first == id; }),
+          h.end());
+}
+
+void fatal(const std::string& message, int exit_code) {
+  // A second fatal (a hook failing, another thread) must not recurse or
+  // deadlock: it goes straight to the exit.
+  if (g_in_fatal.exchange(true)) {
+    std::fprintf(stderr, "%s fatal (while aborting): %s\n", rank_prefix().c_str(),
+                 message.c_str());
+    std::fflush(stderr);
+    _exit(exit_code);
+  }
+  std::fprintf(stderr, "%s fatal: %s\n", rank_prefix().c_str(), message.c_str());
+  std::fflush(stderr);
+  std::fflush(stdout);
+
+  std::vector<std::pair<AbortHookId, std::function<void()>>> to_run;
+  {
+    // try_lock: the failing thread may be the one holding it.
+    std::unique_lock lock(hooks_mutex(), std::try_to_lock);
+    if (lock.owns_lock()) to_run = hooks();
+  }
+  for (auto it = to_run.rbegin(); it != to_run.rend(); ++it) {
+    try {
+      it->second();
+    } catch (...) {
+      // Aborting goes on regardless: the job must end.
+    }
+  }
+
+  int initialized = 0;
+  int finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) MPI_Abort(MPI_COMM_WORLD, exit_code);
+  _exit(exit_code);
+}
+
+}  // namespace ringtrain

@@ -1,0 +1,52 @@
+#include "ringtrain/core/log.h"
+
+#include <cstdio>
+#include <mutex>
+
+namespace ringtrain {
+
+namespace {
+LogIdentity g_identity;
+LogLevel g_level = LogLevel::info;
+std::mutex g_write_mutex;
+
+const char* level_tag(LogLevel level) {
+  switch (level) {
+    case LogLevel::debug: return "debug: ";
+    case LogLevel::info: return "";
+    case LogLevel::warn: return "warning: ";
+    case LogLevel::error: return "error: ";
+  }
+  return "";
+}
+}  // namespace
+
+void set_log_identity(const LogIdentity& identity) { g_identity = identity; }
+const LogIdentity& log_identity() { return g_identity; }
+void set_log_level(LogLevel level) { g_level = level; }
+LogLevel log_level() { return g_level; }
+
+std::string rank_prefix() { return fmt::format("[rank {}/{}]", g_identity.rank, g_identity.host); }
+
+void log_line(LogLevel level, const std::string& message) {
+  if (level < g_level) return;
+  // Warnings and errors go to stderr, the rest to stdout; one write per line so
+  // that lines from threads do not interleave.
+  std::string line = fmt::format("{} {}{}\n", rank_prefix(), level_tag(level), message);
+  std::lock_guard lock(g_write_mutex);
+  FILE* out = level >= LogLevel::warn ? stderr : stdout;
+  std::fwrite(line.data(), 1, line.size(), out);
+  std::fflush(out);
+}
+
+void log0_line(LogLevel level, const std::string& message) {
+  if (g_identity.rank != 0 || level < g_level) return;
+  std::string line = message + "\n";
+  std::lock_guard lock(g_write_mutex);
+  FILE* out = level >= LogLevel::warn ? stderr : stdout;
+  if (level >= LogLevel::warn) line = std::string(level_tag(level)) + line;
+  std::fwrite(line.data(), 1, line.size(), out);
+  std::fflush(out);
+}
+
+}  // namespace ringtrain

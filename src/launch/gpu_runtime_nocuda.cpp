@@ -1,0 +1,18 @@
+// The CPU-only build's answer to the GPU runtime interface: there is no device.
+#include "ringtrain/core/check.h"
+#include "ringtrain/launch/gpu_runtime.h"
+
+namespace ringtrain {
+
+bool cuda_compiled() { return false; }
+int cuda_runtime_device_count() { return 0; }
+std::string cuda_device_name(int) { return "none"; }
+void cuda_set_device(int ordinal) {
+  RT_CHECK(false, "cannot use CUDA device {}: this ringtrain was built without CUDA", ordinal);
+}
+GpuLibraryVersions gpu_library_versions() { return {}; }
+void cuda_smoke_axpy(float, const float*, float*, std::size_t) {
+  RT_CHECK(false, "this ringtrain was built without CUDA");
+}
+
+}  // namespace ringtrain

@@ -1,0 +1,151 @@
+#include "ringtrain/launch/topology.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/check_mpi.h"
+#include "launch/mpi_context.h"
+#include "ringtrain/core/error.h"
+#include "ringtrain/core/log.h"
+#include "ringtrain/launch/gpu_runtime.h"
+
+namespace ringtrain {
+
+namespace {
+MPI_Comm g_world = MPI_COMM_NULL;
+MPI_Comm g_local = MPI_COMM_NULL;
+MPI_Comm g_cross = MPI_COMM_NULL;
+
+std::string host_name() {
+  char buf[HOST_NAME_MAX + 1] = {};
+  if (gethostname(buf, sizeof(buf) - 1) != 0) return "unknown";
+  return buf;
+}
+
+void free_comm(MPI_Comm& c) {
+  if (c != MPI_COMM_NULL) MPI_Comm_free(&c);
+  c = MPI_COMM_NULL;
+}
+
+// Fixed-width record for the placement all-gather.
+struct PlacementRecord {
+  int rank, node, local_rank, local_size;
+  char host[64];
+  char device[64];
+};
+}  // namespace
+
+namespace mpi_context {
+MPI_Comm world() { return g_world != MPI_COMM_NULL ? g_world : MPI_COMM_WORLD; }
+MPI_Comm local() { return g_local; }
+MPI_Comm cross_node() { return g_cross; }
+}  // namespace mpi_context
+
+MpiSession::MpiSession(int* argc, char*** argv) {
+  int provided = 0;
+  RT_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
+  // Library errors come back as codes and are thrown with file:line, rather
+  // than MPI killing the process with its own, less specific message.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  if (provided < MPI_THREAD_MULTIPLE) {
+    char version[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    MPI_Get_library_version(version, &len);
+    throw Error(fmt::format(
+        "the MPI library granted thread level {} but ringtrain needs MPI_THREAD_MULTIPLE ({}) for "
+        "its communication thread; MPI: {}",
+        provided, MPI_THREAD_MULTIPLE, std::string(version, static_cast<std::size_t>(len))));
+  }
+}
+
+MpiSession::~MpiSession() {
+  free_comm(g_cross);
+  free_comm(g_local);
+  free_comm(g_world);
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+Topology Topology::discover(const TopologyOptions& options) {
+  Topology t;
+  if (g_world == MPI_COMM_NULL) {
+    RT_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &g_world));
+    MPI_Comm_set_errhandler(g_world, MPI_ERRORS_RETURN);
+  }
+  RT_MPI_CHECK(MPI_Comm_rank(g_world, &t.rank_));
+  RT_MPI_CHECK(MPI_Comm_size(g_world, &t.world_size_));
+  t.host_ = host_name();
+  set_log_identity({t.rank_, t.world_size_, t.host_});
+
+  free_comm(g_local);
+  RT_MPI_CHECK(MPI_Comm_split_type(g_world, MPI_COMM_TYPE_SHARED, t.rank_, MPI_INFO_NULL, &g_local));
+  MPI_Comm_set_errhandler(g_local, MPI_ERRORS_RETURN);
+  RT_MPI_CHECK(MPI_Comm_rank(g_local, &t.local_rank_));
+  RT_MPI_CHECK(MPI_Comm_size(g_local, &t.local_size_));
+
+  // Node index: the leaders (local rank 0) number themselves in world order,
+  // then each leader tells its node.
+  MPI_Comm leaders = MPI_COMM_NULL;
+  RT_MPI_CHECK(MPI_Comm_split(g_world, t.local_rank_ == 0 ? 0 : MPI_UNDEFINED, t.rank_, &leaders));
+  int node_info[2] = {0, 1};
+  if (leaders != MPI_COMM_NULL) {
+    RT_MPI_CHECK(MPI_Comm_rank(leaders, &node_info[0]));
+    RT_MPI_CHECK(MPI_Comm_size(leaders, &node_info[1]));
+    MPI_Comm_free(&leaders);
+  }
+  RT_MPI_CHECK(MPI_Bcast(node_info, 2, MPI_INT, 0, g_local));
+  t.node_ = node_info[0];
+  t.node_count_ = node_info[1];
+
+  free_comm(g_cross);
+  RT_MPI_CHECK(MPI_Comm_split(g_world, t.local_rank_, t.node_, &g_cross));
+  MPI_Comm_set_errhandler(g_cross, MPI_ERRORS_RETURN);
+
+  // Device choice comes before any CUDA context or NCCL communicator exists.
+  DeviceChoiceInput in;
+  in.request = options.device;
+  in.local_rank = t.local_rank_;
+  in.local_size = t.local_size_;
+  in.allow_gpu_sharing = options.allow_gpu_sharing;
+  in.host = t.host_;
+  if (const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES")) in.cuda_visible_devices = cvd;
+  in.visible_devices = options.device == DeviceRequest::cpu
+                           ? 0
+                           : visible_device_count(cuda_runtime_device_count(), in.cuda_visible_devices);
+  t.device_ = choose_device(in);
+  if (t.device_.device.is_cuda()) cuda_set_device(t.device_.device.index);
+
+  PlacementRecord mine{};
+  mine.rank = t.rank_;
+  mine.node = t.node_;
+  mine.local_rank = t.local_rank_;
+  mine.local_size = t.local_size_;
+  std::snprintf(mine.host, sizeof(mine.host), "%s", t.host_.c_str());
+  std::string dev = device_name(t.device_.device);
+  if (t.device_.device.is_cuda())
+    dev += fmt::format(" (GPU {}{})", t.device_.physical_label, t.device_.shared ? ", shared" : "");
+  std::snprintf(mine.device, sizeof(mine.device), "%s", dev.c_str());
+  std::vector<PlacementRecord> all(static_cast<std::size_t>(t.world_size_));
+  RT_MPI_CHECK(MPI_Allgather(&mine, sizeof(mine), MPI_BYTE, all.data(), sizeof(mine), MPI_BYTE, g_world));
+  for (const auto& r : all)
+    t.placements_.push_back({r.rank, r.host, r.node, r.local_rank, r.local_size, r.device});
+  return t;
+}
+
+std::string Topology::table() const {
+  std::size_t host_w = 4;
+  for (const auto& p : placements_) host_w = std::max(host_w, p.host.size());
+  std::string out = fmt::format("{:>5}  {:<{}}  {:>4}  {:>10}  {}\n", "rank", "host", host_w, "node",
+                                "local_rank", "device");
+  for (const auto& p : placements_)
+    out += fmt::format("{:>5}  {:<{}}  {:>4}  {:>10}  {}\n", p.rank, p.host, host_w, p.node,
+                       fmt::format("{}/{}", p.local_rank, p.local_size), p.device);
+  return out;
+}
+
+}  // namespace ringtrain

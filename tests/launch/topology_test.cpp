@@ -1,0 +1,48 @@
+#include <mpi.h>
+
+#include <catch2/catch.hpp>
+#include <set>
+
+#include "launch/mpi_context.h"
+#include "support/mpi_test.h"
+
+using namespace ringtrain;
+
+TEST_CASE("world, local and node placement are consistent") {
+  const Topology& t = test::topology();
+  int world_rank = -1, world_size = -1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+  CHECK(t.rank() == world_rank);
+  CHECK(t.world_size() == world_size);
+  // mpirun on one machine: everything is one node.
+  CHECK(t.node_count() == 1);
+  CHECK(t.node() == 0);
+  CHECK(t.local_size() == world_size);
+  CHECK(t.local_rank() == world_rank);
+  REQUIRE(t.placements().size() == static_cast<size_t>(world_size));
+
+  // Every rank sees the same table; local ranks on a node are 0..local_size-1.
+  std::set<int> locals;
+  for (const auto& p : t.placements()) {
+    CHECK(p.node < t.node_count());
+    CHECK(p.local_size == world_size);
+    CHECK(p.device == "cpu");
+    locals.insert(p.local_rank);
+  }
+  CHECK(locals.size() == static_cast<size_t>(world_size));
+  CHECK(*locals.rbegin() == world_size - 1);
+
+  int cross_size = 0;
+  MPI_Comm_size(mpi_context::cross_node(), &cross_size);
+  CHECK(cross_size == t.node_count());
+}
+
+TEST_CASE("the table has a row per rank") {
+  const Topology& t = test::topology();
+  const std::string table = t.table();
+  int rows = 0;
+  for (char c : table) rows += c == '\n';
+  CHECK(rows == t.world_size() + 1);
+  CHECK(table.find("local_rank") != std::string::npos);
+}
