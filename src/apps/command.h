@@ -1,9 +1,12 @@
-// How a subcommand plugs into the ringtrain executable. Each subcommand file
-// registers its flags on a CLI11 sub-app and sets `action`; main() parses,
-// starts MPI and the topology, then runs the action inside the failure policy.
+// How a subcommand plugs into the ringtrain executable. Each subcommand lives in
+// its own src/apps/<name>_command.cpp and registers itself with
+// RINGTRAIN_REGISTER_COMMAND; main() builds the CLI from the registry, parses,
+// starts MPI and the topology, then runs the chosen action inside the failure
+// policy (a ringtrain::Error on any rank ends the job).
 #pragma once
 
 #include <functional>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
@@ -13,12 +16,33 @@ namespace ringtrain::apps {
 
 struct CommandContext {
   TopologyOptions topology;
+  // Set by the chosen subcommand (usually in its parse_complete_callback).
   std::function<int(const Topology&)> action;
 };
 
 // --device auto|cpu|cuda and --allow-gpu-sharing, for commands that pick a device.
 void add_device_options(CLI::App* sub, CommandContext& ctx, const char* default_device = "auto");
 
-void add_info_command(CLI::App& app, CommandContext& ctx);
+// A registration adds one subcommand under `parent` ("" for top level, or e.g.
+// "bench"). Parents are created before children; `order` sorts --help.
+struct CommandRegistration {
+  std::string parent;
+  std::string name;
+  int order = 100;
+  std::function<CLI::App*(CLI::App& parent, CommandContext& ctx)> add;
+};
+
+bool register_command(CommandRegistration registration);
+// Builds every registered command into `app`.
+void build_commands(CLI::App& app, CommandContext& ctx);
 
 }  // namespace ringtrain::apps
+
+#define RT_CONCAT_INNER_(a, b) a##b
+#define RT_CONCAT_(a, b) RT_CONCAT_INNER_(a, b)
+// RINGTRAIN_REGISTER_COMMAND("bench", "allreduce", 10, add_fn): at static init.
+#define RINGTRAIN_REGISTER_COMMAND(parent, name, order, add_fn)                    \
+  namespace {                                                                      \
+  const bool RT_CONCAT_(rt_command_registered_, __LINE__) =                        \
+      ::ringtrain::apps::register_command({parent, name, order, add_fn});          \
+  }

@@ -38,13 +38,17 @@ int run_info(const Topology& topo) {
   std::fflush(stdout);
   return 0;
 }
-}  // namespace
 
-void add_info_command(CLI::App& app, CommandContext& ctx) {
+CLI::App* add_info_command(CLI::App& app, CommandContext& ctx) {
   CLI::App* sub = app.add_subcommand(
       "info", "Print library versions, available collective backends and the rank topology");
   add_device_options(sub, ctx);
   sub->parse_complete_callback([&ctx] { ctx.action = run_info; });
+  return sub;
 }
 
+}  // namespace
+
 }  // namespace ringtrain::apps
+
+RINGTRAIN_REGISTER_COMMAND("", "info", 90, ringtrain::apps::add_info_command)

@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", RINGTRAIN_VERSION_STRING);
   apps::CommandContext ctx;
-  apps::add_info_command(app, ctx);
+  apps::build_commands(app, ctx);
 
   try {
     app.parse(argc, argv);
