@@ -1,0 +1,63 @@
+// Everything `ringtrain train` is told, validated in one place so that every
+// bad value gets an error naming its flag.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "ringtrain/optim/optimizer.h"
+
+namespace ringtrain {
+
+struct TrainConfig {
+  // Model and data.
+  std::string data_path;
+  std::string split = "train";
+  std::string eval_split = "test";
+  bool cache = false;
+  std::string model = "cnn";
+  std::size_t batch = 64;  // per rank
+  std::size_t epochs = 1;
+  std::uint64_t max_steps = 0;  // 0: no cap beyond --epochs
+  std::uint64_t seed = 42;
+  std::size_t prefetch_depth = 2;
+
+  // Optimizer and schedule.
+  OptimizerConfig optimizer;
+  float lr = 0.05f;
+  std::string lr_scaling = "none";  // none | linear
+  std::size_t reference_batch = 0;  // 0: the per-rank batch (scaling by world x accum)
+  std::uint64_t warmup = 0;
+  std::string schedule = "constant";  // constant | cosine | step
+  std::uint64_t step_size = 1000;
+  float gamma = 0.1f;
+  double clip_norm = 0;  // 0: off
+
+  // Distribution.
+  std::string backend = "auto";
+  double bucket_mb = 1.0;
+  bool overlap = true;
+  std::size_t accum = 1;
+  double timeout = 300;
+
+  // Evaluation and logging.
+  std::uint64_t eval_every = 0;  // 0: at the end of each epoch only
+  std::uint64_t log_every = 50;
+  std::string logdir;
+  std::string trace;
+
+  // Checkpoints.
+  std::string ckpt_dir;
+  std::uint64_t ckpt_every = 0;
+  std::size_t keep = 3;
+  std::string resume;  // "" none, "latest" (in --ckpt-dir) or a file
+  std::uint64_t check_every = 100;
+
+  // Throws Error naming the flag and the value.
+  void validate() const;
+  void validate_optimizer_config() const;
+  std::string to_json() const;
+};
+
+}  // namespace ringtrain
