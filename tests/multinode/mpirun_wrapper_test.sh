@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# mpirun_wrapper_test.sh CASE: one check of launch/ringtrain-mpirun per ctest.
+# Needs RINGTRAIN_EXE (the built ringtrain binary).
+set -uo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+wrapper=$root/launch/ringtrain-mpirun
+exe=${RINGTRAIN_EXE:?RINGTRAIN_EXE must name the ringtrain binary}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+fail() { echo "FAIL: $*"; exit 1; }
+pass() { echo "PASS: $*"; exit 0; }
+
+# run_wrapper ARGS...: sets out (stdout and stderr) and rc.
+run_wrapper() {
+  out=$(timeout --kill-after=5 60 "$wrapper" "$@" 2>&1)
+  rc=$?
+  printf '%s\n' "$out" | tail -n 30
+  echo "--- exit code $rc"
+  [ "$rc" -ne 124 ] && [ "$rc" -ne 137 ] || fail "ringtrain-mpirun hung"
+}
+expect_error() {  # expect_error REGEX ARGS...
+  local regex=$1; shift
+  run_wrapper "$@"
+  [ "$rc" -ne 0 ] || fail "expected an error, got exit code 0"
+  printf '%s\n' "$out" | grep -Eq -- "$regex" || fail "error message does not match /$regex/"
+  printf '%s\n' "$out" | grep -q '^ringtrain-mpirun: mpirun ' && fail "mpirun was started despite the error"
+  true
+}
+# A clean, known environment, so the -x list is exact.
+clean_env=(env -i "PATH=$PATH" "RINGTRAIN_EXE=$exe" LD_LIBRARY_PATH=/opt/x/lib NCCL_DEBUG=INFO
+           NCCL_SOCKET_IFNAME=eth0 CUDA_VISIBLE_DEVICES=0,1 OMPI_COMM_WORLD_RANK=7 HOME=/nonexistent)
+root_x=""
+[ "$(id -u)" -eq 0 ] && root_x=" -x OMPI_ALLOW_RUN_AS_ROOT -x OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"
+env_x="-x CUDA_VISIBLE_DEVICES -x LD_LIBRARY_PATH -x NCCL_DEBUG -x NCCL_SOCKET_IFNAME$root_x"
+env_x+=" -x OMPI_MCA_btl_vader_single_copy_mechanism -x OMPI_MCA_mpi_yield_when_idle -x PATH"
+env_x+=" -x OPENBLAS_NUM_THREADS=1"
+
+expect_line() {  # expect_line EXPECTED ARGS...: the dry-run prints exactly EXPECTED
+  local want=$1; shift
+  out=$("${clean_env[@]}" "$wrapper" --dry-run "$@" 2>&1)
+  rc=$?
+  echo "got:  $out"
+  echo "want: $want"
+  [ "$rc" -eq 0 ] || fail "--dry-run exited with $rc"
+  [ "$out" = "$want" ] || fail "the mpirun line differs"
+}
+
+case ${1:-} in
+  dry_run_cpu)
+    # Comments, blank lines, max_slots and a repeated host (slots add up).
+    printf '# cluster\n\nhostA slots=2   # two cores\n  hostB slots=3 max_slots=4\nhostA\n' >"$tmp/hosts"
+    expect_line "mpirun -np 6 --machinefile $tmp/hosts --map-by core --bind-to core $env_x $exe info" \
+      -n 6 --machinefile "$tmp/hosts" info
+    expect_line "mpirun -np 6 --machinefile $tmp/hosts --map-by core --bind-to core $env_x $exe train --batch 4" \
+      --machinefile "$tmp/hosts" train --batch 4
+    expect_line "mpirun -np 2 --machinefile $tmp/hosts --map-by core --bind-to core $env_x /bin/echo a\\ b" \
+      -n 2 --machinefile "$tmp/hosts" -- /bin/echo "a b"
+    pass "CPU dry runs print the expected mpirun lines" ;;
+  dry_run_gpu)
+    expect_line "mpirun -np 16 --machinefile $root/machinefiles/two-nodes.example --map-by ppr:8:node --bind-to socket $env_x $exe train" \
+      --machinefile "$root/machinefiles/two-nodes.example" --gpus-per-node 8 train
+    expect_line "mpirun -np 32 --machinefile $root/machinefiles/4x8gpu.example --map-by ppr:8:node --bind-to socket $env_x $exe info" \
+      --machinefile "$root/machinefiles/4x8gpu.example" --gpus-per-node 8 info
+    expect_line "mpirun -np 8 --machinefile $root/machinefiles/4x8gpu.example --map-by ppr:4:socket --bind-to numa --report-bindings $env_x --mca btl_tcp_if_include ib0 $exe info" \
+      --machinefile "$root/machinefiles/4x8gpu.example" --gpus-per-node 8 -n 8 --map-by ppr:4:socket --bind-to numa \
+      --report-bindings --mca btl_tcp_if_include ib0 info
+    pass "GPU dry runs print the expected mpirun lines" ;;
+  dry_run_oversubscribe)
+    expect_line "mpirun -np 5 --machinefile $root/machinefiles/localhost --oversubscribe --map-by slot --bind-to none $env_x $exe info" \
+      -n 5 --oversubscribe info
+    expect_line "mpirun -np 2 --machinefile $root/machinefiles/localhost --oversubscribe --map-by core --bind-to core $env_x $exe info" \
+      -n 2 --oversubscribe info
+    pass "oversubscribed ranks are not bound" ;;
+  bad_machinefile)
+    printf 'hostA slots=2\n# fine\nhostB slots=zero\n' >"$tmp/f1"
+    expect_error "$tmp/f1:3: .*slots must be a positive whole number, got 'zero'" -n 1 --machinefile "$tmp/f1" info
+    printf 'hostA slots=0\n' >"$tmp/f2"
+    expect_error "$tmp/f2:1: .*slots must be a positive whole number, got '0'" -n 1 --machinefile "$tmp/f2" info
+    printf '\nhostA slots=2 gpus=4\n' >"$tmp/f3"
+    expect_error "$tmp/f3:2: .*unknown field 'gpus=4'" -n 1 --machinefile "$tmp/f3" info
+    printf 'hostA slots=2\nhost_b! slots=2\n' >"$tmp/f4"
+    expect_error "$tmp/f4:2: .*'host_b!' is not a host name" -n 1 --machinefile "$tmp/f4" info
+    printf 'hostA slots=4 max_slots=2\n' >"$tmp/f5"
+    expect_error "$tmp/f5:1: .*max_slots=2 is below slots=4" -n 1 --machinefile "$tmp/f5" info
+    printf '# only comments\n\n' >"$tmp/f6"
+    expect_error "machinefile $tmp/f6 lists no host" -n 1 --machinefile "$tmp/f6" info
+    expect_error "machinefile $tmp/missing does not exist" -n 1 --machinefile "$tmp/missing" info
+    pass "bad machinefiles are rejected with the file and line" ;;
+  np_exceeds_slots)
+    expect_error "-n 3 is more than the 2 slot\\(s\\) in .*machinefiles/localhost \\(use --oversubscribe" -n 3 info
+    expect_error "-n 17 is more than the 16 ranks of 8 GPU\\(s\\) x 2 host\\(s\\)" -n 17 --gpus-per-node 8 \
+      --machinefile "$root/machinefiles/two-nodes.example" info
+    expect_error "host localhost has slots=2 but --gpus-per-node is 4" --gpus-per-node 4 info
+    pass "more ranks than slots is an error unless --oversubscribe" ;;
+  bad_options)
+    expect_error "-n/--np must be a positive whole number, got '0'" -n 0 info
+    expect_error "-n/--np must be a positive whole number, got 'two'" -n two info
+    expect_error "unknown option '--np-per-node'" --np-per-node 2 info
+    expect_error "--bind-to must be one of" --bind-to cores info
+    expect_error "no command given" -n 2
+    expect_error "program /nonexistent/prog does not exist" -n 1 /nonexistent/prog
+    RINGTRAIN_EXE=/nonexistent/ringtrain expect_error "ringtrain binary not found at /nonexistent/ringtrain" -n 1 info
+    run_wrapper --help
+    [ "$rc" -eq 0 ] && printf '%s\n' "$out" | grep -q -- '--rank-logs DIR' || fail "--help"
+    pass "bad options are rejected" ;;
+  rank_logs)
+    # A real 2-rank job: each rank's output lands in its own file, none on the terminal.
+    run_wrapper -n 2 --rank-logs "$tmp/logs" info
+    [ "$rc" -eq 0 ] || fail "the job failed"
+    [ -f "$tmp/logs/rank-0.log" ] && [ -f "$tmp/logs/rank-1.log" ] || fail "rank-0.log and rank-1.log expected in $tmp/logs"
+    grep -q 'topology: 2 rank(s) on 1 node(s)' "$tmp/logs/rank-0.log" || fail "rank-0.log lacks rank 0's table"
+    ! grep -q 'topology:' "$tmp/logs/rank-1.log" || fail "rank-1.log holds rank 0's output"
+    ! printf '%s\n' "$out" | grep -q 'topology:' || fail "rank output reached the terminal"
+    run_wrapper -n 2 --rank-logs "$tmp/logs2" -- /bin/sh -c 'echo "out of rank $OMPI_COMM_WORLD_RANK"; echo "err of rank $OMPI_COMM_WORLD_RANK" >&2'
+    [ "$rc" -eq 0 ] || fail "the job failed"
+    for r in 0 1; do
+      echo "rank-$r.log:"; cat "$tmp/logs2/rank-$r.log"
+      [ "$(cat "$tmp/logs2/rank-$r.log" | sort | tr '\n' '|')" = "err of rank $r|out of rank $r|" ] ||
+        fail "rank-$r.log does not hold exactly rank $r's stdout and stderr"
+    done
+    pass "--rank-logs writes rank-R.log per rank" ;;
+  rank_logs_failure)
+    # A failing job with rank logs: the wrapper brings each rank's fatal line back.
+    run_wrapper -n 2 --rank-logs "$tmp/logs" info --device cuda
+    [ "$rc" -ne 0 ] || fail "the job should fail"
+    for r in 0 1; do
+      printf '%s\n' "$out" | grep -Eq "rank-$r.log: .*rank $r/.*fatal: .*--device cuda" ||
+        fail "no summary line for rank $r's error"
+    done
+    pass "a failure with rank logs names the failing ranks on the terminal" ;;
+  *) echo "usage: $0 dry_run_cpu|dry_run_gpu|dry_run_oversubscribe|bad_machinefile|np_exceeds_slots|bad_options|rank_logs|rank_logs_failure" >&2
+     exit 2 ;;
+esac
