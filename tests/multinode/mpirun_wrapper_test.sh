@@ -29,6 +29,7 @@ expect_error() {  # expect_error REGEX ARGS...
   true
 }
 # A clean, known environment, so the -x list is exact.
+# shellcheck disable=SC2054  # CUDA_VISIBLE_DEVICES=0,1 is one word
 clean_env=(env -i "PATH=$PATH" "RINGTRAIN_EXE=$exe" LD_LIBRARY_PATH=/opt/x/lib NCCL_DEBUG=INFO
            NCCL_SOCKET_IFNAME=eth0 CUDA_VISIBLE_DEVICES=0,1 OMPI_COMM_WORLD_RANK=7 HOME=/nonexistent)
 root_x=""
