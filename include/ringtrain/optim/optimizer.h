@@ -1,0 +1,60 @@
+// Optimizers over the flat f32 parameter and gradient buffers. One step is one
+// fused pass (CPU) or one kernel (CUDA) over the whole buffer; the state
+// (momentum, Adam moments) lives in flat buffers of the same length, so a
+// checkpoint saves and restores it as plain arrays.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ringtrain/core/buffer_view.h"
+#include "ringtrain/core/device.h"
+
+namespace ringtrain {
+
+struct OptimizerConfig {
+  std::string kind = "sgd";  // sgd | adamw
+  float momentum = 0.9f;     // sgd: 0 means plain SGD, no state buffer
+  bool nesterov = false;     // sgd with momentum > 0 only
+  // sgd: L2 penalty added to the gradient (PyTorch SGD). adamw: decoupled decay,
+  // p *= 1 - lr * weight_decay before the Adam update (Loshchilov & Hutter).
+  float weight_decay = 0.f;
+  float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;  // adamw
+};
+
+// A state buffer and the name a checkpoint stores it under. The view is
+// writable: a resume copies the saved array into it.
+struct NamedBuffer {
+  std::string name;
+  BufferView view;
+};
+
+class Optimizer {
+ public:
+  virtual ~Optimizer();
+  // One update of `params` (in place) from `grads` at learning rate `lr`. Both
+  // are f32 views of param_count elements on the optimizer's device. On CUDA it
+  // is queued on the default stream and does not wait for the kernel.
+  virtual void step(BufferView params, BufferView grads, float lr) = 0;
+  // {"momentum"} for SGD with momentum, {} for plain SGD, {"exp_avg",
+  // "exp_avg_sq"} for AdamW. Views stay valid for the optimizer's lifetime.
+  virtual std::vector<NamedBuffer> state() = 0;
+  // Steps taken so far; AdamW's bias correction depends on it, so a resume
+  // restores it together with the state buffers.
+  virtual std::uint64_t step_count() const = 0;
+  virtual void set_step_count(std::uint64_t steps) = 0;
+};
+
+// Validates `config` and allocates zeroed state for param_count elements on
+// `device`. A CUDA device in a CPU-only build is an Error.
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, std::size_t param_count,
+                                          Device device);
+
+// Throws Error naming the flag and the bad value (--optimizer, --momentum,
+// --nesterov, --weight-decay, --beta1, --beta2, --eps).
+void validate(const OptimizerConfig& config);
+
+}  // namespace ringtrain

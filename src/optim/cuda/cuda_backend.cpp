@@ -1,0 +1,125 @@
+// The optim layer's CUDA side (host code, compiled by the host compiler): device
+// selection, state allocation and kernel launches. Work goes on the default
+// stream; only sum_squares waits, because its caller needs the number.
+#include <cstddef>
+#include <mutex>
+#include <vector>
+
+#include "core/cuda/check_cuda.h"
+#include "kernels/adamw.h"
+#include "kernels/grad_norm.h"
+#include "kernels/scale.h"
+#include "kernels/sgd.h"
+#include "optim/cuda_backend.h"
+
+namespace ringtrain::optim_cuda {
+
+namespace {
+
+// Makes `ordinal` current for the scope and restores the caller's device, so a
+// view on another device than the current one is still handled correctly.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int ordinal) {
+    RT_CUDA_CHECK(cudaGetDevice(&previous_));
+    if (ordinal != previous_) RT_CUDA_CHECK(cudaSetDevice(ordinal));
+    changed_ = ordinal != previous_;
+  }
+  ~DeviceScope() {
+    if (changed_) (void)cudaSetDevice(previous_);
+  }
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  int previous_ = 0;
+  bool changed_ = false;
+};
+
+// Scratch for the norm, allocated once per device and kept for the process: the
+// norm runs every step and must not allocate in the hot loop. Not freed at exit
+// on purpose: the statically linked runtime may be torn down first.
+double* norm_scratch(int ordinal) {
+  static std::mutex mutex;
+  static std::vector<double*> per_device;
+  std::lock_guard<std::mutex> lock(mutex);
+  const auto index = static_cast<std::size_t>(ordinal);
+  if (per_device.size() <= index) per_device.resize(index + 1, nullptr);
+  if (per_device[index] == nullptr) {
+    void* p = nullptr;
+    RT_CUDA_CHECK(cudaMalloc(&p, kernels::kSumSquaresScratchCount * sizeof(double)));
+    per_device[index] = static_cast<double*>(p);
+  }
+  return per_device[index];
+}
+
+}  // namespace
+
+float* alloc_zeroed_f32(std::size_t count, int ordinal) {
+  if (count == 0) return nullptr;
+  DeviceScope scope(ordinal);
+  void* p = nullptr;
+  RT_CUDA_CHECK(cudaMalloc(&p, count * sizeof(float)));
+  const cudaError_t e = cudaMemset(p, 0, count * sizeof(float));
+  if (e != cudaSuccess) {
+    (void)cudaFree(p);
+    RT_CUDA_CHECK(e);
+  }
+  return static_cast<float*>(p);
+}
+
+void free_f32(float* ptr, int ordinal) noexcept {
+  if (ptr == nullptr) return;
+  int previous = 0;
+  if (cudaGetDevice(&previous) != cudaSuccess) return;
+  if (previous != ordinal) (void)cudaSetDevice(ordinal);
+  (void)cudaFree(ptr);
+  if (previous != ordinal) (void)cudaSetDevice(previous);
+}
+
+void copy_to_device(BufferView dst, const float* src) {
+  if (dst.count == 0) return;
+  DeviceScope scope(dst.device.index);
+  RT_CUDA_CHECK(cudaMemcpy(dst.ptr, src, dst.bytes(), cudaMemcpyHostToDevice));
+}
+
+void copy_to_host(float* dst, BufferView src) {
+  if (src.count == 0) return;
+  DeviceScope scope(src.device.index);
+  RT_CUDA_CHECK(cudaMemcpy(dst, src.ptr, src.bytes(), cudaMemcpyDeviceToHost));
+}
+
+void sgd_step(BufferView params, BufferView grads, float* momentum_buf, float lr, float momentum,
+              float weight_decay, bool nesterov) {
+  DeviceScope scope(params.device.index);
+  if (momentum_buf == nullptr)
+    kernels::sgd_plain_f32_cuda(params.as<float>(), grads.as<float>(), params.count, lr,
+                                weight_decay, nullptr);
+  else
+    kernels::sgd_momentum_f32_cuda(params.as<float>(), grads.as<float>(), momentum_buf,
+                                   params.count, lr, momentum, weight_decay, nesterov, nullptr);
+}
+
+void adamw_step(BufferView params, BufferView grads, float* exp_avg, float* exp_avg_sq,
+                const kernels::AdamWCoefficients& coefficients) {
+  DeviceScope scope(params.device.index);
+  kernels::adamw_f32_cuda(params.as<float>(), grads.as<float>(), exp_avg, exp_avg_sq,
+                          params.count, coefficients, nullptr);
+}
+
+double sum_squares(BufferView x) {
+  if (x.count == 0) return 0.0;
+  DeviceScope scope(x.device.index);
+  double* scratch = norm_scratch(x.device.index);
+  kernels::sum_squares_f32_cuda(x.as<float>(), x.count, scratch, nullptr);
+  double result = 0.0;
+  RT_CUDA_CHECK(cudaMemcpy(&result, scratch, sizeof(double), cudaMemcpyDeviceToHost));
+  return result;
+}
+
+void scale(BufferView x, float factor) {
+  DeviceScope scope(x.device.index);
+  kernels::scale_f32_cuda(x.as<float>(), x.count, factor, nullptr);
+}
+
+}  // namespace ringtrain::optim_cuda
