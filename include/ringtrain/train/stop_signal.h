@@ -1,0 +1,50 @@
+// Clean stops: SIGINT and SIGTERM (what Slurm sends at the time limit, and
+// what mpirun forwards on Ctrl-C) only set a flag; the training loop polls it
+// at step boundaries, writes a final checkpoint and exits non-zero. A second
+// SIGINT (an impatient Ctrl-C) ends the process at once.
+//
+// A signal may reach only some ranks, so the trainer must agree on the flag
+// across ranks (an all-reduce of max at the step boundary) before acting on
+// it; otherwise the ranks that stop would leave the others in a collective.
+//
+// Under mpirun: Open MPI turns its own SIGINT/SIGTERM into SIGTERM for the
+// ranks and sends SIGKILL shortly after (MCA parameter
+// odls_base_sigkill_timeout, 1 s by default). Raise it, or signal the ranks
+// directly (Slurm's `scancel --signal=TERM`, `sbatch --signal`), when the final
+// checkpoint needs longer.
+#pragma once
+
+#include <csignal>
+#include <string>
+#include <vector>
+
+namespace ringtrain {
+
+class StopSignalHandler {
+ public:
+  // Installs the handler for `signals`. Only one handler may be active at a
+  // time (Error otherwise). The flag starts cleared.
+  explicit StopSignalHandler(std::vector<int> signals = {SIGINT, SIGTERM});
+  // Restores the dispositions that were in place before.
+  ~StopSignalHandler();
+  StopSignalHandler(const StopSignalHandler&) = delete;
+  StopSignalHandler& operator=(const StopSignalHandler&) = delete;
+
+  bool stop_requested() const;
+  // The first signal received, 0 if none.
+  int signal_number() const;
+  void clear();
+
+ private:
+  std::vector<int> signals_;
+  std::vector<struct sigaction> previous_;
+};
+
+// The same flag, for code that has no handle on the handler object.
+bool stop_requested();
+int stop_signal_number();
+
+// "SIGTERM", "SIGINT", or "signal N".
+std::string signal_name(int signal_number);
+
+}  // namespace ringtrain

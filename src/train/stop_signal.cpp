@@ -1,0 +1,110 @@
+#include "ringtrain/train/stop_signal.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "ringtrain/core/check.h"
+#include "ringtrain/core/log.h"
+
+namespace ringtrain {
+
+namespace {
+
+// Everything the handler touches: a lock-free atomic and pre-built messages
+// (formatting is not async-signal-safe).
+std::atomic<int> g_signal{0};
+std::atomic<bool> g_installed{false};
+static_assert(std::atomic<int>::is_always_lock_free, "the stop flag must be async-signal-safe");
+
+constexpr std::size_t kMessageSize = 256;
+char g_first_message[NSIG][kMessageSize];  // per signal, naming it
+std::size_t g_first_length[NSIG] = {};
+char g_again_message[kMessageSize];
+std::size_t g_again_length = 0;
+
+void build_message(char* out, std::size_t& length, const std::string& text) {
+  length = std::min(text.size(), kMessageSize);
+  std::memcpy(out, text.data(), length);
+}
+
+extern "C" void on_stop_signal(int sig) {
+  const int saved_errno = errno;
+  int expected = 0;
+  if (g_signal.compare_exchange_strong(expected, sig)) {
+    // Async-signal-safe: write(2) of a prepared buffer. The result is ignored
+    // on purpose: nothing can be done about a closed stderr here.
+    [[maybe_unused]] auto n = ::write(STDERR_FILENO, g_first_message[sig], g_first_length[sig]);
+  } else if (sig == SIGINT) {
+    [[maybe_unused]] auto n = ::write(STDERR_FILENO, g_again_message, g_again_length);
+    std::signal(SIGINT, SIG_DFL);
+    std::raise(SIGINT);
+  }
+  errno = saved_errno;
+}
+
+}  // namespace
+
+std::string signal_name(int signal_number) {
+  switch (signal_number) {
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    case SIGHUP: return "SIGHUP";
+    case SIGUSR1: return "SIGUSR1";
+    case SIGUSR2: return "SIGUSR2";
+    case SIGQUIT: return "SIGQUIT";
+    default: return fmt::format("signal {}", signal_number);
+  }
+}
+
+StopSignalHandler::StopSignalHandler(std::vector<int> signals) : signals_(std::move(signals)) {
+  RT_CHECK(!signals_.empty(), "stop signals: no signals given");
+  for (int sig : signals_)
+    RT_CHECK(sig > 0 && sig < NSIG && sig != SIGKILL && sig != SIGSTOP, "stop signals: cannot handle {}",
+             signal_name(sig));
+  RT_CHECK(!g_installed.exchange(true), "stop signals: a handler is already installed");
+
+  for (int sig : signals_)
+    build_message(g_first_message[sig], g_first_length[sig],
+                  fmt::format("{} {} received: stopping after the current step{}\n", rank_prefix(),
+                              signal_name(sig), sig == SIGINT ? " (Ctrl-C again to abort at once)" : ""));
+  build_message(g_again_message, g_again_length,
+                fmt::format("{} second SIGINT: aborting now\n", rank_prefix()));
+  g_signal.store(0);
+
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  sigemptyset(&action.sa_mask);
+  for (int sig : signals_) sigaddset(&action.sa_mask, sig);
+  // Interrupted system calls resume: MPI and file I/O never see EINTR.
+  action.sa_flags = SA_RESTART;
+  previous_.resize(signals_.size());
+  for (std::size_t i = 0; i < signals_.size(); ++i) {
+    if (::sigaction(signals_[i], &action, &previous_[i]) != 0) {
+      const int err = errno;
+      for (std::size_t j = 0; j < i; ++j) ::sigaction(signals_[j], &previous_[j], nullptr);
+      g_installed.store(false);
+      RT_CHECK(false, "stop signals: cannot install a handler for {}: {}", signal_name(signals_[i]),
+               std::strerror(err));
+    }
+  }
+}
+
+StopSignalHandler::~StopSignalHandler() {
+  for (std::size_t i = 0; i < signals_.size(); ++i) ::sigaction(signals_[i], &previous_[i], nullptr);
+  g_installed.store(false);
+}
+
+bool StopSignalHandler::stop_requested() const { return g_signal.load() != 0; }
+int StopSignalHandler::signal_number() const { return g_signal.load(); }
+void StopSignalHandler::clear() { g_signal.store(0); }
+
+bool stop_requested() { return g_signal.load() != 0; }
+int stop_signal_number() { return g_signal.load(); }
+
+}  // namespace ringtrain

@@ -1,0 +1,142 @@
+// Stop signals: raising SIGTERM/SIGINT sets the flag and nothing else, the
+// previous handlers come back afterwards, a second SIGINT kills at once, and a
+// SIGTERM from another process stops a polling loop.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "ringtrain/core/error.h"
+#include "ringtrain/train/stop_signal.h"
+
+using namespace ringtrain;
+
+namespace {
+
+volatile sig_atomic_t g_test_handler_hits = 0;
+extern "C" void test_handler(int) { g_test_handler_hits = g_test_handler_hits + 1; }
+
+void (*current_handler(int sig))(int) {
+  struct sigaction now {};
+  sigaction(sig, nullptr, &now);
+  return now.sa_handler;
+}
+
+// Runs `body` in a child process and returns its wait status.
+int in_child(const std::function<int()>& body) {
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) ::_exit(body());
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return status;
+}
+
+}  // namespace
+
+TEST_CASE("raising SIGTERM or SIGINT sets the flag and the process carries on") {
+  StopSignalHandler stop;
+  CHECK_FALSE(stop.stop_requested());
+  CHECK_FALSE(stop_requested());
+  CHECK(stop.signal_number() == 0);
+
+  std::raise(SIGTERM);
+  CHECK(stop.stop_requested());
+  CHECK(stop_requested());
+  CHECK(stop.signal_number() == SIGTERM);
+  CHECK(stop_signal_number() == SIGTERM);
+  std::raise(SIGTERM);  // a repeated SIGTERM changes nothing
+  CHECK(stop.signal_number() == SIGTERM);
+
+  stop.clear();
+  CHECK_FALSE(stop_requested());
+  std::raise(SIGINT);  // the first SIGINT is a request too
+  CHECK(stop.signal_number() == SIGINT);
+  stop.clear();
+}
+
+TEST_CASE("the previous handlers come back when the stop handler goes") {
+  // (The test framework has its own SIGTERM/SIGINT handlers: those must return.)
+  const auto term_before = current_handler(SIGTERM);
+  const auto int_before = current_handler(SIGINT);
+  {
+    StopSignalHandler stop;
+    CHECK(current_handler(SIGTERM) != term_before);
+    CHECK(current_handler(SIGINT) != int_before);
+    // Only one may be active.
+    CHECK_THROWS_WITH(StopSignalHandler(), Catch::Contains("already installed"));
+  }
+  CHECK(current_handler(SIGTERM) == term_before);
+  CHECK(current_handler(SIGINT) == int_before);
+
+  struct sigaction mine {}, before {};
+  mine.sa_handler = test_handler;
+  sigemptyset(&mine.sa_mask);
+  REQUIRE(sigaction(SIGUSR1, &mine, &before) == 0);
+  {
+    StopSignalHandler stop({SIGUSR1});
+    std::raise(SIGUSR1);
+    CHECK(stop.signal_number() == SIGUSR1);
+    CHECK(g_test_handler_hits == 0);
+    stop.clear();
+  }
+  std::raise(SIGUSR1);
+  CHECK(g_test_handler_hits == 1);
+  sigaction(SIGUSR1, &before, nullptr);
+
+  CHECK_THROWS_AS(StopSignalHandler({SIGKILL}), Error);
+  CHECK_THROWS_AS(StopSignalHandler(std::vector<int>{}), Error);
+  // A failed construction leaves nothing installed: a new one works.
+  StopSignalHandler again;
+  CHECK_FALSE(again.stop_requested());
+}
+
+TEST_CASE("a second SIGINT ends the process at once") {
+  const int status = in_child([] {
+    StopSignalHandler stop;
+    std::raise(SIGINT);
+    if (!stop_requested()) return 41;
+    std::raise(SIGINT);
+    return 42;  // not reached
+  });
+  REQUIRE(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGINT);
+}
+
+TEST_CASE("SIGTERM from another process stops a polling loop") {
+  int ready[2];
+  REQUIRE(::pipe(ready) == 0);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::close(ready[0]);
+    StopSignalHandler stop;
+    [[maybe_unused]] auto n = ::write(ready[1], "r", 1);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!stop.stop_requested()) {  // the training loop, polling at step boundaries
+      if (std::chrono::steady_clock::now() > deadline) ::_exit(40);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ::_exit(stop.signal_number() == SIGTERM ? 7 : 41);
+  }
+  ::close(ready[1]);
+  char c = 0;
+  REQUIRE(::read(ready[0], &c, 1) == 1);
+  ::close(ready[0]);
+  ::kill(pid, SIGTERM);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 7);
+}
+
+TEST_CASE("signal names") {
+  CHECK(signal_name(SIGTERM) == "SIGTERM");
+  CHECK(signal_name(SIGINT) == "SIGINT");
+  CHECK(signal_name(SIGUSR1) == "SIGUSR1");
+  CHECK(signal_name(64) == "signal 64");
+}
