@@ -1,0 +1,61 @@
+// Converters into the ringtrain HDF5 dataset format (dataset.h): from IDX
+// (MNIST, Fashion-MNIST), from CSV, and a synthetic learnable set. Each writes
+// through DatasetWriter (temporary name, then rename) and reports progress on
+// stderr for large inputs.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ringtrain {
+
+// Debian's dataset-fashion-mnist package.
+inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
+const std::vector<std::string>& fashion_mnist_class_names();
+
+struct ConvertSummary {
+  std::string text;  // one line per split, for the command to print
+};
+
+struct IdxConvertOptions {
+  std::string train_images, train_labels, test_images, test_labels;
+  std::string output;
+  // auto (Fashion-MNIST names when an input path says "fashion", digits for
+  // "mnist"), none, fashion-mnist, mnist, or a comma-separated list.
+  std::string class_names = "auto";
+  int num_classes = 0;            // 0: from class_names, else max label + 1
+  std::string normalize = "unit";  // unit: byte/255; standard: (byte/255 - mean)/std of train
+};
+ConvertSummary convert_idx(const IdxConvertOptions& o);
+
+struct CsvConvertOptions {
+  std::string train, test;  // test optional: else --test-fraction of train, held out
+  std::string output;
+  std::string label_column = "0";  // a header name or a 0-based index
+  std::string header = "auto";     // auto, yes, no
+  char delimiter = ',';
+  double test_fraction = 0.1;      // used only without a test file
+  std::uint64_t seed = 0;          // shuffles rows before the holdout
+  int num_classes = 0;             // 0: max label + 1
+  std::vector<std::string> class_names;
+};
+ConvertSummary convert_csv(const CsvConvertOptions& o);
+
+struct SyntheticOptions {
+  std::string output;
+  std::size_t n = 0;       // train samples
+  std::size_t test_n = 0;  // test samples
+  std::vector<std::size_t> shape;
+  int classes = 10;
+  std::uint64_t seed = 0;
+  std::string dtype = "f32";  // f32 or u8
+  double noise = 0.5;         // std of the noise around each class prototype
+};
+// Sample i of class c is prototype_c + noise * N(0, 1) per element, where the
+// prototypes are uniform in [0, 1]^D: learnable by a linear model, never
+// trivially separable when noise is large, and a pure function of the seed.
+ConvertSummary make_synthetic(const SyntheticOptions& o);
+
+}  // namespace ringtrain

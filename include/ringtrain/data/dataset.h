@@ -1,0 +1,83 @@
+// One split (/train, /test, /val) of a ringtrain HDF5 dataset file:
+//   /<split>/x   N x sample shape, uint8 or float32, chunked along N
+//   /<split>/y   N labels, int32 or int64, each in [0, num_classes)
+//   attributes on /<split> (or, as a fallback, on the file root):
+//     num_classes (integer), class_names (strings, optional),
+//     scale and offset (float, required for uint8 x: value = byte * scale + offset)
+// A rank reads only the samples it asks for, by hyperslab. Labels are small and
+// validated at open, so they are held in memory.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace ringtrain {
+
+enum class SampleDType { u8, f32 };
+const char* sample_dtype_name(SampleDType t);
+
+class Dataset {
+ public:
+  // Throws Error naming the file, split and dataset for every bad-input case:
+  // missing file, split or dataset; truncated or corrupt file; unsupported
+  // dtype; x and y lengths that differ; a label outside [0, num_classes).
+  static Dataset open(const std::string& path, const std::string& split);
+  // The same, collectively over the world communicator: every rank opens, and
+  // if any rank fails, every rank throws (its own message, or one naming the
+  // rank that failed), so that every rank reports and none waits in a collective.
+  static Dataset open_on_all_ranks(const std::string& path, const std::string& split);
+
+  Dataset(Dataset&&) noexcept;
+  Dataset& operator=(Dataset&&) noexcept;
+  ~Dataset();
+
+  std::size_t size() const;
+  const std::vector<std::size_t>& sample_shape() const;  // e.g. {1,28,28} or {F}
+  std::size_t sample_elements() const;
+  SampleDType stored_dtype() const;
+  float scale() const;   // 1 for float32 data
+  float offset() const;  // 0 for float32 data
+  int num_classes() const;
+  const std::vector<std::string>& class_names() const;  // empty when the file has none
+  const std::string& path() const;
+  const std::string& split() const;
+  // "fashion.h5:/train" for messages.
+  std::string describe() const;
+
+  // Throws Error naming both shapes (and the file and split) when they differ.
+  void check_sample_shape(const std::vector<std::size_t>& expected) const;
+
+  // Reads these samples (any order, repeats allowed) as normalised float32 into
+  // x (indices.size() * sample_elements()) and int32 labels into y (may be null).
+  // Contiguous runs of the sorted indices become one hyperslab each, read in
+  // one H5Dread; the requested order is restored while converting.
+  void read(std::span<const std::uint64_t> indices, float* x, std::int32_t* y);
+  // The stored bytes of samples [begin, end), unconverted (for round-trip checks
+  // and tools): (end - begin) * sample_elements() elements of stored_dtype().
+  void read_stored(std::uint64_t begin, std::uint64_t end, void* out);
+  const std::vector<std::int32_t>& labels() const;
+
+  // --cache: holds the whole split (this rank's working set over epochs, since
+  // every epoch permutes all of it) in memory in its stored dtype, when it fits
+  // in `budget_bytes` (0: half of the memory available now, shared by the ranks
+  // on this node). Returns whether the cache is on; logs why when it is not.
+  bool enable_cache(std::size_t budget_bytes = 0, int ranks_on_node = 1);
+  bool cached() const;
+  std::size_t stored_bytes() const;  // size of x as stored
+
+ private:
+  struct Impl;
+  explicit Dataset(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// "1x28x28"
+std::string shape_string(const std::vector<std::size_t>& shape);
+// "1,28,28" or "1x28x28" -> {1,28,28}; throws Error naming `what` on bad text.
+std::vector<std::size_t> parse_shape(const std::string& text, const std::string& what);
+
+}  // namespace ringtrain

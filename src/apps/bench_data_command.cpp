@@ -1,0 +1,167 @@
+// `ringtrain bench data`: samples/s of the data path (sampler + HDF5 read +
+// prefetch) against a plain in-memory copy of the same batches, per rank, with
+// and without --cache. The consumer does no work, so this is the loader's
+// ceiling; a training step only has to stay above it.
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+
+#include "apps/command.h"
+#include "core/check_mpi.h"
+#include "launch/mpi_context.h"
+#include "ringtrain/core/check.h"
+#include "ringtrain/core/log.h"
+#include "ringtrain/core/timer.h"
+#include "ringtrain/data/converters.h"
+#include "ringtrain/data/dataset.h"
+#include "ringtrain/data/prefetcher.h"
+#include "ringtrain/data/sharded_sampler.h"
+
+namespace ringtrain::apps {
+namespace {
+
+struct BenchDataOptions {
+  std::string data;
+  std::string split = "train";
+  std::size_t batch = 64, depth = 2, steps = 0;
+  std::uint64_t seed = 0;
+  std::string cache = "both";
+};
+
+struct Row {
+  std::string mode;
+  double seconds = 0, wait = 0;
+};
+
+// Per-rank samples/s: min, mean and max over ranks, so a slow rank shows.
+struct RateStats {
+  double min = 0, mean = 0, max = 0;
+};
+RateStats gather_rate(double rate, int world) {
+  RateStats s;
+  RT_MPI_CHECK(MPI_Allreduce(&rate, &s.min, 1, MPI_DOUBLE, MPI_MIN, mpi_context::world()));
+  RT_MPI_CHECK(MPI_Allreduce(&rate, &s.max, 1, MPI_DOUBLE, MPI_MAX, mpi_context::world()));
+  RT_MPI_CHECK(MPI_Allreduce(&rate, &s.mean, 1, MPI_DOUBLE, MPI_SUM, mpi_context::world()));
+  s.mean /= world;
+  return s;
+}
+
+std::string default_dataset(const Topology& topo) {
+  // Fashion-MNIST converted once into the temp directory, by rank 0.
+  const std::string path = (std::filesystem::temp_directory_path() / "ringtrain-bench-fashion.h5").string();
+  if (topo.rank() == 0 && !std::filesystem::exists(path)) {
+    log0("bench data: converting Fashion-MNIST from {} to {}", kFashionMnistDir, path);
+    IdxConvertOptions o;
+    const std::string dir = kFashionMnistDir;
+    o.train_images = dir + "/train-images-idx3-ubyte.gz";
+    o.train_labels = dir + "/train-labels-idx1-ubyte.gz";
+    o.test_images = dir + "/t10k-images-idx3-ubyte.gz";
+    o.test_labels = dir + "/t10k-labels-idx1-ubyte.gz";
+    o.output = path;
+    convert_idx(o);
+  }
+  RT_MPI_CHECK(MPI_Barrier(mpi_context::world()));
+  return path;
+}
+
+int run_bench_data(const BenchDataOptions& o, const Topology& topo) {
+  const std::string path = o.data.empty() ? default_dataset(topo) : o.data;
+  Dataset ds = Dataset::open_on_all_ranks(path, o.split);
+  const ShardedSampler sampler(ds.size(), o.batch, topo.rank(), topo.world_size(), o.seed);
+  const std::size_t steps = o.steps ? o.steps : sampler.steps_per_epoch();
+  const std::size_t elems = ds.sample_elements();
+  log0("bench data: {} ({} x {} {}), batch {} per rank, {} ranks, {} steps, prefetch depth {}, device {}",
+       ds.describe(), ds.size(), shape_string(ds.sample_shape()), sample_dtype_name(ds.stored_dtype()), o.batch,
+       topo.world_size(), steps, o.depth, device_name(topo.device()));
+
+  std::vector<Row> rows;
+  // Baseline: the whole split already normalised in memory; each step copies
+  // the same rows (same sampler indices) into a batch buffer.
+  {
+    std::vector<float> all(ds.size() * elems);
+    std::vector<std::uint64_t> every(ds.size());
+    for (std::size_t i = 0; i < every.size(); ++i) every[i] = i;
+    const std::size_t slab = 4096;
+    for (std::size_t b = 0; b < ds.size(); b += slab) {
+      const std::size_t n = std::min(slab, ds.size() - b);
+      ds.read(std::span(every).subspan(b, n), all.data() + b * elems, nullptr);
+    }
+    std::vector<float> x(o.batch * elems);
+    std::vector<std::int32_t> y(o.batch);
+    const auto& labels = ds.labels();
+    RT_MPI_CHECK(MPI_Barrier(mpi_context::world()));
+    Stopwatch sw;
+    DataCursor c{0, 0};
+    for (std::size_t s = 0; s < steps; ++s, c = sampler.next(c)) {
+      const auto idx = sampler.rank_indices(c);
+      for (std::size_t i = 0; i < idx.size(); ++i) {
+        std::memcpy(x.data() + i * elems, all.data() + idx[i] * elems, elems * sizeof(float));
+        y[i] = labels[idx[i]];
+      }
+    }
+    rows.push_back({"in-memory copy (baseline)", sw.seconds(), 0});
+  }
+  auto pipeline = [&](const std::string& mode) {
+    RT_MPI_CHECK(MPI_Barrier(mpi_context::world()));
+    Stopwatch sw;
+    double wait = 0;
+    {
+      Prefetcher p(ds, sampler, {0, 0}, o.depth, topo.device());
+      for (std::size_t s = 0; s < steps; ++s) wait += p.next().wait_seconds;
+    }
+    rows.push_back({mode, sw.seconds(), wait});
+  };
+  if (o.cache != "on") pipeline("sampler+read+prefetch");
+  if (o.cache != "off") {
+    Stopwatch load;
+    const bool on = ds.enable_cache(0, topo.local_size());
+    log0("bench data: --cache {} ({:.1f} MiB, loaded in {:.2f} s, not timed below)", on ? "on" : "off (does not fit)",
+         ds.stored_bytes() / 1048576.0, load.seconds());
+    if (on) pipeline("sampler+read+prefetch --cache");
+  }
+
+  const double samples = static_cast<double>(steps * o.batch);
+  std::vector<RateStats> stats;
+  for (const Row& r : rows) stats.push_back(gather_rate(samples / r.seconds, topo.world_size()));
+  if (topo.rank() == 0) {
+    std::string out = fmt::format("# {:<32} {:>14} {:>14} {:>14} {:>10} {:>12}\n", "path", "samples/s/rank",
+                                  "(min rank)", "(max rank)", "vs copy", "wait s (r0)");
+    for (std::size_t i = 0; i < rows.size(); ++i)
+      out += fmt::format("  {:<32} {:>14.0f} {:>14.0f} {:>14.0f} {:>9.2f}x {:>12.3f}\n", rows[i].mode, stats[i].mean,
+                         stats[i].min, stats[i].max, stats[i].mean / stats[0].mean, rows[i].wait);
+    out += fmt::format("# total over {} ranks: ", topo.world_size());
+    for (std::size_t i = 0; i < rows.size(); ++i)
+      out += fmt::format("{}{} {:.0f} samples/s", i ? ", " : "", rows[i].mode, stats[i].mean * topo.world_size());
+    out += "\n# goals: prefetch --cache >= 0.9x the in-memory copy; no cache >= 50000 samples/s per rank\n";
+    std::fputs(out.c_str(), stdout);
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+CLI::App* add_bench_data(CLI::App& parent, CommandContext& ctx) {
+  auto o = std::make_shared<BenchDataOptions>();
+  CLI::App* sub = parent.add_subcommand(
+      "data", "Data path samples/s (sampler + HDF5 read + prefetch) vs an in-memory copy of the same batches");
+  sub->add_option("--data", o->data,
+                  "HDF5 dataset (default: Fashion-MNIST, converted once into the temp directory)");
+  sub->add_option("--split", o->split, "Split to read")->capture_default_str();
+  sub->add_option("--batch", o->batch, "Batch size per rank")->check(CLI::PositiveNumber)->capture_default_str();
+  sub->add_option("--depth", o->depth, "Prefetch queue depth")->check(CLI::PositiveNumber)->capture_default_str();
+  sub->add_option("--steps", o->steps, "Steps per measurement (0: one epoch)")->capture_default_str();
+  sub->add_option("--seed", o->seed, "Data seed")->capture_default_str();
+  sub->add_option("--cache", o->cache, "Measure without the cache (off), with it (on), or both")
+      ->check(CLI::IsMember({"off", "on", "both"}))
+      ->capture_default_str();
+  add_device_options(sub, ctx, "cpu");
+  sub->parse_complete_callback([&ctx, o] { ctx.action = [o](const Topology& t) { return run_bench_data(*o, t); }; });
+  return sub;
+}
+
+}  // namespace
+}  // namespace ringtrain::apps
+
+RINGTRAIN_REGISTER_COMMAND("bench", "data", 40, ringtrain::apps::add_bench_data)

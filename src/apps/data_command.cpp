@@ -1,0 +1,106 @@
+// `ringtrain data inspect`: under mpirun, every rank prints the sample indices
+// it reads in one epoch, one line per step, so users can check the sharding of
+// their own job (no two ranks share a sample; every rank runs the same steps).
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include "apps/command.h"
+#include "ringtrain/core/check.h"
+#include "ringtrain/core/log.h"
+#include "ringtrain/data/dataset.h"
+#include "ringtrain/data/sharded_sampler.h"
+
+namespace ringtrain::apps {
+namespace {
+
+struct InspectOptions {
+  std::string data, split = "train", out, expect_shape;
+  std::size_t batch = 0;
+  std::uint64_t epoch = 0, seed = 0;
+  bool eval = false;
+};
+
+std::string index_line(const std::vector<std::uint64_t>& idx) {
+  std::string s;
+  s.reserve(idx.size() * 7);
+  for (std::size_t i = 0; i < idx.size(); ++i) {
+    if (i) s.push_back(' ');
+    s += std::to_string(idx[i]);
+  }
+  return s;
+}
+
+int run_inspect(const InspectOptions& o, const Topology& topo) {
+  Dataset ds = Dataset::open_on_all_ranks(o.data, o.split);
+  if (!o.expect_shape.empty()) ds.check_sample_shape(parse_shape(o.expect_shape, "--expect-shape"));
+  const int rank = topo.rank();
+  std::unique_ptr<FILE, int (*)(FILE*)> file(nullptr, std::fclose);
+  if (!o.out.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.out, ec);
+    RT_CHECK(!ec, "--out {}: cannot create the directory: {}", o.out, ec.message());
+    const std::string path = fmt::format("{}/rank-{}.txt", o.out, rank);
+    file.reset(std::fopen(path.c_str(), "w"));
+    RT_CHECK(file != nullptr, "--out: cannot create {}", path);
+  }
+  // One write per line, so lines of different ranks never interleave mid-line.
+  auto emit = [&](const std::string& body) {
+    const std::string line = file ? body + "\n" : fmt::format("rank {}: {}\n", rank, body);
+    FILE* f = file ? file.get() : stdout;
+    RT_CHECK(std::fwrite(line.data(), 1, line.size(), f) == line.size(), "write error ({})",
+             file ? o.out : "stdout");
+  };
+  if (o.eval) {
+    const EvalShard shard = eval_shard(ds.size(), rank, topo.world_size());
+    log0("data: evaluation of {} splits N = {} into {} contiguous ranges, no drop, no padding", ds.describe(),
+         ds.size(), topo.world_size());
+    std::vector<std::uint64_t> idx;
+    for (std::uint64_t b = shard.begin, k = 0; b < shard.end; b += o.batch, ++k) {
+      idx.clear();
+      for (std::uint64_t i = b; i < std::min<std::uint64_t>(shard.end, b + o.batch); ++i) idx.push_back(i);
+      emit(fmt::format("eval batch {}: {}", k, index_line(idx)));
+    }
+  } else {
+    const ShardedSampler sampler(ds.size(), o.batch, rank, topo.world_size(), o.seed);
+    log0("{} ({}, seed {}, epoch {})", sampler.describe(), ds.describe(), o.seed, o.epoch);
+    for (std::uint64_t s = 0; s < sampler.steps_per_epoch(); ++s)
+      emit(fmt::format("epoch {} step {}: {}", o.epoch, s, index_line(sampler.rank_indices({o.epoch, s}))));
+  }
+  std::fflush(file ? file.get() : stdout);
+  if (file) log0("data: wrote {}/rank-<r>.txt for {} rank(s)", o.out, topo.world_size());
+  return 0;
+}
+
+CLI::App* add_data(CLI::App& app, CommandContext&) {
+  CLI::App* sub = app.add_subcommand("data", "Dataset tools: inspect the sharding of a job");
+  sub->require_subcommand(1);
+  return sub;
+}
+
+CLI::App* add_data_inspect(CLI::App& parent, CommandContext& ctx) {
+  auto o = std::make_shared<InspectOptions>();
+  CLI::App* sub = parent.add_subcommand(
+      "inspect", "Each rank prints the sample indices it reads in one epoch, one line per step (run under mpirun "
+                 "with the job's rank count)");
+  sub->add_option("--data", o->data, "HDF5 dataset file (see 'ringtrain convert')")->required();
+  sub->add_option("--split", o->split, "Split: train, test or val")->capture_default_str();
+  sub->add_option("--batch", o->batch, "Batch size per rank (as for train)")->required()->check(CLI::PositiveNumber);
+  sub->add_option("--epoch", o->epoch, "Epoch whose permutation to show")->capture_default_str();
+  sub->add_option("--seed", o->seed, "Data seed (as for train)")->capture_default_str();
+  sub->add_option("--out", o->out, "Write DIR/rank-R.txt per rank instead of stdout");
+  sub->add_flag("--eval", o->eval, "Show the evaluation split (contiguous per rank, no drop) instead of training");
+  sub->add_option("--expect-shape", o->expect_shape, "Fail unless samples have this shape (e.g. 1,28,28)");
+  sub->parse_complete_callback([&ctx, o] {
+    ctx.topology.device = DeviceRequest::cpu;
+    if (!o->expect_shape.empty()) parse_shape(o->expect_shape, "--expect-shape");
+    ctx.action = [o](const Topology& t) { return run_inspect(*o, t); };
+  });
+  return sub;
+}
+
+}  // namespace
+}  // namespace ringtrain::apps
+
+RINGTRAIN_REGISTER_COMMAND("", "data", 35, ringtrain::apps::add_data)
+RINGTRAIN_REGISTER_COMMAND("data", "inspect", 10, ringtrain::apps::add_data_inspect)

@@ -1,0 +1,69 @@
+// The loader thread behind Prefetcher and EvalBatches. It asks a plan for the
+// indices of batch number k, reads them into slot k % (depth + 1), copies the
+// slot to the device when there is one, and marks it ready. The consumer takes
+// slots in order; a slot comes back when the consumer asks for the next batch,
+// so at most `depth` batches wait ready while one is in use:
+//
+//   slots    [ in use ][ ready ][ ready ][ filling... blocked until a slot frees ]
+//   batch        k       k+1      k+2
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "data/batch_staging.h"
+#include "ringtrain/data/prefetcher.h"
+
+namespace ringtrain {
+
+class BatchPipeline {
+ public:
+  // Fills `indices` and `cursor` for batch number k and returns true, or
+  // returns false when there is no batch k (the end of an evaluation pass).
+  using Plan = std::function<bool(std::uint64_t k, std::vector<std::uint64_t>& indices,
+                                  DataCursor& cursor)>;
+
+  BatchPipeline(Dataset& dataset, std::size_t max_batch, Plan plan, std::size_t depth, Device device);
+  ~BatchPipeline();
+  BatchPipeline(const BatchPipeline&) = delete;
+  BatchPipeline& operator=(const BatchPipeline&) = delete;
+
+  // The next batch in order, or nullopt at the end of the plan. Releases the
+  // batch handed out before. Rethrows an error from the loader thread.
+  std::optional<Batch> next();
+
+ private:
+  struct Slot {
+    std::unique_ptr<HostStagingBuffer> host_x, host_y;
+    std::unique_ptr<DeviceStagingBuffer> dev_x, dev_y;
+    std::size_t size = 0;
+    DataCursor cursor;
+  };
+  void run();
+
+  Dataset& dataset_;
+  std::size_t max_batch_;
+  Plan plan_;
+  Device device_;
+  std::vector<Slot> slots_;
+  std::unique_ptr<CopyStream> stream_;
+
+  std::mutex mutex_;
+  std::condition_variable ready_cv_, space_cv_;
+  std::uint64_t produced_ = 0;   // batches ready (or the end, see end_)
+  std::uint64_t released_ = 0;   // batches the consumer is done with
+  std::uint64_t handed_out_ = 0;
+  bool end_ = false;
+  bool stop_ = false;
+  std::exception_ptr error_;
+  std::thread thread_;
+};
+
+}  // namespace ringtrain

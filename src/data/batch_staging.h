@@ -1,0 +1,61 @@
+// Memory for the prefetcher's batch slots and the host-to-device copy, behind
+// an interface without CUDA types. The CUDA build implements it in
+// src/data/cuda/batch_staging.cpp (pinned host memory from cudaMallocHost, a
+// device buffer, a copy stream of its own); the CPU-only build in
+// batch_staging_nocuda.cpp (plain host memory; a GPU device is an Error).
+#pragma once
+
+#include <cstddef>
+
+#include "ringtrain/core/device.h"
+
+namespace ringtrain {
+
+// Host memory for one batch: page-locked when `pinned`, so that the H2D copy
+// is a true asynchronous DMA.
+class HostStagingBuffer {
+ public:
+  HostStagingBuffer(std::size_t bytes, bool pinned);
+  ~HostStagingBuffer();
+  HostStagingBuffer(const HostStagingBuffer&) = delete;
+  HostStagingBuffer& operator=(const HostStagingBuffer&) = delete;
+  void* data() const { return ptr_; }
+  bool pinned() const { return pinned_; }
+
+ private:
+  void* ptr_ = nullptr;
+  bool pinned_ = false;
+};
+
+class DeviceStagingBuffer {
+ public:
+  DeviceStagingBuffer(std::size_t bytes, Device device);
+  ~DeviceStagingBuffer();
+  DeviceStagingBuffer(const DeviceStagingBuffer&) = delete;
+  DeviceStagingBuffer& operator=(const DeviceStagingBuffer&) = delete;
+  void* data() const { return ptr_; }
+
+ private:
+  void* ptr_ = nullptr;
+};
+
+// A CUDA stream owned by the loader thread, apart from the compute stream, so
+// the copy of batch k+1 overlaps step k.
+class CopyStream {
+ public:
+  explicit CopyStream(Device device);
+  ~CopyStream();
+  CopyStream(const CopyStream&) = delete;
+  CopyStream& operator=(const CopyStream&) = delete;
+  // Makes the device current on the calling thread (the loader thread).
+  void bind_thread() const;
+  void copy_to_device(void* dst, const void* src, std::size_t bytes);
+  // Waits for the copies issued so far.
+  void synchronize();
+
+ private:
+  Device device_;
+  void* stream_ = nullptr;
+};
+
+}  // namespace ringtrain

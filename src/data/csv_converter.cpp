@@ -1,0 +1,171 @@
+// convert csv: one label column plus feature columns, to float32 /train, /test.
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <fstream>
+#include <numeric>
+
+#include "data/progress.h"
+#include "data/random.h"
+#include "ringtrain/core/check.h"
+#include "ringtrain/data/converters.h"
+#include "ringtrain/data/dataset_writer.h"
+
+namespace ringtrain {
+
+namespace {
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t\r\"");
+  if (b == std::string::npos) return {};
+  const auto e = s.find_last_not_of(" \t\r\"");
+  return s.substr(b, e - b + 1);
+}
+
+std::vector<std::string> split_line(const std::string& line, char delim) {
+  std::vector<std::string> out;
+  std::size_t pos = 0;
+  while (true) {
+    const std::size_t end = line.find(delim, pos);
+    out.push_back(trim(line.substr(pos, end == std::string::npos ? std::string::npos : end - pos)));
+    if (end == std::string::npos) break;
+    pos = end + 1;
+  }
+  return out;
+}
+
+bool parse_float(const std::string& s, float& out) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  errno = 0;
+  out = std::strtof(s.c_str(), &end);
+  return end == s.c_str() + s.size() && errno == 0;
+}
+
+struct CsvTable {
+  std::vector<float> x;  // rows x features
+  std::vector<std::int32_t> y;
+  std::size_t features = 0;
+  std::vector<std::string> header;
+};
+
+CsvTable read_csv(const std::string& path, const CsvConvertOptions& o) {
+  std::ifstream in(path);
+  RT_CHECK(in.good(), "CSV file {} cannot be opened (does it exist?)", path);
+  RT_CHECK(o.header == "auto" || o.header == "yes" || o.header == "no", "--header '{}': expected auto, yes or no",
+           o.header);
+  CsvTable t;
+  std::string line;
+  std::size_t line_no = 0, label_col = 0;
+  bool first = true;
+  float probe = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (trim(line).empty()) continue;
+    std::vector<std::string> cells = split_line(line, o.delimiter);
+    if (first) {
+      first = false;
+      bool is_header = o.header == "yes";
+      if (o.header == "auto")
+        for (const auto& c : cells) is_header = is_header || !parse_float(c, probe);
+      const bool by_index = o.label_column.find_first_not_of("0123456789") == std::string::npos;
+      if (is_header) t.header = cells;
+      if (!by_index) {
+        RT_CHECK(is_header, "--label-column '{}' is a name but {} has no header row", o.label_column, path);
+        auto it = std::find(cells.begin(), cells.end(), o.label_column);
+        RT_CHECK(it != cells.end(), "--label-column '{}': no such column in the header of {}", o.label_column, path);
+        label_col = static_cast<std::size_t>(it - cells.begin());
+      } else {
+        label_col = std::stoul(o.label_column);
+      }
+      RT_CHECK(label_col < cells.size(), "--label-column {}: {} has only {} columns", o.label_column, path,
+               cells.size());
+      RT_CHECK(cells.size() >= 2, "{}: needs a label column and at least one feature column", path);
+      t.features = cells.size() - 1;
+      if (is_header) continue;
+    }
+    RT_CHECK(cells.size() == t.features + 1, "{}:{}: {} columns, expected {} (label + {} features)", path, line_no,
+             cells.size(), t.features + 1, t.features);
+    for (std::size_t c = 0; c < cells.size(); ++c) {
+      float v = 0;
+      RT_CHECK(parse_float(cells[c], v), "{}:{}: column {}: '{}' is not a number", path, line_no, c + 1, cells[c]);
+      if (c == label_col) {
+        RT_CHECK(v >= 0 && v == static_cast<float>(static_cast<std::int32_t>(v)) && v < 2e9f,
+                 "{}:{}: label '{}' is not a non-negative integer", path, line_no, cells[c]);
+        t.y.push_back(static_cast<std::int32_t>(v));
+      } else {
+        t.x.push_back(v);
+      }
+    }
+  }
+  RT_CHECK(!t.y.empty(), "CSV file {} has no data rows", path);
+  return t;
+}
+
+}  // namespace
+
+ConvertSummary convert_csv(const CsvConvertOptions& o) {
+  CsvTable train = read_csv(o.train, o);
+  CsvTable test;
+  if (!o.test.empty()) {
+    test = read_csv(o.test, o);
+    RT_CHECK(test.features == train.features, "{} has {} features but {} has {}", o.test, test.features, o.train,
+             train.features);
+  } else {
+    RT_CHECK(o.test_fraction > 0 && o.test_fraction < 1, "--test-fraction {} must be in (0, 1) without --test",
+             o.test_fraction);
+    // Shuffle with the seed, then hold out the tail, so sorted files split fairly.
+    const std::size_t n = train.y.size();
+    const std::size_t n_test = static_cast<std::size_t>(static_cast<double>(n) * o.test_fraction);
+    RT_CHECK(n_test >= 1 && n_test < n, "{}: {} rows are too few for --test-fraction {}", o.train, n, o.test_fraction);
+    std::vector<std::size_t> order(n);
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    data_random::Xoshiro256 rng(o.seed, 7);
+    for (std::size_t i = n; i > 1; --i) std::swap(order[i - 1], order[rng.below(i)]);
+    CsvTable a, b;
+    a.features = b.features = train.features;
+    for (std::size_t k = 0; k < n; ++k) {
+      CsvTable& dst = k < n - n_test ? a : b;
+      const std::size_t i = order[k];
+      dst.y.push_back(train.y[i]);
+      dst.x.insert(dst.x.end(), train.x.begin() + static_cast<std::ptrdiff_t>(i * train.features),
+                   train.x.begin() + static_cast<std::ptrdiff_t>((i + 1) * train.features));
+    }
+    train = std::move(a);
+    test = std::move(b);
+  }
+  std::int32_t max_label = 0;
+  for (const auto* t : {&train, &test})
+    for (std::int32_t l : t->y) max_label = std::max(max_label, l);
+  const int classes = o.num_classes > 0 ? o.num_classes
+                      : !o.class_names.empty() ? static_cast<int>(o.class_names.size())
+                                               : max_label + 1;
+  RT_CHECK(max_label < classes, "label {} is outside [0, {}) (--classes)", max_label, classes);
+
+  DatasetWriter writer(o.output);
+  ConvertSummary summary;
+  for (const auto& [name, t] : {std::pair<const char*, const CsvTable*>{"train", &train}, {"test", &test}}) {
+    SplitSpec spec;
+    spec.name = name;
+    spec.n = t->y.size();
+    spec.sample_shape = {t->features};
+    spec.dtype = SampleDType::f32;
+    spec.num_classes = classes;
+    spec.class_names = o.class_names;
+    writer.begin_split(spec);
+    ConvertProgress progress(name, spec.n, t->x.size() * sizeof(float) >= kProgressBytes);
+    const std::size_t slab = 8192;
+    for (std::size_t b = 0; b < spec.n; b += slab) {
+      const std::size_t count = std::min(slab, spec.n - b);
+      writer.append(t->x.data() + b * t->features, t->y.data() + b, count);
+      progress.update(b + count);
+    }
+    writer.end_split();
+    summary.text += fmt::format("/{}: {} samples of {} float32 features, {} classes\n", name, spec.n, t->features,
+                                classes);
+  }
+  writer.commit();
+  return summary;
+}
+
+}  // namespace ringtrain

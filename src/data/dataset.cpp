@@ -1,0 +1,402 @@
+// Reading one split of a ringtrain HDF5 dataset. Every failure names the file,
+// the split and the dataset; the format is described in dataset.h.
+#include "ringtrain/data/dataset.h"
+
+#include <mpi.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <mutex>
+
+#include "core/check_hdf5.h"
+#include "core/check_mpi.h"
+#include "data/hdf5_handle.h"
+#include "launch/mpi_context.h"
+#include "ringtrain/core/check.h"
+#include "ringtrain/core/log.h"
+
+namespace ringtrain {
+
+const char* sample_dtype_name(SampleDType t) { return t == SampleDType::u8 ? "uint8" : "float32"; }
+
+std::string shape_string(const std::vector<std::size_t>& shape) {
+  if (shape.empty()) return "(scalar)";
+  std::string s;
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i) s.push_back('x');
+    s.append(std::to_string(shape[i]));
+  }
+  return s;
+}
+
+std::vector<std::size_t> parse_shape(const std::string& text, const std::string& what) {
+  std::vector<std::size_t> shape;
+  std::size_t pos = 0;
+  RT_CHECK(!text.empty(), "{}: empty shape (expected e.g. 1,28,28 or 20)", what);
+  while (pos <= text.size()) {
+    const std::size_t end = std::min(text.find_first_of(",x", pos), text.size());
+    const std::string part = text.substr(pos, end - pos);
+    RT_CHECK(!part.empty() && part.find_first_not_of("0123456789") == std::string::npos,
+             "{}: bad shape '{}' (expected positive integers separated by ',' or 'x', e.g. 1,28,28)",
+             what, text);
+    const unsigned long long v = std::stoull(part);
+    RT_CHECK(v > 0, "{}: bad shape '{}': every dimension must be positive", what, text);
+    shape.push_back(static_cast<std::size_t>(v));
+    pos = end + 1;
+  }
+  return shape;
+}
+
+struct Dataset::Impl {
+  std::string path, split;
+  h5::File file;
+  h5::DataSet x;
+  SampleDType dtype = SampleDType::f32;
+  std::vector<std::size_t> shape;
+  std::size_t elems = 0, n = 0;
+  float scale = 1.0f, offset = 0.0f;
+  int num_classes = 0;
+  std::vector<std::string> class_names;
+  std::vector<std::int32_t> labels;
+  std::vector<unsigned char> cache;  // whole x in stored dtype, when enabled
+  bool cached = false;
+  std::mutex read_mutex;  // read() reuses the scratch buffers below
+  std::vector<unsigned char> staging;
+  std::vector<std::pair<std::uint64_t, std::size_t>> order;
+  std::vector<std::size_t> slot_of;
+
+  std::size_t stored_size() const { return dtype == SampleDType::u8 ? 1 : 4; }
+  std::string where(const char* dataset = nullptr) const {
+    return dataset ? fmt::format("{}:/{}/{}", path, split, dataset) : fmt::format("{}:/{}", path, split);
+  }
+  hid_t mem_type() const { return dtype == SampleDType::u8 ? H5T_NATIVE_UINT8 : H5T_NATIVE_FLOAT; }
+  // Stored row -> float32 row: bytes * scale + offset, or a copy for float32.
+  void convert_row(const unsigned char* src, float* dst) const {
+    if (dtype == SampleDType::u8) {
+      for (std::size_t e = 0; e < elems; ++e) dst[e] = static_cast<float>(src[e]) * scale + offset;
+    } else {
+      std::memcpy(dst, src, elems * sizeof(float));
+    }
+  }
+};
+
+Dataset::Dataset(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Dataset::Dataset(Dataset&&) noexcept = default;
+Dataset& Dataset::operator=(Dataset&&) noexcept = default;
+Dataset::~Dataset() {
+  if (!impl_) return;
+  std::lock_guard lock(h5::library_mutex());
+  impl_->x.reset();
+  impl_->file.reset();
+}
+
+namespace {
+
+SampleDType sample_dtype_of(hid_t type, const std::string& where) {
+  const H5T_class_t cls = H5Tget_class(type);
+  const std::size_t size = H5Tget_size(type);
+  if (cls == H5T_INTEGER && size == 1 && H5Tget_sign(type) == H5T_SGN_NONE) return SampleDType::u8;
+  if (cls == H5T_FLOAT && size == 4) return SampleDType::f32;
+  const char* kind = cls == H5T_INTEGER ? (H5Tget_sign(type) == H5T_SGN_NONE ? "uint" : "int")
+                     : cls == H5T_FLOAT ? "float"
+                     : cls == H5T_STRING ? "string"
+                                         : "non-numeric";
+  RT_CHECK(false, "{}: unsupported dtype {}{} (x must be uint8 or float32)", where, kind, size * 8);
+}
+
+void check_label_dtype(hid_t type, const std::string& where) {
+  const H5T_class_t cls = H5Tget_class(type);
+  const std::size_t size = H5Tget_size(type);
+  RT_CHECK(cls == H5T_INTEGER && (size == 4 || size == 8) && H5Tget_sign(type) == H5T_SGN_2,
+           "{}: unsupported dtype {}{} (y must be int32 or int64)",
+           where, cls == H5T_INTEGER ? (H5Tget_sign(type) == H5T_SGN_NONE ? "uint" : "int") : cls == H5T_FLOAT ? "float" : "non-integer", size * 8);
+}
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& e : v) s += (s.empty() ? "" : ", ") + e;
+  return s.empty() ? "none" : s;
+}
+
+std::size_t available_memory_bytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  std::size_t kb = 0;
+  std::string unit;
+  while (meminfo >> key >> kb >> unit)
+    if (key == "MemAvailable:") return kb * 1024;
+  const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page) : 0;
+}
+
+}  // namespace
+
+Dataset Dataset::open(const std::string& path, const std::string& split) {
+  std::lock_guard lock(h5::library_mutex());
+  h5::quiet_errors();
+  auto impl = std::make_unique<Impl>();
+  Impl& d = *impl;
+  d.path = path;
+  d.split = split;
+  RT_CHECK(!split.empty() && split.find('/') == std::string::npos,
+           "{}: bad split name '{}' (expected train, test or val)", path, split);
+  std::error_code ec;
+  RT_CHECK(std::filesystem::exists(path, ec), "dataset file {} does not exist (split /{})", path, split);
+  RT_CHECK(!std::filesystem::is_directory(path, ec), "dataset file {} is a directory (split /{})",
+           path, split);
+  RT_CHECK(H5Fis_hdf5(path.c_str()) > 0,
+           "dataset file {} (split /{}) is not an HDF5 file: no HDF5 signature (corrupt, or not "
+           "converted? see 'ringtrain convert')",
+           path, split);
+  d.file = h5::File(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+  RT_CHECK(d.file.valid(), "dataset file {} (split /{}) cannot be opened: {} (truncated or corrupt file?)",
+           path, split, detail::hdf5_error_string());
+
+  RT_CHECK(h5::link_exists(d.file.get(), split), "{}: no split /{} (splits present: {})", path, split,
+           joined(h5::child_groups(d.file.get())));
+  h5::Group group(H5Gopen2(d.file.get(), split.c_str(), H5P_DEFAULT));
+  RT_CHECK(group.valid(), "{}: /{} is not a group: {}", path, split, detail::hdf5_error_string());
+  for (const char* name : {"x", "y"})
+    RT_CHECK(h5::link_exists(group.get(), name), "{}: no dataset '{}' in split /{} (expected /{}/x and /{}/y)",
+             path, name, split, split, split);
+
+  // Chunk cache: enough for a few batches of random chunks without --cache.
+  h5::PropList dapl(H5Pcreate(H5P_DATASET_ACCESS));
+  H5Pset_chunk_cache(dapl.get(), 12421, 32u << 20, 1.0);
+  d.x = h5::DataSet(H5Dopen2(group.get(), "x", dapl.get()));
+  RT_CHECK(d.x.valid(), "{}: cannot open dataset: {} (corrupt file?)", d.where("x"), detail::hdf5_error_string());
+  h5::DataSet y(H5Dopen2(group.get(), "y", H5P_DEFAULT));
+  RT_CHECK(y.valid(), "{}: cannot open dataset: {} (corrupt file?)", d.where("y"), detail::hdf5_error_string());
+
+  {
+    h5::Type xt(H5Dget_type(d.x.get()));
+    d.dtype = sample_dtype_of(xt.get(), d.where("x"));
+    h5::Type yt(H5Dget_type(y.get()));
+    check_label_dtype(yt.get(), d.where("y"));
+  }
+  const std::vector<hsize_t> xdims = h5::dims_of(d.x.get()), ydims = h5::dims_of(y.get());
+  RT_CHECK(xdims.size() <= H5S_MAX_RANK, "{}: rank {} too large", d.where("x"), xdims.size());
+  RT_CHECK(xdims.size() >= 2, "{}: x must have rank >= 2 (N x sample shape), it has rank {}", d.where("x"),
+           xdims.size());
+  RT_CHECK(ydims.size() == 1, "{}: y must have rank 1 (N labels), it has rank {}", d.where("y"), ydims.size());
+  RT_CHECK(xdims[0] == ydims[0], "{}: x has {} samples but y has {} labels (lengths must match)",
+           d.where(), xdims[0], ydims[0]);
+  d.n = static_cast<std::size_t>(xdims[0]);
+  d.shape.assign(xdims.begin() + 1, xdims.end());
+  d.elems = 1;
+  for (std::size_t s : d.shape) d.elems *= s;
+  RT_CHECK(d.elems > 0, "{}: empty sample shape {}", d.where("x"), shape_string(d.shape));
+
+  // Attributes on the split group, else on the file root.
+  auto number = [&](const char* name) {
+    auto v = h5::read_attr_number(group.get(), name, d.where());
+    return v ? v : h5::read_attr_number(d.file.get(), name, path + ":/");
+  };
+  const auto classes = number("num_classes");
+  RT_CHECK(classes.has_value(), "{}: missing attribute num_classes (on /{} or the file root)", d.where(),
+           split);
+  RT_CHECK(*classes >= 1 && *classes <= 1e9 && *classes == static_cast<double>(static_cast<long long>(*classes)),
+           "{}: attribute num_classes = {} must be a positive integer", d.where(), *classes);
+  d.num_classes = static_cast<int>(*classes);
+  if (d.dtype == SampleDType::u8) {
+    const auto scale = number("scale"), offset = number("offset");
+    RT_CHECK(scale && offset,
+             "{}: uint8 x needs attributes scale and offset (value = byte * scale + offset), missing {}",
+             d.where(), !scale ? (offset ? "scale" : "scale and offset") : "offset");
+    d.scale = static_cast<float>(*scale);
+    d.offset = static_cast<float>(*offset);
+  }
+  auto names = h5::read_attr_strings(group.get(), "class_names", d.where());
+  if (!names) names = h5::read_attr_strings(d.file.get(), "class_names", path + ":/");
+  if (names) {
+    RT_CHECK(names->size() == static_cast<std::size_t>(d.num_classes),
+             "{}: class_names has {} entries but num_classes is {}", d.where(), names->size(), d.num_classes);
+    d.class_names = std::move(*names);
+  }
+
+  // Labels: read and validated once, in slabs.
+  d.labels.resize(d.n);
+  const hsize_t slab = 1u << 20;
+  std::vector<long long> buf;
+  for (hsize_t begin = 0; begin < d.n; begin += slab) {
+    const hsize_t count = std::min<hsize_t>(slab, d.n - begin);
+    buf.resize(count);
+    h5::Space fspace(H5Dget_space(y.get()));
+    H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, &begin, nullptr, &count, nullptr);
+    h5::Space mspace(H5Screate_simple(1, &count, nullptr));
+    RT_CHECK(H5Dread(y.get(), H5T_NATIVE_LLONG, mspace.get(), fspace.get(), H5P_DEFAULT, buf.data()) >= 0,
+             "{}: cannot read labels {}..{}: {} (truncated or corrupt file?)", d.where("y"), begin,
+             begin + count, detail::hdf5_error_string());
+    for (hsize_t i = 0; i < count; ++i) {
+      RT_CHECK(buf[i] >= 0 && buf[i] < d.num_classes,
+               "{}: label {} at index {} is outside [0, {}) (num_classes = {})", d.where("y"), buf[i],
+               begin + i, d.num_classes, d.num_classes);
+      d.labels[begin + i] = static_cast<std::int32_t>(buf[i]);
+    }
+  }
+  return Dataset(std::move(impl));
+}
+
+Dataset Dataset::open_on_all_ranks(const std::string& path, const std::string& split) {
+  std::optional<Dataset> ds;
+  std::string message;
+  try {
+    ds.emplace(open(path, split));
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    if (!message.empty()) throw Error(message);
+    return std::move(*ds);
+  }
+  // The lowest failing rank, or -1: every rank learns it, so every rank reports.
+  int rank = 0;
+  RT_MPI_CHECK(MPI_Comm_rank(mpi_context::world(), &rank));
+  const int mine = message.empty() ? -1 : rank;
+  int failed_max = -1;
+  RT_MPI_CHECK(MPI_Allreduce(&mine, &failed_max, 1, MPI_INT, MPI_MAX, mpi_context::world()));
+  if (failed_max >= 0) {
+    if (!message.empty()) throw Error(message);
+    RT_CHECK(false, "rank {} could not open {} (split /{}); see its message", failed_max, path, split);
+  }
+  return std::move(*ds);
+}
+
+std::size_t Dataset::size() const { return impl_->n; }
+const std::vector<std::size_t>& Dataset::sample_shape() const { return impl_->shape; }
+std::size_t Dataset::sample_elements() const { return impl_->elems; }
+SampleDType Dataset::stored_dtype() const { return impl_->dtype; }
+float Dataset::scale() const { return impl_->scale; }
+float Dataset::offset() const { return impl_->offset; }
+int Dataset::num_classes() const { return impl_->num_classes; }
+const std::vector<std::string>& Dataset::class_names() const { return impl_->class_names; }
+const std::string& Dataset::path() const { return impl_->path; }
+const std::string& Dataset::split() const { return impl_->split; }
+std::string Dataset::describe() const { return impl_->where(); }
+const std::vector<std::int32_t>& Dataset::labels() const { return impl_->labels; }
+bool Dataset::cached() const { return impl_->cached; }
+std::size_t Dataset::stored_bytes() const { return impl_->n * impl_->elems * impl_->stored_size(); }
+
+void Dataset::check_sample_shape(const std::vector<std::size_t>& expected) const {
+  RT_CHECK(expected == impl_->shape,
+           "{}: sample shape {} (x is N x {}) does not match the model's input shape {}",
+           impl_->where("x"), shape_string(impl_->shape), shape_string(impl_->shape),
+           shape_string(expected));
+}
+
+void Dataset::read(std::span<const std::uint64_t> indices, float* x, std::int32_t* y) {
+  Impl& d = *impl_;
+  const std::size_t count = indices.size();
+  if (count == 0) return;
+  for (std::size_t i = 0; i < count; ++i)
+    RT_CHECK(indices[i] < d.n, "{}: sample index {} out of range (N = {})", d.where("x"), indices[i], d.n);
+  if (y)
+    for (std::size_t i = 0; i < count; ++i) y[i] = d.labels[indices[i]];
+  const std::size_t row_bytes = d.elems * d.stored_size();
+  if (d.cached) {
+    for (std::size_t i = 0; i < count; ++i)
+      d.convert_row(d.cache.data() + indices[i] * row_bytes, x + i * d.elems);
+    return;
+  }
+
+  std::lock_guard scratch_lock(d.read_mutex);
+  // Sort (index, position), read each distinct index once, in file order.
+  d.order.resize(count);
+  for (std::size_t i = 0; i < count; ++i) d.order[i] = {indices[i], i};
+  std::sort(d.order.begin(), d.order.end());
+  d.slot_of.resize(count);
+  std::size_t unique = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (i > 0 && d.order[i].first != d.order[i - 1].first) ++unique;
+    d.slot_of[d.order[i].second] = unique;
+  }
+  ++unique;
+  d.staging.resize(unique * row_bytes);
+
+  {
+    std::lock_guard lock(h5::library_mutex());
+    h5::Space fspace(H5Dget_space(d.x.get()));
+    std::array<hsize_t, H5S_MAX_RANK> start{}, block{};
+    for (std::size_t k = 0; k < d.shape.size(); ++k) block[k + 1] = d.shape[k];
+    // One read per run of consecutive indices, with the memory space shaped
+    // like the run: HDF5 then copies whole rows out of each chunk. (One OR-ed
+    // selection with a flat memory space makes HDF5 map every element on its
+    // own, which is many times slower.)
+    std::size_t slot = 0;
+    for (std::size_t i = 0; i < count;) {
+      std::size_t j = i + 1;
+      std::uint64_t last = d.order[i].first;
+      while (j < count && d.order[j].first <= last + 1) last = d.order[j++].first;
+      start[0] = d.order[i].first;
+      block[0] = last - d.order[i].first + 1;
+      RT_H5_CHECK(H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start.data(), nullptr, block.data(), nullptr),
+                  d.where("x"));
+      h5::Space mspace(H5Screate_simple(static_cast<int>(d.shape.size() + 1), block.data(), nullptr));
+      RT_CHECK(H5Dread(d.x.get(), d.mem_type(), mspace.get(), fspace.get(), H5P_DEFAULT,
+                       d.staging.data() + slot * row_bytes) >= 0,
+               "{}: reading samples {}..{} failed: {} (truncated or corrupt file?)", d.where("x"), start[0],
+               last + 1, detail::hdf5_error_string());
+      slot += block[0];
+      i = j;
+    }
+  }
+  for (std::size_t i = 0; i < count; ++i)
+    d.convert_row(d.staging.data() + d.slot_of[i] * row_bytes, x + i * d.elems);
+}
+
+void Dataset::read_stored(std::uint64_t begin, std::uint64_t end, void* out) {
+  Impl& d = *impl_;
+  RT_CHECK(begin <= end && end <= d.n, "{}: sample range [{}, {}) out of range (N = {})", d.where("x"),
+           begin, end, d.n);
+  if (begin == end) return;
+  if (d.cached) {
+    const std::size_t row_bytes = d.elems * d.stored_size();
+    std::memcpy(out, d.cache.data() + begin * row_bytes, (end - begin) * row_bytes);
+    return;
+  }
+  std::lock_guard lock(h5::library_mutex());
+  h5::Space fspace(H5Dget_space(d.x.get()));
+  const std::size_t rank = d.shape.size() + 1;
+  std::array<hsize_t, H5S_MAX_RANK> start{}, block{};
+  start[0] = begin;
+  block[0] = end - begin;
+  for (std::size_t k = 0; k < d.shape.size(); ++k) block[k + 1] = d.shape[k];
+  RT_H5_CHECK(H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start.data(), nullptr, block.data(), nullptr),
+              d.where("x"));
+  // Memory shaped like the selection, so HDF5 maps whole blocks to chunks.
+  h5::Space mspace(H5Screate_simple(static_cast<int>(rank), block.data(), nullptr));
+  RT_CHECK(H5Dread(d.x.get(), d.mem_type(), mspace.get(), fspace.get(), H5P_DEFAULT, out) >= 0,
+           "{}: reading samples {}..{} failed: {} (truncated or corrupt file?)", d.where("x"), begin, end,
+           detail::hdf5_error_string());
+}
+
+bool Dataset::enable_cache(std::size_t budget_bytes, int ranks_on_node) {
+  Impl& d = *impl_;
+  if (d.cached) return true;
+  const std::size_t need = stored_bytes();
+  std::size_t budget = budget_bytes;
+  if (budget == 0) budget = available_memory_bytes() / 2 / static_cast<std::size_t>(std::max(1, ranks_on_node));
+  if (need > budget) {
+    log_warn("--cache: {} needs {:.1f} MiB but this rank's budget is {:.1f} MiB: reading from the file",
+             d.where("x"), need / 1048576.0, budget / 1048576.0);
+    return false;
+  }
+  std::vector<unsigned char> cache(need);
+  // In slabs of ~64 MiB, so a failure names the range and memory is not doubled.
+  const std::size_t row_bytes = d.elems * d.stored_size();
+  const std::size_t rows = std::max<std::size_t>(1, (64u << 20) / row_bytes);
+  for (std::size_t b = 0; b < d.n; b += rows)
+    read_stored(b, std::min(d.n, b + rows), cache.data() + b * row_bytes);
+  d.cache = std::move(cache);
+  d.cached = true;
+  return true;
+}
+
+}  // namespace ringtrain
