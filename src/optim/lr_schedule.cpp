@@ -54,8 +54,9 @@ float LrSchedule::lr_at(std::uint64_t step) const {
                                              (1.0 + std::cos(std::numbers::pi * progress)));
     }
     case Kind::step: {
-      const double decays = static_cast<double>(s / c.step_size);
-      return static_cast<float>(base * std::pow(static_cast<double>(c.gamma), decays));
+      const std::uint64_t decays = s / c.step_size;  // floor: decay at whole multiples
+      return static_cast<float>(
+          base * std::pow(static_cast<double>(c.gamma), static_cast<double>(decays)));
     }
   }
   return c.base_lr;
