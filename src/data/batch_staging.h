@@ -58,4 +58,7 @@ class CopyStream {
   void* stream_ = nullptr;
 };
 
+// Blocking device-to-host copy, for checks and tools (not the hot path).
+void copy_device_to_host(void* dst, const void* src, std::size_t bytes, Device device);
+
 }  // namespace ringtrain

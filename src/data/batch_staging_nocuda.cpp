@@ -30,4 +30,8 @@ void CopyStream::bind_thread() const {}
 void CopyStream::copy_to_device(void*, const void*, std::size_t) {}
 void CopyStream::synchronize() {}
 
+void copy_device_to_host(void*, const void*, std::size_t, Device device) {
+  RT_CHECK(false, "a copy from {} needs a CUDA build (this ringtrain is CPU-only)", device_name(device));
+}
+
 }  // namespace ringtrain

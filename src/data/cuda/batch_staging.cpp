@@ -55,4 +55,9 @@ void CopyStream::copy_to_device(void* dst, const void* src, std::size_t bytes) {
 
 void CopyStream::synchronize() { RT_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_))); }
 
+void copy_device_to_host(void* dst, const void* src, std::size_t bytes, Device device) {
+  RT_CUDA_CHECK(cudaSetDevice(device.index));
+  RT_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
+}
+
 }  // namespace ringtrain
