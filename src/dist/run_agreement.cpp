@@ -13,7 +13,10 @@ namespace ringtrain {
 namespace {
 std::string rank_list(const std::vector<int>& ranks) {
   std::string out;
-  for (std::size_t i = 0; i < ranks.size(); ++i) out += (i ? "," : "") + std::to_string(ranks[i]);
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    if (i > 0) out += ',';
+    out += std::to_string(ranks[i]);
+  }
   return out;
 }
 
