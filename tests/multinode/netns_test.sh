@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
 # netns_test.sh: runs one command on a launch/netns-cluster and judges it.
 #   netns_test.sh --expect success|failure [--nodes K] [--ranks-per-node R]
-#                 [--timeout S] [--regex RE] [--check-arg WORD]... -- COMMAND...
+#                 [--timeout S] [--regex RE] [--check-arg WORD]...
+#                 [--term-after S] [--cluster-arg WORD]... -- COMMAND...
 # success: the job exits 0, its output (stdout and stderr) matches RE (grep -E)
 #          and the check command (the --check-arg words), fed that output on
 #          stdin, exits 0.
 # failure: the job exits non-zero on its own within S seconds (not killed by the
 #          time limit), and its output matches RE.
+# --term-after S sends SIGTERM to the harness S seconds after the start, as a
+# scheduler or a user would; --cluster-arg words go to netns-cluster.
 # Either way the cluster's namespaces must be gone afterwards. Exit 77 (skipped)
 # with the reason where this machine cannot host a cluster (not root, no netns).
 set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cluster=$root/launch/netns-cluster
-expect=""; nodes=2; rpn=2; timeout_s=120; regex=""; check=()
+expect=""; nodes=2; rpn=2; timeout_s=120; regex=""; check=(); term_after=""; cluster_args=()
 while [ $# -gt 0 ]; do
   case $1 in
     --expect) expect=$2; shift 2 ;;
@@ -22,6 +25,8 @@ while [ $# -gt 0 ]; do
     --timeout) timeout_s=$2; shift 2 ;;
     --regex) regex=$2; shift 2 ;;
     --check-arg) check+=("$2"); shift 2 ;;
+    --term-after) term_after=$2; shift 2 ;;
+    --cluster-arg) cluster_args+=("$2"); shift 2 ;;
     --) shift; break ;;
     *) echo "netns_test.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
@@ -40,7 +45,16 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 start=$(date +%s%N)
 timeout --kill-after=10 "$timeout_s" "$cluster" --nodes "$nodes" --ranks-per-node "$rpn" \
-  --oversubscribe -- "$@" >"$out" 2>&1
+  --oversubscribe "${cluster_args[@]}" -- "$@" >"$out" 2>&1 &
+job=$!
+if [ -n "$term_after" ]; then
+  sleep "$term_after"
+  # timeout(1) runs the harness as its child: signal the harness itself.
+  harness=$(pgrep -P "$job" | head -n 1)
+  echo "netns_test.sh: SIGTERM to the harness (pid ${harness:-none}) after ${term_after}s" >>"$out"
+  [ -z "$harness" ] || kill -TERM "$harness"
+fi
+wait "$job"
 rc=$?
 elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
 tail -n 60 "$out"
