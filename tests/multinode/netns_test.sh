@@ -2,21 +2,26 @@
 # netns_test.sh: runs one command on a launch/netns-cluster and judges it.
 #   netns_test.sh --expect success|failure [--nodes K] [--ranks-per-node R]
 #                 [--timeout S] [--regex RE] [--check-arg WORD]...
-#                 [--term-after S] [--cluster-arg WORD]... -- COMMAND...
+#                 [--term-when RE [--term-when-count N]] [--cluster-arg WORD]...
+#                 -- COMMAND...
 # success: the job exits 0, its output (stdout and stderr) matches RE (grep -E)
 #          and the check command (the --check-arg words), fed that output on
 #          stdin, exits 0.
 # failure: the job exits non-zero on its own within S seconds (not killed by the
 #          time limit), and its output matches RE.
-# --term-after S sends SIGTERM to the harness S seconds after the start, as a
-# scheduler or a user would; --cluster-arg words go to netns-cluster.
+# --term-when RE sends SIGTERM to the harness, as a scheduler or a user would,
+# once N lines (default 1) of the job's output match RE: e.g. when every rank
+# is running, or when training has reached a step. (Waiting on the output, not
+# the clock, keeps the test right on a loaded machine.) --cluster-arg words go
+# to netns-cluster.
 # Either way the cluster's namespaces must be gone afterwards. Exit 77 (skipped)
 # with the reason where this machine cannot host a cluster (not root, no netns).
 set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cluster=$root/launch/netns-cluster
-expect=""; nodes=2; rpn=2; timeout_s=120; regex=""; check=(); term_after=""; cluster_args=()
+expect=""; nodes=2; rpn=2; timeout_s=120; regex=""; check=(); term_when=""; term_count=1
+cluster_args=()
 while [ $# -gt 0 ]; do
   case $1 in
     --expect) expect=$2; shift 2 ;;
@@ -25,7 +30,8 @@ while [ $# -gt 0 ]; do
     --timeout) timeout_s=$2; shift 2 ;;
     --regex) regex=$2; shift 2 ;;
     --check-arg) check+=("$2"); shift 2 ;;
-    --term-after) term_after=$2; shift 2 ;;
+    --term-when) term_when=$2; shift 2 ;;
+    --term-when-count) term_count=$2; shift 2 ;;
     --cluster-arg) cluster_args+=("$2"); shift 2 ;;
     --) shift; break ;;
     *) echo "netns_test.sh: unknown argument '$1'" >&2; exit 2 ;;
@@ -47,12 +53,16 @@ start=$(date +%s%N)
 timeout --kill-after=10 "$timeout_s" "$cluster" --nodes "$nodes" --ranks-per-node "$rpn" \
   --oversubscribe "${cluster_args[@]}" -- "$@" >"$out" 2>&1 &
 job=$!
-if [ -n "$term_after" ]; then
-  sleep "$term_after"
+if [ -n "$term_when" ]; then
+  while kill -0 "$job" 2>/dev/null && [ "$(grep -Ec -- "$term_when" "$out")" -lt "$term_count" ]; do
+    sleep 0.2
+  done
   # timeout(1) runs the harness as its child: signal the harness itself.
   harness=$(pgrep -P "$job" | head -n 1)
-  echo "netns_test.sh: SIGTERM to the harness (pid ${harness:-none}) after ${term_after}s" >>"$out"
-  [ -z "$harness" ] || kill -TERM "$harness"
+  if [ -n "$harness" ]; then
+    echo "netns_test.sh: $term_count line(s) match /$term_when/: SIGTERM to the harness (pid $harness)" >>"$out"
+    kill -TERM "$harness"
+  fi
 fi
 wait "$job"
 rc=$?
