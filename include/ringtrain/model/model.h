@@ -1,0 +1,114 @@
+// A model built from a ModelSpec: its layers, all parameters in one flat f32
+// buffer and all gradients in another (each layer's tensors are views into
+// them, in a fixed, recorded order), activations and workspaces planned once
+// for a maximum batch, and the fused softmax cross-entropy loss.
+//
+// Layer order is spec order; the flat buffers hold layer 0's parameters first.
+// Gradient buckets are therefore slices of the gradient buffer, and backward
+// finishes them from the end of the buffer towards the start.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ringtrain/core/buffer_view.h"
+#include "ringtrain/core/device.h"
+#include "ringtrain/model/model_spec.h"
+
+namespace ringtrain {
+
+struct ParamInfo {
+  std::string name;                // "conv1.weight", "fc2.bias"
+  std::size_t offset = 0, count = 0;  // elements, in the flat buffers
+  std::vector<std::size_t> shape;
+  std::size_t layer = 0;           // index into the model's layers
+};
+
+struct ModelOptions {
+  Device device{};
+  std::uint64_t seed = 0;        // parameter initialisation and dropout masks
+  std::size_t max_batch = 256;   // activations and workspaces are sized for it
+};
+
+class Layer;
+class ComputeContext;
+class Tensor;
+
+class Model {
+ public:
+  // input_shape is per sample: {C, H, W} or {F}. The last layer must produce
+  // num_classes outputs. Errors name the layer and the shapes that do not fit.
+  static std::unique_ptr<Model> build(const ModelSpec& spec, const std::vector<std::size_t>& input_shape,
+                                      int num_classes, const ModelOptions& options);
+  ~Model();
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  const ModelSpec& spec() const { return spec_; }
+  Device device() const { return options_.device; }
+  std::size_t max_batch() const { return options_.max_batch; }
+  std::size_t num_classes() const { return num_classes_; }
+  const std::vector<std::size_t>& input_shape() const { return input_shape_; }
+
+  std::size_t param_count() const { return param_count_; }
+  BufferView params();  // flat f32, on the model's device
+  BufferView grads();
+  const std::vector<ParamInfo>& param_info() const { return param_info_; }
+  std::size_t layer_count() const;
+  std::string layer_name(std::size_t layer) const;     // "conv1", "relu2", ...
+  std::vector<std::size_t> layer_output_shape(std::size_t layer) const;  // per sample
+  // [offset, offset + count) of the layer's parameters in the flat buffers;
+  // empty (offset, offset) for a layer without parameters.
+  std::pair<std::size_t, std::size_t> layer_param_range(std::size_t layer) const;
+  // A human-readable table: layer, output shape, parameters.
+  std::string summary() const;
+
+  // Re-points the gradients at external memory (e.g. a communicator's shared
+  // window): f32, param_count elements, on the model's device. The model's own
+  // gradient buffer is released. The contents are not copied.
+  void bind_gradient_buffer(BufferView grads);
+  // Dropout masks are a pure function of (seed, rank, step, layer, element).
+  void set_dropout_context(std::uint64_t rank, std::uint64_t step);
+
+  struct LossResult {
+    double loss_sum = 0;       // sum over the batch of per-sample losses
+    std::size_t correct = 0;   // samples whose argmax is the label
+  };
+  // x: batch x input_shape float32 and labels int32, both on the model's
+  // device. x must stay valid and unchanged until the matching backward.
+  LossResult forward(const float* x, const std::int32_t* labels, std::size_t batch, bool training);
+  // Gradient of (grad_scale * mean loss) of the last forward. accumulate=false
+  // overwrites the gradients, true adds to them (gradient accumulation).
+  // on_layer_ready(layer) fires as soon as every gradient of that layer is
+  // final, in reverse layer order, once per layer (layers without parameters
+  // included). On a GPU "final" means queued on compute_stream(): record an
+  // event there before another stream reads the gradients.
+  void backward(float grad_scale, bool accumulate,
+                const std::function<void(std::size_t layer)>& on_layer_ready = {});
+  const float* logits() const;  // batch x num_classes of the last forward (device memory on a GPU)
+  void zero_grads();
+
+  // cudaStream_t as void* on a GPU (nullptr on the CPU); all model work is
+  // queued there, in order.
+  void* compute_stream() const;
+  // Waits until all queued model work is done (no-op on the CPU).
+  void synchronize() const;
+
+ private:
+  Model();
+  struct State;
+  ModelSpec spec_;
+  ModelOptions options_;
+  std::vector<std::size_t> input_shape_;
+  std::size_t num_classes_ = 0;
+  std::size_t param_count_ = 0;
+  std::vector<ParamInfo> param_info_;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace ringtrain

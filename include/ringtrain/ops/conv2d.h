@@ -1,0 +1,53 @@
+// 2-D convolution over NCHW float tensors, planned once for a maximum batch so
+// that the hot loop allocates nothing. CPU: im2col + cblas_sgemm per sample
+// (1x1 stride-1 unpadded convs skip im2col). GPU: cuDNN, with algorithms and
+// workspace chosen at plan time.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "ringtrain/ops/compute_context.h"
+#include "ringtrain/tensor/tensor.h"
+
+namespace ringtrain {
+
+struct Conv2dGeometry {
+  std::size_t in_channels = 0, height = 0, width = 0;
+  std::size_t out_channels = 0, kernel = 0, stride = 1, padding = 0;
+
+  std::size_t out_height() const { return (height + 2 * padding - kernel) / stride + 1; }
+  std::size_t out_width() const { return (width + 2 * padding - kernel) / stride + 1; }
+  // Validates (kernel fits the padded input, stride >= 1, ...); Error otherwise.
+  void validate() const;
+};
+
+namespace detail {
+class GpuConvPlan;
+}
+
+class Conv2dOp {
+ public:
+  Conv2dOp(const ComputeContext& ctx, const Conv2dGeometry& geometry, std::size_t max_batch);
+  ~Conv2dOp();
+  Conv2dOp(const Conv2dOp&) = delete;
+  Conv2dOp& operator=(const Conv2dOp&) = delete;
+
+  const Conv2dGeometry& geometry() const { return g_; }
+  // y = conv(x, w) + b; w is [out, in, k, k], b is [out].
+  void forward(const float* x, const float* w, const float* b, float* y, std::size_t batch);
+  // dw, db are overwritten, or added to when accumulate; dx (if not null) is
+  // overwritten.
+  void backward(const float* x, const float* w, const float* dy, float* dx, float* dw, float* db,
+                std::size_t batch, bool accumulate);
+
+ private:
+  const ComputeContext& ctx_;
+  Conv2dGeometry g_;
+  std::size_t max_batch_;
+  bool direct_;      // 1x1, stride 1, no padding: the input is its own im2col
+  Tensor col_;       // CPU: [C*k*k, Ho*Wo] for one sample
+  std::unique_ptr<detail::GpuConvPlan> gpu_;
+};
+
+}  // namespace ringtrain

@@ -1,0 +1,20 @@
+// Inverted dropout with a mask that is a pure function of (key, element index)
+// (kernels/dropout.cuh): reproducible for a given seed, rank, step and layer,
+// identical on CPU and GPU, and recomputed in backward instead of stored.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "ringtrain/ops/compute_context.h"
+
+namespace ringtrain {
+
+std::uint64_t dropout_mask_key(std::uint64_t seed, std::uint64_t rank, std::uint64_t step,
+                               std::uint64_t layer);
+// y = x * mask / (1 - p); also the backward (dx = dy * mask / (1 - p)) with the
+// same key. p in [0, 1).
+void dropout_apply(const ComputeContext& ctx, const float* x, float* y, std::size_t n,
+                   std::uint64_t key, float p);
+
+}  // namespace ringtrain

@@ -1,0 +1,30 @@
+// Fused softmax cross-entropy with mean reduction over a [rows, classes] block
+// of logits and int32 labels, both on ctx's device.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "ringtrain/ops/compute_context.h"
+
+namespace ringtrain {
+
+struct SoftmaxCrossEntropyResult {
+  double loss_sum = 0;      // sum over rows of -log softmax(z)[label]
+  std::size_t correct = 0;  // rows whose argmax is the label
+};
+
+// `row_loss` / `row_correct` are workspaces of `rows` entries on ctx's device
+// (used on the GPU only; may be null on the CPU). A label outside
+// [0, classes) is an Error naming the row and the label.
+SoftmaxCrossEntropyResult softmax_cross_entropy_forward(const ComputeContext& ctx, const float* logits,
+                                                        const std::int32_t* labels, std::size_t rows,
+                                                        std::size_t classes, float* row_loss,
+                                                        std::int32_t* row_correct);
+// dlogits = scale * (softmax(logits) - onehot(labels)); for the gradient of
+// grad_scale * mean loss, scale = grad_scale / rows.
+void softmax_cross_entropy_backward(const ComputeContext& ctx, const float* logits,
+                                    const std::int32_t* labels, std::size_t rows, std::size_t classes,
+                                    float scale, float* dlogits);
+
+}  // namespace ringtrain

@@ -1,0 +1,26 @@
+// Elementwise activations, one element each. Shared by
+// kernels/activation.cu and the CPU loops in src/ops/activation.cpp.
+#pragma once
+
+#include <math.h>
+
+#include "kernels/host_device.cuh"
+
+namespace ringtrain::kernels {
+
+RT_HD float relu_forward_element(float x) { return x > 0.0f ? x : 0.0f; }
+// Uses the output: y > 0 exactly where x > 0, and y is what forward kept.
+RT_HD float relu_backward_element(float y, float dy) { return y > 0.0f ? dy : 0.0f; }
+
+// Exact GELU, x * Phi(x), as PyTorch's default (approximate='none').
+RT_HD float gelu_forward_element(float x) {
+  return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+}
+// d/dx [x Phi(x)] = Phi(x) + x phi(x).
+RT_HD float gelu_backward_element(float x, float dy) {
+  const float cdf = 0.5f * (1.0f + erff(x * 0.70710678118654752f));
+  const float pdf = 0.39894228040143268f * expf(-0.5f * x * x);
+  return dy * (cdf + x * pdf);
+}
+
+}  // namespace ringtrain::kernels

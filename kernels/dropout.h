@@ -1,0 +1,14 @@
+// Host-side launchers for kernels/dropout.cu. Streams travel as void*.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ringtrain::kernels {
+
+// y[i] = x[i] * dropout_factor(key, i, p, keep_scale); backward is the same
+// with dy and dx (the mask is recomputed from the key).
+void dropout_apply_cuda(const float* x, float* y, std::size_t n, std::uint64_t key, float p,
+                        float keep_scale, void* stream);
+
+}  // namespace ringtrain::kernels

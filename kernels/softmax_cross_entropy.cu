@@ -1,0 +1,49 @@
+#include "core/cuda/check_cuda.h"
+#include "kernels/launch_shape.cuh"
+#include "kernels/softmax_cross_entropy.cuh"
+#include "kernels/softmax_cross_entropy.h"
+
+namespace ringtrain::kernels {
+
+namespace {
+// One thread per row: classification heads are narrow (tens of classes), so a
+// row fits one thread's registers and loop.
+__global__ void softmax_ce_forward_kernel(const float* __restrict__ logits, const int* __restrict__ labels,
+                                          std::size_t rows, int classes, float* __restrict__ row_loss,
+                                          int* __restrict__ row_correct) {
+  const std::size_t r = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (r >= rows) return;
+  softmax_ce_row_forward(logits + r * classes, classes, labels[r], &row_loss[r], &row_correct[r]);
+}
+
+__global__ void softmax_ce_backward_kernel(const float* __restrict__ logits, const int* __restrict__ labels,
+                                           std::size_t rows, int classes, float scale,
+                                           float* __restrict__ dlogits) {
+  const std::size_t r = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (r >= rows) return;
+  softmax_ce_row_backward(logits + r * classes, classes, labels[r], scale, dlogits + r * classes);
+}
+
+unsigned row_blocks(std::size_t rows) {
+  return static_cast<unsigned>((rows + kElementwiseThreads - 1) / kElementwiseThreads);
+}
+}  // namespace
+
+void softmax_ce_forward_cuda(const float* logits, const std::int32_t* labels, std::size_t rows,
+                             std::size_t classes, float* row_loss, std::int32_t* row_correct,
+                             void* stream) {
+  if (rows == 0) return;
+  softmax_ce_forward_kernel<<<row_blocks(rows), kElementwiseThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+      logits, labels, rows, static_cast<int>(classes), row_loss, row_correct);
+  RT_CUDA_CHECK_LAUNCH();
+}
+
+void softmax_ce_backward_cuda(const float* logits, const std::int32_t* labels, std::size_t rows,
+                              std::size_t classes, float scale, float* dlogits, void* stream) {
+  if (rows == 0) return;
+  softmax_ce_backward_kernel<<<row_blocks(rows), kElementwiseThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+      logits, labels, rows, static_cast<int>(classes), scale, dlogits);
+  RT_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace ringtrain::kernels

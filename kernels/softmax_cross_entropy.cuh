@@ -1,0 +1,45 @@
+// Fused softmax + cross-entropy for one row of logits. Shared by
+// kernels/softmax_cross_entropy.cu (one thread per row) and the CPU path.
+// Works from the row maximum, so large logits do not overflow exp.
+#pragma once
+
+#include <math.h>
+
+#include "kernels/host_device.cuh"
+
+namespace ringtrain::kernels {
+
+// Loss -log softmax(z)[label] and whether argmax(z) == label (first maximum
+// wins). A label outside [0, classes) gives loss NaN and correct = -1, which the
+// host turns into an error naming the row.
+RT_HD void softmax_ce_row_forward(const float* z, int classes, int label, float* loss, int* correct) {
+  if (label < 0 || label >= classes) {
+    *loss = nanf("");
+    *correct = -1;
+    return;
+  }
+  float m = z[0];
+  int arg = 0;
+  for (int j = 1; j < classes; ++j)
+    if (z[j] > m) {
+      m = z[j];
+      arg = j;
+    }
+  float s = 0.0f;
+  for (int j = 0; j < classes; ++j) s += expf(z[j] - m);
+  *loss = logf(s) + m - z[label];
+  *correct = arg == label ? 1 : 0;
+}
+
+// dz = scale * (softmax(z) - onehot(label)); scale is grad_scale / batch for a
+// mean reduction.
+RT_HD void softmax_ce_row_backward(const float* z, int classes, int label, float scale, float* dz) {
+  float m = z[0];
+  for (int j = 1; j < classes; ++j) m = z[j] > m ? z[j] : m;
+  float s = 0.0f;
+  for (int j = 0; j < classes; ++j) s += expf(z[j] - m);
+  const float inv = scale / s;
+  for (int j = 0; j < classes; ++j) dz[j] = expf(z[j] - m) * inv - (j == label ? scale : 0.0f);
+}
+
+}  // namespace ringtrain::kernels

@@ -1,0 +1,16 @@
+// Host-side launchers for kernels/softmax_cross_entropy.cu. Streams travel as void*.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ringtrain::kernels {
+
+// Per row r: row_loss[r], row_correct[r] (see softmax_ce_row_forward).
+void softmax_ce_forward_cuda(const float* logits, const std::int32_t* labels, std::size_t rows,
+                             std::size_t classes, float* row_loss, std::int32_t* row_correct,
+                             void* stream);
+void softmax_ce_backward_cuda(const float* logits, const std::int32_t* labels, std::size_t rows,
+                              std::size_t classes, float scale, float* dlogits, void* stream);
+
+}  // namespace ringtrain::kernels

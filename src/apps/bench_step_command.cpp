@@ -1,0 +1,197 @@
+// `ringtrain bench step`: one training step of a model, timed phase by phase
+// (forward with the loss, backward, optimizer update) on synthetic data of the
+// model's input shape, on every rank at once. Reports ms per phase, each
+// phase's share and samples/s per rank. On a GPU each phase ends with a
+// stream synchronize, so the phases are measured separately (a real step
+// overlaps them a little more).
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <numeric>
+
+#include <nlohmann/json.hpp>
+
+#include "apps/command.h"
+#include "core/check_mpi.h"
+#include "launch/mpi_context.h"
+#include "ringtrain/core/check.h"
+#include "ringtrain/core/log.h"
+#include "ringtrain/core/timer.h"
+#include "ringtrain/model/model.h"
+#include "ringtrain/optim/optimizer.h"
+#include "ringtrain/tensor/device_memory.h"
+#include "ringtrain/tensor/tensor.h"
+
+namespace ringtrain::apps {
+namespace {
+
+struct BenchStepOptions {
+  std::string model = "mlp:784-512-512-10";
+  std::size_t batch = 64, steps = 100, warmup = 10;
+  std::string input = "1,28,28";
+  int classes = 10;
+  std::string optimizer = "sgd";
+  float lr = 0.01f;
+  std::uint64_t seed = 0;
+  bool json = false;
+};
+
+std::vector<std::size_t> parse_input_shape(const std::string& text) {
+  std::vector<std::size_t> dims;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    const std::string token = text.substr(start, comma - start);
+    std::size_t used = 0;
+    unsigned long v = 0;
+    try {
+      v = std::stoul(token, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    RT_CHECK(used == token.size() && !token.empty() && v > 0,
+             "--input '{}': bad dimension '{}' (expected positive numbers separated by commas, e.g. 1,28,28)",
+             text, token);
+    dims.push_back(v);
+    start = comma + 1;
+  }
+  RT_CHECK(dims.size() == 1 || dims.size() == 3, "--input '{}': give F or C,H,W", text);
+  return dims;
+}
+
+struct PhaseTimes {
+  double forward = 0, backward = 0, optimizer = 0;
+  double total() const { return forward + backward + optimizer; }
+};
+
+int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
+  const ModelSpec spec = ModelSpec::parse(o.model);
+  const std::vector<std::size_t> input = parse_input_shape(o.input);
+  ModelOptions mo;
+  mo.device = topo.device();
+  mo.seed = o.seed;
+  mo.max_batch = o.batch;
+  auto model = Model::build(spec, input, o.classes, mo);
+  OptimizerConfig oc;
+  oc.kind = o.optimizer;
+  auto optimizer = make_optimizer(oc, model->param_count(), mo.device);
+
+  // Synthetic inputs in [0, 1) and labels, a function of the rank and index.
+  const std::size_t features = std::accumulate(input.begin(), input.end(), std::size_t{1}, std::multiplies<>());
+  std::vector<float> x(o.batch * features);
+  std::vector<std::int32_t> y(o.batch);
+  for (std::size_t i = 0; i < x.size(); ++i)
+    x[i] = static_cast<float>((i * 2654435761u + static_cast<std::size_t>(topo.rank()) * 97) % 1000) / 1000.0f;
+  for (std::size_t i = 0; i < y.size(); ++i)
+    y[i] = static_cast<std::int32_t>((i * 7 + static_cast<std::size_t>(topo.rank())) % static_cast<std::size_t>(o.classes));
+  Tensor xd = Tensor::empty({x.size()}, DType::f32, mo.device);
+  Tensor yd = Tensor::empty({y.size()}, DType::i32, mo.device);
+  xd.copy_from(Tensor::borrow(x.data(), {x.size()}, DType::f32, Device::cpu()));
+  yd.copy_from(Tensor::borrow(y.data(), {y.size()}, DType::i32, Device::cpu()));
+
+  log0("bench step: model {} ({} parameters, spec hash {:016x}), batch {} per rank, input [{}], {} classes, "
+       "device {}, optimizer {}, OPENBLAS_NUM_THREADS={}, {} steps after {} warm-up, {} rank(s)",
+       o.model, model->param_count(), spec.hash(), o.batch, fmt::join(input, ","), o.classes,
+       device_name(mo.device), o.optimizer, std::getenv("OPENBLAS_NUM_THREADS") ? std::getenv("OPENBLAS_NUM_THREADS") : "unset (1)",
+       o.steps, o.warmup, topo.world_size());
+
+  PhaseTimes sum;
+  double loss = 0;
+  RT_MPI_CHECK(MPI_Barrier(mpi_context::world()));
+  for (std::size_t step = 0; step < o.warmup + o.steps; ++step) {
+    model->set_dropout_context(static_cast<std::uint64_t>(topo.rank()), step);
+    Stopwatch sw;
+    const auto r = model->forward(xd.data_as<float>(), yd.data_as<std::int32_t>(), o.batch, true);
+    model->synchronize();
+    const double t_forward = sw.seconds();
+    sw.reset();
+    model->backward(1.0f, false);
+    model->synchronize();
+    const double t_backward = sw.seconds();
+    sw.reset();
+    optimizer->step(model->params(), model->grads(), o.lr);
+    device_synchronize(mo.device);
+    const double t_optimizer = sw.seconds();
+    if (step >= o.warmup) {
+      sum.forward += t_forward;
+      sum.backward += t_backward;
+      sum.optimizer += t_optimizer;
+    }
+    loss = r.loss_sum / static_cast<double>(o.batch);
+  }
+  const double n = static_cast<double>(o.steps);
+  const double rate = static_cast<double>(o.batch) * n / sum.total();
+  double min_rate = 0, max_rate = 0, total_rate = 0;
+  RT_MPI_CHECK(MPI_Allreduce(&rate, &min_rate, 1, MPI_DOUBLE, MPI_MIN, mpi_context::world()));
+  RT_MPI_CHECK(MPI_Allreduce(&rate, &max_rate, 1, MPI_DOUBLE, MPI_MAX, mpi_context::world()));
+  RT_MPI_CHECK(MPI_Allreduce(&rate, &total_rate, 1, MPI_DOUBLE, MPI_SUM, mpi_context::world()));
+  if (topo.rank() != 0) return 0;
+
+  std::string out;
+  if (o.json) {
+    nlohmann::json j = {{"model", o.model},
+                        {"params", model->param_count()},
+                        {"batch", o.batch},
+                        {"device", device_name(mo.device)},
+                        {"steps", o.steps},
+                        {"forward_ms", 1e3 * sum.forward / n},
+                        {"backward_ms", 1e3 * sum.backward / n},
+                        {"optimizer_ms", 1e3 * sum.optimizer / n},
+                        {"step_ms", 1e3 * sum.total() / n},
+                        {"samples_per_s", rate},
+                        {"samples_per_s_min_rank", min_rate},
+                        {"ranks", topo.world_size()},
+                        {"final_loss", loss}};
+    out = j.dump() + "\n";
+  } else {
+    out += fmt::format("# {:<10} {:>10} {:>8}\n", "phase", "ms/step", "share");
+    auto row = [&](const char* name, double seconds) {
+      out += fmt::format("  {:<10} {:>10.3f} {:>7.1f}%\n", name, 1e3 * seconds / n, 100.0 * seconds / sum.total());
+    };
+    row("forward", sum.forward);
+    row("backward", sum.backward);
+    row("optimizer", sum.optimizer);
+    row("total", sum.total());
+    out += fmt::format("# samples/s per rank: {:.0f} (rank 0), min {:.0f}, max {:.0f}; all ranks {:.0f}; last loss {:.4f}\n",
+                       rate, min_rate, max_rate, total_rate, loss);
+  }
+  std::fputs(out.c_str(), stdout);
+  std::fflush(stdout);
+  return 0;
+}
+
+CLI::App* add_bench_step(CLI::App& parent, CommandContext& ctx) {
+  auto o = std::make_shared<BenchStepOptions>();
+  CLI::App* sub = parent.add_subcommand(
+      "step", "Time one training step (forward+loss, backward, optimizer) of a model on synthetic data");
+  sub->add_option("--model", o->model, std::string("Model: ") + std::string(model_spec_help()))->capture_default_str();
+  sub->add_option("--batch", o->batch, "Batch size per rank")->check(CLI::PositiveNumber)->capture_default_str();
+  sub->add_option("--steps", o->steps, "Timed steps")->check(CLI::PositiveNumber)->capture_default_str();
+  sub->add_option("--warmup", o->warmup, "Untimed steps first (caches, allocator, cuDNN)")->capture_default_str();
+  sub->add_option("--input", o->input, "Per-sample input shape: C,H,W or F")->capture_default_str();
+  sub->add_option("--classes", o->classes, "Number of classes (the model's last layer)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option("--optimizer", o->optimizer, "Optimizer timed in the update phase (default settings)")
+      ->check(CLI::IsMember({"sgd", "adamw"}))
+      ->capture_default_str();
+  sub->add_option("--lr", o->lr, "Learning rate of the update")->capture_default_str();
+  sub->add_option("--seed", o->seed, "Parameter initialisation seed")->capture_default_str();
+  sub->add_flag("--json", o->json, "Print one JSON object (rank 0) instead of the table");
+  add_device_options(sub, ctx, "auto");
+  sub->parse_complete_callback([&ctx, o] {
+    // Fail before MPI starts on a spec that does not parse.
+    (void)ModelSpec::parse(o->model);
+    (void)parse_input_shape(o->input);
+    ctx.action = [o](const Topology& t) { return run_bench_step(*o, t); };
+  });
+  return sub;
+}
+
+}  // namespace
+}  // namespace ringtrain::apps
+
+RINGTRAIN_REGISTER_COMMAND("bench", "step", 30, ringtrain::apps::add_bench_step)

@@ -1,0 +1,42 @@
+// Conv2d: weight [out, in, k, k] and bias [out], as PyTorch lays them out.
+#include "model/conv2d_layer.h"
+
+namespace ringtrain {
+
+namespace {
+Shape conv_output(const Conv2dGeometry& g) {
+  g.validate();
+  return Shape{g.out_channels, g.out_height(), g.out_width()};
+}
+}  // namespace
+
+Conv2dLayer::Conv2dLayer(std::string name, const Conv2dGeometry& g, const ComputeContext& ctx,
+                         std::size_t max_batch)
+    : Layer(std::move(name), Shape{g.in_channels, g.height, g.width}, conv_output(g)),
+      op_(ctx, g, max_batch),
+      weight_count_(g.out_channels * g.in_channels * g.kernel * g.kernel) {}
+
+std::vector<ParamDesc> Conv2dLayer::param_descs() const {
+  const Conv2dGeometry& g = op_.geometry();
+  return {{"weight", Shape{g.out_channels, g.in_channels, g.kernel, g.kernel},
+           g.in_channels * g.kernel * g.kernel},
+          {"bias", Shape{g.out_channels}, 0}};
+}
+
+void Conv2dLayer::bind(float* params, float* grads) {
+  w_ = params;
+  b_ = params + weight_count_;
+  dw_ = grads;
+  db_ = grads + weight_count_;
+}
+
+void Conv2dLayer::forward(const float* x, float* y, std::size_t batch, bool) {
+  op_.forward(x, w_, b_, y, batch);
+}
+
+void Conv2dLayer::backward(const float* x, const float*, const float* dy, float* dx,
+                           std::size_t batch, bool accumulate) {
+  op_.backward(x, w_, dy, dx, dw_, db_, batch, accumulate);
+}
+
+}  // namespace ringtrain

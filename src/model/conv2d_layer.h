@@ -1,0 +1,23 @@
+#pragma once
+
+#include "model/layer.h"
+#include "ringtrain/ops/conv2d.h"
+
+namespace ringtrain {
+
+class Conv2dLayer final : public Layer {
+ public:
+  Conv2dLayer(std::string name, const Conv2dGeometry& g, const ComputeContext& ctx, std::size_t max_batch);
+  std::vector<ParamDesc> param_descs() const override;
+  void bind(float* params, float* grads) override;
+  void forward(const float* x, float* y, std::size_t batch, bool training) override;
+  void backward(const float* x, const float* y, const float* dy, float* dx, std::size_t batch,
+                bool accumulate) override;
+
+ private:
+  Conv2dOp op_;
+  std::size_t weight_count_;
+  float *w_ = nullptr, *b_ = nullptr, *dw_ = nullptr, *db_ = nullptr;
+};
+
+}  // namespace ringtrain

@@ -1,0 +1,43 @@
+// Linear: y = x W^T + b with W [out, in] (PyTorch's layout, so weights move
+// between the two unchanged).
+#include "model/linear_layer.h"
+
+#include "ringtrain/ops/bias.h"
+#include "ringtrain/ops/gemm.h"
+#include "ringtrain/tensor/device_memory.h"
+
+namespace ringtrain {
+
+LinearLayer::LinearLayer(std::string name, const Shape& input, std::size_t out, const ComputeContext& ctx)
+    : Layer(std::move(name), input, Shape{out}), ctx_(ctx), in_(input.numel()), out_(out) {}
+
+std::vector<ParamDesc> LinearLayer::param_descs() const {
+  return {{"weight", Shape{out_, in_}, in_}, {"bias", Shape{out_}, 0}};
+}
+
+void LinearLayer::bind(float* params, float* grads) {
+  w_ = params;
+  b_ = params + out_ * in_;
+  dw_ = grads;
+  db_ = grads + out_ * in_;
+}
+
+void LinearLayer::forward(const float* x, float* y, std::size_t batch, bool) {
+  gemm(ctx_, false, true, batch, out_, in_, 1.0f, x, in_, w_, in_, 0.0f, y, out_);
+  bias_add(ctx_, y, b_, batch, out_, 1);
+}
+
+void LinearLayer::backward(const float* x, const float*, const float* dy, float* dx,
+                           std::size_t batch, bool accumulate) {
+  if (batch == 0) {
+    if (!accumulate) device_zero(dw_, sizeof(float) * (out_ * in_ + out_), ctx_.device());
+    return;
+  }
+  bias_grad(ctx_, dy, db_, batch, out_, 1, accumulate);
+  // dW = dy^T x
+  gemm(ctx_, true, false, out_, in_, batch, 1.0f, dy, out_, x, in_, accumulate ? 1.0f : 0.0f, dw_, in_);
+  // dx = dy W
+  if (dx != nullptr) gemm(ctx_, false, false, batch, in_, out_, 1.0f, dy, out_, w_, in_, 0.0f, dx, in_);
+}
+
+}  // namespace ringtrain

@@ -1,0 +1,425 @@
+// The model spec parser: presets, @file, and the layer-list language (see
+// model_spec.h). Errors name the offending token with its line:column, so a
+// typo in a 30-line file is found at once.
+#include "ringtrain/model/model_spec.h"
+
+#include <cctype>
+#include <charconv>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "ringtrain/core/check.h"
+
+namespace ringtrain {
+
+namespace {
+
+constexpr std::string_view kCnnPreset =
+    "input(1, 28, 28); conv2d(out=32, kernel=3, stride=1, padding=1); relu; "
+    "max_pool2d(kernel=2, stride=2); conv2d(out=64, kernel=3, stride=1, padding=1); relu; "
+    "max_pool2d(kernel=2, stride=2); flatten; linear(out=128); relu; linear(out=10)";
+
+struct KindName {
+  std::string_view name;
+  LayerKind kind;
+};
+constexpr KindName kKindNames[] = {
+    {"linear", LayerKind::linear},         {"conv2d", LayerKind::conv2d},
+    {"max_pool2d", LayerKind::max_pool2d}, {"relu", LayerKind::relu},
+    {"gelu", LayerKind::gelu},             {"flatten", LayerKind::flatten},
+    {"dropout", LayerKind::dropout},
+    // accepted spellings; to_string() writes the names above
+    {"conv", LayerKind::conv2d},           {"maxpool", LayerKind::max_pool2d},
+    {"maxpool2d", LayerKind::max_pool2d},  {"fc", LayerKind::linear},
+};
+
+// ---------------------------------------------------------------------------
+// A cursor over the text that knows its line and column.
+// ---------------------------------------------------------------------------
+class Cursor {
+ public:
+  Cursor(std::string_view text, std::string origin) : text_(text), origin_(std::move(origin)) {}
+
+  bool done() const { return pos_ >= text_.size(); }
+  char peek() const { return done() ? '\0' : text_[pos_]; }
+  std::size_t pos() const { return pos_; }
+
+  void advance() {
+    if (text_[pos_] == '\n') {
+      ++line_;
+      col_ = 1;
+    } else {
+      ++col_;
+    }
+    ++pos_;
+  }
+  // Spaces, tabs and comments; newlines too when `newlines`.
+  void skip_blank(bool newlines) {
+    while (!done()) {
+      const char c = peek();
+      if (c == '#') {
+        while (!done() && peek() != '\n') advance();
+      } else if (c == ' ' || c == '\t' || c == '\r' || (newlines && c == '\n')) {
+        advance();
+      } else {
+        break;
+      }
+    }
+  }
+  // A run of characters that may form a name or a number.
+  std::string_view word() {
+    const std::size_t start = pos_;
+    while (!done()) {
+      const char c = peek();
+      if (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-' || c == '+')
+        advance();
+      else
+        break;
+    }
+    return text_.substr(start, pos_ - start);
+  }
+  // The token at the cursor, for error messages.
+  std::string token_here() {
+    Cursor probe = *this;
+    std::string_view w = probe.word();
+    if (!w.empty()) return std::string(w);
+    if (done()) return "end of spec";
+    return std::string(1, peek());
+  }
+  std::string where() const { return fmt::format("{}{}:{}", origin_, line_, col_); }
+  struct Mark {
+    std::size_t line, col;
+  };
+  Mark mark() const { return {line_, col_}; }
+  std::string where(Mark m) const { return fmt::format("{}{}:{}", origin_, m.line, m.col); }
+
+ private:
+  std::string_view text_;
+  std::string origin_;
+  std::size_t pos_ = 0, line_ = 1, col_ = 1;
+};
+
+[[noreturn]] void fail(const std::string& message) {
+  RT_CHECK(false, "model spec: {}", message);
+  __builtin_unreachable();
+}
+
+std::string known_kinds() {
+  std::string s;
+  for (const auto& k : kKindNames) s += (s.empty() ? "" : ", ") + std::string(k.name);
+  return s + ", input";
+}
+
+std::size_t parse_count(std::string_view token, std::string_view what, const std::string& where,
+                        bool allow_zero) {
+  std::size_t v = 0;
+  const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), v);
+  if (ec != std::errc() || end != token.data() + token.size() || token.empty())
+    fail(fmt::format("bad value '{}' for {} at {}: expected a whole number", token, what, where));
+  if (!allow_zero && v == 0) fail(fmt::format("{} must be at least 1, got '{}' at {}", what, token, where));
+  return v;
+}
+
+double parse_probability(std::string_view token, std::string_view what, const std::string& where) {
+  double v = 0;
+  const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), v);
+  if (ec != std::errc() || end != token.data() + token.size() || token.empty())
+    fail(fmt::format("bad value '{}' for {} at {}: expected a number", token, what, where));
+  if (!(v >= 0.0 && v < 1.0))
+    fail(fmt::format("{} must be in [0, 1), got '{}' at {}", what, token, where));
+  return v;
+}
+
+struct Arg {
+  std::string key;  // empty: positional
+  std::string value;
+  std::string where;
+};
+
+// "(a, key=b, ...)" after a layer name; the cursor sits on '('.
+std::vector<Arg> parse_args(Cursor& c, std::string_view layer) {
+  std::vector<Arg> args;
+  c.advance();  // '('
+  c.skip_blank(true);
+  if (c.peek() == ')') {
+    c.advance();
+    return args;
+  }
+  while (true) {
+    c.skip_blank(true);
+    const std::string at = c.where();
+    std::string_view first = c.word();
+    if (first.empty())
+      fail(fmt::format("unexpected '{}' in the arguments of '{}' at {}", c.token_here(), layer, at));
+    Arg a;
+    a.where = at;
+    c.skip_blank(true);
+    if (c.peek() == '=') {
+      c.advance();
+      c.skip_blank(true);
+      a.key = std::string(first);
+      a.where = c.where();
+      std::string_view v = c.word();
+      if (v.empty())
+        fail(fmt::format("missing value for '{}' of '{}' at {} (found '{}')", a.key, layer, a.where,
+                         c.token_here()));
+      a.value = std::string(v);
+    } else {
+      a.value = std::string(first);
+    }
+    args.push_back(std::move(a));
+    c.skip_blank(true);
+    if (c.peek() == ',') {
+      c.advance();
+      continue;
+    }
+    if (c.peek() == ')') {
+      c.advance();
+      return args;
+    }
+    fail(fmt::format("expected ',' or ')' in the arguments of '{}' at {}, found '{}'", layer, c.where(),
+                     c.token_here()));
+  }
+}
+
+// Binds positional and named arguments to `keys` in order; returns the value
+// per key ("" when absent).
+std::vector<Arg> bind_args(const std::vector<Arg>& args, std::initializer_list<std::string_view> keys,
+                           std::string_view layer, const std::string& at) {
+  std::vector<std::string_view> names(keys);
+  std::vector<Arg> bound(names.size());
+  std::size_t positional = 0;
+  bool named_seen = false;
+  for (const Arg& a : args) {
+    std::size_t slot = names.size();
+    if (a.key.empty()) {
+      if (named_seen)
+        fail(fmt::format("positional argument '{}' after a named one in '{}' at {}", a.value, layer,
+                         a.where));
+      slot = positional++;
+      if (slot >= names.size())
+        fail(fmt::format("too many arguments to '{}' at {}: '{}' (it takes {})", layer, a.where, a.value,
+                         names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "))));
+    } else {
+      named_seen = true;
+      for (std::size_t i = 0; i < names.size(); ++i)
+        if (names[i] == a.key) slot = i;
+      if (slot == names.size())
+        fail(fmt::format("unknown argument '{}' to '{}' at {} (it takes {})", a.key, layer, a.where,
+                         names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "))));
+    }
+    if (!bound[slot].value.empty())
+      fail(fmt::format("argument '{}' of '{}' given twice at {}", names[slot], layer, a.where));
+    bound[slot] = a;
+  }
+  (void)at;
+  return bound;
+}
+
+const Arg& required(const std::vector<Arg>& bound, std::size_t i, std::string_view key,
+                    std::string_view layer, const std::string& at) {
+  if (bound[i].value.empty()) fail(fmt::format("'{}' at {} needs '{}'", layer, at, key));
+  return bound[i];
+}
+
+ModelSpec parse_layer_list(std::string_view text, const std::string& origin) {
+  ModelSpec spec;
+  Cursor c(text, origin);
+  bool input_seen = false;
+  while (true) {
+    c.skip_blank(true);
+    while (c.peek() == ';') {
+      c.advance();
+      c.skip_blank(true);
+    }
+    if (c.done()) break;
+    const auto mark = c.mark();
+    const std::string at = c.where(mark);
+    std::string_view name = c.word();
+    if (name.empty()) fail(fmt::format("unexpected '{}' at {}: expected a layer name", c.token_here(), at));
+    std::string lower(name);
+    for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    c.skip_blank(false);
+    std::vector<Arg> args;
+    if (c.peek() == '(') args = parse_args(c, name);
+
+    if (lower == "input") {
+      if (input_seen) fail(fmt::format("'input' given twice (again at {})", at));
+      if (!spec.layers.empty()) fail(fmt::format("'input' at {} must come before the first layer", at));
+      if (args.empty() || args.size() > 4)
+        fail(fmt::format("'input' at {} takes 1 to 4 dimensions, got {}", at, args.size()));
+      for (const Arg& a : args) {
+        if (!a.key.empty()) fail(fmt::format("'input' takes no named arguments ('{}' at {})", a.key, a.where));
+        spec.input_shape.push_back(parse_count(a.value, "an input dimension", a.where, false));
+      }
+      input_seen = true;
+    } else {
+      const KindName* found = nullptr;
+      for (const auto& k : kKindNames)
+        if (k.name == lower) found = &k;
+      if (found == nullptr) fail(fmt::format("unknown layer '{}' at {} (known: {})", name, at, known_kinds()));
+      LayerSpec l;
+      l.kind = found->kind;
+      const std::string kind_name(layer_kind_name(l.kind));
+      switch (l.kind) {
+        case LayerKind::linear: {
+          auto b = bind_args(args, {"out"}, kind_name, at);
+          const Arg& out = required(b, 0, "out", kind_name, at);
+          l.out = parse_count(out.value, "linear 'out'", out.where, false);
+          break;
+        }
+        case LayerKind::conv2d: {
+          auto b = bind_args(args, {"out", "kernel", "stride", "padding"}, kind_name, at);
+          const Arg& out = required(b, 0, "out", kind_name, at);
+          const Arg& kernel = required(b, 1, "kernel", kind_name, at);
+          l.out = parse_count(out.value, "conv2d 'out'", out.where, false);
+          l.kernel = parse_count(kernel.value, "conv2d 'kernel'", kernel.where, false);
+          l.stride = b[2].value.empty() ? 1 : parse_count(b[2].value, "conv2d 'stride'", b[2].where, false);
+          l.padding = b[3].value.empty() ? 0 : parse_count(b[3].value, "conv2d 'padding'", b[3].where, true);
+          break;
+        }
+        case LayerKind::max_pool2d: {
+          auto b = bind_args(args, {"kernel", "stride"}, kind_name, at);
+          const Arg& kernel = required(b, 0, "kernel", kind_name, at);
+          l.kernel = parse_count(kernel.value, "max_pool2d 'kernel'", kernel.where, false);
+          l.stride = b[1].value.empty() ? l.kernel
+                                        : parse_count(b[1].value, "max_pool2d 'stride'", b[1].where, false);
+          break;
+        }
+        case LayerKind::dropout: {
+          auto b = bind_args(args, {"p"}, kind_name, at);
+          const Arg& p = required(b, 0, "p", kind_name, at);
+          l.p = parse_probability(p.value, "dropout 'p'", p.where);
+          break;
+        }
+        case LayerKind::relu:
+        case LayerKind::gelu:
+        case LayerKind::flatten:
+          bind_args(args, {}, kind_name, at);
+          break;
+      }
+      spec.layers.push_back(l);
+    }
+    c.skip_blank(false);
+    if (c.done()) break;
+    if (c.peek() == ';' || c.peek() == '\n') {
+      c.advance();
+      continue;
+    }
+    fail(fmt::format("unexpected '{}' at {} after '{}': separate layers with ';' or a new line",
+                     c.token_here(), c.where(), name));
+  }
+  if (spec.layers.empty()) fail(fmt::format("{}no layers given", origin.empty() ? "" : origin + " "));
+  return spec;
+}
+
+ModelSpec parse_mlp(std::string_view sizes, std::string_view whole) {
+  ModelSpec spec;
+  std::vector<std::size_t> dims;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t dash = sizes.find('-', start);
+    const std::string_view token = sizes.substr(start, dash == std::string_view::npos ? dash : dash - start);
+    dims.push_back(parse_count(token, fmt::format("an mlp layer size in '{}'", whole),
+                               fmt::format("character {}", 4 + start + 1), false));
+    if (dash == std::string_view::npos) break;
+    start = dash + 1;
+  }
+  if (dims.size() < 2)
+    fail(fmt::format("'{}' needs at least an input and an output size, as in mlp:784-512-10", whole));
+  spec.input_shape = {dims.front()};
+  spec.layers.push_back({LayerKind::flatten});
+  for (std::size_t i = 1; i < dims.size(); ++i) {
+    LayerSpec l;
+    l.kind = LayerKind::linear;
+    l.out = dims[i];
+    spec.layers.push_back(l);
+    if (i + 1 < dims.size()) spec.layers.push_back({LayerKind::relu});
+  }
+  return spec;
+}
+
+std::string trim(std::string_view s) {
+  std::size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return std::string(s.substr(b, e - b));
+}
+
+}  // namespace
+
+std::string_view layer_kind_name(LayerKind kind) {
+  switch (kind) {
+    case LayerKind::linear: return "linear";
+    case LayerKind::conv2d: return "conv2d";
+    case LayerKind::max_pool2d: return "max_pool2d";
+    case LayerKind::relu: return "relu";
+    case LayerKind::gelu: return "gelu";
+    case LayerKind::flatten: return "flatten";
+    case LayerKind::dropout: return "dropout";
+  }
+  return "?";
+}
+
+std::string LayerSpec::to_string() const {
+  switch (kind) {
+    case LayerKind::linear: return fmt::format("linear(out={})", out);
+    case LayerKind::conv2d:
+      return fmt::format("conv2d(out={}, kernel={}, stride={}, padding={})", out, kernel, stride, padding);
+    case LayerKind::max_pool2d: return fmt::format("max_pool2d(kernel={}, stride={})", kernel, stride);
+    case LayerKind::dropout: return fmt::format("dropout(p={})", p);
+    case LayerKind::relu:
+    case LayerKind::gelu:
+    case LayerKind::flatten: return std::string(layer_kind_name(kind));
+  }
+  return "?";
+}
+
+ModelSpec ModelSpec::parse(std::string_view text_or_preset_or_file) {
+  const std::string text = trim(text_or_preset_or_file);
+  RT_CHECK(!text.empty(), "model spec is empty: give a preset ({}) or a layer list",
+           "mlp:784-512-10, cnn");
+  if (text.front() == '@') {
+    const std::string path = text.substr(1);
+    std::ifstream in(path);
+    RT_CHECK(in.good(), "model spec file '{}' cannot be read", path);
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    const std::string body = trim(buffer.str());
+    // A file may hold a preset name too.
+    if (body.rfind("mlp:", 0) == 0 || body == "cnn") return parse(body);
+    return parse_layer_list(body, path + ":");
+  }
+  if (text.rfind("mlp:", 0) == 0) return parse_mlp(std::string_view(text).substr(4), text);
+  if (text == "mlp") fail("'mlp' needs its layer sizes, as in mlp:784-512-512-10");
+  if (text == "cnn") return parse_layer_list(kCnnPreset, "cnn preset ");
+  return parse_layer_list(text, "");
+}
+
+std::string ModelSpec::to_string() const {
+  std::string s;
+  if (!input_shape.empty()) s = fmt::format("input({})", fmt::join(input_shape, ", "));
+  for (const LayerSpec& l : layers) s += (s.empty() ? "" : "; ") + l.to_string();
+  return s;
+}
+
+std::uint64_t ModelSpec::hash() const {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (const unsigned char ch : to_string()) {
+    h ^= ch;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+std::string_view cnn_preset_text() { return kCnnPreset; }
+
+std::string_view model_spec_help() {
+  return "mlp:784-512-512-10 (input, hidden..., classes; ReLU between), cnn (2 conv + 2 pool + 2 FC "
+         "for 1x28x28, 421,642 parameters), @file, or a layer list such as "
+         "'conv2d(out=8, kernel=3, padding=1); relu; max_pool2d(kernel=2); flatten; linear(out=10)'";
+}
+
+}  // namespace ringtrain

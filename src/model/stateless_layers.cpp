@@ -1,0 +1,60 @@
+// The layers without parameters: ReLU, GELU, Flatten, Dropout, MaxPool2d.
+#include "model/stateless_layers.h"
+
+#include "ringtrain/ops/activation.h"
+#include "ringtrain/ops/dropout.h"
+
+namespace ringtrain {
+
+void ReluLayer::forward(const float* x, float* y, std::size_t batch, bool) {
+  relu_forward(ctx_, x, y, batch * input_shape().numel());
+}
+void ReluLayer::backward(const float*, const float* y, const float* dy, float* dx, std::size_t batch,
+                         bool) {
+  if (dx != nullptr) relu_backward(ctx_, y, dy, dx, batch * input_shape().numel());
+}
+
+void GeluLayer::forward(const float* x, float* y, std::size_t batch, bool) {
+  gelu_forward(ctx_, x, y, batch * input_shape().numel());
+}
+void GeluLayer::backward(const float* x, const float*, const float* dy, float* dx, std::size_t batch,
+                         bool) {
+  if (dx != nullptr) gelu_backward(ctx_, x, dy, dx, batch * input_shape().numel());
+}
+
+void FlattenLayer::forward(const float*, float*, std::size_t, bool) {}
+void FlattenLayer::backward(const float*, const float*, const float*, float*, std::size_t, bool) {}
+
+std::uint64_t DropoutLayer::key() const {
+  return dropout_mask_key(context_.seed, context_.rank, context_.step, index_);
+}
+
+void DropoutLayer::forward(const float* x, float* y, std::size_t batch, bool training) {
+  // Evaluation keeps everything: p = 0 makes the factor exactly 1.
+  dropout_apply(ctx_, x, y, batch * input_shape().numel(), key(), training ? p_ : 0.0f);
+  last_training_ = training;
+}
+
+void DropoutLayer::backward(const float*, const float*, const float* dy, float* dx, std::size_t batch,
+                            bool) {
+  // The mask is a function of the key, recomputed: set_dropout_context must not
+  // change between a forward and its backward.
+  if (dx != nullptr)
+    dropout_apply(ctx_, dy, dx, batch * input_shape().numel(), key(), last_training_ ? p_ : 0.0f);
+}
+
+MaxPool2dLayer::MaxPool2dLayer(std::string name, const MaxPool2dGeometry& g, const ComputeContext& ctx,
+                               std::size_t max_batch)
+    : Layer(std::move(name), Shape{g.channels, g.height, g.width},
+            (g.validate(), Shape{g.channels, g.out_height(), g.out_width()})),
+      op_(ctx, g, max_batch) {}
+
+void MaxPool2dLayer::forward(const float* x, float* y, std::size_t batch, bool) {
+  op_.forward(x, y, batch);
+}
+void MaxPool2dLayer::backward(const float* x, const float* y, const float* dy, float* dx,
+                              std::size_t batch, bool) {
+  if (dx != nullptr) op_.backward(x, y, dy, dx, batch);
+}
+
+}  // namespace ringtrain

@@ -1,0 +1,74 @@
+// The layers without parameters.
+#pragma once
+
+#include "model/layer.h"
+#include "ringtrain/ops/max_pool2d.h"
+
+namespace ringtrain {
+
+class ReluLayer final : public Layer {
+ public:
+  ReluLayer(std::string name, const Shape& input, const ComputeContext& ctx)
+      : Layer(std::move(name), input, input), ctx_(ctx) {}
+  void forward(const float* x, float* y, std::size_t batch, bool training) override;
+  void backward(const float* x, const float* y, const float* dy, float* dx, std::size_t batch,
+                bool accumulate) override;
+
+ private:
+  const ComputeContext& ctx_;
+};
+
+class GeluLayer final : public Layer {
+ public:
+  GeluLayer(std::string name, const Shape& input, const ComputeContext& ctx)
+      : Layer(std::move(name), input, input), ctx_(ctx) {}
+  void forward(const float* x, float* y, std::size_t batch, bool training) override;
+  void backward(const float* x, const float* y, const float* dy, float* dx, std::size_t batch,
+                bool accumulate) override;
+
+ private:
+  const ComputeContext& ctx_;
+};
+
+// [C, H, W] -> [C*H*W]: the same memory, so a view (no copy either way).
+class FlattenLayer final : public Layer {
+ public:
+  FlattenLayer(std::string name, const Shape& input)
+      : Layer(std::move(name), input, Shape{input.numel()}) {}
+  bool is_view() const override { return true; }
+  void forward(const float* x, float* y, std::size_t batch, bool training) override;
+  void backward(const float* x, const float* y, const float* dy, float* dx, std::size_t batch,
+                bool accumulate) override;
+};
+
+class DropoutLayer final : public Layer {
+ public:
+  DropoutLayer(std::string name, const Shape& input, float p, std::size_t index,
+               const ComputeContext& ctx, const DropoutContext& context)
+      : Layer(std::move(name), input, input), ctx_(ctx), p_(p), index_(index), context_(context) {}
+  void forward(const float* x, float* y, std::size_t batch, bool training) override;
+  void backward(const float* x, const float* y, const float* dy, float* dx, std::size_t batch,
+                bool accumulate) override;
+
+ private:
+  std::uint64_t key() const;
+  const ComputeContext& ctx_;
+  float p_;
+  std::size_t index_;
+  const DropoutContext& context_;
+  bool last_training_ = true;
+};
+
+class MaxPool2dLayer final : public Layer {
+ public:
+  MaxPool2dLayer(std::string name, const MaxPool2dGeometry& g, const ComputeContext& ctx,
+                 std::size_t max_batch);
+  void forward(const float* x, float* y, std::size_t batch, bool training) override;
+  void backward(const float* x, const float* y, const float* dy, float* dx, std::size_t batch,
+                bool accumulate) override;
+
+ private:
+  MaxPool2dOp op_;
+};
+
+}  // namespace ringtrain

@@ -1,0 +1,37 @@
+// CPU loops call the same per-element functions as the CUDA kernels; they are
+// plain counted loops over restrict pointers, so the compiler vectorises them.
+#include "ringtrain/ops/activation.h"
+
+#include "kernels/activation.cuh"
+#include "ops/gpu_ops.h"
+
+namespace ringtrain {
+
+void relu_forward(const ComputeContext& ctx, const float* x, float* y, std::size_t n) {
+  if (ctx.is_cuda()) return detail::gpu_relu_forward(ctx.stream(), x, y, n);
+  const float* __restrict__ xs = x;
+  float* __restrict__ ys = y;
+  for (std::size_t i = 0; i < n; ++i) ys[i] = kernels::relu_forward_element(xs[i]);
+}
+
+void relu_backward(const ComputeContext& ctx, const float* y, const float* dy, float* dx,
+                   std::size_t n) {
+  if (ctx.is_cuda()) return detail::gpu_relu_backward(ctx.stream(), y, dy, dx, n);
+  const float* __restrict__ ys = y;
+  const float* __restrict__ dys = dy;
+  float* __restrict__ dxs = dx;
+  for (std::size_t i = 0; i < n; ++i) dxs[i] = kernels::relu_backward_element(ys[i], dys[i]);
+}
+
+void gelu_forward(const ComputeContext& ctx, const float* x, float* y, std::size_t n) {
+  if (ctx.is_cuda()) return detail::gpu_gelu_forward(ctx.stream(), x, y, n);
+  for (std::size_t i = 0; i < n; ++i) y[i] = kernels::gelu_forward_element(x[i]);
+}
+
+void gelu_backward(const ComputeContext& ctx, const float* x, const float* dy, float* dx,
+                   std::size_t n) {
+  if (ctx.is_cuda()) return detail::gpu_gelu_backward(ctx.stream(), x, dy, dx, n);
+  for (std::size_t i = 0; i < n; ++i) dx[i] = kernels::gelu_backward_element(x[i], dy[i]);
+}
+
+}  // namespace ringtrain

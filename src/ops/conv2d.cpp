@@ -1,0 +1,169 @@
+// Conv2d on the CPU: per sample, im2col into a [C*k*k, Ho*Wo] column block and
+// one GEMM with the [out, C*k*k] weight. Per-sample blocks keep the workspace
+// small (it stays in cache for the GEMM) and planned once for any batch.
+// Backward recomputes the columns instead of storing them for the whole batch.
+#include "ringtrain/ops/conv2d.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "ops/gpu_ops.h"
+#include "ringtrain/core/check.h"
+#include "ringtrain/ops/bias.h"
+#include "ringtrain/ops/gemm.h"
+#include "ringtrain/tensor/device_memory.h"
+
+namespace ringtrain {
+
+void Conv2dGeometry::validate() const {
+  RT_CHECK(in_channels > 0 && height > 0 && width > 0,
+           "conv2d input must be non-empty, got {}x{}x{}", in_channels, height, width);
+  RT_CHECK(out_channels > 0, "conv2d needs at least one output channel");
+  RT_CHECK(kernel > 0, "conv2d kernel size must be at least 1");
+  RT_CHECK(stride > 0, "conv2d stride must be at least 1");
+  RT_CHECK(kernel <= height + 2 * padding && kernel <= width + 2 * padding,
+           "conv2d kernel {} does not fit the input {}x{} with padding {}", kernel, height, width,
+           padding);
+}
+
+namespace {
+
+// The range [lo, hi) of output positions o whose input index o*stride + offset
+// - padding falls inside [0, extent).
+struct ValidRange {
+  std::ptrdiff_t lo, hi;
+};
+ValidRange valid_outputs(std::ptrdiff_t offset, std::ptrdiff_t padding, std::ptrdiff_t stride,
+                         std::ptrdiff_t extent, std::ptrdiff_t outputs) {
+  // smallest o with o*stride >= padding - offset
+  std::ptrdiff_t need = padding - offset;
+  std::ptrdiff_t lo = need <= 0 ? 0 : (need + stride - 1) / stride;
+  // largest o with o*stride + offset - padding <= extent - 1
+  std::ptrdiff_t top = extent - 1 + padding - offset;
+  std::ptrdiff_t hi = top < 0 ? 0 : top / stride + 1;
+  lo = std::min(lo, outputs);
+  hi = std::clamp(hi, lo, outputs);
+  return {lo, hi};
+}
+
+// Shared walk of im2col (gather) and col2im (scatter-add).
+template <bool kScatter>
+void im2col_walk(const Conv2dGeometry& g, float* image, float* col) {
+  const auto H = static_cast<std::ptrdiff_t>(g.height), W = static_cast<std::ptrdiff_t>(g.width);
+  const auto k = static_cast<std::ptrdiff_t>(g.kernel), s = static_cast<std::ptrdiff_t>(g.stride);
+  const auto p = static_cast<std::ptrdiff_t>(g.padding);
+  const auto Ho = static_cast<std::ptrdiff_t>(g.out_height()), Wo = static_cast<std::ptrdiff_t>(g.out_width());
+  for (std::ptrdiff_t c = 0; c < static_cast<std::ptrdiff_t>(g.in_channels); ++c) {
+    float* plane = image + c * H * W;
+    for (std::ptrdiff_t ki = 0; ki < k; ++ki) {
+      const ValidRange rows = valid_outputs(ki, p, s, H, Ho);
+      for (std::ptrdiff_t kj = 0; kj < k; ++kj) {
+        float* block = col + ((c * k + ki) * k + kj) * Ho * Wo;
+        const ValidRange cols = valid_outputs(kj, p, s, W, Wo);
+        if constexpr (!kScatter) {
+          std::memset(block, 0, sizeof(float) * static_cast<std::size_t>(rows.lo * Wo));
+          std::memset(block + rows.hi * Wo, 0, sizeof(float) * static_cast<std::size_t>((Ho - rows.hi) * Wo));
+        }
+        for (std::ptrdiff_t oh = rows.lo; oh < rows.hi; ++oh) {
+          float* __restrict__ out = block + oh * Wo;
+          float* __restrict__ in = plane + (oh * s + ki - p) * W + kj - p;
+          if constexpr (kScatter) {
+            if (s == 1)
+              for (std::ptrdiff_t ow = cols.lo; ow < cols.hi; ++ow) in[ow] += out[ow];
+            else
+              for (std::ptrdiff_t ow = cols.lo; ow < cols.hi; ++ow) in[ow * s] += out[ow];
+          } else {
+            for (std::ptrdiff_t ow = 0; ow < cols.lo; ++ow) out[ow] = 0.0f;
+            if (s == 1)
+              std::memcpy(out + cols.lo, in + cols.lo, sizeof(float) * static_cast<std::size_t>(cols.hi - cols.lo));
+            else
+              for (std::ptrdiff_t ow = cols.lo; ow < cols.hi; ++ow) out[ow] = in[ow * s];
+            for (std::ptrdiff_t ow = cols.hi; ow < Wo; ++ow) out[ow] = 0.0f;
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Conv2dOp::Conv2dOp(const ComputeContext& ctx, const Conv2dGeometry& geometry, std::size_t max_batch)
+    : ctx_(ctx), g_(geometry), max_batch_(max_batch) {
+  g_.validate();
+  direct_ = g_.kernel == 1 && g_.stride == 1 && g_.padding == 0;
+  if (ctx.is_cuda()) {
+    gpu_ = detail::make_gpu_conv_plan(detail::handles_of(ctx), g_, max_batch);
+  } else if (!direct_) {
+    col_ = Tensor::empty({g_.in_channels * g_.kernel * g_.kernel, g_.out_height() * g_.out_width()},
+                         DType::f32, Device::cpu());
+  }
+}
+
+Conv2dOp::~Conv2dOp() = default;
+
+void Conv2dOp::forward(const float* x, const float* w, const float* b, float* y, std::size_t batch) {
+  RT_CHECK(batch <= max_batch_, "conv2d batch {} exceeds the planned maximum {}", batch, max_batch_);
+  const std::size_t hwo = g_.out_height() * g_.out_width();
+  const std::size_t ckk = g_.in_channels * g_.kernel * g_.kernel;
+  const std::size_t in_size = g_.in_channels * g_.height * g_.width;
+  const std::size_t out_size = g_.out_channels * hwo;
+  if (batch == 0) return;
+  if (gpu_) {
+    gpu_->forward(x, w, y, batch);
+  } else {
+    for (std::size_t n = 0; n < batch; ++n) {
+      const float* col = x + n * in_size;
+      if (!direct_) {
+        im2col_walk<false>(g_, const_cast<float*>(x + n * in_size), col_.data_as<float>());
+        col = col_.data_as<float>();
+      }
+      gemm(ctx_, false, false, g_.out_channels, hwo, ckk, 1.0f, w, ckk, col, hwo, 0.0f,
+           y + n * out_size, hwo);
+    }
+  }
+  bias_add(ctx_, y, b, batch, g_.out_channels, hwo);
+}
+
+void Conv2dOp::backward(const float* x, const float* w, const float* dy, float* dx, float* dw,
+                        float* db, std::size_t batch, bool accumulate) {
+  RT_CHECK(batch <= max_batch_, "conv2d batch {} exceeds the planned maximum {}", batch, max_batch_);
+  const std::size_t hwo = g_.out_height() * g_.out_width();
+  const std::size_t ckk = g_.in_channels * g_.kernel * g_.kernel;
+  const std::size_t in_size = g_.in_channels * g_.height * g_.width;
+  const std::size_t out_size = g_.out_channels * hwo;
+  bias_grad(ctx_, dy, db, batch, g_.out_channels, hwo, accumulate);
+  if (gpu_) {
+    if (batch == 0) {
+      if (!accumulate) device_zero(dw, sizeof(float) * g_.out_channels * ckk, ctx_.device());
+      return;
+    }
+    gpu_->backward_filter(x, dy, dw, batch, accumulate);
+    if (dx != nullptr) gpu_->backward_data(w, dy, dx, batch);
+    return;
+  }
+  if (batch == 0 && !accumulate) std::memset(dw, 0, sizeof(float) * g_.out_channels * ckk);
+  float* col = col_.data_as<float>();
+  for (std::size_t n = 0; n < batch; ++n) {
+    const float* dy_n = dy + n * out_size;
+    const float* x_col = x + n * in_size;
+    if (!direct_) {
+      im2col_walk<false>(g_, const_cast<float*>(x + n * in_size), col);
+      x_col = col;
+    }
+    const float beta = (n == 0 && !accumulate) ? 0.0f : 1.0f;
+    gemm(ctx_, false, true, g_.out_channels, ckk, hwo, 1.0f, dy_n, hwo, x_col, hwo, beta, dw, ckk);
+    if (dx == nullptr) continue;
+    float* dx_n = dx + n * in_size;
+    if (direct_) {
+      gemm(ctx_, true, false, ckk, hwo, g_.out_channels, 1.0f, w, ckk, dy_n, hwo, 0.0f, dx_n, hwo);
+    } else {
+      // The columns are spent on dw; the same block now takes d(columns).
+      gemm(ctx_, true, false, ckk, hwo, g_.out_channels, 1.0f, w, ckk, dy_n, hwo, 0.0f, col, hwo);
+      std::memset(dx_n, 0, sizeof(float) * in_size);
+      im2col_walk<true>(g_, dx_n, col);
+    }
+  }
+}
+
+}  // namespace ringtrain

@@ -1,0 +1,44 @@
+// The elementwise GPU ops: thin forwards to the launchers in kernels/*.h.
+#include "kernels/activation.h"
+#include "kernels/bias.h"
+#include "kernels/dropout.h"
+#include "kernels/softmax_cross_entropy.h"
+#include "ops/gpu_ops.h"
+
+namespace ringtrain::detail {
+
+void gpu_relu_forward(void* stream, const float* x, float* y, std::size_t n) {
+  kernels::relu_forward_cuda(x, y, n, stream);
+}
+void gpu_relu_backward(void* stream, const float* y, const float* dy, float* dx, std::size_t n) {
+  kernels::relu_backward_cuda(y, dy, dx, n, stream);
+}
+void gpu_gelu_forward(void* stream, const float* x, float* y, std::size_t n) {
+  kernels::gelu_forward_cuda(x, y, n, stream);
+}
+void gpu_gelu_backward(void* stream, const float* x, const float* dy, float* dx, std::size_t n) {
+  kernels::gelu_backward_cuda(x, dy, dx, n, stream);
+}
+void gpu_bias_add(void* stream, float* y, const float* bias, std::size_t outer, std::size_t channels,
+                  std::size_t inner) {
+  kernels::bias_add_cuda(y, bias, outer, channels, inner, stream);
+}
+void gpu_bias_grad(void* stream, const float* dy, float* dbias, std::size_t outer,
+                   std::size_t channels, std::size_t inner, bool accumulate) {
+  kernels::bias_grad_cuda(dy, dbias, outer, channels, inner, accumulate, stream);
+}
+void gpu_softmax_ce_forward(void* stream, const float* logits, const std::int32_t* labels,
+                            std::size_t rows, std::size_t classes, float* row_loss,
+                            std::int32_t* row_correct) {
+  kernels::softmax_ce_forward_cuda(logits, labels, rows, classes, row_loss, row_correct, stream);
+}
+void gpu_softmax_ce_backward(void* stream, const float* logits, const std::int32_t* labels,
+                             std::size_t rows, std::size_t classes, float scale, float* dlogits) {
+  kernels::softmax_ce_backward_cuda(logits, labels, rows, classes, scale, dlogits, stream);
+}
+void gpu_dropout_apply(void* stream, const float* x, float* y, std::size_t n, std::uint64_t key,
+                       float p, float keep_scale) {
+  kernels::dropout_apply_cuda(x, y, n, key, p, keep_scale, stream);
+}
+
+}  // namespace ringtrain::detail

@@ -1,0 +1,22 @@
+#include "ringtrain/ops/dropout.h"
+
+#include "kernels/dropout.cuh"
+#include "ops/gpu_ops.h"
+#include "ringtrain/core/check.h"
+
+namespace ringtrain {
+
+std::uint64_t dropout_mask_key(std::uint64_t seed, std::uint64_t rank, std::uint64_t step,
+                               std::uint64_t layer) {
+  return kernels::dropout_key(seed, rank, step, layer);
+}
+
+void dropout_apply(const ComputeContext& ctx, const float* x, float* y, std::size_t n,
+                   std::uint64_t key, float p) {
+  RT_CHECK(p >= 0.0f && p < 1.0f, "dropout probability {} is outside [0, 1)", p);
+  const float keep_scale = 1.0f / (1.0f - p);
+  if (ctx.is_cuda()) return detail::gpu_dropout_apply(ctx.stream(), x, y, n, key, p, keep_scale);
+  for (std::size_t i = 0; i < n; ++i) y[i] = x[i] * kernels::dropout_factor(key, i, p, keep_scale);
+}
+
+}  // namespace ringtrain

@@ -1,0 +1,24 @@
+#include "ringtrain/ops/gemm.h"
+
+#include <cblas.h>
+
+#include "ops/gpu_ops.h"
+
+namespace ringtrain {
+
+void gemm(const ComputeContext& ctx, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
+          std::size_t k, float alpha, const float* a, std::size_t lda, const float* b,
+          std::size_t ldb, float beta, float* c, std::size_t ldc) {
+  if (m == 0 || n == 0) return;
+  if (ctx.is_cuda()) {
+    detail::gpu_gemm(detail::handles_of(ctx), trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
+                     beta, c, ldc);
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+              static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
+              static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c,
+              static_cast<blasint>(ldc));
+}
+
+}  // namespace ringtrain

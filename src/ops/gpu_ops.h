@@ -1,0 +1,73 @@
+// The GPU half of every op, behind plain C++ signatures (no CUDA headers), so
+// the backend-neutral ops in src/ops/*.cpp can call it in any build. CUDA
+// builds implement it in src/ops/cuda/*.cpp (cuBLAS, cuDNN, kernels/*.cu);
+// CPU-only builds in gpu_ops_nocuda.cpp, where every call is an Error.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "ringtrain/ops/conv2d.h"
+#include "ringtrain/ops/max_pool2d.h"
+
+namespace ringtrain::detail {
+
+struct GpuHandles {
+  void* stream = nullptr;
+  void* blas = nullptr;
+  void* dnn = nullptr;
+};
+
+GpuHandles gpu_handles_create(int ordinal);
+void gpu_handles_destroy(const GpuHandles& handles) noexcept;
+void gpu_stream_synchronize(void* stream);
+// Synchronous copy of bytes from device to host after the stream's work.
+void gpu_copy_to_host(void* dst, const void* src, std::size_t bytes, void* stream);
+
+void gpu_gemm(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
+              std::size_t k, float alpha, const float* a, std::size_t lda, const float* b,
+              std::size_t ldb, float beta, float* c, std::size_t ldc);
+
+void gpu_relu_forward(void* stream, const float* x, float* y, std::size_t n);
+void gpu_relu_backward(void* stream, const float* y, const float* dy, float* dx, std::size_t n);
+void gpu_gelu_forward(void* stream, const float* x, float* y, std::size_t n);
+void gpu_gelu_backward(void* stream, const float* x, const float* dy, float* dx, std::size_t n);
+void gpu_bias_add(void* stream, float* y, const float* bias, std::size_t outer, std::size_t channels,
+                  std::size_t inner);
+void gpu_bias_grad(void* stream, const float* dy, float* dbias, std::size_t outer,
+                   std::size_t channels, std::size_t inner, bool accumulate);
+void gpu_softmax_ce_forward(void* stream, const float* logits, const std::int32_t* labels,
+                            std::size_t rows, std::size_t classes, float* row_loss,
+                            std::int32_t* row_correct);
+void gpu_softmax_ce_backward(void* stream, const float* logits, const std::int32_t* labels,
+                             std::size_t rows, std::size_t classes, float scale, float* dlogits);
+void gpu_dropout_apply(void* stream, const float* x, float* y, std::size_t n, std::uint64_t key,
+                       float p, float keep_scale);
+
+class GpuConvPlan {
+ public:
+  virtual ~GpuConvPlan() = default;
+  virtual void forward(const float* x, const float* w, float* y, std::size_t batch) = 0;
+  virtual void backward_filter(const float* x, const float* dy, float* dw, std::size_t batch,
+                               bool accumulate) = 0;
+  virtual void backward_data(const float* w, const float* dy, float* dx, std::size_t batch) = 0;
+};
+std::unique_ptr<GpuConvPlan> make_gpu_conv_plan(const GpuHandles& h, const Conv2dGeometry& g,
+                                                std::size_t max_batch);
+
+class GpuPoolPlan {
+ public:
+  virtual ~GpuPoolPlan() = default;
+  virtual void forward(const float* x, float* y, std::size_t batch) = 0;
+  virtual void backward(const float* x, const float* y, const float* dy, float* dx,
+                        std::size_t batch) = 0;
+};
+std::unique_ptr<GpuPoolPlan> make_gpu_pool_plan(const GpuHandles& h, const MaxPool2dGeometry& g);
+
+// The handles of a GPU context, for the calls above.
+inline GpuHandles handles_of(const ComputeContext& ctx) {
+  return {ctx.stream(), ctx.blas_handle(), ctx.dnn_handle()};
+}
+
+}  // namespace ringtrain::detail

@@ -1,0 +1,58 @@
+// CPU-only build: no op can run on a GPU. ComputeContext::create already
+// refuses a CUDA device, so these only fire if that guard is bypassed.
+#include "ops/gpu_ops.h"
+#include "ringtrain/core/check.h"
+
+namespace ringtrain::detail {
+
+namespace {
+[[noreturn]] void no_cuda(const char* op) {
+  RT_CHECK(false, "cannot run {} on a CUDA device: this ringtrain was built without CUDA", op);
+  __builtin_unreachable();
+}
+}  // namespace
+
+GpuHandles gpu_handles_create(int ordinal) {
+  RT_CHECK(false,
+           "cannot create a compute context on cuda:{}: this ringtrain was built without CUDA "
+           "(use --device cpu, or rebuild with -DRINGTRAIN_CUDA=ON)",
+           ordinal);
+  __builtin_unreachable();
+}
+void gpu_handles_destroy(const GpuHandles&) noexcept {}
+void gpu_stream_synchronize(void*) { no_cuda("a stream synchronize"); }
+void gpu_copy_to_host(void*, const void*, std::size_t, void*) { no_cuda("a device-to-host copy"); }
+void gpu_gemm(const GpuHandles&, bool, bool, std::size_t, std::size_t, std::size_t, float,
+              const float*, std::size_t, const float*, std::size_t, float, float*, std::size_t) {
+  no_cuda("gemm");
+}
+void gpu_relu_forward(void*, const float*, float*, std::size_t) { no_cuda("relu"); }
+void gpu_relu_backward(void*, const float*, const float*, float*, std::size_t) { no_cuda("relu"); }
+void gpu_gelu_forward(void*, const float*, float*, std::size_t) { no_cuda("gelu"); }
+void gpu_gelu_backward(void*, const float*, const float*, float*, std::size_t) { no_cuda("gelu"); }
+void gpu_bias_add(void*, float*, const float*, std::size_t, std::size_t, std::size_t) {
+  no_cuda("bias_add");
+}
+void gpu_bias_grad(void*, const float*, float*, std::size_t, std::size_t, std::size_t, bool) {
+  no_cuda("bias_grad");
+}
+void gpu_softmax_ce_forward(void*, const float*, const std::int32_t*, std::size_t, std::size_t,
+                            float*, std::int32_t*) {
+  no_cuda("softmax cross-entropy");
+}
+void gpu_softmax_ce_backward(void*, const float*, const std::int32_t*, std::size_t, std::size_t,
+                             float, float*) {
+  no_cuda("softmax cross-entropy");
+}
+void gpu_dropout_apply(void*, const float*, float*, std::size_t, std::uint64_t, float, float) {
+  no_cuda("dropout");
+}
+std::unique_ptr<GpuConvPlan> make_gpu_conv_plan(const GpuHandles&, const Conv2dGeometry&,
+                                                std::size_t) {
+  no_cuda("conv2d");
+}
+std::unique_ptr<GpuPoolPlan> make_gpu_pool_plan(const GpuHandles&, const MaxPool2dGeometry&) {
+  no_cuda("max_pool2d");
+}
+
+}  // namespace ringtrain::detail

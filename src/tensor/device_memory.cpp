@@ -1,0 +1,57 @@
+#include "ringtrain/tensor/device_memory.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "ringtrain/core/check.h"
+#include "tensor/cuda_memory.h"
+
+namespace ringtrain {
+
+namespace {
+constexpr std::size_t kCpuAlignment = 64;
+}  // namespace
+
+void* device_allocate(std::size_t bytes, Device device) {
+  if (bytes == 0) return nullptr;
+  if (device.is_cuda()) return detail::cuda_allocate(bytes, device.index);
+  const std::size_t rounded = (bytes + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment;
+  void* p = std::aligned_alloc(kCpuAlignment, rounded);
+  RT_CHECK(p != nullptr, "out of host memory allocating {} bytes", bytes);
+  return p;
+}
+
+void device_free(void* ptr, Device device) noexcept {
+  if (ptr == nullptr) return;
+  if (device.is_cuda())
+    detail::cuda_free(ptr, device.index);
+  else
+    std::free(ptr);
+}
+
+void device_copy(void* dst, Device dst_device, const void* src, Device src_device,
+                 std::size_t bytes) {
+  if (bytes == 0 || dst == src) return;
+  if (dst_device.is_cpu() && src_device.is_cpu()) {
+    std::memcpy(dst, src, bytes);
+    return;
+  }
+  const detail::CopyKind kind = dst_device.is_cpu()   ? detail::CopyKind::device_to_host
+                                : src_device.is_cpu() ? detail::CopyKind::host_to_device
+                                                      : detail::CopyKind::device_to_device;
+  detail::cuda_copy(dst, src, bytes, kind);
+}
+
+void device_zero(void* ptr, std::size_t bytes, Device device) {
+  if (bytes == 0) return;
+  if (device.is_cuda())
+    detail::cuda_zero(ptr, bytes, device.index);
+  else
+    std::memset(ptr, 0, bytes);
+}
+
+void device_synchronize(Device device) {
+  if (device.is_cuda()) detail::cuda_synchronize(device.index);
+}
+
+}  // namespace ringtrain

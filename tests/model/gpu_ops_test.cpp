@@ -1,0 +1,230 @@
+// Every CUDA op against its CPU twin, on the first visible GPU: GEMM in all
+// transpose combinations, activations, bias, softmax cross-entropy, dropout
+// (bit-identical masks), conv2d and max-pool (cuDNN vs im2col), and a whole
+// model's forward and backward. Exits 77 (ctest: skipped) without CUDA or a
+// device, so it is never reported as passed where it did not run.
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+
+#include "ringtrain/launch/gpu_runtime.h"
+#include "ringtrain/model/model.h"
+#include "ringtrain/ops/activation.h"
+#include "ringtrain/ops/bias.h"
+#include "ringtrain/ops/conv2d.h"
+#include "ringtrain/ops/dropout.h"
+#include "ringtrain/ops/gemm.h"
+#include "ringtrain/ops/max_pool2d.h"
+#include "ringtrain/ops/softmax_cross_entropy.h"
+#include "ringtrain/tensor/tensor.h"
+#include "test_data.h"
+
+using namespace ringtrain;
+
+namespace {
+
+const Device kGpu = Device::cuda(0);
+
+Tensor to_gpu(const std::vector<float>& v) {
+  Tensor t = Tensor::empty({v.size()}, DType::f32, kGpu);
+  t.copy_from(Tensor::borrow(const_cast<float*>(v.data()), {v.size()}, DType::f32, Device::cpu()));
+  return t;
+}
+Tensor to_gpu(const std::vector<std::int32_t>& v) {
+  Tensor t = Tensor::empty({v.size()}, DType::i32, kGpu);
+  t.copy_from(Tensor::borrow(const_cast<std::int32_t*>(v.data()), {v.size()}, DType::i32, Device::cpu()));
+  return t;
+}
+std::vector<float> to_host(const Tensor& t, const ComputeContext& ctx) {
+  ctx.synchronize();
+  std::vector<float> v(t.numel());
+  Tensor::borrow(v.data(), {v.size()}, DType::f32, Device::cpu()).copy_from(t);
+  return v;
+}
+std::vector<float> to_host(const float* p, std::size_t n, const ComputeContext& ctx) {
+  return to_host(Tensor::borrow(const_cast<float*>(p), {n}, DType::f32, kGpu), ctx);
+}
+
+void require_close(const std::vector<float>& gpu, const std::vector<float>& cpu, double tol, const char* what) {
+  REQUIRE(gpu.size() == cpu.size());
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < gpu.size(); ++i)
+    if (!(std::abs(gpu[i] - cpu[i]) <= tol * (1.0 + std::abs(cpu[i])))) ++wrong;
+  INFO(what << ": " << wrong << " of " << gpu.size() << " elements differ by more than " << tol);
+  CHECK(wrong == 0);
+}
+
+struct Contexts {
+  std::unique_ptr<ComputeContext> cpu = ComputeContext::create(Device::cpu());
+  std::unique_ptr<ComputeContext> gpu = ComputeContext::create(kGpu);
+};
+
+}  // namespace
+
+TEST_CASE("gpu gemm matches cblas", "[gpu]") {
+  Contexts c;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      const std::size_t m = 37, n = 129, k = 65;
+      const auto a = test::hashed_vector(1, m * k), b = test::hashed_vector(2, k * n);
+      auto cc = test::hashed_vector(3, m * n);
+      Tensor ga = to_gpu(a), gb = to_gpu(b), gc = to_gpu(cc);
+      const std::size_t lda = ta ? m : k, ldb = tb ? k : n;
+      gemm(*c.cpu, ta, tb, m, n, k, 0.7f, a.data(), lda, b.data(), ldb, 0.3f, cc.data(), n);
+      gemm(*c.gpu, ta, tb, m, n, k, 0.7f, ga.data_as<float>(), lda, gb.data_as<float>(), ldb, 0.3f,
+           gc.data_as<float>(), n);
+      require_close(to_host(gc, *c.gpu), cc, 1e-4, "gemm");
+    }
+}
+
+TEST_CASE("gpu activations, bias and dropout match the CPU", "[gpu]") {
+  Contexts c;
+  for (std::size_t n : {1, 255, 256, 257, 100003}) {
+    const auto x = test::hashed_vector(n, n, -4.0f, 4.0f), dy = test::hashed_vector(n + 1, n);
+    std::vector<float> y(n), dx(n);
+    Tensor gx = to_gpu(x), gdy = to_gpu(dy), gy = to_gpu(y), gdx = to_gpu(dx);
+    relu_forward(*c.cpu, x.data(), y.data(), n);
+    relu_forward(*c.gpu, gx.data_as<float>(), gy.data_as<float>(), n);
+    require_close(to_host(gy, *c.gpu), y, 0, "relu forward");
+    relu_backward(*c.cpu, y.data(), dy.data(), dx.data(), n);
+    relu_backward(*c.gpu, gy.data_as<float>(), gdy.data_as<float>(), gdx.data_as<float>(), n);
+    require_close(to_host(gdx, *c.gpu), dx, 0, "relu backward");
+    gelu_forward(*c.cpu, x.data(), y.data(), n);
+    gelu_forward(*c.gpu, gx.data_as<float>(), gy.data_as<float>(), n);
+    require_close(to_host(gy, *c.gpu), y, 1e-6, "gelu forward");
+    gelu_backward(*c.cpu, x.data(), dy.data(), dx.data(), n);
+    gelu_backward(*c.gpu, gx.data_as<float>(), gdy.data_as<float>(), gdx.data_as<float>(), n);
+    require_close(to_host(gdx, *c.gpu), dx, 1e-6, "gelu backward");
+    const std::uint64_t key = dropout_mask_key(3, 1, 7, 2);
+    dropout_apply(*c.cpu, x.data(), y.data(), n, key, 0.3f);
+    dropout_apply(*c.gpu, gx.data_as<float>(), gy.data_as<float>(), n, key, 0.3f);
+    require_close(to_host(gy, *c.gpu), y, 0, "dropout (same mask)");
+  }
+  for (std::size_t inner : {1, 49}) {
+    const std::size_t outer = 7, channels = 33, n = outer * channels * inner;
+    auto y = test::hashed_vector(5, n);
+    const auto b = test::hashed_vector(6, channels);
+    Tensor gy = to_gpu(y), gb = to_gpu(b);
+    bias_add(*c.cpu, y.data(), b.data(), outer, channels, inner);
+    bias_add(*c.gpu, gy.data_as<float>(), gb.data_as<float>(), outer, channels, inner);
+    require_close(to_host(gy, *c.gpu), y, 1e-6, "bias add");
+    for (bool acc : {false, true}) {
+      auto db = test::hashed_vector(7, channels);
+      Tensor gdb = to_gpu(db);
+      bias_grad(*c.cpu, y.data(), db.data(), outer, channels, inner, acc);
+      bias_grad(*c.gpu, gy.data_as<float>(), gdb.data_as<float>(), outer, channels, inner, acc);
+      require_close(to_host(gdb, *c.gpu), db, 1e-4, "bias grad");
+    }
+  }
+}
+
+TEST_CASE("gpu softmax cross-entropy matches the CPU", "[gpu]") {
+  Contexts c;
+  const std::size_t rows = 300, classes = 10;
+  const auto z = test::hashed_vector(8, rows * classes, -5.0f, 5.0f);
+  std::vector<std::int32_t> labels(rows);
+  for (std::size_t i = 0; i < rows; ++i) labels[i] = static_cast<std::int32_t>((i * 3) % classes);
+  Tensor gz = to_gpu(z), gl = to_gpu(labels), loss = Tensor::empty({rows}, DType::f32, kGpu),
+         correct = Tensor::empty({rows}, DType::i32, kGpu), gdz = Tensor::empty({rows * classes}, DType::f32, kGpu);
+  const auto rc = softmax_cross_entropy_forward(*c.cpu, z.data(), labels.data(), rows, classes, nullptr, nullptr);
+  const auto rg = softmax_cross_entropy_forward(*c.gpu, gz.data_as<float>(), gl.data_as<std::int32_t>(), rows,
+                                                classes, loss.data_as<float>(), correct.data_as<std::int32_t>());
+  CHECK(rg.loss_sum == Approx(rc.loss_sum).epsilon(1e-5));
+  CHECK(rg.correct == rc.correct);
+  std::vector<float> dz(rows * classes);
+  softmax_cross_entropy_backward(*c.cpu, z.data(), labels.data(), rows, classes, 0.01f, dz.data());
+  softmax_cross_entropy_backward(*c.gpu, gz.data_as<float>(), gl.data_as<std::int32_t>(), rows, classes, 0.01f,
+                                 gdz.data_as<float>());
+  require_close(to_host(gdz, *c.gpu), dz, 1e-5, "softmax ce backward");
+  labels[17] = 10;
+  Tensor bad = to_gpu(labels);
+  CHECK_THROWS_WITH(softmax_cross_entropy_forward(*c.gpu, gz.data_as<float>(), bad.data_as<std::int32_t>(), rows,
+                                                  classes, loss.data_as<float>(), correct.data_as<std::int32_t>()),
+                    Catch::Contains("label 10 of batch row 17"));
+}
+
+TEST_CASE("gpu conv2d (cuDNN) and max-pool match im2col and the CPU pool", "[gpu]") {
+  Contexts c;
+  for (const Conv2dGeometry& g :
+       {Conv2dGeometry{3, 13, 11, 8, 3, 1, 1}, Conv2dGeometry{4, 9, 9, 5, 3, 2, 0}, Conv2dGeometry{6, 7, 7, 4, 1, 1, 0}}) {
+    const std::size_t batch = 5;
+    const std::size_t in = batch * g.in_channels * g.height * g.width;
+    const std::size_t out = batch * g.out_channels * g.out_height() * g.out_width();
+    const std::size_t wn = g.out_channels * g.in_channels * g.kernel * g.kernel;
+    const auto x = test::hashed_vector(9, in), w = test::hashed_vector(10, wn), b = test::hashed_vector(11, g.out_channels),
+               dy = test::hashed_vector(12, out);
+    std::vector<float> y(out), dx(in), dw(wn), db(g.out_channels);
+    Conv2dOp cpu(*c.cpu, g, batch), gpu(*c.gpu, g, batch);
+    Tensor gx = to_gpu(x), gw = to_gpu(w), gb = to_gpu(b), gdy = to_gpu(dy), gy = to_gpu(y), gdx = to_gpu(dx),
+           gdw = to_gpu(dw), gdb = to_gpu(db);
+    cpu.forward(x.data(), w.data(), b.data(), y.data(), batch);
+    gpu.forward(gx.data_as<float>(), gw.data_as<float>(), gb.data_as<float>(), gy.data_as<float>(), batch);
+    require_close(to_host(gy, *c.gpu), y, 1e-4, "conv forward");
+    cpu.backward(x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(), batch, false);
+    gpu.backward(gx.data_as<float>(), gw.data_as<float>(), gdy.data_as<float>(), gdx.data_as<float>(),
+                 gdw.data_as<float>(), gdb.data_as<float>(), batch, false);
+    require_close(to_host(gdx, *c.gpu), dx, 1e-4, "conv dx");
+    require_close(to_host(gdw, *c.gpu), dw, 1e-4, "conv dw");
+    require_close(to_host(gdb, *c.gpu), db, 1e-4, "conv db");
+  }
+  const MaxPool2dGeometry pg{3, 9, 8, 2, 2};
+  const std::size_t batch = 4, in = batch * 3 * 9 * 8, out = batch * 3 * pg.out_height() * pg.out_width();
+  std::vector<float> x(in);
+  for (std::size_t i = 0; i < in; ++i) x[i] = 0.01f * static_cast<float>((i * 37) % in);  // no ties
+  const auto dy = test::hashed_vector(13, out);
+  std::vector<float> y(out), dx(in);
+  MaxPool2dOp cpu(*c.cpu, pg, batch), gpu(*c.gpu, pg, batch);
+  Tensor gx = to_gpu(x), gy = to_gpu(y), gdy = to_gpu(dy), gdx = to_gpu(dx);
+  cpu.forward(x.data(), y.data(), batch);
+  gpu.forward(gx.data_as<float>(), gy.data_as<float>(), batch);
+  require_close(to_host(gy, *c.gpu), y, 0, "max pool forward");
+  cpu.backward(x.data(), y.data(), dy.data(), dx.data(), batch);
+  gpu.backward(gx.data_as<float>(), gy.data_as<float>(), gdy.data_as<float>(), gdx.data_as<float>(), batch);
+  require_close(to_host(gdx, *c.gpu), dx, 0, "max pool backward");
+}
+
+TEST_CASE("gpu model forward and backward match the CPU model", "[gpu]") {
+  const ModelSpec spec = ModelSpec::parse(
+      "conv2d(out=8, kernel=3, padding=1); relu; max_pool2d(kernel=2); conv2d(out=8, kernel=3, stride=2); gelu; "
+      "flatten; dropout(p=0.2); linear(out=32); relu; linear(out=10)");
+  Contexts c;
+  ModelOptions oc, og;
+  oc.seed = og.seed = 5;
+  oc.max_batch = og.max_batch = 16;
+  og.device = kGpu;
+  auto mc = Model::build(spec, {1, 28, 28}, 10, oc);
+  auto mg = Model::build(spec, {1, 28, 28}, 10, og);
+  REQUIRE(mg->param_count() == mc->param_count());
+  const std::size_t batch = 13;
+  const auto x = test::hashed_vector(14, batch * 784, 0.0f, 1.0f);
+  std::vector<std::int32_t> labels(batch);
+  for (std::size_t i = 0; i < batch; ++i) labels[i] = static_cast<std::int32_t>(i % 10);
+  Tensor gx = to_gpu(x), gl = to_gpu(labels);
+  mc->set_dropout_context(2, 9);
+  mg->set_dropout_context(2, 9);
+  const auto rc = mc->forward(x.data(), labels.data(), batch, true);
+  const auto rg = mg->forward(gx.data_as<float>(), gl.data_as<std::int32_t>(), batch, true);
+  CHECK(rg.loss_sum == Approx(rc.loss_sum).epsilon(1e-4));
+  mc->backward(1.0f, false);
+  std::vector<std::size_t> order;
+  mg->backward(1.0f, false, [&](std::size_t l) { order.push_back(l); });
+  CHECK(order.size() == mg->layer_count());
+  mg->synchronize();
+  const BufferView gc = mc->grads();
+  require_close(to_host(mg->grads().as<float>(), mg->param_count(), *c.gpu),
+                std::vector<float>(gc.as<float>(), gc.as<float>() + gc.count), 1e-3, "model gradients");
+}
+
+int main(int argc, char** argv) {
+  if (!cuda_compiled()) {
+    std::puts("SKIPPED: ringtrain was built without CUDA");
+    return 77;
+  }
+  if (cuda_runtime_device_count() == 0) {
+    std::puts("SKIPPED: no CUDA device visible");
+    return 77;
+  }
+  cuda_set_device(0);
+  return Catch::Session().run(argc, argv);
+}

@@ -1,0 +1,247 @@
+// Finite-difference gradient checks for every layer and for the fused softmax
+// cross-entropy. The scalar under test is L = sum(y * r) for a fixed random r,
+// so backward gets dy = r. Central differences in float with a step of 1e-2
+// (1e-3 where the layer bends), compared with a tolerance that float rounding
+// of the difference quotient leaves room for.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <functional>
+#include <numeric>
+
+#include "model/layer.h"
+#include "ringtrain/model/model_spec.h"
+#include "ringtrain/ops/compute_context.h"
+#include "ringtrain/ops/dropout.h"
+#include "ringtrain/ops/softmax_cross_entropy.h"
+#include "test_data.h"
+
+using namespace ringtrain;
+
+namespace {
+
+struct LayerUnderTest {
+  std::unique_ptr<ComputeContext> ctx = ComputeContext::create(Device::cpu());
+  DropoutContext dropout{7, 1, 3};
+  std::unique_ptr<Layer> layer;
+  std::vector<float> params, grads;
+
+  LayerUnderTest(const std::string& spec_text, const Shape& input, std::size_t max_batch) {
+    const ModelSpec spec = ModelSpec::parse(spec_text);
+    REQUIRE(spec.layers.size() == 1);
+    layer = make_layer(spec.layers[0], input, "l", 2, *ctx, max_batch, dropout);
+    std::size_t n = 0;
+    for (const ParamDesc& d : layer->param_descs()) n += d.shape.numel();
+    params = test::hashed_vector(99, n, -0.5f, 0.5f);
+    grads.assign(n, 0.0f);
+    layer->bind(params.data(), grads.data());
+  }
+
+  double loss(const std::vector<float>& x, const std::vector<float>& r, std::size_t batch) {
+    std::vector<float> y(batch * layer->output_shape().numel());
+    layer->forward(x.data(), y.data(), batch, true);
+    double s = 0;
+    for (std::size_t i = 0; i < y.size(); ++i) s += static_cast<double>(y[i]) * r[i];
+    return s;
+  }
+};
+
+void check_close(double analytic, double numeric, double atol, double rtol, const std::string& what) {
+  INFO(what << ": analytic " << analytic << " vs numeric " << numeric);
+  CHECK(std::abs(analytic - numeric) <= atol + rtol * std::abs(numeric));
+}
+
+// Checks dx and every parameter gradient of the layer against central
+// differences at every element.
+void gradient_check(const std::string& spec, const Shape& input, std::size_t batch,
+                    std::vector<float> x, float eps, double atol = 2e-3, double rtol = 2e-2) {
+  LayerUnderTest t(spec, input, batch + 1);
+  const std::size_t out_n = batch * t.layer->output_shape().numel();
+  REQUIRE(x.size() == batch * input.numel());
+  const std::vector<float> r = test::hashed_vector(1234, out_n);
+
+  std::vector<float> y(out_n), dx(x.size(), 0.0f);
+  t.layer->forward(x.data(), y.data(), batch, true);
+  t.layer->backward(x.data(), y.data(), r.data(), dx.data(), batch, false);
+  const std::vector<float> grads = t.grads;
+
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    std::vector<float> xp = x, xm = x;
+    xp[i] += eps;
+    xm[i] -= eps;
+    const double numeric = (t.loss(xp, r, batch) - t.loss(xm, r, batch)) / (2.0 * eps);
+    check_close(dx[i], numeric, atol, rtol, spec + " dx[" + std::to_string(i) + "]");
+  }
+  for (std::size_t i = 0; i < t.params.size(); ++i) {
+    const float keep = t.params[i];
+    t.params[i] = keep + eps;
+    const double lp = t.loss(x, r, batch);
+    t.params[i] = keep - eps;
+    const double lm = t.loss(x, r, batch);
+    t.params[i] = keep;
+    check_close(grads[i], (lp - lm) / (2.0 * eps), atol, rtol, spec + " dparam[" + std::to_string(i) + "]");
+  }
+}
+
+}  // namespace
+
+TEST_CASE("linear: gradients match finite differences", "[layer][gradient]") {
+  for (std::size_t batch : {1, 3, 4}) gradient_check("linear(out=5)", Shape{7}, batch, test::hashed_vector(batch, batch * 7), 1e-2f);
+}
+
+TEST_CASE("conv2d: gradients match finite differences", "[layer][gradient]") {
+  SECTION("3x3, stride 1, padding 1") {
+    gradient_check("conv2d(out=3, kernel=3, stride=1, padding=1)", Shape{2, 5, 6}, 2,
+                   test::hashed_vector(11, 2 * 2 * 5 * 6), 1e-2f);
+  }
+  SECTION("3x3, stride 2, padding 0, odd size") {
+    gradient_check("conv2d(out=2, kernel=3, stride=2, padding=0)", Shape{3, 7, 7}, 2,
+                   test::hashed_vector(12, 2 * 3 * 7 * 7), 1e-2f);
+  }
+  SECTION("2x2, stride 2, padding 2 (more padding than kernel overlap)") {
+    gradient_check("conv2d(out=2, kernel=2, stride=2, padding=2)", Shape{1, 5, 4}, 3,
+                   test::hashed_vector(13, 3 * 1 * 5 * 4), 1e-2f);
+  }
+  SECTION("1x1 direct path") {
+    gradient_check("conv2d(out=4, kernel=1)", Shape{3, 3, 5}, 2, test::hashed_vector(14, 2 * 3 * 3 * 5), 1e-2f);
+  }
+}
+
+TEST_CASE("max_pool2d: gradients match finite differences", "[layer][gradient]") {
+  // Distinct values 0.05 apart, shuffled, so no window has a near tie.
+  auto distinct = [](std::size_t n, std::uint64_t salt) {
+    std::vector<float> v(n);
+    for (std::size_t i = 0; i < n; ++i) v[i] = 0.05f * static_cast<float>((i * 37 + salt) % n) - 1.0f;
+    return v;
+  };
+  SECTION("2x2 stride 2 with a dropped odd edge") {
+    gradient_check("max_pool2d(kernel=2)", Shape{2, 5, 4}, 2, distinct(2 * 2 * 5 * 4, 3), 1e-3f);
+  }
+  SECTION("3x3 stride 1 (overlapping windows)") {
+    gradient_check("max_pool2d(kernel=3, stride=1)", Shape{1, 5, 5}, 2, distinct(2 * 25, 5), 1e-3f);
+  }
+}
+
+TEST_CASE("relu and gelu: gradients match finite differences", "[layer][gradient]") {
+  gradient_check("relu", Shape{3, 4}, 3, test::away_from_zero(21, 36, 0.05f), 1e-3f);
+  gradient_check("gelu", Shape{17}, 3, test::hashed_vector(22, 51, -3.0f, 3.0f), 1e-2f);
+}
+
+TEST_CASE("flatten: a view whose gradient passes through", "[layer][gradient]") {
+  LayerUnderTest t("flatten", Shape{2, 3, 4}, 4);
+  CHECK(t.layer->is_view());
+  CHECK(t.layer->output_shape() == Shape{24});
+  CHECK(t.layer->param_descs().empty());
+}
+
+TEST_CASE("dropout: gradients match finite differences and masks are reproducible", "[layer][dropout]") {
+  gradient_check("dropout(p=0.4)", Shape{50}, 2, test::hashed_vector(31, 100), 1e-2f);
+
+  auto ctx = ComputeContext::create(Device::cpu());
+  const std::size_t n = 10007;
+  const std::vector<float> x = test::hashed_vector(5, n, 0.5f, 1.5f);
+  auto run = [&](std::uint64_t seed, std::uint64_t rank, std::uint64_t step, std::uint64_t layer) {
+    std::vector<float> y(n);
+    dropout_apply(*ctx, x.data(), y.data(), n, dropout_mask_key(seed, rank, step, layer), 0.25f);
+    return y;
+  };
+  const auto a = run(1, 0, 5, 2);
+  CHECK(a == run(1, 0, 5, 2));  // same (seed, rank, step, layer): same mask
+  CHECK(a != run(1, 1, 5, 2));  // another rank
+  CHECK(a != run(1, 0, 6, 2));  // another step
+  CHECK(a != run(2, 0, 5, 2));  // another seed
+  CHECK(a != run(1, 0, 5, 3));  // another layer
+  std::size_t dropped = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (a[i] == 0.0f) {
+      ++dropped;
+    } else {
+      CHECK(a[i] == Approx(x[i] / 0.75f));
+    }
+  }
+  // 25% of 10007 with a binomial standard deviation of about 43.
+  CHECK(dropped > 2300);
+  CHECK(dropped < 2700);
+
+  // p = 0 keeps everything unchanged (evaluation mode).
+  std::vector<float> y(n);
+  dropout_apply(*ctx, x.data(), y.data(), n, 123, 0.0f);
+  CHECK(y == x);
+  CHECK_THROWS_WITH(dropout_apply(*ctx, x.data(), y.data(), n, 1, 1.0f),
+                    Catch::Contains("outside [0, 1)"));
+}
+
+TEST_CASE("softmax cross-entropy: loss, accuracy and gradient", "[loss][gradient]") {
+  auto ctx = ComputeContext::create(Device::cpu());
+  const std::size_t rows = 5, classes = 7;
+  std::vector<float> z = test::hashed_vector(41, rows * classes, -3.0f, 3.0f);
+  z[3] = 80.0f;  // a large logit must not overflow
+  const std::vector<std::int32_t> labels = {0, 6, 3, 3, 1};
+
+  auto mean_loss = [&](const std::vector<float>& logits) {
+    return softmax_cross_entropy_forward(*ctx, logits.data(), labels.data(), rows, classes, nullptr, nullptr)
+               .loss_sum /
+           static_cast<double>(rows);
+  };
+  // Reference in double.
+  double ref = 0;
+  std::size_t ref_correct = 0;
+  for (std::size_t r = 0; r < rows; ++r) {
+    double m = z[r * classes];
+    std::size_t arg = 0;
+    for (std::size_t j = 1; j < classes; ++j)
+      if (z[r * classes + j] > m) {
+        m = z[r * classes + j];
+        arg = j;
+      }
+    double s = 0;
+    for (std::size_t j = 0; j < classes; ++j) s += std::exp(z[r * classes + j] - m);
+    ref += std::log(s) + m - z[r * classes + static_cast<std::size_t>(labels[r])];
+    ref_correct += arg == static_cast<std::size_t>(labels[r]);
+  }
+  const auto res = softmax_cross_entropy_forward(*ctx, z.data(), labels.data(), rows, classes, nullptr, nullptr);
+  CHECK(res.loss_sum == Approx(ref).epsilon(1e-5));
+  CHECK(res.correct == ref_correct);
+  CHECK(std::isfinite(res.loss_sum));
+
+  std::vector<float> dz(rows * classes);
+  const float grad_scale = 3.0f;
+  softmax_cross_entropy_backward(*ctx, z.data(), labels.data(), rows, classes, grad_scale / rows, dz.data());
+  const float eps = 1e-2f;
+  for (std::size_t i = 0; i < z.size(); ++i) {
+    std::vector<float> zp = z, zm = z;
+    zp[i] += eps;
+    zm[i] -= eps;
+    const double numeric = grad_scale * (mean_loss(zp) - mean_loss(zm)) / (2.0 * eps);
+    check_close(dz[i], numeric, 2e-3, 2e-2, "dlogits[" + std::to_string(i) + "]");
+  }
+  // Each row of the gradient sums to zero (softmax minus one-hot).
+  for (std::size_t r = 0; r < rows; ++r)
+    CHECK(std::accumulate(dz.begin() + static_cast<long>(r * classes),
+                          dz.begin() + static_cast<long>((r + 1) * classes), 0.0) == Approx(0.0).margin(1e-6));
+
+  std::vector<std::int32_t> bad = labels;
+  bad[2] = 7;
+  CHECK_THROWS_WITH(softmax_cross_entropy_forward(*ctx, z.data(), bad.data(), rows, classes, nullptr, nullptr),
+                    Catch::Contains("label 7 of batch row 2"));
+}
+
+TEST_CASE("layers: accumulate adds, overwrite replaces, batch 0 zeroes", "[layer]") {
+  for (const char* spec : {"linear(out=4)", "conv2d(out=2, kernel=3, padding=1)"}) {
+    const Shape in = std::string(spec).rfind("linear", 0) == 0 ? Shape{6} : Shape{1, 3, 2};
+    LayerUnderTest t(spec, in, 4);
+    const std::size_t batch = 3;
+    const auto x = test::hashed_vector(51, batch * in.numel());
+    const auto dy = test::hashed_vector(52, batch * t.layer->output_shape().numel());
+    std::vector<float> y(dy.size());
+    t.layer->forward(x.data(), y.data(), batch, true);
+    t.layer->backward(x.data(), y.data(), dy.data(), nullptr, batch, false);
+    const auto once = t.grads;
+    t.layer->backward(x.data(), y.data(), dy.data(), nullptr, batch, true);
+    for (std::size_t i = 0; i < once.size(); ++i) CHECK(t.grads[i] == Approx(2 * once[i]).margin(1e-6));
+    t.layer->backward(x.data(), y.data(), dy.data(), nullptr, batch, false);
+    for (std::size_t i = 0; i < once.size(); ++i) CHECK(t.grads[i] == Approx(once[i]).margin(1e-6));
+    t.layer->backward(x.data(), y.data(), dy.data(), nullptr, 0, false);
+    for (float g : t.grads) CHECK(g == 0.0f);
+  }
+}

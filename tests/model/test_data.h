@@ -1,0 +1,33 @@
+// Deterministic test inputs: a function of (salt, index), never all ones.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "kernels/dropout.cuh"
+
+namespace ringtrain::test {
+
+// Uniform in [lo, hi), from a hash of (salt, i).
+inline float hashed_uniform(std::uint64_t salt, std::size_t i, float lo, float hi) {
+  const std::uint64_t h = kernels::mix64(kernels::mix64(salt) ^ i);
+  return lo + (hi - lo) * static_cast<float>(static_cast<double>(h >> 11) * 0x1.0p-53);
+}
+
+inline std::vector<float> hashed_vector(std::uint64_t salt, std::size_t n, float lo = -1.0f,
+                                        float hi = 1.0f) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = hashed_uniform(salt, i, lo, hi);
+  return v;
+}
+
+// Values in [-1, 1] kept at least `gap` away from zero (away from ReLU's kink).
+inline std::vector<float> away_from_zero(std::uint64_t salt, std::size_t n, float gap) {
+  std::vector<float> v = hashed_vector(salt, n);
+  for (float& x : v) x = x < 0 ? x - gap : x + gap;
+  return v;
+}
+
+}  // namespace ringtrain::test
