@@ -1,0 +1,140 @@
+// The Communicator: collectives over every rank of the job, backend-neutral.
+// Backends: "nccl" (GPU buffers, a CUDA stream), "shm" (one node's shared
+// memory, hierarchical across nodes), "ring" (chunked ring over point-to-point
+// messages), "mpi" (the MPI library's own collectives: the baseline).
+//
+// Every operation is issued in the same order on every rank. Async requests
+// complete in issue order and several may be outstanding; the work runs on a
+// communication thread (CPU) or stream (GPU). Every wait honours
+// CommOptions::timeout_seconds: when it runs out, the job ends through
+// ringtrain::fatal with a message naming the ranks that did not arrive.
+//
+// Semantics shared by all backends:
+// - in.ptr == out.ptr means in place; otherwise in and out must not overlap.
+// - avg is sum / size; on integers it truncates toward zero. On CPU, f16 and
+//   bf16 are accumulated in f32 and rounded once.
+// - A communicator is driven from one thread (the trainer's), as DDP's is.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ringtrain/core/buffer_view.h"
+#include "ringtrain/core/device.h"
+
+namespace ringtrain {
+
+class Topology;
+
+enum class ReduceOp { sum, avg, max, min };
+
+inline constexpr ReduceOp kAllReduceOps[] = {ReduceOp::sum, ReduceOp::avg, ReduceOp::max,
+                                             ReduceOp::min};
+std::string_view reduce_op_name(ReduceOp op);
+// Throws Error naming the value and the accepted ones.
+ReduceOp parse_reduce_op(std::string_view name);
+
+struct CommOptions {
+  double timeout_seconds = 300;
+  // shm only: ranks per shared-memory group. 0 = every rank of a node. A
+  // smaller value splits a node into groups joined by the inter-node ring, so
+  // the hierarchical path runs (and is tested) on one machine.
+  int shm_group_size = 0;
+  // ring only: bytes per pipelined chunk.
+  std::size_t ring_chunk_bytes = std::size_t{1} << 18;
+};
+
+// What an async operation returns. Movable, not copyable. wait() on a request
+// that already completed (or a default-constructed one) returns at once; a
+// failed operation rethrows its Error from wait().
+class CommRequest {
+ public:
+  // Backend-side completion state.
+  class State {
+   public:
+    virtual ~State() = default;
+    virtual bool test() = 0;
+    virtual void wait() = 0;
+  };
+
+  CommRequest() = default;
+  explicit CommRequest(std::shared_ptr<State> state) : state_(std::move(state)) {}
+  CommRequest(CommRequest&&) noexcept = default;
+  CommRequest& operator=(CommRequest&&) noexcept = default;
+  CommRequest(const CommRequest&) = delete;
+  CommRequest& operator=(const CommRequest&) = delete;
+
+  bool test() { return !state_ || state_->test(); }
+  void wait() {
+    if (state_) state_->wait();
+  }
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
+class Communicator {
+ public:
+  virtual ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  virtual std::string_view name() const = 0;  // "shm", "ring", "mpi", "nccl"
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  Device device() const { return device_; }
+
+  // in.count == out.count.
+  virtual CommRequest allreduce_async(BufferView in, BufferView out, ReduceOp op) = 0;
+  // in is read on `root` only; every rank's out receives it. in.count == out.count.
+  virtual CommRequest broadcast_async(BufferView in, BufferView out, int root) = 0;
+  // out.count == in.count * size(); rank q's input lands at out[q * in.count].
+  virtual CommRequest allgather_async(BufferView in, BufferView out) = 0;
+  // in.count == out.count * size(); rank r receives the reduction of block r.
+  virtual CommRequest reduce_scatter_async(BufferView in, BufferView out, ReduceOp op) = 0;
+  virtual CommRequest barrier_async() = 0;
+
+  // Blocking forms: the async form and a wait (a backend may run them on the
+  // calling thread when nothing else is outstanding, which saves a hand-off).
+  virtual void allreduce(BufferView in, BufferView out, ReduceOp op);
+  virtual void broadcast(BufferView in, BufferView out, int root);
+  virtual void allgather(BufferView in, BufferView out);
+  virtual void reduce_scatter(BufferView in, BufferView out, ReduceOp op);
+  virtual void barrier();
+
+  // Memory this backend reduces from best: for shm a region of its shared
+  // window (nothing is staged), plain host memory for ring and mpi, device
+  // memory for nccl. Collective: every rank calls it in the same order with the
+  // same count and dtype. Valid until the communicator is destroyed.
+  virtual BufferView allocate(std::size_t count, DType dtype) = 0;
+
+  const CommOptions& options() const { return options_; }
+
+ protected:
+  Communicator(int rank, int size, Device device, CommOptions options)
+      : rank_(rank), size_(size), device_(device), options_(options) {}
+  // Checks shared by every backend: devices, dtypes and counts of one rank's
+  // own arguments (mismatches across ranks are each backend's business).
+  void check_allreduce_args(BufferView in, BufferView out) const;
+  void check_broadcast_args(BufferView in, BufferView out, int root) const;
+  void check_allgather_args(BufferView in, BufferView out) const;
+  void check_reduce_scatter_args(BufferView in, BufferView out) const;
+
+ private:
+  int rank_;
+  int size_;
+  Device device_;
+  CommOptions options_;
+};
+
+// kind: auto | nccl | shm | ring | mpi. auto = nccl on a GPU rank, shm on CPU.
+// Collective over the world.
+std::unique_ptr<Communicator> make_communicator(std::string_view kind, const Topology& topology,
+                                                const CommOptions& options = {});
+// The kinds this rank can build, best first (auto excluded).
+std::vector<std::string> available_backends(const Topology& topology);
+
+}  // namespace ringtrain

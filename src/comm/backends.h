@@ -1,0 +1,19 @@
+// The backend constructors behind make_communicator. Internal to src/comm.
+#pragma once
+
+#include <memory>
+
+#include "ringtrain/comm/communicator.h"
+#include "ringtrain/launch/topology.h"
+
+namespace ringtrain::comm_detail {
+
+std::unique_ptr<Communicator> make_mpi_communicator(const Topology& topology, const CommOptions& options);
+std::unique_ptr<Communicator> make_ring_communicator(const Topology& topology, const CommOptions& options);
+std::unique_ptr<Communicator> make_shm_communicator(const Topology& topology, const CommOptions& options);
+// CUDA builds: src/comm/cuda/nccl_communicator.cpp; CPU-only builds:
+// src/comm/nccl_communicator_nocuda.cpp, which throws.
+std::unique_ptr<Communicator> make_nccl_communicator(const Topology& topology, const CommOptions& options);
+bool nccl_compiled();
+
+}  // namespace ringtrain::comm_detail

@@ -1,0 +1,64 @@
+// Deadlines and polite spinning for the CPU backends' waits. A wait spins
+// briefly (the peer is usually a few hundred nanoseconds away), then yields the
+// core (ranks may oversubscribe cores), then sleeps in short naps so that a
+// long wait costs no CPU. Every wait ends at its deadline.
+#pragma once
+
+#include <sched.h>
+
+#include <chrono>
+#include <thread>
+
+#include "ringtrain/core/error.h"
+
+namespace ringtrain::comm_detail {
+
+class Deadline {
+ public:
+  using Clock = std::chrono::steady_clock;
+  explicit Deadline(double seconds)
+      : seconds_(seconds),
+        end_(Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                std::chrono::duration<double>(seconds))) {}
+  bool expired() const { return Clock::now() >= end_; }
+  double seconds() const { return seconds_; }
+
+ private:
+  double seconds_;
+  Clock::time_point end_;
+};
+
+// Returns true once ready() holds, false when the deadline passes first.
+template <typename Ready>
+bool spin_until(Ready&& ready, const Deadline& deadline) {
+  for (int i = 0; i < 2000; ++i) {
+    if (ready()) return true;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+  const auto start = Deadline::Clock::now();
+  for (unsigned i = 0;; ++i) {
+    if (ready()) return true;
+    if ((i & 63u) == 0) {
+      if (deadline.expired()) return ready();
+      // After a millisecond of yielding, nap: the peer is late, not close.
+      if (Deadline::Clock::now() - start > std::chrono::milliseconds(1))
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+    sched_yield();
+  }
+}
+
+// A wait that ran out. The communicator turns it into fatal() with the ranks
+// that did not arrive; the in-process ring tests catch it.
+class CommTimeout : public Error {
+ public:
+  CommTimeout(const std::string& what, int peer) : Error(what), peer_(peer) {}
+  int peer() const { return peer_; }  // the rank waited on, or -1
+
+ private:
+  int peer_;
+};
+
+}  // namespace ringtrain::comm_detail

@@ -1,0 +1,171 @@
+#include "comm/elementwise_reduce.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/reduce.cuh"
+#include "ringtrain/core/check.h"
+
+namespace ringtrain::comm_detail {
+
+namespace {
+
+using kernels::MaxOp;
+using kernels::MinOp;
+using kernels::SumOp;
+
+// Storage type S, accumulation type A. Load/store convert for 16-bit floats.
+struct F16 {
+  using S = std::uint16_t;
+  using A = float;
+  static A load(S v) { return kernels::half_to_float(v); }
+  static S store(A v) { return kernels::float_to_half(v); }
+};
+struct BF16 {
+  using S = std::uint16_t;
+  using A = float;
+  static A load(S v) { return kernels::bf16_to_float(v); }
+  static S store(A v) { return kernels::float_to_bf16(v); }
+};
+template <typename T>
+struct Native {
+  using S = T;
+  using A = T;
+  static A load(S v) { return v; }
+  static S store(A v) { return v; }
+};
+
+// A block fits in L1 alongside the streams it reads.
+constexpr std::size_t kBlock = 2048;
+
+template <typename Traits, typename Op>
+void reduce_to_many_t(const void* const* srcs, int nsrc, void* const* dsts, int ndst,
+                      std::size_t count, bool avg, int divisor) {
+  using S = typename Traits::S;
+  using A = typename Traits::A;
+  Op op;
+  alignas(64) A acc[kBlock];
+  for (std::size_t base = 0; base < count; base += kBlock) {
+    const std::size_t n = std::min(kBlock, count - base);
+    const S* s0 = static_cast<const S*>(srcs[0]) + base;
+    for (std::size_t i = 0; i < n; ++i) acc[i] = Traits::load(s0[i]);
+    for (int k = 1; k < nsrc; ++k) {
+      const S* s = static_cast<const S*>(srcs[k]) + base;
+      for (std::size_t i = 0; i < n; ++i) acc[i] = op(acc[i], Traits::load(s[i]));
+    }
+    if (avg) {
+      const A d = static_cast<A>(divisor);
+      for (std::size_t i = 0; i < n; ++i) acc[i] = static_cast<A>(acc[i] / d);
+    }
+    if constexpr (std::is_same_v<S, A>) {
+      for (int k = 0; k < ndst; ++k)
+        std::memcpy(static_cast<S*>(dsts[k]) + base, acc, n * sizeof(S));
+    } else {
+      alignas(64) S packed[kBlock];
+      for (std::size_t i = 0; i < n; ++i) packed[i] = Traits::store(acc[i]);
+      for (int k = 0; k < ndst; ++k)
+        std::memcpy(static_cast<S*>(dsts[k]) + base, packed, n * sizeof(S));
+    }
+  }
+}
+
+template <typename Traits>
+void reduce_to_many_op(ReduceOp op, const void* const* srcs, int nsrc, void* const* dsts, int ndst,
+                       std::size_t count, int divisor) {
+  switch (op) {
+    case ReduceOp::sum:
+      return reduce_to_many_t<Traits, SumOp>(srcs, nsrc, dsts, ndst, count, false, divisor);
+    case ReduceOp::avg:
+      return reduce_to_many_t<Traits, SumOp>(srcs, nsrc, dsts, ndst, count, true, divisor);
+    case ReduceOp::max:
+      return reduce_to_many_t<Traits, MaxOp>(srcs, nsrc, dsts, ndst, count, false, divisor);
+    case ReduceOp::min:
+      return reduce_to_many_t<Traits, MinOp>(srcs, nsrc, dsts, ndst, count, false, divisor);
+  }
+}
+
+template <typename Traits, typename Op>
+void combine_t(void* dst, const void* a, const void* b, std::size_t count) {
+  using S = typename Traits::S;
+  Op op;
+  S* d = static_cast<S*>(dst);
+  const S* x = static_cast<const S*>(a);
+  const S* y = static_cast<const S*>(b);
+  for (std::size_t i = 0; i < count; ++i) d[i] = Traits::store(op(Traits::load(x[i]), Traits::load(y[i])));
+}
+
+template <typename Traits>
+void combine_op(ReduceOp op, void* dst, const void* a, const void* b, std::size_t count) {
+  switch (op) {
+    case ReduceOp::sum:
+    case ReduceOp::avg: return combine_t<Traits, SumOp>(dst, a, b, count);
+    case ReduceOp::max: return combine_t<Traits, MaxOp>(dst, a, b, count);
+    case ReduceOp::min: return combine_t<Traits, MinOp>(dst, a, b, count);
+  }
+}
+
+template <typename Traits>
+void divide_t(void* buf, std::size_t count, int divisor) {
+  using S = typename Traits::S;
+  using A = typename Traits::A;
+  S* p = static_cast<S*>(buf);
+  const A d = static_cast<A>(divisor);
+  for (std::size_t i = 0; i < count; ++i) p[i] = Traits::store(static_cast<A>(Traits::load(p[i]) / d));
+}
+
+// Calls f.template operator()<Traits>() for the dtype.
+template <typename F>
+void dispatch(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::f32: return f.template operator()<Native<float>>();
+    case DType::f64: return f.template operator()<Native<double>>();
+    case DType::f16: return f.template operator()<F16>();
+    case DType::bf16: return f.template operator()<BF16>();
+    case DType::i32: return f.template operator()<Native<std::int32_t>>();
+    case DType::i64: return f.template operator()<Native<std::int64_t>>();
+  }
+}
+
+}  // namespace
+
+void reduce_to_many(DType dtype, ReduceOp op, const void* const* srcs, int nsrc, void* const* dsts,
+                    int ndst, std::size_t count, int avg_divisor) {
+  if (count == 0 || ndst == 0) return;
+  RT_CHECK(nsrc > 0, "reduce_to_many needs at least one source");
+  dispatch(dtype, [&]<typename Traits>() {
+    reduce_to_many_op<Traits>(op, srcs, nsrc, dsts, ndst, count, avg_divisor);
+  });
+}
+
+void combine(DType dtype, ReduceOp op, void* dst, const void* a, const void* b, std::size_t count) {
+  if (count == 0) return;
+  dispatch(dtype, [&]<typename Traits>() { combine_op<Traits>(op, dst, a, b, count); });
+}
+
+void divide(DType dtype, void* buf, std::size_t count, int divisor) {
+  if (count == 0 || divisor == 1) return;
+  dispatch(dtype, [&]<typename Traits>() { divide_t<Traits>(buf, count, divisor); });
+}
+
+void widen_to_f32(DType dtype, const void* src, float* dst, std::size_t count) {
+  const auto* s = static_cast<const std::uint16_t*>(src);
+  if (dtype == DType::f16) {
+    for (std::size_t i = 0; i < count; ++i) dst[i] = kernels::half_to_float(s[i]);
+  } else {
+    RT_CHECK(dtype == DType::bf16, "widen_to_f32 takes f16 or bf16, not {}", dtype_name(dtype));
+    for (std::size_t i = 0; i < count; ++i) dst[i] = kernels::bf16_to_float(s[i]);
+  }
+}
+
+void narrow_from_f32(DType dtype, const float* src, void* dst, std::size_t count) {
+  auto* d = static_cast<std::uint16_t*>(dst);
+  if (dtype == DType::f16) {
+    for (std::size_t i = 0; i < count; ++i) d[i] = kernels::float_to_half(src[i]);
+  } else {
+    RT_CHECK(dtype == DType::bf16, "narrow_from_f32 takes f16 or bf16, not {}", dtype_name(dtype));
+    for (std::size_t i = 0; i < count; ++i) d[i] = kernels::float_to_bf16(src[i]);
+  }
+}
+
+}  // namespace ringtrain::comm_detail
