@@ -66,18 +66,18 @@ void im2col_walk(const Conv2dGeometry& g, float* image, float* col) {
         }
         for (std::ptrdiff_t oh = rows.lo; oh < rows.hi; ++oh) {
           float* __restrict__ out = block + oh * Wo;
-          float* __restrict__ in = plane + (oh * s + ki - p) * W + kj - p;
+          // Input row of this output row; output column ow reads column
+          // ow*s + kj - p, which is inside the row for ow in [cols.lo, cols.hi).
+          float* __restrict__ row = plane + (oh * s + ki - p) * W;
+          const std::ptrdiff_t shift = kj - p;
           if constexpr (kScatter) {
-            if (s == 1)
-              for (std::ptrdiff_t ow = cols.lo; ow < cols.hi; ++ow) in[ow] += out[ow];
-            else
-              for (std::ptrdiff_t ow = cols.lo; ow < cols.hi; ++ow) in[ow * s] += out[ow];
+            for (std::ptrdiff_t ow = cols.lo; ow < cols.hi; ++ow) row[ow * s + shift] += out[ow];
           } else {
             for (std::ptrdiff_t ow = 0; ow < cols.lo; ++ow) out[ow] = 0.0f;
-            if (s == 1)
-              std::memcpy(out + cols.lo, in + cols.lo, sizeof(float) * static_cast<std::size_t>(cols.hi - cols.lo));
+            if (s == 1 && cols.hi > cols.lo)
+              std::memcpy(out + cols.lo, row + cols.lo + shift, sizeof(float) * static_cast<std::size_t>(cols.hi - cols.lo));
             else
-              for (std::ptrdiff_t ow = cols.lo; ow < cols.hi; ++ow) out[ow] = in[ow * s];
+              for (std::ptrdiff_t ow = cols.lo; ow < cols.hi; ++ow) out[ow] = row[ow * s + shift];
             for (std::ptrdiff_t ow = cols.hi; ow < Wo; ++ow) out[ow] = 0.0f;
           }
         }

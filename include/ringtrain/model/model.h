@@ -73,6 +73,8 @@ class Model {
   // gradient buffer is released. The contents are not copied.
   void bind_gradient_buffer(BufferView grads);
   // Dropout masks are a pure function of (seed, rank, step, layer, element).
+  // Set it before a forward and keep it until the matching backward, which
+  // recomputes the same masks.
   void set_dropout_context(std::uint64_t rank, std::uint64_t step);
 
   struct LossResult {

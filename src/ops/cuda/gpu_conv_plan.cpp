@@ -28,8 +28,9 @@ class CudnnConvPlan final : public GpuConvPlan {
     RT_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv_desc_, i(g.padding), i(g.padding),
                                                    i(g.stride), i(g.stride), 1, 1,
                                                    CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-    // FP32 math: keep results comparable with the CPU twin.
-    RT_CUDNN_CHECK(cudnnSetConvolutionMathType(conv_desc_, CUDNN_DEFAULT_MATH));
+    // FMA only: the default would let Ampere and later run TF32 tensor cores
+    // (10-bit mantissa), and the GPU would no longer match its CPU twin.
+    RT_CUDNN_CHECK(cudnnSetConvolutionMathType(conv_desc_, CUDNN_FMA_MATH));
     const std::size_t plan_batch = std::max<std::size_t>(max_batch, 1);
     set_batch(plan_batch);
     choose_algorithms();
