@@ -51,7 +51,8 @@ RateStats gather_rate(double rate, int world) {
 
 std::string default_dataset(const Topology& topo) {
   // Fashion-MNIST converted once into the temp directory, by rank 0.
-  const std::string path = (std::filesystem::temp_directory_path() / "ringtrain-bench-fashion.h5").string();
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "ringtrain-bench-fashion.h5").string();
   if (topo.rank() == 0 && !std::filesystem::exists(path)) {
     log0("bench data: converting Fashion-MNIST from {} to {}", kFashionMnistDir, path);
     IdxConvertOptions o;
@@ -73,9 +74,12 @@ int run_bench_data(const BenchDataOptions& o, const Topology& topo) {
   const ShardedSampler sampler(ds.size(), o.batch, topo.rank(), topo.world_size(), o.seed);
   const std::size_t steps = o.steps ? o.steps : sampler.steps_per_epoch();
   const std::size_t elems = ds.sample_elements();
-  log0("bench data: {} ({} x {} {}), batch {} per rank, {} ranks, {} steps, prefetch depth {}, device {}",
-       ds.describe(), ds.size(), shape_string(ds.sample_shape()), sample_dtype_name(ds.stored_dtype()), o.batch,
-       topo.world_size(), steps, o.depth, device_name(topo.device()));
+  log0(
+      "bench data: {} ({} x {} {}), batch {} per rank, {} ranks, {} steps, prefetch depth {}, "
+      "device {}",
+      ds.describe(), ds.size(), shape_string(ds.sample_shape()),
+      sample_dtype_name(ds.stored_dtype()), o.batch, topo.world_size(), steps, o.depth,
+      device_name(topo.device()));
 
   std::vector<Row> rows;
   // Baseline: the whole split already normalised in memory; each step copies
@@ -118,8 +122,8 @@ int run_bench_data(const BenchDataOptions& o, const Topology& topo) {
   if (o.cache != "off") {
     Stopwatch load;
     const bool on = ds.enable_cache(0, topo.local_size());
-    log0("bench data: --cache {} ({:.1f} MiB, loaded in {:.2f} s, not timed below)", on ? "on" : "off (does not fit)",
-         ds.stored_bytes() / 1048576.0, load.seconds());
+    log0("bench data: --cache {} ({:.1f} MiB, loaded in {:.2f} s, not timed below)",
+         on ? "on" : "off (does not fit)", ds.stored_bytes() / 1048576.0, load.seconds());
     if (on) pipeline("sampler+read+prefetch --cache");
   }
 
@@ -127,15 +131,20 @@ int run_bench_data(const BenchDataOptions& o, const Topology& topo) {
   std::vector<RateStats> stats;
   for (const Row& r : rows) stats.push_back(gather_rate(samples / r.seconds, topo.world_size()));
   if (topo.rank() == 0) {
-    std::string out = fmt::format("# {:<32} {:>14} {:>14} {:>14} {:>10} {:>12}\n", "path", "samples/s/rank",
-                                  "(min rank)", "(max rank)", "vs copy", "wait s (r0)");
+    std::string out =
+        fmt::format("# {:<32} {:>14} {:>14} {:>14} {:>10} {:>12}\n", "path", "samples/s/rank",
+                    "(min rank)", "(max rank)", "vs copy", "wait s (r0)");
     for (std::size_t i = 0; i < rows.size(); ++i)
-      out += fmt::format("  {:<32} {:>14.0f} {:>14.0f} {:>14.0f} {:>9.2f}x {:>12.3f}\n", rows[i].mode, stats[i].mean,
-                         stats[i].min, stats[i].max, stats[i].mean / stats[0].mean, rows[i].wait);
+      out += fmt::format("  {:<32} {:>14.0f} {:>14.0f} {:>14.0f} {:>9.2f}x {:>12.3f}\n",
+                         rows[i].mode, stats[i].mean, stats[i].min, stats[i].max,
+                         stats[i].mean / stats[0].mean, rows[i].wait);
     out += fmt::format("# total over {} ranks: ", topo.world_size());
     for (std::size_t i = 0; i < rows.size(); ++i)
-      out += fmt::format("{}{} {:.0f} samples/s", i ? ", " : "", rows[i].mode, stats[i].mean * topo.world_size());
-    out += "\n# goals: prefetch --cache >= 0.9x the in-memory copy; no cache >= 50000 samples/s per rank\n";
+      out += fmt::format("{}{} {:.0f} samples/s", i ? ", " : "", rows[i].mode,
+                         stats[i].mean * topo.world_size());
+    out +=
+        "\n# goals: prefetch --cache >= 0.9x the in-memory copy; no cache >= 50000 samples/s per "
+        "rank\n";
     std::fputs(out.c_str(), stdout);
     std::fflush(stdout);
   }
@@ -144,20 +153,27 @@ int run_bench_data(const BenchDataOptions& o, const Topology& topo) {
 
 CLI::App* add_bench_data(CLI::App& parent, CommandContext& ctx) {
   auto o = std::make_shared<BenchDataOptions>();
-  CLI::App* sub = parent.add_subcommand(
-      "data", "Data path samples/s (sampler + HDF5 read + prefetch) vs an in-memory copy of the same batches");
+  CLI::App* sub = parent.add_subcommand("data",
+                                        "Data path samples/s (sampler + HDF5 read + prefetch) vs "
+                                        "an in-memory copy of the same batches");
   sub->add_option("--data", o->data,
                   "HDF5 dataset (default: Fashion-MNIST, converted once into the temp directory)");
   sub->add_option("--split", o->split, "Split to read")->capture_default_str();
-  sub->add_option("--batch", o->batch, "Batch size per rank")->check(CLI::PositiveNumber)->capture_default_str();
-  sub->add_option("--depth", o->depth, "Prefetch queue depth")->check(CLI::PositiveNumber)->capture_default_str();
-  sub->add_option("--steps", o->steps, "Steps per measurement (0: one epoch)")->capture_default_str();
+  sub->add_option("--batch", o->batch, "Batch size per rank")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option("--depth", o->depth, "Prefetch queue depth")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option("--steps", o->steps, "Steps per measurement (0: one epoch)")
+      ->capture_default_str();
   sub->add_option("--seed", o->seed, "Data seed")->capture_default_str();
   sub->add_option("--cache", o->cache, "Measure without the cache (off), with it (on), or both")
       ->check(CLI::IsMember({"off", "on", "both"}))
       ->capture_default_str();
   add_device_options(sub, ctx, "cpu");
-  sub->parse_complete_callback([&ctx, o] { ctx.action = [o](const Topology& t) { return run_bench_data(*o, t); }; });
+  sub->parse_complete_callback(
+      [&ctx, o] { ctx.action = [o](const Topology& t) { return run_bench_data(*o, t); }; });
   return sub;
 }
 

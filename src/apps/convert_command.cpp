@@ -11,7 +11,8 @@
 namespace ringtrain::apps {
 namespace {
 
-int finish(const Topology& topo, const std::string& output, const std::function<ConvertSummary()>& run) {
+int finish(const Topology& topo, const std::string& output,
+           const std::function<ConvertSummary()>& run) {
   if (topo.rank() != 0) return 0;
   const ConvertSummary s = run();
   std::printf("wrote %s\n%s", output.c_str(), s.text.c_str());
@@ -20,8 +21,9 @@ int finish(const Topology& topo, const std::string& output, const std::function<
 }
 
 CLI::App* add_convert(CLI::App& app, CommandContext& ctx) {
-  CLI::App* sub = app.add_subcommand("convert", "Convert IDX (MNIST, Fashion-MNIST), CSV or synthetic data to "
-                                                "ringtrain's HDF5 dataset format");
+  CLI::App* sub = app.add_subcommand("convert",
+                                     "Convert IDX (MNIST, Fashion-MNIST), CSV or synthetic data to "
+                                     "ringtrain's HDF5 dataset format");
   sub->require_subcommand(1);
   // Conversion needs no GPU: take none, even where one is visible.
   sub->parse_complete_callback([&ctx] { ctx.topology.device = DeviceRequest::cpu; });
@@ -36,27 +38,37 @@ CLI::App* add_convert_idx(CLI::App& parent, CommandContext& ctx) {
   o->test_images = dir + "/t10k-images-idx3-ubyte.gz";
   o->test_labels = dir + "/t10k-labels-idx1-ubyte.gz";
   o->output = "fashion.h5";
-  CLI::App* sub = parent.add_subcommand("idx", "IDX image + label files, gzipped or not (defaults: Debian's "
-                                               "Fashion-MNIST in " + dir + ")");
-  sub->add_option("--train-images", o->train_images, "Training images (IDX, ubyte or float)")->capture_default_str();
-  sub->add_option("--train-labels", o->train_labels, "Training labels (IDX)")->capture_default_str();
+  CLI::App* sub =
+      parent.add_subcommand("idx",
+                            "IDX image + label files, gzipped or not (defaults: Debian's "
+                            "Fashion-MNIST in " +
+                                dir + ")");
+  sub->add_option("--train-images", o->train_images, "Training images (IDX, ubyte or float)")
+      ->capture_default_str();
+  sub->add_option("--train-labels", o->train_labels, "Training labels (IDX)")
+      ->capture_default_str();
   sub->add_option("--test-images", o->test_images, "Test images (IDX)")->capture_default_str();
   sub->add_option("--test-labels", o->test_labels, "Test labels (IDX)")->capture_default_str();
   sub->add_option("-o,--output", o->output, "Output HDF5 file")->capture_default_str();
-  sub->add_option("--class-names", o->class_names,
-                  "auto (Fashion-MNIST names when a path says 'fashion', digits for 'mnist'), none, "
-                  "fashion-mnist, mnist, or a comma-separated list")
+  sub->add_option(
+         "--class-names", o->class_names,
+         "auto (Fashion-MNIST names when a path says 'fashion', digits for 'mnist'), none, "
+         "fashion-mnist, mnist, or a comma-separated list")
       ->capture_default_str();
-  sub->add_option("--classes", o->num_classes, "Number of classes (0: from the class names, else max label + 1)")
+  sub->add_option("--classes", o->num_classes,
+                  "Number of classes (0: from the class names, else max label + 1)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  sub->add_option("--normalize", o->normalize,
-                  "unit: pixel/255; standard: (pixel/255 - mean) / std of the training set (stored as the "
-                  "scale and offset attributes; the bytes stay as they are)")
+  sub->add_option(
+         "--normalize", o->normalize,
+         "unit: pixel/255; standard: (pixel/255 - mean) / std of the training set (stored as the "
+         "scale and offset attributes; the bytes stay as they are)")
       ->check(CLI::IsMember({"unit", "standard"}))
       ->capture_default_str();
   sub->parse_complete_callback([&ctx, o] {
-    ctx.action = [o](const Topology& t) { return finish(t, o->output, [o] { return convert_idx(*o); }); };
+    ctx.action = [o](const Topology& t) {
+      return finish(t, o->output, [o] { return convert_idx(*o); });
+    };
   });
   return sub;
 }
@@ -65,27 +77,34 @@ CLI::App* add_convert_csv(CLI::App& parent, CommandContext& ctx) {
   auto o = std::make_shared<CsvConvertOptions>();
   auto delimiter = std::make_shared<std::string>(",");
   auto names = std::make_shared<std::string>();
-  CLI::App* sub = parent.add_subcommand("csv", "CSV rows of a label column plus numeric feature columns (float32)");
+  CLI::App* sub = parent.add_subcommand(
+      "csv", "CSV rows of a label column plus numeric feature columns (float32)");
   sub->add_option("--train", o->train, "Training CSV file")->required();
-  sub->add_option("--test", o->test, "Test CSV file (default: hold out --test-fraction of --train)");
+  sub->add_option("--test", o->test,
+                  "Test CSV file (default: hold out --test-fraction of --train)");
   sub->add_option("-o,--output", o->output, "Output HDF5 file")->required();
-  sub->add_option("--label-column", o->label_column, "Label column: a header name or a 0-based index")
+  sub->add_option("--label-column", o->label_column,
+                  "Label column: a header name or a 0-based index")
       ->capture_default_str();
   sub->add_option("--header", o->header, "Whether the first row is a header: auto, yes, no")
       ->check(CLI::IsMember({"auto", "yes", "no"}))
       ->capture_default_str();
-  sub->add_option("--delimiter", *delimiter, "Field separator (one character)")->capture_default_str();
-  sub->add_option("--test-fraction", o->test_fraction, "Fraction of --train held out as /test when no --test")
+  sub->add_option("--delimiter", *delimiter, "Field separator (one character)")
+      ->capture_default_str();
+  sub->add_option("--test-fraction", o->test_fraction,
+                  "Fraction of --train held out as /test when no --test")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
-  sub->add_option("--seed", o->seed, "Seed of the shuffle before the holdout")->capture_default_str();
+  sub->add_option("--seed", o->seed, "Seed of the shuffle before the holdout")
+      ->capture_default_str();
   sub->add_option("--classes", o->num_classes, "Number of classes (0: max label + 1)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   sub->add_option("--class-names", *names, "Comma-separated class names (optional)");
   sub->parse_complete_callback([&ctx, o, delimiter, names] {
     if (delimiter->size() != 1)
-      throw CLI::ValidationError("--delimiter", "must be exactly one character, got '" + *delimiter + "'");
+      throw CLI::ValidationError("--delimiter",
+                                 "must be exactly one character, got '" + *delimiter + "'");
     o->delimiter = (*delimiter)[0];
     if (!names->empty()) {
       std::size_t pos = 0;
@@ -95,7 +114,9 @@ CLI::App* add_convert_csv(CLI::App& parent, CommandContext& ctx) {
         pos = end + 1;
       }
     }
-    ctx.action = [o](const Topology& t) { return finish(t, o->output, [o] { return convert_csv(*o); }); };
+    ctx.action = [o](const Topology& t) {
+      return finish(t, o->output, [o] { return convert_csv(*o); });
+    };
   });
   return sub;
 }
@@ -107,24 +128,33 @@ CLI::App* add_convert_synthetic(CLI::App& parent, CommandContext& ctx) {
   o->output = "synthetic.h5";
   auto test_n = std::make_shared<std::size_t>(0);
   CLI::App* sub = parent.add_subcommand(
-      "synthetic", "A reproducible, learnable classification set: class prototypes plus Gaussian noise");
-  sub->add_option("--n", o->n, "Training samples")->check(CLI::PositiveNumber)->capture_default_str();
-  sub->add_option("--test-n", *test_n, "Test samples (default: n/6, at least 1)");
-  sub->add_option("--shape", *shape, "Sample shape, e.g. 1,28,28 (C,H,W) or 20 (features)")->capture_default_str();
-  sub->add_option("--classes", o->classes, "Number of classes (>= 2)")->check(CLI::Range(2, 1 << 20))
+      "synthetic",
+      "A reproducible, learnable classification set: class prototypes plus Gaussian noise");
+  sub->add_option("--n", o->n, "Training samples")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  sub->add_option("--seed", o->seed, "Seed: the same seed gives the same file")->capture_default_str();
+  sub->add_option("--test-n", *test_n, "Test samples (default: n/6, at least 1)");
+  sub->add_option("--shape", *shape, "Sample shape, e.g. 1,28,28 (C,H,W) or 20 (features)")
+      ->capture_default_str();
+  sub->add_option("--classes", o->classes, "Number of classes (>= 2)")
+      ->check(CLI::Range(2, 1 << 20))
+      ->capture_default_str();
+  sub->add_option("--seed", o->seed, "Seed: the same seed gives the same file")
+      ->capture_default_str();
   sub->add_option("--dtype", o->dtype, "Stored dtype: f32, or u8 (with scale 1/255)")
       ->check(CLI::IsMember({"f32", "u8"}))
       ->capture_default_str();
-  sub->add_option("--noise", o->noise, "Standard deviation of the noise around each class prototype")
+  sub->add_option("--noise", o->noise,
+                  "Standard deviation of the noise around each class prototype")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   sub->add_option("-o,--output", o->output, "Output HDF5 file")->capture_default_str();
   sub->parse_complete_callback([&ctx, o, shape, test_n] {
     o->shape = parse_shape(*shape, "--shape");
     o->test_n = *test_n > 0 ? *test_n : std::max<std::size_t>(1, o->n / 6);
-    ctx.action = [o](const Topology& t) { return finish(t, o->output, [o] { return make_synthetic(*o); }); };
+    ctx.action = [o](const Topology& t) {
+      return finish(t, o->output, [o] { return make_synthetic(*o); });
+    };
   });
   return sub;
 }

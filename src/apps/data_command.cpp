@@ -53,19 +53,21 @@ int run_inspect(const InspectOptions& o, const Topology& topo) {
   };
   if (o.eval) {
     const EvalShard shard = eval_shard(ds.size(), rank, topo.world_size());
-    log0("data: evaluation of {} splits N = {} into {} contiguous ranges, no drop, no padding", ds.describe(),
-         ds.size(), topo.world_size());
+    log0("data: evaluation of {} splits N = {} into {} contiguous ranges, no drop, no padding",
+         ds.describe(), ds.size(), topo.world_size());
     std::vector<std::uint64_t> idx;
     for (std::uint64_t b = shard.begin, k = 0; b < shard.end; b += o.batch, ++k) {
       idx.clear();
-      for (std::uint64_t i = b; i < std::min<std::uint64_t>(shard.end, b + o.batch); ++i) idx.push_back(i);
+      for (std::uint64_t i = b; i < std::min<std::uint64_t>(shard.end, b + o.batch); ++i)
+        idx.push_back(i);
       emit(fmt::format("eval batch {}: {}", k, index_line(idx)));
     }
   } else {
     const ShardedSampler sampler(ds.size(), o.batch, rank, topo.world_size(), o.seed);
     log0("{} ({}, seed {}, epoch {})", sampler.describe(), ds.describe(), o.seed, o.epoch);
     for (std::uint64_t s = 0; s < sampler.steps_per_epoch(); ++s)
-      emit(fmt::format("epoch {} step {}: {}", o.epoch, s, index_line(sampler.rank_indices({o.epoch, s}))));
+      emit(fmt::format("epoch {} step {}: {}", o.epoch, s,
+                       index_line(sampler.rank_indices({o.epoch, s}))));
   }
   std::fflush(file ? file.get() : stdout);
   if (file) log0("data: wrote {}/rank-<r>.txt for {} rank(s)", o.out, topo.world_size());
@@ -80,17 +82,22 @@ CLI::App* add_data(CLI::App& app, CommandContext&) {
 
 CLI::App* add_data_inspect(CLI::App& parent, CommandContext& ctx) {
   auto o = std::make_shared<InspectOptions>();
-  CLI::App* sub = parent.add_subcommand(
-      "inspect", "Each rank prints the sample indices it reads in one epoch, one line per step (run under mpirun "
-                 "with the job's rank count)");
+  CLI::App* sub = parent.add_subcommand("inspect",
+                                        "Each rank prints the sample indices it reads in one "
+                                        "epoch, one line per step (run under mpirun "
+                                        "with the job's rank count)");
   sub->add_option("--data", o->data, "HDF5 dataset file (see 'ringtrain convert')")->required();
   sub->add_option("--split", o->split, "Split: train, test or val")->capture_default_str();
-  sub->add_option("--batch", o->batch, "Batch size per rank (as for train)")->required()->check(CLI::PositiveNumber);
+  sub->add_option("--batch", o->batch, "Batch size per rank (as for train)")
+      ->required()
+      ->check(CLI::PositiveNumber);
   sub->add_option("--epoch", o->epoch, "Epoch whose permutation to show")->capture_default_str();
   sub->add_option("--seed", o->seed, "Data seed (as for train)")->capture_default_str();
   sub->add_option("--out", o->out, "Write DIR/rank-R.txt per rank instead of stdout");
-  sub->add_flag("--eval", o->eval, "Show the evaluation split (contiguous per rank, no drop) instead of training");
-  sub->add_option("--expect-shape", o->expect_shape, "Fail unless samples have this shape (e.g. 1,28,28)");
+  sub->add_flag("--eval", o->eval,
+                "Show the evaluation split (contiguous per rank, no drop) instead of training");
+  sub->add_option("--expect-shape", o->expect_shape,
+                  "Fail unless samples have this shape (e.g. 1,28,28)");
   sub->parse_complete_callback([&ctx, o] {
     ctx.topology.device = DeviceRequest::cpu;
     if (!o->expect_shape.empty()) parse_shape(o->expect_shape, "--expect-shape");

@@ -53,14 +53,15 @@ void BatchPipeline::run() {
         ready_cv_.notify_all();
         return;
       }
-      RT_CHECK(indices.size() <= max_batch_, "batch of {} samples exceeds the slot size {}", indices.size(),
-               max_batch_);
+      RT_CHECK(indices.size() <= max_batch_, "batch of {} samples exceeds the slot size {}",
+               indices.size(), max_batch_);
       Slot& s = slots_[k % slots_.size()];
       auto* x = static_cast<float*>(s.host_x->data());
       auto* y = static_cast<std::int32_t*>(s.host_y->data());
       dataset_.read(indices, x, y);
       if (stream_) {
-        stream_->copy_to_device(s.dev_x->data(), x, indices.size() * dataset_.sample_elements() * sizeof(float));
+        stream_->copy_to_device(s.dev_x->data(), x,
+                                indices.size() * dataset_.sample_elements() * sizeof(float));
         stream_->copy_to_device(s.dev_y->data(), y, indices.size() * sizeof(std::int32_t));
         stream_->synchronize();
       }

@@ -27,10 +27,11 @@ class BatchPipeline {
  public:
   // Fills `indices` and `cursor` for batch number k and returns true, or
   // returns false when there is no batch k (the end of an evaluation pass).
-  using Plan = std::function<bool(std::uint64_t k, std::vector<std::uint64_t>& indices,
-                                  DataCursor& cursor)>;
+  using Plan =
+      std::function<bool(std::uint64_t k, std::vector<std::uint64_t>& indices, DataCursor& cursor)>;
 
-  BatchPipeline(Dataset& dataset, std::size_t max_batch, Plan plan, std::size_t depth, Device device);
+  BatchPipeline(Dataset& dataset, std::size_t max_batch, Plan plan, std::size_t depth,
+                Device device);
   ~BatchPipeline();
   BatchPipeline(const BatchPipeline&) = delete;
   BatchPipeline& operator=(const BatchPipeline&) = delete;
@@ -57,8 +58,8 @@ class BatchPipeline {
 
   std::mutex mutex_;
   std::condition_variable ready_cv_, space_cv_;
-  std::uint64_t produced_ = 0;   // batches ready (or the end, see end_)
-  std::uint64_t released_ = 0;   // batches the consumer is done with
+  std::uint64_t produced_ = 0;  // batches ready (or the end, see end_)
+  std::uint64_t released_ = 0;  // batches the consumer is done with
   std::uint64_t handed_out_ = 0;
   bool end_ = false;
   bool stop_ = false;

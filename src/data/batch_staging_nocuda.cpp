@@ -14,10 +14,13 @@ HostStagingBuffer::HostStagingBuffer(std::size_t bytes, bool pinned) {
   ptr_ = std::aligned_alloc(64, (std::max<std::size_t>(bytes, 1) + 63) / 64 * 64);
   if (!ptr_) throw std::bad_alloc();
 }
-HostStagingBuffer::~HostStagingBuffer() { std::free(ptr_); }
+HostStagingBuffer::~HostStagingBuffer() {
+  std::free(ptr_);
+}
 
 DeviceStagingBuffer::DeviceStagingBuffer(std::size_t, Device device) {
-  RT_CHECK(false, "batches on {} need a CUDA build (this ringtrain is CPU-only)", device_name(device));
+  RT_CHECK(false, "batches on {} need a CUDA build (this ringtrain is CPU-only)",
+           device_name(device));
 }
 DeviceStagingBuffer::~DeviceStagingBuffer() = default;
 
@@ -31,7 +34,8 @@ void CopyStream::copy_to_device(void*, const void*, std::size_t) {}
 void CopyStream::synchronize() {}
 
 void copy_device_to_host(void*, const void*, std::size_t, Device device) {
-  RT_CHECK(false, "a copy from {} needs a CUDA build (this ringtrain is CPU-only)", device_name(device));
+  RT_CHECK(false, "a copy from {} needs a CUDA build (this ringtrain is CPU-only)",
+           device_name(device));
 }
 
 }  // namespace ringtrain

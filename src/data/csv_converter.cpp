@@ -52,8 +52,8 @@ struct CsvTable {
 CsvTable read_csv(const std::string& path, const CsvConvertOptions& o) {
   std::ifstream in(path);
   RT_CHECK(in.good(), "CSV file {} cannot be opened (does it exist?)", path);
-  RT_CHECK(o.header == "auto" || o.header == "yes" || o.header == "no", "--header '{}': expected auto, yes or no",
-           o.header);
+  RT_CHECK(o.header == "auto" || o.header == "yes" || o.header == "no",
+           "--header '{}': expected auto, yes or no", o.header);
   CsvTable t;
   std::string line;
   std::size_t line_no = 0, label_col = 0;
@@ -71,24 +71,27 @@ CsvTable read_csv(const std::string& path, const CsvConvertOptions& o) {
       const bool by_index = o.label_column.find_first_not_of("0123456789") == std::string::npos;
       if (is_header) t.header = cells;
       if (!by_index) {
-        RT_CHECK(is_header, "--label-column '{}' is a name but {} has no header row", o.label_column, path);
+        RT_CHECK(is_header, "--label-column '{}' is a name but {} has no header row",
+                 o.label_column, path);
         auto it = std::find(cells.begin(), cells.end(), o.label_column);
-        RT_CHECK(it != cells.end(), "--label-column '{}': no such column in the header of {}", o.label_column, path);
+        RT_CHECK(it != cells.end(), "--label-column '{}': no such column in the header of {}",
+                 o.label_column, path);
         label_col = static_cast<std::size_t>(it - cells.begin());
       } else {
         label_col = std::stoul(o.label_column);
       }
-      RT_CHECK(label_col < cells.size(), "--label-column {}: {} has only {} columns", o.label_column, path,
-               cells.size());
+      RT_CHECK(label_col < cells.size(), "--label-column {}: {} has only {} columns",
+               o.label_column, path, cells.size());
       RT_CHECK(cells.size() >= 2, "{}: needs a label column and at least one feature column", path);
       t.features = cells.size() - 1;
       if (is_header) continue;
     }
-    RT_CHECK(cells.size() == t.features + 1, "{}:{}: {} columns, expected {} (label + {} features)", path, line_no,
-             cells.size(), t.features + 1, t.features);
+    RT_CHECK(cells.size() == t.features + 1, "{}:{}: {} columns, expected {} (label + {} features)",
+             path, line_no, cells.size(), t.features + 1, t.features);
     for (std::size_t c = 0; c < cells.size(); ++c) {
       float v = 0;
-      RT_CHECK(parse_float(cells[c], v), "{}:{}: column {}: '{}' is not a number", path, line_no, c + 1, cells[c]);
+      RT_CHECK(parse_float(cells[c], v), "{}:{}: column {}: '{}' is not a number", path, line_no,
+               c + 1, cells[c]);
       if (c == label_col) {
         RT_CHECK(v >= 0 && v == static_cast<float>(static_cast<std::int32_t>(v)) && v < 2e9f,
                  "{}:{}: label '{}' is not a non-negative integer", path, line_no, cells[c]);
@@ -109,15 +112,16 @@ ConvertSummary convert_csv(const CsvConvertOptions& o) {
   CsvTable test;
   if (!o.test.empty()) {
     test = read_csv(o.test, o);
-    RT_CHECK(test.features == train.features, "{} has {} features but {} has {}", o.test, test.features, o.train,
-             train.features);
+    RT_CHECK(test.features == train.features, "{} has {} features but {} has {}", o.test,
+             test.features, o.train, train.features);
   } else {
-    RT_CHECK(o.test_fraction > 0 && o.test_fraction < 1, "--test-fraction {} must be in (0, 1) without --test",
-             o.test_fraction);
+    RT_CHECK(o.test_fraction > 0 && o.test_fraction < 1,
+             "--test-fraction {} must be in (0, 1) without --test", o.test_fraction);
     // Shuffle with the seed, then hold out the tail, so sorted files split fairly.
     const std::size_t n = train.y.size();
     const std::size_t n_test = static_cast<std::size_t>(static_cast<double>(n) * o.test_fraction);
-    RT_CHECK(n_test >= 1 && n_test < n, "{}: {} rows are too few for --test-fraction {}", o.train, n, o.test_fraction);
+    RT_CHECK(n_test >= 1 && n_test < n, "{}: {} rows are too few for --test-fraction {}", o.train,
+             n, o.test_fraction);
     std::vector<std::size_t> order(n);
     std::iota(order.begin(), order.end(), std::size_t{0});
     data_random::Xoshiro256 rng(o.seed, 7);
@@ -137,14 +141,15 @@ ConvertSummary convert_csv(const CsvConvertOptions& o) {
   std::int32_t max_label = 0;
   for (const auto* t : {&train, &test})
     for (std::int32_t l : t->y) max_label = std::max(max_label, l);
-  const int classes = o.num_classes > 0 ? o.num_classes
+  const int classes = o.num_classes > 0        ? o.num_classes
                       : !o.class_names.empty() ? static_cast<int>(o.class_names.size())
                                                : max_label + 1;
   RT_CHECK(max_label < classes, "label {} is outside [0, {}) (--classes)", max_label, classes);
 
   DatasetWriter writer(o.output);
   ConvertSummary summary;
-  for (const auto& [name, t] : {std::pair<const char*, const CsvTable*>{"train", &train}, {"test", &test}}) {
+  for (const auto& [name, t] :
+       {std::pair<const char*, const CsvTable*>{"train", &train}, {"test", &test}}) {
     SplitSpec spec;
     spec.name = name;
     spec.n = t->y.size();
@@ -161,8 +166,8 @@ ConvertSummary convert_csv(const CsvConvertOptions& o) {
       progress.update(b + count);
     }
     writer.end_split();
-    summary.text += fmt::format("/{}: {} samples of {} float32 features, {} classes\n", name, spec.n, t->features,
-                                classes);
+    summary.text += fmt::format("/{}: {} samples of {} float32 features, {} classes\n", name,
+                                spec.n, t->features, classes);
   }
   writer.commit();
   return summary;

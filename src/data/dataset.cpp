@@ -10,8 +10,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <optional>
 #include <mutex>
+#include <optional>
 
 #include "core/check_hdf5.h"
 #include "core/check_mpi.h"
@@ -22,7 +22,9 @@
 
 namespace ringtrain {
 
-const char* sample_dtype_name(SampleDType t) { return t == SampleDType::u8 ? "uint8" : "float32"; }
+const char* sample_dtype_name(SampleDType t) {
+  return t == SampleDType::u8 ? "uint8" : "float32";
+}
 
 std::string shape_string(const std::vector<std::size_t>& shape) {
   if (shape.empty()) return "(scalar)";
@@ -41,9 +43,10 @@ std::vector<std::size_t> parse_shape(const std::string& text, const std::string&
   while (pos <= text.size()) {
     const std::size_t end = std::min(text.find_first_of(",x", pos), text.size());
     const std::string part = text.substr(pos, end - pos);
-    RT_CHECK(!part.empty() && part.find_first_not_of("0123456789") == std::string::npos,
-             "{}: bad shape '{}' (expected positive integers separated by ',' or 'x', e.g. 1,28,28)",
-             what, text);
+    RT_CHECK(
+        !part.empty() && part.find_first_not_of("0123456789") == std::string::npos,
+        "{}: bad shape '{}' (expected positive integers separated by ',' or 'x', e.g. 1,28,28)",
+        what, text);
     const unsigned long long v = std::stoull(part);
     RT_CHECK(v > 0, "{}: bad shape '{}': every dimension must be positive", what, text);
     shape.push_back(static_cast<std::size_t>(v));
@@ -72,7 +75,8 @@ struct Dataset::Impl {
 
   std::size_t stored_size() const { return dtype == SampleDType::u8 ? 1 : 4; }
   std::string where(const char* dataset = nullptr) const {
-    return dataset ? fmt::format("{}:/{}/{}", path, split, dataset) : fmt::format("{}:/{}", path, split);
+    return dataset ? fmt::format("{}:/{}/{}", path, split, dataset)
+                   : fmt::format("{}:/{}", path, split);
   }
   hid_t mem_type() const { return dtype == SampleDType::u8 ? H5T_NATIVE_UINT8 : H5T_NATIVE_FLOAT; }
   // Stored row -> float32 row: bytes * scale + offset, or a copy for float32.
@@ -102,8 +106,8 @@ SampleDType sample_dtype_of(hid_t type, const std::string& where) {
   const std::size_t size = H5Tget_size(type);
   if (cls == H5T_INTEGER && size == 1 && H5Tget_sign(type) == H5T_SGN_NONE) return SampleDType::u8;
   if (cls == H5T_FLOAT && size == 4) return SampleDType::f32;
-  const char* kind = cls == H5T_INTEGER ? (H5Tget_sign(type) == H5T_SGN_NONE ? "uint" : "int")
-                     : cls == H5T_FLOAT ? "float"
+  const char* kind = cls == H5T_INTEGER  ? (H5Tget_sign(type) == H5T_SGN_NONE ? "uint" : "int")
+                     : cls == H5T_FLOAT  ? "float"
                      : cls == H5T_STRING ? "string"
                                          : "non-numeric";
   RT_CHECK(false, "{}: unsupported dtype {}{} (x must be uint8 or float32)", where, kind, size * 8);
@@ -113,8 +117,11 @@ void check_label_dtype(hid_t type, const std::string& where) {
   const H5T_class_t cls = H5Tget_class(type);
   const std::size_t size = H5Tget_size(type);
   RT_CHECK(cls == H5T_INTEGER && (size == 4 || size == 8) && H5Tget_sign(type) == H5T_SGN_2,
-           "{}: unsupported dtype {}{} (y must be int32 or int64)",
-           where, cls == H5T_INTEGER ? (H5Tget_sign(type) == H5T_SGN_NONE ? "uint" : "int") : cls == H5T_FLOAT ? "float" : "non-integer", size * 8);
+           "{}: unsupported dtype {}{} (y must be int32 or int64)", where,
+           cls == H5T_INTEGER ? (H5Tget_sign(type) == H5T_SGN_NONE ? "uint" : "int")
+           : cls == H5T_FLOAT ? "float"
+                              : "non-integer",
+           size * 8);
 }
 
 std::string joined(const std::vector<std::string>& v) {
@@ -131,7 +138,8 @@ std::size_t available_memory_bytes() {
   while (meminfo >> key >> kb >> unit)
     if (key == "MemAvailable:") return kb * 1024;
   const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page) : 0;
+  return pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page)
+                               : 0;
 }
 
 }  // namespace
@@ -146,7 +154,8 @@ Dataset Dataset::open(const std::string& path, const std::string& split) {
   RT_CHECK(!split.empty() && split.find('/') == std::string::npos,
            "{}: bad split name '{}' (expected train, test or val)", path, split);
   std::error_code ec;
-  RT_CHECK(std::filesystem::exists(path, ec), "dataset file {} does not exist (split /{})", path, split);
+  RT_CHECK(std::filesystem::exists(path, ec), "dataset file {} does not exist (split /{})", path,
+           split);
   RT_CHECK(!std::filesystem::is_directory(path, ec), "dataset file {} is a directory (split /{})",
            path, split);
   RT_CHECK(H5Fis_hdf5(path.c_str()) > 0,
@@ -154,24 +163,28 @@ Dataset Dataset::open(const std::string& path, const std::string& split) {
            "converted? see 'ringtrain convert')",
            path, split);
   d.file = h5::File(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
-  RT_CHECK(d.file.valid(), "dataset file {} (split /{}) cannot be opened: {} (truncated or corrupt file?)",
-           path, split, detail::hdf5_error_string());
+  RT_CHECK(d.file.valid(),
+           "dataset file {} (split /{}) cannot be opened: {} (truncated or corrupt file?)", path,
+           split, detail::hdf5_error_string());
 
-  RT_CHECK(h5::link_exists(d.file.get(), split), "{}: no split /{} (splits present: {})", path, split,
-           joined(h5::child_groups(d.file.get())));
+  RT_CHECK(h5::link_exists(d.file.get(), split), "{}: no split /{} (splits present: {})", path,
+           split, joined(h5::child_groups(d.file.get())));
   h5::Group group(H5Gopen2(d.file.get(), split.c_str(), H5P_DEFAULT));
   RT_CHECK(group.valid(), "{}: /{} is not a group: {}", path, split, detail::hdf5_error_string());
   for (const char* name : {"x", "y"})
-    RT_CHECK(h5::link_exists(group.get(), name), "{}: no dataset '{}' in split /{} (expected /{}/x and /{}/y)",
-             path, name, split, split, split);
+    RT_CHECK(h5::link_exists(group.get(), name),
+             "{}: no dataset '{}' in split /{} (expected /{}/x and /{}/y)", path, name, split,
+             split, split);
 
   // Chunk cache: enough for a few batches of random chunks without --cache.
   h5::PropList dapl(H5Pcreate(H5P_DATASET_ACCESS));
   H5Pset_chunk_cache(dapl.get(), 12421, 32u << 20, 1.0);
   d.x = h5::DataSet(H5Dopen2(group.get(), "x", dapl.get()));
-  RT_CHECK(d.x.valid(), "{}: cannot open dataset: {} (corrupt file?)", d.where("x"), detail::hdf5_error_string());
+  RT_CHECK(d.x.valid(), "{}: cannot open dataset: {} (corrupt file?)", d.where("x"),
+           detail::hdf5_error_string());
   h5::DataSet y(H5Dopen2(group.get(), "y", H5P_DEFAULT));
-  RT_CHECK(y.valid(), "{}: cannot open dataset: {} (corrupt file?)", d.where("y"), detail::hdf5_error_string());
+  RT_CHECK(y.valid(), "{}: cannot open dataset: {} (corrupt file?)", d.where("y"),
+           detail::hdf5_error_string());
 
   {
     h5::Type xt(H5Dget_type(d.x.get()));
@@ -181,9 +194,10 @@ Dataset Dataset::open(const std::string& path, const std::string& split) {
   }
   const std::vector<hsize_t> xdims = h5::dims_of(d.x.get()), ydims = h5::dims_of(y.get());
   RT_CHECK(xdims.size() <= H5S_MAX_RANK, "{}: rank {} too large", d.where("x"), xdims.size());
-  RT_CHECK(xdims.size() >= 2, "{}: x must have rank >= 2 (N x sample shape), it has rank {}", d.where("x"),
-           xdims.size());
-  RT_CHECK(ydims.size() == 1, "{}: y must have rank 1 (N labels), it has rank {}", d.where("y"), ydims.size());
+  RT_CHECK(xdims.size() >= 2, "{}: x must have rank >= 2 (N x sample shape), it has rank {}",
+           d.where("x"), xdims.size());
+  RT_CHECK(ydims.size() == 1, "{}: y must have rank 1 (N labels), it has rank {}", d.where("y"),
+           ydims.size());
   RT_CHECK(xdims[0] == ydims[0], "{}: x has {} samples but y has {} labels (lengths must match)",
            d.where(), xdims[0], ydims[0]);
   d.n = static_cast<std::size_t>(xdims[0]);
@@ -198,16 +212,18 @@ Dataset Dataset::open(const std::string& path, const std::string& split) {
     return v ? v : h5::read_attr_number(d.file.get(), name, path + ":/");
   };
   const auto classes = number("num_classes");
-  RT_CHECK(classes.has_value(), "{}: missing attribute num_classes (on /{} or the file root)", d.where(),
-           split);
-  RT_CHECK(*classes >= 1 && *classes <= 1e9 && *classes == static_cast<double>(static_cast<long long>(*classes)),
+  RT_CHECK(classes.has_value(), "{}: missing attribute num_classes (on /{} or the file root)",
+           d.where(), split);
+  RT_CHECK(*classes >= 1 && *classes <= 1e9 &&
+               *classes == static_cast<double>(static_cast<long long>(*classes)),
            "{}: attribute num_classes = {} must be a positive integer", d.where(), *classes);
   d.num_classes = static_cast<int>(*classes);
   if (d.dtype == SampleDType::u8) {
     const auto scale = number("scale"), offset = number("offset");
-    RT_CHECK(scale && offset,
-             "{}: uint8 x needs attributes scale and offset (value = byte * scale + offset), missing {}",
-             d.where(), !scale ? (offset ? "scale" : "scale and offset") : "offset");
+    RT_CHECK(
+        scale && offset,
+        "{}: uint8 x needs attributes scale and offset (value = byte * scale + offset), missing {}",
+        d.where(), !scale ? (offset ? "scale" : "scale and offset") : "offset");
     d.scale = static_cast<float>(*scale);
     d.offset = static_cast<float>(*offset);
   }
@@ -215,7 +231,8 @@ Dataset Dataset::open(const std::string& path, const std::string& split) {
   if (!names) names = h5::read_attr_strings(d.file.get(), "class_names", path + ":/");
   if (names) {
     RT_CHECK(names->size() == static_cast<std::size_t>(d.num_classes),
-             "{}: class_names has {} entries but num_classes is {}", d.where(), names->size(), d.num_classes);
+             "{}: class_names has {} entries but num_classes is {}", d.where(), names->size(),
+             d.num_classes);
     d.class_names = std::move(*names);
   }
 
@@ -229,13 +246,14 @@ Dataset Dataset::open(const std::string& path, const std::string& split) {
     h5::Space fspace(H5Dget_space(y.get()));
     H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, &begin, nullptr, &count, nullptr);
     h5::Space mspace(H5Screate_simple(1, &count, nullptr));
-    RT_CHECK(H5Dread(y.get(), H5T_NATIVE_LLONG, mspace.get(), fspace.get(), H5P_DEFAULT, buf.data()) >= 0,
+    RT_CHECK(H5Dread(y.get(), H5T_NATIVE_LLONG, mspace.get(), fspace.get(), H5P_DEFAULT,
+                     buf.data()) >= 0,
              "{}: cannot read labels {}..{}: {} (truncated or corrupt file?)", d.where("y"), begin,
              begin + count, detail::hdf5_error_string());
     for (hsize_t i = 0; i < count; ++i) {
       RT_CHECK(buf[i] >= 0 && buf[i] < d.num_classes,
-               "{}: label {} at index {} is outside [0, {}) (num_classes = {})", d.where("y"), buf[i],
-               begin + i, d.num_classes, d.num_classes);
+               "{}: label {} at index {} is outside [0, {}) (num_classes = {})", d.where("y"),
+               buf[i], begin + i, d.num_classes, d.num_classes);
       d.labels[begin + i] = static_cast<std::int32_t>(buf[i]);
     }
   }
@@ -264,25 +282,54 @@ Dataset Dataset::open_on_all_ranks(const std::string& path, const std::string& s
   RT_MPI_CHECK(MPI_Allreduce(&mine, &failed_max, 1, MPI_INT, MPI_MAX, mpi_context::world()));
   if (failed_max >= 0) {
     if (!message.empty()) throw Error(message);
-    RT_CHECK(false, "rank {} could not open {} (split /{}); see its message", failed_max, path, split);
+    RT_CHECK(false, "rank {} could not open {} (split /{}); see its message", failed_max, path,
+             split);
   }
   return std::move(*ds);
 }
 
-std::size_t Dataset::size() const { return impl_->n; }
-const std::vector<std::size_t>& Dataset::sample_shape() const { return impl_->shape; }
-std::size_t Dataset::sample_elements() const { return impl_->elems; }
-SampleDType Dataset::stored_dtype() const { return impl_->dtype; }
-float Dataset::scale() const { return impl_->scale; }
-float Dataset::offset() const { return impl_->offset; }
-int Dataset::num_classes() const { return impl_->num_classes; }
-const std::vector<std::string>& Dataset::class_names() const { return impl_->class_names; }
-const std::string& Dataset::path() const { return impl_->path; }
-const std::string& Dataset::split() const { return impl_->split; }
-std::string Dataset::describe() const { return impl_->where(); }
-const std::vector<std::int32_t>& Dataset::labels() const { return impl_->labels; }
-bool Dataset::cached() const { return impl_->cached; }
-std::size_t Dataset::stored_bytes() const { return impl_->n * impl_->elems * impl_->stored_size(); }
+std::size_t Dataset::size() const {
+  return impl_->n;
+}
+const std::vector<std::size_t>& Dataset::sample_shape() const {
+  return impl_->shape;
+}
+std::size_t Dataset::sample_elements() const {
+  return impl_->elems;
+}
+SampleDType Dataset::stored_dtype() const {
+  return impl_->dtype;
+}
+float Dataset::scale() const {
+  return impl_->scale;
+}
+float Dataset::offset() const {
+  return impl_->offset;
+}
+int Dataset::num_classes() const {
+  return impl_->num_classes;
+}
+const std::vector<std::string>& Dataset::class_names() const {
+  return impl_->class_names;
+}
+const std::string& Dataset::path() const {
+  return impl_->path;
+}
+const std::string& Dataset::split() const {
+  return impl_->split;
+}
+std::string Dataset::describe() const {
+  return impl_->where();
+}
+const std::vector<std::int32_t>& Dataset::labels() const {
+  return impl_->labels;
+}
+bool Dataset::cached() const {
+  return impl_->cached;
+}
+std::size_t Dataset::stored_bytes() const {
+  return impl_->n * impl_->elems * impl_->stored_size();
+}
 
 void Dataset::check_sample_shape(const std::vector<std::size_t>& expected) const {
   RT_CHECK(expected == impl_->shape,
@@ -296,7 +343,8 @@ void Dataset::read(std::span<const std::uint64_t> indices, float* x, std::int32_
   const std::size_t count = indices.size();
   if (count == 0) return;
   for (std::size_t i = 0; i < count; ++i)
-    RT_CHECK(indices[i] < d.n, "{}: sample index {} out of range (N = {})", d.where("x"), indices[i], d.n);
+    RT_CHECK(indices[i] < d.n, "{}: sample index {} out of range (N = {})", d.where("x"),
+             indices[i], d.n);
   if (y)
     for (std::size_t i = 0; i < count; ++i) y[i] = d.labels[indices[i]];
   const std::size_t row_bytes = d.elems * d.stored_size();
@@ -336,13 +384,15 @@ void Dataset::read(std::span<const std::uint64_t> indices, float* x, std::int32_
       while (j < count && d.order[j].first <= last + 1) last = d.order[j++].first;
       start[0] = d.order[i].first;
       block[0] = last - d.order[i].first + 1;
-      RT_H5_CHECK(H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start.data(), nullptr, block.data(), nullptr),
+      RT_H5_CHECK(H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start.data(), nullptr,
+                                      block.data(), nullptr),
                   d.where("x"));
-      h5::Space mspace(H5Screate_simple(static_cast<int>(d.shape.size() + 1), block.data(), nullptr));
+      h5::Space mspace(
+          H5Screate_simple(static_cast<int>(d.shape.size() + 1), block.data(), nullptr));
       RT_CHECK(H5Dread(d.x.get(), d.mem_type(), mspace.get(), fspace.get(), H5P_DEFAULT,
                        d.staging.data() + slot * row_bytes) >= 0,
-               "{}: reading samples {}..{} failed: {} (truncated or corrupt file?)", d.where("x"), start[0],
-               last + 1, detail::hdf5_error_string());
+               "{}: reading samples {}..{} failed: {} (truncated or corrupt file?)", d.where("x"),
+               start[0], last + 1, detail::hdf5_error_string());
       slot += block[0];
       i = j;
     }
@@ -353,8 +403,8 @@ void Dataset::read(std::span<const std::uint64_t> indices, float* x, std::int32_
 
 void Dataset::read_stored(std::uint64_t begin, std::uint64_t end, void* out) {
   Impl& d = *impl_;
-  RT_CHECK(begin <= end && end <= d.n, "{}: sample range [{}, {}) out of range (N = {})", d.where("x"),
-           begin, end, d.n);
+  RT_CHECK(begin <= end && end <= d.n, "{}: sample range [{}, {}) out of range (N = {})",
+           d.where("x"), begin, end, d.n);
   if (begin == end) return;
   if (d.cached) {
     const std::size_t row_bytes = d.elems * d.stored_size();
@@ -368,13 +418,14 @@ void Dataset::read_stored(std::uint64_t begin, std::uint64_t end, void* out) {
   start[0] = begin;
   block[0] = end - begin;
   for (std::size_t k = 0; k < d.shape.size(); ++k) block[k + 1] = d.shape[k];
-  RT_H5_CHECK(H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start.data(), nullptr, block.data(), nullptr),
+  RT_H5_CHECK(H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start.data(), nullptr, block.data(),
+                                  nullptr),
               d.where("x"));
   // Memory shaped like the selection, so HDF5 maps whole blocks to chunks.
   h5::Space mspace(H5Screate_simple(static_cast<int>(rank), block.data(), nullptr));
   RT_CHECK(H5Dread(d.x.get(), d.mem_type(), mspace.get(), fspace.get(), H5P_DEFAULT, out) >= 0,
-           "{}: reading samples {}..{} failed: {} (truncated or corrupt file?)", d.where("x"), begin, end,
-           detail::hdf5_error_string());
+           "{}: reading samples {}..{} failed: {} (truncated or corrupt file?)", d.where("x"),
+           begin, end, detail::hdf5_error_string());
 }
 
 bool Dataset::enable_cache(std::size_t budget_bytes, int ranks_on_node) {
@@ -382,10 +433,12 @@ bool Dataset::enable_cache(std::size_t budget_bytes, int ranks_on_node) {
   if (d.cached) return true;
   const std::size_t need = stored_bytes();
   std::size_t budget = budget_bytes;
-  if (budget == 0) budget = available_memory_bytes() / 2 / static_cast<std::size_t>(std::max(1, ranks_on_node));
+  if (budget == 0)
+    budget = available_memory_bytes() / 2 / static_cast<std::size_t>(std::max(1, ranks_on_node));
   if (need > budget) {
-    log_warn("--cache: {} needs {:.1f} MiB but this rank's budget is {:.1f} MiB: reading from the file",
-             d.where("x"), need / 1048576.0, budget / 1048576.0);
+    log_warn(
+        "--cache: {} needs {:.1f} MiB but this rank's budget is {:.1f} MiB: reading from the file",
+        d.where("x"), need / 1048576.0, budget / 1048576.0);
     return false;
   }
   std::vector<unsigned char> cache(need);

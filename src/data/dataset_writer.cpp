@@ -24,7 +24,8 @@ struct DatasetWriter::Impl {
 };
 
 std::size_t DatasetWriter::chunk_rows(std::size_t row_bytes, std::size_t n) {
-  const std::size_t rows = std::max<std::size_t>(1, (32u << 10) / std::max<std::size_t>(row_bytes, 1));
+  const std::size_t rows =
+      std::max<std::size_t>(1, (32u << 10) / std::max<std::size_t>(row_bytes, 1));
   return std::max<std::size_t>(1, std::min(rows, n));
 }
 
@@ -37,8 +38,10 @@ DatasetWriter::DatasetWriter(const std::string& path) : impl_(std::make_unique<I
   std::error_code ec;
   RT_CHECK(parent.empty() || std::filesystem::is_directory(parent, ec),
            "output {}: directory {} does not exist", path, parent.string());
-  impl_->file = h5::File(H5Fcreate(impl_->tmp_path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
-  RT_CHECK(impl_->file.valid(), "cannot create {}: {}", impl_->tmp_path, detail::hdf5_error_string());
+  impl_->file =
+      h5::File(H5Fcreate(impl_->tmp_path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+  RT_CHECK(impl_->file.valid(), "cannot create {}: {}", impl_->tmp_path,
+           detail::hdf5_error_string());
 }
 
 DatasetWriter::~DatasetWriter() {
@@ -56,19 +59,23 @@ void DatasetWriter::begin_split(const SplitSpec& spec) {
   RT_CHECK(!w.open, "{}: split /{} is still open", w.path, w.spec.name);
   RT_CHECK(spec.n >= 1, "{}: split /{} has no samples", w.path, spec.name);
   RT_CHECK(!spec.sample_shape.empty() && spec.sample_shape.size() < H5S_MAX_RANK,
-           "{}: split /{}: bad sample shape {}", w.path, spec.name, shape_string(spec.sample_shape));
+           "{}: split /{}: bad sample shape {}", w.path, spec.name,
+           shape_string(spec.sample_shape));
   RT_CHECK(spec.num_classes >= 1, "{}: split /{}: num_classes must be >= 1", w.path, spec.name);
-  RT_CHECK(spec.class_names.empty() || spec.class_names.size() == static_cast<std::size_t>(spec.num_classes),
-           "{}: split /{}: {} class names for {} classes", w.path, spec.name, spec.class_names.size(),
-           spec.num_classes);
+  RT_CHECK(spec.class_names.empty() ||
+               spec.class_names.size() == static_cast<std::size_t>(spec.num_classes),
+           "{}: split /{}: {} class names for {} classes", w.path, spec.name,
+           spec.class_names.size(), spec.num_classes);
   w.spec = spec;
   w.written = 0;
   w.elems = 1;
   for (std::size_t s : spec.sample_shape) w.elems *= s;
   const std::string where = w.where();
-  w.group = h5::Group(RT_H5_CHECK(H5Gcreate2(w.file.get(), spec.name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), where));
+  w.group = h5::Group(RT_H5_CHECK(
+      H5Gcreate2(w.file.get(), spec.name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), where));
   h5::write_attr_int(w.group.get(), "num_classes", spec.num_classes, where);
-  if (!spec.class_names.empty()) h5::write_attr_strings(w.group.get(), "class_names", spec.class_names, where);
+  if (!spec.class_names.empty())
+    h5::write_attr_strings(w.group.get(), "class_names", spec.class_names, where);
   if (spec.dtype == SampleDType::u8) {
     h5::write_attr_float(w.group.get(), "scale", spec.scale, where);
     h5::write_attr_float(w.group.get(), "offset", spec.offset, where);
@@ -80,21 +87,24 @@ void DatasetWriter::begin_split(const SplitSpec& spec) {
   const std::size_t esize = spec.dtype == SampleDType::u8 ? 1 : 4;
   chunk[0] = chunk_rows(w.elems * esize, spec.n);
   for (std::size_t k = 0; k + 1 < rank; ++k) dims[k + 1] = chunk[k + 1] = spec.sample_shape[k];
-  h5::Space xspace(RT_H5_CHECK(H5Screate_simple(static_cast<int>(rank), dims.data(), nullptr), where));
+  h5::Space xspace(
+      RT_H5_CHECK(H5Screate_simple(static_cast<int>(rank), dims.data(), nullptr), where));
   h5::PropList xdcpl(H5Pcreate(H5P_DATASET_CREATE));
   RT_H5_CHECK(H5Pset_chunk(xdcpl.get(), static_cast<int>(rank), chunk.data()), where + "/x");
   const hid_t xtype = spec.dtype == SampleDType::u8 ? H5T_STD_U8LE : H5T_IEEE_F32LE;
   // A chunk cache that holds a whole append, so no chunk is written twice.
   h5::PropList xdapl(H5Pcreate(H5P_DATASET_ACCESS));
   H5Pset_chunk_cache(xdapl.get(), 12421, 64u << 20, 1.0);
-  w.x = h5::DataSet(RT_H5_CHECK(H5Dcreate2(w.group.get(), "x", xtype, xspace.get(), H5P_DEFAULT, xdcpl.get(), xdapl.get()),
-                                where + "/x"));
+  w.x = h5::DataSet(RT_H5_CHECK(
+      H5Dcreate2(w.group.get(), "x", xtype, xspace.get(), H5P_DEFAULT, xdcpl.get(), xdapl.get()),
+      where + "/x"));
 
   const hsize_t n = spec.n, ychunk = std::min<hsize_t>(spec.n, 1u << 16);
   h5::Space yspace(RT_H5_CHECK(H5Screate_simple(1, &n, nullptr), where));
   h5::PropList ydcpl(H5Pcreate(H5P_DATASET_CREATE));
   RT_H5_CHECK(H5Pset_chunk(ydcpl.get(), 1, &ychunk), where + "/y");
-  w.y = h5::DataSet(RT_H5_CHECK(H5Dcreate2(w.group.get(), "y", H5T_STD_I32LE, yspace.get(), H5P_DEFAULT, ydcpl.get(), H5P_DEFAULT),
+  w.y = h5::DataSet(RT_H5_CHECK(H5Dcreate2(w.group.get(), "y", H5T_STD_I32LE, yspace.get(),
+                                           H5P_DEFAULT, ydcpl.get(), H5P_DEFAULT),
                                 where + "/y"));
   w.open = true;
 }
@@ -103,11 +113,12 @@ void DatasetWriter::append(const void* x, const std::int32_t* y, std::size_t cou
   std::lock_guard lock(h5::library_mutex());
   Impl& w = *impl_;
   RT_CHECK(w.open, "{}: append without an open split", w.path);
-  RT_CHECK(w.written + count <= w.spec.n, "{}: more than the declared {} samples", w.where(), w.spec.n);
+  RT_CHECK(w.written + count <= w.spec.n, "{}: more than the declared {} samples", w.where(),
+           w.spec.n);
   if (count == 0) return;
   for (std::size_t i = 0; i < count; ++i)
-    RT_CHECK(y[i] >= 0 && y[i] < w.spec.num_classes, "{}: label {} of sample {} is outside [0, {})", w.where(),
-             y[i], w.written + i, w.spec.num_classes);
+    RT_CHECK(y[i] >= 0 && y[i] < w.spec.num_classes, "{}: label {} of sample {} is outside [0, {})",
+             w.where(), y[i], w.written + i, w.spec.num_classes);
   const std::size_t rank = w.spec.sample_shape.size() + 1;
   std::array<hsize_t, H5S_MAX_RANK> start{}, block{};
   start[0] = w.written;
@@ -115,21 +126,25 @@ void DatasetWriter::append(const void* x, const std::int32_t* y, std::size_t cou
   for (std::size_t k = 0; k + 1 < rank; ++k) block[k + 1] = w.spec.sample_shape[k];
   {
     h5::Space fspace(H5Dget_space(w.x.get()));
-    RT_H5_CHECK(H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start.data(), nullptr, block.data(), nullptr),
+    RT_H5_CHECK(H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start.data(), nullptr,
+                                    block.data(), nullptr),
                 w.where() + "/x");
     // Memory shaped like the selection: HDF5 then maps whole blocks to chunks
     // instead of walking every element.
     h5::Space mspace(H5Screate_simple(static_cast<int>(rank), block.data(), nullptr));
     const hid_t mtype = w.spec.dtype == SampleDType::u8 ? H5T_NATIVE_UINT8 : H5T_NATIVE_FLOAT;
-    RT_H5_CHECK(H5Dwrite(w.x.get(), mtype, mspace.get(), fspace.get(), H5P_DEFAULT, x), w.where() + "/x");
+    RT_H5_CHECK(H5Dwrite(w.x.get(), mtype, mspace.get(), fspace.get(), H5P_DEFAULT, x),
+                w.where() + "/x");
   }
   {
     h5::Space fspace(H5Dget_space(w.y.get()));
     const hsize_t ystart = w.written, ycount = count;
-    RT_H5_CHECK(H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, &ystart, nullptr, &ycount, nullptr),
-                w.where() + "/y");
+    RT_H5_CHECK(
+        H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, &ystart, nullptr, &ycount, nullptr),
+        w.where() + "/y");
     h5::Space mspace(H5Screate_simple(1, &ycount, nullptr));
-    RT_H5_CHECK(H5Dwrite(w.y.get(), H5T_NATIVE_INT32, mspace.get(), fspace.get(), H5P_DEFAULT, y), w.where() + "/y");
+    RT_H5_CHECK(H5Dwrite(w.y.get(), H5T_NATIVE_INT32, mspace.get(), fspace.get(), H5P_DEFAULT, y),
+                w.where() + "/y");
   }
   w.written += count;
 }
@@ -138,7 +153,8 @@ void DatasetWriter::end_split() {
   std::lock_guard lock(h5::library_mutex());
   Impl& w = *impl_;
   RT_CHECK(w.open, "{}: end_split without an open split", w.path);
-  RT_CHECK(w.written == w.spec.n, "{}: {} samples written, {} declared", w.where(), w.written, w.spec.n);
+  RT_CHECK(w.written == w.spec.n, "{}: {} samples written, {} declared", w.where(), w.written,
+           w.spec.n);
   w.x.reset();
   w.y.reset();
   w.group.reset();

@@ -35,9 +35,12 @@ std::vector<std::string> child_groups(hid_t loc) {
   return names;
 }
 
-bool has_attr(hid_t obj, const std::string& name) { return H5Aexists(obj, name.c_str()) > 0; }
+bool has_attr(hid_t obj, const std::string& name) {
+  return H5Aexists(obj, name.c_str()) > 0;
+}
 
-std::optional<double> read_attr_number(hid_t obj, const std::string& name, const std::string& what) {
+std::optional<double> read_attr_number(hid_t obj, const std::string& name,
+                                       const std::string& what) {
   if (!has_attr(obj, name)) return std::nullopt;
   Attr attr(RT_H5_CHECK(H5Aopen(obj, name.c_str(), H5P_DEFAULT), what + " attribute " + name));
   Type type(RT_H5_CHECK(H5Aget_type(attr.get()), what + " attribute " + name));
@@ -90,8 +93,8 @@ void write_scalar_attr(hid_t obj, const std::string& name, hid_t file_type, hid_
                        const void* value, const std::string& what) {
   const std::string where = what + " attribute " + name;
   Space space(RT_H5_CHECK(H5Screate(H5S_SCALAR), where));
-  Attr attr(RT_H5_CHECK(H5Acreate2(obj, name.c_str(), file_type, space.get(), H5P_DEFAULT, H5P_DEFAULT),
-                        where));
+  Attr attr(RT_H5_CHECK(
+      H5Acreate2(obj, name.c_str(), file_type, space.get(), H5P_DEFAULT, H5P_DEFAULT), where));
   RT_H5_CHECK(H5Awrite(attr.get(), mem_type, value), where);
 }
 }  // namespace
@@ -112,8 +115,8 @@ void write_attr_strings(hid_t obj, const std::string& name, const std::vector<st
   H5Tset_cset(type.get(), H5T_CSET_UTF8);
   const hsize_t n = values.size();
   Space space(RT_H5_CHECK(H5Screate_simple(1, &n, nullptr), where));
-  Attr attr(RT_H5_CHECK(H5Acreate2(obj, name.c_str(), type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT),
-                        where));
+  Attr attr(RT_H5_CHECK(
+      H5Acreate2(obj, name.c_str(), type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT), where));
   std::vector<const char*> ptrs;
   for (const auto& v : values) ptrs.push_back(v.c_str());
   RT_H5_CHECK(H5Awrite(attr.get(), type.get(), ptrs.data()), where);

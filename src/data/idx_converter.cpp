@@ -11,15 +11,17 @@
 namespace ringtrain {
 
 const std::vector<std::string>& fashion_mnist_class_names() {
-  static const std::vector<std::string> names = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
-                                                 "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+  static const std::vector<std::string> names = {"T-shirt/top", "Trouser",   "Pullover", "Dress",
+                                                 "Coat",        "Sandal",    "Shirt",    "Sneaker",
+                                                 "Bag",         "Ankle boot"};
   return names;
 }
 
 namespace {
 
 std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return s;
 }
 
@@ -60,26 +62,39 @@ IdxSplit load_split(const std::string& images_path, const std::string& labels_pa
   IdxSplit s;
   s.images = read_idx(images_path);
   RT_CHECK(s.images.type == IdxType::u8 || s.images.type == IdxType::f32,
-           "IDX file {}: images of element type 0x{:02x} are not supported (expected 0x08 ubyte or 0x0d float)",
+           "IDX file {}: images of element type 0x{:02x} are not supported (expected 0x08 ubyte or "
+           "0x0d float)",
            images_path, static_cast<unsigned>(s.images.type));
-  RT_CHECK(s.images.dims.size() >= 2, "IDX file {}: images need >= 2 dimensions (N x sample), got {}",
-           images_path, s.images.dims.size());
+  RT_CHECK(s.images.dims.size() >= 2,
+           "IDX file {}: images need >= 2 dimensions (N x sample), got {}", images_path,
+           s.images.dims.size());
   const IdxArray labels = read_idx(labels_path);
-  RT_CHECK(labels.dims.size() == 1, "IDX file {}: labels need 1 dimension, got {}", labels_path, labels.dims.size());
+  RT_CHECK(labels.dims.size() == 1, "IDX file {}: labels need 1 dimension, got {}", labels_path,
+           labels.dims.size());
   RT_CHECK(labels.dims[0] == s.images.dims[0], "{} has {} images but {} has {} labels", images_path,
            s.images.dims[0], labels_path, labels.dims[0]);
   s.labels.resize(labels.dims[0]);
   for (std::size_t i = 0; i < s.labels.size(); ++i) {
     const unsigned char* p = labels.data.data() + i * idx_type_size(labels.type);
     switch (labels.type) {
-      case IdxType::u8: s.labels[i] = *p; break;
-      case IdxType::i8: s.labels[i] = static_cast<std::int8_t>(*p); break;
-      case IdxType::i16: s.labels[i] = *reinterpret_cast<const std::int16_t*>(p); break;
-      case IdxType::i32: s.labels[i] = *reinterpret_cast<const std::int32_t*>(p); break;
-      default: RT_CHECK(false, "IDX file {}: labels must be integers, got element type 0x{:02x}", labels_path,
-                        static_cast<unsigned>(labels.type));
+      case IdxType::u8:
+        s.labels[i] = *p;
+        break;
+      case IdxType::i8:
+        s.labels[i] = static_cast<std::int8_t>(*p);
+        break;
+      case IdxType::i16:
+        s.labels[i] = *reinterpret_cast<const std::int16_t*>(p);
+        break;
+      case IdxType::i32:
+        s.labels[i] = *reinterpret_cast<const std::int32_t*>(p);
+        break;
+      default:
+        RT_CHECK(false, "IDX file {}: labels must be integers, got element type 0x{:02x}",
+                 labels_path, static_cast<unsigned>(labels.type));
     }
-    RT_CHECK(s.labels[i] >= 0, "IDX file {}: negative label {} at index {}", labels_path, s.labels[i], i);
+    RT_CHECK(s.labels[i] >= 0, "IDX file {}: negative label {} at index {}", labels_path,
+             s.labels[i], i);
   }
   return s;
 }
@@ -96,23 +111,28 @@ std::vector<std::size_t> sample_shape_of(const IdxArray& images) {
 ConvertSummary convert_idx(const IdxConvertOptions& o) {
   const IdxSplit train = load_split(o.train_images, o.train_labels);
   const IdxSplit test = load_split(o.test_images, o.test_labels);
-  RT_CHECK(train.images.type == test.images.type && sample_shape_of(train.images) == sample_shape_of(test.images),
-           "{} and {} hold different sample types or shapes ({} vs {})", o.train_images, o.test_images,
-           shape_string(sample_shape_of(train.images)), shape_string(sample_shape_of(test.images)));
+  RT_CHECK(train.images.type == test.images.type &&
+               sample_shape_of(train.images) == sample_shape_of(test.images),
+           "{} and {} hold different sample types or shapes ({} vs {})", o.train_images,
+           o.test_images, shape_string(sample_shape_of(train.images)),
+           shape_string(sample_shape_of(test.images)));
   const std::vector<std::string> names = resolve_class_names(o);
   std::int32_t max_label = 0;
   for (const auto* s : {&train, &test})
     for (std::int32_t l : s->labels) max_label = std::max(max_label, l);
-  int classes = o.num_classes > 0 ? o.num_classes : names.empty() ? max_label + 1 : static_cast<int>(names.size());
+  int classes = o.num_classes > 0 ? o.num_classes
+                : names.empty()   ? max_label + 1
+                                  : static_cast<int>(names.size());
   RT_CHECK(names.empty() || names.size() == static_cast<std::size_t>(classes),
            "--class-names gives {} names but there are {} classes", names.size(), classes);
-  RT_CHECK(max_label < classes, "label {} in the IDX input is outside [0, {}) (--classes / --class-names)",
-           max_label, classes);
+  RT_CHECK(max_label < classes,
+           "label {} in the IDX input is outside [0, {}) (--classes / --class-names)", max_label,
+           classes);
 
   const bool u8 = train.images.type == IdxType::u8;
   float scale = 1.0f / 255.0f, offset = 0.0f;
-  RT_CHECK(o.normalize == "unit" || o.normalize == "standard", "--normalize '{}': expected unit or standard",
-           o.normalize);
+  RT_CHECK(o.normalize == "unit" || o.normalize == "standard",
+           "--normalize '{}': expected unit or standard", o.normalize);
   if (u8 && o.normalize == "standard") {
     double sum = 0, sq = 0;
     for (unsigned char v : train.images.data) {
@@ -129,7 +149,8 @@ ConvertSummary convert_idx(const IdxConvertOptions& o) {
 
   DatasetWriter writer(o.output);
   ConvertSummary summary;
-  for (const auto& [name, split] : {std::pair<const char*, const IdxSplit*>{"train", &train}, {"test", &test}}) {
+  for (const auto& [name, split] :
+       {std::pair<const char*, const IdxSplit*>{"train", &train}, {"test", &test}}) {
     SplitSpec spec;
     spec.name = name;
     spec.n = split->images.dims[0];
@@ -149,12 +170,14 @@ ConvertSummary convert_idx(const IdxConvertOptions& o) {
       progress.update(b + count);
     }
     writer.end_split();
-    summary.text += fmt::format("/{}: {} samples of {} {}, {} classes\n", name, spec.n,
-                                shape_string(spec.sample_shape), sample_dtype_name(spec.dtype), classes);
+    summary.text +=
+        fmt::format("/{}: {} samples of {} {}, {} classes\n", name, spec.n,
+                    shape_string(spec.sample_shape), sample_dtype_name(spec.dtype), classes);
   }
   writer.commit();
   if (u8)
-    summary.text += fmt::format("value = byte * {} + {} ({} normalisation)\n", scale, offset, o.normalize);
+    summary.text +=
+        fmt::format("value = byte * {} + {} ({} normalisation)\n", scale, offset, o.normalize);
   return summary;
 }
 

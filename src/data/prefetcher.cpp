@@ -18,31 +18,37 @@ Prefetcher::Prefetcher(Dataset& dataset, const ShardedSampler& sampler, DataCurs
   // loader thread, so a cursor walk is enough.
   auto cursor = std::make_shared<DataCursor>(first);
   BatchPipeline::Plan plan = [owned, cursor](std::uint64_t, std::vector<std::uint64_t>& indices,
-                                              DataCursor& c) {
+                                             DataCursor& c) {
     c = *cursor;
     indices = owned->rank_indices(c);
     *cursor = owned->next(c);
     return true;
   };
-  pipeline_ = std::make_unique<BatchPipeline>(dataset, sampler.batch_per_rank(), std::move(plan), depth, device);
+  pipeline_ = std::make_unique<BatchPipeline>(dataset, sampler.batch_per_rank(), std::move(plan),
+                                              depth, device);
   sampler_ = owned;
 }
 
 Prefetcher::~Prefetcher() = default;
 
-Batch Prefetcher::next() { return *pipeline_->next(); }
+Batch Prefetcher::next() {
+  return *pipeline_->next();
+}
 
-const ShardedSampler& Prefetcher::sampler() const { return *sampler_; }
+const ShardedSampler& Prefetcher::sampler() const {
+  return *sampler_;
+}
 
 EvalBatches::EvalBatches(Dataset& dataset, EvalShard shard, std::size_t batch, std::size_t depth,
                          Device device) {
   RT_CHECK(batch >= 1, "evaluation batch size must be >= 1, got {}", batch);
   RT_CHECK(shard.begin <= shard.end && shard.end <= dataset.size(),
-           "evaluation shard [{}, {}) outside {} (N = {})", shard.begin, shard.end, dataset.describe(),
-           dataset.size());
+           "evaluation shard [{}, {}) outside {} (N = {})", shard.begin, shard.end,
+           dataset.describe(), dataset.size());
   num_batches_ = (shard.size() + batch - 1) / batch;
-  BatchPipeline::Plan plan = [shard, batch, n = num_batches_](
-                                 std::uint64_t k, std::vector<std::uint64_t>& indices, DataCursor& c) {
+  BatchPipeline::Plan plan = [shard, batch, n = num_batches_](std::uint64_t k,
+                                                              std::vector<std::uint64_t>& indices,
+                                                              DataCursor& c) {
     if (k >= n) return false;
     const std::uint64_t begin = shard.begin + k * batch;
     const std::uint64_t end = std::min<std::uint64_t>(shard.end, begin + batch);

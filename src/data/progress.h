@@ -16,7 +16,8 @@ class ConvertProgress {
   void update(std::size_t done) {
     if (!enabled_ || (done < total_ && since_.seconds() < 1.0)) return;
     since_.reset();
-    std::fprintf(stderr, "convert: %s %zu/%zu samples (%.0f%%, %.1f s)\n", label_.c_str(), done, total_,
+    std::fprintf(stderr, "convert: %s %zu/%zu samples (%.0f%%, %.1f s)\n", label_.c_str(), done,
+                 total_,
                  total_ ? 100.0 * static_cast<double>(done) / static_cast<double>(total_) : 100.0,
                  elapsed_.seconds());
     std::fflush(stderr);

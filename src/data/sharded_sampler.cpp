@@ -52,7 +52,9 @@ std::vector<std::uint64_t> ShardedSampler::rank_indices(DataCursor c) const {
           perm->begin() + static_cast<std::ptrdiff_t>(begin + batch_)};
 }
 
-DataCursor ShardedSampler::next(DataCursor c) const { return normalize({c.epoch, c.step + 1}); }
+DataCursor ShardedSampler::next(DataCursor c) const {
+  return normalize({c.epoch, c.step + 1});
+}
 
 DataCursor ShardedSampler::normalize(DataCursor c) const {
   if (c.step >= steps_per_epoch()) return {c.epoch + 1, 0};

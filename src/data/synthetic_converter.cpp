@@ -33,7 +33,8 @@ ConvertSummary make_synthetic(const SyntheticOptions& o) {
   std::vector<unsigned char> xb;
   std::vector<std::int32_t> y;
   std::uint64_t stream = 1;
-  for (const auto& [name, n] : {std::pair<const char*, std::size_t>{"train", o.n}, {"test", o.test_n}}) {
+  for (const auto& [name, n] :
+       {std::pair<const char*, std::size_t>{"train", o.n}, {"test", o.test_n}}) {
     SplitSpec spec;
     spec.name = name;
     spec.n = n;
@@ -67,8 +68,9 @@ ConvertSummary make_synthetic(const SyntheticOptions& o) {
       progress.update(b + count);
     }
     writer.end_split();
-    summary.text += fmt::format("/{}: {} samples of {} {}, {} classes (seed {}, noise {})\n", name, n,
-                                shape_string(o.shape), sample_dtype_name(spec.dtype), o.classes, o.seed, o.noise);
+    summary.text += fmt::format("/{}: {} samples of {} {}, {} classes (seed {}, noise {})\n", name,
+                                n, shape_string(o.shape), sample_dtype_name(spec.dtype), o.classes,
+                                o.seed, o.noise);
   }
   writer.commit();
   return summary;

@@ -24,14 +24,17 @@ std::string dir() {
   return p;
 }
 // (std::filesystem::path: GCC 12 warns falsely on string + in some inlines.)
-std::string at(const std::string& name) { return (std::filesystem::path(dir()) / name).string(); }
+std::string at(const std::string& name) {
+  return (std::filesystem::path(dir()) / name).string();
+}
 
 IdxArray images(std::size_t n, std::size_t h, std::size_t w, unsigned salt) {
   IdxArray a;
   a.type = IdxType::u8;
   a.dims = {n, h, w};
   a.data.resize(n * h * w);
-  for (std::size_t i = 0; i < a.data.size(); ++i) a.data[i] = static_cast<unsigned char>((i * 31 + salt + i / 7) & 0xFF);
+  for (std::size_t i = 0; i < a.data.size(); ++i)
+    a.data[i] = static_cast<unsigned char>((i * 31 + salt + i / 7) & 0xFF);
   return a;
 }
 
@@ -39,12 +42,14 @@ IdxArray labels(std::size_t n, unsigned classes, unsigned salt) {
   IdxArray a;
   a.type = IdxType::u8;
   a.dims = {n};
-  for (std::size_t i = 0; i < n; ++i) a.data.push_back(static_cast<unsigned char>((i * 5 + salt) % classes));
+  for (std::size_t i = 0; i < n; ++i)
+    a.data.push_back(static_cast<unsigned char>((i * 5 + salt) % classes));
   return a;
 }
 
 // Stored bytes and labels of a split equal the IDX source exactly.
-void check_split_equals(const std::string& h5, const std::string& split, const IdxArray& img, const IdxArray& lab) {
+void check_split_equals(const std::string& h5, const std::string& split, const IdxArray& img,
+                        const IdxArray& lab) {
   Dataset ds = Dataset::open(h5, split);
   REQUIRE(ds.size() == img.dims[0]);
   REQUIRE(ds.stored_dtype() == SampleDType::u8);
@@ -58,8 +63,11 @@ void check_split_equals(const std::string& h5, const std::string& split, const I
   std::vector<float> x(2 * ds.sample_elements());
   ds.read(idx, x.data(), nullptr);
   for (std::size_t e = 0; e < ds.sample_elements(); ++e) {
-    REQUIRE(x[e] == static_cast<float>(stored[(ds.size() - 1) * ds.sample_elements() + e]) * ds.scale() + ds.offset());
-    REQUIRE(x[ds.sample_elements() + e] == static_cast<float>(stored[e]) * ds.scale() + ds.offset());
+    REQUIRE(x[e] ==
+            static_cast<float>(stored[(ds.size() - 1) * ds.sample_elements() + e]) * ds.scale() +
+                ds.offset());
+    REQUIRE(x[ds.sample_elements() + e] ==
+            static_cast<float>(stored[e]) * ds.scale() + ds.offset());
   }
 }
 }  // namespace
@@ -68,7 +76,8 @@ TEST_CASE("IDX files round-trip, gzipped and not") {
   for (bool gzip : {false, true}) {
     CAPTURE(gzip);
     const std::string ext = gzip ? ".gz" : "";
-    const auto tri = images(37, 5, 3, 1), til = labels(37, 4, 2), tei = images(11, 5, 3, 9), tel = labels(11, 4, 3);
+    const auto tri = images(37, 5, 3, 1), til = labels(37, 4, 2), tei = images(11, 5, 3, 9),
+               tel = labels(11, 4, 3);
     IdxConvertOptions o;
     o.train_images = at("train-img" + ext);
     o.train_labels = at("train-lab" + ext);
@@ -135,7 +144,8 @@ TEST_CASE("IDX: wider label types, standard normalisation, bad files") {
     const unsigned char head[] = {0, 0, 8, 1, 0, 0, 0, 100, 1, 2, 3};
     f.write(reinterpret_cast<const char*>(head), sizeof head);
   }
-  CHECK_THROWS_WITH(read_idx(at("cut")), Contains("truncated: the header promises 100 bytes") && Contains("has 3"));
+  CHECK_THROWS_WITH(read_idx(at("cut")),
+                    Contains("truncated: the header promises 100 bytes") && Contains("has 3"));
   {
     std::ofstream f(at("magic"), std::ios::binary);
     f << "PK\x03\x04garbage";

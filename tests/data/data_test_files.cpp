@@ -78,7 +78,8 @@ void write_good_dataset(const std::string& path, std::size_t n, std::size_t n_te
   for (std::size_t s : shape) elems *= s;
   hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
   must(f >= 0, "create");
-  for (const auto& [name, count] : {std::pair<const char*, std::size_t>{"train", n}, {"test", n_test}}) {
+  for (const auto& [name, count] :
+       {std::pair<const char*, std::size_t>{"train", n}, {"test", n_test}}) {
     RawSplit s;
     s.name = name;
     s.classes = classes;
@@ -116,17 +117,28 @@ void write_broken_dataset(const std::string& path, Breakage b) {
   s.y = good_labels(n, s.classes);
   std::vector<std::int16_t> x16(n * elems, 5);
   switch (b) {
-    case Breakage::no_split: s.name = "test"; break;
-    case Breakage::no_x: s.write_x = false; break;
-    case Breakage::xy_mismatch: s.y.pop_back(); break;
-    case Breakage::label_range: s.y[17] = s.classes; break;
+    case Breakage::no_split:
+      s.name = "test";
+      break;
+    case Breakage::no_x:
+      s.write_x = false;
+      break;
+    case Breakage::xy_mismatch:
+      s.y.pop_back();
+      break;
+    case Breakage::label_range:
+      s.y[17] = s.classes;
+      break;
     case Breakage::bad_dtype:
       s.x_type = H5T_STD_I16LE;
       s.x_mem = H5T_NATIVE_INT16;
       s.x_data = x16.data();
       break;
-    case Breakage::no_num_classes: s.write_num_classes = false; break;
-    default: break;
+    case Breakage::no_num_classes:
+      s.write_num_classes = false;
+      break;
+    default:
+      break;
   }
   write_raw(f, s);
   H5Fclose(f);

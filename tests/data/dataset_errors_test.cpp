@@ -16,7 +16,9 @@ std::string dir() {
   return std::string(d ? d : ".") + "/dataset-errors";
 }
 // (std::filesystem::path: GCC 12 warns falsely on string + in some inlines.)
-std::string at(const std::string& name) { return (std::filesystem::path(dir()) / name).string(); }
+std::string at(const std::string& name) {
+  return (std::filesystem::path(dir()) / name).string();
+}
 std::string broken(const char* name, test::Breakage b) {
   std::filesystem::create_directories(dir());
   const std::string path = at(std::string(name) + ".h5");
@@ -32,7 +34,8 @@ TEST_CASE("missing file, split and dataset") {
   CHECK_THROWS_WITH(Dataset::open(no_split, "train"),
                     Contains("no_split.h5: no split /train") && Contains("splits present: test"));
   const std::string no_x = broken("no_x", test::Breakage::no_x);
-  CHECK_THROWS_WITH(Dataset::open(no_x, "train"), Contains("no_x.h5: no dataset 'x' in split /train"));
+  CHECK_THROWS_WITH(Dataset::open(no_x, "train"),
+                    Contains("no_x.h5: no dataset 'x' in split /train"));
   CHECK_THROWS_WITH(Dataset::open(no_x, "a/b"), Contains("bad split name"));
 }
 
@@ -48,8 +51,9 @@ TEST_CASE("x and y lengths, labels, dtype and attributes") {
 }
 
 TEST_CASE("truncated and corrupt files") {
-  CHECK_THROWS_WITH(Dataset::open(broken("truncated", test::Breakage::truncated), "train"),
-                    Contains("truncated.h5 (split /train) cannot be opened") && Contains("truncated"));
+  CHECK_THROWS_WITH(
+      Dataset::open(broken("truncated", test::Breakage::truncated), "train"),
+      Contains("truncated.h5 (split /train) cannot be opened") && Contains("truncated"));
   CHECK_THROWS_WITH(Dataset::open(broken("garbage", test::Breakage::not_hdf5), "train"),
                     Contains("garbage.h5 (split /train) is not an HDF5 file"));
 }

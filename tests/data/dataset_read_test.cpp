@@ -3,10 +3,10 @@
 // that wrote them.
 #include <mpi.h>
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdlib>
-#include <fmt/format.h>
 #include <set>
 
 #include "data/data_test_files.h"
@@ -25,7 +25,8 @@ constexpr int kClasses = 7;
 
 std::string fixture_path() {
   const char* dir = std::getenv("RINGTRAIN_TEST_DATA_DIR");
-  static const std::string path = fmt::format("{}/dataset-read-np{}.h5", dir ? dir : ".", test::topology().world_size());
+  static const std::string path =
+      fmt::format("{}/dataset-read-np{}.h5", dir ? dir : ".", test::topology().world_size());
   return path;
 }
 
@@ -33,7 +34,8 @@ std::string fixture_path() {
 Dataset open_fixture(const std::string& split) {
   static bool written = false;
   if (!written) {
-    if (test::topology().rank() == 0) test::write_good_dataset(fixture_path(), kTrain, kTest, kShape, kClasses);
+    if (test::topology().rank() == 0)
+      test::write_good_dataset(fixture_path(), kTrain, kTest, kShape, kClasses);
     MPI_Barrier(MPI_COMM_WORLD);
     written = true;
   }
@@ -63,19 +65,22 @@ TEST_CASE("open reads shape, classes, attributes and labels") {
   CHECK(ds.stored_dtype() == SampleDType::u8);
   CHECK(ds.scale() == 1.0f / 255.0f);
   CHECK(ds.offset() == -0.5f);
-  for (std::size_t i = 0; i < kTrain; ++i) REQUIRE(ds.labels()[i] == test::sample_label(i, kClasses));
+  for (std::size_t i = 0; i < kTrain; ++i)
+    REQUIRE(ds.labels()[i] == test::sample_label(i, kClasses));
   CHECK(open_fixture("test").size() == kTest);
   CHECK_NOTHROW(ds.check_sample_shape({1, 3, 5}));
 }
 
-TEST_CASE("read: any order, repeats and runs, with and without the cache, restore the order asked for") {
+TEST_CASE(
+    "read: any order, repeats and runs, with and without the cache, restore the order asked for") {
   Dataset ds = open_fixture("train");
   const auto rank = static_cast<std::uint64_t>(test::topology().rank());
   const std::vector<std::vector<std::uint64_t>> cases = {
       {},
       {0},
       {kTrain - 1},
-      {5 + rank, 4 + rank, 3 + rank, 100, 101, 102, 103, 7, 7, 0, kTrain - 1},  // runs, repeats, reversed
+      {5 + rank, 4 + rank, 3 + rank, 100, 101, 102, 103, 7, 7, 0,
+       kTrain - 1},  // runs, repeats, reversed
       {42, 42, 42},
   };
   std::vector<std::uint64_t> all(kTrain);
@@ -94,7 +99,8 @@ TEST_CASE("read: any order, repeats and runs, with and without the cache, restor
     ds.read(all, x.data(), y.data());
     check_rows(all, x.data(), y.data());
     const std::vector<std::uint64_t> bad = {3, kTrain};
-    CHECK_THROWS_WITH(ds.read(bad, x.data(), y.data()), Catch::Contains("sample index 211 out of range"));
+    CHECK_THROWS_WITH(ds.read(bad, x.data(), y.data()),
+                      Catch::Contains("sample index 211 out of range"));
   }
   CHECK_FALSE(open_fixture("train").enable_cache(100));  // a budget too small: stays off
 }
@@ -125,7 +131,8 @@ TEST_CASE("prefetcher: batches in cursor order, rolling over epochs, equal to di
   const ShardedSampler sampler(ds.size(), 4, t.rank(), t.world_size(), 5);
   Prefetcher p(ds, sampler, {0, sampler.steps_per_epoch()}, 2);
   CHECK(p.next().cursor == DataCursor{1, 0});
-  CHECK_THROWS_WITH(Prefetcher(ds, ShardedSampler(10, 1, 0, 1, 0), {}, 2), Catch::Contains("N = 10"));
+  CHECK_THROWS_WITH(Prefetcher(ds, ShardedSampler(10, 1, 0, 1, 0), {}, 2),
+                    Catch::Contains("N = 10"));
 }
 
 TEST_CASE("evaluation batches cover this rank's shard in order; all ranks cover 0..N-1 once") {
@@ -162,9 +169,11 @@ TEST_CASE("a failure on one rank's open is reported on every rank") {
   const std::string split = t.rank() == t.world_size() - 1 ? "val" : "train";
   open_fixture("train");
   if (t.world_size() == 1) {
-    CHECK_THROWS_WITH(Dataset::open_on_all_ranks(fixture_path(), split), Catch::Contains("no split /val"));
+    CHECK_THROWS_WITH(Dataset::open_on_all_ranks(fixture_path(), split),
+                      Catch::Contains("no split /val"));
   } else if (t.rank() == t.world_size() - 1) {
-    CHECK_THROWS_WITH(Dataset::open_on_all_ranks(fixture_path(), split), Catch::Contains("no split /val"));
+    CHECK_THROWS_WITH(Dataset::open_on_all_ranks(fixture_path(), split),
+                      Catch::Contains("no split /val"));
   } else {
     CHECK_THROWS_WITH(Dataset::open_on_all_ranks(fixture_path(), split),
                       Catch::Contains(fmt::format("rank {} could not open", t.world_size() - 1)));

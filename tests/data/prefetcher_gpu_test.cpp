@@ -34,9 +34,10 @@ int main() {
     for (std::size_t k = 0; k < 2 * sampler.steps_per_epoch() + 1; ++k, c = sampler.next(c)) {
       const Batch b = p.next();
       if (!b.x.device.is_cuda() || b.cursor != c || b.size != 16) {
-        std::printf("FAIL: batch %zu on %s, cursor (%llu,%llu), size %zu\n", k, device_name(b.x.device).c_str(),
-                    static_cast<unsigned long long>(b.cursor.epoch), static_cast<unsigned long long>(b.cursor.step),
-                    b.size);
+        std::printf("FAIL: batch %zu on %s, cursor (%llu,%llu), size %zu\n", k,
+                    device_name(b.x.device).c_str(),
+                    static_cast<unsigned long long>(b.cursor.epoch),
+                    static_cast<unsigned long long>(b.cursor.step), b.size);
         return 1;
       }
       std::vector<float> x(b.x.count), expect(b.x.count);
@@ -54,8 +55,9 @@ int main() {
       if (!b->x.device.is_cuda()) return 1;
       seen += b->size;
     }
-    std::printf("prefetcher on cuda:0: %zu values checked, %zu wrong; eval saw %zu of %zu samples\n", checked,
-                wrong, seen, ds.size());
+    std::printf(
+        "prefetcher on cuda:0: %zu values checked, %zu wrong; eval saw %zu of %zu samples\n",
+        checked, wrong, seen, ds.size());
     return wrong == 0 && seen == ds.size() ? 0 : 1;
   } catch (const std::exception& e) {
     std::printf("FAIL: %s\n", e.what());

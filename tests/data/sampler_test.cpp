@@ -24,8 +24,8 @@ std::vector<std::uint64_t> allgather_u64(const std::vector<std::uint64_t>& mine,
     total += counts[static_cast<std::size_t>(r)];
   }
   std::vector<std::uint64_t> all(static_cast<std::size_t>(total));
-  MPI_Allgatherv(mine.data(), count, MPI_UINT64_T, all.data(), counts.data(), displs.data(), MPI_UINT64_T,
-                 MPI_COMM_WORLD);
+  MPI_Allgatherv(mine.data(), count, MPI_UINT64_T, all.data(), counts.data(), displs.data(),
+                 MPI_UINT64_T, MPI_COMM_WORLD);
   return all;
 }
 
@@ -46,8 +46,9 @@ TEST_CASE("training: the ranks' indices are exactly the first floor(N/G)*G of th
     for (std::size_t n : sizes_for(g)) {
       CAPTURE(batch, n, world);
       if (n < g) {
-        CHECK_THROWS_WITH(ShardedSampler(n, batch, t.rank(), world, 7),
-                          Catch::Contains("fewer than one global batch") && Catch::Contains(std::to_string(n)));
+        CHECK_THROWS_WITH(
+            ShardedSampler(n, batch, t.rank(), world, 7),
+            Catch::Contains("fewer than one global batch") && Catch::Contains(std::to_string(n)));
         continue;
       }
       const ShardedSampler s(n, batch, t.rank(), world, 7);
@@ -109,8 +110,8 @@ TEST_CASE("the permutation is the same on every rank, differs by epoch and by se
 TEST_CASE("evaluation covers 0..N-1 exactly once across ranks, no padding") {
   const Topology& t = test::topology();
   const int world = t.world_size();
-  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{4},
-                        std::size_t{5}, std::size_t{1003}, std::size_t{60000}}) {
+  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{3},
+                        std::size_t{4}, std::size_t{5}, std::size_t{1003}, std::size_t{60000}}) {
     CAPTURE(n);
     const EvalShard mine = eval_shard(n, t.rank(), world);
     const auto all = allgather_u64({mine.begin, mine.end}, world);
@@ -118,7 +119,8 @@ TEST_CASE("evaluation covers 0..N-1 exactly once across ranks, no padding") {
     std::size_t min_size = n, max_size = 0;
     for (int r = 0; r < world; ++r) {
       CHECK(all[2 * static_cast<std::size_t>(r)] == expect_begin);
-      const std::size_t size = all[2 * static_cast<std::size_t>(r) + 1] - all[2 * static_cast<std::size_t>(r)];
+      const std::size_t size =
+          all[2 * static_cast<std::size_t>(r) + 1] - all[2 * static_cast<std::size_t>(r)];
       min_size = std::min(min_size, size);
       max_size = std::max(max_size, size);
       expect_begin = all[2 * static_cast<std::size_t>(r) + 1];

@@ -25,7 +25,7 @@ struct IdxConvertOptions {
   // auto (Fashion-MNIST names when an input path says "fashion", digits for
   // "mnist"), none, fashion-mnist, mnist, or a comma-separated list.
   std::string class_names = "auto";
-  int num_classes = 0;            // 0: from class_names, else max label + 1
+  int num_classes = 0;             // 0: from class_names, else max label + 1
   std::string normalize = "unit";  // unit: byte/255; standard: (byte/255 - mean)/std of train
 };
 ConvertSummary convert_idx(const IdxConvertOptions& o);
@@ -36,9 +36,9 @@ struct CsvConvertOptions {
   std::string label_column = "0";  // a header name or a 0-based index
   std::string header = "auto";     // auto, yes, no
   char delimiter = ',';
-  double test_fraction = 0.1;      // used only without a test file
-  std::uint64_t seed = 0;          // shuffles rows before the holdout
-  int num_classes = 0;             // 0: max label + 1
+  double test_fraction = 0.1;  // used only without a test file
+  std::uint64_t seed = 0;      // shuffles rows before the holdout
+  int num_classes = 0;         // 0: max label + 1
   std::vector<std::string> class_names;
 };
 ConvertSummary convert_csv(const CsvConvertOptions& o);

@@ -10,7 +10,14 @@
 
 namespace ringtrain {
 
-enum class IdxType : std::uint8_t { u8 = 0x08, i8 = 0x09, i16 = 0x0B, i32 = 0x0C, f32 = 0x0D, f64 = 0x0E };
+enum class IdxType : std::uint8_t {
+  u8 = 0x08,
+  i8 = 0x09,
+  i16 = 0x0B,
+  i32 = 0x0C,
+  f32 = 0x0D,
+  f64 = 0x0E
+};
 std::size_t idx_type_size(IdxType t);
 
 struct IdxArray {

@@ -32,7 +32,9 @@ DeviceStagingBuffer::DeviceStagingBuffer(std::size_t bytes, Device device) {
   RT_CUDA_CHECK(cudaMalloc(&ptr_, std::max<std::size_t>(bytes, 1)));
 }
 
-DeviceStagingBuffer::~DeviceStagingBuffer() { cudaFree(ptr_); }
+DeviceStagingBuffer::~DeviceStagingBuffer() {
+  cudaFree(ptr_);
+}
 
 CopyStream::CopyStream(Device device) : device_(device) {
   RT_CHECK(device.is_cuda(), "copy stream asked for on {}", device_name(device));
@@ -46,14 +48,18 @@ CopyStream::~CopyStream() {
   if (stream_) cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
 }
 
-void CopyStream::bind_thread() const { RT_CUDA_CHECK(cudaSetDevice(device_.index)); }
-
-void CopyStream::copy_to_device(void* dst, const void* src, std::size_t bytes) {
-  RT_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice,
-                                static_cast<cudaStream_t>(stream_)));
+void CopyStream::bind_thread() const {
+  RT_CUDA_CHECK(cudaSetDevice(device_.index));
 }
 
-void CopyStream::synchronize() { RT_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_))); }
+void CopyStream::copy_to_device(void* dst, const void* src, std::size_t bytes) {
+  RT_CUDA_CHECK(
+      cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, static_cast<cudaStream_t>(stream_)));
+}
+
+void CopyStream::synchronize() {
+  RT_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_)));
+}
 
 void copy_device_to_host(void* dst, const void* src, std::size_t bytes, Device device) {
   RT_CUDA_CHECK(cudaSetDevice(device.index));
