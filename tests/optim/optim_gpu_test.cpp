@@ -42,11 +42,13 @@ class DeviceVector {
   float* ptr_;
 };
 
-// GPU arithmetic may contract a*b+c into one FMA where the CPU rounds twice.
+// GPU arithmetic may contract a*b+c into one FMA where the CPU rounds twice; in
+// AdamW that difference is amplified where m cancels and v is small. A slot or
+// formula error is orders of magnitude larger than this tolerance.
 std::size_t count_mismatches(const std::vector<float>& gpu, const std::vector<float>& cpu) {
   std::size_t wrong = 0;
   for (std::size_t i = 0; i < cpu.size(); ++i)
-    wrong += std::abs(gpu[i] - cpu[i]) > 2e-6f * (1.f + std::abs(cpu[i]));
+    wrong += std::abs(gpu[i] - cpu[i]) > 1e-5f * (1.f + std::abs(cpu[i]));
   return wrong;
 }
 
