@@ -1,4 +1,4 @@
-// Stop signals: raising SIGTERM/SIGINT sets the flag and nothing else, the
+// Stop signals: raising SIGTERM/SIGINT/SIGUSR1 sets the flag and nothing else, the
 // previous handlers come back afterwards, a second SIGINT kills at once, and a
 // SIGTERM from another process stops a polling loop.
 #include <catch2/catch.hpp>
@@ -38,7 +38,7 @@ int in_child(const std::function<int()>& body) {
 
 }  // namespace
 
-TEST_CASE("raising SIGTERM or SIGINT sets the flag and the process carries on") {
+TEST_CASE("raising SIGTERM, SIGINT or SIGUSR1 sets the flag and the process carries on") {
   StopSignalHandler stop;
   CHECK_FALSE(stop.stop_requested());
   CHECK_FALSE(stop_requested());
@@ -56,6 +56,9 @@ TEST_CASE("raising SIGTERM or SIGINT sets the flag and the process carries on") 
   CHECK_FALSE(stop_requested());
   std::raise(SIGINT);  // the first SIGINT is a request too
   CHECK(stop.signal_number() == SIGINT);
+  stop.clear();
+  std::raise(SIGUSR1);  // what launch/ringtrain-mpirun sends for SIGTERM
+  CHECK(stop.signal_number() == SIGUSR1);
   stop.clear();
 }
 

@@ -1,17 +1,18 @@
-// Clean stops: SIGINT and SIGTERM (what Slurm sends at the time limit, and
-// what mpirun forwards on Ctrl-C) only set a flag; the training loop polls it
-// at step boundaries, writes a final checkpoint and exits non-zero. A second
-// SIGINT (an impatient Ctrl-C) ends the process at once.
+// Clean stops: SIGINT, SIGTERM (what Slurm sends at the time limit, and what
+// mpirun forwards on Ctrl-C) and SIGUSR1 only set a flag; the training loop
+// polls it at step boundaries, writes a final checkpoint and exits non-zero. A
+// second SIGINT (an impatient Ctrl-C) ends the process at once.
 //
 // A signal may reach only some ranks, so the trainer must agree on the flag
 // across ranks (an all-reduce of max at the step boundary) before acting on
 // it; otherwise the ranks that stop would leave the others in a collective.
 //
-// Under mpirun: Open MPI turns its own SIGINT/SIGTERM into SIGTERM for the
-// ranks and sends SIGKILL shortly after (MCA parameter
-// odls_base_sigkill_timeout, 1 s by default). Raise it, or signal the ranks
-// directly (Slurm's `scancel --signal=TERM`, `sbatch --signal`), when the final
-// checkpoint needs longer.
+// Why SIGUSR1: Open MPI's mpirun answers SIGTERM by sending the ranks SIGTERM
+// and then SIGKILL 1 s later (odls_base_sigkill_timeout), too soon for a
+// checkpoint, but forwards SIGUSR1 and does nothing else. launch/ringtrain-mpirun
+// therefore turns a SIGTERM it receives into SIGUSR1 for the ranks, with a
+// grace period before the real SIGTERM; `sbatch --signal=B:USR1@120` does the
+// same under Slurm.
 #pragma once
 
 #include <csignal>
@@ -24,7 +25,7 @@ class StopSignalHandler {
  public:
   // Installs the handler for `signals`. Only one handler may be active at a
   // time (Error otherwise). The flag starts cleared.
-  explicit StopSignalHandler(std::vector<int> signals = {SIGINT, SIGTERM});
+  explicit StopSignalHandler(std::vector<int> signals = {SIGINT, SIGTERM, SIGUSR1});
   // Restores the dispositions that were in place before.
   ~StopSignalHandler();
   StopSignalHandler(const StopSignalHandler&) = delete;
