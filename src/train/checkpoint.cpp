@@ -287,8 +287,12 @@ void write_file(const std::string& tmp_path, const std::string& final_path, cons
   RT_H5_CHECK(file.close(), fmt::format("checkpoint {}: cannot finish writing {}", p, tmp_path));
 }
 
-// Removes all but the newest `keep` checkpoints, and stale temporaries.
-void prune(const std::string& dir, std::size_t keep) {
+// Removes stale temporaries and all but the newest `keep` checkpoints up to
+// `step`, the one just written. Checkpoints of later steps (a previous run in
+// the same directory, or the abandoned future of a run resumed from an older
+// checkpoint) are not this run's to delete; they are named, because a later
+// "resume latest" would pick them.
+void prune(const std::string& dir, std::uint64_t step, std::size_t keep) {
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
@@ -297,12 +301,22 @@ void prune(const std::string& dir, std::size_t keep) {
       fs::remove(entry.path(), ec);
     }
   }
-  if (keep == 0) return;
-  auto all = list_checkpoints(dir);
-  if (all.size() <= keep) return;
-  for (std::size_t i = 0; i + keep < all.size(); ++i) {
-    fs::remove(all[i].second, ec);
-    if (ec) log_warn("checkpoint: cannot remove old checkpoint {}: {}", all[i].second, ec.message());
+  std::vector<std::pair<std::uint64_t, std::string>> mine;
+  std::vector<std::string> later;
+  for (auto& c : list_checkpoints(dir)) {
+    if (c.first <= step)
+      mine.push_back(std::move(c));
+    else
+      later.push_back(std::move(c.second));
+  }
+  if (!later.empty())
+    log_warn("checkpoint: {} holds checkpoints of later steps than this run's step {} ({}); they are kept, "
+             "and resuming from the latest checkpoint would pick them",
+             dir, step, fmt::join(later, ", "));
+  if (keep == 0 || mine.size() <= keep) return;
+  for (std::size_t i = 0; i + keep < mine.size(); ++i) {
+    fs::remove(mine[i].second, ec);
+    if (ec) log_warn("checkpoint: cannot remove old checkpoint {}: {}", mine[i].second, ec.message());
   }
 }
 
@@ -551,7 +565,7 @@ std::string write_checkpoint_atomic(const std::string& dir, const CheckpointMeta
   }
   // The rename is durable only once the directory entry is on disk.
   fsync_path(dir, true);
-  prune(dir, keep);
+  prune(dir, meta.step, keep);
   return final_path;
 }
 

@@ -222,6 +222,21 @@ TEST_CASE("checkpoints keep the last K, sorted by step numerically") {
   CHECK(read_checkpoint(*latest_checkpoint(dir.str())).meta.finished);
 }
 
+TEST_CASE("pruning never touches the new checkpoint nor checkpoints of later steps") {
+  // A fresh run, or one resumed from an older checkpoint, in a directory that
+  // already holds later steps: keep-last-K applies to this run's steps only.
+  TempDir dir("later");
+  const Model params = make_params();
+  write_checkpoint_atomic(dir.str(), make_meta(500), params.records(), {}, 2);
+  for (std::uint64_t step : {10, 20, 30}) {
+    const std::string path = write_checkpoint_atomic(dir.str(), make_meta(step), params.records(), {}, 2);
+    CHECK(fs::exists(path));
+  }
+  CHECK(dir_names(dir.str()) == std::vector<std::string>{"ckpt-20.h5", "ckpt-30.h5", "ckpt-500.h5"});
+  write_checkpoint_atomic(dir.str(), make_meta(600), params.records(), {}, 2);
+  CHECK(dir_names(dir.str()) == std::vector<std::string>{"ckpt-500.h5", "ckpt-600.h5"});
+}
+
 TEST_CASE("list and latest ignore temporaries and unrelated files") {
   TempDir dir("ignore");
   CHECK(list_checkpoints(dir.str()).empty());

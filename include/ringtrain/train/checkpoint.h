@@ -54,8 +54,11 @@ struct CheckpointMeta {
 };
 
 // Writes `dir`/ckpt-<meta.step>.h5 atomically (creating `dir` if needed), then
-// deletes all but the newest `keep` checkpoints (keep == 0 keeps all) and any
-// temporaries left by a writer that crashed. Returns the final path. Throws
+// deletes any temporaries left by a writer that crashed and all but the newest
+// `keep` checkpoints of steps up to meta.step (keep == 0 keeps all). Those of
+// later steps (another run's) are kept and a warning names them: the trainer
+// should refuse a fresh run in a directory that has checkpoints (see
+// list_checkpoints). Returns the final path. Throws
 // Error (naming the file) on invalid records or any I/O failure; the temporary
 // is removed and existing checkpoints are untouched in that case.
 std::string write_checkpoint_atomic(const std::string& dir, const CheckpointMeta& meta,
