@@ -4,10 +4,13 @@
 // ceiling; a training step only has to stay above it.
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <memory>
+#include <optional>
 
 #include "apps/command.h"
 #include "core/check_mpi.h"
@@ -26,7 +29,7 @@ namespace {
 struct BenchDataOptions {
   std::string data;
   std::string split = "train";
-  std::size_t batch = 64, depth = 2, steps = 0;
+  std::size_t batch = 64, depth = 2, steps = 0, repeat = 5;
   std::uint64_t seed = 0;
   std::string cache = "both";
 };
@@ -75,17 +78,23 @@ int run_bench_data(const BenchDataOptions& o, const Topology& topo) {
   const std::size_t steps = o.steps ? o.steps : sampler.steps_per_epoch();
   const std::size_t elems = ds.sample_elements();
   log0(
-      "bench data: {} ({} x {} {}), batch {} per rank, {} ranks, {} steps, prefetch depth {}, "
-      "device {}",
+      "bench data: {} ({} x {} {}), batch {} per rank, {} ranks, {} steps x {} runs per path "
+      "(interleaved, median), prefetch depth {}, device {}",
       ds.describe(), ds.size(), shape_string(ds.sample_shape()),
-      sample_dtype_name(ds.stored_dtype()), o.batch, topo.world_size(), steps, o.depth,
+      sample_dtype_name(ds.stored_dtype()), o.batch, topo.world_size(), steps, o.repeat, o.depth,
       device_name(topo.device()));
 
-  std::vector<Row> rows;
+  // The paths, each timed over the same batches (epoch 0 from step 0).
+  struct Path {
+    std::string name;
+    std::function<double(double&)> run;  // returns seconds, adds the consumer's wait
+  };
+  std::vector<Path> paths;
+
   // Baseline: the whole split already normalised in memory; each step copies
   // the same rows (same sampler indices) into a batch buffer.
+  std::vector<float> all(ds.size() * elems);
   {
-    std::vector<float> all(ds.size() * elems);
     std::vector<std::uint64_t> every(ds.size());
     for (std::size_t i = 0; i < every.size(); ++i) every[i] = i;
     const std::size_t slab = 4096;
@@ -93,38 +102,62 @@ int run_bench_data(const BenchDataOptions& o, const Topology& topo) {
       const std::size_t n = std::min(slab, ds.size() - b);
       ds.read(std::span(every).subspan(b, n), all.data() + b * elems, nullptr);
     }
-    std::vector<float> x(o.batch * elems);
-    std::vector<std::int32_t> y(o.batch);
-    const auto& labels = ds.labels();
-    RT_MPI_CHECK(MPI_Barrier(mpi_context::world()));
-    Stopwatch sw;
-    DataCursor c{0, 0};
-    for (std::size_t s = 0; s < steps; ++s, c = sampler.next(c)) {
-      const auto idx = sampler.rank_indices(c);
-      for (std::size_t i = 0; i < idx.size(); ++i) {
-        std::memcpy(x.data() + i * elems, all.data() + idx[i] * elems, elems * sizeof(float));
-        y[i] = labels[idx[i]];
-      }
-    }
-    rows.push_back({"in-memory copy (baseline)", sw.seconds(), 0});
   }
-  auto pipeline = [&](const std::string& mode) {
-    RT_MPI_CHECK(MPI_Barrier(mpi_context::world()));
-    Stopwatch sw;
-    double wait = 0;
-    {
-      Prefetcher p(ds, sampler, {0, 0}, o.depth, topo.device());
+  std::vector<float> x(o.batch * elems);
+  std::vector<std::int32_t> y(o.batch);
+  paths.push_back({"in-memory copy (baseline)", [&](double&) {
+                     const auto& labels = ds.labels();
+                     Stopwatch sw;
+                     DataCursor c{0, 0};
+                     for (std::size_t s = 0; s < steps; ++s, c = sampler.next(c)) {
+                       const auto idx = sampler.rank_indices(c);
+                       for (std::size_t i = 0; i < idx.size(); ++i) {
+                         std::memcpy(x.data() + i * elems, all.data() + idx[i] * elems,
+                                     elems * sizeof(float));
+                         y[i] = labels[idx[i]];
+                       }
+                     }
+                     return sw.seconds();
+                   }});
+  auto prefetch = [&](Dataset& source) {
+    return [&](double& wait) {
+      Stopwatch sw;
+      Prefetcher p(source, sampler, {0, 0}, o.depth, topo.device());
       for (std::size_t s = 0; s < steps; ++s) wait += p.next().wait_seconds;
-    }
-    rows.push_back({mode, sw.seconds(), wait});
+      return sw.seconds();
+    };
   };
-  if (o.cache != "on") pipeline("sampler+read+prefetch");
+  std::optional<Dataset> hyperslab, cached;
+  if (o.cache != "on") {
+    if (ds.direct_reads()) paths.push_back({"prefetch, direct reads", prefetch(ds)});
+    hyperslab.emplace(Dataset::open(path, o.split));
+    hyperslab->use_hdf5_reads();
+    paths.push_back({"prefetch, HDF5 hyperslabs", prefetch(*hyperslab)});
+  }
   if (o.cache != "off") {
+    cached.emplace(Dataset::open(path, o.split));
     Stopwatch load;
-    const bool on = ds.enable_cache(0, topo.local_size());
+    const bool on = cached->enable_cache(0, topo.local_size());
     log0("bench data: --cache {} ({:.1f} MiB, loaded in {:.2f} s, not timed below)",
-         on ? "on" : "off (does not fit)", ds.stored_bytes() / 1048576.0, load.seconds());
-    if (on) pipeline("sampler+read+prefetch --cache");
+         on ? "on" : "off (does not fit)", cached->stored_bytes() / 1048576.0, load.seconds());
+    if (on) paths.push_back({"prefetch --cache", prefetch(*cached)});
+  }
+
+  // Round-robin over the paths, so a change in the machine's load hits all of
+  // them alike; the median run of each counts.
+  std::vector<std::vector<std::pair<double, double>>> runs(paths.size());
+  for (std::size_t r = 0; r < o.repeat; ++r)
+    for (std::size_t k = 0; k < paths.size(); ++k) {
+      RT_MPI_CHECK(MPI_Barrier(mpi_context::world()));
+      double wait = 0;
+      const double seconds = paths[k].run(wait);
+      runs[k].emplace_back(seconds, wait);
+    }
+  std::vector<Row> rows;
+  for (std::size_t k = 0; k < paths.size(); ++k) {
+    std::sort(runs[k].begin(), runs[k].end());
+    const auto& m = runs[k][runs[k].size() / 2];
+    rows.push_back({paths[k].name, m.first, m.second});
   }
 
   const double samples = static_cast<double>(steps * o.batch);
@@ -168,6 +201,9 @@ CLI::App* add_bench_data(CLI::App& parent, CommandContext& ctx) {
   sub->add_option("--steps", o->steps, "Steps per measurement (0: one epoch)")
       ->capture_default_str();
   sub->add_option("--seed", o->seed, "Data seed")->capture_default_str();
+  sub->add_option("--repeat", o->repeat, "Runs per path; the median counts")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   sub->add_option("--cache", o->cache, "Measure without the cache (off), with it (on), or both")
       ->check(CLI::IsMember({"off", "on", "both"}))
       ->capture_default_str();

@@ -69,7 +69,7 @@ void BatchPipeline::run() {
       s.cursor = cursor;
       {
         std::lock_guard lock(mutex_);
-        produced_ = k + 1;
+        produced_.store(k + 1, std::memory_order_release);
       }
       ready_cv_.notify_one();
     }
@@ -89,8 +89,18 @@ std::optional<Batch> BatchPipeline::next() {
     space_cv_.notify_one();
   }
   const std::uint64_t k = handed_out_;
+  if (produced_.load(std::memory_order_acquire) <= k && !end_ && !error_) {
+    // Poll for up to ~50 us (yielding the core) before sleeping on the
+    // condition variable: a loader just behind is cheaper to wait for so.
+    lock.unlock();
+    for (int i = 0; i < 64 && produced_.load(std::memory_order_acquire) <= k; ++i) {
+      if (wait.micros() > 50) break;
+      std::this_thread::yield();
+    }
+    lock.lock();
+  }
   ready_cv_.wait(lock, [&] { return produced_ > k || end_ || error_; });
-  if (produced_ <= k) {
+  if (produced_.load() <= k) {
     if (error_) std::rethrow_exception(error_);
     return std::nullopt;  // end of the plan
   }

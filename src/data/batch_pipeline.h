@@ -8,6 +8,7 @@
 //   batch        k       k+1      k+2
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -58,7 +59,9 @@ class BatchPipeline {
 
   std::mutex mutex_;
   std::condition_variable ready_cv_, space_cv_;
-  std::uint64_t produced_ = 0;  // batches ready (or the end, see end_)
+  // Batches ready. Written under mutex_; atomic so next() can poll it briefly
+  // before sleeping (a sleep and wake-up costs as much as a small batch).
+  std::atomic<std::uint64_t> produced_{0};
   std::uint64_t released_ = 0;  // batches the consumer is done with
   std::uint64_t handed_out_ = 0;
   bool end_ = false;

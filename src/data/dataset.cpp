@@ -5,8 +5,13 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <array>
+#include <bit>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -72,7 +77,16 @@ struct Dataset::Impl {
   std::vector<unsigned char> staging;
   std::vector<std::pair<std::uint64_t, std::size_t>> order;
   std::vector<std::size_t> slot_of;
+  // Direct reads (see read()): x's rows sit at known file offsets.
+  bool direct = false;
+  int fd = -1;
+  std::size_t rows_per_chunk = 0;            // n for a contiguous layout
+  std::vector<std::uint64_t> chunk_address;  // 0: not looked up yet
+  std::uint64_t file_size = 0;
 
+  ~Impl() {
+    if (fd >= 0) ::close(fd);
+  }
   std::size_t stored_size() const { return dtype == SampleDType::u8 ? 1 : 4; }
   std::string where(const char* dataset = nullptr) const {
     return dataset ? fmt::format("{}:/{}/{}", path, split, dataset)
@@ -140,6 +154,90 @@ std::size_t available_memory_bytes() {
   const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   return pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page)
                                : 0;
+}
+
+}  // namespace
+
+namespace {
+
+// Direct reads bypass HDF5's selection machinery, whose per-call cost (tens of
+// microseconds) dominates a random batch of small samples. They apply only
+// where HDF5 itself would do nothing but copy bytes: no filters (compression,
+// checksums), whole samples per chunk, the default sec2 file driver, and a
+// stored byte order equal to the host's. Chunk addresses come from HDF5
+// (H5Dget_chunk_info_by_coord), looked up once per chunk on first use. Any
+// other layout is read by hyperslab through HDF5.
+void setup_direct_reads(Dataset::Impl& d) {
+  h5::PropList dcpl(H5Dget_create_plist(d.x.get()));
+  h5::PropList fapl(H5Fget_access_plist(d.file.get()));
+  if (!dcpl.valid() || !fapl.valid() || H5Pget_nfilters(dcpl.get()) != 0) return;
+  if (H5Pget_driver(fapl.get()) != H5FD_SEC2) return;
+  if (d.dtype == SampleDType::f32) {
+    h5::Type t(H5Dget_type(d.x.get()));
+    if (H5Tget_order(t.get()) != H5T_ORDER_LE || std::endian::native != std::endian::little) return;
+  }
+  const H5D_layout_t layout = H5Pget_layout(dcpl.get());
+  if (layout == H5D_CONTIGUOUS) {
+    const haddr_t addr = H5Dget_offset(d.x.get());
+    if (addr == HADDR_UNDEF) return;
+    d.rows_per_chunk = d.n;
+    d.chunk_address.assign(1, static_cast<std::uint64_t>(addr));
+  } else if (layout == H5D_CHUNKED) {
+    std::array<hsize_t, H5S_MAX_RANK> chunk{};
+    const int rank = H5Pget_chunk(dcpl.get(), H5S_MAX_RANK, chunk.data());
+    if (rank != static_cast<int>(d.shape.size() + 1) || chunk[0] == 0) return;
+    for (std::size_t k = 0; k < d.shape.size(); ++k)
+      if (chunk[k + 1] != d.shape[k]) return;
+    d.rows_per_chunk = static_cast<std::size_t>(chunk[0]);
+    d.chunk_address.assign((d.n + d.rows_per_chunk - 1) / d.rows_per_chunk, 0);
+  } else {
+    return;
+  }
+  d.fd = ::open(d.path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (d.fd < 0) return;
+  struct stat st {};
+  if (::fstat(d.fd, &st) != 0) return;
+  d.file_size = static_cast<std::uint64_t>(st.st_size);
+  d.direct = true;
+}
+
+// The file address of chunk c; an Error names the file when the chunk was
+// never written or lies past the end of the file (a truncated file).
+std::uint64_t chunk_address(Dataset::Impl& d, std::size_t c) {
+  if (d.chunk_address[c] != 0) return d.chunk_address[c];
+  std::lock_guard lock(h5::library_mutex());
+  std::array<hsize_t, H5S_MAX_RANK> coord{};
+  coord[0] = static_cast<hsize_t>(c * d.rows_per_chunk);
+  unsigned mask = 0;
+  haddr_t addr = HADDR_UNDEF;
+  hsize_t size = 0;
+  RT_CHECK(H5Dget_chunk_info_by_coord(d.x.get(), coord.data(), &mask, &addr, &size) >= 0,
+           "{}: cannot locate the chunk of samples from {}: {} (corrupt file?)", d.where("x"),
+           coord[0], detail::hdf5_error_string());
+  const std::size_t row_bytes = d.elems * d.stored_size();
+  RT_CHECK(addr != HADDR_UNDEF && addr != 0,
+           "{}: the chunk holding samples {}..{} was never written (incomplete file?)",
+           d.where("x"), coord[0], coord[0] + d.rows_per_chunk);
+  RT_CHECK(
+      size >= d.rows_per_chunk * row_bytes && addr + size <= d.file_size,
+      "{}: the chunk holding samples {}.. lies outside the file ({} bytes at {}, file size {}): "
+      "truncated or corrupt file",
+      d.where("x"), coord[0], size, addr, d.file_size);
+  d.chunk_address[c] = static_cast<std::uint64_t>(addr);
+  return d.chunk_address[c];
+}
+
+void pread_fully(const Dataset::Impl& d, unsigned char* out, std::size_t bytes, std::uint64_t at,
+                 std::uint64_t first_sample) {
+  std::size_t done = 0;
+  while (done < bytes) {
+    const ssize_t got = ::pread(d.fd, out + done, bytes - done, static_cast<off_t>(at + done));
+    if (got < 0 && errno == EINTR) continue;
+    RT_CHECK(got > 0,
+             "{}: reading sample {} at file offset {} failed: {} (truncated or corrupt file?)",
+             d.where("x"), first_sample, at + done, got < 0 ? std::strerror(errno) : "end of file");
+    done += static_cast<std::size_t>(got);
+  }
 }
 
 }  // namespace
@@ -236,6 +334,8 @@ Dataset Dataset::open(const std::string& path, const std::string& split) {
     d.class_names = std::move(*names);
   }
 
+  setup_direct_reads(d);
+
   // Labels: read and validated once, in slabs.
   d.labels.resize(d.n);
   const hsize_t slab = 1u << 20;
@@ -324,6 +424,12 @@ std::string Dataset::describe() const {
 const std::vector<std::int32_t>& Dataset::labels() const {
   return impl_->labels;
 }
+bool Dataset::direct_reads() const {
+  return impl_->direct;
+}
+void Dataset::use_hdf5_reads() {
+  impl_->direct = false;
+}
 bool Dataset::cached() const {
   return impl_->cached;
 }
@@ -368,7 +474,24 @@ void Dataset::read(std::span<const std::uint64_t> indices, float* x, std::int32_
   ++unique;
   d.staging.resize(unique * row_bytes);
 
-  {
+  if (d.direct) {
+    // One pread per run of consecutive indices within one chunk.
+    std::size_t slot = 0;
+    for (std::size_t i = 0; i < count;) {
+      const std::uint64_t first = d.order[i].first;
+      const std::size_t c = static_cast<std::size_t>(first / d.rows_per_chunk);
+      const std::uint64_t chunk_end = std::min<std::uint64_t>((c + 1) * d.rows_per_chunk, d.n);
+      std::size_t j = i + 1;
+      std::uint64_t last = first;
+      while (j < count && d.order[j].first <= last + 1 && d.order[j].first < chunk_end)
+        last = d.order[j++].first;
+      const std::size_t rows = static_cast<std::size_t>(last - first + 1);
+      const std::uint64_t at = chunk_address(d, c) + (first - c * d.rows_per_chunk) * row_bytes;
+      pread_fully(d, d.staging.data() + slot * row_bytes, rows * row_bytes, at, first);
+      slot += rows;
+      i = j;
+    }
+  } else {
     std::lock_guard lock(h5::library_mutex());
     h5::Space fspace(H5Dget_space(d.x.get()));
     std::array<hsize_t, H5S_MAX_RANK> start{}, block{};

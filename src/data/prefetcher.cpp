@@ -1,5 +1,8 @@
 #include "ringtrain/data/prefetcher.h"
 
+#include <mutex>
+#include <string>
+
 #include "data/batch_pipeline.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/log.h"
@@ -11,7 +14,13 @@ Prefetcher::Prefetcher(Dataset& dataset, const ShardedSampler& sampler, DataCurs
   RT_CHECK(sampler.size() == dataset.size(),
            "prefetcher: the sampler was built for N = {} but {} has N = {}", sampler.size(),
            dataset.describe(), dataset.size());
-  log0("{}", sampler.describe());
+  {
+    // Once per plan, not once per prefetcher (evaluation and benchmarks make many).
+    static std::mutex m;
+    static std::string last;
+    std::lock_guard lock(m);
+    if (sampler.describe() != last) log0("{}", last = sampler.describe());
+  }
   auto owned = std::make_shared<ShardedSampler>(sampler);
   const DataCursor first = owned->normalize(start);
   // Batch k is the k-th step from `first`; steps are computed in order on the

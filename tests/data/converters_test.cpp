@@ -59,9 +59,18 @@ void check_split_equals(const std::string& h5, const std::string& split, const I
   CHECK(stored == img.data);
   for (std::size_t i = 0; i < ds.size(); ++i) REQUIRE(ds.labels()[i] == lab.data[i]);
   // And the floats are byte * scale + offset.
+  // Through both read paths: direct offsets (chunked, unfiltered) and HDF5 hyperslabs.
+  REQUIRE(ds.direct_reads());
   std::vector<std::uint64_t> idx = {ds.size() - 1, 0};
   std::vector<float> x(2 * ds.sample_elements());
   ds.read(idx, x.data(), nullptr);
+  std::vector<std::uint64_t> every(ds.size());
+  for (std::size_t i = 0; i < every.size(); ++i) every[i] = (i * 7919) % every.size();
+  std::vector<float> direct(every.size() * ds.sample_elements()), hdf5(direct.size());
+  ds.read(every, direct.data(), nullptr);
+  ds.use_hdf5_reads();
+  ds.read(every, hdf5.data(), nullptr);
+  REQUIRE(direct == hdf5);
   for (std::size_t e = 0; e < ds.sample_elements(); ++e) {
     REQUIRE(x[e] ==
             static_cast<float>(stored[(ds.size() - 1) * ds.sample_elements() + e]) * ds.scale() +

@@ -73,7 +73,12 @@ TEST_CASE("open reads shape, classes, attributes and labels") {
 
 TEST_CASE(
     "read: any order, repeats and runs, with and without the cache, restore the order asked for") {
+  const bool hdf5_path = GENERATE(false, true);
+  CAPTURE(hdf5_path);
   Dataset ds = open_fixture("train");
+  CHECK(ds.direct_reads());  // contiguous, unfiltered uint8
+  if (hdf5_path) ds.use_hdf5_reads();
+  CHECK(ds.direct_reads() == !hdf5_path);
   const auto rank = static_cast<std::uint64_t>(test::topology().rank());
   const std::vector<std::vector<std::uint64_t>> cases = {
       {},

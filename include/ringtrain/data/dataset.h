@@ -60,17 +60,24 @@ class Dataset {
   // and tools): (end - begin) * sample_elements() elements of stored_dtype().
   void read_stored(std::uint64_t begin, std::uint64_t end, void* out);
   const std::vector<std::int32_t>& labels() const;
+  // Whether read() takes samples straight from their file offsets (unfiltered
+  // x in whole-sample chunks or contiguous, host byte order), or reads by
+  // hyperslab through HDF5. use_hdf5_reads() forces the latter (tests, comparisons).
+  bool direct_reads() const;
+  void use_hdf5_reads();
 
-  // --cache: holds the whole split (this rank's working set over epochs, since
-  // every epoch permutes all of it) in memory in its stored dtype, when it fits
-  // in `budget_bytes` (0: half of the memory available now, shared by the ranks
-  // on this node). Returns whether the cache is on; logs why when it is not.
+  // --cache (call before starting a Prefetcher on this dataset): holds the whole split (this rank's
+  // working set over epochs, since every epoch permutes all of it) in memory in its stored dtype,
+  // when it fits in `budget_bytes` (0: half of the memory available now, shared by the ranks on
+  // this node). Returns whether the cache is on; logs why when it is not.
   bool enable_cache(std::size_t budget_bytes = 0, int ranks_on_node = 1);
   bool cached() const;
   std::size_t stored_bytes() const;  // size of x as stored
 
+ public:
+  struct Impl;  // defined in src/data/dataset.cpp
+
  private:
-  struct Impl;
   explicit Dataset(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
