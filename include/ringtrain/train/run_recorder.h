@@ -1,0 +1,67 @@
+// What a training run leaves behind for people: the rank-0 progress line,
+// metrics.jsonl and TensorBoard events under --logdir, and the Chrome trace of
+// every rank (--trace). The trainer reports events; this decides where they go.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "ringtrain/comm/communicator.h"
+#include "ringtrain/launch/topology.h"
+#include "ringtrain/train/evaluator.h"
+#include "ringtrain/train/progress.h"
+#include "ringtrain/train/train_config.h"
+#include "ringtrain/train/trainer.h"
+
+namespace ringtrain {
+
+// Seconds spent in each phase of one optimizer step, on this rank.
+struct StepTiming {
+  double total = 0;
+  double data_wait = 0;     // blocked on the prefetcher
+  double forward = 0;
+  double backward = 0;      // includes launching overlapped all-reduces
+  double optimizer = 0;     // clipping and the update
+  double exposed_comm = 0;  // waiting for buckets after backward: what overlap did not hide
+  double comm_span = 0;     // first bucket launched to last bucket done
+  double grad_norm = -1;    // before clipping, when --clip-norm is set
+};
+
+class MetricsLog;
+class TensorBoardWriter;
+class TraceWriter;
+
+class RunRecorder {
+ public:
+  // resume_step: the checkpoint step a resumed run starts from (metrics and
+  // TensorBoard drop what an interrupted run logged after it).
+  RunRecorder(const TrainConfig& config, const Topology& topology, std::uint64_t total_steps,
+              std::optional<std::uint64_t> resume_step);
+  ~RunRecorder();
+
+  // Rank 0 logs; loss is the global mean over the steps since the last call.
+  void on_step(std::uint64_t step, std::uint64_t epoch, float lr, double loss, const StepTiming& timing,
+               double samples_per_second);
+  void on_eval(std::uint64_t step, const EvalResult& result, double seconds);
+  void on_checkpoint(std::uint64_t step, const std::string& path);
+  void trace_span(std::string_view name, std::string_view lane, double start_s, double end_s);
+  // Collective over `control`: gathers every rank's trace to rank 0, which
+  // writes --trace; closes the logs.
+  void finish(Communicator& control, const TrainSummary& summary);
+
+ private:
+  const TrainConfig& config_;
+  int rank_;
+  std::uint64_t total_steps_;
+  std::uint64_t first_step_;
+  double start_s_;
+  std::unique_ptr<MetricsLog> metrics_;
+  std::unique_ptr<TensorBoardWriter> tensorboard_;
+  std::unique_ptr<TraceWriter> trace_;
+  std::unique_ptr<ProgressLine> progress_;
+  EtaEstimator eta_;
+};
+
+}  // namespace ringtrain

@@ -1,0 +1,29 @@
+// `ringtrain train`: synchronous data-parallel training. Every rank runs the
+// same steps on its own shard; gradients are averaged bucket by bucket while
+// backward goes on; the optimizer waits for all buckets.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "ringtrain/launch/topology.h"
+#include "ringtrain/train/train_config.h"
+
+namespace ringtrain {
+
+struct TrainSummary {
+  std::uint64_t steps = 0;         // optimizer steps completed (in total, across resumes)
+  double epochs = 0;               // data epochs covered
+  double test_accuracy = 0;
+  double test_loss = 0;
+  std::uint64_t test_n = 0;
+  double samples_per_second = 0;   // global, mean over this run's steps
+  bool stopped_by_signal = false;  // SIGINT/SIGTERM: a checkpoint was written if --ckpt-dir
+  std::string last_checkpoint;
+};
+
+// Collective over the world. Throws Error on bad input (on every rank where it
+// can be detected; otherwise the failing rank's fatal() ends the job).
+TrainSummary train(const TrainConfig& config, const Topology& topology);
+
+}  // namespace ringtrain

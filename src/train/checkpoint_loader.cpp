@@ -1,0 +1,100 @@
+#include "ringtrain/train/checkpoint_loader.h"
+
+#include <cstring>
+
+#include "ringtrain/core/check.h"
+#include "ringtrain/model/model_spec.h"
+#include "ringtrain/tensor/device_memory.h"
+
+namespace ringtrain {
+
+namespace {
+
+BufferView host_i64(std::vector<std::uint64_t>& v) { return {v.data(), v.size(), DType::i64, Device::cpu()}; }
+
+// Rank 0's verdict on each phase, so every rank throws together.
+void share_verdict(Communicator& control, const std::string& error_on_root) {
+  std::vector<std::uint64_t> len{error_on_root.size()};
+  control.broadcast(host_i64(len), host_i64(len), 0);
+  if (len[0] == 0) return;
+  std::vector<std::uint64_t> words((len[0] + 7) / 8, 0);
+  if (control.rank() == 0) std::memcpy(words.data(), error_on_root.data(), error_on_root.size());
+  control.broadcast(host_i64(words), host_i64(words), 0);
+  std::string message(reinterpret_cast<const char*>(words.data()), static_cast<std::size_t>(len[0]));
+  throw Error(control.rank() == 0 ? message : message + " (reported by rank 0)");
+}
+
+std::string broadcast_string(Communicator& control, const std::string& text) {
+  std::vector<std::uint64_t> len{text.size()};
+  control.broadcast(host_i64(len), host_i64(len), 0);
+  std::vector<std::uint64_t> words((len[0] + 7) / 8, 0);
+  if (control.rank() == 0) std::memcpy(words.data(), text.data(), text.size());
+  control.broadcast(host_i64(words), host_i64(words), 0);
+  return {reinterpret_cast<const char*>(words.data()), static_cast<std::size_t>(len[0])};
+}
+
+}  // namespace
+
+CheckpointModel load_checkpoint_model(const std::string& path, Communicator& control,
+                                      const std::vector<std::size_t>& input_shape, int num_classes,
+                                      const ModelOptions& options) {
+  LoadedCheckpoint ck;
+  std::string error;
+  if (control.rank() == 0) {
+    try {
+      ck = read_checkpoint(path);
+    } catch (const Error& e) {
+      error = e.what();
+    }
+  }
+  share_verdict(control, error);
+
+  CheckpointModel out;
+  out.path = path;
+  // Metadata every rank needs: [step, epoch, epoch_step, global_batch, world, hash, finished]
+  std::vector<std::uint64_t> meta{ck.meta.step,         ck.meta.epoch,
+                                  ck.meta.epoch_step,   ck.meta.global_batch,
+                                  static_cast<std::uint64_t>(ck.meta.world_size), ck.meta.model_hash,
+                                  ck.meta.finished ? 1u : 0u};
+  control.broadcast(host_i64(meta), host_i64(meta), 0);
+  out.meta.step = meta[0];
+  out.meta.epoch = meta[1];
+  out.meta.epoch_step = meta[2];
+  out.meta.global_batch = meta[3];
+  out.meta.world_size = static_cast<int>(meta[4]);
+  out.meta.model_hash = meta[5];
+  out.meta.finished = meta[6] != 0;
+  out.meta.model_spec = broadcast_string(control, ck.meta.model_spec);
+
+  // Every rank builds the model the checkpoint describes; whether it fits this
+  // data, and whether the file's tensors fit the model, is decided on rank 0.
+  std::unique_ptr<Model> model;
+  try {
+    model = Model::build(ModelSpec::parse(out.meta.model_spec), input_shape, num_classes, options);
+    if (control.rank() == 0) {
+      CheckpointExpectation expect;
+      expect.model_hash = model->spec().hash();
+      expect.model_spec = out.meta.model_spec;
+      for (const auto& p : model->param_info()) expect.params.push_back({p.name, p.shape});
+      validate_checkpoint(ck, expect);
+    }
+  } catch (const Error& e) {
+    error = fmt::format("checkpoint {} does not fit this data: {}", path, e.what());
+  }
+  share_verdict(control, control.rank() == 0 ? error : std::string());
+  if (!error.empty()) throw Error(error);  // a rank whose own build failed
+
+  std::vector<float> params(model->param_count());
+  if (control.rank() == 0)
+    for (std::size_t i = 0; i < ck.params.size(); ++i)
+      std::memcpy(params.data() + model->param_info()[i].offset, ck.params[i].second.data(),
+                  ck.params[i].second.size() * sizeof(float));
+  control.broadcast(BufferView{params.data(), params.size(), DType::f32, Device::cpu()},
+                    BufferView{params.data(), params.size(), DType::f32, Device::cpu()}, 0);
+  BufferView dst = model->params();
+  device_copy(dst.ptr, dst.device, params.data(), Device::cpu(), params.size() * sizeof(float));
+  out.model = std::move(model);
+  return out;
+}
+
+}  // namespace ringtrain

@@ -1,0 +1,154 @@
+#include "ringtrain/train/run_recorder.h"
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "ringtrain/core/check.h"
+#include "ringtrain/core/log.h"
+#include "ringtrain/core/timer.h"
+#include "ringtrain/train/metrics_log.h"
+#include "ringtrain/train/progress.h"
+#include "ringtrain/train/tensorboard_writer.h"
+#include "ringtrain/train/trace_writer.h"
+
+namespace ringtrain {
+
+RunRecorder::RunRecorder(const TrainConfig& config, const Topology& topology, std::uint64_t total_steps,
+                         std::optional<std::uint64_t> resume_step)
+    : config_(config),
+      rank_(topology.rank()),
+      total_steps_(total_steps),
+      first_step_(resume_step.value_or(0)),
+      start_s_(monotonic_seconds()),
+      trace_(std::make_unique<TraceWriter>(topology.rank(), !config.trace.empty())),
+      progress_(std::make_unique<ProgressLine>(topology.rank() == 0)) {
+  if (rank_ == 0 && !config.logdir.empty()) {
+    std::filesystem::create_directories(config.logdir);
+    metrics_ = std::make_unique<MetricsLog>(config.logdir + "/metrics.jsonl", resume_step);
+    tensorboard_ = std::make_unique<TensorBoardWriter>(config.logdir, resume_step);
+  }
+}
+
+RunRecorder::~RunRecorder() = default;
+
+void RunRecorder::on_step(std::uint64_t step, std::uint64_t epoch, float lr, double loss,
+                          const StepTiming& t, double samples_per_second) {
+  if (rank_ != 0) return;
+  const double compute = t.forward + t.backward + t.optimizer;
+  if (config_.log_every > 0) {
+    ProgressStats s;
+    s.epoch = epoch;
+    s.epochs = config_.max_steps > 0 ? 0 : config_.epochs;
+    s.step = step;
+    s.total_steps = total_steps_;
+    s.loss = loss;
+    s.lr = lr;
+    s.samples_per_s = samples_per_second;
+    s.step_s = t.total;
+    s.compute_s = compute;
+    s.exposed_comm_s = t.exposed_comm;
+    s.data_wait_s = t.data_wait;
+    eta_.update(step, monotonic_seconds());
+    s.eta_s = eta_.eta_s(total_steps_);
+    progress_->update(s);
+  }
+  if (metrics_) {
+    nlohmann::json r = {{"kind", "train"},        {"step", step},
+                        {"epoch", epoch},         {"loss", loss},
+                        {"lr", lr},               {"samples_per_s", samples_per_second},
+                        {"step_s", t.total},      {"forward_s", t.forward},
+                        {"backward_s", t.backward}, {"optimizer_s", t.optimizer},
+                        {"compute_s", compute},   {"exposed_comm_s", t.exposed_comm},
+                        {"comm_s", t.comm_span},  {"data_wait_s", t.data_wait},
+                        {"elapsed_s", monotonic_seconds() - start_s_}};
+    if (t.grad_norm >= 0) r["grad_norm"] = t.grad_norm;
+    metrics_->write(r);
+  }
+  if (tensorboard_) {
+    std::vector<std::pair<std::string, double>> values = {
+        {"train/loss", loss},
+        {"train/lr", lr},
+        {"train/samples_per_s", samples_per_second},
+        {"time/step_ms", t.total * 1e3},
+        {"time/compute_ms", compute * 1e3},
+        {"time/exposed_comm_ms", t.exposed_comm * 1e3},
+        {"time/allreduce_ms", t.comm_span * 1e3},
+        {"time/data_wait_ms", t.data_wait * 1e3}};
+    if (t.grad_norm >= 0) values.emplace_back("train/grad_norm", t.grad_norm);
+    tensorboard_->add_scalars(step, values);
+  }
+}
+
+void RunRecorder::on_eval(std::uint64_t step, const EvalResult& r, double seconds) {
+  if (rank_ != 0) return;
+  progress_->print(fmt::format("eval at step {}: accuracy {:.4f}, loss {:.4f} over {} samples ({:.1f}s)", step,
+                               r.accuracy, r.loss, r.n, seconds));
+  if (metrics_)
+    metrics_->write({{"kind", "eval"},
+                     {"step", step},
+                     {"split", config_.eval_split},
+                     {"n", r.n},
+                     {"loss", r.loss},
+                     {"accuracy", r.accuracy},
+                     {"seconds", seconds}});
+  if (tensorboard_) tensorboard_->add_scalars(step, {{"eval/accuracy", r.accuracy}, {"eval/loss", r.loss}});
+}
+
+void RunRecorder::on_checkpoint(std::uint64_t step, const std::string& path) {
+  if (rank_ != 0) return;
+  progress_->print(fmt::format("checkpoint at step {}: {}", step, path));
+  if (metrics_) metrics_->write({{"kind", "checkpoint"}, {"step", step}, {"path", path}});
+}
+
+void RunRecorder::trace_span(std::string_view name, std::string_view lane, double start_s, double end_s) {
+  trace_->span(name, lane, start_s, end_s);
+}
+
+void RunRecorder::finish(Communicator& control, const TrainSummary& summary) {
+  if (rank_ == 0) {
+    progress_->finish();
+    if (metrics_)
+      metrics_->write({{"kind", "summary"},
+                       {"step", summary.steps},
+                       {"epochs", summary.epochs},
+                       {"test_accuracy", summary.test_accuracy},
+                       {"test_loss", summary.test_loss},
+                       {"samples_per_s", summary.samples_per_second},
+                       {"stopped_by_signal", summary.stopped_by_signal}});
+  }
+  if (config_.trace.empty()) return;
+  // Gather every rank's trace document over the control channel (ranks need
+  // not share a file system): lengths first, then the bytes padded to 8.
+  const std::string mine = trace_->serialize();
+  const int world = control.size();
+  std::vector<std::uint64_t> lengths(static_cast<std::size_t>(world));
+  std::uint64_t my_length = mine.size();
+  control.allgather(BufferView{&my_length, 1, DType::i64, Device::cpu()},
+                    BufferView{lengths.data(), lengths.size(), DType::i64, Device::cpu()});
+  std::uint64_t longest = 0;
+  for (auto l : lengths) longest = std::max(longest, l);
+  const std::size_t words = static_cast<std::size_t>((longest + 7) / 8);
+  std::vector<std::uint64_t> send(words, 0);
+  std::memcpy(send.data(), mine.data(), mine.size());
+  std::vector<std::uint64_t> all(words * static_cast<std::size_t>(world), 0);
+  control.allgather(BufferView{send.data(), words, DType::i64, Device::cpu()},
+                    BufferView{all.data(), all.size(), DType::i64, Device::cpu()});
+  if (rank_ != 0) return;
+  std::vector<std::string> documents;
+  for (int q = 0; q < world; ++q)
+    documents.emplace_back(reinterpret_cast<const char*>(all.data() + static_cast<std::size_t>(q) * words),
+                           static_cast<std::size_t>(lengths[static_cast<std::size_t>(q)]));
+  const std::string merged = merge_traces(documents);
+  const std::filesystem::path path(config_.trace);
+  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
+  std::FILE* f = std::fopen(config_.trace.c_str(), "wb");
+  RT_CHECK(f != nullptr, "--trace {}: cannot open for writing: {}", config_.trace, std::strerror(errno));
+  const bool ok = std::fwrite(merged.data(), 1, merged.size(), f) == merged.size();
+  RT_CHECK(std::fclose(f) == 0 && ok, "--trace {}: write failed", config_.trace);
+  log0("trace of {} rank(s) written to {}", world, config_.trace);
+}
+
+}  // namespace ringtrain
