@@ -153,11 +153,6 @@ TrainSummary train(const TrainConfig& cfg, const Topology& topo) {
   std::unique_ptr<Model> model =
       Model::build(spec, train_data.sample_shape(), train_data.num_classes(), model_options);
 
-  std::unique_ptr<Communicator> comm = make_communicator(cfg.backend, topo, comm_options);
-  // The gradients live where the backend reduces best (the shm window: no copy).
-  BufferView grads = comm->allocate(model->param_count(), DType::f32);
-  model->bind_gradient_buffer(grads);
-
   // ---- start-up agreement --------------------------------------------------
   const std::size_t world = static_cast<std::size_t>(topo.world_size());
   ShardedSampler sampler(train_data.size(), cfg.batch, topo.rank(), topo.world_size(), cfg.seed);
@@ -177,9 +172,16 @@ TrainSummary train(const TrainConfig& cfg, const Topology& topo) {
        {"seed", cfg.seed},
        {"lr", float_bits(cfg.lr)},
        {"optimizer", hash_string(cfg.optimizer.kind)},
-       {"backend", hash_string(std::string(comm->name()))},
+       {"backend", hash_string(cfg.backend)},
        {"bucket cap", float_bits(static_cast<float>(cfg.bucket_mb))},
        {"overlap", cfg.overlap ? 1u : 0u}});
+
+  // Only after the ranks agree: the backend's collective set-up (the shm window
+  // sized by the parameter count) would otherwise fail less clearly.
+  std::unique_ptr<Communicator> comm = make_communicator(cfg.backend, topo, comm_options);
+  // The gradients live where the backend reduces best (the shm window: no copy).
+  BufferView grads = comm->allocate(model->param_count(), DType::f32);
+  model->bind_gradient_buffer(grads);
 
   // ---- optimizer and schedule ---------------------------------------------
   std::unique_ptr<Optimizer> optimizer = make_optimizer(cfg.optimizer, model->param_count(), device);

@@ -1,0 +1,74 @@
+// compare_checkpoints A.h5 B.h5 [--exact | --rtol R --atol A]
+// Exit 0 when every parameter (and optimizer state) tensor of A matches B:
+// bit for bit with --exact, else |a - b| <= rtol * max(|a|, |b|) + atol.
+// Prints the largest difference, so a failing test shows by how much.
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "ringtrain/core/error.h"
+#include "ringtrain/train/checkpoint.h"
+
+using namespace ringtrain;
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: compare_checkpoints A.h5 B.h5 [--exact | --rtol R --atol A]\n");
+    return 2;
+  }
+  bool exact = false;
+  double rtol = 1e-5, atol = 1e-6;
+  for (int i = 3; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--exact")) exact = true;
+    else if (!std::strcmp(argv[i], "--rtol") && i + 1 < argc) rtol = std::atof(argv[++i]);
+    else if (!std::strcmp(argv[i], "--atol") && i + 1 < argc) atol = std::atof(argv[++i]);
+  }
+  try {
+    const LoadedCheckpoint a = read_checkpoint(argv[1]);
+    const LoadedCheckpoint b = read_checkpoint(argv[2]);
+    if (a.params.size() != b.params.size() || a.meta.step != b.meta.step) {
+      std::printf("different structure: %zu vs %zu tensors, step %llu vs %llu\n", a.params.size(),
+                  b.params.size(), static_cast<unsigned long long>(a.meta.step),
+                  static_cast<unsigned long long>(b.meta.step));
+      return 1;
+    }
+    std::size_t bad = 0, total = 0;
+    double worst = 0;
+    std::string worst_name;
+    auto compare = [&](const auto& ta, const auto& tb) {
+      for (std::size_t t = 0; t < ta.size(); ++t) {
+        const auto& va = ta[t].second;
+        const auto& vb = tb[t].second;
+        if (ta[t].first != tb[t].first || va.size() != vb.size()) {
+          std::printf("tensor %zu differs in name or size: %s vs %s\n", t, ta[t].first.c_str(), tb[t].first.c_str());
+          ++bad;
+          continue;
+        }
+        for (std::size_t i = 0; i < va.size(); ++i) {
+          ++total;
+          const double x = va[i], y = vb[i];
+          const double diff = std::fabs(x - y);
+          const bool ok = exact ? std::memcmp(&va[i], &vb[i], sizeof(float)) == 0
+                                : diff <= rtol * std::max(std::fabs(x), std::fabs(y)) + atol;
+          if (!ok) ++bad;
+          const double rel = diff / std::max(1e-12, std::max(std::fabs(x), std::fabs(y)));
+          if (diff > 0 && rel > worst) {
+            worst = rel;
+            worst_name = ta[t].first + "[" + std::to_string(i) + "]";
+          }
+        }
+      }
+    };
+    compare(a.params, b.params);
+    if (a.optimizer.size() == b.optimizer.size()) compare(a.optimizer, b.optimizer);
+    std::printf("%s vs %s: %zu of %zu elements outside %s; largest relative difference %.3g%s%s\n", argv[1], argv[2],
+                bad, total, exact ? "bit-exact" : "tolerance", worst, worst_name.empty() ? "" : " at ",
+                worst_name.c_str());
+    return bad == 0 ? 0 : 1;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "compare_checkpoints: %s\n", e.what());
+    return 2;
+  }
+}

@@ -1,0 +1,46 @@
+# Shared by the trainer tests: a scratch directory, a small learnable data set
+# and helpers that run `ringtrain train` under mpirun and compare checkpoints.
+# Sourced by each test script; RINGTRAIN_EXE and COMPARE are set by ctest.
+set -euo pipefail
+: "${RINGTRAIN_EXE:?}" "${COMPARE:?}"
+MPIRUN=(mpirun --oversubscribe --bind-to none)
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/ringtrain-test.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# 256 training samples of 1x8x8 in 4 classes, 101 test samples (not divisible
+# by 2, 3 or 4, so evaluation shards are uneven).
+DATA=$WORK/data.h5
+"$RINGTRAIN_EXE" convert synthetic --n 256 --test-n 101 --shape 1,8,8 --classes 4 --seed 7 -o "$DATA" >/dev/null 2>&1 \
+  || fail "could not make the synthetic data set"
+
+MLP="mlp:64-32-4"
+CNN="conv2d(out=4, kernel=3, padding=1); relu; max_pool2d(kernel=2); flatten; linear(out=4)"
+
+# train NP OUTDIR [train flags...]: runs, keeps the log, leaves OUTDIR/ckpt/ckpt-<step>.h5
+train() {
+  local np=$1 out=$2
+  shift 2
+  mkdir -p "$out"
+  if ! "${MPIRUN[@]}" -np "$np" "$RINGTRAIN_EXE" train --data "$DATA" --ckpt-dir "$out/ckpt" --keep 100 \
+        --log-every 5 --logdir "$out" --check-every 5 --timeout 60 "$@" > "$out/log.txt" 2>&1; then
+    cat "$out/log.txt"
+    fail "train -np $np $* failed"
+  fi
+}
+
+# same A B [compare flags...]: the final checkpoints of two runs match
+same() {
+  local a b
+  a=$(ls "$1"/ckpt/ckpt-*.h5 | sort -V | tail -1)
+  b=$(ls "$2"/ckpt/ckpt-*.h5 | sort -V | tail -1)
+  shift 2
+  "$COMPARE" "$a" "$b" "$@" || fail "checkpoints differ: $a $b"
+}
+
+# The test accuracy of a run's last evaluation, from metrics.jsonl.
+final_accuracy() {
+  python3 -c 'import json,sys
+rows=[json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+print([r for r in rows if r.get("kind")=="eval"][-1]["accuracy"])' "$1/metrics.jsonl"
+}
