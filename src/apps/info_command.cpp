@@ -1,6 +1,11 @@
 // `ringtrain info`: what was compiled in, which backends this job can use, and
 // where every rank sits.
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "apps/command.h"
+#include "ringtrain/comm/communicator.h"
 #include "ringtrain/core/log.h"
 #include "ringtrain/launch/library_versions.h"
 
@@ -20,18 +25,25 @@ int run_info(const Topology& topo) {
   out += fmt::format("  cuBLAS    {}\n", v.gpu.cublas);
   out += fmt::format("  cuDNN     {}\n", v.gpu.cudnn);
   out += fmt::format("  NCCL      {}\n", v.gpu.nccl);
-  const bool gpu = topo.device().is_cuda();
-  const bool nccl_usable = cuda_compiled() && gpu;
+  // What this rank can build, as the comm layer reports it.
+  const std::vector<std::string> usable = available_backends(topo);
+  auto usable_now = [&](const char* kind) {
+    return std::find(usable.begin(), usable.end(), kind) != usable.end();
+  };
   out += "backends:\n";
-  out += fmt::format("  nccl  {}\n", nccl_usable ? "available"
+  out += fmt::format("  nccl  {}\n", usable_now("nccl") ? "available"
                                      : cuda_compiled() ? "compiled, unavailable (no GPU chosen)"
                                                        : "not compiled");
-  out += fmt::format("  shm   available ({})\n", topo.node_count() > 1
-                                                     ? "hierarchical: shared memory within a node, "
-                                                       "ring across nodes"
-                                                     : "one node: shared memory");
-  out += "  ring  available\n";
-  out += "  mpi   available\n";
+  const char* cpu_note = topo.device().is_cuda() ? "compiled, unavailable on a GPU rank (use --device cpu)" : nullptr;
+  out += fmt::format("  shm   {}\n", cpu_note ? cpu_note
+                                     : usable_now("shm") ? (topo.node_count() > 1
+                                                               ? "available (hierarchical: shared memory within a "
+                                                                 "node, ring across nodes)"
+                                                               : "available (one node: shared memory)")
+                                                         : "unavailable");
+  out += fmt::format("  ring  {}\n", cpu_note ? cpu_note : usable_now("ring") ? "available" : "unavailable");
+  out += fmt::format("  mpi   {}\n", cpu_note ? cpu_note : usable_now("mpi") ? "available" : "unavailable");
+  out += fmt::format("  auto  {}\n", usable.empty() ? "none" : usable.front());
   out += fmt::format("topology: {} rank(s) on {} node(s)\n", topo.world_size(), topo.node_count());
   out += topo.table();
   std::fputs(out.c_str(), stdout);

@@ -2,6 +2,7 @@
 
 #include <atomic>
 
+#include "comm/deadline.h"
 #include "core/check_mpi.h"
 
 namespace ringtrain::comm_detail {
@@ -41,7 +42,7 @@ ArrivalBoard::ArrivalBoard(MPI_Comm node, MPI_Comm world) {
 }
 
 ArrivalBoard::~ArrivalBoard() {
-  if (win_ != MPI_WIN_NULL) MPI_Win_free(&win_);
+  if (win_ != MPI_WIN_NULL && !unwinding()) MPI_Win_free(&win_);
 }
 
 void ArrivalBoard::enter(std::uint64_t seq) {

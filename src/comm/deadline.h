@@ -7,6 +7,7 @@
 #include <sched.h>
 
 #include <chrono>
+#include <exception>
 #include <thread>
 
 #include "ringtrain/core/error.h"
@@ -49,6 +50,13 @@ bool spin_until(Ready&& ready, const Deadline& deadline) {
     sched_yield();
   }
 }
+
+// True while an exception propagates. A communicator destroyed then skips its
+// collective teardown (MPI_Win_free, MPI_Comm_free, cancelling receives): a
+// peer may be gone or in another collective, and the job is about to end
+// through fatal() anyway. Freeing would risk a hang or a receive into freed
+// memory.
+inline bool unwinding() { return std::uncaught_exceptions() > 0; }
 
 // A wait that ran out. The communicator turns it into fatal() with the ranks
 // that did not arrive; the in-process ring tests catch it.

@@ -57,7 +57,7 @@ class MpiCommunicator final : public CpuCommunicator {
         comm_(comm) {}
   ~MpiCommunicator() override {
     stop_thread();
-    MPI_Comm_free(&comm_);
+    if (!unwinding()) MPI_Comm_free(&comm_);
   }
 
   std::string_view name() const override { return "mpi"; }

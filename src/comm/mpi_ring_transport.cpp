@@ -20,7 +20,7 @@ class MpiTransfer final : public RingTransfer {
   ~MpiTransfer() override {
     // Only reached with a pending request when the job is being torn down
     // after an error; the request must not outlive its buffer silently.
-    if (!done_ && req_ != MPI_REQUEST_NULL) {
+    if (!done_ && req_ != MPI_REQUEST_NULL && !unwinding()) {
       MPI_Cancel(&req_);
       MPI_Request_free(&req_);
     }
@@ -73,7 +73,7 @@ MpiRingTransport::MpiRingTransport(MPI_Comm comm) {
 }
 
 MpiRingTransport::~MpiRingTransport() {
-  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  if (comm_ != MPI_COMM_NULL && !unwinding()) MPI_Comm_free(&comm_);
 }
 
 std::unique_ptr<RingTransfer> MpiRingTransport::isend(int peer, const void* data, std::size_t bytes) {

@@ -24,6 +24,7 @@ struct Backend {
   std::string kind;
   CommOptions options;
   std::string label;
+  bool large = true;  // also run the 1,000,003-element cases
 };
 
 std::vector<Backend> backends() {
@@ -36,7 +37,7 @@ std::vector<Backend> backends() {
   if (n >= 2) out.push_back({"shm", grouped, "shm (hierarchical)"});
   CommOptions small_chunks;
   small_chunks.ring_chunk_bytes = 1000;
-  out.push_back({"ring", small_chunks, "ring (1000-byte chunks)"});
+  out.push_back({"ring", small_chunks, "ring (1000-byte chunks)", false});
   for (auto& b : out) b.options.timeout_seconds = 120;
   return out;
 }
@@ -111,6 +112,7 @@ TEST_CASE("allreduce: every backend, dtype, op, small uneven size, in and out of
 
 TEST_CASE("allreduce: 1,000,003 elements (larger than the shm staging area)") {
   for (const Backend& b : backends()) {
+    if (!b.large) continue;
     auto c = make_communicator(b.kind, test::topology(), b.options);
     INFO(b.label);
     check_allreduce(*c, 1000003, DType::f32, ReduceOp::sum, false, false, 11);
@@ -130,12 +132,14 @@ TEST_CASE("broadcast, allgather, reduce_scatter, barrier: every backend and dtyp
     auto c = make_communicator(b.kind, test::topology(), b.options);
     const std::size_t r = static_cast<std::size_t>(c->rank());
     std::vector<std::size_t> counts = small_sizes(n);
-    counts.push_back(1000003);
+    if (b.large) counts.push_back(1000003);
     for (std::size_t count : counts)
       for (DType dt : kAllDTypes)
         for (bool in_place : {false, true})
           for (bool backend_memory : {false, true}) {
-            if (count > 5000 && (dt == DType::f64 || dt == DType::i32 || backend_memory != in_place)) continue;
+            if (count > 5000 && !((dt == DType::f32 && !in_place && !backend_memory) ||
+                                  (dt == DType::bf16 && in_place && backend_memory)))
+              continue;
             INFO(b.label << " count " << count << " " << dtype_name(dt) << (in_place ? " in place" : "")
                          << (backend_memory ? " backend memory" : " heap"));
             const std::uint64_t seed = count + 101;
