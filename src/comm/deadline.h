@@ -30,8 +30,10 @@ class Deadline {
 };
 
 // Returns true once ready() holds, false when the deadline passes first.
+// nap = false for waits that drive MPI progress (a rendezvous moves one
+// fragment per poll, so napping would stall it): those only yield.
 template <typename Ready>
-bool spin_until(Ready&& ready, const Deadline& deadline) {
+bool spin_until(Ready&& ready, const Deadline& deadline, bool nap = true) {
   for (int i = 0; i < 2000; ++i) {
     if (ready()) return true;
 #if defined(__x86_64__) || defined(__i386__)
@@ -44,7 +46,7 @@ bool spin_until(Ready&& ready, const Deadline& deadline) {
     if ((i & 63u) == 0) {
       if (deadline.expired()) return ready();
       // After a millisecond of yielding, nap: the peer is late, not close.
-      if (Deadline::Clock::now() - start > std::chrono::milliseconds(1))
+      if (nap && Deadline::Clock::now() - start > std::chrono::milliseconds(1))
         std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
     sched_yield();

@@ -1,5 +1,9 @@
 #include "comm/elementwise_reduce.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -39,6 +43,38 @@ struct Native {
 // A block fits in L1 alongside the streams it reads.
 constexpr std::size_t kBlock = 2048;
 
+// Past this many bytes written per call the destinations will not stay in
+// cache: non-temporal stores skip the read-for-ownership of every written line,
+// which is what keeps the traffic at one memcpy's 2S (glibc's memcpy does the
+// same for large copies).
+constexpr std::size_t kStreamingBytes = std::size_t{1} << 20;
+
+// dst = src (src is 64-byte aligned, in L1). Streams when asked and dst allows.
+inline void store_block(void* dst, const void* src, std::size_t bytes, bool streaming) {
+#if defined(__SSE2__)
+  if (streaming && (reinterpret_cast<std::uintptr_t>(dst) & 15u) == 0) {
+    auto* d = static_cast<__m128i*>(dst);
+    const auto* s = static_cast<const __m128i*>(src);
+    const std::size_t vecs = bytes / 16;
+    for (std::size_t i = 0; i < vecs; ++i) _mm_stream_si128(d + i, _mm_load_si128(s + i));
+    const std::size_t done = vecs * 16;
+    if (done < bytes) std::memcpy(static_cast<char*>(dst) + done, static_cast<const char*>(src) + done, bytes - done);
+    return;
+  }
+#endif
+  (void)streaming;
+  std::memcpy(dst, src, bytes);
+}
+
+inline void store_fence(bool streaming) {
+#if defined(__SSE2__)
+  // Streaming stores are weakly ordered: they must be visible before the
+  // caller publishes its flag.
+  if (streaming) _mm_sfence();
+#endif
+  (void)streaming;
+}
+
 template <typename Traits, typename Op>
 void reduce_to_many_t(const void* const* srcs, int nsrc, void* const* dsts, int ndst,
                       std::size_t count, bool avg, int divisor) {
@@ -46,6 +82,7 @@ void reduce_to_many_t(const void* const* srcs, int nsrc, void* const* dsts, int 
   using A = typename Traits::A;
   Op op;
   alignas(64) A acc[kBlock];
+  const bool streaming = count * sizeof(S) * static_cast<std::size_t>(ndst) >= kStreamingBytes;
   for (std::size_t base = 0; base < count; base += kBlock) {
     const std::size_t n = std::min(kBlock, count - base);
     const S* s0 = static_cast<const S*>(srcs[0]) + base;
@@ -59,15 +96,14 @@ void reduce_to_many_t(const void* const* srcs, int nsrc, void* const* dsts, int 
       for (std::size_t i = 0; i < n; ++i) acc[i] = static_cast<A>(acc[i] / d);
     }
     if constexpr (std::is_same_v<S, A>) {
-      for (int k = 0; k < ndst; ++k)
-        std::memcpy(static_cast<S*>(dsts[k]) + base, acc, n * sizeof(S));
+      for (int k = 0; k < ndst; ++k) store_block(static_cast<S*>(dsts[k]) + base, acc, n * sizeof(S), streaming);
     } else {
       alignas(64) S packed[kBlock];
       for (std::size_t i = 0; i < n; ++i) packed[i] = Traits::store(acc[i]);
-      for (int k = 0; k < ndst; ++k)
-        std::memcpy(static_cast<S*>(dsts[k]) + base, packed, n * sizeof(S));
+      for (int k = 0; k < ndst; ++k) store_block(static_cast<S*>(dsts[k]) + base, packed, n * sizeof(S), streaming);
     }
   }
+  store_fence(streaming);
 }
 
 template <typename Traits>

@@ -76,7 +76,7 @@ class MpiCommunicator final : public CpuCommunicator {
           rc = MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
           return rc != MPI_SUCCESS || flag != 0;
         },
-        ctx.deadline);
+        ctx.deadline, /*nap=*/false);
     RT_MPI_CHECK(rc);
     if (!done) timed_out(ctx, call);
   }
