@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2034  # MPIRUN is read by train() in tests/trainer/lib.sh
+# Training across the namespace cluster (2 nodes x 2 ranks, launch/netns-cluster).
+#   train_multinode.sh equivalence   20 steps on 2x2 give the parameters of 1 rank
+#                                    with the same global batch (shm, ring, mpi)
+#   train_multinode.sh sigterm       SIGTERM to the job mid-training: every rank
+#                                    stops, a checkpoint is written, and a 2x2 run
+#                                    resumes from it
+#   train_multinode.sh kill9         SIGKILL to rank 3 on node1 mid-training ends
+#                                    the job within 60 s, naming rank and node
+# Uses tests/trainer/lib.sh (data set, train, same). Exit 77 where this machine
+# cannot host a cluster.
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cluster=$root/launch/netns-cluster
+reason=$("$cluster" --check 2>&1) || { rc=$?; [ $rc -eq 77 ] && { echo "SKIPPED: $reason"; exit 77; }; echo "FAIL: $reason"; exit 1; }
+# shellcheck source=tests/trainer/lib.sh
+source "$root/tests/trainer/lib.sh"
+netns=("$cluster" --nodes 2 --ranks-per-node 2 --oversubscribe)
+common=(--model "$MLP" --lr 0.05 --momentum 0.9 --seed 11)
+
+# wait_for_training DIR LAUNCHER_PID: until the run's metrics.jsonl has a record.
+wait_for_training() {
+  for _ in $(seq 1 600); do
+    [ -s "$1/metrics.jsonl" ] && return 0
+    kill -0 "$2" 2>/dev/null || break
+    sleep 0.1
+  done
+  cat "$1/log.txt"; fail "training did not start"
+}
+# wait_bounded PID SECONDS: sets rc to the exit code of PID (a child of this
+# shell), or fails if it runs longer.
+wait_bounded() {
+  timeout "$2" tail --pid="$1" -f /dev/null || fail "the job did not end within $2 s"
+  rc=0
+  wait "$1" || rc=$?
+}
+no_leftovers() {
+  local id
+  id=$(sed -n 's/^netns-cluster: cluster \(rtnc-[0-9]*\):.*/\1/p' "$1" | head -n 1)
+  [ -n "$id" ] || fail "no cluster id in $1"
+  ! ip netns list | grep -q "^$id-" || fail "namespaces of $id left behind"
+}
+
+case ${1:-} in
+  equivalence)
+    MPIRUN=(mpirun --oversubscribe --bind-to none)
+    train 1 "$WORK/base" --batch 16 --max-steps 20 --epochs 100 "${common[@]}" --backend shm
+    MPIRUN=("${netns[@]}")
+    for backend in shm ring mpi; do
+      train 4 "$WORK/netns-$backend" --batch 4 --max-steps 20 --epochs 100 "${common[@]}" --backend "$backend" \
+        --bucket-mb 0.0005
+      grep -q "on 2 node" "$WORK/netns-$backend/log.txt" || { cat "$WORK/netns-$backend/log.txt"; fail "not 2 nodes"; }
+      same "$WORK/base" "$WORK/netns-$backend" --rtol 1e-5
+      no_leftovers "$WORK/netns-$backend/log.txt"
+    done
+    echo "PASS: 2 nodes x 2 ranks x batch 4 match 1 rank x batch 16 after 20 steps (shm, ring, mpi)" ;;
+  sigterm)
+    out=$WORK/run; mkdir -p "$out"
+    "${netns[@]}" --term-grace 40 -- "$RINGTRAIN_EXE" train --data "$DATA" --batch 8 --epochs 100000 "${common[@]}" \
+      --ckpt-dir "$out/ckpt" --log-every 1 --logdir "$out" --timeout 60 >"$out/log.txt" 2>&1 &
+    job=$!
+    wait_for_training "$out" "$job"
+    kill -TERM "$job"
+    wait_bounded "$job" 90
+    tail -n 15 "$out/log.txt"
+    [ "$rc" -ne 0 ] || fail "a job stopped by SIGTERM must exit non-zero"
+    [ "$(grep -c "stop requested" "$out/log.txt")" -ge 1 ] || fail "no stop message"
+    no_leftovers "$out/log.txt"
+    ckpt=$(ls "$out"/ckpt/ckpt-*.h5 2>/dev/null | sort -V | tail -1)
+    [ -n "$ckpt" ] || fail "no checkpoint after SIGTERM"
+    step=$(basename "$ckpt" .h5); step=${step#ckpt-}
+    MPIRUN=("${netns[@]}")
+    train 4 "$WORK/resumed" --batch 8 --epochs 100000 --max-steps $((step + 3)) "${common[@]}" --resume "$ckpt"
+    grep -q "resumed from .* at step $step" "$WORK/resumed/log.txt" || fail "did not resume from the SIGTERM checkpoint"
+    echo "PASS: SIGTERM to the 2x2 job left $ckpt (step $step); a 2x2 run resumed from it" ;;
+  kill9)
+    out=$WORK/run; mkdir -p "$out"
+    "${netns[@]}" -- "$RINGTRAIN_EXE" train --data "$DATA" --batch 8 --epochs 100000 "${common[@]}" \
+      --log-every 1 --logdir "$out" --timeout 60 >"$out/log.txt" 2>&1 &
+    job=$!
+    wait_for_training "$out" "$job"
+    id=$(sed -n 's/^netns-cluster: cluster \(rtnc-[0-9]*\):.*/\1/p' "$out/log.txt" | head -n 1)
+    victim=""
+    for p in $(ip netns pids "$id-n1"); do
+      if [ "$(cat "/proc/$p/comm" 2>/dev/null)" = ringtrain ] &&
+         tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=3; then
+        victim=$p
+      fi
+    done
+    [ -n "$victim" ] || fail "rank 3 not found in namespace $id-n1"
+    echo "SIGKILL to rank 3 (pid $victim) in $id-n1"
+    kill -9 "$victim"
+    wait_bounded "$job" 60
+    tail -n 15 "$out/log.txt"
+    [ "$rc" -ne 0 ] || fail "the job must fail when a rank is killed"
+    grep -Eq "rank 3 .*node node1.*signal 9" "$out/log.txt" || fail "no message naming rank 3 on node1"
+    no_leftovers "$out/log.txt"
+    echo "PASS: SIGKILL to rank 3 on node1 mid-training ended the job (exit $rc)" ;;
+  *) echo "usage: $0 equivalence|sigterm|kill9" >&2; exit 2 ;;
+esac
