@@ -13,7 +13,17 @@
 // - in.ptr == out.ptr means in place; otherwise in and out must not overlap.
 // - avg is sum / size; on integers it truncates toward zero. On CPU, f16 and
 //   bf16 are accumulated in f32 and rounded once.
+// - allgather is in place when in is this rank's block of out
+//   (in.ptr == out.ptr + rank * in.bytes()), reduce_scatter when out is this
+//   rank's block of in: NCCL's convention.
 // - A communicator is driven from one thread (the trainer's), as DDP's is.
+//
+// Counts that differ across ranks: shm compares every rank's descriptor (op,
+// dtype, count, root) before it reads anything and fails with both values;
+// ring notices a message of the wrong size (and misses a mismatch only when
+// every message size happens to agree); mpi and nccl cannot detect it (MPI and
+// NCCL leave it undefined), so a mismatch there gives wrong results or a
+// timeout.
 #pragma once
 
 #include <cstddef>
