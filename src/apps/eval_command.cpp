@@ -4,6 +4,8 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -43,7 +45,9 @@ nlohmann::json result_json(const EvalResult& r, std::uint64_t step, const std::s
   const auto acc = r.per_class_accuracy();
   for (std::size_t k = 0; k < acc.size(); ++k) {
     std::uint64_t support = 0;
-    for (int p = 0; p < r.num_classes; ++p) support += r.confusion[k * static_cast<std::size_t>(r.num_classes) + static_cast<std::size_t>(p)];
+    for (int p = 0; p < r.num_classes; ++p)
+      support +=
+          r.confusion[k * static_cast<std::size_t>(r.num_classes) + static_cast<std::size_t>(p)];
     per_class.push_back({{"class", k},
                          {"name", k < class_names.size() ? class_names[k] : std::to_string(k)},
                          {"accuracy", acc[k]},
@@ -56,26 +60,30 @@ nlohmann::json result_json(const EvalResult& r, std::uint64_t step, const std::s
       row.push_back(r.confusion[static_cast<std::size_t>(t * r.num_classes + p)]);
     confusion.push_back(row);
   }
-  return {{"checkpoint", path}, {"step", step},         {"n", r.n},          {"loss", r.loss},
-          {"accuracy", r.accuracy}, {"per_class", per_class}, {"confusion", confusion}};
+  return {{"checkpoint", path},    {"step", step},           {"n", r.n},
+          {"loss", r.loss},        {"accuracy", r.accuracy}, {"per_class", per_class},
+          {"confusion", confusion}};
 }
 
 std::string format_report(const EvalResult& r, std::uint64_t step, const std::string& path,
                           const std::string& split, const std::vector<std::string>& names) {
-  std::string out = fmt::format("checkpoint {} (step {}), split {}: n={} loss={:.4f} accuracy={:.4f}\n", path, step,
-                                split, r.n, r.loss, r.accuracy);
+  std::string out =
+      fmt::format("checkpoint {} (step {}), split {}: n={} loss={:.4f} accuracy={:.4f}\n", path,
+                  step, split, r.n, r.loss, r.accuracy);
   const auto acc = r.per_class_accuracy();
   std::size_t w = 5;
   for (const auto& n : names) w = std::max(w, n.size());
   out += "per-class accuracy:\n";
   for (std::size_t k = 0; k < acc.size(); ++k)
-    out += fmt::format("  {:>3} {:<{}}  {:.4f}\n", k, k < names.size() ? names[k] : std::string(), w, acc[k]);
+    out += fmt::format("  {:>3} {:<{}}  {:.4f}\n", k, k < names.size() ? names[k] : std::string(),
+                       w, acc[k]);
   out += "confusion matrix (rows: true class, columns: predicted):\n      ";
   for (int p = 0; p < r.num_classes; ++p) out += fmt::format("{:>6}", p);
   out += "\n";
   for (int t = 0; t < r.num_classes; ++t) {
     out += fmt::format("  {:>3} ", t);
-    for (int p = 0; p < r.num_classes; ++p) out += fmt::format("{:>6}", r.confusion[static_cast<std::size_t>(t * r.num_classes + p)]);
+    for (int p = 0; p < r.num_classes; ++p)
+      out += fmt::format("{:>6}", r.confusion[static_cast<std::size_t>(t * r.num_classes + p)]);
     out += "\n";
   }
   return out;
@@ -98,7 +106,8 @@ Evaluation evaluate_checkpoint(const std::string& path, Dataset& data, Communica
   ModelOptions options;
   options.device = device;
   options.max_batch = f.batch;
-  CheckpointModel cm = load_checkpoint_model(path, control, data.sample_shape(), data.num_classes(), options);
+  CheckpointModel cm =
+      load_checkpoint_model(path, control, data.sample_shape(), data.num_classes(), options);
   return {evaluate(*cm.model, data, control, f.batch, device), cm.meta};
 }
 
@@ -111,83 +120,168 @@ int run_single(const EvalFlags& f, const Topology& topo, Communicator& control, 
   }
   Evaluation e = evaluate_checkpoint(path, data, control, f, topo.device());
   if (topo.rank() == 0) {
-    std::fputs(format_report(e.result, e.meta.step, path, data.describe(), data.class_names()).c_str(), stdout);
-    if (!f.json.empty()) write_json_file(f.json, result_json(e.result, e.meta.step, path, data.class_names()));
+    std::fputs(
+        format_report(e.result, e.meta.step, path, data.describe(), data.class_names()).c_str(),
+        stdout);
+    if (!f.json.empty())
+      write_json_file(f.json, result_json(e.result, e.meta.step, path, data.class_names()));
   }
   return 0;
 }
 
-// Rank 0 decides what to evaluate next and tells everyone: [kind, step] with
-// kind 0 = stop, 1 = evaluate path, 2 = nothing new yet.
+// What an earlier watcher on the same --logdir already evaluated (its records
+// of this split in LOGDIR/eval/metrics.jsonl), so that a restarted watcher
+// appends to the history instead of repeating it.
+struct EvaluatedBefore {
+  std::set<std::uint64_t> steps;
+  std::optional<std::uint64_t> finished_step;  // a record of the run's final checkpoint
+};
+
+EvaluatedBefore read_evaluated_before(const std::string& path, const std::string& split) {
+  EvaluatedBefore out;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    const nlohmann::json r = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (r.is_discarded() || !r.is_object() || r.value("kind", "") != "eval" ||
+        r.value("split", "") != split)
+      continue;
+    const auto step = metrics_record_step(r);
+    if (!step) continue;
+    out.steps.insert(*step);
+    if (r.value("finished", false)) out.finished_step = *step;
+  }
+  return out;
+}
+
+// Rank 0 decides what happens next and tells every rank.
+enum WatchOrder : std::uint64_t {
+  kStopBySignal = 0,
+  kEvaluate = 1,
+  kNothingNew = 2,
+  kAlreadyFinished = 3,
+  kCannotList = 4,
+};
+
 int run_watch(const EvalFlags& f, const Topology& topo, Communicator& control, Dataset& data) {
   StopSignalHandler stop;
   std::unique_ptr<MetricsLog> metrics;
   std::unique_ptr<TensorBoardWriter> tensorboard;
+  std::set<std::uint64_t> seen;
+  std::optional<std::uint64_t> finished_before;
   if (topo.rank() == 0 && !f.logdir.empty()) {
-    metrics = std::make_unique<MetricsLog>(f.logdir + "/eval/metrics.jsonl", std::nullopt);
+    const std::string metrics_path = f.logdir + "/eval/metrics.jsonl";
+    EvaluatedBefore before = read_evaluated_before(metrics_path, f.split);
+    if (!before.steps.empty())
+      log0(
+          "{} already holds {} evaluation(s) of split {} (newest step {}): those checkpoints are "
+          "not evaluated again",
+          metrics_path, before.steps.size(), f.split, *before.steps.rbegin());
+    seen = std::move(before.steps);
+    finished_before = before.finished_step;
+    // Keep every earlier record (and drop a partial last line), then append.
+    metrics = std::make_unique<MetricsLog>(metrics_path, std::numeric_limits<std::uint64_t>::max());
     tensorboard = std::make_unique<TensorBoardWriter>(f.logdir + "/eval");
   }
   log0("watching {} every {:g}s{}", f.watch, f.interval,
        f.until_step ? fmt::format(" until step {}", f.until_step) : std::string());
-  std::set<std::uint64_t> seen;
+  if (topo.rank() == 0 && !std::filesystem::exists(f.watch))
+    log0("{} does not exist yet: waiting for the training run's first checkpoint", f.watch);
+  // The newest step evaluated (or tried): anything older that shows up later is
+  // skipped, so results always come in step order.
+  std::optional<std::uint64_t> newest;
+  if (!seen.empty()) newest = *seen.rbegin();
   std::uint64_t evaluated = 0;
   for (;;) {
-    std::vector<std::uint64_t> order{2, 0};
+    std::vector<std::uint64_t> order{kNothingNew, 0};
     std::string path;
     if (topo.rank() == 0) {
       if (stop_requested()) {
-        order = {0, 0};
+        order = {kStopBySignal, 0};
+      } else if (finished_before) {
+        order = {kAlreadyFinished, *finished_before};
       } else {
-        for (const auto& [step, p] : list_checkpoints(f.watch)) {
-          if (seen.count(step)) continue;
-          order = {1, step};
-          path = p;
-          break;
+        try {
+          for (const auto& [step, p] : list_checkpoints(f.watch)) {
+            if (seen.count(step)) continue;
+            if (newest && step < *newest) {
+              log_warn(
+                  "skipping {}: older than step {}, which was already evaluated (results stay "
+                  "in step order)",
+                  p, *newest);
+              seen.insert(step);
+              continue;
+            }
+            order = {kEvaluate, step};
+            path = p;
+            break;
+          }
+        } catch (const Error& e) {
+          log_error("{}", e.what());
+          order = {kCannotList, 0};
         }
       }
     }
     control.broadcast(BufferView{order.data(), 2, DType::i64, Device::cpu()},
                       BufferView{order.data(), 2, DType::i64, Device::cpu()}, 0);
-    if (order[0] == 0) {
+    if (order[0] == kStopBySignal) {
       log0("stopped by {} after {} evaluation(s)", signal_name(stop_signal_number()), evaluated);
       return 0;
     }
-    if (order[0] == 2) {
+    if (order[0] == kAlreadyFinished) {
+      log0(
+          "the training run's final checkpoint (step {}) was already evaluated (see "
+          "{}/eval/metrics.jsonl): "
+          "nothing to watch",
+          order[1], f.logdir);
+      return 0;
+    }
+    RT_CHECK(order[0] != kCannotList,
+             "--watch {}: cannot list the directory (see rank 0's message)", f.watch);
+    if (order[0] == kNothingNew) {
       // Sleep in short slices so a signal ends the watch promptly; all ranks
       // sleep the same interval and meet again in the broadcast above.
-      const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(f.interval);
+      const auto until =
+          std::chrono::steady_clock::now() + std::chrono::duration<double>(f.interval);
       while (std::chrono::steady_clock::now() < until && !stop_requested())
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
       continue;
     }
     const std::uint64_t step = order[1];
     seen.insert(step);
-    // Only rank 0 reads the file; the others name it in messages.
+    newest = step;
+    // Only rank 0 reads the file (the path it listed); the others name it in messages.
+    if (path.empty()) path = (std::filesystem::path(f.watch) / checkpoint_file_name(step)).string();
     bool finished = false;
     try {
-      Evaluation e = evaluate_checkpoint(path.empty() ? f.watch + "/" + checkpoint_file_name(step) : path, data,
-                                         control, f, topo.device());
+      Evaluation e = evaluate_checkpoint(path, data, control, f, topo.device());
       ++evaluated;
       finished = e.meta.finished;
       if (topo.rank() == 0) {
-        log0("step {}: accuracy {:.4f} loss {:.4f} (n={})", step, e.result.accuracy, e.result.loss, e.result.n);
+        log0("step {}: accuracy {:.4f} loss {:.4f} (n={}){}", step, e.result.accuracy,
+             e.result.loss, e.result.n, finished ? ", the run's final checkpoint" : "");
         nlohmann::json j = result_json(e.result, step, path, data.class_names());
         j["kind"] = "eval";
         j["split"] = f.split;
+        j["finished"] = finished;
         if (metrics) metrics->write(j);
         if (tensorboard)
-          tensorboard->add_scalars(step, {{"eval/accuracy", e.result.accuracy}, {"eval/loss", e.result.loss}});
+          tensorboard->add_scalars(
+              step, {{"eval/accuracy", e.result.accuracy}, {"eval/loss", e.result.loss}});
       }
     } catch (const Error& e) {
-      // A corrupt or incompatible checkpoint: every rank got the same Error.
-      if (topo.rank() == 0) log_error("skipping checkpoint at step {}: {}", step, e.what());
+      // A corrupt or incompatible checkpoint (or one pruned before we read
+      // it): every rank got the same Error, so all go on watching together.
+      if (topo.rank() == 0) log_error("skipping checkpoint {} (step {}): {}", path, step, e.what());
     }
     if (f.until_step > 0 && step >= f.until_step) {
-      log0("reached step {} (--until-step {}): done after {} evaluation(s)", step, f.until_step, evaluated);
+      log0("reached step {} (--until-step {}): done after {} evaluation(s)", step, f.until_step,
+           evaluated);
       return 0;
     }
     if (finished) {
-      log0("the training run marked step {} as its final checkpoint: done after {} evaluation(s)", step, evaluated);
+      log0("the training run marked step {} as its final checkpoint: done after {} evaluation(s)",
+           step, evaluated);
       return 0;
     }
   }
@@ -205,31 +299,52 @@ int run_eval(const EvalFlags& f, const Topology& topo) {
 CLI::App* add_eval_command(CLI::App& app, CommandContext& ctx) {
   auto f = std::make_shared<EvalFlags>();
   CLI::App* sub = app.add_subcommand(
-      "eval", "Evaluate a checkpoint on a split (loss, accuracy, per-class accuracy, confusion matrix), "
-              "or watch a checkpoint directory and evaluate each new one");
+      "eval",
+      "Evaluate a checkpoint on a split (loss, accuracy, per-class accuracy, confusion matrix), "
+      "or watch a checkpoint directory and evaluate each new one");
   sub->footer(
       "Beside a training job:\n"
-      "  mpirun -np 4 ringtrain train --data d.h5 --ckpt-dir run/ckpt --ckpt-every 500 --logdir run &\n"
+      "  mpirun -np 4 ringtrain train --data d.h5 --ckpt-dir run/ckpt --ckpt-every 500 --logdir "
+      "run &\n"
       "  ringtrain eval --watch run/ckpt --data d.h5 --interval 30 --logdir run\n"
       "  tensorboard --logdir run");
-  auto* ckpt = sub->add_option("--ckpt", f->ckpt, "Checkpoint file, or a directory (its newest checkpoint)");
-  auto* watch = sub->add_option("--watch", f->watch, "Watch this directory and evaluate every new checkpoint once, in step order")
-                    ->check(CLI::ExistingDirectory);
+  auto* ckpt =
+      sub->add_option("--ckpt", f->ckpt, "Checkpoint file, or a directory (its newest checkpoint)");
+  // The directory may not exist yet: a watcher started beside a fresh
+  // training run waits for the run's first checkpoint.
+  auto* watch = sub->add_option(
+      "--watch", f->watch,
+      "Watch this checkpoint directory (it may not exist yet) and evaluate every new checkpoint "
+      "once, "
+      "in step order; stops at --until-step, at the run's final checkpoint, or on SIGINT/SIGTERM");
   ckpt->excludes(watch);
   sub->add_option("--data", f->data, "HDF5 dataset file")->required()->check(CLI::ExistingFile);
-  sub->add_option("--split", f->split, "Split to evaluate (test, val, train)")->capture_default_str();
-  sub->add_option("--batch", f->batch, "Samples per forward pass")->check(CLI::Range(1, 65536))->capture_default_str();
+  sub->add_option("--split", f->split, "Split to evaluate (test, val, train)")
+      ->capture_default_str();
+  sub->add_option("--batch", f->batch, "Samples per forward pass")
+      ->check(CLI::Range(1, 65536))
+      ->capture_default_str();
   sub->add_option("--json", f->json, "Also write the figures as one JSON object to this file");
   sub->add_option("--interval", f->interval, "--watch: seconds between looks at the directory")
       ->check(CLI::Range(0.1, 86400.0))
       ->capture_default_str();
-  sub->add_option("--logdir", f->logdir, "--watch: append results to LOGDIR/eval/metrics.jsonl and TensorBoard events in LOGDIR/eval");
-  sub->add_option("--until-step", f->until_step, "--watch: stop after evaluating a checkpoint at or past this step");
-  sub->add_option("--timeout", f->timeout, "Seconds a collective may wait before the job aborts")->capture_default_str();
+  sub->add_option(
+      "--logdir", f->logdir,
+      "--watch: append results to LOGDIR/eval/metrics.jsonl and TensorBoard events in LOGDIR/eval");
+  sub->add_option("--until-step", f->until_step,
+                  "--watch: stop after evaluating a checkpoint at or past this step");
+  sub->add_option("--timeout", f->timeout, "Seconds a collective may wait before the job aborts")
+      ->capture_default_str();
   add_device_options(sub, ctx, "cpu");
   sub->parse_complete_callback([f, &ctx] {
     RT_CHECK(!f->ckpt.empty() || !f->watch.empty(), "eval: give --ckpt PATH|DIR or --watch DIR");
-    RT_CHECK(f->json.empty() || f->watch.empty(), "--json applies to a single checkpoint, not to --watch (use --logdir)");
+    RT_CHECK(f->json.empty() || f->watch.empty(),
+             "--json applies to a single checkpoint, not to --watch (use --logdir)");
+    RT_CHECK(f->watch.empty() || !std::filesystem::exists(f->watch) ||
+                 std::filesystem::is_directory(f->watch),
+             "--watch {}: not a directory", f->watch);
+    RT_CHECK(!f->watch.empty() || (f->logdir.empty() && f->until_step == 0),
+             "--logdir and --until-step apply to --watch only");
     ctx.action = [f](const Topology& topo) { return run_eval(*f, topo); };
   });
   return sub;

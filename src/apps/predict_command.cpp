@@ -24,7 +24,8 @@ struct PredictFlags {
 
 int run_predict(const PredictFlags& f, const Topology& topo) {
   RT_CHECK(topo.world_size() == 1,
-           "predict runs on one rank (it writes one file); start it without mpirun or with -np 1, not {}",
+           "predict runs on one rank (it writes one file); start it without mpirun or with -np 1, "
+           "not {}",
            topo.world_size());
   std::unique_ptr<Communicator> control = make_control_communicator(topo);
   Dataset data = Dataset::open_on_all_ranks(f.data, f.split);
@@ -37,7 +38,8 @@ int run_predict(const PredictFlags& f, const Topology& topo) {
   ModelOptions options;
   options.device = topo.device();
   options.max_batch = f.batch;
-  CheckpointModel cm = load_checkpoint_model(path, *control, data.sample_shape(), data.num_classes(), options);
+  CheckpointModel cm =
+      load_checkpoint_model(path, *control, data.sample_shape(), data.num_classes(), options);
   Model& model = *cm.model;
 
   std::ofstream out(f.out);
@@ -49,12 +51,15 @@ int run_predict(const PredictFlags& f, const Topology& topo) {
   std::vector<std::int32_t> labels;
   std::uint64_t index = 0;
   while (auto b = batches.next()) {
-    model.forward(b->x.as<const float>(), b->y.as<const std::int32_t>(), b->size, /*training=*/false);
+    model.forward(b->x.as<const float>(), b->y.as<const std::int32_t>(), b->size,
+                  /*training=*/false);
     model.synchronize();
     logits.resize(b->size * nc);
     labels.resize(b->size);
-    device_copy(logits.data(), Device::cpu(), model.logits(), topo.device(), logits.size() * sizeof(float));
-    device_copy(labels.data(), Device::cpu(), b->y.ptr, b->y.device, labels.size() * sizeof(std::int32_t));
+    device_copy(logits.data(), Device::cpu(), model.logits(), topo.device(),
+                logits.size() * sizeof(float));
+    device_copy(labels.data(), Device::cpu(), b->y.ptr, b->y.device,
+                labels.size() * sizeof(std::int32_t));
     for (std::size_t i = 0; i < b->size; ++i, ++index) {
       const float* row = logits.data() + i * nc;
       std::size_t best = 0;
@@ -62,27 +67,35 @@ int run_predict(const PredictFlags& f, const Topology& topo) {
         if (row[k] > row[best]) best = k;
       // Softmax probability of the winner, computed stably from the logits.
       double denom = 0;
-      for (std::size_t k = 0; k < nc; ++k) denom += std::exp(static_cast<double>(row[k] - row[best]));
-      out << index << ',' << best << ',' << fmt::format("{:.6f}", 1.0 / denom) << ',' << labels[i] << '\n';
+      for (std::size_t k = 0; k < nc; ++k)
+        denom += std::exp(static_cast<double>(row[k] - row[best]));
+      out << index << ',' << best << ',' << fmt::format("{:.6f}", 1.0 / denom) << ',' << labels[i]
+          << '\n';
     }
   }
   out.flush();
   RT_CHECK(out.good(), "-o {}: write failed", f.out);
-  log0("wrote {} predictions of {} (step {}) on {} to {}", index, path, cm.meta.step, data.describe(), f.out);
+  log0("wrote {} predictions of {} (step {}) on {} to {}", index, path, cm.meta.step,
+       data.describe(), f.out);
   return 0;
 }
 
 CLI::App* add_predict_command(CLI::App& app, CommandContext& ctx) {
   auto f = std::make_shared<PredictFlags>();
-  CLI::App* sub = app.add_subcommand("predict", "Write per-sample predictions of a checkpoint as CSV "
-                                                "(index, predicted, probability, label)");
-  sub->add_option("--ckpt", f->ckpt, "Checkpoint file, or a directory (its newest checkpoint)")->required();
+  CLI::App* sub = app.add_subcommand("predict",
+                                     "Write per-sample predictions of a checkpoint as CSV "
+                                     "(index, predicted, probability, label)");
+  sub->add_option("--ckpt", f->ckpt, "Checkpoint file, or a directory (its newest checkpoint)")
+      ->required();
   sub->add_option("--data", f->data, "HDF5 dataset file")->required()->check(CLI::ExistingFile);
   sub->add_option("--split", f->split, "Split to predict")->capture_default_str();
   sub->add_option("-o,--out", f->out, "CSV file to write")->required();
-  sub->add_option("--batch", f->batch, "Samples per forward pass")->check(CLI::Range(1, 65536))->capture_default_str();
+  sub->add_option("--batch", f->batch, "Samples per forward pass")
+      ->check(CLI::Range(1, 65536))
+      ->capture_default_str();
   add_device_options(sub, ctx, "cpu");
-  sub->parse_complete_callback([f, &ctx] { ctx.action = [f](const Topology& topo) { return run_predict(*f, topo); }; });
+  sub->parse_complete_callback(
+      [f, &ctx] { ctx.action = [f](const Topology& topo) { return run_predict(*f, topo); }; });
   return sub;
 }
 

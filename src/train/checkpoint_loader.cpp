@@ -10,7 +10,9 @@ namespace ringtrain {
 
 namespace {
 
-BufferView host_i64(std::vector<std::uint64_t>& v) { return {v.data(), v.size(), DType::i64, Device::cpu()}; }
+BufferView host_i64(std::vector<std::uint64_t>& v) {
+  return {v.data(), v.size(), DType::i64, Device::cpu()};
+}
 
 // Rank 0's verdict on each phase, so every rank throws together.
 void share_verdict(Communicator& control, const std::string& error_on_root) {
@@ -20,7 +22,8 @@ void share_verdict(Communicator& control, const std::string& error_on_root) {
   std::vector<std::uint64_t> words((len[0] + 7) / 8, 0);
   if (control.rank() == 0) std::memcpy(words.data(), error_on_root.data(), error_on_root.size());
   control.broadcast(host_i64(words), host_i64(words), 0);
-  std::string message(reinterpret_cast<const char*>(words.data()), static_cast<std::size_t>(len[0]));
+  std::string message(reinterpret_cast<const char*>(words.data()),
+                      static_cast<std::size_t>(len[0]));
   throw Error(control.rank() == 0 ? message : message + " (reported by rank 0)");
 }
 
@@ -52,9 +55,12 @@ CheckpointModel load_checkpoint_model(const std::string& path, Communicator& con
   CheckpointModel out;
   out.path = path;
   // Metadata every rank needs: [step, epoch, epoch_step, global_batch, world, hash, finished]
-  std::vector<std::uint64_t> meta{ck.meta.step,         ck.meta.epoch,
-                                  ck.meta.epoch_step,   ck.meta.global_batch,
-                                  static_cast<std::uint64_t>(ck.meta.world_size), ck.meta.model_hash,
+  std::vector<std::uint64_t> meta{ck.meta.step,
+                                  ck.meta.epoch,
+                                  ck.meta.epoch_step,
+                                  ck.meta.global_batch,
+                                  static_cast<std::uint64_t>(ck.meta.world_size),
+                                  ck.meta.model_hash,
                                   ck.meta.finished ? 1u : 0u};
   control.broadcast(host_i64(meta), host_i64(meta), 0);
   out.meta.step = meta[0];
@@ -81,8 +87,20 @@ CheckpointModel load_checkpoint_model(const std::string& path, Communicator& con
   } catch (const Error& e) {
     error = fmt::format("checkpoint {} does not fit this data: {}", path, e.what());
   }
-  share_verdict(control, control.rank() == 0 ? error : std::string());
-  if (!error.empty()) throw Error(error);  // a rank whose own build failed
+  // A build can fail on one rank only (device memory), so the verdict is
+  // agreed on by all ranks before anyone waits in the parameter broadcast.
+  std::vector<std::uint64_t> failed{error.empty() ? 0u : 1u};
+  control.allreduce(host_i64(failed), host_i64(failed), ReduceOp::sum);
+  if (failed[0] > 0) {
+    const std::string root_error =
+        broadcast_string(control, control.rank() == 0 ? error : std::string());
+    if (!root_error.empty())
+      throw Error(control.rank() == 0 ? root_error : root_error + " (reported by rank 0)");
+    throw Error(!error.empty()
+                    ? error
+                    : fmt::format("checkpoint {}: the model could not be built on {} other rank(s)",
+                                  path, failed[0]));
+  }
 
   std::vector<float> params(model->param_count());
   if (control.rank() == 0)

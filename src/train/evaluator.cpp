@@ -41,14 +41,17 @@ EvalResult evaluate(Model& model, Dataset& data, Communicator& control, std::siz
   std::vector<float> logits_host;
   std::vector<std::int32_t> labels_host;
   while (auto b = batches.next()) {
-    Model::LossResult r = model.forward(b->x.as<const float>(), b->y.as<const std::int32_t>(), b->size,
-                                        /*training=*/false);
+    Model::LossResult r =
+        model.forward(b->x.as<const float>(), b->y.as<const std::int32_t>(), b->size,
+                      /*training=*/false);
     loss_sum += r.loss_sum;
     model.synchronize();
     logits_host.resize(b->size * ncs);
     labels_host.resize(b->size);
-    device_copy(logits_host.data(), Device::cpu(), model.logits(), device, logits_host.size() * sizeof(float));
-    device_copy(labels_host.data(), Device::cpu(), b->y.ptr, b->y.device, labels_host.size() * sizeof(std::int32_t));
+    device_copy(logits_host.data(), Device::cpu(), model.logits(), device,
+                logits_host.size() * sizeof(float));
+    device_copy(labels_host.data(), Device::cpu(), b->y.ptr, b->y.device,
+                labels_host.size() * sizeof(std::int32_t));
     for (std::size_t i = 0; i < b->size; ++i) {
       const float* row = logits_host.data() + i * ncs;
       std::size_t best = 0;
@@ -59,14 +62,16 @@ EvalResult evaluate(Model& model, Dataset& data, Communicator& control, std::siz
     counts[ncs * ncs] += static_cast<std::int64_t>(b->size);
   }
   control.allreduce(BufferView{counts.data(), counts.size(), DType::i64, Device::cpu()},
-                    BufferView{counts.data(), counts.size(), DType::i64, Device::cpu()}, ReduceOp::sum);
+                    BufferView{counts.data(), counts.size(), DType::i64, Device::cpu()},
+                    ReduceOp::sum);
   control.allreduce(BufferView{&loss_sum, 1, DType::f64, Device::cpu()},
                     BufferView{&loss_sum, 1, DType::f64, Device::cpu()}, ReduceOp::sum);
   result.n = static_cast<std::uint64_t>(counts[ncs * ncs]);
   RT_CHECK_EQ(result.n, static_cast<std::uint64_t>(data.size()), "evaluation sample count");
   result.confusion.assign(counts.begin(), counts.begin() + static_cast<std::ptrdiff_t>(ncs * ncs));
   result.loss = result.n ? loss_sum / static_cast<double>(result.n) : 0.0;
-  result.accuracy = result.n ? static_cast<double>(result.correct()) / static_cast<double>(result.n) : 0.0;
+  result.accuracy =
+      result.n ? static_cast<double>(result.correct()) / static_cast<double>(result.n) : 0.0;
   return result;
 }
 

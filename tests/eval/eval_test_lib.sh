@@ -1,0 +1,61 @@
+# shellcheck shell=bash
+# Shared by the tests/eval scripts (sourced). Each script gets its own work
+# directory; the fixture (make_eval_fixture.sh) is read-only to them.
+set -euo pipefail
+
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+
+# json_check FILE PYTHON: runs PYTHON with `j` bound to the parsed FILE; an
+# AssertionError (or any error) fails the test with its message.
+json_check() {
+  python3 - "$1" "$2" <<'PY' || fail "check on $1 failed"
+import json, sys
+j = json.load(open(sys.argv[1]))
+exec(sys.argv[2])
+PY
+}
+
+# The trainer's own evaluation records (LOGDIR/metrics.jsonl) as "step accuracy n" lines.
+trainer_evals() {
+  python3 - "$1" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r.get("kind") == "eval":
+        print(r["step"], repr(r["accuracy"]), r["n"], repr(r["loss"]))
+PY
+}
+
+# wait_for_line FILE REGEX SECONDS: until FILE has a line matching REGEX.
+wait_for_line() {
+  local deadline=$((SECONDS + $3))
+  until grep -Eq -- "$2" "$1" 2>/dev/null; do
+    [ "$SECONDS" -lt "$deadline" ] || { cat "$1"; fail "no line matching /$2/ in $1 after $3 s"; }
+    sleep 0.1
+  done
+}
+
+# wait_for_exit PID SECONDS: sets `rc` to the exit code of background job PID
+# (not in a subshell: only this shell can wait for its children); fails the
+# test (killing the job) if it is still running after SECONDS.
+# shellcheck disable=SC2034  # rc is read by the caller
+wait_for_exit() {
+  local deadline=$((SECONDS + $2))
+  while kill -0 "$1" 2>/dev/null; do
+    if [ "$SECONDS" -ge "$deadline" ]; then
+      kill -KILL "$1" 2>/dev/null || true
+      fail "process $1 still running after $2 s"
+    fi
+    sleep 0.1
+  done
+  rc=0
+  wait "$1" || rc=$?
+}
+
+# Steps of the records in a metrics.jsonl file, space-separated, in file order.
+record_steps() {
+  python3 -c 'import json,sys; print(" ".join(str(json.loads(l)["step"]) for l in open(sys.argv[1]) if l.strip()))' "$1"
+}
