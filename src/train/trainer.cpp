@@ -207,6 +207,13 @@ TrainSummary train(const TrainConfig& cfg, const Topology& topo) {
 
   // ---- resume, then make every replica rank 0's ------------------------------
   ResumePoint start;
+  if (cfg.resume.empty() && !cfg.ckpt_dir.empty() && topo.rank() == 0) {
+    // A fresh run must not mix its checkpoints with an earlier run's: resume
+    // latest would later pick whichever has the higher step.
+    const auto existing = latest_checkpoint(cfg.ckpt_dir);
+    RT_CHECK(!existing, "--ckpt-dir {} already holds checkpoints of another run (newest: {}): pass --resume "
+             "latest to continue it, or choose an empty directory", cfg.ckpt_dir, existing.value_or(""));
+  }
   if (!cfg.resume.empty()) start = resume_on_rank0(cfg, *control, *model, *optimizer, spec, sampler_global_batch);
   comm->broadcast(model->params(), model->params(), 0);
   for (auto& s : optimizer->state()) comm->broadcast(s.view, s.view, 0);
