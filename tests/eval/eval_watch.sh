@@ -2,11 +2,12 @@
 # eval_watch.sh FIXTURE WORK NP RINGTRAIN MPIRUN...
 # `ringtrain eval --watch` on NP ranks against a directory that does not exist
 # yet and where checkpoints then arrive one by one, as the trainer writes them
-# (a temporary name, then a rename). One is corrupt; a stale temporary is never
-# renamed. The watcher must evaluate each good checkpoint exactly once and in
-# step order, report the corrupt one and go on, stop on --until-step; restarted
-# on the same logdir it must not repeat earlier results, and it must stop at the
-# run's finished checkpoint; restarted once more it has nothing to do.
+# (a temporary name, then a rename). One is corrupt, one is for a model that
+# does not fit the data, and a stale temporary is never renamed. The watcher
+# must evaluate each good checkpoint exactly once and in step order, report
+# the bad ones and go on, and stop on --until-step; restarted on the same
+# logdir it must not repeat earlier results, and it must stop at the run's
+# finished checkpoint; restarted once more it has nothing to do.
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/eval_test_lib.sh"
 fixture=$1 work=$2 np=$3 exe=$4
@@ -41,12 +42,16 @@ place "$fixture/truncated.h5" 10
 sleep 1
 place "$src/ckpt-15.h5" 15
 sleep 1
+place "$fixture/other_model.h5" 17
+sleep 1
 place "$src/ckpt-20.h5" 20
 place "$src/ckpt-25.h5" 25
 wait_for_exit "$pid" 60
 cat "$work/watch1.log"
 [ "$rc" -eq 0 ] || fail "watcher exited $rc"
 grep -Eq "skipping checkpoint .*ckpt-10.h5 \(step 10\)" "$work/watch1.log" || fail "corrupt checkpoint not reported"
+grep -Eq "skipping checkpoint .*ckpt-17.h5 \(step 17\): checkpoint .*ckpt-17.h5 does not fit this data" \
+  "$work/watch1.log" || fail "incompatible checkpoint not reported"
 grep -q "reached step 20 (--until-step 20)" "$work/watch1.log" || fail "no --until-step message"
 if grep -q "ckpt-12" "$work/watch1.log"; then fail "the watcher looked at a temporary file"; fi
 steps=$(record_steps "$logdir/eval/metrics.jsonl")
