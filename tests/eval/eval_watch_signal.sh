@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # eval_watch_signal.sh FIXTURE WORK SIGNAL RINGTRAIN
 # A watcher idling between looks (a long --interval) and one busy evaluating
-# both stop promptly and cleanly on SIGNAL: exit 0 and a message naming it.
+# both stop promptly and cleanly on SIGNAL: exit 0 and a message naming it;
+# for TERM, so does a 2-rank watcher under launch/ringtrain-mpirun.
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/eval_test_lib.sh"
 fixture=$1 work=$2 sig=$3 exe=$4
@@ -18,6 +19,21 @@ cat "$work/idle.log"
 [ "$rc" -eq 0 ] || fail "idle watcher exited $rc on SIG$sig"
 grep -q "stopped by SIG$sig after 0 evaluation(s)" "$work/idle.log" || fail "no stop message"
 echo "idle watcher stopped $((SECONDS - start)) s after SIG$sig"
+
+# Two ranks under launch/ringtrain-mpirun, which turns a SIGTERM into SIGUSR1
+# for the ranks (plain mpirun would kill them 1 s later and exit non-zero).
+if [ "$sig" = TERM ]; then
+  launcher=$(cd "$(dirname "$0")/../../launch" && pwd)/ringtrain-mpirun
+  RINGTRAIN_EXE=$exe "$launcher" -n 2 --oversubscribe eval --watch "$work/ckpt" --data "$fixture/d.h5" \
+    --interval 3600 </dev/null >"$work/mpirun.log" 2>&1 &
+  pid=$!
+  wait_for_line "$work/mpirun.log" "watching " 60
+  kill -TERM "$pid"
+  wait_for_exit "$pid" 30
+  cat "$work/mpirun.log"
+  [ "$rc" -eq 0 ] || fail "ringtrain-mpirun watcher exited $rc on SIGTERM"
+  grep -q "stopped by SIGUSR1 after 0 evaluation(s)" "$work/mpirun.log" || fail "no stop message"
+fi
 
 # Busy: a signal during the evaluations ends the watch after the current one.
 cp "$fixture"/run/ckpt/ckpt-{5,10,15,20,25}.h5 "$work/ckpt/"
