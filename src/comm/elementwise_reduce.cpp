@@ -47,7 +47,7 @@ constexpr std::size_t kBlock = 2048;
 // cache: non-temporal stores skip the read-for-ownership of every written line,
 // which is what keeps the traffic at one memcpy's 2S (glibc's memcpy does the
 // same for large copies).
-constexpr std::size_t kStreamingBytes = std::size_t{1} << 20;
+constexpr std::size_t kStreamingBytes = std::size_t{8} << 20;
 
 // dst = src (src is 64-byte aligned, in L1). Streams when asked and dst allows.
 inline void store_block(void* dst, const void* src, std::size_t bytes, bool streaming) {
