@@ -141,15 +141,22 @@ EvaluatedBefore read_evaluated_before(const std::string& path, const std::string
   EvaluatedBefore out;
   std::ifstream in(path);
   std::string line;
+  auto is_string = [](const nlohmann::json& r, const char* key, const std::string& value) {
+    const auto it = r.find(key);
+    return it != r.end() && it->is_string() && it->get<std::string>() == value;
+  };
   while (std::getline(in, line)) {
     const nlohmann::json r = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (r.is_discarded() || !r.is_object() || r.value("kind", "") != "eval" ||
-        r.value("split", "") != split)
+    if (r.is_discarded() || !r.is_object() || !is_string(r, "kind", "eval") ||
+        !is_string(r, "split", split))
       continue;
     const auto step = metrics_record_step(r);
     if (!step) continue;
     out.steps.insert(*step);
-    if (r.value("finished", false)) out.finished_step = *step;
+    // Only the newest record counts: a resumed run may have gone on after it.
+    const auto finished = r.find("finished");
+    const bool is_final = finished != r.end() && finished->is_boolean() && finished->get<bool>();
+    if (*step == *out.steps.rbegin()) out.finished_step = is_final ? step : std::nullopt;
   }
   return out;
 }
@@ -231,8 +238,7 @@ int run_watch(const EvalFlags& f, const Topology& topo, Communicator& control, D
     if (order[0] == kAlreadyFinished) {
       log0(
           "the training run's final checkpoint (step {}) was already evaluated (see "
-          "{}/eval/metrics.jsonl): "
-          "nothing to watch",
+          "{}/eval/metrics.jsonl): nothing to watch",
           order[1], f.logdir);
       return 0;
     }
@@ -304,8 +310,8 @@ CLI::App* add_eval_command(CLI::App& app, CommandContext& ctx) {
       "or watch a checkpoint directory and evaluate each new one");
   sub->footer(
       "Beside a training job:\n"
-      "  mpirun -np 4 ringtrain train --data d.h5 --ckpt-dir run/ckpt --ckpt-every 500 --logdir "
-      "run &\n"
+      "  mpirun -np 4 ringtrain train --data d.h5 --ckpt-dir run/ckpt --ckpt-every 500 \\\n"
+      "      --logdir run &\n"
       "  ringtrain eval --watch run/ckpt --data d.h5 --interval 30 --logdir run\n"
       "  tensorboard --logdir run");
   auto* ckpt =
@@ -315,8 +321,8 @@ CLI::App* add_eval_command(CLI::App& app, CommandContext& ctx) {
   auto* watch = sub->add_option(
       "--watch", f->watch,
       "Watch this checkpoint directory (it may not exist yet) and evaluate every new checkpoint "
-      "once, "
-      "in step order; stops at --until-step, at the run's final checkpoint, or on SIGINT/SIGTERM");
+      "once, in step order; stops at --until-step, at the run's final checkpoint, or on "
+      "SIGINT/SIGTERM");
   ckpt->excludes(watch);
   sub->add_option("--data", f->data, "HDF5 dataset file")->required()->check(CLI::ExistingFile);
   sub->add_option("--split", f->split, "Split to evaluate (test, val, train)")
