@@ -10,7 +10,8 @@ rc=$?
 elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
 printf '%s\n' "$out" | tail -n 40
 echo "--- exit code $rc after ${elapsed_ms}ms"
-if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+# Judge a hang by the clock: mpirun itself exits 137 when a rank was SIGKILLed.
+if [ "$rc" -eq 124 ] || { [ "$rc" -eq 137 ] && [ "$elapsed_ms" -ge $((timeout_s * 1000)) ]; }; then
   echo "FAIL: command hung and was killed after ${timeout_s}s"; exit 1
 fi
 if [ "$rc" -eq 0 ]; then
