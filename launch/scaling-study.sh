@@ -1,0 +1,299 @@
+#!/usr/bin/env bash
+# scaling-study.sh: one training config at a series of rank counts, measured
+# the same way each time, as a CSV and a plot. Every run trains a fixed number
+# of steps from scratch and reads its own metrics.jsonl; the first logged
+# window is warm-up (allocation, first touch of the data, connection set-up)
+# and is left out. Throughput over a run is total samples over total time of
+# the measured windows, not a mean of per-window rates, so a slow window
+# weighs as much as it cost.
+set -euo pipefail
+
+prog=scaling-study.sh
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+die() { echo "$prog: error: $*" >&2; exit 2; }
+say() { echo "$prog: $*" >&2; }
+
+usage() {
+  cat <<EOF
+Usage: $prog [options] -o DIR -- RINGTRAIN-TRAIN-FLAGS...
+
+Runs 'ringtrain train' with the given flags at np = 1, 2, ... ranks, each for a
+fixed number of steps, and writes DIR/scaling.csv and DIR/scaling.png:
+  $prog --max-np 4 --steps 200 -o study -- --data d.h5 --model mlp:784-512-512-10 --batch 64
+  $prog --np 8,16,32 --machinefile hosts --gpus-per-node 8 -o study -- --data d.h5 --model cnn
+  sudo $prog --netns-nodes 2 --max-np 4 -o study -- --data d.h5 --model cnn
+
+Where the ranks run (pick one; default: this machine, plain mpirun):
+  --machinefile FILE    launch/ringtrain-mpirun with this machinefile: a real cluster
+  --gpus-per-node G     with --machinefile: GPU nodes, G ranks per node
+  --netns-nodes K       launch/netns-cluster with K namespace "nodes" on this machine
+                        (needs root); a run of np ranks uses min(K, np) nodes with
+                        ceil(np / nodes) slots each, so ranks spread across nodes
+Rank counts:
+  --max-np N            np = 1, 2, ..., N (default 4)
+  --np LIST             explicit rank counts, e.g. 1,2,4,8 (overrides --max-np)
+Runs:
+  --steps S             optimizer steps per run (default 100, at least 2); the
+                        progress window is S/5 steps and the first one is warm-up
+  --run-timeout T       end a run that takes longer than T seconds, and the study
+                        with it (default 0: no limit beyond ringtrain's --timeout)
+  --oversubscribe       allow more ranks than cores or slots (ranks then unbound)
+  --exe PATH            ringtrain binary (default \$RINGTRAIN_EXE, else
+                        \${BUILD_DIR:-<repo>/build}/ringtrain)
+Output:
+  -o, --out DIR         output directory (created): scaling.csv, scaling.png,
+                        scaling.gp (the gnuplot script) and runs/np<N>/ (each run's
+                        output.log, metrics.jsonl and TensorBoard events)
+  -h, --help            this text
+
+The flags after '--' go to every 'ringtrain train' run unchanged, except that
+the study sets --max-steps S --epochs 1000000 --check-every 0 --log-every S/5
+--logdir DIR/runs/np<N> itself (so those flags may not be given). --batch is per
+rank, so the global batch grows with np (weak scaling); for strong scaling at a
+fixed global batch, run the study once per --batch value.
+
+CSV columns: np, nodes, global_batch, samples_per_s, scaling_efficiency,
+exposed_comm_share.
+  scaling_efficiency  samples_per_s / (np x the 1-rank samples_per_s); when np=1
+                      is not in the list, relative to the smallest np per rank
+  exposed_comm_share  the part of the step spent waiting on the all-reduce after
+                      backward (exposed_comm_s / step_s), 0 = fully hidden
+nodes and global_batch are what ringtrain itself reported at start-up.
+The plot needs gnuplot (Debian: gnuplot-nox, see launch/install-deps.sh);
+without it the CSV is still written and the study says the plot is missing.
+EOF
+}
+
+# ---------------------------------------------------------------------------
+# Options.
+# ---------------------------------------------------------------------------
+max_np=4
+np_list=""
+steps=100
+run_timeout=0
+out=""
+machinefile=""
+gpus_per_node=""
+netns_nodes=""
+oversubscribe=0
+exe=${RINGTRAIN_EXE:-${BUILD_DIR:-$here/../build}/ringtrain}
+train_args=()
+
+is_count() { [[ $1 =~ ^[0-9]+$ ]] && [ "$((10#$1))" -ge 1 ]; }
+need_value() { [ $# -ge 2 ] && [ -n "$2" ] || die "$1 needs a value (see --help)"; }
+
+while [ $# -gt 0 ]; do
+  case $1 in
+    --max-np) need_value "$@"; max_np=$2; shift 2 ;;
+    --np) need_value "$@"; np_list=$2; shift 2 ;;
+    --steps) need_value "$@"; steps=$2; shift 2 ;;
+    --run-timeout) need_value "$@"; run_timeout=$2; shift 2 ;;
+    -o|--out) need_value "$@"; out=$2; shift 2 ;;
+    --machinefile) need_value "$@"; machinefile=$2; shift 2 ;;
+    --gpus-per-node) need_value "$@"; gpus_per_node=$2; shift 2 ;;
+    --netns-nodes) need_value "$@"; netns_nodes=$2; shift 2 ;;
+    --oversubscribe) oversubscribe=1; shift ;;
+    --exe) need_value "$@"; exe=$2; shift 2 ;;
+    -h|--help) usage; exit 0 ;;
+    --) shift; train_args=("$@"); break ;;
+    *) die "unknown option '$1' (ringtrain train flags go after '--'; see --help)" ;;
+  esac
+done
+
+[ -n "$out" ] || die "-o DIR is required (where the CSV, plot and run logs go)"
+[ ${#train_args[@]} -gt 0 ] || die "no training flags: give them after '--', e.g. -- --data d.h5 --model cnn"
+is_count "$max_np" || die "--max-np must be a positive whole number, got '$max_np'"
+is_count "$steps" && [ "$steps" -ge 2 ] || die "--steps must be a whole number >= 2 (one warm-up window plus at least one measured), got '$steps'"
+[[ $run_timeout =~ ^[0-9]+$ ]] || die "--run-timeout must be a whole number of seconds, got '$run_timeout'"
+[ -x "$exe" ] || die "ringtrain binary '$exe' is not an executable (build it, or give --exe / RINGTRAIN_EXE)"
+[ -z "$machinefile" ] || [ -z "$netns_nodes" ] || die "--machinefile and --netns-nodes exclude each other"
+[ -z "$gpus_per_node" ] || [ -n "$machinefile" ] || die "--gpus-per-node needs --machinefile"
+[ -z "$gpus_per_node" ] || is_count "$gpus_per_node" || die "--gpus-per-node must be a positive whole number, got '$gpus_per_node'"
+[ -z "$machinefile" ] || [ -f "$machinefile" ] || die "machinefile '$machinefile' does not exist"
+[ -z "$netns_nodes" ] || is_count "$netns_nodes" || die "--netns-nodes must be a positive whole number, got '$netns_nodes'"
+
+if [ -n "$np_list" ]; then
+  [[ $np_list =~ ^[0-9]+(,[0-9]+)*$ ]] || die "--np must be a comma-separated list of rank counts, e.g. 1,2,4, got '$np_list'"
+  IFS=, read -r -a nps <<<"$np_list"
+  for n in "${nps[@]}"; do is_count "$n" || die "--np: rank counts must be >= 1, got '$n' in '$np_list'"; done
+  for i in "${!nps[@]}"; do nps[i]=$((10#${nps[i]})); done
+  mapfile -t nps < <(printf '%s\n' "${nps[@]}" | sort -n)
+  [ "$(printf '%s\n' "${nps[@]}" | sort -u | wc -l)" -eq ${#nps[@]} ] || die "--np lists a rank count twice: '$np_list'"
+else
+  mapfile -t nps < <(seq 1 "$max_np")
+fi
+
+# The study owns these: a user value would change what is measured or where
+# it is written.
+for a in "${train_args[@]}"; do
+  case $a in
+    --max-steps|--max-steps=*|--epochs|--epochs=*|--log-every|--log-every=*|--logdir|--logdir=*|--check-every|--check-every=*)
+      die "'${a%%=*}' is set by the study itself (see --help); remove it from the training flags" ;;
+  esac
+done
+
+# A plain mpirun on this machine needs what ringtrain-mpirun would set up.
+if [ -z "$machinefile" ] && [ -z "$netns_nodes" ]; then
+  # shellcheck source=launch/env.sh
+  source "$here/env.sh"
+fi
+
+log_every=$((steps / 5))
+[ "$log_every" -ge 1 ] || log_every=1
+mkdir -p "$out/runs" || die "cannot create output directory '$out'"
+out=$(cd "$out" && pwd)
+csv=$out/scaling.csv
+png=$out/scaling.png
+
+# ---------------------------------------------------------------------------
+# One run: launch, then read the numbers back from what ringtrain wrote.
+# ---------------------------------------------------------------------------
+launch_cmd() {  # launch_cmd NP: sets cmd (the argv that runs NP ranks)
+  local n=$1 nodes rpn
+  cmd=()
+  [ "$run_timeout" -eq 0 ] || cmd=(timeout --kill-after=15 "$run_timeout")
+  if [ -n "$netns_nodes" ]; then
+    nodes=$((n < netns_nodes ? n : netns_nodes))
+    rpn=$(((n + nodes - 1) / nodes))
+    cmd+=("$here/netns-cluster" --nodes "$nodes" --ranks-per-node "$rpn" -n "$n")
+    [ "$oversubscribe" -eq 0 ] || cmd+=(--oversubscribe)
+    cmd+=(--)
+  elif [ -n "$machinefile" ]; then
+    cmd+=("$here/ringtrain-mpirun" -n "$n" --machinefile "$machinefile")
+    [ -z "$gpus_per_node" ] || cmd+=(--gpus-per-node "$gpus_per_node")
+    [ "$oversubscribe" -eq 0 ] || cmd+=(--oversubscribe)
+    cmd+=(--)
+  else
+    cmd+=(mpirun -np "$n")
+    [ "$oversubscribe" -eq 0 ] || cmd+=(--oversubscribe)
+  fi
+  cmd+=("$exe" train "${train_args[@]}" --max-steps "$steps" --epochs 1000000
+        --check-every 0 --log-every "$log_every")
+}
+
+# summarize METRICS: prints "samples_per_s exposed_comm_share windows" over the
+# "kind":"train" lines after the first. Each window spans (step - previous
+# step) steps; its samples are samples_per_s x time, its time steps x step_s.
+summarize() {
+  awk '
+    function num(key,   re, s) {
+      re = "\"" key "\":[-+0-9.eE]+"
+      if (!match($0, re)) return "";
+      s = substr($0, RSTART, RLENGTH); sub(/^[^:]*:/, "", s); return s + 0
+    }
+    /"kind":"train"/ {
+      step = num("step"); sps = num("samples_per_s"); st = num("step_s"); ex = num("exposed_comm_s")
+      if (step == "" || sps == "" || st == "" || ex == "") { bad = 1; next }
+      n++
+      if (n > 1 && step > prev) {
+        k = step - prev; t = k * st
+        time += t; samples += sps * t; exposed += k * ex; windows++
+      }
+      prev = step
+    }
+    END {
+      if (bad) { print "malformed"; exit }
+      if (windows == 0 || time <= 0) { print "nowindows " n + 0; exit }
+      printf "%.6g %.6f %d\n", samples / time, exposed / time, windows
+    }' "$1"
+}
+
+run_one() {  # run_one NP: appends a row to rows[]
+  local n=$1 dir=$out/runs/np$1 rc=0 summary nodes gbatch sps share windows
+  rm -rf "$dir"; mkdir -p "$dir"
+  launch_cmd "$n"
+  cmd+=(--logdir "$dir")
+  say "np=$n: ${cmd[*]}"
+  printf '%q ' "${cmd[@]}" >"$dir/command"; echo >>"$dir/command"
+  "${cmd[@]}" >"$dir/output.log" 2>&1 || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    tail -n 15 "$dir/output.log" | sed 's/^/  | /' >&2
+    case $rc in
+      124|137) say "np=$n: the run exceeded --run-timeout $run_timeout s (log: $dir/output.log)" ;;
+      77) say "np=$n: the launcher cannot run here (see its reason above; log: $dir/output.log)" ;;
+      *) say "np=$n: the run failed with exit code $rc (log: $dir/output.log)" ;;
+    esac
+    return 1
+  fi
+  [ -s "$dir/metrics.jsonl" ] || { say "np=$n: the run wrote no $dir/metrics.jsonl"; return 1; }
+  # "ringtrain train: 4 rank(s) on 2 node(s), ..." and "global batch 256 = ...",
+  # printed by rank 0 at start-up.
+  nodes=$(sed -n 's/.*ringtrain train: \([0-9]*\) rank(s) on \([0-9]*\) node(s).*/\1 \2/p' "$dir/output.log" | head -n 1)
+  gbatch=$(sed -n 's/^ *global batch \([0-9]*\) = .*/\1/p' "$dir/output.log" | head -n 1)
+  [ -n "$nodes" ] && [ -n "$gbatch" ] || { say "np=$n: no start-up lines (rank count, global batch) in $dir/output.log"; return 1; }
+  [ "${nodes%% *}" -eq "$n" ] || { say "np=$n: ringtrain reports ${nodes%% *} rank(s), not $n (log: $dir/output.log)"; return 1; }
+  nodes=${nodes##* }
+  summary=$(summarize "$dir/metrics.jsonl")
+  case $summary in
+    malformed) say "np=$n: a train line of $dir/metrics.jsonl lacks step, samples_per_s, step_s or exposed_comm_s"; return 1 ;;
+    nowindows*) say "np=$n: $dir/metrics.jsonl has ${summary#* } train window(s); the study needs two (warm-up + measured): raise --steps"; return 1 ;;
+  esac
+  read -r sps share windows <<<"$summary"
+  rows+=("$n $nodes $gbatch $sps $share")
+  say "np=$n: $nodes node(s), global batch $gbatch, $sps samples/s, exposed comm $share of the step ($windows window(s) of $log_every step(s) after warm-up)"
+}
+
+write_csv() {  # efficiency against the smallest np, per rank
+  local base_np base_sps
+  {
+    echo "np,nodes,global_batch,samples_per_s,scaling_efficiency,exposed_comm_share"
+    [ ${#rows[@]} -gt 0 ] || return 0
+    read -r base_np _ _ base_sps _ <<<"${rows[0]}"
+    printf '%s\n' "${rows[@]}" | awk -v bn="$base_np" -v bs="$base_sps" '
+      { printf "%d,%d,%d,%.1f,%.4f,%.4f\n", $1, $2, $3, $4, ($4 / $1) / (bs / bn), $5 }'
+  } >"$csv"
+}
+
+plot() {
+  local gp=$out/scaling.gp title base_np base_sps
+  title="ringtrain train ${train_args[*]}"
+  title=${title//\"/\'}
+  read -r base_np _ _ base_sps _ <<<"${rows[0]}"
+  # Ideal line: the base run's per-rank throughput times np.
+  cat >"$gp" <<EOF
+# Made by launch/scaling-study.sh from scaling.csv; rerun with: gnuplot scaling.gp
+set terminal pngcairo size 1000,620 font ",11"
+set output "$png"
+set datafile separator ","
+base_per_rank = $base_sps / $base_np
+set key below horizontal
+set title "$title\n${steps} steps per run, the first ${log_every} as warm-up" noenhanced
+set xlabel "ranks (np)"
+set ylabel "samples/s (global)"
+set y2label "scaling efficiency, exposed comm share"
+set format y "%.1s%c"
+set offsets graph 0.05, graph 0.05, 0, 0
+set yrange [0:*]
+set y2range [0:1.2]
+set y2tics 0.2
+set ytics nomirror
+set grid xtics ytics
+plot "$csv" using 1:4:xtic(1) skip 1 with linespoints lw 2 pt 7 ps 1.3 lc rgb "#1f77b4" title "samples/s", \\
+     "$csv" using 1:(\$1 * base_per_rank) skip 1 with lines dt 2 lc rgb "#1f77b4" title "ideal (linear)", \\
+     "$csv" using 1:5 skip 1 axes x1y2 with linespoints lw 2 pt 5 ps 1.2 lc rgb "#d62728" title "efficiency", \\
+     "$csv" using 1:6 skip 1 axes x1y2 with linespoints lw 1 pt 4 ps 1.0 lc rgb "#7f7f7f" title "exposed comm share"
+EOF
+  gnuplot "$gp"
+}
+
+# ---------------------------------------------------------------------------
+# The study.
+# ---------------------------------------------------------------------------
+rows=()
+say "rank counts ${nps[*]}, $steps steps per run (first window of $log_every as warm-up), output $out"
+failed=0
+for n in "${nps[@]}"; do
+  run_one "$n" || { failed=1; break; }
+done
+write_csv
+echo "$prog: wrote $csv (${#rows[@]} run(s))" >&2
+[ "$failed" -eq 0 ] || die "stopped at np=$n; the CSV holds the runs that finished"
+
+if ! command -v gnuplot >/dev/null; then
+  say "warning: gnuplot is not installed, so there is no plot $png (apt-get install gnuplot-nox, or launch/install-deps.sh)"
+  exit 0
+fi
+plot || die "gnuplot failed on $out/scaling.gp"
+say "wrote $png"
+column -s, -t <"$csv" 2>/dev/null || cat "$csv"
