@@ -6,8 +6,12 @@
 namespace ringtrain {
 
 GradientSynchronizer::GradientSynchronizer(Communicator& comm, BucketPlan plan, BufferView grads,
-                                           bool overlap)
-    : comm_(comm), plan_(std::move(plan)), grads_(grads), overlap_(overlap) {
+                                           bool overlap, std::function<void()> before_launch)
+    : comm_(comm),
+      plan_(std::move(plan)),
+      grads_(grads),
+      overlap_(overlap),
+      before_launch_(std::move(before_launch)) {
   RT_CHECK(grads_.count == plan_.total_count(),
            "gradient buffer holds {} elements but the bucket plan covers {}", grads_.count,
            plan_.total_count());
@@ -27,6 +31,7 @@ void GradientSynchronizer::launch(std::size_t b) {
   BufferView slice = grads_.slice(bucket.offset, bucket.count);
   // Summed, then divided by the world size (DESIGN.md "Averaging"); the
   // backend's avg does exactly that, in f32 accumulation for half types.
+  if (before_launch_) before_launch_();
   timings_.push_back({b, monotonic_seconds(), 0});
   requests_[b] = comm_.allreduce_async(slice, slice, ReduceOp::avg);
   launched_[b] = true;

@@ -15,6 +15,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -230,7 +231,11 @@ TrainSummary train(const TrainConfig& cfg, const Topology& topo) {
     return BucketPlan(ranges, sizeof(float), static_cast<std::size_t>(cfg.bucket_mb * 1024.0 * 1024.0));
   }();
   const std::size_t bucket_count = plan.buckets().size();
-  GradientSynchronizer sync(*comm, std::move(plan), grads, cfg.overlap);
+  // On a GPU a bucket's gradients are final once the model's stream has run
+  // the kernels queued for it (see GradientSynchronizer).
+  std::function<void()> before_launch;
+  if (device.is_cuda()) before_launch = [&model] { model->synchronize(); };
+  GradientSynchronizer sync(*comm, std::move(plan), grads, cfg.overlap, before_launch);
 
   log0("ringtrain train: {} rank(s) on {} node(s), backend {}, device {}", topo.world_size(), topo.node_count(),
        comm->name(), device_name(device));

@@ -23,7 +23,12 @@ struct BucketTiming {
 
 class GradientSynchronizer {
  public:
-  GradientSynchronizer(Communicator& comm, BucketPlan plan, BufferView grads, bool overlap);
+  // before_launch runs before each bucket's all-reduce is issued. On a GPU the
+  // trainer passes the model's stream synchronisation there: backward's
+  // kernels for the bucket are only queued when on_layer_ready fires, and the
+  // communicator's stream must not read the gradients before they ran.
+  GradientSynchronizer(Communicator& comm, BucketPlan plan, BufferView grads, bool overlap,
+                       std::function<void()> before_launch = {});
 
   // sync = false for the first micro-batches of --accum: gradients accumulate
   // locally and nothing is all-reduced until the last one.
@@ -47,6 +52,7 @@ class GradientSynchronizer {
   BucketPlan plan_;
   BufferView grads_;
   bool overlap_;
+  std::function<void()> before_launch_;
   bool sync_ = true;
   std::vector<CommRequest> requests_;
   std::vector<bool> launched_;
