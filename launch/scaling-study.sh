@@ -30,9 +30,14 @@ Where the ranks run (pick one; default: this machine, plain mpirun):
   --netns-nodes K       launch/netns-cluster with K namespace "nodes" on this machine
                         (needs root); a run of np ranks uses min(K, np) nodes with
                         ceil(np / nodes) slots each, so ranks spread across nodes
-Rank counts:
+Rank counts and batch:
   --max-np N            np = 1, 2, ..., N (default 4)
   --np LIST             explicit rank counts, e.g. 1,2,4,8 (overrides --max-np)
+  --global-batch G      strong scaling: the same global batch G at every np, i.e.
+                        --batch G / (np x accum) per rank (G must divide evenly;
+                        --batch may not be given then). Without it, the training
+                        flags' --batch is per rank and the global batch grows with
+                        np (weak scaling)
 Runs:
   --steps S             optimizer steps per run (default 100, at least 2); the
                         progress window is S/5 steps and the first one is warm-up
@@ -49,9 +54,8 @@ Output:
 
 The flags after '--' go to every 'ringtrain train' run unchanged, except that
 the study sets --max-steps S --epochs 1000000 --check-every 0 --log-every S/5
---logdir DIR/runs/np<N> itself (so those flags may not be given). --batch is per
-rank, so the global batch grows with np (weak scaling); for strong scaling at a
-fixed global batch, run the study once per --batch value.
+--logdir DIR/runs/np<N> itself (so those flags may not be given), and --batch
+with --global-batch.
 
 CSV columns: np, nodes, global_batch, samples_per_s, scaling_efficiency,
 exposed_comm_share.
@@ -77,6 +81,7 @@ machinefile=""
 gpus_per_node=""
 netns_nodes=""
 oversubscribe=0
+global_batch=""
 exe=${RINGTRAIN_EXE:-${BUILD_DIR:-$here/../build}/ringtrain}
 train_args=()
 
@@ -88,6 +93,7 @@ while [ $# -gt 0 ]; do
     --max-np) need_value "$@"; max_np=$2; shift 2 ;;
     --np) need_value "$@"; np_list=$2; shift 2 ;;
     --steps) need_value "$@"; steps=$2; shift 2 ;;
+    --global-batch) need_value "$@"; global_batch=$2; shift 2 ;;
     --run-timeout) need_value "$@"; run_timeout=$2; shift 2 ;;
     -o|--out) need_value "$@"; out=$2; shift 2 ;;
     --machinefile) need_value "$@"; machinefile=$2; shift 2 ;;
@@ -126,12 +132,26 @@ fi
 
 # The study owns these: a user value would change what is measured or where
 # it is written.
-for a in "${train_args[@]}"; do
+accum=1
+for ((i = 0; i < ${#train_args[@]}; i++)); do
+  a=${train_args[i]}
   case $a in
     --max-steps|--max-steps=*|--epochs|--epochs=*|--log-every|--log-every=*|--logdir|--logdir=*|--check-every|--check-every=*)
       die "'${a%%=*}' is set by the study itself (see --help); remove it from the training flags" ;;
+    --batch|--batch=*)
+      [ -z "$global_batch" ] || die "--global-batch sets the per-rank --batch of each run; remove --batch from the training flags" ;;
+    --accum=*) accum=${a#--accum=} ;;
+    --accum) accum=${train_args[i + 1]:-} ;;
   esac
 done
+if [ -n "$global_batch" ]; then
+  is_count "$global_batch" || die "--global-batch must be a positive whole number, got '$global_batch'"
+  is_count "$accum" || die "--accum in the training flags must be a positive whole number, got '$accum'"
+  for n in "${nps[@]}"; do
+    [ $((global_batch % (n * accum))) -eq 0 ] ||
+      die "--global-batch $global_batch is not divisible by np=$n x accum $accum: pick rank counts that divide it"
+  done
+fi
 
 # A plain mpirun on this machine needs what ringtrain-mpirun would set up.
 if [ -z "$machinefile" ] && [ -z "$netns_nodes" ]; then
@@ -168,8 +188,9 @@ launch_cmd() {  # launch_cmd NP: sets cmd (the argv that runs NP ranks)
     cmd+=(mpirun -np "$n")
     [ "$oversubscribe" -eq 0 ] || cmd+=(--oversubscribe)
   fi
-  cmd+=("$exe" train "${train_args[@]}" --max-steps "$steps" --epochs 1000000
-        --check-every 0 --log-every "$log_every")
+  cmd+=("$exe" train "${train_args[@]}")
+  [ -z "$global_batch" ] || cmd+=(--batch "$((global_batch / (n * accum)))")
+  cmd+=(--max-steps "$steps" --epochs 1000000 --check-every 0 --log-every "$log_every")
 }
 
 # summarize METRICS: prints "samples_per_s exposed_comm_share windows" over the
@@ -224,6 +245,8 @@ run_one() {  # run_one NP: appends a row to rows[]
   [ -n "$nodes" ] && [ -n "$gbatch" ] || { say "np=$n: no start-up lines (rank count, global batch) in $dir/output.log"; return 1; }
   [ "${nodes%% *}" -eq "$n" ] || { say "np=$n: ringtrain reports ${nodes%% *} rank(s), not $n (log: $dir/output.log)"; return 1; }
   nodes=${nodes##* }
+  [ -z "$global_batch" ] || [ "$gbatch" -eq "$global_batch" ] ||
+    { say "np=$n: ringtrain reports global batch $gbatch, not --global-batch $global_batch (log: $dir/output.log)"; return 1; }
   summary=$(summarize "$dir/metrics.jsonl")
   case $summary in
     malformed) say "np=$n: a train line of $dir/metrics.jsonl lacks step, samples_per_s, step_s or exposed_comm_s"; return 1 ;;
@@ -248,6 +271,7 @@ write_csv() {  # efficiency against the smallest np, per rank
 plot() {
   local gp=$out/scaling.gp title base_np base_sps
   title="ringtrain train ${train_args[*]}"
+  [ -z "$global_batch" ] || title+=", global batch $global_batch"
   title=${title//\"/\'}
   read -r base_np _ _ base_sps _ <<<"${rows[0]}"
   # Ideal line: the base run's per-rank throughput times np.
