@@ -227,7 +227,12 @@ run_one() {  # run_one NP: appends a row to rows[]
   cmd+=(--logdir "$dir")
   say "np=$n: ${cmd[*]}"
   printf '%q ' "${cmd[@]}" >"$dir/command"; echo >>"$dir/command"
-  "${cmd[@]}" >"$dir/output.log" 2>&1 || rc=$?
+  # In the background, so a SIGTERM or Ctrl-C to the study reaches the run
+  # (see on_signal) instead of leaving it behind.
+  "${cmd[@]}" >"$dir/output.log" 2>&1 &
+  child=$!
+  wait "$child" || rc=$?
+  child=""
   if [ "$rc" -ne 0 ]; then
     tail -n 15 "$dir/output.log" | sed 's/^/  | /' >&2
     case $rc in
@@ -304,6 +309,23 @@ EOF
 # ---------------------------------------------------------------------------
 # The study.
 # ---------------------------------------------------------------------------
+# SIGTERM or SIGINT: pass SIGTERM to the run (ringtrain-mpirun and netns-cluster
+# stop their ranks and clean up on it), wait for it, then stop.
+child=""
+on_signal() {
+  trap - TERM INT
+  if [ -n "$child" ]; then
+    say "$1: stopping the run at np=$n"
+    kill -TERM "$child" 2>/dev/null || true
+    wait "$child" 2>/dev/null || true
+  fi
+  write_csv
+  say "interrupted by $1; $csv holds the runs that finished"
+  exit 130
+}
+trap 'on_signal SIGTERM' TERM
+trap 'on_signal SIGINT' INT
+
 rows=()
 say "rank counts ${nps[*]}, $steps steps per run (first window of $log_every as warm-up), output $out"
 failed=0
