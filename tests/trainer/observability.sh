@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# What a run leaves for people: metrics.jsonl (train, eval, checkpoint and
+# summary records), TensorBoard events, a merged Chrome trace with every
+# rank's forward, backward, per-bucket all-reduce and optimizer spans, and the
+# rank-0 summary line.
+source "$(dirname "$0")/lib.sh"
+train 2 "$WORK/run" --model "$MLP" --batch 8 --max-steps 12 --epochs 100 --eval-every 6 \
+  --bucket-mb 0.0005 --trace "$WORK/run/trace.json"
+log=$WORK/run/log.txt
+grep -Eq "global batch 16 = 8 per rank x 2 rank\(s\) x 1 accumulation" "$log" || fail "no global batch line"
+grep -Eq "step 12/12 .*loss [0-9.]+ .*samples/s .*compute .*comm .*data" "$log" || fail "no progress line"
+grep -Eq "ringtrain: done after 12 steps .*test accuracy [0-9.]+ .*samples/s global" "$log" || fail "no summary line"
+ls "$WORK"/run/events.out.tfevents.* > /dev/null || fail "no TensorBoard events file"
+python3 - "$WORK/run" <<'PY'
+import json, sys
+d = sys.argv[1]
+rows = [json.loads(l) for l in open(d + "/metrics.jsonl")]
+kinds = [r["kind"] for r in rows]
+train = [r for r in rows if r["kind"] == "train"]
+assert [r["step"] for r in train] == [5, 10, 12], train
+for r in train:
+    for k in ("loss", "lr", "samples_per_s", "step_s", "compute_s", "exposed_comm_s", "comm_s", "data_wait_s"):
+        assert k in r and r[k] >= 0, (k, r)
+evals = [r for r in rows if r["kind"] == "eval"]
+assert [r["step"] for r in evals] == [6, 12] and all(r["n"] == 101 for r in evals), evals
+assert "checkpoint" in kinds and kinds[-1] == "summary", kinds
+trace = json.load(open(d + "/trace.json"))
+events = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
+for rank in (0, 1):
+    names = {e["name"] for e in events if e["pid"] == rank}
+    for want in ("forward", "backward", "optimizer", "allreduce bucket 0", "allreduce bucket 1"):
+        assert want in names, (rank, want, sorted(names))
+# Overlap: with several buckets, the first bucket's all-reduce starts before backward ends.
+starts = [e for e in events if e["pid"] == 0 and e["name"] == "allreduce bucket 0"]
+backs = [e for e in events if e["pid"] == 0 and e["name"] == "backward"]
+assert any(b["ts"] <= s["ts"] <= b["ts"] + b["dur"] for s in starts for b in backs), "no bucket launched during backward"
+print("metrics, TensorBoard and trace look right:", len(events), "spans")
+PY
+echo "PASS: observability"
