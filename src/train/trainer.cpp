@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -312,6 +313,10 @@ TrainSummary train(const TrainConfig& cfg, const Topology& topo) {
   EvalResult last_eval;
   bool have_eval = false;
   const BufferView params = model->params();
+  // RINGTRAIN_FAULT_DIVERGE_RANK=r perturbs rank r's parameters after step 1, so
+  // tests can check that --check-every catches diverged replicas.
+  const char* diverge_env = std::getenv("RINGTRAIN_FAULT_DIVERGE_RANK");
+  const int diverge_rank = diverge_env ? std::atoi(diverge_env) : -1;
 
   while (step < total_steps) {
     StepTiming timing;
@@ -383,6 +388,13 @@ TrainSummary train(const TrainConfig& cfg, const Topology& topo) {
     if ((cfg.eval_every > 0 && step % cfg.eval_every == 0) || epoch_end || last) {
       last_eval = run_eval(step);
       have_eval = true;
+    }
+    if (diverge_rank == topo.rank() && step == 1) {
+      // Fault injection for the replica check's own test: nudge one weight.
+      float nudge = 0;
+      device_copy(&nudge, Device::cpu(), params.ptr, params.device, sizeof(float));
+      nudge += 1e-3f;
+      device_copy(params.ptr, params.device, &nudge, Device::cpu(), sizeof(float));
     }
     if (cfg.check_every > 0 && (step % cfg.check_every == 0 || last)) {
       device_synchronize(device);
