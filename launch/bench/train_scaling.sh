@@ -35,8 +35,11 @@ PY
 read -r rt1 _ < <(rt_run 1)
 read -r rt2 exposed2 < <(rt_run 2)
 peer=$(/usr/bin/python3 "$here/peer_ddp.py" --steps "$steps" --worlds 1,2)
-pt1=$(echo "$peer" | python3 -c 'import json,sys; r=[json.loads(l) for l in sys.stdin]; print(f"{r[0][\"samples_per_s\"]:.0f}")')
-pt2=$(echo "$peer" | python3 -c 'import json,sys; r=[json.loads(l) for l in sys.stdin]; print(f"{r[1][\"samples_per_s\"]:.0f}")')
+peer_rate() {  # line number (0 or 1) -> samples/s of that peer run
+  echo "$peer" | python3 -c 'import json,sys; r=[json.loads(l) for l in sys.stdin]; print(round(r[int(sys.argv[1])]["samples_per_s"]))' "$1"
+}
+pt1=$(peer_rate 0)
+pt2=$(peer_rate 1)
 python3 - "$rt1" "$rt2" "$pt1" "$pt2" "$exposed2" <<'PY'
 import sys
 rt1, rt2, pt1, pt2, ex = map(float, sys.argv[1:])
