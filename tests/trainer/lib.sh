@@ -17,13 +17,16 @@ DATA=$WORK/data.h5
 MLP="mlp:64-32-4"
 CNN="conv2d(out=4, kernel=3, padding=1); relu; max_pool2d(kernel=2); flatten; linear(out=4)"
 
+# Logging and replica-check cadence for train(); a test may set its own.
+TRAIN_LOG_FLAGS=(--log-every 5 --check-every 5)
+
 # train NP OUTDIR [train flags...]: runs, keeps the log, leaves OUTDIR/ckpt/ckpt-<step>.h5
 train() {
   local np=$1 out=$2
   shift 2
   mkdir -p "$out"
   if ! "${MPIRUN[@]}" -np "$np" "$RINGTRAIN_EXE" train --data "$DATA" --ckpt-dir "$out/ckpt" --keep 100 \
-        --log-every 5 --logdir "$out" --check-every 5 --timeout 60 "$@" > "$out/log.txt" 2>&1; then
+        --logdir "$out" --timeout 60 "${TRAIN_LOG_FLAGS[@]}" "$@" > "$out/log.txt" 2>&1; then
     cat "$out/log.txt"
     fail "train -np $np $* failed"
   fi
