@@ -38,13 +38,14 @@ void GradientSynchronizer::launch(std::size_t b) {
 }
 
 void GradientSynchronizer::on_layer_ready(std::size_t layer) {
-  if (!sync_ || !overlap_) return;
+  if (!sync_ || !overlap_ || comm_.size() == 1) return;
   const int b = plan_.bucket_completed_by(layer);
   if (b >= 0) launch(static_cast<std::size_t>(b));
 }
 
 void GradientSynchronizer::finish() {
-  if (!sync_) return;
+  // One rank: the average is the gradient itself; nothing to exchange.
+  if (!sync_ || comm_.size() == 1) return;
   const double start = monotonic_seconds();
   // Buckets are issued in plan order on every rank (backward order), so the
   // collectives match across ranks without negotiation.
