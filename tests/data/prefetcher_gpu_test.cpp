@@ -10,17 +10,11 @@
 #include "data/data_test_files.h"
 #include "ringtrain/data/prefetcher.h"
 #include "ringtrain/launch/gpu_runtime.h"
+#include "support/gpu_test.h"
 
 int main() {
   using namespace ringtrain;
-  if (!cuda_compiled()) {
-    std::puts("SKIPPED: ringtrain was built without CUDA");
-    return 77;
-  }
-  if (cuda_runtime_device_count() == 0) {
-    std::puts("SKIPPED: no CUDA device visible");
-    return 77;
-  }
+  if (!ringtrain::test::cuda_device_available()) return ringtrain::test::kSkippedExitCode;
   try {
     cuda_set_device(0);
     const char* d = std::getenv("RINGTRAIN_TEST_DATA_DIR");

@@ -5,17 +5,11 @@
 
 #include "kernels/axpy.cuh"
 #include "ringtrain/launch/gpu_runtime.h"
+#include "support/gpu_test.h"
 
 int main() {
   using namespace ringtrain;
-  if (!cuda_compiled()) {
-    std::puts("SKIPPED: ringtrain was built without CUDA");
-    return 77;
-  }
-  if (cuda_runtime_device_count() == 0) {
-    std::puts("SKIPPED: no CUDA device visible");
-    return 77;
-  }
+  if (!ringtrain::test::cuda_device_available()) return ringtrain::test::kSkippedExitCode;
   cuda_set_device(0);
   std::printf("device 0: %s\n", cuda_device_name(0).c_str());
   const std::size_t n = 1000003;

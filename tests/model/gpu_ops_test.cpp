@@ -19,6 +19,7 @@
 #include "ringtrain/ops/softmax_cross_entropy.h"
 #include "ringtrain/tensor/tensor.h"
 #include "test_data.h"
+#include "support/gpu_test.h"
 
 using namespace ringtrain;
 
@@ -217,14 +218,7 @@ TEST_CASE("gpu model forward and backward match the CPU model", "[gpu]") {
 }
 
 int main(int argc, char** argv) {
-  if (!cuda_compiled()) {
-    std::puts("SKIPPED: ringtrain was built without CUDA");
-    return 77;
-  }
-  if (cuda_runtime_device_count() == 0) {
-    std::puts("SKIPPED: no CUDA device visible");
-    return 77;
-  }
+  if (!ringtrain::test::cuda_device_available()) return ringtrain::test::kSkippedExitCode;
   cuda_set_device(0);
   return Catch::Session().run(argc, argv);
 }

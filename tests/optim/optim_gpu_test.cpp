@@ -12,6 +12,7 @@
 #include "ringtrain/launch/gpu_runtime.h"
 #include "ringtrain/optim/grad_clip.h"
 #include "ringtrain/optim/optimizer.h"
+#include "support/gpu_test.h"
 
 using namespace ringtrain;
 
@@ -133,14 +134,7 @@ TEST_CASE("gpu grad norm, clip and scale match the cpu", "[gpu][optim]") {
 }
 
 int main(int argc, char** argv) {
-  if (!cuda_compiled()) {
-    std::puts("SKIPPED: ringtrain was built without CUDA");
-    return 77;
-  }
-  if (cuda_runtime_device_count() == 0) {
-    std::puts("SKIPPED: no CUDA device visible");
-    return 77;
-  }
+  if (!ringtrain::test::cuda_device_available()) return ringtrain::test::kSkippedExitCode;
   cuda_set_device(0);
   std::printf("device 0: %s\n", cuda_device_name(0).c_str());
   return Catch::Session().run(argc, argv);
