@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/multi_isa.h"
 #include "kernels/reduce.cuh"
 #include "ringtrain/core/check.h"
 
@@ -58,7 +59,9 @@ inline void store_block(void* dst, const void* src, std::size_t bytes, bool stre
     const std::size_t vecs = bytes / 16;
     for (std::size_t i = 0; i < vecs; ++i) _mm_stream_si128(d + i, _mm_load_si128(s + i));
     const std::size_t done = vecs * 16;
-    if (done < bytes) std::memcpy(static_cast<char*>(dst) + done, static_cast<const char*>(src) + done, bytes - done);
+    if (done < bytes)
+      std::memcpy(static_cast<char*>(dst) + done, static_cast<const char*>(src) + done,
+                  bytes - done);
     return;
   }
 #endif
@@ -77,12 +80,11 @@ inline void store_fence(bool streaming) {
 
 template <typename Traits, typename Op>
 void reduce_to_many_t(const void* const* srcs, int nsrc, void* const* dsts, int ndst,
-                      std::size_t count, bool avg, int divisor) {
+                      std::size_t count, bool avg, int divisor, bool streaming) {
   using S = typename Traits::S;
   using A = typename Traits::A;
   Op op;
   alignas(64) A acc[kBlock];
-  const bool streaming = count * sizeof(S) * static_cast<std::size_t>(ndst) >= kStreamingBytes;
   for (std::size_t base = 0; base < count; base += kBlock) {
     const std::size_t n = std::min(kBlock, count - base);
     const S* s0 = static_cast<const S*>(srcs[0]) + base;
@@ -96,28 +98,136 @@ void reduce_to_many_t(const void* const* srcs, int nsrc, void* const* dsts, int 
       for (std::size_t i = 0; i < n; ++i) acc[i] = static_cast<A>(acc[i] / d);
     }
     if constexpr (std::is_same_v<S, A>) {
-      for (int k = 0; k < ndst; ++k) store_block(static_cast<S*>(dsts[k]) + base, acc, n * sizeof(S), streaming);
+      for (int k = 0; k < ndst; ++k)
+        store_block(static_cast<S*>(dsts[k]) + base, acc, n * sizeof(S), streaming);
     } else {
       alignas(64) S packed[kBlock];
       for (std::size_t i = 0; i < n; ++i) packed[i] = Traits::store(acc[i]);
-      for (int k = 0; k < ndst; ++k) store_block(static_cast<S*>(dsts[k]) + base, packed, n * sizeof(S), streaming);
+      for (int k = 0; k < ndst; ++k)
+        store_block(static_cast<S*>(dsts[k]) + base, packed, n * sizeof(S), streaming);
     }
   }
   store_fence(streaming);
 }
 
-template <typename Traits>
-void reduce_to_many_op(ReduceOp op, const void* const* srcs, int nsrc, void* const* dsts, int ndst,
-                       std::size_t count, int divisor) {
+// ---- One pass for native types (f32, f64, i32, i64): each source element
+// is loaded once and each result stored once, 64 bytes at a time, with no
+// intermediate buffer. A destination may alias a source only at the same
+// index (in place), and each vector is fully loaded before it is stored, so
+// that is safe. The same code becomes AVX-512, AVX2 or SSE2 (RT_MULTI_ISA).
+template <typename T>
+struct Vec {
+  typedef T type __attribute__((vector_size(64)));
+  static constexpr std::size_t width = 64 / sizeof(T);
+};
+
+template <typename V>
+[[gnu::always_inline]] inline V load_vec(const void* p) {
+  V v;
+  std::memcpy(&v, p, sizeof(V));
+  return v;
+}
+
+template <typename V>
+[[gnu::always_inline]] inline void store_vec(void* p, const V& v, bool streaming) {
+#if defined(__SSE2__)
+  if (streaming) {
+    // p is 16-byte aligned (checked by the caller).
+    alignas(64) __m128i parts[4];
+    std::memcpy(parts, &v, sizeof(V));
+    auto* d = static_cast<__m128i*>(p);
+    for (int j = 0; j < 4; ++j) _mm_stream_si128(d + j, parts[j]);
+    return;
+  }
+#endif
+  (void)streaming;
+  std::memcpy(p, &v, sizeof(V));
+}
+
+template <typename T, typename Op>
+[[gnu::always_inline]] inline void fused_reduce(const void* const* srcs, int nsrc,
+                                                void* const* dsts, int ndst, std::size_t count,
+                                                bool avg, int divisor, bool streaming) {
+  using V = typename Vec<T>::type;
+  constexpr std::size_t W = Vec<T>::width;
+  const Op op;
+  const T d = static_cast<T>(divisor);
+  auto src = [&](int k) { return static_cast<const T*>(srcs[k]); };
+  auto dst = [&](int k) { return static_cast<T*>(dsts[k]); };
+  std::size_t i = 0;
+  for (; i + W <= count; i += W) {
+    V v = load_vec<V>(src(0) + i);
+    for (int k = 1; k < nsrc; ++k) v = op(v, load_vec<V>(src(k) + i));
+    if (avg) v = v / d;
+    for (int k = 0; k < ndst; ++k) store_vec(dst(k) + i, v, streaming);
+  }
+  for (; i < count; ++i) {
+    T v = src(0)[i];
+    for (int k = 1; k < nsrc; ++k) v = op(v, src(k)[i]);
+    if (avg) v = static_cast<T>(v / d);
+    for (int k = 0; k < ndst; ++k) dst(k)[i] = v;
+  }
+}
+
+template <typename T>
+[[gnu::always_inline]] inline void fused_reduce_op(ReduceOp op, const void* const* srcs, int nsrc,
+                                                   void* const* dsts, int ndst, std::size_t count,
+                                                   int divisor, bool streaming) {
   switch (op) {
     case ReduceOp::sum:
-      return reduce_to_many_t<Traits, SumOp>(srcs, nsrc, dsts, ndst, count, false, divisor);
+      return fused_reduce<T, SumOp>(srcs, nsrc, dsts, ndst, count, false, divisor, streaming);
     case ReduceOp::avg:
-      return reduce_to_many_t<Traits, SumOp>(srcs, nsrc, dsts, ndst, count, true, divisor);
+      return fused_reduce<T, SumOp>(srcs, nsrc, dsts, ndst, count, true, divisor, streaming);
     case ReduceOp::max:
-      return reduce_to_many_t<Traits, MaxOp>(srcs, nsrc, dsts, ndst, count, false, divisor);
+      return fused_reduce<T, MaxOp>(srcs, nsrc, dsts, ndst, count, false, divisor, streaming);
     case ReduceOp::min:
-      return reduce_to_many_t<Traits, MinOp>(srcs, nsrc, dsts, ndst, count, false, divisor);
+      return fused_reduce<T, MinOp>(srcs, nsrc, dsts, ndst, count, false, divisor, streaming);
+  }
+}
+
+// Target clones cannot be templates: one entry point per type.
+#define RT_FUSED_ENTRY(NAME, T)                                                             \
+  RT_MULTI_ISA void NAME(ReduceOp op, const void* const* srcs, int nsrc, void* const* dsts, \
+                         int ndst, std::size_t count, int divisor, bool streaming) {        \
+    fused_reduce_op<T>(op, srcs, nsrc, dsts, ndst, count, divisor, streaming);              \
+  }
+RT_FUSED_ENTRY(fused_reduce_f32, float)
+RT_FUSED_ENTRY(fused_reduce_f64, double)
+RT_FUSED_ENTRY(fused_reduce_i32, std::int32_t)
+RT_FUSED_ENTRY(fused_reduce_i64, std::int64_t)
+#undef RT_FUSED_ENTRY
+
+// Streaming (non-temporal) stores skip the read-for-ownership of each written
+// line, but only pay off when the destinations are not the sources (in place,
+// the line was just read and sits in cache) and the data will not fit in
+// cache anyway.
+bool should_stream(const void* const* srcs, int nsrc, void* const* dsts, int ndst,
+                   std::size_t bytes_written) {
+  if (bytes_written < kStreamingBytes) return false;
+  for (int k = 0; k < ndst; ++k) {
+    if ((reinterpret_cast<std::uintptr_t>(dsts[k]) & 15u) != 0) return false;
+    for (int j = 0; j < nsrc; ++j)
+      if (dsts[k] == srcs[j]) return false;
+  }
+  return true;
+}
+
+template <typename Traits>
+void reduce_to_many_op(ReduceOp op, const void* const* srcs, int nsrc, void* const* dsts, int ndst,
+                       std::size_t count, int divisor, bool streaming) {
+  switch (op) {
+    case ReduceOp::sum:
+      return reduce_to_many_t<Traits, SumOp>(srcs, nsrc, dsts, ndst, count, false, divisor,
+                                             streaming);
+    case ReduceOp::avg:
+      return reduce_to_many_t<Traits, SumOp>(srcs, nsrc, dsts, ndst, count, true, divisor,
+                                             streaming);
+    case ReduceOp::max:
+      return reduce_to_many_t<Traits, MaxOp>(srcs, nsrc, dsts, ndst, count, false, divisor,
+                                             streaming);
+    case ReduceOp::min:
+      return reduce_to_many_t<Traits, MinOp>(srcs, nsrc, dsts, ndst, count, false, divisor,
+                                             streaming);
   }
 }
 
@@ -128,16 +238,20 @@ void combine_t(void* dst, const void* a, const void* b, std::size_t count) {
   S* d = static_cast<S*>(dst);
   const S* x = static_cast<const S*>(a);
   const S* y = static_cast<const S*>(b);
-  for (std::size_t i = 0; i < count; ++i) d[i] = Traits::store(op(Traits::load(x[i]), Traits::load(y[i])));
+  for (std::size_t i = 0; i < count; ++i)
+    d[i] = Traits::store(op(Traits::load(x[i]), Traits::load(y[i])));
 }
 
 template <typename Traits>
 void combine_op(ReduceOp op, void* dst, const void* a, const void* b, std::size_t count) {
   switch (op) {
     case ReduceOp::sum:
-    case ReduceOp::avg: return combine_t<Traits, SumOp>(dst, a, b, count);
-    case ReduceOp::max: return combine_t<Traits, MaxOp>(dst, a, b, count);
-    case ReduceOp::min: return combine_t<Traits, MinOp>(dst, a, b, count);
+    case ReduceOp::avg:
+      return combine_t<Traits, SumOp>(dst, a, b, count);
+    case ReduceOp::max:
+      return combine_t<Traits, MaxOp>(dst, a, b, count);
+    case ReduceOp::min:
+      return combine_t<Traits, MinOp>(dst, a, b, count);
   }
 }
 
@@ -147,19 +261,26 @@ void divide_t(void* buf, std::size_t count, int divisor) {
   using A = typename Traits::A;
   S* p = static_cast<S*>(buf);
   const A d = static_cast<A>(divisor);
-  for (std::size_t i = 0; i < count; ++i) p[i] = Traits::store(static_cast<A>(Traits::load(p[i]) / d));
+  for (std::size_t i = 0; i < count; ++i)
+    p[i] = Traits::store(static_cast<A>(Traits::load(p[i]) / d));
 }
 
 // Calls f.template operator()<Traits>() for the dtype.
 template <typename F>
 void dispatch(DType dtype, F&& f) {
   switch (dtype) {
-    case DType::f32: return f.template operator()<Native<float>>();
-    case DType::f64: return f.template operator()<Native<double>>();
-    case DType::f16: return f.template operator()<F16>();
-    case DType::bf16: return f.template operator()<BF16>();
-    case DType::i32: return f.template operator()<Native<std::int32_t>>();
-    case DType::i64: return f.template operator()<Native<std::int64_t>>();
+    case DType::f32:
+      return f.template operator()<Native<float>>();
+    case DType::f64:
+      return f.template operator()<Native<double>>();
+    case DType::f16:
+      return f.template operator()<F16>();
+    case DType::bf16:
+      return f.template operator()<BF16>();
+    case DType::i32:
+      return f.template operator()<Native<std::int32_t>>();
+    case DType::i64:
+      return f.template operator()<Native<std::int64_t>>();
   }
 }
 
@@ -169,9 +290,23 @@ void reduce_to_many(DType dtype, ReduceOp op, const void* const* srcs, int nsrc,
                     int ndst, std::size_t count, int avg_divisor) {
   if (count == 0 || ndst == 0) return;
   RT_CHECK(nsrc > 0, "reduce_to_many needs at least one source");
-  dispatch(dtype, [&]<typename Traits>() {
-    reduce_to_many_op<Traits>(op, srcs, nsrc, dsts, ndst, count, avg_divisor);
-  });
+  const bool streaming = should_stream(srcs, nsrc, dsts, ndst,
+                                       count * dtype_size(dtype) * static_cast<std::size_t>(ndst));
+  switch (dtype) {
+    case DType::f32:
+      return fused_reduce_f32(op, srcs, nsrc, dsts, ndst, count, avg_divisor, streaming);
+    case DType::f64:
+      return fused_reduce_f64(op, srcs, nsrc, dsts, ndst, count, avg_divisor, streaming);
+    case DType::i32:
+      return fused_reduce_i32(op, srcs, nsrc, dsts, ndst, count, avg_divisor, streaming);
+    case DType::i64:
+      return fused_reduce_i64(op, srcs, nsrc, dsts, ndst, count, avg_divisor, streaming);
+    // 16-bit floats accumulate in f32 through a block buffer.
+    case DType::f16:
+      return reduce_to_many_op<F16>(op, srcs, nsrc, dsts, ndst, count, avg_divisor, streaming);
+    case DType::bf16:
+      return reduce_to_many_op<BF16>(op, srcs, nsrc, dsts, ndst, count, avg_divisor, streaming);
+  }
 }
 
 void combine(DType dtype, ReduceOp op, void* dst, const void* a, const void* b, std::size_t count) {

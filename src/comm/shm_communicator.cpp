@@ -286,6 +286,14 @@ class ShmCommunicator final : public CpuCommunicator {
     }
   }
 
+  // After arrive(): whether any rank of the group passes a buffer from
+  // outside the window.
+  bool any_staged() const {
+    for (int q = 0; q < gsize_; ++q)
+      if (desc(q).in.region < 0 || desc(q).out.region < 0) return true;
+    return false;
+  }
+
   Descriptor make_desc(const OpContext& ctx, OpKind kind, BufferView in, BufferView out, ReduceOp op,
                        int root) const {
     Descriptor d{};
@@ -313,18 +321,27 @@ class ShmCommunicator final : public CpuCommunicator {
   // ---------------------------------------------------------------- allreduce
   void run_allreduce(BufferView in, BufferView out, ReduceOp op, const OpContext& ctx) override {
     const std::size_t es = dtype_size(in.dtype);
-    const std::size_t piece = kStagingBytes / es;
     const Descriptor d = make_desc(ctx, OpKind::allreduce, in, out, op, 0);
     const bool in_staged = d.in.region < 0, out_staged = d.out.region < 0;
-    const std::size_t pieces = std::max<std::size_t>(1, (d.count + piece - 1) / piece);
+    // Staged buffers go through the staging area piece by piece. When every
+    // rank's buffers are in the window the whole slice is one piece: two
+    // synchronisations in all, and one long stream per buffer. A rank that
+    // stages has copied piece 0 in before it arrives, so pieces start at 0
+    // either way; the size is agreed once the descriptors are visible.
+    std::size_t piece = kStagingBytes / es;
     char* my_staging = staging_[static_cast<std::size_t>(grank_)];
     std::vector<const void*> srcs(static_cast<std::size_t>(gsize_));
     std::vector<void*> dsts(static_cast<std::size_t>(gsize_));
+    std::size_t pieces = 1;
     for (std::size_t i = 0; i < pieces; ++i) {
-      const std::size_t b = i * piece, len = std::min(piece, d.count - std::min(d.count, b));
+      const std::size_t b = i * piece;
+      std::size_t len = std::min(piece, d.count - std::min(d.count, b));
       if (in_staged && len > 0) std::memcpy(my_staging, static_cast<char*>(in.ptr) + b * es, len * es);
       if (i == 0) {
         arrive(d, ctx);
+        if (!any_staged()) piece = len = d.count;
+        pieces = piece == 0 ? 1 : (d.count + piece - 1) / piece;
+        pieces = std::max<std::size_t>(pieces, 1);
       } else {
         publish();
         wait_group(ctx);
