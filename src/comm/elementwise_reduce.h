@@ -13,9 +13,11 @@ namespace ringtrain::comm_detail {
 // For every i in [0, count): v = srcs[0][i] op srcs[1][i] op ... (f32
 // accumulation for f16/bf16), divided by avg_divisor when op is avg, then
 // written to dsts[0][i], dsts[1][i], .... A dst may alias a src: each block is
-// read completely before it is written.
+// read completely before it is written. Large out-of-place results are
+// written past the cache; pass may_stream = false when the caller reads the
+// result again at once.
 void reduce_to_many(DType dtype, ReduceOp op, const void* const* srcs, int nsrc, void* const* dsts,
-                    int ndst, std::size_t count, int avg_divisor);
+                    int ndst, std::size_t count, int avg_divisor, bool may_stream = true);
 
 // dst[i] = a[i] op b[i] (avg counts as sum here). dst may alias a or b.
 void combine(DType dtype, ReduceOp op, void* dst, const void* a, const void* b, std::size_t count);

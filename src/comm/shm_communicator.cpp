@@ -333,13 +333,15 @@ class ShmCommunicator final : public CpuCommunicator {
     std::vector<const void*> srcs(static_cast<std::size_t>(gsize_));
     std::vector<void*> dsts(static_cast<std::size_t>(gsize_));
     std::size_t pieces = 1;
+    bool staged = true;
     for (std::size_t i = 0; i < pieces; ++i) {
       const std::size_t b = i * piece;
       std::size_t len = std::min(piece, d.count - std::min(d.count, b));
       if (in_staged && len > 0) std::memcpy(my_staging, static_cast<char*>(in.ptr) + b * es, len * es);
       if (i == 0) {
         arrive(d, ctx);
-        if (!any_staged()) piece = len = d.count;
+        staged = any_staged();
+        if (!staged) piece = len = d.count;
         pieces = piece == 0 ? 1 : (d.count + piece - 1) / piece;
         pieces = std::max<std::size_t>(pieces, 1);
       } else {
@@ -355,7 +357,9 @@ class ShmCommunicator final : public CpuCommunicator {
         dsts[static_cast<std::size_t>(q)] = resolve(q, o.out) + out_at * es;
       }
       if (groups_ == 1) {
-        reduce_to_many(d.dtype, op, srcs.data(), gsize_, dsts.data(), gsize_, s.length, size());
+        // Staged results are copied out again at once: keep them in cache.
+        reduce_to_many(d.dtype, op, srcs.data(), gsize_, dsts.data(), gsize_, s.length, size(),
+                       /*may_stream=*/!staged);
       } else {
         guarded(ctx, [&] { reduce_slice_across_groups(d.dtype, op, srcs, dsts, s.length, ctx); });
       }
@@ -388,7 +392,7 @@ class ShmCommunicator final : public CpuCommunicator {
     } else {
       slice_.resize(n * es);
       void* one[1] = {slice_.data()};
-      reduce_to_many(dtype, partial, srcs.data(), gsize_, one, 1, n, 1);
+      reduce_to_many(dtype, partial, srcs.data(), gsize_, one, 1, n, 1, /*may_stream=*/false);
       const BufferView v{slice_.data(), n, dtype, Device::cpu()};
       ring_allreduce(*cross_ring_, v, v, partial, ring_config(), ctx.deadline, ring_scratch_);
       if (op == ReduceOp::avg) divide(dtype, slice_.data(), n, size());
