@@ -312,7 +312,20 @@ void reduce_to_many(DType dtype, ReduceOp op, const void* const* srcs, int nsrc,
 
 void combine(DType dtype, ReduceOp op, void* dst, const void* a, const void* b, std::size_t count) {
   if (count == 0) return;
-  dispatch(dtype, [&]<typename Traits>() { combine_op<Traits>(op, dst, a, b, count); });
+  // Native types take the vector path of reduce_to_many: two sources, one
+  // destination (which may alias either, at the same index).
+  const ReduceOp sum_for_avg = op == ReduceOp::avg ? ReduceOp::sum : op;
+  const void* srcs[2] = {a, b};
+  void* dsts[1] = {dst};
+  switch (dtype) {
+    case DType::f32: return fused_reduce_f32(sum_for_avg, srcs, 2, dsts, 1, count, 1, false);
+    case DType::f64: return fused_reduce_f64(sum_for_avg, srcs, 2, dsts, 1, count, 1, false);
+    case DType::i32: return fused_reduce_i32(sum_for_avg, srcs, 2, dsts, 1, count, 1, false);
+    case DType::i64: return fused_reduce_i64(sum_for_avg, srcs, 2, dsts, 1, count, 1, false);
+    case DType::f16:
+    case DType::bf16:
+      return dispatch(dtype, [&]<typename Traits>() { combine_op<Traits>(op, dst, a, b, count); });
+  }
 }
 
 void divide(DType dtype, void* buf, std::size_t count, int divisor) {

@@ -88,9 +88,17 @@ void reduce_scatter_phase(RingTransport& t, DType dt, ReduceOp op, const char* i
     const std::size_t len = seg.length(q);
     for (std::size_t off = 0; off < len; off += ce) f(off, std::min(ce, len - off));
   };
+  // The last step's chunks can land straight in owned_dst and be reduced
+  // there, unless owned_dst is this rank's own input (in place): that skips a
+  // scratch buffer of S/n bytes, all of it for n = 2.
+  const int b_last = wrap(r - (n - 2) - 1 + shift, n);
+  const bool direct_last = owned_dst != in + seg.offset(b_last) * es;
+  auto recv_buffer = [&](int step) {
+    return step == n - 2 && direct_last ? owned_dst : scratch.recv[step % 2].data();
+  };
   auto post_recvs = [&](int step) {
     const int q = wrap(r - step - 1 + shift, n);
-    char* buf = scratch.recv[step % 2].data();
+    char* buf = recv_buffer(step);
     recvs[step % 2].clear();
     chunks_of(q, [&](std::size_t off, std::size_t len) {
       recvs[step % 2].push_back(t.irecv(left, buf + off * es, len * es));
@@ -107,7 +115,7 @@ void reduce_scatter_phase(RingTransport& t, DType dt, ReduceOp op, const char* i
     const int b = wrap(r - s - 1 + shift, n);
     char* dst = last ? owned_dst : work + seg.offset(b) * es;
     const char* mine = in + seg.offset(b) * es;
-    const char* got = scratch.recv[s % 2].data();
+    const char* got = recv_buffer(s);
     std::size_t k = 0;
     chunks_of(b, [&](std::size_t off, std::size_t len) {
       t.wait(*recvs[s % 2][k++], left, deadline);
