@@ -7,6 +7,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <vector>
+
+#include <unistd.h>
 
 #include "core/multi_isa.h"
 #include "kernels/reduce.cuh"
@@ -44,13 +47,6 @@ struct Native {
 // A block fits in L1 alongside the streams it reads.
 constexpr std::size_t kBlock = 2048;
 
-// Past this many bytes written per call (by one rank) the destinations will
-// not stay in cache: non-temporal stores skip the read-for-ownership of every
-// written line, which keeps the traffic at one memcpy's 2S. Measured on 2 ranks
-// out of place: streaming wins from 2 MiB written (1.1x memcpy at 2-4 MiB,
-// 1.5x at 16 MiB) and loses below (0.66x vs 0.77x at 1 MiB).
-constexpr std::size_t kStreamingBytes = std::size_t{2} << 20;
-
 // dst = src (src is 64-byte aligned, in L1). Streams when asked and dst allows.
 inline void store_block(void* dst, const void* src, std::size_t bytes, bool streaming) {
 #if defined(__SSE2__)
@@ -81,7 +77,8 @@ inline void store_fence(bool streaming) {
 
 template <typename Traits, typename Op>
 void reduce_to_many_t(const void* const* srcs, int nsrc, void* const* dsts, int ndst,
-                      std::size_t count, bool avg, int divisor, bool streaming) {
+                      std::size_t count, bool avg, int divisor, const std::uint8_t* stream,
+                      bool any_stream) {
   using S = typename Traits::S;
   using A = typename Traits::A;
   Op op;
@@ -100,15 +97,15 @@ void reduce_to_many_t(const void* const* srcs, int nsrc, void* const* dsts, int 
     }
     if constexpr (std::is_same_v<S, A>) {
       for (int k = 0; k < ndst; ++k)
-        store_block(static_cast<S*>(dsts[k]) + base, acc, n * sizeof(S), streaming);
+        store_block(static_cast<S*>(dsts[k]) + base, acc, n * sizeof(S), stream[k] != 0);
     } else {
       alignas(64) S packed[kBlock];
       for (std::size_t i = 0; i < n; ++i) packed[i] = Traits::store(acc[i]);
       for (int k = 0; k < ndst; ++k)
-        store_block(static_cast<S*>(dsts[k]) + base, packed, n * sizeof(S), streaming);
+        store_block(static_cast<S*>(dsts[k]) + base, packed, n * sizeof(S), stream[k] != 0);
     }
   }
-  store_fence(streaming);
+  store_fence(any_stream);
 }
 
 // ---- One pass for native types (f32, f64, i32, i64): each source element
@@ -148,7 +145,8 @@ template <typename V>
 template <typename T, typename Op>
 [[gnu::always_inline]] inline void fused_reduce(const void* const* srcs, int nsrc,
                                                 void* const* dsts, int ndst, std::size_t count,
-                                                bool avg, int divisor, bool streaming) {
+                                                bool avg, int divisor, const std::uint8_t* stream,
+                                                bool any_stream) {
   using V = typename Vec<T>::type;
   constexpr std::size_t W = Vec<T>::width;
   const Op op;
@@ -160,7 +158,7 @@ template <typename T, typename Op>
     V v = load_vec<V>(src(0) + i);
     for (int k = 1; k < nsrc; ++k) v = op(v, load_vec<V>(src(k) + i));
     if (avg) v = v / d;
-    for (int k = 0; k < ndst; ++k) store_vec(dst(k) + i, v, streaming);
+    for (int k = 0; k < ndst; ++k) store_vec(dst(k) + i, v, stream[k] != 0);
   }
   for (; i < count; ++i) {
     T v = src(0)[i];
@@ -168,29 +166,36 @@ template <typename T, typename Op>
     if (avg) v = static_cast<T>(v / d);
     for (int k = 0; k < ndst; ++k) dst(k)[i] = v;
   }
+  store_fence(any_stream);
 }
 
 template <typename T>
 [[gnu::always_inline]] inline void fused_reduce_op(ReduceOp op, const void* const* srcs, int nsrc,
                                                    void* const* dsts, int ndst, std::size_t count,
-                                                   int divisor, bool streaming) {
+                                                   int divisor, const std::uint8_t* stream,
+                                                   bool any_stream) {
   switch (op) {
     case ReduceOp::sum:
-      return fused_reduce<T, SumOp>(srcs, nsrc, dsts, ndst, count, false, divisor, streaming);
+      return fused_reduce<T, SumOp>(srcs, nsrc, dsts, ndst, count, false, divisor, stream,
+                                    any_stream);
     case ReduceOp::avg:
-      return fused_reduce<T, SumOp>(srcs, nsrc, dsts, ndst, count, true, divisor, streaming);
+      return fused_reduce<T, SumOp>(srcs, nsrc, dsts, ndst, count, true, divisor, stream,
+                                    any_stream);
     case ReduceOp::max:
-      return fused_reduce<T, MaxOp>(srcs, nsrc, dsts, ndst, count, false, divisor, streaming);
+      return fused_reduce<T, MaxOp>(srcs, nsrc, dsts, ndst, count, false, divisor, stream,
+                                    any_stream);
     case ReduceOp::min:
-      return fused_reduce<T, MinOp>(srcs, nsrc, dsts, ndst, count, false, divisor, streaming);
+      return fused_reduce<T, MinOp>(srcs, nsrc, dsts, ndst, count, false, divisor, stream,
+                                    any_stream);
   }
 }
 
 // Target clones cannot be templates: one entry point per type.
-#define RT_FUSED_ENTRY(NAME, T)                                                             \
-  RT_MULTI_ISA void NAME(ReduceOp op, const void* const* srcs, int nsrc, void* const* dsts, \
-                         int ndst, std::size_t count, int divisor, bool streaming) {        \
-    fused_reduce_op<T>(op, srcs, nsrc, dsts, ndst, count, divisor, streaming);              \
+#define RT_FUSED_ENTRY(NAME, T)                                                                \
+  RT_MULTI_ISA void NAME(ReduceOp op, const void* const* srcs, int nsrc, void* const* dsts,    \
+                         int ndst, std::size_t count, int divisor, const std::uint8_t* stream, \
+                         bool any_stream) {                                                    \
+    fused_reduce_op<T>(op, srcs, nsrc, dsts, ndst, count, divisor, stream, any_stream);        \
   }
 RT_FUSED_ENTRY(fused_reduce_f32, float)
 RT_FUSED_ENTRY(fused_reduce_f64, double)
@@ -198,37 +203,55 @@ RT_FUSED_ENTRY(fused_reduce_i32, std::int32_t)
 RT_FUSED_ENTRY(fused_reduce_i64, std::int64_t)
 #undef RT_FUSED_ENTRY
 
-// Streaming (non-temporal) stores skip the read-for-ownership of each written
-// line, but only pay off when the destinations are not the sources (in place,
-// the line was just read and sits in cache) and the data will not fit in
-// cache anyway.
-bool should_stream(const void* const* srcs, int nsrc, void* const* dsts, int ndst,
-                   std::size_t bytes_written) {
-  if (bytes_written < kStreamingBytes) return false;
+// Which destinations get streaming (non-temporal) stores: they skip the
+// read-for-ownership of each line and keep results another core will read out
+// of this core's cache. Never in place (the line was just read, and streaming
+// it out measured 2-3x slower). Out of place, with L2 this core's share of L2
+// and w the bytes this call touches (sources and destinations), measured on 2
+// ranks against a concurrent memcpy:
+//   w <= L2/2        all cached      streaming is 0.4-0.8x here
+//   w >  L2/2        peers streamed, the local destination cached (1.1-1.35x
+//                    at 1-4 MiB all-reduces; everything cached: 0.8-1.0x)
+//   written >= 4 L2  all streamed    (1.8x at 16 MiB; peers only: 1.3-1.4x)
+// Returns whether any destination streams.
+bool choose_streams(const void* const* srcs, int nsrc, void* const* dsts, int ndst,
+                    std::size_t bytes_per_buffer, const StoreHint& hint, std::uint8_t* stream) {
+  static const std::size_t l2 = [] {
+    const long v = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return v > 0 ? static_cast<std::size_t>(v) : std::size_t{1} << 20;
+  }();
+  const std::size_t touched = bytes_per_buffer * static_cast<std::size_t>(nsrc + ndst);
+  const std::size_t written = bytes_per_buffer * static_cast<std::size_t>(ndst);
+  bool in_place = false;
+  for (int k = 0; k < ndst; ++k)
+    for (int j = 0; j < nsrc; ++j) in_place |= dsts[k] == srcs[j];
+  bool any = false;
   for (int k = 0; k < ndst; ++k) {
-    if ((reinterpret_cast<std::uintptr_t>(dsts[k]) & 15u) != 0) return false;
-    for (int j = 0; j < nsrc; ++j)
-      if (dsts[k] == srcs[j]) return false;
+    const bool aligned = (reinterpret_cast<std::uintptr_t>(dsts[k]) & 15u) == 0;
+    const bool big = k == hint.local_dst ? written >= 4 * l2 : 2 * touched > l2;
+    stream[k] = hint.may_stream && !in_place && aligned && big;
+    any |= stream[k] != 0;
   }
-  return true;
+  return any;
 }
 
 template <typename Traits>
 void reduce_to_many_op(ReduceOp op, const void* const* srcs, int nsrc, void* const* dsts, int ndst,
-                       std::size_t count, int divisor, bool streaming) {
+                       std::size_t count, int divisor, const std::uint8_t* stream,
+                       bool any_stream) {
   switch (op) {
     case ReduceOp::sum:
-      return reduce_to_many_t<Traits, SumOp>(srcs, nsrc, dsts, ndst, count, false, divisor,
-                                             streaming);
+      return reduce_to_many_t<Traits, SumOp>(srcs, nsrc, dsts, ndst, count, false, divisor, stream,
+                                             any_stream);
     case ReduceOp::avg:
-      return reduce_to_many_t<Traits, SumOp>(srcs, nsrc, dsts, ndst, count, true, divisor,
-                                             streaming);
+      return reduce_to_many_t<Traits, SumOp>(srcs, nsrc, dsts, ndst, count, true, divisor, stream,
+                                             any_stream);
     case ReduceOp::max:
-      return reduce_to_many_t<Traits, MaxOp>(srcs, nsrc, dsts, ndst, count, false, divisor,
-                                             streaming);
+      return reduce_to_many_t<Traits, MaxOp>(srcs, nsrc, dsts, ndst, count, false, divisor, stream,
+                                             any_stream);
     case ReduceOp::min:
-      return reduce_to_many_t<Traits, MinOp>(srcs, nsrc, dsts, ndst, count, false, divisor,
-                                             streaming);
+      return reduce_to_many_t<Traits, MinOp>(srcs, nsrc, dsts, ndst, count, false, divisor, stream,
+                                             any_stream);
   }
 }
 
@@ -288,25 +311,34 @@ void dispatch(DType dtype, F&& f) {
 }  // namespace
 
 void reduce_to_many(DType dtype, ReduceOp op, const void* const* srcs, int nsrc, void* const* dsts,
-                    int ndst, std::size_t count, int avg_divisor, bool may_stream) {
+                    int ndst, std::size_t count, int avg_divisor, StoreHint hint) {
   if (count == 0 || ndst == 0) return;
   RT_CHECK(nsrc > 0, "reduce_to_many needs at least one source");
-  const bool streaming = may_stream && should_stream(srcs, nsrc, dsts, ndst,
-                                       count * dtype_size(dtype) * static_cast<std::size_t>(ndst));
+  std::uint8_t few[64];
+  std::vector<std::uint8_t> many;
+  std::uint8_t* stream = few;
+  if (ndst > 64) {
+    many.resize(static_cast<std::size_t>(ndst));
+    stream = many.data();
+  }
+  const bool any_stream =
+      choose_streams(srcs, nsrc, dsts, ndst, count * dtype_size(dtype), hint, stream);
   switch (dtype) {
     case DType::f32:
-      return fused_reduce_f32(op, srcs, nsrc, dsts, ndst, count, avg_divisor, streaming);
+      return fused_reduce_f32(op, srcs, nsrc, dsts, ndst, count, avg_divisor, stream, any_stream);
     case DType::f64:
-      return fused_reduce_f64(op, srcs, nsrc, dsts, ndst, count, avg_divisor, streaming);
+      return fused_reduce_f64(op, srcs, nsrc, dsts, ndst, count, avg_divisor, stream, any_stream);
     case DType::i32:
-      return fused_reduce_i32(op, srcs, nsrc, dsts, ndst, count, avg_divisor, streaming);
+      return fused_reduce_i32(op, srcs, nsrc, dsts, ndst, count, avg_divisor, stream, any_stream);
     case DType::i64:
-      return fused_reduce_i64(op, srcs, nsrc, dsts, ndst, count, avg_divisor, streaming);
+      return fused_reduce_i64(op, srcs, nsrc, dsts, ndst, count, avg_divisor, stream, any_stream);
     // 16-bit floats accumulate in f32 through a block buffer.
     case DType::f16:
-      return reduce_to_many_op<F16>(op, srcs, nsrc, dsts, ndst, count, avg_divisor, streaming);
+      return reduce_to_many_op<F16>(op, srcs, nsrc, dsts, ndst, count, avg_divisor, stream,
+                                    any_stream);
     case DType::bf16:
-      return reduce_to_many_op<BF16>(op, srcs, nsrc, dsts, ndst, count, avg_divisor, streaming);
+      return reduce_to_many_op<BF16>(op, srcs, nsrc, dsts, ndst, count, avg_divisor, stream,
+                                     any_stream);
   }
 }
 
@@ -317,11 +349,16 @@ void combine(DType dtype, ReduceOp op, void* dst, const void* a, const void* b, 
   const ReduceOp sum_for_avg = op == ReduceOp::avg ? ReduceOp::sum : op;
   const void* srcs[2] = {a, b};
   void* dsts[1] = {dst};
+  const std::uint8_t cached[1] = {0};  // the ring sends or reads it next
   switch (dtype) {
-    case DType::f32: return fused_reduce_f32(sum_for_avg, srcs, 2, dsts, 1, count, 1, false);
-    case DType::f64: return fused_reduce_f64(sum_for_avg, srcs, 2, dsts, 1, count, 1, false);
-    case DType::i32: return fused_reduce_i32(sum_for_avg, srcs, 2, dsts, 1, count, 1, false);
-    case DType::i64: return fused_reduce_i64(sum_for_avg, srcs, 2, dsts, 1, count, 1, false);
+    case DType::f32:
+      return fused_reduce_f32(sum_for_avg, srcs, 2, dsts, 1, count, 1, cached, false);
+    case DType::f64:
+      return fused_reduce_f64(sum_for_avg, srcs, 2, dsts, 1, count, 1, cached, false);
+    case DType::i32:
+      return fused_reduce_i32(sum_for_avg, srcs, 2, dsts, 1, count, 1, cached, false);
+    case DType::i64:
+      return fused_reduce_i64(sum_for_avg, srcs, 2, dsts, 1, count, 1, cached, false);
     case DType::f16:
     case DType::bf16:
       return dispatch(dtype, [&]<typename Traits>() { combine_op<Traits>(op, dst, a, b, count); });

@@ -359,7 +359,7 @@ class ShmCommunicator final : public CpuCommunicator {
       if (groups_ == 1) {
         // Staged results are copied out again at once: keep them in cache.
         reduce_to_many(d.dtype, op, srcs.data(), gsize_, dsts.data(), gsize_, s.length, size(),
-                       /*may_stream=*/!staged);
+                       StoreHint{.may_stream = !staged, .local_dst = grank_});
       } else {
         guarded(ctx, [&] { reduce_slice_across_groups(d.dtype, op, srcs, dsts, s.length, ctx); });
       }
@@ -392,7 +392,7 @@ class ShmCommunicator final : public CpuCommunicator {
     } else {
       slice_.resize(n * es);
       void* one[1] = {slice_.data()};
-      reduce_to_many(dtype, partial, srcs.data(), gsize_, one, 1, n, 1, /*may_stream=*/false);
+      reduce_to_many(dtype, partial, srcs.data(), gsize_, one, 1, n, 1, StoreHint{.may_stream = false});
       const BufferView v{slice_.data(), n, dtype, Device::cpu()};
       ring_allreduce(*cross_ring_, v, v, partial, ring_config(), ctx.deadline, ring_scratch_);
       if (op == ReduceOp::avg) divide(dtype, slice_.data(), n, size());
@@ -501,7 +501,7 @@ class ShmCommunicator final : public CpuCommunicator {
         srcs[static_cast<std::size_t>(q)] = resolve(q, o.in) + at * es;
       }
       void* dst[1] = {static_cast<char*>(out.ptr) + b * es};
-      reduce_to_many(d.dtype, op, srcs.data(), gsize_, dst, 1, len, size());
+      reduce_to_many(d.dtype, op, srcs.data(), gsize_, dst, 1, len, size(), StoreHint{.local_dst = 0});
       publish();
       wait_group(ctx);
     }

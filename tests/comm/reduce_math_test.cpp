@@ -3,6 +3,7 @@
 // comm/elementwise_reduce.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -135,22 +136,29 @@ TEST_CASE("reduce_to_many on native types equals the scalar formula for every sh
   check_native<std::int64_t>(DType::i64);
 }
 
-TEST_CASE("reduce_to_many out of place past the streaming threshold, aligned and not") {
-  // 3M floats to each of two destinations is past the size where stores
-  // bypass the cache; the +1 offset forces the ordinary-store fallback.
+TEST_CASE("reduce_to_many out of place, large: every store policy gives the same result") {
+  // 3M floats to each of two destinations: past the sizes where results meant
+  // for other cores, then all results, bypass the cache. The +1 offset forces
+  // the ordinary-store fallback; the hints select cached, mixed and streamed.
   const std::size_t n = (std::size_t{3} << 20) + 5;
   std::vector<float> a(n + 1), b(n + 1), o1(n + 1), o2(n + 1);
   for (std::size_t i = 0; i < n + 1; ++i) {
     a[i] = static_cast<float>(i % 1000);
     b[i] = 0.5f * static_cast<float>(i % 7);
   }
-  for (std::size_t shift : {0, 1}) {
-    const void* srcs[2] = {a.data() + shift, b.data() + shift};
-    void* dsts[2] = {o1.data() + shift, o2.data() + shift};
-    comm_detail::reduce_to_many(DType::f32, ReduceOp::sum, srcs, 2, dsts, 2, n, 2);
-    for (std::size_t i = 0; i < n; ++i) {
-      const float want = a[shift + i] + b[shift + i];
-      if (o1[shift + i] != want || o2[shift + i] != want) FAIL("shift " << shift << " i " << i);
+  const comm_detail::StoreHint hints[] = {
+      {}, {.may_stream = true, .local_dst = 1}, {.may_stream = false, .local_dst = -1}};
+  for (const auto& hint : hints)
+    for (std::size_t shift : {0, 1}) {
+      std::fill(o1.begin(), o1.end(), -1.0f);
+      std::fill(o2.begin(), o2.end(), -1.0f);
+      const void* srcs[2] = {a.data() + shift, b.data() + shift};
+      void* dsts[2] = {o1.data() + shift, o2.data() + shift};
+      comm_detail::reduce_to_many(DType::f32, ReduceOp::sum, srcs, 2, dsts, 2, n, 2, hint);
+      for (std::size_t i = 0; i < n; ++i) {
+        const float want = a[shift + i] + b[shift + i];
+        if (o1[shift + i] != want || o2[shift + i] != want)
+          FAIL("local_dst " << hint.local_dst << " shift " << shift << " i " << i);
+      }
     }
-  }
 }
