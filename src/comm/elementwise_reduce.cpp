@@ -1,3 +1,6 @@
+// Two paths: native types (f32, f64, i32, i64) take one fused vector pass
+// (fused_reduce); f16/bf16 accumulate in f32 through an L1 block
+// (reduce_to_many_t). Both follow the same store policy (choose_streams).
 #include "comm/elementwise_reduce.h"
 
 #if defined(__SSE2__)
