@@ -327,7 +327,9 @@ class ShmCommunicator final : public CpuCommunicator {
     // rank's buffers are in the window the whole slice is one piece: two
     // synchronisations in all, and one long stream per buffer. A rank that
     // stages has copied piece 0 in before it arrives, so pieces start at 0
-    // either way; the size is agreed once the descriptors are visible.
+    // either way; the size is agreed once the descriptors are visible. Across
+    // groups the other groups' descriptors are not visible, and the slice
+    // owners' rings must see equal pieces, so hierarchical runs always piece.
     std::size_t piece = kStagingBytes / es;
     char* my_staging = staging_[static_cast<std::size_t>(grank_)];
     std::vector<const void*> srcs(static_cast<std::size_t>(gsize_));
@@ -341,7 +343,7 @@ class ShmCommunicator final : public CpuCommunicator {
       if (i == 0) {
         arrive(d, ctx);
         staged = any_staged();
-        if (!staged) piece = len = d.count;
+        if (!staged && groups_ == 1) piece = len = d.count;
         pieces = piece == 0 ? 1 : (d.count + piece - 1) / piece;
         pieces = std::max<std::size_t>(pieces, 1);
       } else {

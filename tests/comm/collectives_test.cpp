@@ -184,6 +184,37 @@ TEST_CASE("broadcast, allgather, reduce_scatter, barrier: every backend and dtyp
   }
 }
 
+TEST_CASE("allreduce: ranks mixing window and heap buffers agree on how to split the work") {
+  // shm reduces window buffers in one piece but stages heap buffers in pieces;
+  // the ranks must agree from the published descriptors. Odd ranks pass heap
+  // memory (input, output or both), even ranks window memory, over more than
+  // one staging area.
+  const std::size_t count = 1500007;
+  const int rank = test::topology().rank();
+  for (const Backend& b : backends()) {
+    if (!b.large) continue;
+    auto c = make_communicator(b.kind, test::topology(), b.options);
+    INFO(b.label);
+    for (int variant = 0; variant < 3; ++variant) {
+      // allocate() is collective: every rank allocates, odd ranks then swap
+      // in heap memory for the input (variant 0, 2) and/or output (1, 2).
+      Buffer in_window(*c, true, count, DType::f32), out_window(*c, true, count, DType::f32);
+      Buffer in_heap(*c, false, count, DType::f32), out_heap(*c, false, count, DType::f32);
+      const bool odd = rank % 2 == 1;
+      BufferView in = odd && variant != 1 ? in_heap.view : in_window.view;
+      BufferView out = odd && variant != 0 ? out_heap.view : out_window.view;
+      const std::uint64_t seed = 40 + static_cast<std::uint64_t>(variant);
+      test::fill_input(DType::f32, in.ptr, count, seed, c->rank());
+      c->allreduce(in, out, ReduceOp::sum);
+      std::size_t wrong = 0;
+      for (std::size_t i = 0; i < count; ++i)
+        wrong += !test::matches_reduction(DType::f32, ReduceOp::sum, c->size(), seed, i, out.ptr, i);
+      INFO("variant " << variant);
+      CHECK(wrong == 0);
+    }
+  }
+}
+
 TEST_CASE("async requests complete in issue order with several outstanding") {
   for (const Backend& b : backends()) {
     auto c = make_communicator(b.kind, test::topology(), b.options);
