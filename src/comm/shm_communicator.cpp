@@ -343,9 +343,11 @@ class ShmCommunicator final : public CpuCommunicator {
       if (i == 0) {
         arrive(d, ctx);
         staged = any_staged();
-        if (!staged && groups_ == 1) piece = len = d.count;
-        pieces = piece == 0 ? 1 : (d.count + piece - 1) / piece;
-        pieces = std::max<std::size_t>(pieces, 1);
+        if (!staged && groups_ == 1) {
+          piece = std::max<std::size_t>(d.count, 1);
+          len = d.count;
+        }
+        pieces = std::max<std::size_t>(1, (d.count + piece - 1) / piece);
       } else {
         publish();
         wait_group(ctx);
