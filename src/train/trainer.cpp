@@ -381,7 +381,8 @@ TrainSummary train(const TrainConfig& cfg, const Topology& topo) {
       control->allreduce(BufferView{window.data(), 2, DType::f64, Device::cpu()},
                          BufferView{window.data(), 2, DType::f64, Device::cpu()}, ReduceOp::sum);
       const double loss = window[1] > 0 ? window[0] / window[1] : 0.0;
-      recorder.on_step(step, cursor.epoch, lr, loss, timing, static_cast<double>(global_batch) / timing.total);
+      // The epoch this step trained in (the cursor already points past it).
+      recorder.on_step(step, epoch_before, lr, loss, timing, static_cast<double>(global_batch) / timing.total);
       window.assign(2, 0.0);
     }
     const bool epoch_end = cursor.epoch != epoch_before;

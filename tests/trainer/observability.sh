@@ -36,4 +36,16 @@ backs = [e for e in events if e["pid"] == 0 and e["name"] == "backward"]
 assert any(b["ts"] <= s["ts"] <= b["ts"] + b["dur"] for s in starts for b in backs), "no bucket launched during backward"
 print("metrics, TensorBoard and trace look right:", len(events), "spans")
 PY
+# Epoch bookkeeping: 256 samples / global batch 16 = 16 steps per epoch. The
+# step that ends an epoch is reported in that epoch, never as "epoch 3/2".
+TRAIN_LOG_FLAGS=(--log-every 16 --check-every 0)
+train 2 "$WORK/epochs" --model "$MLP" --batch 8 --epochs 2 --eval-every 0
+grep -Eq "epoch 2/2 +step 32/32 " "$WORK/epochs/log.txt" || { cat "$WORK/epochs/log.txt"; fail "last step not shown as epoch 2/2"; }
+! grep -q "epoch 3/2" "$WORK/epochs/log.txt" || fail "a step reported past the last epoch"
+python3 - "$WORK/epochs/metrics.jsonl" <<'PY'
+import json, sys
+train = [json.loads(l) for l in open(sys.argv[1]) if '"train"' in l]
+got = [(r["step"], r["epoch"]) for r in train]
+assert got == [(16, 0), (32, 1)], got
+PY
 echo "PASS: observability"
