@@ -111,6 +111,23 @@ void reduce_to_many_t(const void* const* srcs, int nsrc, void* const* dsts, int 
   store_fence(any_stream);
 }
 
+// Calls f.template operator()<Op>(avg) for `op`: avg is a sum, then a
+// division. Inlined, so that inside a target clone the loop keeps the clone's
+// instruction set.
+template <typename F>
+[[gnu::always_inline]] inline void with_op(ReduceOp op, F&& f) {
+  switch (op) {
+    case ReduceOp::sum:
+      return f.template operator()<SumOp>(false);
+    case ReduceOp::avg:
+      return f.template operator()<SumOp>(true);
+    case ReduceOp::max:
+      return f.template operator()<MaxOp>(false);
+    case ReduceOp::min:
+      return f.template operator()<MinOp>(false);
+  }
+}
+
 // ---- One pass for native types (f32, f64, i32, i64): each source element
 // is loaded once and each result stored once, 64 bytes at a time, with no
 // intermediate buffer. A destination may alias a source only at the same
@@ -177,20 +194,10 @@ template <typename T>
                                                    void* const* dsts, int ndst, std::size_t count,
                                                    int divisor, const std::uint8_t* stream,
                                                    bool any_stream) {
-  switch (op) {
-    case ReduceOp::sum:
-      return fused_reduce<T, SumOp>(srcs, nsrc, dsts, ndst, count, false, divisor, stream,
-                                    any_stream);
-    case ReduceOp::avg:
-      return fused_reduce<T, SumOp>(srcs, nsrc, dsts, ndst, count, true, divisor, stream,
-                                    any_stream);
-    case ReduceOp::max:
-      return fused_reduce<T, MaxOp>(srcs, nsrc, dsts, ndst, count, false, divisor, stream,
-                                    any_stream);
-    case ReduceOp::min:
-      return fused_reduce<T, MinOp>(srcs, nsrc, dsts, ndst, count, false, divisor, stream,
-                                    any_stream);
-  }
+  with_op(
+      op, [&]<typename Op>(bool avg) __attribute__((always_inline)) {
+        fused_reduce<T, Op>(srcs, nsrc, dsts, ndst, count, avg, divisor, stream, any_stream);
+      });
 }
 
 // Target clones cannot be templates: one entry point per type.
@@ -242,44 +249,9 @@ template <typename Traits>
 void reduce_to_many_op(ReduceOp op, const void* const* srcs, int nsrc, void* const* dsts, int ndst,
                        std::size_t count, int divisor, const std::uint8_t* stream,
                        bool any_stream) {
-  switch (op) {
-    case ReduceOp::sum:
-      return reduce_to_many_t<Traits, SumOp>(srcs, nsrc, dsts, ndst, count, false, divisor, stream,
-                                             any_stream);
-    case ReduceOp::avg:
-      return reduce_to_many_t<Traits, SumOp>(srcs, nsrc, dsts, ndst, count, true, divisor, stream,
-                                             any_stream);
-    case ReduceOp::max:
-      return reduce_to_many_t<Traits, MaxOp>(srcs, nsrc, dsts, ndst, count, false, divisor, stream,
-                                             any_stream);
-    case ReduceOp::min:
-      return reduce_to_many_t<Traits, MinOp>(srcs, nsrc, dsts, ndst, count, false, divisor, stream,
-                                             any_stream);
-  }
-}
-
-template <typename Traits, typename Op>
-void combine_t(void* dst, const void* a, const void* b, std::size_t count) {
-  using S = typename Traits::S;
-  Op op;
-  S* d = static_cast<S*>(dst);
-  const S* x = static_cast<const S*>(a);
-  const S* y = static_cast<const S*>(b);
-  for (std::size_t i = 0; i < count; ++i)
-    d[i] = Traits::store(op(Traits::load(x[i]), Traits::load(y[i])));
-}
-
-template <typename Traits>
-void combine_op(ReduceOp op, void* dst, const void* a, const void* b, std::size_t count) {
-  switch (op) {
-    case ReduceOp::sum:
-    case ReduceOp::avg:
-      return combine_t<Traits, SumOp>(dst, a, b, count);
-    case ReduceOp::max:
-      return combine_t<Traits, MaxOp>(dst, a, b, count);
-    case ReduceOp::min:
-      return combine_t<Traits, MinOp>(dst, a, b, count);
-  }
+  with_op(op, [&]<typename Op>(bool avg) {
+    reduce_to_many_t<Traits, Op>(srcs, nsrc, dsts, ndst, count, avg, divisor, stream, any_stream);
+  });
 }
 
 template <typename Traits>
@@ -346,26 +318,12 @@ void reduce_to_many(DType dtype, ReduceOp op, const void* const* srcs, int nsrc,
 }
 
 void combine(DType dtype, ReduceOp op, void* dst, const void* a, const void* b, std::size_t count) {
-  if (count == 0) return;
-  // Native types take the vector path of reduce_to_many: two sources, one
-  // destination (which may alias either, at the same index).
-  const ReduceOp sum_for_avg = op == ReduceOp::avg ? ReduceOp::sum : op;
+  // Two sources, one destination (which may alias either, at the same index);
+  // avg counts as sum here. The ring sends or reads the result next: cached.
   const void* srcs[2] = {a, b};
   void* dsts[1] = {dst};
-  const std::uint8_t cached[1] = {0};  // the ring sends or reads it next
-  switch (dtype) {
-    case DType::f32:
-      return fused_reduce_f32(sum_for_avg, srcs, 2, dsts, 1, count, 1, cached, false);
-    case DType::f64:
-      return fused_reduce_f64(sum_for_avg, srcs, 2, dsts, 1, count, 1, cached, false);
-    case DType::i32:
-      return fused_reduce_i32(sum_for_avg, srcs, 2, dsts, 1, count, 1, cached, false);
-    case DType::i64:
-      return fused_reduce_i64(sum_for_avg, srcs, 2, dsts, 1, count, 1, cached, false);
-    case DType::f16:
-    case DType::bf16:
-      return dispatch(dtype, [&]<typename Traits>() { combine_op<Traits>(op, dst, a, b, count); });
-  }
+  reduce_to_many(dtype, op == ReduceOp::avg ? ReduceOp::sum : op, srcs, 2, dsts, 1, count, 1,
+                 StoreHint{.may_stream = false, .local_dst = 0});
 }
 
 void divide(DType dtype, void* buf, std::size_t count, int divisor) {
