@@ -9,7 +9,7 @@ export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
 # Oversubscribed ranks (more ranks than cores, as in CI) must yield the core
 # while they wait, or a spinning rank starves the one it waits for.
 export OMPI_MCA_mpi_yield_when_idle=${OMPI_MCA_mpi_yield_when_idle:-1}
-# Containers often forbid the CMA single-copy path (ptrace); fall back quietly.
-export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
+# Open MPI's single-copy path (CMA) is left to its default: ringtrain turns it
+# off by itself before MPI_Init where a container forbids process_vm_readv.
 RINGTRAIN_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export RINGTRAIN_ROOT

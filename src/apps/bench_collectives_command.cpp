@@ -4,9 +4,9 @@
 // correct result is). For every size and backend it prints
 //   backend size count type redop root | time algbw busbw #wrong | memcpy
 // where memcpy is the bandwidth of every rank copying the same size at the
-// same time: the ceiling on one node. Inputs are a function of (seed, rank,
-// index) and every result is checked; any wrong element makes the exit code
-// non-zero.
+// same time (the ceiling on one node), timed in batches that alternate with
+// the collective's. Inputs are a function of (seed, rank, index) and every
+// result is checked; any wrong element makes the exit code non-zero.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -175,6 +175,8 @@ struct Row {
 };
 
 class Bench {
+  static constexpr int kTimingRounds = 4;
+
  public:
   Bench(Collective coll, const BenchOptions& o, const Topology& topo)
       : coll_(coll), o_(o), topo_(topo), dtype_(parse_dtype(o.dtype)), op_(parse_reduce_op(o.op)) {
@@ -217,8 +219,6 @@ class Bench {
         const std::size_t count = count_for(sizes[k]);
         Row row = measure(*comm, in_all, out_all, count);
         row.backend = kind;
-        // Measured next to the row it bounds, so that both see the same load.
-        row.memcpy_gbs = memcpy_bandwidth(sizes[k]);
         any_wrong |= row.wrong > 0;
         print_row(row);
         rows.push_back(row);
@@ -274,19 +274,17 @@ class Bench {
     return static_cast<std::size_t>(x);
   }
 
-  // Every rank copies `bytes` at the same time; the slowest rank's time counts.
-  double memcpy_bandwidth(std::size_t bytes) {
-    std::vector<char> src(bytes, 1), dst(bytes, 0);
-    const int reps = std::max(o_.iters, 5);
-    std::memcpy(dst.data(), src.data(), bytes);
+  // Every rank copies `reps` times at the same time; returns this rank's seconds.
+  double time_memcpy(std::vector<char>& src, std::vector<char>& dst, int reps) {
+    const std::size_t bytes = src.size();
+    std::memcpy(dst.data(), src.data(), bytes);  // warm, as the collective's batch is
     harness_->barrier();
     Stopwatch sw;
     for (int i = 0; i < reps; ++i) {
       std::memcpy(dst.data(), src.data(), bytes);
       src[static_cast<std::size_t>(i) % bytes] = static_cast<char>(dst[bytes - 1] + 1);  // keep the copy live
     }
-    const double t = max_over_ranks(sw.seconds() / reps);
-    return static_cast<double>(bytes) / t / 1e9;
+    return sw.seconds();
   }
 
   void run_once(Communicator& c, BufferView in, BufferView out) {
@@ -325,10 +323,28 @@ class Bench {
     // cost the same to add.
     if (o_.inplace && in.count > 0) std::memset(in.ptr, 0, in.bytes());
     for (int i = 0; i < o_.warmup; ++i) run_once(c, in, out);
-    c.barrier();
-    Stopwatch sw;
-    for (int i = 0; i < o_.iters; ++i) run_once(c, in, out);
-    const double t = max_over_ranks(sw.seconds() / o_.iters);
+    // The memcpy ceiling is timed in batches that alternate with the
+    // collective's, so that both see the same load on a shared machine. Each
+    // batch starts after one untimed run of its own, so neither pays for the
+    // other evicting its buffers; each time is the slowest rank's total.
+    const std::size_t bytes = std::max<std::size_t>(1, out.bytes());  // the row's size
+    std::vector<char> copy_src(bytes, 1), copy_dst(bytes, 0);
+    const int rounds = std::min(o_.iters, kTimingRounds);
+    double coll_s = 0, copy_s = 0;
+    int copies = 0;
+    for (int k = 0; k < rounds; ++k) {
+      const int batch = o_.iters / rounds + (k < o_.iters % rounds ? 1 : 0);
+      run_once(c, in, out);
+      c.barrier();
+      Stopwatch sw;
+      for (int i = 0; i < batch; ++i) run_once(c, in, out);
+      coll_s += sw.seconds();
+      const int copy_batch = std::max(batch, 1);
+      copy_s += time_memcpy(copy_src, copy_dst, copy_batch);
+      copies += copy_batch;
+    }
+    const double t = max_over_ranks(coll_s / o_.iters);
+    const double copy_t = max_over_ranks(copy_s / copies);
     Row row;
     row.count = count;
     row.bytes = coll_ == Collective::allgather ? count * dtype_size(dtype_) * static_cast<std::size_t>(n)
@@ -337,6 +353,7 @@ class Bench {
     row.algbw = t > 0 ? static_cast<double>(row.bytes) / t / 1e9 : 0;
     row.busbw = row.algbw * bus_factor();
     row.wrong = wrong;
+    row.memcpy_gbs = static_cast<double>(bytes) / copy_t / 1e9;
     return row;
   }
 

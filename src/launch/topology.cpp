@@ -9,6 +9,7 @@
 
 #include "core/check_mpi.h"
 #include "launch/mpi_context.h"
+#include "launch/single_copy_probe.h"
 #include "ringtrain/core/error.h"
 #include "ringtrain/core/log.h"
 #include "ringtrain/launch/gpu_runtime.h"
@@ -47,6 +48,8 @@ MPI_Comm cross_node() { return g_cross; }
 
 MpiSession::MpiSession(int* argc, char*** argv) {
   int provided = 0;
+  // Open MPI reads its transport settings from the environment during init.
+  choose_single_copy_mechanism();
   RT_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
   // Library errors come back as codes and are thrown with file:line, rather
   // than MPI killing the process with its own, less specific message.
