@@ -22,11 +22,19 @@
 // where its buffers are) lets every rank check that all ranks called the same
 // collective with the same count before anything is read.
 //
-// Across nodes (or groups, CommOptions::shm_group_size) it is hierarchical: the
-// owner of a slice reduces it within its group, all-reduces it with the owners
-// of the same slice in the other groups over an MPI ring (one ring per group
-// rank, concurrently), then writes the result into every buffer of its group.
-// The other collectives then use the ring over the world.
+// Across nodes (or groups, CommOptions::shm_group_size) it is hierarchical. A
+// "column" is the ranks with the same rank in their group, one per group; each
+// column has its own MPI ring, and the columns' rings run concurrently.
+//   all-reduce: the owner of a slice reduces it within its group, all-reduces
+//     it over its column's ring, then writes it into every buffer of its group.
+//   reduce-scatter: group rank l sums, within its group, the blocks bound for
+//     column l's ranks, then the column's ring reduce-scatters those sums.
+//   all-gather: each column's ring gathers its members' blocks, then every
+//     rank copies the other columns' blocks from its group peers.
+//   broadcast: the root's column broadcasts over its ring, then each group
+//     broadcasts from its member of that column.
+// Inter-node traffic is that of one ring per column over S/n of the data, and
+// within a node only shared memory is used.
 #include <mpi.h>
 
 #include <algorithm>
@@ -139,6 +147,19 @@ class ShmCommunicator final : public CpuCommunicator {
              -sizes[1], sizes[0]);
     RT_MPI_CHECK(MPI_Comm_split(mpi_context::world(), grank_, rank(), &cross_));
     RT_MPI_CHECK(MPI_Comm_size(cross_, &groups_));
+    int column_place[2] = {grank_, 0};
+    RT_MPI_CHECK(MPI_Comm_rank(cross_, &column_place[1]));
+    std::vector<int> places(2 * static_cast<std::size_t>(size()));
+    RT_MPI_CHECK(MPI_Allgather(column_place, 2, MPI_INT, places.data(), 2, MPI_INT, mpi_context::world()));
+    grank_of_.resize(static_cast<std::size_t>(size()));
+    column_index_of_.resize(static_cast<std::size_t>(size()));
+    world_at_.assign(static_cast<std::size_t>(gsize_) * static_cast<std::size_t>(groups_), -1);
+    for (int w = 0; w < size(); ++w) {
+      const std::size_t i = static_cast<std::size_t>(w);
+      grank_of_[i] = places[2 * i];
+      column_index_of_[i] = places[2 * i + 1];
+      world_at_[static_cast<std::size_t>(grank_of_[i] * groups_ + column_index_of_[i])] = w;
+    }
     MPI_Comm_set_errhandler(group_, MPI_ERRORS_RETURN);
     MPI_Comm_set_errhandler(cross_, MPI_ERRORS_RETURN);
 
@@ -409,11 +430,18 @@ class ShmCommunicator final : public CpuCommunicator {
 
   // ---------------------------------------------------------------- broadcast
   void run_broadcast(BufferView in, BufferView out, int root, const OpContext& ctx) override {
-    if (groups_ > 1) {
-      guarded(ctx, [&] { ring_broadcast(*world_ring_, in, out, root, ring_config(), ctx.deadline); });
-      return;
+    if (groups_ == 1) return group_broadcast(in, out, root, root, ctx);  // group ranks are world ranks
+    const int column = grank_of_[static_cast<std::size_t>(root)];
+    if (grank_ == column) {
+      const int from = column_index_of_[static_cast<std::size_t>(root)];
+      guarded(ctx, [&] { ring_broadcast(*cross_ring_, in, out, from, ring_config(), ctx.deadline); });
     }
-    const int groot = root;  // one group: group ranks are world ranks in order
+    group_broadcast(out, out, column, root, ctx);
+  }
+
+  // Group rank groot's `in` to every out of the group (root: the world root,
+  // for the descriptor check).
+  void group_broadcast(BufferView in, BufferView out, int groot, int root, const OpContext& ctx) {
     const bool am_root = grank_ == groot;
     const std::size_t es = dtype_size(out.dtype);
     const std::size_t piece = kStagingBytes / es;
@@ -442,10 +470,7 @@ class ShmCommunicator final : public CpuCommunicator {
 
   // ---------------------------------------------------------------- allgather
   void run_allgather(BufferView in, BufferView out, const OpContext& ctx) override {
-    if (groups_ > 1) {
-      guarded(ctx, [&] { ring_allgather(*world_ring_, in, out, ring_config(), ctx.deadline); });
-      return;
-    }
+    if (groups_ > 1) return hierarchical_allgather(in, out, ctx);
     const std::size_t es = dtype_size(in.dtype);
     const std::size_t piece = kStagingBytes / es;
     const Descriptor d = make_desc(ctx, OpKind::allgather, in, out, ReduceOp::sum, 0);
@@ -471,14 +496,114 @@ class ShmCommunicator final : public CpuCommunicator {
     }
   }
 
+  // Calls f(t, run, world) for the runs of [b, b + len) in column `column`'s
+  // gathered order: element t is element t % count of the block of the
+  // column's member number t / count, world rank `world`.
+  template <typename F>
+  void for_column_runs(int column, std::size_t count, std::size_t b, std::size_t len, F&& f) const {
+    for (std::size_t t = b; t < b + len;) {
+      const std::size_t index = t / count, e = t % count, run = std::min(count - e, b + len - t);
+      f(t, run, world_at_[static_cast<std::size_t>(column * groups_) + index]);
+      t += run;
+    }
+  }
+
+  // Across groups: this rank's column ring gathers the blocks of its column
+  // (one per group), then each group exchanges its columns through staging.
+  void hierarchical_allgather(BufferView in, BufferView out, const OpContext& ctx) {
+    const std::size_t es = dtype_size(in.dtype), count = in.count;
+    const std::size_t total = count * static_cast<std::size_t>(groups_);
+    column_data_.resize(std::max(column_data_.size(), total * es));
+    const BufferView gathered{column_data_.data(), total, in.dtype, Device::cpu()};
+    guarded(ctx, [&] { ring_allgather(*cross_ring_, in, gathered, ring_config(), ctx.deadline); });
+    Descriptor d = make_desc(ctx, OpKind::allgather, in, out, ReduceOp::sum, 0);
+    d.in = d.out = Location{};  // always through staging: the gathered blocks are private
+    const std::size_t piece = kStagingBytes / es;
+    const std::size_t pieces = std::max<std::size_t>(1, (total + piece - 1) / piece);
+    char* o = static_cast<char*>(out.ptr);
+    for (std::size_t i = 0; i < pieces; ++i) {
+      const std::size_t b = i * piece, len = std::min(piece, total - std::min(total, b));
+      if (len > 0) std::memcpy(staging_[static_cast<std::size_t>(grank_)], column_data_.data() + b * es, len * es);
+      if (i == 0) {
+        arrive(d, ctx);
+      } else {
+        publish();
+        wait_group(ctx);
+      }
+      for (int q = 0; q < gsize_; ++q) {
+        const char* from = staging_[static_cast<std::size_t>(q)];
+        for_column_runs(q, count, b, len, [&](std::size_t t, std::size_t run, int w) {
+          std::memcpy(o + (static_cast<std::size_t>(w) * count + t % count) * es, from + (t - b) * es, run * es);
+        });
+      }
+      publish();
+      wait_group(ctx);
+    }
+  }
+
+  // Across groups: group rank l sums, over its group, the blocks bound for
+  // the ranks of column l (through staging), then column l's ring
+  // reduce-scatters those partial sums. 16-bit floats are summed in f32.
+  void hierarchical_reduce_scatter(BufferView in, BufferView out, ReduceOp op, const OpContext& ctx) {
+    const std::size_t es = dtype_size(in.dtype), count = out.count;
+    const std::size_t total = count * static_cast<std::size_t>(groups_);
+    const bool wide = is_16bit_float(in.dtype);
+    const DType acc_type = wide ? DType::f32 : in.dtype;
+    const std::size_t acc_es = dtype_size(acc_type);
+    const ReduceOp partial = op == ReduceOp::avg ? ReduceOp::sum : op;
+    column_data_.resize(std::max(column_data_.size(), total * acc_es));
+    char* acc = column_data_.data();
+    Descriptor d = make_desc(ctx, OpKind::reduce_scatter, in, out, op, 0);
+    d.in = d.out = Location{};
+    const std::size_t n = static_cast<std::size_t>(gsize_);
+    const std::size_t piece = kStagingBytes / (es * n);
+    const std::size_t pieces = std::max<std::size_t>(1, (total + piece - 1) / piece);
+    const char* src = static_cast<const char*>(in.ptr);
+    std::vector<const void*> srcs(n);
+    for (std::size_t i = 0; i < pieces; ++i) {
+      const std::size_t b = i * piece, len = std::min(piece, total - std::min(total, b));
+      // Staging holds, for every column l in turn, what column l's owner needs.
+      char* my_staging = staging_[static_cast<std::size_t>(grank_)];
+      for (int l = 0; l < gsize_; ++l)
+        for_column_runs(l, count, b, len, [&](std::size_t t, std::size_t run, int w) {
+          std::memcpy(my_staging + (static_cast<std::size_t>(l) * len + t - b) * es,
+                      src + (static_cast<std::size_t>(w) * count + t % count) * es, run * es);
+        });
+      if (i == 0) {
+        arrive(d, ctx);
+      } else {
+        publish();
+        wait_group(ctx);
+      }
+      for (std::size_t q = 0; q < n; ++q) srcs[q] = staging_[q] + static_cast<std::size_t>(grank_) * len * es;
+      if (len > 0 && wide) {
+        float* a = reinterpret_cast<float*>(acc) + b;
+        column_wide_.resize(len);
+        widen_to_f32(in.dtype, srcs[0], a, len);
+        for (std::size_t q = 1; q < n; ++q) {
+          widen_to_f32(in.dtype, srcs[q], column_wide_.data(), len);
+          combine(DType::f32, partial, a, a, column_wide_.data(), len);
+        }
+      } else if (len > 0) {
+        void* dst[1] = {acc + b * es};
+        reduce_to_many(in.dtype, partial, srcs.data(), gsize_, dst, 1, len, 1, StoreHint{.may_stream = false});
+      }
+      publish();
+      wait_group(ctx);
+    }
+    if (wide) column_wide_.resize(count);
+    const BufferView sums{acc, total, acc_type, Device::cpu()};
+    const BufferView mine = wide ? BufferView{column_wide_.data(), count, DType::f32, Device::cpu()} : out;
+    guarded(ctx, [&] {
+      ring_reduce_scatter(*cross_ring_, sums, mine, partial, ring_config(), ctx.deadline, ring_scratch_);
+    });
+    if (op == ReduceOp::avg) divide(acc_type, mine.ptr, count, size());
+    if (wide) narrow_from_f32(in.dtype, column_wide_.data(), out.ptr, count);
+  }
+
   // ----------------------------------------------------------- reduce_scatter
   void run_reduce_scatter(BufferView in, BufferView out, ReduceOp op, const OpContext& ctx) override {
-    if (groups_ > 1) {
-      guarded(ctx, [&] {
-        ring_reduce_scatter(*world_ring_, in, out, op, ring_config(), ctx.deadline, ring_scratch_);
-      });
-      return;
-    }
+    if (groups_ > 1) return hierarchical_reduce_scatter(in, out, op, ctx);
     const std::size_t es = dtype_size(in.dtype);
     const std::size_t n = static_cast<std::size_t>(gsize_);
     const std::size_t piece = kStagingBytes / (es * n);
@@ -528,7 +653,10 @@ class ShmCommunicator final : public CpuCommunicator {
   MPI_Comm group_ = MPI_COMM_NULL;
   MPI_Comm cross_ = MPI_COMM_NULL;
   int grank_ = 0, gsize_ = 1, groups_ = 1;
-  std::vector<int> world_of_;
+  std::vector<int> world_of_;         // group rank -> world rank
+  std::vector<int> grank_of_;         // world rank -> its group rank (its column)
+  std::vector<int> column_index_of_;  // world rank -> its rank in its column's ring
+  std::vector<int> world_at_;         // [column * groups_ + index] -> world rank
   MPI_Win control_win_ = MPI_WIN_NULL;
   std::vector<Control*> control_;
   std::vector<char*> staging_;
@@ -539,6 +667,8 @@ class ShmCommunicator final : public CpuCommunicator {
   RingScratch ring_scratch_;
   std::vector<float> wide_;
   std::vector<char> slice_;
+  std::vector<char> column_data_;  // hierarchical all-gather / reduce-scatter
+  std::vector<float> column_wide_;
 };
 
 }  // namespace

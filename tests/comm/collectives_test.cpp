@@ -143,15 +143,16 @@ TEST_CASE("broadcast, allgather, reduce_scatter, barrier: every backend and dtyp
             INFO(b.label << " count " << count << " " << dtype_name(dt) << (in_place ? " in place" : "")
                          << (backend_memory ? " backend memory" : " heap"));
             const std::uint64_t seed = count + 101;
-            // broadcast from the last rank
-            {
-              const int root = n - 1;
+            // broadcast from every rank (the hierarchical path routes by the
+            // root's group and column); large sizes from the last rank only
+            for (int root = count > 5000 ? n - 1 : 0; root < n; ++root) {
               Buffer src(*c, backend_memory, count, dt), dst(*c, backend_memory, count, dt);
               if (c->rank() == root) test::fill_input(dt, src.view.ptr, count, seed, root);
               BufferView out = in_place ? src.view : dst.view;
               c->broadcast(src.view, out, root);
               std::size_t wrong = 0;
               for (std::size_t i = 0; i < count; ++i) wrong += !test::matches_input(dt, root, seed, i, out.ptr, i);
+              INFO("root " << root);
               CHECK(wrong == 0);
             }
             // allgather
