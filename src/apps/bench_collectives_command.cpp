@@ -205,28 +205,38 @@ class Bench {
     print_header(kinds);
     std::vector<Row> rows;
     bool any_wrong = false;
-    for (const std::string& kind : kinds) {
-      auto comm = make_communicator(kind, topo_, co);
-      // One allocation of the largest size, from the backend's preferred memory.
-      const std::size_t max_count = count_for(sizes.back());
-      const std::size_t in_elems = max_count;
-      const std::size_t out_elems = coll_ == Collective::allgather ? max_count * static_cast<std::size_t>(n) : max_count;
-      BufferView in_all = comm->allocate(in_elems, dtype_);
-      BufferView out_all = comm->allocate(out_elems, dtype_);
+    // Every backend is set up first and the sizes are the outer loop, so the
+    // backends' rows for one size are measured minutes closer together than
+    // backend after backend: on a shared machine their ratios then see the
+    // same load. Each backend keeps one allocation of the largest size, from
+    // its preferred memory.
+    struct Subject {
+      std::string kind;
+      std::unique_ptr<Communicator> comm;
+      BufferView in_all, out_all;
       double bus_sum = 0;
-      std::size_t bus_rows = 0;
-      for (std::size_t k = 0; k < sizes.size(); ++k) {
-        const std::size_t count = count_for(sizes[k]);
-        Row row = measure(*comm, in_all, out_all, count);
-        row.backend = kind;
+    };
+    std::vector<Subject> subjects;
+    const std::size_t max_count = count_for(sizes.back());
+    const std::size_t out_elems = coll_ == Collective::allgather ? max_count * static_cast<std::size_t>(n) : max_count;
+    for (const std::string& kind : kinds) {
+      Subject& b = subjects.emplace_back(Subject{kind, make_communicator(kind, topo_, co), {}, {}});
+      b.in_all = b.comm->allocate(max_count, dtype_);
+      b.out_all = b.comm->allocate(out_elems, dtype_);
+    }
+    for (std::size_t k = 0; k < sizes.size(); ++k) {
+      const std::size_t count = count_for(sizes[k]);
+      for (Subject& b : subjects) {
+        Row row = measure(*b.comm, b.in_all, b.out_all, count);
+        row.backend = b.kind;
         any_wrong |= row.wrong > 0;
         print_row(row);
         rows.push_back(row);
-        bus_sum += row.busbw;
-        ++bus_rows;
+        b.bus_sum += row.busbw;
       }
-      averages_.emplace_back(kind, bus_rows ? bus_sum / static_cast<double>(bus_rows) : 0.0);
     }
+    for (const Subject& b : subjects)
+      averages_.emplace_back(b.kind, b.bus_sum / static_cast<double>(sizes.size()));
     if (topo_.rank() == 0) {
       std::string out = fmt::format("# Out of bounds values : {} {}\n", any_wrong ? "FAILED" : "0", any_wrong ? "" : "OK");
       for (const auto& [kind, avg] : averages_) out += fmt::format("# Avg bus bandwidth    : {:.3f} GB/s ({})\n", avg, kind);
