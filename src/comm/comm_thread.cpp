@@ -89,11 +89,15 @@ void CommThread::run_blocking(std::string what, std::function<void()> work) {
       struct Release {
         CommThread* t;
         ~Release() {
+          bool wake = false;
           {
             std::lock_guard l(t->mutex_);
             t->busy_ = false;
+            wake = !t->queue_.empty() || t->stopping_;
           }
-          t->wake_.notify_all();
+          // Waking the idle thread for nothing would cost a context switch on
+          // this rank's core after every blocking collective.
+          if (wake) t->wake_.notify_all();
         }
       } release{this};
       try {
