@@ -4,9 +4,10 @@
 // correct result is). For every size and backend it prints
 //   backend size count type redop root | time algbw busbw #wrong | memcpy
 // where memcpy is the bandwidth of every rank copying the same size at the
-// same time (the ceiling on one node), timed in batches that alternate with
-// the collective's. Inputs are a function of (seed, rank, index) and every
-// result is checked; any wrong element makes the exit code non-zero.
+// same time (the ceiling on one node). Backends and memcpy are timed in
+// batches that take turns (see measure()). Inputs are a function of (seed,
+// rank, index) and every result is checked; any wrong element makes the exit
+// code non-zero.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -205,38 +206,30 @@ class Bench {
     print_header(kinds);
     std::vector<Row> rows;
     bool any_wrong = false;
-    // Every backend is set up first and the sizes are the outer loop, so the
-    // backends' rows for one size are measured minutes closer together than
-    // backend after backend: on a shared machine their ratios then see the
-    // same load. Each backend keeps one allocation of the largest size, from
-    // its preferred memory.
-    struct Subject {
-      std::string kind;
-      std::unique_ptr<Communicator> comm;
-      BufferView in_all, out_all;
-      double bus_sum = 0;
-    };
+    // Every backend is set up first; then, size by size, all backends are
+    // measured together (see measure()). Each keeps one allocation of the
+    // largest size, from its preferred memory.
     std::vector<Subject> subjects;
     const std::size_t max_count = count_for(sizes.back());
     const std::size_t out_elems = coll_ == Collective::allgather ? max_count * static_cast<std::size_t>(n) : max_count;
     for (const std::string& kind : kinds) {
-      Subject& b = subjects.emplace_back(Subject{kind, make_communicator(kind, topo_, co), {}, {}});
-      b.in_all = b.comm->allocate(max_count, dtype_);
-      b.out_all = b.comm->allocate(out_elems, dtype_);
+      Subject& s = subjects.emplace_back();
+      s.kind = kind;
+      s.comm = make_communicator(kind, topo_, co);
+      s.in_all = s.comm->allocate(max_count, dtype_);
+      s.out_all = s.comm->allocate(out_elems, dtype_);
     }
     for (std::size_t k = 0; k < sizes.size(); ++k) {
-      const std::size_t count = count_for(sizes[k]);
-      for (Subject& b : subjects) {
-        Row row = measure(*b.comm, b.in_all, b.out_all, count);
-        row.backend = b.kind;
-        any_wrong |= row.wrong > 0;
-        print_row(row);
-        rows.push_back(row);
-        b.bus_sum += row.busbw;
+      const std::vector<Row> measured = measure(subjects, count_for(sizes[k]));
+      for (std::size_t j = 0; j < measured.size(); ++j) {
+        any_wrong |= measured[j].wrong > 0;
+        print_row(measured[j]);
+        rows.push_back(measured[j]);
+        subjects[j].bus_sum += measured[j].busbw;
       }
     }
-    for (const Subject& b : subjects)
-      averages_.emplace_back(b.kind, b.bus_sum / static_cast<double>(sizes.size()));
+    for (const Subject& s : subjects)
+      averages_.emplace_back(s.kind, s.bus_sum / static_cast<double>(sizes.size()));
     if (topo_.rank() == 0) {
       std::string out = fmt::format("# Out of bounds values : {} {}\n", any_wrong ? "FAILED" : "0", any_wrong ? "" : "OK");
       for (const auto& [kind, avg] : averages_) out += fmt::format("# Avg bus bandwidth    : {:.3f} GB/s ({})\n", avg, kind);
@@ -287,7 +280,7 @@ class Bench {
   // Every rank copies `reps` times at the same time; returns this rank's seconds.
   double time_memcpy(std::vector<char>& src, std::vector<char>& dst, int reps) {
     const std::size_t bytes = src.size();
-    std::memcpy(dst.data(), src.data(), bytes);  // warm, as the collective's batch is
+    std::memcpy(dst.data(), src.data(), bytes);  // warm, as every batch is
     harness_->barrier();
     Stopwatch sw;
     for (int i = 0; i < reps; ++i) {
@@ -305,66 +298,93 @@ class Bench {
     }
   }
 
-  Row measure(Communicator& c, BufferView in_all, BufferView out_all, std::size_t count) {
+  // One backend under measurement: its communicator, its buffers of the
+  // largest size, and the current size's views and results.
+  struct Subject {
+    std::string kind;
+    std::unique_ptr<Communicator> comm;
+    BufferView in_all, out_all;
+    BufferView in, out;
+    std::size_t wrong = 0;
+    double seconds = 0;
+    double bus_sum = 0;
+  };
+
+  // Points s.in / s.out at `count` elements, runs the collective once on fresh
+  // data and counts the wrong elements over all ranks.
+  void check(Subject& s, std::size_t count) {
     const int n = topo_.world_size();
     const std::size_t rank = static_cast<std::size_t>(topo_.rank());
-    BufferView in = in_all.slice(0, count), out;
+    s.in = s.in_all.slice(0, count);
     if (coll_ == Collective::allgather) {
-      out = out_all.slice(0, count * static_cast<std::size_t>(n));
-      if (o_.inplace) in = out.slice(rank * count, count);
+      s.out = s.out_all.slice(0, count * static_cast<std::size_t>(n));
+      if (o_.inplace) s.in = s.out.slice(rank * count, count);
     } else {
-      out = o_.inplace ? in : out_all.slice(0, count);
+      s.out = o_.inplace ? s.in : s.out_all.slice(0, count);
     }
     const std::uint64_t seed = o_.seed + count;
-    // Correctness: one run on fresh data, every element checked.
-    fill(in, seed, topo_.rank());
-    run_once(c, in, out);
+    fill(s.in, seed, topo_.rank());
+    run_once(*s.comm, s.in, s.out);
     std::size_t wrong = 0;
     switch (coll_) {
-      case Collective::allreduce: wrong = count_wrong_reduction(out, op_, n, seed); break;
-      case Collective::broadcast: wrong = count_wrong_copy(out, seed, o_.root); break;
+      case Collective::allreduce: wrong = count_wrong_reduction(s.out, op_, n, seed); break;
+      case Collective::broadcast: wrong = count_wrong_copy(s.out, seed, o_.root); break;
       case Collective::allgather:
         for (int q = 0; q < n; ++q)
-          wrong += count_wrong_copy(out.slice(static_cast<std::size_t>(q) * count, count), seed, q);
+          wrong += count_wrong_copy(s.out.slice(static_cast<std::size_t>(q) * count, count), seed, q);
         break;
     }
-    wrong = sum_over_ranks(wrong);
-    // Timing. In place, the data would grow with every sum: zeros stay put and
-    // cost the same to add.
-    if (o_.inplace && in.count > 0) std::memset(in.ptr, 0, in.bytes());
-    for (int i = 0; i < o_.warmup; ++i) run_once(c, in, out);
-    // The memcpy ceiling is timed in batches that alternate with the
-    // collective's, so that both see the same load on a shared machine. Each
-    // batch starts after one untimed run of its own, so neither pays for the
-    // other evicting its buffers; each time is the slowest rank's total.
-    const std::size_t bytes = std::max<std::size_t>(1, out.bytes());  // the row's size
-    std::vector<char> copy_src(bytes, 1), copy_dst(bytes, 0);
+    s.wrong = sum_over_ranks(wrong);
+    // In place, the data would grow with every sum: zeros stay put and cost
+    // the same to add.
+    if (o_.inplace && s.in.count > 0) std::memset(s.in.ptr, 0, s.in.bytes());
+  }
+
+  // One row per backend for `count` elements. The backends' timed batches and
+  // a memcpy batch take turns, round after round, so that every row and the
+  // ceiling see the same load on a shared machine. Each batch starts after
+  // one untimed run of its own, so none pays for another evicting its
+  // buffers; each time is the slowest rank's total.
+  std::vector<Row> measure(std::vector<Subject>& subjects, std::size_t count) {
+    const int n = topo_.world_size();
+    for (Subject& s : subjects) {
+      check(s, count);
+      for (int i = 0; i < o_.warmup; ++i) run_once(*s.comm, s.in, s.out);
+      s.seconds = 0;
+    }
+    const std::size_t es = dtype_size(dtype_);
+    const std::size_t bytes = coll_ == Collective::allgather ? count * es * static_cast<std::size_t>(n) : count * es;
+    std::vector<char> copy_src(std::max<std::size_t>(1, bytes), 1), copy_dst(copy_src.size(), 0);
     const int rounds = std::min(o_.iters, kTimingRounds);
-    double coll_s = 0, copy_s = 0;
+    double copy_s = 0;
     int copies = 0;
     for (int k = 0; k < rounds; ++k) {
       const int batch = o_.iters / rounds + (k < o_.iters % rounds ? 1 : 0);
-      run_once(c, in, out);
-      c.barrier();
-      Stopwatch sw;
-      for (int i = 0; i < batch; ++i) run_once(c, in, out);
-      coll_s += sw.seconds();
-      const int copy_batch = std::max(batch, 1);
-      copy_s += time_memcpy(copy_src, copy_dst, copy_batch);
-      copies += copy_batch;
+      for (Subject& s : subjects) {
+        run_once(*s.comm, s.in, s.out);
+        s.comm->barrier();
+        Stopwatch sw;
+        for (int i = 0; i < batch; ++i) run_once(*s.comm, s.in, s.out);
+        s.seconds += sw.seconds();
+      }
+      copy_s += time_memcpy(copy_src, copy_dst, batch);
+      copies += batch;
     }
-    const double t = max_over_ranks(coll_s / o_.iters);
     const double copy_t = max_over_ranks(copy_s / copies);
-    Row row;
-    row.count = count;
-    row.bytes = coll_ == Collective::allgather ? count * dtype_size(dtype_) * static_cast<std::size_t>(n)
-                                               : count * dtype_size(dtype_);
-    row.time_us = t * 1e6;
-    row.algbw = t > 0 ? static_cast<double>(row.bytes) / t / 1e9 : 0;
-    row.busbw = row.algbw * bus_factor();
-    row.wrong = wrong;
-    row.memcpy_gbs = static_cast<double>(bytes) / copy_t / 1e9;
-    return row;
+    std::vector<Row> rows;
+    for (Subject& s : subjects) {
+      const double t = max_over_ranks(s.seconds / o_.iters);
+      Row& row = rows.emplace_back();
+      row.backend = s.kind;
+      row.count = count;
+      row.bytes = bytes;
+      row.time_us = t * 1e6;
+      row.algbw = t > 0 ? static_cast<double>(bytes) / t / 1e9 : 0;
+      row.busbw = row.algbw * bus_factor();
+      row.wrong = s.wrong;
+      row.memcpy_gbs = static_cast<double>(copy_src.size()) / copy_t / 1e9;
+    }
+    return rows;
   }
 
   void print_header(const std::vector<std::string>& kinds) {
