@@ -448,6 +448,16 @@ CLI::App* add_collective_bench(CLI::App& bench, CommandContext& ctx, Collective 
                                const char* what) {
   auto opts = std::make_shared<BenchOptions>();
   CLI::App* sub = bench.add_subcommand(name, what);
+  sub->footer(
+      fmt::format("Run under mpirun, one rank per core (--bind-to core), e.g.\n"
+                  "  mpirun -np 2 --bind-to core ringtrain bench {} --backend all -b 4K -e 64M -f 4\n",
+                  name) +
+      "Columns: time per call (slowest rank), algbw = size/time, busbw = algbw x the\n"
+      "Columns: time per call (slowest rank), algbw = size/time, busbw = algbw x the\n"
+      "collective's bus factor (nccl-tests), #wrong = elements that differ from the expected\n"
+      "result (any makes the exit code 1), memcpy = every rank copying the size at once, the\n"
+      "ceiling on one node. For each size the backends' timed batches and a memcpy batch take\n"
+      "turns, 4 rounds, so that the rows compared see the same load.");
   sub->add_option("-b,--minbytes", opts->min_bytes, "Smallest size in bytes (suffix K, M, G)")->capture_default_str();
   sub->add_option("-e,--maxbytes", opts->max_bytes, "Largest size in bytes (suffix K, M, G)")->capture_default_str();
   sub->add_option("-f,--stepfactor", opts->factor, "Multiply the size by this from one row to the next")
