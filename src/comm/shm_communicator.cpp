@@ -307,6 +307,15 @@ class ShmCommunicator final : public CpuCommunicator {
     }
   }
 
+  // Piece i of a collective that works in staging-size pieces: the first
+  // piece arrives (publishes and checks the descriptors), later pieces only
+  // wait for the group to have staged theirs.
+  void begin_piece(std::size_t i, const Descriptor& d, const OpContext& ctx) {
+    if (i == 0) return arrive(d, ctx);
+    publish();
+    wait_group(ctx);
+  }
+
   // After arrive(): whether any rank of the group passes a buffer from
   // outside the window.
   bool any_staged() const {
@@ -453,12 +462,7 @@ class ShmCommunicator final : public CpuCommunicator {
       const std::size_t b = i * piece, len = std::min(piece, d.count - std::min(d.count, b));
       if (am_root && d.in.region < 0 && len > 0)
         std::memcpy(my_staging, static_cast<char*>(in.ptr) + b * es, len * es);
-      if (i == 0) {
-        arrive(d, ctx);
-      } else {
-        publish();
-        wait_group(ctx);
-      }
+      begin_piece(i, d, ctx);
       const Descriptor& r = desc(groot);
       const char* from = resolve(groot, r.in) + (r.in.region < 0 ? 0 : b) * es;
       char* to = static_cast<char*>(out.ptr) + b * es;
@@ -479,12 +483,7 @@ class ShmCommunicator final : public CpuCommunicator {
     for (std::size_t i = 0; i < pieces; ++i) {
       const std::size_t b = i * piece, len = std::min(piece, d.count - std::min(d.count, b));
       if (d.in.region < 0 && len > 0) std::memcpy(my_staging, static_cast<char*>(in.ptr) + b * es, len * es);
-      if (i == 0) {
-        arrive(d, ctx);
-      } else {
-        publish();
-        wait_group(ctx);
-      }
+      begin_piece(i, d, ctx);
       for (int q = 0; q < gsize_; ++q) {
         const Descriptor& o = desc(q);
         const char* from = resolve(q, o.in) + (o.in.region < 0 ? 0 : b) * es;
@@ -524,12 +523,7 @@ class ShmCommunicator final : public CpuCommunicator {
     for (std::size_t i = 0; i < pieces; ++i) {
       const std::size_t b = i * piece, len = std::min(piece, total - std::min(total, b));
       if (len > 0) std::memcpy(staging_[static_cast<std::size_t>(grank_)], column_data_.data() + b * es, len * es);
-      if (i == 0) {
-        arrive(d, ctx);
-      } else {
-        publish();
-        wait_group(ctx);
-      }
+      begin_piece(i, d, ctx);
       for (int q = 0; q < gsize_; ++q) {
         const char* from = staging_[static_cast<std::size_t>(q)];
         for_column_runs(q, count, b, len, [&](std::size_t t, std::size_t run, int w) {
@@ -569,12 +563,7 @@ class ShmCommunicator final : public CpuCommunicator {
           std::memcpy(my_staging + (static_cast<std::size_t>(l) * len + t - b) * es,
                       src + (static_cast<std::size_t>(w) * count + t % count) * es, run * es);
         });
-      if (i == 0) {
-        arrive(d, ctx);
-      } else {
-        publish();
-        wait_group(ctx);
-      }
+      begin_piece(i, d, ctx);
       for (std::size_t q = 0; q < n; ++q) srcs[q] = staging_[q] + static_cast<std::size_t>(grank_) * len * es;
       if (len > 0 && wide) {
         float* a = reinterpret_cast<float*>(acc) + b;
@@ -617,12 +606,7 @@ class ShmCommunicator final : public CpuCommunicator {
         for (std::size_t q = 0; q < n; ++q)
           std::memcpy(my_staging + q * len * es, static_cast<char*>(in.ptr) + (q * d.count + b) * es,
                       len * es);
-      if (i == 0) {
-        arrive(d, ctx);
-      } else {
-        publish();
-        wait_group(ctx);
-      }
+      begin_piece(i, d, ctx);
       const std::size_t me = static_cast<std::size_t>(grank_);
       for (int q = 0; q < gsize_; ++q) {
         const Descriptor& o = desc(q);
