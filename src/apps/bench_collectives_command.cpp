@@ -357,7 +357,6 @@ class Bench {
     std::vector<char> copy_src(std::max<std::size_t>(1, bytes), 1), copy_dst(copy_src.size(), 0);
     const int rounds = std::min(o_.iters, kTimingRounds);
     double copy_s = 0;
-    int copies = 0;
     for (int k = 0; k < rounds; ++k) {
       const int batch = o_.iters / rounds + (k < o_.iters % rounds ? 1 : 0);
       for (Subject& s : subjects) {
@@ -368,9 +367,8 @@ class Bench {
         s.seconds += sw.seconds();
       }
       copy_s += time_memcpy(copy_src, copy_dst, batch);
-      copies += batch;
     }
-    const double copy_t = max_over_ranks(copy_s / copies);
+    const double copy_t = max_over_ranks(copy_s / o_.iters);  // the batches add up to -n copies
     std::vector<Row> rows;
     for (Subject& s : subjects) {
       const double t = max_over_ranks(s.seconds / o_.iters);
