@@ -42,4 +42,17 @@ RT_HD void softmax_ce_row_backward(const float* z, int classes, int label, float
   for (int j = 0; j < classes; ++j) dz[j] = expf(z[j] - m) * inv - (j == label ? scale : 0.0f);
 }
 
+// Running loss totals kept where the model runs: [0] loss sum, [1] correct
+// count, [2] rows whose label was out of range (softmax_ce_row_forward gave
+// correct = -1). Read once per logging interval instead of once per step.
+inline constexpr int kLossTotalsCount = 3;
+RT_HD void loss_totals_add_row(float loss, int correct, double* totals) {
+  if (correct < 0) {
+    totals[2] += 1.0;
+    return;
+  }
+  totals[0] += static_cast<double>(loss);
+  totals[1] += static_cast<double>(correct);
+}
+
 }  // namespace ringtrain::kernels

@@ -13,4 +13,9 @@ void softmax_ce_forward_cuda(const float* logits, const std::int32_t* labels, st
 void softmax_ce_backward_cuda(const float* logits, const std::int32_t* labels, std::size_t rows,
                               std::size_t classes, float scale, float* dlogits, void* stream);
 
+// totals[0..2] += the rows' loss sum, correct count and bad-label count (one
+// block, a fixed summation order: the same totals on every run).
+void loss_totals_add_cuda(const float* row_loss, const std::int32_t* row_correct, std::size_t rows,
+                          double* totals, void* stream);
+
 }  // namespace ringtrain::kernels

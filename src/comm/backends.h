@@ -15,5 +15,9 @@ std::unique_ptr<Communicator> make_shm_communicator(const Topology& topology, co
 // src/comm/nccl_communicator_nocuda.cpp, which throws.
 std::unique_ptr<Communicator> make_nccl_communicator(const Topology& topology, const CommOptions& options);
 bool nccl_compiled();
+// GPU buffers through a host backend (shm, ring or mpi), staged through pinned
+// memory: for ranks that share a GPU. CUDA builds only.
+std::unique_ptr<Communicator> make_staged_communicator(std::string_view inner_kind, const Topology& topology,
+                                                       const CommOptions& options);
 
 }  // namespace ringtrain::comm_detail

@@ -1,7 +1,10 @@
 #include "ringtrain/comm/communicator.h"
 
 #include "comm/backends.h"
+#include "core/check_mpi.h"
+#include "launch/mpi_context.h"
 #include "ringtrain/core/check.h"
+#include "ringtrain/core/host_sync.h"
 
 namespace ringtrain {
 
@@ -23,6 +26,10 @@ ReduceOp parse_reduce_op(std::string_view name) {
 }
 
 Communicator::~Communicator() = default;
+
+void Communicator::order_after(const OrderingPoint& point) {
+  if (!point.empty()) host_sync::wait(point, fmt::format("{} backend: input ready", name()));
+}
 
 void Communicator::allreduce(BufferView in, BufferView out, ReduceOp op) {
   allreduce_async(in, out, op).wait();
@@ -84,32 +91,41 @@ void Communicator::check_reduce_scatter_args(BufferView in, BufferView out) cons
 
 std::vector<std::string> available_backends(const Topology& topology) {
   std::vector<std::string> out;
-  if (comm_detail::nccl_compiled() && topology.device().is_cuda()) out.emplace_back("nccl");
-  if (topology.device().is_cpu()) {
-    out.emplace_back("shm");
-    out.emplace_back("ring");
-    out.emplace_back("mpi");
-  }
+  if (comm_detail::nccl_compiled() && topology.device().is_cuda() && !topology.device_choice().shared)
+    out.emplace_back("nccl");
+  // On a GPU rank the host backends stage its buffers through pinned memory.
+  out.emplace_back("shm");
+  out.emplace_back("ring");
+  out.emplace_back("mpi");
   return out;
 }
 
 std::unique_ptr<Communicator> make_communicator(std::string_view kind, const Topology& topology,
                                                 const CommOptions& options) {
   RT_CHECK(options.timeout_seconds > 0, "--timeout must be positive, got {}", options.timeout_seconds);
-  if (kind == "auto") kind = topology.device().is_cuda() ? "nccl" : "shm";
+  // Whether any rank of the job shares its GPU with another: then NCCL cannot
+  // be used anywhere (it refuses two ranks on one GPU), and every rank must
+  // pick the same backend.
+  int any_shared = topology.device_choice().shared ? 1 : 0;
+  RT_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &any_shared, 1, MPI_INT, MPI_MAX, mpi_context::world()));
+  const bool gpu = topology.device().is_cuda();
+  if (kind == "auto") kind = gpu && !any_shared ? "nccl" : "shm";
   if (kind == "nccl") {
-    RT_CHECK(topology.device().is_cuda(),
+    RT_CHECK(gpu,
              "--backend nccl needs a GPU rank, but rank {} runs on {} (use --device cuda, or a CPU "
              "backend: shm, ring, mpi)",
+             topology.rank(), device_name(topology.device()));
+    RT_CHECK(!any_shared,
+             "--backend nccl: ranks share a GPU (--allow-gpu-sharing; rank {} is on {}), and NCCL refuses "
+             "two ranks of one communicator on the same GPU; use --backend auto or shm, which stage the "
+             "GPU buffers through host memory",
              topology.rank(), device_name(topology.device()));
     return comm_detail::make_nccl_communicator(topology, options);
   }
   const bool cpu_kind = kind == "shm" || kind == "ring" || kind == "mpi";
   RT_CHECK(cpu_kind, "unknown backend '{}' (expected auto, nccl, shm, ring or mpi)", kind);
-  RT_CHECK(topology.device().is_cpu(),
-           "--backend {} reduces host memory, but rank {} runs on {}: use --backend nccl (or auto), "
-           "or --device cpu",
-           kind, topology.rank(), device_name(topology.device()));
+  // GPU ranks with a host backend: their buffers are staged through pinned memory.
+  if (gpu) return comm_detail::make_staged_communicator(kind, topology, options);
   if (kind == "shm") return comm_detail::make_shm_communicator(topology, options);
   if (kind == "ring") return comm_detail::make_ring_communicator(topology, options);
   return comm_detail::make_mpi_communicator(topology, options);

@@ -13,4 +13,9 @@ std::unique_ptr<Communicator> make_nccl_communicator(const Topology&, const Comm
            "ring, mpi");
 }
 
+std::unique_ptr<Communicator> make_staged_communicator(std::string_view inner_kind, const Topology&,
+                                                       const CommOptions&) {
+  RT_CHECK(false, "--backend {} for GPU ranks: this ringtrain was built without CUDA", inner_kind);
+}
+
 }  // namespace ringtrain::comm_detail

@@ -56,10 +56,18 @@ void BatchPipeline::run() {
       RT_CHECK(indices.size() <= max_batch_, "batch of {} samples exceeds the slot size {}",
                indices.size(), max_batch_);
       Slot& s = slots_[k % slots_.size()];
+      OrderingPoint reuse_after;
+      {
+        std::lock_guard lock(mutex_);
+        reuse_after = std::move(s.reuse_after);
+        s.reuse_after = {};
+      }
       auto* x = static_cast<float*>(s.host_x->data());
       auto* y = static_cast<std::int32_t*>(s.host_y->data());
       dataset_.read(indices, x, y);
       if (stream_) {
+        // The slot's device copy may still be read by queued kernels.
+        reuse_after.order_stream(stream_->stream());
         stream_->copy_to_device(s.dev_x->data(), x,
                                 indices.size() * dataset_.sample_elements() * sizeof(float));
         stream_->copy_to_device(s.dev_y->data(), y, indices.size() * sizeof(std::int32_t));
@@ -80,11 +88,13 @@ void BatchPipeline::run() {
   }
 }
 
-std::optional<Batch> BatchPipeline::next() {
+std::optional<Batch> BatchPipeline::next(const OrderingPoint& previous_done) {
   Stopwatch wait;
   std::unique_lock lock(mutex_);
-  // The batch handed out before is done with: its slot may be refilled.
+  // The batch handed out before is done with (once previous_done is reached):
+  // its slot may be refilled.
   if (handed_out_ > released_) {
+    slots_[(handed_out_ - 1) % slots_.size()].reuse_after = previous_done;
     released_ = handed_out_;
     space_cv_.notify_one();
   }

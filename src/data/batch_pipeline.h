@@ -2,7 +2,10 @@
 // indices of batch number k, reads them into slot k % (depth + 1), copies the
 // slot to the device when there is one, and marks it ready. The consumer takes
 // slots in order; a slot comes back when the consumer asks for the next batch,
-// so at most `depth` batches wait ready while one is in use:
+// so at most `depth` batches wait ready while one is in use. On a GPU the work
+// that reads a batch may still be queued when the consumer asks for the next
+// one: the consumer then passes an ordering point behind that work, and the
+// copy stream waits on it before it refills the slot.
 //
 //   slots    [ in use ][ ready ][ ready ][ filling... blocked until a slot frees ]
 //   batch        k       k+1      k+2
@@ -20,6 +23,7 @@
 #include <vector>
 
 #include "data/batch_staging.h"
+#include "ringtrain/core/ordering_point.h"
 #include "ringtrain/data/prefetcher.h"
 
 namespace ringtrain {
@@ -38,8 +42,10 @@ class BatchPipeline {
   BatchPipeline& operator=(const BatchPipeline&) = delete;
 
   // The next batch in order, or nullopt at the end of the plan. Releases the
-  // batch handed out before. Rethrows an error from the loader thread.
-  std::optional<Batch> next();
+  // batch handed out before, whose slot is refilled only after
+  // `previous_done` (empty: it is done with now). Rethrows an error from the
+  // loader thread.
+  std::optional<Batch> next(const OrderingPoint& previous_done = {});
 
  private:
   struct Slot {
@@ -47,6 +53,7 @@ class BatchPipeline {
     std::unique_ptr<DeviceStagingBuffer> dev_x, dev_y;
     std::size_t size = 0;
     DataCursor cursor;
+    OrderingPoint reuse_after;  // behind the last kernel that read the slot
   };
   void run();
 

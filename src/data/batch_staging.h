@@ -50,6 +50,7 @@ class CopyStream {
   // Makes the device current on the calling thread (the loader thread).
   void bind_thread() const;
   void copy_to_device(void* dst, const void* src, std::size_t bytes);
+  void* stream() const { return stream_; }  // cudaStream_t
   // Waits for the copies issued so far.
   void synchronize();
 

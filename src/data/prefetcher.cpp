@@ -40,8 +40,8 @@ Prefetcher::Prefetcher(Dataset& dataset, const ShardedSampler& sampler, DataCurs
 
 Prefetcher::~Prefetcher() = default;
 
-Batch Prefetcher::next() {
-  return *pipeline_->next();
+Batch Prefetcher::next(const OrderingPoint& previous_done) {
+  return *pipeline_->next(previous_done);
 }
 
 const ShardedSampler& Prefetcher::sampler() const {

@@ -6,12 +6,12 @@
 namespace ringtrain {
 
 GradientSynchronizer::GradientSynchronizer(Communicator& comm, BucketPlan plan, BufferView grads,
-                                           bool overlap, std::function<void()> before_launch)
+                                           bool overlap, void* compute_stream)
     : comm_(comm),
       plan_(std::move(plan)),
       grads_(grads),
       overlap_(overlap),
-      before_launch_(std::move(before_launch)) {
+      compute_stream_(compute_stream) {
   RT_CHECK(grads_.count == plan_.total_count(),
            "gradient buffer holds {} elements but the bucket plan covers {}", grads_.count,
            plan_.total_count());
@@ -29,9 +29,9 @@ void GradientSynchronizer::begin_step(bool sync) {
 void GradientSynchronizer::launch(std::size_t b) {
   const Bucket& bucket = plan_.buckets()[b];
   BufferView slice = grads_.slice(bucket.offset, bucket.count);
-  // Summed, then divided by the world size (DESIGN.md "Averaging"); the
-  // backend's avg does exactly that, in f32 accumulation for half types.
-  if (before_launch_) before_launch_();
+  // The average over ranks (each backend's arithmetic: communicator.h). The
+  // bucket's all-reduce starts after the gradient kernels queued so far.
+  comm_.order_after(OrderingPoint::record(grads_.device, compute_stream_));
   timings_.push_back({b, monotonic_seconds(), 0});
   requests_[b] = comm_.allreduce_async(slice, slice, ReduceOp::avg);
   launched_[b] = true;
@@ -52,7 +52,12 @@ void GradientSynchronizer::finish() {
   for (std::size_t b = 0; b < launched_.size(); ++b)
     if (!launched_[b]) launch(b);
   for (auto& t : timings_) {
-    requests_[t.bucket].wait();
+    CommRequest& request = requests_[t.bucket];
+    const OrderingPoint done = request.completion();
+    if (done.empty())
+      request.wait();
+    else
+      done.order_stream(compute_stream_);
     t.done_s = monotonic_seconds();
   }
   exposed_s_ = monotonic_seconds() - start;

@@ -12,6 +12,8 @@
 #include "model/layer.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/ops/compute_context.h"
+#include "kernels/softmax_cross_entropy.cuh"
+#include "ringtrain/core/host_sync.h"
 #include "ringtrain/ops/softmax_cross_entropy.h"
 #include "ringtrain/tensor/device_memory.h"
 #include "ringtrain/tensor/tensor.h"
@@ -31,6 +33,7 @@ struct Model::State {
   Tensor grad_a, grad_b;             // backward ping-pong, max activation size
   Tensor labels;                     // copy of the last forward's labels
   Tensor row_loss, row_correct;      // GPU loss workspaces
+  Tensor loss_totals;                // running [loss sum, correct, bad labels], f64
   const float* last_input = nullptr;
   std::size_t last_batch = 0;
   bool forward_done = false;
@@ -148,6 +151,8 @@ std::unique_ptr<Model> Model::build(const ModelSpec& spec, const std::vector<std
     s.row_loss = Tensor::empty({B}, DType::f32, dev);
     s.row_correct = Tensor::empty({B}, DType::i32, dev);
   }
+  s.loss_totals = Tensor::empty({kernels::kLossTotalsCount}, DType::f64, dev);
+  device_zero(s.loss_totals.data(), s.loss_totals.buffer().bytes(), dev);
   s.outputs.assign(s.layers.size(), nullptr);
   return m;
 }
@@ -200,8 +205,7 @@ void Model::set_dropout_context(std::uint64_t rank, std::uint64_t step) {
   state_->dropout.step = step;
 }
 
-Model::LossResult Model::forward(const float* x, const std::int32_t* labels, std::size_t batch,
-                                 bool training) {
+const float* Model::run_layers(const float* x, const std::int32_t* labels, std::size_t batch, bool training) {
   State& s = *state_;
   RT_CHECK(batch <= options_.max_batch, "batch {} exceeds the model's max_batch {}", batch,
            options_.max_batch);
@@ -215,12 +219,45 @@ Model::LossResult Model::forward(const float* x, const std::int32_t* labels, std
   s.last_input = x;
   s.last_batch = batch;
   s.forward_done = true;
+  if (batch > 0)
+    device_copy(s.labels.data(), options_.device, labels, options_.device, batch * sizeof(std::int32_t));
+  return in;
+}
+
+Model::LossResult Model::forward(const float* x, const std::int32_t* labels, std::size_t batch,
+                                 bool training) {
+  State& s = *state_;
+  const float* logits = run_layers(x, labels, batch, training);
   if (batch == 0) return {};
-  device_copy(s.labels.data(), options_.device, labels, options_.device, batch * sizeof(std::int32_t));
+  if (options_.device.is_cuda()) host_sync::note(options_.device, "model: read the loss");
   const SoftmaxCrossEntropyResult r = softmax_cross_entropy_forward(
-      *s.ctx, in, s.labels.data_as<std::int32_t>(), batch, num_classes_, s.row_loss.data_as<float>(),
+      *s.ctx, logits, s.labels.data_as<std::int32_t>(), batch, num_classes_, s.row_loss.data_as<float>(),
       s.row_correct.data_as<std::int32_t>());
   return {r.loss_sum, r.correct};
+}
+
+void Model::forward_accumulate(const float* x, const std::int32_t* labels, std::size_t batch, bool training) {
+  State& s = *state_;
+  const float* logits = run_layers(x, labels, batch, training);
+  softmax_cross_entropy_accumulate(*s.ctx, logits, s.labels.data_as<std::int32_t>(), batch, num_classes_,
+                                   s.row_loss.data_as<float>(), s.row_correct.data_as<std::int32_t>(),
+                                   s.loss_totals.data_as<double>());
+}
+
+Model::LossResult Model::take_loss_totals() {
+  State& s = *state_;
+  double totals[kernels::kLossTotalsCount] = {};
+  // One counted host sync: on a GPU the copy (on the default stream, behind
+  // the model's blocking stream) waits for every queued forward and counts
+  // itself; on the CPU the same point is counted here, so both paths report
+  // the same number.
+  if (options_.device.is_cpu()) host_sync::note(options_.device, "model: read the loss totals");
+  device_copy(totals, Device::cpu(), s.loss_totals.data(), options_.device, sizeof(totals));
+  device_zero(s.loss_totals.data(), sizeof(totals), options_.device);
+  RT_CHECK(totals[2] == 0,
+           "{} sample(s) since the last loss read had a label outside [0, {}): the labels do not match the "
+           "model's {} classes", static_cast<std::uint64_t>(totals[2]), num_classes_, num_classes_);
+  return {totals[0], static_cast<std::size_t>(totals[1])};
 }
 
 void Model::backward(float grad_scale, bool accumulate,

@@ -42,6 +42,9 @@ void gpu_softmax_ce_forward(void* stream, const float* logits, const std::int32_
                             std::int32_t* row_correct);
 void gpu_softmax_ce_backward(void* stream, const float* logits, const std::int32_t* labels,
                              std::size_t rows, std::size_t classes, float scale, float* dlogits);
+// totals[0..2] += loss sum, correct count, bad-label count of the rows.
+void gpu_loss_totals_add(void* stream, const float* row_loss, const std::int32_t* row_correct,
+                         std::size_t rows, double* totals);
 void gpu_dropout_apply(void* stream, const float* x, float* y, std::size_t n, std::uint64_t key,
                        float p, float keep_scale);
 

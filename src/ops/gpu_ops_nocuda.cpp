@@ -44,6 +44,9 @@ void gpu_softmax_ce_backward(void*, const float*, const std::int32_t*, std::size
                              float, float*) {
   no_cuda("softmax cross-entropy");
 }
+void gpu_loss_totals_add(void*, const float*, const std::int32_t*, std::size_t, double*) {
+  no_cuda("loss totals");
+}
 void gpu_dropout_apply(void*, const float*, float*, std::size_t, std::uint64_t, float, float) {
   no_cuda("dropout");
 }

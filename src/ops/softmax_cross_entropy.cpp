@@ -57,6 +57,24 @@ SoftmaxCrossEntropyResult softmax_cross_entropy_forward(const ComputeContext& ct
   return r;
 }
 
+void softmax_cross_entropy_accumulate(const ComputeContext& ctx, const float* logits,
+                                      const std::int32_t* labels, std::size_t rows, std::size_t classes,
+                                      float* row_loss, std::int32_t* row_correct, double* totals) {
+  if (rows == 0) return;
+  if (ctx.is_cuda()) {
+    detail::gpu_softmax_ce_forward(ctx.stream(), logits, labels, rows, classes, row_loss, row_correct);
+    detail::gpu_loss_totals_add(ctx.stream(), row_loss, row_correct, rows, totals);
+    return;
+  }
+  for (std::size_t i = 0; i < rows; ++i) {
+    check_label(labels[i], i, classes);
+    float loss = 0.0f;
+    int correct = 0;
+    kernels::softmax_ce_row_forward(logits + i * classes, static_cast<int>(classes), labels[i], &loss, &correct);
+    kernels::loss_totals_add_row(loss, correct, totals);
+  }
+}
+
 void softmax_cross_entropy_backward(const ComputeContext& ctx, const float* logits,
                                     const std::int32_t* labels, std::size_t rows, std::size_t classes,
                                     float scale, float* dlogits) {

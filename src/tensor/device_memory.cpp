@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "ringtrain/core/check.h"
+#include "ringtrain/core/host_sync.h"
 #include "tensor/cuda_memory.h"
 
 namespace ringtrain {
@@ -39,6 +40,10 @@ void device_copy(void* dst, Device dst_device, const void* src, Device src_devic
   const detail::CopyKind kind = dst_device.is_cpu()   ? detail::CopyKind::device_to_host
                                 : src_device.is_cpu() ? detail::CopyKind::host_to_device
                                                       : detail::CopyKind::device_to_device;
+  // A copy to or from host memory returns when the data is there: the host
+  // has waited for the device's queued work.
+  if (kind != detail::CopyKind::device_to_device)
+    host_sync::note(dst_device.is_cpu() ? src_device : dst_device, "device_copy");
   detail::cuda_copy(dst, src, bytes, kind);
 }
 
@@ -50,8 +55,6 @@ void device_zero(void* ptr, std::size_t bytes, Device device) {
     std::memset(ptr, 0, bytes);
 }
 
-void device_synchronize(Device device) {
-  if (device.is_cuda()) detail::cuda_synchronize(device.index);
-}
+void device_synchronize(Device device) { host_sync::wait_device(device, "device_synchronize"); }
 
 }  // namespace ringtrain

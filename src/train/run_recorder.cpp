@@ -63,6 +63,8 @@ void RunRecorder::on_step(std::uint64_t step, std::uint64_t epoch, float lr, dou
                         {"backward_s", t.backward}, {"optimizer_s", t.optimizer},
                         {"compute_s", compute},   {"exposed_comm_s", t.exposed_comm},
                         {"comm_s", t.comm_span},  {"data_wait_s", t.data_wait},
+                        {"host_syncs", t.host_syncs},
+                        {"host_syncs_between_logs", t.host_syncs_between_logs},
                         {"elapsed_s", monotonic_seconds() - start_s_}};
     if (t.grad_norm >= 0) r["grad_norm"] = t.grad_norm;
     metrics_->write(r);

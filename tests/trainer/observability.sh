@@ -21,6 +21,10 @@ assert [r["step"] for r in train] == [5, 10, 12], train
 for r in train:
     for k in ("loss", "lr", "samples_per_s", "step_s", "compute_s", "exposed_comm_s", "comm_s", "data_wait_s"):
         assert k in r and r[k] >= 0, (k, r)
+    # The step runs the same code on CPU and GPU: a logged step asks the host
+    # to wait for the device once (the loss read), the steps between none.
+    assert r["host_syncs"] == 1, ("host syncs in a logged step", r)
+    assert r["host_syncs_between_logs"] == 0, ("host syncs in steady steps", r)
 evals = [r for r in rows if r["kind"] == "eval"]
 assert [r["step"] for r in evals] == [6, 12] and all(r["n"] == 101 for r in evals), evals
 assert "checkpoint" in kinds and kinds[-1] == "summary", kinds

@@ -11,8 +11,21 @@
 //
 // Semantics shared by all backends:
 // - in.ptr == out.ptr means in place; otherwise in and out must not overlap.
-// - avg is sum / size; on integers it truncates toward zero. On CPU, f16 and
-//   bf16 are accumulated in f32 and rounded once.
+// - avg is sum / size; on integers it truncates toward zero. The arithmetic
+//   differs by backend, within the tolerances below:
+//     shm, ring, mpi: f16 and bf16 are accumulated in f32 and rounded once;
+//       f32 is summed in f32 (the order of the sum depends on the backend);
+//       avg divides the sum once, at the end.
+//     nccl: every dtype is summed in its own type, rounding at every hop of
+//       the ring (f16/bf16 lose up to log2(size) ulps more than the CPU
+//       backends); ncclAvg multiplies each input by 1/size before summing
+//       (so an f32 avg may differ from sum/size by a few ulps, and integers
+//       are divided after the sum, truncating toward zero).
+// - Ordering on a GPU: order_after(point) makes the next operations start
+//   only after the point (an event behind the kernels that wrote the input),
+//   without blocking the host; CommRequest::completion() is a point behind the
+//   operation, for the consumer's stream to wait on. CPU backends need neither
+//   (their inputs are final when the call is made; wait() completes them).
 // - allgather is in place when in is this rank's block of out
 //   (in.ptr == out.ptr + rank * in.bytes()), reduce_scatter when out is this
 //   rank's block of in: NCCL's convention.
@@ -34,6 +47,7 @@
 
 #include "ringtrain/core/buffer_view.h"
 #include "ringtrain/core/device.h"
+#include "ringtrain/core/ordering_point.h"
 
 namespace ringtrain {
 
@@ -68,6 +82,9 @@ class CommRequest {
     virtual ~State() = default;
     virtual bool test() = 0;
     virtual void wait() = 0;
+    // A device point behind the operation, or empty where only wait() can
+    // tell (CPU backends).
+    virtual OrderingPoint completion() const { return {}; }
   };
 
   CommRequest() = default;
@@ -81,6 +98,8 @@ class CommRequest {
   void wait() {
     if (state_) state_->wait();
   }
+  // See State::completion. Empty for a default-constructed request.
+  OrderingPoint completion() const { return state_ ? state_->completion() : OrderingPoint{}; }
 
  private:
   std::shared_ptr<State> state_;
@@ -96,6 +115,13 @@ class Communicator {
   int rank() const { return rank_; }
   int size() const { return size_; }
   Device device() const { return device_; }
+
+  // The operations issued after this call start after `point` on the device
+  // (nccl: the communication stream waits on the event; the host goes on).
+  // The default, for backends whose inputs live in host memory, blocks the
+  // host until the point is reached (a counted host sync); empty points cost
+  // nothing.
+  virtual void order_after(const OrderingPoint& point);
 
   // in.count == out.count.
   virtual CommRequest allreduce_async(BufferView in, BufferView out, ReduceOp op) = 0;

@@ -12,6 +12,7 @@
 
 #include "ringtrain/core/buffer_view.h"
 #include "ringtrain/core/device.h"
+#include "ringtrain/core/ordering_point.h"
 #include "ringtrain/data/dataset.h"
 #include "ringtrain/data/sharded_sampler.h"
 
@@ -39,9 +40,11 @@ class Prefetcher {
   Prefetcher& operator=(const Prefetcher&) = delete;
 
   // Blocks until the next batch is ready; batches come in cursor order, rolling
-  // over epochs forever. The returned views stay valid until the next call.
-  // An error on the loader thread (a corrupt chunk, say) is rethrown here.
-  Batch next();
+  // over epochs forever. The returned views stay valid until the next call;
+  // on a GPU, pass a point behind the last kernel that read the previous batch
+  // (its slot is refilled only after it). An error on the loader thread (a
+  // corrupt chunk, say) is rethrown here.
+  Batch next(const OrderingPoint& previous_done = {});
   const ShardedSampler& sampler() const;
 
  private:

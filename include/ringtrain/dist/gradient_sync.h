@@ -3,10 +3,16 @@
 // (on_layer_ready), while backward goes on with earlier layers; finish() waits
 // for all of them before the optimizer runs. Without overlap, every bucket is
 // launched by finish(), after backward, for comparison.
+//
+// On a GPU nothing here blocks the host: backward's kernels are only queued
+// when on_layer_ready fires, so each launch records an ordering point on the
+// compute stream and the communicator starts the bucket after it; finish()
+// makes the compute stream (where the optimizer runs next) wait for each
+// bucket's completion point. A backend whose requests have no device point
+// (the CPU backends) is waited for on the host instead.
 #pragma once
 
 #include <cstddef>
-#include <functional>
 #include <vector>
 
 #include "ringtrain/comm/communicator.h"
@@ -18,25 +24,25 @@ namespace ringtrain {
 struct BucketTiming {
   std::size_t bucket = 0;
   double launched_s = 0;  // monotonic_seconds() when the all-reduce was issued
-  double done_s = 0;      // when its completion was observed
+  double done_s = 0;      // when its completion was observed (on a GPU: when the
+                          // optimizer was ordered after it; the device time is later)
 };
 
 class GradientSynchronizer {
  public:
-  // before_launch runs before each bucket's all-reduce is issued. On a GPU the
-  // trainer passes the model's stream synchronisation there: backward's
-  // kernels for the bucket are only queued when on_layer_ready fires, and the
-  // communicator's stream must not read the gradients before they ran.
+  // compute_stream: where backward queues the gradient kernels and the
+  // optimizer runs (cudaStream_t as void*; nullptr on the CPU).
   GradientSynchronizer(Communicator& comm, BucketPlan plan, BufferView grads, bool overlap,
-                       std::function<void()> before_launch = {});
+                       void* compute_stream = nullptr);
 
   // sync = false for the first micro-batches of --accum: gradients accumulate
   // locally and nothing is all-reduced until the last one.
   void begin_step(bool sync);
   // Called by Model::backward when layer's gradients are final.
   void on_layer_ready(std::size_t layer);
-  // Waits for every bucket (launching those not yet launched). Afterwards the
-  // gradient buffer holds the average over all ranks.
+  // Launches the buckets not yet launched and orders the compute stream after
+  // every bucket (CPU backends: waits for them). Work queued on the compute
+  // stream afterwards sees the average over all ranks.
   void finish();
 
   // Seconds finish() spent waiting: the communication backward did not hide.
@@ -52,7 +58,7 @@ class GradientSynchronizer {
   BucketPlan plan_;
   BufferView grads_;
   bool overlap_;
-  std::function<void()> before_launch_;
+  void* compute_stream_;
   bool sync_ = true;
   std::vector<CommRequest> requests_;
   std::vector<bool> launched_;

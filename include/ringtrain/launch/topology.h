@@ -54,6 +54,13 @@ class Topology {
 
   // One row per rank: rank, host, node, local rank, device.
   std::string table() const;
+  // The same placement with this rank's device set to the CPU: for a host
+  // backend that stages a GPU rank's buffers.
+  Topology on_host() const {
+    Topology t = *this;
+    t.device_ = DeviceChoice{};
+    return t;
+  }
 
  private:
   int rank_ = 0, world_size_ = 1, local_rank_ = 0, local_size_ = 1, node_ = 0, node_count_ = 1;

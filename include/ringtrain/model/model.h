@@ -83,7 +83,14 @@ class Model {
   };
   // x: batch x input_shape float32 and labels int32, both on the model's
   // device. x must stay valid and unchanged until the matching backward.
+  // Returns the loss at once: on a GPU that reads it back (a counted host
+  // sync). For evaluation, tools and tests.
   LossResult forward(const float* x, const std::int32_t* labels, std::size_t batch, bool training);
+  // The training step's forward: the loss is added to running totals on the
+  // model's device, and the host does not wait. take_loss_totals() reads and
+  // resets them (one counted host sync), at logging points.
+  void forward_accumulate(const float* x, const std::int32_t* labels, std::size_t batch, bool training);
+  LossResult take_loss_totals();
   // Gradient of (grad_scale * mean loss) of the last forward. accumulate=false
   // overwrites the gradients, true adds to them (gradient accumulation).
   // on_layer_ready(layer) fires as soon as every gradient of that layer is
@@ -103,6 +110,7 @@ class Model {
 
  private:
   Model();
+  const float* run_layers(const float* x, const std::int32_t* labels, std::size_t batch, bool training);
   struct State;
   ModelSpec spec_;
   ModelOptions options_;

@@ -21,6 +21,13 @@ SoftmaxCrossEntropyResult softmax_cross_entropy_forward(const ComputeContext& ct
                                                         const std::int32_t* labels, std::size_t rows,
                                                         std::size_t classes, float* row_loss,
                                                         std::int32_t* row_correct);
+// The same loss without a host round trip: adds the rows' loss sum, correct
+// count and bad-label count to totals[0..2] (kernels::kLossTotalsCount
+// doubles on ctx's device). On the CPU a bad label is an Error at once; on a
+// GPU it is counted, for the reader of the totals to report.
+void softmax_cross_entropy_accumulate(const ComputeContext& ctx, const float* logits,
+                                      const std::int32_t* labels, std::size_t rows, std::size_t classes,
+                                      float* row_loss, std::int32_t* row_correct, double* totals);
 // dlogits = scale * (softmax(logits) - onehot(labels)); for the gradient of
 // grad_scale * mean loss, scale = grad_scale / rows.
 void softmax_cross_entropy_backward(const ComputeContext& ctx, const float* logits,

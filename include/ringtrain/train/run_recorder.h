@@ -27,6 +27,11 @@ struct StepTiming {
   double exposed_comm = 0;  // waiting for buckets after backward: what overlap did not hide
   double comm_span = 0;     // first bucket launched to last bucket done
   double grad_norm = -1;    // before clipping, when --clip-norm is set
+  // Host waits on the device (host_sync) in this step, the loss read of a
+  // logged step included: 0 in a steady step, 1 when it logs.
+  std::uint64_t host_syncs = 0;
+  // The same, summed over the steps since the previous logged one.
+  std::uint64_t host_syncs_between_logs = 0;
 };
 
 class MetricsLog;

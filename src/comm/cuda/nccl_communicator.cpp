@@ -1,17 +1,28 @@
 // The "nccl" backend: NCCL on a communication stream of its own, bootstrapped
 // over MPI (rank 0 makes the unique id, MPI_Bcast shares it, every rank calls
 // ncclCommInitRankConfig after its device is current). The communicator is
-// non-blocking (config.blocking = 0), so no NCCL call can hang a rank: every
-// wait polls cudaEventQuery and ncclCommGetAsyncError against the timeout. An
-// error or a timeout ends the job through fatal(), whose abort hook calls
-// ncclCommAbort first (nccl-tests does the same).
+// non-blocking (config.blocking = 0), so no NCCL call can hang a rank.
+//
+// Ordering is by events: order_after() makes the communication stream wait on
+// the producer's event, and each request carries an event behind its
+// collective for the consumer's stream, so the trainer's step needs no host
+// synchronisation. The host may therefore never wait on a collective; a
+// watchdog thread (as PyTorch's ProcessGroupNCCL has) polls every outstanding
+// collective's event and ncclCommGetAsyncError, and past --timeout ends the
+// job through fatal(), whose abort hook calls ncclCommAbort first, naming the
+// ranks that did not arrive.
 #include <cuda_runtime.h>
 #include <nccl.h>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <memory>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include "comm/arrival_board.h"
@@ -22,6 +33,7 @@
 #include "launch/mpi_context.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/fatal.h"
+#include "ringtrain/core/host_sync.h"
 
 namespace ringtrain::comm_detail {
 
@@ -55,19 +67,20 @@ class NcclCommunicator;
 
 class NcclRequest final : public CommRequest::State {
  public:
-  NcclRequest(NcclCommunicator& owner, std::string what, std::uint64_t seq, cudaEvent_t event)
-      : owner_(owner), what_(std::move(what)), seq_(seq), event_(event) {}
-  ~NcclRequest() override {
-    if (event_) cudaEventDestroy(event_);
-  }
+  NcclRequest(NcclCommunicator& owner, std::string what, std::uint64_t seq, OrderingPoint done)
+      : owner_(owner), what_(std::move(what)), seq_(seq), done_point_(std::move(done)),
+        deadline_(owner_timeout(owner)) {}
   bool test() override;
   void wait() override;
+  OrderingPoint completion() const override { return done_point_; }
 
  private:
+  static double owner_timeout(const NcclCommunicator& owner);
   NcclCommunicator& owner_;
   std::string what_;
   std::uint64_t seq_;
-  cudaEvent_t event_;
+  OrderingPoint done_point_;
+  Deadline deadline_;  // from the issue, so repeated test() calls do time out
   bool done_ = false;
 };
 
@@ -88,18 +101,24 @@ class NcclCommunicator final : public Communicator {
     hook_ = register_abort_hook([c = comm_] { ncclCommAbort(c); });
     settle("ncclCommInitRankConfig", 0, Deadline(options.timeout_seconds));
     RT_CUDA_CHECK(cudaMalloc(&barrier_word_, sizeof(float)));
+    watchdog_ = std::thread([this] { watch(); });
   }
 
   ~NcclCommunicator() override {
     // While an exception propagates, the job is about to end through fatal(),
     // whose hook aborts the communicator: leave it to that.
-    if (unwinding()) return;
-    // Drain what is queued, then take the communicator down cleanly.
+    if (unwinding()) {
+      stop_watchdog();
+      return;
+    }
+    // Drain what is queued (the watchdog still guards it), then take the
+    // communicator down cleanly.
     const Deadline deadline(options().timeout_seconds);
-    while (cudaStreamQuery(stream_) == cudaErrorNotReady) {
+    while (!detail::cuda_poll_stream(stream_)) {
       check_async("shutdown", seq_, deadline);
       sched_yield();
     }
+    stop_watchdog();
     ncclCommFinalize(comm_);
     settle("ncclCommFinalize", seq_, deadline);
     unregister_abort_hook(hook_);
@@ -110,6 +129,8 @@ class NcclCommunicator final : public Communicator {
   }
 
   std::string_view name() const override { return "nccl"; }
+
+  void order_after(const OrderingPoint& point) override { point.order_stream(stream_); }
 
   CommRequest allreduce_async(BufferView in, BufferView out, ReduceOp op) override {
     check_allreduce_args(in, out);
@@ -192,10 +213,46 @@ class NcclCommunicator final : public Communicator {
       fatal(fmt::format("nccl {} #{} could not be issued on rank {}: {} ({})", what, seq, rank(),
                         ncclGetErrorString(rc), ncclGetLastError(comm_)));
     settle(what, seq, Deadline(options().timeout_seconds));
-    cudaEvent_t event = nullptr;
-    RT_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
-    RT_CUDA_CHECK(cudaEventRecord(event, stream_));
-    return CommRequest(std::make_shared<NcclRequest>(*this, what, seq, event));
+    OrderingPoint done = OrderingPoint::record(device(), stream_);
+    {
+      std::lock_guard lock(watch_mutex_);
+      outstanding_.push_back({seq, what, done, Deadline(options().timeout_seconds)});
+    }
+    return CommRequest(std::make_shared<NcclRequest>(*this, what, seq, std::move(done)));
+  }
+
+  struct Outstanding {
+    std::uint64_t seq;
+    std::string what;
+    OrderingPoint done;
+    Deadline deadline;
+  };
+
+  // The watchdog: the oldest outstanding collective is the one that can be
+  // stuck (they complete in issue order on one stream).
+  void watch() {
+    try {
+      RT_CUDA_CHECK(cudaSetDevice(device().index));
+      std::unique_lock lock(watch_mutex_);
+      while (!watch_stop_) {
+        watch_wake_.wait_for(lock, std::chrono::milliseconds(20));
+        while (!outstanding_.empty() && outstanding_.front().done.reached()) outstanding_.pop_front();
+        if (outstanding_.empty()) continue;
+        const Outstanding& oldest = outstanding_.front();
+        check_async(oldest.what, oldest.seq, oldest.deadline);
+      }
+    } catch (const std::exception& e) {
+      fatal(fmt::format("nccl watchdog on rank {}: {}", rank(), e.what()));
+    }
+  }
+
+  void stop_watchdog() {
+    {
+      std::lock_guard lock(watch_mutex_);
+      watch_stop_ = true;
+    }
+    watch_wake_.notify_all();
+    if (watchdog_.joinable()) watchdog_.join();
   }
 
   ArrivalBoard board_;
@@ -205,31 +262,32 @@ class NcclCommunicator final : public Communicator {
   std::uint64_t seq_ = 0;
   float* barrier_word_ = nullptr;
   std::vector<void*> allocations_;
+  std::mutex watch_mutex_;
+  std::condition_variable watch_wake_;
+  std::deque<Outstanding> outstanding_;
+  bool watch_stop_ = false;
+  std::thread watchdog_;
 };
+
+double NcclRequest::owner_timeout(const NcclCommunicator& owner) { return owner.timeout(); }
 
 bool NcclRequest::test() {
   if (done_) return true;
-  const cudaError_t e = cudaEventQuery(event_);
-  if (e == cudaSuccess) return done_ = true;
-  if (e != cudaErrorNotReady)
-    fatal(fmt::format("nccl {} #{}: CUDA error {} while waiting", what_, seq_, cudaGetErrorString(e)));
-  owner_.check_async(what_, seq_, Deadline(owner_.timeout()));
+  if (done_point_.reached()) return done_ = true;
+  owner_.check_async(what_, seq_, deadline_);
   return false;
 }
 
+// A host wait: counted (host_sync), and polled rather than blocking in
+// cudaEventSynchronize, so an NCCL error or the timeout is noticed here too.
 void NcclRequest::wait() {
-  const Deadline deadline(owner_.timeout());
-  while (!done_) {
-    const cudaError_t e = cudaEventQuery(event_);
-    if (e == cudaSuccess) {
-      done_ = true;
-      break;
-    }
-    if (e != cudaErrorNotReady)
-      fatal(fmt::format("nccl {} #{}: CUDA error {} while waiting", what_, seq_, cudaGetErrorString(e)));
-    owner_.check_async(what_, seq_, deadline);
+  if (done_) return;
+  host_sync::note(done_point_.device(), what_);
+  while (!done_point_.reached()) {
+    owner_.check_async(what_, seq_, deadline_);
     sched_yield();
   }
+  done_ = true;
 }
 
 }  // namespace

@@ -36,6 +36,10 @@ void gpu_softmax_ce_backward(void* stream, const float* logits, const std::int32
                              std::size_t rows, std::size_t classes, float scale, float* dlogits) {
   kernels::softmax_ce_backward_cuda(logits, labels, rows, classes, scale, dlogits, stream);
 }
+void gpu_loss_totals_add(void* stream, const float* row_loss, const std::int32_t* row_correct,
+                         std::size_t rows, double* totals) {
+  kernels::loss_totals_add_cuda(row_loss, row_correct, rows, totals, stream);
+}
 void gpu_dropout_apply(void* stream, const float* x, float* y, std::size_t n, std::uint64_t key,
                        float p, float keep_scale) {
   kernels::dropout_apply_cuda(x, y, n, key, p, keep_scale, stream);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/cuda/check_cuda.h"
+#include "ringtrain/core/host_sync.h"
 #include "kernels/adamw.h"
 #include "kernels/grad_norm.h"
 #include "kernels/scale.h"
@@ -113,6 +114,8 @@ double sum_squares(BufferView x) {
   double* scratch = norm_scratch(x.device.index);
   kernels::sum_squares_f32_cuda(x.as<float>(), x.count, scratch, nullptr);
   double result = 0.0;
+  // The caller needs the number: a host sync (counted), once per clipped step.
+  host_sync::note(x.device, "clip: read the gradient norm");
   RT_CUDA_CHECK(cudaMemcpy(&result, scratch, sizeof(double), cudaMemcpyDeviceToHost));
   return result;
 }

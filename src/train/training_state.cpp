@@ -1,0 +1,122 @@
+#include "ringtrain/train/training_state.h"
+
+#include <nlohmann/json.hpp>
+
+#include <vector>
+
+#include "ringtrain/comm/communicator.h"
+#include "ringtrain/core/check.h"
+#include "ringtrain/core/log.h"
+#include "ringtrain/model/model.h"
+#include "ringtrain/model/model_spec.h"
+#include "ringtrain/optim/optimizer.h"
+#include "ringtrain/tensor/device_memory.h"
+#include "ringtrain/train/checkpoint.h"
+
+namespace ringtrain {
+
+namespace {
+
+// The host copy of a device buffer (a view of it on the CPU).
+std::vector<float> to_host(BufferView v) {
+  std::vector<float> host(v.count);
+  device_copy(host.data(), Device::cpu(), v.ptr, v.device, v.bytes());
+  return host;
+}
+
+// What rank 0 tells every rank about the checkpoint it found.
+struct ResumeMessage {
+  std::uint64_t found = 0;
+  std::uint64_t step = 0;
+  std::uint64_t epoch = 0;
+  std::uint64_t epoch_step = 0;
+  std::uint64_t old_sampler_global_batch = 0;  // the cursor's unit when it was saved
+};
+
+}  // namespace
+
+std::string save_training_state(const TrainConfig& cfg, const ModelSpec& spec, Model& model, Optimizer& optimizer,
+                                const RunPosition& position) {
+  const std::vector<float> params = to_host(model.params());
+  std::vector<TensorRecord> param_records;
+  for (const ParamInfo& p : model.param_info())
+    param_records.push_back({p.name, p.shape, params.data() + p.offset, p.count});
+  auto state = optimizer.state();
+  std::vector<std::vector<float>> state_host;
+  std::vector<TensorRecord> state_records;
+  for (auto& s : state) state_host.push_back(to_host(s.view));
+  for (std::size_t i = 0; i < state.size(); ++i)
+    state_records.push_back({state[i].name, {state[i].view.count}, state_host[i].data(), state_host[i].size()});
+  CheckpointMeta meta;
+  meta.step = position.step;
+  meta.epoch = position.next_cursor.epoch;
+  meta.epoch_step = position.next_cursor.step;
+  meta.global_batch = position.global_batch;
+  meta.world_size = position.world_size;
+  meta.rng_state = {cfg.seed};  // dropout and sampling derive from (seed, rank, step, epoch)
+  meta.model_spec = spec.to_string();
+  meta.model_hash = spec.hash();
+  auto cfg_json = nlohmann::json::parse(cfg.to_json());
+  cfg_json["sampler_global_batch"] = position.sampler_global_batch;
+  cfg_json["world_size"] = position.world_size;
+  meta.config_json = cfg_json.dump();
+  meta.finished = position.finished;
+  return write_checkpoint_atomic(cfg.ckpt_dir, meta, param_records, state_records, cfg.keep);
+}
+
+ResumePoint resume_training_state(const TrainConfig& cfg, Communicator& control, const ModelSpec& spec,
+                                  Model& model, Optimizer& optimizer, std::size_t sampler_global_batch) {
+  ResumeMessage message;
+  std::string path;
+  if (control.rank() == 0) {
+    if (cfg.resume == "latest") {
+      if (auto latest = latest_checkpoint(cfg.ckpt_dir)) path = *latest;
+    } else {
+      path = cfg.resume;
+    }
+    if (!path.empty()) {
+      CheckpointExpectation expect;
+      expect.model_hash = spec.hash();
+      expect.model_spec = spec.to_string();
+      for (const auto& p : model.param_info()) expect.params.push_back({p.name, p.shape});
+      std::vector<TensorSpec> opt;
+      for (const auto& s : optimizer.state()) opt.push_back({s.name, {s.view.count}});
+      expect.optimizer = opt;
+      LoadedCheckpoint ck = read_checkpoint(path, expect);
+      BufferView params = model.params();
+      for (std::size_t i = 0; i < ck.params.size(); ++i) {
+        const ParamInfo& info = model.param_info()[i];
+        device_copy(static_cast<float*>(params.ptr) + info.offset, params.device, ck.params[i].second.data(),
+                    Device::cpu(), info.count * sizeof(float));
+      }
+      auto state = optimizer.state();
+      for (std::size_t i = 0; i < ck.optimizer.size(); ++i)
+        device_copy(state[i].view.ptr, state[i].view.device, ck.optimizer[i].second.data(), Device::cpu(),
+                    state[i].view.bytes());
+      optimizer.set_step_count(ck.meta.step);
+      std::uint64_t old_sampler_batch = sampler_global_batch;
+      try {
+        const auto cfg_json = nlohmann::json::parse(ck.meta.config_json);
+        old_sampler_batch = cfg_json.at("sampler_global_batch").get<std::uint64_t>();
+      } catch (const std::exception& e) {
+        RT_CHECK(false, "checkpoint {}: its config lacks 'sampler_global_batch' ({})", path, e.what());
+      }
+      message = {1, ck.meta.step, ck.meta.epoch, ck.meta.epoch_step, old_sampler_batch};
+    }
+  }
+  static_assert(sizeof(ResumeMessage) == 5 * sizeof(std::uint64_t));
+  BufferView wire{&message, 5, DType::i64, Device::cpu()};
+  control.broadcast(wire, wire, 0);
+  ResumePoint point;
+  if (message.found == 0) {
+    log0("resume: no checkpoint found in {}, starting from step 0", cfg.ckpt_dir);
+    return point;
+  }
+  point.step = message.step;
+  point.cursor = ShardedSampler::convert_cursor({message.epoch, message.epoch_step},
+                                                message.old_sampler_global_batch, sampler_global_batch);
+  point.path = path;
+  return point;
+}
+
+}  // namespace ringtrain
