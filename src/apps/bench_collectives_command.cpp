@@ -26,6 +26,7 @@
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/log.h"
 #include "ringtrain/core/timer.h"
+#include "ringtrain/tensor/device_memory.h"
 
 namespace ringtrain::apps {
 
@@ -131,7 +132,9 @@ double rel_eps(DType t) {
   }
 }
 
-std::size_t count_wrong_reduction(BufferView out, ReduceOp op, int n, std::uint64_t seed) {
+// rounding_steps: how often the backend may round a partial sum in the
+// element type (communicator.h): 1 on the CPU backends, n + 1 for NCCL.
+std::size_t count_wrong_reduction(BufferView out, ReduceOp op, int n, std::uint64_t seed, int rounding_steps) {
   std::size_t wrong = 0;
   const bool is_float = dtype_is_float(out.dtype);
   for (std::size_t i = 0; i < out.count; ++i) {
@@ -141,8 +144,14 @@ std::size_t count_wrong_reduction(BufferView out, ReduceOp op, int n, std::uint6
         const double v = value_of(seed, r, i);
         acc = op == ReduceOp::max ? std::max(acc, v) : op == ReduceOp::min ? std::min(acc, v) : acc + v;
       }
-      if (op == ReduceOp::avg) acc /= n;
-      wrong += std::fabs(load(out, i) - acc) > rel_eps(out.dtype) * (std::fabs(acc) + 1.0) * 2.0;
+      double magnitude = 0;
+      for (int r = 0; r < n; ++r) magnitude += std::fabs(value_of(seed, r, i));
+      if (op == ReduceOp::avg) {
+        acc /= n;
+        magnitude /= n;
+      }
+      if (op == ReduceOp::max || op == ReduceOp::min) magnitude = std::fabs(acc);
+      wrong += std::fabs(load(out, i) - acc) > rel_eps(out.dtype) * (magnitude + 1.0) * 2.0 * rounding_steps;
     } else {
       std::int64_t acc = int_of(seed, 0, i);
       for (int r = 1; r < n; ++r) {
@@ -323,21 +332,28 @@ class Bench {
       s.out = o_.inplace ? s.in : s.out_all.slice(0, count);
     }
     const std::uint64_t seed = o_.seed + count;
-    fill(s.in, seed, topo_.rank());
+    // GPU buffers are filled and checked through host copies.
+    std::vector<char> host_in(s.in.bytes()), host_out(s.out.bytes());
+    const BufferView in_host{host_in.data(), s.in.count, s.in.dtype, Device::cpu()};
+    const BufferView out_host{host_out.data(), s.out.count, s.out.dtype, Device::cpu()};
+    fill(in_host, seed, topo_.rank());
+    device_copy(s.in.ptr, s.in.device, in_host.ptr, Device::cpu(), s.in.bytes());
     run_once(*s.comm, s.in, s.out);
+    device_copy(out_host.ptr, Device::cpu(), s.out.ptr, s.out.device, s.out.bytes());
+    const int rounding_steps = s.comm->name() == "nccl" ? n + 1 : 1;
     std::size_t wrong = 0;
     switch (coll_) {
-      case Collective::allreduce: wrong = count_wrong_reduction(s.out, op_, n, seed); break;
-      case Collective::broadcast: wrong = count_wrong_copy(s.out, seed, o_.root); break;
+      case Collective::allreduce: wrong = count_wrong_reduction(out_host, op_, n, seed, rounding_steps); break;
+      case Collective::broadcast: wrong = count_wrong_copy(out_host, seed, o_.root); break;
       case Collective::allgather:
         for (int q = 0; q < n; ++q)
-          wrong += count_wrong_copy(s.out.slice(static_cast<std::size_t>(q) * count, count), seed, q);
+          wrong += count_wrong_copy(out_host.slice(static_cast<std::size_t>(q) * count, count), seed, q);
         break;
     }
     s.wrong = sum_over_ranks(wrong);
     // In place, the data would grow with every sum: zeros stay put and cost
     // the same to add.
-    if (o_.inplace && s.in.count > 0) std::memset(s.in.ptr, 0, s.in.bytes());
+    if (o_.inplace && s.in.count > 0) device_zero(s.in.ptr, s.in.bytes(), s.in.device);
   }
 
   // One row per backend for `count` elements. The backends' timed batches and

@@ -41,8 +41,13 @@ int main(int argc, char** argv) {
             comm->allreduce(din, dout, op);
             comm_detail::copy_view(hin, dout);
             // NCCL rounds at every hop (communicator.h): tolerance for n + 1 roundings.
-            for (std::size_t i = 0; i < count; ++i)
-              wrong += !test::matches_reduction(dt, op, n, count + 7, i, host.data(), i, n + 1);
+            for (std::size_t i = 0; i < count; ++i) {
+              const bool ok = test::matches_reduction(dt, op, n, count + 7, i, host.data(), i, n + 1);
+              if (!ok && ++wrong <= 10)
+                std::printf("wrong: %s %s count %zu %s, element %zu = %g\n", std::string(dtype_name(dt)).c_str(),
+                            std::string(reduce_op_name(op)).c_str(), count, in_place ? "in place" : "out of place",
+                            i, test::load(dt, host.data(), i));
+            }
             ++checks;
           }
     // broadcast, allgather, reduce_scatter (avg) on f32 and bf16, async and in flight together
