@@ -5,7 +5,8 @@
 namespace ringtrain {
 
 bool cuda_compiled() { return false; }
-int cuda_runtime_device_count() { return 0; }
+CudaProbe cuda_probe() { return {}; }
+std::vector<std::string> cuda_visible_device_uuids() { return {}; }
 std::string cuda_device_name(int) { return "none"; }
 void cuda_set_device(int ordinal) {
   RT_CHECK(false, "cannot use CUDA device {}: this ringtrain was built without CUDA", ordinal);

@@ -6,10 +6,14 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
+
+#include <fmt/ranges.h>
 
 #include "core/check_mpi.h"
 #include "launch/mpi_context.h"
 #include "launch/single_copy_probe.h"
+#include "ringtrain/core/check.h"
 #include "ringtrain/core/error.h"
 #include "ringtrain/core/log.h"
 #include "ringtrain/launch/gpu_runtime.h"
@@ -36,8 +40,36 @@ void free_comm(MPI_Comm& c) {
 struct PlacementRecord {
   int rank, node, local_rank, local_size;
   char host[64];
-  char device[64];
+  char device[160];
 };
+
+// Every local rank's list of physical GPU ids, all-gathered over the node
+// (element i is local rank i's list). Ids hold no newline: one per line.
+std::vector<std::vector<std::string>> gather_over_node(const std::vector<std::string>& ids, MPI_Comm local) {
+  std::string packed;
+  for (const auto& id : ids) packed += id + "\n";
+  int n = 0;
+  RT_MPI_CHECK(MPI_Comm_size(local, &n));
+  const int len = static_cast<int>(packed.size());
+  std::vector<int> lens(static_cast<std::size_t>(n)), offsets(static_cast<std::size_t>(n));
+  RT_MPI_CHECK(MPI_Allgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, local));
+  int total = 0;
+  for (int i = 0; i < n; ++i) {
+    offsets[static_cast<std::size_t>(i)] = total;
+    total += lens[static_cast<std::size_t>(i)];
+  }
+  std::string all(static_cast<std::size_t>(total), '\0');
+  RT_MPI_CHECK(MPI_Allgatherv(packed.data(), len, MPI_CHAR, all.data(), lens.data(), offsets.data(), MPI_CHAR,
+                              local));
+  std::vector<std::vector<std::string>> out(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    std::string_view rest(all.data() + offsets[static_cast<std::size_t>(i)],
+                          static_cast<std::size_t>(lens[static_cast<std::size_t>(i)]));
+    for (std::size_t nl; (nl = rest.find('\n')) != std::string_view::npos; rest.remove_prefix(nl + 1))
+      out[static_cast<std::size_t>(i)].emplace_back(rest.substr(0, nl));
+  }
+  return out;
+}
 }  // namespace
 
 namespace mpi_context {
@@ -110,16 +142,28 @@ Topology Topology::discover(const TopologyOptions& options) {
   MPI_Comm_set_errhandler(g_cross, MPI_ERRORS_RETURN);
 
   // Device choice comes before any CUDA context or NCCL communicator exists.
+  // --device cpu never asks CUDA anything.
   DeviceChoiceInput in;
   in.request = options.device;
   in.local_rank = t.local_rank_;
-  in.local_size = t.local_size_;
   in.allow_gpu_sharing = options.allow_gpu_sharing;
   in.host = t.host_;
   if (const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES")) in.cuda_visible_devices = cvd;
-  in.visible_devices = options.device == DeviceRequest::cpu
-                           ? 0
-                           : visible_device_count(cuda_runtime_device_count(), in.cuda_visible_devices);
+  std::vector<std::string> my_gpus;
+  if (options.device != DeviceRequest::cpu) {
+    const CudaAssessment cuda = assess_cuda_probe(cuda_probe(), nvidia_device_nodes_present());
+    RT_CHECK(!cuda.fatal, "--device {} on host {}: {}", device_request_name(options.device), t.host_,
+             cuda.problem);
+    in.no_gpu_reason = cuda.problem;
+    static bool warned = false;  // once per process, and per node: local rank 0 speaks
+    if (!cuda.problem.empty() && options.device == DeviceRequest::automatic && t.local_rank_ == 0 && !warned) {
+      warned = true;
+      log_warn("--device auto: {}; using the CPU", cuda.problem);
+    }
+    if (cuda.count > 0) my_gpus = cuda_visible_device_uuids();
+  }
+  // Every rank joins, --device cpu too, so the collectives always match.
+  in.visible = gather_over_node(my_gpus, g_local);
   t.device_ = choose_device(in);
   if (t.device_.device.is_cuda()) cuda_set_device(t.device_.device.index);
 
@@ -130,8 +174,13 @@ Topology Topology::discover(const TopologyOptions& options) {
   mine.local_size = t.local_size_;
   std::snprintf(mine.host, sizeof(mine.host), "%s", t.host_.c_str());
   std::string dev = device_name(t.device_.device);
-  if (t.device_.device.is_cuda())
-    dev += fmt::format(" (GPU {}{})", t.device_.physical_label, t.device_.shared ? ", shared" : "");
+  if (t.device_.device.is_cuda()) {
+    const DeviceChoice& c = t.device_;
+    dev += fmt::format(" (GPU {}", c.physical_label);
+    if (c.uuid != c.physical_label) dev += ", " + c.uuid;
+    if (c.shared) dev += fmt::format(", shared by local ranks {}", fmt::join(c.gpu_local_ranks, ","));
+    dev += ")";
+  }
   std::snprintf(mine.device, sizeof(mine.device), "%s", dev.c_str());
   std::vector<PlacementRecord> all(static_cast<std::size_t>(t.world_size_));
   RT_MPI_CHECK(MPI_Allgather(&mine, sizeof(mine), MPI_BYTE, all.data(), sizeof(mine), MPI_BYTE, g_world));

@@ -1,7 +1,8 @@
 // The nccl backend on the GPUs that are there: every dtype and op, in and out
 // of place, uneven sizes; broadcast, all-gather, reduce-scatter, barrier and
 // several outstanding requests. Runs as one rank (MPI singleton) or under
-// mpirun. Exits 77 (ctest: skipped, never passed) without CUDA or a device.
+// mpirun. Exits 77 (ctest: skipped, never passed) without CUDA or a device, and
+// fails where NVIDIA device nodes exist but CUDA reports an error.
 #include <cstdio>
 #include <vector>
 
@@ -11,14 +12,12 @@
 #include "ringtrain/core/fatal.h"
 #include "ringtrain/launch/gpu_runtime.h"
 #include "ringtrain/launch/topology.h"
+#include "support/gpu_test.h"
 #include "tests/comm/collective_reference.h"
 
 int main(int argc, char** argv) {
   using namespace ringtrain;
-  if (!cuda_compiled() || cuda_runtime_device_count() == 0) {
-    std::puts(cuda_compiled() ? "SKIPPED: no CUDA device visible" : "SKIPPED: ringtrain was built without CUDA");
-    return 77;
-  }
+  if (!test::cuda_device_available()) return test::kSkippedExitCode;
   MpiSession mpi(&argc, &argv);
   std::size_t wrong = 0, checks = 0;
   try {

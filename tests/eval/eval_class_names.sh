@@ -20,8 +20,8 @@ make_csv 150 1 >"$work/train.csv"
 make_csv 37 2 >"$work/test.csv"
 "$exe" convert csv --train "$work/train.csv" --test "$work/test.csv" --header no --classes 3 \
   --class-names cat,dog,bird -o "$work/c.h5"
-"$exe" train --data "$work/c.h5" --model mlp:8-16-3 --batch 10 --max-steps 20 --lr 0.1 --ckpt-dir "$work/ckpt"
-"$exe" eval --ckpt "$work/ckpt" --data "$work/c.h5" --json "$work/eval.json" | tee "$work/eval.txt"
+"$exe" train --device cpu --data "$work/c.h5" --model mlp:8-16-3 --batch 10 --max-steps 20 --lr 0.1 --ckpt-dir "$work/ckpt"
+"$exe" eval --device cpu --ckpt "$work/ckpt" --data "$work/c.h5" --json "$work/eval.json" | tee "$work/eval.txt"
 for name in cat dog bird; do
   grep -Eq "^ +[0-2] $name +[0-9.]+$" "$work/eval.txt" || fail "per-class line for '$name' missing"
 done
@@ -29,7 +29,7 @@ json_check "$work/eval.json" "
 assert [p['name'] for p in j['per_class']] == ['cat', 'dog', 'bird'], j['per_class']
 assert j['n'] == 37 and sum(map(sum, j['confusion'])) == 37, j
 "
-"$exe" predict --ckpt "$work/ckpt" --data "$work/c.h5" -o "$work/preds.csv"
+"$exe" predict --device cpu --ckpt "$work/ckpt" --data "$work/c.h5" -o "$work/preds.csv"
 cut -d, -f1 "$work/test.csv" >"$work/labels.expected"
 tail -n +2 "$work/preds.csv" | cut -d, -f4 >"$work/labels.predicted"
 cmp "$work/labels.expected" "$work/labels.predicted" || fail "predict's label column differs from the CSV's labels"

@@ -13,7 +13,7 @@ checked=0
 while read -r step accuracy n loss; do
   ck="$fixture/run/ckpt/ckpt-$step.h5"
   out="$work/eval-$step.txt"
-  "$@" -np "$np" "$exe" eval --ckpt "$ck" --data "$fixture/d.h5" --batch 16 --json "$work/eval-$step.json" </dev/null >"$out" 2>&1 ||
+  "$@" -np "$np" "$exe" eval --device cpu --ckpt "$ck" --data "$fixture/d.h5" --batch 16 --json "$work/eval-$step.json" </dev/null >"$out" 2>&1 ||
     { cat "$out"; fail "eval of $ck on $np rank(s)"; }
   cat "$out"
   grep -q "(step $step), split .*: n=$n " "$out" || fail "report line of step $step"
@@ -43,7 +43,7 @@ done < <(trainer_evals "$fixture/run/metrics.jsonl")
 [ "$checked" -eq 6 ] || fail "checked $checked checkpoints, expected 6"
 
 # A directory means its newest checkpoint.
-"$@" -np "$np" "$exe" eval --ckpt "$fixture/run/ckpt" --data "$fixture/d.h5" </dev/null >"$work/dir.txt" 2>&1 ||
+"$@" -np "$np" "$exe" eval --device cpu --ckpt "$fixture/run/ckpt" --data "$fixture/d.h5" </dev/null >"$work/dir.txt" 2>&1 ||
   { cat "$work/dir.txt"; fail "eval of the checkpoint directory"; }
 grep -q "ckpt-30.h5 (step 30)" "$work/dir.txt" || { cat "$work/dir.txt"; fail "directory did not give step 30"; }
 echo "PASS: $checked checkpoints on $np rank(s) match the trainer's evaluation"

@@ -26,7 +26,7 @@ place() {
 watcher() {  # watcher LOG [FLAGS...]: starts the watcher in the background
   local log=$1
   shift
-  "${mpirun[@]}" -np "$np" "$exe" eval --watch "$watch" --data "$fixture/d.h5" --interval 0.2 --logdir "$logdir" \
+  "${mpirun[@]}" -np "$np" "$exe" eval --device cpu --watch "$watch" --data "$fixture/d.h5" --interval 0.2 --logdir "$logdir" \
     "$@" </dev/null >"$log" 2>&1 &
   pid=$!
 }

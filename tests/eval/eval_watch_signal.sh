@@ -9,7 +9,7 @@ fixture=$1 work=$2 sig=$3 exe=$4
 rm -rf "$work" && mkdir -p "$work/ckpt"
 
 # Idle: nothing to evaluate, 1 hour to the next look.
-"$exe" eval --watch "$work/ckpt" --data "$fixture/d.h5" --interval 3600 </dev/null >"$work/idle.log" 2>&1 &
+"$exe" eval --device cpu --watch "$work/ckpt" --data "$fixture/d.h5" --interval 3600 </dev/null >"$work/idle.log" 2>&1 &
 pid=$!
 wait_for_line "$work/idle.log" "watching " 60
 start=$SECONDS
@@ -24,7 +24,7 @@ echo "idle watcher stopped $((SECONDS - start)) s after SIG$sig"
 # for the ranks (plain mpirun would kill them 1 s later and exit non-zero).
 if [ "$sig" = TERM ]; then
   launcher=$(cd "$(dirname "$0")/../../launch" && pwd)/ringtrain-mpirun
-  RINGTRAIN_EXE=$exe "$launcher" -n 2 --oversubscribe eval --watch "$work/ckpt" --data "$fixture/d.h5" \
+  RINGTRAIN_EXE=$exe "$launcher" -n 2 --oversubscribe eval --device cpu --watch "$work/ckpt" --data "$fixture/d.h5" \
     --interval 3600 </dev/null >"$work/mpirun.log" 2>&1 &
   pid=$!
   wait_for_line "$work/mpirun.log" "watching " 60
@@ -37,7 +37,7 @@ fi
 
 # Busy: a signal during the evaluations ends the watch after the current one.
 cp "$fixture"/run/ckpt/ckpt-{5,10,15,20,25}.h5 "$work/ckpt/"
-"$exe" eval --watch "$work/ckpt" --data "$fixture/d.h5" --interval 3600 --logdir "$work/logs" \
+"$exe" eval --device cpu --watch "$work/ckpt" --data "$fixture/d.h5" --interval 3600 --logdir "$work/logs" \
   </dev/null >"$work/busy.log" 2>&1 &
 pid=$!
 wait_for_line "$work/busy.log" "step 5: accuracy" 60

@@ -8,8 +8,8 @@ source "$(dirname "$0")/eval_test_lib.sh"
 fixture=$1 work=$2 exe=$3
 rm -rf "$work" && mkdir -p "$work"
 ck=$fixture/run/ckpt/ckpt-20.h5
-"$exe" predict --ckpt "$ck" --data "$fixture/d.h5" --split test --batch 32 -o "$work/preds.csv"
-"$exe" eval --ckpt "$ck" --data "$fixture/d.h5" --json "$work/eval.json" >/dev/null
+"$exe" predict --device cpu --ckpt "$ck" --data "$fixture/d.h5" --split test --batch 32 -o "$work/preds.csv"
+"$exe" eval --device cpu --ckpt "$ck" --data "$fixture/d.h5" --json "$work/eval.json" >/dev/null
 head -3 "$work/preds.csv"
 python3 - "$work/preds.csv" "$work/eval.json" <<'PY' || fail "predictions"
 import csv, json, sys

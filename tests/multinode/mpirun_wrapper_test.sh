@@ -108,7 +108,7 @@ case ${1:-} in
     pass "bad options are rejected" ;;
   rank_logs)
     # A real 2-rank job: each rank's output lands in its own file, none on the terminal.
-    run_wrapper -n 2 --rank-logs "$tmp/logs" info
+    run_wrapper -n 2 --rank-logs "$tmp/logs" info --device cpu
     [ "$rc" -eq 0 ] || fail "the job failed"
     [ -f "$tmp/logs/rank-0.log" ] && [ -f "$tmp/logs/rank-1.log" ] || fail "rank-0.log and rank-1.log expected in $tmp/logs"
     grep -q 'topology: 2 rank(s) on 1 node(s)' "$tmp/logs/rank-0.log" || fail "rank-0.log lacks rank 0's table"
@@ -124,7 +124,9 @@ case ${1:-} in
     pass "--rank-logs writes rank-R.log per rank" ;;
   rank_logs_failure)
     # A failing job with rank logs: the wrapper brings each rank's fatal line back.
-    run_wrapper -n 2 --rank-logs "$tmp/logs" info --device cuda
+    # An empty CUDA_VISIBLE_DEVICES hides every GPU, so --device cuda fails on a
+    # GPU host too.
+    CUDA_VISIBLE_DEVICES= run_wrapper -n 2 --rank-logs "$tmp/logs" info --device cuda
     [ "$rc" -ne 0 ] || fail "the job should fail"
     for r in 0 1; do
       printf '%s\n' "$out" | grep -Eq "rank-$r.log: .*rank $r/.*fatal: .*--device cuda" ||

@@ -34,7 +34,7 @@ run_study() {
   while [ $# -gt 0 ] && [ "$1" != -- ]; do opts+=("$1"); shift; done
   [ $# -eq 0 ] || { shift; train=("$@"); }
   timeout --kill-after=10 240 "$study" --exe "$exe" --steps 20 --run-timeout 100 --oversubscribe \
-    -o "$tmp/out" "${opts[@]}" -- --data "$tmp/f.h5" --model mlp:64-32-4 --seed 3 "${train[@]}" >"$tmp/study.log" 2>&1
+    -o "$tmp/out" "${opts[@]}" -- --data "$tmp/f.h5" --model mlp:64-32-4 --seed 3 --device cpu "${train[@]}" >"$tmp/study.log" 2>&1
   rc=$?
   cat "$tmp/study.log"
   echo "--- exit code $rc"
@@ -130,7 +130,7 @@ case ${1:-} in
     expect_error "ringtrain binary '$tmp/nope' is not an executable" --exe "$tmp/nope" -o "$tmp/bad" -- --data x.h5
     # A run that fails (no such data file) stops the study with the np and the log.
     out=$(timeout 120 "$study" --exe "$exe" --np 1 --steps 4 --run-timeout 60 -o "$tmp/fails" \
-            -- --data "$tmp/missing.h5" 2>&1)
+            -- --data "$tmp/missing.h5" --device cpu 2>&1)
     rc=$?
     echo "$out"
     [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "a failing run gave exit code $rc"

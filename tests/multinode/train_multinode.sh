@@ -16,7 +16,7 @@ reason=$("$cluster" --check 2>&1) || { rc=$?; [ $rc -eq 77 ] && { echo "SKIPPED:
 # shellcheck source=tests/trainer/lib.sh
 source "$root/tests/trainer/lib.sh"
 netns=("$cluster" --nodes 2 --ranks-per-node 2 --oversubscribe)
-common=(--model "$MLP" --lr 0.05 --momentum 0.9 --seed 11)
+common=(--model "$MLP" --lr 0.05 --momentum 0.9 --seed 11 --device cpu)
 
 # wait_for_training DIR LAUNCHER_PID: until the run's metrics.jsonl has a record.
 wait_for_training() {

@@ -10,14 +10,14 @@ expect_error() {  # NAME REGEX COMMAND...
   grep -Eq -- "$regex" "$WORK/$name.log" || { cat "$WORK/$name.log"; fail "$name: no /$regex/ in the output"; }
   echo "ok: $name: $(grep -m1 -E -- "$regex" "$WORK/$name.log")"
 }
-base=(--data "$DATA" --batch 8 --max-steps 4 --epochs 10 --timeout 30)
+base=(--data "$DATA" --batch 8 --max-steps 4 --epochs 10 --timeout 30 --device cpu)
 # Two ranks given different models: the start-up agreement names the field and the ranks.
 expect_error model_mismatch "'model spec hash' is .* on rank 0.* on rank 1|'model spec hash' is .* on rank 1.* on rank 0" \
   "${MPIRUN[@]}" -np 1 "$RINGTRAIN_EXE" train "${base[@]}" --model "$MLP" : \
   -np 1 "$RINGTRAIN_EXE" train "${base[@]}" --model mlp:64-16-4
 expect_error batch_mismatch "'batch' is" \
   "${MPIRUN[@]}" -np 1 "$RINGTRAIN_EXE" train "${base[@]}" --model "$MLP" : \
-  -np 1 "$RINGTRAIN_EXE" train --data "$DATA" --batch 4 --max-steps 4 --epochs 10 --timeout 30 --model "$MLP"
+  -np 1 "$RINGTRAIN_EXE" train --data "$DATA" --batch 4 --max-steps 4 --epochs 10 --timeout 30 --device cpu --model "$MLP"
 # A checkpoint of another model.
 train 1 "$WORK/other" --batch 8 --max-steps 2 --model mlp:64-16-4
 expect_error incompatible_ckpt "ckpt-2.h5" \
@@ -29,10 +29,10 @@ expect_error corrupt_ckpt "truncated.h5" \
 # Bad flags: the flag is named, every rank exits non-zero.
 expect_error bad_lr "--lr" "${MPIRUN[@]}" -np 2 "$RINGTRAIN_EXE" train "${base[@]}" --lr -1
 expect_error bad_backend "--backend" "${MPIRUN[@]}" -np 2 "$RINGTRAIN_EXE" train "${base[@]}" --backend tcp
-expect_error missing_data "nope.h5" "${MPIRUN[@]}" -np 2 "$RINGTRAIN_EXE" train --data "$WORK/nope.h5"
+expect_error missing_data "nope.h5" "${MPIRUN[@]}" -np 2 "$RINGTRAIN_EXE" train --data "$WORK/nope.h5" --device cpu
 expect_error bad_model "token|model" "${MPIRUN[@]}" -np 2 "$RINGTRAIN_EXE" train "${base[@]}" --model "mlp:64-x-4"
 expect_error wrong_input "64|shape|input" "${MPIRUN[@]}" -np 2 "$RINGTRAIN_EXE" train "${base[@]}" --model mlp:784-10
-expect_error batch_too_big "global batch" "${MPIRUN[@]}" -np 2 "$RINGTRAIN_EXE" train --data "$DATA" --model "$MLP" --batch 200 --max-steps 4
+expect_error batch_too_big "global batch" "${MPIRUN[@]}" -np 2 "$RINGTRAIN_EXE" train --data "$DATA" --model "$MLP" --batch 200 --max-steps 4 --device cpu
 # Replicas that drift apart are caught by the parameter check and named.
 expect_error diverged_replicas "replicas diverged at step 2: the parameters of rank 1 differ" \
   env RINGTRAIN_FAULT_DIVERGE_RANK=1 "${MPIRUN[@]}" -x RINGTRAIN_FAULT_DIVERGE_RANK -np 3 "$RINGTRAIN_EXE" train \

@@ -18,7 +18,7 @@ same "$WORK/full" "$WORK/grow" --rtol 1e-5
 # A global batch that does not divide the position is refused clearly.
 cp -r "$WORK/half" "$WORK/odd"
 if "${MPIRUN[@]}" -np 2 "$RINGTRAIN_EXE" train --data "$DATA" --ckpt-dir "$WORK/odd/ckpt" --resume latest \
-     --batch 5 --max-steps 24 "${common[@]}" > "$WORK/odd.log" 2>&1; then
+     --batch 5 --max-steps 24 --device cpu "${common[@]}" > "$WORK/odd.log" 2>&1; then
   fail "resume with an incompatible global batch succeeded"
 fi
 grep -qi "global batch\|divis" "$WORK/odd.log" || { cat "$WORK/odd.log"; fail "no clear error for an incompatible global batch"; }

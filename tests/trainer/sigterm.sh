@@ -5,7 +5,7 @@ source "$(dirname "$0")/lib.sh"
 out=$WORK/run
 mkdir -p "$out"
 "${MPIRUN[@]}" -np 2 "$RINGTRAIN_EXE" train --data "$DATA" --model "$MLP" --batch 8 --epochs 100000 \
-  --ckpt-dir "$out/ckpt" --log-every 1 --logdir "$out" --timeout 60 > "$out/log.txt" 2>&1 &
+  --ckpt-dir "$out/ckpt" --log-every 1 --logdir "$out" --timeout 60 --device cpu > "$out/log.txt" 2>&1 &
 launcher=$!
 # Wait until training runs, then signal the ranks themselves.
 for _ in $(seq 1 300); do

@@ -2,14 +2,37 @@
 // interface. A CPU-only build answers "no devices".
 #pragma once
 
+#include <cstddef>
 #include <string>
+#include <vector>
 
 namespace ringtrain {
 
 bool cuda_compiled();
-// Devices the CUDA runtime can see (honouring CUDA_VISIBLE_DEVICES). 0 when
-// CUDA is not compiled in, there is no driver, or no device. Creates no context.
-int cuda_runtime_device_count();
+
+// What cudaGetDeviceCount said, honouring CUDA_VISIBLE_DEVICES. Never throws and
+// creates no context.
+//   count: the devices this process can use (0 on error);
+//   error: "" when the runtime answered: cudaSuccess, or cudaErrorNoDevice,
+//          which is a plain "no device" (also what an empty CUDA_VISIBLE_DEVICES
+//          gives). Otherwise the CUDA error's name and text, e.g.
+//          "cudaErrorInsufficientDriver: CUDA driver version is insufficient ...".
+// Whether an error means "no GPU here" or "a broken GPU" is decided by
+// assess_cuda_probe (device_choice.h), which also looks for device nodes.
+// A CPU-only build answers {0, ""}.
+struct CudaProbe {
+  int count = 0;
+  std::string error;
+};
+CudaProbe cuda_probe();
+
+// One physical id per visible device, in CUDA ordinal order: "GPU-" and the
+// device's UUID formatted as nvidia-smi prints it (on a MIG instance, the
+// instance's own UUID), or "PCI-dddd:bb:dd.f" where the UUID reads as zeros.
+// From cudaGetDeviceProperties, which creates no context. Throws on a CUDA
+// error; empty in a CPU-only build.
+std::vector<std::string> cuda_visible_device_uuids();
+
 std::string cuda_device_name(int ordinal);
 // Makes `ordinal` current for this thread; the first CUDA call after it creates
 // the context on the right device.

@@ -26,7 +26,7 @@ struct RankPlacement {
   int node = 0;
   int local_rank = 0;
   int local_size = 1;
-  std::string device;  // "cpu" or "cuda:0 (GPU 3)"
+  std::string device;  // "cpu", "cuda:0 (GPU 3, GPU-<uuid>)", "... shared by local ranks 0,2)"
 };
 
 struct TopologyOptions {

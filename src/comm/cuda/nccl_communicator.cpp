@@ -28,6 +28,7 @@
 #include "comm/arrival_board.h"
 #include "comm/backends.h"
 #include "comm/deadline.h"
+#include "comm/nccl_version.h"
 #include "core/check_mpi.h"
 #include "core/cuda/check_cuda.h"
 #include "launch/mpi_context.h"
@@ -89,6 +90,12 @@ class NcclCommunicator final : public Communicator {
   NcclCommunicator(const Topology& topo, const CommOptions& options)
       : Communicator(topo.rank(), topo.world_size(), topo.device(), options),
         board_(mpi_context::local(), mpi_context::world()) {
+    // A libnccl older than the headers fails later in obscure ways (unknown
+    // config fields, missing symbols): say so plainly, on every rank.
+    int loaded = 0;
+    RT_NCCL_CHECK(ncclGetVersion(&loaded));
+    const NcclVersionCheck version = nccl_version_compatible(NCCL_VERSION_CODE, loaded);
+    RT_CHECK(version.ok, "{}", version.message);
     RT_CUDA_CHECK(cudaSetDevice(device().index));
     RT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     ncclUniqueId id{};

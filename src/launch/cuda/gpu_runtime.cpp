@@ -1,10 +1,14 @@
 // The CUDA build's GPU runtime facts (host code, compiled by the host compiler).
-// runtime but creates no context, so it is safe before the device is chosen.
+// The device queries create no context, so they are safe before the device is
+// chosen.
 #include <cublas_v2.h>
 #include <cudnn.h>
 #include <nccl.h>
 
 #include <fmt/format.h>
+
+#include <string>
+#include <vector>
 
 #include "core/cuda/check_cuda.h"
 #include "kernels/axpy.h"
@@ -14,15 +18,43 @@ namespace ringtrain {
 
 bool cuda_compiled() { return true; }
 
-int cuda_runtime_device_count() {
+CudaProbe cuda_probe() {
+  CudaProbe probe;
+  cudaError_t e = cudaGetDeviceCount(&probe.count);
+  (void)cudaGetLastError();  // leave no sticky error for a later check
+  if (e == cudaSuccess) return probe;
+  probe.count = 0;
+  // No device (or all hidden by CUDA_VISIBLE_DEVICES) is an answer, not an
+  // error. Everything else (no driver, a driver older than the runtime, a
+  // failed init) is reported; assess_cuda_probe decides what it means.
+  if (e != cudaErrorNoDevice) probe.error = fmt::format("{}: {}", cudaGetErrorName(e), cudaGetErrorString(e));
+  return probe;
+}
+
+std::vector<std::string> cuda_visible_device_uuids() {
   int n = 0;
-  cudaError_t e = cudaGetDeviceCount(&n);
-  if (e != cudaSuccess) {
-    // No driver or no device is a CPU machine, not an error.
-    (void)cudaGetLastError();
-    return 0;
+  RT_CUDA_CHECK(cudaGetDeviceCount(&n));
+  std::vector<std::string> ids;
+  for (int i = 0; i < n; ++i) {
+    // Properties come from the driver without a context, so no rank touches a
+    // GPU that it will not use.
+    cudaDeviceProp prop{};
+    RT_CUDA_CHECK(cudaGetDeviceProperties(&prop, i));
+    const auto* b = reinterpret_cast<const unsigned char*>(prop.uuid.bytes);
+    bool zero = true;
+    for (std::size_t k = 0; k < sizeof(prop.uuid.bytes); ++k) zero = zero && b[k] == 0;
+    if (zero) {
+      ids.push_back(fmt::format("PCI-{:04x}:{:02x}:{:02x}.0", prop.pciDomainID, prop.pciBusID, prop.pciDeviceID));
+      continue;
+    }
+    std::string id = "GPU-";
+    for (std::size_t k = 0; k < 16; ++k) {
+      if (k == 4 || k == 6 || k == 8 || k == 10) id += '-';
+      id += fmt::format("{:02x}", b[k]);
+    }
+    ids.push_back(std::move(id));
   }
-  return n;
+  return ids;
 }
 
 std::string cuda_device_name(int ordinal) {
