@@ -152,6 +152,7 @@ TrainSummary train(const TrainConfig& cfg, const Topology& topo) {
   model_options.device = device;
   model_options.seed = cfg.seed;
   model_options.max_batch = cfg.batch;
+  model_options.tf32 = parse_tf32_mode(cfg.tf32);
   std::unique_ptr<Model> model =
       Model::build(spec, train_data.sample_shape(), train_data.num_classes(), model_options);
 
