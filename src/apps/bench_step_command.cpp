@@ -36,6 +36,7 @@ struct BenchStepOptions {
   std::string optimizer = "sgd";
   float lr = 0.01f;
   std::uint64_t seed = 0;
+  std::string tf32 = "default";
   bool json = false;
 };
 
@@ -74,6 +75,7 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
   mo.device = topo.device();
   mo.seed = o.seed;
   mo.max_batch = o.batch;
+  mo.tf32 = parse_tf32_mode(o.tf32);
   auto model = Model::build(spec, input, o.classes, mo);
   OptimizerConfig oc;
   oc.kind = o.optimizer;
@@ -93,9 +95,12 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
   yd.copy_from(Tensor::borrow(y.data(), {y.size()}, DType::i32, Device::cpu()));
 
   log0("bench step: model {} ({} parameters, spec hash {:016x}), batch {} per rank, input [{}], {} classes, "
-       "device {}, optimizer {}, OPENBLAS_NUM_THREADS={}, {} steps after {} warm-up, {} rank(s)",
+       "device {}{}, optimizer {}, OPENBLAS_NUM_THREADS={}, {} steps after {} warm-up, {} rank(s)",
        o.model, model->param_count(), spec.hash(), o.batch, fmt::join(input, ","), o.classes,
-       device_name(mo.device), o.optimizer, std::getenv("OPENBLAS_NUM_THREADS") ? std::getenv("OPENBLAS_NUM_THREADS") : "unset (1)",
+       device_name(mo.device),
+       mo.device.is_cuda() ? fmt::format(" (--tf32 {}: {})", tf32_mode_name(mo.tf32), tf32_mode_summary(mo.tf32))
+                           : std::string(),
+       o.optimizer, std::getenv("OPENBLAS_NUM_THREADS") ? std::getenv("OPENBLAS_NUM_THREADS") : "unset (1)",
        o.steps, o.warmup, topo.world_size());
 
   PhaseTimes sum;
@@ -136,6 +141,7 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
                         {"params", model->param_count()},
                         {"batch", o.batch},
                         {"device", device_name(mo.device)},
+                        {"tf32", mo.device.is_cuda() ? tf32_mode_name(mo.tf32) : "n/a"},
                         {"steps", o.steps},
                         {"forward_ms", 1e3 * sum.forward / n},
                         {"backward_ms", 1e3 * sum.backward / n},
@@ -182,6 +188,7 @@ CLI::App* add_bench_step(CLI::App& parent, CommandContext& ctx) {
   sub->add_option("--seed", o->seed, "Parameter initialisation seed")->capture_default_str();
   sub->add_flag("--json", o->json, "Print one JSON object (rank 0) instead of the table");
   add_device_options(sub, ctx, "auto");
+  add_tf32_option(sub, o->tf32);
   sub->parse_complete_callback([&ctx, o] {
     // Fail before MPI starts on a spec that does not parse.
     (void)ModelSpec::parse(o->model);

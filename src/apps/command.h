@@ -22,6 +22,8 @@ struct CommandContext {
 
 // --device auto|cpu|cuda and --allow-gpu-sharing, for commands that pick a device.
 void add_device_options(CLI::App* sub, CommandContext& ctx, const char* default_device = "auto");
+// --tf32 on|off|default into `value` (parse it with parse_tf32_mode).
+void add_tf32_option(CLI::App* sub, std::string& value);
 
 // A registration adds one subcommand under `parent` ("" for top level, or e.g.
 // "bench"). Parents are created before children; `order` sorts --help.

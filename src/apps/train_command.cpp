@@ -60,6 +60,7 @@ CLI::App* add_train_command(CLI::App& app, CommandContext& ctx) {
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
   add_device_options(sub, ctx);
+  add_tf32_option(sub, c.tf32);
 
   // Optimizer and schedule.
   sub->add_option("--optimizer", c.optimizer.kind, "sgd or adamw")

@@ -76,7 +76,7 @@ std::unique_ptr<Model> Model::build(const ModelSpec& spec, const std::vector<std
   m->input_shape_ = input_shape;
   m->num_classes_ = static_cast<std::size_t>(num_classes);
   State& s = *m->state_;
-  s.ctx = ComputeContext::create(options.device);
+  s.ctx = ComputeContext::create(options.device, options.tf32);
   s.dropout.seed = options.seed;
   const std::size_t B = options.max_batch;
 

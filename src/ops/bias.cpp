@@ -25,7 +25,7 @@ void bias_add(const ComputeContext& ctx, float* y, const float* bias, std::size_
 void bias_grad(const ComputeContext& ctx, const float* dy, float* dbias, std::size_t outer,
                std::size_t channels, std::size_t inner, bool accumulate) {
   if (ctx.is_cuda())
-    return detail::gpu_bias_grad(ctx.stream(), dy, dbias, outer, channels, inner, accumulate);
+    return detail::gpu_bias_grad(detail::handles_of(ctx), dy, dbias, outer, channels, inner, accumulate);
   float* __restrict__ db = dbias;
   if (!accumulate)
     for (std::size_t c = 0; c < channels; ++c) db[c] = 0.0f;

@@ -13,13 +13,21 @@
 
 namespace ringtrain::detail {
 
+// What a GPU context holds: the stream, the library handles bound to it, the
+// TF32 choice, and a small device scratch for the multi-block reductions
+// (bias gradients), allocated once with the context so that no op allocates.
+// Ops on one context run in stream order, so they may share the scratch.
 struct GpuHandles {
   void* stream = nullptr;
-  void* blas = nullptr;
+  void* blas = nullptr;       // math mode set from tf32 at creation
   void* dnn = nullptr;
+  bool conv_tf32 = false;     // cuDNN convolutions may use TF32 tensor cores
+  float* scratch = nullptr;   // kGpuScratchFloats floats, owned
 };
+constexpr std::size_t kGpuScratchFloats = std::size_t{1} << 16;  // 256 KiB
 
-GpuHandles gpu_handles_create(int ordinal);
+// On failure, whatever was already created is released before the Error.
+GpuHandles gpu_handles_create(int ordinal, Tf32Mode tf32);
 void gpu_handles_destroy(const GpuHandles& handles) noexcept;
 void gpu_stream_synchronize(void* stream);
 // Synchronous copy of bytes from device to host after the stream's work.
@@ -35,7 +43,8 @@ void gpu_gelu_forward(void* stream, const float* x, float* y, std::size_t n);
 void gpu_gelu_backward(void* stream, const float* x, const float* dy, float* dx, std::size_t n);
 void gpu_bias_add(void* stream, float* y, const float* bias, std::size_t outer, std::size_t channels,
                   std::size_t inner);
-void gpu_bias_grad(void* stream, const float* dy, float* dbias, std::size_t outer,
+// Deterministic (fixed summation order, no float atomics); uses h.scratch.
+void gpu_bias_grad(const GpuHandles& h, const float* dy, float* dbias, std::size_t outer,
                    std::size_t channels, std::size_t inner, bool accumulate);
 void gpu_softmax_ce_forward(void* stream, const float* logits, const std::int32_t* labels,
                             std::size_t rows, std::size_t classes, float* row_loss,
@@ -48,6 +57,9 @@ void gpu_loss_totals_add(void* stream, const float* row_loss, const std::int32_t
 void gpu_dropout_apply(void* stream, const float* x, float* y, std::size_t n, std::uint64_t key,
                        float p, float keep_scale);
 
+// Per batch size: descriptors and the three algorithms, measured once with
+// cuDNN's Find (gpu_conv_plan.cpp); one workspace; the hot loop neither
+// queries cuDNN nor allocates.
 class GpuConvPlan {
  public:
   virtual ~GpuConvPlan() = default;
@@ -69,8 +81,6 @@ class GpuPoolPlan {
 std::unique_ptr<GpuPoolPlan> make_gpu_pool_plan(const GpuHandles& h, const MaxPool2dGeometry& g);
 
 // The handles of a GPU context, for the calls above.
-inline GpuHandles handles_of(const ComputeContext& ctx) {
-  return {ctx.stream(), ctx.blas_handle(), ctx.dnn_handle()};
-}
+inline const GpuHandles& handles_of(const ComputeContext& ctx) { return *ctx.gpu_handles(); }
 
 }  // namespace ringtrain::detail

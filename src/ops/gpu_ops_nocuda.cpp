@@ -12,7 +12,7 @@ namespace {
 }
 }  // namespace
 
-GpuHandles gpu_handles_create(int ordinal) {
+GpuHandles gpu_handles_create(int ordinal, Tf32Mode) {
   RT_CHECK(false,
            "cannot create a compute context on cuda:{}: this ringtrain was built without CUDA "
            "(use --device cpu, or rebuild with -DRINGTRAIN_CUDA=ON)",
@@ -33,7 +33,7 @@ void gpu_gelu_backward(void*, const float*, const float*, float*, std::size_t) {
 void gpu_bias_add(void*, float*, const float*, std::size_t, std::size_t, std::size_t) {
   no_cuda("bias_add");
 }
-void gpu_bias_grad(void*, const float*, float*, std::size_t, std::size_t, std::size_t, bool) {
+void gpu_bias_grad(const GpuHandles&, const float*, float*, std::size_t, std::size_t, std::size_t, bool) {
   no_cuda("bias_grad");
 }
 void gpu_softmax_ce_forward(void*, const float*, const std::int32_t*, std::size_t, std::size_t,

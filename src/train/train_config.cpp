@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ringtrain/core/check.h"
+#include "ringtrain/ops/math_mode.h"
 
 namespace ringtrain {
 
@@ -31,6 +32,7 @@ void TrainConfig::validate() const {
   RT_CHECK(backend == "auto" || backend == "nccl" || backend == "shm" || backend == "ring" ||
                backend == "mpi",
            "--backend: unknown value '{}' (expected auto, nccl, shm, ring or mpi)", backend);
+  (void)parse_tf32_mode(tf32);
   validate_optimizer_config();
 }
 
@@ -47,6 +49,7 @@ std::string TrainConfig::to_json() const {
   j["epochs"] = epochs;
   j["max_steps"] = max_steps;
   j["seed"] = seed;
+  j["tf32"] = tf32;
   j["optimizer"] = optimizer.kind;
   j["lr"] = lr;
   j["momentum"] = optimizer.momentum;

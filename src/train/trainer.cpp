@@ -176,6 +176,7 @@ void Trainer::open_data_and_build_model() {
   model_options.device = device_;
   model_options.seed = cfg_.seed;
   model_options.max_batch = cfg_.batch;
+  model_options.tf32 = parse_tf32_mode(cfg_.tf32);
   model_ = Model::build(*spec_, train_data_->sample_shape(), train_data_->num_classes(), model_options);
   sampler_.emplace(train_data_->size(), cfg_.batch, topo_.rank(), topo_.world_size(), cfg_.seed);
   sampler_global_batch_ = sampler_->global_batch();

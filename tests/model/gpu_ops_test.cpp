@@ -2,7 +2,8 @@
 // transpose combinations, activations, bias, softmax cross-entropy, dropout
 // (bit-identical masks), conv2d and max-pool (cuDNN vs im2col), and a whole
 // model's forward and backward. Exits 77 (ctest: skipped) without CUDA or a
-// device, so it is never reported as passed where it did not run.
+// device, so it is never reported as passed where it did not run. GPU
+// contexts use --tf32 off (plain fp32), so the tolerances stay tight.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
@@ -58,7 +59,7 @@ void require_close(const std::vector<float>& gpu, const std::vector<float>& cpu,
 
 struct Contexts {
   std::unique_ptr<ComputeContext> cpu = ComputeContext::create(Device::cpu());
-  std::unique_ptr<ComputeContext> gpu = ComputeContext::create(kGpu);
+  std::unique_ptr<ComputeContext> gpu = ComputeContext::create(kGpu, Tf32Mode::off);
 };
 
 }  // namespace
@@ -116,6 +117,32 @@ TEST_CASE("gpu activations, bias and dropout match the CPU", "[gpu]") {
       bias_grad(*c.cpu, y.data(), db.data(), outer, channels, inner, acc);
       bias_grad(*c.gpu, gy.data_as<float>(), gdb.data_as<float>(), outer, channels, inner, acc);
       require_close(to_host(gdb, *c.gpu), db, 1e-4, "bias grad");
+    }
+  }
+}
+
+TEST_CASE("gpu bias gradient: split reductions match the CPU and repeat bit for bit", "[gpu]") {
+  Contexts c;
+  // Shapes that split over row slices (kernels/bias.cuh) and ones that do not:
+  // Linear (inner 1) with few and many channels, conv planes of 28x28 and 7x7.
+  struct Case {
+    std::size_t outer, channels, inner;
+  };
+  for (const Case& k : {Case{1024, 512, 1}, Case{1027, 10, 1}, Case{3, 33, 1}, Case{0, 5, 1},
+                        Case{64, 32, 784}, Case{129, 3, 49}, Case{2, 7, 3}}) {
+    const std::size_t n = k.outer * k.channels * k.inner;
+    const auto dy = test::hashed_vector(21, n);
+    Tensor gdy = to_gpu(dy);
+    for (bool acc : {false, true}) {
+      auto db = test::hashed_vector(22, k.channels);
+      Tensor gdb = to_gpu(db), gdb2 = to_gpu(db);
+      bias_grad(*c.cpu, dy.data(), db.data(), k.outer, k.channels, k.inner, acc);
+      bias_grad(*c.gpu, gdy.data_as<float>(), gdb.data_as<float>(), k.outer, k.channels, k.inner, acc);
+      bias_grad(*c.gpu, gdy.data_as<float>(), gdb2.data_as<float>(), k.outer, k.channels, k.inner, acc);
+      INFO("outer " << k.outer << ", channels " << k.channels << ", inner " << k.inner << ", accumulate " << acc);
+      const auto first = to_host(gdb, *c.gpu);
+      require_close(first, db, 1e-4, "bias grad");
+      CHECK(first == to_host(gdb2, *c.gpu));
     }
   }
 }
@@ -185,6 +212,73 @@ TEST_CASE("gpu conv2d (cuDNN) and max-pool match im2col and the CPU pool", "[gpu
   require_close(to_host(gdx, *c.gpu), dx, 0, "max pool backward");
 }
 
+TEST_CASE("gpu conv2d: smaller batches get their own plan entries; results repeat bit for bit", "[gpu]") {
+  Contexts c;
+  const Conv2dGeometry g{3, 12, 12, 8, 3, 1, 1};
+  const std::size_t max_batch = 9;
+  const std::size_t in1 = g.in_channels * g.height * g.width, out1 = g.out_channels * g.out_height() * g.out_width();
+  const std::size_t wn = g.out_channels * g.in_channels * g.kernel * g.kernel;
+  Conv2dOp cpu(*c.cpu, g, max_batch), gpu(*c.gpu, g, max_batch);
+  const auto x = test::hashed_vector(31, max_batch * in1), w = test::hashed_vector(32, wn),
+             b = test::hashed_vector(33, g.out_channels), dy = test::hashed_vector(34, max_batch * out1);
+  Tensor gx = to_gpu(x), gw = to_gpu(w), gb = to_gpu(b), gdy = to_gpu(dy);
+  for (std::size_t batch : {max_batch, std::size_t{4}, max_batch, std::size_t{1}, std::size_t{4}}) {
+    INFO("batch " << batch);
+    std::vector<float> y(batch * out1), dx(batch * in1);
+    auto dw = test::hashed_vector(35, wn), db = test::hashed_vector(36, g.out_channels);
+    Tensor gy = to_gpu(y), gdx = to_gpu(dx), gdw = to_gpu(dw), gdb = to_gpu(db);
+    cpu.forward(x.data(), w.data(), b.data(), y.data(), batch);
+    gpu.forward(gx.data_as<float>(), gw.data_as<float>(), gb.data_as<float>(), gy.data_as<float>(), batch);
+    require_close(to_host(gy, *c.gpu), y, 1e-4, "conv forward");
+    // Accumulating into existing gradients: the first backward at a new batch
+    // size measures algorithms, which must not disturb dw.
+    cpu.backward(x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(), batch, true);
+    gpu.backward(gx.data_as<float>(), gw.data_as<float>(), gdy.data_as<float>(), gdx.data_as<float>(),
+                 gdw.data_as<float>(), gdb.data_as<float>(), batch, true);
+    require_close(to_host(gdx, *c.gpu), dx, 1e-4, "conv dx");
+    require_close(to_host(gdw, *c.gpu), dw, 1e-4, "conv dw");
+    require_close(to_host(gdb, *c.gpu), db, 1e-4, "conv db");
+  }
+  // Deterministic algorithms only: the same backward twice gives the same bits.
+  Tensor dw1 = to_gpu(std::vector<float>(wn)), dw2 = to_gpu(std::vector<float>(wn));
+  Tensor db1 = to_gpu(std::vector<float>(g.out_channels)), dx1 = to_gpu(std::vector<float>(max_batch * in1));
+  Tensor dx2 = to_gpu(std::vector<float>(max_batch * in1));
+  gpu.backward(gx.data_as<float>(), gw.data_as<float>(), gdy.data_as<float>(), dx1.data_as<float>(),
+               dw1.data_as<float>(), db1.data_as<float>(), max_batch, false);
+  gpu.backward(gx.data_as<float>(), gw.data_as<float>(), gdy.data_as<float>(), dx2.data_as<float>(),
+               dw2.data_as<float>(), db1.data_as<float>(), max_batch, false);
+  CHECK(to_host(dw1, *c.gpu) == to_host(dw2, *c.gpu));
+  CHECK(to_host(dx1, *c.gpu) == to_host(dx2, *c.gpu));
+}
+
+TEST_CASE("gpu --tf32 modes: default and on stay within TF32 error of the CPU", "[gpu]") {
+  // TF32 keeps 10 mantissa bits: with K = 27 (conv) or 65 (GEMM) products of
+  // values in [-1, 1] the error is a few 1e-3 relative to the sum's scale.
+  for (Tf32Mode mode : {Tf32Mode::pytorch_default, Tf32Mode::on}) {
+    INFO("tf32 " << tf32_mode_name(mode));
+    auto cpu = ComputeContext::create(Device::cpu());
+    auto gpu = ComputeContext::create(kGpu, mode);
+    CHECK(gpu->tf32() == mode);
+    const std::size_t m = 37, n = 129, k = 65;
+    const auto a = test::hashed_vector(41, m * k), bm = test::hashed_vector(42, k * n);
+    std::vector<float> cc(m * n);
+    Tensor ga = to_gpu(a), gb = to_gpu(bm), gc = to_gpu(cc);
+    gemm(*cpu, false, false, m, n, k, 1.0f, a.data(), k, bm.data(), n, 0.0f, cc.data(), n);
+    gemm(*gpu, false, false, m, n, k, 1.0f, ga.data_as<float>(), k, gb.data_as<float>(), n, 0.0f,
+         gc.data_as<float>(), n);
+    require_close(to_host(gc, *gpu), cc, mode == Tf32Mode::on ? 3e-2 : 1e-4, "gemm");
+    const Conv2dGeometry g{3, 13, 11, 8, 3, 1, 1};
+    const std::size_t batch = 5, in = batch * 3 * 13 * 11, out = batch * 8 * 13 * 11, wn = 8 * 3 * 9;
+    const auto x = test::hashed_vector(43, in), w = test::hashed_vector(44, wn), b = test::hashed_vector(45, 8);
+    std::vector<float> y(out);
+    Conv2dOp cc_op(*cpu, g, batch), gc_op(*gpu, g, batch);
+    Tensor gx = to_gpu(x), gw = to_gpu(w), gbias = to_gpu(b), gy = to_gpu(y);
+    cc_op.forward(x.data(), w.data(), b.data(), y.data(), batch);
+    gc_op.forward(gx.data_as<float>(), gw.data_as<float>(), gbias.data_as<float>(), gy.data_as<float>(), batch);
+    require_close(to_host(gy, *gpu), y, 3e-2, "conv forward (TF32 allowed)");
+  }
+}
+
 TEST_CASE("gpu model forward and backward match the CPU model", "[gpu]") {
   const ModelSpec spec = ModelSpec::parse(
       "conv2d(out=8, kernel=3, padding=1); relu; max_pool2d(kernel=2); conv2d(out=8, kernel=3, stride=2); gelu; "
@@ -194,6 +288,7 @@ TEST_CASE("gpu model forward and backward match the CPU model", "[gpu]") {
   oc.seed = og.seed = 5;
   oc.max_batch = og.max_batch = 16;
   og.device = kGpu;
+  og.tf32 = Tf32Mode::off;
   auto mc = Model::build(spec, {1, 28, 28}, 10, oc);
   auto mg = Model::build(spec, {1, 28, 28}, 10, og);
   REQUIRE(mg->param_count() == mc->param_count());

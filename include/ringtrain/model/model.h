@@ -19,6 +19,7 @@
 #include "ringtrain/core/buffer_view.h"
 #include "ringtrain/core/device.h"
 #include "ringtrain/model/model_spec.h"
+#include "ringtrain/ops/math_mode.h"
 
 namespace ringtrain {
 
@@ -33,6 +34,9 @@ struct ModelOptions {
   Device device{};
   std::uint64_t seed = 0;        // parameter initialisation and dropout masks
   std::size_t max_batch = 256;   // activations and workspaces are sized for it
+  // TF32 for convolutions and GEMMs on a GPU (ops/math_mode.h): by default
+  // PyTorch's (conv yes, GEMM no). Ignored on the CPU.
+  Tf32Mode tf32 = Tf32Mode::pytorch_default;
 };
 
 class Layer;

@@ -6,35 +6,45 @@
 #include <memory>
 
 #include "ringtrain/core/device.h"
+#include "ringtrain/ops/math_mode.h"
 
 namespace ringtrain {
+
+namespace detail {
+struct GpuHandles;
+}
 
 class ComputeContext {
  public:
   // On the CPU, also pins OpenBLAS to one thread unless OPENBLAS_NUM_THREADS
   // says otherwise (ranks are the parallelism). On a GPU, creates a stream
   // (blocking, so it orders with the legacy default stream) and the handles.
-  // A CPU-only build answers a CUDA device with an Error.
-  static std::unique_ptr<ComputeContext> create(Device device);
+  // A CPU-only build answers a CUDA device with an Error. `tf32` sets the
+  // cuBLAS math mode and the cuDNN convolution math type (math_mode.h); the
+  // CPU ignores it.
+  static std::unique_ptr<ComputeContext> create(Device device,
+                                                Tf32Mode tf32 = Tf32Mode::pytorch_default);
   ~ComputeContext();
   ComputeContext(const ComputeContext&) = delete;
   ComputeContext& operator=(const ComputeContext&) = delete;
 
   Device device() const { return device_; }
   bool is_cuda() const { return device_.is_cuda(); }
+  Tf32Mode tf32() const { return tf32_; }
   // cudaStream_t, cublasHandle_t, cudnnHandle_t as void*; nullptr on the CPU.
-  void* stream() const { return stream_; }
-  void* blas_handle() const { return blas_; }
-  void* dnn_handle() const { return dnn_; }
+  void* stream() const;
+  void* blas_handle() const;
+  void* dnn_handle() const;
+  // Everything the GPU ops need (src/ops/gpu_ops.h); nullptr on the CPU.
+  const detail::GpuHandles* gpu_handles() const { return gpu_.get(); }
   // Waits until all work queued on the stream is done (no-op on the CPU).
   void synchronize() const;
 
  private:
-  explicit ComputeContext(Device device) : device_(device) {}
+  ComputeContext(Device device, Tf32Mode tf32);  // in the .cpp, where GpuHandles is complete
   Device device_;
-  void* stream_ = nullptr;
-  void* blas_ = nullptr;
-  void* dnn_ = nullptr;
+  Tf32Mode tf32_;
+  std::unique_ptr<detail::GpuHandles> gpu_;
 };
 
 }  // namespace ringtrain

@@ -22,6 +22,7 @@ struct TrainConfig {
   std::uint64_t max_steps = 0;  // 0: no cap beyond --epochs
   std::uint64_t seed = 42;
   std::size_t prefetch_depth = 2;
+  std::string tf32 = "default";  // on | off | default (PyTorch's: conv TF32, GEMM fp32); GPU only
 
   // Optimizer and schedule.
   OptimizerConfig optimizer;

@@ -1,155 +1,355 @@
-// Conv2d on a GPU through cuDNN. Algorithms are chosen once, by cuDNN's
-// heuristics, for the maximum batch, and the workspace is sized for them then.
-// A smaller batch reuses the algorithm when its workspace fits, and otherwise
-// falls back to the implicit GEMM variant, which needs none; so the hot loop
-// never allocates.
+// Conv2d on a GPU through cuDNN, planned per batch size.
+//
+// The plan keeps one entry per batch size it has seen: the x and y tensor
+// descriptors and, for each of forward, backward filter and backward data,
+// the algorithm and math type that cuDNN's Find measured fastest among those
+// the rules allow (ops/conv_algo_choice.h). There is one workspace per plan.
+//
+// - At plan time, the entry for the maximum batch is measured with
+//   cudnnFind*AlgorithmEx on scratch x, y and w buffers of that batch and a
+//   trial workspace of up to kWorkspaceCap (all freed at the end of the
+//   constructor). The workspace is then allocated for the largest need among
+//   the three chosen algorithms.
+// - A call looks its batch up (a scan of a handful of entries) and launches:
+//   no cuDNN query, no allocation, nothing that blocks the host.
+// - Another batch size (the smaller last evaluation batch) gets its entry on
+//   the first call with that size, per operation: that first call measures
+//   with cudnnFind*AlgorithmEx on the call's own buffers (outputs that the
+//   call overwrites anyway; backward filter writes a weight-sized scratch, so
+//   accumulated weight gradients are untouched) within the existing
+//   workspace. Find blocks the host and the first call creates descriptors,
+//   once per new batch size. Only if no algorithm fits the workspace is it
+//   measured again with a trial workspace and the workspace grown, then.
+//
+// Rules: status success, workspace within the limit, and deterministic
+// algorithms only (kDeterministicOnly), so that two runs of one job, or a run
+// and its resumption, give the same bits (cuDNN's nondeterministic ones use
+// atomics: backward filter ALGO_0 and ALGO_3, backward data ALGO_0). Math:
+// Find runs on a descriptor with CUDNN_FMA_MATH when TF32 is off, and with
+// CUDNN_DEFAULT_MATH (TF32 allowed on Ampere and later) when it is on, as
+// PyTorch does; a chosen result then runs with the math type it was measured
+// with (one convolution descriptor per math type), and results that would
+// down-convert to half are never taken.
 #include <algorithm>
 #include <array>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "core/cuda/check_cuda.h"
+#include "ops/conv_algo_choice.h"
 #include "ops/gpu_ops.h"
-#include "ringtrain/tensor/tensor.h"
+#include "ringtrain/core/check.h"
 
 namespace ringtrain::detail {
 
 namespace {
 
+constexpr std::size_t kWorkspaceCap = std::size_t{256} << 20;
+constexpr std::size_t kMinTrialWorkspace = std::size_t{1} << 20;
+// Only CUDNN_DETERMINISTIC algorithms (PyTorch's cudnn.deterministic = True):
+// repeatable runs, for little speed on these layers.
+constexpr bool kDeterministicOnly = true;
+
+ConvAlgoMath math_of(cudnnMathType_t m) {
+  switch (m) {
+    case CUDNN_FMA_MATH: return ConvAlgoMath::fma;
+    case CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: return ConvAlgoMath::tensor_down_conversion;
+    case CUDNN_DEFAULT_MATH:
+    case CUDNN_TENSOR_OP_MATH: break;
+  }
+  return ConvAlgoMath::tensor;
+}
+
+// Device memory owned by the plan: the workspace, Find's scratch buffers.
+class DeviceBytes {
+ public:
+  DeviceBytes() = default;
+  explicit DeviceBytes(std::size_t bytes) : bytes_(bytes) {
+    if (bytes > 0) RT_CUDA_CHECK(cudaMalloc(&ptr_, bytes));
+  }
+  // As much as possible of `bytes`, halving on out-of-memory down to `floor`
+  // (then nothing). The failed attempts' error is cleared, so that a later
+  // launch check does not report it.
+  static DeviceBytes up_to(std::size_t bytes, std::size_t floor) {
+    DeviceBytes d;
+    for (; bytes >= floor && bytes > 0; bytes /= 2) {
+      const cudaError_t e = cudaMalloc(&d.ptr_, bytes);
+      if (e == cudaSuccess) {
+        d.bytes_ = bytes;
+        return d;
+      }
+      d.ptr_ = nullptr;
+      (void)cudaGetLastError();
+      RT_CHECK(e == cudaErrorMemoryAllocation, "cudaMalloc of {} bytes for cuDNN's Find: {}", bytes,
+               cudaGetErrorString(e));
+    }
+    return d;
+  }
+  ~DeviceBytes() {
+    if (ptr_ != nullptr) (void)cudaFree(ptr_);
+  }
+  DeviceBytes(DeviceBytes&& o) noexcept
+      : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+  DeviceBytes& operator=(DeviceBytes&& o) noexcept {
+    if (this != &o) {
+      if (ptr_ != nullptr) (void)cudaFree(ptr_);
+      ptr_ = std::exchange(o.ptr_, nullptr);
+      bytes_ = std::exchange(o.bytes_, 0);
+    }
+    return *this;
+  }
+  DeviceBytes(const DeviceBytes&) = delete;
+  DeviceBytes& operator=(const DeviceBytes&) = delete;
+
+  void* get() const { return ptr_; }
+  std::size_t size() const { return bytes_; }
+
+ private:
+  void* ptr_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+struct Choice {
+  int algo = 0;
+  cudnnMathType_t math = CUDNN_FMA_MATH;
+  std::size_t memory = 0;
+};
+
+struct Entry {
+  std::size_t batch = 0;
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+  std::optional<Choice> fwd, bwd_filter, bwd_data;
+};
+
 class CudnnConvPlan final : public GpuConvPlan {
  public:
   CudnnConvPlan(const GpuHandles& h, const Conv2dGeometry& g, std::size_t max_batch)
-      : dnn_(static_cast<cudnnHandle_t>(h.dnn)), g_(g) {
-    RT_CUDNN_CHECK(cudnnCreateTensorDescriptor(&x_desc_));
-    RT_CUDNN_CHECK(cudnnCreateTensorDescriptor(&y_desc_));
-    RT_CUDNN_CHECK(cudnnCreateFilterDescriptor(&w_desc_));
-    RT_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&conv_desc_));
-    RT_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w_desc_, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
-                                              i(g.out_channels), i(g.in_channels), i(g.kernel),
-                                              i(g.kernel)));
-    RT_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv_desc_, i(g.padding), i(g.padding),
-                                                   i(g.stride), i(g.stride), 1, 1,
-                                                   CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-    // FMA only: the default would let Ampere and later run TF32 tensor cores
-    // (10-bit mantissa), and the GPU would no longer match its CPU twin.
-    RT_CUDNN_CHECK(cudnnSetConvolutionMathType(conv_desc_, CUDNN_FMA_MATH));
-    const std::size_t plan_batch = std::max<std::size_t>(max_batch, 1);
-    set_batch(plan_batch);
-    choose_algorithms();
-    std::size_t fwd = 0, bwd_filter = 0, bwd_data = 0;
-    RT_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(dnn_, x_desc_, w_desc_, conv_desc_, y_desc_,
-                                                           fwd_algo_, &fwd));
-    RT_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
-        dnn_, x_desc_, y_desc_, conv_desc_, w_desc_, bwd_filter_algo_, &bwd_filter));
-    RT_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(dnn_, w_desc_, y_desc_, conv_desc_,
-                                                                x_desc_, bwd_data_algo_, &bwd_data));
-    workspace_bytes_ = std::max({fwd, bwd_filter, bwd_data});
-    int ordinal = 0;
-    RT_CUDA_CHECK(cudaGetDevice(&ordinal));
-    if (workspace_bytes_ > 0)
-      // Bytes rounded up to whole floats: the tensor counts elements.
-      workspace_ = Tensor::empty({(workspace_bytes_ + 3) / 4}, DType::f32,
-                                 Device::cuda(ordinal));
+      : dnn_(static_cast<cudnnHandle_t>(h.dnn)),
+        stream_(static_cast<cudaStream_t>(h.stream)),
+        g_(g),
+        tf32_(h.conv_tf32) {
+    try {
+      RT_CUDNN_CHECK(cudnnCreateFilterDescriptor(&w_desc_));
+      RT_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w_desc_, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
+                                                i(g.out_channels), i(g.in_channels), i(g.kernel),
+                                                i(g.kernel)));
+      for (cudnnMathType_t m : {CUDNN_DEFAULT_MATH, CUDNN_TENSOR_OP_MATH, CUDNN_FMA_MATH}) {
+        cudnnConvolutionDescriptor_t& d = conv_[static_cast<std::size_t>(m)];
+        RT_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&d));
+        RT_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(d, i(g.padding), i(g.padding), i(g.stride),
+                                                       i(g.stride), 1, 1, CUDNN_CROSS_CORRELATION,
+                                                       CUDNN_DATA_FLOAT));
+        RT_CUDNN_CHECK(cudnnSetConvolutionMathType(d, m));
+      }
+      dw_scratch_ = DeviceBytes(weight_bytes());
+      entries_.reserve(4);
+      plan_max_batch(add_entry(std::max<std::size_t>(max_batch, 1)));
+    } catch (...) {
+      release();
+      throw;
+    }
   }
 
-  ~CudnnConvPlan() override {
-    (void)cudnnDestroyConvolutionDescriptor(conv_desc_);
-    (void)cudnnDestroyFilterDescriptor(w_desc_);
-    (void)cudnnDestroyTensorDescriptor(y_desc_);
-    (void)cudnnDestroyTensorDescriptor(x_desc_);
-  }
+  ~CudnnConvPlan() override { release(); }
 
   void forward(const float* x, const float* w, float* y, std::size_t batch) override {
-    set_batch(batch);
-    cudnnConvolutionFwdAlgo_t algo = fwd_algo_;
-    std::size_t need = 0;
-    RT_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(dnn_, x_desc_, w_desc_, conv_desc_, y_desc_,
-                                                           algo, &need));
-    if (need > workspace_bytes_) algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+    Entry& e = entry(batch);
+    if (!e.fwd)
+      e.fwd = choose_later("forward", batch, [&](const DeviceBytes& ws, std::string* tried) {
+        return find_forward(e, x, w, y, ws, tried);
+      });
     const float one = 1.0f, zero = 0.0f;
-    RT_CUDNN_CHECK(cudnnConvolutionForward(dnn_, &one, x_desc_, x, w_desc_, w, conv_desc_, algo,
-                                           workspace_.data(), workspace_bytes_, &zero, y_desc_, y));
+    RT_CUDNN_CHECK(cudnnConvolutionForward(dnn_, &one, e.x, x, w_desc_, w, conv_for(e.fwd->math),
+                                           static_cast<cudnnConvolutionFwdAlgo_t>(e.fwd->algo),
+                                           workspace_.get(), workspace_.size(), &zero, e.y, y));
   }
 
   void backward_filter(const float* x, const float* dy, float* dw, std::size_t batch,
                        bool accumulate) override {
-    set_batch(batch);
-    cudnnConvolutionBwdFilterAlgo_t algo = bwd_filter_algo_;
-    std::size_t need = 0;
-    RT_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(dnn_, x_desc_, y_desc_, conv_desc_,
-                                                                  w_desc_, algo, &need));
-    if (need > workspace_bytes_) algo = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0;
+    Entry& e = entry(batch);
+    if (!e.bwd_filter)
+      e.bwd_filter = choose_later("backward-filter", batch, [&](const DeviceBytes& ws, std::string* tried) {
+        return find_backward_filter(e, x, dy, dw_scratch_.get(), ws, tried);
+      });
     const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
-    RT_CUDNN_CHECK(cudnnConvolutionBackwardFilter(dnn_, &one, x_desc_, x, y_desc_, dy, conv_desc_, algo,
-                                                  workspace_.data(), workspace_bytes_, &beta, w_desc_,
-                                                  dw));
+    RT_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
+        dnn_, &one, e.x, x, e.y, dy, conv_for(e.bwd_filter->math),
+        static_cast<cudnnConvolutionBwdFilterAlgo_t>(e.bwd_filter->algo), workspace_.get(),
+        workspace_.size(), &beta, w_desc_, dw));
   }
 
   void backward_data(const float* w, const float* dy, float* dx, std::size_t batch) override {
-    set_batch(batch);
-    cudnnConvolutionBwdDataAlgo_t algo = bwd_data_algo_;
-    std::size_t need = 0;
-    RT_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(dnn_, w_desc_, y_desc_, conv_desc_,
-                                                                x_desc_, algo, &need));
-    if (need > workspace_bytes_) algo = CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
+    Entry& e = entry(batch);
+    if (!e.bwd_data)
+      e.bwd_data = choose_later("backward-data", batch, [&](const DeviceBytes& ws, std::string* tried) {
+        return find_backward_data(e, w, dy, dx, ws, tried);
+      });
     const float one = 1.0f, zero = 0.0f;
-    RT_CUDNN_CHECK(cudnnConvolutionBackwardData(dnn_, &one, w_desc_, w, y_desc_, dy, conv_desc_, algo,
-                                                workspace_.data(), workspace_bytes_, &zero, x_desc_, dx));
+    RT_CUDNN_CHECK(cudnnConvolutionBackwardData(
+        dnn_, &one, w_desc_, w, e.y, dy, conv_for(e.bwd_data->math),
+        static_cast<cudnnConvolutionBwdDataAlgo_t>(e.bwd_data->algo), workspace_.get(),
+        workspace_.size(), &zero, e.x, dx));
   }
 
  private:
   static int i(std::size_t v) { return static_cast<int>(v); }
-
-  // Descriptors are host-side structs: re-describing them per call is cheap
-  // and allocates nothing.
-  void set_batch(std::size_t batch) {
-    RT_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x_desc_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(batch),
-                                              i(g_.in_channels), i(g_.height), i(g_.width)));
-    RT_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y_desc_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(batch),
-                                              i(g_.out_channels), i(g_.out_height()), i(g_.out_width())));
+  std::size_t in_elements() const { return g_.in_channels * g_.height * g_.width; }
+  std::size_t out_elements() const { return g_.out_channels * g_.out_height() * g_.out_width(); }
+  std::size_t weight_bytes() const {
+    return sizeof(float) * g_.out_channels * g_.in_channels * g_.kernel * g_.kernel;
   }
 
-  void choose_algorithms() {
+  // The descriptor Find runs on (PyTorch's choice for float data).
+  cudnnConvolutionDescriptor_t find_conv() const {
+    return conv_[static_cast<std::size_t>(tf32_ ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH)];
+  }
+  cudnnConvolutionDescriptor_t conv_for(cudnnMathType_t m) const { return conv_[static_cast<std::size_t>(m)]; }
+
+  Entry& entry(std::size_t batch) {
+    for (Entry& e : entries_)
+      if (e.batch == batch) return e;
+    return add_entry(batch);
+  }
+
+  Entry& add_entry(std::size_t batch) {
+    entries_.push_back(Entry{});
+    Entry& e = entries_.back();
+    e.batch = batch;
+    RT_CUDNN_CHECK(cudnnCreateTensorDescriptor(&e.x));
+    RT_CUDNN_CHECK(cudnnCreateTensorDescriptor(&e.y));
+    RT_CUDNN_CHECK(cudnnSetTensor4dDescriptor(e.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(batch),
+                                              i(g_.in_channels), i(g_.height), i(g_.width)));
+    RT_CUDNN_CHECK(cudnnSetTensor4dDescriptor(e.y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(batch),
+                                              i(g_.out_channels), i(g_.out_height()), i(g_.out_width())));
+    return e;
+  }
+
+  // The maximum batch: all three operations measured on zeroed scratch
+  // buffers with a trial workspace, then the workspace sized for the choices.
+  void plan_max_batch(Entry& e) {
+    const DeviceBytes x(sizeof(float) * e.batch * in_elements());
+    const DeviceBytes y(sizeof(float) * e.batch * out_elements());
+    const DeviceBytes w(weight_bytes());
+    for (const DeviceBytes* b : {&x, &y, &w})
+      RT_CUDA_CHECK(cudaMemsetAsync(b->get(), 0, b->size(), stream_));
+    const DeviceBytes trial = DeviceBytes::up_to(kWorkspaceCap, kMinTrialWorkspace);
+    std::string tried;
+    e.fwd = find_forward(e, x.get(), w.get(), y.get(), trial, &tried);
+    require(e.fwd, "forward", e.batch, trial.size(), tried);
+    e.bwd_filter = find_backward_filter(e, x.get(), y.get(), w.get(), trial, &tried);
+    require(e.bwd_filter, "backward-filter", e.batch, trial.size(), tried);
+    e.bwd_data = find_backward_data(e, w.get(), y.get(), x.get(), trial, &tried);
+    require(e.bwd_data, "backward-data", e.batch, trial.size(), tried);
+    workspace_ = DeviceBytes(std::max({e.fwd->memory, e.bwd_filter->memory, e.bwd_data->memory}));
+  }
+
+  // A later batch size: within the workspace; failing that, with a trial
+  // workspace, which then replaces a grown workspace.
+  template <typename Find>
+  Choice choose_later(const char* op, std::size_t batch, Find&& find) {
+    std::string tried;
+    if (std::optional<Choice> c = find(workspace_, &tried)) return *c;
+    DeviceBytes trial = DeviceBytes::up_to(kWorkspaceCap, kMinTrialWorkspace);
+    std::size_t limit = workspace_.size();
+    if (trial.size() > workspace_.size()) {
+      limit = trial.size();
+      if (std::optional<Choice> c = find(trial, &tried)) {
+        trial = DeviceBytes();
+        // Earlier launches may still read the old workspace.
+        RT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+        workspace_ = DeviceBytes(std::max(c->memory, workspace_.size()));
+        return *c;
+      }
+    }
+    require(std::optional<Choice>{}, op, batch, limit, tried);
+    __builtin_unreachable();
+  }
+
+  void require(const std::optional<Choice>& c, const char* op, std::size_t batch, std::size_t limit,
+               const std::string& tried) const {
+    RT_CHECK(c.has_value(),
+             "conv2d {}x{}x{} -> {} (kernel {}, stride {}, padding {}), batch {}: no {}cuDNN {} algorithm "
+             "within a {:.1f} MiB workspace{}; cuDNN measured: {}",
+             g_.in_channels, g_.height, g_.width, g_.out_channels, g_.kernel, g_.stride, g_.padding, batch,
+             kDeterministicOnly ? "deterministic " : "", op, static_cast<double>(limit) / (1 << 20),
+             tf32_ ? "" : " with FMA math (TF32 off)", tried);
+  }
+
+  // One Find: `run(workspace, bytes, requested, &returned, perf)`, then the rules.
+  template <typename Perf, int kCount, typename Run>
+  std::optional<Choice> measure(const DeviceBytes& ws, std::string* tried, Run&& run) const {
+    std::array<Perf, kCount> perf{};
     int returned = 0;
-    std::array<cudnnConvolutionFwdAlgoPerf_t, 8> fwd{};
-    RT_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(dnn_, x_desc_, w_desc_, conv_desc_, y_desc_,
-                                                          i(fwd.size()), &returned, fwd.data()));
-    fwd_algo_ = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+    run(ws.get(), ws.size(), kCount, &returned, perf.data());
+    returned = std::clamp(returned, 0, kCount);
+    std::array<ConvAlgoRecord, kCount> records{};
     for (int r = 0; r < returned; ++r)
-      if (fwd[r].status == CUDNN_STATUS_SUCCESS && fwd[r].determinism == CUDNN_DETERMINISTIC) {
-        fwd_algo_ = fwd[r].algo;
-        break;
-      }
-    std::array<cudnnConvolutionBwdFilterAlgoPerf_t, 8> bf{};
-    RT_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(dnn_, x_desc_, y_desc_, conv_desc_,
-                                                                 w_desc_, i(bf.size()), &returned,
-                                                                 bf.data()));
-    bwd_filter_algo_ = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;
-    for (int r = 0; r < returned; ++r)
-      if (bf[r].status == CUDNN_STATUS_SUCCESS && bf[r].determinism == CUDNN_DETERMINISTIC) {
-        bwd_filter_algo_ = bf[r].algo;
-        break;
-      }
-    std::array<cudnnConvolutionBwdDataAlgoPerf_t, 8> bd{};
-    RT_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(dnn_, w_desc_, y_desc_, conv_desc_,
-                                                               x_desc_, i(bd.size()), &returned,
-                                                               bd.data()));
-    bwd_data_algo_ = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
-    for (int r = 0; r < returned; ++r)
-      if (bd[r].status == CUDNN_STATUS_SUCCESS && bd[r].determinism == CUDNN_DETERMINISTIC) {
-        bwd_data_algo_ = bd[r].algo;
-        break;
-      }
+      records[static_cast<std::size_t>(r)] = {static_cast<int>(perf[r].algo), perf[r].status == CUDNN_STATUS_SUCCESS,
+                                              perf[r].determinism == CUDNN_DETERMINISTIC, perf[r].memory,
+                                              perf[r].time, math_of(perf[r].mathType)};
+    const std::span<const ConvAlgoRecord> found(records.data(), static_cast<std::size_t>(returned));
+    const std::optional<std::size_t> pick =
+        choose_conv_algorithm(found, {std::min(ws.size(), kWorkspaceCap), kDeterministicOnly, tf32_});
+    if (!pick) {
+      if (tried != nullptr) *tried = describe_conv_algorithms(found);
+      return std::nullopt;
+    }
+    const Perf& p = perf[*pick];
+    return Choice{static_cast<int>(p.algo), p.mathType, p.memory};
+  }
+
+  std::optional<Choice> find_forward(const Entry& e, const void* x, const void* w, void* y,
+                                     const DeviceBytes& ws, std::string* tried) const {
+    return measure<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT>(
+        ws, tried, [&](void* space, std::size_t bytes, int n, int* returned, cudnnConvolutionFwdAlgoPerf_t* perf) {
+          RT_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(dnn_, e.x, x, w_desc_, w, find_conv(), e.y, y, n,
+                                                                returned, perf, space, bytes));
+        });
+  }
+
+  std::optional<Choice> find_backward_filter(const Entry& e, const void* x, const void* dy, void* dw,
+                                             const DeviceBytes& ws, std::string* tried) const {
+    return measure<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT>(
+        ws, tried,
+        [&](void* space, std::size_t bytes, int n, int* returned, cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
+          RT_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(dnn_, e.x, x, e.y, dy, find_conv(), w_desc_,
+                                                                       dw, n, returned, perf, space, bytes));
+        });
+  }
+
+  std::optional<Choice> find_backward_data(const Entry& e, const void* w, const void* dy, void* dx,
+                                           const DeviceBytes& ws, std::string* tried) const {
+    return measure<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT>(
+        ws, tried,
+        [&](void* space, std::size_t bytes, int n, int* returned, cudnnConvolutionBwdDataAlgoPerf_t* perf) {
+          RT_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(dnn_, w_desc_, w, e.y, dy, find_conv(), e.x,
+                                                                     dx, n, returned, perf, space, bytes));
+        });
+  }
+
+  void release() noexcept {
+    for (Entry& e : entries_) {
+      if (e.y != nullptr) (void)cudnnDestroyTensorDescriptor(e.y);
+      if (e.x != nullptr) (void)cudnnDestroyTensorDescriptor(e.x);
+    }
+    entries_.clear();
+    for (cudnnConvolutionDescriptor_t& d : conv_)
+      if (d != nullptr) (void)cudnnDestroyConvolutionDescriptor(std::exchange(d, nullptr));
+    if (w_desc_ != nullptr) (void)cudnnDestroyFilterDescriptor(std::exchange(w_desc_, nullptr));
   }
 
   cudnnHandle_t dnn_;
+  cudaStream_t stream_;
   Conv2dGeometry g_;
-  cudnnTensorDescriptor_t x_desc_ = nullptr, y_desc_ = nullptr;
+  bool tf32_;
   cudnnFilterDescriptor_t w_desc_ = nullptr;
-  cudnnConvolutionDescriptor_t conv_desc_ = nullptr;
-  cudnnConvolutionFwdAlgo_t fwd_algo_{};
-  cudnnConvolutionBwdFilterAlgo_t bwd_filter_algo_{};
-  cudnnConvolutionBwdDataAlgo_t bwd_data_algo_{};
-  std::size_t workspace_bytes_ = 0;
-  Tensor workspace_;
+  // Indexed by cudnnMathType_t; the ALLOW_CONVERSION slot stays empty.
+  std::array<cudnnConvolutionDescriptor_t, 4> conv_{};
+  std::vector<Entry> entries_;
+  DeviceBytes workspace_;
+  DeviceBytes dw_scratch_;  // backward filter's Find output for later batch sizes
 };
 
 }  // namespace

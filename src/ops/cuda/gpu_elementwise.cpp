@@ -23,9 +23,10 @@ void gpu_bias_add(void* stream, float* y, const float* bias, std::size_t outer, 
                   std::size_t inner) {
   kernels::bias_add_cuda(y, bias, outer, channels, inner, stream);
 }
-void gpu_bias_grad(void* stream, const float* dy, float* dbias, std::size_t outer,
+void gpu_bias_grad(const GpuHandles& h, const float* dy, float* dbias, std::size_t outer,
                    std::size_t channels, std::size_t inner, bool accumulate) {
-  kernels::bias_grad_cuda(dy, dbias, outer, channels, inner, accumulate, stream);
+  kernels::bias_grad_cuda(dy, dbias, outer, channels, inner, accumulate, h.scratch, kGpuScratchFloats,
+                          h.stream);
 }
 void gpu_softmax_ce_forward(void* stream, const float* logits, const std::int32_t* labels,
                             std::size_t rows, std::size_t classes, float* row_loss,

@@ -1,4 +1,8 @@
-// Max pooling on a GPU through cuDNN, in its deterministic max mode.
+// Max pooling on a GPU through cuDNN, in its deterministic max mode. The x
+// and y descriptors are made once per batch size seen (the first call with a
+// new size creates them), so a call only launches.
+#include <vector>
+
 #include "core/cuda/check_cuda.h"
 #include "ops/gpu_ops.h"
 
@@ -10,45 +14,58 @@ class CudnnPoolPlan final : public GpuPoolPlan {
  public:
   CudnnPoolPlan(const GpuHandles& h, const MaxPool2dGeometry& g)
       : dnn_(static_cast<cudnnHandle_t>(h.dnn)), g_(g) {
-    RT_CUDNN_CHECK(cudnnCreateTensorDescriptor(&x_desc_));
-    RT_CUDNN_CHECK(cudnnCreateTensorDescriptor(&y_desc_));
     RT_CUDNN_CHECK(cudnnCreatePoolingDescriptor(&pool_desc_));
     RT_CUDNN_CHECK(cudnnSetPooling2dDescriptor(pool_desc_, CUDNN_POOLING_MAX_DETERMINISTIC,
                                                CUDNN_NOT_PROPAGATE_NAN, i(g.kernel), i(g.kernel), 0, 0,
                                                i(g.stride), i(g.stride)));
+    descs_.reserve(4);
   }
   ~CudnnPoolPlan() override {
+    for (const Descs& d : descs_) {
+      if (d.y != nullptr) (void)cudnnDestroyTensorDescriptor(d.y);
+      if (d.x != nullptr) (void)cudnnDestroyTensorDescriptor(d.x);
+    }
     (void)cudnnDestroyPoolingDescriptor(pool_desc_);
-    (void)cudnnDestroyTensorDescriptor(y_desc_);
-    (void)cudnnDestroyTensorDescriptor(x_desc_);
   }
 
   void forward(const float* x, float* y, std::size_t batch) override {
-    set_batch(batch);
+    const Descs& d = descs(batch);
     const float one = 1.0f, zero = 0.0f;
-    RT_CUDNN_CHECK(cudnnPoolingForward(dnn_, pool_desc_, &one, x_desc_, x, &zero, y_desc_, y));
+    RT_CUDNN_CHECK(cudnnPoolingForward(dnn_, pool_desc_, &one, d.x, x, &zero, d.y, y));
   }
 
   void backward(const float* x, const float* y, const float* dy, float* dx, std::size_t batch) override {
-    set_batch(batch);
+    const Descs& d = descs(batch);
     const float one = 1.0f, zero = 0.0f;
-    RT_CUDNN_CHECK(cudnnPoolingBackward(dnn_, pool_desc_, &one, y_desc_, y, y_desc_, dy, x_desc_, x,
-                                        &zero, x_desc_, dx));
+    RT_CUDNN_CHECK(cudnnPoolingBackward(dnn_, pool_desc_, &one, d.y, y, d.y, dy, d.x, x, &zero, d.x, dx));
   }
 
  private:
+  struct Descs {
+    std::size_t batch = 0;
+    cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+  };
+
   static int i(std::size_t v) { return static_cast<int>(v); }
-  void set_batch(std::size_t batch) {
-    RT_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x_desc_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(batch),
+
+  const Descs& descs(std::size_t batch) {
+    for (const Descs& d : descs_)
+      if (d.batch == batch) return d;
+    descs_.push_back(Descs{batch, nullptr, nullptr});
+    Descs& d = descs_.back();
+    RT_CUDNN_CHECK(cudnnCreateTensorDescriptor(&d.x));
+    RT_CUDNN_CHECK(cudnnCreateTensorDescriptor(&d.y));
+    RT_CUDNN_CHECK(cudnnSetTensor4dDescriptor(d.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(batch),
                                               i(g_.channels), i(g_.height), i(g_.width)));
-    RT_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y_desc_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(batch),
+    RT_CUDNN_CHECK(cudnnSetTensor4dDescriptor(d.y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(batch),
                                               i(g_.channels), i(g_.out_height()), i(g_.out_width())));
+    return d;
   }
 
   cudnnHandle_t dnn_;
   MaxPool2dGeometry g_;
-  cudnnTensorDescriptor_t x_desc_ = nullptr, y_desc_ = nullptr;
   cudnnPoolingDescriptor_t pool_desc_ = nullptr;
+  std::vector<Descs> descs_;
 };
 
 }  // namespace
