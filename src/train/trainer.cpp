@@ -200,7 +200,8 @@ void Trainer::agree_on_run() {
                       {"optimizer", hash_string(cfg_.optimizer.kind)},
                       {"backend", hash_string(cfg_.backend)},
                       {"bucket cap", float_bits(static_cast<float>(cfg_.bucket_mb))},
-                      {"overlap", cfg_.overlap ? 1u : 0u}});
+                      {"overlap", cfg_.overlap ? 1u : 0u},
+                      {"tf32", hash_string(cfg_.tf32)}});
 }
 
 void Trainer::make_backend_and_optimizer() {

@@ -5,7 +5,8 @@
 # 1 rank at the doubled batch. Skipped (77) without an NVIDIA device.
 [ -e /dev/nvidiactl ] || { echo "SKIPPED: no NVIDIA device"; exit 77; }
 source "$(dirname "$0")/lib.sh"
-common=(--device cuda --model "$CNN" --max-steps 15 --epochs 100 --lr 0.05 --momentum 0.9 --seed 5
+TRAIN_DEVICE=cuda
+common=(--model "$CNN" --max-steps 15 --epochs 100 --lr 0.05 --momentum 0.9 --seed 5
         --bucket-mb 0.0005 --cache --prefetch 3)
 train 1 "$WORK/b16" --batch 16 "${common[@]}"
 train 1 "$WORK/b8a2" --batch 8 --accum 2 "${common[@]}"
@@ -13,7 +14,7 @@ same "$WORK/b16" "$WORK/b8a2" --rtol 1e-4 --atol 1e-6
 train 2 "$WORK/share" --batch 8 --allow-gpu-sharing "${common[@]}"
 grep -q "backend shm (GPU buffers staged" "$WORK/share/log.txt" || fail "sharing did not select staged shm"
 same "$WORK/b16" "$WORK/share" --rtol 1e-4 --atol 1e-6
-if "${MPIRUN[@]}" -np 2 "$RINGTRAIN_EXE" train --data "$DATA" --batch 8 --allow-gpu-sharing --backend nccl \
+if "${MPIRUN[@]}" -np 2 "$RINGTRAIN_EXE" train --data "$DATA" --device cuda --batch 8 --allow-gpu-sharing --backend nccl \
      "${common[@]}" > "$WORK/nccl.txt" 2>&1; then
   fail "--backend nccl with a shared GPU was accepted"
 fi

@@ -21,14 +21,14 @@ CNN="conv2d(out=4, kernel=3, padding=1); relu; max_pool2d(kernel=2); flatten; li
 TRAIN_LOG_FLAGS=(--log-every 5 --check-every 5)
 
 # train NP OUTDIR [train flags...]: runs, keeps the log, leaves OUTDIR/ckpt/ckpt-<step>.h5.
-# Every run names --device cpu: on a GPU host, auto would pick the GPUs and the
+# Every run names --device cpu (TRAIN_DEVICE=cuda for gpu tests): on a GPU host, auto would pick the GPUs and the
 # CPU backends and -np 4 would not fit them.
 train() {
   local np=$1 out=$2
   shift 2
   mkdir -p "$out"
   if ! "${MPIRUN[@]}" -np "$np" "$RINGTRAIN_EXE" train --data "$DATA" --ckpt-dir "$out/ckpt" --keep 100 \
-        --logdir "$out" --timeout 60 --device cpu "${TRAIN_LOG_FLAGS[@]}" "$@" > "$out/log.txt" 2>&1; then
+        --logdir "$out" --timeout 60 --device "${TRAIN_DEVICE:-cpu}" "${TRAIN_LOG_FLAGS[@]}" "$@" > "$out/log.txt" 2>&1; then
     cat "$out/log.txt"
     fail "train -np $np $* failed"
   fi
