@@ -25,9 +25,9 @@ Numerics, stated and matched on both sides:
   keeps deterministic ones; PyTorch gets torch.backends.cudnn.benchmark = True
   (also measured; --cudnn-benchmark off for PyTorch's heuristic default) and
   its default, non-deterministic-allowed choice.
-- ringtrain bench step ends each phase (forward, backward, update) with a
-  stream synchronize, so its figure includes two host round trips per step
-  that PyTorch's does not.
+- Both sides time steps queued back to back with one synchronize at the end
+  of the window: ringtrain's samples/s is bench step's steady pass (its phase
+  table comes from a separate pass that waits after every phase).
 
 Prints one row per case. Exit status 0 whatever the ratios (a measurement);
 2 when something could not run (no CUDA, no PyTorch, ringtrain failed, the

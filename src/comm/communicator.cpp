@@ -100,6 +100,26 @@ std::vector<std::string> available_backends(const Topology& topology) {
   return out;
 }
 
+std::string_view resolve_backend(std::string_view kind, bool gpu_rank, bool any_gpu_shared, int rank,
+                                 std::string_view device) {
+  if (kind == "auto") return gpu_rank && !any_gpu_shared ? "nccl" : "shm";
+  if (kind == "nccl") {
+    RT_CHECK(gpu_rank,
+             "--backend nccl needs a GPU rank, but rank {} runs on {} (use --device cuda, or a CPU "
+             "backend: shm, ring, mpi)",
+             rank, device);
+    RT_CHECK(!any_gpu_shared,
+             "--backend nccl: ranks share a GPU (--allow-gpu-sharing; rank {} is on {}), and NCCL refuses "
+             "two ranks of one communicator on the same GPU; use --backend auto or shm, which stage the "
+             "GPU buffers through host memory",
+             rank, device);
+    return "nccl";
+  }
+  RT_CHECK(kind == "shm" || kind == "ring" || kind == "mpi",
+           "unknown backend '{}' (expected auto, nccl, shm, ring or mpi)", kind);
+  return kind;
+}
+
 std::unique_ptr<Communicator> make_communicator(std::string_view kind, const Topology& topology,
                                                 const CommOptions& options) {
   RT_CHECK(options.timeout_seconds > 0, "--timeout must be positive, got {}", options.timeout_seconds);
@@ -109,21 +129,8 @@ std::unique_ptr<Communicator> make_communicator(std::string_view kind, const Top
   int any_shared = topology.device_choice().shared ? 1 : 0;
   RT_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &any_shared, 1, MPI_INT, MPI_MAX, mpi_context::world()));
   const bool gpu = topology.device().is_cuda();
-  if (kind == "auto") kind = gpu && !any_shared ? "nccl" : "shm";
-  if (kind == "nccl") {
-    RT_CHECK(gpu,
-             "--backend nccl needs a GPU rank, but rank {} runs on {} (use --device cuda, or a CPU "
-             "backend: shm, ring, mpi)",
-             topology.rank(), device_name(topology.device()));
-    RT_CHECK(!any_shared,
-             "--backend nccl: ranks share a GPU (--allow-gpu-sharing; rank {} is on {}), and NCCL refuses "
-             "two ranks of one communicator on the same GPU; use --backend auto or shm, which stage the "
-             "GPU buffers through host memory",
-             topology.rank(), device_name(topology.device()));
-    return comm_detail::make_nccl_communicator(topology, options);
-  }
-  const bool cpu_kind = kind == "shm" || kind == "ring" || kind == "mpi";
-  RT_CHECK(cpu_kind, "unknown backend '{}' (expected auto, nccl, shm, ring or mpi)", kind);
+  kind = resolve_backend(kind, gpu, any_shared != 0, topology.rank(), device_name(topology.device()));
+  if (kind == "nccl") return comm_detail::make_nccl_communicator(topology, options);
   // GPU ranks with a host backend: their buffers are staged through pinned memory.
   if (gpu) return comm_detail::make_staged_communicator(kind, topology, options);
   if (kind == "shm") return comm_detail::make_shm_communicator(topology, options);

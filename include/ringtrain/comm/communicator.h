@@ -166,8 +166,16 @@ class Communicator {
   CommOptions options_;
 };
 
-// kind: auto | nccl | shm | ring | mpi. auto = nccl on a GPU rank, shm on CPU.
-// Collective over the world.
+// Which backend `kind` (auto | nccl | shm | ring | mpi) means: auto is nccl on
+// GPU ranks unless any rank of the job shares its GPU (NCCL refuses two ranks
+// on one GPU), else shm; a host backend on GPU ranks stages their buffers
+// through pinned memory. nccl on a CPU rank or with shared GPUs is an Error
+// naming the rank and device. Pure, so the rule is tested without GPUs.
+std::string_view resolve_backend(std::string_view kind, bool gpu_rank, bool any_gpu_shared, int rank,
+                                 std::string_view device);
+
+// kind: auto | nccl | shm | ring | mpi (see resolve_backend). Collective over
+// the world: the ranks first agree whether any of them shares a GPU.
 std::unique_ptr<Communicator> make_communicator(std::string_view kind, const Topology& topology,
                                                 const CommOptions& options = {});
 // The kinds this rank can build, best first (auto excluded).
