@@ -162,7 +162,14 @@ check_sanitize() {
 
 check_speed() {
   if [ -f launch/bench/peer_gpu_step.py ]; then
-    run speed-peer 500 python3 launch/bench/peer_gpu_step.py --ringtrain "$exe" --repeats 3
+    # PyTorch brings its own cuDNN: it must not see the CUDA library folders
+    # that ringtrain's LD_LIBRARY_PATH names; ringtrain keeps them (a wrapper).
+    printf '#!/bin/sh\nLD_LIBRARY_PATH="%s" exec "%s" "$@"\n' "$LD_LIBRARY_PATH" "$exe" > "$work/ringtrain"
+    chmod +x "$work/ringtrain"
+    local torch_path
+    torch_path=$(tr ':' '\n' <<< "$LD_LIBRARY_PATH" | grep -vE '^/usr/lib/x86_64-linux-gnu$|cuda' | paste -sd:)
+    run speed-peer 500 env LD_LIBRARY_PATH="$torch_path" PYTHONUNBUFFERED=1 python3 launch/bench/peer_gpu_step.py \
+      --ringtrain "$work/ringtrain" --repeats 3
     pass_if speed-peer $?
   fi
   local m b

@@ -192,7 +192,9 @@ class Bench {
       : coll_(coll), o_(o), topo_(topo), dtype_(parse_dtype(o.dtype)), op_(parse_reduce_op(o.op)) {
     CommOptions co;
     co.timeout_seconds = o.timeout;
-    harness_ = make_communicator("mpi", topo, co);
+    // Host numbers (timings, wrong counts) between the ranks: host memory,
+    // whatever the device of the backends measured.
+    harness_ = make_communicator("mpi", topo.on_host(), co);
   }
 
   int run() {
