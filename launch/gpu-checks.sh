@@ -116,7 +116,9 @@ check_train() {
   # --accum 2 --cache against the doubled batch
   run train-accum 300 "$exe" train "${common[@]}" --device cuda "${tf32[@]}" --batch 32 --accum 2 --cache \
     --max-steps 20 --ckpt-dir "$work/a2" --logdir "$work/a2" || true
-  run cmp-accum 60 "$cmp" "$(last_ckpt "$work/a2")" "$work/g20/ckpt-20.h5" --rtol 1e-4 --atol 1e-6
+  # batch 32 and 64 may get different cuDNN algorithms (other rounding), so the
+  # tolerance is the one of GPU against CPU above
+  run cmp-accum 60 "$cmp" "$(last_ckpt "$work/a2")" "$work/g20/ckpt-20.h5" --rtol 1e-3 --atol 1e-5
   pass_if cmp-accum $? "$(tail -3 "$out/cmp-accum.log" | tr '\n' ' ')"
   # resume a GPU checkpoint on the GPU, evaluate it on the CPU
   mkdir -p "$work/g40"; cp "$work/g20/ckpt-20.h5" "$work/g40/"
@@ -137,8 +139,15 @@ check_train() {
   # 2 ranks sharing the GPU (staged shm) against 1 rank with the doubled batch
   run train-share 300 "${MPI[@]}" -np 2 "$exe" train "${common[@]}" --device cuda --allow-gpu-sharing "${tf32[@]}" \
     --batch 32 --max-steps 20 --ckpt-dir "$work/s2" --logdir "$work/s2" || true
-  run cmp-share 60 "$cmp" "$(last_ckpt "$work/s2")" "$work/g20/ckpt-20.h5" --rtol 1e-4 --atol 1e-6
+  run cmp-share 60 "$cmp" "$(last_ckpt "$work/s2")" "$work/g20/ckpt-20.h5" --rtol 1e-3 --atol 1e-5
   pass_if cmp-share $? "$(tail -3 "$out/cmp-share.log" | tr '\n' ' ')"
+  run cmp-share-accum 60 "$cmp" "$(last_ckpt "$work/s2")" "$(last_ckpt "$work/a2")" --rtol 1e-5 --atol 1e-7
+  pass_if cmp-share-accum $? "$(tail -2 "$out/cmp-share-accum.log" | head -1)"
+  # the same run twice: bit for bit
+  run train-repeat 300 "$exe" train "${common[@]}" --device cuda "${tf32[@]}" --batch 64 --max-steps 20 \
+    --ckpt-dir "$work/g20b" --logdir "$work/g20b" || true
+  run cmp-repeat 60 "$cmp" "$work/g20/ckpt-20.h5" "$work/g20b/ckpt-20.h5" --exact
+  pass_if cmp-repeat $? "$(tail -2 "$out/cmp-repeat.log" | head -1)"
   cp "$work/acc/metrics.jsonl" "$out/train-acc-metrics.jsonl" 2>/dev/null
 }
 

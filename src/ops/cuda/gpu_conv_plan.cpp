@@ -2,8 +2,10 @@
 //
 // The plan keeps one entry per batch size it has seen: the x and y tensor
 // descriptors and, for each of forward, backward filter and backward data,
-// the algorithm and math type that cuDNN's Find measured fastest among those
+// the algorithm and math type that cuDNN's heuristics rank best among those
 // the rules allow (ops/conv_algo_choice.h). There is one workspace per plan.
+// (The Find path below, kMeasureAlgorithms, measures instead; it is off: see
+// the constant. Where the text says "measured", read "asked" while it is.)
 //
 // - At plan time, the entry for the maximum batch is measured with
 //   cudnnFind*AlgorithmEx on scratch x, y and w buffers of that batch and a
@@ -45,6 +47,14 @@
 namespace ringtrain::detail {
 
 namespace {
+// cuDNN's heuristics choose the algorithms, as PyTorch does by default
+// (torch.backends.cudnn.benchmark = False): a choice by measurement (Find)
+// follows timing noise, and on an H100 the same run twice picked different
+// algorithms, so its parameters differed after 20 steps (each algorithm is
+// deterministic; the choice was not). Bit-for-bit repeatable and resumable
+// runs need a choice that depends on the shape and the GPU alone.
+constexpr bool kMeasureAlgorithms = false;
+
 
 constexpr std::size_t kWorkspaceCap = std::size_t{256} << 20;
 constexpr std::size_t kMinTrialWorkspace = std::size_t{1} << 20;
@@ -285,10 +295,12 @@ class CudnnConvPlan final : public GpuConvPlan {
     run(ws.get(), ws.size(), kCount, &returned, perf.data());
     returned = std::clamp(returned, 0, kCount);
     std::array<ConvAlgoRecord, kCount> records{};
+    // Heuristic results come best first with no time: their rank stands in.
     for (int r = 0; r < returned; ++r)
       records[static_cast<std::size_t>(r)] = {static_cast<int>(perf[r].algo), perf[r].status == CUDNN_STATUS_SUCCESS,
                                               perf[r].determinism == CUDNN_DETERMINISTIC, perf[r].memory,
-                                              perf[r].time, math_of(perf[r].mathType)};
+                                              kMeasureAlgorithms ? perf[r].time : static_cast<float>(r),
+                                              math_of(perf[r].mathType)};
     const std::span<const ConvAlgoRecord> found(records.data(), static_cast<std::size_t>(returned));
     const std::optional<std::size_t> pick =
         choose_conv_algorithm(found, {std::min(ws.size(), kWorkspaceCap), kDeterministicOnly, tf32_});
@@ -304,6 +316,10 @@ class CudnnConvPlan final : public GpuConvPlan {
                                      const DeviceBytes& ws, std::string* tried) const {
     return measure<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT>(
         ws, tried, [&](void* space, std::size_t bytes, int n, int* returned, cudnnConvolutionFwdAlgoPerf_t* perf) {
+          if (!kMeasureAlgorithms) {
+            RT_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(dnn_, e.x, w_desc_, find_conv(), e.y, n, returned, perf));
+            return;
+          }
           RT_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(dnn_, e.x, x, w_desc_, w, find_conv(), e.y, y, n,
                                                                 returned, perf, space, bytes));
         });
@@ -314,6 +330,11 @@ class CudnnConvPlan final : public GpuConvPlan {
     return measure<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT>(
         ws, tried,
         [&](void* space, std::size_t bytes, int n, int* returned, cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
+          if (!kMeasureAlgorithms) {
+            RT_CUDNN_CHECK(
+                cudnnGetConvolutionBackwardFilterAlgorithm_v7(dnn_, e.x, e.y, find_conv(), w_desc_, n, returned, perf));
+            return;
+          }
           RT_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(dnn_, e.x, x, e.y, dy, find_conv(), w_desc_,
                                                                        dw, n, returned, perf, space, bytes));
         });
@@ -324,6 +345,11 @@ class CudnnConvPlan final : public GpuConvPlan {
     return measure<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT>(
         ws, tried,
         [&](void* space, std::size_t bytes, int n, int* returned, cudnnConvolutionBwdDataAlgoPerf_t* perf) {
+          if (!kMeasureAlgorithms) {
+            RT_CUDNN_CHECK(
+                cudnnGetConvolutionBackwardDataAlgorithm_v7(dnn_, w_desc_, e.y, find_conv(), e.x, n, returned, perf));
+            return;
+          }
           RT_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(dnn_, w_desc_, w, e.y, dy, find_conv(), e.x,
                                                                      dx, n, returned, perf, space, bytes));
         });
