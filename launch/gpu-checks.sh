@@ -87,11 +87,11 @@ check_nccl2() {
     --device cuda -b 64M -e 64M -n 100000 --timeout 30
   local rc2=$?
   note nccl2-kill INFO "exit $rc2 after $((SECONDS - t0)) s: $(grep -iE 'fatal|timed out|rank 1|killed|signal' "$out/nccl2-kill.log" | head -3 | tr '\n' ' ' | cut -c1-300)"
-  # a rank that never joins: rank 1 sleeps before starting, beyond the timeout
+  # a rank that never joins the NCCL communicator (after MPI is up): the other
+  # rank's init must time out after --timeout and end the job, naming it
   t0=$SECONDS
-  # shellcheck disable=SC2016  # expanded by the rank's own shell
-  run nccl2-nojoin 200 "${nc[@]}" bash -c '[ "$OMPI_COMM_WORLD_RANK" = 1 ] && sleep 120; exec "$@"' _ "$exe" \
-    bench allreduce --backend nccl --device cuda -b 1M -e 1M -n 10 --timeout 20
+  run nccl2-nojoin 200 env RINGTRAIN_FAULT_NCCL_LATE_RANK=1 "${nc[@]}" "$exe" bench allreduce --backend nccl \
+    --device cuda -b 1M -e 1M -n 10 --timeout 20
   rc2=$?
   note nccl2-nojoin INFO "exit $rc2 after $((SECONDS - t0)) s: $(grep -iE 'fatal|timed out|did not' "$out/nccl2-nojoin.log" | head -3 | tr '\n' ' ' | cut -c1-300)"
   run nccl2-bench 300 "${nc[@]}" "$exe" bench allreduce --backend nccl --device cuda -b 8 -e 256M -f 4 -n 20

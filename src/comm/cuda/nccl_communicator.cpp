@@ -18,6 +18,7 @@
 #include <fmt/ranges.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <condition_variable>
 #include <deque>
 #include <memory>
@@ -98,6 +99,13 @@ class NcclCommunicator final : public Communicator {
     RT_CHECK(version.ok, "{}", version.message);
     RT_CUDA_CHECK(cudaSetDevice(device().index));
     RT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    // RINGTRAIN_FAULT_NCCL_LATE_RANK=r makes rank r join the communicator only
+    // after RINGTRAIN_FAULT_NCCL_LATE_SECONDS (default 600): the test of a
+    // rank that never joins (the others' init must time out, naming it).
+    if (const char* late = std::getenv("RINGTRAIN_FAULT_NCCL_LATE_RANK"); late && std::atoi(late) == rank()) {
+      const char* secs = std::getenv("RINGTRAIN_FAULT_NCCL_LATE_SECONDS");
+      std::this_thread::sleep_for(std::chrono::seconds(secs ? std::atoi(secs) : 600));
+    }
     ncclUniqueId id{};
     if (rank() == 0) RT_NCCL_CHECK(ncclGetUniqueId(&id));
     RT_MPI_CHECK(MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, mpi_context::world()));
