@@ -126,7 +126,7 @@ case ${1:-} in
     # A failing job with rank logs: the wrapper brings each rank's fatal line back.
     # An empty CUDA_VISIBLE_DEVICES hides every GPU, so --device cuda fails on a
     # GPU host too.
-    CUDA_VISIBLE_DEVICES= run_wrapper -n 2 --rank-logs "$tmp/logs" info --device cuda
+    CUDA_VISIBLE_DEVICES='' run_wrapper -n 2 --rank-logs "$tmp/logs" info --device cuda
     [ "$rc" -ne 0 ] || fail "the job should fail"
     for r in 0 1; do
       printf '%s\n' "$out" | grep -Eq "rank-$r.log: .*rank $r/.*fatal: .*--device cuda" ||
