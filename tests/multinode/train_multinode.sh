@@ -16,7 +16,8 @@ reason=$("$cluster" --check 2>&1) || { rc=$?; [ $rc -eq 77 ] && { echo "SKIPPED:
 # shellcheck source=tests/trainer/lib.sh
 source "$root/tests/trainer/lib.sh"
 netns=("$cluster" --nodes 2 --ranks-per-node 2 --oversubscribe)
-common=(--model "$MLP" --lr 0.05 --momentum 0.9 --seed 11 --device cpu)
+# train() (lib.sh) names --device cpu; the direct runs below add it themselves.
+common=(--model "$MLP" --lr 0.05 --momentum 0.9 --seed 11)
 
 # wait_for_training DIR LAUNCHER_PID: until the run's metrics.jsonl has a record.
 wait_for_training() {
@@ -56,7 +57,7 @@ case ${1:-} in
     echo "PASS: 2 nodes x 2 ranks x batch 4 match 1 rank x batch 16 after 20 steps (shm, ring, mpi)" ;;
   sigterm)
     out=$WORK/run; mkdir -p "$out"
-    "${netns[@]}" --term-grace 40 -- "$RINGTRAIN_EXE" train --data "$DATA" --batch 8 --epochs 100000 "${common[@]}" \
+    "${netns[@]}" --term-grace 40 -- "$RINGTRAIN_EXE" train --data "$DATA" --device cpu --batch 8 --epochs 100000 "${common[@]}" \
       --ckpt-dir "$out/ckpt" --log-every 1 --logdir "$out" --timeout 60 >"$out/log.txt" 2>&1 &
     job=$!
     wait_for_training "$out" "$job"
@@ -75,7 +76,7 @@ case ${1:-} in
     echo "PASS: SIGTERM to the 2x2 job left $ckpt (step $step); a 2x2 run resumed from it" ;;
   kill9)
     out=$WORK/run; mkdir -p "$out"
-    "${netns[@]}" -- "$RINGTRAIN_EXE" train --data "$DATA" --batch 8 --epochs 100000 "${common[@]}" \
+    "${netns[@]}" -- "$RINGTRAIN_EXE" train --data "$DATA" --device cpu --batch 8 --epochs 100000 "${common[@]}" \
       --log-every 1 --logdir "$out" --timeout 60 >"$out/log.txt" 2>&1 &
     job=$!
     wait_for_training "$out" "$job"
