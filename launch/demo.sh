@@ -29,7 +29,9 @@ if [ ! -s "$data" ]; then
 fi
 
 run=$runs/cnn-$(date +%Y%m%d-%H%M%S)
+# --allow-gpu-sharing: on a workstation with fewer GPUs than ranks, the ranks
+# share a GPU (shm staged through pinned memory); with a GPU per rank, NCCL.
 set -x
-mpirun -np "$ranks" --oversubscribe --bind-to none "$exe" train --data "$data" --model cnn \
+mpirun -np "$ranks" --oversubscribe --bind-to none "$exe" train --data "$data" --model cnn --allow-gpu-sharing \
   --batch 64 --epochs "$epochs" --lr 0.05 --momentum 0.9 --logdir "$run" --trace "$run/trace.json" \
   --ckpt-dir "$run/ckpt" --ckpt-every 500 --keep 2
