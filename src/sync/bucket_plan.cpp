@@ -1,4 +1,4 @@
-#include "ringtrain/dist/bucket_plan.h"
+#include "ringtrain/sync/bucket_plan.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "ringtrain/dist/run_agreement.h"
+#include "ringtrain/sync/run_agreement.h"
 
 #include <algorithm>
 #include <cstring>

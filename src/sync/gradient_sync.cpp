@@ -1,4 +1,4 @@
-#include "ringtrain/dist/gradient_sync.h"
+#include "ringtrain/sync/gradient_sync.h"
 
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/timer.h"

@@ -1,4 +1,5 @@
-// The dist layer under mpirun (np 1-4), on a real CPU backend: buckets are
+// The sync layer (bucket plan, gradient synchronisation, run agreement) under
+// mpirun (np 1-4), on a real CPU backend: buckets are
 // launched in plan order as backward reports layers ready, the gradient buffer
 // ends as the average over ranks, accumulation steps exchange nothing, and the
 // start-up agreement and the replica check name the field, the ranks and the
@@ -11,9 +12,9 @@
 
 #include "ringtrain/comm/communicator.h"
 #include "ringtrain/core/error.h"
-#include "ringtrain/dist/bucket_plan.h"
-#include "ringtrain/dist/gradient_sync.h"
-#include "ringtrain/dist/run_agreement.h"
+#include "ringtrain/sync/bucket_plan.h"
+#include "ringtrain/sync/gradient_sync.h"
+#include "ringtrain/sync/run_agreement.h"
 #include "support/mpi_test.h"
 
 using namespace ringtrain;

@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "ringtrain/core/error.h"
-#include "ringtrain/dist/bucket_plan.h"
+#include "ringtrain/sync/bucket_plan.h"
 
 using namespace ringtrain;
 

@@ -17,7 +17,7 @@
 
 #include "ringtrain/comm/communicator.h"
 #include "ringtrain/core/buffer_view.h"
-#include "ringtrain/dist/bucket_plan.h"
+#include "ringtrain/sync/bucket_plan.h"
 
 namespace ringtrain {
 
