@@ -18,9 +18,8 @@
 #include <mutex>
 #include <optional>
 
-#include "core/check_hdf5.h"
 #include "core/check_mpi.h"
-#include "data/hdf5_handle.h"
+#include "core/hdf5.h"
 #include "data/pixel_conversion.h"
 #include "launch/mpi_context.h"
 #include "ringtrain/core/check.h"

@@ -4,8 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "core/check_hdf5.h"
-#include "data/hdf5_handle.h"
+#include "core/hdf5.h"
 #include "ringtrain/core/check.h"
 
 namespace ringtrain {

@@ -15,7 +15,8 @@
 #include <set>
 #include <system_error>
 
-#include "core/check_hdf5.h"
+#include "core/hdf5.h"
+#include "ringtrain/tensor/shape.h"
 #include "ringtrain/config.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/log.h"
@@ -33,83 +34,6 @@ constexpr const char* kTempMarker = ".tmp-";
 // working copy small for very large tensors.
 constexpr std::size_t kMaxChunkBytes = std::size_t{64} << 20;
 
-// ---------------------------------------------------------------------------
-// Small RAII wrapper: every HDF5 id is closed on every path, including throws,
-// so a failed write never leaves the temporary file open.
-// ---------------------------------------------------------------------------
-class H5Handle {
- public:
-  H5Handle() = default;
-  H5Handle(hid_t id, herr_t (*closer)(hid_t)) : id_(id), close_(closer) {}
-  H5Handle(const H5Handle&) = delete;
-  H5Handle& operator=(const H5Handle&) = delete;
-  H5Handle(H5Handle&& other) noexcept { *this = std::move(other); }
-  H5Handle& operator=(H5Handle&& other) noexcept {
-    reset();
-    id_ = std::exchange(other.id_, H5I_INVALID_HID);
-    close_ = other.close_;
-    return *this;
-  }
-  ~H5Handle() { reset(); }
-  hid_t get() const { return id_; }
-  void reset() {
-    if (id_ >= 0 && close_) close_(id_);
-    id_ = H5I_INVALID_HID;
-  }
-  // Closes now and reports failure (H5Fclose is where buffered data is flushed).
-  herr_t close() {
-    herr_t rc = 0;
-    if (id_ >= 0 && close_) rc = close_(id_);
-    id_ = H5I_INVALID_HID;
-    return rc;
-  }
-
- private:
-  hid_t id_ = H5I_INVALID_HID;
-  herr_t (*close_)(hid_t) = nullptr;
-};
-
-// HDF5 prints its whole error stack to stderr by default; our errors carry the
-// innermost message instead, so printing is off while a checkpoint is handled.
-class QuietHdf5Errors {
- public:
-  QuietHdf5Errors() {
-    H5Eget_auto2(H5E_DEFAULT, &func_, &data_);
-    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-  }
-  ~QuietHdf5Errors() { H5Eset_auto2(H5E_DEFAULT, func_, data_); }
-  QuietHdf5Errors(const QuietHdf5Errors&) = delete;
-  QuietHdf5Errors& operator=(const QuietHdf5Errors&) = delete;
-
- private:
-  H5E_auto2_t func_ = nullptr;
-  void* data_ = nullptr;
-};
-
-// The most specific message on HDF5's error stack ("truncated file: eof = ...",
-// "data error detected by Fletcher32 checksum"), then clears the stack.
-std::string hdf5_innermost_error() {
-  std::string text;
-  H5Ewalk2(
-      H5E_DEFAULT, H5E_WALK_UPWARD,
-      [](unsigned n, const H5E_error2_t* err, void* out) -> herr_t {
-        if (n == 0 && err->desc) *static_cast<std::string*>(out) = err->desc;
-        return 0;
-      },
-      &text);
-  H5Eclear2(H5E_DEFAULT);
-  return text.empty() ? std::string("HDF5 call failed") : text;
-}
-
-std::string shape_string(const std::vector<std::size_t>& shape) {
-  return fmt::format("[{}]", fmt::join(shape, ", "));
-}
-
-std::size_t shape_count(const std::vector<std::size_t>& shape) {
-  std::size_t n = 1;
-  for (std::size_t d : shape) n *= d;
-  return n;
-}
 
 // ---------------------------------------------------------------------------
 // File names.
@@ -166,9 +90,9 @@ void check_records(const std::vector<TensorRecord>& records, const char* group,
              r.name, group);
     RT_CHECK(seen.insert(r.name).second, "checkpoint {}: tensor '{}' appears twice in group '{}'",
              path, r.name, group);
-    RT_CHECK(shape_count(r.shape) == r.count,
+    RT_CHECK(Shape(r.shape).numel() == r.count,
              "checkpoint {}: tensor '{}/{}' has shape {} ({} elements) but count {}", path, group,
-             r.name, shape_string(r.shape), shape_count(r.shape), r.count);
+             r.name, Shape(r.shape).to_string(), Shape(r.shape).numel(), r.count);
     RT_CHECK(r.count == 0 || r.data != nullptr, "checkpoint {}: tensor '{}/{}' has no data", path,
              group, r.name);
   }
@@ -177,9 +101,8 @@ void check_records(const std::vector<TensorRecord>& records, const char* group,
 void write_scalar_attr(hid_t obj, const char* name, hid_t file_type, hid_t mem_type,
                        const void* value, const std::string& path) {
   const std::string what = fmt::format("checkpoint {}: attribute {}", path, name);
-  H5Handle space(RT_H5_CHECK(H5Screate(H5S_SCALAR), what), H5Sclose);
-  H5Handle attr(RT_H5_CHECK(H5Acreate2(obj, name, file_type, space.get(), H5P_DEFAULT, H5P_DEFAULT), what),
-                H5Aclose);
+  h5::Space space(RT_H5_CHECK(H5Screate(H5S_SCALAR), what));
+  h5::Attr attr(RT_H5_CHECK(H5Acreate2(obj, name, file_type, space.get(), H5P_DEFAULT, H5P_DEFAULT), what));
   RT_H5_CHECK(H5Awrite(attr.get(), mem_type, value), what);
 }
 
@@ -192,15 +115,13 @@ void write_u64_array_attr(hid_t obj, const char* name, const std::vector<std::ui
   const std::string what = fmt::format("checkpoint {}: attribute {}", path, name);
   const hsize_t dims[1] = {v.size()};
   // An empty array is a null dataspace: HDF5 has no zero-length attribute.
-  H5Handle space(RT_H5_CHECK(v.empty() ? H5Screate(H5S_NULL) : H5Screate_simple(1, dims, nullptr), what),
-                 H5Sclose);
-  H5Handle attr(RT_H5_CHECK(H5Acreate2(obj, name, H5T_STD_U64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT), what),
-                H5Aclose);
+  h5::Space space(RT_H5_CHECK(v.empty() ? H5Screate(H5S_NULL) : H5Screate_simple(1, dims, nullptr), what));
+  h5::Attr attr(RT_H5_CHECK(H5Acreate2(obj, name, H5T_STD_U64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT), what));
   if (!v.empty()) RT_H5_CHECK(H5Awrite(attr.get(), H5T_NATIVE_UINT64, v.data()), what);
 }
 
-H5Handle utf8_string_type(const std::string& what) {
-  H5Handle type(RT_H5_CHECK(H5Tcopy(H5T_C_S1), what), H5Tclose);
+h5::Type utf8_string_type(const std::string& what) {
+  h5::Type type(RT_H5_CHECK(H5Tcopy(H5T_C_S1), what));
   RT_H5_CHECK(H5Tset_size(type.get(), H5T_VARIABLE), what);
   RT_H5_CHECK(H5Tset_cset(type.get(), H5T_CSET_UTF8), what);
   return type;
@@ -210,26 +131,25 @@ void write_string_attr(hid_t obj, const char* name, const std::string& value, co
   // Variable-length strings live in the global heap, so a long config does not
   // hit the 64 KiB limit of an object header.
   const std::string what = fmt::format("checkpoint {}: attribute {}", path, name);
-  H5Handle type = utf8_string_type(what);
+  h5::Type type = utf8_string_type(what);
   const char* cstr = value.c_str();
   write_scalar_attr(obj, name, type.get(), type.get(), &cstr, path);
 }
 
-H5Handle create_ordered_group(hid_t file, const char* name, const std::string& path) {
+h5::Group create_ordered_group(hid_t file, const char* name, const std::string& path) {
   const std::string what = fmt::format("checkpoint {}: group {}", path, name);
-  H5Handle gcpl(RT_H5_CHECK(H5Pcreate(H5P_GROUP_CREATE), what), H5Pclose);
+  h5::PropList gcpl(RT_H5_CHECK(H5Pcreate(H5P_GROUP_CREATE), what));
   RT_H5_CHECK(H5Pset_link_creation_order(gcpl.get(), H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED), what);
-  return H5Handle(RT_H5_CHECK(H5Gcreate2(file, name, H5P_DEFAULT, gcpl.get(), H5P_DEFAULT), what), H5Gclose);
+  return h5::Group(RT_H5_CHECK(H5Gcreate2(file, name, H5P_DEFAULT, gcpl.get(), H5P_DEFAULT), what));
 }
 
 void write_tensor(hid_t group, const char* group_name, const TensorRecord& r, const std::string& path) {
   const std::string what = fmt::format("checkpoint {}: dataset /{}/{}", path, group_name, r.name);
   std::vector<hsize_t> dims(r.shape.begin(), r.shape.end());
-  H5Handle space(RT_H5_CHECK(dims.empty() ? H5Screate(H5S_SCALAR)
+  h5::Space space(RT_H5_CHECK(dims.empty() ? H5Screate(H5S_SCALAR)
                                           : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
-                             what),
-                 H5Sclose);
-  H5Handle dcpl(RT_H5_CHECK(H5Pcreate(H5P_DATASET_CREATE), what), H5Pclose);
+                             what));
+  h5::PropList dcpl(RT_H5_CHECK(H5Pcreate(H5P_DATASET_CREATE), what));
   if (!dims.empty() && r.count > 0) {
     // Chunk = the whole tensor, split along leading dimensions if it is larger
     // than kMaxChunkBytes; each chunk gets a checksum.
@@ -243,10 +163,9 @@ void write_tensor(hid_t group, const char* group_name, const TensorRecord& r, co
     RT_H5_CHECK(H5Pset_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data()), what);
     RT_H5_CHECK(H5Pset_fletcher32(dcpl.get()), what);
   }
-  H5Handle dset(RT_H5_CHECK(H5Dcreate2(group, r.name.c_str(), H5T_IEEE_F32LE, space.get(), H5P_DEFAULT,
+  h5::DataSet dset(RT_H5_CHECK(H5Dcreate2(group, r.name.c_str(), H5T_IEEE_F32LE, space.get(), H5P_DEFAULT,
                                        dcpl.get(), H5P_DEFAULT),
-                            what),
-                H5Dclose);
+                            what));
   if (r.count > 0)
     RT_H5_CHECK(H5Dwrite(dset.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, r.data), what);
 }
@@ -254,14 +173,13 @@ void write_tensor(hid_t group, const char* group_name, const TensorRecord& r, co
 void write_file(const std::string& tmp_path, const std::string& final_path, const CheckpointMeta& meta,
                 const std::vector<TensorRecord>& params, const std::vector<TensorRecord>& optimizer) {
   const std::string& p = final_path;  // errors name the checkpoint being written
-  H5Handle fapl(RT_H5_CHECK(H5Pcreate(H5P_FILE_ACCESS), "checkpoint " + p), H5Pclose);
+  h5::PropList fapl(RT_H5_CHECK(H5Pcreate(H5P_FILE_ACCESS), "checkpoint " + p));
   // 1.8 object format: creation-order-indexed groups, readable by HDF5 >= 1.8.
   RT_H5_CHECK(H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V18, H5F_LIBVER_LATEST), "checkpoint " + p);
-  H5Handle file(RT_H5_CHECK(H5Fcreate(tmp_path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()),
-                            fmt::format("checkpoint {}: cannot create {}", p, tmp_path)),
-                H5Fclose);
+  h5::File file(RT_H5_CHECK(H5Fcreate(tmp_path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()),
+                            fmt::format("checkpoint {}: cannot create {}", p, tmp_path)));
   {
-    H5Handle root(RT_H5_CHECK(H5Gopen2(file.get(), "/", H5P_DEFAULT), "checkpoint " + p), H5Gclose);
+    h5::Group root(RT_H5_CHECK(H5Gopen2(file.get(), "/", H5P_DEFAULT), "checkpoint " + p));
     const hid_t g = root.get();
     const std::uint32_t version = kCheckpointFormatVersion;
     write_scalar_attr(g, "format_version", H5T_STD_U32LE, H5T_NATIVE_UINT32, &version, p);
@@ -279,9 +197,9 @@ void write_file(const std::string& tmp_path, const std::string& final_path, cons
     write_scalar_attr(g, "finished", H5T_STD_U8LE, H5T_NATIVE_UINT8, &finished, p);
     write_string_attr(g, "writer", RINGTRAIN_VERSION_STRING, p);
 
-    H5Handle params_group = create_ordered_group(file.get(), kParamsGroup, p);
+    h5::Group params_group = create_ordered_group(file.get(), kParamsGroup, p);
     for (const TensorRecord& r : params) write_tensor(params_group.get(), kParamsGroup, r, p);
-    H5Handle opt_group = create_ordered_group(file.get(), kOptimizerGroup, p);
+    h5::Group opt_group = create_ordered_group(file.get(), kOptimizerGroup, p);
     for (const TensorRecord& r : optimizer) write_tensor(opt_group.get(), kOptimizerGroup, r, p);
   }
   // Closing flushes HDF5's metadata cache: a failure here is a failed write.
@@ -337,12 +255,12 @@ class CheckpointReader {
     RT_CHECK(is_hdf5 > 0, "checkpoint {}: not an HDF5 file (corrupt, or not a checkpoint)", path_);
     const hid_t fid = H5Fopen(path_.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
     RT_CHECK(fid >= 0, "checkpoint {}: cannot open, the file is corrupt or truncated ({})", path_,
-             hdf5_innermost_error());
-    H5Handle file(fid, H5Fclose);
+             detail::hdf5_error_string());
+    h5::File file(fid);
 
     LoadedCheckpoint out;
     out.path = path_;
-    H5Handle root(RT_H5_CHECK(H5Gopen2(file.get(), "/", H5P_DEFAULT), "checkpoint " + path_), H5Gclose);
+    h5::Group root(RT_H5_CHECK(H5Gopen2(file.get(), "/", H5P_DEFAULT), "checkpoint " + path_));
     const hid_t g = root.get();
     // The version decides how to read the rest, so it is checked first.
     RT_CHECK(H5Aexists(g, "format_version") > 0,
@@ -370,10 +288,10 @@ class CheckpointReader {
   }
 
  private:
-  H5Handle open_attr(hid_t obj, const char* name) {
+  h5::Attr open_attr(hid_t obj, const char* name) {
     const htri_t exists = H5Aexists(obj, name);
     RT_CHECK(exists > 0, "checkpoint {}: missing attribute '{}'", path_, name);
-    return H5Handle(RT_H5_CHECK(H5Aopen(obj, name, H5P_DEFAULT), attr_what(name)), H5Aclose);
+    return h5::Attr(RT_H5_CHECK(H5Aopen(obj, name, H5P_DEFAULT), attr_what(name)));
   }
   std::string attr_what(const char* name) const {
     return fmt::format("checkpoint {}: attribute '{}'", path_, name);
@@ -382,11 +300,11 @@ class CheckpointReader {
   // Integers are read through HDF5's conversion into a 64-bit value, after
   // checking the stored type really is a scalar integer.
   void read_scalar_int(hid_t obj, const char* name, hid_t mem_type, void* out) {
-    H5Handle attr = open_attr(obj, name);
-    H5Handle type(RT_H5_CHECK(H5Aget_type(attr.get()), attr_what(name)), H5Tclose);
+    h5::Attr attr = open_attr(obj, name);
+    h5::Type type(RT_H5_CHECK(H5Aget_type(attr.get()), attr_what(name)));
     RT_CHECK(H5Tget_class(type.get()) == H5T_INTEGER, "checkpoint {}: attribute '{}' is not an integer",
              path_, name);
-    H5Handle space(RT_H5_CHECK(H5Aget_space(attr.get()), attr_what(name)), H5Sclose);
+    h5::Space space(RT_H5_CHECK(H5Aget_space(attr.get()), attr_what(name)));
     RT_CHECK(H5Sget_simple_extent_npoints(space.get()) == 1 &&
                  H5Sget_simple_extent_type(space.get()) != H5S_NULL,
              "checkpoint {}: attribute '{}' is not a single value", path_, name);
@@ -404,11 +322,11 @@ class CheckpointReader {
   }
 
   std::vector<std::uint64_t> read_u64_array(hid_t obj, const char* name) {
-    H5Handle attr = open_attr(obj, name);
-    H5Handle type(RT_H5_CHECK(H5Aget_type(attr.get()), attr_what(name)), H5Tclose);
+    h5::Attr attr = open_attr(obj, name);
+    h5::Type type(RT_H5_CHECK(H5Aget_type(attr.get()), attr_what(name)));
     RT_CHECK(H5Tget_class(type.get()) == H5T_INTEGER, "checkpoint {}: attribute '{}' is not an integer array",
              path_, name);
-    H5Handle space(RT_H5_CHECK(H5Aget_space(attr.get()), attr_what(name)), H5Sclose);
+    h5::Space space(RT_H5_CHECK(H5Aget_space(attr.get()), attr_what(name)));
     if (H5Sget_simple_extent_type(space.get()) == H5S_NULL) return {};
     RT_CHECK(H5Sget_simple_extent_ndims(space.get()) == 1, "checkpoint {}: attribute '{}' is not 1-D",
              path_, name);
@@ -418,12 +336,12 @@ class CheckpointReader {
   }
 
   std::string read_string(hid_t obj, const char* name) {
-    H5Handle attr = open_attr(obj, name);
-    H5Handle type(RT_H5_CHECK(H5Aget_type(attr.get()), attr_what(name)), H5Tclose);
+    h5::Attr attr = open_attr(obj, name);
+    h5::Type type(RT_H5_CHECK(H5Aget_type(attr.get()), attr_what(name)));
     RT_CHECK(H5Tget_class(type.get()) == H5T_STRING, "checkpoint {}: attribute '{}' is not a string",
              path_, name);
     if (H5Tis_variable_str(type.get()) > 0) {
-      H5Handle mem = utf8_string_type(attr_what(name));
+      h5::Type mem = utf8_string_type(attr_what(name));
       char* buf = nullptr;
       RT_H5_CHECK(H5Aread(attr.get(), mem.get(), &buf), attr_what(name));
       std::string s = buf ? buf : "";
@@ -444,13 +362,13 @@ class CheckpointReader {
     RT_CHECK(H5Lexists(file, group_name, H5P_DEFAULT) > 0, "checkpoint {}: missing group '{}'", path_,
              group_name);
     const std::string gwhat = fmt::format("checkpoint {}: group '{}'", path_, group_name);
-    H5Handle group(RT_H5_CHECK(H5Gopen2(file, group_name, H5P_DEFAULT), gwhat), H5Gclose);
+    h5::Group group(RT_H5_CHECK(H5Gopen2(file, group_name, H5P_DEFAULT), gwhat));
     H5G_info_t info{};
     RT_H5_CHECK(H5Gget_info(group.get(), &info), gwhat);
 
     // Creation order is the model's parameter order; a file written by another
     // tool without it falls back to name order.
-    H5Handle gcpl(RT_H5_CHECK(H5Gget_create_plist(group.get()), gwhat), H5Pclose);
+    h5::PropList gcpl(RT_H5_CHECK(H5Gget_create_plist(group.get()), gwhat));
     unsigned order_flags = 0;
     RT_H5_CHECK(H5Pget_link_creation_order(gcpl.get(), &order_flags), gwhat);
     const H5_index_t index = (order_flags & H5P_CRT_ORDER_INDEXED) ? H5_INDEX_CRT_ORDER : H5_INDEX_NAME;
@@ -473,22 +391,22 @@ class CheckpointReader {
                                  std::vector<std::size_t>& shape) {
     const std::string what = fmt::format("checkpoint {}: dataset /{}/{}", path_, group_name, name);
     {
-      H5Handle object(RT_H5_CHECK(H5Oopen(group, name.c_str(), H5P_DEFAULT), what), H5Oclose);
+      h5::Object object(RT_H5_CHECK(H5Oopen(group, name.c_str(), H5P_DEFAULT), what));
       RT_CHECK(H5Iget_type(object.get()) == H5I_DATASET, "{}: not a dataset", what);
     }
-    H5Handle dset(RT_H5_CHECK(H5Dopen2(group, name.c_str(), H5P_DEFAULT), what), H5Dclose);
-    H5Handle type(RT_H5_CHECK(H5Dget_type(dset.get()), what), H5Tclose);
+    h5::DataSet dset(RT_H5_CHECK(H5Dopen2(group, name.c_str(), H5P_DEFAULT), what));
+    h5::Type type(RT_H5_CHECK(H5Dget_type(dset.get()), what));
     RT_CHECK(H5Tget_class(type.get()) == H5T_FLOAT, "{}: not a floating-point dataset", what);
-    H5Handle space(RT_H5_CHECK(H5Dget_space(dset.get()), what), H5Sclose);
+    h5::Space space(RT_H5_CHECK(H5Dget_space(dset.get()), what));
     const int ndims = RT_H5_CHECK(H5Sget_simple_extent_ndims(space.get()), what);
     std::vector<hsize_t> dims(static_cast<std::size_t>(ndims));
     if (ndims > 0) RT_H5_CHECK(H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr), what);
     shape.assign(dims.begin(), dims.end());
-    std::vector<float> data(shape_count(shape));
+    std::vector<float> data(Shape(shape).numel());
     if (!data.empty()) {
       const herr_t rc = H5Dread(dset.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data());
       RT_CHECK(rc >= 0, "{}: cannot read the data, the file is corrupt or truncated ({})", what,
-               hdf5_innermost_error());
+               detail::hdf5_error_string());
     }
     return data;
   }
@@ -526,8 +444,8 @@ void check_tensor_list(const std::string& path, const char* group,
              have_names[i], want[i].name);
     RT_CHECK(have_shapes[i] == want[i].shape,
              "checkpoint {}: tensor '{}/{}' has shape {} ({} elements), the model expects {} ({} elements)",
-             path, group, want[i].name, shape_string(have_shapes[i]), have[i].second.size(),
-             shape_string(want[i].shape), shape_count(want[i].shape));
+             path, group, want[i].name, Shape(have_shapes[i]).to_string(), have[i].second.size(),
+             Shape(want[i].shape).to_string(), Shape(want[i].shape).numel());
   }
 }
 
@@ -554,7 +472,10 @@ std::string write_checkpoint_atomic(const std::string& dir, const CheckpointMeta
 
   // Same directory, so the rename cannot cross file systems.
   const std::string tmp_path = fmt::format("{}{}{}", final_path, kTempMarker, ::getpid());
-  QuietHdf5Errors quiet;
+  // Serial HDF5 is not thread-safe, and the prefetcher may be reading the
+  // data set on its own thread: every HDF5 call holds the library lock.
+  std::lock_guard lock(h5::library_mutex());
+  h5::quiet_errors();
   try {
     write_file(tmp_path, final_path, meta, params, optimizer_state);
     fsync_path(tmp_path, false);
@@ -571,7 +492,10 @@ std::string write_checkpoint_atomic(const std::string& dir, const CheckpointMeta
 }
 
 LoadedCheckpoint read_checkpoint(const std::string& path) {
-  QuietHdf5Errors quiet;
+  // Serial HDF5 is not thread-safe, and the prefetcher may be reading the
+  // data set on its own thread: every HDF5 call holds the library lock.
+  std::lock_guard lock(h5::library_mutex());
+  h5::quiet_errors();
   return CheckpointReader(path).read();
 }
 

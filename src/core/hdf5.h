@@ -1,7 +1,9 @@
-// A thin RAII layer over the HDF5 C API for the data layer: one owning handle
-// type per kind of hid_t, attribute helpers, and the lock that serialises HDF5
-// calls (Debian's serial HDF5 is built without thread safety, and the
-// prefetcher reads on its own thread). Internal: public headers never see hdf5.h.
+// The one HDF5 module, for data sets, checkpoints and evaluation: owning
+// handles per kind of hid_t, attribute helpers, error messages, and the lock
+// that serialises HDF5 calls. Debian's serial HDF5 is built without thread
+// safety, and the prefetcher reads on its own thread while the trainer writes
+// checkpoints: every HDF5 call sequence holds library_mutex(). Internal:
+// public headers never see hdf5.h.
 #pragma once
 
 #include <hdf5.h>
@@ -12,9 +14,29 @@
 #include <utility>
 #include <vector>
 
+#include "ringtrain/core/error.h"
+
+namespace ringtrain::detail {
+// HDF5's innermost error description from its error stack ("truncated file",
+// "data error detected by Fletcher32 checksum"), then clears the stack.
+std::string hdf5_error_string();
+}  // namespace ringtrain::detail
+
+// RT_H5_CHECK(call, what): HDF5 calls return a negative value on failure. The
+// message names `what` (a file, group or dataset) and HDF5's innermost error.
+#define RT_H5_CHECK(call, what)                                                           \
+  ([&]() {                                                                                \
+    auto rt_h5_rc_ = (call);                                                              \
+    if (rt_h5_rc_ < 0)                                                       \
+      ::ringtrain::detail::throw_library_error(                                           \
+          "HDF5", __FILE__, __LINE__,                                                     \
+          std::string(what) + ": " + ::ringtrain::detail::hdf5_error_string());           \
+    return rt_h5_rc_;                                                                     \
+  }())
+
 namespace ringtrain::h5 {
 
-// Held around every HDF5 call sequence in the data layer.
+// Held around every HDF5 call sequence (data sets, checkpoints, evaluation).
 std::recursive_mutex& library_mutex();
 // Turns off HDF5's own error printing, once: failures become Error messages
 // naming the file, split and dataset instead of a stack dump on every rank.
@@ -43,6 +65,13 @@ class Handle {
     if (id_ >= 0) Close(id_);
     id_ = H5I_INVALID_HID;
   }
+  // Closes now and returns the result (H5Fclose is where buffered data is
+  // flushed, so a checkpoint writer must see its failure).
+  herr_t close() {
+    const herr_t rc = id_ >= 0 ? Close(id_) : 0;
+    id_ = H5I_INVALID_HID;
+    return rc;
+  }
 
  private:
   hid_t id_ = H5I_INVALID_HID;
@@ -55,6 +84,7 @@ using Space = Handle<H5Sclose>;
 using Type = Handle<H5Tclose>;
 using Attr = Handle<H5Aclose>;
 using PropList = Handle<H5Pclose>;
+using Object = Handle<H5Oclose>;
 
 // Whether `name` exists directly under `loc` (a link of any kind).
 bool link_exists(hid_t loc, const std::string& name);
