@@ -6,18 +6,20 @@
 namespace ringtrain::kernels {
 
 namespace {
-#define RT_GRID_STRIDE(i, n)                                                               \
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; \
-       i < (n); i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+#define RT_GRID_STRIDE(i, n)                                                                     \
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < (n); \
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
 
-__global__ void relu_forward_kernel(const float* __restrict__ x, float* __restrict__ y, std::size_t n) {
+__global__ void relu_forward_kernel(const float* __restrict__ x, float* __restrict__ y,
+                                    std::size_t n) {
   RT_GRID_STRIDE(i, n) y[i] = relu_forward_element(x[i]);
 }
 __global__ void relu_backward_kernel(const float* __restrict__ y, const float* __restrict__ dy,
                                      float* __restrict__ dx, std::size_t n) {
   RT_GRID_STRIDE(i, n) dx[i] = relu_backward_element(y[i], dy[i]);
 }
-__global__ void gelu_forward_kernel(const float* __restrict__ x, float* __restrict__ y, std::size_t n) {
+__global__ void gelu_forward_kernel(const float* __restrict__ x, float* __restrict__ y,
+                                    std::size_t n) {
   RT_GRID_STRIDE(i, n) y[i] = gelu_forward_element(x[i]);
 }
 __global__ void gelu_backward_kernel(const float* __restrict__ x, const float* __restrict__ dy,
@@ -27,12 +29,12 @@ __global__ void gelu_backward_kernel(const float* __restrict__ x, const float* _
 #undef RT_GRID_STRIDE
 }  // namespace
 
-#define RT_LAUNCH_ELEMENTWISE(kernel, n, stream, ...)                                            \
-  do {                                                                                           \
-    if ((n) == 0) return;                                                                        \
+#define RT_LAUNCH_ELEMENTWISE(kernel, n, stream, ...)                                             \
+  do {                                                                                            \
+    if ((n) == 0) return;                                                                         \
     kernel<<<elementwise_blocks(n), kElementwiseThreads, 0, static_cast<cudaStream_t>(stream)>>>( \
-        __VA_ARGS__);                                                                            \
-    RT_CUDA_CHECK_LAUNCH();                                                                      \
+        __VA_ARGS__);                                                                             \
+    RT_CUDA_CHECK_LAUNCH();                                                                       \
   } while (0)
 
 void relu_forward_cuda(const float* x, float* y, std::size_t n, void* stream) {

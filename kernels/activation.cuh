@@ -8,9 +8,13 @@
 
 namespace ringtrain::kernels {
 
-RT_HD float relu_forward_element(float x) { return x > 0.0f ? x : 0.0f; }
+RT_HD float relu_forward_element(float x) {
+  return x > 0.0f ? x : 0.0f;
+}
 // Uses the output: y > 0 exactly where x > 0, and y is what forward kept.
-RT_HD float relu_backward_element(float y, float dy) { return y > 0.0f ? dy : 0.0f; }
+RT_HD float relu_backward_element(float y, float dy) {
+  return y > 0.0f ? dy : 0.0f;
+}
 
 // Exact GELU, x * Phi(x), as PyTorch's default (approximate='none').
 RT_HD float gelu_forward_element(float x) {

@@ -28,9 +28,8 @@ __global__ void adamw_f32_kernel(float* __restrict__ p, const float* __restrict_
 void adamw_f32_cuda(float* params, const float* grads, float* exp_avg, float* exp_avg_sq,
                     std::size_t n, const AdamWCoefficients& coefficients, void* stream) {
   if (n == 0) return;
-  adamw_f32_kernel<<<optim_blocks(n), kOptimThreads, 0,
-                     static_cast<cudaStream_t>(stream)>>>(params, grads, exp_avg, exp_avg_sq, n,
-                                                          coefficients);
+  adamw_f32_kernel<<<optim_blocks(n), kOptimThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+      params, grads, exp_avg, exp_avg_sq, n, coefficients);
   RT_CUDA_CHECK_LAUNCH();
 }
 

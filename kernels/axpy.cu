@@ -18,7 +18,8 @@ __global__ void axpy_f32_kernel(float a, const float* __restrict__ x, float* __r
 void axpy_f32_cuda(float a, const float* x, float* y, std::size_t n, void* stream) {
   if (n == 0) return;
   const unsigned threads = 256;
-  const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>((n + threads - 1) / threads, 4096));
+  const unsigned blocks =
+      static_cast<unsigned>(std::min<std::size_t>((n + threads - 1) / threads, 4096));
   axpy_f32_kernel<<<blocks, threads, 0, static_cast<cudaStream_t>(stream)>>>(a, x, y, n);
   RT_CUDA_CHECK_LAUNCH();
 }

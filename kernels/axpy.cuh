@@ -5,6 +5,8 @@
 
 namespace ringtrain::kernels {
 
-RT_HD float axpy_element(float a, float x, float y) { return a * x + y; }
+RT_HD float axpy_element(float a, float x, float y) {
+  return a * x + y;
+}
 
 }  // namespace ringtrain::kernels

@@ -33,8 +33,8 @@ template <typename Index>
 __global__ void bias_add_kernel(float* __restrict__ y, const float* __restrict__ bias, Index n,
                                 Index channels, Index inner) {
   const Index stride = static_cast<Index>(gridDim.x) * static_cast<Index>(blockDim.x);
-  for (Index i = static_cast<Index>(blockIdx.x) * static_cast<Index>(blockDim.x) + threadIdx.x; i < n;
-       i += stride)
+  for (Index i = static_cast<Index>(blockIdx.x) * static_cast<Index>(blockDim.x) + threadIdx.x;
+       i < n; i += stride)
     y[i] = bias_add_element(y[i], bias[bias_channel_of(i, channels, inner)]);
 }
 
@@ -52,7 +52,8 @@ __global__ void bias_grad_rows_kernel(const float* __restrict__ dy, float* __res
   const std::size_t end = bias_slice_end(slice, rows_per_slice, outer);
   float sum = 0.0f;
   if (c < channels)
-    for (std::size_t r = begin + threadIdx.y; r < end; r += kBiasTileRows) sum += dy[r * channels + c];
+    for (std::size_t r = begin + threadIdx.y; r < end; r += kBiasTileRows)
+      sum += dy[r * channels + c];
   partial[threadIdx.y][threadIdx.x] = sum;
   __syncthreads();
   if (threadIdx.y != 0 || c >= channels) return;
@@ -100,8 +101,9 @@ __global__ void bias_grad_planes_kernel(const float* __restrict__ dy, float* __r
 }
 
 // dbias[c] from partial[s, c], s in order.
-__global__ void bias_grad_finish_kernel(const float* __restrict__ partial, float* __restrict__ dbias,
-                                        std::size_t channels, std::size_t slices, bool accumulate) {
+__global__ void bias_grad_finish_kernel(const float* __restrict__ partial,
+                                        float* __restrict__ dbias, std::size_t channels,
+                                        std::size_t slices, bool accumulate) {
   const std::size_t c = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   if (c >= channels) return;
   float sum = 0.0f;
@@ -117,14 +119,15 @@ void bias_add_cuda(float* y, const float* bias, std::size_t outer, std::size_t c
   if (n == 0) return;
   const auto s = static_cast<cudaStream_t>(stream);
   // The grid-stride index reaches n + grid size: it must not wrap.
-  const std::size_t reach = n + static_cast<std::size_t>(elementwise_blocks(n)) * kElementwiseThreads;
+  const std::size_t reach =
+      n + static_cast<std::size_t>(elementwise_blocks(n)) * kElementwiseThreads;
   if (reach <= UINT32_MAX)
     bias_add_kernel<std::uint32_t><<<elementwise_blocks(n), kElementwiseThreads, 0, s>>>(
         y, bias, static_cast<std::uint32_t>(n), static_cast<std::uint32_t>(channels),
         static_cast<std::uint32_t>(inner));
   else
-    bias_add_kernel<std::size_t><<<elementwise_blocks(n), kElementwiseThreads, 0, s>>>(y, bias, n, channels,
-                                                                                     inner);
+    bias_add_kernel<std::size_t>
+        <<<elementwise_blocks(n), kElementwiseThreads, 0, s>>>(y, bias, n, channels, inner);
   RT_CUDA_CHECK_LAUNCH();
 }
 
@@ -137,7 +140,8 @@ void bias_grad_cuda(const float* dy, float* dbias, std::size_t outer, std::size_
     outer = 0;
   }
   const auto s = static_cast<cudaStream_t>(stream);
-  const BiasGradSplit split = bias_grad_split(outer, channels, inner, scratch != nullptr ? scratch_floats : 0);
+  const BiasGradSplit split =
+      bias_grad_split(outer, channels, inner, scratch != nullptr ? scratch_floats : 0);
   const bool direct = split.slices == 1;
   float* out = direct ? dbias : scratch;
   const dim3 grid(static_cast<unsigned>(split.channel_blocks), static_cast<unsigned>(split.slices));
@@ -145,13 +149,14 @@ void bias_grad_cuda(const float* dy, float* dbias, std::size_t outer, std::size_
     bias_grad_rows_kernel<<<grid, dim3(kBiasTileChannels, kBiasTileRows), 0, s>>>(
         dy, out, outer, channels, split.rows_per_slice, direct, accumulate);
   else
-    bias_grad_planes_kernel<<<grid, kBiasPlaneThreads, 0, s>>>(dy, out, outer, channels, inner,
-                                                               split.rows_per_slice, direct, accumulate);
+    bias_grad_planes_kernel<<<grid, kBiasPlaneThreads, 0, s>>>(
+        dy, out, outer, channels, inner, split.rows_per_slice, direct, accumulate);
   RT_CUDA_CHECK_LAUNCH();
   if (direct) return;
   constexpr unsigned kFinishThreads = 256;
   bias_grad_finish_kernel<<<static_cast<unsigned>((channels + kFinishThreads - 1) / kFinishThreads),
-                            kFinishThreads, 0, s>>>(scratch, dbias, channels, split.slices, accumulate);
+                            kFinishThreads, 0, s>>>(scratch, dbias, channels, split.slices,
+                                                    accumulate);
   RT_CUDA_CHECK_LAUNCH();
 }
 

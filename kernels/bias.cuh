@@ -8,7 +8,9 @@
 
 namespace ringtrain::kernels {
 
-RT_HD float bias_add_element(float y, float bias) { return y + bias; }
+RT_HD float bias_add_element(float y, float bias) {
+  return y + bias;
+}
 
 // The channel of flat element i (Index: std::size_t, or a 32-bit type where
 // the element count fits, which divides much faster on a GPU).
@@ -18,7 +20,9 @@ RT_HD Index bias_channel_of(Index i, Index channels, Index inner) {
 }
 
 // The gradient of one bias entry accumulated onto `previous` (0 to overwrite).
-RT_HD float bias_grad_combine(float previous, float sum) { return previous + sum; }
+RT_HD float bias_grad_combine(float previous, float sum) {
+  return previous + sum;
+}
 
 // ---- how the GPU splits the bias-gradient reduction --------------------------
 // Rows (the `outer` index) are cut into `slices` contiguous slices; every
@@ -28,12 +32,12 @@ RT_HD float bias_grad_combine(float previous, float sum) { return previous + sum
 // each channel's partials in slice order. No float atomics: the result is a
 // function of the shape alone, bit for bit, on any GPU (the split does not
 // depend on the device's multiprocessor count).
-constexpr std::size_t kBiasTileChannels = 32;  // inner == 1: a warp spans 32 channels
-constexpr std::size_t kBiasTileRows = 8;       // ... and 8 warps share the rows
-constexpr std::size_t kBiasPlaneThreads = 256; // inner > 1: threads of one block
-constexpr std::size_t kBiasTargetBlocks = 512;  // a few waves on any current GPU
-constexpr std::size_t kBiasMinRowsPerBlock = 64;          // inner == 1
-constexpr std::size_t kBiasMinElementsPerBlock = 4096;    // inner > 1
+constexpr std::size_t kBiasTileChannels = 32;           // inner == 1: a warp spans 32 channels
+constexpr std::size_t kBiasTileRows = 8;                // ... and 8 warps share the rows
+constexpr std::size_t kBiasPlaneThreads = 256;          // inner > 1: threads of one block
+constexpr std::size_t kBiasTargetBlocks = 512;          // a few waves on any current GPU
+constexpr std::size_t kBiasMinRowsPerBlock = 64;        // inner == 1
+constexpr std::size_t kBiasMinElementsPerBlock = 4096;  // inner > 1
 
 struct BiasGradSplit {
   std::size_t slices = 1;

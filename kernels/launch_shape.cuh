@@ -9,8 +9,8 @@ namespace ringtrain::kernels {
 constexpr unsigned kElementwiseThreads = 256;
 
 inline unsigned elementwise_blocks(std::size_t n) {
-  return static_cast<unsigned>(
-      std::max<std::size_t>(1, std::min<std::size_t>((n + kElementwiseThreads - 1) / kElementwiseThreads, 8192)));
+  return static_cast<unsigned>(std::max<std::size_t>(
+      1, std::min<std::size_t>((n + kElementwiseThreads - 1) / kElementwiseThreads, 8192)));
 }
 
 }  // namespace ringtrain::kernels

@@ -11,8 +11,8 @@ inline constexpr unsigned kOptimThreads = 256;
 inline constexpr std::size_t kOptimMaxBlocks = 4096;
 
 inline unsigned optim_blocks(std::size_t n) {
-  return static_cast<unsigned>(std::clamp<std::size_t>((n + kOptimThreads - 1) / kOptimThreads,
-                                                       1, kOptimMaxBlocks));
+  return static_cast<unsigned>(
+      std::clamp<std::size_t>((n + kOptimThreads - 1) / kOptimThreads, 1, kOptimMaxBlocks));
 }
 
 }  // namespace ringtrain::kernels

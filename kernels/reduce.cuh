@@ -62,7 +62,9 @@ RT_HD std::uint16_t float_to_half(float f) {
 }
 
 // bfloat16: the top half of an f32.
-RT_HD float bf16_to_float(std::uint16_t b) { return bits_float(static_cast<std::uint32_t>(b) << 16); }
+RT_HD float bf16_to_float(std::uint16_t b) {
+  return bits_float(static_cast<std::uint32_t>(b) << 16);
+}
 
 RT_HD std::uint16_t float_to_bf16(float f) {
   const std::uint32_t x = float_bits(f);
@@ -74,15 +76,21 @@ RT_HD std::uint16_t float_to_bf16(float f) {
 // The binary operators. avg is a sum followed by a division by the rank count.
 struct SumOp {
   template <typename T>
-  RT_HD T operator()(T a, T b) const { return a + b; }
+  RT_HD T operator()(T a, T b) const {
+    return a + b;
+  }
 };
 struct MaxOp {
   template <typename T>
-  RT_HD T operator()(T a, T b) const { return a < b ? b : a; }
+  RT_HD T operator()(T a, T b) const {
+    return a < b ? b : a;
+  }
 };
 struct MinOp {
   template <typename T>
-  RT_HD T operator()(T a, T b) const { return b < a ? b : a; }
+  RT_HD T operator()(T a, T b) const {
+    return b < a ? b : a;
+  }
 };
 
 }  // namespace ringtrain::kernels

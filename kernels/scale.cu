@@ -16,8 +16,8 @@ __global__ void scale_f32_kernel(float* __restrict__ x, std::size_t n, float fac
 
 void scale_f32_cuda(float* x, std::size_t n, float factor, void* stream) {
   if (n == 0) return;
-  scale_f32_kernel<<<optim_blocks(n), kOptimThreads, 0,
-                     static_cast<cudaStream_t>(stream)>>>(x, n, factor);
+  scale_f32_kernel<<<optim_blocks(n), kOptimThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+      x, n, factor);
   RT_CUDA_CHECK_LAUNCH();
 }
 

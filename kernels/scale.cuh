@@ -6,6 +6,8 @@
 
 namespace ringtrain::kernels {
 
-RT_HD float scale_element(float x, float factor) { return x * factor; }
+RT_HD float scale_element(float x, float factor) {
+  return x * factor;
+}
 
 }  // namespace ringtrain::kernels

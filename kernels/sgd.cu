@@ -34,8 +34,8 @@ __global__ void sgd_momentum_f32_kernel(float* __restrict__ p, const float* __re
 void sgd_plain_f32_cuda(float* params, const float* grads, std::size_t n, float lr,
                         float weight_decay, void* stream) {
   if (n == 0) return;
-  sgd_plain_f32_kernel<<<optim_blocks(n), kOptimThreads, 0,
-                         static_cast<cudaStream_t>(stream)>>>(params, grads, n, lr, weight_decay);
+  sgd_plain_f32_kernel<<<optim_blocks(n), kOptimThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+      params, grads, n, lr, weight_decay);
   RT_CUDA_CHECK_LAUNCH();
 }
 

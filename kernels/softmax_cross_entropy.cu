@@ -8,17 +8,18 @@ namespace ringtrain::kernels {
 namespace {
 // One thread per row: classification heads are narrow (tens of classes), so a
 // row fits one thread's registers and loop.
-__global__ void softmax_ce_forward_kernel(const float* __restrict__ logits, const int* __restrict__ labels,
-                                          std::size_t rows, int classes, float* __restrict__ row_loss,
+__global__ void softmax_ce_forward_kernel(const float* __restrict__ logits,
+                                          const int* __restrict__ labels, std::size_t rows,
+                                          int classes, float* __restrict__ row_loss,
                                           int* __restrict__ row_correct) {
   const std::size_t r = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   if (r >= rows) return;
   softmax_ce_row_forward(logits + r * classes, classes, labels[r], &row_loss[r], &row_correct[r]);
 }
 
-__global__ void softmax_ce_backward_kernel(const float* __restrict__ logits, const int* __restrict__ labels,
-                                           std::size_t rows, int classes, float scale,
-                                           float* __restrict__ dlogits) {
+__global__ void softmax_ce_backward_kernel(const float* __restrict__ logits,
+                                           const int* __restrict__ labels, std::size_t rows,
+                                           int classes, float scale, float* __restrict__ dlogits) {
   const std::size_t r = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   if (r >= rows) return;
   softmax_ce_row_backward(logits + r * classes, classes, labels[r], scale, dlogits + r * classes);
@@ -26,16 +27,19 @@ __global__ void softmax_ce_backward_kernel(const float* __restrict__ logits, con
 
 constexpr unsigned kTotalsThreads = 256;
 
-__global__ void loss_totals_add_kernel(const float* __restrict__ row_loss, const int* __restrict__ row_correct,
-                                       std::size_t rows, double* __restrict__ totals) {
+__global__ void loss_totals_add_kernel(const float* __restrict__ row_loss,
+                                       const int* __restrict__ row_correct, std::size_t rows,
+                                       double* __restrict__ totals) {
   __shared__ double partial[kLossTotalsCount][kTotalsThreads];
   double mine[kLossTotalsCount] = {0.0, 0.0, 0.0};
-  for (std::size_t r = threadIdx.x; r < rows; r += blockDim.x) loss_totals_add_row(row_loss[r], row_correct[r], mine);
+  for (std::size_t r = threadIdx.x; r < rows; r += blockDim.x)
+    loss_totals_add_row(row_loss[r], row_correct[r], mine);
   for (int k = 0; k < kLossTotalsCount; ++k) partial[k][threadIdx.x] = mine[k];
   __syncthreads();
   for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
     if (threadIdx.x < s)
-      for (int k = 0; k < kLossTotalsCount; ++k) partial[k][threadIdx.x] += partial[k][threadIdx.x + s];
+      for (int k = 0; k < kLossTotalsCount; ++k)
+        partial[k][threadIdx.x] += partial[k][threadIdx.x + s];
     __syncthreads();
   }
   if (threadIdx.x == 0)
@@ -51,7 +55,8 @@ void softmax_ce_forward_cuda(const float* logits, const std::int32_t* labels, st
                              std::size_t classes, float* row_loss, std::int32_t* row_correct,
                              void* stream) {
   if (rows == 0) return;
-  softmax_ce_forward_kernel<<<row_blocks(rows), kElementwiseThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+  softmax_ce_forward_kernel<<<row_blocks(rows), kElementwiseThreads, 0,
+                              static_cast<cudaStream_t>(stream)>>>(
       logits, labels, rows, static_cast<int>(classes), row_loss, row_correct);
   RT_CUDA_CHECK_LAUNCH();
 }
@@ -59,7 +64,8 @@ void softmax_ce_forward_cuda(const float* logits, const std::int32_t* labels, st
 void softmax_ce_backward_cuda(const float* logits, const std::int32_t* labels, std::size_t rows,
                               std::size_t classes, float scale, float* dlogits, void* stream) {
   if (rows == 0) return;
-  softmax_ce_backward_kernel<<<row_blocks(rows), kElementwiseThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+  softmax_ce_backward_kernel<<<row_blocks(rows), kElementwiseThreads, 0,
+                               static_cast<cudaStream_t>(stream)>>>(
       logits, labels, rows, static_cast<int>(classes), scale, dlogits);
   RT_CUDA_CHECK_LAUNCH();
 }
@@ -67,8 +73,8 @@ void softmax_ce_backward_cuda(const float* logits, const std::int32_t* labels, s
 void loss_totals_add_cuda(const float* row_loss, const std::int32_t* row_correct, std::size_t rows,
                           double* totals, void* stream) {
   if (rows == 0) return;
-  loss_totals_add_kernel<<<1, kTotalsThreads, 0, static_cast<cudaStream_t>(stream)>>>(row_loss, row_correct, rows,
-                                                                                     totals);
+  loss_totals_add_kernel<<<1, kTotalsThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+      row_loss, row_correct, rows, totals);
   RT_CUDA_CHECK_LAUNCH();
 }
 

@@ -12,7 +12,8 @@ namespace ringtrain::kernels {
 // Loss -log softmax(z)[label] and whether argmax(z) == label (first maximum
 // wins). A label outside [0, classes) gives loss NaN and correct = -1, which the
 // host turns into an error naming the row.
-RT_HD void softmax_ce_row_forward(const float* z, int classes, int label, float* loss, int* correct) {
+RT_HD void softmax_ce_row_forward(const float* z, int classes, int label, float* loss,
+                                  int* correct) {
   if (label < 0 || label >= classes) {
     *loss = nanf("");
     *correct = -1;

@@ -60,13 +60,19 @@ std::size_t parse_bytes(const std::string& flag, const std::string& text) {
     RT_CHECK(false, "{} '{}' is not a size (e.g. 8, 4K, 64M, 1G)", flag, text);
   }
   std::string unit = text.substr(pos);
-  if (unit.size() > 1 && (unit.ends_with("iB") || unit.ends_with("ib"))) unit = unit.substr(0, unit.size() - 2);
-  else if (unit.size() > 1 && (unit.back() == 'B' || unit.back() == 'b')) unit.pop_back();
+  if (unit.size() > 1 && (unit.ends_with("iB") || unit.ends_with("ib")))
+    unit = unit.substr(0, unit.size() - 2);
+  else if (unit.size() > 1 && (unit.back() == 'B' || unit.back() == 'b'))
+    unit.pop_back();
   std::size_t mult = 1;
-  if (unit == "K" || unit == "k") mult = std::size_t{1} << 10;
-  else if (unit == "M" || unit == "m") mult = std::size_t{1} << 20;
-  else if (unit == "G" || unit == "g") mult = std::size_t{1} << 30;
-  else RT_CHECK(unit.empty(), "{} '{}': unknown unit '{}' (use K, M or G)", flag, text, unit);
+  if (unit == "K" || unit == "k")
+    mult = std::size_t{1} << 10;
+  else if (unit == "M" || unit == "m")
+    mult = std::size_t{1} << 20;
+  else if (unit == "G" || unit == "g")
+    mult = std::size_t{1} << 30;
+  else
+    RT_CHECK(unit.empty(), "{} '{}': unknown unit '{}' (use K, M or G)", flag, text, unit);
   return static_cast<std::size_t>(v) * mult;
 }
 
@@ -76,8 +82,10 @@ std::vector<std::string> split_backends(const std::string& text, const Topology&
   std::size_t start = 0;
   while (start <= text.size()) {
     const std::size_t comma = text.find(',', start);
-    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    RT_CHECK(!item.empty(), "--backend '{}': empty entry (expected e.g. shm,ring,mpi or all)", text);
+    const std::string item =
+        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    RT_CHECK(!item.empty(), "--backend '{}': empty entry (expected e.g. shm,ring,mpi or all)",
+             text);
     out.push_back(item);
     if (comma == std::string::npos) break;
     start = comma + 1;
@@ -89,52 +97,80 @@ std::vector<std::string> split_backends(const std::string& text, const Topology&
 // Quarter steps in [-12, 12] for floats (exact in every float type), a wide
 // range for integers, so a misplaced chunk is always seen.
 double value_of(std::uint64_t seed, int rank, std::size_t i) {
-  const std::uint64_t h = (seed * 2654435761u + static_cast<std::uint64_t>(rank) * 7919u + i * 31u + (i >> 7) * 17u) % 97u;
+  const std::uint64_t h =
+      (seed * 2654435761u + static_cast<std::uint64_t>(rank) * 7919u + i * 31u + (i >> 7) * 17u) %
+      97u;
   return (static_cast<double>(h) - 48.0) * 0.25;
 }
 std::int64_t int_of(std::uint64_t seed, int rank, std::size_t i) {
-  return static_cast<std::int64_t>((seed * 1000003u + static_cast<std::uint64_t>(rank) * 104729u + i * 7u) % 200003u) - 100000;
+  return static_cast<std::int64_t>(
+             (seed * 1000003u + static_cast<std::uint64_t>(rank) * 104729u + i * 7u) % 200003u) -
+         100000;
 }
 
 void fill(BufferView v, std::uint64_t seed, int rank) {
   for (std::size_t i = 0; i < v.count; ++i) {
     const double x = value_of(seed, rank, i);
     switch (v.dtype) {
-      case DType::f32: v.as<float>()[i] = static_cast<float>(x); break;
-      case DType::f64: v.as<double>()[i] = x; break;
-      case DType::f16: v.as<std::uint16_t>()[i] = kernels::float_to_half(static_cast<float>(x)); break;
-      case DType::bf16: v.as<std::uint16_t>()[i] = kernels::float_to_bf16(static_cast<float>(x)); break;
-      case DType::i32: v.as<std::int32_t>()[i] = static_cast<std::int32_t>(int_of(seed, rank, i)); break;
-      case DType::i64: v.as<std::int64_t>()[i] = int_of(seed, rank, i); break;
+      case DType::f32:
+        v.as<float>()[i] = static_cast<float>(x);
+        break;
+      case DType::f64:
+        v.as<double>()[i] = x;
+        break;
+      case DType::f16:
+        v.as<std::uint16_t>()[i] = kernels::float_to_half(static_cast<float>(x));
+        break;
+      case DType::bf16:
+        v.as<std::uint16_t>()[i] = kernels::float_to_bf16(static_cast<float>(x));
+        break;
+      case DType::i32:
+        v.as<std::int32_t>()[i] = static_cast<std::int32_t>(int_of(seed, rank, i));
+        break;
+      case DType::i64:
+        v.as<std::int64_t>()[i] = int_of(seed, rank, i);
+        break;
     }
   }
 }
 
 double load(BufferView v, std::size_t i) {
   switch (v.dtype) {
-    case DType::f32: return v.as<float>()[i];
-    case DType::f64: return v.as<double>()[i];
-    case DType::f16: return kernels::half_to_float(v.as<std::uint16_t>()[i]);
-    case DType::bf16: return kernels::bf16_to_float(v.as<std::uint16_t>()[i]);
-    case DType::i32: return v.as<std::int32_t>()[i];
-    case DType::i64: return static_cast<double>(v.as<std::int64_t>()[i]);
+    case DType::f32:
+      return v.as<float>()[i];
+    case DType::f64:
+      return v.as<double>()[i];
+    case DType::f16:
+      return kernels::half_to_float(v.as<std::uint16_t>()[i]);
+    case DType::bf16:
+      return kernels::bf16_to_float(v.as<std::uint16_t>()[i]);
+    case DType::i32:
+      return v.as<std::int32_t>()[i];
+    case DType::i64:
+      return static_cast<double>(v.as<std::int64_t>()[i]);
   }
   return 0;
 }
 
 double rel_eps(DType t) {
   switch (t) {
-    case DType::f32: return 1.2e-7;
-    case DType::f64: return 2.3e-16;
-    case DType::f16: return 9.8e-4;
-    case DType::bf16: return 7.9e-3;
-    default: return 0;
+    case DType::f32:
+      return 1.2e-7;
+    case DType::f64:
+      return 2.3e-16;
+    case DType::f16:
+      return 9.8e-4;
+    case DType::bf16:
+      return 7.9e-3;
+    default:
+      return 0;
   }
 }
 
 // rounding_steps: how often the backend may round a partial sum in the
 // element type (communicator.h): 1 on the CPU backends, n + 1 for NCCL.
-std::size_t count_wrong_reduction(BufferView out, ReduceOp op, int n, std::uint64_t seed, int rounding_steps) {
+std::size_t count_wrong_reduction(BufferView out, ReduceOp op, int n, std::uint64_t seed,
+                                  int rounding_steps) {
   std::size_t wrong = 0;
   const bool is_float = dtype_is_float(out.dtype);
   for (std::size_t i = 0; i < out.count; ++i) {
@@ -142,7 +178,9 @@ std::size_t count_wrong_reduction(BufferView out, ReduceOp op, int n, std::uint6
       double acc = value_of(seed, 0, i);
       for (int r = 1; r < n; ++r) {
         const double v = value_of(seed, r, i);
-        acc = op == ReduceOp::max ? std::max(acc, v) : op == ReduceOp::min ? std::min(acc, v) : acc + v;
+        acc = op == ReduceOp::max   ? std::max(acc, v)
+              : op == ReduceOp::min ? std::min(acc, v)
+                                    : acc + v;
       }
       double magnitude = 0;
       for (int r = 0; r < n; ++r) magnitude += std::fabs(value_of(seed, r, i));
@@ -151,15 +189,19 @@ std::size_t count_wrong_reduction(BufferView out, ReduceOp op, int n, std::uint6
         magnitude /= n;
       }
       if (op == ReduceOp::max || op == ReduceOp::min) magnitude = std::fabs(acc);
-      wrong += std::fabs(load(out, i) - acc) > rel_eps(out.dtype) * (magnitude + 1.0) * 2.0 * rounding_steps;
+      wrong += std::fabs(load(out, i) - acc) >
+               rel_eps(out.dtype) * (magnitude + 1.0) * 2.0 * rounding_steps;
     } else {
       std::int64_t acc = int_of(seed, 0, i);
       for (int r = 1; r < n; ++r) {
         const std::int64_t v = int_of(seed, r, i);
-        acc = op == ReduceOp::max ? std::max(acc, v) : op == ReduceOp::min ? std::min(acc, v) : acc + v;
+        acc = op == ReduceOp::max   ? std::max(acc, v)
+              : op == ReduceOp::min ? std::min(acc, v)
+                                    : acc + v;
       }
       if (op == ReduceOp::avg) acc /= n;
-      const std::int64_t got = out.dtype == DType::i32 ? out.as<std::int32_t>()[i] : out.as<std::int64_t>()[i];
+      const std::int64_t got =
+          out.dtype == DType::i32 ? out.as<std::int32_t>()[i] : out.as<std::int64_t>()[i];
       wrong += got != acc;
     }
   }
@@ -172,7 +214,8 @@ std::size_t count_wrong_copy(BufferView out, std::uint64_t seed, int rank) {
   std::size_t wrong = 0;
   const std::size_t es = dtype_size(out.dtype);
   for (std::size_t i = 0; i < out.count; ++i)
-    wrong += std::memcmp(static_cast<const char*>(out.ptr) + i * es, expect.data() + i * es, es) != 0;
+    wrong +=
+        std::memcmp(static_cast<const char*>(out.ptr) + i * es, expect.data() + i * es, es) != 0;
   return wrong;
 }
 
@@ -204,10 +247,11 @@ class Bench {
     RT_CHECK(o_.factor >= 2, "-f must be at least 2, got {}", o_.factor);
     RT_CHECK(o_.iters >= 1, "-n must be at least 1, got {}", o_.iters);
     RT_CHECK(o_.warmup >= 0, "-w must be 0 or more, got {}", o_.warmup);
-    RT_CHECK(o_.root >= 0 && o_.root < topo_.world_size(), "--root {} is not a rank of 0..{}", o_.root,
-             topo_.world_size() - 1);
+    RT_CHECK(o_.root >= 0 && o_.root < topo_.world_size(), "--root {} is not a rank of 0..{}",
+             o_.root, topo_.world_size() - 1);
     std::vector<std::size_t> sizes;
-    for (std::size_t s = std::max(lo, es); s <= hi; s *= static_cast<std::size_t>(o_.factor)) sizes.push_back(s);
+    for (std::size_t s = std::max(lo, es); s <= hi; s *= static_cast<std::size_t>(o_.factor))
+      sizes.push_back(s);
     if (sizes.empty()) sizes.push_back(std::max(lo, es));
     const std::vector<std::string> kinds = split_backends(o_.backends, topo_);
     CommOptions co;
@@ -222,7 +266,8 @@ class Bench {
     // largest size, from its preferred memory.
     std::vector<Subject> subjects;
     const std::size_t max_count = count_for(sizes.back());
-    const std::size_t out_elems = coll_ == Collective::allgather ? max_count * static_cast<std::size_t>(n) : max_count;
+    const std::size_t out_elems =
+        coll_ == Collective::allgather ? max_count * static_cast<std::size_t>(n) : max_count;
     for (const std::string& kind : kinds) {
       Subject& s = subjects.emplace_back();
       s.kind = kind;
@@ -242,8 +287,10 @@ class Bench {
     for (const Subject& s : subjects)
       averages_.emplace_back(s.kind, s.bus_sum / static_cast<double>(sizes.size()));
     if (topo_.rank() == 0) {
-      std::string out = fmt::format("# Out of bounds values : {} {}\n", any_wrong ? "FAILED" : "0", any_wrong ? "" : "OK");
-      for (const auto& [kind, avg] : averages_) out += fmt::format("# Avg bus bandwidth    : {:.3f} GB/s ({})\n", avg, kind);
+      std::string out = fmt::format("# Out of bounds values : {} {}\n", any_wrong ? "FAILED" : "0",
+                                    any_wrong ? "" : "OK");
+      for (const auto& [kind, avg] : averages_)
+        out += fmt::format("# Avg bus bandwidth    : {:.3f} GB/s ({})\n", avg, kind);
       std::fputs(out.c_str(), stdout);
       std::fflush(stdout);
       if (!o_.json.empty()) write_json(rows);
@@ -255,15 +302,19 @@ class Bench {
   std::size_t count_for(std::size_t bytes) const {
     const std::size_t es = dtype_size(dtype_);
     // allgather sizes are the gathered total, as in nccl-tests.
-    if (coll_ == Collective::allgather) return bytes / es / static_cast<std::size_t>(topo_.world_size());
+    if (coll_ == Collective::allgather)
+      return bytes / es / static_cast<std::size_t>(topo_.world_size());
     return bytes / es;
   }
 
   const char* name() const {
     switch (coll_) {
-      case Collective::allreduce: return "allreduce";
-      case Collective::broadcast: return "broadcast";
-      case Collective::allgather: return "allgather";
+      case Collective::allreduce:
+        return "allreduce";
+      case Collective::broadcast:
+        return "broadcast";
+      case Collective::allgather:
+        return "allgather";
     }
     return "?";
   }
@@ -271,9 +322,12 @@ class Bench {
   double bus_factor() const {
     const double n = topo_.world_size();
     switch (coll_) {
-      case Collective::allreduce: return 2.0 * (n - 1) / n;
-      case Collective::broadcast: return 1.0;
-      case Collective::allgather: return (n - 1) / n;
+      case Collective::allreduce:
+        return 2.0 * (n - 1) / n;
+      case Collective::broadcast:
+        return 1.0;
+      case Collective::allgather:
+        return (n - 1) / n;
     }
     return 1.0;
   }
@@ -296,16 +350,20 @@ class Bench {
     Stopwatch sw;
     for (int i = 0; i < reps; ++i) {
       std::memcpy(dst.data(), src.data(), bytes);
-      src[static_cast<std::size_t>(i) % bytes] = static_cast<char>(dst[bytes - 1] + 1);  // keep the copy live
+      src[static_cast<std::size_t>(i) % bytes] =
+          static_cast<char>(dst[bytes - 1] + 1);  // keep the copy live
     }
     return sw.seconds();
   }
 
   void run_once(Communicator& c, BufferView in, BufferView out) {
     switch (coll_) {
-      case Collective::allreduce: return c.allreduce(in, out, op_);
-      case Collective::broadcast: return c.broadcast(in, out, o_.root);
-      case Collective::allgather: return c.allgather(in, out);
+      case Collective::allreduce:
+        return c.allreduce(in, out, op_);
+      case Collective::broadcast:
+        return c.broadcast(in, out, o_.root);
+      case Collective::allgather:
+        return c.allgather(in, out);
     }
   }
 
@@ -345,11 +403,16 @@ class Bench {
     const int rounding_steps = s.comm->name() == "nccl" ? n + 1 : 1;
     std::size_t wrong = 0;
     switch (coll_) {
-      case Collective::allreduce: wrong = count_wrong_reduction(out_host, op_, n, seed, rounding_steps); break;
-      case Collective::broadcast: wrong = count_wrong_copy(out_host, seed, o_.root); break;
+      case Collective::allreduce:
+        wrong = count_wrong_reduction(out_host, op_, n, seed, rounding_steps);
+        break;
+      case Collective::broadcast:
+        wrong = count_wrong_copy(out_host, seed, o_.root);
+        break;
       case Collective::allgather:
         for (int q = 0; q < n; ++q)
-          wrong += count_wrong_copy(out_host.slice(static_cast<std::size_t>(q) * count, count), seed, q);
+          wrong +=
+              count_wrong_copy(out_host.slice(static_cast<std::size_t>(q) * count, count), seed, q);
         break;
     }
     s.wrong = sum_over_ranks(wrong);
@@ -371,7 +434,8 @@ class Bench {
       s.seconds = 0;
     }
     const std::size_t es = dtype_size(dtype_);
-    const std::size_t bytes = coll_ == Collective::allgather ? count * es * static_cast<std::size_t>(n) : count * es;
+    const std::size_t bytes =
+        coll_ == Collective::allgather ? count * es * static_cast<std::size_t>(n) : count * es;
     std::vector<char> copy_src(std::max<std::size_t>(1, bytes), 1), copy_dst(copy_src.size(), 0);
     const int rounds = std::min(o_.iters, kTimingRounds);
     double copy_s = 0;
@@ -405,24 +469,28 @@ class Bench {
 
   void print_header(const std::vector<std::string>& kinds) {
     if (topo_.rank() != 0) return;
-    std::string h = fmt::format("# ringtrain bench {}: {} rank(s) on {} node(s), backends {}, dtype {}, op {}, {}, {} iters, {} warm-up\n",
-                                name(), topo_.world_size(), topo_.node_count(), fmt::join(kinds, ","),
-                                dtype_name(dtype_), coll_ == Collective::allreduce ? reduce_op_name(op_) : "none",
-                                o_.inplace ? "in place" : "out of place", o_.iters, o_.warmup);
-    h += fmt::format("# {:>7} {:>12} {:>12} {:>5} {:>6} {:>5} {:>10} {:>8} {:>8} {:>7} {:>8}\n", "backend", "size", "count",
-                     "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "memcpy");
-    h += fmt::format("# {:>7} {:>12} {:>12} {:>5} {:>6} {:>5} {:>10} {:>8} {:>8} {:>7} {:>8}\n", "", "(B)", "(elements)", "",
-                     "", "", "(us)", "(GB/s)", "(GB/s)", "", "(GB/s)");
+    std::string h = fmt::format(
+        "# ringtrain bench {}: {} rank(s) on {} node(s), backends {}, dtype {}, op {}, {}, {} "
+        "iters, {} warm-up\n",
+        name(), topo_.world_size(), topo_.node_count(), fmt::join(kinds, ","), dtype_name(dtype_),
+        coll_ == Collective::allreduce ? reduce_op_name(op_) : "none",
+        o_.inplace ? "in place" : "out of place", o_.iters, o_.warmup);
+    h += fmt::format("# {:>7} {:>12} {:>12} {:>5} {:>6} {:>5} {:>10} {:>8} {:>8} {:>7} {:>8}\n",
+                     "backend", "size", "count", "type", "redop", "root", "time", "algbw", "busbw",
+                     "#wrong", "memcpy");
+    h += fmt::format("# {:>7} {:>12} {:>12} {:>5} {:>6} {:>5} {:>10} {:>8} {:>8} {:>7} {:>8}\n", "",
+                     "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(GB/s)");
     std::fputs(h.c_str(), stdout);
   }
 
   void print_row(const Row& r) {
     if (topo_.rank() != 0) return;
-    std::string line = fmt::format("  {:>7} {:>12} {:>12} {:>5} {:>6} {:>5} {:>10.2f} {:>8.3f} {:>8.3f} {:>7} {:>8.3f}\n",
-                                   r.backend, r.bytes, r.count, dtype_name(dtype_),
-                                   coll_ == Collective::allreduce ? reduce_op_name(op_) : "none",
-                                   coll_ == Collective::broadcast ? std::to_string(o_.root) : "-", r.time_us, r.algbw,
-                                   r.busbw, r.wrong, r.memcpy_gbs);
+    std::string line = fmt::format(
+        "  {:>7} {:>12} {:>12} {:>5} {:>6} {:>5} {:>10.2f} {:>8.3f} {:>8.3f} {:>7} {:>8.3f}\n",
+        r.backend, r.bytes, r.count, dtype_name(dtype_),
+        coll_ == Collective::allreduce ? reduce_op_name(op_) : "none",
+        coll_ == Collective::broadcast ? std::to_string(o_.root) : "-", r.time_us, r.algbw, r.busbw,
+        r.wrong, r.memcpy_gbs);
     std::fputs(line.c_str(), stdout);
     std::fflush(stdout);
   }
@@ -430,21 +498,22 @@ class Bench {
   void write_json(const std::vector<Row>& rows) {
     nlohmann::json list = nlohmann::json::array();
     for (const Row& r : rows)
-      list.push_back({{"collective", name()},
-                      {"backend", r.backend},
-                      {"ranks", topo_.world_size()},
-                      {"nodes", topo_.node_count()},
-                      {"bytes", r.bytes},
-                      {"count", r.count},
-                      {"dtype", std::string(dtype_name(dtype_))},
-                      {"op", coll_ == Collective::allreduce ? std::string(reduce_op_name(op_)) : "none"},
-                      {"root", coll_ == Collective::broadcast ? o_.root : -1},
-                      {"inplace", o_.inplace},
-                      {"time_us", r.time_us},
-                      {"algbw", r.algbw},
-                      {"busbw", r.busbw},
-                      {"wrong", r.wrong},
-                      {"memcpy", r.memcpy_gbs}});
+      list.push_back(
+          {{"collective", name()},
+           {"backend", r.backend},
+           {"ranks", topo_.world_size()},
+           {"nodes", topo_.node_count()},
+           {"bytes", r.bytes},
+           {"count", r.count},
+           {"dtype", std::string(dtype_name(dtype_))},
+           {"op", coll_ == Collective::allreduce ? std::string(reduce_op_name(op_)) : "none"},
+           {"root", coll_ == Collective::broadcast ? o_.root : -1},
+           {"inplace", o_.inplace},
+           {"time_us", r.time_us},
+           {"algbw", r.algbw},
+           {"busbw", r.busbw},
+           {"wrong", r.wrong},
+           {"memcpy", r.memcpy_gbs}});
     std::ofstream f(o_.json);
     RT_CHECK(f.good(), "--json {}: cannot open the file for writing", o_.json);
     f << list.dump(1) << "\n";
@@ -460,45 +529,61 @@ class Bench {
   std::vector<std::pair<std::string, double>> averages_;
 };
 
-CLI::App* add_collective_bench(CLI::App& bench, CommandContext& ctx, Collective coll, const char* name,
-                               const char* what) {
+CLI::App* add_collective_bench(CLI::App& bench, CommandContext& ctx, Collective coll,
+                               const char* name, const char* what) {
   auto opts = std::make_shared<BenchOptions>();
   CLI::App* sub = bench.add_subcommand(name, what);
   sub->footer(
-      fmt::format("Run under mpirun, one rank per core (--bind-to core), e.g.\n"
-                  "  mpirun -np 2 --bind-to core ringtrain bench {} --backend all -b 4K -e 64M -f 4\n",
-                  name) +
+      fmt::format(
+          "Run under mpirun, one rank per core (--bind-to core), e.g.\n"
+          "  mpirun -np 2 --bind-to core ringtrain bench {} --backend all -b 4K -e 64M -f 4\n",
+          name) +
       "Columns: time per call (slowest rank), algbw = size/time, busbw = algbw x the\n"
       "Columns: time per call (slowest rank), algbw = size/time, busbw = algbw x the\n"
       "collective's bus factor (nccl-tests), #wrong = elements that differ from the expected\n"
       "result (any makes the exit code 1), memcpy = every rank copying the size at once, the\n"
       "ceiling on one node. For each size the backends' timed batches and a memcpy batch take\n"
       "turns, 4 rounds, so that the rows compared see the same load.");
-  sub->add_option("-b,--minbytes", opts->min_bytes, "Smallest size in bytes (suffix K, M, G)")->capture_default_str();
-  sub->add_option("-e,--maxbytes", opts->max_bytes, "Largest size in bytes (suffix K, M, G)")->capture_default_str();
-  sub->add_option("-f,--stepfactor", opts->factor, "Multiply the size by this from one row to the next")
-      ->capture_default_str()->check(CLI::Range(2, 1024));
-  sub->add_option("-n,--iters", opts->iters, "Timed iterations per size")->capture_default_str()->check(CLI::Range(1, 1000000));
+  sub->add_option("-b,--minbytes", opts->min_bytes, "Smallest size in bytes (suffix K, M, G)")
+      ->capture_default_str();
+  sub->add_option("-e,--maxbytes", opts->max_bytes, "Largest size in bytes (suffix K, M, G)")
+      ->capture_default_str();
+  sub->add_option("-f,--stepfactor", opts->factor,
+                  "Multiply the size by this from one row to the next")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 1024));
+  sub->add_option("-n,--iters", opts->iters, "Timed iterations per size")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
   sub->add_option("-w,--warmup_iters", opts->warmup, "Untimed warm-up iterations per size")
-      ->capture_default_str()->check(CLI::Range(0, 1000000));
-  sub->add_option("--backend", opts->backends, "Backends to compare: a comma list of auto, nccl, shm, ring, mpi, or all")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000000));
+  sub->add_option("--backend", opts->backends,
+                  "Backends to compare: a comma list of auto, nccl, shm, ring, mpi, or all")
       ->capture_default_str();
   sub->add_option("--dtype", opts->dtype, "Element type: f32, f64, f16, bf16, i32, i64")
-      ->capture_default_str()->check(CLI::IsMember({"f32", "f64", "f16", "bf16", "i32", "i64"}));
+      ->capture_default_str()
+      ->check(CLI::IsMember({"f32", "f64", "f16", "bf16", "i32", "i64"}));
   if (coll == Collective::allreduce)
     sub->add_option("--op", opts->op, "Reduction: sum, avg, max, min")
-        ->capture_default_str()->check(CLI::IsMember({"sum", "avg", "max", "min"}));
+        ->capture_default_str()
+        ->check(CLI::IsMember({"sum", "avg", "max", "min"}));
   if (coll == Collective::broadcast)
-    sub->add_option("--root", opts->root, "Rank that broadcasts")->capture_default_str()->check(CLI::NonNegativeNumber);
+    sub->add_option("--root", opts->root, "Rank that broadcasts")
+        ->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
   sub->add_flag("--inplace", opts->inplace, "Run in place (output buffer = input buffer)");
   sub->add_option("--json", opts->json, "Also write the rows to this file as a JSON list");
-  sub->add_option("--timeout", opts->timeout, "Seconds a collective may wait for a peer before the job aborts")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+  sub->add_option("--timeout", opts->timeout,
+                  "Seconds a collective may wait for a peer before the job aborts")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   sub->add_option("--seed", opts->seed, "Seed of the test data")->capture_default_str();
   add_device_options(sub, ctx, "cpu");
   sub->parse_complete_callback([&ctx, opts, coll] {
     // Flag values that need no MPI are checked now, so mistakes are instant.
-    const std::size_t lo = parse_bytes("-b", opts->min_bytes), hi = parse_bytes("-e", opts->max_bytes);
+    const std::size_t lo = parse_bytes("-b", opts->min_bytes),
+                      hi = parse_bytes("-e", opts->max_bytes);
     RT_CHECK(lo <= hi, "-b {} is larger than -e {}", opts->min_bytes, opts->max_bytes);
     ctx.action = [opts, coll](const Topology& topo) { return Bench(coll, *opts, topo).run(); };
   });
@@ -508,15 +593,21 @@ CLI::App* add_collective_bench(CLI::App& bench, CommandContext& ctx, Collective 
 }  // namespace
 }  // namespace ringtrain::apps
 
-RINGTRAIN_REGISTER_COMMAND("bench", "allreduce", 10, [](CLI::App& bench, ringtrain::apps::CommandContext& ctx) {
-  return ringtrain::apps::add_collective_bench(bench, ctx, ringtrain::apps::Collective::allreduce, "allreduce",
-                                               "All-reduce bandwidth per backend and size (nccl-tests style)");
-})
-RINGTRAIN_REGISTER_COMMAND("bench", "broadcast", 11, [](CLI::App& bench, ringtrain::apps::CommandContext& ctx) {
-  return ringtrain::apps::add_collective_bench(bench, ctx, ringtrain::apps::Collective::broadcast, "broadcast",
-                                               "Broadcast bandwidth per backend and size (nccl-tests style)");
-})
-RINGTRAIN_REGISTER_COMMAND("bench", "allgather", 12, [](CLI::App& bench, ringtrain::apps::CommandContext& ctx) {
-  return ringtrain::apps::add_collective_bench(bench, ctx, ringtrain::apps::Collective::allgather, "allgather",
-                                               "All-gather bandwidth per backend and size (nccl-tests style)");
-})
+RINGTRAIN_REGISTER_COMMAND("bench", "allreduce", 10,
+                           [](CLI::App& bench, ringtrain::apps::CommandContext& ctx) {
+                             return ringtrain::apps::add_collective_bench(
+                                 bench, ctx, ringtrain::apps::Collective::allreduce, "allreduce",
+                                 "All-reduce bandwidth per backend and size (nccl-tests style)");
+                           })
+RINGTRAIN_REGISTER_COMMAND("bench", "broadcast", 11,
+                           [](CLI::App& bench, ringtrain::apps::CommandContext& ctx) {
+                             return ringtrain::apps::add_collective_bench(
+                                 bench, ctx, ringtrain::apps::Collective::broadcast, "broadcast",
+                                 "Broadcast bandwidth per backend and size (nccl-tests style)");
+                           })
+RINGTRAIN_REGISTER_COMMAND("bench", "allgather", 12,
+                           [](CLI::App& bench, ringtrain::apps::CommandContext& ctx) {
+                             return ringtrain::apps::add_collective_bench(
+                                 bench, ctx, ringtrain::apps::Collective::allgather, "allgather",
+                                 "All-gather bandwidth per backend and size (nccl-tests style)");
+                           })

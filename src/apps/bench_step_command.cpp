@@ -56,7 +56,8 @@ std::vector<std::size_t> parse_input_shape(const std::string& text) {
       used = 0;
     }
     RT_CHECK(used == token.size() && !token.empty() && v > 0,
-             "--input '{}': bad dimension '{}' (expected positive numbers separated by commas, e.g. 1,28,28)",
+             "--input '{}': bad dimension '{}' (expected positive numbers separated by commas, "
+             "e.g. 1,28,28)",
              text, token);
     dims.push_back(v);
     start = comma + 1;
@@ -84,26 +85,34 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
   auto optimizer = make_optimizer(oc, model->param_count(), mo.device);
 
   // Synthetic inputs in [0, 1) and labels, a function of the rank and index.
-  const std::size_t features = std::accumulate(input.begin(), input.end(), std::size_t{1}, std::multiplies<>());
+  const std::size_t features =
+      std::accumulate(input.begin(), input.end(), std::size_t{1}, std::multiplies<>());
   std::vector<float> x(o.batch * features);
   std::vector<std::int32_t> y(o.batch);
   for (std::size_t i = 0; i < x.size(); ++i)
-    x[i] = static_cast<float>((i * 2654435761u + static_cast<std::size_t>(topo.rank()) * 97) % 1000) / 1000.0f;
+    x[i] =
+        static_cast<float>((i * 2654435761u + static_cast<std::size_t>(topo.rank()) * 97) % 1000) /
+        1000.0f;
   for (std::size_t i = 0; i < y.size(); ++i)
-    y[i] = static_cast<std::int32_t>((i * 7 + static_cast<std::size_t>(topo.rank())) % static_cast<std::size_t>(o.classes));
+    y[i] = static_cast<std::int32_t>((i * 7 + static_cast<std::size_t>(topo.rank())) %
+                                     static_cast<std::size_t>(o.classes));
   Tensor xd = Tensor::empty({x.size()}, DType::f32, mo.device);
   Tensor yd = Tensor::empty({y.size()}, DType::i32, mo.device);
   xd.copy_from(Tensor::borrow(x.data(), {x.size()}, DType::f32, Device::cpu()));
   yd.copy_from(Tensor::borrow(y.data(), {y.size()}, DType::i32, Device::cpu()));
 
-  log0("bench step: model {} ({} parameters, spec hash {:016x}), batch {} per rank, input [{}], {} classes, "
-       "device {}{}, optimizer {}, OPENBLAS_NUM_THREADS={}, {} steps after {} warm-up, {} rank(s)",
-       o.model, model->param_count(), spec.hash(), o.batch, fmt::join(input, ","), o.classes,
-       device_name(mo.device),
-       mo.device.is_cuda() ? fmt::format(" (--tf32 {}: {})", tf32_mode_name(mo.tf32), tf32_mode_summary(mo.tf32))
-                           : std::string(),
-       o.optimizer, std::getenv("OPENBLAS_NUM_THREADS") ? std::getenv("OPENBLAS_NUM_THREADS") : "unset (1)",
-       o.steps, o.warmup, topo.world_size());
+  log0(
+      "bench step: model {} ({} parameters, spec hash {:016x}), batch {} per rank, input [{}], {} "
+      "classes, "
+      "device {}{}, optimizer {}, OPENBLAS_NUM_THREADS={}, {} steps after {} warm-up, {} rank(s)",
+      o.model, model->param_count(), spec.hash(), o.batch, fmt::join(input, ","), o.classes,
+      device_name(mo.device),
+      mo.device.is_cuda()
+          ? fmt::format(" (--tf32 {}: {})", tf32_mode_name(mo.tf32), tf32_mode_summary(mo.tf32))
+          : std::string(),
+      o.optimizer,
+      std::getenv("OPENBLAS_NUM_THREADS") ? std::getenv("OPENBLAS_NUM_THREADS") : "unset (1)",
+      o.steps, o.warmup, topo.world_size());
 
   PhaseTimes sum;
   double loss = 0;
@@ -176,16 +185,19 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
   } else {
     out += fmt::format("# {:<10} {:>10} {:>8}\n", "phase", "ms/step", "share");
     auto row = [&](const char* name, double seconds) {
-      out += fmt::format("  {:<10} {:>10.3f} {:>7.1f}%\n", name, 1e3 * seconds / n, 100.0 * seconds / sum.total());
+      out += fmt::format("  {:<10} {:>10.3f} {:>7.1f}%\n", name, 1e3 * seconds / n,
+                         100.0 * seconds / sum.total());
     };
     row("forward", sum.forward);
     row("backward", sum.backward);
     row("optimizer", sum.optimizer);
     row("total", sum.total());
-    out += fmt::format("# steady step (no per-phase waits): {:.3f} ms, {} host syncs per step\n", 1e3 * steady_s / n,
-                       syncs_per_step);
-    out += fmt::format("# samples/s per rank: {:.0f} (rank 0), min {:.0f}, max {:.0f}; all ranks {:.0f}; mean loss {:.4f}\n",
-                       rate, min_rate, max_rate, total_rate, loss);
+    out += fmt::format("# steady step (no per-phase waits): {:.3f} ms, {} host syncs per step\n",
+                       1e3 * steady_s / n, syncs_per_step);
+    out += fmt::format(
+        "# samples/s per rank: {:.0f} (rank 0), min {:.0f}, max {:.0f}; all ranks {:.0f}; mean "
+        "loss {:.4f}\n",
+        rate, min_rate, max_rate, total_rate, loss);
   }
   std::fputs(out.c_str(), stdout);
   std::fflush(stdout);
@@ -195,16 +207,24 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
 CLI::App* add_bench_step(CLI::App& parent, CommandContext& ctx) {
   auto o = std::make_shared<BenchStepOptions>();
   CLI::App* sub = parent.add_subcommand(
-      "step", "Time one training step (forward+loss, backward, optimizer) of a model on synthetic data");
-  sub->add_option("--model", o->model, std::string("Model: ") + std::string(model_spec_help()))->capture_default_str();
-  sub->add_option("--batch", o->batch, "Batch size per rank")->check(CLI::PositiveNumber)->capture_default_str();
-  sub->add_option("--steps", o->steps, "Timed steps")->check(CLI::PositiveNumber)->capture_default_str();
-  sub->add_option("--warmup", o->warmup, "Untimed steps first (caches, allocator, cuDNN)")->capture_default_str();
+      "step",
+      "Time one training step (forward+loss, backward, optimizer) of a model on synthetic data");
+  sub->add_option("--model", o->model, std::string("Model: ") + std::string(model_spec_help()))
+      ->capture_default_str();
+  sub->add_option("--batch", o->batch, "Batch size per rank")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option("--steps", o->steps, "Timed steps")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option("--warmup", o->warmup, "Untimed steps first (caches, allocator, cuDNN)")
+      ->capture_default_str();
   sub->add_option("--input", o->input, "Per-sample input shape: C,H,W or F")->capture_default_str();
   sub->add_option("--classes", o->classes, "Number of classes (the model's last layer)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  sub->add_option("--optimizer", o->optimizer, "Optimizer timed in the update phase (default settings)")
+  sub->add_option("--optimizer", o->optimizer,
+                  "Optimizer timed in the update phase (default settings)")
       ->check(CLI::IsMember({"sgd", "adamw"}))
       ->capture_default_str();
   sub->add_option("--lr", o->lr, "Learning rate of the update")->capture_default_str();

@@ -43,8 +43,9 @@ void build_commands(CLI::App& app, CommandContext& ctx);
 #define RT_CONCAT_INNER_(a, b) a##b
 #define RT_CONCAT_(a, b) RT_CONCAT_INNER_(a, b)
 // RINGTRAIN_REGISTER_COMMAND("bench", "allreduce", 10, add_fn): at static init.
-#define RINGTRAIN_REGISTER_COMMAND(parent, name, order, add_fn)                    \
-  namespace {                                                                      \
-  const bool RT_CONCAT_(rt_command_registered_, __LINE__) =                        \
-      ::ringtrain::apps::register_command({parent, name, order, add_fn});          \
+#define RINGTRAIN_REGISTER_COMMAND(parent, name, order, add_fn)                               \
+  namespace {                                                                                 \
+  const bool RT_CONCAT_(rt_command_registered_,                                               \
+                        __LINE__) = ::ringtrain::apps::register_command({parent, name, order, \
+                                                                         add_fn});            \
   }

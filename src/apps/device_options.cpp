@@ -17,13 +17,14 @@ void add_device_options(CLI::App* sub, CommandContext& ctx, const char* default_
 }
 
 void add_tf32_option(CLI::App* sub, std::string& value) {
-  sub->add_option("--tf32", value,
-                  "TF32 tensor cores for float math on GPUs from Ampere on (inputs rounded to a 10-bit "
-                  "mantissa, float accumulation). default: PyTorch's defaults, so that speed comparisons "
-                  "are like for like: convolutions may use TF32 (torch.backends.cudnn.allow_tf32 = True), "
-                  "GEMMs stay fp32 (torch.backends.cuda.matmul.allow_tf32 = False since PyTorch 1.12). "
-                  "on: both use TF32 (faster Linear layers, about 1e-3 relative error). off: neither "
-                  "(plain fp32, closest to the CPU). No effect on the CPU")
+  sub->add_option(
+         "--tf32", value,
+         "TF32 tensor cores for float math on GPUs from Ampere on (inputs rounded to a 10-bit "
+         "mantissa, float accumulation). default: PyTorch's defaults, so that speed comparisons "
+         "are like for like: convolutions may use TF32 (torch.backends.cudnn.allow_tf32 = True), "
+         "GEMMs stay fp32 (torch.backends.cuda.matmul.allow_tf32 = False since PyTorch 1.12). "
+         "on: both use TF32 (faster Linear layers, about 1e-3 relative error). off: neither "
+         "(plain fp32, closest to the CPU). No effect on the CPU")
       ->check(CLI::IsMember({"default", "on", "off"}))
       ->capture_default_str();
 }

@@ -32,17 +32,23 @@ int run_info(const Topology& topo) {
   };
   out += "backends:\n";
   out += fmt::format("  nccl  {}\n", usable_now("nccl") ? "available"
-                                     : cuda_compiled() ? "compiled, unavailable (no GPU chosen)"
-                                                       : "not compiled");
-  const char* cpu_note = topo.device().is_cuda() ? "compiled, unavailable on a GPU rank (use --device cpu)" : nullptr;
+                                     : cuda_compiled()  ? "compiled, unavailable (no GPU chosen)"
+                                                        : "not compiled");
+  const char* cpu_note =
+      topo.device().is_cuda() ? "compiled, unavailable on a GPU rank (use --device cpu)" : nullptr;
   out += fmt::format("  shm   {}\n", cpu_note ? cpu_note
-                                     : usable_now("shm") ? (topo.node_count() > 1
-                                                               ? "available (hierarchical: shared memory within a "
-                                                                 "node, ring across nodes)"
-                                                               : "available (one node: shared memory)")
+                                     : usable_now("shm")
+                                         ? (topo.node_count() > 1
+                                                ? "available (hierarchical: shared memory within a "
+                                                  "node, ring across nodes)"
+                                                : "available (one node: shared memory)")
+                                         : "unavailable");
+  out += fmt::format("  ring  {}\n", cpu_note             ? cpu_note
+                                     : usable_now("ring") ? "available"
+                                                          : "unavailable");
+  out += fmt::format("  mpi   {}\n", cpu_note            ? cpu_note
+                                     : usable_now("mpi") ? "available"
                                                          : "unavailable");
-  out += fmt::format("  ring  {}\n", cpu_note ? cpu_note : usable_now("ring") ? "available" : "unavailable");
-  out += fmt::format("  mpi   {}\n", cpu_note ? cpu_note : usable_now("mpi") ? "available" : "unavailable");
   out += fmt::format("  auto  {}\n", usable.empty() ? "none" : usable.front());
   out += fmt::format("topology: {} rank(s) on {} node(s)\n", topo.world_size(), topo.node_count());
   out += topo.table();

@@ -5,9 +5,9 @@
 #include <cstdlib>
 
 #include "apps/command.h"
+#include "ringtrain/config.h"
 #include "ringtrain/core/error.h"
 #include "ringtrain/core/fatal.h"
-#include "ringtrain/config.h"
 #include "ringtrain/core/log.h"
 #include "ringtrain/launch/topology.h"
 

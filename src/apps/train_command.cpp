@@ -1,5 +1,6 @@
 // `ringtrain train`: the main job.
-//   mpirun -np N --machinefile hosts ringtrain train --data fashion.h5 --model cnn --batch 64 --epochs 5
+//   mpirun -np N --machinefile hosts ringtrain train --data fashion.h5 --model cnn --batch 64
+//   --epochs 5
 #include <cmath>
 
 #include "apps/command.h"
@@ -19,10 +20,12 @@ int run_train(const TrainFlags& flags, const Topology& topo) {
   TrainConfig cfg = flags.config;
   cfg.overlap = !flags.no_overlap;
   const TrainSummary s = train(cfg, topo);
-  log0("ringtrain: {} after {} steps ({:.2f} epochs): test accuracy {:.4f} (loss {:.4f}, n={}), "
-       "{:.0f} samples/s global{}",
-       s.stopped_by_signal ? "stopped" : "done", s.steps, s.epochs, s.test_accuracy, s.test_loss, s.test_n,
-       s.samples_per_second, s.last_checkpoint.empty() ? "" : ", checkpoint " + s.last_checkpoint);
+  log0(
+      "ringtrain: {} after {} steps ({:.2f} epochs): test accuracy {:.4f} (loss {:.4f}, n={}), "
+      "{:.0f} samples/s global{}",
+      s.stopped_by_signal ? "stopped" : "done", s.steps, s.epochs, s.test_accuracy, s.test_loss,
+      s.test_n, s.samples_per_second,
+      s.last_checkpoint.empty() ? "" : ", checkpoint " + s.last_checkpoint);
   // A run cut short by a signal is not a success, on any rank (schedulers
   // requeue on a non-zero exit).
   return s.stopped_by_signal ? 143 : 0;
@@ -36,7 +39,8 @@ CLI::App* add_train_command(CLI::App& app, CommandContext& ctx) {
       "Synchronous data-parallel training: every rank trains on its own shard; gradients are "
       "averaged with an all-reduce that overlaps backward");
   sub->footer(
-      "Example:\n  mpirun -np 2 ringtrain train --data fashion.h5 --model cnn --batch 64 --epochs 5\n"
+      "Example:\n  mpirun -np 2 ringtrain train --data fashion.h5 --model cnn --batch 64 --epochs "
+      "5\n"
       "--batch is per rank: the global batch is batch x ranks x accum, printed at start-up.");
 
   // Model and data.
@@ -44,7 +48,8 @@ CLI::App* add_train_command(CLI::App& app, CommandContext& ctx) {
       ->required()
       ->check(CLI::ExistingFile);
   sub->add_option("--split", c.split, "Training split in the file")->capture_default_str();
-  sub->add_option("--eval-split", c.eval_split, "Evaluation split (test or val)")->capture_default_str();
+  sub->add_option("--eval-split", c.eval_split, "Evaluation split (test or val)")
+      ->capture_default_str();
   sub->add_flag("--cache", c.cache, "Hold the dataset in memory when it fits");
   sub->add_option("--model", c.model,
                   "Model: a preset (cnn, mlp:784-512-512-10), a layer list, or @file")
@@ -55,7 +60,8 @@ CLI::App* add_train_command(CLI::App& app, CommandContext& ctx) {
   sub->add_option("--epochs", c.epochs, "Passes over the training split")->capture_default_str();
   sub->add_option("--max-steps", c.max_steps, "Stop after this many optimizer steps (0: no cap)")
       ->capture_default_str();
-  sub->add_option("--seed", c.seed, "Seed for initialisation, sampling and dropout")->capture_default_str();
+  sub->add_option("--seed", c.seed, "Seed for initialisation, sampling and dropout")
+      ->capture_default_str();
   sub->add_option("--prefetch", c.prefetch_depth, "Batches the loader thread keeps ready")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
@@ -67,7 +73,8 @@ CLI::App* add_train_command(CLI::App& app, CommandContext& ctx) {
       ->check(CLI::IsMember({"sgd", "adamw"}))
       ->capture_default_str();
   sub->add_option("--lr", c.lr, "Base learning rate (before --lr-scaling)")->capture_default_str();
-  sub->add_option("--momentum", c.optimizer.momentum, "SGD momentum (0: plain SGD)")->capture_default_str();
+  sub->add_option("--momentum", c.optimizer.momentum, "SGD momentum (0: plain SGD)")
+      ->capture_default_str();
   sub->add_flag("--nesterov", c.optimizer.nesterov, "Nesterov momentum (SGD)");
   sub->add_option("--weight-decay", c.optimizer.weight_decay,
                   "Weight decay (L2 for SGD, decoupled for AdamW)")
@@ -79,42 +86,57 @@ CLI::App* add_train_command(CLI::App& app, CommandContext& ctx) {
   sub->add_option("--reference-batch", c.reference_batch,
                   "Reference batch for --lr-scaling linear (0: the per-rank --batch)")
       ->capture_default_str();
-  sub->add_option("--warmup", c.warmup, "Linear warm-up steps from 0 to the lr")->capture_default_str();
+  sub->add_option("--warmup", c.warmup, "Linear warm-up steps from 0 to the lr")
+      ->capture_default_str();
   sub->add_option("--schedule", c.schedule, "constant, cosine (to 0 at the end) or step")
       ->check(CLI::IsMember({"constant", "cosine", "step"}))
       ->capture_default_str();
-  sub->add_option("--step-size", c.step_size, "step schedule: multiply by --gamma every this many steps")
+  sub->add_option("--step-size", c.step_size,
+                  "step schedule: multiply by --gamma every this many steps")
       ->capture_default_str();
   sub->add_option("--gamma", c.gamma, "step schedule: the factor")->capture_default_str();
-  sub->add_option("--clip-norm", c.clip_norm, "Clip gradients to this global L2 norm, after the all-reduce (0: off)")
+  sub->add_option("--clip-norm", c.clip_norm,
+                  "Clip gradients to this global L2 norm, after the all-reduce (0: off)")
       ->capture_default_str();
 
   // Distribution.
-  sub->add_option("--backend", c.backend, "Gradient all-reduce: auto (nccl on GPU, shm on CPU), nccl, shm, ring, mpi")
+  sub->add_option("--backend", c.backend,
+                  "Gradient all-reduce: auto (nccl on GPU, shm on CPU), nccl, shm, ring, mpi")
       ->check(CLI::IsMember({"auto", "nccl", "shm", "ring", "mpi"}))
       ->capture_default_str();
-  sub->add_option("--bucket-mb", c.bucket_mb, "Gradient bucket cap in MiB (0: one bucket)")->capture_default_str();
-  sub->add_flag("--no-overlap", flags->no_overlap, "All-reduce after backward instead of during it (for comparison)");
+  sub->add_option("--bucket-mb", c.bucket_mb, "Gradient bucket cap in MiB (0: one bucket)")
+      ->capture_default_str();
+  sub->add_flag("--no-overlap", flags->no_overlap,
+                "All-reduce after backward instead of during it (for comparison)");
   sub->add_option("--accum", c.accum, "Micro-batches accumulated per optimizer step")
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
-  sub->add_option("--timeout", c.timeout, "Seconds any collective may wait before the job aborts, naming the late ranks")
+  sub->add_option("--timeout", c.timeout,
+                  "Seconds any collective may wait before the job aborts, naming the late ranks")
       ->capture_default_str();
 
   // Evaluation and logging.
-  sub->add_option("--eval-every", c.eval_every, "Evaluate every this many steps (0: at each epoch end only)")
+  sub->add_option("--eval-every", c.eval_every,
+                  "Evaluate every this many steps (0: at each epoch end only)")
       ->capture_default_str();
-  sub->add_option("--log-every", c.log_every, "Progress line every this many steps")->capture_default_str();
+  sub->add_option("--log-every", c.log_every, "Progress line every this many steps")
+      ->capture_default_str();
   sub->add_option("--logdir", c.logdir, "Write metrics.jsonl and TensorBoard event files here");
-  sub->add_option("--trace", c.trace, "Write a Chrome trace (chrome://tracing, Perfetto) of every rank's step phases");
+  sub->add_option("--trace", c.trace,
+                  "Write a Chrome trace (chrome://tracing, Perfetto) of every rank's step phases");
 
   // Checkpoints.
   sub->add_option("--ckpt-dir", c.ckpt_dir, "Directory for atomic HDF5 checkpoints ckpt-<step>.h5");
-  sub->add_option("--ckpt-every", c.ckpt_every, "Checkpoint every this many steps (0: only at the end)")
+  sub->add_option("--ckpt-every", c.ckpt_every,
+                  "Checkpoint every this many steps (0: only at the end)")
       ->capture_default_str();
-  sub->add_option("--keep", c.keep, "Checkpoints to keep")->check(CLI::Range(1, 1000000))->capture_default_str();
-  sub->add_option("--resume", c.resume, "'latest' (newest in --ckpt-dir; starts fresh if none) or a checkpoint file");
-  sub->add_option("--check-every", c.check_every, "Compare parameter checksums across ranks every this many steps (0: off)")
+  sub->add_option("--keep", c.keep, "Checkpoints to keep")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  sub->add_option("--resume", c.resume,
+                  "'latest' (newest in --ckpt-dir; starts fresh if none) or a checkpoint file");
+  sub->add_option("--check-every", c.check_every,
+                  "Compare parameter checksums across ranks every this many steps (0: off)")
       ->capture_default_str();
 
   sub->parse_complete_callback([flags, &ctx] {

@@ -35,7 +35,9 @@ struct CommThread::Task : CommRequest::State {
 CommThread::CommThread(double wait_timeout_seconds)
     : wait_timeout_seconds_(wait_timeout_seconds), thread_([this] { loop(); }) {}
 
-CommThread::~CommThread() { stop(); }
+CommThread::~CommThread() {
+  stop();
+}
 
 void CommThread::stop() {
   {
@@ -116,7 +118,8 @@ void CommThread::loop() {
     std::shared_ptr<Task> task;
     {
       std::unique_lock lock(mutex_);
-      wake_.wait(lock, [this] { return (!queue_.empty() && !busy_) || (stopping_ && queue_.empty()); });
+      wake_.wait(lock,
+                 [this] { return (!queue_.empty() && !busy_) || (stopping_ && queue_.empty()); });
       if (queue_.empty()) return;
       task = std::move(queue_.front());
       queue_.pop_front();

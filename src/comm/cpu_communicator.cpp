@@ -11,7 +11,9 @@ CpuCommunicator::CpuCommunicator(int rank, int size, const CommOptions& options,
       board_(node, world),
       thread_(options.timeout_seconds) {}
 
-CpuCommunicator::~CpuCommunicator() { thread_.stop(); }
+CpuCommunicator::~CpuCommunicator() {
+  thread_.stop();
+}
 
 template <typename Run>
 std::function<void()> CpuCommunicator::wrap(std::string_view what, Run run) {
@@ -35,10 +37,10 @@ void CpuCommunicator::timed_out(const OpContext& ctx, const std::string& waiting
     who = "every rank arrived but a peer stopped making progress";
   else
     who = "every rank on this node arrived; the missing rank is on another node";
-  throw CommTimeout(fmt::format("{} {} #{} timed out after {} s: {} (rank {} was waiting for {})",
-                                name(), ctx.what, ctx.seq, ctx.deadline.seconds(), who, rank(),
-                                waiting_on),
-                    -1);
+  throw CommTimeout(
+      fmt::format("{} {} #{} timed out after {} s: {} (rank {} was waiting for {})", name(),
+                  ctx.what, ctx.seq, ctx.deadline.seconds(), who, rank(), waiting_on),
+      -1);
 }
 
 CommRequest CpuCommunicator::allreduce_async(BufferView in, BufferView out, ReduceOp op) {

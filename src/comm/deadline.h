@@ -19,8 +19,8 @@ class Deadline {
   using Clock = std::chrono::steady_clock;
   explicit Deadline(double seconds)
       : seconds_(seconds),
-        end_(Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                std::chrono::duration<double>(seconds))) {}
+        end_(Clock::now() +
+             std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds))) {}
   bool expired() const { return Clock::now() >= end_; }
   double seconds() const { return seconds_; }
 
@@ -58,7 +58,9 @@ bool spin_until(Ready&& ready, const Deadline& deadline, bool nap = true) {
 // peer may be gone or in another collective, and the job is about to end
 // through fatal() anyway. Freeing would risk a hang or a receive into freed
 // memory.
-inline bool unwinding() { return std::uncaught_exceptions() > 0; }
+inline bool unwinding() {
+  return std::uncaught_exceptions() > 0;
+}
 
 // A wait that ran out. The communicator turns it into fatal() with the ranks
 // that did not arrive; the in-process ring tests catch it.

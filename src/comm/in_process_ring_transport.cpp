@@ -20,7 +20,8 @@ class DoneTransfer final : public RingTransfer {
 
 class MailboxReceive final : public RingTransfer {
  public:
-  MailboxReceive(std::mutex& m, std::deque<std::vector<char>>& q, int peer, void* data, std::size_t bytes)
+  MailboxReceive(std::mutex& m, std::deque<std::vector<char>>& q, int peer, void* data,
+                 std::size_t bytes)
       : mutex_(m), messages_(q), peer_(peer), data_(data), bytes_(bytes) {}
   bool test() override {
     if (done_) return true;
@@ -51,7 +52,8 @@ class MailboxReceive final : public RingTransfer {
 
 }  // namespace
 
-std::unique_ptr<RingTransfer> InProcessRingTransport::isend(int peer, const void* data, std::size_t bytes) {
+std::unique_ptr<RingTransfer> InProcessRingTransport::isend(int peer, const void* data,
+                                                            std::size_t bytes) {
   auto& box = hub_.mailbox(rank_, peer);
   std::vector<char> msg(static_cast<const char*>(data), static_cast<const char*>(data) + bytes);
   {
@@ -61,7 +63,8 @@ std::unique_ptr<RingTransfer> InProcessRingTransport::isend(int peer, const void
   return std::make_unique<DoneTransfer>();
 }
 
-std::unique_ptr<RingTransfer> InProcessRingTransport::irecv(int peer, void* data, std::size_t bytes) {
+std::unique_ptr<RingTransfer> InProcessRingTransport::irecv(int peer, void* data,
+                                                            std::size_t bytes) {
   auto& box = hub_.mailbox(peer, rank_);
   return std::make_unique<MailboxReceive>(box.mutex, box.messages, peer, data, bytes);
 }

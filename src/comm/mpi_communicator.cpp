@@ -23,12 +23,17 @@ namespace {
 
 MPI_Datatype mpi_type(DType t) {
   switch (t) {
-    case DType::f32: return MPI_FLOAT;
-    case DType::f64: return MPI_DOUBLE;
+    case DType::f32:
+      return MPI_FLOAT;
+    case DType::f64:
+      return MPI_DOUBLE;
     case DType::f16:
-    case DType::bf16: return MPI_UINT16_T;
-    case DType::i32: return MPI_INT32_T;
-    case DType::i64: return MPI_INT64_T;
+    case DType::bf16:
+      return MPI_UINT16_T;
+    case DType::i32:
+      return MPI_INT32_T;
+    case DType::i64:
+      return MPI_INT64_T;
   }
   return MPI_BYTE;
 }
@@ -36,9 +41,12 @@ MPI_Datatype mpi_type(DType t) {
 MPI_Op mpi_op(ReduceOp op) {
   switch (op) {
     case ReduceOp::sum:
-    case ReduceOp::avg: return MPI_SUM;
-    case ReduceOp::max: return MPI_MAX;
-    case ReduceOp::min: return MPI_MIN;
+    case ReduceOp::avg:
+      return MPI_SUM;
+    case ReduceOp::max:
+      return MPI_MAX;
+    case ReduceOp::min:
+      return MPI_MIN;
   }
   return MPI_SUM;
 }
@@ -87,7 +95,8 @@ class MpiCommunicator final : public CpuCommunicator {
     if (is_16bit_float(in.dtype)) {
       wide_.resize(in.count);
       widen_to_f32(in.dtype, in.ptr, wide_.data(), in.count);
-      RT_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, wide_.data(), n, MPI_FLOAT, mpi_op(op), comm_, &req));
+      RT_MPI_CHECK(
+          MPI_Iallreduce(MPI_IN_PLACE, wide_.data(), n, MPI_FLOAT, mpi_op(op), comm_, &req));
       finish(req, ctx, "MPI_Iallreduce");
       if (op == ReduceOp::avg) divide(DType::f32, wide_.data(), in.count, size());
       narrow_from_f32(in.dtype, wide_.data(), out.ptr, in.count);
@@ -101,7 +110,8 @@ class MpiCommunicator final : public CpuCommunicator {
 
   void run_broadcast(BufferView in, BufferView out, int root, const OpContext& ctx) override {
     const int n = mpi_count(out.count, "broadcast");
-    if (rank() == root && in.ptr != out.ptr && out.count > 0) std::memcpy(out.ptr, in.ptr, out.bytes());
+    if (rank() == root && in.ptr != out.ptr && out.count > 0)
+      std::memcpy(out.ptr, in.ptr, out.bytes());
     MPI_Request req;
     RT_MPI_CHECK(MPI_Ibcast(out.ptr, n, mpi_type(out.dtype), root, comm_, &req));
     finish(req, ctx, "MPI_Ibcast");
@@ -111,14 +121,17 @@ class MpiCommunicator final : public CpuCommunicator {
     const int n = mpi_count(in.count, "allgather");
     (void)mpi_count(out.count, "allgather");
     // In place (NCCL's convention): the input is already this rank's block of out.
-    const bool in_place = in.ptr == static_cast<char*>(out.ptr) + static_cast<std::size_t>(rank()) * in.bytes();
+    const bool in_place =
+        in.ptr == static_cast<char*>(out.ptr) + static_cast<std::size_t>(rank()) * in.bytes();
     MPI_Request req;
     const MPI_Datatype t = mpi_type(in.dtype);
-    RT_MPI_CHECK(MPI_Iallgather(in_place ? MPI_IN_PLACE : in.ptr, n, t, out.ptr, n, t, comm_, &req));
+    RT_MPI_CHECK(
+        MPI_Iallgather(in_place ? MPI_IN_PLACE : in.ptr, n, t, out.ptr, n, t, comm_, &req));
     finish(req, ctx, "MPI_Iallgather");
   }
 
-  void run_reduce_scatter(BufferView in, BufferView out, ReduceOp op, const OpContext& ctx) override {
+  void run_reduce_scatter(BufferView in, BufferView out, ReduceOp op,
+                          const OpContext& ctx) override {
     const int n = mpi_count(out.count, "reduce_scatter");
     (void)mpi_count(in.count, "reduce_scatter");
     MPI_Request req;
@@ -126,19 +139,23 @@ class MpiCommunicator final : public CpuCommunicator {
       wide_.resize(in.count + out.count);
       widen_to_f32(in.dtype, in.ptr, wide_.data(), in.count);
       float* result = wide_.data() + in.count;
-      RT_MPI_CHECK(MPI_Ireduce_scatter_block(wide_.data(), result, n, MPI_FLOAT, mpi_op(op), comm_, &req));
+      RT_MPI_CHECK(
+          MPI_Ireduce_scatter_block(wide_.data(), result, n, MPI_FLOAT, mpi_op(op), comm_, &req));
       finish(req, ctx, "MPI_Ireduce_scatter_block");
       if (op == ReduceOp::avg) divide(DType::f32, result, out.count, size());
       narrow_from_f32(in.dtype, result, out.ptr, out.count);
       return;
     }
     // In place (NCCL's convention): out is this rank's block of in.
-    const bool in_place = out.ptr == static_cast<char*>(in.ptr) + static_cast<std::size_t>(rank()) * out.bytes();
+    const bool in_place =
+        out.ptr == static_cast<char*>(in.ptr) + static_cast<std::size_t>(rank()) * out.bytes();
     if (in_place) {
       scratch_.resize(out.bytes());
-      RT_MPI_CHECK(MPI_Ireduce_scatter_block(in.ptr, scratch_.data(), n, mpi_type(in.dtype), mpi_op(op), comm_, &req));
+      RT_MPI_CHECK(MPI_Ireduce_scatter_block(in.ptr, scratch_.data(), n, mpi_type(in.dtype),
+                                             mpi_op(op), comm_, &req));
     } else {
-      RT_MPI_CHECK(MPI_Ireduce_scatter_block(in.ptr, out.ptr, n, mpi_type(in.dtype), mpi_op(op), comm_, &req));
+      RT_MPI_CHECK(MPI_Ireduce_scatter_block(in.ptr, out.ptr, n, mpi_type(in.dtype), mpi_op(op),
+                                             comm_, &req));
     }
     finish(req, ctx, "MPI_Ireduce_scatter_block");
     if (in_place && out.count > 0) std::memcpy(out.ptr, scratch_.data(), out.bytes());
@@ -159,7 +176,8 @@ class MpiCommunicator final : public CpuCommunicator {
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_mpi_communicator(const Topology& topology, const CommOptions& options) {
+std::unique_ptr<Communicator> make_mpi_communicator(const Topology& topology,
+                                                    const CommOptions& options) {
   MPI_Comm comm = MPI_COMM_NULL;
   RT_MPI_CHECK(MPI_Comm_dup(mpi_context::world(), &comm));
   MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);

@@ -16,7 +16,8 @@ namespace {
 
 class MpiTransfer final : public RingTransfer {
  public:
-  MpiTransfer(bool is_recv, int peer, std::size_t bytes) : is_recv_(is_recv), peer_(peer), bytes_(bytes) {}
+  MpiTransfer(bool is_recv, int peer, std::size_t bytes)
+      : is_recv_(is_recv), peer_(peer), bytes_(bytes) {}
   ~MpiTransfer() override {
     // Only reached with a pending request when the job is being torn down
     // after an error; the request must not outlive its buffer silently.
@@ -59,7 +60,8 @@ class MpiTransfer final : public RingTransfer {
 };
 
 int to_int(std::size_t bytes) {
-  RT_CHECK(bytes <= static_cast<std::size_t>(INT_MAX), "ring: chunk of {} bytes exceeds MPI's int count", bytes);
+  RT_CHECK(bytes <= static_cast<std::size_t>(INT_MAX),
+           "ring: chunk of {} bytes exceeds MPI's int count", bytes);
   return static_cast<int>(bytes);
 }
 
@@ -76,7 +78,8 @@ MpiRingTransport::~MpiRingTransport() {
   if (comm_ != MPI_COMM_NULL && !unwinding()) MPI_Comm_free(&comm_);
 }
 
-std::unique_ptr<RingTransfer> MpiRingTransport::isend(int peer, const void* data, std::size_t bytes) {
+std::unique_ptr<RingTransfer> MpiRingTransport::isend(int peer, const void* data,
+                                                      std::size_t bytes) {
   auto t = std::make_unique<MpiTransfer>(false, peer, bytes);
   RT_MPI_CHECK(MPI_Isend(data, to_int(bytes), MPI_BYTE, peer, 0, comm_, &t->req_));
   return t;

@@ -4,7 +4,9 @@
 
 namespace ringtrain::comm_detail {
 
-bool nccl_compiled() { return false; }
+bool nccl_compiled() {
+  return false;
+}
 
 std::unique_ptr<Communicator> make_nccl_communicator(const Topology&, const CommOptions&) {
   RT_CHECK(false,

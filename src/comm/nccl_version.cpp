@@ -17,11 +17,12 @@ std::string nccl_version_string(int code) {
 NcclVersionCheck nccl_version_compatible(int compiled, int loaded) {
   const NcclVersion c = decode_nccl_version(compiled), l = decode_nccl_version(loaded);
   if (l.major == c.major && l.minor >= c.minor) return {};
-  return {false, fmt::format("the loaded NCCL library is {} but ringtrain was compiled against NCCL {}: it "
-                             "needs NCCL {}.x with x >= {}; put a matching libnccl.so.{} first on "
-                             "LD_LIBRARY_PATH, or rebuild ringtrain against the installed NCCL",
-                             nccl_version_string(loaded), nccl_version_string(compiled), c.major, c.minor,
-                             c.major)};
+  return {false, fmt::format(
+                     "the loaded NCCL library is {} but ringtrain was compiled against NCCL {}: it "
+                     "needs NCCL {}.x with x >= {}; put a matching libnccl.so.{} first on "
+                     "LD_LIBRARY_PATH, or rebuild ringtrain against the installed NCCL",
+                     nccl_version_string(loaded), nccl_version_string(compiled), c.major, c.minor,
+                     c.major)};
 }
 
 }  // namespace ringtrain::comm_detail

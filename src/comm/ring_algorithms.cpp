@@ -39,7 +39,9 @@ namespace ringtrain::comm_detail {
 
 namespace {
 
-int wrap(int a, int n) { return ((a % n) + n) % n; }
+int wrap(int a, int n) {
+  return ((a % n) + n) % n;
+}
 
 // n segments of a buffer: balanced (all-reduce) or fixed blocks (reduce-scatter,
 // all-gather).
@@ -55,12 +57,14 @@ struct Segments {
   }
   std::size_t offset(int q) const {
     if (blocks) return static_cast<std::size_t>(q) * block;
-    const std::size_t base = count / static_cast<std::size_t>(n), rem = count % static_cast<std::size_t>(n);
+    const std::size_t base = count / static_cast<std::size_t>(n),
+                      rem = count % static_cast<std::size_t>(n);
     return static_cast<std::size_t>(q) * base + std::min(static_cast<std::size_t>(q), rem);
   }
   std::size_t length(int q) const {
     if (blocks) return block;
-    const std::size_t base = count / static_cast<std::size_t>(n), rem = count % static_cast<std::size_t>(n);
+    const std::size_t base = count / static_cast<std::size_t>(n),
+                      rem = count % static_cast<std::size_t>(n);
     return base + (static_cast<std::size_t>(q) < rem ? 1 : 0);
   }
   std::size_t max_length() const { return length(0); }
@@ -73,7 +77,9 @@ void wait_all(RingTransport& t, Transfers& list, int peer, const Deadline& deadl
   list.clear();
 }
 
-std::size_t chunk_elems(const RingConfig& c, std::size_t es) { return std::max<std::size_t>(1, c.chunk_bytes / es); }
+std::size_t chunk_elems(const RingConfig& c, std::size_t es) {
+  return std::max<std::size_t>(1, c.chunk_bytes / es);
+}
 
 // Reduce-scatter phase (see the diagram, shifted by `shift`). After it, segment
 // wrap(r + 1 + shift) is complete at owned_dst; partial sums go to `work`.
@@ -142,7 +148,8 @@ void allgather_phase(RingTransport& t, char* out, std::size_t es, const Segments
   for (int s = 0; s <= n - 2; ++s) {
     const int q = wrap(owned - s - 1, n);
     chunks_of(q, [&](std::size_t off, std::size_t len) {
-      recvs[static_cast<std::size_t>(s)].push_back(t.irecv(left, out + (seg.offset(q) + off) * es, len * es));
+      recvs[static_cast<std::size_t>(s)].push_back(
+          t.irecv(left, out + (seg.offset(q) + off) * es, len * es));
     });
   }
   chunks_of(owned, [&](std::size_t off, std::size_t len) {
@@ -213,7 +220,8 @@ void ring_reduce_scatter(RingTransport& t, BufferView in, BufferView out, Reduce
   scratch.work.resize(std::max(scratch.work.size(), in.bytes()));
   // Shift -1: rank r ends up owning block r.
   reduce_scatter_phase(t, in.dtype, op, static_cast<const char*>(in.ptr), scratch.work.data(),
-                       static_cast<char*>(out.ptr), seg, -1, chunk_elems(config, es), deadline, scratch);
+                       static_cast<char*>(out.ptr), seg, -1, chunk_elems(config, es), deadline,
+                       scratch);
   if (op == ReduceOp::avg) divide(in.dtype, out.ptr, out.count, n);
 }
 

@@ -47,8 +47,10 @@ class RingCommunicator final : public CpuCommunicator {
   void run_allgather(BufferView in, BufferView out, const OpContext& ctx) override {
     guarded(ctx, [&] { ring_allgather(transport_, in, out, config_, ctx.deadline); });
   }
-  void run_reduce_scatter(BufferView in, BufferView out, ReduceOp op, const OpContext& ctx) override {
-    guarded(ctx, [&] { ring_reduce_scatter(transport_, in, out, op, config_, ctx.deadline, scratch_); });
+  void run_reduce_scatter(BufferView in, BufferView out, ReduceOp op,
+                          const OpContext& ctx) override {
+    guarded(ctx,
+            [&] { ring_reduce_scatter(transport_, in, out, op, config_, ctx.deadline, scratch_); });
   }
   void run_barrier(const OpContext& ctx) override {
     guarded(ctx, [&] { ring_barrier(transport_, ctx.deadline, scratch_); });
@@ -62,7 +64,8 @@ class RingCommunicator final : public CpuCommunicator {
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_ring_communicator(const Topology& topology, const CommOptions& options) {
+std::unique_ptr<Communicator> make_ring_communicator(const Topology& topology,
+                                                     const CommOptions& options) {
   return std::make_unique<RingCommunicator>(topology, options);
 }
 

@@ -63,11 +63,16 @@ enum class OpKind : std::uint32_t { allreduce = 1, broadcast, allgather, reduce_
 
 const char* kind_name(OpKind k) {
   switch (k) {
-    case OpKind::allreduce: return "allreduce";
-    case OpKind::broadcast: return "broadcast";
-    case OpKind::allgather: return "allgather";
-    case OpKind::reduce_scatter: return "reduce_scatter";
-    case OpKind::barrier: return "barrier";
+    case OpKind::allreduce:
+      return "allreduce";
+    case OpKind::broadcast:
+      return "broadcast";
+    case OpKind::allgather:
+      return "allgather";
+    case OpKind::reduce_scatter:
+      return "reduce_scatter";
+    case OpKind::barrier:
+      return "barrier";
   }
   return "?";
 }
@@ -135,7 +140,8 @@ class ShmCommunicator final : public CpuCommunicator {
     int local_rank = 0, local_size = 1;
     RT_MPI_CHECK(MPI_Comm_rank(local, &local_rank));
     RT_MPI_CHECK(MPI_Comm_size(local, &local_size));
-    const int group_size = options.shm_group_size > 0 ? std::min(options.shm_group_size, local_size) : local_size;
+    const int group_size =
+        options.shm_group_size > 0 ? std::min(options.shm_group_size, local_size) : local_size;
     RT_MPI_CHECK(MPI_Comm_split(local, local_rank / group_size, local_rank, &group_));
     RT_MPI_CHECK(MPI_Comm_rank(group_, &grank_));
     RT_MPI_CHECK(MPI_Comm_size(group_, &gsize_));
@@ -150,7 +156,8 @@ class ShmCommunicator final : public CpuCommunicator {
     int column_place[2] = {grank_, 0};
     RT_MPI_CHECK(MPI_Comm_rank(cross_, &column_place[1]));
     std::vector<int> places(2 * static_cast<std::size_t>(size()));
-    RT_MPI_CHECK(MPI_Allgather(column_place, 2, MPI_INT, places.data(), 2, MPI_INT, mpi_context::world()));
+    RT_MPI_CHECK(
+        MPI_Allgather(column_place, 2, MPI_INT, places.data(), 2, MPI_INT, mpi_context::world()));
     grank_of_.resize(static_cast<std::size_t>(size()));
     column_index_of_.resize(static_cast<std::size_t>(size()));
     world_at_.assign(static_cast<std::size_t>(gsize_) * static_cast<std::size_t>(groups_), -1);
@@ -175,8 +182,9 @@ class ShmCommunicator final : public CpuCommunicator {
 
     MPI_Info info = noncontig_info();
     void* base = nullptr;
-    RT_MPI_CHECK(MPI_Win_allocate_shared(static_cast<MPI_Aint>(kControlBytes + kStagingBytes + kAlign),
-                                         1, info, group_, &base, &control_win_));
+    RT_MPI_CHECK(
+        MPI_Win_allocate_shared(static_cast<MPI_Aint>(kControlBytes + kStagingBytes + kAlign), 1,
+                                info, group_, &base, &control_win_));
     MPI_Info_free(&info);
     std::memset(align_up(base), 0, kControlBytes);
     control_.resize(static_cast<std::size_t>(gsize_));
@@ -209,7 +217,8 @@ class ShmCommunicator final : public CpuCommunicator {
   BufferView allocate(std::size_t count, DType dtype) override {
     const std::size_t bytes = std::max<std::size_t>(count * dtype_size(dtype), 64);
     unsigned long long range[2] = {bytes, ~static_cast<unsigned long long>(bytes)};
-    RT_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, range, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX, mpi_context::world()));
+    RT_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, range, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX,
+                               mpi_context::world()));
     RT_CHECK(range[0] == ~range[1],
              "shm allocate is collective: every rank must ask for the same size, but requests "
              "ranged from {} to {} bytes",
@@ -217,8 +226,8 @@ class ShmCommunicator final : public CpuCommunicator {
     Region region;
     MPI_Info info = noncontig_info();
     void* base = nullptr;
-    RT_MPI_CHECK(MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes + kAlign), 1, info, group_, &base,
-                                         &region.win));
+    RT_MPI_CHECK(MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes + kAlign), 1, info, group_,
+                                         &base, &region.win));
     MPI_Info_free(&info);
     region.bytes = bytes;
     for (int q = 0; q < gsize_; ++q) region.base.push_back(align_up(query(region.win, q)));
@@ -257,7 +266,8 @@ class ShmCommunicator final : public CpuCommunicator {
   // Rank q's view of a location, or its staging area.
   char* resolve(int q, const Location& loc) const {
     if (loc.region < 0) return staging_[static_cast<std::size_t>(q)];
-    return regions_[static_cast<std::size_t>(loc.region)].base[static_cast<std::size_t>(q)] + loc.offset;
+    return regions_[static_cast<std::size_t>(loc.region)].base[static_cast<std::size_t>(q)] +
+           loc.offset;
   }
 
   void publish() {
@@ -302,8 +312,9 @@ class ShmCommunicator final : public CpuCommunicator {
                kind_name(d.kind), d.seq, wq, o.count, dtype_name(o.dtype), rank(), d.count,
                dtype_name(d.dtype));
       RT_CHECK(o.op == d.op && o.root == d.root,
-               "shm {} #{}: rank {} used op {} root {} but rank {} op {} root {}", kind_name(d.kind),
-               d.seq, wq, reduce_op_name(o.op), o.root, rank(), reduce_op_name(d.op), d.root);
+               "shm {} #{}: rank {} used op {} root {} but rank {} op {} root {}",
+               kind_name(d.kind), d.seq, wq, reduce_op_name(o.op), o.root, rank(),
+               reduce_op_name(d.op), d.root);
     }
   }
 
@@ -324,8 +335,8 @@ class ShmCommunicator final : public CpuCommunicator {
     return false;
   }
 
-  Descriptor make_desc(const OpContext& ctx, OpKind kind, BufferView in, BufferView out, ReduceOp op,
-                       int root) const {
+  Descriptor make_desc(const OpContext& ctx, OpKind kind, BufferView in, BufferView out,
+                       ReduceOp op, int root) const {
     Descriptor d{};
     d.seq = ctx.seq;
     d.kind = kind;
@@ -369,7 +380,8 @@ class ShmCommunicator final : public CpuCommunicator {
     for (std::size_t i = 0; i < pieces; ++i) {
       const std::size_t b = i * piece;
       std::size_t len = std::min(piece, d.count - std::min(d.count, b));
-      if (in_staged && len > 0) std::memcpy(my_staging, static_cast<char*>(in.ptr) + b * es, len * es);
+      if (in_staged && len > 0)
+        std::memcpy(my_staging, static_cast<char*>(in.ptr) + b * es, len * es);
       if (i == 0) {
         arrive(d, ctx);
         staged = any_staged();
@@ -399,14 +411,16 @@ class ShmCommunicator final : public CpuCommunicator {
       }
       publish();
       wait_group(ctx);
-      if (out_staged && len > 0) std::memcpy(static_cast<char*>(out.ptr) + b * es, my_staging, len * es);
+      if (out_staged && len > 0)
+        std::memcpy(static_cast<char*>(out.ptr) + b * es, my_staging, len * es);
     }
   }
 
   // Hierarchical step for one slice: reduce within the group into a private
   // buffer, all-reduce it over the ring of slice owners, write it to the group.
   void reduce_slice_across_groups(DType dtype, ReduceOp op, const std::vector<const void*>& srcs,
-                                  const std::vector<void*>& dsts, std::size_t n, const OpContext& ctx) {
+                                  const std::vector<void*>& dsts, std::size_t n,
+                                  const OpContext& ctx) {
     const ReduceOp partial = op == ReduceOp::avg ? ReduceOp::sum : op;
     const std::size_t es = dtype_size(dtype);
     if (is_16bit_float(dtype)) {
@@ -426,7 +440,8 @@ class ShmCommunicator final : public CpuCommunicator {
     } else {
       slice_.resize(n * es);
       void* one[1] = {slice_.data()};
-      reduce_to_many(dtype, partial, srcs.data(), gsize_, one, 1, n, 1, StoreHint{.may_stream = false});
+      reduce_to_many(dtype, partial, srcs.data(), gsize_, one, 1, n, 1,
+                     StoreHint{.may_stream = false});
       const BufferView v{slice_.data(), n, dtype, Device::cpu()};
       ring_allreduce(*cross_ring_, v, v, partial, ring_config(), ctx.deadline, ring_scratch_);
       if (op == ReduceOp::avg) divide(dtype, slice_.data(), n, size());
@@ -439,11 +454,13 @@ class ShmCommunicator final : public CpuCommunicator {
 
   // ---------------------------------------------------------------- broadcast
   void run_broadcast(BufferView in, BufferView out, int root, const OpContext& ctx) override {
-    if (groups_ == 1) return group_broadcast(in, out, root, root, ctx);  // group ranks are world ranks
+    if (groups_ == 1)
+      return group_broadcast(in, out, root, root, ctx);  // group ranks are world ranks
     const int column = grank_of_[static_cast<std::size_t>(root)];
     if (grank_ == column) {
       const int from = column_index_of_[static_cast<std::size_t>(root)];
-      guarded(ctx, [&] { ring_broadcast(*cross_ring_, in, out, from, ring_config(), ctx.deadline); });
+      guarded(ctx,
+              [&] { ring_broadcast(*cross_ring_, in, out, from, ring_config(), ctx.deadline); });
     }
     group_broadcast(out, out, column, root, ctx);
   }
@@ -482,7 +499,8 @@ class ShmCommunicator final : public CpuCommunicator {
     char* my_staging = staging_[static_cast<std::size_t>(grank_)];
     for (std::size_t i = 0; i < pieces; ++i) {
       const std::size_t b = i * piece, len = std::min(piece, d.count - std::min(d.count, b));
-      if (d.in.region < 0 && len > 0) std::memcpy(my_staging, static_cast<char*>(in.ptr) + b * es, len * es);
+      if (d.in.region < 0 && len > 0)
+        std::memcpy(my_staging, static_cast<char*>(in.ptr) + b * es, len * es);
       begin_piece(i, d, ctx);
       for (int q = 0; q < gsize_; ++q) {
         const Descriptor& o = desc(q);
@@ -522,12 +540,15 @@ class ShmCommunicator final : public CpuCommunicator {
     char* o = static_cast<char*>(out.ptr);
     for (std::size_t i = 0; i < pieces; ++i) {
       const std::size_t b = i * piece, len = std::min(piece, total - std::min(total, b));
-      if (len > 0) std::memcpy(staging_[static_cast<std::size_t>(grank_)], column_data_.data() + b * es, len * es);
+      if (len > 0)
+        std::memcpy(staging_[static_cast<std::size_t>(grank_)], column_data_.data() + b * es,
+                    len * es);
       begin_piece(i, d, ctx);
       for (int q = 0; q < gsize_; ++q) {
         const char* from = staging_[static_cast<std::size_t>(q)];
         for_column_runs(q, count, b, len, [&](std::size_t t, std::size_t run, int w) {
-          std::memcpy(o + (static_cast<std::size_t>(w) * count + t % count) * es, from + (t - b) * es, run * es);
+          std::memcpy(o + (static_cast<std::size_t>(w) * count + t % count) * es,
+                      from + (t - b) * es, run * es);
         });
       }
       publish();
@@ -538,7 +559,8 @@ class ShmCommunicator final : public CpuCommunicator {
   // Across groups: group rank l sums, over its group, the blocks bound for
   // the ranks of column l (through staging), then column l's ring
   // reduce-scatters those partial sums. 16-bit floats are summed in f32.
-  void hierarchical_reduce_scatter(BufferView in, BufferView out, ReduceOp op, const OpContext& ctx) {
+  void hierarchical_reduce_scatter(BufferView in, BufferView out, ReduceOp op,
+                                   const OpContext& ctx) {
     const std::size_t es = dtype_size(in.dtype), count = out.count;
     const std::size_t total = count * static_cast<std::size_t>(groups_);
     const bool wide = is_16bit_float(in.dtype);
@@ -564,7 +586,8 @@ class ShmCommunicator final : public CpuCommunicator {
                       src + (static_cast<std::size_t>(w) * count + t % count) * es, run * es);
         });
       begin_piece(i, d, ctx);
-      for (std::size_t q = 0; q < n; ++q) srcs[q] = staging_[q] + static_cast<std::size_t>(grank_) * len * es;
+      for (std::size_t q = 0; q < n; ++q)
+        srcs[q] = staging_[q] + static_cast<std::size_t>(grank_) * len * es;
       if (len > 0 && wide) {
         float* a = reinterpret_cast<float*>(acc) + b;
         column_wide_.resize(len);
@@ -575,23 +598,27 @@ class ShmCommunicator final : public CpuCommunicator {
         }
       } else if (len > 0) {
         void* dst[1] = {acc + b * es};
-        reduce_to_many(in.dtype, partial, srcs.data(), gsize_, dst, 1, len, 1, StoreHint{.may_stream = false});
+        reduce_to_many(in.dtype, partial, srcs.data(), gsize_, dst, 1, len, 1,
+                       StoreHint{.may_stream = false});
       }
       publish();
       wait_group(ctx);
     }
     if (wide) column_wide_.resize(count);
     const BufferView sums{acc, total, acc_type, Device::cpu()};
-    const BufferView mine = wide ? BufferView{column_wide_.data(), count, DType::f32, Device::cpu()} : out;
+    const BufferView mine =
+        wide ? BufferView{column_wide_.data(), count, DType::f32, Device::cpu()} : out;
     guarded(ctx, [&] {
-      ring_reduce_scatter(*cross_ring_, sums, mine, partial, ring_config(), ctx.deadline, ring_scratch_);
+      ring_reduce_scatter(*cross_ring_, sums, mine, partial, ring_config(), ctx.deadline,
+                          ring_scratch_);
     });
     if (op == ReduceOp::avg) divide(acc_type, mine.ptr, count, size());
     if (wide) narrow_from_f32(in.dtype, column_wide_.data(), out.ptr, count);
   }
 
   // ----------------------------------------------------------- reduce_scatter
-  void run_reduce_scatter(BufferView in, BufferView out, ReduceOp op, const OpContext& ctx) override {
+  void run_reduce_scatter(BufferView in, BufferView out, ReduceOp op,
+                          const OpContext& ctx) override {
     if (groups_ > 1) return hierarchical_reduce_scatter(in, out, op, ctx);
     const std::size_t es = dtype_size(in.dtype);
     const std::size_t n = static_cast<std::size_t>(gsize_);
@@ -604,8 +631,8 @@ class ShmCommunicator final : public CpuCommunicator {
       const std::size_t b = i * piece, len = std::min(piece, d.count - std::min(d.count, b));
       if (d.in.region < 0 && len > 0)
         for (std::size_t q = 0; q < n; ++q)
-          std::memcpy(my_staging + q * len * es, static_cast<char*>(in.ptr) + (q * d.count + b) * es,
-                      len * es);
+          std::memcpy(my_staging + q * len * es,
+                      static_cast<char*>(in.ptr) + (q * d.count + b) * es, len * es);
       begin_piece(i, d, ctx);
       const std::size_t me = static_cast<std::size_t>(grank_);
       for (int q = 0; q < gsize_; ++q) {
@@ -614,7 +641,8 @@ class ShmCommunicator final : public CpuCommunicator {
         srcs[static_cast<std::size_t>(q)] = resolve(q, o.in) + at * es;
       }
       void* dst[1] = {static_cast<char*>(out.ptr) + b * es};
-      reduce_to_many(d.dtype, op, srcs.data(), gsize_, dst, 1, len, size(), StoreHint{.local_dst = 0});
+      reduce_to_many(d.dtype, op, srcs.data(), gsize_, dst, 1, len, size(),
+                     StoreHint{.local_dst = 0});
       publish();
       wait_group(ctx);
     }
@@ -657,7 +685,8 @@ class ShmCommunicator final : public CpuCommunicator {
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_shm_communicator(const Topology& topology, const CommOptions& options) {
+std::unique_ptr<Communicator> make_shm_communicator(const Topology& topology,
+                                                    const CommOptions& options) {
   return std::make_unique<ShmCommunicator>(topology, options);
 }
 

@@ -17,12 +17,11 @@ inline std::string mpi_error_string(int code) {
 }
 }  // namespace ringtrain::detail
 
-#define RT_MPI_CHECK(call)                                                                    \
-  do {                                                                                        \
-    int rt_mpi_rc_ = (call);                                                                  \
-    if (rt_mpi_rc_ != MPI_SUCCESS)                                               \
-      ::ringtrain::detail::throw_library_error("MPI", __FILE__, __LINE__,                     \
-                                               #call ": " +                                   \
-                                                   ::ringtrain::detail::mpi_error_string(     \
-                                                       rt_mpi_rc_));                          \
+#define RT_MPI_CHECK(call)                                                 \
+  do {                                                                     \
+    int rt_mpi_rc_ = (call);                                               \
+    if (rt_mpi_rc_ != MPI_SUCCESS)                                         \
+      ::ringtrain::detail::throw_library_error(                            \
+          "MPI", __FILE__, __LINE__,                                       \
+          #call ": " + ::ringtrain::detail::mpi_error_string(rt_mpi_rc_)); \
   } while (0)

@@ -11,13 +11,27 @@ namespace {
 }
 }  // namespace
 
-void wait_event(void*, std::string_view why) { no_cuda(why); }
-void wait_stream(int, void*, std::string_view why) { no_cuda(why); }
-void wait_device(int, std::string_view why) { no_cuda(why); }
-void* acquire_event() { no_cuda("CUDA event"); }
+void wait_event(void*, std::string_view why) {
+  no_cuda(why);
+}
+void wait_stream(int, void*, std::string_view why) {
+  no_cuda(why);
+}
+void wait_device(int, std::string_view why) {
+  no_cuda(why);
+}
+void* acquire_event() {
+  no_cuda("CUDA event");
+}
 void release_event(void*) noexcept {}
-void record_event(void*, void*) { no_cuda("CUDA event"); }
-void stream_wait_event(void*, void*) { no_cuda("CUDA event"); }
-bool event_reached(void*) { no_cuda("CUDA event"); }
+void record_event(void*, void*) {
+  no_cuda("CUDA event");
+}
+void stream_wait_event(void*, void*) {
+  no_cuda("CUDA event");
+}
+bool event_reached(void*) {
+  no_cuda("CUDA event");
+}
 
 }  // namespace ringtrain::detail

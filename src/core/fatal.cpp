@@ -45,8 +45,7 @@ void fatal(const std::string& message, int exit_code) {
   // A second fatal (a hook failing, another thread) must not recurse or
   // deadlock: it goes straight to the exit.
   if (g_in_fatal.exchange(true)) {
-    std::fprintf(stderr, "%s fatal (while aborting): %s\n", rank_prefix().c_str(),
-                 message.c_str());
+    std::fprintf(stderr, "%s fatal (while aborting): %s\n", rank_prefix().c_str(), message.c_str());
     std::fflush(stderr);
     _exit(exit_code);
   }

@@ -10,9 +10,13 @@ namespace {
 std::atomic<std::uint64_t> g_count{0};
 }  // namespace
 
-std::uint64_t count() { return g_count.load(std::memory_order_relaxed); }
+std::uint64_t count() {
+  return g_count.load(std::memory_order_relaxed);
+}
 
-void note(Device, std::string_view) { g_count.fetch_add(1, std::memory_order_relaxed); }
+void note(Device, std::string_view) {
+  g_count.fetch_add(1, std::memory_order_relaxed);
+}
 
 void wait(const OrderingPoint& point, std::string_view why) {
   note(point.device(), why);

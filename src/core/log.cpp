@@ -12,21 +12,35 @@ std::mutex g_write_mutex;
 
 const char* level_tag(LogLevel level) {
   switch (level) {
-    case LogLevel::debug: return "debug: ";
-    case LogLevel::info: return "";
-    case LogLevel::warn: return "warning: ";
-    case LogLevel::error: return "error: ";
+    case LogLevel::debug:
+      return "debug: ";
+    case LogLevel::info:
+      return "";
+    case LogLevel::warn:
+      return "warning: ";
+    case LogLevel::error:
+      return "error: ";
   }
   return "";
 }
 }  // namespace
 
-void set_log_identity(const LogIdentity& identity) { g_identity = identity; }
-const LogIdentity& log_identity() { return g_identity; }
-void set_log_level(LogLevel level) { g_level = level; }
-LogLevel log_level() { return g_level; }
+void set_log_identity(const LogIdentity& identity) {
+  g_identity = identity;
+}
+const LogIdentity& log_identity() {
+  return g_identity;
+}
+void set_log_level(LogLevel level) {
+  g_level = level;
+}
+LogLevel log_level() {
+  return g_level;
+}
 
-std::string rank_prefix() { return fmt::format("[rank {}/{}]", g_identity.rank, g_identity.host); }
+std::string rank_prefix() {
+  return fmt::format("[rank {}/{}]", g_identity.rank, g_identity.host);
+}
 
 void log_line(LogLevel level, const std::string& message) {
   if (level < g_level) return;

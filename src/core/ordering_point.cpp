@@ -18,6 +18,8 @@ void OrderingPoint::order_stream(void* stream) const {
   if (!empty()) detail::stream_wait_event(stream, event());
 }
 
-bool OrderingPoint::reached() const { return empty() || detail::event_reached(event()); }
+bool OrderingPoint::reached() const {
+  return empty() || detail::event_reached(event());
+}
 
 }  // namespace ringtrain

@@ -20,9 +20,12 @@ DeviceRequest parse_device_request(std::string_view text) {
 
 std::string_view device_request_name(DeviceRequest r) {
   switch (r) {
-    case DeviceRequest::automatic: return "auto";
-    case DeviceRequest::cpu: return "cpu";
-    case DeviceRequest::cuda: return "cuda";
+    case DeviceRequest::automatic:
+      return "auto";
+    case DeviceRequest::cpu:
+      return "cpu";
+    case DeviceRequest::cuda:
+      return "cuda";
   }
   return "?";
 }
@@ -43,7 +46,8 @@ bool valid_entry(const std::string& e) {
   if (e.empty()) return false;
   if (e.rfind("GPU-", 0) == 0 || e.rfind("MIG-", 0) == 0) return true;
   // An ordinal: digits only. A negative number ends the list.
-  return std::all_of(e.begin(), e.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+  return std::all_of(e.begin(), e.end(),
+                     [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
 }
 }  // namespace
 
@@ -79,19 +83,21 @@ CudaAssessment assess_cuda_probe(const CudaProbe& probe, bool device_nodes_prese
     return a;
   }
   a.fatal = device_nodes_present;
-  a.problem = device_nodes_present
-                  ? fmt::format("CUDA cannot use this machine's NVIDIA GPUs ({}): {}; fix the driver or "
-                                "CUDA installation, or pass --device cpu",
-                                fmt::join(nvidia_device_node_paths(), ", "), probe.error)
-                  : fmt::format("CUDA reports {} and no NVIDIA device node exists ({}): no GPU here",
-                                probe.error, fmt::join(nvidia_device_node_paths(), ", "));
+  a.problem =
+      device_nodes_present
+          ? fmt::format(
+                "CUDA cannot use this machine's NVIDIA GPUs ({}): {}; fix the driver or "
+                "CUDA installation, or pass --device cpu",
+                fmt::join(nvidia_device_node_paths(), ", "), probe.error)
+          : fmt::format("CUDA reports {} and no NVIDIA device node exists ({}): no GPU here",
+                        probe.error, fmt::join(nvidia_device_node_paths(), ", "));
   return a;
 }
 
 DeviceChoice choose_device(const DeviceChoiceInput& in) {
   const int local_size = static_cast<int>(in.visible.size());
-  RT_CHECK(in.local_rank >= 0 && in.local_rank < local_size, "local rank {} out of range for local size {}",
-           in.local_rank, local_size);
+  RT_CHECK(in.local_rank >= 0 && in.local_rank < local_size,
+           "local rank {} out of range for local size {}", in.local_rank, local_size);
   DeviceChoice choice;
   if (in.request == DeviceRequest::cpu) return choice;
 
@@ -108,7 +114,8 @@ DeviceChoice choose_device(const DeviceChoiceInput& in) {
     chosen[static_cast<std::size_t>(r)] = seen[static_cast<std::size_t>(r) % seen.size()];
   }
   if (with_gpu < 0) {
-    RT_CHECK(in.request != DeviceRequest::cuda, "--device cuda: no CUDA device is visible on host {}{}", in.host,
+    RT_CHECK(in.request != DeviceRequest::cuda,
+             "--device cuda: no CUDA device is visible on host {}{}", in.host,
              !in.no_gpu_reason.empty() ? fmt::format(" ({})", in.no_gpu_reason)
              : in.cuda_visible_devices
                  ? fmt::format(" (CUDA_VISIBLE_DEVICES='{}')", *in.cuda_visible_devices)
@@ -116,7 +123,8 @@ DeviceChoice choose_device(const DeviceChoiceInput& in) {
     return choice;  // auto on a node without GPUs: CPU
   }
   RT_CHECK(without_gpu < 0,
-           "--device {}: local rank {} on host {} sees no GPU while local rank {} sees {}: give every rank "
+           "--device {}: local rank {} on host {} sees no GPU while local rank {} sees {}: give "
+           "every rank "
            "of a node a GPU, or pass --device cpu",
            device_request_name(in.request), without_gpu, in.host, with_gpu,
            in.visible[static_cast<std::size_t>(with_gpu)].size());
@@ -126,10 +134,12 @@ DeviceChoice choose_device(const DeviceChoiceInput& in) {
   for (int a = 0; a < local_size && !in.allow_gpu_sharing; ++a)
     for (int b = a + 1; b < local_size; ++b)
       RT_CHECK(chosen[static_cast<std::size_t>(a)] != chosen[static_cast<std::size_t>(b)],
-               "local ranks {} and {} on host {} would both use GPU {} ({} ranks on {} distinct GPU(s); a "
+               "local ranks {} and {} on host {} would both use GPU {} ({} ranks on {} distinct "
+               "GPU(s); a "
                "rank takes local_rank % the GPUs it sees): give each rank its own GPU, or pass "
                "--allow-gpu-sharing to place several ranks on one GPU",
-               a, b, in.host, chosen[static_cast<std::size_t>(a)], local_size, distinct_count(chosen));
+               a, b, in.host, chosen[static_cast<std::size_t>(a)], local_size,
+               distinct_count(chosen));
 
   const auto& mine = in.visible[static_cast<std::size_t>(in.local_rank)];
   const int ordinal = in.local_rank % static_cast<int>(mine.size());
@@ -138,7 +148,8 @@ DeviceChoice choose_device(const DeviceChoiceInput& in) {
   choice.physical_label = std::to_string(ordinal);
   if (in.cuda_visible_devices) {
     auto entries = parse_cuda_visible_devices(*in.cuda_visible_devices);
-    if (static_cast<std::size_t>(ordinal) < entries.size()) choice.physical_label = entries[ordinal];
+    if (static_cast<std::size_t>(ordinal) < entries.size())
+      choice.physical_label = entries[ordinal];
   }
   for (int r = 0; r < local_size; ++r)
     if (chosen[static_cast<std::size_t>(r)] == choice.uuid) choice.gpu_local_ranks.push_back(r);

@@ -45,7 +45,8 @@ struct PlacementRecord {
 
 // Every local rank's list of physical GPU ids, all-gathered over the node
 // (element i is local rank i's list). Ids hold no newline: one per line.
-std::vector<std::vector<std::string>> gather_over_node(const std::vector<std::string>& ids, MPI_Comm local) {
+std::vector<std::vector<std::string>> gather_over_node(const std::vector<std::string>& ids,
+                                                       MPI_Comm local) {
   std::string packed;
   for (const auto& id : ids) packed += id + "\n";
   int n = 0;
@@ -59,13 +60,14 @@ std::vector<std::vector<std::string>> gather_over_node(const std::vector<std::st
     total += lens[static_cast<std::size_t>(i)];
   }
   std::string all(static_cast<std::size_t>(total), '\0');
-  RT_MPI_CHECK(MPI_Allgatherv(packed.data(), len, MPI_CHAR, all.data(), lens.data(), offsets.data(), MPI_CHAR,
-                              local));
+  RT_MPI_CHECK(MPI_Allgatherv(packed.data(), len, MPI_CHAR, all.data(), lens.data(), offsets.data(),
+                              MPI_CHAR, local));
   std::vector<std::vector<std::string>> out(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) {
     std::string_view rest(all.data() + offsets[static_cast<std::size_t>(i)],
                           static_cast<std::size_t>(lens[static_cast<std::size_t>(i)]));
-    for (std::size_t nl; (nl = rest.find('\n')) != std::string_view::npos; rest.remove_prefix(nl + 1))
+    for (std::size_t nl; (nl = rest.find('\n')) != std::string_view::npos;
+         rest.remove_prefix(nl + 1))
       out[static_cast<std::size_t>(i)].emplace_back(rest.substr(0, nl));
   }
   return out;
@@ -73,9 +75,15 @@ std::vector<std::vector<std::string>> gather_over_node(const std::vector<std::st
 }  // namespace
 
 namespace mpi_context {
-MPI_Comm world() { return g_world != MPI_COMM_NULL ? g_world : MPI_COMM_WORLD; }
-MPI_Comm local() { return g_local; }
-MPI_Comm cross_node() { return g_cross; }
+MPI_Comm world() {
+  return g_world != MPI_COMM_NULL ? g_world : MPI_COMM_WORLD;
+}
+MPI_Comm local() {
+  return g_local;
+}
+MPI_Comm cross_node() {
+  return g_cross;
+}
 }  // namespace mpi_context
 
 MpiSession::MpiSession(int* argc, char*** argv) {
@@ -118,7 +126,8 @@ Topology Topology::discover(const TopologyOptions& options) {
   set_log_identity({t.rank_, t.world_size_, t.host_});
 
   free_comm(g_local);
-  RT_MPI_CHECK(MPI_Comm_split_type(g_world, MPI_COMM_TYPE_SHARED, t.rank_, MPI_INFO_NULL, &g_local));
+  RT_MPI_CHECK(
+      MPI_Comm_split_type(g_world, MPI_COMM_TYPE_SHARED, t.rank_, MPI_INFO_NULL, &g_local));
   MPI_Comm_set_errhandler(g_local, MPI_ERRORS_RETURN);
   RT_MPI_CHECK(MPI_Comm_rank(g_local, &t.local_rank_));
   RT_MPI_CHECK(MPI_Comm_size(g_local, &t.local_size_));
@@ -152,11 +161,12 @@ Topology Topology::discover(const TopologyOptions& options) {
   std::vector<std::string> my_gpus;
   if (options.device != DeviceRequest::cpu) {
     const CudaAssessment cuda = assess_cuda_probe(cuda_probe(), nvidia_device_nodes_present());
-    RT_CHECK(!cuda.fatal, "--device {} on host {}: {}", device_request_name(options.device), t.host_,
-             cuda.problem);
+    RT_CHECK(!cuda.fatal, "--device {} on host {}: {}", device_request_name(options.device),
+             t.host_, cuda.problem);
     in.no_gpu_reason = cuda.problem;
     static bool warned = false;  // once per process, and per node: local rank 0 speaks
-    if (!cuda.problem.empty() && options.device == DeviceRequest::automatic && t.local_rank_ == 0 && !warned) {
+    if (!cuda.problem.empty() && options.device == DeviceRequest::automatic && t.local_rank_ == 0 &&
+        !warned) {
       warned = true;
       log_warn("--device auto: {}; using the CPU", cuda.problem);
     }
@@ -178,12 +188,14 @@ Topology Topology::discover(const TopologyOptions& options) {
     const DeviceChoice& c = t.device_;
     dev += fmt::format(" (GPU {}", c.physical_label);
     if (c.uuid != c.physical_label) dev += ", " + c.uuid;
-    if (c.shared) dev += fmt::format(", shared by local ranks {}", fmt::join(c.gpu_local_ranks, ","));
+    if (c.shared)
+      dev += fmt::format(", shared by local ranks {}", fmt::join(c.gpu_local_ranks, ","));
     dev += ")";
   }
   std::snprintf(mine.device, sizeof(mine.device), "%s", dev.c_str());
   std::vector<PlacementRecord> all(static_cast<std::size_t>(t.world_size_));
-  RT_MPI_CHECK(MPI_Allgather(&mine, sizeof(mine), MPI_BYTE, all.data(), sizeof(mine), MPI_BYTE, g_world));
+  RT_MPI_CHECK(
+      MPI_Allgather(&mine, sizeof(mine), MPI_BYTE, all.data(), sizeof(mine), MPI_BYTE, g_world));
   for (const auto& r : all)
     t.placements_.push_back({r.rank, r.host, r.node, r.local_rank, r.local_size, r.device});
   return t;
@@ -192,8 +204,8 @@ Topology Topology::discover(const TopologyOptions& options) {
 std::string Topology::table() const {
   std::size_t host_w = 4;
   for (const auto& p : placements_) host_w = std::max(host_w, p.host.size());
-  std::string out = fmt::format("{:>5}  {:<{}}  {:>4}  {:>10}  {}\n", "rank", "host", host_w, "node",
-                                "local_rank", "device");
+  std::string out = fmt::format("{:>5}  {:<{}}  {:>4}  {:>10}  {}\n", "rank", "host", host_w,
+                                "node", "local_rank", "device");
   for (const auto& p : placements_)
     out += fmt::format("{:>5}  {:<{}}  {:>4}  {:>10}  {}\n", p.rank, p.host, host_w, p.node,
                        fmt::format("{}/{}", p.local_rank, p.local_size), p.device);

@@ -7,7 +7,8 @@ namespace ringtrain {
 
 class Conv2dLayer final : public Layer {
  public:
-  Conv2dLayer(std::string name, const Conv2dGeometry& g, const ComputeContext& ctx, std::size_t max_batch);
+  Conv2dLayer(std::string name, const Conv2dGeometry& g, const ComputeContext& ctx,
+              std::size_t max_batch);
   std::vector<ParamDesc> param_descs() const override;
   void bind(float* params, float* grads) override;
   void forward(const float* x, float* y, std::size_t batch, bool training) override;

@@ -13,7 +13,8 @@ void kaiming_normal_fill(float* values, std::size_t count, std::size_t fan_in, s
     return;
   }
   const double stddev = std::sqrt(2.0 / static_cast<double>(fan_in));
-  const std::uint64_t key = kernels::mix64(kernels::mix64(seed ^ 0x6B61696D696E67ull) ^ tensor_index);
+  const std::uint64_t key =
+      kernels::mix64(kernels::mix64(seed ^ 0x6B61696D696E67ull) ^ tensor_index);
   constexpr double kTwoPi = 6.283185307179586476925286766559;
   for (std::size_t i = 0; i < count; i += 2) {
     // Two uniforms in (0, 1] from 53-bit draws, two normals from one Box-Muller.

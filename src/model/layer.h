@@ -18,9 +18,9 @@ namespace ringtrain {
 
 // A parameter tensor a layer asks for; the model places it in the flat buffer.
 struct ParamDesc {
-  std::string name;         // "weight", "bias"
+  std::string name;  // "weight", "bias"
   Shape shape;
-  std::size_t fan_in = 0;   // Kaiming std = sqrt(2 / fan_in); 0 means zeros
+  std::size_t fan_in = 0;  // Kaiming std = sqrt(2 / fan_in); 0 means zeros
 };
 
 // The seed and the (rank, step) that dropout masks are drawn from.
@@ -64,8 +64,9 @@ class Layer {
 // Builds the layer `spec` for per-sample input `input`; the Error names the
 // layer and the shape when they do not fit. `index` is the layer's position
 // (dropout mixes it into its mask key); `dropout` must outlive the layer.
-std::unique_ptr<Layer> make_layer(const LayerSpec& spec, const Shape& input, const std::string& name,
-                                  std::size_t index, const ComputeContext& ctx, std::size_t max_batch,
+std::unique_ptr<Layer> make_layer(const LayerSpec& spec, const Shape& input,
+                                  const std::string& name, std::size_t index,
+                                  const ComputeContext& ctx, std::size_t max_batch,
                                   const DropoutContext& dropout);
 
 }  // namespace ringtrain

@@ -6,8 +6,9 @@
 
 namespace ringtrain {
 
-std::unique_ptr<Layer> make_layer(const LayerSpec& spec, const Shape& input, const std::string& name,
-                                  std::size_t index, const ComputeContext& ctx, std::size_t max_batch,
+std::unique_ptr<Layer> make_layer(const LayerSpec& spec, const Shape& input,
+                                  const std::string& name, std::size_t index,
+                                  const ComputeContext& ctx, std::size_t max_batch,
                                   const DropoutContext& dropout) {
   switch (spec.kind) {
     case LayerKind::linear:
@@ -16,28 +17,36 @@ std::unique_ptr<Layer> make_layer(const LayerSpec& spec, const Shape& input, con
                spec.to_string(), input.to_string());
       return std::make_unique<LinearLayer>(name, input, spec.out, ctx);
     case LayerKind::conv2d: {
-      RT_CHECK(input.rank() == 3, "layer {} ({}) needs a [channels, height, width] input but gets {}",
-               index, spec.to_string(), input.to_string());
-      Conv2dGeometry g{input[0], input[1], input[2], spec.out, spec.kernel, spec.stride, spec.padding};
-      RT_CHECK(spec.kernel <= input[1] + 2 * spec.padding && spec.kernel <= input[2] + 2 * spec.padding,
-               "layer {} ({}): kernel {} does not fit the input {} with padding {}", index,
-               spec.to_string(), spec.kernel, input.to_string(), spec.padding);
+      RT_CHECK(input.rank() == 3,
+               "layer {} ({}) needs a [channels, height, width] input but gets {}", index,
+               spec.to_string(), input.to_string());
+      Conv2dGeometry g{input[0],    input[1],    input[2],    spec.out,
+                       spec.kernel, spec.stride, spec.padding};
+      RT_CHECK(
+          spec.kernel <= input[1] + 2 * spec.padding && spec.kernel <= input[2] + 2 * spec.padding,
+          "layer {} ({}): kernel {} does not fit the input {} with padding {}", index,
+          spec.to_string(), spec.kernel, input.to_string(), spec.padding);
       return std::make_unique<Conv2dLayer>(name, g, ctx, max_batch);
     }
     case LayerKind::max_pool2d: {
-      RT_CHECK(input.rank() == 3, "layer {} ({}) needs a [channels, height, width] input but gets {}",
-               index, spec.to_string(), input.to_string());
+      RT_CHECK(input.rank() == 3,
+               "layer {} ({}) needs a [channels, height, width] input but gets {}", index,
+               spec.to_string(), input.to_string());
       RT_CHECK(spec.kernel <= input[1] && spec.kernel <= input[2],
                "layer {} ({}): kernel {} does not fit the input {}", index, spec.to_string(),
                spec.kernel, input.to_string());
       MaxPool2dGeometry g{input[0], input[1], input[2], spec.kernel, spec.stride};
       return std::make_unique<MaxPool2dLayer>(name, g, ctx, max_batch);
     }
-    case LayerKind::relu: return std::make_unique<ReluLayer>(name, input, ctx);
-    case LayerKind::gelu: return std::make_unique<GeluLayer>(name, input, ctx);
-    case LayerKind::flatten: return std::make_unique<FlattenLayer>(name, input);
+    case LayerKind::relu:
+      return std::make_unique<ReluLayer>(name, input, ctx);
+    case LayerKind::gelu:
+      return std::make_unique<GeluLayer>(name, input, ctx);
+    case LayerKind::flatten:
+      return std::make_unique<FlattenLayer>(name, input);
     case LayerKind::dropout:
-      return std::make_unique<DropoutLayer>(name, input, static_cast<float>(spec.p), index, ctx, dropout);
+      return std::make_unique<DropoutLayer>(name, input, static_cast<float>(spec.p), index, ctx,
+                                            dropout);
   }
   RT_CHECK(false, "layer {}: unknown kind", index);
   return nullptr;

@@ -8,7 +8,8 @@
 
 namespace ringtrain {
 
-LinearLayer::LinearLayer(std::string name, const Shape& input, std::size_t out, const ComputeContext& ctx)
+LinearLayer::LinearLayer(std::string name, const Shape& input, std::size_t out,
+                         const ComputeContext& ctx)
     : Layer(std::move(name), input, Shape{out}), ctx_(ctx), in_(input.numel()), out_(out) {}
 
 std::vector<ParamDesc> LinearLayer::param_descs() const {
@@ -35,9 +36,11 @@ void LinearLayer::backward(const float* x, const float*, const float* dy, float*
   }
   bias_grad(ctx_, dy, db_, batch, out_, 1, accumulate);
   // dW = dy^T x
-  gemm(ctx_, true, false, out_, in_, batch, 1.0f, dy, out_, x, in_, accumulate ? 1.0f : 0.0f, dw_, in_);
+  gemm(ctx_, true, false, out_, in_, batch, 1.0f, dy, out_, x, in_, accumulate ? 1.0f : 0.0f, dw_,
+       in_);
   // dx = dy W
-  if (dx != nullptr) gemm(ctx_, false, false, batch, in_, out_, 1.0f, dy, out_, w_, in_, 0.0f, dx, in_);
+  if (dx != nullptr)
+    gemm(ctx_, false, false, batch, in_, out_, 1.0f, dy, out_, w_, in_, 0.0f, dx, in_);
 }
 
 }  // namespace ringtrain

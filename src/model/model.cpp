@@ -8,12 +8,12 @@
 
 #include <fmt/format.h>
 
+#include "kernels/softmax_cross_entropy.cuh"
 #include "model/kaiming_init.h"
 #include "model/layer.h"
 #include "ringtrain/core/check.h"
-#include "ringtrain/ops/compute_context.h"
-#include "kernels/softmax_cross_entropy.cuh"
 #include "ringtrain/core/host_sync.h"
+#include "ringtrain/ops/compute_context.h"
 #include "ringtrain/ops/softmax_cross_entropy.h"
 #include "ringtrain/tensor/device_memory.h"
 #include "ringtrain/tensor/tensor.h"
@@ -24,16 +24,17 @@ struct Model::State {
   std::unique_ptr<ComputeContext> ctx;
   DropoutContext dropout;
   std::vector<std::unique_ptr<Layer>> layers;
-  std::vector<std::pair<std::size_t, std::size_t>> layer_ranges;  // [begin, end) in the flat buffers
+  std::vector<std::pair<std::size_t, std::size_t>>
+      layer_ranges;                    // [begin, end) in the flat buffers
   std::vector<bool> needs_input_grad;  // some layer below has parameters
   Tensor params, grads_owned;
   BufferView grads;
-  std::vector<Tensor> activations;  // output of each non-view layer, max_batch rows
+  std::vector<Tensor> activations;    // output of each non-view layer, max_batch rows
   std::vector<const float*> outputs;  // output pointer of each layer (views share)
-  Tensor grad_a, grad_b;             // backward ping-pong, max activation size
-  Tensor labels;                     // copy of the last forward's labels
-  Tensor row_loss, row_correct;      // GPU loss workspaces
-  Tensor loss_totals;                // running [loss sum, correct, bad labels], f64
+  Tensor grad_a, grad_b;              // backward ping-pong, max activation size
+  Tensor labels;                      // copy of the last forward's labels
+  Tensor row_loss, row_correct;       // GPU loss workspaces
+  Tensor loss_totals;                 // running [loss sum, correct, bad labels], f64
   const float* last_input = nullptr;
   std::size_t last_batch = 0;
   bool forward_done = false;
@@ -45,20 +46,26 @@ Model::~Model() = default;
 namespace {
 std::string layer_base_name(LayerKind kind) {
   switch (kind) {
-    case LayerKind::linear: return "fc";
-    case LayerKind::conv2d: return "conv";
-    case LayerKind::max_pool2d: return "pool";
-    default: return std::string(layer_kind_name(kind));
+    case LayerKind::linear:
+      return "fc";
+    case LayerKind::conv2d:
+      return "conv";
+    case LayerKind::max_pool2d:
+      return "pool";
+    default:
+      return std::string(layer_kind_name(kind));
   }
 }
 }  // namespace
 
-std::unique_ptr<Model> Model::build(const ModelSpec& spec, const std::vector<std::size_t>& input_shape,
-                                    int num_classes, const ModelOptions& options) {
+std::unique_ptr<Model> Model::build(const ModelSpec& spec,
+                                    const std::vector<std::size_t>& input_shape, int num_classes,
+                                    const ModelOptions& options) {
   RT_CHECK(!input_shape.empty() && input_shape.size() <= 3,
            "model input shape must be [features] or [channels, height, width], got {} dimensions",
            input_shape.size());
-  for (std::size_t d : input_shape) RT_CHECK(d > 0, "model input shape [{}] has a zero dimension", fmt::join(input_shape, ", "));
+  for (std::size_t d : input_shape)
+    RT_CHECK(d > 0, "model input shape [{}] has a zero dimension", fmt::join(input_shape, ", "));
   RT_CHECK(num_classes > 0, "the number of classes must be positive, got {}", num_classes);
   RT_CHECK(options.max_batch > 0, "max_batch must be at least 1");
   RT_CHECK(!spec.layers.empty(), "model spec has no layers");
@@ -126,7 +133,8 @@ std::unique_ptr<Model> Model::build(const ModelSpec& spec, const std::vector<std
   for (std::size_t i = 0; i < s.layers.size(); ++i) {
     std::size_t at = s.layer_ranges[i].first;
     for (const ParamDesc& d : descs[i]) {
-      kaiming_normal_fill(host.data() + at, d.shape.numel(), d.fan_in, options.seed, tensor_index++);
+      kaiming_normal_fill(host.data() + at, d.shape.numel(), d.fan_in, options.seed,
+                          tensor_index++);
       at += d.shape.numel();
     }
   }
@@ -157,9 +165,15 @@ std::unique_ptr<Model> Model::build(const ModelSpec& spec, const std::vector<std
   return m;
 }
 
-BufferView Model::params() { return state_->params.buffer(); }
-BufferView Model::grads() { return state_->grads; }
-std::size_t Model::layer_count() const { return state_->layers.size(); }
+BufferView Model::params() {
+  return state_->params.buffer();
+}
+BufferView Model::grads() {
+  return state_->grads;
+}
+std::size_t Model::layer_count() const {
+  return state_->layers.size();
+}
 std::string Model::layer_name(std::size_t layer) const {
   RT_CHECK(layer < layer_count(), "layer {} out of range (the model has {})", layer, layer_count());
   return state_->layers[layer]->name();
@@ -186,9 +200,11 @@ std::string Model::summary() const {
 }
 
 void Model::bind_gradient_buffer(BufferView grads) {
-  RT_CHECK(grads.dtype == DType::f32, "gradient buffer must be f32, got {}", dtype_name(grads.dtype));
-  RT_CHECK(grads.count == param_count_, "gradient buffer has {} elements but the model has {} parameters",
-           grads.count, param_count_);
+  RT_CHECK(grads.dtype == DType::f32, "gradient buffer must be f32, got {}",
+           dtype_name(grads.dtype));
+  RT_CHECK(grads.count == param_count_,
+           "gradient buffer has {} elements but the model has {} parameters", grads.count,
+           param_count_);
   RT_CHECK(grads.device == options_.device, "gradient buffer is on {} but the model is on {}",
            device_name(grads.device), device_name(options_.device));
   RT_CHECK(grads.ptr != nullptr || param_count_ == 0, "gradient buffer is null");
@@ -205,13 +221,15 @@ void Model::set_dropout_context(std::uint64_t rank, std::uint64_t step) {
   state_->dropout.step = step;
 }
 
-const float* Model::run_layers(const float* x, const std::int32_t* labels, std::size_t batch, bool training) {
+const float* Model::run_layers(const float* x, const std::int32_t* labels, std::size_t batch,
+                               bool training) {
   State& s = *state_;
   RT_CHECK(batch <= options_.max_batch, "batch {} exceeds the model's max_batch {}", batch,
            options_.max_batch);
   const float* in = x;
   for (std::size_t i = 0; i < s.layers.size(); ++i) {
-    float* out = s.layers[i]->is_view() ? const_cast<float*>(in) : s.activations[i].data_as<float>();
+    float* out =
+        s.layers[i]->is_view() ? const_cast<float*>(in) : s.activations[i].data_as<float>();
     if (batch > 0) s.layers[i]->forward(in, out, batch, training);
     s.outputs[i] = out;
     in = out;
@@ -220,7 +238,8 @@ const float* Model::run_layers(const float* x, const std::int32_t* labels, std::
   s.last_batch = batch;
   s.forward_done = true;
   if (batch > 0)
-    device_copy(s.labels.data(), options_.device, labels, options_.device, batch * sizeof(std::int32_t));
+    device_copy(s.labels.data(), options_.device, labels, options_.device,
+                batch * sizeof(std::int32_t));
   return in;
 }
 
@@ -231,16 +250,18 @@ Model::LossResult Model::forward(const float* x, const std::int32_t* labels, std
   if (batch == 0) return {};
   if (options_.device.is_cuda()) host_sync::note(options_.device, "model: read the loss");
   const SoftmaxCrossEntropyResult r = softmax_cross_entropy_forward(
-      *s.ctx, logits, s.labels.data_as<std::int32_t>(), batch, num_classes_, s.row_loss.data_as<float>(),
-      s.row_correct.data_as<std::int32_t>());
+      *s.ctx, logits, s.labels.data_as<std::int32_t>(), batch, num_classes_,
+      s.row_loss.data_as<float>(), s.row_correct.data_as<std::int32_t>());
   return {r.loss_sum, r.correct};
 }
 
-void Model::forward_accumulate(const float* x, const std::int32_t* labels, std::size_t batch, bool training) {
+void Model::forward_accumulate(const float* x, const std::int32_t* labels, std::size_t batch,
+                               bool training) {
   State& s = *state_;
   const float* logits = run_layers(x, labels, batch, training);
-  softmax_cross_entropy_accumulate(*s.ctx, logits, s.labels.data_as<std::int32_t>(), batch, num_classes_,
-                                   s.row_loss.data_as<float>(), s.row_correct.data_as<std::int32_t>(),
+  softmax_cross_entropy_accumulate(*s.ctx, logits, s.labels.data_as<std::int32_t>(), batch,
+                                   num_classes_, s.row_loss.data_as<float>(),
+                                   s.row_correct.data_as<std::int32_t>(),
                                    s.loss_totals.data_as<double>());
 }
 
@@ -255,8 +276,10 @@ Model::LossResult Model::take_loss_totals() {
   device_copy(totals, Device::cpu(), s.loss_totals.data(), options_.device, sizeof(totals));
   device_zero(s.loss_totals.data(), sizeof(totals), options_.device);
   RT_CHECK(totals[2] == 0,
-           "{} sample(s) since the last loss read had a label outside [0, {}): the labels do not match the "
-           "model's {} classes", static_cast<std::uint64_t>(totals[2]), num_classes_, num_classes_);
+           "{} sample(s) since the last loss read had a label outside [0, {}): the labels do not "
+           "match the "
+           "model's {} classes",
+           static_cast<std::uint64_t>(totals[2]), num_classes_, num_classes_);
   return {totals[0], static_cast<std::size_t>(totals[1])};
 }
 
@@ -297,9 +320,15 @@ const float* Model::logits() const {
   return state_->outputs.back();
 }
 
-void Model::zero_grads() { device_zero(state_->grads.ptr, state_->grads.bytes(), options_.device); }
+void Model::zero_grads() {
+  device_zero(state_->grads.ptr, state_->grads.bytes(), options_.device);
+}
 
-void* Model::compute_stream() const { return state_->ctx->stream(); }
-void Model::synchronize() const { state_->ctx->synchronize(); }
+void* Model::compute_stream() const {
+  return state_->ctx->stream();
+}
+void Model::synchronize() const {
+  state_->ctx->synchronize();
+}
 
 }  // namespace ringtrain

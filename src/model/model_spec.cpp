@@ -26,13 +26,18 @@ struct KindName {
   LayerKind kind;
 };
 constexpr KindName kKindNames[] = {
-    {"linear", LayerKind::linear},         {"conv2d", LayerKind::conv2d},
-    {"max_pool2d", LayerKind::max_pool2d}, {"relu", LayerKind::relu},
-    {"gelu", LayerKind::gelu},             {"flatten", LayerKind::flatten},
+    {"linear", LayerKind::linear},
+    {"conv2d", LayerKind::conv2d},
+    {"max_pool2d", LayerKind::max_pool2d},
+    {"relu", LayerKind::relu},
+    {"gelu", LayerKind::gelu},
+    {"flatten", LayerKind::flatten},
     {"dropout", LayerKind::dropout},
     // accepted spellings; to_string() writes the names above
-    {"conv", LayerKind::conv2d},           {"maxpool", LayerKind::max_pool2d},
-    {"maxpool2d", LayerKind::max_pool2d},  {"fc", LayerKind::linear},
+    {"conv", LayerKind::conv2d},
+    {"maxpool", LayerKind::max_pool2d},
+    {"maxpool2d", LayerKind::max_pool2d},
+    {"fc", LayerKind::linear},
 };
 
 // ---------------------------------------------------------------------------
@@ -73,7 +78,8 @@ class Cursor {
     const std::size_t start = pos_;
     while (!done()) {
       const char c = peek();
-      if (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-' || c == '+')
+      if (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-' ||
+          c == '+')
         advance();
       else
         break;
@@ -118,7 +124,8 @@ std::size_t parse_count(std::string_view token, std::string_view what, const std
   const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), v);
   if (ec != std::errc() || end != token.data() + token.size() || token.empty())
     fail(fmt::format("bad value '{}' for {} at {}: expected a whole number", token, what, where));
-  if (!allow_zero && v == 0) fail(fmt::format("{} must be at least 1, got '{}' at {}", what, token, where));
+  if (!allow_zero && v == 0)
+    fail(fmt::format("{} must be at least 1, got '{}' at {}", what, token, where));
   return v;
 }
 
@@ -152,7 +159,8 @@ std::vector<Arg> parse_args(Cursor& c, std::string_view layer) {
     const std::string at = c.where();
     std::string_view first = c.word();
     if (first.empty())
-      fail(fmt::format("unexpected '{}' in the arguments of '{}' at {}", c.token_here(), layer, at));
+      fail(
+          fmt::format("unexpected '{}' in the arguments of '{}' at {}", c.token_here(), layer, at));
     Arg a;
     a.where = at;
     c.skip_blank(true);
@@ -179,15 +187,16 @@ std::vector<Arg> parse_args(Cursor& c, std::string_view layer) {
       c.advance();
       return args;
     }
-    fail(fmt::format("expected ',' or ')' in the arguments of '{}' at {}, found '{}'", layer, c.where(),
-                     c.token_here()));
+    fail(fmt::format("expected ',' or ')' in the arguments of '{}' at {}, found '{}'", layer,
+                     c.where(), c.token_here()));
   }
 }
 
 // Binds positional and named arguments to `keys` in order; returns the value
 // per key ("" when absent).
-std::vector<Arg> bind_args(const std::vector<Arg>& args, std::initializer_list<std::string_view> keys,
-                           std::string_view layer, const std::string& at) {
+std::vector<Arg> bind_args(const std::vector<Arg>& args,
+                           std::initializer_list<std::string_view> keys, std::string_view layer,
+                           const std::string& at) {
   std::vector<std::string_view> names(keys);
   std::vector<Arg> bound(names.size());
   std::size_t positional = 0;
@@ -200,15 +209,17 @@ std::vector<Arg> bind_args(const std::vector<Arg>& args, std::initializer_list<s
                          a.where));
       slot = positional++;
       if (slot >= names.size())
-        fail(fmt::format("too many arguments to '{}' at {}: '{}' (it takes {})", layer, a.where, a.value,
-                         names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "))));
+        fail(fmt::format(
+            "too many arguments to '{}' at {}: '{}' (it takes {})", layer, a.where, a.value,
+            names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "))));
     } else {
       named_seen = true;
       for (std::size_t i = 0; i < names.size(); ++i)
         if (names[i] == a.key) slot = i;
       if (slot == names.size())
-        fail(fmt::format("unknown argument '{}' to '{}' at {} (it takes {})", a.key, layer, a.where,
-                         names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "))));
+        fail(fmt::format(
+            "unknown argument '{}' to '{}' at {} (it takes {})", a.key, layer, a.where,
+            names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "))));
     }
     if (!bound[slot].value.empty())
       fail(fmt::format("argument '{}' of '{}' given twice at {}", names[slot], layer, a.where));
@@ -238,7 +249,8 @@ ModelSpec parse_layer_list(std::string_view text, const std::string& origin) {
     const auto mark = c.mark();
     const std::string at = c.where(mark);
     std::string_view name = c.word();
-    if (name.empty()) fail(fmt::format("unexpected '{}' at {}: expected a layer name", c.token_here(), at));
+    if (name.empty())
+      fail(fmt::format("unexpected '{}' at {}: expected a layer name", c.token_here(), at));
     std::string lower(name);
     for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     c.skip_blank(false);
@@ -247,11 +259,13 @@ ModelSpec parse_layer_list(std::string_view text, const std::string& origin) {
 
     if (lower == "input") {
       if (input_seen) fail(fmt::format("'input' given twice (again at {})", at));
-      if (!spec.layers.empty()) fail(fmt::format("'input' at {} must come before the first layer", at));
+      if (!spec.layers.empty())
+        fail(fmt::format("'input' at {} must come before the first layer", at));
       if (args.empty() || args.size() > 4)
         fail(fmt::format("'input' at {} takes 1 to 4 dimensions, got {}", at, args.size()));
       for (const Arg& a : args) {
-        if (!a.key.empty()) fail(fmt::format("'input' takes no named arguments ('{}' at {})", a.key, a.where));
+        if (!a.key.empty())
+          fail(fmt::format("'input' takes no named arguments ('{}' at {})", a.key, a.where));
         spec.input_shape.push_back(parse_count(a.value, "an input dimension", a.where, false));
       }
       input_seen = true;
@@ -259,7 +273,8 @@ ModelSpec parse_layer_list(std::string_view text, const std::string& origin) {
       const KindName* found = nullptr;
       for (const auto& k : kKindNames)
         if (k.name == lower) found = &k;
-      if (found == nullptr) fail(fmt::format("unknown layer '{}' at {} (known: {})", name, at, known_kinds()));
+      if (found == nullptr)
+        fail(fmt::format("unknown layer '{}' at {} (known: {})", name, at, known_kinds()));
       LayerSpec l;
       l.kind = found->kind;
       const std::string kind_name(layer_kind_name(l.kind));
@@ -276,16 +291,21 @@ ModelSpec parse_layer_list(std::string_view text, const std::string& origin) {
           const Arg& kernel = required(b, 1, "kernel", kind_name, at);
           l.out = parse_count(out.value, "conv2d 'out'", out.where, false);
           l.kernel = parse_count(kernel.value, "conv2d 'kernel'", kernel.where, false);
-          l.stride = b[2].value.empty() ? 1 : parse_count(b[2].value, "conv2d 'stride'", b[2].where, false);
-          l.padding = b[3].value.empty() ? 0 : parse_count(b[3].value, "conv2d 'padding'", b[3].where, true);
+          l.stride = b[2].value.empty()
+                         ? 1
+                         : parse_count(b[2].value, "conv2d 'stride'", b[2].where, false);
+          l.padding = b[3].value.empty()
+                          ? 0
+                          : parse_count(b[3].value, "conv2d 'padding'", b[3].where, true);
           break;
         }
         case LayerKind::max_pool2d: {
           auto b = bind_args(args, {"kernel", "stride"}, kind_name, at);
           const Arg& kernel = required(b, 0, "kernel", kind_name, at);
           l.kernel = parse_count(kernel.value, "max_pool2d 'kernel'", kernel.where, false);
-          l.stride = b[1].value.empty() ? l.kernel
-                                        : parse_count(b[1].value, "max_pool2d 'stride'", b[1].where, false);
+          l.stride = b[1].value.empty()
+                         ? l.kernel
+                         : parse_count(b[1].value, "max_pool2d 'stride'", b[1].where, false);
           break;
         }
         case LayerKind::dropout: {
@@ -311,7 +331,8 @@ ModelSpec parse_layer_list(std::string_view text, const std::string& origin) {
     fail(fmt::format("unexpected '{}' at {} after '{}': separate layers with ';' or a new line",
                      c.token_here(), c.where(), name));
   }
-  if (spec.layers.empty()) fail(fmt::format("{}no layers given", origin.empty() ? "" : origin + " "));
+  if (spec.layers.empty())
+    fail(fmt::format("{}no layers given", origin.empty() ? "" : origin + " "));
   return spec;
 }
 
@@ -321,14 +342,16 @@ ModelSpec parse_mlp(std::string_view sizes, std::string_view whole) {
   std::size_t start = 0;
   while (true) {
     const std::size_t dash = sizes.find('-', start);
-    const std::string_view token = sizes.substr(start, dash == std::string_view::npos ? dash : dash - start);
+    const std::string_view token =
+        sizes.substr(start, dash == std::string_view::npos ? dash : dash - start);
     dims.push_back(parse_count(token, fmt::format("an mlp layer size in '{}'", whole),
                                fmt::format("character {}", 4 + start + 1), false));
     if (dash == std::string_view::npos) break;
     start = dash + 1;
   }
   if (dims.size() < 2)
-    fail(fmt::format("'{}' needs at least an input and an output size, as in mlp:784-512-10", whole));
+    fail(fmt::format("'{}' needs at least an input and an output size, as in mlp:784-512-10",
+                     whole));
   spec.input_shape = {dims.front()};
   spec.layers.push_back({LayerKind::flatten});
   for (std::size_t i = 1; i < dims.size(); ++i) {
@@ -352,27 +375,39 @@ std::string trim(std::string_view s) {
 
 std::string_view layer_kind_name(LayerKind kind) {
   switch (kind) {
-    case LayerKind::linear: return "linear";
-    case LayerKind::conv2d: return "conv2d";
-    case LayerKind::max_pool2d: return "max_pool2d";
-    case LayerKind::relu: return "relu";
-    case LayerKind::gelu: return "gelu";
-    case LayerKind::flatten: return "flatten";
-    case LayerKind::dropout: return "dropout";
+    case LayerKind::linear:
+      return "linear";
+    case LayerKind::conv2d:
+      return "conv2d";
+    case LayerKind::max_pool2d:
+      return "max_pool2d";
+    case LayerKind::relu:
+      return "relu";
+    case LayerKind::gelu:
+      return "gelu";
+    case LayerKind::flatten:
+      return "flatten";
+    case LayerKind::dropout:
+      return "dropout";
   }
   return "?";
 }
 
 std::string LayerSpec::to_string() const {
   switch (kind) {
-    case LayerKind::linear: return fmt::format("linear(out={})", out);
+    case LayerKind::linear:
+      return fmt::format("linear(out={})", out);
     case LayerKind::conv2d:
-      return fmt::format("conv2d(out={}, kernel={}, stride={}, padding={})", out, kernel, stride, padding);
-    case LayerKind::max_pool2d: return fmt::format("max_pool2d(kernel={}, stride={})", kernel, stride);
-    case LayerKind::dropout: return fmt::format("dropout(p={})", p);
+      return fmt::format("conv2d(out={}, kernel={}, stride={}, padding={})", out, kernel, stride,
+                         padding);
+    case LayerKind::max_pool2d:
+      return fmt::format("max_pool2d(kernel={}, stride={})", kernel, stride);
+    case LayerKind::dropout:
+      return fmt::format("dropout(p={})", p);
     case LayerKind::relu:
     case LayerKind::gelu:
-    case LayerKind::flatten: return std::string(layer_kind_name(kind));
+    case LayerKind::flatten:
+      return std::string(layer_kind_name(kind));
   }
   return "?";
 }
@@ -414,12 +449,16 @@ std::uint64_t ModelSpec::hash() const {
   return h;
 }
 
-std::string_view cnn_preset_text() { return kCnnPreset; }
+std::string_view cnn_preset_text() {
+  return kCnnPreset;
+}
 
 std::string_view model_spec_help() {
-  return "mlp:784-512-512-10 (input, hidden..., classes; ReLU between), cnn (2 conv + 2 pool + 2 FC "
+  return "mlp:784-512-512-10 (input, hidden..., classes; ReLU between), cnn (2 conv + 2 pool + 2 "
+         "FC "
          "for 1x28x28, 421,642 parameters), @file, or a layer list such as "
-         "'conv2d(out=8, kernel=3, padding=1); relu; max_pool2d(kernel=2); flatten; linear(out=10)'";
+         "'conv2d(out=8, kernel=3, padding=1); relu; max_pool2d(kernel=2); flatten; "
+         "linear(out=10)'";
 }
 
 }  // namespace ringtrain

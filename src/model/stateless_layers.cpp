@@ -9,16 +9,16 @@ namespace ringtrain {
 void ReluLayer::forward(const float* x, float* y, std::size_t batch, bool) {
   relu_forward(ctx_, x, y, batch * input_shape().numel());
 }
-void ReluLayer::backward(const float*, const float* y, const float* dy, float* dx, std::size_t batch,
-                         bool) {
+void ReluLayer::backward(const float*, const float* y, const float* dy, float* dx,
+                         std::size_t batch, bool) {
   if (dx != nullptr) relu_backward(ctx_, y, dy, dx, batch * input_shape().numel());
 }
 
 void GeluLayer::forward(const float* x, float* y, std::size_t batch, bool) {
   gelu_forward(ctx_, x, y, batch * input_shape().numel());
 }
-void GeluLayer::backward(const float* x, const float*, const float* dy, float* dx, std::size_t batch,
-                         bool) {
+void GeluLayer::backward(const float* x, const float*, const float* dy, float* dx,
+                         std::size_t batch, bool) {
   if (dx != nullptr) gelu_backward(ctx_, x, dy, dx, batch * input_shape().numel());
 }
 
@@ -35,16 +35,16 @@ void DropoutLayer::forward(const float* x, float* y, std::size_t batch, bool tra
   last_training_ = training;
 }
 
-void DropoutLayer::backward(const float*, const float*, const float* dy, float* dx, std::size_t batch,
-                            bool) {
+void DropoutLayer::backward(const float*, const float*, const float* dy, float* dx,
+                            std::size_t batch, bool) {
   // The mask is a function of the key, recomputed: set_dropout_context must not
   // change between a forward and its backward.
   if (dx != nullptr)
     dropout_apply(ctx_, dy, dx, batch * input_shape().numel(), key(), last_training_ ? p_ : 0.0f);
 }
 
-MaxPool2dLayer::MaxPool2dLayer(std::string name, const MaxPool2dGeometry& g, const ComputeContext& ctx,
-                               std::size_t max_batch)
+MaxPool2dLayer::MaxPool2dLayer(std::string name, const MaxPool2dGeometry& g,
+                               const ComputeContext& ctx, std::size_t max_batch)
     : Layer(std::move(name), Shape{g.channels, g.height, g.width},
             (g.validate(), Shape{g.channels, g.out_height(), g.out_width()})),
       op_(ctx, g, max_batch) {}

@@ -11,7 +11,8 @@ void bias_add(const ComputeContext& ctx, float* y, const float* bias, std::size_
   for (std::size_t o = 0; o < outer; ++o) {
     float* __restrict__ row = y + o * channels * inner;
     if (inner == 1) {
-      for (std::size_t c = 0; c < channels; ++c) row[c] = kernels::bias_add_element(row[c], bias[c]);
+      for (std::size_t c = 0; c < channels; ++c)
+        row[c] = kernels::bias_add_element(row[c], bias[c]);
       continue;
     }
     for (std::size_t c = 0; c < channels; ++c) {
@@ -25,7 +26,8 @@ void bias_add(const ComputeContext& ctx, float* y, const float* bias, std::size_
 void bias_grad(const ComputeContext& ctx, const float* dy, float* dbias, std::size_t outer,
                std::size_t channels, std::size_t inner, bool accumulate) {
   if (ctx.is_cuda())
-    return detail::gpu_bias_grad(detail::handles_of(ctx), dy, dbias, outer, channels, inner, accumulate);
+    return detail::gpu_bias_grad(detail::handles_of(ctx), dy, dbias, outer, channels, inner,
+                                 accumulate);
   float* __restrict__ db = dbias;
   if (!accumulate)
     for (std::size_t c = 0; c < channels; ++c) db[c] = 0.0f;

@@ -13,7 +13,8 @@ ComputeContext::ComputeContext(Device device, Tf32Mode tf32) : device_(device), 
 std::unique_ptr<ComputeContext> ComputeContext::create(Device device, Tf32Mode tf32) {
   std::unique_ptr<ComputeContext> ctx(new ComputeContext(device, tf32));
   if (device.is_cuda()) {
-    ctx->gpu_ = std::make_unique<detail::GpuHandles>(detail::gpu_handles_create(device.index, tf32));
+    ctx->gpu_ =
+        std::make_unique<detail::GpuHandles>(detail::gpu_handles_create(device.index, tf32));
   } else if (std::getenv("OPENBLAS_NUM_THREADS") == nullptr) {
     // One BLAS thread per rank unless the user asked for more: ranks are the
     // parallelism, and a threaded BLAS under every rank oversubscribes cores.
@@ -26,9 +27,15 @@ ComputeContext::~ComputeContext() {
   if (gpu_) detail::gpu_handles_destroy(*gpu_);
 }
 
-void* ComputeContext::stream() const { return gpu_ ? gpu_->stream : nullptr; }
-void* ComputeContext::blas_handle() const { return gpu_ ? gpu_->blas : nullptr; }
-void* ComputeContext::dnn_handle() const { return gpu_ ? gpu_->dnn : nullptr; }
+void* ComputeContext::stream() const {
+  return gpu_ ? gpu_->stream : nullptr;
+}
+void* ComputeContext::blas_handle() const {
+  return gpu_ ? gpu_->blas : nullptr;
+}
+void* ComputeContext::dnn_handle() const {
+  return gpu_ ? gpu_->dnn : nullptr;
+}
 
 void ComputeContext::synchronize() const {
   if (gpu_) detail::gpu_stream_synchronize(gpu_->stream);

@@ -52,7 +52,8 @@ void im2col_walk(const Conv2dGeometry& g, float* image, float* col) {
   const auto H = static_cast<std::ptrdiff_t>(g.height), W = static_cast<std::ptrdiff_t>(g.width);
   const auto k = static_cast<std::ptrdiff_t>(g.kernel), s = static_cast<std::ptrdiff_t>(g.stride);
   const auto p = static_cast<std::ptrdiff_t>(g.padding);
-  const auto Ho = static_cast<std::ptrdiff_t>(g.out_height()), Wo = static_cast<std::ptrdiff_t>(g.out_width());
+  const auto Ho = static_cast<std::ptrdiff_t>(g.out_height()),
+             Wo = static_cast<std::ptrdiff_t>(g.out_width());
   for (std::ptrdiff_t c = 0; c < static_cast<std::ptrdiff_t>(g.in_channels); ++c) {
     float* plane = image + c * H * W;
     for (std::ptrdiff_t ki = 0; ki < k; ++ki) {
@@ -62,7 +63,8 @@ void im2col_walk(const Conv2dGeometry& g, float* image, float* col) {
         const ValidRange cols = valid_outputs(kj, p, s, W, Wo);
         if constexpr (!kScatter) {
           std::memset(block, 0, sizeof(float) * static_cast<std::size_t>(rows.lo * Wo));
-          std::memset(block + rows.hi * Wo, 0, sizeof(float) * static_cast<std::size_t>((Ho - rows.hi) * Wo));
+          std::memset(block + rows.hi * Wo, 0,
+                      sizeof(float) * static_cast<std::size_t>((Ho - rows.hi) * Wo));
         }
         for (std::ptrdiff_t oh = rows.lo; oh < rows.hi; ++oh) {
           float* __restrict__ out = block + oh * Wo;
@@ -75,7 +77,8 @@ void im2col_walk(const Conv2dGeometry& g, float* image, float* col) {
           } else {
             for (std::ptrdiff_t ow = 0; ow < cols.lo; ++ow) out[ow] = 0.0f;
             if (s == 1 && cols.hi > cols.lo)
-              std::memcpy(out + cols.lo, row + cols.lo + shift, sizeof(float) * static_cast<std::size_t>(cols.hi - cols.lo));
+              std::memcpy(out + cols.lo, row + cols.lo + shift,
+                          sizeof(float) * static_cast<std::size_t>(cols.hi - cols.lo));
             else
               for (std::ptrdiff_t ow = cols.lo; ow < cols.hi; ++ow) out[ow] = row[ow * s + shift];
             for (std::ptrdiff_t ow = cols.hi; ow < Wo; ++ow) out[ow] = 0.0f;
@@ -102,8 +105,10 @@ Conv2dOp::Conv2dOp(const ComputeContext& ctx, const Conv2dGeometry& geometry, st
 
 Conv2dOp::~Conv2dOp() = default;
 
-void Conv2dOp::forward(const float* x, const float* w, const float* b, float* y, std::size_t batch) {
-  RT_CHECK(batch <= max_batch_, "conv2d batch {} exceeds the planned maximum {}", batch, max_batch_);
+void Conv2dOp::forward(const float* x, const float* w, const float* b, float* y,
+                       std::size_t batch) {
+  RT_CHECK(batch <= max_batch_, "conv2d batch {} exceeds the planned maximum {}", batch,
+           max_batch_);
   const std::size_t hwo = g_.out_height() * g_.out_width();
   const std::size_t ckk = g_.in_channels * g_.kernel * g_.kernel;
   const std::size_t in_size = g_.in_channels * g_.height * g_.width;
@@ -127,7 +132,8 @@ void Conv2dOp::forward(const float* x, const float* w, const float* b, float* y,
 
 void Conv2dOp::backward(const float* x, const float* w, const float* dy, float* dx, float* dw,
                         float* db, std::size_t batch, bool accumulate) {
-  RT_CHECK(batch <= max_batch_, "conv2d batch {} exceeds the planned maximum {}", batch, max_batch_);
+  RT_CHECK(batch <= max_batch_, "conv2d batch {} exceeds the planned maximum {}", batch,
+           max_batch_);
   const std::size_t hwo = g_.out_height() * g_.out_width();
   const std::size_t ckk = g_.in_channels * g_.kernel * g_.kernel;
   const std::size_t in_size = g_.in_channels * g_.height * g_.width;

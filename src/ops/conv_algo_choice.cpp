@@ -25,8 +25,11 @@ std::string describe_conv_algorithms(std::span<const ConvAlgoRecord> records) {
   std::string out;
   for (const ConvAlgoRecord& r : records) {
     if (!out.empty()) out += "; ";
-    const char* math = r.math == ConvAlgoMath::fma ? "fma" : r.math == ConvAlgoMath::tensor ? "tensor" : "tensor+half";
-    out += fmt::format("algo {} ({}, {}, {}, {:.1f} KiB, {:.3f} ms)", r.algo, r.success ? "ok" : "failed",
+    const char* math = r.math == ConvAlgoMath::fma      ? "fma"
+                       : r.math == ConvAlgoMath::tensor ? "tensor"
+                                                        : "tensor+half";
+    out += fmt::format("algo {} ({}, {}, {}, {:.1f} KiB, {:.3f} ms)", r.algo,
+                       r.success ? "ok" : "failed",
                        r.deterministic ? "deterministic" : "nondeterministic", math,
                        static_cast<double>(r.memory) / 1024.0, static_cast<double>(r.time_ms));
   }

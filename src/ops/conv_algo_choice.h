@@ -26,7 +26,7 @@ struct ConvAlgoRecord {
 };
 
 struct ConvAlgoRules {
-  std::size_t workspace_limit = 0;    // bytes
+  std::size_t workspace_limit = 0;  // bytes
   bool require_deterministic = true;
   bool allow_tf32 = false;
 };

@@ -19,10 +19,10 @@ namespace ringtrain::detail {
 // Ops on one context run in stream order, so they may share the scratch.
 struct GpuHandles {
   void* stream = nullptr;
-  void* blas = nullptr;       // math mode set from tf32 at creation
+  void* blas = nullptr;  // math mode set from tf32 at creation
   void* dnn = nullptr;
-  bool conv_tf32 = false;     // cuDNN convolutions may use TF32 tensor cores
-  float* scratch = nullptr;   // kGpuScratchFloats floats, owned
+  bool conv_tf32 = false;    // cuDNN convolutions may use TF32 tensor cores
+  float* scratch = nullptr;  // kGpuScratchFloats floats, owned
 };
 constexpr std::size_t kGpuScratchFloats = std::size_t{1} << 16;  // 256 KiB
 
@@ -41,8 +41,8 @@ void gpu_relu_forward(void* stream, const float* x, float* y, std::size_t n);
 void gpu_relu_backward(void* stream, const float* y, const float* dy, float* dx, std::size_t n);
 void gpu_gelu_forward(void* stream, const float* x, float* y, std::size_t n);
 void gpu_gelu_backward(void* stream, const float* x, const float* dy, float* dx, std::size_t n);
-void gpu_bias_add(void* stream, float* y, const float* bias, std::size_t outer, std::size_t channels,
-                  std::size_t inner);
+void gpu_bias_add(void* stream, float* y, const float* bias, std::size_t outer,
+                  std::size_t channels, std::size_t inner);
 // Deterministic (fixed summation order, no float atomics); uses h.scratch.
 void gpu_bias_grad(const GpuHandles& h, const float* dy, float* dbias, std::size_t outer,
                    std::size_t channels, std::size_t inner, bool accumulate);
@@ -81,6 +81,8 @@ class GpuPoolPlan {
 std::unique_ptr<GpuPoolPlan> make_gpu_pool_plan(const GpuHandles& h, const MaxPool2dGeometry& g);
 
 // The handles of a GPU context, for the calls above.
-inline const GpuHandles& handles_of(const ComputeContext& ctx) { return *ctx.gpu_handles(); }
+inline const GpuHandles& handles_of(const ComputeContext& ctx) {
+  return *ctx.gpu_handles();
+}
 
 }  // namespace ringtrain::detail

@@ -20,20 +20,33 @@ GpuHandles gpu_handles_create(int ordinal, Tf32Mode) {
   __builtin_unreachable();
 }
 void gpu_handles_destroy(const GpuHandles&) noexcept {}
-void gpu_stream_synchronize(void*) { no_cuda("a stream synchronize"); }
-void gpu_copy_to_host(void*, const void*, std::size_t, void*) { no_cuda("a device-to-host copy"); }
+void gpu_stream_synchronize(void*) {
+  no_cuda("a stream synchronize");
+}
+void gpu_copy_to_host(void*, const void*, std::size_t, void*) {
+  no_cuda("a device-to-host copy");
+}
 void gpu_gemm(const GpuHandles&, bool, bool, std::size_t, std::size_t, std::size_t, float,
               const float*, std::size_t, const float*, std::size_t, float, float*, std::size_t) {
   no_cuda("gemm");
 }
-void gpu_relu_forward(void*, const float*, float*, std::size_t) { no_cuda("relu"); }
-void gpu_relu_backward(void*, const float*, const float*, float*, std::size_t) { no_cuda("relu"); }
-void gpu_gelu_forward(void*, const float*, float*, std::size_t) { no_cuda("gelu"); }
-void gpu_gelu_backward(void*, const float*, const float*, float*, std::size_t) { no_cuda("gelu"); }
+void gpu_relu_forward(void*, const float*, float*, std::size_t) {
+  no_cuda("relu");
+}
+void gpu_relu_backward(void*, const float*, const float*, float*, std::size_t) {
+  no_cuda("relu");
+}
+void gpu_gelu_forward(void*, const float*, float*, std::size_t) {
+  no_cuda("gelu");
+}
+void gpu_gelu_backward(void*, const float*, const float*, float*, std::size_t) {
+  no_cuda("gelu");
+}
 void gpu_bias_add(void*, float*, const float*, std::size_t, std::size_t, std::size_t) {
   no_cuda("bias_add");
 }
-void gpu_bias_grad(const GpuHandles&, const float*, float*, std::size_t, std::size_t, std::size_t, bool) {
+void gpu_bias_grad(const GpuHandles&, const float*, float*, std::size_t, std::size_t, std::size_t,
+                   bool) {
   no_cuda("bias_grad");
 }
 void gpu_softmax_ce_forward(void*, const float*, const std::int32_t*, std::size_t, std::size_t,

@@ -14,18 +14,24 @@ Tf32Mode parse_tf32_mode(std::string_view text) {
 
 const char* tf32_mode_name(Tf32Mode m) {
   switch (m) {
-    case Tf32Mode::on: return "on";
-    case Tf32Mode::off: return "off";
-    case Tf32Mode::pytorch_default: break;
+    case Tf32Mode::on:
+      return "on";
+    case Tf32Mode::off:
+      return "off";
+    case Tf32Mode::pytorch_default:
+      break;
   }
   return "default";
 }
 
 const char* tf32_mode_summary(Tf32Mode m) {
   switch (m) {
-    case Tf32Mode::on: return "conv tf32, gemm tf32";
-    case Tf32Mode::off: return "conv fp32, gemm fp32";
-    case Tf32Mode::pytorch_default: break;
+    case Tf32Mode::on:
+      return "conv tf32, gemm tf32";
+    case Tf32Mode::off:
+      return "conv fp32, gemm fp32";
+    case Tf32Mode::pytorch_default:
+      break;
   }
   return "conv tf32, gemm fp32";
 }

@@ -8,8 +8,8 @@
 namespace ringtrain {
 
 void MaxPool2dGeometry::validate() const {
-  RT_CHECK(channels > 0 && height > 0 && width > 0, "max_pool2d input must be non-empty, got {}x{}x{}",
-           channels, height, width);
+  RT_CHECK(channels > 0 && height > 0 && width > 0,
+           "max_pool2d input must be non-empty, got {}x{}x{}", channels, height, width);
   RT_CHECK(kernel > 0 && stride > 0, "max_pool2d kernel ({}) and stride ({}) must be at least 1",
            kernel, stride);
   RT_CHECK(kernel <= height && kernel <= width, "max_pool2d kernel {} does not fit the input {}x{}",
@@ -23,14 +23,15 @@ MaxPool2dOp::MaxPool2dOp(const ComputeContext& ctx, const MaxPool2dGeometry& geo
   if (ctx.is_cuda())
     gpu_ = detail::make_gpu_pool_plan(detail::handles_of(ctx), g_);
   else
-    argmax_ = Tensor::empty({max_batch * g_.channels * g_.out_height() * g_.out_width()}, DType::i32,
-                            Device::cpu());
+    argmax_ = Tensor::empty({max_batch * g_.channels * g_.out_height() * g_.out_width()},
+                            DType::i32, Device::cpu());
 }
 
 MaxPool2dOp::~MaxPool2dOp() = default;
 
 void MaxPool2dOp::forward(const float* x, float* y, std::size_t batch) {
-  RT_CHECK(batch <= max_batch_, "max_pool2d batch {} exceeds the planned maximum {}", batch, max_batch_);
+  RT_CHECK(batch <= max_batch_, "max_pool2d batch {} exceeds the planned maximum {}", batch,
+           max_batch_);
   if (batch == 0) return;
   if (gpu_) return gpu_->forward(x, y, batch);
   const std::size_t H = g_.height, W = g_.width, Ho = g_.out_height(), Wo = g_.out_width();
@@ -61,7 +62,8 @@ void MaxPool2dOp::forward(const float* x, float* y, std::size_t batch) {
 
 void MaxPool2dOp::backward(const float* x, const float* y, const float* dy, float* dx,
                            std::size_t batch) {
-  RT_CHECK(batch <= max_batch_, "max_pool2d batch {} exceeds the planned maximum {}", batch, max_batch_);
+  RT_CHECK(batch <= max_batch_, "max_pool2d batch {} exceeds the planned maximum {}", batch,
+           max_batch_);
   if (batch == 0) return;
   if (gpu_) return gpu_->backward(x, y, dy, dx, batch);
   // The argmax of the matching forward routes each output gradient to its input.

@@ -17,24 +17,25 @@ void check_label(std::int32_t label, std::size_t row, std::size_t classes) {
 }
 }  // namespace
 
-SoftmaxCrossEntropyResult softmax_cross_entropy_forward(const ComputeContext& ctx, const float* logits,
-                                                        const std::int32_t* labels, std::size_t rows,
-                                                        std::size_t classes, float* row_loss,
-                                                        std::int32_t* row_correct) {
+SoftmaxCrossEntropyResult softmax_cross_entropy_forward(
+    const ComputeContext& ctx, const float* logits, const std::int32_t* labels, std::size_t rows,
+    std::size_t classes, float* row_loss, std::int32_t* row_correct) {
   SoftmaxCrossEntropyResult r;
   if (rows == 0) return r;
   const int c = static_cast<int>(classes);
   if (ctx.is_cuda()) {
     RT_CHECK(row_loss != nullptr && row_correct != nullptr,
              "softmax cross-entropy on a GPU needs per-row workspaces");
-    detail::gpu_softmax_ce_forward(ctx.stream(), logits, labels, rows, classes, row_loss, row_correct);
+    detail::gpu_softmax_ce_forward(ctx.stream(), logits, labels, rows, classes, row_loss,
+                                   row_correct);
     // The loss is a host number: one small copy of `rows` entries per step.
     thread_local std::vector<float> host_loss;
     thread_local std::vector<std::int32_t> host_correct;
     host_loss.resize(rows);
     host_correct.resize(rows);
     detail::gpu_copy_to_host(host_loss.data(), row_loss, rows * sizeof(float), ctx.stream());
-    detail::gpu_copy_to_host(host_correct.data(), row_correct, rows * sizeof(std::int32_t), ctx.stream());
+    detail::gpu_copy_to_host(host_correct.data(), row_correct, rows * sizeof(std::int32_t),
+                             ctx.stream());
     for (std::size_t i = 0; i < rows; ++i) {
       if (host_correct[i] < 0) {
         std::int32_t label = 0;
@@ -58,11 +59,13 @@ SoftmaxCrossEntropyResult softmax_cross_entropy_forward(const ComputeContext& ct
 }
 
 void softmax_cross_entropy_accumulate(const ComputeContext& ctx, const float* logits,
-                                      const std::int32_t* labels, std::size_t rows, std::size_t classes,
-                                      float* row_loss, std::int32_t* row_correct, double* totals) {
+                                      const std::int32_t* labels, std::size_t rows,
+                                      std::size_t classes, float* row_loss,
+                                      std::int32_t* row_correct, double* totals) {
   if (rows == 0) return;
   if (ctx.is_cuda()) {
-    detail::gpu_softmax_ce_forward(ctx.stream(), logits, labels, rows, classes, row_loss, row_correct);
+    detail::gpu_softmax_ce_forward(ctx.stream(), logits, labels, rows, classes, row_loss,
+                                   row_correct);
     detail::gpu_loss_totals_add(ctx.stream(), row_loss, row_correct, rows, totals);
     return;
   }
@@ -70,20 +73,22 @@ void softmax_cross_entropy_accumulate(const ComputeContext& ctx, const float* lo
     check_label(labels[i], i, classes);
     float loss = 0.0f;
     int correct = 0;
-    kernels::softmax_ce_row_forward(logits + i * classes, static_cast<int>(classes), labels[i], &loss, &correct);
+    kernels::softmax_ce_row_forward(logits + i * classes, static_cast<int>(classes), labels[i],
+                                    &loss, &correct);
     kernels::loss_totals_add_row(loss, correct, totals);
   }
 }
 
 void softmax_cross_entropy_backward(const ComputeContext& ctx, const float* logits,
-                                    const std::int32_t* labels, std::size_t rows, std::size_t classes,
-                                    float scale, float* dlogits) {
+                                    const std::int32_t* labels, std::size_t rows,
+                                    std::size_t classes, float scale, float* dlogits) {
   if (ctx.is_cuda())
-    return detail::gpu_softmax_ce_backward(ctx.stream(), logits, labels, rows, classes, scale, dlogits);
+    return detail::gpu_softmax_ce_backward(ctx.stream(), logits, labels, rows, classes, scale,
+                                           dlogits);
   for (std::size_t i = 0; i < rows; ++i) {
     check_label(labels[i], i, classes);
-    kernels::softmax_ce_row_backward(logits + i * classes, static_cast<int>(classes), labels[i], scale,
-                                     dlogits + i * classes);
+    kernels::softmax_ce_row_backward(logits + i * classes, static_cast<int>(classes), labels[i],
+                                     scale, dlogits + i * classes);
   }
 }
 

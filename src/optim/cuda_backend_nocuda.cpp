@@ -13,17 +13,27 @@ namespace {
 }
 }  // namespace
 
-float* alloc_zeroed_f32(std::size_t, int ordinal) { no_cuda("optimizer state allocation", ordinal); }
+float* alloc_zeroed_f32(std::size_t, int ordinal) {
+  no_cuda("optimizer state allocation", ordinal);
+}
 void free_f32(float*, int) noexcept {}
-void copy_to_device(BufferView dst, const float*) { no_cuda("a host-to-device copy", dst.device.index); }
-void copy_to_host(float*, BufferView src) { no_cuda("a device-to-host copy", src.device.index); }
+void copy_to_device(BufferView dst, const float*) {
+  no_cuda("a host-to-device copy", dst.device.index);
+}
+void copy_to_host(float*, BufferView src) {
+  no_cuda("a device-to-host copy", src.device.index);
+}
 void sgd_step(BufferView params, BufferView, float*, float, float, float, bool) {
   no_cuda("an SGD step", params.device.index);
 }
 void adamw_step(BufferView params, BufferView, float*, float*, const kernels::AdamWCoefficients&) {
   no_cuda("an AdamW step", params.device.index);
 }
-double sum_squares(BufferView x) { no_cuda("a gradient norm", x.device.index); }
-void scale(BufferView x, float) { no_cuda("buffer scaling", x.device.index); }
+double sum_squares(BufferView x) {
+  no_cuda("a gradient norm", x.device.index);
+}
+void scale(BufferView x, float) {
+  no_cuda("buffer scaling", x.device.index);
+}
 
 }  // namespace ringtrain::optim_cuda

@@ -11,7 +11,8 @@ namespace {
 // One pass over the buffer; __restrict lets the compiler vectorise it.
 void sgd_plain_cpu(float* __restrict p, const float* __restrict g, std::size_t n, float lr,
                    float weight_decay) {
-  for (std::size_t i = 0; i < n; ++i) p[i] = kernels::sgd_plain_element(p[i], g[i], lr, weight_decay);
+  for (std::size_t i = 0; i < n; ++i)
+    p[i] = kernels::sgd_plain_element(p[i], g[i], lr, weight_decay);
 }
 
 template <bool kNesterov>

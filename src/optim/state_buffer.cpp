@@ -23,7 +23,9 @@ StateBuffer::StateBuffer(std::size_t count, Device device) : count_(count), devi
   }
 }
 
-StateBuffer::~StateBuffer() { release(); }
+StateBuffer::~StateBuffer() {
+  release();
+}
 
 StateBuffer::StateBuffer(StateBuffer&& other) noexcept
     : data_(std::exchange(other.data_, nullptr)),

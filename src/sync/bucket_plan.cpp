@@ -20,7 +20,8 @@ BucketPlan::BucketPlan(const std::vector<std::pair<std::size_t, std::size_t>>& l
     expected_offset += layer_ranges[i].second;
   }
   total_count_ = expected_offset;
-  const std::size_t cap_elems = cap_bytes == 0 ? total_count_ : std::max<std::size_t>(1, cap_bytes / element_bytes);
+  const std::size_t cap_elems =
+      cap_bytes == 0 ? total_count_ : std::max<std::size_t>(1, cap_bytes / element_bytes);
 
   // Walk layers from last to first. A bucket grows downwards through whole
   // layers until adding the next would pass the cap; a bucket always holds at

@@ -47,14 +47,16 @@ void agree_on_signature(Communicator& comm, const std::vector<SignatureField>& f
   std::string problems;
   for (int q = 0; q < world; ++q) {
     if (all[static_cast<std::size_t>(q) * stride] != fields.size()) {
-      problems += fmt::format("\n  rank {} sends {} signature fields, rank {} sends {}", q,
-                              all[static_cast<std::size_t>(q) * stride], comm.rank(), fields.size());
+      problems +=
+          fmt::format("\n  rank {} sends {} signature fields, rank {} sends {}", q,
+                      all[static_cast<std::size_t>(q) * stride], comm.rank(), fields.size());
     }
   }
   RT_CHECK(problems.empty(), "ranks run different ringtrain builds:{}", problems);
   for (std::size_t f = 0; f < fields.size(); ++f) {
     std::map<std::uint64_t, std::vector<int>> by_value;
-    for (int q = 0; q < world; ++q) by_value[all[static_cast<std::size_t>(q) * stride + 1 + f]].push_back(q);
+    for (int q = 0; q < world; ++q)
+      by_value[all[static_cast<std::size_t>(q) * stride + 1 + f]].push_back(q);
     if (by_value.size() <= 1) continue;
     std::string parts;
     for (const auto& [value, ranks] : by_value)
@@ -62,8 +64,10 @@ void agree_on_signature(Communicator& comm, const std::vector<SignatureField>& f
                            ranks.size() > 1 ? "s" : "", rank_list(ranks));
     problems += fmt::format("\n  '{}' is {}", fields[f].name, parts);
   }
-  RT_CHECK(problems.empty(), "ranks disagree on the run (check that every rank gets the same flags, "
-           "data and build):{}", problems);
+  RT_CHECK(problems.empty(),
+           "ranks disagree on the run (check that every rank gets the same flags, "
+           "data and build):{}",
+           problems);
 }
 
 std::uint64_t hash_bytes(const void* data, std::size_t bytes, std::uint64_t seed) {
@@ -89,8 +93,8 @@ void check_replicas(Communicator& comm, std::uint64_t hash, std::uint64_t step) 
   RT_CHECK(differ.empty(),
            "replicas diverged at step {}: the parameters of rank{} {} differ from rank 0's "
            "(hash {:016x} vs {:016x})",
-           step, differ.size() > 1 ? "s" : "", rank_list(differ), all[differ.empty() ? 0 : differ[0]],
-           all[0]);
+           step, differ.size() > 1 ? "s" : "", rank_list(differ),
+           all[differ.empty() ? 0 : differ[0]], all[0]);
 }
 
 }  // namespace ringtrain

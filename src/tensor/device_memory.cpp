@@ -55,6 +55,8 @@ void device_zero(void* ptr, std::size_t bytes, Device device) {
     std::memset(ptr, 0, bytes);
 }
 
-void device_synchronize(Device device) { host_sync::wait_device(device, "device_synchronize"); }
+void device_synchronize(Device device) {
+  host_sync::wait_device(device, "device_synchronize");
+}
 
 }  // namespace ringtrain

@@ -34,10 +34,13 @@ Shape Shape::with_batch(std::size_t batch) const {
 }
 
 std::vector<std::size_t> Shape::to_vector() const {
-  return std::vector<std::size_t>(dims_.begin(), dims_.begin() + static_cast<std::ptrdiff_t>(rank_));
+  return std::vector<std::size_t>(dims_.begin(),
+                                  dims_.begin() + static_cast<std::ptrdiff_t>(rank_));
 }
 
-std::string Shape::to_string() const { return fmt::format("[{}]", fmt::join(to_vector(), ", ")); }
+std::string Shape::to_string() const {
+  return fmt::format("[{}]", fmt::join(to_vector(), ", "));
+}
 
 bool Shape::operator==(const Shape& other) const {
   if (rank_ != other.rank_) return false;

@@ -24,8 +24,8 @@ Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device) {
 }
 
 Tensor Tensor::borrow(void* ptr, const Shape& shape, DType dtype, Device device) {
-  RT_CHECK(ptr != nullptr || shape.numel() == 0, "cannot borrow a null pointer as a tensor of shape {}",
-           shape.to_string());
+  RT_CHECK(ptr != nullptr || shape.numel() == 0,
+           "cannot borrow a null pointer as a tensor of shape {}", shape.to_string());
   Tensor t;
   t.ptr_ = ptr;
   t.shape_ = shape;
@@ -65,6 +65,8 @@ void Tensor::copy_from(const Tensor& src) {
   device_copy(ptr_, device_, src.ptr_, src.device_, bytes());
 }
 
-void Tensor::fill_zero() { device_zero(ptr_, bytes(), device_); }
+void Tensor::fill_zero() {
+  device_zero(ptr_, bytes(), device_);
+}
 
 }  // namespace ringtrain

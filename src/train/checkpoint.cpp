@@ -16,10 +16,10 @@
 #include <system_error>
 
 #include "core/hdf5.h"
-#include "ringtrain/tensor/shape.h"
 #include "ringtrain/config.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/log.h"
+#include "ringtrain/tensor/shape.h"
 
 namespace ringtrain {
 
@@ -33,7 +33,6 @@ constexpr const char* kTempMarker = ".tmp-";
 // Chunks carry the Fletcher-32 checksum; capping them keeps the filter's
 // working copy small for very large tensors.
 constexpr std::size_t kMaxChunkBytes = std::size_t{64} << 20;
-
 
 // ---------------------------------------------------------------------------
 // File names.
@@ -57,7 +56,8 @@ std::optional<std::uint64_t> parse_checkpoint_name(const std::string& name) {
 }
 
 bool is_temporary_name(const std::string& name) {
-  return name.rfind("ckpt-", 0) == 0 && name.find(std::string(".h5") + kTempMarker) != std::string::npos;
+  return name.rfind("ckpt-", 0) == 0 &&
+         name.find(std::string(".h5") + kTempMarker) != std::string::npos;
 }
 
 // ---------------------------------------------------------------------------
@@ -84,7 +84,8 @@ void check_records(const std::vector<TensorRecord>& records, const char* group,
                    const std::string& path) {
   std::set<std::string> seen;
   for (const TensorRecord& r : records) {
-    RT_CHECK(!r.name.empty(), "checkpoint {}: a tensor in group '{}' has an empty name", path, group);
+    RT_CHECK(!r.name.empty(), "checkpoint {}: a tensor in group '{}' has an empty name", path,
+             group);
     RT_CHECK(r.name.find('/') == std::string::npos && r.name != "." && r.name != "..",
              "checkpoint {}: tensor name '{}' in group '{}' is not a valid dataset name", path,
              r.name, group);
@@ -102,7 +103,8 @@ void write_scalar_attr(hid_t obj, const char* name, hid_t file_type, hid_t mem_t
                        const void* value, const std::string& path) {
   const std::string what = fmt::format("checkpoint {}: attribute {}", path, name);
   h5::Space space(RT_H5_CHECK(H5Screate(H5S_SCALAR), what));
-  h5::Attr attr(RT_H5_CHECK(H5Acreate2(obj, name, file_type, space.get(), H5P_DEFAULT, H5P_DEFAULT), what));
+  h5::Attr attr(
+      RT_H5_CHECK(H5Acreate2(obj, name, file_type, space.get(), H5P_DEFAULT, H5P_DEFAULT), what));
   RT_H5_CHECK(H5Awrite(attr.get(), mem_type, value), what);
 }
 
@@ -115,8 +117,10 @@ void write_u64_array_attr(hid_t obj, const char* name, const std::vector<std::ui
   const std::string what = fmt::format("checkpoint {}: attribute {}", path, name);
   const hsize_t dims[1] = {v.size()};
   // An empty array is a null dataspace: HDF5 has no zero-length attribute.
-  h5::Space space(RT_H5_CHECK(v.empty() ? H5Screate(H5S_NULL) : H5Screate_simple(1, dims, nullptr), what));
-  h5::Attr attr(RT_H5_CHECK(H5Acreate2(obj, name, H5T_STD_U64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT), what));
+  h5::Space space(
+      RT_H5_CHECK(v.empty() ? H5Screate(H5S_NULL) : H5Screate_simple(1, dims, nullptr), what));
+  h5::Attr attr(RT_H5_CHECK(
+      H5Acreate2(obj, name, H5T_STD_U64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT), what));
   if (!v.empty()) RT_H5_CHECK(H5Awrite(attr.get(), H5T_NATIVE_UINT64, v.data()), what);
 }
 
@@ -127,7 +131,8 @@ h5::Type utf8_string_type(const std::string& what) {
   return type;
 }
 
-void write_string_attr(hid_t obj, const char* name, const std::string& value, const std::string& path) {
+void write_string_attr(hid_t obj, const char* name, const std::string& value,
+                       const std::string& path) {
   // Variable-length strings live in the global heap, so a long config does not
   // hit the 64 KiB limit of an object header.
   const std::string what = fmt::format("checkpoint {}: attribute {}", path, name);
@@ -139,16 +144,19 @@ void write_string_attr(hid_t obj, const char* name, const std::string& value, co
 h5::Group create_ordered_group(hid_t file, const char* name, const std::string& path) {
   const std::string what = fmt::format("checkpoint {}: group {}", path, name);
   h5::PropList gcpl(RT_H5_CHECK(H5Pcreate(H5P_GROUP_CREATE), what));
-  RT_H5_CHECK(H5Pset_link_creation_order(gcpl.get(), H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED), what);
+  RT_H5_CHECK(H5Pset_link_creation_order(gcpl.get(), H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED),
+              what);
   return h5::Group(RT_H5_CHECK(H5Gcreate2(file, name, H5P_DEFAULT, gcpl.get(), H5P_DEFAULT), what));
 }
 
-void write_tensor(hid_t group, const char* group_name, const TensorRecord& r, const std::string& path) {
+void write_tensor(hid_t group, const char* group_name, const TensorRecord& r,
+                  const std::string& path) {
   const std::string what = fmt::format("checkpoint {}: dataset /{}/{}", path, group_name, r.name);
   std::vector<hsize_t> dims(r.shape.begin(), r.shape.end());
-  h5::Space space(RT_H5_CHECK(dims.empty() ? H5Screate(H5S_SCALAR)
-                                          : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
-                             what));
+  h5::Space space(RT_H5_CHECK(
+      dims.empty() ? H5Screate(H5S_SCALAR)
+                   : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
+      what));
   h5::PropList dcpl(RT_H5_CHECK(H5Pcreate(H5P_DATASET_CREATE), what));
   if (!dims.empty() && r.count > 0) {
     // Chunk = the whole tensor, split along leading dimensions if it is larger
@@ -163,19 +171,22 @@ void write_tensor(hid_t group, const char* group_name, const TensorRecord& r, co
     RT_H5_CHECK(H5Pset_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data()), what);
     RT_H5_CHECK(H5Pset_fletcher32(dcpl.get()), what);
   }
-  h5::DataSet dset(RT_H5_CHECK(H5Dcreate2(group, r.name.c_str(), H5T_IEEE_F32LE, space.get(), H5P_DEFAULT,
-                                       dcpl.get(), H5P_DEFAULT),
-                            what));
+  h5::DataSet dset(RT_H5_CHECK(H5Dcreate2(group, r.name.c_str(), H5T_IEEE_F32LE, space.get(),
+                                          H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
+                               what));
   if (r.count > 0)
-    RT_H5_CHECK(H5Dwrite(dset.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, r.data), what);
+    RT_H5_CHECK(H5Dwrite(dset.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, r.data),
+                what);
 }
 
-void write_file(const std::string& tmp_path, const std::string& final_path, const CheckpointMeta& meta,
-                const std::vector<TensorRecord>& params, const std::vector<TensorRecord>& optimizer) {
+void write_file(const std::string& tmp_path, const std::string& final_path,
+                const CheckpointMeta& meta, const std::vector<TensorRecord>& params,
+                const std::vector<TensorRecord>& optimizer) {
   const std::string& p = final_path;  // errors name the checkpoint being written
   h5::PropList fapl(RT_H5_CHECK(H5Pcreate(H5P_FILE_ACCESS), "checkpoint " + p));
   // 1.8 object format: creation-order-indexed groups, readable by HDF5 >= 1.8.
-  RT_H5_CHECK(H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V18, H5F_LIBVER_LATEST), "checkpoint " + p);
+  RT_H5_CHECK(H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V18, H5F_LIBVER_LATEST),
+              "checkpoint " + p);
   h5::File file(RT_H5_CHECK(H5Fcreate(tmp_path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()),
                             fmt::format("checkpoint {}: cannot create {}", p, tmp_path)));
   {
@@ -229,13 +240,16 @@ void prune(const std::string& dir, std::uint64_t step, std::size_t keep) {
       later.push_back(std::move(c.second));
   }
   if (!later.empty())
-    log_warn("checkpoint: {} holds checkpoints of later steps than this run's step {} ({}); they are kept, "
-             "and resuming from the latest checkpoint would pick them",
-             dir, step, fmt::join(later, ", "));
+    log_warn(
+        "checkpoint: {} holds checkpoints of later steps than this run's step {} ({}); they are "
+        "kept, "
+        "and resuming from the latest checkpoint would pick them",
+        dir, step, fmt::join(later, ", "));
   if (keep == 0 || mine.size() <= keep) return;
   for (std::size_t i = 0; i + keep < mine.size(); ++i) {
     fs::remove(mine[i].second, ec);
-    if (ec) log_warn("checkpoint: cannot remove old checkpoint {}: {}", mine[i].second, ec.message());
+    if (ec)
+      log_warn("checkpoint: cannot remove old checkpoint {}: {}", mine[i].second, ec.message());
   }
 }
 
@@ -302,8 +316,8 @@ class CheckpointReader {
   void read_scalar_int(hid_t obj, const char* name, hid_t mem_type, void* out) {
     h5::Attr attr = open_attr(obj, name);
     h5::Type type(RT_H5_CHECK(H5Aget_type(attr.get()), attr_what(name)));
-    RT_CHECK(H5Tget_class(type.get()) == H5T_INTEGER, "checkpoint {}: attribute '{}' is not an integer",
-             path_, name);
+    RT_CHECK(H5Tget_class(type.get()) == H5T_INTEGER,
+             "checkpoint {}: attribute '{}' is not an integer", path_, name);
     h5::Space space(RT_H5_CHECK(H5Aget_space(attr.get()), attr_what(name)));
     RT_CHECK(H5Sget_simple_extent_npoints(space.get()) == 1 &&
                  H5Sget_simple_extent_type(space.get()) != H5S_NULL,
@@ -324,13 +338,14 @@ class CheckpointReader {
   std::vector<std::uint64_t> read_u64_array(hid_t obj, const char* name) {
     h5::Attr attr = open_attr(obj, name);
     h5::Type type(RT_H5_CHECK(H5Aget_type(attr.get()), attr_what(name)));
-    RT_CHECK(H5Tget_class(type.get()) == H5T_INTEGER, "checkpoint {}: attribute '{}' is not an integer array",
-             path_, name);
+    RT_CHECK(H5Tget_class(type.get()) == H5T_INTEGER,
+             "checkpoint {}: attribute '{}' is not an integer array", path_, name);
     h5::Space space(RT_H5_CHECK(H5Aget_space(attr.get()), attr_what(name)));
     if (H5Sget_simple_extent_type(space.get()) == H5S_NULL) return {};
-    RT_CHECK(H5Sget_simple_extent_ndims(space.get()) == 1, "checkpoint {}: attribute '{}' is not 1-D",
-             path_, name);
-    std::vector<std::uint64_t> v(static_cast<std::size_t>(H5Sget_simple_extent_npoints(space.get())));
+    RT_CHECK(H5Sget_simple_extent_ndims(space.get()) == 1,
+             "checkpoint {}: attribute '{}' is not 1-D", path_, name);
+    std::vector<std::uint64_t> v(
+        static_cast<std::size_t>(H5Sget_simple_extent_npoints(space.get())));
     if (!v.empty()) RT_H5_CHECK(H5Aread(attr.get(), H5T_NATIVE_UINT64, v.data()), attr_what(name));
     return v;
   }
@@ -338,8 +353,8 @@ class CheckpointReader {
   std::string read_string(hid_t obj, const char* name) {
     h5::Attr attr = open_attr(obj, name);
     h5::Type type(RT_H5_CHECK(H5Aget_type(attr.get()), attr_what(name)));
-    RT_CHECK(H5Tget_class(type.get()) == H5T_STRING, "checkpoint {}: attribute '{}' is not a string",
-             path_, name);
+    RT_CHECK(H5Tget_class(type.get()) == H5T_STRING,
+             "checkpoint {}: attribute '{}' is not a string", path_, name);
     if (H5Tis_variable_str(type.get()) > 0) {
       h5::Type mem = utf8_string_type(attr_what(name));
       char* buf = nullptr;
@@ -359,8 +374,8 @@ class CheckpointReader {
   void read_group(hid_t file, const char* group_name,
                   std::vector<std::pair<std::string, std::vector<float>>>& tensors,
                   std::vector<std::vector<std::size_t>>& shapes) {
-    RT_CHECK(H5Lexists(file, group_name, H5P_DEFAULT) > 0, "checkpoint {}: missing group '{}'", path_,
-             group_name);
+    RT_CHECK(H5Lexists(file, group_name, H5P_DEFAULT) > 0, "checkpoint {}: missing group '{}'",
+             path_, group_name);
     const std::string gwhat = fmt::format("checkpoint {}: group '{}'", path_, group_name);
     h5::Group group(RT_H5_CHECK(H5Gopen2(file, group_name, H5P_DEFAULT), gwhat));
     H5G_info_t info{};
@@ -371,14 +386,16 @@ class CheckpointReader {
     h5::PropList gcpl(RT_H5_CHECK(H5Gget_create_plist(group.get()), gwhat));
     unsigned order_flags = 0;
     RT_H5_CHECK(H5Pget_link_creation_order(gcpl.get(), &order_flags), gwhat);
-    const H5_index_t index = (order_flags & H5P_CRT_ORDER_INDEXED) ? H5_INDEX_CRT_ORDER : H5_INDEX_NAME;
+    const H5_index_t index =
+        (order_flags & H5P_CRT_ORDER_INDEXED) ? H5_INDEX_CRT_ORDER : H5_INDEX_NAME;
 
     for (hsize_t i = 0; i < info.nlinks; ++i) {
       const ssize_t len = RT_H5_CHECK(
-          H5Lget_name_by_idx(group.get(), ".", index, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT), gwhat);
+          H5Lget_name_by_idx(group.get(), ".", index, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT),
+          gwhat);
       std::string name(static_cast<std::size_t>(len) + 1, '\0');
-      RT_H5_CHECK(H5Lget_name_by_idx(group.get(), ".", index, H5_ITER_INC, i, name.data(), name.size(),
-                                     H5P_DEFAULT),
+      RT_H5_CHECK(H5Lget_name_by_idx(group.get(), ".", index, H5_ITER_INC, i, name.data(),
+                                     name.size(), H5P_DEFAULT),
                   gwhat);
       name.resize(static_cast<std::size_t>(len));
       std::vector<std::size_t> shape;
@@ -404,7 +421,8 @@ class CheckpointReader {
     shape.assign(dims.begin(), dims.end());
     std::vector<float> data(Shape(shape).numel());
     if (!data.empty()) {
-      const herr_t rc = H5Dread(dset.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data());
+      const herr_t rc =
+          H5Dread(dset.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data());
       RT_CHECK(rc >= 0, "{}: cannot read the data, the file is corrupt or truncated ({})", what,
                detail::hdf5_error_string());
     }
@@ -431,19 +449,25 @@ void check_tensor_list(const std::string& path, const char* group,
     // Name what is missing and what is extra: that is what the user can act on.
     std::vector<std::string> missing, extra;
     for (const auto& n : want_names)
-      if (std::find(have_names.begin(), have_names.end(), n) == have_names.end()) missing.push_back(n);
+      if (std::find(have_names.begin(), have_names.end(), n) == have_names.end())
+        missing.push_back(n);
     for (const auto& n : have_names)
-      if (std::find(want_names.begin(), want_names.end(), n) == want_names.end()) extra.push_back(n);
-    RT_CHECK(false, "checkpoint {}: group '{}' holds {} tensors, the model expects {} (missing: {}; unexpected: {})",
-             path, group, have.size(), want.size(), missing.empty() ? "none" : fmt::format("{}", fmt::join(missing, ", ")),
+      if (std::find(want_names.begin(), want_names.end(), n) == want_names.end())
+        extra.push_back(n);
+    RT_CHECK(false,
+             "checkpoint {}: group '{}' holds {} tensors, the model expects {} (missing: {}; "
+             "unexpected: {})",
+             path, group, have.size(), want.size(),
+             missing.empty() ? "none" : fmt::format("{}", fmt::join(missing, ", ")),
              extra.empty() ? "none" : fmt::format("{}", fmt::join(extra, ", ")));
   }
   for (std::size_t i = 0; i < want.size(); ++i) {
     RT_CHECK(have_names[i] == want[i].name,
-             "checkpoint {}: tensor {} of group '{}' is '{}', the model expects '{}'", path, i, group,
-             have_names[i], want[i].name);
+             "checkpoint {}: tensor {} of group '{}' is '{}', the model expects '{}'", path, i,
+             group, have_names[i], want[i].name);
     RT_CHECK(have_shapes[i] == want[i].shape,
-             "checkpoint {}: tensor '{}/{}' has shape {} ({} elements), the model expects {} ({} elements)",
+             "checkpoint {}: tensor '{}/{}' has shape {} ({} elements), the model expects {} ({} "
+             "elements)",
              path, group, want[i].name, Shape(have_shapes[i]).to_string(), have[i].second.size(),
              Shape(want[i].shape).to_string(), Shape(want[i].shape).numel());
   }
@@ -455,11 +479,14 @@ void check_tensor_list(const std::string& path, const char* group,
 // Public API.
 // ---------------------------------------------------------------------------
 
-std::string checkpoint_file_name(std::uint64_t step) { return fmt::format("ckpt-{}.h5", step); }
+std::string checkpoint_file_name(std::uint64_t step) {
+  return fmt::format("ckpt-{}.h5", step);
+}
 
 std::string write_checkpoint_atomic(const std::string& dir, const CheckpointMeta& meta,
                                     const std::vector<TensorRecord>& params,
-                                    const std::vector<TensorRecord>& optimizer_state, std::size_t keep) {
+                                    const std::vector<TensorRecord>& optimizer_state,
+                                    std::size_t keep) {
   RT_CHECK(!dir.empty(), "checkpoint: empty directory name");
   const std::string final_path = (fs::path(dir) / checkpoint_file_name(meta.step)).string();
   check_records(params, kParamsGroup, final_path);
@@ -501,11 +528,14 @@ LoadedCheckpoint read_checkpoint(const std::string& path) {
 
 void validate_checkpoint(const LoadedCheckpoint& ckpt, const CheckpointExpectation& expected) {
   RT_CHECK(ckpt.meta.model_hash == expected.model_hash,
-           "checkpoint {}: written for model '{}' (hash {:#018x}), this run's model is '{}' (hash {:#018x})",
-           ckpt.path, ckpt.meta.model_spec, ckpt.meta.model_hash, expected.model_spec, expected.model_hash);
+           "checkpoint {}: written for model '{}' (hash {:#018x}), this run's model is '{}' (hash "
+           "{:#018x})",
+           ckpt.path, ckpt.meta.model_spec, ckpt.meta.model_hash, expected.model_spec,
+           expected.model_hash);
   check_tensor_list(ckpt.path, kParamsGroup, ckpt.params, ckpt.param_shapes, expected.params);
   if (expected.optimizer)
-    check_tensor_list(ckpt.path, kOptimizerGroup, ckpt.optimizer, ckpt.optimizer_shapes, *expected.optimizer);
+    check_tensor_list(ckpt.path, kOptimizerGroup, ckpt.optimizer, ckpt.optimizer_shapes,
+                      *expected.optimizer);
 }
 
 LoadedCheckpoint read_checkpoint(const std::string& path, const CheckpointExpectation& expected) {

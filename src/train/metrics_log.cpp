@@ -56,8 +56,8 @@ void keep_records_through(const std::string& path, std::uint64_t resume_step) {
   }
   if (dropped_later == 0 && dropped_bad == 0) return;
   if (dropped_later > 0)
-    log_info("metrics: resuming at step {}: dropped {} record(s) of {} logged after it", resume_step,
-             dropped_later, path);
+    log_info("metrics: resuming at step {}: dropped {} record(s) of {} logged after it",
+             resume_step, dropped_later, path);
   if (dropped_bad > 0) log_warn("metrics: dropped {} unreadable line(s) of {}", dropped_bad, path);
 
   const std::string tmp = path + ".tmp";
@@ -84,7 +84,8 @@ std::optional<std::uint64_t> metrics_record_step(const nlohmann::json& record) {
   return static_cast<std::uint64_t>(v);
 }
 
-MetricsLog::MetricsLog(const std::string& path, std::optional<std::uint64_t> resume_step) : path_(path) {
+MetricsLog::MetricsLog(const std::string& path, std::optional<std::uint64_t> resume_step)
+    : path_(path) {
   RT_CHECK(!path.empty(), "metrics: empty file name");
   const fs::path parent = fs::path(path).parent_path();
   if (!parent.empty()) {
@@ -102,14 +103,16 @@ MetricsLog::~MetricsLog() {
 }
 
 void MetricsLog::write(const nlohmann::json& record) {
-  RT_CHECK(record.is_object(), "metrics: a record must be a JSON object, got {}", record.type_name());
+  RT_CHECK(record.is_object(), "metrics: a record must be a JSON object, got {}",
+           record.type_name());
   // Invalid UTF-8 in a string (a tag, a path) is replaced rather than thrown.
   std::string line = record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   line += '\n';
   std::lock_guard lock(mutex_);
   const std::size_t written = std::fwrite(line.data(), 1, line.size(), file_);
   const bool flushed = std::fflush(file_) == 0;
-  RT_CHECK(written == line.size() && flushed, "metrics: cannot write to {}: {}", path_, std::strerror(errno));
+  RT_CHECK(written == line.size() && flushed, "metrics: cannot write to {}: {}", path_,
+           std::strerror(errno));
 }
 
 }  // namespace ringtrain

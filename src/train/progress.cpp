@@ -25,18 +25,22 @@ std::string format_ms(double seconds) {
 
 std::string format_loss(double loss) {
   if (!std::isfinite(loss)) return fmt::format("{}", loss);  // nan, inf: say so plainly
-  if (std::abs(loss) >= 1000 || (loss != 0 && std::abs(loss) < 1e-3)) return fmt::format("{:.4g}", loss);
+  if (std::abs(loss) >= 1000 || (loss != 0 && std::abs(loss) < 1e-3))
+    return fmt::format("{:.4g}", loss);
   return fmt::format("{:.4f}", loss);
 }
 
-double percent(double part, double whole) { return whole > 0 ? 100.0 * part / whole : 0.0; }
+double percent(double part, double whole) {
+  return whole > 0 ? 100.0 * part / whole : 0.0;
+}
 
 // The step-time split, in a full and a compact form (for narrow terminals).
 std::string timing_segment(const ProgressStats& s, bool compact) {
   if (!(s.step_s > 0)) return {};
   if (compact)
-    return fmt::format("{}ms c{:.0f}% m{:.0f}% d{:.0f}%", format_ms(s.step_s), percent(s.compute_s, s.step_s),
-                       percent(s.exposed_comm_s, s.step_s), percent(s.data_wait_s, s.step_s));
+    return fmt::format("{}ms c{:.0f}% m{:.0f}% d{:.0f}%", format_ms(s.step_s),
+                       percent(s.compute_s, s.step_s), percent(s.exposed_comm_s, s.step_s),
+                       percent(s.data_wait_s, s.step_s));
   return fmt::format("step {} ms = compute {} ({:.0f}%) + comm {} ({:.0f}%) + data {} ({:.0f}%)",
                      format_ms(s.step_s), format_ms(s.compute_s), percent(s.compute_s, s.step_s),
                      format_ms(s.exposed_comm_s), percent(s.exposed_comm_s, s.step_s),
@@ -75,10 +79,10 @@ std::string format_rate(double per_second) {
 std::string format_progress_line(const ProgressStats& s, std::size_t max_width) {
   const std::string epoch = s.epochs > 0 ? fmt::format("epoch {}/{}", s.epoch + 1, s.epochs)
                                          : fmt::format("epoch {}", s.epoch + 1);
-  const std::string step =
-      s.total_steps > 0
-          ? fmt::format("step {}/{} ({:.1f}%)", s.step, s.total_steps, percent(double(s.step), double(s.total_steps)))
-          : fmt::format("step {}", s.step);
+  const std::string step = s.total_steps > 0
+                               ? fmt::format("step {}/{} ({:.1f}%)", s.step, s.total_steps,
+                                             percent(double(s.step), double(s.total_steps)))
+                               : fmt::format("step {}", s.step);
   const std::string loss = "loss " + format_loss(s.loss);
   const std::string lr = fmt::format("lr {:.3g}", s.lr);
   const std::string rate = format_rate(s.samples_per_s) + " samples/s";
@@ -96,14 +100,16 @@ std::string format_progress_line(const ProgressStats& s, std::size_t max_width) 
 // ---------------------------------------------------------------------------
 
 EtaEstimator::EtaEstimator(double smoothing) : smoothing_(smoothing) {
-  RT_CHECK(smoothing > 0 && smoothing <= 1, "progress: ETA smoothing must be in (0, 1], got {}", smoothing);
+  RT_CHECK(smoothing > 0 && smoothing <= 1, "progress: ETA smoothing must be in (0, 1], got {}",
+           smoothing);
 }
 
 void EtaEstimator::update(std::uint64_t step, double now_s) {
   if (last_step_ && step > *last_step_ && now_s >= last_time_s_) {
     const double per_step = (now_s - last_time_s_) / static_cast<double>(step - *last_step_);
-    seconds_per_step_ =
-        seconds_per_step_ ? smoothing_ * per_step + (1 - smoothing_) * *seconds_per_step_ : per_step;
+    seconds_per_step_ = seconds_per_step_
+                            ? smoothing_ * per_step + (1 - smoothing_) * *seconds_per_step_
+                            : per_step;
   }
   // A step that did not advance (a repeated call, a resume) only moves the baseline.
   last_step_ = step;
@@ -150,7 +156,9 @@ ProgressLine::ProgressLine(bool enabled, std::FILE* out, ProgressStyle style)
                                   under_mpi_launcher(), std::getenv("TERM"));
 }
 
-ProgressLine::~ProgressLine() { finish(); }
+ProgressLine::~ProgressLine() {
+  finish();
+}
 
 std::size_t ProgressLine::width() const {
   if (style_ != ProgressStyle::redraw) return 0;

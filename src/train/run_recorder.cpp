@@ -16,8 +16,8 @@
 
 namespace ringtrain {
 
-RunRecorder::RunRecorder(const TrainConfig& config, const Topology& topology, std::uint64_t total_steps,
-                         std::optional<std::uint64_t> resume_step)
+RunRecorder::RunRecorder(const TrainConfig& config, const Topology& topology,
+                         std::uint64_t total_steps, std::optional<std::uint64_t> resume_step)
     : config_(config),
       rank_(topology.rank()),
       total_steps_(total_steps),
@@ -56,13 +56,20 @@ void RunRecorder::on_step(std::uint64_t step, std::uint64_t epoch, float lr, dou
     progress_->update(s);
   }
   if (metrics_) {
-    nlohmann::json r = {{"kind", "train"},        {"step", step},
-                        {"epoch", epoch},         {"loss", loss},
-                        {"lr", lr},               {"samples_per_s", samples_per_second},
-                        {"step_s", t.total},      {"forward_s", t.forward},
-                        {"backward_s", t.backward}, {"optimizer_s", t.optimizer},
-                        {"compute_s", compute},   {"exposed_comm_s", t.exposed_comm},
-                        {"comm_s", t.comm_span},  {"data_wait_s", t.data_wait},
+    nlohmann::json r = {{"kind", "train"},
+                        {"step", step},
+                        {"epoch", epoch},
+                        {"loss", loss},
+                        {"lr", lr},
+                        {"samples_per_s", samples_per_second},
+                        {"step_s", t.total},
+                        {"forward_s", t.forward},
+                        {"backward_s", t.backward},
+                        {"optimizer_s", t.optimizer},
+                        {"compute_s", compute},
+                        {"exposed_comm_s", t.exposed_comm},
+                        {"comm_s", t.comm_span},
+                        {"data_wait_s", t.data_wait},
                         {"host_syncs", t.host_syncs},
                         {"host_syncs_between_logs", t.host_syncs_between_logs},
                         {"elapsed_s", monotonic_seconds() - start_s_}};
@@ -86,8 +93,9 @@ void RunRecorder::on_step(std::uint64_t step, std::uint64_t epoch, float lr, dou
 
 void RunRecorder::on_eval(std::uint64_t step, const EvalResult& r, double seconds) {
   if (rank_ != 0) return;
-  progress_->print(fmt::format("eval at step {}: accuracy {:.4f}, loss {:.4f} over {} samples ({:.1f}s)", step,
-                               r.accuracy, r.loss, r.n, seconds));
+  progress_->print(
+      fmt::format("eval at step {}: accuracy {:.4f}, loss {:.4f} over {} samples ({:.1f}s)", step,
+                  r.accuracy, r.loss, r.n, seconds));
   if (metrics_)
     metrics_->write({{"kind", "eval"},
                      {"step", step},
@@ -96,7 +104,8 @@ void RunRecorder::on_eval(std::uint64_t step, const EvalResult& r, double second
                      {"loss", r.loss},
                      {"accuracy", r.accuracy},
                      {"seconds", seconds}});
-  if (tensorboard_) tensorboard_->add_scalars(step, {{"eval/accuracy", r.accuracy}, {"eval/loss", r.loss}});
+  if (tensorboard_)
+    tensorboard_->add_scalars(step, {{"eval/accuracy", r.accuracy}, {"eval/loss", r.loss}});
 }
 
 void RunRecorder::on_checkpoint(std::uint64_t step, const std::string& path) {
@@ -105,7 +114,8 @@ void RunRecorder::on_checkpoint(std::uint64_t step, const std::string& path) {
   if (metrics_) metrics_->write({{"kind", "checkpoint"}, {"step", step}, {"path", path}});
 }
 
-void RunRecorder::trace_span(std::string_view name, std::string_view lane, double start_s, double end_s) {
+void RunRecorder::trace_span(std::string_view name, std::string_view lane, double start_s,
+                             double end_s) {
   trace_->span(name, lane, start_s, end_s);
 }
 
@@ -141,13 +151,15 @@ void RunRecorder::finish(Communicator& control, const TrainSummary& summary) {
   if (rank_ != 0) return;
   std::vector<std::string> documents;
   for (int q = 0; q < world; ++q)
-    documents.emplace_back(reinterpret_cast<const char*>(all.data() + static_cast<std::size_t>(q) * words),
-                           static_cast<std::size_t>(lengths[static_cast<std::size_t>(q)]));
+    documents.emplace_back(
+        reinterpret_cast<const char*>(all.data() + static_cast<std::size_t>(q) * words),
+        static_cast<std::size_t>(lengths[static_cast<std::size_t>(q)]));
   const std::string merged = merge_traces(documents);
   const std::filesystem::path path(config_.trace);
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
   std::FILE* f = std::fopen(config_.trace.c_str(), "wb");
-  RT_CHECK(f != nullptr, "--trace {}: cannot open for writing: {}", config_.trace, std::strerror(errno));
+  RT_CHECK(f != nullptr, "--trace {}: cannot open for writing: {}", config_.trace,
+           std::strerror(errno));
   const bool ok = std::fwrite(merged.data(), 1, merged.size(), f) == merged.size();
   RT_CHECK(std::fclose(f) == 0 && ok, "--trace {}: write failed", config_.trace);
   log0("trace of {} rank(s) written to {}", world, config_.trace);

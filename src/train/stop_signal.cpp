@@ -52,27 +52,35 @@ extern "C" void on_stop_signal(int sig) {
 
 std::string signal_name(int signal_number) {
   switch (signal_number) {
-    case SIGINT: return "SIGINT";
-    case SIGTERM: return "SIGTERM";
-    case SIGHUP: return "SIGHUP";
-    case SIGUSR1: return "SIGUSR1";
-    case SIGUSR2: return "SIGUSR2";
-    case SIGQUIT: return "SIGQUIT";
-    default: return fmt::format("signal {}", signal_number);
+    case SIGINT:
+      return "SIGINT";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGHUP:
+      return "SIGHUP";
+    case SIGUSR1:
+      return "SIGUSR1";
+    case SIGUSR2:
+      return "SIGUSR2";
+    case SIGQUIT:
+      return "SIGQUIT";
+    default:
+      return fmt::format("signal {}", signal_number);
   }
 }
 
 StopSignalHandler::StopSignalHandler(std::vector<int> signals) : signals_(std::move(signals)) {
   RT_CHECK(!signals_.empty(), "stop signals: no signals given");
   for (int sig : signals_)
-    RT_CHECK(sig > 0 && sig < NSIG && sig != SIGKILL && sig != SIGSTOP, "stop signals: cannot handle {}",
-             signal_name(sig));
+    RT_CHECK(sig > 0 && sig < NSIG && sig != SIGKILL && sig != SIGSTOP,
+             "stop signals: cannot handle {}", signal_name(sig));
   RT_CHECK(!g_installed.exchange(true), "stop signals: a handler is already installed");
 
   for (int sig : signals_)
-    build_message(g_first_message[sig], g_first_length[sig],
-                  fmt::format("{} {} received: stopping after the current step{}\n", rank_prefix(),
-                              signal_name(sig), sig == SIGINT ? " (Ctrl-C again to abort at once)" : ""));
+    build_message(
+        g_first_message[sig], g_first_length[sig],
+        fmt::format("{} {} received: stopping after the current step{}\n", rank_prefix(),
+                    signal_name(sig), sig == SIGINT ? " (Ctrl-C again to abort at once)" : ""));
   build_message(g_again_message, g_again_length,
                 fmt::format("{} second SIGINT: aborting now\n", rank_prefix()));
   g_signal.store(0);
@@ -96,15 +104,26 @@ StopSignalHandler::StopSignalHandler(std::vector<int> signals) : signals_(std::m
 }
 
 StopSignalHandler::~StopSignalHandler() {
-  for (std::size_t i = 0; i < signals_.size(); ++i) ::sigaction(signals_[i], &previous_[i], nullptr);
+  for (std::size_t i = 0; i < signals_.size(); ++i)
+    ::sigaction(signals_[i], &previous_[i], nullptr);
   g_installed.store(false);
 }
 
-bool StopSignalHandler::stop_requested() const { return g_signal.load() != 0; }
-int StopSignalHandler::signal_number() const { return g_signal.load(); }
-void StopSignalHandler::clear() { g_signal.store(0); }
+bool StopSignalHandler::stop_requested() const {
+  return g_signal.load() != 0;
+}
+int StopSignalHandler::signal_number() const {
+  return g_signal.load();
+}
+void StopSignalHandler::clear() {
+  g_signal.store(0);
+}
 
-bool stop_requested() { return g_signal.load() != 0; }
-int stop_signal_number() { return g_signal.load(); }
+bool stop_requested() {
+  return g_signal.load() != 0;
+}
+int stop_signal_number() {
+  return g_signal.load();
+}
 
 }  // namespace ringtrain

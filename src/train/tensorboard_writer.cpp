@@ -65,7 +65,9 @@ void put_varint(std::string& out, std::uint64_t v) {
   out.push_back(static_cast<char>(v));
 }
 
-void put_key(std::string& out, std::uint32_t field, WireType type) { put_varint(out, (field << 3) | type); }
+void put_key(std::string& out, std::uint32_t field, WireType type) {
+  put_varint(out, (field << 3) | type);
+}
 
 void put_le(std::string& out, std::uint64_t v, int bytes) {
   for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
@@ -97,13 +99,14 @@ void put_int64(std::string& out, std::uint32_t field, std::uint64_t v) {
 }
 
 // Event fields.
-constexpr std::uint32_t kEventWallTime = 1, kEventStep = 2, kEventFileVersion = 3, kEventSummary = 5,
-                        kEventSessionLog = 7;
+constexpr std::uint32_t kEventWallTime = 1, kEventStep = 2, kEventFileVersion = 3,
+                        kEventSummary = 5, kEventSessionLog = 7;
 constexpr std::uint32_t kSummaryValue = 1, kValueTag = 1, kValueSimpleValue = 2;
 constexpr std::uint32_t kSessionLogStatus = 1, kSessionLogStart = 1;
 
 std::string event_header(double wall_time, std::uint64_t step) {
-  RT_CHECK(step <= static_cast<std::uint64_t>(INT64_MAX), "tensorboard: step {} does not fit an int64", step);
+  RT_CHECK(step <= static_cast<std::uint64_t>(INT64_MAX),
+           "tensorboard: step {} does not fit an int64", step);
   std::string e;
   put_double(e, kEventWallTime, wall_time);
   if (step != 0) put_int64(e, kEventStep, step);  // proto3 omits defaults
@@ -170,7 +173,8 @@ std::string frame_record(std::string_view event_bytes) {
 // The writer.
 // ---------------------------------------------------------------------------
 
-TensorBoardWriter::TensorBoardWriter(const std::string& logdir, std::optional<std::uint64_t> resume_step) {
+TensorBoardWriter::TensorBoardWriter(const std::string& logdir,
+                                     std::optional<std::uint64_t> resume_step) {
   RT_CHECK(!logdir.empty(), "tensorboard: empty log directory");
   std::error_code ec;
   fs::create_directories(logdir, ec);
@@ -178,10 +182,11 @@ TensorBoardWriter::TensorBoardWriter(const std::string& logdir, std::optional<st
 
   // TensorBoard reads a directory's event files in name order; a second writer
   // in the same second and process gets a numbered suffix, which sorts after.
-  const std::string base = (fs::path(logdir) / fmt::format("events.out.tfevents.{}.{}.{}.ringtrain",
-                                                            static_cast<long long>(std::time(nullptr)),
-                                                            host_name(), ::getpid()))
-                               .string();
+  const std::string base =
+      (fs::path(logdir) / fmt::format("events.out.tfevents.{}.{}.{}.ringtrain",
+                                      static_cast<long long>(std::time(nullptr)), host_name(),
+                                      ::getpid()))
+          .string();
   for (int n = 0; n < 1000 && !file_; ++n) {
     path_ = n == 0 ? base : fmt::format("{}.{}", base, n);
     const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -206,7 +211,8 @@ void TensorBoardWriter::add_scalar(const std::string& tag, std::uint64_t step, d
   add_scalars(step, {{tag, value}});
 }
 
-void TensorBoardWriter::add_scalars(std::uint64_t step, const std::vector<std::pair<std::string, double>>& values) {
+void TensorBoardWriter::add_scalars(std::uint64_t step,
+                                    const std::vector<std::pair<std::string, double>>& values) {
   if (values.empty()) return;
   write_record(tfevents::scalars_event(unix_now(), step, values));
 }
@@ -216,7 +222,8 @@ void TensorBoardWriter::write_record(const std::string& event_bytes) {
   std::lock_guard lock(mutex_);
   const std::size_t written = std::fwrite(rec.data(), 1, rec.size(), file_);
   const bool flushed = std::fflush(file_) == 0;
-  RT_CHECK(written == rec.size() && flushed, "tensorboard: cannot write to {}: {}", path_, std::strerror(errno));
+  RT_CHECK(written == rec.size() && flushed, "tensorboard: cannot write to {}: {}", path_,
+           std::strerror(errno));
 }
 
 }  // namespace ringtrain

@@ -33,8 +33,12 @@ std::int64_t unix_now_us() {
 
 // ts and dur are microseconds; keeping nanoseconds as three decimals lets a
 // merge shift them back in integer nanoseconds, so nesting survives exactly.
-double ns_to_us(std::int64_t ns) { return static_cast<double>(ns) / 1000.0; }
-std::int64_t us_to_ns(double us) { return std::llround(us * 1000.0); }
+double ns_to_us(std::int64_t ns) {
+  return static_cast<double>(ns) / 1000.0;
+}
+std::int64_t us_to_ns(double us) {
+  return std::llround(us * 1000.0);
+}
 
 void write_text_file(const std::string& path, const std::string& text, const char* what) {
   const std::string tmp = path + ".tmp";
@@ -78,14 +82,17 @@ void TraceWriter::span(std::string_view name, std::string_view lane, double star
                        const json& args) {
   if (!enabled_) return;
   RT_CHECK(std::isfinite(start_s) && std::isfinite(end_s) && end_s >= start_s,
-           "trace: span '{}' on lane '{}' ends ({}) before it starts ({})", name, lane, end_s, start_s);
-  RT_CHECK(args.is_null() || args.is_object(), "trace: args of span '{}' must be a JSON object", name);
+           "trace: span '{}' on lane '{}' ends ({}) before it starts ({})", name, lane, end_s,
+           start_s);
+  RT_CHECK(args.is_null() || args.is_object(), "trace: args of span '{}' must be a JSON object",
+           name);
   const std::int64_t start_ns = std::llround((start_s - origin_s_) * 1e9);
   const std::int64_t end_ns = std::llround((end_s - origin_s_) * 1e9);
   std::lock_guard lock(mutex_);
   if (events_.size() >= max_events_) {
     if (dropped_++ == 0)
-      log_warn("trace: {} spans recorded, dropping further ones (the trace ends early)", max_events_);
+      log_warn("trace: {} spans recorded, dropping further ones (the trace ends early)",
+               max_events_);
     return;
   }
   events_.push_back({std::string(name), lane_id(lane), start_ns, end_ns - start_ns, args});
@@ -137,19 +144,32 @@ std::string TraceWriter::serialize() const {
   std::lock_guard lock(mutex_);
   json events = json::array();
   // Metadata first: names and order of the rank's row and its lanes.
-  events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", rank_}, {"tid", 0},
+  events.push_back({{"name", "process_name"},
+                    {"ph", "M"},
+                    {"pid", rank_},
+                    {"tid", 0},
                     {"args", {{"name", fmt::format("rank {}", rank_)}}}});
-  events.push_back({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", rank_}, {"tid", 0},
+  events.push_back({{"name", "process_sort_index"},
+                    {"ph", "M"},
+                    {"pid", rank_},
+                    {"tid", 0},
                     {"args", {{"sort_index", rank_}}}});
   for (const auto& [lane, tid] : lanes_) {
-    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", rank_}, {"tid", tid},
+    events.push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", rank_},
+                      {"tid", tid},
                       {"args", {{"name", lane}}}});
-    events.push_back({{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", rank_}, {"tid", tid},
+    events.push_back({{"name", "thread_sort_index"},
+                      {"ph", "M"},
+                      {"pid", rank_},
+                      {"tid", tid},
                       {"args", {{"sort_index", tid}}}});
   }
   for (const auto& e : events_) {
-    json ev = {{"name", e.name}, {"ph", "X"},  {"ts", ns_to_us(e.start_ns)}, {"dur", ns_to_us(e.dur_ns)},
-               {"pid", rank_},   {"tid", e.tid}};
+    json ev = {
+        {"name", e.name}, {"ph", "X"},   {"ts", ns_to_us(e.start_ns)}, {"dur", ns_to_us(e.dur_ns)},
+        {"pid", rank_},   {"tid", e.tid}};
     if (!e.args.is_null()) ev["args"] = e.args;
     events.push_back(std::move(ev));
   }
@@ -219,8 +239,9 @@ void merge_trace_files(const std::string& path, int world_size) {
   for (int r = 0; r < world_size; ++r) {
     const std::string file = TraceWriter::rank_file_path(path, r);
     std::ifstream in(file, std::ios::binary);
-    RT_CHECK(in.good(), "trace: cannot read {} (rank {}'s trace; is the directory shared by all nodes?)",
-             file, r);
+    RT_CHECK(in.good(),
+             "trace: cannot read {} (rank {}'s trace; is the directory shared by all nodes?)", file,
+             r);
     std::ostringstream text;
     text << in.rdbuf();
     docs.push_back(std::move(text).str());

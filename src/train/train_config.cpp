@@ -10,7 +10,8 @@
 namespace ringtrain {
 
 void TrainConfig::validate() const {
-  RT_CHECK(!data_path.empty(), "--data: a dataset file is required (make one with 'ringtrain convert')");
+  RT_CHECK(!data_path.empty(),
+           "--data: a dataset file is required (make one with 'ringtrain convert')");
   RT_CHECK(batch > 0, "--batch must be at least 1 (it is per rank), got {}", batch);
   RT_CHECK(epochs > 0 || max_steps > 0, "--epochs must be at least 1 (or give --max-steps)");
   RT_CHECK(lr > 0 && std::isfinite(lr), "--lr must be a positive number, got {}", lr);
@@ -20,8 +21,10 @@ void TrainConfig::validate() const {
            "--schedule: unknown value '{}' (expected constant, cosine or step)", schedule);
   RT_CHECK(step_size > 0, "--step-size must be at least 1");
   RT_CHECK(gamma > 0 && gamma <= 1, "--gamma must be in (0, 1], got {}", gamma);
-  RT_CHECK(clip_norm >= 0 && std::isfinite(clip_norm), "--clip-norm must be >= 0, got {}", clip_norm);
-  RT_CHECK(bucket_mb >= 0 && bucket_mb <= 4096, "--bucket-mb must be in [0, 4096], got {}", bucket_mb);
+  RT_CHECK(clip_norm >= 0 && std::isfinite(clip_norm), "--clip-norm must be >= 0, got {}",
+           clip_norm);
+  RT_CHECK(bucket_mb >= 0 && bucket_mb <= 4096, "--bucket-mb must be in [0, 4096], got {}",
+           bucket_mb);
   RT_CHECK(accum >= 1 && accum <= 4096, "--accum must be in [1, 4096], got {}", accum);
   RT_CHECK(timeout > 0, "--timeout must be positive seconds, got {}", timeout);
   RT_CHECK(keep >= 1, "--keep must be at least 1");
@@ -36,7 +39,9 @@ void TrainConfig::validate() const {
   validate_optimizer_config();
 }
 
-void TrainConfig::validate_optimizer_config() const { ::ringtrain::validate(optimizer); }
+void TrainConfig::validate_optimizer_config() const {
+  ::ringtrain::validate(optimizer);
+}
 
 std::string TrainConfig::to_json() const {
   nlohmann::json j;

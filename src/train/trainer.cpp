@@ -38,14 +38,14 @@
 #include "ringtrain/data/dataset.h"
 #include "ringtrain/data/prefetcher.h"
 #include "ringtrain/data/sharded_sampler.h"
-#include "ringtrain/sync/bucket_plan.h"
-#include "ringtrain/sync/gradient_sync.h"
-#include "ringtrain/sync/run_agreement.h"
 #include "ringtrain/model/model.h"
 #include "ringtrain/model/model_spec.h"
 #include "ringtrain/optim/grad_clip.h"
 #include "ringtrain/optim/lr_schedule.h"
 #include "ringtrain/optim/optimizer.h"
+#include "ringtrain/sync/bucket_plan.h"
+#include "ringtrain/sync/gradient_sync.h"
+#include "ringtrain/sync/run_agreement.h"
 #include "ringtrain/tensor/device_memory.h"
 #include "ringtrain/train/checkpoint.h"
 #include "ringtrain/train/evaluator.h"
@@ -57,9 +57,13 @@ namespace ringtrain {
 
 namespace {
 
-std::uint64_t hash_string(const std::string& s) { return hash_bytes(s.data(), s.size()); }
+std::uint64_t hash_string(const std::string& s) {
+  return hash_bytes(s.data(), s.size());
+}
 
-std::uint64_t float_bits(float f) { return std::bit_cast<std::uint32_t>(f); }
+std::uint64_t float_bits(float f) {
+  return std::bit_cast<std::uint32_t>(f);
+}
 
 // The training loss since the last progress line, summed over ranks when it
 // is printed.
@@ -129,7 +133,7 @@ class Trainer {
   LossWindow window_;
   OrderingPoint previous_batch_done_;  // behind the kernels that read the last batch
   std::uint64_t host_syncs_between_logs_ = 0;
-  std::int32_t stop_flag_ = 0;         // in flight while stop_request_ is
+  std::int32_t stop_flag_ = 0;  // in flight while stop_request_ is
   CommRequest stop_request_;
   bool stop_in_flight_ = false;
   double run_seconds_ = 0;
@@ -140,7 +144,8 @@ class Trainer {
   int diverge_rank_ = -1;
 };
 
-Trainer::Trainer(const TrainConfig& cfg, const Topology& topo) : cfg_(cfg), topo_(topo), device_(topo.device()) {
+Trainer::Trainer(const TrainConfig& cfg, const Topology& topo)
+    : cfg_(cfg), topo_(topo), device_(topo.device()) {
   cfg_.validate();
   comm_options_.timeout_seconds = cfg_.timeout;
   // The control channel: small host messages, always over MPI.
@@ -158,14 +163,16 @@ Trainer::Trainer(const TrainConfig& cfg, const Topology& topo) : cfg_(cfg), topo
   step_ = start_.step;
   // RINGTRAIN_FAULT_DIVERGE_RANK=r perturbs rank r's parameters after step 1, so
   // tests can check that --check-every catches diverged replicas.
-  if (const char* diverge = std::getenv("RINGTRAIN_FAULT_DIVERGE_RANK")) diverge_rank_ = std::atoi(diverge);
+  if (const char* diverge = std::getenv("RINGTRAIN_FAULT_DIVERGE_RANK"))
+    diverge_rank_ = std::atoi(diverge);
 }
 
 void Trainer::open_data_and_build_model() {
   train_data_.emplace(Dataset::open_on_all_ranks(cfg_.data_path, cfg_.split));
   eval_data_.emplace(Dataset::open_on_all_ranks(cfg_.data_path, cfg_.eval_split));
-  RT_CHECK(eval_data_->sample_shape() == train_data_->sample_shape(), "{}: sample shape {} differs from {}'s {}",
-           eval_data_->describe(), shape_string(eval_data_->sample_shape()), train_data_->describe(),
+  RT_CHECK(eval_data_->sample_shape() == train_data_->sample_shape(),
+           "{}: sample shape {} differs from {}'s {}", eval_data_->describe(),
+           shape_string(eval_data_->sample_shape()), train_data_->describe(),
            shape_string(train_data_->sample_shape()));
   if (cfg_.cache) {
     train_data_->enable_cache(0, topo_.local_size());
@@ -177,7 +184,8 @@ void Trainer::open_data_and_build_model() {
   model_options.seed = cfg_.seed;
   model_options.max_batch = cfg_.batch;
   model_options.tf32 = parse_tf32_mode(cfg_.tf32);
-  model_ = Model::build(*spec_, train_data_->sample_shape(), train_data_->num_classes(), model_options);
+  model_ =
+      Model::build(*spec_, train_data_->sample_shape(), train_data_->num_classes(), model_options);
   sampler_.emplace(train_data_->size(), cfg_.batch, topo_.rank(), topo_.world_size(), cfg_.seed);
   sampler_global_batch_ = sampler_->global_batch();
   global_batch_ = sampler_global_batch_ * cfg_.accum;
@@ -185,23 +193,23 @@ void Trainer::open_data_and_build_model() {
 }
 
 void Trainer::agree_on_run() {
-  agree_on_signature(*control_,
-                     {{"model spec hash", spec_->hash()},
-                      {"parameter count", model_->param_count()},
-                      {"parameter dtype", static_cast<std::uint64_t>(DType::f32)},
-                      {"dataset sample shape", hash_string(shape_string(train_data_->sample_shape()))},
-                      {"dataset classes", static_cast<std::uint64_t>(train_data_->num_classes())},
-                      {"dataset train samples", train_data_->size()},
-                      {"dataset eval samples", eval_data_->size()},
-                      {"batch", cfg_.batch},
-                      {"accum", cfg_.accum},
-                      {"seed", cfg_.seed},
-                      {"lr", float_bits(cfg_.lr)},
-                      {"optimizer", hash_string(cfg_.optimizer.kind)},
-                      {"backend", hash_string(cfg_.backend)},
-                      {"bucket cap", float_bits(static_cast<float>(cfg_.bucket_mb))},
-                      {"overlap", cfg_.overlap ? 1u : 0u},
-                      {"tf32", hash_string(cfg_.tf32)}});
+  agree_on_signature(
+      *control_, {{"model spec hash", spec_->hash()},
+                  {"parameter count", model_->param_count()},
+                  {"parameter dtype", static_cast<std::uint64_t>(DType::f32)},
+                  {"dataset sample shape", hash_string(shape_string(train_data_->sample_shape()))},
+                  {"dataset classes", static_cast<std::uint64_t>(train_data_->num_classes())},
+                  {"dataset train samples", train_data_->size()},
+                  {"dataset eval samples", eval_data_->size()},
+                  {"batch", cfg_.batch},
+                  {"accum", cfg_.accum},
+                  {"seed", cfg_.seed},
+                  {"lr", float_bits(cfg_.lr)},
+                  {"optimizer", hash_string(cfg_.optimizer.kind)},
+                  {"backend", hash_string(cfg_.backend)},
+                  {"bucket cap", float_bits(static_cast<float>(cfg_.bucket_mb))},
+                  {"overlap", cfg_.overlap ? 1u : 0u},
+                  {"tf32", hash_string(cfg_.tf32)}});
 }
 
 void Trainer::make_backend_and_optimizer() {
@@ -214,9 +222,11 @@ void Trainer::make_backend_and_optimizer() {
 
   optimizer_ = make_optimizer(cfg_.optimizer, model_->param_count(), device_);
   total_steps_ = static_cast<std::uint64_t>(cfg_.epochs) * micro_per_epoch_ / cfg_.accum;
-  if (cfg_.max_steps > 0) total_steps_ = cfg_.epochs > 0 ? std::min(total_steps_, cfg_.max_steps) : cfg_.max_steps;
+  if (cfg_.max_steps > 0)
+    total_steps_ = cfg_.epochs > 0 ? std::min(total_steps_, cfg_.max_steps) : cfg_.max_steps;
   RT_CHECK(total_steps_ > 0,
-           "nothing to train: {} epoch(s) of {} global batches of {} make 0 optimizer steps with --accum {}",
+           "nothing to train: {} epoch(s) of {} global batches of {} make 0 optimizer steps with "
+           "--accum {}",
            cfg_.epochs, micro_per_epoch_, sampler_global_batch_, cfg_.accum);
   base_lr_ = cfg_.lr;
   if (cfg_.lr_scaling == "linear") {
@@ -237,7 +247,8 @@ void Trainer::make_backend_and_optimizer() {
     const auto [begin, end] = model_->layer_param_range(l);  // [begin, end)
     ranges.emplace_back(begin, end - begin);
   }
-  BucketPlan plan(ranges, sizeof(float), static_cast<std::size_t>(cfg_.bucket_mb * 1024.0 * 1024.0));
+  BucketPlan plan(ranges, sizeof(float),
+                  static_cast<std::size_t>(cfg_.bucket_mb * 1024.0 * 1024.0));
   sync_.emplace(*comm_, std::move(plan), grads_, cfg_.overlap, model_->compute_stream());
 }
 
@@ -252,31 +263,38 @@ void Trainer::resume_and_replicate() {
              cfg_.ckpt_dir, existing.value_or(""));
   }
   if (!cfg_.resume.empty())
-    start_ = resume_training_state(cfg_, *control_, *spec_, *model_, *optimizer_, sampler_global_batch_);
+    start_ =
+        resume_training_state(cfg_, *control_, *spec_, *model_, *optimizer_, sampler_global_batch_);
   // The parameters were written by kernels and copies on the default stream
   // (initialisation, a resumed checkpoint): the backend's stream waits for them.
   comm_->order_after(OrderingPoint::record(device_, nullptr));
   comm_->broadcast(model_->params(), model_->params(), 0);
   for (auto& s : optimizer_->state()) comm_->broadcast(s.view, s.view, 0);
   optimizer_->set_step_count(start_.step);
-  RT_CHECK(start_.step <= total_steps_, "checkpoint {} is at step {}, past the {} steps this run asks for",
-           start_.path, start_.step, total_steps_);
+  RT_CHECK(start_.step <= total_steps_,
+           "checkpoint {} is at step {}, past the {} steps this run asks for", start_.path,
+           start_.step, total_steps_);
 }
 
 void Trainer::announce() const {
-  log0("ringtrain train: {} rank(s) on {} node(s), backend {}{}, device {}", topo_.world_size(), topo_.node_count(),
-       comm_->name(),
-       device_.is_cuda() && comm_->name() != "nccl" ? " (GPU buffers staged through pinned host memory)" : "",
+  log0("ringtrain train: {} rank(s) on {} node(s), backend {}{}, device {}", topo_.world_size(),
+       topo_.node_count(), comm_->name(),
+       device_.is_cuda() && comm_->name() != "nccl"
+           ? " (GPU buffers staged through pinned host memory)"
+           : "",
        device_name(device_));
-  log0("  model {} ({} parameters, hash {:016x}), data {} ({} samples, shape {}, {} classes)", spec_->to_string(),
-       model_->param_count(), spec_->hash(), train_data_->describe(), train_data_->size(),
-       shape_string(train_data_->sample_shape()), train_data_->num_classes());
-  log0("  global batch {} = {} per rank x {} rank(s) x {} accumulation step(s); effective lr {:g}{}", global_batch_,
-       cfg_.batch, topo_.world_size(), cfg_.accum, base_lr_,
-       cfg_.lr_scaling == "linear" ? fmt::format(" (linear scaling of {:g}, warmup {} steps)", cfg_.lr, cfg_.warmup)
-                                   : std::string());
-  log0("  {} optimizer steps ({} per epoch), {} gradient bucket(s) of at most {:g} MiB, overlap {}", total_steps_,
-       micro_per_epoch_ / cfg_.accum, sync_->plan().buckets().size(), cfg_.bucket_mb, cfg_.overlap ? "on" : "off");
+  log0("  model {} ({} parameters, hash {:016x}), data {} ({} samples, shape {}, {} classes)",
+       spec_->to_string(), model_->param_count(), spec_->hash(), train_data_->describe(),
+       train_data_->size(), shape_string(train_data_->sample_shape()), train_data_->num_classes());
+  log0(
+      "  global batch {} = {} per rank x {} rank(s) x {} accumulation step(s); effective lr {:g}{}",
+      global_batch_, cfg_.batch, topo_.world_size(), cfg_.accum, base_lr_,
+      cfg_.lr_scaling == "linear"
+          ? fmt::format(" (linear scaling of {:g}, warmup {} steps)", cfg_.lr, cfg_.warmup)
+          : std::string());
+  log0("  {} optimizer steps ({} per epoch), {} gradient bucket(s) of at most {:g} MiB, overlap {}",
+       total_steps_, micro_per_epoch_ / cfg_.accum, sync_->plan().buckets().size(), cfg_.bucket_mb,
+       cfg_.overlap ? "on" : "off");
   if (!start_.path.empty())
     log0("  resumed from {} at step {} (epoch {}, step {} of the epoch)", start_.path, start_.step,
          start_.cursor.epoch, start_.cursor.step);
@@ -293,11 +311,13 @@ StepOutcome Trainer::step() {
     const double t_data = monotonic_seconds();
     Batch batch = prefetcher_->next(previous_batch_done_);
     timing.data_wait += monotonic_seconds() - t_data;
-    RT_CHECK(batch.cursor == cursor_, "internal: prefetcher at epoch {} step {}, trainer at epoch {} step {}",
+    RT_CHECK(batch.cursor == cursor_,
+             "internal: prefetcher at epoch {} step {}, trainer at epoch {} step {}",
              batch.cursor.epoch, batch.cursor.step, cursor_.epoch, cursor_.step);
     model.set_dropout_context(static_cast<std::uint64_t>(topo_.rank()), step_ * cfg_.accum + micro);
     const double t_fwd = monotonic_seconds();
-    model.forward_accumulate(batch.x.as<const float>(), batch.y.as<const std::int32_t>(), batch.size,
+    model.forward_accumulate(batch.x.as<const float>(), batch.y.as<const std::int32_t>(),
+                             batch.size,
                              /*training=*/true);
     const double t_bwd = monotonic_seconds();
     timing.forward += t_bwd - t_fwd;
@@ -319,7 +339,8 @@ StepOutcome Trainer::step() {
   if (!sync_->timings().empty()) {
     double first = sync_->timings().front().launched_s, last_done = 0;
     for (const BucketTiming& b : sync_->timings()) {
-      recorder_->trace_span(fmt::format("allreduce bucket {}", b.bucket), "comm", b.launched_s, b.done_s);
+      recorder_->trace_span(fmt::format("allreduce bucket {}", b.bucket), "comm", b.launched_s,
+                            b.done_s);
       first = std::min(first, b.launched_s);
       last_done = std::max(last_done, b.done_s);
     }
@@ -459,13 +480,16 @@ TrainSummary Trainer::run() {
   summary_.test_accuracy = last_eval_.accuracy;
   summary_.test_loss = last_eval_.loss;
   summary_.test_n = last_eval_.n;
-  summary_.samples_per_second = run_seconds_ > 0 ? static_cast<double>(run_samples_) / run_seconds_ : 0;
+  summary_.samples_per_second =
+      run_seconds_ > 0 ? static_cast<double>(run_samples_) / run_seconds_ : 0;
   recorder_->finish(*control_, summary_);
   return summary_;
 }
 
 }  // namespace
 
-TrainSummary train(const TrainConfig& cfg, const Topology& topo) { return Trainer(cfg, topo).run(); }
+TrainSummary train(const TrainConfig& cfg, const Topology& topo) {
+  return Trainer(cfg, topo).run();
+}
 
 }  // namespace ringtrain

@@ -35,8 +35,8 @@ struct ResumeMessage {
 
 }  // namespace
 
-std::string save_training_state(const TrainConfig& cfg, const ModelSpec& spec, Model& model, Optimizer& optimizer,
-                                const RunPosition& position) {
+std::string save_training_state(const TrainConfig& cfg, const ModelSpec& spec, Model& model,
+                                Optimizer& optimizer, const RunPosition& position) {
   const std::vector<float> params = to_host(model.params());
   std::vector<TensorRecord> param_records;
   for (const ParamInfo& p : model.param_info())
@@ -46,7 +46,8 @@ std::string save_training_state(const TrainConfig& cfg, const ModelSpec& spec, M
   std::vector<TensorRecord> state_records;
   for (auto& s : state) state_host.push_back(to_host(s.view));
   for (std::size_t i = 0; i < state.size(); ++i)
-    state_records.push_back({state[i].name, {state[i].view.count}, state_host[i].data(), state_host[i].size()});
+    state_records.push_back(
+        {state[i].name, {state[i].view.count}, state_host[i].data(), state_host[i].size()});
   CheckpointMeta meta;
   meta.step = position.step;
   meta.epoch = position.next_cursor.epoch;
@@ -64,8 +65,9 @@ std::string save_training_state(const TrainConfig& cfg, const ModelSpec& spec, M
   return write_checkpoint_atomic(cfg.ckpt_dir, meta, param_records, state_records, cfg.keep);
 }
 
-ResumePoint resume_training_state(const TrainConfig& cfg, Communicator& control, const ModelSpec& spec,
-                                  Model& model, Optimizer& optimizer, std::size_t sampler_global_batch) {
+ResumePoint resume_training_state(const TrainConfig& cfg, Communicator& control,
+                                  const ModelSpec& spec, Model& model, Optimizer& optimizer,
+                                  std::size_t sampler_global_batch) {
   ResumeMessage message;
   std::string path;
   if (control.rank() == 0) {
@@ -86,20 +88,21 @@ ResumePoint resume_training_state(const TrainConfig& cfg, Communicator& control,
       BufferView params = model.params();
       for (std::size_t i = 0; i < ck.params.size(); ++i) {
         const ParamInfo& info = model.param_info()[i];
-        device_copy(static_cast<float*>(params.ptr) + info.offset, params.device, ck.params[i].second.data(),
-                    Device::cpu(), info.count * sizeof(float));
+        device_copy(static_cast<float*>(params.ptr) + info.offset, params.device,
+                    ck.params[i].second.data(), Device::cpu(), info.count * sizeof(float));
       }
       auto state = optimizer.state();
       for (std::size_t i = 0; i < ck.optimizer.size(); ++i)
-        device_copy(state[i].view.ptr, state[i].view.device, ck.optimizer[i].second.data(), Device::cpu(),
-                    state[i].view.bytes());
+        device_copy(state[i].view.ptr, state[i].view.device, ck.optimizer[i].second.data(),
+                    Device::cpu(), state[i].view.bytes());
       optimizer.set_step_count(ck.meta.step);
       std::uint64_t old_sampler_batch = sampler_global_batch;
       try {
         const auto cfg_json = nlohmann::json::parse(ck.meta.config_json);
         old_sampler_batch = cfg_json.at("sampler_global_batch").get<std::uint64_t>();
       } catch (const std::exception& e) {
-        RT_CHECK(false, "checkpoint {}: its config lacks 'sampler_global_batch' ({})", path, e.what());
+        RT_CHECK(false, "checkpoint {}: its config lacks 'sampler_global_batch' ({})", path,
+                 e.what());
       }
       message = {1, ck.meta.step, ck.meta.epoch, ck.meta.epoch_step, old_sampler_batch};
     }
@@ -113,8 +116,8 @@ ResumePoint resume_training_state(const TrainConfig& cfg, Communicator& control,
     return point;
   }
   point.step = message.step;
-  point.cursor = ShardedSampler::convert_cursor({message.epoch, message.epoch_step},
-                                                message.old_sampler_global_batch, sampler_global_batch);
+  point.cursor = ShardedSampler::convert_cursor(
+      {message.epoch, message.epoch_step}, message.old_sampler_global_batch, sampler_global_batch);
   point.path = path;
   return point;
 }

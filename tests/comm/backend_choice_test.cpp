@@ -10,7 +10,8 @@ using namespace ringtrain;
 using Catch::Matchers::Contains;
 
 TEST_CASE("auto: nccl on GPU ranks, shm on CPU ranks and on shared GPUs") {
-  CHECK(resolve_backend("auto", /*gpu_rank=*/true, /*any_gpu_shared=*/false, 0, "cuda:0") == "nccl");
+  CHECK(resolve_backend("auto", /*gpu_rank=*/true, /*any_gpu_shared=*/false, 0, "cuda:0") ==
+        "nccl");
   CHECK(resolve_backend("auto", false, false, 0, "cpu") == "shm");
   CHECK(resolve_backend("auto", true, true, 1, "cuda:0") == "shm");
 }
@@ -25,8 +26,10 @@ TEST_CASE("host backends are kept as named, on CPU and (staged) on GPU ranks") {
 TEST_CASE("nccl where it cannot work is an error naming the rank and device, before NCCL starts") {
   CHECK(resolve_backend("nccl", true, false, 3, "cuda:1") == "nccl");
   CHECK_THROWS_WITH(resolve_backend("nccl", true, true, 2, "cuda:0"),
-                    Contains("ranks share a GPU") && Contains("rank 2 is on cuda:0") && Contains("--backend auto or shm"));
+                    Contains("ranks share a GPU") && Contains("rank 2 is on cuda:0") &&
+                        Contains("--backend auto or shm"));
   CHECK_THROWS_WITH(resolve_backend("nccl", false, false, 1, "cpu"),
                     Contains("needs a GPU rank") && Contains("rank 1 runs on cpu"));
-  CHECK_THROWS_WITH(resolve_backend("gloo", false, false, 0, "cpu"), Contains("unknown backend 'gloo'"));
+  CHECK_THROWS_WITH(resolve_backend("gloo", false, false, 0, "cpu"),
+                    Contains("unknown backend 'gloo'"));
 }

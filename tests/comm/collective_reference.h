@@ -19,41 +19,63 @@ namespace ringtrain::test {
 // Quarter steps in [-12, 12]: exact in every float type, never all ones.
 inline double input_value(std::uint64_t seed, int rank, std::size_t index) {
   const std::uint64_t h = (seed * 2654435761u + static_cast<std::uint64_t>(rank) * 7919u +
-                           index * 31u + (index >> 7) * 17u) % 97u;
+                           index * 31u + (index >> 7) * 17u) %
+                          97u;
   return (static_cast<double>(h) - 48.0) * 0.25;
 }
 
 // Integers get a wider range so that a misplaced element is visible.
 inline std::int64_t input_int(std::uint64_t seed, int rank, std::size_t index) {
-  return static_cast<std::int64_t>((seed * 1000003u + static_cast<std::uint64_t>(rank) * 104729u +
-                                    index * 7u) % 200003u) - 100000;
+  return static_cast<std::int64_t>(
+             (seed * 1000003u + static_cast<std::uint64_t>(rank) * 104729u + index * 7u) %
+             200003u) -
+         100000;
 }
 
 inline void store(DType t, void* base, std::size_t i, double v, std::int64_t iv) {
   switch (t) {
-    case DType::f32: static_cast<float*>(base)[i] = static_cast<float>(v); break;
-    case DType::f64: static_cast<double*>(base)[i] = v; break;
-    case DType::f16: static_cast<std::uint16_t*>(base)[i] = kernels::float_to_half(static_cast<float>(v)); break;
-    case DType::bf16: static_cast<std::uint16_t*>(base)[i] = kernels::float_to_bf16(static_cast<float>(v)); break;
-    case DType::i32: static_cast<std::int32_t*>(base)[i] = static_cast<std::int32_t>(iv); break;
-    case DType::i64: static_cast<std::int64_t*>(base)[i] = iv; break;
+    case DType::f32:
+      static_cast<float*>(base)[i] = static_cast<float>(v);
+      break;
+    case DType::f64:
+      static_cast<double*>(base)[i] = v;
+      break;
+    case DType::f16:
+      static_cast<std::uint16_t*>(base)[i] = kernels::float_to_half(static_cast<float>(v));
+      break;
+    case DType::bf16:
+      static_cast<std::uint16_t*>(base)[i] = kernels::float_to_bf16(static_cast<float>(v));
+      break;
+    case DType::i32:
+      static_cast<std::int32_t*>(base)[i] = static_cast<std::int32_t>(iv);
+      break;
+    case DType::i64:
+      static_cast<std::int64_t*>(base)[i] = iv;
+      break;
   }
 }
 
 inline double load(DType t, const void* base, std::size_t i) {
   switch (t) {
-    case DType::f32: return static_cast<const float*>(base)[i];
-    case DType::f64: return static_cast<const double*>(base)[i];
-    case DType::f16: return kernels::half_to_float(static_cast<const std::uint16_t*>(base)[i]);
-    case DType::bf16: return kernels::bf16_to_float(static_cast<const std::uint16_t*>(base)[i]);
-    case DType::i32: return static_cast<const std::int32_t*>(base)[i];
-    case DType::i64: return static_cast<double>(static_cast<const std::int64_t*>(base)[i]);
+    case DType::f32:
+      return static_cast<const float*>(base)[i];
+    case DType::f64:
+      return static_cast<const double*>(base)[i];
+    case DType::f16:
+      return kernels::half_to_float(static_cast<const std::uint16_t*>(base)[i]);
+    case DType::bf16:
+      return kernels::bf16_to_float(static_cast<const std::uint16_t*>(base)[i]);
+    case DType::i32:
+      return static_cast<const std::int32_t*>(base)[i];
+    case DType::i64:
+      return static_cast<double>(static_cast<const std::int64_t*>(base)[i]);
   }
   return 0;
 }
 
 inline std::int64_t load_int(DType t, const void* base, std::size_t i) {
-  return t == DType::i32 ? static_cast<const std::int32_t*>(base)[i] : static_cast<const std::int64_t*>(base)[i];
+  return t == DType::i32 ? static_cast<const std::int32_t*>(base)[i]
+                         : static_cast<const std::int64_t*>(base)[i];
 }
 
 // Fills elements [0, count) of `base` with rank `rank`'s input, elements
@@ -67,11 +89,20 @@ inline void fill_input(DType t, void* base, std::size_t count, std::uint64_t see
 inline double tolerance(DType t, double ref) {
   double eps = 0;
   switch (t) {
-    case DType::f32: eps = 1.2e-7; break;
-    case DType::f64: eps = 2.3e-16; break;
-    case DType::f16: eps = 9.8e-4; break;
-    case DType::bf16: eps = 7.9e-3; break;
-    default: return 0;
+    case DType::f32:
+      eps = 1.2e-7;
+      break;
+    case DType::f64:
+      eps = 2.3e-16;
+      break;
+    case DType::f16:
+      eps = 9.8e-4;
+      break;
+    case DType::bf16:
+      eps = 7.9e-3;
+      break;
+    default:
+      return 0;
   }
   return eps * (std::fabs(ref) + 1.0) * 2.0;
 }
@@ -88,7 +119,9 @@ inline bool matches_reduction(DType t, ReduceOp op, int size, std::uint64_t seed
     std::int64_t acc = input_int(seed, 0, index);
     for (int r = 1; r < size; ++r) {
       const std::int64_t v = input_int(seed, r, index);
-      acc = op == ReduceOp::max ? std::max(acc, v) : op == ReduceOp::min ? std::min(acc, v) : acc + v;
+      acc = op == ReduceOp::max   ? std::max(acc, v)
+            : op == ReduceOp::min ? std::min(acc, v)
+                                  : acc + v;
     }
     if (op == ReduceOp::avg) acc /= size;
     return load_int(t, got, got_index) == acc;

@@ -80,15 +80,16 @@ void check_allreduce(Communicator& c, std::size_t count, DType dt, ReduceOp op, 
   std::size_t wrong = 0;
   for (std::size_t i = 0; i < count; ++i)
     wrong += !test::matches_reduction(dt, op, c.size(), seed, i, vout.ptr, i);
-  INFO(c.name() << " allreduce count " << count << " " << dtype_name(dt) << " " << reduce_op_name(op)
-                << (in_place ? " in place" : " out of place")
+  INFO(c.name() << " allreduce count " << count << " " << dtype_name(dt) << " "
+                << reduce_op_name(op) << (in_place ? " in place" : " out of place")
                 << (backend_memory ? " backend memory" : " heap"));
   CHECK(wrong == 0);
   CHECK(same_on_all_ranks(vout.ptr, vout.bytes()));
   if (!in_place) {
     // The input is left alone.
     std::size_t changed = 0;
-    for (std::size_t i = 0; i < count; ++i) changed += !test::matches_input(dt, c.rank(), seed, i, in.view.ptr, i);
+    for (std::size_t i = 0; i < count; ++i)
+      changed += !test::matches_input(dt, c.rank(), seed, i, in.view.ptr, i);
     CHECK(changed == 0);
   }
 }
@@ -140,7 +141,8 @@ TEST_CASE("broadcast, allgather, reduce_scatter, barrier: every backend and dtyp
             if (count > 5000 && !((dt == DType::f32 && !in_place && !backend_memory) ||
                                   (dt == DType::bf16 && in_place && backend_memory)))
               continue;
-            INFO(b.label << " count " << count << " " << dtype_name(dt) << (in_place ? " in place" : "")
+            INFO(b.label << " count " << count << " " << dtype_name(dt)
+                         << (in_place ? " in place" : "")
                          << (backend_memory ? " backend memory" : " heap"));
             const std::uint64_t seed = count + 101;
             // broadcast from every rank (the hierarchical path routes by the
@@ -151,7 +153,8 @@ TEST_CASE("broadcast, allgather, reduce_scatter, barrier: every backend and dtyp
               BufferView out = in_place ? src.view : dst.view;
               c->broadcast(src.view, out, root);
               std::size_t wrong = 0;
-              for (std::size_t i = 0; i < count; ++i) wrong += !test::matches_input(dt, root, seed, i, out.ptr, i);
+              for (std::size_t i = 0; i < count; ++i)
+                wrong += !test::matches_input(dt, root, seed, i, out.ptr, i);
               INFO("root " << root);
               CHECK(wrong == 0);
             }
@@ -164,7 +167,8 @@ TEST_CASE("broadcast, allgather, reduce_scatter, barrier: every backend and dtyp
               std::size_t wrong = 0;
               for (std::size_t q = 0; q < un; ++q)
                 for (std::size_t i = 0; i < count; ++i)
-                  wrong += !test::matches_input(dt, static_cast<int>(q), seed + 1, i, all.view.ptr, q * count + i);
+                  wrong += !test::matches_input(dt, static_cast<int>(q), seed + 1, i, all.view.ptr,
+                                                q * count + i);
               CHECK(wrong == 0);
             }
             // reduce_scatter, every op
@@ -209,7 +213,8 @@ TEST_CASE("allreduce: ranks mixing window and heap buffers agree on how to split
       c->allreduce(in, out, ReduceOp::sum);
       std::size_t wrong = 0;
       for (std::size_t i = 0; i < count; ++i)
-        wrong += !test::matches_reduction(DType::f32, ReduceOp::sum, c->size(), seed, i, out.ptr, i);
+        wrong +=
+            !test::matches_reduction(DType::f32, ReduceOp::sum, c->size(), seed, i, out.ptr, i);
       INFO("variant " << variant);
       CHECK(wrong == 0);
     }
@@ -228,7 +233,8 @@ TEST_CASE("async requests complete in issue order with several outstanding") {
     }
     std::vector<CommRequest> requests;
     for (std::size_t k = 0; k < buckets; ++k)
-      requests.push_back(c->allreduce_async(views[k], views[k], k % 2 ? ReduceOp::avg : ReduceOp::sum));
+      requests.push_back(
+          c->allreduce_async(views[k], views[k], k % 2 ? ReduceOp::avg : ReduceOp::sum));
     requests.push_back(c->barrier_async());
     // Waiting on the last one means all earlier ones are done too.
     requests.back().wait();
@@ -237,13 +243,14 @@ TEST_CASE("async requests complete in issue order with several outstanding") {
     for (std::size_t k = 0; k < buckets; ++k) {
       std::size_t wrong = 0;
       for (std::size_t i = 0; i < count; ++i)
-        wrong += !test::matches_reduction(DType::f32, k % 2 ? ReduceOp::avg : ReduceOp::sum, c->size(), 500 + k, i,
-                                          views[k].ptr, i);
+        wrong += !test::matches_reduction(DType::f32, k % 2 ? ReduceOp::avg : ReduceOp::sum,
+                                          c->size(), 500 + k, i, views[k].ptr, i);
       CHECK(wrong == 0);
     }
     // A blocking call after async ones runs after them.
     std::vector<float> x(7, static_cast<float>(c->rank() + 1));
-    auto req = c->allreduce_async(view_of(x.data(), x.size()), view_of(x.data(), x.size()), ReduceOp::max);
+    auto req =
+        c->allreduce_async(view_of(x.data(), x.size()), view_of(x.data(), x.size()), ReduceOp::max);
     c->barrier();
     CHECK(req.test());
     CHECK(x[3] == static_cast<float>(c->size()));
@@ -257,7 +264,8 @@ TEST_CASE("argument errors name the problem") {
                     Catch::Contains("input has 10 elements, output 9"));
   CHECK_THROWS_WITH(c->broadcast(view_of(a.data(), 10), view_of(a.data(), 10), c->size()),
                     Catch::Contains("root"));
-  CHECK_THROWS_WITH(make_communicator("tcp", test::topology(), {}), Catch::Contains("unknown backend 'tcp'"));
+  CHECK_THROWS_WITH(make_communicator("tcp", test::topology(), {}),
+                    Catch::Contains("unknown backend 'tcp'"));
   CHECK_THROWS_WITH(parse_reduce_op("prod"), Catch::Contains("prod"));
   CHECK(available_backends(test::topology()) == std::vector<std::string>{"shm", "ring", "mpi"});
 }

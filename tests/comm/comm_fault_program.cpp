@@ -32,7 +32,8 @@ int main(int argc, char** argv) {
         std::this_thread::sleep_for(std::chrono::seconds(120));
         return 0;
       }
-      comm->allreduce(view_of(data.data(), data.size()), view_of(data.data(), data.size()), ReduceOp::sum);
+      comm->allreduce(view_of(data.data(), data.size()), view_of(data.data(), data.size()),
+                      ReduceOp::sum);
     } else if (mode == "count_mismatch") {
       const std::size_t count = data.size() - (topo.rank() == 1 ? 0 : 1);
       comm->allreduce(view_of(data.data(), count), view_of(data.data(), count), ReduceOp::sum);

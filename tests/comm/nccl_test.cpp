@@ -27,7 +27,8 @@ int main(int argc, char** argv) {
     auto comm = make_communicator("nccl", topo, {});
     const int n = comm->size();
     const std::size_t un = static_cast<std::size_t>(n), r = static_cast<std::size_t>(comm->rank());
-    for (std::size_t count : {std::size_t{0}, std::size_t{1}, un + 1, std::size_t{4099}, std::size_t{1000003}})
+    for (std::size_t count :
+         {std::size_t{0}, std::size_t{1}, un + 1, std::size_t{4099}, std::size_t{1000003}})
       for (DType dt : kAllDTypes)
         for (ReduceOp op : kAllReduceOps)
           for (bool in_place : {false, true}) {
@@ -35,17 +36,21 @@ int main(int argc, char** argv) {
             std::vector<char> host(count * es + 1);
             test::fill_input(dt, host.data(), count, count + 7, comm->rank());
             BufferView hin{host.data(), count, dt, Device::cpu()};
-            BufferView din = comm->allocate(count, dt), dout = in_place ? din : comm->allocate(count, dt);
+            BufferView din = comm->allocate(count, dt),
+                       dout = in_place ? din : comm->allocate(count, dt);
             comm_detail::copy_view(din, hin);
             comm->allreduce(din, dout, op);
             comm_detail::copy_view(hin, dout);
             // NCCL rounds at every hop (communicator.h): tolerance for n + 1 roundings.
             for (std::size_t i = 0; i < count; ++i) {
-              const bool ok = test::matches_reduction(dt, op, n, count + 7, i, host.data(), i, n + 1);
+              const bool ok =
+                  test::matches_reduction(dt, op, n, count + 7, i, host.data(), i, n + 1);
               if (!ok && ++wrong <= 10)
-                std::printf("wrong: %s %s count %zu %s, element %zu = %g\n", std::string(dtype_name(dt)).c_str(),
-                            std::string(reduce_op_name(op)).c_str(), count, in_place ? "in place" : "out of place",
-                            i, test::load(dt, host.data(), i));
+                std::printf("wrong: %s %s count %zu %s, element %zu = %g\n",
+                            std::string(dtype_name(dt)).c_str(),
+                            std::string(reduce_op_name(op)).c_str(), count,
+                            in_place ? "in place" : "out of place", i,
+                            test::load(dt, host.data(), i));
             }
             ++checks;
           }
@@ -62,16 +67,19 @@ int main(int argc, char** argv) {
       req1.wait();
       comm_detail::copy_view({b.data(), block, dt, Device::cpu()}, d_one);
       for (std::size_t i = 0; i < block; ++i)
-        wrong += !test::matches_reduction(dt, ReduceOp::avg, n, 99, r * block + i, b.data(), i, n + 1);
+        wrong +=
+            !test::matches_reduction(dt, ReduceOp::avg, n, 99, r * block + i, b.data(), i, n + 1);
       test::fill_input(dt, b.data(), block, 5, comm->rank());
       comm_detail::copy_view(d_one, {b.data(), block, dt, Device::cpu()});
       comm->allgather(d_one, d_all);
       comm_detail::copy_view({a.data(), block * un, dt, Device::cpu()}, d_all);
       for (std::size_t q = 0; q < un; ++q)
-        for (std::size_t i = 0; i < block; ++i) wrong += !test::matches_input(dt, static_cast<int>(q), 5, i, a.data(), q * block + i);
+        for (std::size_t i = 0; i < block; ++i)
+          wrong += !test::matches_input(dt, static_cast<int>(q), 5, i, a.data(), q * block + i);
       comm->broadcast(d_one, d_one, n - 1);
       comm_detail::copy_view({b.data(), block, dt, Device::cpu()}, d_one);
-      for (std::size_t i = 0; i < block; ++i) wrong += !test::matches_input(dt, n - 1, 5, i, b.data(), i);
+      for (std::size_t i = 0; i < block; ++i)
+        wrong += !test::matches_input(dt, n - 1, 5, i, b.data(), i);
       checks += 3;
     }
   } catch (const Error& e) {

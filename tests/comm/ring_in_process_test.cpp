@@ -57,7 +57,9 @@ const Deadline kGenerous(60);
 
 }  // namespace
 
-TEST_CASE("ring all-reduce over 1..16 in-process ranks: every dtype, op, uneven size, in and out of place") {
+TEST_CASE(
+    "ring all-reduce over 1..16 in-process ranks: every dtype, op, uneven size, in and out of "
+    "place") {
   for (int n = 1; n <= 16; ++n) {
     for (std::size_t count : sizes_for(n)) {
       for (DType dt : kAllDTypes) {
@@ -110,16 +112,21 @@ TEST_CASE("ring reduce-scatter, all-gather and broadcast over 1..16 in-process r
                                          : BufferView{small.data(), block, dt, Device::cpu()};
             ring_reduce_scatter(t, vbig, vsmall, ReduceOp::avg, config, kGenerous, scratch);
             for (std::size_t i = 0; i < block; ++i)
-              if (!test::matches_reduction(dt, ReduceOp::avg, n, seed, r * block + i, vsmall.ptr, i)) ++wrong;
+              if (!test::matches_reduction(dt, ReduceOp::avg, n, seed, r * block + i, vsmall.ptr,
+                                           i))
+                ++wrong;
             // all-gather
             std::vector<char> gathered(block * un * es + 1), mine(block * es + 1);
             BufferView vg{gathered.data(), block * un, dt, Device::cpu()};
-            BufferView vm = in_place ? vg.slice(r * block, block) : BufferView{mine.data(), block, dt, Device::cpu()};
+            BufferView vm = in_place ? vg.slice(r * block, block)
+                                     : BufferView{mine.data(), block, dt, Device::cpu()};
             test::fill_input(dt, vm.ptr, block, seed + 1, t.rank());
             ring_allgather(t, vm, vg, config, kGenerous);
             for (std::size_t q = 0; q < un; ++q)
               for (std::size_t i = 0; i < block; ++i)
-                if (!test::matches_input(dt, static_cast<int>(q), seed + 1, i, vg.ptr, q * block + i)) ++wrong;
+                if (!test::matches_input(dt, static_cast<int>(q), seed + 1, i, vg.ptr,
+                                         q * block + i))
+                  ++wrong;
             // broadcast from the last rank
             const int root = n - 1;
             std::vector<char> src(block * es + 1), dst(block * es + 1);

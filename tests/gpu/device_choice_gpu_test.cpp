@@ -36,7 +36,8 @@ int main(int argc, char** argv) {
     std::fputs(topo.table().c_str(), stdout);
     if (topo.local_size() == 1) {
       expect(topo.device() == Device::cuda(0), "one rank takes ordinal 0");
-      expect(!ids.empty() && topo.device_choice().uuid == ids[0], "the choice carries the device's id");
+      expect(!ids.empty() && topo.device_choice().uuid == ids[0],
+             "the choice carries the device's id");
       expect(!topo.device_choice().shared, "one rank does not share");
     }
   } catch (const std::exception& e) {

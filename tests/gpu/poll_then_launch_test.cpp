@@ -27,7 +27,8 @@ int main() {
   device_zero(by, big * sizeof(float), gpu);
   int not_ready_seen = 0;
   for (int attempt = 0; attempt < 20 && not_ready_seen == 0; ++attempt) {
-    for (int i = 0; i < 50; ++i) kernels::axpy_f32_cuda(1.0f, bx, by, big, nullptr);  // ~10 ms of work
+    for (int i = 0; i < 50; ++i)
+      kernels::axpy_f32_cuda(1.0f, bx, by, big, nullptr);  // ~10 ms of work
     const OrderingPoint busy = OrderingPoint::record(gpu, nullptr);
     while (!busy.reached()) ++not_ready_seen;
   }

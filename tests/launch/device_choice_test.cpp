@@ -12,7 +12,9 @@ using namespace ringtrain;
 using Lists = std::vector<std::vector<std::string>>;
 
 namespace {
-std::string uuid(int i) { return "GPU-" + std::to_string(1000 + i) + "aaaa-bbbb-cccc-dddd-eeeeffff0000"; }
+std::string uuid(int i) {
+  return "GPU-" + std::to_string(1000 + i) + "aaaa-bbbb-cccc-dddd-eeeeffff0000";
+}
 
 // Every one of `ranks` local ranks sees the same `gpus` devices (all visible).
 Lists all_see(int ranks, int gpus) {
@@ -21,7 +23,8 @@ Lists all_see(int ranks, int gpus) {
   return Lists(static_cast<std::size_t>(ranks), ids);
 }
 
-DeviceChoiceInput input(int local_rank, Lists visible, DeviceRequest req = DeviceRequest::automatic) {
+DeviceChoiceInput input(int local_rank, Lists visible,
+                        DeviceRequest req = DeviceRequest::automatic) {
   DeviceChoiceInput in;
   in.request = req;
   in.local_rank = local_rank;
@@ -105,8 +108,8 @@ TEST_CASE("UUID and MIG entries in CUDA_VISIBLE_DEVICES label the GPU") {
 TEST_CASE("3 ranks on 2 GPUs: an error naming both ranks and the GPU, unless sharing") {
   for (int r = 0; r < 3; ++r)
     CHECK_THROWS_WITH(choose_device(input(r, all_see(3, 2))),
-                      Catch::Contains("local ranks 0 and 2 on host node-a") && Catch::Contains(uuid(0)) &&
-                          Catch::Contains("--allow-gpu-sharing"));
+                      Catch::Contains("local ranks 0 and 2 on host node-a") &&
+                          Catch::Contains(uuid(0)) && Catch::Contains("--allow-gpu-sharing"));
   DeviceChoiceInput in = input(2, all_see(3, 2));
   in.allow_gpu_sharing = true;
   DeviceChoice c2 = choose_device(in);
@@ -135,8 +138,9 @@ TEST_CASE("2 ranks each see one GPU, but the same one: an error unless sharing")
 TEST_CASE("some ranks of a node see GPUs and others none: an error naming both") {
   Lists lists = {{uuid(0)}, {}};
   for (int r = 0; r < 2; ++r)
-    CHECK_THROWS_WITH(choose_device(input(r, lists)),
-                      Catch::Contains("local rank 1 on host node-a sees no GPU while local rank 0 sees 1"));
+    CHECK_THROWS_WITH(
+        choose_device(input(r, lists)),
+        Catch::Contains("local rank 1 on host node-a sees no GPU while local rank 0 sees 1"));
   CHECK(choose_device(input(1, lists, DeviceRequest::cpu)).device.is_cpu());
 }
 
@@ -166,12 +170,14 @@ TEST_CASE("a CUDA error is 'no GPU' only where no NVIDIA device node exists") {
   CudaAssessment gpu_host = assess_cuda_probe(broken, true);
   CHECK(gpu_host.fatal);
   CHECK(gpu_host.count == 0);
-  CHECK_THAT(gpu_host.problem, Catch::Contains("cudaErrorInsufficientDriver") && Catch::Contains("/dev/nvidiactl"));
+  CHECK_THAT(gpu_host.problem,
+             Catch::Contains("cudaErrorInsufficientDriver") && Catch::Contains("/dev/nvidiactl"));
 
   CudaAssessment cpu_host = assess_cuda_probe(broken, false);
   CHECK_FALSE(cpu_host.fatal);
   CHECK(cpu_host.count == 0);
-  CHECK_THAT(cpu_host.problem, Catch::Contains("cudaErrorInsufficientDriver") && Catch::Contains("no GPU"));
+  CHECK_THAT(cpu_host.problem,
+             Catch::Contains("cudaErrorInsufficientDriver") && Catch::Contains("no GPU"));
 }
 
 TEST_CASE("NVIDIA device nodes: any listed path that exists") {
@@ -190,5 +196,6 @@ TEST_CASE("NVIDIA device nodes: any listed path that exists") {
 TEST_CASE("device request parsing names the flag") {
   CHECK(parse_device_request("auto") == DeviceRequest::automatic);
   CHECK(parse_device_request("cuda") == DeviceRequest::cuda);
-  CHECK_THROWS_WITH(parse_device_request("tpu"), Catch::Contains("--device") && Catch::Contains("tpu"));
+  CHECK_THROWS_WITH(parse_device_request("tpu"),
+                    Catch::Contains("--device") && Catch::Contains("tpu"));
 }

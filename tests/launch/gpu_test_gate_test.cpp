@@ -5,8 +5,8 @@
 #include "support/gpu_test.h"
 
 using namespace ringtrain;
-using test::GpuGate;
 using test::gpu_test_gate;
+using test::GpuGate;
 
 TEST_CASE("gpu tests: run, skip or fail") {
   const CudaProbe two{2, ""}, none{0, ""}, broken{0, "cudaErrorInsufficientDriver: driver too old"};

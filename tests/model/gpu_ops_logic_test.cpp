@@ -11,10 +11,10 @@
 #include "test_data.h"
 
 using namespace ringtrain;
+using detail::choose_conv_algorithm;
 using detail::ConvAlgoMath;
 using detail::ConvAlgoRecord;
 using detail::ConvAlgoRules;
-using detail::choose_conv_algorithm;
 
 namespace {
 ConvAlgoRecord rec(int algo, float ms, std::size_t memory = 0, bool deterministic = true,
@@ -31,7 +31,8 @@ TEST_CASE("conv algorithm choice: the fastest record that passes every rule", "[
   }
   SECTION("failures, oversize workspaces and nondeterministic algorithms are skipped") {
     const std::vector<ConvAlgoRecord> r{rec(0, 0.1f, 0, false), rec(1, 0.1f, 2 << 20),
-                                        rec(2, 0.1f, 0, true, ConvAlgoMath::fma, false), rec(3, 0.9f, 1 << 20)};
+                                        rec(2, 0.1f, 0, true, ConvAlgoMath::fma, false),
+                                        rec(3, 0.9f, 1 << 20)};
     CHECK(choose_conv_algorithm(r, fp32) == std::optional<std::size_t>(3));
     ConvAlgoRules any = fp32;
     any.require_deterministic = false;
@@ -60,14 +61,16 @@ TEST_CASE("conv algorithm choice: the fastest record that passes every rule", "[
 namespace {
 // The GPU's bias-gradient scheme replayed on the CPU: per (channel, slice) a
 // partial sum over the slice's rows, then the slices' partials in order.
-std::vector<float> split_bias_grad(const std::vector<float>& dy, std::size_t outer, std::size_t channels,
-                                   std::size_t inner, const kernels::BiasGradSplit& s) {
+std::vector<float> split_bias_grad(const std::vector<float>& dy, std::size_t outer,
+                                   std::size_t channels, std::size_t inner,
+                                   const kernels::BiasGradSplit& s) {
   std::vector<float> partial(s.slices * channels, 0.0f), out(channels, 0.0f);
   for (std::size_t slice = 0; slice < s.slices; ++slice)
     for (std::size_t o = kernels::bias_slice_begin(slice, s.rows_per_slice);
          o < kernels::bias_slice_end(slice, s.rows_per_slice, outer); ++o)
       for (std::size_t c = 0; c < channels; ++c)
-        for (std::size_t i = 0; i < inner; ++i) partial[slice * channels + c] += dy[(o * channels + c) * inner + i];
+        for (std::size_t i = 0; i < inner; ++i)
+          partial[slice * channels + c] += dy[(o * channels + c) * inner + i];
   for (std::size_t c = 0; c < channels; ++c)
     for (std::size_t slice = 0; slice < s.slices; ++slice) out[c] += partial[slice * channels + c];
   return out;
@@ -78,12 +81,13 @@ TEST_CASE("bias gradient split: slices cover every row once and fit the scratch"
   struct Case {
     std::size_t outer, channels, inner;
   };
-  for (const Case& k : {Case{0, 5, 1}, Case{1, 1, 1}, Case{64, 10, 1}, Case{1024, 512, 1}, Case{1027, 10, 1},
-                        Case{512, 32, 784}, Case{64, 32, 784}, Case{129, 3, 49}, Case{5, 7, 3},
-                        Case{100000, 70000, 1}, Case{4096, 1, 4096}}) {
+  for (const Case& k : {Case{0, 5, 1}, Case{1, 1, 1}, Case{64, 10, 1}, Case{1024, 512, 1},
+                        Case{1027, 10, 1}, Case{512, 32, 784}, Case{64, 32, 784}, Case{129, 3, 49},
+                        Case{5, 7, 3}, Case{100000, 70000, 1}, Case{4096, 1, 4096}}) {
     INFO("outer " << k.outer << ", channels " << k.channels << ", inner " << k.inner);
     const std::size_t scratch = std::size_t{1} << 16;
-    const kernels::BiasGradSplit s = kernels::bias_grad_split(k.outer, k.channels, k.inner, scratch);
+    const kernels::BiasGradSplit s =
+        kernels::bias_grad_split(k.outer, k.channels, k.inner, scratch);
     REQUIRE(s.slices >= 1);
     CHECK(s.channel_blocks == (k.inner == 1 ? (k.channels + 31) / 32 : k.channels));
     if (s.slices > 1) {
@@ -92,7 +96,8 @@ TEST_CASE("bias gradient split: slices cover every row once and fit the scratch"
       // Every slice non-empty, together exactly [0, outer).
       CHECK(kernels::bias_slice_begin(s.slices - 1, s.rows_per_slice) < k.outer);
       CHECK(kernels::bias_slice_end(s.slices - 1, s.rows_per_slice, k.outer) == k.outer);
-      const std::size_t min_elements = k.inner == 1 ? kernels::kBiasMinRowsPerBlock : kernels::kBiasMinElementsPerBlock;
+      const std::size_t min_elements =
+          k.inner == 1 ? kernels::kBiasMinRowsPerBlock : kernels::kBiasMinElementsPerBlock;
       CHECK(s.rows_per_slice * k.inner >= min_elements);
     } else {
       CHECK(s.rows_per_slice == k.outer);

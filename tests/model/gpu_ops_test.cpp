@@ -5,8 +5,8 @@
 // device, so it is never reported as passed where it did not run. GPU
 // contexts use --tf32 off (plain fp32), so the tolerances stay tight.
 #define CATCH_CONFIG_RUNNER
-#include <cmath>
 #include <catch2/catch.hpp>
+#include <cmath>
 
 #include <cstdio>
 
@@ -20,8 +20,8 @@
 #include "ringtrain/ops/max_pool2d.h"
 #include "ringtrain/ops/softmax_cross_entropy.h"
 #include "ringtrain/tensor/tensor.h"
-#include "test_data.h"
 #include "support/gpu_test.h"
+#include "test_data.h"
 
 using namespace ringtrain;
 
@@ -36,7 +36,8 @@ Tensor to_gpu(const std::vector<float>& v) {
 }
 Tensor to_gpu(const std::vector<std::int32_t>& v) {
   Tensor t = Tensor::empty({v.size()}, DType::i32, kGpu);
-  t.copy_from(Tensor::borrow(const_cast<std::int32_t*>(v.data()), {v.size()}, DType::i32, Device::cpu()));
+  t.copy_from(
+      Tensor::borrow(const_cast<std::int32_t*>(v.data()), {v.size()}, DType::i32, Device::cpu()));
   return t;
 }
 std::vector<float> to_host(const Tensor& t, const ComputeContext& ctx) {
@@ -49,7 +50,8 @@ std::vector<float> to_host(const float* p, std::size_t n, const ComputeContext& 
   return to_host(Tensor::borrow(const_cast<float*>(p), {n}, DType::f32, kGpu), ctx);
 }
 
-void require_close(const std::vector<float>& gpu, const std::vector<float>& cpu, double tol, const char* what) {
+void require_close(const std::vector<float>& gpu, const std::vector<float>& cpu, double tol,
+                   const char* what) {
   REQUIRE(gpu.size() == cpu.size());
   std::size_t wrong = 0;
   for (std::size_t i = 0; i < gpu.size(); ++i)
@@ -138,9 +140,12 @@ TEST_CASE("gpu bias gradient: split reductions match the CPU and repeat bit for 
       auto db = test::hashed_vector(22, k.channels);
       Tensor gdb = to_gpu(db), gdb2 = to_gpu(db);
       bias_grad(*c.cpu, dy.data(), db.data(), k.outer, k.channels, k.inner, acc);
-      bias_grad(*c.gpu, gdy.data_as<float>(), gdb.data_as<float>(), k.outer, k.channels, k.inner, acc);
-      bias_grad(*c.gpu, gdy.data_as<float>(), gdb2.data_as<float>(), k.outer, k.channels, k.inner, acc);
-      INFO("outer " << k.outer << ", channels " << k.channels << ", inner " << k.inner << ", accumulate " << acc);
+      bias_grad(*c.gpu, gdy.data_as<float>(), gdb.data_as<float>(), k.outer, k.channels, k.inner,
+                acc);
+      bias_grad(*c.gpu, gdy.data_as<float>(), gdb2.data_as<float>(), k.outer, k.channels, k.inner,
+                acc);
+      INFO("outer " << k.outer << ", channels " << k.channels << ", inner " << k.inner
+                    << ", accumulate " << acc);
       const auto first = to_host(gdb, *c.gpu);
       // Against a double-precision sum: a float sum of outer * inner terms
       // (50176 for the conv plane) may be off by about log2(terms) roundings
@@ -157,7 +162,8 @@ TEST_CASE("gpu bias gradient: split reductions match the CPU and repeat bit for 
           }
         wrong += std::abs(first[ch] - sum) > 2e-6 * magnitude + 1e-6;
       }
-      INFO("bias grad: " << wrong << " of " << k.channels << " channels outside 2e-6 of the sum of |dy|");
+      INFO("bias grad: " << wrong << " of " << k.channels
+                         << " channels outside 2e-6 of the sum of |dy|");
       CHECK(wrong == 0);
       require_close(db, first, 2e-3, "CPU bias grad against the GPU's");
       CHECK(first == to_host(gdb2, *c.gpu));
@@ -172,50 +178,57 @@ TEST_CASE("gpu softmax cross-entropy matches the CPU", "[gpu]") {
   std::vector<std::int32_t> labels(rows);
   for (std::size_t i = 0; i < rows; ++i) labels[i] = static_cast<std::int32_t>((i * 3) % classes);
   Tensor gz = to_gpu(z), gl = to_gpu(labels), loss = Tensor::empty({rows}, DType::f32, kGpu),
-         correct = Tensor::empty({rows}, DType::i32, kGpu), gdz = Tensor::empty({rows * classes}, DType::f32, kGpu);
-  const auto rc = softmax_cross_entropy_forward(*c.cpu, z.data(), labels.data(), rows, classes, nullptr, nullptr);
-  const auto rg = softmax_cross_entropy_forward(*c.gpu, gz.data_as<float>(), gl.data_as<std::int32_t>(), rows,
-                                                classes, loss.data_as<float>(), correct.data_as<std::int32_t>());
+         correct = Tensor::empty({rows}, DType::i32, kGpu),
+         gdz = Tensor::empty({rows * classes}, DType::f32, kGpu);
+  const auto rc = softmax_cross_entropy_forward(*c.cpu, z.data(), labels.data(), rows, classes,
+                                                nullptr, nullptr);
+  const auto rg = softmax_cross_entropy_forward(
+      *c.gpu, gz.data_as<float>(), gl.data_as<std::int32_t>(), rows, classes, loss.data_as<float>(),
+      correct.data_as<std::int32_t>());
   CHECK(rg.loss_sum == Approx(rc.loss_sum).epsilon(1e-5));
   CHECK(rg.correct == rc.correct);
   std::vector<float> dz(rows * classes);
   softmax_cross_entropy_backward(*c.cpu, z.data(), labels.data(), rows, classes, 0.01f, dz.data());
-  softmax_cross_entropy_backward(*c.gpu, gz.data_as<float>(), gl.data_as<std::int32_t>(), rows, classes, 0.01f,
-                                 gdz.data_as<float>());
+  softmax_cross_entropy_backward(*c.gpu, gz.data_as<float>(), gl.data_as<std::int32_t>(), rows,
+                                 classes, 0.01f, gdz.data_as<float>());
   require_close(to_host(gdz, *c.gpu), dz, 1e-5, "softmax ce backward");
   labels[17] = 10;
   Tensor bad = to_gpu(labels);
-  CHECK_THROWS_WITH(softmax_cross_entropy_forward(*c.gpu, gz.data_as<float>(), bad.data_as<std::int32_t>(), rows,
-                                                  classes, loss.data_as<float>(), correct.data_as<std::int32_t>()),
+  CHECK_THROWS_WITH(softmax_cross_entropy_forward(
+                        *c.gpu, gz.data_as<float>(), bad.data_as<std::int32_t>(), rows, classes,
+                        loss.data_as<float>(), correct.data_as<std::int32_t>()),
                     Catch::Contains("label 10 of batch row 17"));
 }
 
 TEST_CASE("gpu conv2d (cuDNN) and max-pool match im2col and the CPU pool", "[gpu]") {
   Contexts c;
   for (const Conv2dGeometry& g :
-       {Conv2dGeometry{3, 13, 11, 8, 3, 1, 1}, Conv2dGeometry{4, 9, 9, 5, 3, 2, 0}, Conv2dGeometry{6, 7, 7, 4, 1, 1, 0}}) {
+       {Conv2dGeometry{3, 13, 11, 8, 3, 1, 1}, Conv2dGeometry{4, 9, 9, 5, 3, 2, 0},
+        Conv2dGeometry{6, 7, 7, 4, 1, 1, 0}}) {
     const std::size_t batch = 5;
     const std::size_t in = batch * g.in_channels * g.height * g.width;
     const std::size_t out = batch * g.out_channels * g.out_height() * g.out_width();
     const std::size_t wn = g.out_channels * g.in_channels * g.kernel * g.kernel;
-    const auto x = test::hashed_vector(9, in), w = test::hashed_vector(10, wn), b = test::hashed_vector(11, g.out_channels),
-               dy = test::hashed_vector(12, out);
+    const auto x = test::hashed_vector(9, in), w = test::hashed_vector(10, wn),
+               b = test::hashed_vector(11, g.out_channels), dy = test::hashed_vector(12, out);
     std::vector<float> y(out), dx(in), dw(wn), db(g.out_channels);
     Conv2dOp cpu(*c.cpu, g, batch), gpu(*c.gpu, g, batch);
-    Tensor gx = to_gpu(x), gw = to_gpu(w), gb = to_gpu(b), gdy = to_gpu(dy), gy = to_gpu(y), gdx = to_gpu(dx),
-           gdw = to_gpu(dw), gdb = to_gpu(db);
+    Tensor gx = to_gpu(x), gw = to_gpu(w), gb = to_gpu(b), gdy = to_gpu(dy), gy = to_gpu(y),
+           gdx = to_gpu(dx), gdw = to_gpu(dw), gdb = to_gpu(db);
     cpu.forward(x.data(), w.data(), b.data(), y.data(), batch);
-    gpu.forward(gx.data_as<float>(), gw.data_as<float>(), gb.data_as<float>(), gy.data_as<float>(), batch);
+    gpu.forward(gx.data_as<float>(), gw.data_as<float>(), gb.data_as<float>(), gy.data_as<float>(),
+                batch);
     require_close(to_host(gy, *c.gpu), y, 1e-4, "conv forward");
     cpu.backward(x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(), batch, false);
-    gpu.backward(gx.data_as<float>(), gw.data_as<float>(), gdy.data_as<float>(), gdx.data_as<float>(),
-                 gdw.data_as<float>(), gdb.data_as<float>(), batch, false);
+    gpu.backward(gx.data_as<float>(), gw.data_as<float>(), gdy.data_as<float>(),
+                 gdx.data_as<float>(), gdw.data_as<float>(), gdb.data_as<float>(), batch, false);
     require_close(to_host(gdx, *c.gpu), dx, 1e-4, "conv dx");
     require_close(to_host(gdw, *c.gpu), dw, 1e-4, "conv dw");
     require_close(to_host(gdb, *c.gpu), db, 1e-4, "conv db");
   }
   const MaxPool2dGeometry pg{3, 9, 8, 2, 2};
-  const std::size_t batch = 4, in = batch * 3 * 9 * 8, out = batch * 3 * pg.out_height() * pg.out_width();
+  const std::size_t batch = 4, in = batch * 3 * 9 * 8,
+                    out = batch * 3 * pg.out_height() * pg.out_width();
   std::vector<float> x(in);
   for (std::size_t i = 0; i < in; ++i) x[i] = 0.01f * static_cast<float>((i * 37) % in);  // no ties
   const auto dy = test::hashed_vector(13, out);
@@ -226,19 +239,23 @@ TEST_CASE("gpu conv2d (cuDNN) and max-pool match im2col and the CPU pool", "[gpu
   gpu.forward(gx.data_as<float>(), gy.data_as<float>(), batch);
   require_close(to_host(gy, *c.gpu), y, 0, "max pool forward");
   cpu.backward(x.data(), y.data(), dy.data(), dx.data(), batch);
-  gpu.backward(gx.data_as<float>(), gy.data_as<float>(), gdy.data_as<float>(), gdx.data_as<float>(), batch);
+  gpu.backward(gx.data_as<float>(), gy.data_as<float>(), gdy.data_as<float>(), gdx.data_as<float>(),
+               batch);
   require_close(to_host(gdx, *c.gpu), dx, 0, "max pool backward");
 }
 
-TEST_CASE("gpu conv2d: smaller batches get their own plan entries; results repeat bit for bit", "[gpu]") {
+TEST_CASE("gpu conv2d: smaller batches get their own plan entries; results repeat bit for bit",
+          "[gpu]") {
   Contexts c;
   const Conv2dGeometry g{3, 12, 12, 8, 3, 1, 1};
   const std::size_t max_batch = 9;
-  const std::size_t in1 = g.in_channels * g.height * g.width, out1 = g.out_channels * g.out_height() * g.out_width();
+  const std::size_t in1 = g.in_channels * g.height * g.width,
+                    out1 = g.out_channels * g.out_height() * g.out_width();
   const std::size_t wn = g.out_channels * g.in_channels * g.kernel * g.kernel;
   Conv2dOp cpu(*c.cpu, g, max_batch), gpu(*c.gpu, g, max_batch);
   const auto x = test::hashed_vector(31, max_batch * in1), w = test::hashed_vector(32, wn),
-             b = test::hashed_vector(33, g.out_channels), dy = test::hashed_vector(34, max_batch * out1);
+             b = test::hashed_vector(33, g.out_channels),
+             dy = test::hashed_vector(34, max_batch * out1);
   Tensor gx = to_gpu(x), gw = to_gpu(w), gb = to_gpu(b), gdy = to_gpu(dy);
   for (std::size_t batch : {max_batch, std::size_t{4}, max_batch, std::size_t{1}, std::size_t{4}}) {
     INFO("batch " << batch);
@@ -246,20 +263,22 @@ TEST_CASE("gpu conv2d: smaller batches get their own plan entries; results repea
     auto dw = test::hashed_vector(35, wn), db = test::hashed_vector(36, g.out_channels);
     Tensor gy = to_gpu(y), gdx = to_gpu(dx), gdw = to_gpu(dw), gdb = to_gpu(db);
     cpu.forward(x.data(), w.data(), b.data(), y.data(), batch);
-    gpu.forward(gx.data_as<float>(), gw.data_as<float>(), gb.data_as<float>(), gy.data_as<float>(), batch);
+    gpu.forward(gx.data_as<float>(), gw.data_as<float>(), gb.data_as<float>(), gy.data_as<float>(),
+                batch);
     require_close(to_host(gy, *c.gpu), y, 1e-4, "conv forward");
     // Accumulating into existing gradients: the first backward at a new batch
     // size measures algorithms, which must not disturb dw.
     cpu.backward(x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(), batch, true);
-    gpu.backward(gx.data_as<float>(), gw.data_as<float>(), gdy.data_as<float>(), gdx.data_as<float>(),
-                 gdw.data_as<float>(), gdb.data_as<float>(), batch, true);
+    gpu.backward(gx.data_as<float>(), gw.data_as<float>(), gdy.data_as<float>(),
+                 gdx.data_as<float>(), gdw.data_as<float>(), gdb.data_as<float>(), batch, true);
     require_close(to_host(gdx, *c.gpu), dx, 1e-4, "conv dx");
     require_close(to_host(gdw, *c.gpu), dw, 1e-4, "conv dw");
     require_close(to_host(gdb, *c.gpu), db, 1e-4, "conv db");
   }
   // Deterministic algorithms only: the same backward twice gives the same bits.
   Tensor dw1 = to_gpu(std::vector<float>(wn)), dw2 = to_gpu(std::vector<float>(wn));
-  Tensor db1 = to_gpu(std::vector<float>(g.out_channels)), dx1 = to_gpu(std::vector<float>(max_batch * in1));
+  Tensor db1 = to_gpu(std::vector<float>(g.out_channels)),
+         dx1 = to_gpu(std::vector<float>(max_batch * in1));
   Tensor dx2 = to_gpu(std::vector<float>(max_batch * in1));
   gpu.backward(gx.data_as<float>(), gw.data_as<float>(), gdy.data_as<float>(), dx1.data_as<float>(),
                dw1.data_as<float>(), db1.data_as<float>(), max_batch, false);
@@ -286,20 +305,24 @@ TEST_CASE("gpu --tf32 modes: default and on stay within TF32 error of the CPU", 
          gc.data_as<float>(), n);
     require_close(to_host(gc, *gpu), cc, mode == Tf32Mode::on ? 3e-2 : 1e-4, "gemm");
     const Conv2dGeometry g{3, 13, 11, 8, 3, 1, 1};
-    const std::size_t batch = 5, in = batch * 3 * 13 * 11, out = batch * 8 * 13 * 11, wn = 8 * 3 * 9;
-    const auto x = test::hashed_vector(43, in), w = test::hashed_vector(44, wn), b = test::hashed_vector(45, 8);
+    const std::size_t batch = 5, in = batch * 3 * 13 * 11, out = batch * 8 * 13 * 11,
+                      wn = 8 * 3 * 9;
+    const auto x = test::hashed_vector(43, in), w = test::hashed_vector(44, wn),
+               b = test::hashed_vector(45, 8);
     std::vector<float> y(out);
     Conv2dOp cc_op(*cpu, g, batch), gc_op(*gpu, g, batch);
     Tensor gx = to_gpu(x), gw = to_gpu(w), gbias = to_gpu(b), gy = to_gpu(y);
     cc_op.forward(x.data(), w.data(), b.data(), y.data(), batch);
-    gc_op.forward(gx.data_as<float>(), gw.data_as<float>(), gbias.data_as<float>(), gy.data_as<float>(), batch);
+    gc_op.forward(gx.data_as<float>(), gw.data_as<float>(), gbias.data_as<float>(),
+                  gy.data_as<float>(), batch);
     require_close(to_host(gy, *gpu), y, 3e-2, "conv forward (TF32 allowed)");
   }
 }
 
 TEST_CASE("gpu model forward and backward match the CPU model", "[gpu]") {
   const ModelSpec spec = ModelSpec::parse(
-      "conv2d(out=8, kernel=3, padding=1); relu; max_pool2d(kernel=2); conv2d(out=8, kernel=3, stride=2); gelu; "
+      "conv2d(out=8, kernel=3, padding=1); relu; max_pool2d(kernel=2); conv2d(out=8, kernel=3, "
+      "stride=2); gelu; "
       "flatten; dropout(p=0.2); linear(out=32); relu; linear(out=10)");
   Contexts c;
   ModelOptions oc, og;
@@ -327,7 +350,8 @@ TEST_CASE("gpu model forward and backward match the CPU model", "[gpu]") {
   mg->synchronize();
   const BufferView gc = mc->grads();
   require_close(to_host(mg->grads().as<float>(), mg->param_count(), *c.gpu),
-                std::vector<float>(gc.as<float>(), gc.as<float>() + gc.count), 1e-3, "model gradients");
+                std::vector<float>(gc.as<float>(), gc.as<float>() + gc.count), 1e-3,
+                "model gradients");
 }
 
 int main(int argc, char** argv) {

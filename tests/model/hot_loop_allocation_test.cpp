@@ -20,15 +20,20 @@ void* operator new(std::size_t n) {
   if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
   throw std::bad_alloc();
 }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}
 
 using namespace ringtrain;
 
 TEST_CASE("a training step allocates nothing once the model is built", "[model][allocation]") {
-  for (const char* spec : {"mlp:784-128-10", "cnn",
-                           "conv2d(out=4, kernel=3, stride=2); gelu; max_pool2d(kernel=2); flatten; "
-                           "dropout(p=0.5); linear(out=10)"}) {
+  for (const char* spec :
+       {"mlp:784-128-10", "cnn",
+        "conv2d(out=4, kernel=3, stride=2); gelu; max_pool2d(kernel=2); flatten; "
+        "dropout(p=0.5); linear(out=10)"}) {
     ModelOptions o;
     o.seed = 1;
     o.max_batch = 16;

@@ -46,7 +46,8 @@ struct LayerUnderTest {
   }
 };
 
-void check_close(double analytic, double numeric, double atol, double rtol, const std::string& what) {
+void check_close(double analytic, double numeric, double atol, double rtol,
+                 const std::string& what) {
   INFO(what << ": analytic " << analytic << " vs numeric " << numeric);
   CHECK(std::abs(analytic - numeric) <= atol + rtol * std::abs(numeric));
 }
@@ -79,14 +80,16 @@ void gradient_check(const std::string& spec, const Shape& input, std::size_t bat
     t.params[i] = keep - eps;
     const double lm = t.loss(x, r, batch);
     t.params[i] = keep;
-    check_close(grads[i], (lp - lm) / (2.0 * eps), atol, rtol, spec + " dparam[" + std::to_string(i) + "]");
+    check_close(grads[i], (lp - lm) / (2.0 * eps), atol, rtol,
+                spec + " dparam[" + std::to_string(i) + "]");
   }
 }
 
 }  // namespace
 
 TEST_CASE("linear: gradients match finite differences", "[layer][gradient]") {
-  for (std::size_t batch : {1, 3, 4}) gradient_check("linear(out=5)", Shape{7}, batch, test::hashed_vector(batch, batch * 7), 1e-2f);
+  for (std::size_t batch : {1, 3, 4})
+    gradient_check("linear(out=5)", Shape{7}, batch, test::hashed_vector(batch, batch * 7), 1e-2f);
 }
 
 TEST_CASE("conv2d: gradients match finite differences", "[layer][gradient]") {
@@ -103,7 +106,8 @@ TEST_CASE("conv2d: gradients match finite differences", "[layer][gradient]") {
                    test::hashed_vector(13, 3 * 1 * 5 * 4), 1e-2f);
   }
   SECTION("1x1 direct path") {
-    gradient_check("conv2d(out=4, kernel=1)", Shape{3, 3, 5}, 2, test::hashed_vector(14, 2 * 3 * 3 * 5), 1e-2f);
+    gradient_check("conv2d(out=4, kernel=1)", Shape{3, 3, 5}, 2,
+                   test::hashed_vector(14, 2 * 3 * 3 * 5), 1e-2f);
   }
 }
 
@@ -111,7 +115,8 @@ TEST_CASE("max_pool2d: gradients match finite differences", "[layer][gradient]")
   // Distinct values 0.05 apart, shuffled, so no window has a near tie.
   auto distinct = [](std::size_t n, std::uint64_t salt) {
     std::vector<float> v(n);
-    for (std::size_t i = 0; i < n; ++i) v[i] = 0.05f * static_cast<float>((i * 37 + salt) % n) - 1.0f;
+    for (std::size_t i = 0; i < n; ++i)
+      v[i] = 0.05f * static_cast<float>((i * 37 + salt) % n) - 1.0f;
     return v;
   };
   SECTION("2x2 stride 2 with a dropped odd edge") {
@@ -134,7 +139,8 @@ TEST_CASE("flatten: a view whose gradient passes through", "[layer][gradient]") 
   CHECK(t.layer->param_descs().empty());
 }
 
-TEST_CASE("dropout: gradients match finite differences and masks are reproducible", "[layer][dropout]") {
+TEST_CASE("dropout: gradients match finite differences and masks are reproducible",
+          "[layer][dropout]") {
   gradient_check("dropout(p=0.4)", Shape{50}, 2, test::hashed_vector(31, 100), 1e-2f);
 
   auto ctx = ComputeContext::create(Device::cpu());
@@ -179,7 +185,8 @@ TEST_CASE("softmax cross-entropy: loss, accuracy and gradient", "[loss][gradient
   const std::vector<std::int32_t> labels = {0, 6, 3, 3, 1};
 
   auto mean_loss = [&](const std::vector<float>& logits) {
-    return softmax_cross_entropy_forward(*ctx, logits.data(), labels.data(), rows, classes, nullptr, nullptr)
+    return softmax_cross_entropy_forward(*ctx, logits.data(), labels.data(), rows, classes, nullptr,
+                                         nullptr)
                .loss_sum /
            static_cast<double>(rows);
   };
@@ -199,14 +206,16 @@ TEST_CASE("softmax cross-entropy: loss, accuracy and gradient", "[loss][gradient
     ref += std::log(s) + m - z[r * classes + static_cast<std::size_t>(labels[r])];
     ref_correct += arg == static_cast<std::size_t>(labels[r]);
   }
-  const auto res = softmax_cross_entropy_forward(*ctx, z.data(), labels.data(), rows, classes, nullptr, nullptr);
+  const auto res =
+      softmax_cross_entropy_forward(*ctx, z.data(), labels.data(), rows, classes, nullptr, nullptr);
   CHECK(res.loss_sum == Approx(ref).epsilon(1e-5));
   CHECK(res.correct == ref_correct);
   CHECK(std::isfinite(res.loss_sum));
 
   std::vector<float> dz(rows * classes);
   const float grad_scale = 3.0f;
-  softmax_cross_entropy_backward(*ctx, z.data(), labels.data(), rows, classes, grad_scale / rows, dz.data());
+  softmax_cross_entropy_backward(*ctx, z.data(), labels.data(), rows, classes, grad_scale / rows,
+                                 dz.data());
   const float eps = 1e-2f;
   for (std::size_t i = 0; i < z.size(); ++i) {
     std::vector<float> zp = z, zm = z;
@@ -218,12 +227,14 @@ TEST_CASE("softmax cross-entropy: loss, accuracy and gradient", "[loss][gradient
   // Each row of the gradient sums to zero (softmax minus one-hot).
   for (std::size_t r = 0; r < rows; ++r)
     CHECK(std::accumulate(dz.begin() + static_cast<long>(r * classes),
-                          dz.begin() + static_cast<long>((r + 1) * classes), 0.0) == Approx(0.0).margin(1e-6));
+                          dz.begin() + static_cast<long>((r + 1) * classes),
+                          0.0) == Approx(0.0).margin(1e-6));
 
   std::vector<std::int32_t> bad = labels;
   bad[2] = 7;
-  CHECK_THROWS_WITH(softmax_cross_entropy_forward(*ctx, z.data(), bad.data(), rows, classes, nullptr, nullptr),
-                    Catch::Contains("label 7 of batch row 2"));
+  CHECK_THROWS_WITH(
+      softmax_cross_entropy_forward(*ctx, z.data(), bad.data(), rows, classes, nullptr, nullptr),
+      Catch::Contains("label 7 of batch row 2"));
 }
 
 TEST_CASE("layers: accumulate adds, overwrite replaces, batch 0 zeroes", "[layer]") {
@@ -238,7 +249,8 @@ TEST_CASE("layers: accumulate adds, overwrite replaces, batch 0 zeroes", "[layer
     t.layer->backward(x.data(), y.data(), dy.data(), nullptr, batch, false);
     const auto once = t.grads;
     t.layer->backward(x.data(), y.data(), dy.data(), nullptr, batch, true);
-    for (std::size_t i = 0; i < once.size(); ++i) CHECK(t.grads[i] == Approx(2 * once[i]).margin(1e-6));
+    for (std::size_t i = 0; i < once.size(); ++i)
+      CHECK(t.grads[i] == Approx(2 * once[i]).margin(1e-6));
     t.layer->backward(x.data(), y.data(), dy.data(), nullptr, batch, false);
     for (std::size_t i = 0; i < once.size(); ++i) CHECK(t.grads[i] == Approx(once[i]).margin(1e-6));
     t.layer->backward(x.data(), y.data(), dy.data(), nullptr, 0, false);

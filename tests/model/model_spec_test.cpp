@@ -76,9 +76,9 @@ TEST_CASE("model spec: layer lists parse, with positional and named arguments", 
 }
 
 TEST_CASE("model spec: to_string round-trips and the hash is stable", "[spec]") {
-  for (const char* text :
-       {"mlp:784-512-512-10", "cnn", "mlp:3-1", "conv2d(4, 3); relu; flatten; dropout(p=0.1); linear(out=2)",
-        "input(5); linear(3); gelu; dropout(0.333333); linear(2)"}) {
+  for (const char* text : {"mlp:784-512-512-10", "cnn", "mlp:3-1",
+                           "conv2d(4, 3); relu; flatten; dropout(p=0.1); linear(out=2)",
+                           "input(5); linear(3); gelu; dropout(0.333333); linear(2)"}) {
     const ModelSpec a = ModelSpec::parse(text);
     const ModelSpec b = ModelSpec::parse(a.to_string());
     INFO(text << " -> " << a.to_string());
@@ -88,8 +88,10 @@ TEST_CASE("model spec: to_string round-trips and the hash is stable", "[spec]") 
   }
   // The signature ranks compare: fixed for a given spec, different for another.
   CHECK(ModelSpec::parse("mlp:784-512-512-10").hash() == 0x08cfdd4de42245cdull);
-  CHECK(ModelSpec::parse("mlp:784-512-512-10").hash() != ModelSpec::parse("mlp:784-512-256-10").hash());
-  CHECK(ModelSpec::parse("dropout(0.5); linear(2)").hash() != ModelSpec::parse("dropout(0.25); linear(2)").hash());
+  CHECK(ModelSpec::parse("mlp:784-512-512-10").hash() !=
+        ModelSpec::parse("mlp:784-512-256-10").hash());
+  CHECK(ModelSpec::parse("dropout(0.5); linear(2)").hash() !=
+        ModelSpec::parse("dropout(0.25); linear(2)").hash());
 }
 
 TEST_CASE("model spec: @file", "[spec]") {
@@ -107,7 +109,8 @@ TEST_CASE("model spec: @file", "[spec]") {
   const std::string err = parse_error("@" + path);
   CHECK_THAT(err, Catch::Contains("unknown layer 'relux'") && Catch::Contains(path + ":3:1"));
   std::remove(path.c_str());
-  CHECK_THAT(parse_error("@does/not/exist.txt"), Catch::Contains("'does/not/exist.txt' cannot be read"));
+  CHECK_THAT(parse_error("@does/not/exist.txt"),
+             Catch::Contains("'does/not/exist.txt' cannot be read"));
 }
 
 TEST_CASE("model spec: malformed specs name the bad token", "[spec]") {
@@ -121,11 +124,13 @@ TEST_CASE("model spec: malformed specs name the bad token", "[spec]") {
   CHECK_THAT(parse_error("linear(10, 20)"), Contains("too many arguments") && Contains("'20'"));
   CHECK_THAT(parse_error("conv2d(out=3, size=3)"), Contains("unknown argument 'size'"));
   CHECK_THAT(parse_error("conv2d(out=3)"), Contains("needs 'kernel'"));
-  CHECK_THAT(parse_error("linear(out=3"), Contains("expected ',' or ')'") && Contains("end of spec"));
+  CHECK_THAT(parse_error("linear(out=3"),
+             Contains("expected ',' or ')'") && Contains("end of spec"));
   CHECK_THAT(parse_error("relu gelu"), Contains("unexpected 'gelu'"));
   CHECK_THAT(parse_error("dropout(1.5)"), Contains("'1.5'") && Contains("[0, 1)"));
   CHECK_THAT(parse_error("linear(out=2); input(3)"), Contains("before the first layer"));
   CHECK_THAT(parse_error("  "), Contains("empty"));
   CHECK_THAT(parse_error("# only a comment"), Contains("no layers"));
-  CHECK_THAT(parse_error("relu\n  linear(out=4, out=5)"), Contains("given twice") && Contains("2:"));
+  CHECK_THAT(parse_error("relu\n  linear(out=4, out=5)"),
+             Contains("given twice") && Contains("2:"));
 }

@@ -25,7 +25,8 @@ ModelOptions cpu_options(std::uint64_t seed = 3, std::size_t max_batch = 16) {
 
 std::vector<std::int32_t> labels_for(std::size_t n, int classes) {
   std::vector<std::int32_t> l(n);
-  for (std::size_t i = 0; i < n; ++i) l[i] = static_cast<std::int32_t>((i * 7 + 3) % static_cast<std::size_t>(classes));
+  for (std::size_t i = 0; i < n; ++i)
+    l[i] = static_cast<std::int32_t>((i * 7 + 3) % static_cast<std::size_t>(classes));
   return l;
 }
 
@@ -40,7 +41,8 @@ const char* kAllLayers =
     "gelu; linear(out=5)";
 }  // namespace
 
-TEST_CASE("model: cnn preset has under 500k parameters in a recorded, contiguous order", "[model]") {
+TEST_CASE("model: cnn preset has under 500k parameters in a recorded, contiguous order",
+          "[model]") {
   auto m = Model::build(ModelSpec::parse("cnn"), {1, 28, 28}, 10, cpu_options());
   CHECK(m->param_count() < 500000);
   CHECK(m->param_count() == 421642);
@@ -100,19 +102,22 @@ TEST_CASE("model: shape and class mismatches are clear errors", "[model]") {
                     Contains("7 classes"));
   CHECK_THROWS_WITH(Model::build(ModelSpec::parse("linear(out=4)"), {2, 3, 3}, 4, cpu_options()),
                     Contains("flatten"));
-  CHECK_THROWS_WITH(Model::build(ModelSpec::parse("conv2d(4, 5); flatten; linear(2)"), {1, 3, 3}, 2, cpu_options()),
+  CHECK_THROWS_WITH(Model::build(ModelSpec::parse("conv2d(4, 5); flatten; linear(2)"), {1, 3, 3}, 2,
+                                 cpu_options()),
                     Contains("does not fit"));
   auto m = Model::build(ModelSpec::parse("mlp:4-3"), {4}, 3, cpu_options(1, 2));
   std::vector<float> x(12, 0.5f);
   std::vector<std::int32_t> l(3, 1);
-  CHECK_THROWS_WITH(m->forward(x.data(), l.data(), 3, true), Contains("exceeds the model's max_batch 2"));
+  CHECK_THROWS_WITH(m->forward(x.data(), l.data(), 3, true),
+                    Contains("exceeds the model's max_batch 2"));
   l[1] = 3;
   CHECK_THROWS_WITH(m->forward(x.data(), l.data(), 2, true), Contains("label 3 of batch row 1"));
   CHECK_THROWS_WITH(m->bind_gradient_buffer(view_of(x.data(), 5)), Contains("has 15 parameters"));
   if (!cuda_compiled()) {
     ModelOptions gpu = cpu_options();
     gpu.device = Device::cuda(0);
-    CHECK_THROWS_WITH(Model::build(ModelSpec::parse("mlp:4-3"), {4}, 3, gpu), Contains("without CUDA"));
+    CHECK_THROWS_WITH(Model::build(ModelSpec::parse("mlp:4-3"), {4}, 3, gpu),
+                      Contains("without CUDA"));
   }
 }
 
@@ -185,7 +190,8 @@ TEST_CASE("model: backward callbacks, accumulation and external gradient buffers
   CHECK(m->grads().ptr == external.data());
   m->forward(x1.data(), labels.data(), batch, true);
   m->backward(1.0f, false);
-  for (std::size_t i = 0; i < external.size(); ++i) CHECK(external[i] == Approx(g1[i]).margin(1e-6));
+  for (std::size_t i = 0; i < external.size(); ++i)
+    CHECK(external[i] == Approx(g1[i]).margin(1e-6));
   m->zero_grads();
   for (float g : external) CHECK(g == 0.0f);
 
@@ -200,8 +206,10 @@ TEST_CASE("model: backward callbacks, accumulation and external gradient buffers
   for (float g : external) CHECK(g == 0.0f);
 }
 
-TEST_CASE("model: dropout is reproducible per (seed, rank, step) and off in evaluation", "[model][dropout]") {
-  const ModelSpec spec = ModelSpec::parse("flatten; linear(out=32); relu; dropout(p=0.5); linear(out=4)");
+TEST_CASE("model: dropout is reproducible per (seed, rank, step) and off in evaluation",
+          "[model][dropout]") {
+  const ModelSpec spec =
+      ModelSpec::parse("flatten; linear(out=32); relu; dropout(p=0.5); linear(out=4)");
   auto a = Model::build(spec, {8}, 4, cpu_options(9));
   auto b = Model::build(spec, {8}, 4, cpu_options(9));
   const std::size_t batch = 5;

@@ -28,7 +28,8 @@ struct Set {
 };
 
 std::uint32_t be32(const unsigned char* p) {
-  return (std::uint32_t(p[0]) << 24) | (std::uint32_t(p[1]) << 16) | (std::uint32_t(p[2]) << 8) | p[3];
+  return (std::uint32_t(p[0]) << 24) | (std::uint32_t(p[1]) << 16) | (std::uint32_t(p[2]) << 8) |
+         p[3];
 }
 
 // The first `bytes` bytes of a gzip file, or nullopt.
@@ -69,8 +70,9 @@ Set synthetic() {
   for (std::size_t i = 0; i < kSamples; ++i) {
     s.labels[i] = static_cast<std::int32_t>((i * 7) % 10);
     for (std::size_t j = 0; j < kFeatures; ++j)
-      s.images[i * kFeatures + j] = prototypes[static_cast<std::size_t>(s.labels[i]) * kFeatures + j] +
-                                    noise[i * kFeatures + j];
+      s.images[i * kFeatures + j] =
+          prototypes[static_cast<std::size_t>(s.labels[i]) * kFeatures + j] +
+          noise[i * kFeatures + j];
   }
   return s;
 }
@@ -86,7 +88,8 @@ double train(const Set& data, std::size_t steps, double* first_loss) {
   std::size_t tail_n = 0;
   for (std::size_t step = 0; step < steps; ++step) {
     const std::size_t start = (step * batch) % (kSamples - batch + 1);
-    const auto r = model->forward(data.images.data() + start * kFeatures, data.labels.data() + start, batch, true);
+    const auto r = model->forward(data.images.data() + start * kFeatures,
+                                  data.labels.data() + start, batch, true);
     const double loss = r.loss_sum / batch;
     if (step == 0) *first_loss = loss;
     if (step + 20 >= steps) {
@@ -109,8 +112,8 @@ TEST_CASE("mlp:784-256-10 learns 2,000 samples on one rank", "[model][training]"
   double first = 0;
   const double last = train(data, 300, &first);
   INFO(data.source << ": first loss " << first << ", mean of the last 20 steps " << last);
-  CHECK(first > 1.8);   // near ln(10) at the start
-  CHECK(last < 0.6);    // Fashion-MNIST reaches about 0.4 here
+  CHECK(first > 1.8);  // near ln(10) at the start
+  CHECK(last < 0.6);   // Fashion-MNIST reaches about 0.4 here
   if (real) {
     // The synthetic set is learnable too (and runs when the package is absent).
     double f2 = 0;

@@ -53,5 +53,6 @@ TEST_CASE("tensor: owning, views share storage, borrowing does not own", "[tenso
 
 TEST_CASE("tensor: a GPU tensor in a CPU-only build is a clear error", "[tensor]") {
   if (!cuda_compiled())
-    CHECK_THROWS_WITH(Tensor::empty({4}, DType::f32, Device::cuda(0)), Catch::Contains("without CUDA"));
+    CHECK_THROWS_WITH(Tensor::empty({4}, DType::f32, Device::cuda(0)),
+                      Catch::Contains("without CUDA"));
 }

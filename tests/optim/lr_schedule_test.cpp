@@ -47,7 +47,7 @@ TEST_CASE("linear warmup then cosine", "[optim][lr]") {
   CHECK(s.lr_at(35) == Approx(0.1 + 0.9 * 0.5 * (1 + std::cos(std::numbers::pi / 4))));
   CHECK(s.lr_at(60) == Approx(0.55));  // midpoint: halfway between base and min
   CHECK(s.lr_at(109) == Approx(0.1 + 0.9 * 0.5 * (1 + std::cos(std::numbers::pi * 0.99))));
-  CHECK(s.lr_at(110) == Approx(0.1));  // end
+  CHECK(s.lr_at(110) == Approx(0.1));   // end
   CHECK(s.lr_at(5000) == Approx(0.1));  // stays at min_lr past the end
   for (std::uint64_t step = 10; step < 110; ++step) CHECK(s.lr_at(step + 1) <= s.lr_at(step));
 

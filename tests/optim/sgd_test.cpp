@@ -22,8 +22,8 @@ OptimizerConfig sgd_config(float momentum, bool nesterov, float weight_decay) {
 }
 
 // Runs the steps on a one-element buffer and returns p after each step.
-std::vector<float> run_scalar(const OptimizerConfig& config, float p0, const std::vector<float>& grads,
-                              float lr) {
+std::vector<float> run_scalar(const OptimizerConfig& config, float p0,
+                              const std::vector<float>& grads, float lr) {
   auto opt = make_optimizer(config, 1, Device::cpu());
   float p = p0;
   std::vector<float> trace;
@@ -88,8 +88,8 @@ TEST_CASE("sgd matches a double reference over sizes and variants", "[optim][sgd
     bool nesterov;
     float weight_decay;
   };
-  const Variant variants[] = {{0.f, false, 0.f}, {0.f, false, 1e-2f}, {0.9f, false, 0.f},
-                              {0.9f, false, 5e-4f}, {0.8f, true, 0.f}, {0.95f, true, 1e-3f}};
+  const Variant variants[] = {{0.f, false, 0.f},    {0.f, false, 1e-2f}, {0.9f, false, 0.f},
+                              {0.9f, false, 5e-4f}, {0.8f, true, 0.f},   {0.95f, true, 1e-3f}};
   const float lrs[] = {0.05f, 0.1f, 0.02f, 0.07f};
   for (const Variant& var : variants) {
     for (std::size_t n : test::kTestSizes) {
@@ -112,14 +112,16 @@ TEST_CASE("sgd matches a double reference over sizes and variants", "[optim][sgd
         }
       }
       std::size_t wrong = 0;
-      for (std::size_t i = 0; i < n; ++i) wrong += std::abs(p[i] - ref_p[i]) > 1e-5 * (1 + std::abs(ref_p[i]));
+      for (std::size_t i = 0; i < n; ++i)
+        wrong += std::abs(p[i] - ref_p[i]) > 1e-5 * (1 + std::abs(ref_p[i]));
       if (var.momentum > 0.f) {
         const auto state = opt->state();
         REQUIRE(state.size() == 1);
         CHECK(state[0].name == "momentum");
         CHECK(state[0].view.count == n);
         const float* buf = state[0].view.as<float>();
-        for (std::size_t i = 0; i < n; ++i) wrong += std::abs(buf[i] - ref_buf[i]) > 1e-5 * (1 + std::abs(ref_buf[i]));
+        for (std::size_t i = 0; i < n; ++i)
+          wrong += std::abs(buf[i] - ref_buf[i]) > 1e-5 * (1 + std::abs(ref_buf[i]));
       }
       CHECK(wrong == 0);
       CHECK(opt->step_count() == 4);

@@ -27,15 +27,16 @@ inline GpuGateVerdict gpu_test_gate(bool compiled, const CudaAssessment& cuda) {
   if (!compiled) return {GpuGate::skip, "ringtrain was built without CUDA"};
   if (cuda.fatal) return {GpuGate::fail, cuda.problem};
   if (cuda.count == 0)
-    return {GpuGate::skip, cuda.problem.empty() ? std::string("no CUDA device visible") : cuda.problem};
+    return {GpuGate::skip,
+            cuda.problem.empty() ? std::string("no CUDA device visible") : cuda.problem};
   return {GpuGate::run, ""};
 }
 
 // True when a CUDA device can be used; false (after printing why) when the test
 // should skip. A driver problem on a machine with GPUs ends the test with exit 1.
 inline bool cuda_device_available() {
-  const GpuGateVerdict v =
-      gpu_test_gate(cuda_compiled(), assess_cuda_probe(cuda_probe(), nvidia_device_nodes_present()));
+  const GpuGateVerdict v = gpu_test_gate(
+      cuda_compiled(), assess_cuda_probe(cuda_probe(), nvidia_device_nodes_present()));
   if (v.gate == GpuGate::fail) {
     std::printf("FAILED: %s\n", v.reason.c_str());
     std::fflush(stdout);

@@ -14,7 +14,9 @@ namespace ringtrain::test {
 namespace {
 Topology* g_topology = nullptr;
 }
-const Topology& topology() { return *g_topology; }
+const Topology& topology() {
+  return *g_topology;
+}
 }  // namespace ringtrain::test
 
 int main(int argc, char** argv) {

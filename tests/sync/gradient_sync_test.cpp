@@ -23,10 +23,13 @@ using Catch::Matchers::Contains;
 namespace {
 
 // 5 layers, the middle one without parameters; 4-byte elements.
-const std::vector<std::pair<std::size_t, std::size_t>> kLayers = {{0, 37}, {37, 100}, {137, 0}, {137, 64}, {201, 9}};
+const std::vector<std::pair<std::size_t, std::size_t>> kLayers = {
+    {0, 37}, {37, 100}, {137, 0}, {137, 64}, {201, 9}};
 constexpr std::size_t kTotal = 210;
 
-float gradient_of(int rank, std::size_t i) { return static_cast<float>(rank + 1) * 0.5f + static_cast<float>(i % 13); }
+float gradient_of(int rank, std::size_t i) {
+  return static_cast<float>(rank + 1) * 0.5f + static_cast<float>(i % 13);
+}
 
 void fill(BufferView grads, int rank) {
   auto* g = static_cast<float*>(grads.ptr);
@@ -46,7 +49,8 @@ std::size_t wrong_average(BufferView grads, int size) {
 
 }  // namespace
 
-TEST_CASE("buckets start in backward order as their last layer is ready; the buffer ends averaged") {
+TEST_CASE(
+    "buckets start in backward order as their last layer is ready; the buffer ends averaged") {
   auto comm = make_communicator("shm", test::topology());
   BufferView grads = comm->allocate(kTotal, DType::f32);
   // A 300-byte cap: several buckets over the 5 layers.
@@ -100,9 +104,9 @@ TEST_CASE("the start-up agreement names the field and the ranks that differ") {
   if (comm->size() == 1) return;
   const std::uint64_t batch = comm->rank() == last ? 32 : 64;
   // Every rank learns it, so every rank fails (nobody waits for a peer that left).
-  CHECK_THROWS_WITH(agree_on_signature(*comm, {{"model spec hash", 42}, {"batch", batch}}),
-                    Contains("'batch'") && Contains("32") && Contains("64") &&
-                        Contains(std::to_string(last)));
+  CHECK_THROWS_WITH(
+      agree_on_signature(*comm, {{"model spec hash", 42}, {"batch", batch}}),
+      Contains("'batch'") && Contains("32") && Contains("64") && Contains(std::to_string(last)));
 }
 
 TEST_CASE("the replica check names the diverged ranks and the step") {
@@ -111,5 +115,6 @@ TEST_CASE("the replica check names the diverged ranks and the step") {
   if (comm->size() == 1) return;
   const int last = comm->size() - 1;
   const std::uint64_t hash = comm->rank() == last ? 0x9999 : 0x1234;
-  CHECK_THROWS_WITH(check_replicas(*comm, hash, 11), Contains("11") && Contains(std::to_string(last)));
+  CHECK_THROWS_WITH(check_replicas(*comm, hash, 11),
+                    Contains("11") && Contains(std::to_string(last)));
 }

@@ -72,7 +72,8 @@ std::size_t product(const std::vector<std::size_t>& s) {
 // Names deliberately not in alphabetical order: the file must keep model order.
 Model make_params() {
   Model m;
-  m.names = {"conv1.weight", "conv1.bias", "fc.weight", "fc.bias", "empty", "scalar", "one", "big_odd"};
+  m.names = {"conv1.weight", "conv1.bias", "fc.weight", "fc.bias",
+             "empty",        "scalar",     "one",       "big_odd"};
   m.shapes = {{8, 1, 3, 3}, {8}, {10, 72}, {10}, {0}, {}, {1}, {3, 1001}};
   for (std::size_t i = 0; i < m.names.size(); ++i)
     m.data.push_back(pattern(product(m.shapes[i]), static_cast<int>(i) + 1));
@@ -143,7 +144,8 @@ TEST_CASE("checkpoint round trip keeps every tensor, shape, order and attribute 
   const Model params = make_params();
   const Model opt = make_optimizer();
   CheckpointMeta meta = make_meta(120);
-  const std::string path = write_checkpoint_atomic(dir.str(), meta, params.records(), opt.records(), 3);
+  const std::string path =
+      write_checkpoint_atomic(dir.str(), meta, params.records(), opt.records(), 3);
   CHECK(path == (dir.path / "ckpt-120.h5").string());
   CHECK(dir_names(dir.str()) == std::vector<std::string>{"ckpt-120.h5"});
 
@@ -229,10 +231,12 @@ TEST_CASE("pruning never touches the new checkpoint nor checkpoints of later ste
   const Model params = make_params();
   write_checkpoint_atomic(dir.str(), make_meta(500), params.records(), {}, 2);
   for (std::uint64_t step : {10, 20, 30}) {
-    const std::string path = write_checkpoint_atomic(dir.str(), make_meta(step), params.records(), {}, 2);
+    const std::string path =
+        write_checkpoint_atomic(dir.str(), make_meta(step), params.records(), {}, 2);
     CHECK(fs::exists(path));
   }
-  CHECK(dir_names(dir.str()) == std::vector<std::string>{"ckpt-20.h5", "ckpt-30.h5", "ckpt-500.h5"});
+  CHECK(dir_names(dir.str()) ==
+        std::vector<std::string>{"ckpt-20.h5", "ckpt-30.h5", "ckpt-500.h5"});
   write_checkpoint_atomic(dir.str(), make_meta(600), params.records(), {}, 2);
   CHECK(dir_names(dir.str()) == std::vector<std::string>{"ckpt-500.h5", "ckpt-600.h5"});
 }
@@ -245,8 +249,8 @@ TEST_CASE("list and latest ignore temporaries and unrelated files") {
 
   const Model params = make_params();
   write_checkpoint_atomic(dir.str(), make_meta(5), params.records(), {}, 0);
-  for (const char* junk : {"ckpt-900.h5.tmp-1234", "ckpt-.h5", "ckpt-12a.h5", "ckpt-13.h5.bak", "notes.txt",
-                           "ckpt-99999999999999999999999.h5"})
+  for (const char* junk : {"ckpt-900.h5.tmp-1234", "ckpt-.h5", "ckpt-12a.h5", "ckpt-13.h5.bak",
+                           "notes.txt", "ckpt-99999999999999999999999.h5"})
     std::ofstream(dir.path / junk) << "junk";
   fs::create_directories(dir.path / "ckpt-700.h5");  // a directory, not a file
   const auto list = list_checkpoints(dir.str());
@@ -267,15 +271,20 @@ TEST_CASE("invalid records are rejected before anything is written") {
   auto err = error_of([&] {
     write_checkpoint_atomic(dir.str(), make_meta(1), {{"w", {3, 5}, data.data(), 12}}, {}, 0);
   });
-  CHECK_THAT(err, Catch::Contains("ckpt-1.h5") && Catch::Contains("'params/w' has shape [3, 5] (15 elements) but count 12"));
+  CHECK_THAT(err, Catch::Contains("ckpt-1.h5") &&
+                      Catch::Contains("'params/w' has shape [3, 5] (15 elements) but count 12"));
   err = error_of([&] {
-    write_checkpoint_atomic(dir.str(), make_meta(1), {{"w", {12}, data.data(), 12}, {"w", {12}, data.data(), 12}},
-                            {}, 0);
+    write_checkpoint_atomic(dir.str(), make_meta(1),
+                            {{"w", {12}, data.data(), 12}, {"w", {12}, data.data(), 12}}, {}, 0);
   });
   CHECK_THAT(err, Catch::Contains("'w' appears twice"));
-  err = error_of([&] { write_checkpoint_atomic(dir.str(), make_meta(1), {{"a/b", {12}, data.data(), 12}}, {}, 0); });
+  err = error_of([&] {
+    write_checkpoint_atomic(dir.str(), make_meta(1), {{"a/b", {12}, data.data(), 12}}, {}, 0);
+  });
   CHECK_THAT(err, Catch::Contains("'a/b'"));
-  err = error_of([&] { write_checkpoint_atomic(dir.str(), make_meta(1), {}, {{"m", {2}, nullptr, 2}}, 0); });
+  err = error_of([&] {
+    write_checkpoint_atomic(dir.str(), make_meta(1), {}, {{"m", {2}, nullptr, 2}}, 0);
+  });
   CHECK_THAT(err, Catch::Contains("'optimizer/m' has no data"));
   CHECK(dir_names(dir.str()).empty());
 
@@ -291,24 +300,28 @@ TEST_CASE("damaged and foreign files give clear errors naming the file") {
   TempDir dir("damaged");
   const Model params = make_params();
   const Model opt = make_optimizer();
-  const std::string good = write_checkpoint_atomic(dir.str(), make_meta(7), params.records(), opt.records(), 0);
+  const std::string good =
+      write_checkpoint_atomic(dir.str(), make_meta(7), params.records(), opt.records(), 0);
   const std::size_t size = fs::file_size(good);
 
   SECTION("missing file") {
     const std::string p = (dir.path / "ckpt-8.h5").string();
-    CHECK_THAT(error_of([&] { read_checkpoint(p); }), Catch::Contains(p) && Catch::Contains("no such file"));
+    CHECK_THAT(error_of([&] { read_checkpoint(p); }),
+               Catch::Contains(p) && Catch::Contains("no such file"));
   }
   SECTION("garbage bytes") {
     const std::string p = (dir.path / "garbage.h5").string();
     std::ofstream out(p, std::ios::binary);
     for (int i = 0; i < 5000; ++i) out.put(static_cast<char>((i * 7919 + 13) & 0xff));
     out.close();
-    CHECK_THAT(error_of([&] { read_checkpoint(p); }), Catch::Contains(p) && Catch::Contains("not an HDF5 file"));
+    CHECK_THAT(error_of([&] { read_checkpoint(p); }),
+               Catch::Contains(p) && Catch::Contains("not an HDF5 file"));
   }
   SECTION("empty file") {
     const std::string p = (dir.path / "empty.h5").string();
     std::ofstream(p).close();
-    CHECK_THAT(error_of([&] { read_checkpoint(p); }), Catch::Contains(p) && Catch::Contains("not an HDF5 file"));
+    CHECK_THAT(error_of([&] { read_checkpoint(p); }),
+               Catch::Contains(p) && Catch::Contains("not an HDF5 file"));
   }
   SECTION("truncated at several points") {
     for (std::size_t keep : {std::size_t{4096}, size / 2, size - 1}) {
@@ -329,16 +342,19 @@ TEST_CASE("damaged and foreign files give clear errors naming the file") {
     REQUIRE(it != bytes.end());
     it[5] ^= 0x10;
     const std::string p = (dir.path / "flipped.h5").string();
-    std::ofstream(p, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    CHECK_THAT(error_of([&] { read_checkpoint(p); }),
-               Catch::Contains(p) && Catch::Contains("/params/fc.weight") && Catch::Contains("corrupt"));
+    std::ofstream(p, std::ios::binary)
+        .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    CHECK_THAT(error_of([&] { read_checkpoint(p); }), Catch::Contains(p) &&
+                                                          Catch::Contains("/params/fc.weight") &&
+                                                          Catch::Contains("corrupt"));
   }
 }
 
 namespace {
 // Edits a copy of a good checkpoint with the HDF5 API, to make structurally
 // wrong files.
-std::string edited_copy(const std::string& good, const std::string& to, const std::function<void(hid_t)>& edit) {
+std::string edited_copy(const std::string& good, const std::string& to,
+                        const std::function<void(hid_t)>& edit) {
   fs::copy_file(good, to, fs::copy_options::overwrite_existing);
   hid_t f = H5Fopen(to.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
   REQUIRE(f >= 0);
@@ -352,10 +368,12 @@ TEST_CASE("structural problems are named: group, attribute, version") {
   TempDir dir("structure");
   const Model params = make_params();
   const Model opt = make_optimizer();
-  const std::string good = write_checkpoint_atomic(dir.str(), make_meta(7), params.records(), opt.records(), 0);
+  const std::string good =
+      write_checkpoint_atomic(dir.str(), make_meta(7), params.records(), opt.records(), 0);
 
-  const std::string no_opt = edited_copy(good, (dir.path / "noopt.h5").string(),
-                                         [](hid_t f) { REQUIRE(H5Ldelete(f, "optimizer", H5P_DEFAULT) >= 0); });
+  const std::string no_opt = edited_copy(good, (dir.path / "noopt.h5").string(), [](hid_t f) {
+    REQUIRE(H5Ldelete(f, "optimizer", H5P_DEFAULT) >= 0);
+  });
   CHECK_THAT(error_of([&] { read_checkpoint(no_opt); }),
              Catch::Contains(no_opt) && Catch::Contains("missing group 'optimizer'"));
 
@@ -370,15 +388,17 @@ TEST_CASE("structural problems are named: group, attribute, version") {
     REQUIRE(H5Awrite(a, H5T_NATIVE_UINT32, &two) >= 0);
     H5Aclose(a);
   });
-  CHECK_THAT(error_of([&] { read_checkpoint(v2); }),
-             Catch::Contains(v2) && Catch::Contains("format version 2") && Catch::Contains("reads version 1"));
+  CHECK_THAT(error_of([&] { read_checkpoint(v2); }), Catch::Contains(v2) &&
+                                                         Catch::Contains("format version 2") &&
+                                                         Catch::Contains("reads version 1"));
 
   const std::string subgroup = edited_copy(good, (dir.path / "subgroup.h5").string(), [](hid_t f) {
     hid_t g = H5Gcreate2(f, "params/nested", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     REQUIRE(g >= 0);
     H5Gclose(g);
   });
-  CHECK_THAT(error_of([&] { read_checkpoint(subgroup); }), Catch::Contains("/params/nested: not a dataset"));
+  CHECK_THAT(error_of([&] { read_checkpoint(subgroup); }),
+             Catch::Contains("/params/nested: not a dataset"));
 
   // A plain HDF5 file that is not a checkpoint at all.
   const std::string other = (dir.path / "other.h5").string();
@@ -392,7 +412,8 @@ TEST_CASE("validation against the running model names what differs") {
   TempDir dir("validate");
   const Model params = make_params();
   const Model opt = make_optimizer();
-  const std::string path = write_checkpoint_atomic(dir.str(), make_meta(7), params.records(), opt.records(), 0);
+  const std::string path =
+      write_checkpoint_atomic(dir.str(), make_meta(7), params.records(), opt.records(), 0);
   const LoadedCheckpoint ck = read_checkpoint(path);
   CHECK_NOTHROW(validate_checkpoint(ck, expectation(params, opt)));
 
@@ -400,12 +421,14 @@ TEST_CASE("validation against the running model names what differs") {
   e.model_hash = 0x1234;
   e.model_spec = "mlp:784-10";
   CHECK_THAT(error_of([&] { validate_checkpoint(ck, e); }),
-             Catch::Contains(path) && Catch::Contains("'cnn:conv8-fc10'") && Catch::Contains("'mlp:784-10'"));
+             Catch::Contains(path) && Catch::Contains("'cnn:conv8-fc10'") &&
+                 Catch::Contains("'mlp:784-10'"));
 
   e = expectation(params, opt);
   e.params[2].shape = {10, 71};
   CHECK_THAT(error_of([&] { validate_checkpoint(ck, e); }),
-             Catch::Contains("'params/fc.weight' has shape [10, 72] (720 elements), the model expects [10, 71] (710 elements)"));
+             Catch::Contains("'params/fc.weight' has shape [10, 72] (720 elements), the model "
+                             "expects [10, 71] (710 elements)"));
 
   e = expectation(params, opt);
   e.params.pop_back();
@@ -413,12 +436,14 @@ TEST_CASE("validation against the running model names what differs") {
   e.params.push_back({"fc2.bias", {4}});
   CHECK_THAT(error_of([&] { validate_checkpoint(ck, e); }),
              Catch::Contains("holds 8 tensors, the model expects 9") &&
-                 Catch::Contains("missing: fc2.weight, fc2.bias") && Catch::Contains("unexpected: big_odd"));
+                 Catch::Contains("missing: fc2.weight, fc2.bias") &&
+                 Catch::Contains("unexpected: big_odd"));
 
   e = expectation(params, opt);
   std::swap(e.params[0], e.params[1]);
   CHECK_THAT(error_of([&] { validate_checkpoint(ck, e); }),
-             Catch::Contains("tensor 0 of group 'params' is 'conv1.weight', the model expects 'conv1.bias'"));
+             Catch::Contains(
+                 "tensor 0 of group 'params' is 'conv1.weight', the model expects 'conv1.bias'"));
 
   e = expectation(params, opt);
   e.optimizer = std::vector<TensorSpec>{};
@@ -427,7 +452,8 @@ TEST_CASE("validation against the running model names what differs") {
   e.optimizer.reset();  // not checked
   CHECK_NOTHROW(validate_checkpoint(ck, e));
 
-  CHECK_THAT(error_of([&] { read_checkpoint(path, CheckpointExpectation{}); }), Catch::Contains("hash"));
+  CHECK_THAT(error_of([&] { read_checkpoint(path, CheckpointExpectation{}); }),
+             Catch::Contains("hash"));
 }
 
 TEST_CASE("a writer killed mid-write leaves the previous checkpoint as the latest") {
@@ -459,7 +485,8 @@ TEST_CASE("a writer killed mid-write leaves the previous checkpoint as the lates
       for (const auto& e : fs::directory_iterator(dir.path)) {
         const std::string n = e.path().filename().string();
         std::error_code ec;
-        if (n.find(".tmp-") != std::string::npos && fs::file_size(e.path(), ec) > (1u << 20) && !ec) temp = n;
+        if (n.find(".tmp-") != std::string::npos && fs::file_size(e.path(), ec) > (1u << 20) && !ec)
+          temp = n;
       }
       if (temp.empty()) std::this_thread::sleep_for(std::chrono::microseconds(200));
     }

@@ -25,7 +25,8 @@ using namespace ringtrain;
 namespace fs = std::filesystem;
 
 TEST_CASE("checkpoints are written and read while the prefetcher reads the data set") {
-  const fs::path dir = fs::temp_directory_path() / ("ringtrain-ckpt-load-" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("ringtrain-ckpt-load-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   SyntheticOptions so;
@@ -64,7 +65,8 @@ TEST_CASE("checkpoints are written and read while the prefetcher reads the data 
     CheckpointMeta meta;
     meta.step = step;
     meta.model_spec = "mlp:64-64";
-    const std::string path = write_checkpoint_atomic(ckpt_dir.string(), meta, {{"fc.weight", {64, 64}, w.data(), w.size()}},
+    const std::string path = write_checkpoint_atomic(ckpt_dir.string(), meta,
+                                                     {{"fc.weight", {64, 64}, w.data(), w.size()}},
                                                      {{"momentum", {4096}, m.data(), m.size()}}, 3);
     const LoadedCheckpoint back = read_checkpoint(path);
     REQUIRE(back.meta.step == step);
@@ -74,7 +76,8 @@ TEST_CASE("checkpoints are written and read while the prefetcher reads the data 
   }
   done = true;
   consumer.join();
-  INFO(batches.load() << " batches read while " << kCheckpoints << " checkpoints were written and read back");
+  INFO(batches.load() << " batches read while " << kCheckpoints
+                      << " checkpoints were written and read back");
   CHECK(batches.load() > 0);
   CHECK(bad.load() == 0);
   fs::remove_all(dir);

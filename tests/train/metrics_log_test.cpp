@@ -22,7 +22,8 @@ namespace {
 struct TempDir {
   fs::path path;
   explicit TempDir(const std::string& tag) {
-    path = fs::temp_directory_path() / ("ringtrain-metrics-" + tag + "-" + std::to_string(::getpid()));
+    path =
+        fs::temp_directory_path() / ("ringtrain-metrics-" + tag + "-" + std::to_string(::getpid()));
     fs::remove_all(path);
   }
   ~TempDir() {
@@ -47,7 +48,10 @@ std::vector<json> read_lines(const fs::path& p) {
 }
 
 json step_record(std::uint64_t step) {
-  return {{"kind", "train"}, {"step", step}, {"loss", 2.5 / static_cast<double>(step + 1)}, {"lr", 0.1}};
+  return {{"kind", "train"},
+          {"step", step},
+          {"loss", 2.5 / static_cast<double>(step + 1)},
+          {"lr", 0.1}};
 }
 
 }  // namespace
@@ -60,7 +64,8 @@ TEST_CASE("metrics log writes one flushed JSON object per line") {
   log.write(step_record(1));
   // Flushed: visible to another reader before the log is closed.
   CHECK(read_lines(file).size() == 1);
-  log.write({{"kind", "eval"}, {"step", 1}, {"accuracy", 0.875}, {"loss", NAN}, {"tag", "caf\xc3\xa9"}});
+  log.write(
+      {{"kind", "eval"}, {"step", 1}, {"accuracy", 0.875}, {"loss", NAN}, {"tag", "caf\xc3\xa9"}});
   log.write({{"kind", "note"}, {"text", "bad utf-8 \xff here"}});
   const auto lines = read_lines(file);
   REQUIRE(lines.size() == 3);
@@ -89,7 +94,8 @@ TEST_CASE("a new run starts the file afresh") {
   CHECK(read_lines(file).size() == 1);
 }
 
-TEST_CASE("a resumed run keeps records through the checkpoint step and drops later and partial ones") {
+TEST_CASE(
+    "a resumed run keeps records through the checkpoint step and drops later and partial ones") {
   TempDir dir("resume");
   const fs::path file = dir.path / "metrics.jsonl";
   {
@@ -97,7 +103,9 @@ TEST_CASE("a resumed run keeps records through the checkpoint step and drops lat
     log.write({{"kind", "start"}, {"world", 2}});  // no step: always kept
     for (std::uint64_t s = 1; s <= 10; ++s) {
       log.write(step_record(s));
-      if (s % 4 == 0) log.write({{"kind", "eval"}, {"step", s}, {"accuracy", 0.5 + 0.01 * static_cast<double>(s)}});
+      if (s % 4 == 0)
+        log.write(
+            {{"kind", "eval"}, {"step", s}, {"accuracy", 0.5 + 0.01 * static_cast<double>(s)}});
     }
   }
   // The previous run was killed mid-line.
@@ -130,7 +138,9 @@ TEST_CASE("lines from several threads never interleave") {
   for (int t = 0; t < 4; ++t)
     threads.emplace_back([&log, t] {
       for (int i = 0; i < 250; ++i)
-        log.write({{"thread", t}, {"i", i}, {"payload", std::string(static_cast<std::size_t>(i % 97), 'x')}});
+        log.write({{"thread", t},
+                   {"i", i},
+                   {"payload", std::string(static_cast<std::size_t>(i % 97), 'x')}});
     });
   for (auto& th : threads) th.join();
   const auto lines = read_lines(file);

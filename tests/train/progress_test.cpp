@@ -56,7 +56,8 @@ TEST_CASE("the progress line shows epoch, step, loss, lr, throughput, the step s
   s.loss = 2.302585;
   s.lr = 1e-4;
   s.samples_per_s = 950;
-  CHECK(format_progress_line(s) == "epoch 1  step 3  loss 2.3026  lr 0.0001  950 samples/s  ETA --");
+  CHECK(format_progress_line(s) ==
+        "epoch 1  step 3  loss 2.3026  lr 0.0001  950 samples/s  ETA --");
 
   s.loss = NAN;
   CHECK_THAT(format_progress_line(s), Catch::Contains("loss nan"));
@@ -74,7 +75,9 @@ TEST_CASE("a narrow terminal gets a compact line that fits") {
   CHECK(format_progress_line(s, full.size()) == full);
   const std::string compact = format_progress_line(s, 105);
   CHECK(compact.size() <= 105);
-  CHECK(compact == "epoch 2/5  step 1200/4685 (25.6%)  loss 0.4123  lr 0.05  12.3k samples/s  10.4ms c68% m12% d3%  ETA 3m12s");
+  CHECK(compact ==
+        "epoch 2/5  step 1200/4685 (25.6%)  loss 0.4123  lr 0.05  12.3k samples/s  10.4ms c68% "
+        "m12% d3%  ETA 3m12s");
   const std::string narrow = format_progress_line(s, 64);
   CHECK(narrow == "step 1200/4685 (25.6%)  loss 0.4123  12.3k samples/s  ETA 3m12s");
   CHECK(format_progress_line(s, 20).size() == 20);
@@ -154,8 +157,8 @@ TEST_CASE("redraw style rewrites one line in place and ends it with a newline") 
   const std::string first = format_progress_line(s);
   s.step = 1201;
   const std::string second = format_progress_line(s);
-  CHECK(out == "\r" + first + "\x1b[K" + "\r" + second + "\x1b[K" + "\reval: accuracy 0.9012\x1b[K\n\r" + second +
-                   "\x1b[K" + "\n");
+  CHECK(out == "\r" + first + "\x1b[K" + "\r" + second + "\x1b[K" +
+                   "\reval: accuracy 0.9012\x1b[K\n\r" + second + "\x1b[K" + "\n");
 }
 
 TEST_CASE("lines style prints one plain line per update") {

@@ -18,7 +18,9 @@ using namespace ringtrain;
 namespace {
 
 volatile sig_atomic_t g_test_handler_hits = 0;
-extern "C" void test_handler(int) { g_test_handler_hits = g_test_handler_hits + 1; }
+extern "C" void test_handler(int) {
+  g_test_handler_hits = g_test_handler_hits + 1;
+}
 
 void (*current_handler(int sig))(int) {
   struct sigaction now {};
@@ -76,7 +78,8 @@ TEST_CASE("the previous handlers come back when the stop handler goes") {
   CHECK(current_handler(SIGTERM) == term_before);
   CHECK(current_handler(SIGINT) == int_before);
 
-  struct sigaction mine {}, before {};
+  struct sigaction mine {
+  }, before{};
   mine.sa_handler = test_handler;
   sigemptyset(&mine.sa_mask);
   REQUIRE(sigaction(SIGUSR1, &mine, &before) == 0);

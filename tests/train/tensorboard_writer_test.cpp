@@ -42,7 +42,9 @@ std::string slurp(const fs::path& p) {
 
 std::uint64_t le(const std::string& s, std::size_t at, int bytes) {
   std::uint64_t v = 0;
-  for (int i = 0; i < bytes; ++i) v |= std::uint64_t{static_cast<unsigned char>(s.at(at + static_cast<std::size_t>(i)))} << (8 * i);
+  for (int i = 0; i < bytes; ++i)
+    v |= std::uint64_t{static_cast<unsigned char>(s.at(at + static_cast<std::size_t>(i)))}
+         << (8 * i);
   return v;
 }
 
@@ -61,7 +63,8 @@ struct Reader {
   }
   std::uint64_t fixed(int bytes) {
     std::uint64_t v = 0;
-    for (int i = 0; i < bytes; ++i) v |= std::uint64_t{static_cast<unsigned char>(s.at(pos++))} << (8 * i);
+    for (int i = 0; i < bytes; ++i)
+      v |= std::uint64_t{static_cast<unsigned char>(s.at(pos++))} << (8 * i);
     return v;
   }
   std::string_view bytes() {
@@ -162,12 +165,14 @@ TEST_CASE("crc32c matches the published test vectors") {
   CHECK(crc32c(buf.data(), buf.size()) == 0x62A8AB43u);
   for (int i = 0; i < 32; ++i) buf[static_cast<std::size_t>(i)] = static_cast<unsigned char>(i);
   CHECK(crc32c(buf.data(), buf.size()) == 0x46DD794Eu);
-  for (int i = 0; i < 32; ++i) buf[static_cast<std::size_t>(i)] = static_cast<unsigned char>(31 - i);
+  for (int i = 0; i < 32; ++i)
+    buf[static_cast<std::size_t>(i)] = static_cast<unsigned char>(31 - i);
   CHECK(crc32c(buf.data(), buf.size()) == 0x113FDB5Cu);
   CHECK(crc32c(nullptr, 0) == 0u);
   // Masking: ((crc >> 15) | (crc << 17)) + 0xa282ead8.
   const std::uint32_t c = 0xE3069283u;
-  CHECK(masked_crc32c(check.data(), check.size()) == static_cast<std::uint32_t>(((c >> 15) | (c << 17)) + 0xa282ead8u));
+  CHECK(masked_crc32c(check.data(), check.size()) ==
+        static_cast<std::uint32_t>(((c >> 15) | (c << 17)) + 0xa282ead8u));
 }
 
 TEST_CASE("record framing puts the length and both masked CRCs around the payload") {
@@ -188,9 +193,11 @@ TEST_CASE("events encode wall time, step, file version, scalars and session star
   CHECK(e.file_version == "brain.Event:2");
 
   // Steps that need 1, 2, 5 and 9 varint bytes.
-  for (std::uint64_t step : {std::uint64_t{1}, std::uint64_t{127}, std::uint64_t{128}, std::uint64_t{300},
-                             std::uint64_t{1} << 32, std::uint64_t{INT64_MAX}}) {
-    e = decode_event(tfevents::scalars_event(12.5, step, {{"loss", 0.125}, {"train/lr", -3e-4}, {"nan", NAN}}));
+  for (std::uint64_t step :
+       {std::uint64_t{1}, std::uint64_t{127}, std::uint64_t{128}, std::uint64_t{300},
+        std::uint64_t{1} << 32, std::uint64_t{INT64_MAX}}) {
+    e = decode_event(
+        tfevents::scalars_event(12.5, step, {{"loss", 0.125}, {"train/lr", -3e-4}, {"nan", NAN}}));
     CHECK(e.step == step);
     CHECK(e.wall_time == 12.5);
     REQUIRE(e.values.size() == 3);

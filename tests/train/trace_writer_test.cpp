@@ -25,7 +25,8 @@ namespace {
 struct TempDir {
   fs::path path;
   explicit TempDir(const std::string& tag) {
-    path = fs::temp_directory_path() / ("ringtrain-trace-" + tag + "-" + std::to_string(::getpid()));
+    path =
+        fs::temp_directory_path() / ("ringtrain-trace-" + tag + "-" + std::to_string(::getpid()));
     fs::remove_all(path);
     fs::create_directories(path);
   }
@@ -67,7 +68,8 @@ TEST_CASE("spans serialize as complete events with the fields viewers need") {
   TraceWriter trace(3);
   const double t0 = monotonic_seconds();
   trace.span("forward", "compute", t0 + 0.001, t0 + 0.0035, {{"micro_batch", 0}});
-  trace.span("allreduce bucket 2", "comm", t0 + 0.002, t0 + 0.004, {{"bucket", 2}, {"bytes", 4096}});
+  trace.span("allreduce bucket 2", "comm", t0 + 0.002, t0 + 0.004,
+             {{"bucket", 2}, {"bytes", 4096}});
   trace.span("wait", "data", t0, t0);  // zero length is fine
   trace.span("custom", "my lane", t0, t0 + 1e-6);
   CHECK(trace.event_count() == 4);
@@ -148,7 +150,8 @@ TEST_CASE("several threads record at once") {
   for (int t = 0; t < 4; ++t)
     threads.emplace_back([&trace, t] {
       for (int i = 0; i < 500; ++i) {
-        auto s = trace.scope("bucket " + std::to_string(i), t % 2 ? "comm" : "compute", {{"thread", t}});
+        auto s =
+            trace.scope("bucket " + std::to_string(i), t % 2 ? "comm" : "compute", {{"thread", t}});
       }
     });
   for (auto& th : threads) th.join();
@@ -179,7 +182,10 @@ TEST_CASE("ranks merge onto one time axis") {
   const double t = monotonic_seconds();
   r0.span("same instant", "comm", t, t + 0.001);
   r1.span("same instant", "comm", t, t + 0.001);
-  { auto a = r1.scope("outer", "compute"); { auto b = r1.scope("inner", "compute"); } }
+  {
+    auto a = r1.scope("outer", "compute");
+    { auto b = r1.scope("inner", "compute"); }
+  }
 
   const json merged = json::parse(merge_traces({r1.serialize(), r0.serialize()}));
   CHECK(merged.at("otherData").at("ringtrain_ranks") == 2);
@@ -188,7 +194,7 @@ TEST_CASE("ranks merge onto one time axis") {
   const double ts0 = find_span(ev, "same instant", 0).at("ts");
   const double ts1 = find_span(ev, "same instant", 1).at("ts");
   CHECK(std::abs(ts0 - ts1) < 1000.0);  // within 1 ms: clock sampling jitter only
-  CHECK(ts1 > 29000.0);                 // rank 0 started 30 ms earlier: its origin is the axis start
+  CHECK(ts1 > 29000.0);  // rank 0 started 30 ms earlier: its origin is the axis start
   CHECK(within(find_span(ev, "inner"), find_span(ev, "outer")));
 
   CHECK_THROWS_AS(merge_traces({"not json"}), Error);

@@ -21,9 +21,12 @@ int main(int argc, char** argv) {
   bool exact = false;
   double rtol = 1e-5, atol = 1e-6;
   for (int i = 3; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--exact")) exact = true;
-    else if (!std::strcmp(argv[i], "--rtol") && i + 1 < argc) rtol = std::atof(argv[++i]);
-    else if (!std::strcmp(argv[i], "--atol") && i + 1 < argc) atol = std::atof(argv[++i]);
+    if (!std::strcmp(argv[i], "--exact"))
+      exact = true;
+    else if (!std::strcmp(argv[i], "--rtol") && i + 1 < argc)
+      rtol = std::atof(argv[++i]);
+    else if (!std::strcmp(argv[i], "--atol") && i + 1 < argc)
+      atol = std::atof(argv[++i]);
   }
   try {
     const LoadedCheckpoint a = read_checkpoint(argv[1]);
@@ -42,7 +45,8 @@ int main(int argc, char** argv) {
         const auto& va = ta[t].second;
         const auto& vb = tb[t].second;
         if (ta[t].first != tb[t].first || va.size() != vb.size()) {
-          std::printf("tensor %zu differs in name or size: %s vs %s\n", t, ta[t].first.c_str(), tb[t].first.c_str());
+          std::printf("tensor %zu differs in name or size: %s vs %s\n", t, ta[t].first.c_str(),
+                      tb[t].first.c_str());
           ++bad;
           continue;
         }
@@ -63,9 +67,9 @@ int main(int argc, char** argv) {
     };
     compare(a.params, b.params);
     if (a.optimizer.size() == b.optimizer.size()) compare(a.optimizer, b.optimizer);
-    std::printf("%s vs %s: %zu of %zu elements outside %s; largest relative difference %.3g%s%s\n", argv[1], argv[2],
-                bad, total, exact ? "bit-exact" : "tolerance", worst, worst_name.empty() ? "" : " at ",
-                worst_name.c_str());
+    std::printf("%s vs %s: %zu of %zu elements outside %s; largest relative difference %.3g%s%s\n",
+                argv[1], argv[2], bad, total, exact ? "bit-exact" : "tolerance", worst,
+                worst_name.empty() ? "" : " at ", worst_name.c_str());
     return bad == 0 ? 0 : 1;
   } catch (const Error& e) {
     std::fprintf(stderr, "compare_checkpoints: %s\n", e.what());

@@ -171,8 +171,8 @@ class Communicator {
 // on one GPU), else shm; a host backend on GPU ranks stages their buffers
 // through pinned memory. nccl on a CPU rank or with shared GPUs is an Error
 // naming the rank and device. Pure, so the rule is tested without GPUs.
-std::string_view resolve_backend(std::string_view kind, bool gpu_rank, bool any_gpu_shared, int rank,
-                                 std::string_view device);
+std::string_view resolve_backend(std::string_view kind, bool gpu_rank, bool any_gpu_shared,
+                                 int rank, std::string_view device);
 
 // kind: auto | nccl | shm | ring | mpi (see resolve_backend). Collective over
 // the world: the ranks first agree whether any of them shares a GPU.

@@ -29,15 +29,25 @@ struct BufferView {
 template <typename T>
 constexpr DType dtype_of();
 template <>
-constexpr DType dtype_of<float>() { return DType::f32; }
+constexpr DType dtype_of<float>() {
+  return DType::f32;
+}
 template <>
-constexpr DType dtype_of<double>() { return DType::f64; }
+constexpr DType dtype_of<double>() {
+  return DType::f64;
+}
 template <>
-constexpr DType dtype_of<int>() { return DType::i32; }
+constexpr DType dtype_of<int>() {
+  return DType::i32;
+}
 template <>
-constexpr DType dtype_of<long>() { return DType::i64; }
+constexpr DType dtype_of<long>() {
+  return DType::i64;
+}
 template <>
-constexpr DType dtype_of<long long>() { return DType::i64; }
+constexpr DType dtype_of<long long>() {
+  return DType::i64;
+}
 
 template <typename T>
 BufferView view_of(T* ptr, std::size_t count, Device device = Device::cpu()) {

@@ -23,8 +23,8 @@ class OrderingPoint {
  public:
   OrderingPoint() = default;  // nothing to wait for
   // Behind everything queued on `stream` so far (nullptr: the legacy default
-  // stream, which is behind every blocking stream). Empty on the CPU. Events come from a per-process pool (no allocation per
-  // step once warm).
+  // stream, which is behind every blocking stream). Empty on the CPU. Events come from a
+  // per-process pool (no allocation per step once warm).
   static OrderingPoint record(Device device, void* stream);
 
   bool empty() const { return event_ == nullptr; }

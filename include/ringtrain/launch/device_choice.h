@@ -33,7 +33,8 @@ std::vector<std::string> parse_cuda_visible_devices(std::string_view value);
 // /dev/nvidia0.
 const std::vector<std::string>& nvidia_device_node_paths();
 // True when any of `paths` exists (injectable for tests).
-bool nvidia_device_nodes_present(const std::vector<std::string>& paths = nvidia_device_node_paths());
+bool nvidia_device_nodes_present(
+    const std::vector<std::string>& paths = nvidia_device_node_paths());
 
 // What a CudaProbe (gpu_runtime.h) means. The rule:
 //  - the runtime answered (probe.error empty; cudaErrorNoDevice counts as an

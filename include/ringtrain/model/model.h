@@ -24,16 +24,16 @@
 namespace ringtrain {
 
 struct ParamInfo {
-  std::string name;                // "conv1.weight", "fc2.bias"
+  std::string name;                   // "conv1.weight", "fc2.bias"
   std::size_t offset = 0, count = 0;  // elements, in the flat buffers
   std::vector<std::size_t> shape;
-  std::size_t layer = 0;           // index into the model's layers
+  std::size_t layer = 0;  // index into the model's layers
 };
 
 struct ModelOptions {
   Device device{};
-  std::uint64_t seed = 0;        // parameter initialisation and dropout masks
-  std::size_t max_batch = 256;   // activations and workspaces are sized for it
+  std::uint64_t seed = 0;       // parameter initialisation and dropout masks
+  std::size_t max_batch = 256;  // activations and workspaces are sized for it
   // TF32 for convolutions and GEMMs on a GPU (ops/math_mode.h): by default
   // PyTorch's (conv yes, GEMM no). Ignored on the CPU.
   Tf32Mode tf32 = Tf32Mode::pytorch_default;
@@ -47,8 +47,9 @@ class Model {
  public:
   // input_shape is per sample: {C, H, W} or {F}. The last layer must produce
   // num_classes outputs. Errors name the layer and the shapes that do not fit.
-  static std::unique_ptr<Model> build(const ModelSpec& spec, const std::vector<std::size_t>& input_shape,
-                                      int num_classes, const ModelOptions& options);
+  static std::unique_ptr<Model> build(const ModelSpec& spec,
+                                      const std::vector<std::size_t>& input_shape, int num_classes,
+                                      const ModelOptions& options);
   ~Model();
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
@@ -64,7 +65,7 @@ class Model {
   BufferView grads();
   const std::vector<ParamInfo>& param_info() const { return param_info_; }
   std::size_t layer_count() const;
-  std::string layer_name(std::size_t layer) const;     // "conv1", "relu2", ...
+  std::string layer_name(std::size_t layer) const;                       // "conv1", "relu2", ...
   std::vector<std::size_t> layer_output_shape(std::size_t layer) const;  // per sample
   // [offset, offset + count) of the layer's parameters in the flat buffers;
   // empty (offset, offset) for a layer without parameters.
@@ -82,8 +83,8 @@ class Model {
   void set_dropout_context(std::uint64_t rank, std::uint64_t step);
 
   struct LossResult {
-    double loss_sum = 0;       // sum over the batch of per-sample losses
-    std::size_t correct = 0;   // samples whose argmax is the label
+    double loss_sum = 0;      // sum over the batch of per-sample losses
+    std::size_t correct = 0;  // samples whose argmax is the label
   };
   // x: batch x input_shape float32 and labels int32, both on the model's
   // device. x must stay valid and unchanged until the matching backward.
@@ -93,7 +94,8 @@ class Model {
   // The training step's forward: the loss is added to running totals on the
   // model's device, and the host does not wait. take_loss_totals() reads and
   // resets them (one counted host sync), at logging points.
-  void forward_accumulate(const float* x, const std::int32_t* labels, std::size_t batch, bool training);
+  void forward_accumulate(const float* x, const std::int32_t* labels, std::size_t batch,
+                          bool training);
   LossResult take_loss_totals();
   // Gradient of (grad_scale * mean loss) of the last forward. accumulate=false
   // overwrites the gradients, true adds to them (gradient accumulation).
@@ -114,7 +116,8 @@ class Model {
 
  private:
   Model();
-  const float* run_layers(const float* x, const std::int32_t* labels, std::size_t batch, bool training);
+  const float* run_layers(const float* x, const std::int32_t* labels, std::size_t batch,
+                          bool training);
   struct State;
   ModelSpec spec_;
   ModelOptions options_;

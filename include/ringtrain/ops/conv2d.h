@@ -45,8 +45,8 @@ class Conv2dOp {
   const ComputeContext& ctx_;
   Conv2dGeometry g_;
   std::size_t max_batch_;
-  bool direct_;      // 1x1, stride 1, no padding: the input is its own im2col
-  Tensor col_;       // CPU: [C*k*k, Ho*Wo] for one sample
+  bool direct_;  // 1x1, stride 1, no padding: the input is its own im2col
+  Tensor col_;   // CPU: [C*k*k, Ho*Wo] for one sample
   std::unique_ptr<detail::GpuConvPlan> gpu_;
 };
 

@@ -13,8 +13,12 @@ namespace ringtrain {
 
 enum class Tf32Mode { pytorch_default, on, off };
 
-constexpr bool tf32_for_convolutions(Tf32Mode m) { return m != Tf32Mode::off; }
-constexpr bool tf32_for_gemm(Tf32Mode m) { return m == Tf32Mode::on; }
+constexpr bool tf32_for_convolutions(Tf32Mode m) {
+  return m != Tf32Mode::off;
+}
+constexpr bool tf32_for_gemm(Tf32Mode m) {
+  return m == Tf32Mode::on;
+}
 
 // "default", "on" or "off" (the --tf32 flag); an Error naming the flag otherwise.
 Tf32Mode parse_tf32_mode(std::string_view text);

@@ -17,21 +17,23 @@ struct SoftmaxCrossEntropyResult {
 // `row_loss` / `row_correct` are workspaces of `rows` entries on ctx's device
 // (used on the GPU only; may be null on the CPU). A label outside
 // [0, classes) is an Error naming the row and the label.
-SoftmaxCrossEntropyResult softmax_cross_entropy_forward(const ComputeContext& ctx, const float* logits,
-                                                        const std::int32_t* labels, std::size_t rows,
-                                                        std::size_t classes, float* row_loss,
-                                                        std::int32_t* row_correct);
+SoftmaxCrossEntropyResult softmax_cross_entropy_forward(const ComputeContext& ctx,
+                                                        const float* logits,
+                                                        const std::int32_t* labels,
+                                                        std::size_t rows, std::size_t classes,
+                                                        float* row_loss, std::int32_t* row_correct);
 // The same loss without a host round trip: adds the rows' loss sum, correct
 // count and bad-label count to totals[0..2] (kernels::kLossTotalsCount
 // doubles on ctx's device). On the CPU a bad label is an Error at once; on a
 // GPU it is counted, for the reader of the totals to report.
 void softmax_cross_entropy_accumulate(const ComputeContext& ctx, const float* logits,
-                                      const std::int32_t* labels, std::size_t rows, std::size_t classes,
-                                      float* row_loss, std::int32_t* row_correct, double* totals);
+                                      const std::int32_t* labels, std::size_t rows,
+                                      std::size_t classes, float* row_loss,
+                                      std::int32_t* row_correct, double* totals);
 // dlogits = scale * (softmax(logits) - onehot(labels)); for the gradient of
 // grad_scale * mean loss, scale = grad_scale / rows.
 void softmax_cross_entropy_backward(const ComputeContext& ctx, const float* logits,
-                                    const std::int32_t* labels, std::size_t rows, std::size_t classes,
-                                    float scale, float* dlogits);
+                                    const std::int32_t* labels, std::size_t rows,
+                                    std::size_t classes, float scale, float* dlogits);
 
 }  // namespace ringtrain

@@ -21,7 +21,7 @@ struct LrScheduleConfig {
   std::string kind = "constant";  // constant | cosine | step
   float base_lr = 0.1f;
   std::uint64_t warmup_steps = 0;
-  std::uint64_t total_steps = 0;  // cosine: where it reaches min_lr
+  std::uint64_t total_steps = 0;   // cosine: where it reaches min_lr
   std::uint64_t step_size = 1000;  // step: decay every step_size steps
   float gamma = 0.1f;              // step: decay factor
   float min_lr = 0.f;              // cosine: floor

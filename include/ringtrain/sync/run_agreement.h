@@ -26,7 +26,8 @@ void agree_on_signature(Communicator& comm, const std::vector<SignatureField>& f
 
 // 64-bit FNV-1a over the bytes of a host buffer: equal replicas hash equal bit
 // for bit, since every rank applies the same averaged gradients.
-std::uint64_t hash_bytes(const void* data, std::size_t bytes, std::uint64_t seed = 0xcbf29ce484222325ull);
+std::uint64_t hash_bytes(const void* data, std::size_t bytes,
+                         std::uint64_t seed = 0xcbf29ce484222325ull);
 
 // Collective. Compares `hash` across ranks; throws Error naming the ranks that
 // differ from rank 0 and the step.

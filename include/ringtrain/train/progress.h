@@ -25,11 +25,11 @@ struct ProgressStats {
   std::uint64_t total_steps = 0;  // 0 = not known
   double loss = 0;
   double lr = 0;
-  double samples_per_s = 0;  // global: all ranks together
-  double step_s = 0;         // wall time per step
-  double compute_s = 0;      // forward + backward + optimizer
-  double exposed_comm_s = 0; // communication the step waited for (not hidden by overlap)
-  double data_wait_s = 0;    // waiting for the next batch
+  double samples_per_s = 0;   // global: all ranks together
+  double step_s = 0;          // wall time per step
+  double compute_s = 0;       // forward + backward + optimizer
+  double exposed_comm_s = 0;  // communication the step waited for (not hidden by overlap)
+  double data_wait_s = 0;     // waiting for the next batch
   std::optional<double> eta_s;
 };
 

@@ -20,7 +20,7 @@ namespace ringtrain {
 // Seconds spent in each phase of one optimizer step, on this rank.
 struct StepTiming {
   double total = 0;
-  double data_wait = 0;     // blocked on the prefetcher
+  double data_wait = 0;  // blocked on the prefetcher
   double forward = 0;
   double backward = 0;      // includes launching overlapped all-reduces
   double optimizer = 0;     // clipping and the update
@@ -47,8 +47,8 @@ class RunRecorder {
   ~RunRecorder();
 
   // Rank 0 logs; loss is the global mean over the steps since the last call.
-  void on_step(std::uint64_t step, std::uint64_t epoch, float lr, double loss, const StepTiming& timing,
-               double samples_per_second);
+  void on_step(std::uint64_t step, std::uint64_t epoch, float lr, double loss,
+               const StepTiming& timing, double samples_per_second);
   void on_eval(std::uint64_t step, const EvalResult& result, double seconds);
   void on_checkpoint(std::uint64_t step, const std::string& path);
   void trace_span(std::string_view name, std::string_view lane, double start_s, double end_s);

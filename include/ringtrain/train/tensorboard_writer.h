@@ -8,8 +8,9 @@
 //
 // Event (tensorflow/core/util/event.proto), only the fields used here:
 //   1 wall_time   double           2 step  int64
-//   3 file_version string          5 summary Summary { 1 value Value {1 tag string, 2 simple_value float} }
-//   7 session_log SessionLog { 1 status enum (START = 1) }   (6 is the deprecated log_message)
+//   3 file_version string          5 summary Summary { 1 value Value {1 tag string, 2 simple_value
+//   float} } 7 session_log SessionLog { 1 status enum (START = 1) }   (6 is the deprecated
+//   log_message)
 // The first record of every file is file_version "brain.Event:2".
 #pragma once
 

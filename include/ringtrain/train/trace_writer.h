@@ -32,7 +32,8 @@ class TraceWriter {
   // A disabled writer drops every span at the cost of one branch, so callers
   // need no "if tracing" around them. Beyond `max_events` spans are dropped and
   // counted (the document says how many), bounding memory on long runs.
-  explicit TraceWriter(int rank, bool enabled = true, std::size_t max_events = std::size_t{1} << 21);
+  explicit TraceWriter(int rank, bool enabled = true,
+                       std::size_t max_events = std::size_t{1} << 21);
   TraceWriter(const TraceWriter&) = delete;
   TraceWriter& operator=(const TraceWriter&) = delete;
 
@@ -90,8 +91,8 @@ class TraceWriter {
   int rank_;
   bool enabled_;
   std::size_t max_events_;
-  double origin_s_;                // monotonic_seconds() at construction
-  std::int64_t origin_unix_us_;    // the wall clock at that moment
+  double origin_s_;              // monotonic_seconds() at construction
+  std::int64_t origin_unix_us_;  // the wall clock at that moment
   mutable std::mutex mutex_;
   std::vector<Event> events_;
   std::size_t dropped_ = 0;

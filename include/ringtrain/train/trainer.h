@@ -12,8 +12,8 @@
 namespace ringtrain {
 
 struct TrainSummary {
-  std::uint64_t steps = 0;         // optimizer steps completed (in total, across resumes)
-  double epochs = 0;               // data epochs covered
+  std::uint64_t steps = 0;  // optimizer steps completed (in total, across resumes)
+  double epochs = 0;        // data epochs covered
   double test_accuracy = 0;
   double test_loss = 0;
   std::uint64_t test_n = 0;

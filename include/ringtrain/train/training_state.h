@@ -19,9 +19,9 @@ class Optimizer;
 
 // Where a run stands: what a checkpoint records beside the tensors.
 struct RunPosition {
-  std::uint64_t step = 0;           // optimizer steps done
-  DataCursor next_cursor;           // the batch the next step reads
-  std::size_t global_batch = 0;     // samples per optimizer step
+  std::uint64_t step = 0;                // optimizer steps done
+  DataCursor next_cursor;                // the batch the next step reads
+  std::size_t global_batch = 0;          // samples per optimizer step
   std::size_t sampler_global_batch = 0;  // samples per micro-step (the cursor's unit)
   int world_size = 1;
   bool finished = false;
@@ -30,8 +30,8 @@ struct RunPosition {
 // Rank 0 only: writes ckpt-<step>.h5 atomically into cfg.ckpt_dir (keeping
 // cfg.keep) from the model's parameters and the optimizer's state, read back
 // from the device (host syncs, counted). Returns the path.
-std::string save_training_state(const TrainConfig& cfg, const ModelSpec& spec, Model& model, Optimizer& optimizer,
-                                const RunPosition& position);
+std::string save_training_state(const TrainConfig& cfg, const ModelSpec& spec, Model& model,
+                                Optimizer& optimizer, const RunPosition& position);
 
 // Where a resumed run continues.
 struct ResumePoint {
@@ -44,7 +44,8 @@ struct ResumePoint {
 // or 'latest' in cfg.ckpt_dir), checks it against this run, and loads it into
 // its model and optimizer; every rank learns where training continues. The
 // caller then broadcasts rank 0's parameters and optimizer state.
-ResumePoint resume_training_state(const TrainConfig& cfg, Communicator& control, const ModelSpec& spec,
-                                  Model& model, Optimizer& optimizer, std::size_t sampler_global_batch);
+ResumePoint resume_training_state(const TrainConfig& cfg, Communicator& control,
+                                  const ModelSpec& spec, Model& model, Optimizer& optimizer,
+                                  std::size_t sampler_global_batch);
 
 }  // namespace ringtrain

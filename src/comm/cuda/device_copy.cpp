@@ -6,7 +6,8 @@
 namespace ringtrain::comm_detail {
 
 void copy_view(BufferView dst, BufferView src) {
-  RT_CHECK(dst.bytes() >= src.bytes(), "copy of {} bytes into a buffer of {}", src.bytes(), dst.bytes());
+  RT_CHECK(dst.bytes() >= src.bytes(), "copy of {} bytes into a buffer of {}", src.bytes(),
+           dst.bytes());
   if (src.bytes() == 0) return;
   RT_CUDA_CHECK(cudaMemcpy(dst.ptr, src.ptr, src.bytes(), cudaMemcpyDefault));
 }

@@ -18,8 +18,8 @@
 #include <fmt/ranges.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <condition_variable>
+#include <cstdlib>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -39,28 +39,40 @@
 
 namespace ringtrain::comm_detail {
 
-bool nccl_compiled() { return true; }
+bool nccl_compiled() {
+  return true;
+}
 
 namespace {
 
 ncclDataType_t nccl_type(DType t) {
   switch (t) {
-    case DType::f32: return ncclFloat32;
-    case DType::f64: return ncclFloat64;
-    case DType::f16: return ncclFloat16;
-    case DType::bf16: return ncclBfloat16;
-    case DType::i32: return ncclInt32;
-    case DType::i64: return ncclInt64;
+    case DType::f32:
+      return ncclFloat32;
+    case DType::f64:
+      return ncclFloat64;
+    case DType::f16:
+      return ncclFloat16;
+    case DType::bf16:
+      return ncclBfloat16;
+    case DType::i32:
+      return ncclInt32;
+    case DType::i64:
+      return ncclInt64;
   }
   return ncclFloat32;
 }
 
 ncclRedOp_t nccl_op(ReduceOp op) {
   switch (op) {
-    case ReduceOp::sum: return ncclSum;
-    case ReduceOp::avg: return ncclAvg;
-    case ReduceOp::max: return ncclMax;
-    case ReduceOp::min: return ncclMin;
+    case ReduceOp::sum:
+      return ncclSum;
+    case ReduceOp::avg:
+      return ncclAvg;
+    case ReduceOp::max:
+      return ncclMax;
+    case ReduceOp::min:
+      return ncclMin;
   }
   return ncclSum;
 }
@@ -70,7 +82,10 @@ class NcclCommunicator;
 class NcclRequest final : public CommRequest::State {
  public:
   NcclRequest(NcclCommunicator& owner, std::string what, std::uint64_t seq, OrderingPoint done)
-      : owner_(owner), what_(std::move(what)), seq_(seq), done_point_(std::move(done)),
+      : owner_(owner),
+        what_(std::move(what)),
+        seq_(seq),
+        done_point_(std::move(done)),
         deadline_(owner_timeout(owner)) {}
   bool test() override;
   void wait() override;
@@ -102,7 +117,8 @@ class NcclCommunicator final : public Communicator {
     // RINGTRAIN_FAULT_NCCL_LATE_RANK=r makes rank r join the communicator only
     // after RINGTRAIN_FAULT_NCCL_LATE_SECONDS (default 600): the test of a
     // rank that never joins (the others' init must time out, naming it).
-    if (const char* late = std::getenv("RINGTRAIN_FAULT_NCCL_LATE_RANK"); late && std::atoi(late) == rank()) {
+    if (const char* late = std::getenv("RINGTRAIN_FAULT_NCCL_LATE_RANK");
+        late && std::atoi(late) == rank()) {
       const char* secs = std::getenv("RINGTRAIN_FAULT_NCCL_LATE_SECONDS");
       std::this_thread::sleep_for(std::chrono::seconds(secs ? std::atoi(secs) : 600));
     }
@@ -155,19 +171,21 @@ class NcclCommunicator final : public Communicator {
       // (seen on an H100); a copy is exact and cheaper.
       return issue("allreduce", [&] {
         if (in.ptr != out.ptr && in.count > 0)
-          RT_CUDA_CHECK(cudaMemcpyAsync(out.ptr, in.ptr, in.bytes(), cudaMemcpyDeviceToDevice, stream_));
+          RT_CUDA_CHECK(
+              cudaMemcpyAsync(out.ptr, in.ptr, in.bytes(), cudaMemcpyDeviceToDevice, stream_));
         return ncclSuccess;
       });
     }
     return issue("allreduce", [&] {
-      return ncclAllReduce(in.ptr, out.ptr, in.count, nccl_type(in.dtype), nccl_op(op), comm_, stream_);
+      return ncclAllReduce(in.ptr, out.ptr, in.count, nccl_type(in.dtype), nccl_op(op), comm_,
+                           stream_);
     });
   }
   CommRequest broadcast_async(BufferView in, BufferView out, int root) override {
     check_broadcast_args(in, out, root);
     return issue("broadcast", [&] {
-      return ncclBroadcast(rank() == root ? in.ptr : out.ptr, out.ptr, out.count, nccl_type(out.dtype), root,
-                           comm_, stream_);
+      return ncclBroadcast(rank() == root ? in.ptr : out.ptr, out.ptr, out.count,
+                           nccl_type(out.dtype), root, comm_, stream_);
     });
   }
   CommRequest allgather_async(BufferView in, BufferView out) override {
@@ -179,7 +197,8 @@ class NcclCommunicator final : public Communicator {
   CommRequest reduce_scatter_async(BufferView in, BufferView out, ReduceOp op) override {
     check_reduce_scatter_args(in, out);
     return issue("reduce_scatter", [&] {
-      return ncclReduceScatter(in.ptr, out.ptr, out.count, nccl_type(in.dtype), nccl_op(op), comm_, stream_);
+      return ncclReduceScatter(in.ptr, out.ptr, out.count, nccl_type(in.dtype), nccl_op(op), comm_,
+                               stream_);
     });
   }
   CommRequest barrier_async() override {
@@ -202,15 +221,17 @@ class NcclCommunicator final : public Communicator {
     const ncclResult_t rc = ncclCommGetAsyncError(comm_, &state);
     if (rc != ncclSuccess || (state != ncclSuccess && state != ncclInProgress))
       fatal(fmt::format("nccl {} #{} failed on rank {}: {} ({})", what, seq, rank(),
-                        ncclGetErrorString(rc != ncclSuccess ? rc : state), ncclGetLastError(comm_)));
+                        ncclGetErrorString(rc != ncclSuccess ? rc : state),
+                        ncclGetLastError(comm_)));
     if (deadline.expired()) {
       const std::vector<int> missing = board_.behind(seq);
-      fatal(fmt::format("nccl {} #{} timed out after {} s: {} (rank {} aborts the NCCL communicator)", what, seq,
-                        deadline.seconds(),
-                        missing.empty() ? std::string("every rank on this node issued it; a peer on another "
-                                                      "node or the network is stuck")
-                                        : fmt::format("rank(s) {} did not arrive", fmt::join(missing, ", ")),
-                        rank()));
+      fatal(fmt::format(
+          "nccl {} #{} timed out after {} s: {} (rank {} aborts the NCCL communicator)", what, seq,
+          deadline.seconds(),
+          missing.empty() ? std::string("every rank on this node issued it; a peer on another "
+                                        "node or the network is stuck")
+                          : fmt::format("rank(s) {} did not arrive", fmt::join(missing, ", ")),
+          rank()));
     }
   }
 
@@ -261,7 +282,8 @@ class NcclCommunicator final : public Communicator {
       std::unique_lock lock(watch_mutex_);
       while (!watch_stop_) {
         watch_wake_.wait_for(lock, std::chrono::milliseconds(20));
-        while (!outstanding_.empty() && outstanding_.front().done.reached()) outstanding_.pop_front();
+        while (!outstanding_.empty() && outstanding_.front().done.reached())
+          outstanding_.pop_front();
         if (outstanding_.empty()) continue;
         const Outstanding& oldest = outstanding_.front();
         check_async(oldest.what, oldest.seq, oldest.deadline);
@@ -294,7 +316,9 @@ class NcclCommunicator final : public Communicator {
   std::thread watchdog_;
 };
 
-double NcclRequest::owner_timeout(const NcclCommunicator& owner) { return owner.timeout(); }
+double NcclRequest::owner_timeout(const NcclCommunicator& owner) {
+  return owner.timeout();
+}
 
 bool NcclRequest::test() {
   if (done_) return true;
@@ -317,7 +341,8 @@ void NcclRequest::wait() {
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_nccl_communicator(const Topology& topology, const CommOptions& options) {
+std::unique_ptr<Communicator> make_nccl_communicator(const Topology& topology,
+                                                     const CommOptions& options) {
   return std::make_unique<NcclCommunicator>(topology, options);
 }
 

@@ -33,7 +33,8 @@ struct StagedPair {
 
 class StagedCommunicator final : public Communicator {
  public:
-  StagedCommunicator(const Topology& topology, std::string_view inner_kind, const CommOptions& options)
+  StagedCommunicator(const Topology& topology, std::string_view inner_kind,
+                     const CommOptions& options)
       : Communicator(topology.rank(), topology.world_size(), topology.device(), options),
         inner_(make_host_backend(inner_kind, topology.on_host(), options)),
         thread_(options.timeout_seconds) {
@@ -57,12 +58,14 @@ class StagedCommunicator final : public Communicator {
 
   CommRequest allreduce_async(BufferView in, BufferView out, ReduceOp op) override {
     check_allreduce_args(in, out);
-    return submit("allreduce", in, out, [this, op](StagedPair p) { inner_->allreduce(p.in, p.out, op); });
+    return submit("allreduce", in, out,
+                  [this, op](StagedPair p) { inner_->allreduce(p.in, p.out, op); });
   }
   CommRequest broadcast_async(BufferView in, BufferView out, int root) override {
     check_broadcast_args(in, out, root);
     if (rank() != root) in = out;
-    return submit("broadcast", in, out, [this, root](StagedPair p) { inner_->broadcast(p.in, p.out, root); });
+    return submit("broadcast", in, out,
+                  [this, root](StagedPair p) { inner_->broadcast(p.in, p.out, root); });
   }
   CommRequest allgather_async(BufferView in, BufferView out) override {
     check_allgather_args(in, out);
@@ -86,7 +89,8 @@ class StagedCommunicator final : public Communicator {
   }
 
  private:
-  static std::unique_ptr<Communicator> make_host_backend(std::string_view kind, const Topology& host,
+  static std::unique_ptr<Communicator> make_host_backend(std::string_view kind,
+                                                         const Topology& host,
                                                          const CommOptions& options) {
     if (kind == "ring") return make_ring_communicator(host, options);
     if (kind == "mpi") return make_mpi_communicator(host, options);
@@ -119,7 +123,8 @@ class StagedCommunicator final : public Communicator {
     const bool overlap = in_b < out_b + out.bytes() && out_b < in_b + in.bytes();
     const char* base = overlap ? std::min(in_b, out_b) : nullptr;
     const std::size_t union_bytes =
-        overlap ? static_cast<std::size_t>(std::max(in_b + in.bytes(), out_b + out.bytes()) - base) : 0;
+        overlap ? static_cast<std::size_t>(std::max(in_b + in.bytes(), out_b + out.bytes()) - base)
+                : 0;
     const std::size_t out_offset = overlap ? 0 : round_up(in.bytes());
     reserve(overlap ? union_bytes : out_offset + out.bytes());
     char* host = static_cast<char*>(staging_);
@@ -137,7 +142,8 @@ class StagedCommunicator final : public Communicator {
   }
 
   void unstage(BufferView out) {
-    copy(out.ptr, staged_out_.ptr, out.bytes(), cudaMemcpyHostToDevice, "copy the result to the device");
+    copy(out.ptr, staged_out_.ptr, out.bytes(), cudaMemcpyHostToDevice,
+         "copy the result to the device");
   }
 
   void copy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind, const char* why) {
@@ -170,7 +176,8 @@ class StagedCommunicator final : public Communicator {
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_staged_communicator(std::string_view inner_kind, const Topology& topology,
+std::unique_ptr<Communicator> make_staged_communicator(std::string_view inner_kind,
+                                                       const Topology& topology,
                                                        const CommOptions& options) {
   return std::make_unique<StagedCommunicator>(topology, inner_kind, options);
 }

@@ -13,44 +13,40 @@
 
 #include "ringtrain/core/error.h"
 
-#define RT_CUDA_CHECK(call)                                                          \
-  do {                                                                               \
-    cudaError_t rt_e_ = (call);                                                      \
-    if (rt_e_ != cudaSuccess)                                           \
-      ::ringtrain::detail::throw_library_error("CUDA", __FILE__, __LINE__,           \
-                                               std::string(#call ": ") +             \
-                                                   cudaGetErrorString(rt_e_));       \
+#define RT_CUDA_CHECK(call)                                                                 \
+  do {                                                                                      \
+    cudaError_t rt_e_ = (call);                                                             \
+    if (rt_e_ != cudaSuccess)                                                               \
+      ::ringtrain::detail::throw_library_error(                                             \
+          "CUDA", __FILE__, __LINE__, std::string(#call ": ") + cudaGetErrorString(rt_e_)); \
   } while (0)
 
 // After every kernel launch, as llm.c does. It cannot report a poll's "not
 // ready": polls go through cuda_poll_* below, which clear it.
 #define RT_CUDA_CHECK_LAUNCH() RT_CUDA_CHECK(cudaGetLastError())
 
-#define RT_NCCL_CHECK(call)                                                          \
-  do {                                                                               \
-    ncclResult_t rt_r_ = (call);                                                     \
-    if (rt_r_ != ncclSuccess && rt_r_ != ncclInProgress)                \
-      ::ringtrain::detail::throw_library_error("NCCL", __FILE__, __LINE__,           \
-                                               std::string(#call ": ") +             \
-                                                   ncclGetErrorString(rt_r_));       \
+#define RT_NCCL_CHECK(call)                                                                 \
+  do {                                                                                      \
+    ncclResult_t rt_r_ = (call);                                                            \
+    if (rt_r_ != ncclSuccess && rt_r_ != ncclInProgress)                                    \
+      ::ringtrain::detail::throw_library_error(                                             \
+          "NCCL", __FILE__, __LINE__, std::string(#call ": ") + ncclGetErrorString(rt_r_)); \
   } while (0)
 
-#define RT_CUBLAS_CHECK(call)                                                        \
-  do {                                                                               \
-    cublasStatus_t rt_s_ = (call);                                                   \
-    if (rt_s_ != CUBLAS_STATUS_SUCCESS)                                 \
-      ::ringtrain::detail::throw_library_error("cuBLAS", __FILE__, __LINE__,         \
-                                               std::string(#call ": ") +             \
-                                                   cublasGetStatusString(rt_s_));    \
+#define RT_CUBLAS_CHECK(call)                                                                    \
+  do {                                                                                           \
+    cublasStatus_t rt_s_ = (call);                                                               \
+    if (rt_s_ != CUBLAS_STATUS_SUCCESS)                                                          \
+      ::ringtrain::detail::throw_library_error(                                                  \
+          "cuBLAS", __FILE__, __LINE__, std::string(#call ": ") + cublasGetStatusString(rt_s_)); \
   } while (0)
 
-#define RT_CUDNN_CHECK(call)                                                         \
-  do {                                                                               \
-    cudnnStatus_t rt_s_ = (call);                                                    \
-    if (rt_s_ != CUDNN_STATUS_SUCCESS)                                  \
-      ::ringtrain::detail::throw_library_error("cuDNN", __FILE__, __LINE__,          \
-                                               std::string(#call ": ") +             \
-                                                   cudnnGetErrorString(rt_s_));      \
+#define RT_CUDNN_CHECK(call)                                                                  \
+  do {                                                                                        \
+    cudnnStatus_t rt_s_ = (call);                                                             \
+    if (rt_s_ != CUDNN_STATUS_SUCCESS)                                                        \
+      ::ringtrain::detail::throw_library_error(                                               \
+          "cuDNN", __FILE__, __LINE__, std::string(#call ": ") + cudnnGetErrorString(rt_s_)); \
   } while (0)
 
 namespace ringtrain::detail {
@@ -68,7 +64,11 @@ inline bool cuda_poll_result(cudaError_t e, const char* what) {
   }
   throw_library_error("CUDA", __FILE__, __LINE__, std::string(what) + ": " + cudaGetErrorString(e));
 }
-inline bool cuda_poll_event(cudaEvent_t e) { return cuda_poll_result(cudaEventQuery(e), "cudaEventQuery"); }
-inline bool cuda_poll_stream(cudaStream_t s) { return cuda_poll_result(cudaStreamQuery(s), "cudaStreamQuery"); }
+inline bool cuda_poll_event(cudaEvent_t e) {
+  return cuda_poll_result(cudaEventQuery(e), "cudaEventQuery");
+}
+inline bool cuda_poll_stream(cudaStream_t s) {
+  return cuda_poll_result(cudaStreamQuery(s), "cudaStreamQuery");
+}
 
 }  // namespace ringtrain::detail

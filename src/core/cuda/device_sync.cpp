@@ -66,13 +66,17 @@ void release_event(void* event) noexcept {
 }
 
 void record_event(void* event, void* stream) {
-  RT_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(event), static_cast<cudaStream_t>(stream)));
+  RT_CUDA_CHECK(
+      cudaEventRecord(static_cast<cudaEvent_t>(event), static_cast<cudaStream_t>(stream)));
 }
 
 void stream_wait_event(void* stream, void* event) {
-  RT_CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), static_cast<cudaEvent_t>(event), 0));
+  RT_CUDA_CHECK(
+      cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), static_cast<cudaEvent_t>(event), 0));
 }
 
-bool event_reached(void* event) { return cuda_poll_event(static_cast<cudaEvent_t>(event)); }
+bool event_reached(void* event) {
+  return cuda_poll_event(static_cast<cudaEvent_t>(event));
+}
 
 }  // namespace ringtrain::detail

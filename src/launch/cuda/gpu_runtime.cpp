@@ -16,7 +16,9 @@
 
 namespace ringtrain {
 
-bool cuda_compiled() { return true; }
+bool cuda_compiled() {
+  return true;
+}
 
 CudaProbe cuda_probe() {
   CudaProbe probe;
@@ -27,7 +29,8 @@ CudaProbe cuda_probe() {
   // No device (or all hidden by CUDA_VISIBLE_DEVICES) is an answer, not an
   // error. Everything else (no driver, a driver older than the runtime, a
   // failed init) is reported; assess_cuda_probe decides what it means.
-  if (e != cudaErrorNoDevice) probe.error = fmt::format("{}: {}", cudaGetErrorName(e), cudaGetErrorString(e));
+  if (e != cudaErrorNoDevice)
+    probe.error = fmt::format("{}: {}", cudaGetErrorName(e), cudaGetErrorString(e));
   return probe;
 }
 
@@ -44,7 +47,8 @@ std::vector<std::string> cuda_visible_device_uuids() {
     bool zero = true;
     for (std::size_t k = 0; k < sizeof(prop.uuid.bytes); ++k) zero = zero && b[k] == 0;
     if (zero) {
-      ids.push_back(fmt::format("PCI-{:04x}:{:02x}:{:02x}.0", prop.pciDomainID, prop.pciBusID, prop.pciDeviceID));
+      ids.push_back(fmt::format("PCI-{:04x}:{:02x}:{:02x}.0", prop.pciDomainID, prop.pciBusID,
+                                prop.pciDeviceID));
       continue;
     }
     std::string id = "GPU-";
@@ -63,7 +67,9 @@ std::string cuda_device_name(int ordinal) {
   return prop.name;
 }
 
-void cuda_set_device(int ordinal) { RT_CUDA_CHECK(cudaSetDevice(ordinal)); }
+void cuda_set_device(int ordinal) {
+  RT_CUDA_CHECK(cudaSetDevice(ordinal));
+}
 
 namespace {
 std::string version3(int v, int major_div, int minor_div, int minor_mod) {
@@ -73,20 +79,22 @@ std::string version3(int v, int major_div, int minor_div, int minor_mod) {
 
 GpuLibraryVersions gpu_library_versions() {
   GpuLibraryVersions v;
-  v.cuda_runtime = fmt::format("{}.{} (compiled)", CUDART_VERSION / 1000, (CUDART_VERSION % 1000) / 10);
+  v.cuda_runtime =
+      fmt::format("{}.{} (compiled)", CUDART_VERSION / 1000, (CUDART_VERSION % 1000) / 10);
   int driver = 0;
   if (cudaDriverGetVersion(&driver) == cudaSuccess && driver > 0)
     v.cuda_driver = fmt::format("{}.{}", driver / 1000, (driver % 1000) / 10);
   else
     v.cuda_driver = "no driver";
   (void)cudaGetLastError();
-  v.cudnn = fmt::format("{}.{}.{} (compiled), {} (loaded)", CUDNN_MAJOR, CUDNN_MINOR, CUDNN_PATCHLEVEL,
-                        cudnnGetVersion());
+  v.cudnn = fmt::format("{}.{}.{} (compiled), {} (loaded)", CUDNN_MAJOR, CUDNN_MINOR,
+                        CUDNN_PATCHLEVEL, cudnnGetVersion());
   int nccl = 0;
   ncclGetVersion(&nccl);
   v.nccl = fmt::format("{}.{}.{} (compiled), {} (loaded)", NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH,
                        version3(nccl, 10000, 100, 100));
-  v.cublas = fmt::format("{}.{}.{} (compiled)", CUBLAS_VER_MAJOR, CUBLAS_VER_MINOR, CUBLAS_VER_PATCH);
+  v.cublas =
+      fmt::format("{}.{}.{} (compiled)", CUBLAS_VER_MAJOR, CUBLAS_VER_MINOR, CUBLAS_VER_PATCH);
   return v;
 }
 

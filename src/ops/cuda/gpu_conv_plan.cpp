@@ -55,7 +55,6 @@ namespace {
 // runs need a choice that depends on the shape and the GPU alone.
 constexpr bool kMeasureAlgorithms = false;
 
-
 constexpr std::size_t kWorkspaceCap = std::size_t{256} << 20;
 constexpr std::size_t kMinTrialWorkspace = std::size_t{1} << 20;
 // Only CUDNN_DETERMINISTIC algorithms (PyTorch's cudnn.deterministic = True):
@@ -64,10 +63,13 @@ constexpr bool kDeterministicOnly = true;
 
 ConvAlgoMath math_of(cudnnMathType_t m) {
   switch (m) {
-    case CUDNN_FMA_MATH: return ConvAlgoMath::fma;
-    case CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: return ConvAlgoMath::tensor_down_conversion;
+    case CUDNN_FMA_MATH:
+      return ConvAlgoMath::fma;
+    case CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION:
+      return ConvAlgoMath::tensor_down_conversion;
     case CUDNN_DEFAULT_MATH:
-    case CUDNN_TENSOR_OP_MATH: break;
+    case CUDNN_TENSOR_OP_MATH:
+      break;
   }
   return ConvAlgoMath::tensor;
 }
@@ -180,9 +182,10 @@ class CudnnConvPlan final : public GpuConvPlan {
                        bool accumulate) override {
     Entry& e = entry(batch);
     if (!e.bwd_filter)
-      e.bwd_filter = choose_later("backward-filter", batch, [&](const DeviceBytes& ws, std::string* tried) {
-        return find_backward_filter(e, x, dy, dw_scratch_.get(), ws, tried);
-      });
+      e.bwd_filter =
+          choose_later("backward-filter", batch, [&](const DeviceBytes& ws, std::string* tried) {
+            return find_backward_filter(e, x, dy, dw_scratch_.get(), ws, tried);
+          });
     const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
     RT_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
         dnn_, &one, e.x, x, e.y, dy, conv_for(e.bwd_filter->math),
@@ -193,14 +196,15 @@ class CudnnConvPlan final : public GpuConvPlan {
   void backward_data(const float* w, const float* dy, float* dx, std::size_t batch) override {
     Entry& e = entry(batch);
     if (!e.bwd_data)
-      e.bwd_data = choose_later("backward-data", batch, [&](const DeviceBytes& ws, std::string* tried) {
-        return find_backward_data(e, w, dy, dx, ws, tried);
-      });
+      e.bwd_data =
+          choose_later("backward-data", batch, [&](const DeviceBytes& ws, std::string* tried) {
+            return find_backward_data(e, w, dy, dx, ws, tried);
+          });
     const float one = 1.0f, zero = 0.0f;
-    RT_CUDNN_CHECK(cudnnConvolutionBackwardData(
-        dnn_, &one, w_desc_, w, e.y, dy, conv_for(e.bwd_data->math),
-        static_cast<cudnnConvolutionBwdDataAlgo_t>(e.bwd_data->algo), workspace_.get(),
-        workspace_.size(), &zero, e.x, dx));
+    RT_CUDNN_CHECK(
+        cudnnConvolutionBackwardData(dnn_, &one, w_desc_, w, e.y, dy, conv_for(e.bwd_data->math),
+                                     static_cast<cudnnConvolutionBwdDataAlgo_t>(e.bwd_data->algo),
+                                     workspace_.get(), workspace_.size(), &zero, e.x, dx));
   }
 
  private:
@@ -215,7 +219,9 @@ class CudnnConvPlan final : public GpuConvPlan {
   cudnnConvolutionDescriptor_t find_conv() const {
     return conv_[static_cast<std::size_t>(tf32_ ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH)];
   }
-  cudnnConvolutionDescriptor_t conv_for(cudnnMathType_t m) const { return conv_[static_cast<std::size_t>(m)]; }
+  cudnnConvolutionDescriptor_t conv_for(cudnnMathType_t m) const {
+    return conv_[static_cast<std::size_t>(m)];
+  }
 
   Entry& entry(std::size_t batch) {
     for (Entry& e : entries_)
@@ -232,7 +238,8 @@ class CudnnConvPlan final : public GpuConvPlan {
     RT_CUDNN_CHECK(cudnnSetTensor4dDescriptor(e.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(batch),
                                               i(g_.in_channels), i(g_.height), i(g_.width)));
     RT_CUDNN_CHECK(cudnnSetTensor4dDescriptor(e.y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(batch),
-                                              i(g_.out_channels), i(g_.out_height()), i(g_.out_width())));
+                                              i(g_.out_channels), i(g_.out_height()),
+                                              i(g_.out_width())));
     return e;
   }
 
@@ -280,11 +287,13 @@ class CudnnConvPlan final : public GpuConvPlan {
   void require(const std::optional<Choice>& c, const char* op, std::size_t batch, std::size_t limit,
                const std::string& tried) const {
     RT_CHECK(c.has_value(),
-             "conv2d {}x{}x{} -> {} (kernel {}, stride {}, padding {}), batch {}: no {}cuDNN {} algorithm "
+             "conv2d {}x{}x{} -> {} (kernel {}, stride {}, padding {}), batch {}: no {}cuDNN {} "
+             "algorithm "
              "within a {:.1f} MiB workspace{}; cuDNN measured: {}",
-             g_.in_channels, g_.height, g_.width, g_.out_channels, g_.kernel, g_.stride, g_.padding, batch,
-             kDeterministicOnly ? "deterministic " : "", op, static_cast<double>(limit) / (1 << 20),
-             tf32_ ? "" : " with FMA math (TF32 off)", tried);
+             g_.in_channels, g_.height, g_.width, g_.out_channels, g_.kernel, g_.stride, g_.padding,
+             batch, kDeterministicOnly ? "deterministic " : "", op,
+             static_cast<double>(limit) / (1 << 20), tf32_ ? "" : " with FMA math (TF32 off)",
+             tried);
   }
 
   // One Find: `run(workspace, bytes, requested, &returned, perf)`, then the rules.
@@ -297,13 +306,16 @@ class CudnnConvPlan final : public GpuConvPlan {
     std::array<ConvAlgoRecord, kCount> records{};
     // Heuristic results come best first with no time: their rank stands in.
     for (int r = 0; r < returned; ++r)
-      records[static_cast<std::size_t>(r)] = {static_cast<int>(perf[r].algo), perf[r].status == CUDNN_STATUS_SUCCESS,
-                                              perf[r].determinism == CUDNN_DETERMINISTIC, perf[r].memory,
-                                              kMeasureAlgorithms ? perf[r].time : static_cast<float>(r),
-                                              math_of(perf[r].mathType)};
+      records[static_cast<std::size_t>(r)] = {
+          static_cast<int>(perf[r].algo),
+          perf[r].status == CUDNN_STATUS_SUCCESS,
+          perf[r].determinism == CUDNN_DETERMINISTIC,
+          perf[r].memory,
+          kMeasureAlgorithms ? perf[r].time : static_cast<float>(r),
+          math_of(perf[r].mathType)};
     const std::span<const ConvAlgoRecord> found(records.data(), static_cast<std::size_t>(returned));
-    const std::optional<std::size_t> pick =
-        choose_conv_algorithm(found, {std::min(ws.size(), kWorkspaceCap), kDeterministicOnly, tf32_});
+    const std::optional<std::size_t> pick = choose_conv_algorithm(
+        found, {std::min(ws.size(), kWorkspaceCap), kDeterministicOnly, tf32_});
     if (!pick) {
       if (tried != nullptr) *tried = describe_conv_algorithms(found);
       return std::nullopt;
@@ -315,28 +327,33 @@ class CudnnConvPlan final : public GpuConvPlan {
   std::optional<Choice> find_forward(const Entry& e, const void* x, const void* w, void* y,
                                      const DeviceBytes& ws, std::string* tried) const {
     return measure<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT>(
-        ws, tried, [&](void* space, std::size_t bytes, int n, int* returned, cudnnConvolutionFwdAlgoPerf_t* perf) {
+        ws, tried,
+        [&](void* space, std::size_t bytes, int n, int* returned,
+            cudnnConvolutionFwdAlgoPerf_t* perf) {
           if (!kMeasureAlgorithms) {
-            RT_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(dnn_, e.x, w_desc_, find_conv(), e.y, n, returned, perf));
+            RT_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(dnn_, e.x, w_desc_, find_conv(),
+                                                                  e.y, n, returned, perf));
             return;
           }
-          RT_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(dnn_, e.x, x, w_desc_, w, find_conv(), e.y, y, n,
-                                                                returned, perf, space, bytes));
+          RT_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
+              dnn_, e.x, x, w_desc_, w, find_conv(), e.y, y, n, returned, perf, space, bytes));
         });
   }
 
-  std::optional<Choice> find_backward_filter(const Entry& e, const void* x, const void* dy, void* dw,
-                                             const DeviceBytes& ws, std::string* tried) const {
+  std::optional<Choice> find_backward_filter(const Entry& e, const void* x, const void* dy,
+                                             void* dw, const DeviceBytes& ws,
+                                             std::string* tried) const {
     return measure<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT>(
         ws, tried,
-        [&](void* space, std::size_t bytes, int n, int* returned, cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
+        [&](void* space, std::size_t bytes, int n, int* returned,
+            cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
           if (!kMeasureAlgorithms) {
-            RT_CUDNN_CHECK(
-                cudnnGetConvolutionBackwardFilterAlgorithm_v7(dnn_, e.x, e.y, find_conv(), w_desc_, n, returned, perf));
+            RT_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+                dnn_, e.x, e.y, find_conv(), w_desc_, n, returned, perf));
             return;
           }
-          RT_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(dnn_, e.x, x, e.y, dy, find_conv(), w_desc_,
-                                                                       dw, n, returned, perf, space, bytes));
+          RT_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+              dnn_, e.x, x, e.y, dy, find_conv(), w_desc_, dw, n, returned, perf, space, bytes));
         });
   }
 
@@ -344,14 +361,15 @@ class CudnnConvPlan final : public GpuConvPlan {
                                            const DeviceBytes& ws, std::string* tried) const {
     return measure<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT>(
         ws, tried,
-        [&](void* space, std::size_t bytes, int n, int* returned, cudnnConvolutionBwdDataAlgoPerf_t* perf) {
+        [&](void* space, std::size_t bytes, int n, int* returned,
+            cudnnConvolutionBwdDataAlgoPerf_t* perf) {
           if (!kMeasureAlgorithms) {
-            RT_CUDNN_CHECK(
-                cudnnGetConvolutionBackwardDataAlgorithm_v7(dnn_, w_desc_, e.y, find_conv(), e.x, n, returned, perf));
+            RT_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+                dnn_, w_desc_, e.y, find_conv(), e.x, n, returned, perf));
             return;
           }
-          RT_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(dnn_, w_desc_, w, e.y, dy, find_conv(), e.x,
-                                                                     dx, n, returned, perf, space, bytes));
+          RT_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
+              dnn_, w_desc_, w, e.y, dy, find_conv(), e.x, dx, n, returned, perf, space, bytes));
         });
   }
 

@@ -19,14 +19,14 @@ void gpu_gelu_forward(void* stream, const float* x, float* y, std::size_t n) {
 void gpu_gelu_backward(void* stream, const float* x, const float* dy, float* dx, std::size_t n) {
   kernels::gelu_backward_cuda(x, dy, dx, n, stream);
 }
-void gpu_bias_add(void* stream, float* y, const float* bias, std::size_t outer, std::size_t channels,
-                  std::size_t inner) {
+void gpu_bias_add(void* stream, float* y, const float* bias, std::size_t outer,
+                  std::size_t channels, std::size_t inner) {
   kernels::bias_add_cuda(y, bias, outer, channels, inner, stream);
 }
 void gpu_bias_grad(const GpuHandles& h, const float* dy, float* dbias, std::size_t outer,
                    std::size_t channels, std::size_t inner, bool accumulate) {
-  kernels::bias_grad_cuda(dy, dbias, outer, channels, inner, accumulate, h.scratch, kGpuScratchFloats,
-                          h.stream);
+  kernels::bias_grad_cuda(dy, dbias, outer, channels, inner, accumulate, h.scratch,
+                          kGpuScratchFloats, h.stream);
 }
 void gpu_softmax_ce_forward(void* stream, const float* logits, const std::int32_t* labels,
                             std::size_t rows, std::size_t classes, float* row_loss,

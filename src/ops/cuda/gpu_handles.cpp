@@ -23,8 +23,8 @@ GpuHandles gpu_handles_create(int ordinal, Tf32Mode tf32) {
     // CUBLAS_DEFAULT_MATH, which is what PyTorch sets then. (The pedantic mode
     // would also forbid cuBLAS's other reduced-precision shortcuts, at a cost
     // in speed that PyTorch does not pay either.)
-    RT_CUBLAS_CHECK(
-        cublasSetMathMode(blas, tf32_for_gemm(tf32) ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+    RT_CUBLAS_CHECK(cublasSetMathMode(
+        blas, tf32_for_gemm(tf32) ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
     cudnnHandle_t dnn = nullptr;
     RT_CUDNN_CHECK(cudnnCreate(&dnn));
     h.dnn = dnn;
@@ -61,10 +61,11 @@ void gpu_copy_to_host(void* dst, const void* src, std::size_t bytes, void* strea
 void gpu_gemm(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
               std::size_t k, float alpha, const float* a, std::size_t lda, const float* b,
               std::size_t ldb, float beta, float* c, std::size_t ldc) {
-  RT_CUBLAS_CHECK(cublasSgemm(static_cast<cublasHandle_t>(h.blas), trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-                              trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(n),
-                              static_cast<int>(m), static_cast<int>(k), &alpha, b, static_cast<int>(ldb),
-                              a, static_cast<int>(lda), &beta, c, static_cast<int>(ldc)));
+  RT_CUBLAS_CHECK(
+      cublasSgemm(static_cast<cublasHandle_t>(h.blas), trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                  trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
+                  static_cast<int>(k), &alpha, b, static_cast<int>(ldb), a, static_cast<int>(lda),
+                  &beta, c, static_cast<int>(ldc)));
 }
 
 }  // namespace ringtrain::detail

@@ -16,8 +16,8 @@ class CudnnPoolPlan final : public GpuPoolPlan {
       : dnn_(static_cast<cudnnHandle_t>(h.dnn)), g_(g) {
     RT_CUDNN_CHECK(cudnnCreatePoolingDescriptor(&pool_desc_));
     RT_CUDNN_CHECK(cudnnSetPooling2dDescriptor(pool_desc_, CUDNN_POOLING_MAX_DETERMINISTIC,
-                                               CUDNN_NOT_PROPAGATE_NAN, i(g.kernel), i(g.kernel), 0, 0,
-                                               i(g.stride), i(g.stride)));
+                                               CUDNN_NOT_PROPAGATE_NAN, i(g.kernel), i(g.kernel), 0,
+                                               0, i(g.stride), i(g.stride)));
     descs_.reserve(4);
   }
   ~CudnnPoolPlan() override {
@@ -34,10 +34,12 @@ class CudnnPoolPlan final : public GpuPoolPlan {
     RT_CUDNN_CHECK(cudnnPoolingForward(dnn_, pool_desc_, &one, d.x, x, &zero, d.y, y));
   }
 
-  void backward(const float* x, const float* y, const float* dy, float* dx, std::size_t batch) override {
+  void backward(const float* x, const float* y, const float* dy, float* dx,
+                std::size_t batch) override {
     const Descs& d = descs(batch);
     const float one = 1.0f, zero = 0.0f;
-    RT_CUDNN_CHECK(cudnnPoolingBackward(dnn_, pool_desc_, &one, d.y, y, d.y, dy, d.x, x, &zero, d.x, dx));
+    RT_CUDNN_CHECK(
+        cudnnPoolingBackward(dnn_, pool_desc_, &one, d.y, y, d.y, dy, d.x, x, &zero, d.x, dx));
   }
 
  private:
@@ -58,7 +60,8 @@ class CudnnPoolPlan final : public GpuPoolPlan {
     RT_CUDNN_CHECK(cudnnSetTensor4dDescriptor(d.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(batch),
                                               i(g_.channels), i(g_.height), i(g_.width)));
     RT_CUDNN_CHECK(cudnnSetTensor4dDescriptor(d.y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(batch),
-                                              i(g_.channels), i(g_.out_height()), i(g_.out_width())));
+                                              i(g_.channels), i(g_.out_height()),
+                                              i(g_.out_width())));
     return d;
   }
 

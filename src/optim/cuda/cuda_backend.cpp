@@ -6,12 +6,12 @@
 #include <vector>
 
 #include "core/cuda/check_cuda.h"
-#include "ringtrain/core/host_sync.h"
 #include "kernels/adamw.h"
 #include "kernels/grad_norm.h"
 #include "kernels/scale.h"
 #include "kernels/sgd.h"
 #include "optim/cuda_backend.h"
+#include "ringtrain/core/host_sync.h"
 
 namespace ringtrain::optim_cuda {
 
@@ -104,8 +104,8 @@ void sgd_step(BufferView params, BufferView grads, float* momentum_buf, float lr
 void adamw_step(BufferView params, BufferView grads, float* exp_avg, float* exp_avg_sq,
                 const kernels::AdamWCoefficients& coefficients) {
   DeviceScope scope(params.device.index);
-  kernels::adamw_f32_cuda(params.as<float>(), grads.as<float>(), exp_avg, exp_avg_sq,
-                          params.count, coefficients, nullptr);
+  kernels::adamw_f32_cuda(params.as<float>(), grads.as<float>(), exp_avg, exp_avg_sq, params.count,
+                          coefficients, nullptr);
 }
 
 double sum_squares(BufferView x) {

@@ -20,7 +20,9 @@ void* cuda_allocate(std::size_t bytes, int ordinal) {
   return p;
 }
 
-void cuda_free(void* ptr, int) noexcept { (void)cudaFree(ptr); }
+void cuda_free(void* ptr, int) noexcept {
+  (void)cudaFree(ptr);
+}
 
 void cuda_copy(void* dst, const void* src, std::size_t bytes, CopyKind kind) {
   const cudaMemcpyKind k = kind == CopyKind::host_to_device   ? cudaMemcpyHostToDevice
