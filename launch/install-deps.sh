@@ -7,7 +7,7 @@ set -euo pipefail
 
 packages=(cmake g++ make pkg-config openmpi-bin libopenmpi-dev libhdf5-dev hdf5-tools
           catch2 libopenblas-dev libcli11-dev nlohmann-json3-dev libfmt-dev
-          zlib1g-dev dataset-fashion-mnist iproute2 shellcheck gnuplot-nox)
+          zlib1g-dev dataset-fashion-mnist iproute2 shellcheck clang-format gnuplot-nox)
 if [ "${1:-}" = "--peer" ]; then
   packages+=(python3-torch python3-numpy)
 fi
