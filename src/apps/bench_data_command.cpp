@@ -15,6 +15,7 @@
 #include "apps/command.h"
 #include "core/check_mpi.h"
 #include "launch/mpi_context.h"
+#include "ringtrain/comm/control_channel.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/log.h"
 #include "ringtrain/core/timer.h"
@@ -73,7 +74,8 @@ std::string default_dataset(const Topology& topo) {
 
 int run_bench_data(const BenchDataOptions& o, const Topology& topo) {
   const std::string path = o.data.empty() ? default_dataset(topo) : o.data;
-  Dataset ds = Dataset::open_on_all_ranks(path, o.split);
+  const std::unique_ptr<Communicator> control = make_control_communicator(topo);
+  Dataset ds = Dataset::open_on_all_ranks(path, o.split, *control);
   const ShardedSampler sampler(ds.size(), o.batch, topo.rank(), topo.world_size(), o.seed);
   const std::size_t steps = o.steps ? o.steps : sampler.steps_per_epoch();
   const std::size_t elems = ds.sample_elements();

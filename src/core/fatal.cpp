@@ -25,7 +25,12 @@ std::vector<std::pair<AbortHookId, std::function<void()>>>& hooks() {
   return h;
 }
 std::atomic<bool> g_in_fatal{false};
+std::string g_fatal_message;  // written once, before the hooks run
 }  // namespace
+
+std::string fatal_message() {
+  return g_in_fatal.load() ? g_fatal_message : std::string();
+}
 
 AbortHookId register_abort_hook(std::function<void()> hook) {
   static AbortHookId next = 1;
@@ -49,6 +54,7 @@ void fatal(const std::string& message, int exit_code) {
     std::fflush(stderr);
     _exit(exit_code);
   }
+  g_fatal_message = message;
   std::fprintf(stderr, "%s fatal: %s\n", rank_prefix().c_str(), message.c_str());
   std::fflush(stderr);
   std::fflush(stdout);

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <vector>
 
 #include "ringtrain/comm/communicator.h"
@@ -49,6 +50,13 @@ class GradientSynchronizer {
   double exposed_seconds() const { return exposed_s_; }
   const std::vector<BucketTiming>& timings() const { return timings_; }
   const BucketPlan& plan() const { return plan_; }
+
+  // Whether this rank's own gradients were finite before the all-reduce mixed
+  // them with the others' (each bucket is checked as it is launched), so a
+  // non-finite average can be traced to the ranks that produced it. Unknown
+  // (nullopt) for device buffers: checking there would cost a host sync per
+  // bucket. Valid after finish().
+  std::optional<bool> local_gradients_finite() const { return local_finite_; }
   bool overlap() const { return overlap_; }
 
  private:
@@ -64,6 +72,7 @@ class GradientSynchronizer {
   std::vector<bool> launched_;
   std::vector<BucketTiming> timings_;
   double exposed_s_ = 0;
+  std::optional<bool> local_finite_;
 };
 
 }  // namespace ringtrain
