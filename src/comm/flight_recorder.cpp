@@ -105,6 +105,8 @@ void on_fatal() {
   ::close(fd);
   const std::string verdict = flight_verdict(read_flight_dir(dir), wall_seconds());
   write_atomic(verdict_path, verdict + "\n");
+  // A plain error (nobody waiting on anybody) has said it all in its message.
+  if (verdict.rfind("no rank is waiting", 0) == 0) return;
   std::fprintf(stderr, "[rank %d/%s] flight verdict: %s\n[rank %d/%s] flight records: %s\n", r.rank,
                r.host.c_str(), verdict.c_str(), r.rank, r.host.c_str(), dir.c_str());
   std::fflush(stderr);

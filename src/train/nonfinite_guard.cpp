@@ -75,7 +75,7 @@ std::string NonfiniteGuard::describe(std::uint64_t step, BufferView grads,
   if (const auto index = first_nonfinite(grads)) {
     for (const ParamInfo& p : model_.param_info())
       if (*index >= p.offset && *index < p.offset + p.count) {
-        tensor = fmt::format("{} (layer {}, {})", p.name, model_.layer_name(p.layer), p.layer);
+        tensor = fmt::format("{} (layer {} '{}')", p.name, p.layer, model_.layer_name(p.layer));
         break;
       }
   }

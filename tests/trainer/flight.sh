@@ -5,7 +5,7 @@
 # its phase, and `ringtrain doctor flight` on the files left agrees.
 source "$(dirname "$0")/lib.sh"
 TIMEOUT=5
-flags=(--data "$DATA" --model "$MLP" --batch 8 --epochs 100000 --max-steps 100000 --timeout $TIMEOUT
+flags=(--data "$DATA" --model "$MLP" --batch 8 --epochs 100000 --max-steps 100000 --timeout "$TIMEOUT"
        --device cpu --log-every 1 --check-every 0)
 fwd=(-x RINGTRAIN_FAULT_STALL_RANK -x RINGTRAIN_FAULT_STALL_PHASE -x RINGTRAIN_FAULT_STALL_STEP
      -x RINGTRAIN_FAULT_STALL_SECONDS)

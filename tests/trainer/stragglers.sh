@@ -3,6 +3,7 @@
 # loading is named data-bound, one with a delay in compute compute-bound, and
 # none is named when all are equal; metrics.jsonl has the per-rank times.
 source "$(dirname "$0")/lib.sh"
+# shellcheck disable=SC2034 # read by train() in lib.sh
 TRAIN_LOG_FLAGS=(--log-every 10 --check-every 0)
 export RINGTRAIN_FAULT_STALL_SECONDS=0.03
 MPIRUN+=(-x RINGTRAIN_FAULT_STALL_RANK -x RINGTRAIN_FAULT_STALL_PHASE -x RINGTRAIN_FAULT_STALL_SECONDS)
