@@ -1,9 +1,13 @@
 // `ringtrain doctor`: diagnoses after the fact. `doctor flight DIR` reads the
 // flight records a job left (see flight_recorder.h; also after a job killed by
 // the scheduler) and prints the same verdict the job printed, and a table of
-// every rank's phase and last collectives.
+// every rank's phase and last collectives. A job that printed a verdict left it
+// in verdict.txt; a job killed before any rank could (by the scheduler, or a
+// kill -9 that made the launcher end it) gets one from the records alone.
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 
 #include "apps/command.h"
@@ -25,8 +29,19 @@ int run_doctor_flight(const DoctorFlightOptions& o, const Topology& topo) {
   // The job's last moment: the newest record any rank wrote.
   double end = 0;
   for (const auto& s : ranks) end = std::max(end, s.written);
-  const std::string verdict = flight_verdict(ranks, end, /*live=*/false);
-  std::printf("verdict: %s\n\n%s", verdict.c_str(), flight_table(ranks, end, o.last).c_str());
+  const std::string from_files = flight_verdict(ranks, end, /*live=*/false);
+  // The verdict the job printed, when one did, was taken while the ranks were
+  // still there to look at (a stopped rank is resumed once the job aborts and
+  // then overwrites its record): it comes first.
+  std::string said;
+  if (std::ifstream in(std::filesystem::path(o.dir) / "verdict.txt"); in) std::getline(in, said);
+  if (said.empty()) {
+    std::printf("verdict: %s\n", from_files.c_str());
+  } else {
+    std::printf("verdict: %s\n", said.c_str());
+    if (said != from_files) std::printf("from the records as left: %s\n", from_files.c_str());
+  }
+  std::printf("\n%s", flight_table(ranks, end, o.last).c_str());
   std::fflush(stdout);
   return 0;
 }

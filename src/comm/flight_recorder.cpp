@@ -1,6 +1,7 @@
 #include "ringtrain/comm/flight_recorder.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -9,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <new>
 #include <thread>
 #include <vector>
 
@@ -32,6 +34,27 @@ struct Record {
   double issued_s = 0, started_s = 0, completed_s = 0;  // 0: not yet
 };
 
+// The live page, <dir>/rank-<r>.live, mapped shared: every phase change and
+// issue lands in the page cache at once, so a verdict on the same node reads
+// where a rank stopped or died exactly, not as of its last snapshot.
+void write_live(LiveFlightState* live, const std::string& phase, double since, std::uint64_t step,
+                const nlohmann::json& issued) {
+  if (!live) return;
+  live->version.fetch_add(1, std::memory_order_acq_rel);  // odd: being written
+  std::snprintf(live->phase, sizeof(live->phase), "%s", phase.c_str());
+  live->phase_since = since;
+  live->step = step;
+  std::size_t i = 0;
+  for (const auto& [channel, seq] : issued.items()) {
+    if (i == std::size(live->issued)) break;
+    std::snprintf(live->issued[i].channel, sizeof(live->issued[i].channel), "%s", channel.c_str());
+    live->issued[i].seq = seq.get<std::uint64_t>();
+    ++i;
+  }
+  live->updated = wall_seconds();
+  live->version.fetch_add(1, std::memory_order_acq_rel);
+}
+
 struct Recorder {
   std::mutex mutex;
   int rank = 0, world_size = 1;
@@ -52,6 +75,9 @@ struct Recorder {
   bool stopping = false;
   AbortHookId hook = 0;
   bool hook_registered = false;
+  LiveFlightState* live = nullptr;
+
+  void publish() { write_live(live, phase, phase_since, step, issued); }
 
   Record* find(std::uint64_t id) {
     Record& r = ring[id % ring.size()];
@@ -101,7 +127,16 @@ void on_fatal() {
   write_file(dir, /*final_record=*/true, reason);
   const std::string verdict_path = (std::filesystem::path(dir) / "verdict.txt").string();
   const int fd = ::open(verdict_path.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
-  if (fd < 0) return;  // another rank got there first
+  if (fd < 0) {
+    // Another rank got there first: give it time to look at the others (a
+    // stopped rank is resumed by the launcher once anyone aborts).
+    for (int i = 0; i < 50; ++i) {
+      std::error_code ec;
+      if (std::filesystem::file_size(verdict_path, ec) > 0) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return;
+  }
   ::close(fd);
   const std::string verdict = flight_verdict(read_flight_dir(dir), wall_seconds());
   write_atomic(verdict_path, verdict + "\n");
@@ -133,8 +168,9 @@ void enter_phase(std::string_view phase, std::uint64_t step) {
   if (r.phase != phase || r.step != step) {
     r.phase = phase;
     r.phase_since = wall_seconds();
+    r.step = step;
+    r.publish();
   }
-  r.step = step;
 }
 
 void set_bucket(std::int64_t bucket) {
@@ -159,6 +195,7 @@ std::uint64_t on_issue(std::string_view channel, std::string_view backend, std::
   rec.bytes = bytes;
   rec.issued_s = wall_seconds();
   r.issued[std::string(channel)] = seq;
+  r.publish();
   return rec.id;
 }
 
@@ -229,6 +266,21 @@ void start(const std::string& dir, std::size_t capacity, double period_s) {
   }
   // A verdict left by an earlier job in the same directory is not this one's.
   if (r.rank == 0) std::filesystem::remove(std::filesystem::path(dir) / "verdict.txt", ec);
+  if (!r.live) {
+    const std::string path =
+        (std::filesystem::path(dir) / fmt::format("rank-{}.live", r.rank)).string();
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0 && ::ftruncate(fd, sizeof(LiveFlightState)) == 0) {
+      void* p = ::mmap(nullptr, sizeof(LiveFlightState), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      if (p != MAP_FAILED) {
+        r.live = new (p) LiveFlightState();
+        std::lock_guard lock(r.mutex);
+        r.live->pid = ::getpid();
+        r.publish();
+      }
+    }
+    if (fd >= 0) ::close(fd);
+  }
   if (!r.hook_registered) {
     r.hook = register_abort_hook(on_fatal);
     r.hook_registered = true;

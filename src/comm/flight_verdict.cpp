@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -13,6 +14,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "ringtrain/comm/flight_recorder.h"
 #include "ringtrain/core/check.h"
 
 namespace ringtrain {
@@ -63,6 +65,31 @@ FlightState parse_state(const std::string& path) {
   return {};
 }
 
+// The live page (flight_recorder.h) is newer than the snapshot whenever the
+// rank changed phase or issued since: take its phase, step and issue counts.
+void merge_live(FlightState& s, const std::filesystem::path& path) {
+  auto read = [&path](flight::LiveFlightState& out) {
+    std::ifstream in(path, std::ios::binary);
+    return in.read(reinterpret_cast<char*>(&out), sizeof(out)) && in.gcount() == sizeof(out);
+  };
+  flight::LiveFlightState a, b;
+  for (int attempt = 0; attempt < 10; ++attempt) {
+    if (!read(a) || !read(b)) return;
+    if (std::memcmp(a.magic, "RTFLIVE1", 8) != 0) return;
+    const std::uint64_t va = a.version.load(), vb = b.version.load();
+    if (va != vb || va % 2 != 0) continue;
+    if (a.phase_since < s.phase_since) return;  // the snapshot is as new
+    s.phase.assign(a.phase, strnlen(a.phase, sizeof(a.phase)));
+    s.phase_since = a.phase_since;
+    s.step = a.step;
+    for (const auto& entry : a.issued) {
+      const std::string channel(entry.channel, strnlen(entry.channel, sizeof(entry.channel)));
+      if (!channel.empty()) s.issued[channel] = std::max(s.issued[channel], entry.seq);
+    }
+    return;
+  }
+}
+
 std::string this_host() {
   char name[256] = {};
   ::gethostname(name, sizeof(name) - 1);
@@ -111,18 +138,19 @@ std::string describe_rank(const FlightState& s, double now_s, bool live) {
   const std::string who = fmt::format("rank {} (host {}, {})", s.rank, s.host, s.device);
   const std::string where = fmt::format("phase '{}' of step {}", s.phase, s.step);
   const double in_phase = std::max(0.0, now_s - s.phase_since);
-  if (!silent(s, now_s))
-    return fmt::format("{} {} in {} for {:.0f} s", who, live ? "has been" : "was", where, in_phase);
   const double quiet = now_s - s.written;
+  // On this host the process itself says whether it is gone or stopped.
   if (live && s.host == this_host()) {
     const auto state = process_state(s.pid);
-    if (!state)
-      return fmt::format("{} was lost (its process {} is gone); it was last in {}, {:.0f} s ago",
-                         who, s.pid, where, quiet);
+    if (!state || *state == 'Z' || *state == 'X')
+      return fmt::format("{} was lost (its process {} is gone) in {}, entered {:.0f} s ago", who,
+                         s.pid, where, in_phase);
     if (*state == 'T' || *state == 't')
       return fmt::format("{} is stopped (SIGSTOP, process {}) in {}, for {:.0f} s", who, s.pid,
                          where, in_phase);
   }
+  if (!silent(s, now_s))
+    return fmt::format("{} {} in {} for {:.0f} s", who, live ? "has been" : "was", where, in_phase);
   return fmt::format("{} has been silent for {:.0f} s (stopped or lost); it was last in {}", who,
                      quiet, where);
 }
@@ -151,8 +179,11 @@ std::vector<FlightState> read_flight_dir(const std::string& dir) {
   std::vector<FlightState> out;
   const std::regex name(R"(rank-[0-9]+\.json)");
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
-    if (std::regex_match(entry.path().filename().string(), name))
+    if (std::regex_match(entry.path().filename().string(), name)) {
       out.push_back(parse_state(entry.path().string()));
+      merge_live(out.back(),
+                 std::filesystem::path(dir) / fmt::format("rank-{}.live", out.back().rank));
+    }
   RT_CHECK(!out.empty(), "flight records: {} holds no rank-<r>.json", dir);
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
   return out;

@@ -83,4 +83,6 @@ pid=$(rank_pid kill9 1)
 sleep 1.5
 kill -9 "$pid"
 finish kill9 1 data
+grep -m1 "flight verdict: " "$WORK/kill9/log.txt" | grep -q "rank 1 (host [^,]*, cpu) was lost (its process [0-9]* is gone)" \
+  || { cat "$WORK/kill9/log.txt"; fail "kill9: the verdict does not say rank 1 was lost"; }
 echo "PASS: every verdict names the stuck rank and its phase, and doctor flight agrees"

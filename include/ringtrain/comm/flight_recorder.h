@@ -18,12 +18,30 @@
 // or afterwards by `ringtrain doctor flight DIR`.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
 namespace ringtrain::flight {
+
+// The page each rank keeps mapped as <dir>/rank-<r>.live (same-node readers
+// see every update at once, also after the rank is stopped or killed). A
+// reader takes it when version is even and unchanged across the read.
+struct LiveFlightState {
+  char magic[8] = {'R', 'T', 'F', 'L', 'I', 'V', 'E', '1'};
+  std::atomic<std::uint64_t> version{0};
+  std::int64_t pid = 0;
+  double updated = 0;  // wall-clock seconds of the last update
+  char phase[32] = {};
+  double phase_since = 0;
+  std::uint64_t step = 0;
+  struct {
+    char channel[24];
+    std::uint64_t seq;
+  } issued[4] = {};
+};
 
 // Wall-clock seconds since the epoch: comparable across ranks and files.
 double wall_seconds();
