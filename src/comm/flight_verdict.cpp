@@ -149,8 +149,7 @@ std::string describe_rank(const FlightState& s, double now_s, bool live) {
       return fmt::format("{} is stopped (SIGSTOP, process {}) in {}, for {:.0f} s", who, s.pid,
                          where, in_phase);
   }
-  if (!silent(s, now_s))
-    return fmt::format("{} {} in {} for {:.0f} s", who, live ? "has been" : "was", where, in_phase);
+  if (!silent(s, now_s)) return fmt::format("{} has been in {} for {:.0f} s", who, where, in_phase);
   return fmt::format("{} has been silent for {:.0f} s (stopped or lost); it was last in {}", who,
                      quiet, where);
 }

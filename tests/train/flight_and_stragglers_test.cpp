@@ -82,7 +82,7 @@ TEST_CASE("the flight verdict names the rank that never issued what the others w
       rank_state(2, "data", 3, 4), rank_state(3, "all-reduce wait", 3, 6)};
   const std::string v = flight_verdict(ranks, 1062, /*live=*/false);
   CHECK(v ==
-        "rank 2 (host node07, cpu) was in phase 'data' of step 3 for 62 s; ranks 0-1,3 are "
+        "rank 2 (host node07, cpu) has been in phase 'data' of step 3 for 62 s; ranks 0-1,3 are "
         "waiting in all-reduce #5 (bucket 0 of step 3) on the gradients channel (shm), which "
         "rank 2 never issued");
   // A rank silent for longer than a few snapshot periods is said to be so.
