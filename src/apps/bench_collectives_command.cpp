@@ -22,6 +22,7 @@
 
 #include "apps/command.h"
 #include "kernels/reduce.cuh"
+#include "ringtrain/core/buffer_copy.h"
 #include "ringtrain/comm/communicator.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/log.h"
@@ -397,9 +398,9 @@ class Bench {
     const BufferView in_host{host_in.data(), s.in.count, s.in.dtype, Device::cpu()};
     const BufferView out_host{host_out.data(), s.out.count, s.out.dtype, Device::cpu()};
     fill(in_host, seed, topo_.rank());
-    device_copy(s.in.ptr, s.in.device, in_host.ptr, Device::cpu(), s.in.bytes());
+    copy_view(s.in, in_host);
     run_once(*s.comm, s.in, s.out);
-    device_copy(out_host.ptr, Device::cpu(), s.out.ptr, s.out.device, s.out.bytes());
+    copy_view(out_host, s.out);
     const int rounding_steps = s.comm->name() == "nccl" ? n + 1 : 1;
     std::size_t wrong = 0;
     switch (coll_) {

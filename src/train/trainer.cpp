@@ -18,6 +18,7 @@
 //
 // Control messages (signature, stop flag, loss, eval sums, replica hashes) go
 // over a separate host communicator, so the gradient backend may be NCCL.
+#include "ringtrain/core/buffer_copy.h"
 #include "ringtrain/train/trainer.h"
 
 #include <algorithm>
@@ -414,7 +415,7 @@ bool Trainer::after_step(StepOutcome& outcome) {
     BufferView params = model_->params();
     std::vector<float> host(params.count);
     // The copy waits for the device (a counted host sync).
-    device_copy(host.data(), Device::cpu(), params.ptr, params.device, params.bytes());
+    copy_view(view_of(host.data(), host.size()), params);
     check_replicas(*control_, hash_bytes(host.data(), host.size() * sizeof(float)), step_);
   }
   if (stop) {
@@ -463,9 +464,9 @@ void Trainer::inject_faults() {
   // Fault injection for the replica check's own test: nudge one weight.
   const BufferView params = model_->params();
   float nudge = 0;
-  device_copy(&nudge, Device::cpu(), params.ptr, params.device, sizeof(float));
+  copy_view(view_of(&nudge, 1), params.slice(0, 1));
   nudge += 1e-3f;
-  device_copy(params.ptr, params.device, &nudge, Device::cpu(), sizeof(float));
+  copy_view(params.slice(0, 1), view_of(&nudge, 1));
 }
 
 TrainSummary Trainer::run() {
