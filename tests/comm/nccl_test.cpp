@@ -12,8 +12,8 @@
 #include "ringtrain/core/fatal.h"
 #include "ringtrain/launch/gpu_runtime.h"
 #include "ringtrain/launch/topology.h"
-#include "support/gpu_test.h"
 #include "tests/comm/collective_reference.h"
+#include "tests/support/gpu_test.h"
 
 int main(int argc, char** argv) {
   using namespace ringtrain;

@@ -14,7 +14,7 @@
 #include "ringtrain/core/ordering_point.h"
 #include "ringtrain/launch/gpu_runtime.h"
 #include "ringtrain/tensor/device_memory.h"
-#include "support/gpu_test.h"
+#include "tests/support/gpu_test.h"
 
 int main() {
   using namespace ringtrain;
