@@ -5,8 +5,8 @@
 #include <fstream>
 
 #include "apps/command.h"
-#include "ringtrain/core/buffer_copy.h"
 #include "ringtrain/comm/control_channel.h"
+#include "ringtrain/core/buffer_copy.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/log.h"
 #include "ringtrain/data/dataset.h"

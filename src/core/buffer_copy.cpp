@@ -11,8 +11,8 @@ namespace ringtrain {
 void copy_view(BufferView dst, BufferView src, const OrderingPoint& after) {
   RT_CHECK(dst.dtype == src.dtype, "copy of {} elements of {} into a buffer of {}", src.count,
            dtype_name(src.dtype), dtype_name(dst.dtype));
-  RT_CHECK(dst.count >= src.count, "copy of {} elements into a buffer of {} ({} to {})",
-           src.count, dst.count, device_name(src.device), device_name(dst.device));
+  RT_CHECK(dst.count >= src.count, "copy of {} elements into a buffer of {} ({} to {})", src.count,
+           dst.count, device_name(src.device), device_name(dst.device));
   if (src.count == 0 || dst.ptr == src.ptr) return;
   if (dst.device.is_cpu() && src.device.is_cpu()) {
     std::memcpy(dst.ptr, src.ptr, src.bytes());

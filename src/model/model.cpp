@@ -1,7 +1,6 @@
 // Model: layers over flat parameter and gradient buffers, with every buffer of
 // the step (activations, gradient ping-pong, labels, loss workspaces) allocated
 // once here, for max_batch.
-#include "ringtrain/core/buffer_copy.h"
 #include "ringtrain/model/model.h"
 
 #include <algorithm>
@@ -12,6 +11,7 @@
 #include "kernels/softmax_cross_entropy.cuh"
 #include "model/kaiming_init.h"
 #include "model/layer.h"
+#include "ringtrain/core/buffer_copy.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/host_sync.h"
 #include "ringtrain/ops/compute_context.h"
@@ -238,8 +238,7 @@ const float* Model::run_layers(const float* x, const std::int32_t* labels, std::
   s.last_input = x;
   s.last_batch = batch;
   s.forward_done = true;
-  if (batch > 0)
-    copy_view(s.labels.buffer(), view_of(labels, batch, options_.device));
+  if (batch > 0) copy_view(s.labels.buffer(), view_of(labels, batch, options_.device));
   return in;
 }
 

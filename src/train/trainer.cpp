@@ -18,7 +18,6 @@
 //
 // Control messages (signature, stop flag, loss, eval sums, replica hashes) go
 // over a separate host communicator, so the gradient backend may be NCCL.
-#include "ringtrain/core/buffer_copy.h"
 #include "ringtrain/train/trainer.h"
 
 #include <algorithm>
@@ -31,6 +30,7 @@
 
 #include "ringtrain/comm/communicator.h"
 #include "ringtrain/comm/control_channel.h"
+#include "ringtrain/core/buffer_copy.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/host_sync.h"
 #include "ringtrain/core/log.h"

@@ -4,8 +4,8 @@
 
 #include <vector>
 
-#include "ringtrain/core/buffer_copy.h"
 #include "ringtrain/comm/communicator.h"
+#include "ringtrain/core/buffer_copy.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/log.h"
 #include "ringtrain/model/model.h"
