@@ -1,7 +1,7 @@
 // `ringtrain bench allreduce|broadcast|allgather`: collective bandwidth in the
-// style of nccl-tests. One harness; each collective fills in a small table
-// (how to run it, how big its buffers are, its bus-bandwidth factor, what a
-// correct result is). For every size and backend it prints
+// style of nccl-tests. One harness with no branch on the collective: each
+// collective is an entry of bench_collective_table.h (how to size, run and
+// check it, its bus-bandwidth factor). For every size and backend it prints
 //   backend size count type redop root | time algbw busbw #wrong | memcpy
 // where memcpy is the bandwidth of every rank copying the same size at the
 // same time (the ceiling on one node). Backends and memcpy are timed in
@@ -20,9 +20,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "apps/bench_collective_table.h"
+#include "apps/bench_test_data.h"
 #include "apps/command.h"
-#include "kernels/reduce.cuh"
 #include "ringtrain/comm/communicator.h"
+#include "ringtrain/core/buffer_copy.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/log.h"
 #include "ringtrain/core/timer.h"
@@ -31,8 +33,6 @@
 namespace ringtrain::apps {
 
 namespace {
-
-enum class Collective { allreduce, broadcast, allgather };
 
 struct BenchOptions {
   std::string min_bytes = "8";
@@ -93,132 +93,6 @@ std::vector<std::string> split_backends(const std::string& text, const Topology&
   return out;
 }
 
-// ---------------------------------------------------------------- test data
-// Quarter steps in [-12, 12] for floats (exact in every float type), a wide
-// range for integers, so a misplaced chunk is always seen.
-double value_of(std::uint64_t seed, int rank, std::size_t i) {
-  const std::uint64_t h =
-      (seed * 2654435761u + static_cast<std::uint64_t>(rank) * 7919u + i * 31u + (i >> 7) * 17u) %
-      97u;
-  return (static_cast<double>(h) - 48.0) * 0.25;
-}
-std::int64_t int_of(std::uint64_t seed, int rank, std::size_t i) {
-  return static_cast<std::int64_t>(
-             (seed * 1000003u + static_cast<std::uint64_t>(rank) * 104729u + i * 7u) % 200003u) -
-         100000;
-}
-
-void fill(BufferView v, std::uint64_t seed, int rank) {
-  for (std::size_t i = 0; i < v.count; ++i) {
-    const double x = value_of(seed, rank, i);
-    switch (v.dtype) {
-      case DType::f32:
-        v.as<float>()[i] = static_cast<float>(x);
-        break;
-      case DType::f64:
-        v.as<double>()[i] = x;
-        break;
-      case DType::f16:
-        v.as<std::uint16_t>()[i] = kernels::float_to_half(static_cast<float>(x));
-        break;
-      case DType::bf16:
-        v.as<std::uint16_t>()[i] = kernels::float_to_bf16(static_cast<float>(x));
-        break;
-      case DType::i32:
-        v.as<std::int32_t>()[i] = static_cast<std::int32_t>(int_of(seed, rank, i));
-        break;
-      case DType::i64:
-        v.as<std::int64_t>()[i] = int_of(seed, rank, i);
-        break;
-    }
-  }
-}
-
-double load(BufferView v, std::size_t i) {
-  switch (v.dtype) {
-    case DType::f32:
-      return v.as<float>()[i];
-    case DType::f64:
-      return v.as<double>()[i];
-    case DType::f16:
-      return kernels::half_to_float(v.as<std::uint16_t>()[i]);
-    case DType::bf16:
-      return kernels::bf16_to_float(v.as<std::uint16_t>()[i]);
-    case DType::i32:
-      return v.as<std::int32_t>()[i];
-    case DType::i64:
-      return static_cast<double>(v.as<std::int64_t>()[i]);
-  }
-  return 0;
-}
-
-double rel_eps(DType t) {
-  switch (t) {
-    case DType::f32:
-      return 1.2e-7;
-    case DType::f64:
-      return 2.3e-16;
-    case DType::f16:
-      return 9.8e-4;
-    case DType::bf16:
-      return 7.9e-3;
-    default:
-      return 0;
-  }
-}
-
-// rounding_steps: how often the backend may round a partial sum in the
-// element type (communicator.h): 1 on the CPU backends, n + 1 for NCCL.
-std::size_t count_wrong_reduction(BufferView out, ReduceOp op, int n, std::uint64_t seed,
-                                  int rounding_steps) {
-  std::size_t wrong = 0;
-  const bool is_float = dtype_is_float(out.dtype);
-  for (std::size_t i = 0; i < out.count; ++i) {
-    if (is_float) {
-      double acc = value_of(seed, 0, i);
-      for (int r = 1; r < n; ++r) {
-        const double v = value_of(seed, r, i);
-        acc = op == ReduceOp::max   ? std::max(acc, v)
-              : op == ReduceOp::min ? std::min(acc, v)
-                                    : acc + v;
-      }
-      double magnitude = 0;
-      for (int r = 0; r < n; ++r) magnitude += std::fabs(value_of(seed, r, i));
-      if (op == ReduceOp::avg) {
-        acc /= n;
-        magnitude /= n;
-      }
-      if (op == ReduceOp::max || op == ReduceOp::min) magnitude = std::fabs(acc);
-      wrong += std::fabs(load(out, i) - acc) >
-               rel_eps(out.dtype) * (magnitude + 1.0) * 2.0 * rounding_steps;
-    } else {
-      std::int64_t acc = int_of(seed, 0, i);
-      for (int r = 1; r < n; ++r) {
-        const std::int64_t v = int_of(seed, r, i);
-        acc = op == ReduceOp::max   ? std::max(acc, v)
-              : op == ReduceOp::min ? std::min(acc, v)
-                                    : acc + v;
-      }
-      if (op == ReduceOp::avg) acc /= n;
-      const std::int64_t got =
-          out.dtype == DType::i32 ? out.as<std::int32_t>()[i] : out.as<std::int64_t>()[i];
-      wrong += got != acc;
-    }
-  }
-  return wrong;
-}
-
-std::size_t count_wrong_copy(BufferView out, std::uint64_t seed, int rank) {
-  std::vector<char> expect(out.bytes());
-  fill({expect.data(), out.count, out.dtype, out.device}, seed, rank);
-  std::size_t wrong = 0;
-  const std::size_t es = dtype_size(out.dtype);
-  for (std::size_t i = 0; i < out.count; ++i)
-    wrong +=
-        std::memcmp(static_cast<const char*>(out.ptr) + i * es, expect.data() + i * es, es) != 0;
-  return wrong;
-}
-
 // ------------------------------------------------------------------ harness
 struct Row {
   std::string backend;
@@ -231,7 +105,7 @@ class Bench {
   static constexpr int kTimingRounds = 4;
 
  public:
-  Bench(Collective coll, const BenchOptions& o, const Topology& topo)
+  Bench(const CollectiveEntry& coll, const BenchOptions& o, const Topology& topo)
       : coll_(coll), o_(o), topo_(topo), dtype_(parse_dtype(o.dtype)), op_(parse_reduce_op(o.op)) {
     CommOptions co;
     co.timeout_seconds = o.timeout;
@@ -266,8 +140,7 @@ class Bench {
     // largest size, from its preferred memory.
     std::vector<Subject> subjects;
     const std::size_t max_count = count_for(sizes.back());
-    const std::size_t out_elems =
-        coll_ == Collective::allgather ? max_count * static_cast<std::size_t>(n) : max_count;
+    const std::size_t out_elems = coll_.output_count(max_count, n);
     for (const std::string& kind : kinds) {
       Subject& s = subjects.emplace_back();
       s.kind = kind;
@@ -300,36 +173,11 @@ class Bench {
 
  private:
   std::size_t count_for(std::size_t bytes) const {
-    const std::size_t es = dtype_size(dtype_);
-    // allgather sizes are the gathered total, as in nccl-tests.
-    if (coll_ == Collective::allgather)
-      return bytes / es / static_cast<std::size_t>(topo_.world_size());
-    return bytes / es;
+    return coll_.input_count(bytes, dtype_size(dtype_), topo_.world_size());
   }
 
-  const char* name() const {
-    switch (coll_) {
-      case Collective::allreduce:
-        return "allreduce";
-      case Collective::broadcast:
-        return "broadcast";
-      case Collective::allgather:
-        return "allgather";
-    }
-    return "?";
-  }
-
-  double bus_factor() const {
-    const double n = topo_.world_size();
-    switch (coll_) {
-      case Collective::allreduce:
-        return 2.0 * (n - 1) / n;
-      case Collective::broadcast:
-        return 1.0;
-      case Collective::allgather:
-        return (n - 1) / n;
-    }
-    return 1.0;
+  CollectiveArgs args(std::uint64_t seed, int rounding_steps) const {
+    return {op_, o_.root, topo_.world_size(), topo_.rank(), seed, rounding_steps};
   }
 
   double max_over_ranks(double v) {
@@ -357,14 +205,7 @@ class Bench {
   }
 
   void run_once(Communicator& c, BufferView in, BufferView out) {
-    switch (coll_) {
-      case Collective::allreduce:
-        return c.allreduce(in, out, op_);
-      case Collective::broadcast:
-        return c.broadcast(in, out, o_.root);
-      case Collective::allgather:
-        return c.allgather(in, out);
-    }
+    coll_.run(c, in, out, args(o_.seed, 1));
   }
 
   // One backend under measurement: its communicator, its buffers of the
@@ -383,38 +224,25 @@ class Bench {
   // data and counts the wrong elements over all ranks.
   void check(Subject& s, std::size_t count) {
     const int n = topo_.world_size();
-    const std::size_t rank = static_cast<std::size_t>(topo_.rank());
-    s.in = s.in_all.slice(0, count);
-    if (coll_ == Collective::allgather) {
-      s.out = s.out_all.slice(0, count * static_cast<std::size_t>(n));
-      if (o_.inplace) s.in = s.out.slice(rank * count, count);
+    const std::size_t out_count = coll_.output_count(count, n);
+    if (o_.inplace) {
+      s.out = s.out_all.slice(0, out_count);
+      s.in = s.out.slice(coll_.inplace_offset(count, topo_.rank()), count);
     } else {
-      s.out = o_.inplace ? s.in : s.out_all.slice(0, count);
+      s.in = s.in_all.slice(0, count);
+      s.out = s.out_all.slice(0, out_count);
     }
     const std::uint64_t seed = o_.seed + count;
     // GPU buffers are filled and checked through host copies.
     std::vector<char> host_in(s.in.bytes()), host_out(s.out.bytes());
     const BufferView in_host{host_in.data(), s.in.count, s.in.dtype, Device::cpu()};
     const BufferView out_host{host_out.data(), s.out.count, s.out.dtype, Device::cpu()};
-    fill(in_host, seed, topo_.rank());
-    device_copy(s.in.ptr, s.in.device, in_host.ptr, Device::cpu(), s.in.bytes());
+    fill_test_data(in_host, seed, topo_.rank());
+    copy_view(s.in, in_host);
     run_once(*s.comm, s.in, s.out);
-    device_copy(out_host.ptr, Device::cpu(), s.out.ptr, s.out.device, s.out.bytes());
+    copy_view(out_host, s.out);
     const int rounding_steps = s.comm->name() == "nccl" ? n + 1 : 1;
-    std::size_t wrong = 0;
-    switch (coll_) {
-      case Collective::allreduce:
-        wrong = count_wrong_reduction(out_host, op_, n, seed, rounding_steps);
-        break;
-      case Collective::broadcast:
-        wrong = count_wrong_copy(out_host, seed, o_.root);
-        break;
-      case Collective::allgather:
-        for (int q = 0; q < n; ++q)
-          wrong +=
-              count_wrong_copy(out_host.slice(static_cast<std::size_t>(q) * count, count), seed, q);
-        break;
-    }
+    const std::size_t wrong = coll_.count_wrong(out_host, count, args(seed, rounding_steps));
     s.wrong = sum_over_ranks(wrong);
     // In place, the data would grow with every sum: zeros stay put and cost
     // the same to add.
@@ -434,8 +262,7 @@ class Bench {
       s.seconds = 0;
     }
     const std::size_t es = dtype_size(dtype_);
-    const std::size_t bytes =
-        coll_ == Collective::allgather ? count * es * static_cast<std::size_t>(n) : count * es;
+    const std::size_t bytes = coll_.output_count(count, n) * es;
     std::vector<char> copy_src(std::max<std::size_t>(1, bytes), 1), copy_dst(copy_src.size(), 0);
     const int rounds = std::min(o_.iters, kTimingRounds);
     double copy_s = 0;
@@ -460,7 +287,7 @@ class Bench {
       row.bytes = bytes;
       row.time_us = t * 1e6;
       row.algbw = t > 0 ? static_cast<double>(bytes) / t / 1e9 : 0;
-      row.busbw = row.algbw * bus_factor();
+      row.busbw = row.algbw * coll_.bus_factor(n);
       row.wrong = s.wrong;
       row.memcpy_gbs = static_cast<double>(copy_src.size()) / copy_t / 1e9;
     }
@@ -472,8 +299,8 @@ class Bench {
     std::string h = fmt::format(
         "# ringtrain bench {}: {} rank(s) on {} node(s), backends {}, dtype {}, op {}, {}, {} "
         "iters, {} warm-up\n",
-        name(), topo_.world_size(), topo_.node_count(), fmt::join(kinds, ","), dtype_name(dtype_),
-        coll_ == Collective::allreduce ? reduce_op_name(op_) : "none",
+        coll_.name, topo_.world_size(), topo_.node_count(), fmt::join(kinds, ","),
+        dtype_name(dtype_), coll_.takes_op ? reduce_op_name(op_) : "none",
         o_.inplace ? "in place" : "out of place", o_.iters, o_.warmup);
     h += fmt::format("# {:>7} {:>12} {:>12} {:>5} {:>6} {:>5} {:>10} {:>8} {:>8} {:>7} {:>8}\n",
                      "backend", "size", "count", "type", "redop", "root", "time", "algbw", "busbw",
@@ -488,9 +315,9 @@ class Bench {
     std::string line = fmt::format(
         "  {:>7} {:>12} {:>12} {:>5} {:>6} {:>5} {:>10.2f} {:>8.3f} {:>8.3f} {:>7} {:>8.3f}\n",
         r.backend, r.bytes, r.count, dtype_name(dtype_),
-        coll_ == Collective::allreduce ? reduce_op_name(op_) : "none",
-        coll_ == Collective::broadcast ? std::to_string(o_.root) : "-", r.time_us, r.algbw, r.busbw,
-        r.wrong, r.memcpy_gbs);
+        coll_.takes_op ? reduce_op_name(op_) : "none",
+        coll_.takes_root ? std::to_string(o_.root) : "-", r.time_us, r.algbw, r.busbw, r.wrong,
+        r.memcpy_gbs);
     std::fputs(line.c_str(), stdout);
     std::fflush(stdout);
   }
@@ -498,29 +325,28 @@ class Bench {
   void write_json(const std::vector<Row>& rows) {
     nlohmann::json list = nlohmann::json::array();
     for (const Row& r : rows)
-      list.push_back(
-          {{"collective", name()},
-           {"backend", r.backend},
-           {"ranks", topo_.world_size()},
-           {"nodes", topo_.node_count()},
-           {"bytes", r.bytes},
-           {"count", r.count},
-           {"dtype", std::string(dtype_name(dtype_))},
-           {"op", coll_ == Collective::allreduce ? std::string(reduce_op_name(op_)) : "none"},
-           {"root", coll_ == Collective::broadcast ? o_.root : -1},
-           {"inplace", o_.inplace},
-           {"time_us", r.time_us},
-           {"algbw", r.algbw},
-           {"busbw", r.busbw},
-           {"wrong", r.wrong},
-           {"memcpy", r.memcpy_gbs}});
+      list.push_back({{"collective", coll_.name},
+                      {"backend", r.backend},
+                      {"ranks", topo_.world_size()},
+                      {"nodes", topo_.node_count()},
+                      {"bytes", r.bytes},
+                      {"count", r.count},
+                      {"dtype", std::string(dtype_name(dtype_))},
+                      {"op", coll_.takes_op ? std::string(reduce_op_name(op_)) : "none"},
+                      {"root", coll_.takes_root ? o_.root : -1},
+                      {"inplace", o_.inplace},
+                      {"time_us", r.time_us},
+                      {"algbw", r.algbw},
+                      {"busbw", r.busbw},
+                      {"wrong", r.wrong},
+                      {"memcpy", r.memcpy_gbs}});
     std::ofstream f(o_.json);
     RT_CHECK(f.good(), "--json {}: cannot open the file for writing", o_.json);
     f << list.dump(1) << "\n";
     RT_CHECK(f.good(), "--json {}: write failed", o_.json);
   }
 
-  Collective coll_;
+  const CollectiveEntry& coll_;
   BenchOptions o_;
   const Topology& topo_;
   DType dtype_;
@@ -529,16 +355,15 @@ class Bench {
   std::vector<std::pair<std::string, double>> averages_;
 };
 
-CLI::App* add_collective_bench(CLI::App& bench, CommandContext& ctx, Collective coll,
-                               const char* name, const char* what) {
+CLI::App* add_collective_bench(CLI::App& bench, CommandContext& ctx, const CollectiveEntry& coll) {
+  const char* name = coll.name;
   auto opts = std::make_shared<BenchOptions>();
-  CLI::App* sub = bench.add_subcommand(name, what);
+  CLI::App* sub = bench.add_subcommand(name, coll.summary);
   sub->footer(
       fmt::format(
           "Run under mpirun, one rank per core (--bind-to core), e.g.\n"
           "  mpirun -np 2 --bind-to core ringtrain bench {} --backend all -b 4K -e 64M -f 4\n",
           name) +
-      "Columns: time per call (slowest rank), algbw = size/time, busbw = algbw x the\n"
       "Columns: time per call (slowest rank), algbw = size/time, busbw = algbw x the\n"
       "collective's bus factor (nccl-tests), #wrong = elements that differ from the expected\n"
       "result (any makes the exit code 1), memcpy = every rank copying the size at once, the\n"
@@ -564,11 +389,11 @@ CLI::App* add_collective_bench(CLI::App& bench, CommandContext& ctx, Collective 
   sub->add_option("--dtype", opts->dtype, "Element type: f32, f64, f16, bf16, i32, i64")
       ->capture_default_str()
       ->check(CLI::IsMember({"f32", "f64", "f16", "bf16", "i32", "i64"}));
-  if (coll == Collective::allreduce)
+  if (coll.takes_op)
     sub->add_option("--op", opts->op, "Reduction: sum, avg, max, min")
         ->capture_default_str()
         ->check(CLI::IsMember({"sum", "avg", "max", "min"}));
-  if (coll == Collective::broadcast)
+  if (coll.takes_root)
     sub->add_option("--root", opts->root, "Rank that broadcasts")
         ->capture_default_str()
         ->check(CLI::NonNegativeNumber);
@@ -580,12 +405,12 @@ CLI::App* add_collective_bench(CLI::App& bench, CommandContext& ctx, Collective 
       ->check(CLI::PositiveNumber);
   sub->add_option("--seed", opts->seed, "Seed of the test data")->capture_default_str();
   add_device_options(sub, ctx, "cpu");
-  sub->parse_complete_callback([&ctx, opts, coll] {
+  sub->parse_complete_callback([&ctx, opts, &coll] {
     // Flag values that need no MPI are checked now, so mistakes are instant.
     const std::size_t lo = parse_bytes("-b", opts->min_bytes),
                       hi = parse_bytes("-e", opts->max_bytes);
     RT_CHECK(lo <= hi, "-b {} is larger than -e {}", opts->min_bytes, opts->max_bytes);
-    ctx.action = [opts, coll](const Topology& topo) { return Bench(coll, *opts, topo).run(); };
+    ctx.action = [opts, &coll](const Topology& topo) { return Bench(coll, *opts, topo).run(); };
   });
   return sub;
 }
@@ -593,21 +418,15 @@ CLI::App* add_collective_bench(CLI::App& bench, CommandContext& ctx, Collective 
 }  // namespace
 }  // namespace ringtrain::apps
 
-RINGTRAIN_REGISTER_COMMAND("bench", "allreduce", 10,
-                           [](CLI::App& bench, ringtrain::apps::CommandContext& ctx) {
-                             return ringtrain::apps::add_collective_bench(
-                                 bench, ctx, ringtrain::apps::Collective::allreduce, "allreduce",
-                                 "All-reduce bandwidth per backend and size (nccl-tests style)");
-                           })
-RINGTRAIN_REGISTER_COMMAND("bench", "broadcast", 11,
-                           [](CLI::App& bench, ringtrain::apps::CommandContext& ctx) {
-                             return ringtrain::apps::add_collective_bench(
-                                 bench, ctx, ringtrain::apps::Collective::broadcast, "broadcast",
-                                 "Broadcast bandwidth per backend and size (nccl-tests style)");
-                           })
-RINGTRAIN_REGISTER_COMMAND("bench", "allgather", 12,
-                           [](CLI::App& bench, ringtrain::apps::CommandContext& ctx) {
-                             return ringtrain::apps::add_collective_bench(
-                                 bench, ctx, ringtrain::apps::Collective::allgather, "allgather",
-                                 "All-gather bandwidth per backend and size (nccl-tests style)");
-                           })
+// One bench subcommand per table entry.
+namespace {
+const bool rt_collective_benches_registered = [] {
+  for (const ringtrain::apps::CollectiveEntry& entry : ringtrain::apps::collective_entries())
+    ringtrain::apps::register_command(
+        {"bench", entry.name, entry.order,
+         [&entry](CLI::App& bench, ringtrain::apps::CommandContext& ctx) {
+           return ringtrain::apps::add_collective_bench(bench, ctx, entry);
+         }});
+  return true;
+}();
+}  // namespace

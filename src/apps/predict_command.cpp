@@ -6,6 +6,7 @@
 
 #include "apps/command.h"
 #include "ringtrain/comm/control_channel.h"
+#include "ringtrain/core/buffer_copy.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/log.h"
 #include "ringtrain/data/dataset.h"
@@ -56,10 +57,9 @@ int run_predict(const PredictFlags& f, const Topology& topo) {
     model.synchronize();
     logits.resize(b->size * nc);
     labels.resize(b->size);
-    device_copy(logits.data(), Device::cpu(), model.logits(), topo.device(),
-                logits.size() * sizeof(float));
-    device_copy(labels.data(), Device::cpu(), b->y.ptr, b->y.device,
-                labels.size() * sizeof(std::int32_t));
+    copy_view(view_of(logits.data(), logits.size()),
+              view_of(model.logits(), logits.size(), topo.device()));
+    copy_view(view_of(labels.data(), labels.size()), b->y.slice(0, b->size));
     for (std::size_t i = 0; i < b->size; ++i, ++index) {
       const float* row = logits.data() + i * nc;
       std::size_t best = 0;

@@ -11,6 +11,7 @@
 #include "kernels/softmax_cross_entropy.cuh"
 #include "model/kaiming_init.h"
 #include "model/layer.h"
+#include "ringtrain/core/buffer_copy.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/host_sync.h"
 #include "ringtrain/ops/compute_context.h"
@@ -237,9 +238,7 @@ const float* Model::run_layers(const float* x, const std::int32_t* labels, std::
   s.last_input = x;
   s.last_batch = batch;
   s.forward_done = true;
-  if (batch > 0)
-    device_copy(s.labels.data(), options_.device, labels, options_.device,
-                batch * sizeof(std::int32_t));
+  if (batch > 0) copy_view(s.labels.buffer(), view_of(labels, batch, options_.device));
   return in;
 }
 
@@ -273,7 +272,7 @@ Model::LossResult Model::take_loss_totals() {
   // itself; on the CPU the same point is counted here, so both paths report
   // the same number.
   if (options_.device.is_cpu()) host_sync::note(options_.device, "model: read the loss totals");
-  device_copy(totals, Device::cpu(), s.loss_totals.data(), options_.device, sizeof(totals));
+  copy_view(view_of(totals, kernels::kLossTotalsCount), s.loss_totals.buffer());
   device_zero(s.loss_totals.data(), sizeof(totals), options_.device);
   RT_CHECK(totals[2] == 0,
            "{} sample(s) since the last loss read had a label outside [0, {}): the labels do not "

@@ -15,9 +15,6 @@ void* cuda_allocate(std::size_t, int) {
   no_cuda("cannot allocate memory");
 }
 void cuda_free(void*, int) noexcept {}
-void cuda_copy(void*, const void*, std::size_t, CopyKind) {
-  no_cuda("cannot copy memory");
-}
 void cuda_zero(void*, std::size_t, int) {
   no_cuda("cannot zero memory");
 }

@@ -30,23 +30,6 @@ void device_free(void* ptr, Device device) noexcept {
     std::free(ptr);
 }
 
-void device_copy(void* dst, Device dst_device, const void* src, Device src_device,
-                 std::size_t bytes) {
-  if (bytes == 0 || dst == src) return;
-  if (dst_device.is_cpu() && src_device.is_cpu()) {
-    std::memcpy(dst, src, bytes);
-    return;
-  }
-  const detail::CopyKind kind = dst_device.is_cpu()   ? detail::CopyKind::device_to_host
-                                : src_device.is_cpu() ? detail::CopyKind::host_to_device
-                                                      : detail::CopyKind::device_to_device;
-  // A copy to or from host memory returns when the data is there: the host
-  // has waited for the device's queued work.
-  if (kind != detail::CopyKind::device_to_device)
-    host_sync::note(dst_device.is_cpu() ? src_device : dst_device, "device_copy");
-  detail::cuda_copy(dst, src, bytes, kind);
-}
-
 void device_zero(void* ptr, std::size_t bytes, Device device) {
   if (bytes == 0) return;
   if (device.is_cuda())

@@ -1,5 +1,6 @@
 #include "ringtrain/tensor/tensor.h"
 
+#include "ringtrain/core/buffer_copy.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/tensor/device_memory.h"
 
@@ -62,7 +63,7 @@ void Tensor::copy_from(const Tensor& src) {
   RT_CHECK(src.dtype_ == dtype_ && src.numel() == numel(),
            "copy from a {} tensor of shape {} into a {} tensor of shape {}", dtype_name(src.dtype_),
            src.shape_.to_string(), dtype_name(dtype_), shape_.to_string());
-  device_copy(ptr_, device_, src.ptr_, src.device_, bytes());
+  copy_view(buffer(), src.buffer());
 }
 
 void Tensor::fill_zero() {

@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "ringtrain/core/buffer_copy.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/model/model_spec.h"
 #include "ringtrain/tensor/device_memory.h"
@@ -119,7 +120,7 @@ CheckpointModel load_checkpoint_model(const std::string& path, Communicator& con
   control.broadcast(BufferView{params.data(), params.size(), DType::f32, Device::cpu()},
                     BufferView{params.data(), params.size(), DType::f32, Device::cpu()}, 0);
   BufferView dst = model->params();
-  device_copy(dst.ptr, dst.device, params.data(), Device::cpu(), params.size() * sizeof(float));
+  copy_view(dst, view_of(params.data(), params.size()));
   out.model = std::move(model);
   return out;
 }

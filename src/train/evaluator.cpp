@@ -1,5 +1,6 @@
 #include "ringtrain/train/evaluator.h"
 
+#include "ringtrain/core/buffer_copy.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/data/prefetcher.h"
 #include "ringtrain/tensor/device_memory.h"
@@ -48,10 +49,9 @@ EvalResult evaluate(Model& model, Dataset& data, Communicator& control, std::siz
     model.synchronize();
     logits_host.resize(b->size * ncs);
     labels_host.resize(b->size);
-    device_copy(logits_host.data(), Device::cpu(), model.logits(), device,
-                logits_host.size() * sizeof(float));
-    device_copy(labels_host.data(), Device::cpu(), b->y.ptr, b->y.device,
-                labels_host.size() * sizeof(std::int32_t));
+    copy_view(view_of(logits_host.data(), logits_host.size()),
+              view_of(model.logits(), logits_host.size(), device));
+    copy_view(view_of(labels_host.data(), labels_host.size()), b->y.slice(0, b->size));
     for (std::size_t i = 0; i < b->size; ++i) {
       const float* row = logits_host.data() + i * ncs;
       std::size_t best = 0;

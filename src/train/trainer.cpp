@@ -33,6 +33,7 @@
 #include "ringtrain/comm/communicator.h"
 #include "ringtrain/comm/control_channel.h"
 #include "ringtrain/comm/flight_recorder.h"
+#include "ringtrain/core/buffer_copy.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/host_sync.h"
 #include "ringtrain/core/log.h"
@@ -466,7 +467,7 @@ bool Trainer::after_step(StepOutcome& outcome) {
     BufferView params = model_->params();
     std::vector<float> host(params.count);
     // The copy waits for the device (a counted host sync).
-    device_copy(host.data(), Device::cpu(), params.ptr, params.device, params.bytes());
+    copy_view(view_of(host.data(), host.size()), params);
     check_replicas(*control_, hash_bytes(host.data(), host.size() * sizeof(float)), step_);
   }
   if (stop) {
@@ -525,9 +526,8 @@ void Trainer::inject_nonfinite_gradient(std::size_t layer) {
   // The first parameter tensor's gradient, once backward has written it.
   const ParamInfo& first = model_->param_info().front();
   if (layer != first.layer) return;
-  const float nan = std::numeric_limits<float>::quiet_NaN();
-  device_copy(static_cast<float*>(grads_.ptr) + first.offset, grads_.device, &nan, Device::cpu(),
-              sizeof(float));
+  float nan = std::numeric_limits<float>::quiet_NaN();
+  copy_view(grads_.slice(first.offset, 1), view_of(&nan, 1));
 }
 
 void Trainer::inject_faults() {
@@ -535,9 +535,9 @@ void Trainer::inject_faults() {
   // Fault injection for the replica check's own test: nudge one weight.
   const BufferView params = model_->params();
   float nudge = 0;
-  device_copy(&nudge, Device::cpu(), params.ptr, params.device, sizeof(float));
+  copy_view(view_of(&nudge, 1), params.slice(0, 1));
   nudge += 1e-3f;
-  device_copy(params.ptr, params.device, &nudge, Device::cpu(), sizeof(float));
+  copy_view(params.slice(0, 1), view_of(&nudge, 1));
 }
 
 TrainSummary Trainer::run() {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "ringtrain/comm/communicator.h"
+#include "ringtrain/core/buffer_copy.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/log.h"
 #include "ringtrain/model/model.h"
@@ -20,7 +21,7 @@ namespace {
 // The host copy of a device buffer (a view of it on the CPU).
 std::vector<float> to_host(BufferView v) {
   std::vector<float> host(v.count);
-  device_copy(host.data(), Device::cpu(), v.ptr, v.device, v.bytes());
+  copy_view(view_of(host.data(), host.size()), v);
   return host;
 }
 
@@ -88,13 +89,13 @@ ResumePoint resume_training_state(const TrainConfig& cfg, Communicator& control,
       BufferView params = model.params();
       for (std::size_t i = 0; i < ck.params.size(); ++i) {
         const ParamInfo& info = model.param_info()[i];
-        device_copy(static_cast<float*>(params.ptr) + info.offset, params.device,
-                    ck.params[i].second.data(), Device::cpu(), info.count * sizeof(float));
+        copy_view(params.slice(info.offset, info.count),
+                  view_of(ck.params[i].second.data(), info.count));
       }
       auto state = optimizer.state();
       for (std::size_t i = 0; i < ck.optimizer.size(); ++i)
-        device_copy(state[i].view.ptr, state[i].view.device, ck.optimizer[i].second.data(),
-                    Device::cpu(), state[i].view.bytes());
+        copy_view(state[i].view,
+                  view_of(ck.optimizer[i].second.data(), ck.optimizer[i].second.size()));
       optimizer.set_step_count(ck.meta.step);
       std::uint64_t old_sampler_batch = sampler_global_batch;
       try {

@@ -13,8 +13,8 @@
 
 #include "launch/mpi_context.h"
 #include "ringtrain/comm/communicator.h"
-#include "support/mpi_test.h"
 #include "tests/comm/collective_reference.h"
+#include "tests/support/mpi_test.h"
 
 using namespace ringtrain;
 

@@ -6,14 +6,14 @@
 #include <cstdio>
 #include <vector>
 
-#include "comm/device_copy.h"
 #include "ringtrain/comm/communicator.h"
+#include "ringtrain/core/buffer_copy.h"
 #include "ringtrain/core/error.h"
 #include "ringtrain/core/fatal.h"
 #include "ringtrain/launch/gpu_runtime.h"
 #include "ringtrain/launch/topology.h"
-#include "support/gpu_test.h"
 #include "tests/comm/collective_reference.h"
+#include "tests/support/gpu_test.h"
 
 int main(int argc, char** argv) {
   using namespace ringtrain;
@@ -38,9 +38,9 @@ int main(int argc, char** argv) {
             BufferView hin{host.data(), count, dt, Device::cpu()};
             BufferView din = comm->allocate(count, dt),
                        dout = in_place ? din : comm->allocate(count, dt);
-            comm_detail::copy_view(din, hin);
+            copy_view(din, hin);
             comm->allreduce(din, dout, op);
-            comm_detail::copy_view(hin, dout);
+            copy_view(hin, dout);
             // NCCL rounds at every hop (communicator.h): tolerance for n + 1 roundings.
             for (std::size_t i = 0; i < count; ++i) {
               const bool ok =
@@ -60,24 +60,24 @@ int main(int argc, char** argv) {
       std::vector<char> a(block * un * es), b(block * es);
       BufferView d_all = comm->allocate(block * un, dt), d_one = comm->allocate(block, dt);
       test::fill_input(dt, a.data(), block * un, 99, comm->rank());
-      comm_detail::copy_view(d_all, {a.data(), block * un, dt, Device::cpu()});
+      copy_view(d_all, {a.data(), block * un, dt, Device::cpu()});
       auto req1 = comm->reduce_scatter_async(d_all, d_one, ReduceOp::avg);
       auto req2 = comm->barrier_async();
       req2.wait();
       req1.wait();
-      comm_detail::copy_view({b.data(), block, dt, Device::cpu()}, d_one);
+      copy_view({b.data(), block, dt, Device::cpu()}, d_one);
       for (std::size_t i = 0; i < block; ++i)
         wrong +=
             !test::matches_reduction(dt, ReduceOp::avg, n, 99, r * block + i, b.data(), i, n + 1);
       test::fill_input(dt, b.data(), block, 5, comm->rank());
-      comm_detail::copy_view(d_one, {b.data(), block, dt, Device::cpu()});
+      copy_view(d_one, {b.data(), block, dt, Device::cpu()});
       comm->allgather(d_one, d_all);
-      comm_detail::copy_view({a.data(), block * un, dt, Device::cpu()}, d_all);
+      copy_view({a.data(), block * un, dt, Device::cpu()}, d_all);
       for (std::size_t q = 0; q < un; ++q)
         for (std::size_t i = 0; i < block; ++i)
           wrong += !test::matches_input(dt, static_cast<int>(q), 5, i, a.data(), q * block + i);
       comm->broadcast(d_one, d_one, n - 1);
-      comm_detail::copy_view({b.data(), block, dt, Device::cpu()}, d_one);
+      copy_view({b.data(), block, dt, Device::cpu()}, d_one);
       for (std::size_t i = 0; i < block; ++i)
         wrong += !test::matches_input(dt, n - 1, 5, i, b.data(), i);
       checks += 3;

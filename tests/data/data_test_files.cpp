@@ -1,4 +1,4 @@
-#include "data/data_test_files.h"
+#include "tests/data/data_test_files.h"
 
 #include <hdf5.h>
 

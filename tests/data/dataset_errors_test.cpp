@@ -3,9 +3,9 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "data/data_test_files.h"
 #include "ringtrain/core/error.h"
 #include "ringtrain/data/dataset.h"
+#include "tests/data/data_test_files.h"
 
 using namespace ringtrain;
 using Catch::Contains;

@@ -9,12 +9,12 @@
 #include <cstdlib>
 #include <set>
 
-#include "data/data_test_files.h"
 #include "ringtrain/comm/control_channel.h"
 #include "ringtrain/core/error.h"
 #include "ringtrain/data/dataset.h"
 #include "ringtrain/data/prefetcher.h"
-#include "support/mpi_test.h"
+#include "tests/data/data_test_files.h"
+#include "tests/support/mpi_test.h"
 
 using namespace ringtrain;
 

@@ -2,7 +2,7 @@
 #include <cstdio>
 #include <exception>
 
-#include "data/data_test_files.h"
+#include "tests/data/data_test_files.h"
 
 int main(int argc, char** argv) {
   if (argc != 2) {

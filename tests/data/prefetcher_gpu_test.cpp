@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "data/batch_staging.h"
-#include "data/data_test_files.h"
 #include "ringtrain/data/prefetcher.h"
 #include "ringtrain/launch/gpu_runtime.h"
-#include "support/gpu_test.h"
+#include "tests/data/data_test_files.h"
+#include "tests/support/gpu_test.h"
 
 int main() {
   using namespace ringtrain;

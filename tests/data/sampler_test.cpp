@@ -8,7 +8,7 @@
 
 #include "ringtrain/core/error.h"
 #include "ringtrain/data/sharded_sampler.h"
-#include "support/mpi_test.h"
+#include "tests/support/mpi_test.h"
 
 using namespace ringtrain;
 

@@ -5,7 +5,7 @@
 
 #include "kernels/axpy.cuh"
 #include "ringtrain/launch/gpu_runtime.h"
-#include "support/gpu_test.h"
+#include "tests/support/gpu_test.h"
 
 int main() {
   using namespace ringtrain;

@@ -9,7 +9,7 @@
 
 #include "ringtrain/launch/gpu_runtime.h"
 #include "ringtrain/launch/topology.h"
-#include "support/gpu_test.h"
+#include "tests/support/gpu_test.h"
 
 int main(int argc, char** argv) {
   using namespace ringtrain;

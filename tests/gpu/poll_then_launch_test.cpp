@@ -10,10 +10,11 @@
 
 #include "kernels/axpy.cuh"
 #include "kernels/axpy.h"
+#include "ringtrain/core/buffer_copy.h"
 #include "ringtrain/core/ordering_point.h"
 #include "ringtrain/launch/gpu_runtime.h"
 #include "ringtrain/tensor/device_memory.h"
-#include "support/gpu_test.h"
+#include "tests/support/gpu_test.h"
 
 int main() {
   using namespace ringtrain;
@@ -44,8 +45,8 @@ int main() {
     y[i] = static_cast<float>(i % 5);
     expect[i] = kernels::axpy_element(2.0f, x[i], y[i]);
   }
-  device_copy(bx, gpu, x.data(), Device::cpu(), n * sizeof(float));
-  device_copy(by, gpu, y.data(), Device::cpu(), n * sizeof(float));
+  copy_view(view_of(bx, n, gpu), view_of(x.data(), n));
+  copy_view(view_of(by, n, gpu), view_of(y.data(), n));
   const OrderingPoint copied = OrderingPoint::record(gpu, nullptr);
   while (!copied.reached()) {
   }
@@ -55,7 +56,7 @@ int main() {
     std::printf("FAIL: the launch after a poll reported: %s\n", e.what());
     return 1;
   }
-  device_copy(y.data(), Device::cpu(), by, gpu, n * sizeof(float));
+  copy_view(view_of(y.data(), n), view_of(by, n, gpu));
   std::size_t wrong = 0;
   for (std::size_t i = 0; i < n; ++i) wrong += y[i] != expect[i];
   std::printf("axpy after polling: %zu wrong of %zu\n", wrong, n);

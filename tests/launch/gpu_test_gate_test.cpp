@@ -2,7 +2,7 @@
 // or no GPU; a driver problem on a machine with GPUs fails the test.
 #include <catch2/catch.hpp>
 
-#include "support/gpu_test.h"
+#include "tests/support/gpu_test.h"
 
 using namespace ringtrain;
 using test::gpu_test_gate;

@@ -4,7 +4,7 @@
 #include <set>
 
 #include "launch/mpi_context.h"
-#include "support/mpi_test.h"
+#include "tests/support/mpi_test.h"
 
 using namespace ringtrain;
 

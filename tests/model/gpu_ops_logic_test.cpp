@@ -8,7 +8,7 @@
 #include "kernels/bias.cuh"
 #include "ops/conv_algo_choice.h"
 #include "ringtrain/ops/math_mode.h"
-#include "test_data.h"
+#include "tests/model/test_data.h"
 
 using namespace ringtrain;
 using detail::choose_conv_algorithm;

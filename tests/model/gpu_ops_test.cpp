@@ -20,8 +20,8 @@
 #include "ringtrain/ops/max_pool2d.h"
 #include "ringtrain/ops/softmax_cross_entropy.h"
 #include "ringtrain/tensor/tensor.h"
-#include "support/gpu_test.h"
-#include "test_data.h"
+#include "tests/model/test_data.h"
+#include "tests/support/gpu_test.h"
 
 using namespace ringtrain;
 

@@ -9,7 +9,7 @@
 #include <new>
 
 #include "ringtrain/model/model.h"
-#include "test_data.h"
+#include "tests/model/test_data.h"
 
 namespace {
 std::atomic<std::size_t> g_allocations{0};

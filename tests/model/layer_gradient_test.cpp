@@ -14,7 +14,7 @@
 #include "ringtrain/ops/compute_context.h"
 #include "ringtrain/ops/dropout.h"
 #include "ringtrain/ops/softmax_cross_entropy.h"
-#include "test_data.h"
+#include "tests/model/test_data.h"
 
 using namespace ringtrain;
 

@@ -10,7 +10,7 @@
 #include "ringtrain/core/error.h"
 #include "ringtrain/launch/gpu_runtime.h"
 #include "ringtrain/model/model.h"
-#include "test_data.h"
+#include "tests/model/test_data.h"
 
 using namespace ringtrain;
 

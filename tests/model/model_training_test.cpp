@@ -12,7 +12,7 @@
 #include <optional>
 
 #include "ringtrain/model/model.h"
-#include "test_data.h"
+#include "tests/model/test_data.h"
 
 using namespace ringtrain;
 

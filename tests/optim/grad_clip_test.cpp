@@ -7,9 +7,9 @@
 #include <limits>
 #include <vector>
 
-#include "optim/optim_test_data.h"
 #include "ringtrain/core/error.h"
 #include "ringtrain/optim/grad_clip.h"
+#include "tests/optim/optim_test_data.h"
 
 using namespace ringtrain;
 using Catch::Matchers::Contains;

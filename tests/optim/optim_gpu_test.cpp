@@ -8,11 +8,11 @@
 #include <vector>
 
 #include "optim/cuda_backend.h"
-#include "optim/optim_test_data.h"
 #include "ringtrain/launch/gpu_runtime.h"
 #include "ringtrain/optim/grad_clip.h"
 #include "ringtrain/optim/optimizer.h"
-#include "support/gpu_test.h"
+#include "tests/optim/optim_test_data.h"
+#include "tests/support/gpu_test.h"
 
 using namespace ringtrain;
 

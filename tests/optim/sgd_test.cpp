@@ -5,8 +5,8 @@
 #include <cmath>
 #include <vector>
 
-#include "optim/optim_test_data.h"
 #include "ringtrain/optim/optimizer.h"
+#include "tests/optim/optim_test_data.h"
 
 using namespace ringtrain;
 

@@ -8,7 +8,7 @@
 
 #include "ringtrain/core/error.h"
 #include "ringtrain/core/fatal.h"
-#include "support/mpi_test.h"
+#include "tests/support/mpi_test.h"
 
 namespace ringtrain::test {
 namespace {

@@ -15,7 +15,7 @@
 #include "ringtrain/sync/bucket_plan.h"
 #include "ringtrain/sync/gradient_sync.h"
 #include "ringtrain/sync/run_agreement.h"
-#include "support/mpi_test.h"
+#include "tests/support/mpi_test.h"
 
 using namespace ringtrain;
 using Catch::Matchers::Contains;

@@ -17,27 +17,15 @@
 
 #include "ringtrain/core/error.h"
 #include "ringtrain/train/checkpoint.h"
+#include "tests/support/temp_dir.h"
 
 using namespace ringtrain;
 namespace fs = std::filesystem;
+using ringtrain::test::TempDir;
 
 namespace {
 
 // A fresh directory per test case, removed afterwards.
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& tag) {
-    path = fs::temp_directory_path() / ("ringtrain-ckpt-" + tag + "-" + std::to_string(::getpid()));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string str() const { return path.string(); }
-};
-
 // Data is a function of (tensor, index), never constant.
 std::vector<float> pattern(std::size_t n, int tensor) {
   std::vector<float> v(n);
@@ -141,7 +129,7 @@ std::vector<std::string> dir_names(const std::string& dir) {
 }  // namespace
 
 TEST_CASE("checkpoint round trip keeps every tensor, shape, order and attribute bit for bit") {
-  TempDir dir("roundtrip");
+  TempDir dir("ckpt-roundtrip");
   const Model params = make_params();
   const Model opt = make_optimizer();
   CheckpointMeta meta = make_meta(120);
@@ -198,7 +186,7 @@ TEST_CASE("checkpoint round trip keeps every tensor, shape, order and attribute 
 }
 
 TEST_CASE("checkpoints keep the last K, sorted by step numerically") {
-  TempDir dir("keep");
+  TempDir dir("ckpt-keep");
   const Model params = make_params();
   for (std::uint64_t step : {1, 2, 3, 9, 10, 11})
     write_checkpoint_atomic(dir.str(), make_meta(step), params.records(), {}, 3);
@@ -228,7 +216,7 @@ TEST_CASE("checkpoints keep the last K, sorted by step numerically") {
 TEST_CASE("pruning never touches the new checkpoint nor checkpoints of later steps") {
   // A fresh run, or one resumed from an older checkpoint, in a directory that
   // already holds later steps: keep-last-K applies to this run's steps only.
-  TempDir dir("later");
+  TempDir dir("ckpt-later");
   const Model params = make_params();
   write_checkpoint_atomic(dir.str(), make_meta(500), params.records(), {}, 2);
   for (std::uint64_t step : {10, 20, 30}) {
@@ -243,7 +231,7 @@ TEST_CASE("pruning never touches the new checkpoint nor checkpoints of later ste
 }
 
 TEST_CASE("list and latest ignore temporaries and unrelated files") {
-  TempDir dir("ignore");
+  TempDir dir("ckpt-ignore");
   CHECK(list_checkpoints(dir.str()).empty());
   CHECK_FALSE(latest_checkpoint(dir.str()).has_value());
   CHECK_FALSE(latest_checkpoint((dir.path / "does-not-exist").string()).has_value());
@@ -267,7 +255,7 @@ TEST_CASE("list and latest ignore temporaries and unrelated files") {
 }
 
 TEST_CASE("invalid records are rejected before anything is written") {
-  TempDir dir("badrecords");
+  TempDir dir("ckpt-badrecords");
   std::vector<float> data = pattern(12, 1);
   auto err = error_of([&] {
     write_checkpoint_atomic(dir.str(), make_meta(1), {{"w", {3, 5}, data.data(), 12}}, {}, 0);
@@ -298,7 +286,7 @@ TEST_CASE("invalid records are rejected before anything is written") {
 }
 
 TEST_CASE("damaged and foreign files give clear errors naming the file") {
-  TempDir dir("damaged");
+  TempDir dir("ckpt-damaged");
   const Model params = make_params();
   const Model opt = make_optimizer();
   const std::string good =
@@ -366,7 +354,7 @@ std::string edited_copy(const std::string& good, const std::string& to,
 }  // namespace
 
 TEST_CASE("structural problems are named: group, attribute, version") {
-  TempDir dir("structure");
+  TempDir dir("ckpt-structure");
   const Model params = make_params();
   const Model opt = make_optimizer();
   const std::string good =
@@ -410,7 +398,7 @@ TEST_CASE("structural problems are named: group, attribute, version") {
 }
 
 TEST_CASE("validation against the running model names what differs") {
-  TempDir dir("validate");
+  TempDir dir("ckpt-validate");
   const Model params = make_params();
   const Model opt = make_optimizer();
   const std::string path =
@@ -458,7 +446,7 @@ TEST_CASE("validation against the running model names what differs") {
 }
 
 TEST_CASE("a writer killed mid-write leaves the previous checkpoint as the latest") {
-  TempDir dir("crash");
+  TempDir dir("ckpt-crash");
   const Model params = make_params();
   write_checkpoint_atomic(dir.str(), make_meta(10), params.records(), {}, 0);
 

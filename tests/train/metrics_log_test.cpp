@@ -12,32 +12,16 @@
 
 #include "ringtrain/core/error.h"
 #include "ringtrain/train/metrics_log.h"
+#include "tests/support/read_file.h"
+#include "tests/support/temp_dir.h"
 
 using namespace ringtrain;
 namespace fs = std::filesystem;
 using nlohmann::json;
+using ringtrain::test::slurp;
+using ringtrain::test::TempDir;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& tag) {
-    path =
-        fs::temp_directory_path() / ("ringtrain-metrics-" + tag + "-" + std::to_string(::getpid()));
-    fs::remove_all(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return std::move(buffer).str();
-}
 
 std::vector<json> read_lines(const fs::path& p) {
   std::vector<json> out;
@@ -57,7 +41,7 @@ json step_record(std::uint64_t step) {
 }  // namespace
 
 TEST_CASE("metrics log writes one flushed JSON object per line") {
-  TempDir dir("basic");
+  TempDir dir("metrics-basic", /*create=*/false);
   const fs::path file = dir.path / "sub" / "metrics.jsonl";  // the directory is created
   MetricsLog log(file.string(), std::nullopt);
   CHECK(log.path() == file.string());
@@ -81,7 +65,7 @@ TEST_CASE("metrics log writes one flushed JSON object per line") {
 }
 
 TEST_CASE("a new run starts the file afresh") {
-  TempDir dir("fresh");
+  TempDir dir("metrics-fresh", /*create=*/false);
   const fs::path file = dir.path / "metrics.jsonl";
   {
     MetricsLog log(file.string(), std::nullopt);
@@ -96,7 +80,7 @@ TEST_CASE("a new run starts the file afresh") {
 
 TEST_CASE(
     "a resumed run keeps records through the checkpoint step and drops later and partial ones") {
-  TempDir dir("resume");
+  TempDir dir("metrics-resume", /*create=*/false);
   const fs::path file = dir.path / "metrics.jsonl";
   {
     MetricsLog log(file.string(), std::nullopt);
@@ -131,7 +115,7 @@ TEST_CASE(
 }
 
 TEST_CASE("lines from several threads never interleave") {
-  TempDir dir("threads");
+  TempDir dir("metrics-threads", /*create=*/false);
   const fs::path file = dir.path / "metrics.jsonl";
   MetricsLog log(file.string(), std::nullopt);
   std::vector<std::thread> threads;
@@ -157,7 +141,7 @@ TEST_CASE("metrics_record_step reads only non-negative integer steps") {
 }
 
 TEST_CASE("an unwritable path is a clear error") {
-  TempDir dir("unwritable");
+  TempDir dir("metrics-unwritable", /*create=*/false);
   fs::create_directories(dir.path);
   std::ofstream(dir.path / "file") << "x";
   try {

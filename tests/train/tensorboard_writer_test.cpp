@@ -15,30 +15,15 @@
 
 #include "ringtrain/core/error.h"
 #include "ringtrain/train/tensorboard_writer.h"
+#include "tests/support/read_file.h"
+#include "tests/support/temp_dir.h"
 
 using namespace ringtrain;
 namespace fs = std::filesystem;
+using ringtrain::test::slurp;
+using ringtrain::test::TempDir;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& tag) {
-    path = fs::temp_directory_path() / ("ringtrain-tb-" + tag + "-" + std::to_string(::getpid()));
-    fs::remove_all(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return std::move(buffer).str();
-}
 
 std::uint64_t le(const std::string& s, std::size_t at, int bytes) {
   std::uint64_t v = 0;
@@ -219,7 +204,7 @@ TEST_CASE("events encode wall time, step, file version, scalars and session star
 }
 
 TEST_CASE("the writer creates a named event file that starts with file_version") {
-  TempDir dir("writer");
+  TempDir dir("tb-writer", /*create=*/false);
   const fs::path logdir = dir.path / "run1";
   std::string first_path;
   {
@@ -264,7 +249,7 @@ TEST_CASE("the writer creates a named event file that starts with file_version")
 }
 
 TEST_CASE("an unusable log directory is a clear error") {
-  TempDir dir("bad");
+  TempDir dir("tb-bad", /*create=*/false);
   fs::create_directories(dir.path);
   std::ofstream(dir.path / "file") << "x";
   CHECK_THROWS_WITH(TensorBoardWriter((dir.path / "file").string()), Catch::Contains("file"));

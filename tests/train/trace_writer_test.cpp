@@ -15,26 +15,14 @@
 #include "ringtrain/core/error.h"
 #include "ringtrain/core/timer.h"
 #include "ringtrain/train/trace_writer.h"
+#include "tests/support/temp_dir.h"
 
 using namespace ringtrain;
 namespace fs = std::filesystem;
 using nlohmann::json;
+using ringtrain::test::TempDir;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& tag) {
-    path =
-        fs::temp_directory_path() / ("ringtrain-trace-" + tag + "-" + std::to_string(::getpid()));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
 std::vector<json> spans(const json& doc) {
   std::vector<json> out;
@@ -203,7 +191,7 @@ TEST_CASE("ranks merge onto one time axis") {
 }
 
 TEST_CASE("per-rank files merge into one file") {
-  TempDir dir("files");
+  TempDir dir("trace-files");
   const std::string path = (dir.path / "out" / "trace.json").string();
   for (int r = 0; r < 3; ++r) {
     TraceWriter w(r);

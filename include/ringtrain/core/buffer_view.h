@@ -53,5 +53,10 @@ template <typename T>
 BufferView view_of(T* ptr, std::size_t count, Device device = Device::cpu()) {
   return {static_cast<void*>(ptr), count, dtype_of<T>(), device};
 }
+// A view of read-only memory, as the source of a copy or a collective.
+template <typename T>
+BufferView view_of(const T* ptr, std::size_t count, Device device = Device::cpu()) {
+  return {const_cast<T*>(ptr), count, dtype_of<T>(), device};
+}
 
 }  // namespace ringtrain

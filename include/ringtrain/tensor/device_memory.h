@@ -1,4 +1,5 @@
-// Raw memory on a device: allocation, copies between any two devices, zeroing.
+// Raw memory on a device: allocation, zeroing. Copies go through copy_view
+// (ringtrain/core/buffer_copy.h), which takes typed views.
 // Backend-neutral: a CPU-only build answers CUDA requests with an Error.
 #pragma once
 
@@ -12,9 +13,6 @@ namespace ringtrain {
 // cudaMalloc on a GPU. Zero bytes gives nullptr. Throws Error when out of memory.
 void* device_allocate(std::size_t bytes, Device device);
 void device_free(void* ptr, Device device) noexcept;
-// Synchronous copy; either side may be the CPU or a GPU.
-void device_copy(void* dst, Device dst_device, const void* src, Device src_device,
-                 std::size_t bytes);
 void device_zero(void* ptr, std::size_t bytes, Device device);
 // Waits for all work queued on the device (a no-op on the CPU).
 void device_synchronize(Device device);

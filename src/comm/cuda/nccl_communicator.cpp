@@ -32,6 +32,7 @@
 #include "comm/nccl_version.h"
 #include "core/check_mpi.h"
 #include "core/cuda/check_cuda.h"
+#include "core/cuda/check_nccl.h"
 #include "launch/mpi_context.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/fatal.h"

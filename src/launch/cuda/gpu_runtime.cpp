@@ -1,6 +1,7 @@
-// The CUDA build's GPU runtime facts (host code, compiled by the host compiler).
-// The device queries create no context, so they are safe before the device is
-// chosen.
+// The CUDA build's GPU runtime probes (host code, compiled by the host
+// compiler): device count, visible GPU UUIDs, names, library versions. These
+// create no CUDA context, so device choice runs them before any device is
+// chosen. cuda_set_device and the smoke test do create one, on the chosen GPU.
 #include <cublas_v2.h>
 #include <cudnn.h>
 #include <nccl.h>

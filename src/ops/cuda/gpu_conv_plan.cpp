@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "core/cuda/check_cuda.h"
+#include "core/cuda/check_cudnn.h"
 #include "ops/conv_algo_choice.h"
 #include "ops/gpu_ops.h"
 #include "ringtrain/core/check.h"

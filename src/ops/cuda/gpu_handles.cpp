@@ -1,7 +1,9 @@
 // A GPU compute context: a blocking stream (it orders with the legacy default
 // stream, so plain cudaMemcpy by other layers stays safe) with cuBLAS and cuDNN
 // handles bound to it, the reduction scratch; and GEMM through cuBLAS.
+#include "core/cuda/check_cublas.h"
 #include "core/cuda/check_cuda.h"
+#include "core/cuda/check_cudnn.h"
 #include "ops/gpu_ops.h"
 
 namespace ringtrain::detail {

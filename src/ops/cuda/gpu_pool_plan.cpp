@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "core/cuda/check_cuda.h"
+#include "core/cuda/check_cudnn.h"
 #include "ops/gpu_ops.h"
 
 namespace ringtrain::detail {

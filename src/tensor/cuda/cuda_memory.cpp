@@ -24,13 +24,6 @@ void cuda_free(void* ptr, int) noexcept {
   (void)cudaFree(ptr);
 }
 
-void cuda_copy(void* dst, const void* src, std::size_t bytes, CopyKind kind) {
-  const cudaMemcpyKind k = kind == CopyKind::host_to_device   ? cudaMemcpyHostToDevice
-                           : kind == CopyKind::device_to_host ? cudaMemcpyDeviceToHost
-                                                              : cudaMemcpyDeviceToDevice;
-  RT_CUDA_CHECK(cudaMemcpy(dst, src, bytes, k));
-}
-
 void cuda_zero(void* ptr, std::size_t bytes, int ordinal) {
   RT_CUDA_CHECK(cudaSetDevice(ordinal));
   RT_CUDA_CHECK(cudaMemset(ptr, 0, bytes));
