@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every wait has a timeout, the data set's collective open included: a rank
 # that never opens the data set makes the others fail with the timeout message
+# (train, data inspect, bench data)
 # naming it, after --timeout, instead of hanging.
 source "$(dirname "$0")/lib.sh"
 export RINGTRAIN_FAULT_STALL_RANK=1 RINGTRAIN_FAULT_STALL_PHASE=open RINGTRAIN_FAULT_STALL_SECONDS=300
@@ -19,4 +20,5 @@ expect_timeout() {  # NAME COMMAND...: fails within the timeout + 30 s, naming r
 }
 expect_timeout train train --data "$DATA" --model "$MLP" --batch 8 --max-steps 2 --timeout 4 --device cpu
 expect_timeout inspect data inspect --data "$DATA" --batch 8 --timeout 4
+expect_timeout bench_data bench data --data "$DATA" --batch 8 --steps 2 --repeat 1 --timeout 4
 echo "PASS: a rank that never opens the data set ends the job after --timeout"
