@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Every wait has a timeout, the data set's collective open included: a rank
 # that never opens the data set makes the others fail with the timeout message
-# (train, data inspect, bench data)
-# naming it, after --timeout, instead of hanging.
+# naming it, after --timeout, instead of hanging (train, data inspect, bench data).
 source "$(dirname "$0")/lib.sh"
 export RINGTRAIN_FAULT_STALL_RANK=1 RINGTRAIN_FAULT_STALL_PHASE=open RINGTRAIN_FAULT_STALL_SECONDS=300
 fwd=(-x RINGTRAIN_FAULT_STALL_RANK -x RINGTRAIN_FAULT_STALL_PHASE -x RINGTRAIN_FAULT_STALL_SECONDS)
