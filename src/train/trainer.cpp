@@ -6,7 +6,8 @@
 //                  batch <- prefetcher (staged on a background thread)
 //                  forward, loss added to totals on the device
 //                  backward --(layer k's grads queued)--> bucket complete? start its all-reduce
-//                the optimizer is ordered after every bucket, clip, update
+//                the optimizer is ordered after every bucket; non-finite guard
+//                (--nonfinite: stop, or skip the update), clip, update
 //   after-step   log (reads the loss totals), eval, replica check, checkpoint, stop
 //
 // The CPU and GPU steps are one sequence. Its ordering points are events on a
@@ -16,8 +17,10 @@
 // happen at logging, evaluation and checkpoint points only, and are counted
 // (host_sync) and reported per logged step.
 //
-// Control messages (signature, stop flag, loss, eval sums, replica hashes) go
-// over a separate host communicator, so the gradient backend may be NCCL.
+// Control messages (signature, stop flag, loss, eval sums, replica hashes,
+// straggler times) go over a separate host communicator, so the gradient
+// backend may be NCCL. Each phase is named to the flight recorder
+// (flight_recorder.h), which says where a rank was when the job went wrong.
 #include "ringtrain/train/trainer.h"
 
 #include <algorithm>
