@@ -339,8 +339,10 @@ StepOutcome Trainer::step() {
   if (!sync_->timings().empty()) {
     double first = sync_->timings().front().launched_s, last_done = 0;
     for (const BucketTiming& b : sync_->timings()) {
-      recorder_->trace_span(fmt::format("allreduce bucket {}", b.bucket), "comm", b.launched_s,
-                            b.done_s);
+      // The bucket's payload: the step model (ringtrain bench predict) reads it.
+      recorder_->trace_span(
+          fmt::format("allreduce bucket {}", b.bucket), "comm", b.launched_s, b.done_s,
+          {{"bytes", sync_->plan().buckets()[b.bucket].count * dtype_size(grads_.dtype)}});
       first = std::min(first, b.launched_s);
       last_done = std::max(last_done, b.done_s);
     }
