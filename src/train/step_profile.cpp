@@ -74,10 +74,8 @@ TraceProfile profile_from_trace(const nlohmann::json& trace, int rank, std::size
       if (st.backward_start_s >= 0) st.other_backward_s += st.backward_end_s - st.backward_start_s;
       st.backward_start_s = s.start_s;
       st.backward_end_s = s.end_s;
-    } else if (s.name.rfind("allreduce bucket ", 0) == 0) {
-      RT_CHECK(s.bytes >= 0,
-               "trace: '{}' has no bucket size (args.bytes): the trace is from an older "
-               "ringtrain; record it again",
+    } else if (s.name.rfind("bucket ", 0) == 0 && s.name.ends_with(" ready")) {
+      RT_CHECK(s.bytes >= 0, "trace: '{}' has no bucket size (args.bytes); record the trace again",
                s.name);
       st.buckets.push_back({s.bytes, s.start_s});
     } else if (s.name == "optimizer") {

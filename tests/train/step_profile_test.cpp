@@ -25,8 +25,10 @@ nlohmann::json four_steps(bool with_bytes = true) {
     auto args = [&](double bytes) {
       return with_bytes ? nlohmann::json{{"bytes", bytes}} : nlohmann::json(nullptr);
     };
-    w.span("allreduce bucket 0", "comm", s + 5e-3, s + 7e-3, args(400));
-    w.span("allreduce bucket 1", "comm", s + 9e-3, s + 11e-3, args(800));
+    w.span("bucket 0 ready", "gradients", s + 5e-3, s + 5e-3, args(400));
+    w.span("allreduce bucket 0", "comm", s + 5e-3, s + 7e-3);
+    w.span("bucket 1 ready", "gradients", s + 9e-3, s + 9e-3, args(800));
+    w.span("allreduce bucket 1", "comm", s + 9e-3, s + 11e-3);
     w.span("optimizer", "compute", s + 11e-3 + slow, s + 12e-3 + slow);
   }
   return nlohmann::json::parse(w.serialize());

@@ -1,9 +1,9 @@
 // The step profile the step model (sync/step_model.h) predicts from, read
 // from a --trace file of a short training run: per step, the time before
 // backward, backward, the optimizer, and each gradient bucket's size and the
-// moment backward produced it (its all-reduce launch, relative to backward's
-// start). Each quantity is the median over the steps after the warm-up, so one
-// slow step does not move the prediction.
+// moment backward produced it (the "bucket k ready" spans, relative to
+// backward's start). Each quantity is the median over the steps after the
+// warm-up, so one slow step does not move the prediction.
 #pragma once
 
 #include <cstddef>
