@@ -156,7 +156,8 @@ int run_predict(const PredictOptions& o) {
           : fmt::format("communication-bound above {} nodes", hidden_up_to);
   bound_text += fmt::format(" with buckets of {:.2f} MiB", cap_bytes / mib);
   const double suggested = suggest_bucket_bytes(last.shape, a, model);
-  std::string cap_text;
+  std::string cap_text =
+      "; no bucket cap suggestion: the model has no latency or no bandwidth term here";
   if (suggested > 0) {
     const StepPrediction re =
         predict_step(rebucket(prof, suggested), last.shape, a, model, scale_at(last.shape.world()));
