@@ -86,18 +86,35 @@ int run_predict(const PredictOptions& o) {
            "sync?)",
            o.trace);
   const nlohmann::json doc = read_comm_model_file(o.model);
-  bool have_intra = false, have_inter = false, used_poor = false;
-  const CommModel model =
-      comm_model_for(doc, o.model, o.backend, o.allow_poor, have_intra, have_inter, used_poor);
+  const LoadedCommModel loaded = comm_model_for(doc, o.backend);
+  const CommModel& model = loaded.model;
   const std::vector<int> nodes = count_list("--nodes", o.nodes);
-  RT_CHECK(have_inter || nodes.back() == 1,
+  const bool need_inter = nodes.back() > 1, need_intra = o.ranks_per_node > 1;
+  RT_CHECK(loaded.have_inter || !need_inter,
            "comm model {}: no across-nodes (inter) fit for backend {}, needed to predict {} "
            "nodes; run 'ringtrain bench model --json {}' with one rank per node",
            o.model, o.backend, nodes.back(), o.model);
-  RT_CHECK(have_intra || o.ranks_per_node == 1,
+  RT_CHECK(loaded.have_intra || !need_intra,
            "comm model {}: no inside-a-node (intra) fit for backend {}, needed for {} ranks per "
            "node; run 'ringtrain bench model --json {}' with ranks on one node",
            o.model, o.backend, o.ranks_per_node, o.model);
+  // A poor fit is used only when asked for, and then said so.
+  bool used_poor = false;
+  auto check_poor = [&](bool needed, bool poor, const char* tier, double residual) {
+    if (!needed || !poor) return;
+    RT_CHECK(o.allow_poor,
+             "comm model {}: the {} fit of backend {} is poor (largest residual {:.0f}% over the "
+             "bound {:.0f}%), so it is not used; measure again on a quieter machine, or accept "
+             "it with --allow-poor-fit",
+             o.model, tier, o.backend, 100 * residual, 100 * loaded.poor_bound);
+    std::printf(
+        "# warning: using the POOR %s fit of backend %s from %s (largest residual %.0f%%), "
+        "as --allow-poor-fit asks\n",
+        tier, o.backend.c_str(), o.model.c_str(), 100 * residual);
+    used_poor = true;
+  };
+  check_poor(need_intra, loaded.poor_intra, "intra", loaded.residual_intra);
+  check_poor(need_inter, loaded.poor_inter, "inter", loaded.residual_inter);
   const StepProfile& prof = tp.profile;
   // Strong scaling: the global batch is fixed, so the per-rank batch (and with
   // it compute) is profile_ranks / W of the profiled one.

@@ -19,11 +19,14 @@
 namespace ringtrain::apps {
 
 nlohmann::json read_comm_model_file(const std::string& path);
-// The backend's model: intra and inter where the file has them; `have_intra`
-// and `have_inter` say which. A tier whose fit is poor is an Error naming it
-// unless allow_poor (then used_poor says one was used, with a warning printed).
-CommModel comm_model_for(const nlohmann::json& doc, const std::string& path,
-                         const std::string& backend, bool allow_poor, bool& have_intra,
-                         bool& have_inter, bool& used_poor);
+// The backend's model, with intra and inter where the file has them.
+struct LoadedCommModel {
+  CommModel model;
+  bool have_intra = false, have_inter = false;
+  bool poor_intra = false, poor_inter = false;
+  double residual_intra = 0, residual_inter = 0;  // largest |residual| of each fit
+  double poor_bound = 0;
+};
+LoadedCommModel comm_model_for(const nlohmann::json& doc, const std::string& backend);
 
 }  // namespace ringtrain::apps

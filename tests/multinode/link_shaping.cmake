@@ -27,3 +27,12 @@ ringtrain_expect_failure(netns_link_rate_needs_root TIMEOUT 30
           --link-rate 1gbit info)
 list(APPEND RINGTRAIN_LAUNCH_SCRIPTS ${CMAKE_CURRENT_SOURCE_DIR}/check_link_rate.sh
      ${CMAKE_CURRENT_SOURCE_DIR}/as_nobody.sh)
+
+# --- ringtrain bench model / bench predict (no root needed) -------------------
+foreach(case model predict)
+  add_test(NAME bench_model_cli_${case}
+           COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/bench_model_test.sh ${case})
+  set_tests_properties(bench_model_cli_${case} PROPERTIES LABELS "launch" TIMEOUT 200 PROCESSORS 2
+                                                        ENVIRONMENT "${RINGTRAIN_NETNS_ENV}")
+endforeach()
+list(APPEND RINGTRAIN_LAUNCH_SCRIPTS ${CMAKE_CURRENT_SOURCE_DIR}/bench_model_test.sh)
