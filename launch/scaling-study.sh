@@ -378,7 +378,8 @@ plot() {
   title=${title//\"/\'}
   read -r base_np _ _ base_sps _ <<<"${rows[0]}"
   [ -z "$predict" ] || logx="set logscale x 2"
-  # Ideal line: the base run's per-rank throughput times np. Measured points
+  # Ideal line: the base run's per-rank throughput times np, over the measured
+  # rank counts (predicted ones would stretch the axis). Measured points
   # carry error bars from min to max over the repeats; predicted ones are
   # dotted lines with open points.
   cat >"$gp" <<EOF
@@ -406,7 +407,7 @@ set grid xtics ytics
 EOF
   local lines=(
     "\"$csv\" using 1:(measured(4)):(measured(7)):(measured(8)) skip 1 with yerrorlines lw 2 pt 7 ps 1.3 lc rgb \"#1f77b4\" title \"samples/s\""
-    "\"$csv\" using 1:(\$1 * base_per_rank) skip 1 with lines dt 2 lc rgb \"#1f77b4\" title \"ideal (linear)\""
+    "\"$csv\" using 1:(measured(1) * base_per_rank) skip 1 with lines dt 2 lc rgb \"#1f77b4\" title \"ideal (linear)\""
     "\"$csv\" using 1:(measured(5)):(measured(9)):(measured(10)) skip 1 axes x1y2 with yerrorlines lw 2 pt 5 ps 1.2 lc rgb \"#d62728\" title \"efficiency\""
     "\"$csv\" using 1:(measured(6)) skip 1 axes x1y2 with linespoints lw 1 pt 4 ps 1.0 lc rgb \"#7f7f7f\" title \"exposed comm share\"")
   if [ -s "$out/predicted-rows.csv" ]; then
