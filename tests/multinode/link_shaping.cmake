@@ -19,6 +19,13 @@ ringtrain_expect_failure(netns_link_rate_not_a_rate TIMEOUT 30
 ringtrain_expect_failure(netns_link_delay_not_a_delay TIMEOUT 30
   REGEX "--link-delay '5 parsecs' is not a delay tc accepts"
   COMMAND ${CMAKE_SOURCE_DIR}/launch/netns-cluster --link-delay "5 parsecs" info)
+# A rate of the right form that tc itself refuses (its burst overflows): the
+# probe namespace catches it before the cluster is built. Needs root (77 without).
+add_test(NAME netns_link_rate_tc_rejects COMMAND bash -c
+  "[ \"$(id -u)\" -eq 0 ] || { echo 'SKIPPED: needs root'; exit 77; }; exec \"$0\" 30 \"tc rejects the link shaping .--link-rate '99999999999tbit'\" \"$1\" --link-rate 99999999999tbit info"
+  ${CMAKE_SOURCE_DIR}/tests/support/expect_failure.sh ${CMAKE_SOURCE_DIR}/launch/netns-cluster)
+set_tests_properties(netns_link_rate_tc_rejects PROPERTIES LABELS "fault;netns" TIMEOUT 60 SKIP_RETURN_CODE 77
+                                                 ENVIRONMENT "${RINGTRAIN_TEST_ENV}")
 # Not root: exit 77 (cannot run here) saying root is needed. setpriv drops to
 # nobody; where the test itself is not root, the cluster is refused the same way.
 ringtrain_expect_failure(netns_link_rate_needs_root TIMEOUT 30
