@@ -22,6 +22,7 @@ GradientSynchronizer::GradientSynchronizer(Communicator& comm, BucketPlan plan, 
 void GradientSynchronizer::begin_step(bool sync) {
   sync_ = sync;
   std::fill(launched_.begin(), launched_.end(), false);
+  ready_.clear();
   timings_.clear();
   exposed_s_ = 0;
 }
@@ -38,9 +39,11 @@ void GradientSynchronizer::launch(std::size_t b) {
 }
 
 void GradientSynchronizer::on_layer_ready(std::size_t layer) {
-  if (!sync_ || !overlap_ || comm_.size() == 1) return;
+  if (!sync_) return;
   const int b = plan_.bucket_completed_by(layer);
-  if (b >= 0) launch(static_cast<std::size_t>(b));
+  if (b < 0) return;
+  ready_.push_back({static_cast<std::size_t>(b), monotonic_seconds()});
+  if (overlap_ && comm_.size() > 1) launch(static_cast<std::size_t>(b));
 }
 
 void GradientSynchronizer::finish() {

@@ -337,6 +337,12 @@ StepOutcome Trainer::step() {
   }
   sync_->finish();
   timing.exposed_comm = sync_->exposed_seconds();
+  // When each bucket's gradients were complete, with its size: the step model
+  // (ringtrain bench predict) reads these back from the trace.
+  for (const BucketReady& r : sync_->ready())
+    recorder_->trace_span(
+        fmt::format("bucket {} ready", r.bucket), "gradients", r.ready_s, r.ready_s,
+        {{"bytes", sync_->plan().buckets()[r.bucket].count * dtype_size(grads_.dtype)}});
   if (!sync_->timings().empty()) {
     double first = sync_->timings().front().launched_s, last_done = 0;
     for (const BucketTiming& b : sync_->timings()) {

@@ -28,6 +28,14 @@ struct BucketTiming {
                           // optimizer was ordered after it; the device time is later)
 };
 
+// When backward finished a bucket's gradients (on one rank too, where nothing
+// is exchanged): what the step model (step_model.h) needs to know when a
+// bucket's all-reduce could start.
+struct BucketReady {
+  std::size_t bucket = 0;
+  double ready_s = 0;  // monotonic_seconds()
+};
+
 class GradientSynchronizer {
  public:
   // compute_stream: where backward queues the gradient kernels and the
@@ -48,6 +56,9 @@ class GradientSynchronizer {
   // Seconds finish() spent waiting: the communication backward did not hide.
   double exposed_seconds() const { return exposed_s_; }
   const std::vector<BucketTiming>& timings() const { return timings_; }
+  // This step's buckets in the order backward completed them (with or without
+  // overlap, any number of ranks); empty on micro-batches that do not sync.
+  const std::vector<BucketReady>& ready() const { return ready_; }
   const BucketPlan& plan() const { return plan_; }
   bool overlap() const { return overlap_; }
 
@@ -63,6 +74,7 @@ class GradientSynchronizer {
   std::vector<CommRequest> requests_;
   std::vector<bool> launched_;
   std::vector<BucketTiming> timings_;
+  std::vector<BucketReady> ready_;
   double exposed_s_ = 0;
 };
 
