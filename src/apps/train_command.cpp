@@ -6,6 +6,7 @@
 #include "apps/command.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/log.h"
+#include "ringtrain/model/plugin.h"
 #include "ringtrain/train/trainer.h"
 
 namespace ringtrain::apps {
@@ -14,6 +15,7 @@ namespace {
 struct TrainFlags {
   TrainConfig config;
   bool no_overlap = false;
+  std::vector<std::string> plugins;
 };
 
 int run_train(const TrainFlags& flags, const Topology& topo) {
@@ -51,6 +53,9 @@ CLI::App* add_train_command(CLI::App& app, CommandContext& ctx) {
   sub->add_option("--eval-split", c.eval_split, "Evaluation split (test or val)")
       ->capture_default_str();
   sub->add_flag("--cache", c.cache, "Hold the dataset in memory when it fits");
+  sub->add_option("--plugin", flags->plugins,
+                  "Shared library of layer types to load before the model is built (repeatable; "
+                  "every rank must load the same)");
   sub->add_option("--model", c.model,
                   "Model: a preset (cnn, mlp:784-512-512-10), a layer list, or @file")
       ->capture_default_str();
@@ -140,6 +145,9 @@ CLI::App* add_train_command(CLI::App& app, CommandContext& ctx) {
       ->capture_default_str();
 
   sub->parse_complete_callback([flags, &ctx] {
+    // Before MPI starts: a bad plugin is an error on every rank, each naming
+    // the file, and nothing has begun that could hang.
+    load_layer_plugins(flags->plugins);
     flags->config.validate();
     ctx.action = [flags](const Topology& topo) { return run_train(*flags, topo); };
   });

@@ -39,6 +39,7 @@
 #include "ringtrain/data/dataset.h"
 #include "ringtrain/data/prefetcher.h"
 #include "ringtrain/data/sharded_sampler.h"
+#include "ringtrain/model/layer_registry.h"
 #include "ringtrain/model/model.h"
 #include "ringtrain/model/model_spec.h"
 #include "ringtrain/optim/grad_clip.h"
@@ -210,7 +211,8 @@ void Trainer::agree_on_run() {
                   {"backend", hash_string(cfg_.backend)},
                   {"bucket cap", float_bits(static_cast<float>(cfg_.bucket_mb))},
                   {"overlap", cfg_.overlap ? 1u : 0u},
-                  {"tf32", hash_string(cfg_.tf32)}});
+                  {"tf32", hash_string(cfg_.tf32)},
+                  {"layer plugins", LayerRegistry::global().signature()}});
 }
 
 void Trainer::make_backend_and_optimizer() {
