@@ -22,10 +22,12 @@
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <memory>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "ringtrain/comm/communicator.h"
@@ -144,6 +146,7 @@ class Trainer {
   bool have_eval_ = false;
   TrainSummary summary_;
   int diverge_rank_ = -1;
+  int step_delay_ms_ = 0;
 };
 
 Trainer::Trainer(const TrainConfig& cfg, const Topology& topo)
@@ -171,6 +174,10 @@ Trainer::Trainer(const TrainConfig& cfg, const Topology& topo)
   // tests can check that --check-every catches diverged replicas.
   if (const char* diverge = std::getenv("RINGTRAIN_FAULT_DIVERGE_RANK"))
     diverge_rank_ = std::atoi(diverge);
+  // RINGTRAIN_FAULT_STEP_DELAY_MS=d makes every step d ms longer, so that
+  // scheduler tests (time limits, scancel) meet a run that is still going.
+  if (const char* delay = std::getenv("RINGTRAIN_FAULT_STEP_DELAY_MS"))
+    step_delay_ms_ = std::atoi(delay);
 }
 
 void Trainer::open_data_and_build_model() {
@@ -466,6 +473,7 @@ EvalResult Trainer::evaluate_now() {
 }
 
 void Trainer::inject_faults() {
+  if (step_delay_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(step_delay_ms_));
   if (diverge_rank_ != topo_.rank() || step_ != 1) return;
   // Fault injection for the replica check's own test: nudge one weight.
   const BufferView params = model_->params();
