@@ -6,11 +6,12 @@
 namespace ringtrain {
 
 GradientSynchronizer::GradientSynchronizer(Communicator& comm, BucketPlan plan, BufferView grads,
-                                           bool overlap, void* compute_stream)
+                                           bool overlap, void* compute_stream, ReduceOp op)
     : comm_(comm),
       plan_(std::move(plan)),
       grads_(grads),
       overlap_(overlap),
+      op_(op),
       compute_stream_(compute_stream) {
   RT_CHECK(grads_.count == plan_.total_count(),
            "gradient buffer holds {} elements but the bucket plan covers {}", grads_.count,
@@ -30,11 +31,11 @@ void GradientSynchronizer::begin_step(bool sync) {
 void GradientSynchronizer::launch(std::size_t b) {
   const Bucket& bucket = plan_.buckets()[b];
   BufferView slice = grads_.slice(bucket.offset, bucket.count);
-  // The average over ranks (each backend's arithmetic: communicator.h). The
+  // The average or sum over ranks (each backend's arithmetic: communicator.h). The
   // bucket's all-reduce starts after the gradient kernels queued so far.
   comm_.order_after(OrderingPoint::record(grads_.device, compute_stream_));
   timings_.push_back({b, monotonic_seconds(), 0});
-  requests_[b] = comm_.allreduce_async(slice, slice, ReduceOp::avg);
+  requests_[b] = comm_.allreduce_async(slice, slice, op_);
   launched_[b] = true;
 }
 
@@ -47,7 +48,7 @@ void GradientSynchronizer::on_layer_ready(std::size_t layer) {
 }
 
 void GradientSynchronizer::finish() {
-  // One rank: the average is the gradient itself; nothing to exchange.
+  // One rank: the average (or sum) is the gradient itself; nothing to exchange.
   if (!sync_ || comm_.size() == 1) return;
   const double start = monotonic_seconds();
   // Buckets are issued in plan order on every rank (backward order), so the

@@ -39,9 +39,11 @@ struct BucketReady {
 class GradientSynchronizer {
  public:
   // compute_stream: where backward queues the gradient kernels and the
-  // optimizer runs (cudaStream_t as void*; nullptr on the CPU).
+  // optimizer runs (cudaStream_t as void*; nullptr on the CPU). op: avg when
+  // each rank's gradient is of its own mean loss (--batch), sum when each
+  // rank's loss is already divided by the global batch (--global-batch).
   GradientSynchronizer(Communicator& comm, BucketPlan plan, BufferView grads, bool overlap,
-                       void* compute_stream = nullptr);
+                       void* compute_stream = nullptr, ReduceOp op = ReduceOp::avg);
 
   // sync = false for the first micro-batches of --accum: gradients accumulate
   // locally and nothing is all-reduced until the last one.
@@ -69,6 +71,7 @@ class GradientSynchronizer {
   BucketPlan plan_;
   BufferView grads_;
   bool overlap_;
+  ReduceOp op_ = ReduceOp::avg;
   void* compute_stream_;
   bool sync_ = true;
   std::vector<CommRequest> requests_;
