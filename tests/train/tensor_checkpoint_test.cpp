@@ -8,24 +8,14 @@
 #include <filesystem>
 
 #include "ringtrain/train/tensor_checkpoint.h"
+#include "tests/support/temp_dir.h"
 
 using namespace ringtrain;
 namespace fs = std::filesystem;
-
-namespace {
-struct TempDir {
-  fs::path path =
-      fs::temp_directory_path() / ("ringtrain-tensor-ckpt-" + std::to_string(::getpid()));
-  TempDir() {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
-}  // namespace
+using ringtrain::test::TempDir;
 
 TEST_CASE("named tensors and the cursor round-trip; the cursor follows the global batch") {
-  TempDir dir;
+  TempDir dir("tensor-ckpt");
   std::vector<float> w{1, 2, 3, 4, 5, 6}, b{-1, -2};
   const std::vector<NamedTensor> saved{{"fc.weight", {2, 3}, w.data()}, {"fc.bias", {2}, b.data()}};
   CHECK(load_tensor_checkpoint(dir.path.string(), saved, 64) == std::nullopt);  // none yet
