@@ -3,8 +3,6 @@
 // batch (or refused), and a mismatching tensor or tag refused.
 #include <catch2/catch.hpp>
 
-#include <unistd.h>
-
 #include <filesystem>
 
 #include "ringtrain/train/tensor_checkpoint.h"
