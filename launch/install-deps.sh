@@ -7,7 +7,8 @@ set -euo pipefail
 
 packages=(cmake g++ make pkg-config openmpi-bin libopenmpi-dev libhdf5-dev hdf5-tools
           catch2 libopenblas-dev libcli11-dev nlohmann-json3-dev libfmt-dev
-          zlib1g-dev dataset-fashion-mnist iproute2 shellcheck clang-format gnuplot-nox)
+          zlib1g-dev dataset-fashion-mnist iproute2 shellcheck clang-format gnuplot-nox
+          slurmctld slurmd slurm-client munge slurmdbd mariadb-server)  # launch/slurm/local-cluster
 if [ "${1:-}" = "--peer" ]; then
   packages+=(python3-torch python3-numpy)
 fi

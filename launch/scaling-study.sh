@@ -5,7 +5,9 @@
 # window is warm-up (allocation, first touch of the data, connection set-up)
 # and is left out. Throughput over a run is total samples over total time of
 # the measured windows, not a mean of per-window rates, so a slow window
-# weighs as much as it cost.
+# weighs as much as it cost. Each point runs --repeats times (median, min,
+# max); --predict adds the step model's points (ringtrain bench predict) from
+# the first run's trace and a measured communication model.
 set -euo pipefail
 
 prog=scaling-study.sh
@@ -23,6 +25,7 @@ fixed number of steps, and writes DIR/scaling.csv and DIR/scaling.png:
   $prog --max-np 4 --steps 200 -o study -- --data d.h5 --model mlp:784-512-512-10 --batch 64
   $prog --np 8,16,32 --machinefile hosts --gpus-per-node 8 -o study -- --data d.h5 --model cnn
   sudo $prog --netns-nodes 2 --max-np 4 -o study -- --data d.h5 --model cnn
+  sudo $prog --netns-nodes 3 --link-rate 1gbit --np 1,2,3 --predict 1,2,3,4,8,16 -o study -- ...
 
 Where the ranks run (pick one; default: this machine, plain mpirun):
   --machinefile FILE    launch/ringtrain-mpirun with this machinefile: a real cluster
@@ -30,6 +33,8 @@ Where the ranks run (pick one; default: this machine, plain mpirun):
   --netns-nodes K       launch/netns-cluster with K namespace "nodes" on this machine
                         (needs root); a run of np ranks uses min(K, np) nodes with
                         ceil(np / nodes) slots each, so ranks spread across nodes
+  --link-rate RATE      with --netns-nodes: shape each node's link (e.g. 1gbit, 10gbit;
+  --link-delay DELAY    and e.g. 100us one way), see launch/netns-cluster
 Rank counts and batch:
   --max-np N            np = 1, 2, ..., N (default 4)
   --np LIST             explicit rank counts, e.g. 1,2,4,8 (overrides --max-np)
@@ -43,14 +48,36 @@ Runs:
                         progress window is S/5 steps and the first one is warm-up
   --run-timeout T       end a run that takes longer than T seconds, and the study
                         with it (default 0: no limit beyond ringtrain's --timeout)
+  --repeats R           run each rank count R times (default 3): the CSV has the
+                        median, min and max, and the plot draws the spread
   --oversubscribe       allow more ranks than cores or slots (ranks then unbound)
   --exe PATH            ringtrain binary (default \$RINGTRAIN_EXE, else
                         \${BUILD_DIR:-<repo>/build}/ringtrain)
+Prediction (the step model; see README "Predicting scaling"):
+  --predict LIST        node counts to predict, e.g. 1,2,4,8,16,32,64,128,256: adds
+                        predicted rows (ring and hierarchical all-reduce) to the CSV
+                        and dashed lines to the plot, and a verdict line at the end
+  --comm-model FILE     alpha/beta fits of 'ringtrain bench model --json'; without
+                        it the study measures them first (--netns-nodes: across the
+                        nodes, one rank each, on the same shaped links; and inside a
+                        node when it has several ranks), into DIR/comm-model.json
+  --predict-backend B   whose fits to use: shm (hierarchical all-reduce) or ring, mpi,
+                        nccl (ring); default the training flags' --backend, else shm
+  --ranks-per-node G    ranks per predicted node (default: those of the largest run)
+  --allow-poor-fit      predict even from fits 'bench model' reports poor (their
+                        largest residual over 25%); the verdict then says so
 Output:
   -o, --out DIR         output directory (created): scaling.csv, scaling.png,
-                        scaling.gp (the gnuplot script) and runs/np<N>/ (each run's
-                        output.log, metrics.jsonl and TensorBoard events)
+                        scaling.gp (the gnuplot script) and runs/np<N>/r<k>/ (each
+                        run's output.log, metrics.jsonl, trace.json and TensorBoard
+                        events); with --predict also predicted.csv, verdict.txt
   -h, --help            this text
+
+What is timed: only the training steps. Start-up (MPI launch, data set open,
+model build, connection set-up) happens before the first step and is outside
+every window; the first logged window (S/5 steps: first touch of the data,
+allocations, the first all-reduces) is warm-up and is dropped. What counts is
+samples over time of the later windows, from the run's own metrics.jsonl.
 
 The flags after '--' go to every 'ringtrain train' run unchanged, except that
 the study sets --max-steps S --epochs 1000000 --check-every 0 --log-every S/5
@@ -58,11 +85,17 @@ the study sets --max-steps S --epochs 1000000 --check-every 0 --log-every S/5
 with --global-batch.
 
 CSV columns: np, nodes, global_batch, samples_per_s, scaling_efficiency,
-exposed_comm_share.
+exposed_comm_share, samples_per_s_min, samples_per_s_max, efficiency_min,
+efficiency_max, repeats, source.
+  samples_per_s       the median over the repeats (min and max beside it)
   scaling_efficiency  samples_per_s / (np x the 1-rank samples_per_s); when np=1
                       is not in the list, relative to the smallest np per rank
+                      (its median); min and max are each repeat's against it
   exposed_comm_share  the part of the step spent waiting on the all-reduce after
-                      backward (exposed_comm_s / step_s), 0 = fully hidden
+                      backward (exposed_comm_s / step_s), 0 = fully hidden (median)
+  source              measured, or predicted-ring / predicted-hierarchical: the
+                      step model's rows (repeats 0; samples/s is the measured base
+                      per rank x np x the predicted efficiency)
 nodes and global_batch are what ringtrain itself reported at start-up.
 The plot needs gnuplot (Debian: gnuplot-nox, see launch/install-deps.sh);
 without it the CSV is still written and the study says the plot is missing.
@@ -80,6 +113,14 @@ out=""
 machinefile=""
 gpus_per_node=""
 netns_nodes=""
+link_rate=""
+link_delay=""
+repeats=3
+predict=""
+comm_model=""
+predict_backend=""
+predict_rpn=""
+allow_poor=0
 oversubscribe=0
 global_batch=""
 exe=${RINGTRAIN_EXE:-${BUILD_DIR:-$here/../build}/ringtrain}
@@ -99,6 +140,14 @@ while [ $# -gt 0 ]; do
     --machinefile) need_value "$@"; machinefile=$2; shift 2 ;;
     --gpus-per-node) need_value "$@"; gpus_per_node=$2; shift 2 ;;
     --netns-nodes) need_value "$@"; netns_nodes=$2; shift 2 ;;
+    --link-rate) need_value "$@"; link_rate=$2; shift 2 ;;
+    --link-delay) need_value "$@"; link_delay=$2; shift 2 ;;
+    --repeats) need_value "$@"; repeats=$2; shift 2 ;;
+    --predict) need_value "$@"; predict=$2; shift 2 ;;
+    --comm-model) need_value "$@"; comm_model=$2; shift 2 ;;
+    --predict-backend) need_value "$@"; predict_backend=$2; shift 2 ;;
+    --ranks-per-node) need_value "$@"; predict_rpn=$2; shift 2 ;;
+    --allow-poor-fit) allow_poor=1; shift ;;
     --oversubscribe) oversubscribe=1; shift ;;
     --exe) need_value "$@"; exe=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
@@ -118,6 +167,20 @@ is_count "$steps" && [ "$steps" -ge 2 ] || die "--steps must be a whole number >
 [ -z "$gpus_per_node" ] || is_count "$gpus_per_node" || die "--gpus-per-node must be a positive whole number, got '$gpus_per_node'"
 [ -z "$machinefile" ] || [ -f "$machinefile" ] || die "machinefile '$machinefile' does not exist"
 [ -z "$netns_nodes" ] || is_count "$netns_nodes" || die "--netns-nodes must be a positive whole number, got '$netns_nodes'"
+[ -n "$netns_nodes" ] || [ -z "$link_rate$link_delay" ] || die "--link-rate and --link-delay shape the links of --netns-nodes; give --netns-nodes"
+is_count "$repeats" || die "--repeats must be a positive whole number, got '$repeats'"
+if [ -n "$predict" ]; then
+  [[ $predict =~ ^[0-9]+(,[0-9]+)*$ ]] || die "--predict must be a comma-separated list of node counts, e.g. 1,2,4,8, got '$predict'"
+  IFS=, read -r -a _p <<<"$predict"
+  for n in "${_p[@]}"; do is_count "$n" || die "--predict: node counts must be >= 1, got '$n' in '$predict'"; done
+  [ -z "$comm_model" ] || [ -f "$comm_model" ] || die "--comm-model '$comm_model' does not exist"
+  [ -n "$comm_model" ] || [ -n "$netns_nodes" ] || [ -z "$machinefile" ] ||
+    die "--predict on --machinefile needs --comm-model FILE (run 'ringtrain bench model --json FILE' once per link tier)"
+  [ -z "$predict_rpn" ] || is_count "$predict_rpn" || die "--ranks-per-node must be a positive whole number, got '$predict_rpn'"
+  case ${predict_backend:-shm} in shm|ring|mpi|nccl) ;; *) die "--predict-backend must be shm, ring, mpi or nccl, got '$predict_backend'" ;; esac
+else
+  [ -z "$comm_model$predict_backend$predict_rpn" ] || die "--comm-model, --predict-backend and --ranks-per-node go with --predict"
+fi
 
 if [ -n "$np_list" ]; then
   [[ $np_list =~ ^[0-9]+(,[0-9]+)*$ ]] || die "--np must be a comma-separated list of rank counts, e.g. 1,2,4, got '$np_list'"
@@ -133,15 +196,18 @@ fi
 # The study owns these: a user value would change what is measured or where
 # it is written.
 accum=1
+train_backend=""
 for ((i = 0; i < ${#train_args[@]}; i++)); do
   a=${train_args[i]}
   case $a in
-    --max-steps|--max-steps=*|--epochs|--epochs=*|--log-every|--log-every=*|--logdir|--logdir=*|--check-every|--check-every=*)
+    --max-steps|--max-steps=*|--epochs|--epochs=*|--log-every|--log-every=*|--logdir|--logdir=*|--check-every|--check-every=*|--trace|--trace=*)
       die "'${a%%=*}' is set by the study itself (see --help); remove it from the training flags" ;;
     --batch|--batch=*)
       [ -z "$global_batch" ] || die "--global-batch sets the per-rank --batch of each run; remove --batch from the training flags" ;;
     --accum=*) accum=${a#--accum=} ;;
     --accum) accum=${train_args[i + 1]:-} ;;
+    --backend=*) train_backend=${a#--backend=} ;;
+    --backend) train_backend=${train_args[i + 1]:-} ;;
   esac
 done
 if [ -n "$global_batch" ]; then
@@ -177,6 +243,8 @@ launch_cmd() {  # launch_cmd NP: sets cmd (the argv that runs NP ranks)
     nodes=$((n < netns_nodes ? n : netns_nodes))
     rpn=$(((n + nodes - 1) / nodes))
     cmd+=("$here/netns-cluster" --nodes "$nodes" --ranks-per-node "$rpn" -n "$n")
+    [ -z "$link_rate" ] || cmd+=(--link-rate "$link_rate")
+    [ -z "$link_delay" ] || cmd+=(--link-delay "$link_delay")
     [ "$oversubscribe" -eq 0 ] || cmd+=(--oversubscribe)
     cmd+=(--)
   elif [ -n "$machinefile" ]; then
@@ -220,12 +288,12 @@ summarize() {
     }' "$1"
 }
 
-run_one() {  # run_one NP: appends a row to rows[]
-  local n=$1 dir=$out/runs/np$1 rc=0 summary nodes gbatch sps share windows
+run_one() {  # run_one NP REPEAT: appends "np nodes gbatch sps share" to runs[]
+  local n=$1 k=$2 dir=$out/runs/np$1/r$2 rc=0 summary nodes gbatch sps share windows
   rm -rf "$dir"; mkdir -p "$dir"
   launch_cmd "$n"
-  cmd+=(--logdir "$dir")
-  say "np=$n: ${cmd[*]}"
+  cmd+=(--logdir "$dir" --trace "$dir/trace.json")
+  say "np=$n, repeat $k/$repeats: ${cmd[*]}"
   printf '%q ' "${cmd[@]}" >"$dir/command"; echo >>"$dir/command"
   # In the background, so a SIGTERM or Ctrl-C to the study reaches the run
   # (see on_signal) instead of leaving it behind.
@@ -258,52 +326,180 @@ run_one() {  # run_one NP: appends a row to rows[]
     nowindows*) say "np=$n: $dir/metrics.jsonl has ${summary#* } train window(s); the study needs two (warm-up + measured): raise --steps"; return 1 ;;
   esac
   read -r sps share windows <<<"$summary"
-  rows+=("$n $nodes $gbatch $sps $share")
-  say "np=$n: $nodes node(s), global batch $gbatch, $sps samples/s, exposed comm $share of the step ($windows window(s) of $log_every step(s) after warm-up)"
+  runs+=("$n $nodes $gbatch $sps $share")
+  say "np=$n, repeat $k: $nodes node(s), global batch $gbatch, $sps samples/s, exposed comm $share of the step ($windows window(s) of $log_every step(s) after warm-up)"
 }
 
-write_csv() {  # efficiency against the smallest np, per rank
+# aggregate: rows[] = one line per np, "np nodes gbatch median min max share
+# repeats", from runs[] (medians of samples/s and of the exposed share).
+aggregate() {
+  rows=()
+  [ ${#runs[@]} -gt 0 ] || return 0
+  mapfile -t rows < <(printf '%s\n' "${runs[@]}" | sort -k1,1n -k4,4g | awk '
+    function median(a, c) { return c % 2 ? a[(c + 1) / 2] : (a[c / 2] + a[c / 2 + 1]) / 2 }
+    function flush(   i, j, t) {
+      if (c == 0) return
+      # shares in order for their own median (insertion sort: c is small)
+      for (i = 2; i <= c; i++) { t = sh[i]; for (j = i - 1; j >= 1 && sh[j] > t; j--) sh[j + 1] = sh[j]; sh[j + 1] = t }
+      printf "%d %d %d %.6g %.6g %.6g %.6f %d\n", np, nodes, gb, median(v, c), v[1], v[c], median(sh, c), c
+      c = 0; split("", v); split("", sh)
+    }
+    $1 != np { flush(); np = $1 }
+    { nodes = $2; gb = $3; v[++c] = $4; sh[c] = $5 }
+    END { flush() }')
+}
+
+# The measured rows: efficiency of the median and of each repeat's extremes,
+# against the smallest np's median per rank.
+measured_csv() {
   local base_np base_sps
+  [ ${#rows[@]} -gt 0 ] || return 0
+  read -r base_np _ _ base_sps _ <<<"${rows[0]}"
+  printf '%s\n' "${rows[@]}" | awk -v bn="$base_np" -v bs="$base_sps" '
+    { e = bs / bn * $1
+      printf "%d,%d,%d,%.1f,%.4f,%.4f,%.1f,%.1f,%.4f,%.4f,%d,measured\n", $1, $2, $3, $4, $4 / e, $7, $5, $6, $5 / e, $6 / e, $8 }'
+}
+
+csv_header="np,nodes,global_batch,samples_per_s,scaling_efficiency,exposed_comm_share,samples_per_s_min,samples_per_s_max,efficiency_min,efficiency_max,repeats,source"
+write_csv() {
+  aggregate
   {
-    echo "np,nodes,global_batch,samples_per_s,scaling_efficiency,exposed_comm_share"
-    [ ${#rows[@]} -gt 0 ] || return 0
-    read -r base_np _ _ base_sps _ <<<"${rows[0]}"
-    printf '%s\n' "${rows[@]}" | awk -v bn="$base_np" -v bs="$base_sps" '
-      { printf "%d,%d,%d,%.1f,%.4f,%.4f\n", $1, $2, $3, $4, ($4 / $1) / (bs / bn), $5 }'
+    echo "$csv_header"
+    measured_csv
+    [ ! -s "$out/predicted-rows.csv" ] || cat "$out/predicted-rows.csv"
   } >"$csv"
 }
 
 plot() {
-  local gp=$out/scaling.gp title base_np base_sps
+  local gp=$out/scaling.gp title base_np base_sps logx=""
   title="ringtrain train ${train_args[*]}"
   [ -z "$global_batch" ] || title+=", global batch $global_batch"
+  [ -z "$link_rate$link_delay" ] || title+=", links ${link_rate:-unshaped} ${link_delay:++$link_delay}"
   title=${title//\"/\'}
   read -r base_np _ _ base_sps _ <<<"${rows[0]}"
-  # Ideal line: the base run's per-rank throughput times np.
+  [ -z "$predict" ] || logx="set logscale x 2"
+  # Ideal line: the base run's per-rank throughput times np, over the measured
+  # rank counts (predicted ones would stretch the axis). Measured points
+  # carry error bars from min to max over the repeats; predicted ones are
+  # dotted lines with open points.
   cat >"$gp" <<EOF
 # Made by launch/scaling-study.sh from scaling.csv; rerun with: gnuplot scaling.gp
 set terminal pngcairo size 1000,620 font ",11"
 set output "$png"
 set datafile separator ","
 base_per_rank = $base_sps / $base_np
+measured(col) = strcol(12) eq "measured" ? column(col) : 1/0
+ring(col) = strcol(12) eq "predicted-ring" ? column(col) : 1/0
+hier(col) = strcol(12) eq "predicted-hierarchical" ? column(col) : 1/0
 set key below horizontal
-set title "$title\n${steps} steps per run, the first ${log_every} as warm-up" noenhanced
+set title "$title\n${steps} steps per run, the first ${log_every} as warm-up, ${repeats} repeat(s) per point (bars: min to max)" noenhanced
 set xlabel "ranks (np)"
 set ylabel "samples/s (global)"
 set y2label "scaling efficiency, exposed comm share"
 set format y "%.1s%c"
+$logx
 set offsets graph 0.05, graph 0.05, 0, 0
 set yrange [0:*]
 set y2range [0:1.2]
 set y2tics 0.2
 set ytics nomirror
 set grid xtics ytics
-plot "$csv" using 1:4:xtic(1) skip 1 with linespoints lw 2 pt 7 ps 1.3 lc rgb "#1f77b4" title "samples/s", \\
-     "$csv" using 1:(\$1 * base_per_rank) skip 1 with lines dt 2 lc rgb "#1f77b4" title "ideal (linear)", \\
-     "$csv" using 1:5 skip 1 axes x1y2 with linespoints lw 2 pt 5 ps 1.2 lc rgb "#d62728" title "efficiency", \\
-     "$csv" using 1:6 skip 1 axes x1y2 with linespoints lw 1 pt 4 ps 1.0 lc rgb "#7f7f7f" title "exposed comm share"
 EOF
+  local lines=(
+    "\"$csv\" using 1:(measured(4)):(measured(7)):(measured(8)) skip 1 with yerrorlines lw 2 pt 7 ps 1.3 lc rgb \"#1f77b4\" title \"samples/s\""
+    "\"$csv\" using 1:(measured(1) * base_per_rank) skip 1 with lines dt 2 lc rgb \"#1f77b4\" title \"ideal (linear)\""
+    "\"$csv\" using 1:(measured(5)):(measured(9)):(measured(10)) skip 1 axes x1y2 with yerrorlines lw 2 pt 5 ps 1.2 lc rgb \"#d62728\" title \"efficiency\""
+    "\"$csv\" using 1:(measured(6)) skip 1 axes x1y2 with linespoints lw 1 pt 4 ps 1.0 lc rgb \"#7f7f7f\" title \"exposed comm share\"")
+  if [ -s "$out/predicted-rows.csv" ]; then
+    lines+=(
+      "\"$csv\" using 1:(ring(5)) skip 1 axes x1y2 with linespoints dt 3 lw 2 pt 6 ps 1.2 lc rgb \"#ff7f0e\" title \"predicted efficiency (ring)\""
+      "\"$csv\" using 1:(hier(5)) skip 1 axes x1y2 with linespoints dt 4 lw 2 pt 8 ps 1.2 lc rgb \"#2ca02c\" title \"predicted efficiency (hierarchical)\"")
+  fi
+  local sep="plot "
+  for l in "${lines[@]}"; do printf '%s%s' "$sep" "$l" >>"$gp"; sep=$', \\\n     '; done
+  echo >>"$gp"
   gnuplot "$gp"
+}
+
+# ---------------------------------------------------------------------------
+# Prediction: the communication model (measured unless given), then
+# 'ringtrain bench predict' on the first run's trace.
+# ---------------------------------------------------------------------------
+run_logged() {  # run_logged LOG CMD...: runs CMD in the background (signals reach it)
+  local log=$1 rc=0
+  shift
+  printf '%q ' "$@" >"$log.command"; echo >>"$log.command"
+  "$@" >"$log" 2>&1 &
+  child=$!
+  wait "$child" || rc=$?
+  child=""
+  [ "$rc" -eq 0 ] || { tail -n 15 "$log" | sed 's/^/  | /' >&2; say "failed with exit code $rc: $* (log: $log)"; }
+  return "$rc"
+}
+
+measure_comm_model() {  # measure_comm_model RANKS_PER_NODE: writes $out/comm-model.json
+  local model=$out/comm-model.json shaping=() cmd_model rpn=$1
+  rm -f "$model"
+  cmd_model=("$exe" bench model --device cpu --backend "$backend" --json "$model")
+  if [ -n "$netns_nodes" ]; then
+    [ "$netns_nodes" -ge 2 ] || { say "--predict needs a tier across nodes: --netns-nodes 2 or more (or --comm-model FILE)"; return 1; }
+    [ -z "$link_rate" ] || shaping+=(--link-rate "$link_rate")
+    [ -z "$link_delay" ] || shaping+=(--link-delay "$link_delay")
+    say "measuring the link across nodes: $netns_nodes node(s), one rank each"
+    run_logged "$out/comm-model-inter.log" "$here/netns-cluster" --nodes "$netns_nodes" --ranks-per-node 1 \
+      "${shaping[@]}" -- "${cmd_model[@]}" || return 1
+    if [ "$rpn" -gt 1 ]; then
+      say "measuring the link inside a node: $rpn rank(s)"
+      run_logged "$out/comm-model-intra.log" "$here/netns-cluster" --nodes 1 --ranks-per-node "$rpn" \
+        --oversubscribe -- "${cmd_model[@]}" || return 1
+    fi
+  else
+    local np_intra=$((rpn > 1 ? rpn : 2))
+    local mp=(mpirun -np "$np_intra")
+    [ "$oversubscribe" -eq 0 ] || mp+=(--oversubscribe)
+    say "measuring the link inside this node: $np_intra rank(s)"
+    run_logged "$out/comm-model-intra.log" "${mp[@]}" "${cmd_model[@]}" || return 1
+  fi
+  comm_model=$model
+  grep -h ' fit' "$out"/comm-model-*.log | sed 's/^/  /' >&2 || true
+}
+
+predict_points() {  # writes predicted.csv, predicted-rows.csv and verdict.txt
+  local base_np base_sps base_gb rpn max_np scaling_kind=weak algos trace nn
+  local poor=()
+  [ "$allow_poor" -eq 0 ] || poor=(--allow-poor-fit)
+  read -r base_np _ base_gb base_sps _ <<<"${rows[0]}"
+  max_np=${nps[${#nps[@]} - 1]}
+  if [ -n "$predict_rpn" ]; then rpn=$predict_rpn
+  elif [ -n "$gpus_per_node" ]; then rpn=$gpus_per_node
+  elif [ -n "$netns_nodes" ]; then
+    nn=$((max_np < netns_nodes ? max_np : netns_nodes)); rpn=$(((max_np + nn - 1) / nn))
+  else rpn=$max_np
+  fi
+  backend=$predict_backend
+  if [ -z "$backend" ]; then
+    case ${train_backend:-auto} in auto) backend=shm ;; *) backend=$train_backend ;; esac
+  fi
+  # The backend's own algorithm first: the verdict is about it.
+  case $backend in shm) algos=hierarchical,ring ;; *) algos=ring,hierarchical ;; esac
+  [ -n "$comm_model" ] || measure_comm_model "$rpn" || return 1
+  [ -z "$global_batch" ] || scaling_kind=strong
+  trace=$out/runs/np$base_np/r1/trace.json
+  [ -s "$trace" ] || { say "the first run wrote no trace $trace"; return 1; }
+  run_logged "$out/predict.log" "$exe" bench predict --device cpu --trace "$trace" --comm-model "$comm_model" \
+    --backend "$backend" --algorithm "$algos" --nodes "$predict" --ranks-per-node "$rpn" \
+    --scaling "$scaling_kind" --profile-ranks "$base_np" --csv "$out/predicted.csv" "${poor[@]}" || return 1
+  grep '^# warning' "$out/predict.log" >&2 || true
+  grep '^predicted efficiency at ' "$out/predict.log" >"$out/verdict.txt" ||
+    { say "bench predict printed no verdict (log: $out/predict.log)"; return 1; }
+  # predicted.csv: nodes,ranks,algorithm,step_s,compute_s,comm_s,exposed_s,
+  # exposed_share,scaling_efficiency,speedup -> the study's columns.
+  awk -F, -v bs="$base_sps" -v bn="$base_np" -v gb="$base_gb" -v scaling="$scaling_kind" '
+    NR == 1 { next }
+    { np = $2; e = $9; sps = bs / bn * np * e
+      g = scaling == "strong" ? gb : gb / bn * np
+      printf "%d,%d,%d,%.1f,%.4f,%.4f,%.1f,%.1f,%.4f,%.4f,0,predicted-%s\n", np, $1, g, sps, e, $8, sps, sps, e, e, $3 }' \
+    "$out/predicted.csv" >"$out/predicted-rows.csv"
 }
 
 # ---------------------------------------------------------------------------
@@ -312,6 +508,7 @@ EOF
 # SIGTERM or SIGINT: pass SIGTERM to the run (ringtrain-mpirun and netns-cluster
 # stop their ranks and clean up on it), wait for it, then stop.
 child=""
+n=""
 on_signal() {
   trap - TERM INT
   if [ -n "$child" ]; then
@@ -326,20 +523,32 @@ on_signal() {
 trap 'on_signal SIGTERM' TERM
 trap 'on_signal SIGINT' INT
 
+runs=()
 rows=()
-say "rank counts ${nps[*]}, $steps steps per run (first window of $log_every as warm-up), output $out"
+rm -f "$out/predicted-rows.csv" "$out/predicted.csv" "$out/verdict.txt"
+say "rank counts ${nps[*]}, $repeats repeat(s), $steps steps per run (first window of $log_every as warm-up), output $out"
 failed=0
-for n in "${nps[@]}"; do
-  run_one "$n" || { failed=1; break; }
+# Repeats go round the rank counts rather than back to back, so a slow spell of
+# a shared machine spreads over all points instead of hitting one.
+for ((k = 1; k <= repeats && failed == 0; k++)); do
+  for n in "${nps[@]}"; do
+    run_one "$n" "$k" || { failed=1; break; }
+  done
 done
 write_csv
-echo "$prog: wrote $csv (${#rows[@]} run(s))" >&2
+echo "$prog: wrote $csv (${#runs[@]} run(s))" >&2
 [ "$failed" -eq 0 ] || die "stopped at np=$n; the CSV holds the runs that finished"
+
+if [ -n "$predict" ]; then
+  predict_points || die "the prediction failed; $csv holds the measured runs"
+  write_csv
+fi
 
 if ! command -v gnuplot >/dev/null; then
   say "warning: gnuplot is not installed, so there is no plot $png (apt-get install gnuplot-nox, or launch/install-deps.sh)"
-  exit 0
+else
+  plot || die "gnuplot failed on $out/scaling.gp"
+  say "wrote $png"
 fi
-plot || die "gnuplot failed on $out/scaling.gp"
-say "wrote $png"
 column -s, -t <"$csv" 2>/dev/null || cat "$csv"
+[ ! -s "$out/verdict.txt" ] || { echo; cat "$out/verdict.txt"; }

@@ -16,6 +16,7 @@
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/log.h"
 #include "ringtrain/data/dataset.h"
+#include "ringtrain/model/plugin.h"
 #include "ringtrain/train/checkpoint.h"
 #include "ringtrain/train/checkpoint_loader.h"
 #include "ringtrain/train/evaluator.h"
@@ -27,6 +28,7 @@ namespace ringtrain::apps {
 namespace {
 
 struct EvalFlags {
+  std::vector<std::string> plugins;
   std::string ckpt;
   std::string data;
   std::string split = "test";
@@ -341,8 +343,11 @@ CLI::App* add_eval_command(CLI::App& app, CommandContext& ctx) {
                   "--watch: stop after evaluating a checkpoint at or past this step");
   sub->add_option("--timeout", f->timeout, "Seconds a collective may wait before the job aborts")
       ->capture_default_str();
+  sub->add_option("--plugin", f->plugins,
+                  "Shared library of layer types the checkpoint's model uses (repeatable)");
   add_device_options(sub, ctx, "cpu");
   sub->parse_complete_callback([f, &ctx] {
+    load_layer_plugins(f->plugins);
     RT_CHECK(!f->ckpt.empty() || !f->watch.empty(), "eval: give --ckpt PATH|DIR or --watch DIR");
     RT_CHECK(f->json.empty() || f->watch.empty(),
              "--json applies to a single checkpoint, not to --watch (use --logdir)");

@@ -8,6 +8,7 @@
 #include "ringtrain/config.h"
 #include "ringtrain/core/error.h"
 #include "ringtrain/core/fatal.h"
+#include "ringtrain/core/input_error.h"
 #include "ringtrain/core/log.h"
 #include "ringtrain/launch/topology.h"
 
@@ -45,10 +46,10 @@ int main(int argc, char** argv) {
                  app.get_subcommands().empty()
                      ? ""
                      : (app.get_subcommands().front()->get_name() + " ").c_str());
-    return 2;
+    return kInputErrorExitCode;
   } catch (const Error& e) {
     std::fprintf(stderr, "[rank %s] error: %s\n", launcher_rank().c_str(), e.what());
-    return 2;
+    return kInputErrorExitCode;
   }
 
   std::optional<MpiSession> mpi;
@@ -61,6 +62,8 @@ int main(int argc, char** argv) {
   try {
     const Topology topo = Topology::discover(ctx.topology);
     rc = ctx.action(topo);
+  } catch (const InputError& e) {
+    fatal(e.what(), kInputErrorExitCode);
   } catch (const Error& e) {
     fatal(e.what());
   } catch (const std::exception& e) {

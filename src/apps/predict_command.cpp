@@ -11,6 +11,7 @@
 #include "ringtrain/core/log.h"
 #include "ringtrain/data/dataset.h"
 #include "ringtrain/data/prefetcher.h"
+#include "ringtrain/model/plugin.h"
 #include "ringtrain/tensor/device_memory.h"
 #include "ringtrain/train/checkpoint.h"
 #include "ringtrain/train/checkpoint_loader.h"
@@ -21,6 +22,7 @@ namespace {
 struct PredictFlags {
   std::string ckpt, data, split = "test", out;
   std::size_t batch = 256;
+  std::vector<std::string> plugins;
 };
 
 int run_predict(const PredictFlags& f, const Topology& topo) {
@@ -93,9 +95,13 @@ CLI::App* add_predict_command(CLI::App& app, CommandContext& ctx) {
   sub->add_option("--batch", f->batch, "Samples per forward pass")
       ->check(CLI::Range(1, 65536))
       ->capture_default_str();
+  sub->add_option("--plugin", f->plugins,
+                  "Shared library of layer types the checkpoint's model uses (repeatable)");
   add_device_options(sub, ctx, "cpu");
-  sub->parse_complete_callback(
-      [f, &ctx] { ctx.action = [f](const Topology& topo) { return run_predict(*f, topo); }; });
+  sub->parse_complete_callback([f, &ctx] {
+    load_layer_plugins(f->plugins);
+    ctx.action = [f](const Topology& topo) { return run_predict(*f, topo); };
+  });
   return sub;
 }
 

@@ -6,6 +6,7 @@
 #include "apps/command.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/log.h"
+#include "ringtrain/model/plugin.h"
 #include "ringtrain/train/trainer.h"
 
 namespace ringtrain::apps {
@@ -14,6 +15,7 @@ namespace {
 struct TrainFlags {
   TrainConfig config;
   bool no_overlap = false;
+  std::vector<std::string> plugins;
 };
 
 int run_train(const TrainFlags& flags, const Topology& topo) {
@@ -41,7 +43,8 @@ CLI::App* add_train_command(CLI::App& app, CommandContext& ctx) {
   sub->footer(
       "Example:\n  mpirun -np 2 ringtrain train --data fashion.h5 --model cnn --batch 64 --epochs "
       "5\n"
-      "--batch is per rank: the global batch is batch x ranks x accum, printed at start-up.");
+      "--batch is per rank: the global batch is batch x ranks x accum, printed at start-up.\n"
+      "--global-batch G fixes the samples per step instead: each rank takes G/ranks/accum.");
 
   // Model and data.
   sub->add_option("--data", c.data_path, "HDF5 dataset file (make one with 'ringtrain convert')")
@@ -51,12 +54,20 @@ CLI::App* add_train_command(CLI::App& app, CommandContext& ctx) {
   sub->add_option("--eval-split", c.eval_split, "Evaluation split (test or val)")
       ->capture_default_str();
   sub->add_flag("--cache", c.cache, "Hold the dataset in memory when it fits");
+  sub->add_option("--plugin", flags->plugins,
+                  "Shared library of layer types to load before the model is built (repeatable; "
+                  "every rank must load the same)");
   sub->add_option("--model", c.model,
                   "Model: a preset (cnn, mlp:784-512-512-10), a layer list, or @file")
       ->capture_default_str();
-  sub->add_option("--batch", c.batch, "Samples per rank per micro-step")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20))
-      ->capture_default_str();
+  CLI::Option* batch = sub->add_option("--batch", c.batch, "Samples per rank per micro-step")
+                           ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20))
+                           ->capture_default_str();
+  sub->add_option("--global-batch", c.global_batch,
+                  "Samples per optimizer step, split evenly over however many ranks run "
+                  "(instead of --batch): the same step at any world size, resumable on any")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30))
+      ->excludes(batch);
   sub->add_option("--epochs", c.epochs, "Passes over the training split")->capture_default_str();
   sub->add_option("--max-steps", c.max_steps, "Stop after this many optimizer steps (0: no cap)")
       ->capture_default_str();
@@ -151,6 +162,9 @@ CLI::App* add_train_command(CLI::App& app, CommandContext& ctx) {
       ->capture_default_str();
 
   sub->parse_complete_callback([flags, &ctx] {
+    // Before MPI starts: a bad plugin is an error on every rank, each naming
+    // the file, and nothing has begun that could hang.
+    load_layer_plugins(flags->plugins);
     flags->config.validate();
     ctx.action = [flags](const Topology& topo) { return run_train(*flags, topo); };
   });

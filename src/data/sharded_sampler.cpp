@@ -13,14 +13,41 @@ ShardedSampler::ShardedSampler(std::size_t n, std::size_t batch_per_rank, int ra
   RT_CHECK(world >= 1, "sampler: world size must be >= 1, got {}", world);
   RT_CHECK(rank >= 0 && rank < world, "sampler: rank {} outside [0, {})", rank, world);
   RT_CHECK(batch_per_rank >= 1, "sampler: --batch (per rank) must be >= 1, got {}", batch_per_rank);
+  global_ = batch_per_rank * static_cast<std::size_t>(world);
+  offset_ = batch_per_rank * static_cast<std::size_t>(rank);
   RT_CHECK(n >= global_batch(),
            "sampler: the dataset has N = {} samples, fewer than one global batch G = {} (--batch "
            "{} per rank x {} ranks): lower --batch or use fewer ranks",
            n, global_batch(), batch_per_rank, world);
 }
 
+ShardedSampler ShardedSampler::split_global(std::size_t n, std::size_t global_batch, int rank,
+                                            int world, std::uint64_t seed) {
+  RT_CHECK(world >= 1, "sampler: world size must be >= 1, got {}", world);
+  RT_CHECK(global_batch >= static_cast<std::size_t>(world),
+           "sampler: a global batch of {} samples per micro-step cannot give each of {} ranks a "
+           "sample: raise --global-batch or use fewer ranks",
+           global_batch, world);
+  RT_CHECK(n >= global_batch,
+           "sampler: the dataset has N = {} samples, fewer than one global batch G = {} "
+           "(--global-batch): lower it",
+           n, global_batch);
+  const EvalShard piece = eval_shard(global_batch, rank, world);
+  ShardedSampler s(n, 1, rank, world, seed);  // n >= G >= world: the checks hold
+  s.batch_ = piece.size();
+  s.global_ = global_batch;
+  s.offset_ = static_cast<std::size_t>(piece.begin);
+  return s;
+}
+
 ShardedSampler::ShardedSampler(const ShardedSampler& o)
-    : n_(o.n_), batch_(o.batch_), rank_(o.rank_), world_(o.world_), seed_(o.seed_) {}
+    : n_(o.n_),
+      batch_(o.batch_),
+      rank_(o.rank_),
+      world_(o.world_),
+      global_(o.global_),
+      offset_(o.offset_),
+      seed_(o.seed_) {}
 
 std::vector<std::uint64_t> ShardedSampler::permutation(std::uint64_t epoch) const {
   std::vector<std::uint64_t> p(n_);
@@ -47,7 +74,7 @@ std::vector<std::uint64_t> ShardedSampler::rank_indices(DataCursor c) const {
     }
     perm = cached_;
   }
-  const std::size_t begin = c.step * global_batch() + static_cast<std::size_t>(rank_) * batch_;
+  const std::size_t begin = c.step * global_batch() + offset_;
   return {perm->begin() + static_cast<std::ptrdiff_t>(begin),
           perm->begin() + static_cast<std::ptrdiff_t>(begin + batch_)};
 }
@@ -63,9 +90,10 @@ DataCursor ShardedSampler::normalize(DataCursor c) const {
 
 std::string ShardedSampler::describe() const {
   return fmt::format(
-      "data: N = {}, batch {} per rank x {} ranks = global batch {}, {} steps per epoch, {} "
-      "sample(s) dropped per epoch (incomplete last global batch)",
-      n_, batch_, world_, global_batch(), steps_per_epoch(), dropped_per_epoch());
+      "data: N = {}, batch {} on rank {} ({} at most) x {} ranks = global batch {}, {} steps per "
+      "epoch, {} sample(s) dropped per epoch (incomplete last global batch)",
+      n_, batch_, rank_, max_batch_per_rank(), world_, global_batch(), steps_per_epoch(),
+      dropped_per_epoch());
 }
 
 DataCursor ShardedSampler::convert_cursor(DataCursor c, std::size_t old_global_batch,

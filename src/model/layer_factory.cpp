@@ -3,6 +3,7 @@
 #include "model/linear_layer.h"
 #include "model/stateless_layers.h"
 #include "ringtrain/core/check.h"
+#include "ringtrain/model/layer_registry.h"
 
 namespace ringtrain {
 
@@ -39,14 +40,31 @@ std::unique_ptr<Layer> make_layer(const LayerSpec& spec, const Shape& input,
       return std::make_unique<MaxPool2dLayer>(name, g, ctx, max_batch);
     }
     case LayerKind::relu:
-      return std::make_unique<ReluLayer>(name, input, ctx);
+      return std::make_unique<ElementwiseActivationLayer>(name, input, ctx, kReluActivation);
     case LayerKind::gelu:
-      return std::make_unique<GeluLayer>(name, input, ctx);
+      return std::make_unique<ElementwiseActivationLayer>(name, input, ctx, kGeluActivation);
     case LayerKind::flatten:
       return std::make_unique<FlattenLayer>(name, input);
     case LayerKind::dropout:
       return std::make_unique<DropoutLayer>(name, input, static_cast<float>(spec.p), index, ctx,
                                             dropout);
+    case LayerKind::custom: {
+      const LayerType* type = LayerRegistry::global().find(spec.type);
+      RT_CHECK(type != nullptr,
+               "layer {} ({}): no layer type '{}' is registered (load its plugin with --plugin)",
+               index, spec.to_string(), spec.type);
+      RT_CHECK(type->gpu || !ctx.is_cuda(),
+               "layer {} ({}): type '{}' from {} runs on the CPU only, and this model is on {}",
+               index, spec.to_string(), spec.type, type->origin, device_name(ctx.device()));
+      std::unique_ptr<Layer> layer =
+          type->make(LayerArgs(name, spec.args), LayerBuild{name, input, index, max_batch, &ctx});
+      RT_CHECK(layer != nullptr, "layer {} ({}): the factory of '{}' from {} returned no layer",
+               index, spec.to_string(), spec.type, type->origin);
+      RT_CHECK(layer->input_shape() == input,
+               "layer {} ({}): type '{}' built a layer for input {} but gets {}", index,
+               spec.to_string(), spec.type, layer->input_shape().to_string(), input.to_string());
+      return layer;
+    }
   }
   RT_CHECK(false, "layer {}: unknown kind", index);
   return nullptr;

@@ -88,12 +88,14 @@ std::unique_ptr<Model> Model::build(const ModelSpec& spec,
   s.dropout.seed = options.seed;
   const std::size_t B = options.max_batch;
 
-  // Layers, with names per kind: conv1, relu1, pool1, conv2, ..., fc1, fc2.
-  std::map<LayerKind, std::size_t> counters;
+  // Layers, with names per kind: conv1, relu1, pool1, conv2, ..., fc1, fc2 (a
+  // registered type by its own name: layernorm1).
+  std::map<std::string, std::size_t> counters;
   std::vector<std::vector<ParamDesc>> descs;
   for (std::size_t i = 0; i < spec.layers.size(); ++i) {
     const LayerSpec& l = spec.layers[i];
-    const std::string name = fmt::format("{}{}", layer_base_name(l.kind), ++counters[l.kind]);
+    const std::string base = l.kind == LayerKind::custom ? l.type : layer_base_name(l.kind);
+    const std::string name = fmt::format("{}{}", base, ++counters[base]);
     s.layers.push_back(make_layer(l, shape, name, i, *s.ctx, B, s.dropout));
     shape = s.layers.back()->output_shape();
     descs.push_back(s.layers.back()->param_descs());
@@ -136,6 +138,7 @@ std::unique_ptr<Model> Model::build(const ModelSpec& spec,
     for (const ParamDesc& d : descs[i]) {
       kaiming_normal_fill(host.data() + at, d.shape.numel(), d.fan_in, options.seed,
                           tensor_index++);
+      if (d.fan_in == 0) std::fill_n(host.data() + at, d.shape.numel(), d.constant);
       at += d.shape.numel();
     }
   }

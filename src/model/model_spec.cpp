@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "ringtrain/core/check.h"
+#include "ringtrain/model/layer_registry.h"
 
 namespace ringtrain {
 
@@ -115,6 +116,7 @@ class Cursor {
 std::string known_kinds() {
   std::string s;
   for (const auto& k : kKindNames) s += (s.empty() ? "" : ", ") + std::string(k.name);
+  for (const std::string& name : LayerRegistry::global().names()) s += ", " + name;
   return s + ", input";
 }
 
@@ -235,6 +237,40 @@ const Arg& required(const std::vector<Arg>& bound, std::size_t i, std::string_vi
   return bound[i];
 }
 
+// A registered layer type: its arguments bound to the names it declares; the
+// values stay text, checked by the type's factory when the model is built.
+LayerSpec parse_registered(const LayerType& type, const std::vector<Arg>& args,
+                           const std::string& at) {
+  std::vector<std::string_view> keys(type.arg_names.begin(), type.arg_names.end());
+  std::vector<Arg> bound(keys.size());
+  std::size_t positional = 0;
+  for (const Arg& a : args) {
+    std::size_t slot = keys.size();
+    if (a.key.empty()) {
+      slot = positional++;
+    } else {
+      for (std::size_t i = 0; i < keys.size(); ++i)
+        if (keys[i] == a.key) slot = i;
+    }
+    if (slot >= keys.size())
+      fail(fmt::format(
+          "{} '{}' to '{}' at {} (it takes {})",
+          a.key.empty() ? "too many arguments:" : "unknown argument",
+          a.key.empty() ? a.value : a.key, type.name, a.where,
+          keys.empty() ? std::string("none") : fmt::format("{}", fmt::join(keys, ", "))));
+    if (!bound[slot].value.empty())
+      fail(fmt::format("argument '{}' of '{}' given twice at {}", keys[slot], type.name, a.where));
+    bound[slot] = a;
+  }
+  (void)at;
+  LayerSpec l;
+  l.kind = LayerKind::custom;
+  l.type = type.name;
+  for (std::size_t i = 0; i < keys.size(); ++i)
+    if (!bound[i].value.empty()) l.args.emplace_back(type.arg_names[i], bound[i].value);
+  return l;
+}
+
 ModelSpec parse_layer_list(std::string_view text, const std::string& origin) {
   ModelSpec spec;
   Cursor c(text, origin);
@@ -273,54 +309,64 @@ ModelSpec parse_layer_list(std::string_view text, const std::string& origin) {
       const KindName* found = nullptr;
       for (const auto& k : kKindNames)
         if (k.name == lower) found = &k;
-      if (found == nullptr)
-        fail(fmt::format("unknown layer '{}' at {} (known: {})", name, at, known_kinds()));
-      LayerSpec l;
-      l.kind = found->kind;
-      const std::string kind_name(layer_kind_name(l.kind));
-      switch (l.kind) {
-        case LayerKind::linear: {
-          auto b = bind_args(args, {"out"}, kind_name, at);
-          const Arg& out = required(b, 0, "out", kind_name, at);
-          l.out = parse_count(out.value, "linear 'out'", out.where, false);
-          break;
+      const LayerType* registered = found ? nullptr : LayerRegistry::global().find(lower);
+      if (found == nullptr && registered == nullptr)
+        fail(
+            fmt::format("unknown layer '{}' at {} (known: {}; a layer from a plugin needs "
+                        "--plugin)",
+                        name, at, known_kinds()));
+      if (registered != nullptr) {
+        spec.layers.push_back(parse_registered(*registered, args, at));
+      } else {
+        LayerSpec l;
+        l.kind = found->kind;
+        const std::string kind_name(layer_kind_name(l.kind));
+        switch (l.kind) {
+          case LayerKind::linear: {
+            auto b = bind_args(args, {"out"}, kind_name, at);
+            const Arg& out = required(b, 0, "out", kind_name, at);
+            l.out = parse_count(out.value, "linear 'out'", out.where, false);
+            break;
+          }
+          case LayerKind::conv2d: {
+            auto b = bind_args(args, {"out", "kernel", "stride", "padding"}, kind_name, at);
+            const Arg& out = required(b, 0, "out", kind_name, at);
+            const Arg& kernel = required(b, 1, "kernel", kind_name, at);
+            l.out = parse_count(out.value, "conv2d 'out'", out.where, false);
+            l.kernel = parse_count(kernel.value, "conv2d 'kernel'", kernel.where, false);
+            l.stride = b[2].value.empty()
+                           ? 1
+                           : parse_count(b[2].value, "conv2d 'stride'", b[2].where, false);
+            l.padding = b[3].value.empty()
+                            ? 0
+                            : parse_count(b[3].value, "conv2d 'padding'", b[3].where, true);
+            break;
+          }
+          case LayerKind::max_pool2d: {
+            auto b = bind_args(args, {"kernel", "stride"}, kind_name, at);
+            const Arg& kernel = required(b, 0, "kernel", kind_name, at);
+            l.kernel = parse_count(kernel.value, "max_pool2d 'kernel'", kernel.where, false);
+            l.stride = b[1].value.empty()
+                           ? l.kernel
+                           : parse_count(b[1].value, "max_pool2d 'stride'", b[1].where, false);
+            break;
+          }
+          case LayerKind::dropout: {
+            auto b = bind_args(args, {"p"}, kind_name, at);
+            const Arg& p = required(b, 0, "p", kind_name, at);
+            l.p = parse_probability(p.value, "dropout 'p'", p.where);
+            break;
+          }
+          case LayerKind::relu:
+          case LayerKind::gelu:
+          case LayerKind::flatten:
+            bind_args(args, {}, kind_name, at);
+            break;
+          case LayerKind::custom:
+            break;  // found through the registry above
         }
-        case LayerKind::conv2d: {
-          auto b = bind_args(args, {"out", "kernel", "stride", "padding"}, kind_name, at);
-          const Arg& out = required(b, 0, "out", kind_name, at);
-          const Arg& kernel = required(b, 1, "kernel", kind_name, at);
-          l.out = parse_count(out.value, "conv2d 'out'", out.where, false);
-          l.kernel = parse_count(kernel.value, "conv2d 'kernel'", kernel.where, false);
-          l.stride = b[2].value.empty()
-                         ? 1
-                         : parse_count(b[2].value, "conv2d 'stride'", b[2].where, false);
-          l.padding = b[3].value.empty()
-                          ? 0
-                          : parse_count(b[3].value, "conv2d 'padding'", b[3].where, true);
-          break;
-        }
-        case LayerKind::max_pool2d: {
-          auto b = bind_args(args, {"kernel", "stride"}, kind_name, at);
-          const Arg& kernel = required(b, 0, "kernel", kind_name, at);
-          l.kernel = parse_count(kernel.value, "max_pool2d 'kernel'", kernel.where, false);
-          l.stride = b[1].value.empty()
-                         ? l.kernel
-                         : parse_count(b[1].value, "max_pool2d 'stride'", b[1].where, false);
-          break;
-        }
-        case LayerKind::dropout: {
-          auto b = bind_args(args, {"p"}, kind_name, at);
-          const Arg& p = required(b, 0, "p", kind_name, at);
-          l.p = parse_probability(p.value, "dropout 'p'", p.where);
-          break;
-        }
-        case LayerKind::relu:
-        case LayerKind::gelu:
-        case LayerKind::flatten:
-          bind_args(args, {}, kind_name, at);
-          break;
+        spec.layers.push_back(l);
       }
-      spec.layers.push_back(l);
     }
     c.skip_blank(false);
     if (c.done()) break;
@@ -389,6 +435,8 @@ std::string_view layer_kind_name(LayerKind kind) {
       return "flatten";
     case LayerKind::dropout:
       return "dropout";
+    case LayerKind::custom:
+      return "custom";
   }
   return "?";
 }
@@ -408,6 +456,13 @@ std::string LayerSpec::to_string() const {
     case LayerKind::gelu:
     case LayerKind::flatten:
       return std::string(layer_kind_name(kind));
+    case LayerKind::custom: {
+      if (args.empty()) return type;
+      std::string s = type + "(";
+      for (std::size_t i = 0; i < args.size(); ++i)
+        s += fmt::format("{}{}={}", i == 0 ? "" : ", ", args[i].first, args[i].second);
+      return s + ")";
+    }
   }
   return "?";
 }
@@ -447,6 +502,13 @@ std::uint64_t ModelSpec::hash() const {
     h *= 0x100000001b3ull;
   }
   return h;
+}
+
+bool is_builtin_layer_name(std::string_view name) {
+  if (name == "input") return true;
+  for (const auto& k : kKindNames)
+    if (k.name == name) return true;
+  return false;
 }
 
 std::string_view cnn_preset_text() {

@@ -1,4 +1,4 @@
-// The layers without parameters: ReLU, GELU, Flatten, Dropout, MaxPool2d.
+// The layers without parameters: elementwise activations (ReLU, GELU), Flatten, Dropout, MaxPool2d.
 #include "model/stateless_layers.h"
 
 #include "ringtrain/ops/activation.h"
@@ -6,20 +6,13 @@
 
 namespace ringtrain {
 
-void ReluLayer::forward(const float* x, float* y, std::size_t batch, bool) {
-  relu_forward(ctx_, x, y, batch * input_shape().numel());
+void ElementwiseActivationLayer::forward(const float* x, float* y, std::size_t batch, bool) {
+  f_.forward(ctx_, x, y, batch * input_shape().numel());
 }
-void ReluLayer::backward(const float*, const float* y, const float* dy, float* dx,
-                         std::size_t batch, bool) {
-  if (dx != nullptr) relu_backward(ctx_, y, dy, dx, batch * input_shape().numel());
-}
-
-void GeluLayer::forward(const float* x, float* y, std::size_t batch, bool) {
-  gelu_forward(ctx_, x, y, batch * input_shape().numel());
-}
-void GeluLayer::backward(const float* x, const float*, const float* dy, float* dx,
-                         std::size_t batch, bool) {
-  if (dx != nullptr) gelu_backward(ctx_, x, dy, dx, batch * input_shape().numel());
+void ElementwiseActivationLayer::backward(const float* x, const float* y, const float* dy,
+                                          float* dx, std::size_t batch, bool) {
+  if (dx != nullptr)
+    f_.backward(ctx_, f_.backward_reads_output ? y : x, dy, dx, batch * input_shape().numel());
 }
 
 void FlattenLayer::forward(const float*, float*, std::size_t, bool) {}

@@ -2,32 +2,38 @@
 #pragma once
 
 #include "model/layer.h"
+#include "ringtrain/ops/activation.h"
 #include "ringtrain/ops/max_pool2d.h"
 
 namespace ringtrain {
 
-class ReluLayer final : public Layer {
- public:
-  ReluLayer(std::string name, const Shape& input, const ComputeContext& ctx)
-      : Layer(std::move(name), input, input), ctx_(ctx) {}
-  void forward(const float* x, float* y, std::size_t batch, bool training) override;
-  void backward(const float* x, const float* y, const float* dy, float* dx, std::size_t batch,
-                bool accumulate) override;
-
- private:
-  const ComputeContext& ctx_;
+// An elementwise activation y = f(x): one layer class, parameterised by the
+// function. Its derivative reads either the forward's output (relu) or its
+// input (gelu), whichever the op takes.
+struct ElementwiseActivation {
+  using Forward = void (*)(const ComputeContext&, const float* x, float* y, std::size_t n);
+  using Backward = void (*)(const ComputeContext&, const float* x_or_y, const float* dy, float* dx,
+                            std::size_t n);
+  Forward forward;
+  Backward backward;
+  bool backward_reads_output;
 };
 
-class GeluLayer final : public Layer {
+inline constexpr ElementwiseActivation kReluActivation{relu_forward, relu_backward, true};
+inline constexpr ElementwiseActivation kGeluActivation{gelu_forward, gelu_backward, false};
+
+class ElementwiseActivationLayer final : public Layer {
  public:
-  GeluLayer(std::string name, const Shape& input, const ComputeContext& ctx)
-      : Layer(std::move(name), input, input), ctx_(ctx) {}
+  ElementwiseActivationLayer(std::string name, const Shape& input, const ComputeContext& ctx,
+                             const ElementwiseActivation& f)
+      : Layer(std::move(name), input, input), ctx_(ctx), f_(f) {}
   void forward(const float* x, float* y, std::size_t batch, bool training) override;
   void backward(const float* x, const float* y, const float* dy, float* dx, std::size_t batch,
                 bool accumulate) override;
 
  private:
   const ComputeContext& ctx_;
+  ElementwiseActivation f_;
 };
 
 // [C, H, W] -> [C*H*W]: the same memory, so a view (no copy either way).

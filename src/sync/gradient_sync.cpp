@@ -8,11 +8,12 @@
 namespace ringtrain {
 
 GradientSynchronizer::GradientSynchronizer(Communicator& comm, BucketPlan plan, BufferView grads,
-                                           bool overlap, void* compute_stream)
+                                           bool overlap, void* compute_stream, ReduceOp op)
     : comm_(comm),
       plan_(std::move(plan)),
       grads_(grads),
       overlap_(overlap),
+      op_(op),
       compute_stream_(compute_stream) {
   RT_CHECK(grads_.count == plan_.total_count(),
            "gradient buffer holds {} elements but the bucket plan covers {}", grads_.count,
@@ -24,6 +25,7 @@ GradientSynchronizer::GradientSynchronizer(Communicator& comm, BucketPlan plan, 
 void GradientSynchronizer::begin_step(bool sync) {
   sync_ = sync;
   std::fill(launched_.begin(), launched_.end(), false);
+  ready_.clear();
   timings_.clear();
   exposed_s_ = 0;
   local_finite_.reset();
@@ -35,24 +37,26 @@ void GradientSynchronizer::launch(std::size_t b) {
   BufferView slice = grads_.slice(bucket.offset, bucket.count);
   // Before the all-reduce overwrites it with the average (CPU buffers only).
   if (local_finite_ && *local_finite_) local_finite_ = all_finite(slice);
-  // The average over ranks (each backend's arithmetic: communicator.h). The
+  // The average or sum over ranks (each backend's arithmetic: communicator.h). The
   // bucket's all-reduce starts after the gradient kernels queued so far.
   comm_.order_after(OrderingPoint::record(grads_.device, compute_stream_));
   timings_.push_back({b, monotonic_seconds(), 0});
   flight::set_bucket(static_cast<std::int64_t>(b));
-  requests_[b] = comm_.allreduce_async(slice, slice, ReduceOp::avg);
+  requests_[b] = comm_.allreduce_async(slice, slice, op_);
   flight::set_bucket(-1);
   launched_[b] = true;
 }
 
 void GradientSynchronizer::on_layer_ready(std::size_t layer) {
-  if (!sync_ || !overlap_ || comm_.size() == 1) return;
+  if (!sync_) return;
   const int b = plan_.bucket_completed_by(layer);
-  if (b >= 0) launch(static_cast<std::size_t>(b));
+  if (b < 0) return;
+  ready_.push_back({static_cast<std::size_t>(b), monotonic_seconds()});
+  if (overlap_ && comm_.size() > 1) launch(static_cast<std::size_t>(b));
 }
 
 void GradientSynchronizer::finish() {
-  // One rank: the average is the gradient itself; nothing to exchange.
+  // One rank: the average (or sum) is the gradient itself; nothing to exchange.
   if (!sync_ || comm_.size() == 1) {
     if (sync_ && local_finite_) local_finite_ = all_finite(grads_);
     return;

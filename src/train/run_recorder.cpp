@@ -162,6 +162,11 @@ void RunRecorder::trace_span(std::string_view name, std::string_view lane, doubl
   trace_->span(name, lane, start_s, end_s);
 }
 
+void RunRecorder::trace_span(std::string_view name, std::string_view lane, double start_s,
+                             double end_s, const nlohmann::json& args) {
+  trace_->span(name, lane, start_s, end_s, args);
+}
+
 void RunRecorder::finish(Communicator& control, const TrainSummary& summary) {
   if (rank_ == 0) {
     progress_->finish();

@@ -14,6 +14,10 @@ void TrainConfig::validate() const {
   RT_CHECK(!data_path.empty(),
            "--data: a dataset file is required (make one with 'ringtrain convert')");
   RT_CHECK(batch > 0, "--batch must be at least 1 (it is per rank), got {}", batch);
+  RT_CHECK(global_batch == 0 || global_batch % accum == 0,
+           "--global-batch {} must be a multiple of --accum {} (each micro-step takes an equal "
+           "share of it)",
+           global_batch, accum);
   RT_CHECK(epochs > 0 || max_steps > 0, "--epochs must be at least 1 (or give --max-steps)");
   RT_CHECK(lr > 0 && std::isfinite(lr), "--lr must be a positive number, got {}", lr);
   RT_CHECK(lr_scaling == "none" || lr_scaling == "linear",
@@ -53,6 +57,7 @@ std::string TrainConfig::to_json() const {
   j["cache"] = cache;
   j["model"] = model;
   j["batch"] = batch;
+  j["global_batch"] = global_batch;
   j["epochs"] = epochs;
   j["max_steps"] = max_steps;
   j["seed"] = seed;

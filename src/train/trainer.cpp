@@ -25,11 +25,13 @@
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
 #include <memory>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "core/fault_stall.h"
@@ -39,12 +41,14 @@
 #include "ringtrain/core/buffer_copy.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/host_sync.h"
+#include "ringtrain/core/input_error.h"
 #include "ringtrain/core/log.h"
 #include "ringtrain/core/ordering_point.h"
 #include "ringtrain/core/timer.h"
 #include "ringtrain/data/dataset.h"
 #include "ringtrain/data/prefetcher.h"
 #include "ringtrain/data/sharded_sampler.h"
+#include "ringtrain/model/layer_registry.h"
 #include "ringtrain/model/model.h"
 #include "ringtrain/model/model_spec.h"
 #include "ringtrain/optim/grad_clip.h"
@@ -54,6 +58,7 @@
 #include "ringtrain/sync/gradient_sync.h"
 #include "ringtrain/sync/run_agreement.h"
 #include "ringtrain/tensor/device_memory.h"
+#include "ringtrain/train/batch_split.h"
 #include "ringtrain/train/checkpoint.h"
 #include "ringtrain/train/evaluator.h"
 #include "ringtrain/train/run_recorder.h"
@@ -159,11 +164,12 @@ class Trainer {
   int diverge_rank_ = -1;
   int nan_rank_ = -1;                                 // RINGTRAIN_FAULT_NAN_RANK
   std::uint64_t nan_first_step_ = 0, nan_steps_ = 0;  // RINGTRAIN_FAULT_NAN_STEP, _COUNT
+  int step_delay_ms_ = 0;
 };
 
 Trainer::Trainer(const TrainConfig& cfg, const Topology& topo)
     : cfg_(cfg), topo_(topo), device_(topo.device()) {
-  cfg_.validate();
+  as_input_error([&] { cfg_.validate(); });
   comm_options_.timeout_seconds = cfg_.timeout;
   flight::set_identity(topo_.rank(), topo_.world_size(), topo_.host(), device_name(device_));
   if (const std::string dir = flight_dir(cfg_); !dir.empty()) flight::start(dir);
@@ -172,10 +178,14 @@ Trainer::Trainer(const TrainConfig& cfg, const Topology& topo)
   comm_options_.flight_channel = "control";
   control_ = make_control_communicator(topo_, comm_options_);
   comm_options_.flight_channel = "gradients";
-  open_data_and_build_model();
-  agree_on_run();
+  // Bad data, model, flags that differ across ranks or a checkpoint that does
+  // not fit end the job with kInputErrorExitCode: no restart would help.
+  as_input_error([&] {
+    open_data_and_build_model();
+    agree_on_run();
+  });
   make_backend_and_optimizer();
-  resume_and_replicate();
+  as_input_error([&] { resume_and_replicate(); });
   announce();
   recorder_.emplace(cfg_, topo_, total_steps_,
                     start_.path.empty() ? std::nullopt : std::optional<std::uint64_t>(start_.step));
@@ -198,6 +208,10 @@ Trainer::Trainer(const TrainConfig& cfg, const Topology& topo)
     nan_first_step_ = at ? std::strtoull(at, nullptr, 10) : 1;
     nan_steps_ = count ? std::strtoull(count, nullptr, 10) : 1;
   }
+  // RINGTRAIN_FAULT_STEP_DELAY_MS=d makes every step d ms longer, so that
+  // scheduler tests (time limits, scancel) meet a run that is still going.
+  if (const char* delay = std::getenv("RINGTRAIN_FAULT_STEP_DELAY_MS"))
+    step_delay_ms_ = std::atoi(delay);
 }
 
 void Trainer::open_data_and_build_model() {
@@ -212,14 +226,14 @@ void Trainer::open_data_and_build_model() {
     eval_data_->enable_cache(0, topo_.local_size());
   }
   spec_.emplace(ModelSpec::parse(cfg_.model));
+  sampler_.emplace(make_train_sampler(cfg_, train_data_->size(), topo_.rank(), topo_.world_size()));
   ModelOptions model_options;
   model_options.device = device_;
   model_options.seed = cfg_.seed;
-  model_options.max_batch = cfg_.batch;
+  model_options.max_batch = sampler_->max_batch_per_rank();
   model_options.tf32 = parse_tf32_mode(cfg_.tf32);
   model_ =
       Model::build(*spec_, train_data_->sample_shape(), train_data_->num_classes(), model_options);
-  sampler_.emplace(train_data_->size(), cfg_.batch, topo_.rank(), topo_.world_size(), cfg_.seed);
   sampler_global_batch_ = sampler_->global_batch();
   global_batch_ = sampler_global_batch_ * cfg_.accum;
   micro_per_epoch_ = sampler_->steps_per_epoch();
@@ -235,6 +249,7 @@ void Trainer::agree_on_run() {
                   {"dataset train samples", train_data_->size()},
                   {"dataset eval samples", eval_data_->size()},
                   {"batch", cfg_.batch},
+                  {"global batch", cfg_.global_batch},
                   {"accum", cfg_.accum},
                   {"seed", cfg_.seed},
                   {"lr", float_bits(cfg_.lr)},
@@ -242,7 +257,8 @@ void Trainer::agree_on_run() {
                   {"backend", hash_string(cfg_.backend)},
                   {"bucket cap", float_bits(static_cast<float>(cfg_.bucket_mb))},
                   {"overlap", cfg_.overlap ? 1u : 0u},
-                  {"tf32", hash_string(cfg_.tf32)}});
+                  {"tf32", hash_string(cfg_.tf32)},
+                  {"layer plugins", LayerRegistry::global().signature()}});
 }
 
 void Trainer::make_backend_and_optimizer() {
@@ -263,7 +279,8 @@ void Trainer::make_backend_and_optimizer() {
            cfg_.epochs, micro_per_epoch_, sampler_global_batch_, cfg_.accum);
   base_lr_ = cfg_.lr;
   if (cfg_.lr_scaling == "linear") {
-    const std::size_t reference = cfg_.reference_batch ? cfg_.reference_batch : cfg_.batch;
+    const std::size_t reference =
+        cfg_.reference_batch ? cfg_.reference_batch : default_reference_batch(cfg_);
     base_lr_ = linear_scaled_lr(cfg_.lr, global_batch_, reference);
   }
   LrScheduleConfig schedule_config;
@@ -282,7 +299,8 @@ void Trainer::make_backend_and_optimizer() {
   }
   BucketPlan plan(ranges, sizeof(float),
                   static_cast<std::size_t>(cfg_.bucket_mb * 1024.0 * 1024.0));
-  sync_.emplace(*comm_, std::move(plan), grads_, cfg_.overlap, model_->compute_stream());
+  sync_.emplace(*comm_, std::move(plan), grads_, cfg_.overlap, model_->compute_stream(),
+                gradient_reduce_op(cfg_));
   nonfinite_.emplace(NonfinitePolicy::parse(cfg_.nonfinite), *control_, *model_, cfg_.ckpt_dir);
   stragglers_.emplace(topo_.world_size() > 1 ? cfg_.straggler_every : 0);
 }
@@ -321,12 +339,10 @@ void Trainer::announce() const {
   log0("  model {} ({} parameters, hash {:016x}), data {} ({} samples, shape {}, {} classes)",
        spec_->to_string(), model_->param_count(), spec_->hash(), train_data_->describe(),
        train_data_->size(), shape_string(train_data_->sample_shape()), train_data_->num_classes());
-  log0(
-      "  global batch {} = {} per rank x {} rank(s) x {} accumulation step(s); effective lr {:g}{}",
-      global_batch_, cfg_.batch, topo_.world_size(), cfg_.accum, base_lr_,
-      cfg_.lr_scaling == "linear"
-          ? fmt::format(" (linear scaling of {:g}, warmup {} steps)", cfg_.lr, cfg_.warmup)
-          : std::string());
+  log0("  {}; effective lr {:g}{}", describe_batch_split(cfg_, *sampler_), base_lr_,
+       cfg_.lr_scaling == "linear"
+           ? fmt::format(" (linear scaling of {:g}, warmup {} steps)", cfg_.lr, cfg_.warmup)
+           : std::string());
   log0("  {} optimizer steps ({} per epoch), {} gradient bucket(s) of at most {:g} MiB, overlap {}",
        total_steps_, micro_per_epoch_ / cfg_.accum, sync_->plan().buckets().size(), cfg_.bucket_mb,
        cfg_.overlap ? "on" : "off");
@@ -360,7 +376,7 @@ StepOutcome Trainer::step() {
     timing.forward += t_bwd - t_fwd;
     phase("backward");
     sync_->begin_step(/*sync=*/micro + 1 == cfg_.accum);
-    model.backward(1.0f / static_cast<float>(cfg_.accum), /*accumulate=*/micro > 0,
+    model.backward(micro_batch_grad_scale(cfg_, batch.size), /*accumulate=*/micro > 0,
                    [this](std::size_t layer) {
                      inject_nonfinite_gradient(layer);
                      sync_->on_layer_ready(layer);
@@ -378,6 +394,12 @@ StepOutcome Trainer::step() {
   phase("all-reduce wait");
   sync_->finish();
   timing.exposed_comm = sync_->exposed_seconds();
+  // When each bucket's gradients were complete, with its size: the step model
+  // (ringtrain bench predict) reads these back from the trace.
+  for (const BucketReady& r : sync_->ready())
+    recorder_->trace_span(
+        fmt::format("bucket {} ready", r.bucket), "gradients", r.ready_s, r.ready_s,
+        {{"bytes", sync_->plan().buckets()[r.bucket].count * dtype_size(grads_.dtype)}});
   if (!sync_->timings().empty()) {
     double first = sync_->timings().front().launched_s, last_done = 0;
     for (const BucketTiming& b : sync_->timings()) {
@@ -511,7 +533,7 @@ std::string Trainer::checkpoint(bool finished) {
 EvalResult Trainer::evaluate_now() {
   flight::enter_phase("eval", step_);
   const double t0 = monotonic_seconds();
-  EvalResult r = evaluate(*model_, *eval_data_, *control_, cfg_.batch, device_);
+  EvalResult r = evaluate(*model_, *eval_data_, *control_, model_->max_batch(), device_);
   recorder_->on_eval(step_, r, monotonic_seconds() - t0);
   return r;
 }
@@ -534,6 +556,7 @@ void Trainer::inject_nonfinite_gradient(std::size_t layer) {
 }
 
 void Trainer::inject_faults() {
+  if (step_delay_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(step_delay_ms_));
   if (diverge_rank_ != topo_.rank() || step_ != 1) return;
   // Fault injection for the replica check's own test: nudge one weight.
   const BufferView params = model_->params();

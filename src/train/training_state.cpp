@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <vector>
 
 #include "ringtrain/comm/communicator.h"
@@ -72,12 +73,22 @@ ResumePoint resume_training_state(const TrainConfig& cfg, Communicator& control,
   ResumeMessage message;
   std::string path;
   if (control.rank() == 0) {
+    std::optional<LoadedCheckpoint> found;
     if (cfg.resume == "latest") {
-      if (auto latest = latest_checkpoint(cfg.ckpt_dir)) path = *latest;
+      // A damaged newest file falls back to the one before; a readable file of
+      // another model or shape is still refused below.
+      std::vector<SkippedCheckpoint> skipped;
+      found = read_newest_intact_checkpoint(cfg.ckpt_dir, &skipped);
+      for (const auto& s : skipped)
+        log_warn("resume: skipping {}, it cannot be read: {}", s.path, s.reason);
+      if (found && !skipped.empty())
+        log_warn("resume: falling back to {}, the newest checkpoint that reads", found->path);
     } else {
-      path = cfg.resume;
+      found = read_checkpoint(cfg.resume);
     }
-    if (!path.empty()) {
+    if (found) {
+      LoadedCheckpoint& ck = *found;
+      path = ck.path;
       CheckpointExpectation expect;
       expect.model_hash = spec.hash();
       expect.model_spec = spec.to_string();
@@ -85,7 +96,7 @@ ResumePoint resume_training_state(const TrainConfig& cfg, Communicator& control,
       std::vector<TensorSpec> opt;
       for (const auto& s : optimizer.state()) opt.push_back({s.name, {s.view.count}});
       expect.optimizer = opt;
-      LoadedCheckpoint ck = read_checkpoint(path, expect);
+      validate_checkpoint(ck, expect);
       BufferView params = model.params();
       for (std::size_t i = 0; i < ck.params.size(); ++i) {
         const ParamInfo& info = model.param_info()[i];

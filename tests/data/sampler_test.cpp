@@ -173,3 +173,31 @@ TEST_CASE("resume: the same world continues exactly; 2 -> 4 ranks continues at t
   CHECK_THROWS_WITH(ShardedSampler::convert_cursor({0, 5}, g2, 3 * batch),
                     Catch::Contains("not a multiple of the new global batch"));
 }
+
+TEST_CASE("global batch: G samples per step split floor/ceil over any world, same as 1 rank") {
+  const Topology& t = test::topology();
+  const int world = t.world_size();
+  const std::size_t w = static_cast<std::size_t>(world);
+  for (std::size_t g : {w, w + 1, std::size_t{64}, std::size_t{67}}) {
+    const std::size_t n = 3 * g + 5;
+    CAPTURE(g, n, world);
+    const ShardedSampler s = ShardedSampler::split_global(n, g, t.rank(), world, 9);
+    const ShardedSampler one = ShardedSampler::split_global(n, g, 0, 1, 9);
+    CHECK(s.global_batch() == g);
+    CHECK(s.steps_per_epoch() == n / g);
+    CHECK(s.max_batch_per_rank() == (g + w - 1) / w);
+    const std::size_t mine = s.batch_per_rank();
+    CHECK((mine == g / w || mine == (g + w - 1) / w));
+    for (std::uint64_t step = 0; step < s.steps_per_epoch(); ++step) {
+      const auto idx = s.rank_indices({1, step});
+      CHECK(idx.size() == mine);
+      // Gathered in rank order, the ranks' pieces are exactly one rank's window.
+      CHECK(allgather_u64(idx, world) == one.rank_indices({1, step}));
+    }
+  }
+  if (world > 1)
+    CHECK_THROWS_WITH(ShardedSampler::split_global(100, w - 1, t.rank(), world, 9),
+                      Catch::Contains("cannot give each of"));
+  CHECK_THROWS_WITH(ShardedSampler::split_global(10, 11, t.rank(), world, 9),
+                    Catch::Contains("fewer than one global batch"));
+}

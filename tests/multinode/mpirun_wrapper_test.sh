@@ -133,6 +133,53 @@ case ${1:-} in
         fail "no summary line for rank $r's error"
     done
     pass "a failure with rank logs names the failing ranks on the terminal" ;;
-  *) echo "usage: $0 dry_run_cpu|dry_run_gpu|dry_run_oversubscribe|bad_machinefile|np_exceeds_slots|bad_options|rank_logs|rank_logs_failure" >&2
+  restarts)
+    # --max-restarts on this machine (one host, which needs no probe): a stand-in
+    # "train" whose ranks fail with exit code 5 (a lost rank) the first two
+    # times is relaunched with --resume latest and the same arguments; bad input
+    # (exit code 2) is never retried; after N restarts the last code is returned.
+    mkdir -p "$tmp/ckpt"
+    touch -d '-3 seconds' "$tmp/ckpt/ckpt-40.h5"
+    cat >"$tmp/fake" <<'STUB'
+#!/bin/sh
+# Appends its arguments once per run (rank 0), then fails while runs remain in FAIL_RUNS.
+[ "${OMPI_COMM_WORLD_RANK:-0}" = 0 ] && echo "$*" >>"$CALLS"
+n=$(wc -l <"$CALLS")
+[ "$n" -le "${FAIL_RUNS:-0}" ] && exit "${FAIL_CODE:-5}"
+exit 0
+STUB
+    chmod +x "$tmp/fake"
+    export CALLS=$tmp/calls
+    train=("$tmp/fake" train --data d.h5 --global-batch 64 --ckpt-dir "$tmp/ckpt")
+    : >"$CALLS"
+    FAIL_RUNS=2 run_wrapper -n 2 --oversubscribe --max-restarts 3 "${train[@]}"
+    [ "$rc" -eq 0 ] || fail "should succeed on the third run"
+    [ "$(wc -l <"$CALLS")" -eq 3 ] || fail "expected 3 runs, got $(wc -l <"$CALLS")"
+    [ "$(sed -n 1p "$CALLS")" = "train --data d.h5 --global-batch 64 --ckpt-dir $tmp/ckpt" ] || fail "first run's arguments"
+    [ "$(sed -n 3p "$CALLS")" = "train --data d.h5 --global-batch 64 --ckpt-dir $tmp/ckpt --resume latest" ] || fail "relaunch without --resume latest (once)"
+    printf '%s\n' "$out" | grep -Eq "restart 1/3 on 1 host\(s\), 2 rank\(s\): resuming at step 40 \(.*ckpt-40.h5\); time lost [0-9.]+ s" || fail "no restart line with step and time lost"
+    printf '%s\n' "$out" | grep -q "restart 2/3" || fail "no second restart"
+    : >"$CALLS"
+    FAIL_RUNS=9 FAIL_CODE=2 run_wrapper -n 2 --oversubscribe --max-restarts 3 "${train[@]}"
+    [ "$rc" -eq 2 ] && [ "$(wc -l <"$CALLS")" -eq 1 ] || fail "bad input (exit code 2) was retried or lost its code"
+    printf '%s\n' "$out" | grep -q "bad input (exit code 2): not restarted" || fail "no bad-input message"
+    : >"$CALLS"
+    FAIL_RUNS=9 FAIL_CODE=5 run_wrapper -n 2 --oversubscribe --max-restarts 2 "${train[@]}"
+    [ "$rc" -ne 0 ] && [ "$(wc -l <"$CALLS")" -eq 3 ] || fail "expected 3 runs and a failure after 2 restarts (rc $rc)"
+    printf '%s\n' "$out" | grep -q "giving up: the job failed (exit code .*) after 2 restart(s)" || fail "no give-up message"
+    : >"$CALLS"
+    FAIL_RUNS=9 FAIL_CODE=5 run_wrapper -n 2 --oversubscribe "${train[@]}"
+    [ "$rc" -ne 0 ] && [ "$(wc -l <"$CALLS")" -eq 1 ] || fail "--max-restarts 0 (default) restarted"
+    ! printf '%s\n' "$out" | grep -q "restart" || fail "--max-restarts 0 talks of restarts"
+    # A real ringtrain with bad input: exit code 2, not retried.
+    run_wrapper -n 2 --oversubscribe --max-restarts 2 train --data "$tmp/ckpt/ckpt-40.h5" --global-batch 8 \
+      --ckpt-dir "$tmp/ckpt2" --device cpu
+    [ "$rc" -eq 2 ] || fail "ringtrain on a file that is no data set: exit code $rc, expected 2"
+    printf '%s\n' "$out" | grep -q "bad input (exit code 2): not restarted" || fail "ringtrain's bad input was retried"
+    expect_error "needs --global-batch" --max-restarts 1 "$tmp/fake" train --batch 8 --ckpt-dir "$tmp/ckpt"
+    expect_error "give --ckpt-dir" --max-restarts 1 "$tmp/fake" train --global-batch 8
+    expect_error "--min-nodes 2 but .* lists 1 host" --max-restarts 1 --min-nodes 2 "${train[@]}"
+    pass "--max-restarts relaunches lost jobs with --resume latest, never bad input, and gives up after N" ;;
+  *) echo "usage: $0 dry_run_cpu|dry_run_gpu|dry_run_oversubscribe|bad_machinefile|np_exceeds_slots|bad_options|rank_logs|rank_logs_failure|restarts" >&2
      exit 2 ;;
 esac

@@ -40,7 +40,9 @@ done
 case $expect in success|failure) ;; *) echo "netns_test.sh: --expect success|failure" >&2; exit 2 ;; esac
 [ $# -gt 0 ] || { echo "netns_test.sh: no command" >&2; exit 2; }
 
-reason=$("$cluster" --check 2>&1)
+# With the test's cluster flags, so a shaping the kernel cannot do (no netem)
+# is a skip with that reason too.
+reason=$("$cluster" "${cluster_args[@]}" --check 2>&1)
 case $? in
   0) ;;
   77) echo "SKIPPED: $reason"; exit 77 ;;

@@ -4,7 +4,8 @@
 # scontrol and mpirun that record how they were called.
 #   fresh     no checkpoint: srun --mpi=pmix ... train without --resume
 #   resume    a ckpt-<step>.h5 in the checkpoint dir: --resume latest
-#   sigterm   SIGTERM to the batch shell reaches the step, then the job is requeued
+#   sigterm   SIGTERM to the batch shell reaches the step (as SIGUSR1 to srun),
+#             then the job is requeued
 #   mpirun    LAUNCHER=mpirun: ringtrain-mpirun inside the allocation
 set -uo pipefail
 
@@ -22,6 +23,7 @@ cat >"$tmp/bin/srun" <<'STUB'
 #!/usr/bin/env bash
 echo "$(basename "$0") $*" >>"$FAKE_LOG"
 trap 'echo "step got SIGTERM" >>"$FAKE_LOG"; exit 0' TERM
+trap 'echo "step got SIGUSR1" >>"$FAKE_LOG"; exit 0' USR1
 for ((i = 0; i < ${FAKE_STEP_SECONDS:-0} * 10; i++)); do sleep 0.1; done
 exit "${FAKE_STEP_RC:-0}"
 STUB
@@ -65,7 +67,8 @@ case ${1:-} in
     wait "$pid"; rc=$?
     cat "$tmp/out"; echo "--- calls:"; cat "$FAKE_LOG"; echo "--- exit code $rc"
     [ "$rc" -eq 0 ] || fail "exit code $rc"
-    grep -q "step got SIGTERM" "$FAKE_LOG" || fail "SIGTERM did not reach the step"
+    # srun kills the step on SIGTERM but forwards SIGUSR1 to the tasks.
+    grep -q "step got SIGUSR1" "$FAKE_LOG" || fail "the stop request (SIGUSR1 to srun) did not reach the step"
     grep -q "^scontrol requeue 4242" "$FAKE_LOG" || fail "not requeued"
     SLURM_RESTART_COUNT=20 bash "$script" >"$tmp/out" 2>&1 &
     pid=$!

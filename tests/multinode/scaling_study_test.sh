@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
 # scaling_study_test.sh CASE: one check of launch/scaling-study.sh per ctest.
-#   local        np 1,2 with plain mpirun on a tiny synthetic set: the CSV has its
-#                header and one row per np with positive samples/s, efficiency 1
-#                at np=1 and the global batch ringtrain reported; the PNG is a PNG
+#   local        np 1,2 with plain mpirun on a tiny synthetic set, 2 repeats: the
+#                CSV has its header and one row per np with positive samples/s
+#                (median within min..max of the repeats), efficiency 1 at np=1
+#                and the global batch ringtrain reported; the PNG is a PNG
+#   predict      np 1,2, one repeat, --predict 1,2,4,8 with a given comm model:
+#                predicted rows for ring and hierarchical, a verdict line
+#   netns_predict np 1,2 on 2 namespace nodes with 1 Gbit/s links, --predict
+#                1,2,4: the study measures the comm model itself (exit 77 where
+#                this machine cannot host a cluster)
 #   strong       np 1,2 with --global-batch 16: both rows report global batch 16
 #                (ranks run --batch 16 and 8)
 #   netns        the same as local on launch/netns-cluster --netns-nodes 2: np=2 runs on
@@ -41,18 +47,23 @@ run_study() {
   [ "$rc" -ne 124 ] && [ "$rc" -ne 137 ] || fail "the study hung"
 }
 
-# check_outputs NODES_AT_NP2 [GLOBAL_BATCH]: CSV header, two rows, the PNG's
-# magic bytes. The global batch is 8 x np without GLOBAL_BATCH.
+header="np,nodes,global_batch,samples_per_s,scaling_efficiency,exposed_comm_share,samples_per_s_min,samples_per_s_max,efficiency_min,efficiency_max,repeats,source"
+
+# check_outputs NODES_AT_NP2 [GLOBAL_BATCH [REPEATS [PREDICTED_ROWS]]]: CSV
+# header, two measured rows (then PREDICTED_ROWS predicted ones), the PNG's
+# magic bytes. The global batch is 8 x np without GLOBAL_BATCH (or with 0).
 check_outputs() {
-  local csv=$tmp/out/scaling.csv png=$tmp/out/scaling.png gb=${2:-0}
+  local csv=$tmp/out/scaling.csv png=$tmp/out/scaling.png gb=${2:-0} reps=${3:-1} npred=${4:-0}
   [ -f "$csv" ] || fail "no $csv"
-  [ "$(head -n 1 "$csv")" = "np,nodes,global_batch,samples_per_s,scaling_efficiency,exposed_comm_share" ] ||
-    fail "CSV header is '$(head -n 1 "$csv")'"
-  [ "$(wc -l <"$csv")" -eq 3 ] || fail "CSV has $(($(wc -l <"$csv") - 1)) rows, expected 2"
-  awk -F, -v nodes2="$1" -v gb="$gb" '
-    NR == 1 { next }
-    { row = NR - 1; want = gb > 0 ? gb : 8 * row }
-    NF != 6 { print "row " row ": " NF " fields"; bad = 1 }
+  [ "$(head -n 1 "$csv")" = "$header" ] || fail "CSV header is '$(head -n 1 "$csv")'"
+  [ "$(grep -c ',measured$' "$csv")" -eq 2 ] || fail "CSV has $(grep -c ',measured$' "$csv") measured rows, expected 2"
+  [ "$(grep -c ',predicted-' "$csv")" -eq "$npred" ] || fail "CSV has $(grep -c ',predicted-' "$csv") predicted rows, expected $npred"
+  grep ',measured$' "$csv" | awk -F, -v nodes2="$1" -v gb="$gb" -v reps="$reps" '
+    { row = NR; want = gb > 0 ? gb : 8 * row }
+    NF != 12 { print "row " row ": " NF " fields"; bad = 1 }
+    $11 != reps { print "row " row ": " $11 " repeats, expected " reps; bad = 1 }
+    !($7 <= $4 && $4 <= $8 && $7 > 0) { print "row " row ": samples/s median " $4 " not within min " $7 " .. max " $8; bad = 1 }
+    !($9 <= $5 && $5 <= $10) { print "row " row ": efficiency " $5 " not within " $9 " .. " $10; bad = 1 }
     $1 != row { print "row " row ": np " $1 ", expected " row; bad = 1 }
     $3 != want { print "row " row ": global batch " $3 ", expected " want; bad = 1 }
     !($4 > 0) { print "row " row ": samples/s " $4 " is not positive"; bad = 1 }
@@ -60,10 +71,12 @@ check_outputs() {
     !($6 >= 0 && $6 <= 1) { print "row " row ": exposed comm share " $6 " is not in [0, 1]"; bad = 1 }
     row == 1 && ($2 != 1 || $5 != 1) { print "row 1: nodes " $2 ", efficiency " $5 ", expected 1 and 1"; bad = 1 }
     row == 2 && $2 != nodes2 { print "row 2: nodes " $2 ", expected " nodes2; bad = 1 }
-    END { exit bad }' "$csv" || { cat "$csv"; fail "CSV rows are wrong"; }
+    END { exit bad }' || { cat "$csv"; fail "CSV rows are wrong"; }
   for n in 1 2; do
-    [ -s "$tmp/out/runs/np$n/metrics.jsonl" ] && [ -s "$tmp/out/runs/np$n/output.log" ] ||
-      fail "run np$n kept no metrics.jsonl or output.log"
+    for ((k = 1; k <= reps; k++)); do
+      [ -s "$tmp/out/runs/np$n/r$k/metrics.jsonl" ] && [ -s "$tmp/out/runs/np$n/r$k/output.log" ] ||
+        fail "run np$n repeat $k kept no metrics.jsonl or output.log"
+    done
   done
   [ -f "$png" ] || fail "no $png"
   [ "$(head -c 8 "$png" | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a" ] || fail "$png is not a PNG"
@@ -75,16 +88,47 @@ command -v gnuplot >/dev/null || fail "gnuplot is not installed (launch/install-
 case ${1:-} in
   local)
     make_data
-    run_study --np 1,2
+    run_study --np 1,2 --repeats 2
     [ "$rc" -eq 0 ] || fail "the study exited with $rc"
-    check_outputs 1
-    pass "np 1,2 on one node: CSV and PNG" ;;
+    check_outputs 1 0 2
+    pass "np 1,2 on one node, 2 repeats: CSV with median/min/max and PNG" ;;
+  predict)
+    make_data
+    # A made-up model (alpha 50 us, 1 Gbit/s across nodes; 5 us, 4 GB/s inside).
+    cat >"$tmp/model.json" <<EOF
+{"kind": "ringtrain comm model", "poor_bound": 0.25, "tiers": {
+ "inter": {"ranks": 2, "nodes": 2, "backends": {"shm": {"alpha_s": 5e-5, "beta_s_per_byte": 8e-9, "poor": false, "max_abs_residual": 0.01}}},
+ "intra": {"ranks": 2, "nodes": 1, "backends": {"shm": {"alpha_s": 5e-6, "beta_s_per_byte": 2.5e-10, "poor": false, "max_abs_residual": 0.01}}}}}
+EOF
+    run_study --np 1,2 --repeats 1 --predict 1,2,4,8 --comm-model "$tmp/model.json"
+    [ "$rc" -eq 0 ] || fail "the study exited with $rc"
+    check_outputs 1 0 1 8
+    [ "$(grep -c ',predicted-ring$' "$tmp/out/scaling.csv")" -eq 4 ] || fail "expected 4 predicted-ring rows"
+    [ "$(grep -c ',predicted-hierarchical$' "$tmp/out/scaling.csv")" -eq 4 ] || fail "expected 4 predicted-hierarchical rows"
+    grep -Eq "^predicted efficiency at 8 nodes: [0-9]+% \((not )?communication-bound .*with buckets of [0-9.]+ MiB" "$tmp/study.log" ||
+      fail "no verdict line for 8 nodes (of 2 ranks each)"
+    pass "predicted rows for ring and hierarchical, and a verdict" ;;
+  netns_predict)
+    reason=$("$root/launch/netns-cluster" --link-rate 1gbit --check 2>&1)
+    case $? in
+      0) ;;
+      77) echo "SKIPPED: $reason"; exit 77 ;;
+      *) fail "netns-cluster --check: $reason" ;;
+    esac
+    make_data
+    run_study --np 1,2 --netns-nodes 2 --link-rate 1gbit --repeats 2 --predict 1,2,4 --allow-poor-fit -- --batch 8 --backend ring
+    [ "$rc" -eq 0 ] || fail "the study exited with $rc"
+    check_outputs 2 0 2 6
+    grep -q '"inter"' "$tmp/out/comm-model.json" || fail "the study measured no inter-node tier"
+    grep -q 'rate=1gbit' "$tmp/out/comm-model.json" || fail "the comm model does not record the shaped link"
+    grep -Eq "^predicted efficiency at 4 nodes: " "$tmp/study.log" || fail "no verdict line"
+    pass "np 1,2 on 2 shaped namespace nodes with a measured model and predictions" ;;
   strong)
     make_data
-    run_study --np 1,2 --global-batch 16 -- --accum 1
+    run_study --np 1,2 --repeats 1 --global-batch 16 -- --accum 1
     [ "$rc" -eq 0 ] || fail "the study exited with $rc"
     check_outputs 1 16
-    grep -q -- "--batch 8 " "$tmp/out/runs/np2/command" || fail "np=2 did not run --batch 8: $(cat "$tmp/out/runs/np2/command")"
+    grep -q -- "--batch 8 " "$tmp/out/runs/np2/r1/command" || fail "np=2 did not run --batch 8: $(cat "$tmp/out/runs/np2/r1/command")"
     pass "np 1,2 at global batch 16 (strong scaling): CSV and PNG" ;;
   netns)
     reason=$("$root/launch/netns-cluster" --check 2>&1)
@@ -94,7 +138,7 @@ case ${1:-} in
       *) fail "netns-cluster --check: $reason" ;;
     esac
     make_data
-    run_study --np 1,2 --netns-nodes 2
+    run_study --np 1,2 --repeats 1 --netns-nodes 2
     [ "$rc" -eq 0 ] || fail "the study exited with $rc"
     check_outputs 2
     pass "np 1,2 on a 2-node namespace cluster: CSV and PNG, np=2 on 2 nodes" ;;
@@ -109,6 +153,14 @@ case ${1:-} in
       printf '%s\n' "$out" | grep -Eq -- "$regex" || fail "message does not match /$regex/ for: $*"
       [ ! -e "$tmp/bad/runs/np1" ] || fail "a run was started despite the error"
     }
+    expect_error "--repeats must be a positive whole number, got '0'" --repeats 0 -o "$tmp/bad" -- --data x.h5
+    expect_error "--predict must be a comma-separated list of node counts" --predict 1,x -o "$tmp/bad" -- --data x.h5
+    expect_error "--link-rate and --link-delay shape the links of --netns-nodes" --link-rate 1gbit -o "$tmp/bad" -- --data x.h5
+    expect_error "--comm-model '$tmp/none' does not exist" --predict 1,2 --comm-model "$tmp/none" -o "$tmp/bad" -- --data x.h5
+    echo "localhost slots=2" >"$tmp/hosts"
+    expect_error "--predict on --machinefile needs --comm-model" --predict 1,2 --machinefile "$tmp/hosts" -o "$tmp/bad" -- --data x.h5
+    expect_error "--comm-model, --predict-backend and --ranks-per-node go with --predict" --ranks-per-node 2 -o "$tmp/bad" -- --data x.h5
+    expect_error "'--trace' is set by the study itself" -o "$tmp/bad" -- --data x.h5 --trace t.json
     expect_error "-o DIR is required" -- --data x.h5
     expect_error "no training flags" -o "$tmp/bad"
     expect_error "--np must be a comma-separated list .* got '1,,2'" --np 1,,2 -o "$tmp/bad" -- --data x.h5
@@ -129,15 +181,15 @@ case ${1:-} in
     expect_error "unknown option '--data'" -o "$tmp/bad" --data x.h5
     expect_error "ringtrain binary '$tmp/nope' is not an executable" --exe "$tmp/nope" -o "$tmp/bad" -- --data x.h5
     # A run that fails (no such data file) stops the study with the np and the log.
-    out=$(timeout 120 "$study" --exe "$exe" --np 1 --steps 4 --run-timeout 60 -o "$tmp/fails" \
+    out=$(timeout 120 "$study" --exe "$exe" --np 1 --repeats 1 --steps 4 --run-timeout 60 -o "$tmp/fails" \
             -- --data "$tmp/missing.h5" --device cpu 2>&1)
     rc=$?
     echo "$out"
     [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "a failing run gave exit code $rc"
-    printf '%s\n' "$out" | grep -Eq "np=1: the run failed with exit code [0-9]+ \(log: .*/runs/np1/output.log\)" ||
+    printf '%s\n' "$out" | grep -Eq "np=1: the run failed with exit code [0-9]+ \(log: .*/runs/np1/r1/output.log\)" ||
       fail "the failing run is not named with its log"
-    [ "$(cat "$tmp/fails/scaling.csv")" = "np,nodes,global_batch,samples_per_s,scaling_efficiency,exposed_comm_share" ] ||
+    [ "$(cat "$tmp/fails/scaling.csv")" = "$header" ] ||
       fail "the CSV of a study that failed at its first run should hold only the header"
     pass "bad options and a failing run give clear errors" ;;
-  *) echo "usage: scaling_study_test.sh local|strong|netns|bad_options" >&2; exit 2 ;;
+  *) echo "usage: scaling_study_test.sh local|strong|predict|netns|netns_predict|bad_options" >&2; exit 2 ;;
 esac

@@ -70,6 +70,12 @@ TEST_CASE(
     sync.finish();
     // Plan order is backward order, the same on every rank.
     for (std::size_t k = 0; k < sync.timings().size(); ++k) CHECK(sync.timings()[k].bucket == k);
+    // Every bucket's ready time, on one rank too, in backward order.
+    REQUIRE(sync.ready().size() == plan.buckets().size());
+    for (std::size_t k = 0; k < sync.ready().size(); ++k) {
+      CHECK(sync.ready()[k].bucket == k);
+      if (k > 0) CHECK(sync.ready()[k].ready_s >= sync.ready()[k - 1].ready_s);
+    }
     CHECK(wrong_average(grads, comm->size()) == 0);
   }
 }
@@ -84,6 +90,7 @@ TEST_CASE("without overlap every bucket starts at finish(); accumulation steps e
   for (std::size_t layer = kLayers.size(); layer-- > 0;) sync.on_layer_ready(layer);
   sync.finish();
   CHECK(sync.timings().empty());
+  CHECK(sync.ready().empty());  // nothing is synced on this micro-step
   // Still this rank's own values.
   const auto* g = static_cast<const float*>(grads.ptr);
   CHECK(g[5] == gradient_of(comm->rank(), 5));
@@ -94,6 +101,7 @@ TEST_CASE("without overlap every bucket starts at finish(); accumulation steps e
   }
   sync.finish();
   CHECK(sync.timings().size() == (comm->size() > 1 ? plan.buckets().size() : 0u));
+  CHECK(sync.ready().size() == plan.buckets().size());
   CHECK(wrong_average(grads, comm->size()) == 0);
 }
 

@@ -9,6 +9,11 @@
 //   global step  |       s = 0       |       s = 1       | drop  |
 //   rank (B = 2) | r0 r0 r1 r1 r2 r2 | r0 r0 r1 r1 r2 r2 |       |
 //
+// With a fixed global batch (--global-batch), G is given and does not depend
+// on the world size: rank r takes the r-th of `world` contiguous pieces of the
+// window, of floor(G/world) or ceil(G/world) samples (the first G % world
+// ranks get one more), tiled like the evaluation ranges below.
+//
 // Evaluation instead splits 0..N-1 into `world` contiguous ranges (no drop, no
 // padding); metrics are summed with an all-reduce.
 #pragma once
@@ -34,12 +39,19 @@ class ShardedSampler {
   // Throws Error when N < G (no full global batch), B == 0, or rank/world are bad.
   ShardedSampler(std::size_t n, std::size_t batch_per_rank, int rank, int world,
                  std::uint64_t seed);
+  // A global batch of G samples per step split over the ranks (see above).
+  // Throws Error when N < G or G < world (a rank would get no sample).
+  static ShardedSampler split_global(std::size_t n, std::size_t global_batch, int rank, int world,
+                                     std::uint64_t seed);
   ShardedSampler(const ShardedSampler& other);
   ShardedSampler& operator=(const ShardedSampler&) = delete;
 
   std::size_t size() const { return n_; }
+  // This rank's samples per step (ranks may differ by one with split_global).
   std::size_t batch_per_rank() const { return batch_; }
-  std::size_t global_batch() const { return batch_ * static_cast<std::size_t>(world_); }
+  // The largest batch_per_rank() of any rank: what buffers must hold.
+  std::size_t max_batch_per_rank() const { return (global_ + world_ - 1) / world_; }
+  std::size_t global_batch() const { return global_; }
   std::size_t steps_per_epoch() const { return n_ / global_batch(); }
   std::size_t dropped_per_epoch() const { return n_ - steps_per_epoch() * global_batch(); }
   int rank() const { return rank_; }
@@ -69,6 +81,7 @@ class ShardedSampler {
  private:
   std::size_t n_, batch_;
   int rank_, world_;
+  std::size_t global_ = 0, offset_ = 0;  // samples per step; this rank's start in a step
   std::uint64_t seed_;
   // The last permutation made: every step of an epoch reuses it.
   mutable std::mutex cache_mutex_;

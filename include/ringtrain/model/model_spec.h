@@ -11,6 +11,8 @@
 //     conv2d(out=32, kernel=3, stride=1, padding=1)   (or conv2d(32, 3, ...))
 //     max_pool2d(kernel=2, stride=2)         stride defaults to kernel
 //     linear(out=128)  relu  gelu  flatten  dropout(p=0.5)
+//     any registered layer type, e.g. layernorm or layernorm(eps=1e-5)
+//     (ringtrain/model/layer_registry.h; `ringtrain train --plugin lib.so`)
 //
 // to_string() is a canonical layer list that parses back to an equal spec, and
 // hash() is FNV-1a over it: the signature ranks compare at start-up.
@@ -20,11 +22,13 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace ringtrain {
 
-enum class LayerKind { linear, conv2d, max_pool2d, relu, gelu, flatten, dropout };
+// `custom`: a layer type registered at run time (LayerSpec::type names it).
+enum class LayerKind { linear, conv2d, max_pool2d, relu, gelu, flatten, dropout, custom };
 
 std::string_view layer_kind_name(LayerKind kind);
 
@@ -35,6 +39,9 @@ struct LayerSpec {
   std::size_t stride = 0;   // conv2d (default 1), max_pool2d (default kernel)
   std::size_t padding = 0;  // conv2d
   double p = 0;             // dropout probability, in [0, 1)
+  std::string type{};       // custom: the registered type's name
+  // custom: the arguments given, as written, in the order the type declares.
+  std::vector<std::pair<std::string, std::string>> args{};
 
   std::string to_string() const;  // canonical: "conv2d(out=32, kernel=3, stride=1, padding=1)"
   bool operator==(const LayerSpec&) const = default;
@@ -53,6 +60,10 @@ struct ModelSpec {
   std::uint64_t hash() const;     // FNV-1a 64 of to_string(): stable across builds
   bool operator==(const ModelSpec&) const = default;
 };
+
+// Whether `name` is a built-in layer kind (or an accepted spelling of one, or
+// "input"): registered types may not take these names.
+bool is_builtin_layer_name(std::string_view name);
 
 // The layer list that the `cnn` preset stands for.
 std::string_view cnn_preset_text();

@@ -29,12 +29,22 @@ struct BucketTiming {
                           // optimizer was ordered after it; the device time is later)
 };
 
+// When backward finished a bucket's gradients (on one rank too, where nothing
+// is exchanged): what the step model (step_model.h) needs to know when a
+// bucket's all-reduce could start.
+struct BucketReady {
+  std::size_t bucket = 0;
+  double ready_s = 0;  // monotonic_seconds()
+};
+
 class GradientSynchronizer {
  public:
   // compute_stream: where backward queues the gradient kernels and the
-  // optimizer runs (cudaStream_t as void*; nullptr on the CPU).
+  // optimizer runs (cudaStream_t as void*; nullptr on the CPU). op: avg when
+  // each rank's gradient is of its own mean loss (--batch), sum when each
+  // rank's loss is already divided by the global batch (--global-batch).
   GradientSynchronizer(Communicator& comm, BucketPlan plan, BufferView grads, bool overlap,
-                       void* compute_stream = nullptr);
+                       void* compute_stream = nullptr, ReduceOp op = ReduceOp::avg);
 
   // sync = false for the first micro-batches of --accum: gradients accumulate
   // locally and nothing is all-reduced until the last one.
@@ -49,6 +59,9 @@ class GradientSynchronizer {
   // Seconds finish() spent waiting: the communication backward did not hide.
   double exposed_seconds() const { return exposed_s_; }
   const std::vector<BucketTiming>& timings() const { return timings_; }
+  // This step's buckets in the order backward completed them (with or without
+  // overlap, any number of ranks); empty on micro-batches that do not sync.
+  const std::vector<BucketReady>& ready() const { return ready_; }
   const BucketPlan& plan() const { return plan_; }
 
   // Whether this rank's own gradients were finite before the all-reduce mixed
@@ -66,11 +79,13 @@ class GradientSynchronizer {
   BucketPlan plan_;
   BufferView grads_;
   bool overlap_;
+  ReduceOp op_ = ReduceOp::avg;
   void* compute_stream_;
   bool sync_ = true;
   std::vector<CommRequest> requests_;
   std::vector<bool> launched_;
   std::vector<BucketTiming> timings_;
+  std::vector<BucketReady> ready_;
   double exposed_s_ = 0;
   std::optional<bool> local_finite_;
 };

@@ -111,6 +111,18 @@ std::vector<std::pair<std::uint64_t, std::string>> list_checkpoints(const std::s
 // The path of the highest-step complete checkpoint in `dir`, if any.
 std::optional<std::string> latest_checkpoint(const std::string& dir);
 
+// The newest checkpoint in `dir` that read_checkpoint accepts. A newer file
+// that cannot be read (truncated, corrupt, another format version) is skipped
+// and named in `skipped` with the reason, so `--resume latest` survives a
+// damaged newest file. nullopt when `dir` holds no checkpoint; Error when it
+// holds some and none reads (starting afresh would silently lose the run).
+struct SkippedCheckpoint {
+  std::string path;
+  std::string reason;
+};
+std::optional<LoadedCheckpoint> read_newest_intact_checkpoint(
+    const std::string& dir, std::vector<SkippedCheckpoint>* skipped = nullptr);
+
 // "ckpt-<step>.h5"
 std::string checkpoint_file_name(std::uint64_t step);
 

@@ -8,6 +8,8 @@
 #include <optional>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "ringtrain/comm/communicator.h"
 #include "ringtrain/launch/topology.h"
 #include "ringtrain/train/evaluator.h"
@@ -58,6 +60,10 @@ class RunRecorder {
   // phases (metrics.jsonl, TensorBoard) and, when one is slow, a progress line.
   void on_stragglers(const StragglerReport& report);
   void trace_span(std::string_view name, std::string_view lane, double start_s, double end_s);
+  // With details for the viewer (and for tools that read the trace, e.g. the
+  // bucket sizes the step model needs).
+  void trace_span(std::string_view name, std::string_view lane, double start_s, double end_s,
+                  const nlohmann::json& args);
   // Collective over `control`: gathers every rank's trace to rank 0, which
   // writes --trace; closes the logs.
   void finish(Communicator& control, const TrainSummary& summary);

@@ -18,6 +18,9 @@ struct TrainConfig {
   bool cache = false;
   std::string model = "cnn";
   std::size_t batch = 64;  // per rank
+  // Samples per optimizer step, split over the ranks whatever their number
+  // (floor/ceil of G / world per rank and micro-step); 0: --batch per rank.
+  std::size_t global_batch = 0;
   std::size_t epochs = 1;
   std::uint64_t max_steps = 0;  // 0: no cap beyond --epochs
   std::uint64_t seed = 42;

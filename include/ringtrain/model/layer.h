@@ -1,0 +1,66 @@
+// The layer interface: forward and backward over a batch of NCHW (or [N, F])
+// float activations on the compute context's device. The built-in layers
+// implement it, and so can a user's own layer type: register it
+// (ringtrain/model/layer_registry.h) and name it in a model spec like a
+// built-in one. Check a new layer's backward with
+// ringtrain/model/gradient_check.h.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ringtrain/tensor/shape.h"
+
+namespace ringtrain {
+
+// A parameter tensor a layer asks for; the model places it in the flat buffer.
+struct ParamDesc {
+  std::string name;  // "weight", "bias"
+  Shape shape;
+  std::size_t fan_in = 0;  // Kaiming std = sqrt(2 / fan_in); 0 means `constant`
+  float constant = 0.0f;   // the initial value when fan_in is 0 (a norm's scale starts at 1)
+};
+
+// The seed and the (rank, step) that dropout masks are drawn from.
+struct DropoutContext {
+  std::uint64_t seed = 0, rank = 0, step = 0;
+};
+
+class Layer {
+ public:
+  virtual ~Layer() = default;
+
+  const std::string& name() const { return name_; }
+  const Shape& input_shape() const { return input_; }    // per sample
+  const Shape& output_shape() const { return output_; }  // per sample
+  virtual std::vector<ParamDesc> param_descs() const { return {}; }
+  // Points the layer at its parameters and gradients, in param_descs() order
+  // and contiguous, inside the model's flat buffers.
+  virtual void bind(float* params, float* grads) {
+    (void)params;
+    (void)grads;
+  }
+  // A view layer (flatten) has y == x: the model gives it no buffer of its own
+  // and passes gradients straight through.
+  virtual bool is_view() const { return false; }
+
+  virtual void forward(const float* x, float* y, std::size_t batch, bool training) = 0;
+  // Writes dx (when not null), and the parameter gradients: overwritten, or
+  // added to when accumulate. x and y are those of the matching forward.
+  virtual void backward(const float* x, const float* y, const float* dy, float* dx,
+                        std::size_t batch, bool accumulate) = 0;
+
+ protected:
+  Layer(std::string name, const Shape& input, const Shape& output)
+      : name_(std::move(name)), input_(input), output_(output) {}
+
+ private:
+  std::string name_;
+  Shape input_, output_;
+};
+
+}  // namespace ringtrain

@@ -1,0 +1,78 @@
+// The alpha-beta model of all-reduce time, fitted from measurements. A link
+// tier (inside a node, or across nodes) is described by a latency alpha per
+// message step and an inverse bandwidth beta per byte; a ring all-reduce of
+// n bytes over W ranks takes 2(W-1) steps of n/W bytes each:
+//   t(n) = 2(W-1) alpha + 2(W-1)/W n beta.
+// Measured times at several sizes give intercept and slope by weighted least
+// squares (relative error, so small and large messages weigh alike), hence
+// alpha and beta. Pure arithmetic: no communicator, no device.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace ringtrain {
+
+struct LinkParams {
+  double alpha_s = 0;          // seconds per ring step (latency)
+  double beta_s_per_byte = 0;  // seconds per byte (1 / bandwidth)
+};
+
+struct TimingSample {
+  double bytes = 0;    // all-reduce payload per rank
+  double seconds = 0;  // time of one all-reduce of that payload
+};
+
+struct LinkFit {
+  LinkParams link;
+  double intercept_s = 0;         // fitted t(0)
+  double slope_s_per_byte = 0;    // fitted dt/dn
+  std::vector<double> residuals;  // (measured - fitted) / measured, per sample
+  double max_abs_residual = 0;    // largest |residual|
+  bool poor = false;              // max_abs_residual > the bound given to the fit
+};
+
+// Fits t(n) = intercept + slope * n to samples of a ring all-reduce over
+// `ranks` ranks (>= 2) and converts to alpha and beta. Needs at least two
+// distinct sizes and positive times (Error otherwise). A fit whose largest
+// relative residual exceeds `poor_bound` is marked poor. A negative intercept
+// or slope (noise) is clamped to 0 and the residuals are those of the clamped
+// line, so a fit that needed clamping shows it.
+LinkFit fit_ring_allreduce(const std::vector<TimingSample>& samples, int ranks, double poor_bound);
+
+// How the ranks of a (predicted) job are placed.
+struct ClusterShape {
+  int nodes = 1;
+  int ranks_per_node = 1;
+  int world() const { return nodes * ranks_per_node; }
+};
+
+enum class AllreduceAlgorithm { ring, hierarchical };
+// "ring" | "hierarchical"; Error naming the value otherwise.
+AllreduceAlgorithm parse_allreduce_algorithm(const std::string& name);
+const char* allreduce_algorithm_name(AllreduceAlgorithm algorithm);
+
+struct CommModel {
+  LinkParams intra;  // between ranks of one node
+  LinkParams inter;  // between nodes (one rank per node measured it)
+};
+
+// Predicted seconds of one all-reduce of `bytes` per rank. Assumptions: no
+// congestion, one tier per level.
+//   ring: one flat ring over all W ranks; with more than one node every step
+//         waits for the slowest hop, an inter-node one: 2(W-1)(a_e + n/W b_e).
+//   hierarchical: reduce-scatter and all-gather inside each node (G ranks) and a
+//         ring all-reduce of each rank's n/G share across the N nodes:
+//         2(G-1)(a_i + n/G b_i) + 2(N-1)(a_e + n/(G N) b_e).
+// One rank: 0.
+double allreduce_seconds(double bytes, const ClusterShape& shape, AllreduceAlgorithm algorithm,
+                         const CommModel& model);
+
+// The smallest bucket (bytes) whose latency part, allreduce_seconds(0), stays
+// within `latency_share` of its transfer part. 0 for one rank, or when the
+// model has no bandwidth term.
+double suggest_bucket_bytes(const ClusterShape& shape, AllreduceAlgorithm algorithm,
+                            const CommModel& model, double latency_share = 0.05);
+
+}  // namespace ringtrain

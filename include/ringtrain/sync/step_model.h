@@ -1,0 +1,52 @@
+// Predicted training step time from a measured step profile and the all-reduce
+// model (comm_model.h). Overlap is modelled as the trainer does it: bucket k's
+// all-reduce starts when backward has produced it and the previous bucket's
+// all-reduce is done (one communication thread, buckets in order); the
+// optimizer waits for the last one. The exposed part is what backward did not
+// hide: max(0, last all-reduce end - backward end).
+// Assumptions: compute per rank is what the profile measured (weak scaling),
+// or scales with the per-rank batch (strong scaling, compute_scale); the
+// network has no congestion; gradients within a bucket are produced evenly in
+// time (only for rebucketing).
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "ringtrain/sync/comm_model.h"
+
+namespace ringtrain {
+
+struct BucketProfile {
+  double bytes = 0;    // payload of the bucket's all-reduce
+  double ready_s = 0;  // seconds after backward started when backward produced it
+};
+
+struct StepProfile {
+  double before_backward_s = 0;  // data wait + forward
+  double backward_s = 0;
+  double optimizer_s = 0;
+  std::vector<BucketProfile> buckets;  // in the order backward completes them
+  double total_bytes() const;
+};
+
+struct StepPrediction {
+  double step_s = 0;     // compute + exposed
+  double compute_s = 0;  // before backward + backward + optimizer
+  double comm_s = 0;     // sum of the all-reduce times
+  double exposed_s = 0;  // all-reduce time after backward ended
+  double exposed_share() const { return step_s > 0 ? exposed_s / step_s : 0; }
+};
+
+// compute_scale multiplies every compute time (and the ready times): 1 for weak
+// scaling, per-rank batch / profiled per-rank batch for strong scaling.
+StepPrediction predict_step(const StepProfile& profile, const ClusterShape& shape,
+                            AllreduceAlgorithm algorithm, const CommModel& model,
+                            double compute_scale = 1.0);
+
+// The same gradient stream cut into buckets of at most cap_bytes, with ready
+// times interpolated within the measured buckets (gradients assumed produced
+// evenly in time between two ready times). cap_bytes <= 0: one bucket.
+StepProfile rebucket(const StepProfile& profile, double cap_bytes);
+
+}  // namespace ringtrain

@@ -1,0 +1,261 @@
+// `ringtrain bench model`: measures all-reduce time at a sweep of sizes for the
+// link tier this job spans (all ranks on one node: "intra"; one rank on each of
+// several nodes: "inter") and fits latency alpha and inverse bandwidth beta per
+// backend (sync/comm_model.h). Prints the fit and its residuals; --json merges
+// the tier into a model file that `ringtrain bench predict` reads, so the two
+// tiers come from two runs.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "apps/comm_model_json.h"
+#include "apps/command.h"
+#include "ringtrain/comm/communicator.h"
+#include "ringtrain/core/check.h"
+#include "ringtrain/core/error.h"
+#include "ringtrain/core/timer.h"
+#include "ringtrain/sync/comm_model.h"
+
+namespace ringtrain::apps {
+namespace {
+
+struct ModelOptions {
+  std::string min_bytes = "4K";
+  std::string max_bytes = "16M";
+  int factor = 4;
+  int iters = 10;
+  int rounds = 5;
+  int warmup = 3;
+  std::string backends = "all";
+  double poor_bound = 0.25;
+  std::string json;
+  double timeout = 300;
+};
+
+std::size_t size_of(const std::string& flag, const std::string& text) {
+  std::size_t pos = 0;
+  unsigned long long v = 0;
+  try {
+    v = std::stoull(text, &pos);
+  } catch (const std::exception&) {
+    throw Error(fmt::format("{} '{}' is not a size (e.g. 4K, 16M)", flag, text));
+  }
+  const std::string unit = text.substr(pos);
+  std::size_t mult = 1;
+  if (unit == "K" || unit == "k" || unit == "KiB")
+    mult = std::size_t{1} << 10;
+  else if (unit == "M" || unit == "m" || unit == "MiB")
+    mult = std::size_t{1} << 20;
+  else if (unit == "G" || unit == "g" || unit == "GiB")
+    mult = std::size_t{1} << 30;
+  else
+    RT_CHECK(unit.empty(), "{} '{}': unknown unit '{}' (use K, M or G)", flag, text, unit);
+  return static_cast<std::size_t>(v) * mult;
+}
+
+std::vector<std::string> backend_list(const std::string& text, const Topology& topo) {
+  if (text == "all") return available_backends(topo);
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? comma : comma - start);
+    RT_CHECK(!item.empty(), "--backend '{}': empty entry (expected e.g. ring,mpi or all)", text);
+    out.push_back(item);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+// "intra" when every rank is on one node, "inter" when each node has one rank.
+// A job that mixes both measures neither tier alone.
+std::string tier_of(const Topology& topo) {
+  RT_CHECK(topo.world_size() >= 2,
+           "bench model needs at least 2 ranks (one tier: ranks of one node, or one rank on each "
+           "of several nodes), got {}",
+           topo.world_size());
+  if (topo.node_count() == 1) return "intra";
+  std::map<int, int> per_node;
+  for (const RankPlacement& p : topo.placements()) ++per_node[p.node];
+  for (const auto& [node, count] : per_node)
+    RT_CHECK(count == 1,
+             "bench model measures one link tier per job: this one has {} rank(s) on node {} and "
+             "{} node(s); run it with all ranks on one node (the tier inside a node), then with "
+             "one rank per node (the tier across nodes)",
+             count, node, topo.node_count());
+  return "inter";
+}
+
+int run_model(const ModelOptions& o, const Topology& topo) {
+  const std::string tier = tier_of(topo);
+  const std::size_t lo = size_of("-b", o.min_bytes), hi = size_of("-e", o.max_bytes);
+  std::vector<std::size_t> sizes;
+  for (std::size_t s = std::max<std::size_t>(lo, 4); s <= hi;
+       s *= static_cast<std::size_t>(o.factor))
+    sizes.push_back(s / 4 * 4);
+  RT_CHECK(sizes.size() >= 2,
+           "bench model needs at least two sizes to fit a line: -b {} -e {} -f {} gives {}",
+           o.min_bytes, o.max_bytes, o.factor, sizes.size());
+  CommOptions co;
+  co.timeout_seconds = o.timeout;
+  // Timings are compared on the host, whatever device the backends use.
+  std::unique_ptr<Communicator> harness = make_communicator("mpi", topo.on_host(), co);
+  auto max_over_ranks = [&](double v) {
+    harness->allreduce(BufferView{&v, 1, DType::f64, Device::cpu()},
+                       BufferView{&v, 1, DType::f64, Device::cpu()}, ReduceOp::max);
+    return v;
+  };
+  const bool root = topo.rank() == 0;
+  const int w = topo.world_size();
+  if (root)
+    std::printf(
+        "# ringtrain bench model: tier %s (%s), %d rank(s) on %d node(s); per size: %d warm-up, "
+        "median of %d rounds of %d calls, slowest rank\n",
+        tier.c_str(), tier == "intra" ? "inside a node" : "across nodes, one rank per node", w,
+        topo.node_count(), o.warmup, o.rounds, o.iters);
+  nlohmann::json backends_json = nlohmann::json::object();
+  int poor = 0;
+  for (const std::string& kind : backend_list(o.backends, topo)) {
+    std::unique_ptr<Communicator> comm = make_communicator(kind, topo, co);
+    BufferView all = comm->allocate(sizes.back() / 4, DType::f32);
+    // Values do not change the time; zeros keep host sums finite.
+    if (all.device.is_cpu()) std::memset(all.ptr, 0, all.bytes());
+    std::vector<TimingSample> samples;
+    for (std::size_t bytes : sizes) {
+      BufferView buf{all.ptr, bytes / 4, DType::f32, all.device};
+      for (int i = 0; i < o.warmup; ++i) comm->allreduce(buf, buf, ReduceOp::sum);
+      std::vector<double> per_round;
+      for (int r = 0; r < o.rounds; ++r) {
+        comm->barrier();
+        Stopwatch sw;
+        for (int i = 0; i < o.iters; ++i) comm->allreduce(buf, buf, ReduceOp::sum);
+        per_round.push_back(max_over_ranks(sw.seconds() / o.iters));
+      }
+      std::sort(per_round.begin(), per_round.end());
+      samples.push_back({static_cast<double>(bytes), per_round[per_round.size() / 2]});
+    }
+    const LinkFit fit = fit_ring_allreduce(samples, w, o.poor_bound);
+    nlohmann::json rows = nlohmann::json::array();
+    std::string table = fmt::format("# {} ({} tier)\n# {:>12} {:>12} {:>12} {:>9}\n", kind, tier,
+                                    "size (B)", "time (us)", "fit (us)", "residual");
+    for (std::size_t k = 0; k < samples.size(); ++k) {
+      const double f = fit.intercept_s + fit.slope_s_per_byte * samples[k].bytes;
+      table += fmt::format("  {:>12.0f} {:>12.2f} {:>12.2f} {:>8.1f}%\n", samples[k].bytes,
+                           samples[k].seconds * 1e6, f * 1e6, 100 * fit.residuals[k]);
+      rows.push_back({{"bytes", samples[k].bytes},
+                      {"seconds", samples[k].seconds},
+                      {"fit_seconds", f},
+                      {"residual", fit.residuals[k]}});
+    }
+    const double gbs = fit.link.beta_s_per_byte > 0 ? 1e-9 / fit.link.beta_s_per_byte : 0;
+    table += fmt::format(
+        "{} {}: alpha {:.2f} us per step, beta {:.4g} ns/B ({:.3f} GB/s, {:.2f} Gbit/s); largest "
+        "residual {:.1f}% (bound {:.0f}%): {}\n",
+        tier, kind, fit.link.alpha_s * 1e6, fit.link.beta_s_per_byte * 1e9, gbs, gbs * 8,
+        100 * fit.max_abs_residual, 100 * o.poor_bound,
+        fit.poor ? "POOR fit, not used by bench predict" : "good fit");
+    if (root) {
+      std::fputs(table.c_str(), stdout);
+      std::fflush(stdout);
+    }
+    poor += fit.poor ? 1 : 0;
+    backends_json[kind] = {{"alpha_s", fit.link.alpha_s},
+                           {"beta_s_per_byte", fit.link.beta_s_per_byte},
+                           {"bandwidth_gbs", gbs},
+                           {"max_abs_residual", fit.max_abs_residual},
+                           {"poor", fit.poor},
+                           {"samples", rows}};
+  }
+  if (root && !o.json.empty()) {
+    // Merge: the other tier's entry (from another run) stays.
+    nlohmann::json doc = {{"kind", "ringtrain comm model"}, {"tiers", nlohmann::json::object()}};
+    if (std::ifstream in(o.json); in.good()) doc = read_comm_model_file(o.json);
+    doc["poor_bound"] = o.poor_bound;
+    nlohmann::json t = {{"ranks", w}, {"nodes", topo.node_count()}, {"backends", backends_json}};
+    // launch/netns-cluster describes shaped links here.
+    if (const char* state = std::getenv("RINGTRAIN_NETNS_CLUSTER")) {
+      std::ifstream link(std::string(state) + "/link");
+      std::string line;
+      if (std::getline(link, line)) t["link"] = line;
+    }
+    doc["tiers"][tier] = t;
+    const std::string tmp = o.json + ".tmp";
+    {
+      std::ofstream out(tmp);
+      RT_CHECK(out.good(), "--json {}: cannot open the file for writing", o.json);
+      out << doc.dump(1) << "\n";
+      RT_CHECK(out.good(), "--json {}: write failed", o.json);
+    }
+    RT_CHECK(std::rename(tmp.c_str(), o.json.c_str()) == 0, "--json {}: cannot replace the file",
+             o.json);
+    std::printf("# wrote the %s tier to %s\n", tier.c_str(), o.json.c_str());
+  }
+  if (root && poor > 0)
+    std::printf("# %d fit(s) poor: largest residual over %.0f%%\n", poor, 100 * o.poor_bound);
+  return 0;
+}
+
+CLI::App* add_bench_model(CLI::App& bench, CommandContext& ctx) {
+  auto o = std::make_shared<ModelOptions>();
+  CLI::App* sub = bench.add_subcommand(
+      "model", "Fit all-reduce latency and bandwidth (alpha, beta) of this job's link tier");
+  sub->footer(
+      "Run it once per tier: all ranks on one node (inside a node), and one rank per node\n"
+      "(across nodes), merging both into one file:\n"
+      "  mpirun -np 2 ringtrain bench model --json model.json\n"
+      "  launch/netns-cluster --nodes 2 --ranks-per-node 1 ringtrain bench model --json "
+      "model.json\n"
+      "Each size is all-reduced in rounds of -n calls after -w warm-up calls; the time is the\n"
+      "median round of the slowest rank. The fit is t(n) = 2(W-1) alpha + 2(W-1)/W n beta (a\n"
+      "ring over W ranks) by least squares on relative error; a fit whose largest residual\n"
+      "exceeds --poor-bound is reported POOR and 'bench predict' refuses it.");
+  sub->add_option("-b,--minbytes", o->min_bytes, "Smallest size (suffix K, M, G)")
+      ->capture_default_str();
+  sub->add_option("-e,--maxbytes", o->max_bytes, "Largest size (suffix K, M, G)")
+      ->capture_default_str();
+  sub->add_option("-f,--stepfactor", o->factor, "Size factor between rows")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 1024));
+  sub->add_option("-n,--iters", o->iters, "Calls per timed round")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  sub->add_option("--rounds", o->rounds, "Timed rounds per size (the median counts)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  sub->add_option("-w,--warmup_iters", o->warmup, "Untimed calls per size")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100000));
+  sub->add_option("--backend", o->backends,
+                  "Backends: a comma list of nccl, shm, ring, mpi, or all")
+      ->capture_default_str();
+  sub->add_option("--poor-bound", o->poor_bound,
+                  "Largest relative residual of a usable fit (0.25 = 25%)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 10.0));
+  sub->add_option("--json", o->json, "Merge this tier's fits into this model file");
+  sub->add_option("--timeout", o->timeout, "Seconds a collective may wait for a peer")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  add_device_options(sub, ctx, "cpu");
+  sub->parse_complete_callback([&ctx, o] {
+    RT_CHECK(size_of("-b", o->min_bytes) <= size_of("-e", o->max_bytes),
+             "-b {} is larger than -e {}", o->min_bytes, o->max_bytes);
+    ctx.action = [o](const Topology& topo) { return run_model(*o, topo); };
+  });
+  return sub;
+}
+
+}  // namespace
+}  // namespace ringtrain::apps
+
+RINGTRAIN_REGISTER_COMMAND("bench", "model", 40, ringtrain::apps::add_bench_model)

@@ -1,0 +1,254 @@
+// `ringtrain bench predict`: the step time, scaling efficiency and exposed
+// communication at other node counts, from a short run's --trace (the step
+// profile, train/step_profile.h) and a `bench model` file (alpha and beta per
+// tier), for ring and hierarchical all-reduce with overlap (sync/step_model.h).
+// Prints a CSV and a verdict line; runs on one rank, nothing is measured.
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "apps/comm_model_json.h"
+#include "apps/command.h"
+#include "ringtrain/core/check.h"
+#include "ringtrain/core/error.h"
+#include "ringtrain/sync/comm_model.h"
+#include "ringtrain/sync/step_model.h"
+#include "ringtrain/train/step_profile.h"
+
+namespace ringtrain::apps {
+namespace {
+
+struct PredictOptions {
+  std::string trace;
+  std::string model;
+  std::string backend = "ring";
+  std::string algorithms = "ring,hierarchical";
+  std::string nodes = "1,2,4,8,16,32,64,128,256";
+  int ranks_per_node = 1;
+  std::string scaling = "weak";
+  int profile_ranks = 1;
+  int profile_rank = 0;
+  std::size_t warmup_steps = 1;
+  bool allow_poor = false;
+  std::string csv;
+};
+
+std::vector<int> count_list(const std::string& flag, const std::string& text) {
+  std::vector<int> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    std::size_t pos = 0;
+    int v = 0;
+    try {
+      v = std::stoi(item, &pos);
+    } catch (const std::exception&) {
+      pos = 0;
+    }
+    RT_CHECK(pos == item.size() && !item.empty() && v >= 1,
+             "{} '{}': '{}' is not a positive whole number (expected e.g. 1,2,4)", flag, text,
+             item);
+    out.push_back(v);
+  }
+  RT_CHECK(!out.empty(), "{} is empty (expected e.g. 1,2,4)", flag);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::vector<AllreduceAlgorithm> algorithm_list(const std::string& text) {
+  std::vector<AllreduceAlgorithm> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) out.push_back(parse_allreduce_algorithm(item));
+  RT_CHECK(!out.empty(), "--algorithm is empty (expected ring, hierarchical or both)");
+  return out;
+}
+
+struct Point {
+  ClusterShape shape;
+  AllreduceAlgorithm algorithm;
+  StepPrediction p;
+  double efficiency = 0;
+};
+
+int run_predict(const PredictOptions& o) {
+  const bool strong = o.scaling == "strong";
+  const TraceProfile tp = profile_from_trace_file(o.trace, o.profile_rank, o.warmup_steps);
+  RT_CHECK(!tp.profile.buckets.empty(),
+           "trace {}: no all-reduce buckets recorded (was the run on one rank with no gradient "
+           "sync?)",
+           o.trace);
+  const nlohmann::json doc = read_comm_model_file(o.model);
+  const LoadedCommModel loaded = comm_model_for(doc, o.backend);
+  const CommModel& model = loaded.model;
+  const std::vector<int> nodes = count_list("--nodes", o.nodes);
+  const bool need_inter = nodes.back() > 1, need_intra = o.ranks_per_node > 1;
+  RT_CHECK(loaded.have_inter || !need_inter,
+           "comm model {}: no across-nodes (inter) fit for backend {}, needed to predict {} "
+           "nodes; run 'ringtrain bench model --json {}' with one rank per node",
+           o.model, o.backend, nodes.back(), o.model);
+  RT_CHECK(loaded.have_intra || !need_intra,
+           "comm model {}: no inside-a-node (intra) fit for backend {}, needed for {} ranks per "
+           "node; run 'ringtrain bench model --json {}' with ranks on one node",
+           o.model, o.backend, o.ranks_per_node, o.model);
+  // A poor fit is used only when asked for, and then said so.
+  bool used_poor = false;
+  auto check_poor = [&](bool needed, bool poor, const char* tier, double residual) {
+    if (!needed || !poor) return;
+    RT_CHECK(o.allow_poor,
+             "comm model {}: the {} fit of backend {} is poor (largest residual {:.0f}% over the "
+             "bound {:.0f}%), so it is not used; measure again on a quieter machine, or accept "
+             "it with --allow-poor-fit",
+             o.model, tier, o.backend, 100 * residual, 100 * loaded.poor_bound);
+    std::printf(
+        "# warning: using the POOR %s fit of backend %s from %s (largest residual %.0f%%), "
+        "as --allow-poor-fit asks\n",
+        tier, o.backend.c_str(), o.model.c_str(), 100 * residual);
+    used_poor = true;
+  };
+  check_poor(need_intra, loaded.poor_intra, "intra", loaded.residual_intra);
+  check_poor(need_inter, loaded.poor_inter, "inter", loaded.residual_inter);
+  const StepProfile& prof = tp.profile;
+  // Strong scaling: the global batch is fixed, so the per-rank batch (and with
+  // it compute) is profile_ranks / W of the profiled one.
+  auto scale_at = [&](int world) {
+    return strong ? static_cast<double>(o.profile_ranks) / world : 1.0;
+  };
+  const double base_step =
+      predict_step(prof, {1, 1}, AllreduceAlgorithm::ring, model, scale_at(1)).step_s;
+
+  std::vector<Point> points;
+  std::string csv =
+      "nodes,ranks,algorithm,step_s,compute_s,comm_s,exposed_s,exposed_share,"
+      "scaling_efficiency,speedup\n";
+  for (AllreduceAlgorithm a : algorithm_list(o.algorithms))
+    for (int n : nodes) {
+      Point pt{{n, o.ranks_per_node}, a, {}, 0};
+      const int w = pt.shape.world();
+      pt.p = predict_step(prof, pt.shape, a, model, scale_at(w));
+      // Per-rank throughput against one rank's: weak, step(1)/step(W); strong,
+      // the same global batch, step(1)/(W step(W)).
+      pt.efficiency = strong ? base_step / (w * pt.p.step_s) : base_step / pt.p.step_s;
+      csv += fmt::format("{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.4f},{:.4f},{:.4f}\n", n, w,
+                         allreduce_algorithm_name(a), pt.p.step_s, pt.p.compute_s, pt.p.comm_s,
+                         pt.p.exposed_s, pt.p.exposed_share(), pt.efficiency, pt.efficiency * w);
+      points.push_back(pt);
+    }
+  if (o.csv.empty()) {
+    std::fputs(csv.c_str(), stdout);
+  } else {
+    std::ofstream f(o.csv);
+    RT_CHECK(f.good(), "--csv {}: cannot open the file for writing", o.csv);
+    f << csv;
+    RT_CHECK(f.good(), "--csv {}: write failed", o.csv);
+  }
+
+  // The verdict, for the first algorithm at the largest node count.
+  const AllreduceAlgorithm a = points.front().algorithm;
+  const Point& last = points[nodes.size() - 1];
+  // Communication-bound: the all-reduces of a step take longer than backward,
+  // which overlap can hide them behind.
+  int hidden_up_to = 0;
+  bool bound_somewhere = false;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const Point& pt = points[i];
+    const bool bound = pt.p.comm_s > prof.backward_s * scale_at(pt.shape.world());
+    if (!bound && !bound_somewhere) hidden_up_to = pt.shape.nodes;
+    bound_somewhere |= bound;
+  }
+  double cap_bytes = 0;
+  for (const BucketProfile& b : prof.buckets) cap_bytes = std::max(cap_bytes, b.bytes);
+  const double mib = 1024.0 * 1024.0;
+  std::string bound_text =
+      !bound_somewhere ? fmt::format("not communication-bound up to {} nodes", last.shape.nodes)
+      : hidden_up_to == 0
+          ? fmt::format("communication-bound from {} nodes", points.front().shape.nodes)
+          : fmt::format("communication-bound above {} nodes", hidden_up_to);
+  bound_text += fmt::format(" with buckets of {:.2f} MiB", cap_bytes / mib);
+  const double suggested = suggest_bucket_bytes(last.shape, a, model);
+  std::string cap_text =
+      "; no bucket cap suggestion: the model has no latency or no bandwidth term here";
+  if (suggested > 0) {
+    const StepPrediction re =
+        predict_step(rebucket(prof, suggested), last.shape, a, model, scale_at(last.shape.world()));
+    const double more = 100.0 * (last.p.exposed_s - re.exposed_s) / last.p.step_s;
+    cap_text = more > 0.05 ? fmt::format("; a bucket cap of {:.2f} MiB would hide {:.1f}% more",
+                                         suggested / mib, more)
+                           : fmt::format("; a bucket cap of {:.2f} MiB would hide nothing more",
+                                         suggested / mib);
+  }
+  std::printf(
+      "# profile: %zu step(s) of rank %d from %s: before backward %.3f ms, backward %.3f "
+      "ms, optimizer %.3f ms, %zu bucket(s), %.2f MiB in all; %s scaling, %s all-reduce\n",
+      tp.steps_used, o.profile_rank, o.trace.c_str(), prof.before_backward_s * 1e3,
+      prof.backward_s * 1e3, prof.optimizer_s * 1e3, prof.buckets.size(), prof.total_bytes() / mib,
+      strong ? "strong" : "weak", allreduce_algorithm_name(a));
+  std::printf("predicted efficiency at %d nodes: %.0f%% (%s%s)%s\n", last.shape.nodes,
+              100 * last.efficiency, bound_text.c_str(), cap_text.c_str(),
+              used_poor ? " [from a fit reported poor]" : "");
+  std::fflush(stdout);
+  return 0;
+}
+
+CLI::App* add_bench_predict(CLI::App& bench, CommandContext& ctx) {
+  auto o = std::make_shared<PredictOptions>();
+  CLI::App* sub = bench.add_subcommand(
+      "predict", "Predict step time and scaling efficiency at other node counts (step model)");
+  sub->footer(
+      "From a short run's trace and a 'bench model' file, e.g.\n"
+      "  ringtrain train ... --max-steps 30 --trace t.json\n"
+      "  ringtrain bench predict --trace t.json --comm-model model.json --nodes 1,2,4,8\n"
+      "Model: bucket k's all-reduce starts when backward has produced it and the previous\n"
+      "one is done, and must finish before the optimizer; the exposed part is what backward\n"
+      "does not hide. Assumes no congestion, one link tier per level, compute per rank as\n"
+      "profiled (weak scaling) or in proportion to the per-rank batch (strong scaling).\n"
+      "CSV columns: nodes, ranks, algorithm, step_s, compute_s, comm_s, exposed_s,\n"
+      "exposed_share, scaling_efficiency (per-rank throughput against one rank's), speedup.");
+  sub->add_option("--trace", o->trace, "Chrome trace of a short run (ringtrain train --trace)")
+      ->required();
+  sub->add_option("--comm-model", o->model, "Model file of 'ringtrain bench model --json'")
+      ->required();
+  sub->add_option("--backend", o->backend, "Backend whose fits to use")->capture_default_str();
+  sub->add_option("--algorithm", o->algorithms, "ring, hierarchical, or both (comma list)")
+      ->capture_default_str();
+  sub->add_option("--nodes", o->nodes, "Node counts to predict")->capture_default_str();
+  sub->add_option("--ranks-per-node", o->ranks_per_node, "Ranks on each node")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 16));
+  sub->add_option("--scaling", o->scaling, "weak (batch per rank fixed) or strong (global)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"weak", "strong"}));
+  sub->add_option("--profile-ranks", o->profile_ranks,
+                  "Ranks of the profiled run (strong scaling: its per-rank batch)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  sub->add_option("--profile-rank", o->profile_rank, "Rank of the trace to profile")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--warmup-steps", o->warmup_steps, "Steps of the trace left out as warm-up")
+      ->capture_default_str();
+  sub->add_flag("--allow-poor-fit", o->allow_poor, "Use fits reported poor");
+  sub->add_option("--csv", o->csv, "Write the CSV here instead of to stdout");
+  add_device_options(sub, ctx, "cpu");
+  sub->parse_complete_callback([&ctx, o] {
+    count_list("--nodes", o->nodes);
+    algorithm_list(o->algorithms);
+    ctx.action = [o](const Topology& topo) {
+      // Pure arithmetic: one rank answers, the others have nothing to do.
+      return topo.rank() == 0 ? run_predict(*o) : 0;
+    };
+  });
+  return sub;
+}
+
+}  // namespace
+}  // namespace ringtrain::apps
+
+RINGTRAIN_REGISTER_COMMAND("bench", "predict", 45, ringtrain::apps::add_bench_predict)

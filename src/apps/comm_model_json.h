@@ -1,0 +1,32 @@
+// The file `ringtrain bench model` writes and `ringtrain bench predict` reads:
+// per link tier ("intra": ranks of one node, "inter": one rank per node) and
+// per backend, the fitted alpha and beta with the samples and residuals
+// behind them.
+//   {"kind": "ringtrain comm model", "poor_bound": 0.25,
+//    "tiers": {"inter": {"ranks": 2, "nodes": 2, "link": "rate=1gbit delay=0",
+//                        "backends": {"ring": {"alpha_s": ..., "beta_s_per_byte": ...,
+//                                              "max_abs_residual": ..., "poor": false,
+//                                              "samples": [{"bytes", "seconds",
+//                                                           "fit_seconds", "residual"}]}}}}}
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "ringtrain/sync/comm_model.h"
+
+namespace ringtrain::apps {
+
+nlohmann::json read_comm_model_file(const std::string& path);
+// The backend's model, with intra and inter where the file has them.
+struct LoadedCommModel {
+  CommModel model;
+  bool have_intra = false, have_inter = false;
+  bool poor_intra = false, poor_inter = false;
+  double residual_intra = 0, residual_inter = 0;  // largest |residual| of each fit
+  double poor_bound = 0;
+};
+LoadedCommModel comm_model_for(const nlohmann::json& doc, const std::string& backend);
+
+}  // namespace ringtrain::apps

@@ -1,0 +1,100 @@
+// See comm_model.h: the alpha-beta fit and the all-reduce time formulas.
+#include "ringtrain/sync/comm_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "ringtrain/core/check.h"
+#include "ringtrain/core/error.h"
+
+namespace ringtrain {
+
+LinkFit fit_ring_allreduce(const std::vector<TimingSample>& samples, int ranks, double poor_bound) {
+  RT_CHECK(ranks >= 2, "an all-reduce fit needs at least 2 ranks, got {}", ranks);
+  std::set<double> sizes;
+  for (const TimingSample& s : samples) {
+    RT_CHECK(s.bytes >= 0 && std::isfinite(s.bytes), "fit: sample size {} is not a byte count",
+             s.bytes);
+    RT_CHECK(s.seconds > 0 && std::isfinite(s.seconds),
+             "fit: the time at {} bytes is {} s, not a positive time", s.bytes, s.seconds);
+    sizes.insert(s.bytes);
+  }
+  RT_CHECK(sizes.size() >= 2, "fit: needs at least two distinct sizes, got {}", sizes.size());
+
+  // Weighted least squares with weights 1/t^2: minimizes the relative error,
+  // which is what a latency-dominated small message and a bandwidth-dominated
+  // large one have in common.
+  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const TimingSample& s : samples) {
+    const double w = 1.0 / (s.seconds * s.seconds);
+    sw += w;
+    sx += w * s.bytes;
+    sy += w * s.seconds;
+    sxx += w * s.bytes * s.bytes;
+    sxy += w * s.bytes * s.seconds;
+  }
+  const double det = sw * sxx - sx * sx;
+  RT_CHECK(det > 0, "fit: the sizes do not determine a line");
+  LinkFit fit;
+  fit.slope_s_per_byte = std::max(0.0, (sw * sxy - sx * sy) / det);
+  fit.intercept_s = (sy - fit.slope_s_per_byte * sx) / sw;
+  if (fit.intercept_s < 0) {
+    // Refit the slope through the origin.
+    fit.intercept_s = 0;
+    fit.slope_s_per_byte = std::max(0.0, sxy / sxx);
+  }
+  const double steps = 2.0 * (ranks - 1);
+  fit.link.alpha_s = fit.intercept_s / steps;
+  fit.link.beta_s_per_byte = fit.slope_s_per_byte / (steps / ranks);
+  for (const TimingSample& s : samples) {
+    const double r = (s.seconds - (fit.intercept_s + fit.slope_s_per_byte * s.bytes)) / s.seconds;
+    fit.residuals.push_back(r);
+    fit.max_abs_residual = std::max(fit.max_abs_residual, std::abs(r));
+  }
+  fit.poor = fit.max_abs_residual > poor_bound;
+  return fit;
+}
+
+AllreduceAlgorithm parse_allreduce_algorithm(const std::string& name) {
+  if (name == "ring") return AllreduceAlgorithm::ring;
+  if (name == "hierarchical") return AllreduceAlgorithm::hierarchical;
+  throw Error(fmt::format("all-reduce algorithm '{}' is not one of: ring, hierarchical", name));
+}
+
+const char* allreduce_algorithm_name(AllreduceAlgorithm algorithm) {
+  return algorithm == AllreduceAlgorithm::ring ? "ring" : "hierarchical";
+}
+
+namespace {
+double ring_seconds(double bytes, int ranks, const LinkParams& link) {
+  if (ranks <= 1) return 0;
+  return 2.0 * (ranks - 1) * (link.alpha_s + bytes / ranks * link.beta_s_per_byte);
+}
+}  // namespace
+
+double allreduce_seconds(double bytes, const ClusterShape& shape, AllreduceAlgorithm algorithm,
+                         const CommModel& model) {
+  RT_CHECK(shape.nodes >= 1 && shape.ranks_per_node >= 1,
+           "cluster shape {} node(s) x {} rank(s) is not a job", shape.nodes, shape.ranks_per_node);
+  const int g = shape.ranks_per_node, n = shape.nodes;
+  if (algorithm == AllreduceAlgorithm::ring)
+    return ring_seconds(bytes, g * n, n > 1 ? model.inter : model.intra);
+  // Reduce-scatter plus all-gather inside the node is one ring all-reduce's
+  // worth of steps; each rank then owns n/G bytes to all-reduce across nodes.
+  return ring_seconds(bytes, g, model.intra) + ring_seconds(bytes / g, n, model.inter);
+}
+
+double suggest_bucket_bytes(const ClusterShape& shape, AllreduceAlgorithm algorithm,
+                            const CommModel& model, double latency_share) {
+  RT_CHECK(latency_share > 0, "latency share must be positive, got {}", latency_share);
+  const double latency = allreduce_seconds(0, shape, algorithm, model);
+  // The model is linear in bytes: the transfer part per byte is the slope.
+  const double per_byte = allreduce_seconds(1.0, shape, algorithm, model) - latency;
+  if (per_byte <= 0 || latency <= 0) return 0;
+  return latency / (latency_share * per_byte);
+}
+
+}  // namespace ringtrain

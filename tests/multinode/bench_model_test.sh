@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# bench_model_test.sh: ringtrain bench model and bench predict end to end.
+#   model: 2 ranks on this machine fit the intra-node tier for ring and mpi: a
+#          fit line per backend, and a JSON file with alpha/beta and one residual
+#          per size; a second run merges into the same file
+#   predict: a 1-rank training run's trace and that model give a CSV row per
+#          algorithm and a verdict line; missing tiers and poor fits are refused
+#          with messages that say what to run
+# Needs RINGTRAIN_EXE and mpirun. Timings are never judged, only their shape.
+set -uo pipefail
+exe=${RINGTRAIN_EXE:?RINGTRAIN_EXE must name the ringtrain binary}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+run() {  # run LOG CMD...: sets rc, prints the output
+  local log=$1
+  shift
+  timeout --kill-after=10 120 "$@" >"$log" 2>&1
+  rc=$?
+  cat "$log"
+  echo "--- exit code $rc"
+}
+
+case ${1:-} in
+  model)
+    run "$tmp/m.log" mpirun --oversubscribe -np 2 "$exe" bench model --device cpu --backend ring,mpi \
+      -b 4K -e 256K -f 4 -n 2 --rounds 3 -w 1 --json "$tmp/model.json"
+    [ "$rc" -eq 0 ] || fail "bench model exited with $rc"
+    for b in ring mpi; do
+      grep -Eq "^intra $b: alpha [0-9.]+ us per step, beta [0-9.e+-]+ ns/B .*largest residual [0-9.]+% \(bound 25%\): (good fit|POOR fit, not used by bench predict)$" "$tmp/m.log" ||
+        fail "no fit line for $b"
+      [ "$(grep -Ec "^ +[0-9]+ +[0-9.]+ +[0-9.]+ +-?[0-9.]+%$" "$tmp/m.log")" -eq 8 ] || fail "expected 4 sizes x 2 backends of rows"
+    done
+    python3 - "$tmp/model.json" <<'PY' || fail "the model file is not what bench predict reads"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["kind"] == "ringtrain comm model", d
+t = d["tiers"]["intra"]
+assert t["ranks"] == 2 and t["nodes"] == 1, t
+for b in ("ring", "mpi"):
+    f = t["backends"][b]
+    assert f["alpha_s"] >= 0 and f["beta_s_per_byte"] > 0, f
+    assert len(f["samples"]) == 4 and all("residual" in s for s in f["samples"]), f
+    assert isinstance(f["poor"], bool)
+PY
+    # A second run keeps the other entries (here: replaces intra, keeps kind).
+    run "$tmp/m2.log" mpirun --oversubscribe -np 2 "$exe" bench model --device cpu --backend ring \
+      -b 4K -e 64K -n 1 --rounds 1 -w 0 --json "$tmp/model.json"
+    [ "$rc" -eq 0 ] || fail "the second bench model exited with $rc"
+    grep -q "wrote the intra tier to" "$tmp/m2.log" || fail "no merge message"
+    echo "PASS: fits per backend with residuals, and a model file" ;;
+  predict)
+    "$exe" convert synthetic --n 256 --shape 1,8,8 --classes 4 -o "$tmp/d.h5" >/dev/null 2>&1 || fail "convert failed"
+    run "$tmp/t.log" "$exe" train --device cpu --data "$tmp/d.h5" --model mlp:64-32-4 --batch 8 --max-steps 8 \
+      --bucket-mb 0.001 --check-every 0 --trace "$tmp/t.json"
+    [ "$rc" -eq 0 ] || fail "the training run exited with $rc"
+    cat >"$tmp/model.json" <<'JSON'
+{"kind": "ringtrain comm model", "poor_bound": 0.25, "tiers": {
+ "inter": {"ranks": 2, "nodes": 2, "backends": {"ring": {"alpha_s": 5e-5, "beta_s_per_byte": 8e-9, "poor": false, "max_abs_residual": 0.01}}},
+ "intra": {"ranks": 2, "nodes": 1, "backends": {"ring": {"alpha_s": 5e-6, "beta_s_per_byte": 2.5e-10, "poor": true, "max_abs_residual": 0.4}}}}}
+JSON
+    run "$tmp/p.log" "$exe" bench predict --trace "$tmp/t.json" --comm-model "$tmp/model.json" --nodes 1,2,4
+    [ "$rc" -eq 0 ] || fail "bench predict exited with $rc"
+    [ "$(grep -Ec '^[124],[124],(ring|hierarchical),' "$tmp/p.log")" -eq 6 ] || fail "expected 3 node counts x 2 algorithms"
+    grep -Eq '^1,1,ring,[0-9.e-]+,[0-9.e-]+,0,0,0.0000,1.0000,1.0000$' "$tmp/p.log" || fail "one node of one rank is not the compute alone"
+    grep -Eq '^# profile: [0-9]+ step\(s\) of rank 0 .* [0-9]+ bucket\(s\)' "$tmp/p.log" || fail "no profile line"
+    grep -Eq '^predicted efficiency at 4 nodes: [0-9]+% \(' "$tmp/p.log" || fail "no verdict line"
+    # Two ranks per node need the intra fit, which is poor: refused, then accepted.
+    run "$tmp/p2.log" "$exe" bench predict --trace "$tmp/t.json" --comm-model "$tmp/model.json" --nodes 1,2 --ranks-per-node 2
+    [ "$rc" -ne 0 ] && grep -q "the intra fit of backend ring is poor .* --allow-poor-fit" "$tmp/p2.log" || fail "a poor fit was not refused"
+    run "$tmp/p3.log" "$exe" bench predict --trace "$tmp/t.json" --comm-model "$tmp/model.json" --nodes 1,2 --ranks-per-node 2 --allow-poor-fit
+    [ "$rc" -eq 0 ] && grep -q "\[from a fit reported poor\]$" "$tmp/p3.log" || fail "--allow-poor-fit did not mark the verdict"
+    run "$tmp/p4.log" "$exe" bench predict --trace "$tmp/t.json" --comm-model "$tmp/model.json" --backend mpi --nodes 2
+    [ "$rc" -ne 0 ] && grep -q "no across-nodes (inter) fit for backend mpi" "$tmp/p4.log" || fail "a missing tier was not named"
+    run "$tmp/p5.log" "$exe" bench predict --trace "$tmp/none.json" --comm-model "$tmp/model.json"
+    [ "$rc" -ne 0 ] && grep -q "none.json: cannot open the file" "$tmp/p5.log" || fail "a missing trace was not named"
+    echo "PASS: predictions, verdict, and refusals" ;;
+  *) echo "usage: bench_model_test.sh model|predict" >&2; exit 2 ;;
+esac

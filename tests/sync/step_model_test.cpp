@@ -1,0 +1,72 @@
+#include <catch2/catch.hpp>
+
+#include "ringtrain/sync/step_model.h"
+
+using namespace ringtrain;
+
+namespace {
+// 3 buckets; inter-node link 100us latency, 100 MB/s. On 2 nodes x 1 rank a
+// bucket of n bytes takes 2*(100us + n/2 * 10ns) = 200us + n * 10ns.
+StepProfile three_buckets() {
+  StepProfile p;
+  p.before_backward_s = 3e-3;
+  p.backward_s = 6e-3;
+  p.optimizer_s = 1e-3;
+  p.buckets = {{1e5, 1e-3}, {2e5, 2e-3}, {1e5, 5e-3}};
+  return p;
+}
+CommModel slow_network() {
+  CommModel m;
+  m.intra = {10e-6, 1e-9};
+  m.inter = {100e-6, 1e-8};
+  return m;
+}
+}  // namespace
+
+TEST_CASE("step model: a hand-computed 3-bucket timeline") {
+  // Bucket 0: ready 1ms, 1.2ms long -> [1, 2.2]. Bucket 1: ready 2ms, waits for
+  // bucket 0, 2.2ms long -> [2.2, 4.4]. Bucket 2: ready 5ms -> [5, 6.2].
+  // Backward ends at 6ms: 0.2ms exposed. Compute 3 + 6 + 1 = 10ms.
+  const StepPrediction p =
+      predict_step(three_buckets(), {2, 1}, AllreduceAlgorithm::ring, slow_network());
+  CHECK(p.comm_s == Approx(4.6e-3));
+  CHECK(p.exposed_s == Approx(0.2e-3));
+  CHECK(p.compute_s == Approx(10e-3));
+  CHECK(p.step_s == Approx(10.2e-3));
+  CHECK(p.exposed_share() == Approx(0.2 / 10.2));
+
+  // Half the compute (strong scaling, half the batch per rank): ready at 0.5,
+  // 1, 2.5ms, backward ends at 3ms. [0.5, 1.7], [1.7, 3.9], [3.9, 5.1]: 2.1ms
+  // exposed on 5ms of compute.
+  const StepPrediction half =
+      predict_step(three_buckets(), {2, 1}, AllreduceAlgorithm::ring, slow_network(), 0.5);
+  CHECK(half.exposed_s == Approx(2.1e-3));
+  CHECK(half.step_s == Approx(7.1e-3));
+
+  // One rank: no communication, the step is the compute.
+  const StepPrediction one =
+      predict_step(three_buckets(), {1, 1}, AllreduceAlgorithm::ring, slow_network());
+  CHECK(one.comm_s == 0);
+  CHECK(one.step_s == Approx(10e-3));
+}
+
+TEST_CASE("step model: rebucketing interpolates ready times") {
+  // Cap 1.5e5: the first cut is 0.5e5 into bucket 1 (a quarter of its 2e5,
+  // produced between 1ms and 2ms -> 1.25ms); the second is bucket 1's end
+  // (2ms); the rest, 1e5, is bucket 2 (5ms).
+  const StepProfile r = rebucket(three_buckets(), 1.5e5);
+  REQUIRE(r.buckets.size() == 3);
+  CHECK(r.buckets[0].bytes == Approx(1.5e5));
+  CHECK(r.buckets[0].ready_s == Approx(1.25e-3));
+  CHECK(r.buckets[1].bytes == Approx(1.5e5));
+  CHECK(r.buckets[1].ready_s == Approx(2e-3));
+  CHECK(r.buckets[2].bytes == Approx(1e5));
+  CHECK(r.buckets[2].ready_s == Approx(5e-3));
+  CHECK(r.total_bytes() == Approx(4e5));
+  CHECK(r.backward_s == 6e-3);
+
+  const StepProfile one = rebucket(three_buckets(), 0);
+  REQUIRE(one.buckets.size() == 1);
+  CHECK(one.buckets[0].bytes == Approx(4e5));
+  CHECK(one.buckets[0].ready_s == Approx(5e-3));
+}
