@@ -2,8 +2,6 @@
 // prefetch) against a plain in-memory copy of the same batches, per rank, with
 // and without --cache. The consumer does no work, so this is the loader's
 // ceiling; a training step only has to stay above it.
-#include <mpi.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -13,8 +11,7 @@
 #include <optional>
 
 #include "apps/command.h"
-#include "core/check_mpi.h"
-#include "launch/mpi_context.h"
+#include "ringtrain/comm/control_channel.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/log.h"
 #include "ringtrain/core/timer.h"
@@ -32,6 +29,7 @@ struct BenchDataOptions {
   std::size_t batch = 64, depth = 2, steps = 0, repeat = 5;
   std::uint64_t seed = 0;
   std::string cache = "both";
+  double timeout = 300;
 };
 
 struct Row {
@@ -43,16 +41,16 @@ struct Row {
 struct RateStats {
   double min = 0, mean = 0, max = 0;
 };
-RateStats gather_rate(double rate, int world) {
-  RateStats s;
-  RT_MPI_CHECK(MPI_Allreduce(&rate, &s.min, 1, MPI_DOUBLE, MPI_MIN, mpi_context::world()));
-  RT_MPI_CHECK(MPI_Allreduce(&rate, &s.max, 1, MPI_DOUBLE, MPI_MAX, mpi_context::world()));
-  RT_MPI_CHECK(MPI_Allreduce(&rate, &s.mean, 1, MPI_DOUBLE, MPI_SUM, mpi_context::world()));
-  s.mean /= world;
+RateStats gather_rate(double rate, Communicator& control) {
+  RateStats s{rate, rate, rate};
+  control.allreduce(view_of(&s.min, 1), view_of(&s.min, 1), ReduceOp::min);
+  control.allreduce(view_of(&s.max, 1), view_of(&s.max, 1), ReduceOp::max);
+  control.allreduce(view_of(&s.mean, 1), view_of(&s.mean, 1), ReduceOp::sum);
+  s.mean /= control.size();
   return s;
 }
 
-std::string default_dataset(const Topology& topo) {
+std::string default_dataset(const Topology& topo, Communicator& control) {
   // Fashion-MNIST converted once into the temp directory, by rank 0.
   const std::string path =
       (std::filesystem::temp_directory_path() / "ringtrain-bench-fashion.h5").string();
@@ -67,13 +65,18 @@ std::string default_dataset(const Topology& topo) {
     o.output = path;
     convert_idx(o);
   }
-  RT_MPI_CHECK(MPI_Barrier(mpi_context::world()));
+  control.barrier();
   return path;
 }
 
 int run_bench_data(const BenchDataOptions& o, const Topology& topo) {
-  const std::string path = o.data.empty() ? default_dataset(topo) : o.data;
-  Dataset ds = Dataset::open_on_all_ranks(path, o.split);
+  // Every wait goes through a communicator with --timeout: a missing rank
+  // ends the job naming it instead of hanging it.
+  CommOptions comm_options;
+  comm_options.timeout_seconds = o.timeout;
+  const std::unique_ptr<Communicator> control = make_control_communicator(topo, comm_options);
+  const std::string path = o.data.empty() ? default_dataset(topo, *control) : o.data;
+  Dataset ds = Dataset::open_on_all_ranks(path, o.split, *control);
   const ShardedSampler sampler(ds.size(), o.batch, topo.rank(), topo.world_size(), o.seed);
   const std::size_t steps = o.steps ? o.steps : sampler.steps_per_epoch();
   const std::size_t elems = ds.sample_elements();
@@ -148,7 +151,7 @@ int run_bench_data(const BenchDataOptions& o, const Topology& topo) {
   std::vector<std::vector<std::pair<double, double>>> runs(paths.size());
   for (std::size_t r = 0; r < o.repeat; ++r)
     for (std::size_t k = 0; k < paths.size(); ++k) {
-      RT_MPI_CHECK(MPI_Barrier(mpi_context::world()));
+      control->barrier();
       double wait = 0;
       const double seconds = paths[k].run(wait);
       runs[k].emplace_back(seconds, wait);
@@ -162,7 +165,7 @@ int run_bench_data(const BenchDataOptions& o, const Topology& topo) {
 
   const double samples = static_cast<double>(steps * o.batch);
   std::vector<RateStats> stats;
-  for (const Row& r : rows) stats.push_back(gather_rate(samples / r.seconds, topo.world_size()));
+  for (const Row& r : rows) stats.push_back(gather_rate(samples / r.seconds, *control));
   if (topo.rank() == 0) {
     std::string out =
         fmt::format("# {:<32} {:>14} {:>14} {:>14} {:>10} {:>12}\n", "path", "samples/s/rank",
@@ -206,6 +209,11 @@ CLI::App* add_bench_data(CLI::App& parent, CommandContext& ctx) {
       ->capture_default_str();
   sub->add_option("--cache", o->cache, "Measure without the cache (off), with it (on), or both")
       ->check(CLI::IsMember({"off", "on", "both"}))
+      ->capture_default_str();
+  sub->add_option("--timeout", o->timeout,
+                  "Seconds the ranks wait for each other before the job aborts, naming the late "
+                  "ranks")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
   add_device_options(sub, ctx, "cpu");
   sub->parse_complete_callback(

@@ -5,8 +5,6 @@
 // where each ends with a stream synchronize; samples/s comes from a second
 // pass of the same steps queued back to back, as training runs them, with one
 // host wait at the end (and the host syncs it asked for, which should be 0).
-#include <mpi.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -16,8 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/command.h"
-#include "core/check_mpi.h"
-#include "launch/mpi_context.h"
+#include "ringtrain/comm/control_channel.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/host_sync.h"
 #include "ringtrain/core/log.h"
@@ -40,6 +37,7 @@ struct BenchStepOptions {
   std::uint64_t seed = 0;
   std::string tf32 = "default";
   bool json = false;
+  double timeout = 300;
 };
 
 std::vector<std::size_t> parse_input_shape(const std::string& text) {
@@ -72,6 +70,11 @@ struct PhaseTimes {
 };
 
 int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
+  // Every wait goes through a communicator with --timeout: a missing rank
+  // ends the job naming it instead of hanging it.
+  CommOptions comm_options;
+  comm_options.timeout_seconds = o.timeout;
+  const std::unique_ptr<Communicator> control = make_control_communicator(topo, comm_options);
   const ModelSpec spec = ModelSpec::parse(o.model);
   const std::vector<std::size_t> input = parse_input_shape(o.input);
   ModelOptions mo;
@@ -116,7 +119,7 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
 
   PhaseTimes sum;
   double loss = 0;
-  RT_MPI_CHECK(MPI_Barrier(mpi_context::world()));
+  control->barrier();
   for (std::size_t step = 0; step < o.warmup + o.steps; ++step) {
     model->set_dropout_context(static_cast<std::uint64_t>(topo.rank()), step);
     Stopwatch sw;
@@ -143,7 +146,7 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
   // back with the loss kept on the device, one host wait at the end of the
   // window (the phase pass above synchronises after every phase, which a real
   // step never does, so its sum overstates the step).
-  RT_MPI_CHECK(MPI_Barrier(mpi_context::world()));
+  control->barrier();
   const std::uint64_t syncs_before = host_sync::count();
   Stopwatch steady;
   for (std::size_t step = 0; step < o.steps; ++step) {
@@ -157,10 +160,10 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
   const double steady_s = steady.seconds();
   const double rate = static_cast<double>(o.batch) * n / steady_s;
   const double syncs_per_step = static_cast<double>(steady_syncs) / n;
-  double min_rate = 0, max_rate = 0, total_rate = 0;
-  RT_MPI_CHECK(MPI_Allreduce(&rate, &min_rate, 1, MPI_DOUBLE, MPI_MIN, mpi_context::world()));
-  RT_MPI_CHECK(MPI_Allreduce(&rate, &max_rate, 1, MPI_DOUBLE, MPI_MAX, mpi_context::world()));
-  RT_MPI_CHECK(MPI_Allreduce(&rate, &total_rate, 1, MPI_DOUBLE, MPI_SUM, mpi_context::world()));
+  double min_rate = rate, max_rate = rate, total_rate = rate;
+  control->allreduce(view_of(&min_rate, 1), view_of(&min_rate, 1), ReduceOp::min);
+  control->allreduce(view_of(&max_rate, 1), view_of(&max_rate, 1), ReduceOp::max);
+  control->allreduce(view_of(&total_rate, 1), view_of(&total_rate, 1), ReduceOp::sum);
   if (topo.rank() != 0) return 0;
 
   std::string out;
@@ -230,6 +233,11 @@ CLI::App* add_bench_step(CLI::App& parent, CommandContext& ctx) {
   sub->add_option("--lr", o->lr, "Learning rate of the update")->capture_default_str();
   sub->add_option("--seed", o->seed, "Parameter initialisation seed")->capture_default_str();
   sub->add_flag("--json", o->json, "Print one JSON object (rank 0) instead of the table");
+  sub->add_option("--timeout", o->timeout,
+                  "Seconds the ranks wait for each other before the job aborts, naming the late "
+                  "ranks")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   add_device_options(sub, ctx, "auto");
   add_tf32_option(sub, o->tf32);
   sub->parse_complete_callback([&ctx, o] {

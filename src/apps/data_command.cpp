@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "apps/command.h"
+#include "ringtrain/comm/control_channel.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/log.h"
 #include "ringtrain/data/dataset.h"
@@ -19,6 +20,7 @@ struct InspectOptions {
   std::size_t batch = 0;
   std::uint64_t epoch = 0, seed = 0;
   bool eval = false;
+  double timeout = 300;
 };
 
 std::string index_line(const std::vector<std::uint64_t>& idx) {
@@ -32,7 +34,10 @@ std::string index_line(const std::vector<std::uint64_t>& idx) {
 }
 
 int run_inspect(const InspectOptions& o, const Topology& topo) {
-  Dataset ds = Dataset::open_on_all_ranks(o.data, o.split);
+  CommOptions options;
+  options.timeout_seconds = o.timeout;
+  const std::unique_ptr<Communicator> control = make_control_communicator(topo, options);
+  Dataset ds = Dataset::open_on_all_ranks(o.data, o.split, *control);
   if (!o.expect_shape.empty()) ds.check_sample_shape(parse_shape(o.expect_shape, "--expect-shape"));
   const int rank = topo.rank();
   std::unique_ptr<FILE, int (*)(FILE*)> file(nullptr, std::fclose);
@@ -98,6 +103,11 @@ CLI::App* add_data_inspect(CLI::App& parent, CommandContext& ctx) {
                 "Show the evaluation split (contiguous per rank, no drop) instead of training");
   sub->add_option("--expect-shape", o->expect_shape,
                   "Fail unless samples have this shape (e.g. 1,28,28)");
+  sub->add_option("--timeout", o->timeout,
+                  "Seconds the ranks wait for each other before the job aborts, naming the late "
+                  "ranks")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   sub->parse_complete_callback([&ctx, o] {
     ctx.topology.device = DeviceRequest::cpu;
     if (!o->expect_shape.empty()) parse_shape(o->expect_shape, "--expect-shape");

@@ -300,7 +300,7 @@ int run_eval(const EvalFlags& f, const Topology& topo) {
   // The watcher's ranks wait for rank 0 across a whole polling interval.
   options.timeout_seconds = std::max(f.timeout, 2 * f.interval + 60);
   std::unique_ptr<Communicator> control = make_control_communicator(topo, options);
-  Dataset data = Dataset::open_on_all_ranks(f.data, f.split);
+  Dataset data = Dataset::open_on_all_ranks(f.data, f.split, *control);
   return f.watch.empty() ? run_single(f, topo, *control, data) : run_watch(f, topo, *control, data);
 }
 

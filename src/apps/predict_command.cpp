@@ -31,7 +31,7 @@ int run_predict(const PredictFlags& f, const Topology& topo) {
            "not {}",
            topo.world_size());
   std::unique_ptr<Communicator> control = make_control_communicator(topo);
-  Dataset data = Dataset::open_on_all_ranks(f.data, f.split);
+  Dataset data = Dataset::open_on_all_ranks(f.data, f.split, *control);
   std::string path = f.ckpt;
   if (std::filesystem::is_directory(path)) {
     auto latest = latest_checkpoint(path);

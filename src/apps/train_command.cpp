@@ -109,6 +109,10 @@ CLI::App* add_train_command(CLI::App& app, CommandContext& ctx) {
   sub->add_option("--clip-norm", c.clip_norm,
                   "Clip gradients to this global L2 norm, after the all-reduce (0: off)")
       ->capture_default_str();
+  sub->add_option("--nonfinite", c.nonfinite,
+                  "NaN/Inf gradients: 'stop' (naming the step, ranks and layer) or 'skip:N' "
+                  "(skip the update of up to N consecutive bad steps, then stop)")
+      ->capture_default_str();
 
   // Distribution.
   sub->add_option("--backend", c.backend,
@@ -135,6 +139,13 @@ CLI::App* add_train_command(CLI::App& app, CommandContext& ctx) {
   sub->add_option("--logdir", c.logdir, "Write metrics.jsonl and TensorBoard event files here");
   sub->add_option("--trace", c.trace,
                   "Write a Chrome trace (chrome://tracing, Perfetto) of every rank's step phases");
+  sub->add_option("--straggler-every", c.straggler_every,
+                  "Every this many steps, compare the ranks' phase times and name a rank whose "
+                  "step is >= 1.2x the median, with the phase that makes it slow (0: off)")
+      ->capture_default_str();
+  sub->add_option("--flight-dir", c.flight_dir,
+                  "Where each rank keeps its flight record (last collectives, current phase) for "
+                  "'ringtrain doctor flight' (default: <logdir>/flight, else beside --ckpt-dir)");
 
   // Checkpoints.
   sub->add_option("--ckpt-dir", c.ckpt_dir, "Directory for atomic HDF5 checkpoints ckpt-<step>.h5");

@@ -57,8 +57,9 @@ class CpuCommunicator : public Communicator {
   [[noreturn]] void timed_out(const OpContext& ctx, const std::string& waiting_on) const;
 
  private:
+  // bytes: the payload, for the flight recorder.
   template <typename Run>
-  std::function<void()> wrap(std::string_view what, Run run);
+  std::function<void()> wrap(std::string_view what, std::size_t bytes, Run run);
 
   ArrivalBoard board_;
   std::uint64_t next_seq_ = 0;

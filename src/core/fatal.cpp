@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -25,7 +27,13 @@ std::vector<std::pair<AbortHookId, std::function<void()>>>& hooks() {
   return h;
 }
 std::atomic<bool> g_in_fatal{false};
+std::string g_fatal_message;  // written once, before the hooks run
+std::atomic<std::thread::id> g_fatal_thread{};
 }  // namespace
+
+std::string fatal_message() {
+  return g_in_fatal.load() ? g_fatal_message : std::string();
+}
 
 AbortHookId register_abort_hook(std::function<void()> hook) {
   static AbortHookId next = 1;
@@ -42,13 +50,19 @@ void unregister_abort_hook(AbortHookId id) {
 }
 
 void fatal(const std::string& message, int exit_code) {
-  // A second fatal (a hook failing, another thread) must not recurse or
-  // deadlock: it goes straight to the exit.
+  // A second fatal must not recurse or deadlock. From a hook of the first
+  // (same thread) it goes straight to the exit; from another thread (the
+  // communication thread timing out too) it waits a while for the first to
+  // finish its hooks (the flight recorder's verdict) and end the process.
   if (g_in_fatal.exchange(true)) {
     std::fprintf(stderr, "%s fatal (while aborting): %s\n", rank_prefix().c_str(), message.c_str());
     std::fflush(stderr);
+    if (g_fatal_thread.load() != std::this_thread::get_id())
+      std::this_thread::sleep_for(std::chrono::seconds(20));
     _exit(exit_code);
   }
+  g_fatal_thread = std::this_thread::get_id();
+  g_fatal_message = message;
   std::fprintf(stderr, "%s fatal: %s\n", rank_prefix().c_str(), message.c_str());
   std::fflush(stderr);
   std::fflush(stdout);

@@ -2,7 +2,6 @@
 // the split and the dataset; the format is described in dataset.h.
 #include "ringtrain/data/dataset.h"
 
-#include <mpi.h>
 #include <unistd.h>
 
 #include <fcntl.h>
@@ -18,10 +17,10 @@
 #include <mutex>
 #include <optional>
 
-#include "core/check_mpi.h"
+#include "core/fault_stall.h"
 #include "core/hdf5.h"
 #include "data/pixel_conversion.h"
-#include "launch/mpi_context.h"
+#include "ringtrain/comm/communicator.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/log.h"
 
@@ -360,26 +359,22 @@ Dataset Dataset::open(const std::string& path, const std::string& split) {
   return Dataset(std::move(impl));
 }
 
-Dataset Dataset::open_on_all_ranks(const std::string& path, const std::string& split) {
+Dataset Dataset::open_on_all_ranks(const std::string& path, const std::string& split,
+                                   Communicator& control) {
   std::optional<Dataset> ds;
   std::string message;
+  fault_stall_point("open", control.rank());
   try {
     ds.emplace(open(path, split));
   } catch (const Error& e) {
     message = e.what();
   }
-  int initialized = 0;
-  MPI_Initialized(&initialized);
-  if (!initialized) {
-    if (!message.empty()) throw Error(message);
-    return std::move(*ds);
-  }
-  // The lowest failing rank, or -1: every rank learns it, so every rank reports.
-  int rank = 0;
-  RT_MPI_CHECK(MPI_Comm_rank(mpi_context::world(), &rank));
-  const int mine = message.empty() ? -1 : rank;
-  int failed_max = -1;
-  RT_MPI_CHECK(MPI_Allreduce(&mine, &failed_max, 1, MPI_INT, MPI_MAX, mpi_context::world()));
+  // The lowest failing rank, or -1: every rank learns it, so every rank
+  // reports. The communicator's --timeout ends the wait when a rank never
+  // gets here (stuck on a slow file system, or dead).
+  std::int32_t failed_max = message.empty() ? -1 : control.rank();
+  const BufferView flag{&failed_max, 1, DType::i32, Device::cpu()};
+  control.allreduce(flag, flag, ReduceOp::max);
   if (failed_max >= 0) {
     if (!message.empty()) throw Error(message);
     RT_CHECK(false, "rank {} could not open {} (split /{}); see its message", failed_max, path,

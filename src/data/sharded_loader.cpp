@@ -6,10 +6,11 @@
 
 namespace ringtrain {
 
-ShardedLoader::ShardedLoader(const std::string& path, const std::string& split,
-                             std::size_t batch_per_rank, int rank, int world, std::uint64_t seed,
-                             DataCursor start, Device device, std::size_t prefetch_depth)
-    : dataset_(std::make_unique<Dataset>(Dataset::open_on_all_ranks(path, split))),
+ShardedLoader::ShardedLoader(Communicator& control, const std::string& path,
+                             const std::string& split, std::size_t batch_per_rank, int rank,
+                             int world, std::uint64_t seed, DataCursor start, Device device,
+                             std::size_t prefetch_depth)
+    : dataset_(std::make_unique<Dataset>(Dataset::open_on_all_ranks(path, split, control))),
       sampler_(
           std::make_unique<ShardedSampler>(dataset_->size(), batch_per_rank, rank, world, seed)) {
   cursor_ = sampler_->normalize(start);

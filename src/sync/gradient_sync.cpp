@@ -1,7 +1,9 @@
 #include "ringtrain/sync/gradient_sync.h"
 
+#include "ringtrain/comm/flight_recorder.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/timer.h"
+#include "ringtrain/optim/finite_check.h"
 
 namespace ringtrain {
 
@@ -26,16 +28,22 @@ void GradientSynchronizer::begin_step(bool sync) {
   ready_.clear();
   timings_.clear();
   exposed_s_ = 0;
+  local_finite_.reset();
+  if (!grads_.device.is_cuda()) local_finite_ = true;
 }
 
 void GradientSynchronizer::launch(std::size_t b) {
   const Bucket& bucket = plan_.buckets()[b];
   BufferView slice = grads_.slice(bucket.offset, bucket.count);
+  // Before the all-reduce overwrites it with the average (CPU buffers only).
+  if (local_finite_ && *local_finite_) local_finite_ = all_finite(slice);
   // The average or sum over ranks (each backend's arithmetic: communicator.h). The
   // bucket's all-reduce starts after the gradient kernels queued so far.
   comm_.order_after(OrderingPoint::record(grads_.device, compute_stream_));
   timings_.push_back({b, monotonic_seconds(), 0});
+  flight::set_bucket(static_cast<std::int64_t>(b));
   requests_[b] = comm_.allreduce_async(slice, slice, op_);
+  flight::set_bucket(-1);
   launched_[b] = true;
 }
 
@@ -49,7 +57,10 @@ void GradientSynchronizer::on_layer_ready(std::size_t layer) {
 
 void GradientSynchronizer::finish() {
   // One rank: the average (or sum) is the gradient itself; nothing to exchange.
-  if (!sync_ || comm_.size() == 1) return;
+  if (!sync_ || comm_.size() == 1) {
+    if (sync_ && local_finite_) local_finite_ = all_finite(grads_);
+    return;
+  }
   const double start = monotonic_seconds();
   // Buckets are issued in plan order on every rank (backward order), so the
   // collectives match across ranks without negotiation.

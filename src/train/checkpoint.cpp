@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -97,6 +98,17 @@ void check_records(const std::vector<TensorRecord>& records, const char* group,
     RT_CHECK(r.count == 0 || r.data != nullptr, "checkpoint {}: tensor '{}/{}' has no data", path,
              group, r.name);
   }
+}
+
+// A checkpoint is a state to go back to: one holding NaN or Inf is not.
+void check_finite(const std::vector<TensorRecord>& records, const char* group,
+                  const std::string& path) {
+  for (const TensorRecord& r : records)
+    for (std::size_t i = 0; i < r.count; ++i)
+      RT_CHECK(std::isfinite(r.data[i]),
+               "checkpoint {}: tensor '{}/{}' holds non-finite values (NaN or Inf); refusing to "
+               "write it",
+               path, group, r.name);
 }
 
 void write_scalar_attr(hid_t obj, const char* name, hid_t file_type, hid_t mem_type,
@@ -491,6 +503,8 @@ std::string write_checkpoint_atomic(const std::string& dir, const CheckpointMeta
   const std::string final_path = (fs::path(dir) / checkpoint_file_name(meta.step)).string();
   check_records(params, kParamsGroup, final_path);
   check_records(optimizer_state, kOptimizerGroup, final_path);
+  check_finite(params, kParamsGroup, final_path);
+  check_finite(optimizer_state, kOptimizerGroup, final_path);
 
   std::error_code ec;
   fs::create_directories(dir, ec);

@@ -1,5 +1,7 @@
 #include "ringtrain/train/checkpoint_loader.h"
 
+#include <cmath>
+
 #include <cstring>
 
 #include "ringtrain/core/buffer_copy.h"
@@ -47,6 +49,13 @@ CheckpointModel load_checkpoint_model(const std::string& path, Communicator& con
   if (control.rank() == 0) {
     try {
       ck = read_checkpoint(path);
+      // A model with NaN or Inf parameters predicts nothing meaningful.
+      for (const auto& [name, values] : ck.params)
+        for (float v : values)
+          RT_CHECK(std::isfinite(v),
+                   "checkpoint {}: parameter tensor '{}' holds non-finite values (NaN or Inf); "
+                   "refusing to use it",
+                   path, name);
     } catch (const Error& e) {
       error = e.what();
     }

@@ -87,12 +87,14 @@ std::string format_progress_line(const ProgressStats& s, std::size_t max_width) 
   const std::string lr = fmt::format("lr {:.3g}", s.lr);
   const std::string rate = format_rate(s.samples_per_s) + " samples/s";
   const std::string eta = "ETA " + (s.eta_s ? format_duration(*s.eta_s) : std::string("--"));
+  const std::string skipped =
+      s.skipped_steps > 0 ? fmt::format("skipped {} non-finite", s.skipped_steps) : std::string();
 
-  std::string line = join({epoch, step, loss, lr, rate, timing_segment(s, false), eta});
+  std::string line = join({epoch, step, loss, lr, rate, timing_segment(s, false), eta, skipped});
   if (max_width == 0 || line.size() <= max_width) return line;
-  line = join({epoch, step, loss, lr, rate, timing_segment(s, true), eta});
+  line = join({epoch, step, loss, lr, rate, timing_segment(s, true), eta, skipped});
   if (line.size() <= max_width) return line;
-  line = join({step, loss, rate, eta});
+  line = join({step, loss, rate, eta, skipped});
   if (line.size() > max_width) line.resize(max_width);
   return line;
 }

@@ -11,6 +11,7 @@
 #include "ringtrain/core/timer.h"
 #include "ringtrain/train/metrics_log.h"
 #include "ringtrain/train/progress.h"
+#include "ringtrain/train/straggler_monitor.h"
 #include "ringtrain/train/tensorboard_writer.h"
 #include "ringtrain/train/trace_writer.h"
 
@@ -51,6 +52,7 @@ void RunRecorder::on_step(std::uint64_t step, std::uint64_t epoch, float lr, dou
     s.compute_s = compute;
     s.exposed_comm_s = t.exposed_comm;
     s.data_wait_s = t.data_wait;
+    s.skipped_steps = t.skipped_steps;
     eta_.update(step, monotonic_seconds());
     s.eta_s = eta_.eta_s(total_steps_);
     progress_->update(s);
@@ -74,6 +76,7 @@ void RunRecorder::on_step(std::uint64_t step, std::uint64_t epoch, float lr, dou
                         {"host_syncs_between_logs", t.host_syncs_between_logs},
                         {"elapsed_s", monotonic_seconds() - start_s_}};
     if (t.grad_norm >= 0) r["grad_norm"] = t.grad_norm;
+    r["skipped_steps"] = t.skipped_steps;
     metrics_->write(r);
   }
   if (tensorboard_) {
@@ -87,6 +90,7 @@ void RunRecorder::on_step(std::uint64_t step, std::uint64_t epoch, float lr, dou
         {"time/allreduce_ms", t.comm_span * 1e3},
         {"time/data_wait_ms", t.data_wait * 1e3}};
     if (t.grad_norm >= 0) values.emplace_back("train/grad_norm", t.grad_norm);
+    values.emplace_back("train/skipped_steps", static_cast<double>(t.skipped_steps));
     tensorboard_->add_scalars(step, values);
   }
 }
@@ -112,6 +116,45 @@ void RunRecorder::on_checkpoint(std::uint64_t step, const std::string& path) {
   if (rank_ != 0) return;
   progress_->print(fmt::format("checkpoint at step {}: {}", step, path));
   if (metrics_) metrics_->write({{"kind", "checkpoint"}, {"step", step}, {"path", path}});
+}
+
+void RunRecorder::on_stragglers(const StragglerReport& report) {
+  if (rank_ != 0) return;
+  if (report.finding) progress_->print(*report.finding);
+  const PhaseTimes& slow = report.per_rank.at(static_cast<std::size_t>(report.slowest_rank));
+  if (metrics_) {
+    nlohmann::json step_s = nlohmann::json::array();
+    for (const PhaseTimes& p : report.per_rank) step_s.push_back(p.step);
+    metrics_->write(
+        {{"kind", "stragglers"},
+         {"step", report.step},
+         {"step_s", step_s},
+         {"median_step_s", report.median_step},
+         {"slowest_rank", report.slowest_rank},
+         {"slowest",
+          {{"step_s", slow.step},
+           {"data_wait_s", slow.data_wait},
+           {"forward_s", slow.forward},
+           {"backward_s", slow.backward},
+           {"exposed_comm_s", slow.exposed_comm},
+           {"optimizer_s", slow.optimizer}}},
+         {"finding", report.finding ? nlohmann::json(*report.finding) : nlohmann::json()}});
+  }
+  if (tensorboard_) {
+    std::vector<std::pair<std::string, double>> values = {
+        {"stragglers/slowest_rank", report.slowest_rank},
+        {"stragglers/median_step_ms", report.median_step * 1e3},
+        {"stragglers/slowest_step_ms", slow.step * 1e3},
+        {"stragglers/slowest_data_wait_ms", slow.data_wait * 1e3},
+        {"stragglers/slowest_forward_ms", slow.forward * 1e3},
+        {"stragglers/slowest_backward_ms", slow.backward * 1e3},
+        {"stragglers/slowest_exposed_comm_ms", slow.exposed_comm * 1e3},
+        {"stragglers/slowest_optimizer_ms", slow.optimizer * 1e3}};
+    for (std::size_t r = 0; r < report.per_rank.size(); ++r)
+      values.emplace_back(fmt::format("stragglers/step_ms/rank_{}", r),
+                          report.per_rank[r].step * 1e3);
+    tensorboard_->add_scalars(report.step, values);
+  }
 }
 
 void RunRecorder::trace_span(std::string_view name, std::string_view lane, double start_s,

@@ -6,6 +6,7 @@
 
 #include "ringtrain/core/check.h"
 #include "ringtrain/ops/math_mode.h"
+#include "ringtrain/train/nonfinite_policy.h"
 
 namespace ringtrain {
 
@@ -40,6 +41,7 @@ void TrainConfig::validate() const {
                backend == "mpi",
            "--backend: unknown value '{}' (expected auto, nccl, shm, ring or mpi)", backend);
   (void)parse_tf32_mode(tf32);
+  (void)NonfinitePolicy::parse(nonfinite);
   validate_optimizer_config();
 }
 
@@ -72,6 +74,7 @@ std::string TrainConfig::to_json() const {
   j["step_size"] = step_size;
   j["gamma"] = gamma;
   j["clip_norm"] = clip_norm;
+  j["nonfinite"] = nonfinite;
   j["backend"] = backend;
   j["bucket_mb"] = bucket_mb;
   j["overlap"] = overlap;
@@ -81,6 +84,8 @@ std::string TrainConfig::to_json() const {
   j["log_every"] = log_every;
   j["logdir"] = logdir;
   j["trace"] = trace;
+  j["flight_dir"] = flight_dir;
+  j["straggler_every"] = straggler_every;
   j["ckpt_dir"] = ckpt_dir;
   j["ckpt_every"] = ckpt_every;
   j["keep"] = keep;

@@ -6,7 +6,8 @@
 //                  batch <- prefetcher (staged on a background thread)
 //                  forward, loss added to totals on the device
 //                  backward --(layer k's grads queued)--> bucket complete? start its all-reduce
-//                the optimizer is ordered after every bucket, clip, update
+//                the optimizer is ordered after every bucket; non-finite guard
+//                (--nonfinite: stop, or skip the update), clip, update
 //   after-step   log (reads the loss totals), eval, replica check, checkpoint, stop
 //
 // The CPU and GPU steps are one sequence. Its ordering points are events on a
@@ -16,8 +17,10 @@
 // happen at logging, evaluation and checkpoint points only, and are counted
 // (host_sync) and reported per logged step.
 //
-// Control messages (signature, stop flag, loss, eval sums, replica hashes) go
-// over a separate host communicator, so the gradient backend may be NCCL.
+// Control messages (signature, stop flag, loss, eval sums, replica hashes,
+// straggler times) go over a separate host communicator, so the gradient
+// backend may be NCCL. Each phase is named to the flight recorder
+// (flight_recorder.h), which says where a rank was when the job went wrong.
 #include "ringtrain/train/trainer.h"
 
 #include <algorithm>
@@ -25,13 +28,16 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <thread>
 #include <vector>
 
+#include "core/fault_stall.h"
 #include "ringtrain/comm/communicator.h"
 #include "ringtrain/comm/control_channel.h"
+#include "ringtrain/comm/flight_recorder.h"
 #include "ringtrain/core/buffer_copy.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/host_sync.h"
@@ -57,7 +63,10 @@
 #include "ringtrain/train/evaluator.h"
 #include "ringtrain/train/run_recorder.h"
 #include "ringtrain/train/stop_signal.h"
+#include "ringtrain/train/straggler_monitor.h"
 #include "ringtrain/train/training_state.h"
+#include "train/flight_dir.h"
+#include "train/nonfinite_guard.h"
 
 namespace ringtrain {
 
@@ -107,6 +116,9 @@ class Trainer {
   std::string checkpoint(bool finished);
   EvalResult evaluate_now();
   void inject_faults();
+  void inject_nonfinite_gradient(std::size_t layer);
+  // Names the phase for the flight recorder (and the stall fault hook).
+  void phase(std::string_view name);
 
   const TrainConfig& cfg_;
   const Topology& topo_;
@@ -127,6 +139,8 @@ class Trainer {
   float base_lr_ = 0;
   std::optional<LrSchedule> schedule_;
   std::optional<GradientSynchronizer> sync_;
+  std::optional<NonfiniteGuard> nonfinite_;
+  std::optional<StragglerMonitor> stragglers_;
   ResumePoint start_;
 
   std::optional<RunRecorder> recorder_;
@@ -148,6 +162,8 @@ class Trainer {
   bool have_eval_ = false;
   TrainSummary summary_;
   int diverge_rank_ = -1;
+  int nan_rank_ = -1;                                 // RINGTRAIN_FAULT_NAN_RANK
+  std::uint64_t nan_first_step_ = 0, nan_steps_ = 0;  // RINGTRAIN_FAULT_NAN_STEP, _COUNT
   int step_delay_ms_ = 0;
 };
 
@@ -155,8 +171,13 @@ Trainer::Trainer(const TrainConfig& cfg, const Topology& topo)
     : cfg_(cfg), topo_(topo), device_(topo.device()) {
   as_input_error([&] { cfg_.validate(); });
   comm_options_.timeout_seconds = cfg_.timeout;
+  flight::set_identity(topo_.rank(), topo_.world_size(), topo_.host(), device_name(device_));
+  if (const std::string dir = flight_dir(cfg_); !dir.empty()) flight::start(dir);
+  flight::enter_phase("setup", 0);
   // The control channel: small host messages, always over MPI.
+  comm_options_.flight_channel = "control";
   control_ = make_control_communicator(topo_, comm_options_);
+  comm_options_.flight_channel = "gradients";
   // Bad data, model, flags that differ across ranks or a checkpoint that does
   // not fit end the job with kInputErrorExitCode: no restart would help.
   as_input_error([&] {
@@ -176,6 +197,17 @@ Trainer::Trainer(const TrainConfig& cfg, const Topology& topo)
   // tests can check that --check-every catches diverged replicas.
   if (const char* diverge = std::getenv("RINGTRAIN_FAULT_DIVERGE_RANK"))
     diverge_rank_ = std::atoi(diverge);
+  // RINGTRAIN_FAULT_NAN_RANK=r [RINGTRAIN_FAULT_NAN_STEP=s, default 1]
+  // [RINGTRAIN_FAULT_NAN_COUNT=n, default 1] puts a NaN into rank r's first
+  // parameter gradient in steps s..s+n-1, before the all-reduce, so tests can
+  // check that --nonfinite names the rank and the tensor, and skips or stops.
+  if (const char* nan = std::getenv("RINGTRAIN_FAULT_NAN_RANK")) {
+    nan_rank_ = std::atoi(nan);
+    const char* at = std::getenv("RINGTRAIN_FAULT_NAN_STEP");
+    const char* count = std::getenv("RINGTRAIN_FAULT_NAN_COUNT");
+    nan_first_step_ = at ? std::strtoull(at, nullptr, 10) : 1;
+    nan_steps_ = count ? std::strtoull(count, nullptr, 10) : 1;
+  }
   // RINGTRAIN_FAULT_STEP_DELAY_MS=d makes every step d ms longer, so that
   // scheduler tests (time limits, scancel) meet a run that is still going.
   if (const char* delay = std::getenv("RINGTRAIN_FAULT_STEP_DELAY_MS"))
@@ -183,8 +215,8 @@ Trainer::Trainer(const TrainConfig& cfg, const Topology& topo)
 }
 
 void Trainer::open_data_and_build_model() {
-  train_data_.emplace(Dataset::open_on_all_ranks(cfg_.data_path, cfg_.split));
-  eval_data_.emplace(Dataset::open_on_all_ranks(cfg_.data_path, cfg_.eval_split));
+  train_data_.emplace(Dataset::open_on_all_ranks(cfg_.data_path, cfg_.split, *control_));
+  eval_data_.emplace(Dataset::open_on_all_ranks(cfg_.data_path, cfg_.eval_split, *control_));
   RT_CHECK(eval_data_->sample_shape() == train_data_->sample_shape(),
            "{}: sample shape {} differs from {}'s {}", eval_data_->describe(),
            shape_string(eval_data_->sample_shape()), train_data_->describe(),
@@ -269,6 +301,8 @@ void Trainer::make_backend_and_optimizer() {
                   static_cast<std::size_t>(cfg_.bucket_mb * 1024.0 * 1024.0));
   sync_.emplace(*comm_, std::move(plan), grads_, cfg_.overlap, model_->compute_stream(),
                 gradient_reduce_op(cfg_));
+  nonfinite_.emplace(NonfinitePolicy::parse(cfg_.nonfinite), *control_, *model_, cfg_.ckpt_dir);
+  stragglers_.emplace(topo_.world_size() > 1 ? cfg_.straggler_every : 0);
 }
 
 void Trainer::resume_and_replicate() {
@@ -326,6 +360,7 @@ StepOutcome Trainer::step() {
   Model& model = *model_;
   for (std::size_t micro = 0; micro < cfg_.accum; ++micro) {
     const double t_data = monotonic_seconds();
+    phase("data");  // (a fault stall here counts as data wait)
     Batch batch = prefetcher_->next(previous_batch_done_);
     timing.data_wait += monotonic_seconds() - t_data;
     RT_CHECK(batch.cursor == cursor_,
@@ -333,14 +368,19 @@ StepOutcome Trainer::step() {
              batch.cursor.epoch, batch.cursor.step, cursor_.epoch, cursor_.step);
     model.set_dropout_context(static_cast<std::uint64_t>(topo_.rank()), step_ * cfg_.accum + micro);
     const double t_fwd = monotonic_seconds();
+    phase("forward");
     model.forward_accumulate(batch.x.as<const float>(), batch.y.as<const std::int32_t>(),
                              batch.size,
                              /*training=*/true);
     const double t_bwd = monotonic_seconds();
     timing.forward += t_bwd - t_fwd;
+    phase("backward");
     sync_->begin_step(/*sync=*/micro + 1 == cfg_.accum);
     model.backward(micro_batch_grad_scale(cfg_, batch.size), /*accumulate=*/micro > 0,
-                   [this](std::size_t layer) { sync_->on_layer_ready(layer); });
+                   [this](std::size_t layer) {
+                     inject_nonfinite_gradient(layer);
+                     sync_->on_layer_ready(layer);
+                   });
     // The batch's slot may be refilled once backward's kernels have read it.
     previous_batch_done_ = OrderingPoint::record(device_, model.compute_stream());
     timing.backward += monotonic_seconds() - t_bwd;
@@ -351,6 +391,7 @@ StepOutcome Trainer::step() {
     window_.samples += static_cast<double>(batch.size);
     cursor_ = sampler_->next(cursor_);
   }
+  phase("all-reduce wait");
   sync_->finish();
   timing.exposed_comm = sync_->exposed_seconds();
   // When each bucket's gradients were complete, with its size: the step model
@@ -371,9 +412,19 @@ StepOutcome Trainer::step() {
   }
 
   const double t_opt = monotonic_seconds();
-  if (cfg_.clip_norm > 0) timing.grad_norm = clip_grad_norm(grads_, cfg_.clip_norm);
+  phase("optimizer");
   out.lr = schedule_->lr_at(step_);
-  optimizer_->step(model.params(), grads_, out.lr);
+  if (nonfinite_->admit(step_ + 1, grads_, sync_->local_gradients_finite())) {
+    if (cfg_.clip_norm > 0) timing.grad_norm = clip_grad_norm(grads_, cfg_.clip_norm);
+    optimizer_->step(model.params(), grads_, out.lr);
+  } else {
+    // A skipped step leaves the parameters and the optimizer state as they
+    // were; its loss (non-finite) is dropped from the window, with the samples
+    // it was averaged over.
+    (void)model.take_loss_totals();
+    window_.samples = 0;
+  }
+  timing.skipped_steps = nonfinite_->skipped();
   timing.optimizer = monotonic_seconds() - t_opt;
   recorder_->trace_span("optimizer", "compute", t_opt, t_opt + timing.optimizer);
   ++step_;
@@ -421,6 +472,10 @@ void Trainer::log_step(StepOutcome& outcome) {
 }
 
 bool Trainer::after_step(StepOutcome& outcome) {
+  flight::enter_phase("after-step", step_);
+  stragglers_->add(outcome.timing);
+  if (const auto report = stragglers_->maybe_report(step_, *control_))
+    recorder_->on_stragglers(*report);
   const bool stop = stop_agreed();
   const bool last = step_ == total_steps_;
   if (cfg_.log_every > 0 && (step_ % cfg_.log_every == 0 || last || stop))
@@ -456,6 +511,7 @@ bool Trainer::after_step(StepOutcome& outcome) {
 
 std::string Trainer::checkpoint(bool finished) {
   if (cfg_.ckpt_dir.empty()) return {};
+  flight::enter_phase("checkpoint", step_);
   std::string path;
   if (topo_.rank() == 0) {
     RunPosition position;
@@ -475,10 +531,28 @@ std::string Trainer::checkpoint(bool finished) {
 }
 
 EvalResult Trainer::evaluate_now() {
+  flight::enter_phase("eval", step_);
   const double t0 = monotonic_seconds();
   EvalResult r = evaluate(*model_, *eval_data_, *control_, model_->max_batch(), device_);
   recorder_->on_eval(step_, r, monotonic_seconds() - t0);
   return r;
+}
+
+void Trainer::phase(std::string_view name) {
+  flight::enter_phase(name, step_ + 1);
+  fault_stall_point(name, topo_.rank(), step_ + 1);
+}
+
+void Trainer::inject_nonfinite_gradient(std::size_t layer) {
+  const std::uint64_t step = step_ + 1;
+  if (nan_rank_ != topo_.rank() || step < nan_first_step_ || step >= nan_first_step_ + nan_steps_ ||
+      model_->param_info().empty())
+    return;
+  // The first parameter tensor's gradient, once backward has written it.
+  const ParamInfo& first = model_->param_info().front();
+  if (layer != first.layer) return;
+  float nan = std::numeric_limits<float>::quiet_NaN();
+  copy_view(grads_.slice(first.offset, 1), view_of(&nan, 1));
 }
 
 void Trainer::inject_faults() {
@@ -507,6 +581,8 @@ TrainSummary Trainer::run() {
   summary_.samples_per_second =
       run_seconds_ > 0 ? static_cast<double>(run_samples_) / run_seconds_ : 0;
   recorder_->finish(*control_, summary_);
+  flight::enter_phase("done", step_);
+  flight::stop();
   return summary_;
 }
 

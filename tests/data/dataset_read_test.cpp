@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "ringtrain/comm/control_channel.h"
 #include "ringtrain/core/error.h"
 #include "ringtrain/data/dataset.h"
 #include "ringtrain/data/prefetcher.h"
@@ -30,6 +31,12 @@ std::string fixture_path() {
   return path;
 }
 
+// A control channel per open (collective, like the open), gone before MPI is.
+Dataset open_on_all_ranks(const std::string& split) {
+  const std::unique_ptr<Communicator> control = make_control_communicator(test::topology());
+  return Dataset::open_on_all_ranks(fixture_path(), split, *control);
+}
+
 // Rank 0 writes the file once; everyone opens it.
 Dataset open_fixture(const std::string& split) {
   static bool written = false;
@@ -39,7 +46,7 @@ Dataset open_fixture(const std::string& split) {
     MPI_Barrier(MPI_COMM_WORLD);
     written = true;
   }
-  return Dataset::open_on_all_ranks(fixture_path(), split);
+  return open_on_all_ranks(split);
 }
 
 float expected(std::uint64_t i, std::size_t e) {
@@ -174,13 +181,11 @@ TEST_CASE("a failure on one rank's open is reported on every rank") {
   const std::string split = t.rank() == t.world_size() - 1 ? "val" : "train";
   open_fixture("train");
   if (t.world_size() == 1) {
-    CHECK_THROWS_WITH(Dataset::open_on_all_ranks(fixture_path(), split),
-                      Catch::Contains("no split /val"));
+    CHECK_THROWS_WITH(open_on_all_ranks(split), Catch::Contains("no split /val"));
   } else if (t.rank() == t.world_size() - 1) {
-    CHECK_THROWS_WITH(Dataset::open_on_all_ranks(fixture_path(), split),
-                      Catch::Contains("no split /val"));
+    CHECK_THROWS_WITH(open_on_all_ranks(split), Catch::Contains("no split /val"));
   } else {
-    CHECK_THROWS_WITH(Dataset::open_on_all_ranks(fixture_path(), split),
+    CHECK_THROWS_WITH(open_on_all_ranks(split),
                       Catch::Contains(fmt::format("rank {} could not open", t.world_size() - 1)));
   }
 }

@@ -8,6 +8,8 @@
 #                                    resumes from it
 #   train_multinode.sh kill9         SIGKILL to rank 3 on node1 mid-training ends
 #                                    the job within 60 s, naming rank and node
+#   train_multinode.sh flight        rank 3 on node1 stalls in data: the flight
+#                                    verdict and doctor flight name it
 # Uses tests/trainer/lib.sh (data set, train, same). Exit 77 where this machine
 # cannot host a cluster.
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -97,5 +99,28 @@ case ${1:-} in
     grep -Eq "rank 3 .*node node1.*signal 9" "$out/log.txt" || fail "no message naming rank 3 on node1"
     no_leftovers "$out/log.txt"
     echo "PASS: SIGKILL to rank 3 on node1 mid-training ended the job (exit $rc)" ;;
-  *) echo "usage: $0 equivalence|sigterm|kill9" >&2; exit 2 ;;
+  flight)
+    # Rank 3 (node1) stalls in its data loader at step 3: within --timeout + 10 s
+    # the job ends with a verdict naming rank 3 on node1 in phase 'data', and
+    # doctor flight on the records agrees.
+    out=$WORK/run; mkdir -p "$out"
+    start=$(date +%s)
+    RINGTRAIN_FAULT_STALL_RANK=3 RINGTRAIN_FAULT_STALL_PHASE=data RINGTRAIN_FAULT_STALL_STEP=3 \
+    RINGTRAIN_FAULT_STALL_SECONDS=120 "${netns[@]}" -- "$RINGTRAIN_EXE" train --data "$DATA" --device cpu \
+      --batch 8 --epochs 100000 "${common[@]}" --log-every 1 --logdir "$out" --timeout 5 >"$out/log.txt" 2>&1 &
+    job=$!
+    wait_bounded "$job" 120
+    [ "$rc" -ne 0 ] || fail "a stalled job must fail"
+    verdict=$(grep -m1 "flight verdict: " "$out/log.txt") || { cat "$out/log.txt"; fail "no verdict"; }
+    echo "$verdict" | grep -Eq "rank 3 \(host node1, cpu\) has been in phase 'data' of step 3 for [0-9]+ s; ranks 0-2 are waiting in" \
+      || { cat "$out/log.txt"; fail "the verdict does not name rank 3 on node1 in phase data"; }
+    n=$(echo "$verdict" | grep -Eo "for [0-9]+ s" | head -1 | grep -Eo "[0-9]+")
+    [ "$n" -le 15 ] || fail "verdict after $n s, more than --timeout + 10"
+    "$RINGTRAIN_EXE" doctor flight "$out/flight" >"$out/doctor.txt" 2>&1 || { cat "$out/doctor.txt"; fail "doctor flight failed"; }
+    grep -Eq "^verdict: rank 3 \(host node1, cpu\) has been in phase 'data' of step 3" "$out/doctor.txt" \
+      || { cat "$out/doctor.txt"; fail "doctor flight does not agree"; }
+    no_leftovers "$out/log.txt"
+    echo "${verdict#*flight verdict: }"
+    echo "PASS: rank 3 on node1 stalled in data: verdict and doctor name it ($(( $(date +%s) - start )) s in all)" ;;
+  *) echo "usage: $0 equivalence|sigterm|kill9|flight" >&2; exit 2 ;;
 esac

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <thread>
 
 #include "ringtrain/core/error.h"
@@ -502,4 +503,23 @@ TEST_CASE("a writer killed mid-write leaves the previous checkpoint as the lates
   const LoadedCheckpoint first = read_checkpoint((dir.path / "ckpt-10.h5").string());
   CHECK(first.params.size() == params.names.size());
   CHECK(first.params[7].second == params.data[7]);
+}
+
+TEST_CASE(
+    "a checkpoint of non-finite parameters or optimizer state is refused, naming the tensor") {
+  TempDir dir("nonfinite");
+  Model params = make_params();
+  write_checkpoint_atomic(dir.str(), make_meta(1), params.records(), {}, 3);
+  params.data[2][5] = std::numeric_limits<float>::quiet_NaN();
+  CHECK_THROWS_WITH(write_checkpoint_atomic(dir.str(), make_meta(2), params.records(), {}, 3),
+                    Catch::Contains("tensor 'params/fc.weight' holds non-finite values") &&
+                        Catch::Contains("ckpt-2.h5"));
+  Model state = make_params();
+  params.data[2][5] = 1.0f;
+  state.data[1][0] = std::numeric_limits<float>::infinity();
+  CHECK_THROWS_WITH(
+      write_checkpoint_atomic(dir.str(), make_meta(3), params.records(), state.records(), 3),
+      Catch::Contains("conv1.bias' holds non-finite values"));
+  // Nothing of the refused steps is on disk; the good checkpoint is kept.
+  CHECK(dir_names(dir.str()) == std::vector<std::string>{"ckpt-1.h5"});
 }

@@ -1,6 +1,8 @@
-// compare_checkpoints A.h5 B.h5 [--exact | --rtol R --atol A]
+// compare_checkpoints A.h5 B.h5 [--exact | --rtol R --atol A] [--any-step]
 // Exit 0 when every parameter (and optimizer state) tensor of A matches B:
 // bit for bit with --exact, else |a - b| <= rtol * max(|a|, |b|) + atol.
+// --any-step compares the tensors of checkpoints taken at different steps (a
+// skipped update leaves the state of the step before).
 // Prints the largest difference, so a failing test shows by how much.
 #include <cmath>
 #include <cstdio>
@@ -15,14 +17,18 @@ using namespace ringtrain;
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: compare_checkpoints A.h5 B.h5 [--exact | --rtol R --atol A]\n");
+    std::fprintf(
+        stderr,
+        "usage: compare_checkpoints A.h5 B.h5 [--exact | --rtol R --atol A] [--any-step]\n");
     return 2;
   }
-  bool exact = false;
+  bool exact = false, any_step = false;
   double rtol = 1e-5, atol = 1e-6;
   for (int i = 3; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--exact"))
       exact = true;
+    else if (!std::strcmp(argv[i], "--any-step"))
+      any_step = true;
     else if (!std::strcmp(argv[i], "--rtol") && i + 1 < argc)
       rtol = std::atof(argv[++i]);
     else if (!std::strcmp(argv[i], "--atol") && i + 1 < argc)
@@ -31,7 +37,7 @@ int main(int argc, char** argv) {
   try {
     const LoadedCheckpoint a = read_checkpoint(argv[1]);
     const LoadedCheckpoint b = read_checkpoint(argv[2]);
-    if (a.params.size() != b.params.size() || a.meta.step != b.meta.step) {
+    if (a.params.size() != b.params.size() || (!any_step && a.meta.step != b.meta.step)) {
       std::printf("different structure: %zu vs %zu tensors, step %llu vs %llu\n", a.params.size(),
                   b.params.size(), static_cast<unsigned long long>(a.meta.step),
                   static_cast<unsigned long long>(b.meta.step));

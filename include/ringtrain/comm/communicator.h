@@ -69,6 +69,9 @@ struct CommOptions {
   int shm_group_size = 0;
   // ring only: bytes per pipelined chunk.
   std::size_t ring_chunk_bytes = std::size_t{1} << 18;
+  // The name the flight recorder gives this communicator's collectives
+  // ("gradients", "control"); empty: the backend's name.
+  std::string flight_channel;
 };
 
 // What an async operation returns. Movable, not copyable. wait() on a request

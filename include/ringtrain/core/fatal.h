@@ -19,4 +19,8 @@ using AbortHookId = int;
 AbortHookId register_abort_hook(std::function<void()> hook);
 void unregister_abort_hook(AbortHookId id);
 
+// The message fatal() is ending the job with, for the abort hooks (the flight
+// recorder stores it); empty before fatal() is called.
+std::string fatal_message();
+
 }  // namespace ringtrain

@@ -17,6 +17,8 @@
 
 namespace ringtrain {
 
+class Communicator;
+
 enum class SampleDType { u8, f32 };
 const char* sample_dtype_name(SampleDType t);
 
@@ -26,10 +28,13 @@ class Dataset {
   // missing file, split or dataset; truncated or corrupt file; unsupported
   // dtype; x and y lengths that differ; a label outside [0, num_classes).
   static Dataset open(const std::string& path, const std::string& split);
-  // The same, collectively over the world communicator: every rank opens, and
-  // if any rank fails, every rank throws (its own message, or one naming the
-  // rank that failed), so that every rank reports and none waits in a collective.
-  static Dataset open_on_all_ranks(const std::string& path, const std::string& split);
+  // The same, collectively over `control` (the control channel): every rank
+  // opens, and if any rank fails, every rank throws (its own message, or one
+  // naming the rank that failed), so that every rank reports and none waits in
+  // a collective; a rank that never opens ends the others' wait after the
+  // communicator's timeout.
+  static Dataset open_on_all_ranks(const std::string& path, const std::string& split,
+                                   Communicator& control);
 
   Dataset(Dataset&&) noexcept;
   Dataset& operator=(Dataset&&) noexcept;

@@ -24,13 +24,17 @@
 
 namespace ringtrain {
 
+class Communicator;
+
 class ShardedLoader {
  public:
-  // Collective: every rank opens the file (Error naming it and the rank when it
-  // is missing or malformed). `start` is the cursor to resume from.
-  ShardedLoader(const std::string& path, const std::string& split, std::size_t batch_per_rank,
-                int rank, int world, std::uint64_t seed, DataCursor start = {},
-                Device device = Device::cpu(), std::size_t prefetch_depth = 2);
+  // Collective over `control`: every rank opens the file (Error naming it and
+  // the rank when it is missing or malformed; the communicator's timeout when a
+  // rank never does). `start` is the cursor to resume from.
+  ShardedLoader(Communicator& control, const std::string& path, const std::string& split,
+                std::size_t batch_per_rank, int rank, int world, std::uint64_t seed,
+                DataCursor start = {}, Device device = Device::cpu(),
+                std::size_t prefetch_depth = 2);
   ~ShardedLoader();
   ShardedLoader(const ShardedLoader&) = delete;
   ShardedLoader& operator=(const ShardedLoader&) = delete;

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <vector>
 
 #include "ringtrain/comm/communicator.h"
@@ -62,6 +63,13 @@ class GradientSynchronizer {
   // overlap, any number of ranks); empty on micro-batches that do not sync.
   const std::vector<BucketReady>& ready() const { return ready_; }
   const BucketPlan& plan() const { return plan_; }
+
+  // Whether this rank's own gradients were finite before the all-reduce mixed
+  // them with the others' (each bucket is checked as it is launched), so a
+  // non-finite average can be traced to the ranks that produced it. Unknown
+  // (nullopt) for device buffers: checking there would cost a host sync per
+  // bucket. Valid after finish().
+  std::optional<bool> local_gradients_finite() const { return local_finite_; }
   bool overlap() const { return overlap_; }
 
  private:
@@ -79,6 +87,7 @@ class GradientSynchronizer {
   std::vector<BucketTiming> timings_;
   std::vector<BucketReady> ready_;
   double exposed_s_ = 0;
+  std::optional<bool> local_finite_;
 };
 
 }  // namespace ringtrain

@@ -31,6 +31,7 @@ struct ProgressStats {
   double exposed_comm_s = 0;  // communication the step waited for (not hidden by overlap)
   double data_wait_s = 0;     // waiting for the next batch
   std::optional<double> eta_s;
+  std::uint64_t skipped_steps = 0;  // non-finite steps skipped (--nonfinite skip:N); shown when > 0
 };
 
 // The line, at most `max_width` characters (0 = no limit; a redrawn line

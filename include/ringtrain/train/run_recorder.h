@@ -34,9 +34,12 @@ struct StepTiming {
   std::uint64_t host_syncs = 0;
   // The same, summed over the steps since the previous logged one.
   std::uint64_t host_syncs_between_logs = 0;
+  // Steps whose update --nonfinite skip:N skipped so far in this run.
+  std::uint64_t skipped_steps = 0;
 };
 
 class MetricsLog;
+struct StragglerReport;
 class TensorBoardWriter;
 class TraceWriter;
 
@@ -53,6 +56,9 @@ class RunRecorder {
                const StepTiming& timing, double samples_per_second);
   void on_eval(std::uint64_t step, const EvalResult& result, double seconds);
   void on_checkpoint(std::uint64_t step, const std::string& path);
+  // --straggler-every: the per-rank step times, the slowest rank and its
+  // phases (metrics.jsonl, TensorBoard) and, when one is slow, a progress line.
+  void on_stragglers(const StragglerReport& report);
   void trace_span(std::string_view name, std::string_view lane, double start_s, double end_s);
   // With details for the viewer (and for tools that read the trace, e.g. the
   // bucket sizes the step model needs).

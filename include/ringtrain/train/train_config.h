@@ -36,7 +36,8 @@ struct TrainConfig {
   std::string schedule = "constant";  // constant | cosine | step
   std::uint64_t step_size = 1000;
   float gamma = 0.1f;
-  double clip_norm = 0;  // 0: off
+  double clip_norm = 0;            // 0: off
+  std::string nonfinite = "stop";  // stop | skip:N (NonfinitePolicy)
 
   // Distribution.
   std::string backend = "auto";
@@ -50,6 +51,8 @@ struct TrainConfig {
   std::uint64_t log_every = 50;
   std::string logdir;
   std::string trace;
+  std::string flight_dir;
+  std::uint64_t straggler_every = 100;  // 0: off  // "": <logdir>/flight, else beside --ckpt-dir
 
   // Checkpoints.
   std::string ckpt_dir;

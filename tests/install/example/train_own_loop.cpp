@@ -74,8 +74,8 @@ int main(int argc, char** argv) {
     Runtime rt(&argc, &argv);  // MPI, topology, device, communicators
     LayerRegistry::global().add(example::layernorm_type());
 
-    ShardedLoader loader(f.data, "train", f.batch, rt.rank(), rt.world_size(), f.seed, {},
-                         rt.device());
+    ShardedLoader loader(rt.control(), f.data, "train", f.batch, rt.rank(), rt.world_size(), f.seed,
+                         {}, rt.device());
     ModelOptions options;
     options.device = rt.device();
     options.seed = f.seed;
@@ -142,7 +142,7 @@ int main(int argc, char** argv) {
            other.params.size());
       if (other.params.size() != model->param_info().size() || worst != 0.0) rc = 1;
     }
-    Dataset test = Dataset::open_on_all_ranks(f.data, "test");
+    Dataset test = Dataset::open_on_all_ranks(f.data, "test", rt.control());
     const EvalResult r = evaluate(*model, test, rt.control(), f.batch, rt.device());
     log0("test accuracy {:.4f} (n={})", r.accuracy, r.n);
     if (r.accuracy < f.min_accuracy) {

@@ -1,0 +1,102 @@
+// The pure parts of the "when a job goes wrong" tools: the straggler
+// attribution and the flight recorder's verdict over hand-made records.
+#include <catch2/catch.hpp>
+
+#include "ringtrain/comm/flight_verdict.h"
+#include "ringtrain/train/straggler_monitor.h"
+
+using namespace ringtrain;
+
+namespace {
+
+PhaseTimes even(double scale) {
+  // Per-rank times that differ a little (never all equal), in seconds.
+  return {0.010 * scale, 0.001 * scale, 0.003 * scale, 0.005 * scale, 0.002, 0.001 * scale};
+}
+
+FlightCollective gradients(std::uint64_t seq, std::uint64_t step, int bucket, bool done) {
+  FlightCollective c;
+  c.channel = "gradients";
+  c.backend = "shm";
+  c.op = "allreduce";
+  c.seq = seq;
+  c.step = step;
+  c.bucket = bucket;
+  c.bytes = 4096;
+  c.issued = 100.0 + static_cast<double>(seq);
+  c.started = c.issued + 0.001;
+  c.completed = done ? c.issued + 0.002 : 0;
+  return c;
+}
+
+FlightState rank_state(int rank, const std::string& phase, std::uint64_t step,
+                       std::uint64_t issued) {
+  FlightState s;
+  s.rank = rank;
+  s.world_size = 4;
+  s.host = "node07";
+  s.device = "cpu";
+  s.pid = 999999999;  // no such process
+  s.phase = phase;
+  s.phase_since = 1000;
+  s.step = step;
+  s.written = 1060;
+  s.issued["gradients"] = issued;
+  for (std::uint64_t q = 1; q <= issued; ++q)
+    s.records.push_back(gradients(q, (q + 1) / 2, static_cast<int>((q + 1) % 2), q < 2 * step - 1));
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "straggler attribution names the slow rank and its phase, and no one when all are equal") {
+  std::vector<PhaseTimes> ranks = {even(1.0), even(1.02), even(0.98), even(1.01)};
+  StragglerReport r = attribute_stragglers(100, ranks);
+  CHECK_FALSE(r.finding);
+  CHECK(r.median_step == Approx(0.01005));
+
+  ranks[2].data_wait += 0.030;
+  ranks[2].step += 0.030;
+  r = attribute_stragglers(200, ranks);
+  REQUIRE(r.finding);
+  CHECK(r.slowest_rank == 2);
+  CHECK(r.finding->rfind(
+            "rank 2 is data-bound: data wait 31.0 ms vs median 1.0 ms (own step time 39.8 ms vs "
+            "median 10.",
+            0) == 0);
+
+  ranks = {even(1.0), even(1.0), even(1.0), even(1.0)};
+  ranks[1].backward += 0.020;
+  ranks[1].step += 0.020;
+  r = attribute_stragglers(300, ranks);
+  REQUIRE(r.finding);
+  CHECK(r.finding->rfind("rank 1 is compute-bound: backward 25.0 ms vs median 5.0 ms", 0) == 0);
+}
+
+TEST_CASE("the flight verdict names the rank that never issued what the others wait in") {
+  // Ranks 0, 1 and 3 issued both buckets of step 3 and wait in the first;
+  // rank 2 is still loading the data of step 3.
+  std::vector<FlightState> ranks = {
+      rank_state(0, "all-reduce wait", 3, 6), rank_state(1, "all-reduce wait", 3, 6),
+      rank_state(2, "data", 3, 4), rank_state(3, "all-reduce wait", 3, 6)};
+  const std::string v = flight_verdict(ranks, 1062, /*live=*/false);
+  CHECK(v ==
+        "rank 2 (host node07, cpu) has been in phase 'data' of step 3 for 62 s; ranks 0-1,3 are "
+        "waiting in all-reduce #5 (bucket 0 of step 3) on the gradients channel (shm), which "
+        "rank 2 never issued");
+  // A rank silent for longer than a few snapshot periods is said to be so.
+  ranks[2].written = 1050;
+  CHECK(flight_verdict(ranks, 1062, false)
+            .rfind("rank 2 (host node07, cpu) has been silent for 12 s (stopped or lost); it was "
+                   "last in phase 'data' of step 3; ranks 0-1,3 are waiting",
+                   0) == 0);
+  const std::string table = flight_table(ranks, 1062);
+  CHECK(table.find("data") != std::string::npos);
+  CHECK(table.find("gradients allreduce#5 b0 running") != std::string::npos);
+}
+
+TEST_CASE("rank lists are compact") {
+  CHECK(format_rank_list({0, 1, 2, 4, 6, 7}) == "0-2,4,6-7");
+  CHECK(format_rank_list({3}) == "3");
+}
