@@ -84,13 +84,13 @@ case $case in
   timelimit)
     # Long enough that the first run meets the signal (10 to ~40 s after the
     # start: slurmctld checks time limits every 30 s): each step of the job
-    # takes at least 30 ms (RINGTRAIN_FAULT_STEP_DELAY_MS), so 1500 steps at
-    # least 45 s. Once requeued, the job gets 10 minutes, so that the requeued
+    # takes at least 30 ms (RINGTRAIN_FAULT_STEP_DELAY_MS), so 2500 steps at
+    # least 75 s, well past the signal on a loaded machine too. Once requeued, the job gets 10 minutes, so that the requeued
     # run finishes (Slurm may signal a requeued 1-minute job at once, before
     # ringtrain has installed its handler, and then again and again).
     "$RINGTRAIN_EXE" convert synthetic --n 4096 --test-n 101 --shape 1,16,16 --classes 4 --seed 7 -o "$WORK/data.h5" >/dev/null 2>&1 ||
       fail "could not make the data set"
-    steps=${STEPS:-1500}
+    steps=${STEPS:-2500}
     flags=(--model mlp:256-512-512-4 --batch 32 --max-steps "$steps" --epochs 100 --seed 3 --lr 0.01)
     export DATA=$WORK/data.h5 MODEL=mlp:256-512-512-4 BATCH=32 EPOCHS=100 CKPT_EVERY=100000
     export EXTRA_ARGS="--max-steps $steps --seed 3 --lr 0.01 --backend shm --timeout 60 --log-every 100"
