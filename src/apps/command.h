@@ -16,6 +16,10 @@ namespace ringtrain::apps {
 
 struct CommandContext {
   TopologyOptions topology;
+  // Clean-stop signals (SIGINT, SIGTERM, SIGUSR1) handled from before MPI
+  // starts: a scheduler's signal during start-up then stops the run after its
+  // first step, with a checkpoint, instead of killing the rank.
+  bool stop_signals_from_start = false;
   // Set by the chosen subcommand (usually in its parse_complete_callback).
   std::function<int(const Topology&)> action;
 };

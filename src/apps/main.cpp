@@ -11,6 +11,7 @@
 #include "ringtrain/core/input_error.h"
 #include "ringtrain/core/log.h"
 #include "ringtrain/launch/topology.h"
+#include "ringtrain/train/stop_signal.h"
 
 #include <optional>
 
@@ -52,6 +53,8 @@ int main(int argc, char** argv) {
     return kInputErrorExitCode;
   }
 
+  std::optional<StopSignalHandler> stop_signals;
+  if (ctx.stop_signals_from_start) stop_signals.emplace();
   std::optional<MpiSession> mpi;
   try {
     mpi.emplace(&argc, &argv);

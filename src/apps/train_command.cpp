@@ -166,6 +166,7 @@ CLI::App* add_train_command(CLI::App& app, CommandContext& ctx) {
     // the file, and nothing has begun that could hang.
     load_layer_plugins(flags->plugins);
     flags->config.validate();
+    ctx.stop_signals_from_start = true;
     ctx.action = [flags](const Topology& topo) { return run_train(*flags, topo); };
   });
   return sub;

@@ -122,6 +122,9 @@ void StopSignalHandler::clear() {
 bool stop_requested() {
   return g_signal.load() != 0;
 }
+bool stop_handler_installed() {
+  return g_installed.load();
+}
 int stop_signal_number() {
   return g_signal.load();
 }

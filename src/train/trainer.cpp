@@ -170,6 +170,11 @@ class Trainer {
 Trainer::Trainer(const TrainConfig& cfg, const Topology& topo)
     : cfg_(cfg), topo_(topo), device_(topo.device()) {
   as_input_error([&] { cfg_.validate(); });
+  // First (unless `ringtrain train` installed it before MPI started): a
+  // SIGTERM or SIGUSR1 during start-up (Slurm can signal a requeued job at
+  // once) then only sets the flag, and the run stops with a checkpoint after
+  // its first step instead of dying without one.
+  if (!stop_handler_installed()) stop_handler_.emplace();
   comm_options_.timeout_seconds = cfg_.timeout;
   flight::set_identity(topo_.rank(), topo_.world_size(), topo_.host(), device_name(device_));
   if (const std::string dir = flight_dir(cfg_); !dir.empty()) flight::start(dir);
@@ -189,7 +194,6 @@ Trainer::Trainer(const TrainConfig& cfg, const Topology& topo)
   announce();
   recorder_.emplace(cfg_, topo_, total_steps_,
                     start_.path.empty() ? std::nullopt : std::optional<std::uint64_t>(start_.step));
-  stop_handler_.emplace();
   prefetcher_.emplace(*train_data_, *sampler_, start_.cursor, cfg_.prefetch_depth, device_);
   cursor_ = sampler_->normalize(start_.cursor);
   step_ = start_.step;

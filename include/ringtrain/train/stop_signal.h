@@ -43,6 +43,9 @@ class StopSignalHandler {
 
 // The same flag, for code that has no handle on the handler object.
 bool stop_requested();
+// Whether a StopSignalHandler is active (one may be installed before MPI
+// starts, so that a signal during start-up is not fatal).
+bool stop_handler_installed();
 int stop_signal_number();
 
 // "SIGTERM", "SIGINT", or "signal N".
