@@ -8,13 +8,28 @@ mkdir -p "$out"
 "${MPIRUN[@]}" -np 2 "$RINGTRAIN_EXE" train --data "$DATA" --model "$MLP" --batch 8 --epochs 100000 \
   --ckpt-dir "$out/ckpt" --timeout 60 --device cpu > "$out/log.txt" 2>&1 &
 launcher=$!
-# Signal both ranks as soon as they exist, long before training starts.
+# Signal both ranks once they catch SIGUSR1 (bit 10 of SigCgt in /proc: a
+# process can only be signalled safely after it installs a handler) and before
+# they announce the run, i.e. during start-up. Before its main() no process can
+# catch a signal, so that instant is not what is tested.
 pattern="$RINGTRAIN_EXE train --data $DATA"
-for _ in $(seq 1 1000); do
-  [ "$(pgrep -f -c "$pattern")" -ge 2 ] && break
-  sleep 0.01
+catching() {
+  local n=0 pid mask
+  for pid in $(pgrep -f "$pattern"); do
+    mask=$(awk '/^SigCgt:/ {print $2}' "/proc/$pid/status" 2>/dev/null) || continue
+    [ -n "$mask" ] && (( 0x$mask & 0x200 )) && n=$((n + 1))
+  done
+  [ "$n" -ge 2 ]
+}
+for _ in $(seq 1 2000); do
+  catching && break
+  sleep 0.005
 done
+catching || fail "the ranks never installed a SIGUSR1 handler"
 pkill -USR1 -f "$pattern" || fail "no rank process to signal"
+if grep -q "ringtrain train:" "$out/log.txt"; then
+  fail "the run was announced before the handler was installed: not signalled during start-up"
+fi
 rc=0
 timeout 60 tail --pid=$launcher -f /dev/null || fail "the job did not end within 60 s of the signal"
 wait $launcher || rc=$?
