@@ -12,7 +12,8 @@ launcher=$!
 # process can only be signalled safely after it installs a handler) and before
 # they announce the run, i.e. during start-up. Before its main() no process can
 # catch a signal, so that instant is not what is tested.
-pattern="$RINGTRAIN_EXE train --data $DATA"
+# Anchored: the ranks only, not mpirun (whose command line holds the same words).
+pattern="^$RINGTRAIN_EXE train --data $DATA"
 catching() {
   local n=0 pid mask
   for pid in $(pgrep -f "$pattern"); do
