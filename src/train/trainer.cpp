@@ -327,6 +327,15 @@ void Trainer::resume_and_replicate() {
   comm_->order_after(OrderingPoint::record(device_, nullptr));
   comm_->broadcast(model_->params(), model_->params(), 0);
   for (auto& s : optimizer_->state()) comm_->broadcast(s.view, s.view, 0);
+  if (start_.resumed) {
+    // Proof that every rank continues from the checkpoint's parameters (a
+    // restart on fewer nodes included): one host copy, once, at start-up.
+    const BufferView params = model_->params();
+    std::vector<float> host(params.count);
+    copy_view(view_of(host.data(), host.size()), params);
+    start_.params_hash = hash_bytes(host.data(), host.size() * sizeof(float));
+    check_replicas(*control_, start_.params_hash, start_.step);
+  }
   optimizer_->set_step_count(start_.step);
   RT_CHECK(start_.step <= total_steps_,
            "checkpoint {} is at step {}, past the {} steps this run asks for", start_.path,
@@ -351,8 +360,10 @@ void Trainer::announce() const {
        total_steps_, micro_per_epoch_ / cfg_.accum, sync_->plan().buckets().size(), cfg_.bucket_mb,
        cfg_.overlap ? "on" : "off");
   if (!start_.path.empty())
-    log0("  resumed from {} at step {} (epoch {}, step {} of the epoch)", start_.path, start_.step,
-         start_.cursor.epoch, start_.cursor.step);
+    log0(
+        "  resumed from {} at step {} (epoch {}, step {} of the epoch); parameters hash {:016x} "
+        "on every rank",
+        start_.path, start_.step, start_.cursor.epoch, start_.cursor.step, start_.params_hash);
 }
 
 StepOutcome Trainer::step() {
