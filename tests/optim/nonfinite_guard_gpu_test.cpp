@@ -5,6 +5,7 @@
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <limits>
 #include <vector>
@@ -88,6 +89,53 @@ TEST_CASE("gpu guard: decided on the device, no host sync per step, bad update a
   sgd->step(p, gv, 1.f);
   host_sync::wait_device(kGpu, "test");
   CHECK(download(p) == after_good);  // latched: no update after the stop
+}
+
+TEST_CASE("gpu guard: a skipped AdamW step leaves moments and step count as a CPU run without it",
+          "[gpu][optim][nonfinite]") {
+  constexpr std::size_t n = 4099;
+  OptimizerConfig config;
+  config.kind = "adamw";
+  config.weight_decay = 0.01f;
+  auto cpu = make_optimizer(config, n, Device::cpu());
+  auto gpu = make_optimizer(config, n, kGpu);
+  Tensor totals = Tensor::zeros({3}, DType::f64, kGpu);
+  NonfiniteTracker tracker(kGpu, /*max_consecutive_skips=*/3, totals.buffer());
+  gpu->set_update_gate(tracker.gate());
+  std::vector<float> p(n), g(n);
+  for (std::size_t i = 0; i < n; ++i) p[i] = std::sin(0.1f * static_cast<float>(i));
+  Tensor dp = Tensor::zeros({n}, DType::f32, kGpu), dg = Tensor::zeros({n}, DType::f32, kGpu);
+  copy_view(dp.buffer(), view_of(p.data(), n));
+  // Steps 1, 3 and 4 are good; step 2 has a NaN and is skipped on the GPU and
+  // not taken on the CPU: AdamW's bias correction must count 1, 2, 3.
+  for (std::uint64_t step = 1; step <= 4; ++step) {
+    for (std::size_t i = 0; i < n; ++i)
+      g[i] = std::cos(0.05f * static_cast<float>(i * step)) * 0.1f;
+    if (step == 2) g[17] = std::numeric_limits<float>::infinity();
+    copy_view(dg.buffer(), view_of(g.data(), n));
+    tracker.begin_step(nullptr);
+    tracker.check_local(dg.buffer(), 0, nullptr);
+    tracker.decide(step, dg.buffer(), 1, nullptr);
+    gpu->step(dp.buffer(), dg.buffer(), 0.01f);
+    if (step != 2) cpu->step(view_of(p.data(), n), view_of(g.data(), n), 0.01f);
+  }
+  host_sync::wait_device(kGpu, "test");
+  CHECK(tracker.observed().skipped == 1);
+  const std::vector<float> gp = download(dp.buffer());
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < n; ++i)
+    wrong += std::abs(gp[i] - p[i]) > 1e-5f * (1.f + std::abs(p[i]));
+  CHECK(wrong == 0);
+  const auto cs = cpu->state(), gs = gpu->state();
+  for (std::size_t k = 0; k < cs.size(); ++k) {
+    const std::vector<float> d = download(gs[k].view);
+    std::size_t off = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const float c = cs[k].view.as<float>()[i];
+      off += std::abs(d[i] - c) > 1e-5f * (1.f + std::abs(c));
+    }
+    CHECK(off == 0);
+  }
 }
 
 int main(int argc, char** argv) {
