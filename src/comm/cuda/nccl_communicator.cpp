@@ -139,7 +139,7 @@ class NcclCommunicator final : public Communicator {
     RT_NCCL_CHECK(ncclCommInitRankConfig(&comm_, size(), id, rank(), &config));
     // From here a fatal error on any thread aborts the communicator first.
     hook_ = register_abort_hook([c = comm_] { ncclCommAbort(c); });
-    settle("ncclCommInitRankConfig", 0, Deadline(options.timeout_seconds));
+    settle("ncclCommInitRankConfig", 0, Deadline(options.timeout_seconds, &board_));
     RT_CUDA_CHECK(cudaMalloc(&barrier_word_, sizeof(float)));
     watchdog_ = std::thread([this] { watch(); });
   }
@@ -233,6 +233,16 @@ class NcclCommunicator final : public Communicator {
                         ncclGetErrorString(rc != ncclSuccess ? rc : state),
                         ncclGetLastError(comm_)));
     if (deadline.expired()) {
+      // A rank of this node that died ends the wait at once (ArrivalBoard).
+      if (const std::vector<LostRank> lost = board_.lost(); !lost.empty()) {
+        std::vector<std::string> who;
+        for (const LostRank& l : lost)
+          who.push_back(fmt::format("{} (process {})", l.world_rank, l.pid));
+        fatal(
+            fmt::format("nccl {} #{}: rank(s) {} died: the process is gone (rank {} aborts the "
+                        "NCCL communicator)",
+                        what, seq, fmt::join(who, ", "), rank()));
+      }
       const std::vector<int> missing = board_.behind(seq);
       fatal(fmt::format(
           "nccl {} #{} timed out after {} s: {} (rank {} aborts the NCCL communicator)", what, seq,
@@ -270,13 +280,14 @@ class NcclCommunicator final : public Communicator {
     if (rc != ncclSuccess && rc != ncclInProgress)
       fatal(fmt::format("nccl {} #{} could not be issued on rank {}: {} ({})", what, seq, rank(),
                         ncclGetErrorString(rc), ncclGetLastError(comm_)));
-    settle(what, seq, Deadline(options().timeout_seconds));
+    settle(what, seq, Deadline(options().timeout_seconds, &board_));
     OrderingPoint done = OrderingPoint::record(device(), stream_);
     {
       std::lock_guard lock(watch_mutex_);
       // Nothing ahead of it on the stream: it may start now.
       if (outstanding_.empty()) flight::on_start(record);
-      outstanding_.push_back({seq, what, done, Deadline(options().timeout_seconds), record});
+      outstanding_.push_back(
+          {seq, what, done, Deadline(options().timeout_seconds, &board_), record});
     }
     return CommRequest(std::make_shared<NcclRequest>(*this, what, seq, std::move(done)));
   }
