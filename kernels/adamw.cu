@@ -2,6 +2,7 @@
 #include "core/cuda/check_cuda.h"
 #include "kernels/adamw.cuh"
 #include "kernels/adamw.h"
+#include "kernels/nonfinite_guard.cuh"
 #include "kernels/optim_launch.cuh"
 
 namespace ringtrain::kernels {
@@ -10,7 +11,11 @@ namespace {
 
 __global__ void adamw_f32_kernel(float* __restrict__ p, const float* __restrict__ g,
                                  float* __restrict__ m, float* __restrict__ v, std::size_t n,
-                                 AdamWCoefficients c) {
+                                 AdamWCoefficients c, const NonfiniteGuardState* gate) {
+  if (!nonfinite_gate_open(gate)) return;
+  // Skipped steps were issued as no-ops: the bias correction counts the others.
+  if (gate != nullptr && gate->skipped != 0)
+    adamw_bias_correction(c, nonfinite_applied_steps(gate, c.step));
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
     float pi = p[i];
@@ -26,10 +31,11 @@ __global__ void adamw_f32_kernel(float* __restrict__ p, const float* __restrict_
 }  // namespace
 
 void adamw_f32_cuda(float* params, const float* grads, float* exp_avg, float* exp_avg_sq,
-                    std::size_t n, const AdamWCoefficients& coefficients, void* stream) {
+                    std::size_t n, const AdamWCoefficients& coefficients,
+                    const NonfiniteGuardState* gate, void* stream) {
   if (n == 0) return;
   adamw_f32_kernel<<<optim_blocks(n), kOptimThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-      params, grads, exp_avg, exp_avg_sq, n, coefficients);
+      params, grads, exp_avg, exp_avg_sq, n, coefficients, gate);
   RT_CUDA_CHECK_LAUNCH();
 }
 

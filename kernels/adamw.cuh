@@ -5,7 +5,8 @@
 //   v  = b2 * v + (1 - b2) * g^2
 //   p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
 // The per-step scalars (bias corrections) are computed once on the host, in
-// double, and passed in as AdamWCoefficients.
+// double, and passed in as AdamWCoefficients; a kernel gated by the
+// --nonfinite decision recomputes them when steps were skipped on the device.
 #pragma once
 
 #include <math.h>
@@ -23,7 +24,20 @@ struct AdamWCoefficients {
   float decay_factor = 1.f;    // 1 - lr * weight_decay
   float step_size = 0.f;       // lr / (1 - beta1^t)
   float inv_sqrt_bias2 = 1.f;  // 1 / sqrt(1 - beta2^t)
+  float lr = 0.f;
+  unsigned long long step = 1;  // t, 1-based
 };
+
+// step_size and inv_sqrt_bias2 for step t, in double: 1 - beta^t loses all
+// precision in float for large t.
+RT_HD void adamw_bias_correction(AdamWCoefficients& c, unsigned long long t) {
+  const double td = static_cast<double>(t);
+  const double bias1 = 1.0 - pow(static_cast<double>(c.beta1), td);
+  const double bias2 = 1.0 - pow(static_cast<double>(c.beta2), td);
+  c.step = t;
+  c.step_size = static_cast<float>(static_cast<double>(c.lr) / bias1);
+  c.inv_sqrt_bias2 = static_cast<float>(1.0 / sqrt(bias2));
+}
 
 // Split in two so the CPU loop can take the square roots in between with
 // vector instructions (src/optim/adamw.cpp); adamw_element composes them.

@@ -29,13 +29,24 @@ std::function<void()> CpuCommunicator::wrap(std::string_view what, std::size_t b
   return [this, seq, what, timeout, record, run = std::move(run)]() {
     flight::on_start(record);
     board_.enter(seq);
-    const OpContext ctx{seq, what, Deadline(timeout)};
+    const OpContext ctx{seq, what, Deadline(timeout, &board_)};
     run(ctx);
     flight::on_complete(record);
   };
 }
 
 void CpuCommunicator::timed_out(const OpContext& ctx, const std::string& waiting_on) const {
+  // A rank of this node that died ended the wait early (ArrivalBoard watches).
+  if (const std::vector<LostRank> lost = board_.lost(); !lost.empty()) {
+    std::vector<std::string> who;
+    for (const LostRank& l : lost)
+      who.push_back(fmt::format("{} (process {})", l.world_rank, l.pid));
+    throw CommTimeout(
+        fmt::format("{} {} #{}: rank(s) {} died: the process is gone (rank {} was "
+                    "waiting for {})",
+                    name(), ctx.what, ctx.seq, fmt::join(who, ", "), rank(), waiting_on),
+        -1);
+  }
   const std::vector<int> missing = board_.behind(ctx.seq);
   std::string who;
   if (!missing.empty())

@@ -14,19 +14,45 @@
 
 namespace ringtrain::comm_detail {
 
+// Tells, cheaply, that a peer a wait depends on has died: the wait then ends
+// at once instead of at its deadline (a rank killed with SIGKILL leaves its
+// peers waiting; the launcher kills them within a second or two, before any
+// timeout, so the job would end without saying who was lost).
+class PeerWatch {
+ public:
+  virtual bool peer_lost() const = 0;
+
+ protected:
+  ~PeerWatch() = default;
+};
+
 class Deadline {
  public:
   using Clock = std::chrono::steady_clock;
-  explicit Deadline(double seconds)
+  explicit Deadline(double seconds, const PeerWatch* watch = nullptr)
       : seconds_(seconds),
         end_(Clock::now() +
-             std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds))) {}
-  bool expired() const { return Clock::now() >= end_; }
+             std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds))),
+        watch_(watch) {}
+  // True at the deadline, or once the watch reports a lost peer (looked at
+  // every 100 ms at most, so a wait stays cheap).
+  bool expired() const {
+    const auto now = Clock::now();
+    if (now >= end_ || lost_) return true;
+    if (watch_ != nullptr && now >= next_probe_) {
+      next_probe_ = now + std::chrono::milliseconds(100);
+      lost_ = watch_->peer_lost();
+    }
+    return lost_;
+  }
   double seconds() const { return seconds_; }
 
  private:
   double seconds_;
   Clock::time_point end_;
+  const PeerWatch* watch_;
+  mutable Clock::time_point next_probe_{};
+  mutable bool lost_ = false;
 };
 
 // How a wait backs off. Every phase is bounded in time, not in polls: a poll

@@ -326,6 +326,10 @@ void Model::zero_grads() {
   device_zero(state_->grads.ptr, state_->grads.bytes(), options_.device);
 }
 
+BufferView Model::loss_totals_view() const {
+  return state_->loss_totals.buffer();
+}
+
 void* Model::compute_stream() const {
   return state_->ctx->stream();
 }

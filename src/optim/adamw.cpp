@@ -58,9 +58,6 @@ AdamWOptimizer::AdamWOptimizer(const OptimizerConfig& config, std::size_t param_
 kernels::AdamWCoefficients AdamWOptimizer::coefficients(std::uint64_t t, float lr) const {
   const double b1 = beta1_;
   const double b2 = beta2_;
-  const double td = static_cast<double>(t);
-  const double bias1 = 1.0 - std::pow(b1, td);
-  const double bias2 = 1.0 - std::pow(b2, td);
   kernels::AdamWCoefficients c;
   c.beta1 = beta1_;
   c.beta2 = beta2_;
@@ -68,8 +65,8 @@ kernels::AdamWCoefficients AdamWOptimizer::coefficients(std::uint64_t t, float l
   c.one_minus_beta2 = static_cast<float>(1.0 - b2);
   c.eps = eps_;
   c.decay_factor = static_cast<float>(1.0 - static_cast<double>(lr) * weight_decay_);
-  c.step_size = static_cast<float>(static_cast<double>(lr) / bias1);
-  c.inv_sqrt_bias2 = static_cast<float>(1.0 / std::sqrt(bias2));
+  c.lr = lr;
+  kernels::adamw_bias_correction(c, t);
   return c;
 }
 
@@ -77,7 +74,7 @@ void AdamWOptimizer::step(BufferView params, BufferView grads, float lr) {
   check_step_arguments("adamw", params, grads, param_count_, device_, lr);
   const kernels::AdamWCoefficients c = coefficients(steps_ + 1, lr);
   if (device_.is_cuda())
-    optim_cuda::adamw_step(params, grads, exp_avg_.data(), exp_avg_sq_.data(), c);
+    optim_cuda::adamw_step(params, grads, exp_avg_.data(), exp_avg_sq_.data(), c, gate_);
   else
     adamw_cpu(params.as<float>(), grads.as<float>(), exp_avg_.data(), exp_avg_sq_.data(),
               param_count_, c);

@@ -8,6 +8,7 @@
 #include <cstddef>
 
 #include "kernels/adamw.cuh"
+#include "kernels/nonfinite_guard.cuh"
 #include "ringtrain/core/buffer_view.h"
 
 namespace ringtrain::optim_cuda {
@@ -19,12 +20,33 @@ void free_f32(float* ptr, int ordinal) noexcept;
 void copy_to_device(BufferView dst, const float* src);
 void copy_to_host(float* dst, BufferView src);
 
+// The updates are no-ops on the device unless gate->apply (nullptr: always).
 void sgd_step(BufferView params, BufferView grads, float* momentum_buf, float lr, float momentum,
-              float weight_decay, bool nesterov);
+              float weight_decay, bool nesterov, const kernels::NonfiniteGuardState* gate);
 void adamw_step(BufferView params, BufferView grads, float* exp_avg, float* exp_avg_sq,
-                const kernels::AdamWCoefficients& coefficients);
+                const kernels::AdamWCoefficients& coefficients,
+                const kernels::NonfiniteGuardState* gate);
 // Sum of squares in double; waits for the result.
 double sum_squares(BufferView x);
 void scale(BufferView x, float factor);
+
+// The --nonfinite state on a device (nonfinite_tracker.h): the state in device
+// memory and its mirror in mapped host memory, which the device writes after
+// each decision and the host reads without a copy.
+struct GuardMemory {
+  kernels::NonfiniteGuardState* state = nullptr;          // device
+  kernels::NonfiniteGuardState* mirror_host = nullptr;    // host view of the mirror
+  kernels::NonfiniteGuardState* mirror_device = nullptr;  // device view of the mirror
+};
+GuardMemory alloc_guard(int ordinal);
+void free_guard(const GuardMemory& memory, int ordinal) noexcept;
+// Queued on `stream` (cudaStream_t as void*) of the guard's device, never waited for.
+void guard_first_nonfinite(BufferView x, unsigned long long offset, unsigned long long* first_bad,
+                           void* stream);
+void guard_save_loss(const GuardMemory& memory, BufferView loss_totals, void* stream);
+void guard_check_loss(const GuardMemory& memory, BufferView loss_totals, float* poison,
+                      void* stream);
+void guard_decide(const GuardMemory& memory, unsigned long long step, unsigned long long max_skips,
+                  unsigned long long samples, BufferView loss_totals, void* stream);
 
 }  // namespace ringtrain::optim_cuda

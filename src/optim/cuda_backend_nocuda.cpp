@@ -23,10 +23,12 @@ void copy_to_device(BufferView dst, const float*) {
 void copy_to_host(float*, BufferView src) {
   no_cuda("a device-to-host copy", src.device.index);
 }
-void sgd_step(BufferView params, BufferView, float*, float, float, float, bool) {
+void sgd_step(BufferView params, BufferView, float*, float, float, float, bool,
+              const kernels::NonfiniteGuardState*) {
   no_cuda("an SGD step", params.device.index);
 }
-void adamw_step(BufferView params, BufferView, float*, float*, const kernels::AdamWCoefficients&) {
+void adamw_step(BufferView params, BufferView, float*, float*, const kernels::AdamWCoefficients&,
+                const kernels::NonfiniteGuardState*) {
   no_cuda("an AdamW step", params.device.index);
 }
 double sum_squares(BufferView x) {
@@ -34,6 +36,24 @@ double sum_squares(BufferView x) {
 }
 void scale(BufferView x, float) {
   no_cuda("buffer scaling", x.device.index);
+}
+
+GuardMemory alloc_guard(int ordinal) {
+  no_cuda("the --nonfinite guard state", ordinal);
+}
+void free_guard(const GuardMemory&, int) noexcept {}
+void guard_first_nonfinite(BufferView x, unsigned long long, unsigned long long*, void*) {
+  no_cuda("a finiteness check", x.device.index);
+}
+void guard_save_loss(const GuardMemory&, BufferView loss_totals, void*) {
+  no_cuda("the --nonfinite guard", loss_totals.device.index);
+}
+void guard_check_loss(const GuardMemory&, BufferView loss_totals, float*, void*) {
+  no_cuda("the --nonfinite guard", loss_totals.device.index);
+}
+void guard_decide(const GuardMemory&, unsigned long long, unsigned long long, unsigned long long,
+                  BufferView loss_totals, void*) {
+  no_cuda("the --nonfinite guard", loss_totals.device.index);
 }
 
 }  // namespace ringtrain::optim_cuda

@@ -38,7 +38,7 @@ void SgdOptimizer::step(BufferView params, BufferView grads, float lr) {
   const bool with_momentum = momentum_ > 0.f;
   if (device_.is_cuda()) {
     optim_cuda::sgd_step(params, grads, with_momentum ? momentum_buf_.data() : nullptr, lr,
-                         momentum_, weight_decay_, nesterov_);
+                         momentum_, weight_decay_, nesterov_, gate_);
   } else if (!with_momentum) {
     sgd_plain_cpu(params.as<float>(), grads.as<float>(), param_count_, lr, weight_decay_);
   } else if (nesterov_) {

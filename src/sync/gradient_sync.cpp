@@ -3,7 +3,6 @@
 #include "ringtrain/comm/flight_recorder.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/timer.h"
-#include "ringtrain/optim/finite_check.h"
 
 namespace ringtrain {
 
@@ -28,15 +27,14 @@ void GradientSynchronizer::begin_step(bool sync) {
   ready_.clear();
   timings_.clear();
   exposed_s_ = 0;
-  local_finite_.reset();
-  if (!grads_.device.is_cuda()) local_finite_ = true;
 }
 
 void GradientSynchronizer::launch(std::size_t b) {
   const Bucket& bucket = plan_.buckets()[b];
   BufferView slice = grads_.slice(bucket.offset, bucket.count);
-  // Before the all-reduce overwrites it with the average (CPU buffers only).
-  if (local_finite_ && *local_finite_) local_finite_ = all_finite(slice);
+  // Before the all-reduce overwrites it with the average (queued on the
+  // compute stream, so the all-reduce starts after it).
+  if (local_check_) local_check_(slice, bucket.offset);
   // The average or sum over ranks (each backend's arithmetic: communicator.h). The
   // bucket's all-reduce starts after the gradient kernels queued so far.
   comm_.order_after(OrderingPoint::record(grads_.device, compute_stream_));
@@ -58,7 +56,7 @@ void GradientSynchronizer::on_layer_ready(std::size_t layer) {
 void GradientSynchronizer::finish() {
   // One rank: the average (or sum) is the gradient itself; nothing to exchange.
   if (!sync_ || comm_.size() == 1) {
-    if (sync_ && local_finite_) local_finite_ = all_finite(grads_);
+    if (sync_ && local_check_) local_check_(grads_, 0);
     return;
   }
   const double start = monotonic_seconds();

@@ -7,7 +7,8 @@
 //                  forward, loss added to totals on the device
 //                  backward --(layer k's grads queued)--> bucket complete? start its all-reduce
 //                the optimizer is ordered after every bucket; non-finite guard
-//                (--nonfinite: stop, or skip the update), clip, update
+//                (--nonfinite: stop, or skip the update; decided on the device
+//                on a GPU, reported at the next sync point), clip, update
 //   after-step   log (reads the loss totals), eval, replica check, checkpoint, stop
 //
 // The CPU and GPU steps are one sequence. Its ordering points are events on a
@@ -116,7 +117,9 @@ class Trainer {
   std::string checkpoint(bool finished);
   EvalResult evaluate_now();
   void inject_faults();
+  bool nan_fault_now() const;
   void inject_nonfinite_gradient(std::size_t layer);
+  void inject_nonfinite_loss();
   // Names the phase for the flight recorder (and the stall fault hook).
   void phase(std::string_view name);
 
@@ -163,6 +166,7 @@ class Trainer {
   TrainSummary summary_;
   int diverge_rank_ = -1;
   int nan_rank_ = -1;                                 // RINGTRAIN_FAULT_NAN_RANK
+  bool nan_in_loss_ = false;                          // RINGTRAIN_FAULT_NAN_WHAT=loss
   std::uint64_t nan_first_step_ = 0, nan_steps_ = 0;  // RINGTRAIN_FAULT_NAN_STEP, _COUNT
   int step_delay_ms_ = 0;
 };
@@ -205,8 +209,12 @@ Trainer::Trainer(const TrainConfig& cfg, const Topology& topo)
   // [RINGTRAIN_FAULT_NAN_COUNT=n, default 1] puts a NaN into rank r's first
   // parameter gradient in steps s..s+n-1, before the all-reduce, so tests can
   // check that --nonfinite names the rank and the tensor, and skips or stops.
+  // RINGTRAIN_FAULT_NAN_WHAT=loss puts it into that rank's loss of those steps
+  // instead, leaving the gradients finite.
   if (const char* nan = std::getenv("RINGTRAIN_FAULT_NAN_RANK")) {
     nan_rank_ = std::atoi(nan);
+    const char* what = std::getenv("RINGTRAIN_FAULT_NAN_WHAT");
+    nan_in_loss_ = what != nullptr && std::string_view(what) == "loss";
     const char* at = std::getenv("RINGTRAIN_FAULT_NAN_STEP");
     const char* count = std::getenv("RINGTRAIN_FAULT_NAN_COUNT");
     nan_first_step_ = at ? std::strtoull(at, nullptr, 10) : 1;
@@ -305,7 +313,13 @@ void Trainer::make_backend_and_optimizer() {
                   static_cast<std::size_t>(cfg_.bucket_mb * 1024.0 * 1024.0));
   sync_.emplace(*comm_, std::move(plan), grads_, cfg_.overlap, model_->compute_stream(),
                 gradient_reduce_op(cfg_));
-  nonfinite_.emplace(NonfinitePolicy::parse(cfg_.nonfinite), *control_, *model_, cfg_.ckpt_dir);
+  nonfinite_.emplace(NonfinitePolicy::parse(cfg_.nonfinite), *control_, *model_, cfg_.ckpt_dir,
+                     device_, model_->loss_totals_view());
+  // On a GPU the update is gated on the decision the device takes.
+  optimizer_->set_update_gate(nonfinite_->gate());
+  sync_->set_local_check([this](BufferView slice, std::size_t offset) {
+    nonfinite_->check_local(slice, offset, model_->compute_stream());
+  });
   stragglers_.emplace(topo_.world_size() > 1 ? cfg_.straggler_every : 0);
 }
 
@@ -327,6 +341,15 @@ void Trainer::resume_and_replicate() {
   comm_->order_after(OrderingPoint::record(device_, nullptr));
   comm_->broadcast(model_->params(), model_->params(), 0);
   for (auto& s : optimizer_->state()) comm_->broadcast(s.view, s.view, 0);
+  if (start_.resumed) {
+    // Proof that every rank continues from the checkpoint's parameters (a
+    // restart on fewer nodes included): one host copy, once, at start-up.
+    const BufferView params = model_->params();
+    std::vector<float> host(params.count);
+    copy_view(view_of(host.data(), host.size()), params);
+    start_.params_hash = hash_bytes(host.data(), host.size() * sizeof(float));
+    check_replicas(*control_, start_.params_hash, start_.step);
+  }
   optimizer_->set_step_count(start_.step);
   RT_CHECK(start_.step <= total_steps_,
            "checkpoint {} is at step {}, past the {} steps this run asks for", start_.path,
@@ -351,8 +374,10 @@ void Trainer::announce() const {
        total_steps_, micro_per_epoch_ / cfg_.accum, sync_->plan().buckets().size(), cfg_.bucket_mb,
        cfg_.overlap ? "on" : "off");
   if (!start_.path.empty())
-    log0("  resumed from {} at step {} (epoch {}, step {} of the epoch)", start_.path, start_.step,
-         start_.cursor.epoch, start_.cursor.step);
+    log0(
+        "  resumed from {} at step {} (epoch {}, step {} of the epoch); parameters hash {:016x} "
+        "on every rank",
+        start_.path, start_.step, start_.cursor.epoch, start_.cursor.step, start_.params_hash);
 }
 
 StepOutcome Trainer::step() {
@@ -362,6 +387,8 @@ StepOutcome Trainer::step() {
   out.started_s = monotonic_seconds();
   out.epoch = cursor_.epoch;
   Model& model = *model_;
+  nonfinite_->begin_step(model.compute_stream());
+  std::uint64_t step_samples = 0;
   for (std::size_t micro = 0; micro < cfg_.accum; ++micro) {
     const double t_data = monotonic_seconds();
     phase("data");  // (a fault stall here counts as data wait)
@@ -376,6 +403,7 @@ StepOutcome Trainer::step() {
     model.forward_accumulate(batch.x.as<const float>(), batch.y.as<const std::int32_t>(),
                              batch.size,
                              /*training=*/true);
+    if (micro + 1 == cfg_.accum) inject_nonfinite_loss();
     const double t_bwd = monotonic_seconds();
     timing.forward += t_bwd - t_fwd;
     phase("backward");
@@ -393,6 +421,7 @@ StepOutcome Trainer::step() {
     recorder_->trace_span("backward", "compute", t_bwd, t_end);
     recorder_->trace_span("data wait", "data", t_data, t_fwd);
     window_.samples += static_cast<double>(batch.size);
+    step_samples += batch.size;
     cursor_ = sampler_->next(cursor_);
   }
   phase("all-reduce wait");
@@ -418,15 +447,12 @@ StepOutcome Trainer::step() {
   const double t_opt = monotonic_seconds();
   phase("optimizer");
   out.lr = schedule_->lr_at(step_);
-  if (nonfinite_->admit(step_ + 1, grads_, sync_->local_gradients_finite())) {
+  // A skipped step leaves the parameters and the optimizer state as they were
+  // (on a GPU the update is issued and is a no-op on the device); its loss is
+  // rolled back, and its samples leave the window when it is reported.
+  if (nonfinite_->admit(step_ + 1, grads_, step_samples, model.compute_stream())) {
     if (cfg_.clip_norm > 0) timing.grad_norm = clip_grad_norm(grads_, cfg_.clip_norm);
     optimizer_->step(model.params(), grads_, out.lr);
-  } else {
-    // A skipped step leaves the parameters and the optimizer state as they
-    // were; its loss (non-finite) is dropped from the window, with the samples
-    // it was averaged over.
-    (void)model.take_loss_totals();
-    window_.samples = 0;
   }
   timing.skipped_steps = nonfinite_->skipped();
   timing.optimizer = monotonic_seconds() - t_opt;
@@ -464,6 +490,11 @@ void Trainer::log_step(StepOutcome& outcome) {
   const std::uint64_t syncs_before = host_sync::count();
   window_.loss_sum = model_->take_loss_totals().loss_sum;
   outcome.timing.host_syncs += host_sync::count() - syncs_before;
+  // The loss read synchronised with the device: the guard's state is current
+  // (on a GPU, this is where a bad step is reported or the run stops).
+  nonfinite_->report();
+  window_.samples -= static_cast<double>(nonfinite_->take_skipped_samples());
+  outcome.timing.skipped_steps = nonfinite_->skipped();
   outcome.timing.host_syncs_between_logs = host_syncs_between_logs_;
   host_syncs_between_logs_ = 0;
   static_assert(sizeof(LossWindow) == 2 * sizeof(double));
@@ -493,6 +524,7 @@ bool Trainer::after_step(StepOutcome& outcome) {
   }
   inject_faults();
   if (cfg_.check_every > 0 && (step_ % cfg_.check_every == 0 || last)) {
+    nonfinite_->sync_and_report();
     BufferView params = model_->params();
     std::vector<float> host(params.count);
     // The copy waits for the device (a counted host sync).
@@ -515,6 +547,9 @@ bool Trainer::after_step(StepOutcome& outcome) {
 
 std::string Trainer::checkpoint(bool finished) {
   if (cfg_.ckpt_dir.empty()) return {};
+  // Never a checkpoint from a state after a bad step: on a GPU the host learns
+  // of one here at the latest (the run stops with its message).
+  nonfinite_->sync_and_report();
   flight::enter_phase("checkpoint", step_);
   std::string path;
   if (topo_.rank() == 0) {
@@ -535,6 +570,7 @@ std::string Trainer::checkpoint(bool finished) {
 }
 
 EvalResult Trainer::evaluate_now() {
+  nonfinite_->sync_and_report();
   flight::enter_phase("eval", step_);
   const double t0 = monotonic_seconds();
   EvalResult r = evaluate(*model_, *eval_data_, *control_, model_->max_batch(), device_);
@@ -547,11 +583,21 @@ void Trainer::phase(std::string_view name) {
   fault_stall_point(name, topo_.rank(), step_ + 1);
 }
 
-void Trainer::inject_nonfinite_gradient(std::size_t layer) {
+bool Trainer::nan_fault_now() const {
   const std::uint64_t step = step_ + 1;
-  if (nan_rank_ != topo_.rank() || step < nan_first_step_ || step >= nan_first_step_ + nan_steps_ ||
-      model_->param_info().empty())
-    return;
+  return nan_rank_ == topo_.rank() && step >= nan_first_step_ &&
+         step < nan_first_step_ + nan_steps_;
+}
+
+void Trainer::inject_nonfinite_loss() {
+  if (!nan_in_loss_ || !nan_fault_now()) return;
+  // The step's loss, once its last forward has added it to the totals.
+  double nan = std::numeric_limits<double>::quiet_NaN();
+  copy_view(model_->loss_totals_view().slice(0, 1), BufferView{&nan, 1, DType::f64, Device::cpu()});
+}
+
+void Trainer::inject_nonfinite_gradient(std::size_t layer) {
+  if (nan_in_loss_ || !nan_fault_now() || model_->param_info().empty()) return;
   // The first parameter tensor's gradient, once backward has written it.
   const ParamInfo& first = model_->param_info().front();
   if (layer != first.layer) return;
@@ -576,6 +622,7 @@ TrainSummary Trainer::run() {
     if (!after_step(outcome)) break;
   }
   if (stop_in_flight_) stop_request_.wait();
+  nonfinite_->sync_and_report();
   if (!have_eval_) last_eval_ = evaluate_now();
   summary_.steps = step_;
   summary_.epochs = static_cast<double>(step_ * cfg_.accum) / static_cast<double>(micro_per_epoch_);

@@ -127,6 +127,7 @@ ResumePoint resume_training_state(const TrainConfig& cfg, Communicator& control,
     log0("resume: no checkpoint found in {}, starting from step 0", cfg.ckpt_dir);
     return point;
   }
+  point.resumed = true;
   point.step = message.step;
   point.cursor = ShardedSampler::convert_cursor(
       {message.epoch, message.epoch_step}, message.old_sampler_global_batch, sampler_global_batch);

@@ -50,7 +50,10 @@ grep -q "dropping host node2 (1 slot(s)): .*no route to host" "$out/log.txt" || 
 line=$(grep -m1 -E "restart 1/2 on 2 host\(s\), 2 rank\(s\): resuming at step [0-9]+ .*time lost [0-9.]+ s" "$out/log.txt") ||
   fail "no restart line with the step and the time lost"
 step=$(echo "$line" | sed -n 's/.*resuming at step \([0-9]*\) .*/\1/p')
-grep -q "resumed from .*ckpt-$step.h5 at step $step " "$out/log.txt" || fail "the relaunch did not resume at step $step"
+# Right after the restart, both ranks hold exactly the checkpoint's parameters.
+hash=$("$COMPARE" --hash "$out/ckpt/ckpt-$step.h5") || fail "cannot hash ckpt-$step"
+grep -q "resumed from .*ckpt-$step.h5 at step $step .*parameters hash $hash on every rank" "$out/log.txt" ||
+  fail "the relaunch did not resume at step $step with the checkpoint's parameters (hash $hash)"
 grep -q "ringtrain train: 2 rank(s) on 2 node(s)" "$out/log.txt" || fail "the relaunch did not run on 2 nodes"
 grep -q "split over 2 rank(s): 12 per rank" "$out/log.txt" || fail "the relaunch did not keep the global batch"
 # The state it resumed from is the uninterrupted run's at that step, and so is the end.

@@ -7,6 +7,8 @@
 #   sigterm   SIGTERM to the batch shell reaches the step (as SIGUSR1 to srun),
 #             then the job is requeued
 #   mpirun    LAUNCHER=mpirun: ringtrain-mpirun inside the allocation
+#   not_run   the launcher exits 0 but ringtrain never ran (no end-of-run
+#             record): not a success; the job is requeued to resume
 set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -18,13 +20,17 @@ fail() { echo "FAIL: $*"; exit 1; }
 mkdir -p "$tmp/bin" "$tmp/ckpt"
 # srun / mpirun stand-in: records its arguments; with FAKE_STEP_SECONDS it runs
 # that long, and on SIGTERM records it and exits as ringtrain does after its
-# checkpoint.
+# checkpoint. A run that ends with 0 leaves rank 0's end-of-run record, unless
+# FAKE_NOT_RUN is set (an srun whose step was aborted before it started).
 cat >"$tmp/bin/srun" <<'STUB'
 #!/usr/bin/env bash
 echo "$(basename "$0") $*" >>"$FAKE_LOG"
 trap 'echo "step got SIGTERM" >>"$FAKE_LOG"; exit 0' TERM
 trap 'echo "step got SIGUSR1" >>"$FAKE_LOG"; exit 0' USR1
 for ((i = 0; i < ${FAKE_STEP_SECONDS:-0} * 10; i++)); do sleep 0.1; done
+if [ "${FAKE_STEP_RC:-0}" -eq 0 ] && [ -z "${FAKE_NOT_RUN:-}" ]; then
+  echo '{"epochs":3.0,"kind":"summary","step":30,"stopped_by_signal":false}' >>"$LOGDIR/metrics.jsonl"
+fi
 exit "${FAKE_STEP_RC:-0}"
 STUB
 cp "$tmp/bin/srun" "$tmp/bin/mpirun"
@@ -82,5 +88,19 @@ case ${1:-} in
       fail "mpirun line (no machinefile inside an allocation, 2 GPUs per node)"
     grep -q -- "--machinefile" "$FAKE_LOG" && fail "a machinefile inside an allocation"
     echo "PASS" ;;
-  *) echo "usage: $0 fresh|resume|sigterm|mpirun" >&2; exit 2 ;;
+  not_run)
+    # An earlier run's end-of-run record does not count either.
+    mkdir -p "$LOGDIR"
+    echo '{"kind":"summary","step":10,"stopped_by_signal":false}' >"$LOGDIR/metrics.jsonl"
+    sleep 0.1
+    FAKE_NOT_RUN=1 run
+    [ "$rc" -eq 0 ] || fail "exit code $rc (the requeue is the job's way on)"
+    grep -q "the launcher exited 0 but ringtrain recorded no end of training" "$tmp/out" || fail "no message"
+    grep -q "^scontrol requeue 4242" "$FAKE_LOG" || fail "not requeued"
+    grep -q "training ended with exit code 0" "$tmp/out" && fail "reported success"
+    FAKE_NOT_RUN=1 SLURM_RESTART_COUNT=20 run
+    [ "$rc" -ne 0 ] && grep -q "not requeued" "$tmp/out" || fail "requeued beyond MAX_REQUEUES, or exit code 0"
+    ! compgen -G "$LOGDIR/.launch-*" >/dev/null || fail "the launch stamp was left in $LOGDIR"
+    echo "PASS" ;;
+  *) echo "usage: $0 fresh|resume|sigterm|mpirun|not_run" >&2; exit 2 ;;
 esac

@@ -3,6 +3,7 @@
 # unchanged, as a CPU job (DEVICE=cpu and --gpus-per-task=0 on the command line):
 #   complete    2 tasks train the mlp to the end: sacct says COMPLETED 0:0 and
 #               the output file has the final accuracy
+#   mpirun      the same with LAUNCHER=mpirun (ringtrain-mpirun in the allocation)
 #   timelimit   --time=1 --signal=B:TERM@50: the signal reaches ringtrain, which
 #               checkpoints; the job requeues itself and the next run resumes at
 #               the same sample and finishes, with the parameters of an
@@ -66,10 +67,13 @@ export CKPT_DIR=$WORK/ckpt LOGDIR=$WORK/logs
 cpu_job=(--gpus-per-task=0 --nodes=1 --ntasks-per-node=2 --cpus-per-task=1 --job-name=rt-test)
 
 case $case in
-  complete)
+  complete|mpirun)
+    # mpirun: LAUNCHER=mpirun, launch/ringtrain-mpirun inside the allocation;
+    # Open MPI reads the allocation and starts its daemon through Slurm.
     "$RINGTRAIN_EXE" convert synthetic --n 256 --test-n 101 --shape 1,8,8 --classes 4 --seed 7 -o "$WORK/data.h5" >/dev/null 2>&1 ||
       fail "could not make the data set"
     export DATA=$WORK/data.h5 EPOCHS=3 CKPT_EVERY=10 EXTRA_ARGS="--backend shm --timeout 60 --log-every 8"
+    [ "$case" = mpirun ] && export LAUNCHER=mpirun
     id=$(sbatch --parsable --wait "${cpu_job[@]}" --time=5 --output="$WORK/out-%j.txt" "$root/launch/slurm/train.sbatch")
     rc=$?
     cat "$WORK/out-$id.txt"
@@ -79,7 +83,10 @@ case $case in
     [ "$state" = "COMPLETED|0:0" ] || fail "job $id is '$state', expected COMPLETED|0:0"
     grep -q "ringtrain: done after 48 steps .*test accuracy [0-9.]*" "$WORK/out-$id.txt" || fail "no final accuracy in the output"
     grep -q "ringtrain train: 2 rank(s) on 1 node(s), backend shm" "$WORK/out-$id.txt" || fail "not 2 ranks"
-    echo "PASS: sbatch of train.sbatch completed (${state}) with the final accuracy in its output" ;;
+    if [ "$case" = mpirun ]; then
+      grep -q "running: env RINGTRAIN_EXE=.*ringtrain-mpirun -n 2 " "$WORK/out-$id.txt" || fail "not launched through ringtrain-mpirun"
+    fi
+    echo "PASS: sbatch of train.sbatch (LAUNCHER=${LAUNCHER:-srun}) completed (${state}) with the final accuracy in its output" ;;
 
   timelimit)
     # Long enough that the first run meets the signal (10 to ~40 s after the
@@ -113,7 +120,9 @@ case $case in
     grep -q "requeueing to resume" "$WORK/out.txt" || fail "not requeued"
     grep -q "restart 1\\]: checkpoints found" "$WORK/out.txt" || fail "no requeued run"
     grep -q "restart 2\\]" "$WORK/out.txt" && fail "requeued more than once"
-    grep -q "resumed from .*ckpt-$stopped.h5 at step $stopped " "$WORK/out.txt" || fail "the requeued run did not resume at step $stopped"
+    hash=$("$COMPARE" --hash "$CKPT_DIR/ckpt-$stopped.h5") || fail "cannot hash ckpt-$stopped"
+    grep -q "resumed from .*ckpt-$stopped.h5 at step $stopped .*parameters hash $hash on every rank" "$WORK/out.txt" ||
+      fail "the requeued run did not resume at step $stopped with the checkpoint's parameters (hash $hash)"
     grep -q "ringtrain: done after $steps steps" "$WORK/out.txt" || fail "the requeued run did not finish"
     wait "$ref" || { cat "$WORK/ref.log"; fail "reference run failed"; }
     "$COMPARE" "$WORK/ref/ckpt-$steps.h5" "$CKPT_DIR/ckpt-$steps.h5" --exact || fail "parameters differ from the uninterrupted run"
@@ -152,5 +161,5 @@ case $case in
     ! compgen -G "$WORK/out-*.txt" >/dev/null || fail "the template ran (an output file exists)"
     echo "PASS: $((cpus + 1)) tasks on $cpus CPUs refused by Slurm: $out" ;;
 
-  *) echo "usage: $0 complete|timelimit|scancel|too_many" >&2; exit 2 ;;
+  *) echo "usage: $0 complete|mpirun|timelimit|scancel|too_many" >&2; exit 2 ;;
 esac

@@ -7,7 +7,8 @@
 #                                    stops, a checkpoint is written, and a 2x2 run
 #                                    resumes from it
 #   train_multinode.sh kill9         SIGKILL to rank 3 on node1 mid-training ends
-#                                    the job within 60 s, naming rank and node
+#                                    the job within 60 s, naming rank and node;
+#                                    rank 2 (same node) says live it was lost
 #   train_multinode.sh flight        rank 3 on node1 stalls in data: the flight
 #                                    verdict and doctor flight name it
 # Uses tests/trainer/lib.sh (data set, train, same). Exit 77 where this machine
@@ -97,6 +98,10 @@ case ${1:-} in
     tail -n 15 "$out/log.txt"
     [ "$rc" -ne 0 ] || fail "the job must fail when a rank is killed"
     grep -Eq "rank 3 .*node node1.*signal 9" "$out/log.txt" || fail "no message naming rank 3 on node1"
+    # Rank 2, on the same node, sees the process gone and gives the verdict at
+    # once (--timeout is 60 s).
+    grep -m1 "flight verdict: " "$out/log.txt" | grep -Eq "rank 3 \(host node1, cpu\) was lost \(its process [0-9]+ is gone\) in phase" ||
+      { cat "$out/log.txt"; fail "no live verdict saying rank 3 on node1 was lost"; }
     no_leftovers "$out/log.txt"
     echo "PASS: SIGKILL to rank 3 on node1 mid-training ended the job (exit $rc)" ;;
   flight)

@@ -1,25 +1,44 @@
 // compare_checkpoints A.h5 B.h5 [--exact | --rtol R --atol A] [--any-step]
+// compare_checkpoints --hash A.h5
 // Exit 0 when every parameter (and optimizer state) tensor of A matches B:
 // bit for bit with --exact, else |a - b| <= rtol * max(|a|, |b|) + atol.
 // --any-step compares the tensors of checkpoints taken at different steps (a
 // skipped update leaves the state of the step before).
 // Prints the largest difference, so a failing test shows by how much.
+// --hash prints the hash of A's parameters in model order: the hash a resumed
+// `ringtrain train` logs for the parameters every rank starts from.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "ringtrain/core/error.h"
+#include "ringtrain/sync/run_agreement.h"
 #include "ringtrain/train/checkpoint.h"
 
 using namespace ringtrain;
 
 int main(int argc, char** argv) {
+  if (argc == 3 && !std::strcmp(argv[1], "--hash")) {
+    try {
+      const LoadedCheckpoint a = read_checkpoint(argv[2]);
+      std::vector<float> flat;
+      for (const auto& tensor : a.params)
+        flat.insert(flat.end(), tensor.second.begin(), tensor.second.end());
+      std::printf("%016llx\n",
+                  static_cast<unsigned long long>(hash_bytes(flat.data(), flat.size() * 4)));
+      return 0;
+    } catch (const Error& e) {
+      std::fprintf(stderr, "compare_checkpoints: %s\n", e.what());
+      return 2;
+    }
+  }
   if (argc < 3) {
-    std::fprintf(
-        stderr,
-        "usage: compare_checkpoints A.h5 B.h5 [--exact | --rtol R --atol A] [--any-step]\n");
+    std::fprintf(stderr,
+                 "usage: compare_checkpoints A.h5 B.h5 [--exact | --rtol R --atol A] [--any-step]\n"
+                 "       compare_checkpoints --hash A.h5\n");
     return 2;
   }
   bool exact = false, any_step = false;

@@ -2,7 +2,8 @@
 # On a GPU: --accum 2 --cache at batch B equals batch 2B (the loader must not
 # refill a batch's slot while queued kernels still read it), and 2 ranks
 # sharing the GPU (--allow-gpu-sharing: shm staged through pinned memory) equal
-# 1 rank at the doubled batch; a run repeats bit for bit. Skipped (77) without
+# 1 rank at the doubled batch; a run repeats bit for bit; steady steps take no
+# host sync (the non-finite guard included). Skipped (77) without
 # an NVIDIA device.
 [ -e /dev/nvidiactl ] || { echo "SKIPPED: no NVIDIA device"; exit 77; }
 source "$(dirname "$0")/lib.sh"
@@ -10,6 +11,15 @@ TRAIN_DEVICE=cuda
 common=(--model "$CNN" --max-steps 15 --epochs 100 --lr 0.05 --momentum 0.9 --seed 5
         --bucket-mb 0.0005 --cache --prefetch 3)
 train 1 "$WORK/b16" --batch 16 "${common[@]}"
+# The --nonfinite guard decides on the device: a steady GPU step asks the host
+# for no sync, a logged one for one (the loss read, where the guard is read too).
+python3 - "$WORK/b16/metrics.jsonl" <<'PY' || fail "host syncs on the GPU: a steady step synchronised"
+import json, sys
+train = [r for r in map(json.loads, open(sys.argv[1])) if r["kind"] == "train"]
+assert train, "no train rows"
+for r in train:
+    assert r["host_syncs_between_logs"] == 0 and r["host_syncs"] == 1, r
+PY
 # The same run twice gives the same bits (cuDNN algorithms from the heuristics:
 # chosen by measurement they varied from run to run).
 train 1 "$WORK/b16again" --batch 16 "${common[@]}"

@@ -71,4 +71,30 @@ export RINGTRAIN_FAULT_NAN_RANK=0 RINGTRAIN_FAULT_NAN_STEP=2 RINGTRAIN_FAULT_NAN
 run_fail skip_exhausted -np 2 "$RINGTRAIN_EXE" train "${common[@]}" --model "$MLP" --max-steps 8 --nonfinite skip:2
 grep -Eq "non-finite gradients at step 4: the local gradients of rank 0 were non-finite.*stopping \(3 consecutive bad steps, --nonfinite skip:2\)" "$WORK/skip_exhausted/log.txt" \
   || { cat "$WORK/skip_exhausted/log.txt"; fail "skip_exhausted: no stop after 3 bad steps"; }
-echo "PASS: non-finite gradients stop or skip as asked"
+# 5. A NaN loss on one rank with finite gradients: the all-reduce carries the
+# flag to every rank, and the stop names the step and that rank's loss.
+export RINGTRAIN_FAULT_NAN_RANK=2 RINGTRAIN_FAULT_NAN_STEP=3 RINGTRAIN_FAULT_NAN_COUNT=1 RINGTRAIN_FAULT_NAN_WHAT=loss
+run_fail loss -np 3 -x RINGTRAIN_FAULT_NAN_WHAT "$RINGTRAIN_EXE" train "${common[@]}" --model "$MLP" --max-steps 6 \
+  --ckpt-dir "$WORK/loss/ckpt" --ckpt-every 1
+grep -Eq "non-finite loss at step 3: the local loss of rank 2 was non-finite; first non-finite parameter tensor: none \(the gradients were finite\); stopping \(--nonfinite stop\)" "$WORK/loss/log.txt" \
+  || { cat "$WORK/loss/log.txt"; fail "loss: the message does not name step 3 and rank 2's loss"; }
+[ "$(newest "$WORK/loss/ckpt")" = "$WORK/loss/ckpt/ckpt-2.h5" ] || { ls "$WORK/loss/ckpt"; fail "loss: a checkpoint was written after step 2"; }
+echo "ok: loss: $(grep -m1 -Eo "non-finite loss at step .*" "$WORK/loss/log.txt")"
+# skip:1 leaves the state of step 2 and drops step 3's loss from the window:
+# the logged losses stay finite.
+MPIRUN+=(-x RINGTRAIN_FAULT_NAN_WHAT)
+out=$WORK/loss_skip
+train 3 "$out" --model "$MLP" --batch 8 --epochs 100 --max-steps 5 --ckpt-every 1 \
+  --nonfinite skip:1 --optimizer sgd --momentum 0.9
+"$COMPARE" "$out/ckpt/ckpt-3.h5" "$out/ckpt/ckpt-2.h5" --exact --any-step \
+  || fail "loss_skip: the skipped step 3 changed the state of step 2"
+grep -Eq "non-finite loss at step 3: the local loss of rank 2 was non-finite.*update skipped \(1 of at most 1 consecutive, 1 skipped in all\)" "$out/log.txt" \
+  || { cat "$out/log.txt"; fail "loss_skip: no skip message"; }
+python3 - "$out/metrics.jsonl" <<'PY' || fail "loss_skip: a logged loss is not finite or the skip is not counted"
+import json, math, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+train = {r["step"]: r for r in rows if r["kind"] == "train"}
+assert [train[s]["skipped_steps"] for s in range(1, 6)] == [0, 0, 1, 1, 1], train
+assert all(math.isfinite(r["loss"]) for r in train.values()), train
+PY
+echo "PASS: non-finite gradients and loss stop or skip as asked"

@@ -14,6 +14,9 @@ same "$WORK/full" "$WORK/same" --exact
 cp -r "$WORK/half" "$WORK/grow"
 train 4 "$WORK/grow" --batch 4 --max-steps 24 --resume latest "${common[@]}"
 grep -q "at step 12 (epoch 0, step 12 of the epoch)" "$WORK/grow/log.txt" || fail "world change did not map the cursor"
+# Right after the restart, all 4 ranks hold the checkpoint's parameters.
+hash=$("$COMPARE" --hash "$WORK/half/ckpt/ckpt-12.h5") || fail "cannot hash ckpt-12"
+grep -q "parameters hash $hash on every rank" "$WORK/grow/log.txt" || fail "the 4 ranks did not start from ckpt-12's parameters (hash $hash)"
 same "$WORK/full" "$WORK/grow" --rtol 1e-5
 # A global batch that does not divide the position is refused clearly.
 cp -r "$WORK/half" "$WORK/odd"

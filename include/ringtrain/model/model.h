@@ -97,6 +97,10 @@ class Model {
   void forward_accumulate(const float* x, const std::int32_t* labels, std::size_t batch,
                           bool training);
   LossResult take_loss_totals();
+  // The running totals themselves (f64 on the model's device: loss sum,
+  // correct count, bad-label count), for the --nonfinite guard, which checks
+  // the step's loss there and rolls a skipped step's loss back.
+  BufferView loss_totals_view() const;
   // Gradient of (grad_scale * mean loss) of the last forward. accumulate=false
   // overwrites the gradients, true adds to them (gradient accumulation).
   // on_layer_ready(layer) fires as soon as every gradient of that layer is

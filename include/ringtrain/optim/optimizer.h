@@ -15,6 +15,10 @@
 
 namespace ringtrain {
 
+namespace kernels {
+struct NonfiniteGuardState;
+}
+
 struct OptimizerConfig {
   std::string kind = "sgd";  // sgd | adamw
   float momentum = 0.9f;     // sgd: 0 means plain SGD, no state buffer
@@ -46,6 +50,16 @@ class Optimizer {
   // restores it together with the state buffers.
   virtual std::uint64_t step_count() const = 0;
   virtual void set_step_count(std::uint64_t steps) = 0;
+
+  // On a CUDA device the --nonfinite decision is taken on the device
+  // (src/optim/nonfinite_tracker.h): with a gate, every later step is queued
+  // as usual but is a no-op there unless gate->apply, and AdamW's bias
+  // correction counts only the applied steps. step_count() then counts the
+  // steps issued. nullptr: no gate (the CPU path skips the call instead).
+  void set_update_gate(const kernels::NonfiniteGuardState* gate) { gate_ = gate; }
+
+ protected:
+  const kernels::NonfiniteGuardState* gate_ = nullptr;
 };
 
 // Validates `config` and allocates zeroed state for param_count elements on

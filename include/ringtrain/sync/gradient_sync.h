@@ -13,7 +13,7 @@
 #pragma once
 
 #include <cstddef>
-#include <optional>
+#include <functional>
 #include <vector>
 
 #include "ringtrain/comm/communicator.h"
@@ -64,12 +64,14 @@ class GradientSynchronizer {
   const std::vector<BucketReady>& ready() const { return ready_; }
   const BucketPlan& plan() const { return plan_; }
 
-  // Whether this rank's own gradients were finite before the all-reduce mixed
-  // them with the others' (each bucket is checked as it is launched), so a
-  // non-finite average can be traced to the ranks that produced it. Unknown
-  // (nullopt) for device buffers: checking there would cost a host sync per
-  // bucket. Valid after finish().
-  std::optional<bool> local_gradients_finite() const { return local_finite_; }
+  // Called with each slice of this rank's own gradients (and its offset in
+  // the buffer) just before the all-reduce mixes it with the others', or with
+  // the whole buffer on one rank, on the steps that synchronise: the
+  // --nonfinite guard checks it there (on a GPU by kernels queued on the
+  // compute stream, which the all-reduce is ordered after), so a non-finite
+  // average can be traced to the ranks that produced it.
+  using LocalCheck = std::function<void(BufferView slice, std::size_t offset)>;
+  void set_local_check(LocalCheck check) { local_check_ = std::move(check); }
   bool overlap() const { return overlap_; }
 
  private:
@@ -87,7 +89,7 @@ class GradientSynchronizer {
   std::vector<BucketTiming> timings_;
   std::vector<BucketReady> ready_;
   double exposed_s_ = 0;
-  std::optional<bool> local_finite_;
+  LocalCheck local_check_;
 };
 
 }  // namespace ringtrain

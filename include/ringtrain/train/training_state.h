@@ -37,7 +37,11 @@ std::string save_training_state(const TrainConfig& cfg, const ModelSpec& spec, M
 struct ResumePoint {
   std::uint64_t step = 0;
   DataCursor cursor;
-  std::string path;  // empty: a fresh start
+  bool resumed = false;  // on every rank
+  std::string path;      // rank 0 only; empty: a fresh start
+  // After the broadcast, every rank's parameters hash to this (hash_bytes
+  // over the flat buffer, the same hash as the file's tensors in model order).
+  std::uint64_t params_hash = 0;
 };
 
 // Collective over `control`. Rank 0 finds the checkpoint (cfg.resume: a file,

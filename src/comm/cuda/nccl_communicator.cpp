@@ -11,6 +11,13 @@
 // collective's event and ncclCommGetAsyncError, and past --timeout ends the
 // job through fatal(), whose abort hook calls ncclCommAbort first, naming the
 // ranks that did not arrive.
+//
+// The flight recorder (flight_recorder.h) gets every collective at issue, on
+// the host; its start and completion are learnt lazily by the same watchdog,
+// from the events it polls anyway (never a blocking wait): a collective
+// starts, at the latest, when it becomes the oldest outstanding one on the
+// stream, and completes when the watchdog sees its event reached (within a
+// poll period, 20 ms).
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -34,6 +41,7 @@
 #include "core/cuda/check_cuda.h"
 #include "core/cuda/check_nccl.h"
 #include "launch/mpi_context.h"
+#include "ringtrain/comm/flight_recorder.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/fatal.h"
 #include "ringtrain/core/host_sync.h"
@@ -170,41 +178,41 @@ class NcclCommunicator final : public Communicator {
       // Every op of one rank is the identity. NCCL 2.28.3's ncclAvg on f64 at
       // one rank, out of place, left the last (count mod 4) elements unwritten
       // (seen on an H100); a copy is exact and cheaper.
-      return issue("allreduce", [&] {
+      return issue("allreduce", in.bytes(), [&] {
         if (in.ptr != out.ptr && in.count > 0)
           RT_CUDA_CHECK(
               cudaMemcpyAsync(out.ptr, in.ptr, in.bytes(), cudaMemcpyDeviceToDevice, stream_));
         return ncclSuccess;
       });
     }
-    return issue("allreduce", [&] {
+    return issue("allreduce", in.bytes(), [&] {
       return ncclAllReduce(in.ptr, out.ptr, in.count, nccl_type(in.dtype), nccl_op(op), comm_,
                            stream_);
     });
   }
   CommRequest broadcast_async(BufferView in, BufferView out, int root) override {
     check_broadcast_args(in, out, root);
-    return issue("broadcast", [&] {
+    return issue("broadcast", out.bytes(), [&] {
       return ncclBroadcast(rank() == root ? in.ptr : out.ptr, out.ptr, out.count,
                            nccl_type(out.dtype), root, comm_, stream_);
     });
   }
   CommRequest allgather_async(BufferView in, BufferView out) override {
     check_allgather_args(in, out);
-    return issue("allgather", [&] {
+    return issue("allgather", in.bytes(), [&] {
       return ncclAllGather(in.ptr, out.ptr, in.count, nccl_type(in.dtype), comm_, stream_);
     });
   }
   CommRequest reduce_scatter_async(BufferView in, BufferView out, ReduceOp op) override {
     check_reduce_scatter_args(in, out);
-    return issue("reduce_scatter", [&] {
+    return issue("reduce_scatter", in.bytes(), [&] {
       return ncclReduceScatter(in.ptr, out.ptr, out.count, nccl_type(in.dtype), nccl_op(op), comm_,
                                stream_);
     });
   }
   CommRequest barrier_async() override {
     // NCCL has no barrier: a one-element all-reduce serves, as in DDP.
-    return issue("barrier", [&] {
+    return issue("barrier", 0, [&] {
       return ncclAllReduce(barrier_word_, barrier_word_, 1, ncclFloat32, ncclSum, comm_, stream_);
     });
   }
@@ -252,8 +260,11 @@ class NcclCommunicator final : public Communicator {
   }
 
   template <typename Call>
-  CommRequest issue(const std::string& what, Call&& call) {
+  CommRequest issue(const std::string& what, std::size_t bytes, Call&& call) {
     const std::uint64_t seq = ++seq_;
+    const std::uint64_t record = flight::on_issue(
+        options().flight_channel.empty() ? name() : std::string_view(options().flight_channel),
+        name(), what, seq, bytes);
     board_.enter(seq);
     const ncclResult_t rc = call();
     if (rc != ncclSuccess && rc != ncclInProgress)
@@ -263,7 +274,9 @@ class NcclCommunicator final : public Communicator {
     OrderingPoint done = OrderingPoint::record(device(), stream_);
     {
       std::lock_guard lock(watch_mutex_);
-      outstanding_.push_back({seq, what, done, Deadline(options().timeout_seconds)});
+      // Nothing ahead of it on the stream: it may start now.
+      if (outstanding_.empty()) flight::on_start(record);
+      outstanding_.push_back({seq, what, done, Deadline(options().timeout_seconds), record});
     }
     return CommRequest(std::make_shared<NcclRequest>(*this, what, seq, std::move(done)));
   }
@@ -273,6 +286,7 @@ class NcclCommunicator final : public Communicator {
     std::string what;
     OrderingPoint done;
     Deadline deadline;
+    std::uint64_t record;  // flight recorder id
   };
 
   // The watchdog: the oldest outstanding collective is the one that can be
@@ -283,8 +297,11 @@ class NcclCommunicator final : public Communicator {
       std::unique_lock lock(watch_mutex_);
       while (!watch_stop_) {
         watch_wake_.wait_for(lock, std::chrono::milliseconds(20));
-        while (!outstanding_.empty() && outstanding_.front().done.reached())
+        while (!outstanding_.empty() && outstanding_.front().done.reached()) {
+          flight::on_complete(outstanding_.front().record);
           outstanding_.pop_front();
+          if (!outstanding_.empty()) flight::on_start(outstanding_.front().record);
+        }
         if (outstanding_.empty()) continue;
         const Outstanding& oldest = outstanding_.front();
         check_async(oldest.what, oldest.seq, oldest.deadline);

@@ -8,6 +8,7 @@
 #include "core/cuda/check_cuda.h"
 #include "kernels/adamw.h"
 #include "kernels/grad_norm.h"
+#include "kernels/nonfinite_guard.h"
 #include "kernels/scale.h"
 #include "kernels/sgd.h"
 #include "optim/cuda_backend.h"
@@ -91,21 +92,23 @@ void copy_to_host(float* dst, BufferView src) {
 }
 
 void sgd_step(BufferView params, BufferView grads, float* momentum_buf, float lr, float momentum,
-              float weight_decay, bool nesterov) {
+              float weight_decay, bool nesterov, const kernels::NonfiniteGuardState* gate) {
   DeviceScope scope(params.device.index);
   if (momentum_buf == nullptr)
     kernels::sgd_plain_f32_cuda(params.as<float>(), grads.as<float>(), params.count, lr,
-                                weight_decay, nullptr);
+                                weight_decay, gate, nullptr);
   else
     kernels::sgd_momentum_f32_cuda(params.as<float>(), grads.as<float>(), momentum_buf,
-                                   params.count, lr, momentum, weight_decay, nesterov, nullptr);
+                                   params.count, lr, momentum, weight_decay, nesterov, gate,
+                                   nullptr);
 }
 
 void adamw_step(BufferView params, BufferView grads, float* exp_avg, float* exp_avg_sq,
-                const kernels::AdamWCoefficients& coefficients) {
+                const kernels::AdamWCoefficients& coefficients,
+                const kernels::NonfiniteGuardState* gate) {
   DeviceScope scope(params.device.index);
   kernels::adamw_f32_cuda(params.as<float>(), grads.as<float>(), exp_avg, exp_avg_sq, params.count,
-                          coefficients, nullptr);
+                          coefficients, gate, nullptr);
 }
 
 double sum_squares(BufferView x) {
@@ -123,6 +126,63 @@ double sum_squares(BufferView x) {
 void scale(BufferView x, float factor) {
   DeviceScope scope(x.device.index);
   kernels::scale_f32_cuda(x.as<float>(), x.count, factor, nullptr);
+}
+
+GuardMemory alloc_guard(int ordinal) {
+  DeviceScope scope(ordinal);
+  const kernels::NonfiniteGuardState initial;
+  GuardMemory m;
+  void* state = nullptr;
+  RT_CUDA_CHECK(cudaMalloc(&state, sizeof(initial)));
+  m.state = static_cast<kernels::NonfiniteGuardState*>(state);
+  void* mirror = nullptr;
+  cudaError_t e = cudaHostAlloc(&mirror, sizeof(initial), cudaHostAllocMapped);
+  if (e == cudaSuccess) {
+    m.mirror_host = static_cast<kernels::NonfiniteGuardState*>(mirror);
+    *m.mirror_host = initial;
+    void* device_view = nullptr;
+    e = cudaHostGetDevicePointer(&device_view, mirror, 0);
+    m.mirror_device = static_cast<kernels::NonfiniteGuardState*>(device_view);
+  }
+  if (e == cudaSuccess) e = cudaMemcpy(state, &initial, sizeof(initial), cudaMemcpyHostToDevice);
+  if (e != cudaSuccess) {
+    free_guard(m, ordinal);
+    RT_CUDA_CHECK(e);
+  }
+  return m;
+}
+
+void free_guard(const GuardMemory& memory, int ordinal) noexcept {
+  int previous = 0;
+  if (cudaGetDevice(&previous) != cudaSuccess) return;
+  if (previous != ordinal) (void)cudaSetDevice(ordinal);
+  if (memory.state != nullptr) (void)cudaFree(memory.state);
+  if (memory.mirror_host != nullptr) (void)cudaFreeHost(memory.mirror_host);
+  if (previous != ordinal) (void)cudaSetDevice(previous);
+}
+
+void guard_first_nonfinite(BufferView x, unsigned long long offset, unsigned long long* first_bad,
+                           void* stream) {
+  DeviceScope scope(x.device.index);
+  kernels::first_nonfinite_index_f32_cuda(x.as<const float>(), x.count, offset, first_bad, stream);
+}
+
+void guard_save_loss(const GuardMemory& memory, BufferView loss_totals, void* stream) {
+  DeviceScope scope(loss_totals.device.index);
+  kernels::nonfinite_save_loss_cuda(memory.state, loss_totals.as<const double>(), stream);
+}
+
+void guard_check_loss(const GuardMemory& memory, BufferView loss_totals, float* poison,
+                      void* stream) {
+  DeviceScope scope(loss_totals.device.index);
+  kernels::nonfinite_loss_check_cuda(memory.state, loss_totals.as<const double>(), poison, stream);
+}
+
+void guard_decide(const GuardMemory& memory, unsigned long long step, unsigned long long max_skips,
+                  unsigned long long samples, BufferView loss_totals, void* stream) {
+  DeviceScope scope(loss_totals.device.index);
+  kernels::nonfinite_guard_decide_cuda(memory.state, memory.mirror_device, step, max_skips, samples,
+                                       loss_totals.as<double>(), stream);
 }
 
 }  // namespace ringtrain::optim_cuda
