@@ -64,6 +64,12 @@ Prediction (the step model; see README "Predicting scaling"):
   --predict-backend B   whose fits to use: shm (hierarchical all-reduce) or ring, mpi,
                         nccl (ring); default the training flags' --backend, else shm
   --ranks-per-node G    ranks per predicted node (default: those of the largest run)
+  --cores-per-node C    cores of a predicted node: with G >= C a rank's communication
+                        shares the core it computes on, and the prediction charges
+                        the all-reduce's measured CPU share to compute (default: this
+                        machine's cores over the nodes it hosts with --netns-nodes or
+                        without --machinefile; unset on a --machinefile cluster, where
+                        communication is assumed to have a core of its own)
   --allow-poor-fit      predict even from fits 'bench model' reports poor (their
                         largest residual over 25%); the verdict then says so
 Output:
@@ -120,6 +126,7 @@ predict=""
 comm_model=""
 predict_backend=""
 predict_rpn=""
+predict_cores=""
 allow_poor=0
 oversubscribe=0
 global_batch=""
@@ -147,6 +154,7 @@ while [ $# -gt 0 ]; do
     --comm-model) need_value "$@"; comm_model=$2; shift 2 ;;
     --predict-backend) need_value "$@"; predict_backend=$2; shift 2 ;;
     --ranks-per-node) need_value "$@"; predict_rpn=$2; shift 2 ;;
+    --cores-per-node) need_value "$@"; predict_cores=$2; shift 2 ;;
     --allow-poor-fit) allow_poor=1; shift ;;
     --oversubscribe) oversubscribe=1; shift ;;
     --exe) need_value "$@"; exe=$2; shift 2 ;;
@@ -177,9 +185,10 @@ if [ -n "$predict" ]; then
   [ -n "$comm_model" ] || [ -n "$netns_nodes" ] || [ -z "$machinefile" ] ||
     die "--predict on --machinefile needs --comm-model FILE (run 'ringtrain bench model --json FILE' once per link tier)"
   [ -z "$predict_rpn" ] || is_count "$predict_rpn" || die "--ranks-per-node must be a positive whole number, got '$predict_rpn'"
+  [ -z "$predict_cores" ] || is_count "$predict_cores" || die "--cores-per-node must be a positive whole number, got '$predict_cores'"
   case ${predict_backend:-shm} in shm|ring|mpi|nccl) ;; *) die "--predict-backend must be shm, ring, mpi or nccl, got '$predict_backend'" ;; esac
 else
-  [ -z "$comm_model$predict_backend$predict_rpn" ] || die "--comm-model, --predict-backend and --ranks-per-node go with --predict"
+  [ -z "$comm_model$predict_backend$predict_rpn$predict_cores" ] || die "--comm-model, --predict-backend, --ranks-per-node and --cores-per-node go with --predict"
 fi
 
 if [ -n "$np_list" ]; then
@@ -197,6 +206,7 @@ fi
 # it is written.
 accum=1
 train_backend=""
+bucket_mb=1
 for ((i = 0; i < ${#train_args[@]}; i++)); do
   a=${train_args[i]}
   case $a in
@@ -208,6 +218,8 @@ for ((i = 0; i < ${#train_args[@]}; i++)); do
     --accum) accum=${train_args[i + 1]:-} ;;
     --backend=*) train_backend=${a#--backend=} ;;
     --backend) train_backend=${train_args[i + 1]:-} ;;
+    --bucket-mb=*) bucket_mb=${a#--bucket-mb=} ;;
+    --bucket-mb) bucket_mb=${train_args[i + 1]:-} ;;
   esac
 done
 if [ -n "$global_batch" ]; then
@@ -441,6 +453,12 @@ measure_comm_model() {  # measure_comm_model RANKS_PER_NODE: writes $out/comm-mo
   local model=$out/comm-model.json shaping=() cmd_model rpn=$1
   rm -f "$model"
   cmd_model=("$exe" bench model --device cpu --backend "$backend" --json "$model")
+  # Fit the sizes the runs all-reduce: their buckets (at most --bucket-mb, the
+  # last one smaller), one factor of 2 either side. A shaped link (tbf lets a
+  # burst through at full speed) is not one line from 4 KiB to 16 MiB.
+  local cap
+  cap=$(awk -v m="$bucket_mb" 'BEGIN { if (m + 0 > 0) printf "%.0f", m * 1048576 }')
+  [ -z "$cap" ] || cmd_model+=(-b "$((cap / 2))" -e "$((cap * 2))" -f 2)
   if [ -n "$netns_nodes" ]; then
     [ "$netns_nodes" -ge 2 ] || { say "--predict needs a tier across nodes: --netns-nodes 2 or more (or --comm-model FILE)"; return 1; }
     [ -z "$link_rate" ] || shaping+=(--link-rate "$link_rate")
@@ -465,9 +483,9 @@ measure_comm_model() {  # measure_comm_model RANKS_PER_NODE: writes $out/comm-mo
 }
 
 predict_points() {  # writes predicted.csv, predicted-rows.csv and verdict.txt
-  local base_np base_sps base_gb rpn max_np scaling_kind=weak algos trace nn
-  local poor=()
-  [ "$allow_poor" -eq 0 ] || poor=(--allow-poor-fit)
+  local base_np base_sps base_gb rpn max_np scaling_kind=weak algos trace nn cores
+  local extra=()
+  [ "$allow_poor" -eq 0 ] || extra=(--allow-poor-fit)
   read -r base_np _ base_gb base_sps _ <<<"${rows[0]}"
   max_np=${nps[${#nps[@]} - 1]}
   if [ -n "$predict_rpn" ]; then rpn=$predict_rpn
@@ -486,9 +504,18 @@ predict_points() {  # writes predicted.csv, predicted-rows.csv and verdict.txt
   [ -z "$global_batch" ] || scaling_kind=strong
   trace=$out/runs/np$base_np/r1/trace.json
   [ -s "$trace" ] || { say "the first run wrote no trace $trace"; return 1; }
+  # Cores per node: netns nodes and a plain mpirun share this machine's cores.
+  cores=$predict_cores
+  if [ -z "$cores" ] && [ -z "$machinefile" ]; then
+    nn=1
+    [ -z "$netns_nodes" ] || nn=$((max_np < netns_nodes ? max_np : netns_nodes))
+    cores=$(($(nproc) / nn)); [ "$cores" -ge 1 ] || cores=1
+  fi
+  [ -z "$cores" ] || extra+=(--cores-per-node "$cores")
   run_logged "$out/predict.log" "$exe" bench predict --device cpu --trace "$trace" --comm-model "$comm_model" \
     --backend "$backend" --algorithm "$algos" --nodes "$predict" --ranks-per-node "$rpn" \
-    --scaling "$scaling_kind" --profile-ranks "$base_np" --csv "$out/predicted.csv" "${poor[@]}" || return 1
+    --scaling "$scaling_kind" --profile-ranks "$base_np" --csv "$out/predicted.csv" "${extra[@]}" || return 1
+  grep '^# .* core(s): communication has no core of its own' "$out/predict.log" >&2 || true
   grep '^# warning' "$out/predict.log" >&2 || true
   grep '^predicted efficiency at ' "$out/predict.log" >"$out/verdict.txt" ||
     { say "bench predict printed no verdict (log: $out/predict.log)"; return 1; }

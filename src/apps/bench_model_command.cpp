@@ -4,6 +4,8 @@
 // backend (sync/comm_model.h). Prints the fit and its residuals; --json merges
 // the tier into a model file that `ringtrain bench predict` reads, so the two
 // tiers come from two runs.
+#include <time.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -96,6 +98,19 @@ std::string tier_of(const Topology& topo) {
   return "inter";
 }
 
+// CPU seconds of this process (all threads; the kernel's network work done on
+// its behalf counts as system time).
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
 int run_model(const ModelOptions& o, const Topology& topo) {
   const std::string tier = tier_of(topo);
   const std::size_t lo = size_of("-b", o.min_bytes), hi = size_of("-e", o.max_bytes);
@@ -131,31 +146,39 @@ int run_model(const ModelOptions& o, const Topology& topo) {
     // Values do not change the time; zeros keep host sums finite.
     if (all.device.is_cpu()) std::memset(all.ptr, 0, all.bytes());
     std::vector<TimingSample> samples;
+    std::vector<double> cpu_shares;  // per size: CPU time over wall time, busiest rank
     for (std::size_t bytes : sizes) {
       BufferView buf{all.ptr, bytes / 4, DType::f32, all.device};
       for (int i = 0; i < o.warmup; ++i) comm->allreduce(buf, buf, ReduceOp::sum);
-      std::vector<double> per_round;
+      std::vector<double> per_round, cpu_per_round;
       for (int r = 0; r < o.rounds; ++r) {
         comm->barrier();
+        const double cpu0 = process_cpu_seconds();
         Stopwatch sw;
         for (int i = 0; i < o.iters; ++i) comm->allreduce(buf, buf, ReduceOp::sum);
-        per_round.push_back(max_over_ranks(sw.seconds() / o.iters));
+        const double wall = sw.seconds();
+        cpu_per_round.push_back(wall > 0 ? (process_cpu_seconds() - cpu0) / wall : 0);
+        per_round.push_back(max_over_ranks(wall / o.iters));
       }
-      std::sort(per_round.begin(), per_round.end());
-      samples.push_back({static_cast<double>(bytes), per_round[per_round.size() / 2]});
+      samples.push_back({static_cast<double>(bytes), median_of(per_round)});
+      cpu_shares.push_back(std::min(1.0, max_over_ranks(median_of(cpu_per_round))));
     }
     const LinkFit fit = fit_ring_allreduce(samples, w, o.poor_bound);
+    // How much of a core an all-reduce keeps busy: the median over the sizes.
+    const double cpu_share = median_of(cpu_shares);
     nlohmann::json rows = nlohmann::json::array();
-    std::string table = fmt::format("# {} ({} tier)\n# {:>12} {:>12} {:>12} {:>9}\n", kind, tier,
-                                    "size (B)", "time (us)", "fit (us)", "residual");
+    std::string table = fmt::format("# {} ({} tier)\n# {:>12} {:>12} {:>12} {:>9} {:>6}\n", kind,
+                                    tier, "size (B)", "time (us)", "fit (us)", "residual", "cpu");
     for (std::size_t k = 0; k < samples.size(); ++k) {
       const double f = fit.intercept_s + fit.slope_s_per_byte * samples[k].bytes;
-      table += fmt::format("  {:>12.0f} {:>12.2f} {:>12.2f} {:>8.1f}%\n", samples[k].bytes,
-                           samples[k].seconds * 1e6, f * 1e6, 100 * fit.residuals[k]);
+      table += fmt::format("  {:>12.0f} {:>12.2f} {:>12.2f} {:>8.1f}% {:>5.0f}%\n",
+                           samples[k].bytes, samples[k].seconds * 1e6, f * 1e6,
+                           100 * fit.residuals[k], 100 * cpu_shares[k]);
       rows.push_back({{"bytes", samples[k].bytes},
                       {"seconds", samples[k].seconds},
                       {"fit_seconds", f},
-                      {"residual", fit.residuals[k]}});
+                      {"residual", fit.residuals[k]},
+                      {"cpu_share", cpu_shares[k]}});
     }
     const double gbs = fit.link.beta_s_per_byte > 0 ? 1e-9 / fit.link.beta_s_per_byte : 0;
     table += fmt::format(
@@ -164,6 +187,10 @@ int run_model(const ModelOptions& o, const Topology& topo) {
         tier, kind, fit.link.alpha_s * 1e6, fit.link.beta_s_per_byte * 1e9, gbs, gbs * 8,
         100 * fit.max_abs_residual, 100 * o.poor_bound,
         fit.poor ? "POOR fit, not used by bench predict" : "good fit");
+    table += fmt::format(
+        "{} {}: an all-reduce keeps {:.0f}% of a core busy (median over the sizes; 'bench predict "
+        "--cores-per-node' charges it to compute where communication has no core of its own)\n",
+        tier, kind, 100 * cpu_share);
     if (root) {
       std::fputs(table.c_str(), stdout);
       std::fflush(stdout);
@@ -174,6 +201,7 @@ int run_model(const ModelOptions& o, const Topology& topo) {
                            {"bandwidth_gbs", gbs},
                            {"max_abs_residual", fit.max_abs_residual},
                            {"poor", fit.poor},
+                           {"cpu_share", cpu_share},
                            {"samples", rows}};
   }
   if (root && !o.json.empty()) {
@@ -218,7 +246,11 @@ CLI::App* add_bench_model(CLI::App& bench, CommandContext& ctx) {
       "Each size is all-reduced in rounds of -n calls after -w warm-up calls; the time is the\n"
       "median round of the slowest rank. The fit is t(n) = 2(W-1) alpha + 2(W-1)/W n beta (a\n"
       "ring over W ranks) by least squares on relative error; a fit whose largest residual\n"
-      "exceeds --poor-bound is reported POOR and 'bench predict' refuses it.");
+      "exceeds --poor-bound is reported POOR and 'bench predict' refuses it. Fit the sizes\n"
+      "the job will all-reduce (its gradient buckets, e.g. -b 512K -e 2M for 1 MiB buckets):\n"
+      "a shaped or congested link is not a line over all sizes. The 'cpu' column is the\n"
+      "process's CPU time over the wall time of the busiest rank (its median over the sizes\n"
+      "is the model's cpu_share).");
   sub->add_option("-b,--minbytes", o->min_bytes, "Smallest size (suffix K, M, G)")
       ->capture_default_str();
   sub->add_option("-e,--maxbytes", o->max_bytes, "Largest size (suffix K, M, G)")

@@ -31,6 +31,7 @@ struct PredictOptions {
   std::string algorithms = "ring,hierarchical";
   std::string nodes = "1,2,4,8,16,32,64,128,256";
   int ranks_per_node = 1;
+  int cores_per_node = 0;  // 0: communication assumed to have a core of its own
   std::string scaling = "weak";
   int profile_ranks = 1;
   int profile_rank = 0;
@@ -121,24 +122,31 @@ int run_predict(const PredictOptions& o) {
   auto scale_at = [&](int world) {
     return strong ? static_cast<double>(o.profile_ranks) / world : 1.0;
   };
+  // Without a core of its own (as many ranks as cores on a node), a rank's
+  // communication takes its measured CPU share from compute while it overlaps.
+  const bool shared_core = o.cores_per_node > 0 && o.ranks_per_node >= o.cores_per_node;
+  auto share_at = [&](const ClusterShape& shape, AllreduceAlgorithm a) {
+    return shared_core ? allreduce_cpu_share(shape, a, model) : 0.0;
+  };
   const double base_step =
       predict_step(prof, {1, 1}, AllreduceAlgorithm::ring, model, scale_at(1)).step_s;
 
   std::vector<Point> points;
   std::string csv =
       "nodes,ranks,algorithm,step_s,compute_s,comm_s,exposed_s,exposed_share,"
-      "scaling_efficiency,speedup\n";
+      "scaling_efficiency,speedup,contention_s\n";
   for (AllreduceAlgorithm a : algorithm_list(o.algorithms))
     for (int n : nodes) {
       Point pt{{n, o.ranks_per_node}, a, {}, 0};
       const int w = pt.shape.world();
-      pt.p = predict_step(prof, pt.shape, a, model, scale_at(w));
+      pt.p = predict_step(prof, pt.shape, a, model, scale_at(w), share_at(pt.shape, a));
       // Per-rank throughput against one rank's: weak, step(1)/step(W); strong,
       // the same global batch, step(1)/(W step(W)).
       pt.efficiency = strong ? base_step / (w * pt.p.step_s) : base_step / pt.p.step_s;
-      csv += fmt::format("{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.4f},{:.4f},{:.4f}\n", n, w,
+      csv += fmt::format("{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.4f},{:.4f},{:.4f},{:.6g}\n", n, w,
                          allreduce_algorithm_name(a), pt.p.step_s, pt.p.compute_s, pt.p.comm_s,
-                         pt.p.exposed_s, pt.p.exposed_share(), pt.efficiency, pt.efficiency * w);
+                         pt.p.exposed_s, pt.p.exposed_share(), pt.efficiency, pt.efficiency * w,
+                         pt.p.contention_s);
       points.push_back(pt);
     }
   if (o.csv.empty()) {
@@ -176,8 +184,8 @@ int run_predict(const PredictOptions& o) {
   std::string cap_text =
       "; no bucket cap suggestion: the model has no latency or no bandwidth term here";
   if (suggested > 0) {
-    const StepPrediction re =
-        predict_step(rebucket(prof, suggested), last.shape, a, model, scale_at(last.shape.world()));
+    const StepPrediction re = predict_step(rebucket(prof, suggested), last.shape, a, model,
+                                           scale_at(last.shape.world()), share_at(last.shape, a));
     const double more = 100.0 * (last.p.exposed_s - re.exposed_s) / last.p.step_s;
     cap_text = more > 0.05 ? fmt::format("; a bucket cap of {:.2f} MiB would hide {:.1f}% more",
                                          suggested / mib, more)
@@ -190,6 +198,11 @@ int run_predict(const PredictOptions& o) {
       tp.steps_used, o.profile_rank, o.trace.c_str(), prof.before_backward_s * 1e3,
       prof.backward_s * 1e3, prof.optimizer_s * 1e3, prof.buckets.size(), prof.total_bytes() / mib,
       strong ? "strong" : "weak", allreduce_algorithm_name(a));
+  if (shared_core)
+    std::printf(
+        "# %d rank(s) per node on %d core(s): communication has no core of its own, so "
+        "overlapped all-reduces take %.0f%% of their time from compute (the model's cpu share)\n",
+        o.ranks_per_node, o.cores_per_node, 100 * share_at(last.shape, a));
   std::printf("predicted efficiency at %d nodes: %.0f%% (%s%s)%s\n", last.shape.nodes,
               100 * last.efficiency, bound_text.c_str(), cap_text.c_str(),
               used_poor ? " [from a fit reported poor]" : "");
@@ -209,8 +222,13 @@ CLI::App* add_bench_predict(CLI::App& bench, CommandContext& ctx) {
       "one is done, and must finish before the optimizer; the exposed part is what backward\n"
       "does not hide. Assumes no congestion, one link tier per level, compute per rank as\n"
       "profiled (weak scaling) or in proportion to the per-rank batch (strong scaling).\n"
+      "--cores-per-node C: with as many ranks per node as cores (or more), a rank's\n"
+      "communication shares the core it computes on, and an overlapped all-reduce takes its\n"
+      "measured CPU share ('bench model' cpu_share) of its time from compute:\n"
+      "step = compute + exposed + share x (comm - exposed). Without it (0), overlap is free.\n"
       "CSV columns: nodes, ranks, algorithm, step_s, compute_s, comm_s, exposed_s,\n"
-      "exposed_share, scaling_efficiency (per-rank throughput against one rank's), speedup.");
+      "exposed_share, scaling_efficiency (per-rank throughput against one rank's), speedup,\n"
+      "contention_s (compute lost to communication on a shared core).");
   sub->add_option("--trace", o->trace, "Chrome trace of a short run (ringtrain train --trace)")
       ->required();
   sub->add_option("--comm-model", o->model, "Model file of 'ringtrain bench model --json'")
@@ -222,6 +240,11 @@ CLI::App* add_bench_predict(CLI::App& bench, CommandContext& ctx) {
   sub->add_option("--ranks-per-node", o->ranks_per_node, "Ranks on each node")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 16));
+  sub->add_option("--cores-per-node", o->cores_per_node,
+                  "Cores per node; with ranks-per-node >= this, communication shares the compute "
+                  "core (0: assume it has a core of its own)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
   sub->add_option("--scaling", o->scaling, "weak (batch per rank fixed) or strong (global)")
       ->capture_default_str()
       ->check(CLI::IsMember({"weak", "strong"}));

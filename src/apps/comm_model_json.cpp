@@ -33,7 +33,9 @@ LoadedCommModel comm_model_for(const nlohmann::json& doc, const std::string& bac
     const nlohmann::json& t = doc["tiers"][tier];
     if (!t.contains("backends") || !t["backends"].contains(backend)) continue;
     const nlohmann::json& b = t["backends"][backend];
-    const LinkParams p{b.at("alpha_s").get<double>(), b.at("beta_s_per_byte").get<double>()};
+    // Files from before cpu_share was measured read as 0 (free overlap).
+    const LinkParams p{b.at("alpha_s").get<double>(), b.at("beta_s_per_byte").get<double>(),
+                       b.value("cpu_share", 0.0)};
     const bool poor = b.value("poor", false);
     const double residual = b.value("max_abs_residual", 0.0);
     if (std::string(tier) == "intra") {

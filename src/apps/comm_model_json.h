@@ -6,6 +6,7 @@
 //    "tiers": {"inter": {"ranks": 2, "nodes": 2, "link": "rate=1gbit delay=0",
 //                        "backends": {"ring": {"alpha_s": ..., "beta_s_per_byte": ...,
 //                                              "max_abs_residual": ..., "poor": false,
+//                                              "cpu_share": ...,
 //                                              "samples": [{"bytes", "seconds",
 //                                                           "fit_seconds", "residual"}]}}}}}
 #pragma once

@@ -1,7 +1,7 @@
 // Deadlines and polite spinning for the CPU backends' waits. A wait spins
 // briefly (the peer is usually a few hundred nanoseconds away), then yields the
 // core (ranks may oversubscribe cores), then sleeps in short naps so that a
-// long wait costs no CPU. Every wait ends at its deadline.
+// long wait costs little CPU. Every wait ends at its deadline.
 #pragma once
 
 #include <sched.h>
@@ -55,27 +55,47 @@ class Deadline {
   mutable bool lost_ = false;
 };
 
+// How a wait backs off. Every phase is bounded in time, not in polls: a poll
+// that drives MPI progress (MPI_Test) costs tens of microseconds, so a fixed
+// count of polls could keep a communication thread spinning for the whole
+// transfer and take the core its rank computes on (ranks often share cores).
+struct Backoff {
+  std::chrono::microseconds spin;   // poll with a pause instruction
+  std::chrono::microseconds yield;  // then poll and give the core away
+  std::chrono::microseconds nap;    // then poll once per nap
+};
+// Shared-memory waits: the peer is a store away, and a late one is late.
+inline constexpr Backoff kMemoryBackoff{
+    std::chrono::microseconds(20), std::chrono::microseconds(1000), std::chrono::microseconds(50)};
+// Waits that drive MPI progress: a message moves only while we poll, so the
+// naps are short (a TCP fragment of 128 KiB per 20 us nap still outruns a
+// 10 Gbit/s link), and a short yield phase keeps small messages fast.
+inline constexpr Backoff kProgressBackoff{
+    std::chrono::microseconds(20), std::chrono::microseconds(100), std::chrono::microseconds(20)};
+
 // Returns true once ready() holds, false when the deadline passes first.
-// nap = false for waits that drive MPI progress (a rendezvous moves one
-// fragment per poll, so napping would stall it): those only yield.
 template <typename Ready>
-bool spin_until(Ready&& ready, const Deadline& deadline, bool nap = true) {
+bool spin_until(Ready&& ready, const Deadline& deadline, const Backoff& backoff = kMemoryBackoff) {
+  const auto start = Deadline::Clock::now();
   for (int i = 0; i < 2000; ++i) {
     if (ready()) return true;
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif
+    if ((i & 15) == 15 && Deadline::Clock::now() - start > backoff.spin) break;
   }
-  const auto start = Deadline::Clock::now();
   for (unsigned i = 0;; ++i) {
     if (ready()) return true;
-    if ((i & 63u) == 0) {
+    if ((i & 15u) == 0) {
       if (deadline.expired()) return ready();
-      // After a millisecond of yielding, nap: the peer is late, not close.
-      if (nap && Deadline::Clock::now() - start > std::chrono::milliseconds(1))
-        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      if (Deadline::Clock::now() - start > backoff.spin + backoff.yield) break;
     }
     sched_yield();
+  }
+  for (;;) {
+    if (ready()) return true;
+    if (deadline.expired()) return ready();
+    std::this_thread::sleep_for(backoff.nap);
   }
 }
 

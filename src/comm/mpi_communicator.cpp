@@ -84,7 +84,7 @@ class MpiCommunicator final : public CpuCommunicator {
           rc = MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
           return rc != MPI_SUCCESS || flag != 0;
         },
-        ctx.deadline, /*nap=*/false);
+        ctx.deadline, kProgressBackoff);
     RT_MPI_CHECK(rc);
     if (!done) timed_out(ctx, call);
   }

@@ -8,7 +8,7 @@
 namespace ringtrain::comm_detail {
 
 void RingTransport::wait(RingTransfer& t, int peer, const Deadline& deadline) {
-  if (!spin_until([&] { return t.test(); }, deadline, /*nap=*/false))
+  if (!spin_until([&] { return t.test(); }, deadline, kProgressBackoff))
     throw CommTimeout("no message from rank " + std::to_string(peer), peer);
 }
 

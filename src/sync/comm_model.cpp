@@ -87,6 +87,15 @@ double allreduce_seconds(double bytes, const ClusterShape& shape, AllreduceAlgor
   return ring_seconds(bytes, g, model.intra) + ring_seconds(bytes / g, n, model.inter);
 }
 
+double allreduce_cpu_share(const ClusterShape& shape, AllreduceAlgorithm algorithm,
+                           const CommModel& model) {
+  if (shape.world() <= 1) return 0;
+  if (shape.nodes == 1) return model.intra.cpu_share;
+  if (algorithm == AllreduceAlgorithm::hierarchical && shape.ranks_per_node > 1)
+    return std::max(model.intra.cpu_share, model.inter.cpu_share);
+  return model.inter.cpu_share;
+}
+
 double suggest_bucket_bytes(const ClusterShape& shape, AllreduceAlgorithm algorithm,
                             const CommModel& model, double latency_share) {
   RT_CHECK(latency_share > 0, "latency share must be positive, got {}", latency_share);

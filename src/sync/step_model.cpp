@@ -15,8 +15,10 @@ double StepProfile::total_bytes() const {
 
 StepPrediction predict_step(const StepProfile& profile, const ClusterShape& shape,
                             AllreduceAlgorithm algorithm, const CommModel& model,
-                            double compute_scale) {
+                            double compute_scale, double comm_cpu_share) {
   RT_CHECK(compute_scale > 0, "compute scale must be positive, got {}", compute_scale);
+  RT_CHECK(comm_cpu_share >= 0 && comm_cpu_share <= 1,
+           "communication cpu share must be within [0, 1], got {}", comm_cpu_share);
   StepPrediction p;
   const double backward_end = profile.backward_s * compute_scale;
   double comm_free = 0;  // when the communication thread is next idle
@@ -29,7 +31,9 @@ StepPrediction predict_step(const StepProfile& profile, const ClusterShape& shap
   p.exposed_s = std::max(0.0, comm_free - backward_end);
   p.compute_s =
       (profile.before_backward_s + profile.backward_s + profile.optimizer_s) * compute_scale;
-  p.step_s = p.compute_s + p.exposed_s;
+  // The overlapped part of the all-reduces competes with backward for its core.
+  p.contention_s = comm_cpu_share * (p.comm_s - p.exposed_s);
+  p.step_s = p.compute_s + p.exposed_s + p.contention_s;
   return p;
 }
 

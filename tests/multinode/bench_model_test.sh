@@ -30,7 +30,8 @@ case ${1:-} in
     for b in ring mpi; do
       grep -Eq "^intra $b: alpha [0-9.]+ us per step, beta [0-9.e+-]+ ns/B .*largest residual [0-9.]+% \(bound 25%\): (good fit|POOR fit, not used by bench predict)$" "$tmp/m.log" ||
         fail "no fit line for $b"
-      [ "$(grep -Ec "^ +[0-9]+ +[0-9.]+ +[0-9.]+ +-?[0-9.]+%$" "$tmp/m.log")" -eq 8 ] || fail "expected 4 sizes x 2 backends of rows"
+      grep -Eq "^intra $b: an all-reduce keeps [0-9]+% of a core busy" "$tmp/m.log" || fail "no cpu share line for $b"
+      [ "$(grep -Ec "^ +[0-9]+ +[0-9.]+ +[0-9.]+ +-?[0-9.]+% +[0-9]+%$" "$tmp/m.log")" -eq 8 ] || fail "expected 4 sizes x 2 backends of rows"
     done
     python3 - "$tmp/model.json" <<'PY' || fail "the model file is not what bench predict reads"
 import json, sys
@@ -43,6 +44,8 @@ for b in ("ring", "mpi"):
     assert f["alpha_s"] >= 0 and f["beta_s_per_byte"] > 0, f
     assert len(f["samples"]) == 4 and all("residual" in s for s in f["samples"]), f
     assert isinstance(f["poor"], bool)
+    assert 0 <= f["cpu_share"] <= 1, f
+    assert all(0 <= s["cpu_share"] <= 1 for s in f["samples"]), f
 PY
     # A second run keeps the other entries (here: replaces intra, keeps kind).
     run "$tmp/m2.log" mpirun --oversubscribe -np 2 "$exe" bench model --device cpu --backend ring \
@@ -57,13 +60,25 @@ PY
     [ "$rc" -eq 0 ] || fail "the training run exited with $rc"
     cat >"$tmp/model.json" <<'JSON'
 {"kind": "ringtrain comm model", "poor_bound": 0.25, "tiers": {
- "inter": {"ranks": 2, "nodes": 2, "backends": {"ring": {"alpha_s": 5e-5, "beta_s_per_byte": 8e-9, "poor": false, "max_abs_residual": 0.01}}},
+ "inter": {"ranks": 2, "nodes": 2, "backends": {"ring": {"alpha_s": 5e-5, "beta_s_per_byte": 8e-9, "poor": false, "max_abs_residual": 0.01, "cpu_share": 0.5}}},
  "intra": {"ranks": 2, "nodes": 1, "backends": {"ring": {"alpha_s": 5e-6, "beta_s_per_byte": 2.5e-10, "poor": true, "max_abs_residual": 0.4}}}}}
 JSON
     run "$tmp/p.log" "$exe" bench predict --trace "$tmp/t.json" --comm-model "$tmp/model.json" --nodes 1,2,4
     [ "$rc" -eq 0 ] || fail "bench predict exited with $rc"
     [ "$(grep -Ec '^[124],[124],(ring|hierarchical),' "$tmp/p.log")" -eq 6 ] || fail "expected 3 node counts x 2 algorithms"
-    grep -Eq '^1,1,ring,[0-9.e-]+,[0-9.e-]+,0,0,0.0000,1.0000,1.0000$' "$tmp/p.log" || fail "one node of one rank is not the compute alone"
+    grep -Eq '^1,1,ring,[0-9.e-]+,[0-9.e-]+,0,0,0.0000,1.0000,1.0000,0$' "$tmp/p.log" || fail "one node of one rank is not the compute alone"
+    grep -Eq '^[24],[24],ring,.*,0$' "$tmp/p.log" || fail "contention without --cores-per-node"
+    # One core per node for one rank: the overlapped all-reduce time costs its
+    # cpu share (0.5 in the file) of compute.
+    run "$tmp/pc.log" "$exe" bench predict --trace "$tmp/t.json" --comm-model "$tmp/model.json" --nodes 1,2,4 \
+      --algorithm ring --cores-per-node 1
+    [ "$rc" -eq 0 ] || fail "bench predict --cores-per-node exited with $rc"
+    grep -q "communication has no core of its own, so overlapped all-reduces take 50% of their time from compute" "$tmp/pc.log" ||
+      fail "no shared-core line"
+    awk -F, '/^[24],[24],ring,/ { n++; step = $4; compute = $5; comm = $6; exposed = $7; c = $11
+      want = 0.5 * (comm - exposed); d = step - (compute + exposed + c)
+      if (c < want * 0.999 - 1e-12 || c > want * 1.001 + 1e-12 || d > 1e-9 || d < -1e-9) bad++ }
+      END { exit (n == 2 && bad == 0) ? 0 : 1 }' "$tmp/pc.log" || fail "contention is not 0.5 x (comm - exposed), or the step does not include it"
     grep -Eq '^# profile: [0-9]+ step\(s\) of rank 0 .* [0-9]+ bucket\(s\)' "$tmp/p.log" || fail "no profile line"
     grep -Eq '^predicted efficiency at 4 nodes: [0-9]+% \(' "$tmp/p.log" || fail "no verdict line"
     # Two ranks per node need the intra fit, which is poor: refused, then accepted.

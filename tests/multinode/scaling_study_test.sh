@@ -122,6 +122,15 @@ EOF
     grep -q '"inter"' "$tmp/out/comm-model.json" || fail "the study measured no inter-node tier"
     grep -q 'rate=1gbit' "$tmp/out/comm-model.json" || fail "the comm model does not record the shaped link"
     grep -Eq "^predicted efficiency at 4 nodes: " "$tmp/study.log" || fail "no verdict line"
+    # The fit covers the bucket sizes: half to twice the default 1 MiB cap.
+    python3 - "$tmp/out/comm-model.json" <<'PY' || fail "the comm model was not measured over 512 KiB..2 MiB"
+import json, sys
+s = json.load(open(sys.argv[1]))["tiers"]["inter"]["backends"]["ring"]["samples"]
+assert [x["bytes"] for x in s] == [524288, 1048576, 2097152], s
+PY
+    # 2 netns nodes share this machine's cores: the prediction is told how many each has.
+    cores=$(( $(nproc) / 2 )); [ "$cores" -ge 1 ] || cores=1
+    grep -q -- "--cores-per-node $cores" "$tmp/out/predict.log.command" || fail "bench predict was not given --cores-per-node $cores"
     pass "np 1,2 on 2 shaped namespace nodes with a measured model and predictions" ;;
   strong)
     make_data
@@ -159,7 +168,9 @@ EOF
     expect_error "--comm-model '$tmp/none' does not exist" --predict 1,2 --comm-model "$tmp/none" -o "$tmp/bad" -- --data x.h5
     echo "localhost slots=2" >"$tmp/hosts"
     expect_error "--predict on --machinefile needs --comm-model" --predict 1,2 --machinefile "$tmp/hosts" -o "$tmp/bad" -- --data x.h5
-    expect_error "--comm-model, --predict-backend and --ranks-per-node go with --predict" --ranks-per-node 2 -o "$tmp/bad" -- --data x.h5
+    expect_error "--comm-model, --predict-backend, --ranks-per-node and --cores-per-node go with --predict" --ranks-per-node 2 -o "$tmp/bad" -- --data x.h5
+    expect_error "--comm-model, --predict-backend, --ranks-per-node and --cores-per-node go with --predict" --cores-per-node 2 -o "$tmp/bad" -- --data x.h5
+    expect_error "--cores-per-node must be a positive whole number, got '0'" --predict 1,2 --cores-per-node 0 -o "$tmp/bad" -- --data x.h5
     expect_error "'--trace' is set by the study itself" -o "$tmp/bad" -- --data x.h5 --trace t.json
     expect_error "-o DIR is required" -- --data x.h5
     expect_error "no training flags" -o "$tmp/bad"

@@ -50,6 +50,38 @@ TEST_CASE("step model: a hand-computed 3-bucket timeline") {
   CHECK(one.step_s == Approx(10e-3));
 }
 
+TEST_CASE("step model: communication sharing the compute core hides less") {
+  // The timeline above: 4.6ms of all-reduce, 0.2ms after backward, so 4.4ms
+  // overlapped backward. With a cpu share of 0.5 backward loses 0.5 * 4.4 =
+  // 2.2ms: step 10 + 0.2 + 2.2 = 12.4ms.
+  const StepPrediction half =
+      predict_step(three_buckets(), {2, 1}, AllreduceAlgorithm::ring, slow_network(), 1.0, 0.5);
+  CHECK(half.exposed_s == Approx(0.2e-3));
+  CHECK(half.contention_s == Approx(2.2e-3));
+  CHECK(half.step_s == Approx(12.4e-3));
+  // Share 1: no overlap at all, compute + every all-reduce = 10 + 4.6ms.
+  const StepPrediction serial =
+      predict_step(three_buckets(), {2, 1}, AllreduceAlgorithm::ring, slow_network(), 1.0, 1.0);
+  CHECK(serial.step_s == Approx(14.6e-3));
+  // Share 0 is the free overlap of the first case.
+  CHECK(predict_step(three_buckets(), {2, 1}, AllreduceAlgorithm::ring, slow_network(), 1.0, 0.0)
+            .step_s == Approx(10.2e-3));
+  CHECK_THROWS(
+      predict_step(three_buckets(), {2, 1}, AllreduceAlgorithm::ring, slow_network(), 1.0, 1.5));
+
+  // Which tier's share applies.
+  CommModel m = slow_network();
+  m.intra.cpu_share = 0.1;
+  m.inter.cpu_share = 0.3;
+  CHECK(allreduce_cpu_share({1, 1}, AllreduceAlgorithm::ring, m) == 0);
+  CHECK(allreduce_cpu_share({1, 4}, AllreduceAlgorithm::ring, m) == Approx(0.1));
+  CHECK(allreduce_cpu_share({4, 1}, AllreduceAlgorithm::ring, m) == Approx(0.3));
+  CHECK(allreduce_cpu_share({4, 2}, AllreduceAlgorithm::ring, m) == Approx(0.3));
+  m.intra.cpu_share = 0.5;
+  CHECK(allreduce_cpu_share({4, 2}, AllreduceAlgorithm::hierarchical, m) == Approx(0.5));
+  CHECK(allreduce_cpu_share({4, 1}, AllreduceAlgorithm::hierarchical, m) == Approx(0.3));
+}
+
 TEST_CASE("step model: rebucketing interpolates ready times") {
   // Cap 1.5e5: the first cut is 0.5e5 into bucket 1 (a quarter of its 2e5,
   // produced between 1ms and 2ms -> 1.25ms); the second is bucket 1's end

@@ -17,6 +17,10 @@ namespace ringtrain {
 struct LinkParams {
   double alpha_s = 0;          // seconds per ring step (latency)
   double beta_s_per_byte = 0;  // seconds per byte (1 / bandwidth)
+  // Share of one core a rank's all-reduce keeps busy while it runs (CPU time
+  // over wall time, measured by `bench model`; the kernel's TCP work counts).
+  // Used only when the communication has no core of its own (step_model.h).
+  double cpu_share = 0;
 };
 
 struct TimingSample {
@@ -68,6 +72,12 @@ struct CommModel {
 // One rank: 0.
 double allreduce_seconds(double bytes, const ClusterShape& shape, AllreduceAlgorithm algorithm,
                          const CommModel& model);
+
+// The CPU share (LinkParams::cpu_share) of the tiers an all-reduce of this
+// shape uses: inter across nodes, intra inside one; the larger of both for a
+// hierarchical all-reduce that uses both. One rank: 0.
+double allreduce_cpu_share(const ClusterShape& shape, AllreduceAlgorithm algorithm,
+                           const CommModel& model);
 
 // The smallest bucket (bytes) whose latency part, allreduce_seconds(0), stays
 // within `latency_share` of its transfer part. 0 for one rank, or when the

@@ -4,6 +4,12 @@
 // all-reduce is done (one communication thread, buckets in order); the
 // optimizer waits for the last one. The exposed part is what backward did not
 // hide: max(0, last all-reduce end - backward end).
+// When the communication has no core of its own (comm_cpu_share > 0: the rank's
+// communication thread and its compute share a core), the overlap hides only
+// part of an all-reduce: the CPU the all-reduce needs while backward runs
+// (its cpu share of the overlapped time) is taken from backward, so
+//   step = compute + exposed + share * (comm - exposed).
+// share 1 is no overlap at all (step = compute + comm), share 0 free overlap.
 // Assumptions: compute per rank is what the profile measured (weak scaling),
 // or scales with the per-rank batch (strong scaling, compute_scale); the
 // network has no congestion; gradients within a bucket are produced evenly in
@@ -31,18 +37,20 @@ struct StepProfile {
 };
 
 struct StepPrediction {
-  double step_s = 0;     // compute + exposed
-  double compute_s = 0;  // before backward + backward + optimizer
-  double comm_s = 0;     // sum of the all-reduce times
-  double exposed_s = 0;  // all-reduce time after backward ended
+  double step_s = 0;        // compute + exposed
+  double compute_s = 0;     // before backward + backward + optimizer
+  double comm_s = 0;        // sum of the all-reduce times
+  double exposed_s = 0;     // all-reduce time after backward ended
+  double contention_s = 0;  // compute lost to overlapped all-reduces on a shared core
   double exposed_share() const { return step_s > 0 ? exposed_s / step_s : 0; }
 };
 
 // compute_scale multiplies every compute time (and the ready times): 1 for weak
 // scaling, per-rank batch / profiled per-rank batch for strong scaling.
+// comm_cpu_share in [0, 1]: 0 when the communication has a core of its own.
 StepPrediction predict_step(const StepProfile& profile, const ClusterShape& shape,
                             AllreduceAlgorithm algorithm, const CommModel& model,
-                            double compute_scale = 1.0);
+                            double compute_scale = 1.0, double comm_cpu_share = 0.0);
 
 // The same gradient stream cut into buckets of at most cap_bytes, with ready
 // times interpolated within the measured buckets (gradients assumed produced
