@@ -9,14 +9,6 @@
 source "$(dirname "$0")/lib.sh"
 # shellcheck disable=SC2034 # read by train() in lib.sh
 TRAIN_DEVICE=cuda
-run_fail() {
-  local name=$1 rc=0
-  shift
-  mkdir -p "$WORK/$name"
-  timeout -k 5 120 "${MPIRUN[@]}" "$@" > "$WORK/$name/log.txt" 2>&1 || rc=$?
-  [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $rc -ne 137 ] || { cat "$WORK/$name/log.txt"; fail "$name: exit code $rc"; }
-}
-newest() { ls "$1"/ckpt-*.h5 2>/dev/null | sort -V | tail -1; }
 common=(--data "$DATA" --batch 8 --epochs 100 --timeout 60 --device cuda --allow-gpu-sharing --log-every 4)
 
 export RINGTRAIN_FAULT_NAN_RANK=1 RINGTRAIN_FAULT_NAN_STEP=3 RINGTRAIN_FAULT_NAN_COUNT=1

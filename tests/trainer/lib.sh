@@ -34,6 +34,19 @@ train() {
   fi
 }
 
+# run_fail NAME [mpirun args...]: the run must fail, not hang (at most 120 s);
+# its log is kept in $WORK/NAME/log.txt.
+run_fail() {
+  local name=$1 rc=0
+  shift
+  mkdir -p "$WORK/$name"
+  timeout -k 5 120 "${MPIRUN[@]}" "$@" > "$WORK/$name/log.txt" 2>&1 || rc=$?
+  [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $rc -ne 137 ] || { cat "$WORK/$name/log.txt"; fail "$name: exit code $rc"; }
+}
+
+# newest DIR: the checkpoint of the highest step in DIR.
+newest() { ls "$1"/ckpt-*.h5 2>/dev/null | sort -V | tail -1; }
+
 # same A B [compare flags...]: the final checkpoints of two runs match
 same() {
   local a b

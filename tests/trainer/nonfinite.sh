@@ -4,15 +4,6 @@
 # state; skip:N skips the update (the state stays that of the step before) and
 # counts it.
 source "$(dirname "$0")/lib.sh"
-# run_fail NAME [train flags...]: the run must fail (not hang); its log is kept.
-run_fail() {
-  local name=$1 rc=0
-  shift
-  mkdir -p "$WORK/$name"
-  timeout -k 5 120 "${MPIRUN[@]}" "$@" > "$WORK/$name/log.txt" 2>&1 || rc=$?
-  [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $rc -ne 137 ] || { cat "$WORK/$name/log.txt"; fail "$name: exit code $rc"; }
-}
-newest() { ls "$1"/ckpt-*.h5 2>/dev/null | sort -V | tail -1; }
 common=(--data "$DATA" --batch 8 --epochs 100 --timeout 60 --device cpu --log-every 1)
 
 # 1. A learning rate that diverges (the CNN's do; the MLP's ReLUs die first): the
