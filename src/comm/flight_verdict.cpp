@@ -235,8 +235,30 @@ std::string flight_verdict(const std::vector<FlightState>& ranks, double now_s, 
     culprits = not_waiting.empty() ? quiet : not_waiting;
     relation = "issued but did not complete";
   }
+  // A rank whose process is gone or stopped is the cause: the ranks of other
+  // nodes that wait with it only look stuck (their records lag by a snapshot).
+  std::vector<const FlightState*> halted;
+  for (const auto& s : ranks)
+    if (live && s.host == this_host()) {
+      const auto state = process_state(s.pid);
+      if (!state || *state == 'Z' || *state == 'X' || *state == 'T' || *state == 't')
+        halted.push_back(&s);
+    }
+  if (!halted.empty()) {
+    const bool all_never_issued = std::all_of(halted.begin(), halted.end(), [&](const auto* h) {
+      return std::find(never_issued.begin(), never_issued.end(), h) != never_issued.end();
+    });
+    culprits = halted;
+    relation = all_never_issued ? "never issued" : "issued but did not complete";
+  }
+  // The ranks named as the cause are not also listed as waiting.
+  std::vector<int> waiters;
+  for (int r : waiting)
+    if (std::none_of(culprits.begin(), culprits.end(), [r](const auto* c) { return c->rank == r; }))
+      waiters.push_back(r);
+  if (waiters.empty()) waiters = waiting;
   const std::string wait_part =
-      fmt::format("{} {} waiting in {}", rank_word(waiting), waiting.size() > 1 ? "are" : "is", op);
+      fmt::format("{} {} waiting in {}", rank_word(waiters), waiters.size() > 1 ? "are" : "is", op);
   if (culprits.empty())
     return fmt::format(
         "every rank is waiting in {}: a peer stopped making progress inside it (the network, or "

@@ -9,8 +9,9 @@
 #   train_multinode.sh kill9         SIGKILL to rank 3 on node1 mid-training ends
 #                                    the job within 60 s, naming rank and node;
 #                                    rank 2 (same node) says live it was lost
-#   train_multinode.sh flight        rank 3 on node1 stalls in data: the flight
-#                                    verdict and doctor flight name it
+#   train_multinode.sh flight        rank 3 on node1 stalls in data, backward or
+#                                    the optimizer, or is stopped (SIGSTOP): the
+#                                    flight verdict and doctor flight name it
 # Uses tests/trainer/lib.sh (data set, train, same). Exit 77 where this machine
 # cannot host a cluster.
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -37,6 +38,17 @@ wait_bounded() {
   timeout "$2" tail --pid="$1" -f /dev/null || fail "the job did not end within $2 s"
   rc=0
   wait "$1" || rc=$?
+}
+# rank_pid_in NAMESPACE RANK: the pid of ringtrain rank RANK in that namespace.
+rank_pid_in() {
+  local p
+  for p in $(ip netns pids "$1"); do
+    if [ "$(cat "/proc/$p/comm" 2>/dev/null)" = ringtrain ] &&
+       tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2"; then
+      echo "$p"
+      return
+    fi
+  done
 }
 no_leftovers() {
   local id
@@ -84,13 +96,7 @@ case ${1:-} in
     job=$!
     wait_for_training "$out" "$job"
     id=$(sed -n 's/^netns-cluster: cluster \(rtnc-[0-9]*\):.*/\1/p' "$out/log.txt" | head -n 1)
-    victim=""
-    for p in $(ip netns pids "$id-n1"); do
-      if [ "$(cat "/proc/$p/comm" 2>/dev/null)" = ringtrain ] &&
-         tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=3; then
-        victim=$p
-      fi
-    done
+    victim=$(rank_pid_in "$id-n1" 3)
     [ -n "$victim" ] || fail "rank 3 not found in namespace $id-n1"
     echo "SIGKILL to rank 3 (pid $victim) in $id-n1"
     kill -9 "$victim"
@@ -102,30 +108,49 @@ case ${1:-} in
     # once (--timeout is 60 s).
     grep -m1 "flight verdict: " "$out/log.txt" | grep -Eq "rank 3 \(host node1, cpu\) was lost \(its process [0-9]+ is gone\) in phase" ||
       { cat "$out/log.txt"; fail "no live verdict saying rank 3 on node1 was lost"; }
+    "$RINGTRAIN_EXE" doctor flight "$out/flight" >"$out/doctor.txt" 2>&1 || { cat "$out/doctor.txt"; fail "doctor flight failed"; }
+    grep -Eq "^verdict: rank 3 \(host node1, cpu\) was lost" "$out/doctor.txt" || { cat "$out/doctor.txt"; fail "doctor flight does not agree"; }
     no_leftovers "$out/log.txt"
     echo "PASS: SIGKILL to rank 3 on node1 mid-training ended the job (exit $rc)" ;;
   flight)
-    # Rank 3 (node1) stalls in its data loader at step 3: within --timeout + 10 s
-    # the job ends with a verdict naming rank 3 on node1 in phase 'data', and
-    # doctor flight on the records agrees.
-    out=$WORK/run; mkdir -p "$out"
-    start=$(date +%s)
-    RINGTRAIN_FAULT_STALL_RANK=3 RINGTRAIN_FAULT_STALL_PHASE=data RINGTRAIN_FAULT_STALL_STEP=3 \
-    RINGTRAIN_FAULT_STALL_SECONDS=120 "${netns[@]}" -- "$RINGTRAIN_EXE" train --data "$DATA" --device cpu \
-      --batch 8 --epochs 100000 "${common[@]}" --log-every 1 --logdir "$out" --timeout 5 >"$out/log.txt" 2>&1 &
-    job=$!
-    wait_bounded "$job" 120
-    [ "$rc" -ne 0 ] || fail "a stalled job must fail"
-    verdict=$(grep -m1 "flight verdict: " "$out/log.txt") || { cat "$out/log.txt"; fail "no verdict"; }
-    echo "$verdict" | grep -Eq "rank 3 \(host node1, cpu\) has been in phase 'data' of step 3 for [0-9]+ s; ranks 0-2 are waiting in" \
-      || { cat "$out/log.txt"; fail "the verdict does not name rank 3 on node1 in phase data"; }
-    n=$(echo "$verdict" | grep -Eo "for [0-9]+ s" | head -1 | grep -Eo "[0-9]+")
-    [ "$n" -le 15 ] || fail "verdict after $n s, more than --timeout + 10"
-    "$RINGTRAIN_EXE" doctor flight "$out/flight" >"$out/doctor.txt" 2>&1 || { cat "$out/doctor.txt"; fail "doctor flight failed"; }
-    grep -Eq "^verdict: rank 3 \(host node1, cpu\) has been in phase 'data' of step 3" "$out/doctor.txt" \
-      || { cat "$out/doctor.txt"; fail "doctor flight does not agree"; }
-    no_leftovers "$out/log.txt"
-    echo "${verdict#*flight verdict: }"
-    echo "PASS: rank 3 on node1 stalled in data: verdict and doctor name it ($(( $(date +%s) - start )) s in all)" ;;
+    # Rank 3 (node1) stalls at step 3 in its data loader, in backward, in the
+    # optimizer, or is stopped with SIGSTOP: within --timeout + 10 s the job
+    # ends with a verdict naming rank 3 on node1 and its phase, and doctor
+    # flight on the records agrees.
+    for what in data backward optimizer sigstop; do
+      out=$WORK/$what; mkdir -p "$out"
+      start=$(date +%s)
+      if [ "$what" = sigstop ]; then
+        "${netns[@]}" -- "$RINGTRAIN_EXE" train --data "$DATA" --device cpu --batch 8 --epochs 100000 "${common[@]}" \
+          --log-every 1 --logdir "$out" --timeout 5 >"$out/log.txt" 2>&1 &
+        job=$!
+        wait_for_training "$out" "$job"
+        id=$(sed -n 's/^netns-cluster: cluster \(rtnc-[0-9]*\):.*/\1/p' "$out/log.txt" | head -n 1)
+        victim=$(rank_pid_in "$id-n1" 3)
+        [ -n "$victim" ] || fail "rank 3 not found in namespace $id-n1"
+        kill -STOP "$victim"
+        expect="rank 3 \(host node1, cpu\) is stopped \(SIGSTOP, process $victim\) in phase '[a-z -]+' of step [0-9]+, for [0-9]+ s"
+        doctor_expect="rank 3 \(host node1, cpu\) is stopped \(SIGSTOP, process $victim\)|rank 3 \(host node1, cpu\) has been in phase"
+      else
+        RINGTRAIN_FAULT_STALL_RANK=3 RINGTRAIN_FAULT_STALL_PHASE=$what RINGTRAIN_FAULT_STALL_STEP=3 \
+        RINGTRAIN_FAULT_STALL_SECONDS=120 "${netns[@]}" -- "$RINGTRAIN_EXE" train --data "$DATA" --device cpu \
+          --batch 8 --epochs 100000 "${common[@]}" --log-every 1 --logdir "$out" --timeout 5 >"$out/log.txt" 2>&1 &
+        job=$!
+        expect="rank 3 \(host node1, cpu\) has been in phase '$what' of step 3 for [0-9]+ s; ranks 0-2 are waiting in"
+        doctor_expect="rank 3 \(host node1, cpu\) has been in phase '$what' of step 3"
+      fi
+      wait_bounded "$job" 120
+      [ "$rc" -ne 0 ] || fail "$what: a stalled job must fail"
+      [ "$what" = sigstop ] && kill -CONT "$victim" 2>/dev/null
+      verdict=$(grep -m1 "flight verdict: " "$out/log.txt") || { cat "$out/log.txt"; fail "$what: no verdict"; }
+      echo "$verdict" | grep -Eq "$expect" || { cat "$out/log.txt"; fail "$what: the verdict does not name rank 3 on node1 ($expect)"; }
+      n=$(echo "$verdict" | grep -Eo "for [0-9]+ s" | head -1 | grep -Eo "[0-9]+")
+      [ "$n" -le 15 ] || fail "$what: verdict after $n s, more than --timeout + 10"
+      "$RINGTRAIN_EXE" doctor flight "$out/flight" >"$out/doctor.txt" 2>&1 || { cat "$out/doctor.txt"; fail "$what: doctor flight failed"; }
+      grep -Eq "^verdict: ($doctor_expect)" "$out/doctor.txt" || { cat "$out/doctor.txt"; fail "$what: doctor flight does not agree"; }
+      no_leftovers "$out/log.txt"
+      echo "ok: $what ($(( $(date +%s) - start )) s): ${verdict#*flight verdict: }"
+    done
+    echo "PASS: rank 3 on node1 stalled in data, backward, optimizer, or stopped: verdicts and doctor name it" ;;
   *) echo "usage: $0 equivalence|sigterm|kill9|flight" >&2; exit 2 ;;
 esac
