@@ -101,13 +101,13 @@ case ${1:-} in
     echo "SIGKILL to rank 3 (pid $victim) in $id-n1"
     kill -9 "$victim"
     wait_bounded "$job" 60
-    tail -n 15 "$out/log.txt"
+    grep -v "^epoch\|^ *step\|^eval" "$out/log.txt" | tail -n 40
     [ "$rc" -ne 0 ] || fail "the job must fail when a rank is killed"
-    grep -Eq "rank 3 .*node node1.*signal 9" "$out/log.txt" || fail "no message naming rank 3 on node1"
-    # Rank 2, on the same node, sees the process gone and gives the verdict at
-    # once (--timeout is 60 s).
+    # Rank 2, on the same node, sees the process gone within 100 ms and gives
+    # the verdict (--timeout is 60 s); mpirun, which noticed the death too,
+    # kills the job a second after its SIGTERM.
     grep -m1 "flight verdict: " "$out/log.txt" | grep -Eq "rank 3 \(host node1, cpu\) was lost \(its process [0-9]+ is gone\) in phase" ||
-      { cat "$out/log.txt"; fail "no live verdict saying rank 3 on node1 was lost"; }
+      fail "no live verdict saying rank 3 on node1 was lost"
     "$RINGTRAIN_EXE" doctor flight "$out/flight" >"$out/doctor.txt" 2>&1 || { cat "$out/doctor.txt"; fail "doctor flight failed"; }
     grep -Eq "^verdict: rank 3 \(host node1, cpu\) was lost" "$out/doctor.txt" || { cat "$out/doctor.txt"; fail "doctor flight does not agree"; }
     no_leftovers "$out/log.txt"
@@ -129,8 +129,10 @@ case ${1:-} in
         victim=$(rank_pid_in "$id-n1" 3)
         [ -n "$victim" ] || fail "rank 3 not found in namespace $id-n1"
         kill -STOP "$victim"
-        expect="rank 3 \(host node1, cpu\) is stopped \(SIGSTOP, process $victim\) in phase '[a-z -]+' of step [0-9]+, for [0-9]+ s"
-        doctor_expect="rank 3 \(host node1, cpu\) is stopped \(SIGSTOP, process $victim\)|rank 3 \(host node1, cpu\) has been in phase"
+        # A rank of node1 sees the process stopped; one of node0 cannot look at
+        # node1's processes and sees its records fall silent.
+        expect="rank 3 \(host node1, cpu\) (is stopped \(SIGSTOP, process $victim\) in phase '[a-z -]+' of step [0-9]+, for [0-9]+ s|has been silent for [0-9]+ s \(stopped or lost\); it was last in phase)"
+        doctor_expect="rank 3 \(host node1, cpu\) (is stopped \(SIGSTOP, process $victim\)|has been in phase|has been silent)"
       else
         RINGTRAIN_FAULT_STALL_RANK=3 RINGTRAIN_FAULT_STALL_PHASE=$what RINGTRAIN_FAULT_STALL_STEP=3 \
         RINGTRAIN_FAULT_STALL_SECONDS=120 "${netns[@]}" -- "$RINGTRAIN_EXE" train --data "$DATA" --device cpu \
