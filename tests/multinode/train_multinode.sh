@@ -50,6 +50,18 @@ rank_pid_in() {
     fi
   done
 }
+# start_and_find_rank3 OUT TIMEOUT: starts a 2x2 run in the background (its
+# pid in job), waits until it trains, and sets id (the cluster) and victim (the
+# pid of rank 3, on node1).
+start_and_find_rank3() {
+  "${netns[@]}" -- "$RINGTRAIN_EXE" train --data "$DATA" --device cpu --batch 8 --epochs 100000 "${common[@]}" \
+    --log-every 1 --logdir "$1" --timeout "$2" >"$1/log.txt" 2>&1 &
+  job=$!
+  wait_for_training "$1" "$job"
+  id=$(sed -n 's/^netns-cluster: cluster \(rtnc-[0-9]*\):.*/\1/p' "$1/log.txt" | head -n 1)
+  victim=$(rank_pid_in "$id-n1" 3)
+  [ -n "$victim" ] || fail "rank 3 not found in namespace $id-n1"
+}
 no_leftovers() {
   local id
   id=$(sed -n 's/^netns-cluster: cluster \(rtnc-[0-9]*\):.*/\1/p' "$1" | head -n 1)
@@ -91,13 +103,7 @@ case ${1:-} in
     echo "PASS: SIGTERM to the 2x2 job left $ckpt (step $step); a 2x2 run resumed from it" ;;
   kill9)
     out=$WORK/run; mkdir -p "$out"
-    "${netns[@]}" -- "$RINGTRAIN_EXE" train --data "$DATA" --device cpu --batch 8 --epochs 100000 "${common[@]}" \
-      --log-every 1 --logdir "$out" --timeout 60 >"$out/log.txt" 2>&1 &
-    job=$!
-    wait_for_training "$out" "$job"
-    id=$(sed -n 's/^netns-cluster: cluster \(rtnc-[0-9]*\):.*/\1/p' "$out/log.txt" | head -n 1)
-    victim=$(rank_pid_in "$id-n1" 3)
-    [ -n "$victim" ] || fail "rank 3 not found in namespace $id-n1"
+    start_and_find_rank3 "$out" 60
     echo "SIGKILL to rank 3 (pid $victim) in $id-n1"
     kill -9 "$victim"
     wait_bounded "$job" 60
@@ -121,13 +127,7 @@ case ${1:-} in
       out=$WORK/$what; mkdir -p "$out"
       start=$(date +%s)
       if [ "$what" = sigstop ]; then
-        "${netns[@]}" -- "$RINGTRAIN_EXE" train --data "$DATA" --device cpu --batch 8 --epochs 100000 "${common[@]}" \
-          --log-every 1 --logdir "$out" --timeout 5 >"$out/log.txt" 2>&1 &
-        job=$!
-        wait_for_training "$out" "$job"
-        id=$(sed -n 's/^netns-cluster: cluster \(rtnc-[0-9]*\):.*/\1/p' "$out/log.txt" | head -n 1)
-        victim=$(rank_pid_in "$id-n1" 3)
-        [ -n "$victim" ] || fail "rank 3 not found in namespace $id-n1"
+        start_and_find_rank3 "$out" 5
         kill -STOP "$victim"
         # A rank of node1 sees the process stopped; one of node0 cannot look at
         # node1's processes and sees its records fall silent.
