@@ -142,8 +142,11 @@ case ${1:-} in
     touch -d '-3 seconds' "$tmp/ckpt/ckpt-40.h5"
     cat >"$tmp/fake" <<'STUB'
 #!/bin/sh
-# Appends its arguments once per run (rank 0), then fails while runs remain in FAIL_RUNS.
-[ "${OMPI_COMM_WORLD_RANK:-0}" = 0 ] && echo "$*" >>"$CALLS"
+# Rank 0 appends its arguments once per run, then fails while runs remain in
+# FAIL_RUNS. Only rank 0 decides: another rank counting the file could read it
+# before rank 0 has appended and fail a run meant to succeed.
+[ "${OMPI_COMM_WORLD_RANK:-0}" = 0 ] || exit 0
+echo "$*" >>"$CALLS"
 n=$(wc -l <"$CALLS")
 [ "$n" -le "${FAIL_RUNS:-0}" ] && exit "${FAIL_CODE:-5}"
 exit 0
