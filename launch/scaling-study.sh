@@ -56,7 +56,11 @@ Runs:
 Prediction (the step model; see README "Predicting scaling"):
   --predict LIST        node counts to predict, e.g. 1,2,4,8,16,32,64,128,256: adds
                         predicted rows (ring and hierarchical all-reduce) to the CSV
-                        and dashed lines to the plot, and a verdict line at the end
+                        and dashed lines to the plot, and a verdict line at the end.
+                        With --global-batch it first times one step at each per-rank
+                        batch it needs ('ringtrain bench step', one rank, the data
+                        set's shape; DIR/compute-curve.jsonl): a small batch is
+                        slower per sample, so compute does not shrink in proportion
   --comm-model FILE     alpha/beta fits of 'ringtrain bench model --json'; without
                         it the study measures them first (--netns-nodes: across the
                         nodes, one rank each, on the same shaped links; and inside a
@@ -77,6 +81,7 @@ Output:
                         scaling.gp (the gnuplot script) and runs/np<N>/r<k>/ (each
                         run's output.log, metrics.jsonl, trace.json and TensorBoard
                         events); with --predict also predicted.csv, verdict.txt
+                        (and compute-curve.jsonl with --global-batch)
   -h, --help            this text
 
 What is timed: only the training steps. Start-up (MPI launch, data set open,
@@ -482,6 +487,53 @@ measure_comm_model() {  # measure_comm_model RANKS_PER_NODE: writes $out/comm-mo
   grep -h ' fit' "$out"/comm-model-*.log | sed 's/^/  /' >&2 || true
 }
 
+train_flag() {  # train_flag NAME DEFAULT: the value of --NAME in the training flags
+  local i a v=$2
+  for ((i = 0; i < ${#train_args[@]}; i++)); do
+    a=${train_args[i]}
+    case $a in
+      "--$1=") ;;
+      "--$1="*) v=${a#--"$1"=} ;;
+      "--$1") v=${train_args[i + 1]:-$v} ;;
+    esac
+  done
+  printf '%s\n' "$v"
+}
+
+# Strong scaling: compute per step at each per-rank batch the prediction needs
+# ('ringtrain bench step', one rank, synthetic samples of the data set's shape),
+# since a small batch is slower per sample than the profiled one.
+measure_compute_curve() {  # measure_compute_curve PROFILE_NP: writes $out/compute-curve.jsonl
+  local curve=$out/compute-curve.jsonl w b launch=() batches=() step_cmd _w=()
+  local -A seen=()
+  rm -f "$curve"
+  IFS=, read -r -a _w <<<"$predict"
+  for w in "$1" "${nps[@]}" "${_w[@]}"; do
+    w=$((10#$w))
+    [ $((global_batch % (w * accum))) -eq 0 ] || continue
+    b=$((global_batch / (w * accum)))
+    [ -z "${seen[$b]:-}" ] || continue
+    seen[$b]=1; batches+=("$b")
+  done
+  [ -z "$machinefile" ] || {
+    launch=("$here/ringtrain-mpirun" -n 1 --machinefile "$machinefile")
+    [ -z "$gpus_per_node" ] || launch+=(--gpus-per-node "$gpus_per_node")
+    launch+=(--)
+  }
+  say "measuring compute per step at per-rank batch ${batches[*]} (bench step, one rank)"
+  mkdir -p "$out/compute-curve"
+  : >"$curve"
+  for b in "${batches[@]}"; do
+    step_cmd=("${launch[@]}" "$exe" bench step --data "$(train_flag data '')" --model "$(train_flag model cnn)"
+      --optimizer "$(train_flag optimizer sgd)" --device "$(train_flag device auto)" --tf32 "$(train_flag tf32 default)"
+      --batch "$b" --steps 20 --warmup 3 --json)
+    run_logged "$out/compute-curve/b$b.log" "${step_cmd[@]}" || return 1
+    grep '^{' "$out/compute-curve/b$b.log" >>"$curve" ||
+      { say "bench step printed no JSON (log: $out/compute-curve/b$b.log)"; return 1; }
+  done
+  extra+=(--compute-curve "$curve" --profile-batch "$((global_batch / ($1 * accum)))")
+}
+
 predict_points() {  # writes predicted.csv, predicted-rows.csv and verdict.txt
   local base_np base_sps base_gb rpn max_np scaling_kind=weak algos trace nn cores
   local extra=()
@@ -501,7 +553,7 @@ predict_points() {  # writes predicted.csv, predicted-rows.csv and verdict.txt
   # The backend's own algorithm first: the verdict is about it.
   case $backend in shm) algos=hierarchical,ring ;; *) algos=ring,hierarchical ;; esac
   [ -n "$comm_model" ] || measure_comm_model "$rpn" || return 1
-  [ -z "$global_batch" ] || scaling_kind=strong
+  [ -z "$global_batch" ] || { scaling_kind=strong; measure_compute_curve "$base_np" || return 1; }
   trace=$out/runs/np$base_np/r1/trace.json
   [ -s "$trace" ] || { say "the first run wrote no trace $trace"; return 1; }
   # Cores per node: netns nodes and a plain mpirun share this machine's cores.
@@ -515,7 +567,7 @@ predict_points() {  # writes predicted.csv, predicted-rows.csv and verdict.txt
   run_logged "$out/predict.log" "$exe" bench predict --device cpu --trace "$trace" --comm-model "$comm_model" \
     --backend "$backend" --algorithm "$algos" --nodes "$predict" --ranks-per-node "$rpn" \
     --scaling "$scaling_kind" --profile-ranks "$base_np" --csv "$out/predicted.csv" "${extra[@]}" || return 1
-  grep '^# .* core(s): communication has no core of its own' "$out/predict.log" >&2 || true
+  grep -E '^# (compute per rank from the curve|.* core\(s\): communication has no core of its own)' "$out/predict.log" >&2 || true
   grep '^# warning' "$out/predict.log" >&2 || true
   grep '^predicted efficiency at ' "$out/predict.log" >"$out/verdict.txt" ||
     { say "bench predict printed no verdict (log: $out/predict.log)"; return 1; }
@@ -552,7 +604,7 @@ trap 'on_signal SIGINT' INT
 
 runs=()
 rows=()
-rm -f "$out/predicted-rows.csv" "$out/predicted.csv" "$out/verdict.txt"
+rm -rf "$out/predicted-rows.csv" "$out/predicted.csv" "$out/verdict.txt" "$out/compute-curve.jsonl" "$out/compute-curve"
 say "rank counts ${nps[*]}, $repeats repeat(s), $steps steps per run (first window of $log_every as warm-up), output $out"
 failed=0
 # Repeats go round the rank counts rather than back to back, so a slow spell of

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 
 #include "apps/comm_model_json.h"
 #include "apps/command.h"
+#include "apps/compute_curve_json.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/error.h"
 #include "ringtrain/sync/comm_model.h"
@@ -34,6 +36,8 @@ struct PredictOptions {
   int cores_per_node = 0;  // 0: communication assumed to have a core of its own
   std::string scaling = "weak";
   int profile_ranks = 1;
+  std::string compute_curve;
+  double profile_batch = 0;
   int profile_rank = 0;
   std::size_t warmup_steps = 1;
   bool allow_poor = false;
@@ -117,10 +121,17 @@ int run_predict(const PredictOptions& o) {
   check_poor(need_intra, loaded.poor_intra, "intra", loaded.residual_intra);
   check_poor(need_inter, loaded.poor_inter, "inter", loaded.residual_inter);
   const StepProfile& prof = tp.profile;
-  // Strong scaling: the global batch is fixed, so the per-rank batch (and with
-  // it compute) is profile_ranks / W of the profiled one.
+  // Strong scaling: the global batch is fixed, so the per-rank batch is
+  // profile_ranks / W of the profiled one; compute scales in proportion, or
+  // as the measured compute curve says.
+  std::optional<LoadedComputeCurve> curve;
+  if (!o.compute_curve.empty()) curve = read_compute_curve_file(o.compute_curve);
   auto scale_at = [&](int world) {
-    return strong ? static_cast<double>(o.profile_ranks) / world : 1.0;
+    if (!strong) return 1.0;
+    const double ratio = static_cast<double>(o.profile_ranks) / world;
+    if (!curve) return ratio;
+    return curve->curve.step_s_at(o.profile_batch * ratio) /
+           curve->curve.step_s_at(o.profile_batch);
   };
   // Without a core of its own (as many ranks as cores on a node), a rank's
   // communication takes its measured CPU share from compute while it overlaps.
@@ -198,6 +209,19 @@ int run_predict(const PredictOptions& o) {
       tp.steps_used, o.profile_rank, o.trace.c_str(), prof.before_backward_s * 1e3,
       prof.backward_s * 1e3, prof.optimizer_s * 1e3, prof.buckets.size(), prof.total_bytes() / mib,
       strong ? "strong" : "weak", allreduce_algorithm_name(a));
+  if (curve) {
+    std::string measured;
+    for (const ComputePoint& p : curve->curve.points())
+      measured += fmt::format("{}{:g}", measured.empty() ? "" : ",", p.batch);
+    const int w = last.shape.world();
+    const double b = o.profile_batch * o.profile_ranks / w;
+    std::printf(
+        "# compute per rank from the curve %s (%s, measured at batch %s): batch %g takes %.3f "
+        "ms per step against %.3f ms in proportion to the profiled batch %g (%d rank(s))\n",
+        o.compute_curve.c_str(), curve->model.c_str(), measured.c_str(), b,
+        1e3 * curve->curve.step_s_at(b),
+        1e3 * curve->curve.step_s_at(o.profile_batch) * o.profile_ranks / w, o.profile_batch, w);
+  }
   if (shared_core)
     std::printf(
         "# %d rank(s) per node on %d core(s): communication has no core of its own, so "
@@ -221,7 +245,8 @@ CLI::App* add_bench_predict(CLI::App& bench, CommandContext& ctx) {
       "Model: bucket k's all-reduce starts when backward has produced it and the previous\n"
       "one is done, and must finish before the optimizer; the exposed part is what backward\n"
       "does not hide. Assumes no congestion, one link tier per level, compute per rank as\n"
-      "profiled (weak scaling) or in proportion to the per-rank batch (strong scaling).\n"
+      "profiled (weak scaling) or in proportion to the per-rank batch (strong scaling;\n"
+      "with --compute-curve, as measured at each batch: 'bench step --json' lines).\n"
       "--cores-per-node C: with as many ranks per node as cores (or more), a rank's\n"
       "communication shares the core it computes on, and an overlapped all-reduce takes its\n"
       "measured CPU share ('bench model' cpu_share) of its time from compute:\n"
@@ -252,6 +277,14 @@ CLI::App* add_bench_predict(CLI::App& bench, CommandContext& ctx) {
                   "Ranks of the profiled run (strong scaling: its per-rank batch)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
+  sub->add_option("--compute-curve", o->compute_curve,
+                  "Strong scaling: compute per step against the per-rank batch, the lines of "
+                  "'ringtrain bench step --json' at several --batch values (a small batch is "
+                  "slower per sample); needs --profile-batch")
+      ->check(CLI::ExistingFile);
+  sub->add_option("--profile-batch", o->profile_batch,
+                  "Per-rank batch of the profiled run (with --compute-curve)")
+      ->check(CLI::PositiveNumber);
   sub->add_option("--profile-rank", o->profile_rank, "Rank of the trace to profile")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
@@ -263,6 +296,15 @@ CLI::App* add_bench_predict(CLI::App& bench, CommandContext& ctx) {
   sub->parse_complete_callback([&ctx, o] {
     count_list("--nodes", o->nodes);
     algorithm_list(o->algorithms);
+    if (!o->compute_curve.empty()) {
+      RT_CHECK(o->scaling == "strong",
+               "--compute-curve goes with --scaling strong: in weak scaling the per-rank batch "
+               "does not change");
+      RT_CHECK(o->profile_batch > 0,
+               "--compute-curve needs --profile-batch, the per-rank batch of the profiled run");
+    } else {
+      RT_CHECK(o->profile_batch == 0, "--profile-batch goes with --compute-curve");
+    }
     ctx.action = [o](const Topology& topo) {
       // Pure arithmetic: one rank answers, the others have nothing to do.
       return topo.rank() == 0 ? run_predict(*o) : 0;

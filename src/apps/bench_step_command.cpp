@@ -19,6 +19,7 @@
 #include "ringtrain/core/host_sync.h"
 #include "ringtrain/core/log.h"
 #include "ringtrain/core/timer.h"
+#include "ringtrain/data/dataset.h"
 #include "ringtrain/model/model.h"
 #include "ringtrain/optim/optimizer.h"
 #include "ringtrain/tensor/device_memory.h"
@@ -31,6 +32,7 @@ struct BenchStepOptions {
   std::string model = "mlp:784-512-512-10";
   std::size_t batch = 64, steps = 100, warmup = 10;
   std::string input = "1,28,28";
+  std::string data;  // when given: input shape and classes of its train split
   int classes = 10;
   std::string optimizer = "sgd";
   float lr = 0.01f;
@@ -76,13 +78,23 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
   comm_options.timeout_seconds = o.timeout;
   const std::unique_ptr<Communicator> control = make_control_communicator(topo, comm_options);
   const ModelSpec spec = ModelSpec::parse(o.model);
-  const std::vector<std::size_t> input = parse_input_shape(o.input);
+  std::vector<std::size_t> input;
+  int classes = o.classes;
+  if (o.data.empty()) {
+    input = parse_input_shape(o.input);
+  } else {
+    // The shape a training run on this file builds the model for; the samples
+    // stay synthetic (reading is 'bench data').
+    const Dataset train = Dataset::open_on_all_ranks(o.data, "train", *control);
+    input = train.sample_shape();
+    classes = train.num_classes();
+  }
   ModelOptions mo;
   mo.device = topo.device();
   mo.seed = o.seed;
   mo.max_batch = o.batch;
   mo.tf32 = parse_tf32_mode(o.tf32);
-  auto model = Model::build(spec, input, o.classes, mo);
+  auto model = Model::build(spec, input, classes, mo);
   OptimizerConfig oc;
   oc.kind = o.optimizer;
   auto optimizer = make_optimizer(oc, model->param_count(), mo.device);
@@ -98,17 +110,17 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
         1000.0f;
   for (std::size_t i = 0; i < y.size(); ++i)
     y[i] = static_cast<std::int32_t>((i * 7 + static_cast<std::size_t>(topo.rank())) %
-                                     static_cast<std::size_t>(o.classes));
+                                     static_cast<std::size_t>(classes));
   Tensor xd = Tensor::empty({x.size()}, DType::f32, mo.device);
   Tensor yd = Tensor::empty({y.size()}, DType::i32, mo.device);
   xd.copy_from(Tensor::borrow(x.data(), {x.size()}, DType::f32, Device::cpu()));
   yd.copy_from(Tensor::borrow(y.data(), {y.size()}, DType::i32, Device::cpu()));
 
-  log0(
+  const std::string about = fmt::format(
       "bench step: model {} ({} parameters, spec hash {:016x}), batch {} per rank, input [{}], {} "
       "classes, "
       "device {}{}, optimizer {}, OPENBLAS_NUM_THREADS={}, {} steps after {} warm-up, {} rank(s)",
-      o.model, model->param_count(), spec.hash(), o.batch, fmt::join(input, ","), o.classes,
+      o.model, model->param_count(), spec.hash(), o.batch, fmt::join(input, ","), classes,
       device_name(mo.device),
       mo.device.is_cuda()
           ? fmt::format(" (--tf32 {}: {})", tf32_mode_name(mo.tf32), tf32_mode_summary(mo.tf32))
@@ -116,6 +128,12 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
       o.optimizer,
       std::getenv("OPENBLAS_NUM_THREADS") ? std::getenv("OPENBLAS_NUM_THREADS") : "unset (1)",
       o.steps, o.warmup, topo.world_size());
+  // With --json stdout carries the JSON object alone (a file of such lines is
+  // a compute curve for 'bench predict'), so the description goes to stderr.
+  if (!o.json)
+    log0("{}", about);
+  else if (topo.rank() == 0)
+    std::fprintf(stderr, "%s\n", about.c_str());
 
   PhaseTimes sum;
   double loss = 0;
@@ -222,17 +240,27 @@ CLI::App* add_bench_step(CLI::App& parent, CommandContext& ctx) {
       ->capture_default_str();
   sub->add_option("--warmup", o->warmup, "Untimed steps first (caches, allocator, cuDNN)")
       ->capture_default_str();
-  sub->add_option("--input", o->input, "Per-sample input shape: C,H,W or F")->capture_default_str();
-  sub->add_option("--classes", o->classes, "Number of classes (the model's last layer)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  auto* input = sub->add_option("--input", o->input, "Per-sample input shape: C,H,W or F")
+                    ->capture_default_str();
+  auto* classes =
+      sub->add_option("--classes", o->classes, "Number of classes (the model's last layer)")
+          ->check(CLI::PositiveNumber)
+          ->capture_default_str();
+  sub->add_option("--data", o->data,
+                  "Take the input shape and classes from this data set's train split (the "
+                  "samples stay synthetic)")
+      ->check(CLI::ExistingFile)
+      ->excludes(input)
+      ->excludes(classes);
   sub->add_option("--optimizer", o->optimizer,
                   "Optimizer timed in the update phase (default settings)")
       ->check(CLI::IsMember({"sgd", "adamw"}))
       ->capture_default_str();
   sub->add_option("--lr", o->lr, "Learning rate of the update")->capture_default_str();
   sub->add_option("--seed", o->seed, "Parameter initialisation seed")->capture_default_str();
-  sub->add_flag("--json", o->json, "Print one JSON object (rank 0) instead of the table");
+  sub->add_flag("--json", o->json,
+                "Print one JSON object (rank 0) on stdout instead of the table (the description "
+                "line goes to stderr)");
   sub->add_option("--timeout", o->timeout,
                   "Seconds the ranks wait for each other before the job aborts, naming the late "
                   "ranks")

@@ -79,6 +79,37 @@ JSON
       want = 0.5 * (comm - exposed); d = step - (compute + exposed + c)
       if (c < want * 0.999 - 1e-12 || c > want * 1.001 + 1e-12 || d > 1e-9 || d < -1e-9) bad++ }
       END { exit (n == 2 && bad == 0) ? 0 : 1 }' "$tmp/pc.log" || fail "contention is not 0.5 x (comm - exposed), or the step does not include it"
+    # Strong scaling with a measured compute curve. One in proportion to the
+    # batch predicts what no curve does; one with a fixed cost per step (1 ms
+    # plus 0.125 ms per sample: 2 ms at batch 8, 1.5 at 4, 1.25 at 2) makes
+    # compute at 2 and 4 ranks 0.75 and 0.625 of the profiled one, not 1/2 and
+    # 1/4, so the efficiency falls.
+    printf '%s\n' '{"model": "mlp:64-32-4", "batch": 8, "step_ms": 2.0}' '{"model": "mlp:64-32-4", "batch": 2, "step_ms": 0.5}' >"$tmp/prop.jsonl"
+    printf '%s\n' '{"model": "mlp:64-32-4", "batch": 8, "step_ms": 2.0}' '{"model": "mlp:64-32-4", "batch": 4, "step_ms": 1.5}' \
+      '{"model": "mlp:64-32-4", "batch": 2, "step_ms": 1.25}' >"$tmp/fixed.jsonl"
+    strong=("$exe" bench predict --trace "$tmp/t.json" --comm-model "$tmp/model.json" --nodes 1,2,4 --algorithm ring --scaling strong)
+    run "$tmp/s0.log" "${strong[@]}"
+    run "$tmp/s1.log" "${strong[@]}" --compute-curve "$tmp/prop.jsonl" --profile-batch 8
+    [ "$rc" -eq 0 ] || fail "bench predict --compute-curve exited with $rc"
+    [ "$(grep -E '^[124],' "$tmp/s0.log")" = "$(grep -E '^[124],' "$tmp/s1.log")" ] || fail "a proportional curve changed the prediction"
+    run "$tmp/s2.log" "${strong[@]}" --compute-curve "$tmp/fixed.jsonl" --profile-batch 8
+    [ "$rc" -eq 0 ] || fail "bench predict with a fixed-cost curve exited with $rc"
+    grep -q "^# compute per rank from the curve $tmp/fixed.jsonl (mlp:64-32-4, measured at batch 2,4,8): batch 2 takes 1.250 ms per step against 0.500 ms in proportion" "$tmp/s2.log" ||
+      fail "no curve line"
+    paste -d, <(grep -E '^[124],' "$tmp/s0.log") <(grep -E '^[124],' "$tmp/s2.log") | awk -F, '
+      { c0 = $5; c1 = $16; want = $1 == 1 ? 1 : ($1 == 2 ? 1.5 : 2.5)
+        if (c1 < c0 * want * 0.999 || c1 > c0 * want * 1.001 || ($1 > 1 && $20 >= $9)) bad++ }
+      END { exit bad ? 1 : 0 }' || fail "compute at 2 and 4 ranks is not 0.75 and 0.625 of the profiled, or efficiency did not fall"
+    run "$tmp/s3.log" "${strong[@]}" --compute-curve "$tmp/fixed.jsonl"
+    [ "$rc" -ne 0 ] && grep -q "needs --profile-batch" "$tmp/s3.log" || fail "a curve without --profile-batch was accepted"
+    run "$tmp/s4.log" "$exe" bench predict --trace "$tmp/t.json" --comm-model "$tmp/model.json" --compute-curve "$tmp/fixed.jsonl" --profile-batch 8
+    [ "$rc" -ne 0 ] && grep -q "goes with --scaling strong" "$tmp/s4.log" || fail "a curve in weak scaling was accepted"
+    printf '%s\n' '{"model": "mlp:64-32-4", "batch": 8, "step_ms": 2.0}' 'nonsense' >"$tmp/bad.jsonl"
+    run "$tmp/s5.log" "${strong[@]}" --compute-curve "$tmp/bad.jsonl" --profile-batch 8
+    [ "$rc" -ne 0 ] && grep -q "bad.jsonl line 2: not JSON" "$tmp/s5.log" || fail "a bad curve line was not named"
+    printf '%s\n' '{"model": "mlp:64-32-4", "batch": 8, "step_ms": 2.0}' '{"model": "cnn", "batch": 4, "step_ms": 1.0}' >"$tmp/mixed.jsonl"
+    run "$tmp/s6.log" "${strong[@]}" --compute-curve "$tmp/mixed.jsonl" --profile-batch 8
+    [ "$rc" -ne 0 ] && grep -q "line 2: model 'cnn', but earlier lines measured 'mlp:64-32-4'" "$tmp/s6.log" || fail "a curve of two models was accepted"
     grep -Eq '^# profile: [0-9]+ step\(s\) of rank 0 .* [0-9]+ bucket\(s\)' "$tmp/p.log" || fail "no profile line"
     grep -Eq '^predicted efficiency at 4 nodes: [0-9]+% \(' "$tmp/p.log" || fail "no verdict line"
     # Two ranks per node need the intra fit, which is poor: refused, then accepted.

@@ -1,0 +1,46 @@
+#include "apps/compute_curve_json.h"
+
+#include <fstream>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "ringtrain/core/check.h"
+#include "ringtrain/core/error.h"
+
+namespace ringtrain::apps {
+
+LoadedComputeCurve read_compute_curve_file(const std::string& path) {
+  std::ifstream in(path);
+  RT_CHECK(in.good(), "--compute-curve {}: cannot open the file", path);
+  std::vector<ComputePoint> points;
+  std::string model, line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::exception& e) {
+      throw Error(fmt::format("--compute-curve {} line {}: not JSON ({})", path, number, e.what()));
+    }
+    RT_CHECK(j.is_object() && j.contains("batch") && j["batch"].is_number() &&
+                 j.contains("step_ms") && j["step_ms"].is_number(),
+             "--compute-curve {} line {}: expected an object of 'ringtrain bench step --json' "
+             "with numbers 'batch' and 'step_ms'",
+             path, number);
+    const std::string m = j.value("model", std::string());
+    RT_CHECK(points.empty() || m == model,
+             "--compute-curve {} line {}: model '{}', but earlier lines measured '{}'", path,
+             number, m, model);
+    model = m;
+    points.push_back({j["batch"].get<double>(), j["step_ms"].get<double>() * 1e-3});
+  }
+  try {
+    return {ComputeCurve(std::move(points)), model};
+  } catch (const Error& e) {
+    throw Error(fmt::format("--compute-curve {}: {}", path, e.what()));
+  }
+}
+
+}  // namespace ringtrain::apps

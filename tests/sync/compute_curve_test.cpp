@@ -1,0 +1,53 @@
+#include <catch2/catch.hpp>
+
+#include "ringtrain/core/error.h"
+#include "ringtrain/sync/compute_curve.h"
+
+using namespace ringtrain;
+
+namespace {
+// A fixed cost of 2 ms per step plus 0.1 ms per sample up to batch 48, and a
+// cheaper 0.08 ms per sample above it: 4.4, 6.8 and 10.64 ms at 24, 48 and 96.
+ComputeCurve measured() {
+  return ComputeCurve({{96, 10.64e-3}, {24, 4.4e-3}, {48, 6.8e-3}});
+}
+}  // namespace
+
+TEST_CASE("compute curve: the measured batches, and linear between them") {
+  const ComputeCurve c = measured();
+  REQUIRE(c.points().size() == 3);
+  CHECK(c.points().front().batch == 24);  // sorted
+  CHECK(c.step_s_at(24) == Approx(4.4e-3));
+  CHECK(c.step_s_at(48) == Approx(6.8e-3));
+  CHECK(c.step_s_at(96) == Approx(10.64e-3));
+  CHECK(c.step_s_at(36) == Approx(5.6e-3));   // halfway between 24 and 48
+  CHECK(c.step_s_at(72) == Approx(8.72e-3));  // halfway between 48 and 96
+}
+
+TEST_CASE("compute curve: outside the measured batches") {
+  const ComputeCurve c = measured();
+  // Below: the line through 24 and 48, 2 ms + 0.1 ms per sample.
+  CHECK(c.step_s_at(12) == Approx(3.2e-3));
+  CHECK(c.step_s_at(1) == Approx(2.1e-3));
+  // Above: the line through 48 and 96, 2.96 ms + 0.08 ms per sample.
+  CHECK(c.step_s_at(192) == Approx(18.32e-3));
+  // A line that would make a smaller batch cheaper than in proportion (more
+  // than proportional cost per sample) is held to the proportion.
+  const ComputeCurve steep({{10, 1e-3}, {20, 3e-3}});
+  CHECK(steep.step_s_at(5) == Approx(0.5e-3));
+  // Above the range no step is cheaper than the largest measured one.
+  const ComputeCurve falling({{10, 2e-3}, {20, 1.5e-3}});
+  CHECK(falling.step_s_at(40) == Approx(1.5e-3));
+  // One point: in proportion to the batch.
+  const ComputeCurve one({{32, 8e-3}});
+  CHECK(one.step_s_at(16) == Approx(4e-3));
+  CHECK(one.step_s_at(64) == Approx(16e-3));
+}
+
+TEST_CASE("compute curve: bad points are errors") {
+  CHECK_THROWS_WITH(ComputeCurve({}), Catch::Contains("no measured batch"));
+  CHECK_THROWS_WITH(ComputeCurve({{0, 1e-3}}), Catch::Contains("must be positive"));
+  CHECK_THROWS_WITH(ComputeCurve({{8, -1e-3}}), Catch::Contains("must be positive"));
+  CHECK_THROWS_WITH(ComputeCurve({{8, 1e-3}, {8, 2e-3}}), Catch::Contains("measured twice"));
+  CHECK_THROWS_WITH(measured().step_s_at(0), Catch::Contains("not positive"));
+}
