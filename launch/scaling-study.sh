@@ -520,16 +520,29 @@ measure_compute_curve() {  # measure_compute_curve PROFILE_NP: writes $out/compu
     [ -z "$gpus_per_node" ] || launch+=(--gpus-per-node "$gpus_per_node")
     launch+=(--)
   }
-  say "measuring compute per step at per-rank batch ${batches[*]} (bench step, one rank)"
+  say "measuring compute per step at per-rank batch ${batches[*]} (bench step, one rank, $repeats round(s))"
   mkdir -p "$out/compute-curve"
+  # Rounds go round the batches, and each batch keeps its median round, so a
+  # slow spell of a shared machine does not bend the curve at one batch.
+  local k
+  for ((k = 1; k <= repeats; k++)); do
+    for b in "${batches[@]}"; do
+      step_cmd=("${launch[@]}" "$exe" bench step --data "$(train_flag data '')" --model "$(train_flag model cnn)"
+        --optimizer "$(train_flag optimizer sgd)" --device "$(train_flag device auto)" --tf32 "$(train_flag tf32 default)"
+        --batch "$b" --steps 20 --warmup 3 --json)
+      run_logged "$out/compute-curve/b$b-r$k.log" "${step_cmd[@]}" || return 1
+      grep '^{' "$out/compute-curve/b$b-r$k.log" >>"$out/compute-curve/b$b.jsonl" ||
+        { say "bench step printed no JSON (log: $out/compute-curve/b$b-r$k.log)"; return 1; }
+    done
+  done
   : >"$curve"
   for b in "${batches[@]}"; do
-    step_cmd=("${launch[@]}" "$exe" bench step --data "$(train_flag data '')" --model "$(train_flag model cnn)"
-      --optimizer "$(train_flag optimizer sgd)" --device "$(train_flag device auto)" --tf32 "$(train_flag tf32 default)"
-      --batch "$b" --steps 20 --warmup 3 --json)
-    run_logged "$out/compute-curve/b$b.log" "${step_cmd[@]}" || return 1
-    grep '^{' "$out/compute-curve/b$b.log" >>"$curve" ||
-      { say "bench step printed no JSON (log: $out/compute-curve/b$b.log)"; return 1; }
+    awk '{ if (!match($0, /"step_ms":[-+0-9.eE]+/)) { bad = 1; exit }
+           t[NR] = substr($0, RSTART + 10, RLENGTH - 10) + 0; line[NR] = $0 }
+         END { if (bad) exit 1; n = NR; for (i = 1; i <= n; i++) { r = 0
+                 for (j = 1; j <= n; j++) if (t[j] < t[i] || (t[j] == t[i] && j < i)) r++
+                 if (r == int((n - 1) / 2)) print line[i] } }' "$out/compute-curve/b$b.jsonl" >>"$curve" ||
+      { say "bench step wrote no step_ms (in $out/compute-curve/b$b.jsonl)"; return 1; }
   done
   extra+=(--compute-curve "$curve" --profile-batch "$((global_batch / ($1 * accum)))")
 }

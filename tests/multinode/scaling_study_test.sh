@@ -140,20 +140,25 @@ PY
     grep -q -- "--batch 8 " "$tmp/out/runs/np2/r1/command" || fail "np=2 did not run --batch 8: $(cat "$tmp/out/runs/np2/r1/command")"
     [ ! -e "$tmp/out/compute-curve.jsonl" ] || fail "a compute curve without --predict"
     # With --predict, compute is timed at each per-rank batch the prediction
-    # needs (16/np for np 1, 2, 4, 16; 16/3 is no whole batch) and handed to
+    # needs (16/np for np 1, 2, 4, 16; 16/3 is no whole batch), in --repeats
+    # rounds of which each batch keeps the median, and handed to
     # bench predict; the training flags' model and data set are the ones timed.
     cat >"$tmp/model.json" <<EOF
 {"kind": "ringtrain comm model", "poor_bound": 0.25, "tiers": {
  "inter": {"ranks": 2, "nodes": 2, "backends": {"shm": {"alpha_s": 5e-5, "beta_s_per_byte": 8e-9, "poor": false, "max_abs_residual": 0.01}}},
  "intra": {"ranks": 2, "nodes": 1, "backends": {"shm": {"alpha_s": 5e-6, "beta_s_per_byte": 2.5e-10, "poor": false, "max_abs_residual": 0.01}}}}}
 EOF
-    run_study --np 1,2 --repeats 1 --global-batch 16 --predict 1,3,4,16 --ranks-per-node 1 --comm-model "$tmp/model.json" -- --accum 1
+    run_study --np 1,2 --repeats 2 --global-batch 16 --predict 1,3,4,16 --ranks-per-node 1 --comm-model "$tmp/model.json" -- --accum 1
     [ "$rc" -eq 0 ] || fail "the study with --predict exited with $rc"
     python3 - "$tmp/out/compute-curve.jsonl" <<'PY' || fail "compute-curve.jsonl does not hold batches 16, 8, 4, 1 of mlp:64-32-4"
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 assert sorted(r["batch"] for r in rows) == [1, 4, 8, 16], rows
 assert all(r["model"] == "mlp:64-32-4" and r["step_ms"] > 0 and r["ranks"] == 1 for r in rows), rows
+# Two rounds per batch; the curve keeps the lower median, here the faster one.
+for r in rows:
+    rounds = [json.loads(l) for l in open(sys.argv[1].replace(".jsonl", "") + "/b%d.jsonl" % r["batch"])]
+    assert len(rounds) == 2 and r["step_ms"] == min(x["step_ms"] for x in rounds), (r, rounds)
 PY
     grep -q -- "--compute-curve $tmp/out/compute-curve.jsonl --profile-batch 16" "$tmp/out/predict.log.command" ||
       fail "bench predict was not given the curve and the profiled batch: $(cat "$tmp/out/predict.log.command")"
