@@ -87,6 +87,7 @@ JSON
     printf '%s\n' '{"model": "mlp:64-32-4", "batch": 8, "step_ms": 2.0}' '{"model": "mlp:64-32-4", "batch": 2, "step_ms": 0.5}' >"$tmp/prop.jsonl"
     printf '%s\n' '{"model": "mlp:64-32-4", "batch": 8, "step_ms": 2.0}' '{"model": "mlp:64-32-4", "batch": 4, "step_ms": 1.5}' \
       '{"model": "mlp:64-32-4", "batch": 2, "step_ms": 1.25}' >"$tmp/fixed.jsonl"
+    # shellcheck disable=SC2054  # the commas are part of --nodes 1,2,4
     strong=("$exe" bench predict --trace "$tmp/t.json" --comm-model "$tmp/model.json" --nodes 1,2,4 --algorithm ring --scaling strong)
     run "$tmp/s0.log" "${strong[@]}"
     run "$tmp/s1.log" "${strong[@]}" --compute-curve "$tmp/prop.jsonl" --profile-batch 8
