@@ -7,7 +7,7 @@
 # the measured windows, not a mean of per-window rates, so a slow window
 # weighs as much as it cost. Each point runs --repeats times (median, min,
 # max); --predict adds the step model's points (ringtrain bench predict) from
-# the first run's trace and a measured communication model.
+# the trace of the base point's median run and a measured communication model.
 set -euo pipefail
 
 prog=scaling-study.sh
@@ -305,7 +305,7 @@ summarize() {
     }' "$1"
 }
 
-run_one() {  # run_one NP REPEAT: appends "np nodes gbatch sps share" to runs[]
+run_one() {  # run_one NP REPEAT: appends "np nodes gbatch sps share repeat" to runs[]
   local n=$1 k=$2 dir=$out/runs/np$1/r$2 rc=0 summary nodes gbatch sps share windows
   rm -rf "$dir"; mkdir -p "$dir"
   launch_cmd "$n"
@@ -343,7 +343,7 @@ run_one() {  # run_one NP REPEAT: appends "np nodes gbatch sps share" to runs[]
     nowindows*) say "np=$n: $dir/metrics.jsonl has ${summary#* } train window(s); the study needs two (warm-up + measured): raise --steps"; return 1 ;;
   esac
   read -r sps share windows <<<"$summary"
-  runs+=("$n $nodes $gbatch $sps $share")
+  runs+=("$n $nodes $gbatch $sps $share $k")
   say "np=$n, repeat $k: $nodes node(s), global batch $gbatch, $sps samples/s, exposed comm $share of the step ($windows window(s) of $log_every step(s) after warm-up)"
 }
 
@@ -440,7 +440,7 @@ EOF
 
 # ---------------------------------------------------------------------------
 # Prediction: the communication model (measured unless given), then
-# 'ringtrain bench predict' on the first run's trace.
+# 'ringtrain bench predict' on the trace of the base point's median run.
 # ---------------------------------------------------------------------------
 run_logged() {  # run_logged LOG CMD...: runs CMD in the background (signals reach it)
   local log=$1 rc=0
@@ -548,7 +548,7 @@ measure_compute_curve() {  # measure_compute_curve PROFILE_NP: writes $out/compu
 }
 
 predict_points() {  # writes predicted.csv, predicted-rows.csv and verdict.txt
-  local base_np base_sps base_gb rpn max_np scaling_kind=weak algos trace nn cores
+  local base_np base_sps base_gb rpn max_np scaling_kind=weak algos trace nn cores k
   local extra=()
   [ "$allow_poor" -eq 0 ] || extra=(--allow-poor-fit)
   read -r base_np _ base_gb base_sps _ <<<"${rows[0]}"
@@ -567,8 +567,14 @@ predict_points() {  # writes predicted.csv, predicted-rows.csv and verdict.txt
   case $backend in shm) algos=hierarchical,ring ;; *) algos=ring,hierarchical ;; esac
   [ -n "$comm_model" ] || measure_comm_model "$rpn" || return 1
   [ -z "$global_batch" ] || { scaling_kind=strong; measure_compute_curve "$base_np" || return 1; }
-  trace=$out/runs/np$base_np/r1/trace.json
-  [ -s "$trace" ] || { say "the first run wrote no trace $trace"; return 1; }
+  # The profile comes from the base point's median run (the slower of two), so
+  # that one run caught in a slow spell of the machine does not set the
+  # prediction.
+  k=$(printf '%s\n' "${runs[@]}" | awk -v np="$base_np" '$1 == np { print $4, $6 }' | sort -g |
+      awk '{ r[NR] = $2 } END { if (NR) print r[int((NR + 1) / 2)] }')
+  trace=$out/runs/np$base_np/r$k/trace.json
+  [ -n "$k" ] && [ -s "$trace" ] || { say "the median run at np=$base_np wrote no trace $trace"; return 1; }
+  say "step profile: np=$base_np repeat $k (the median samples/s of its repeats)"
   # Cores per node: netns nodes and a plain mpirun share this machine's cores.
   cores=$predict_cores
   if [ -z "$cores" ] && [ -z "$machinefile" ]; then

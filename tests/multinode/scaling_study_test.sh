@@ -163,6 +163,11 @@ PY
     grep -q -- "--compute-curve $tmp/out/compute-curve.jsonl --profile-batch 16" "$tmp/out/predict.log.command" ||
       fail "bench predict was not given the curve and the profiled batch: $(cat "$tmp/out/predict.log.command")"
     grep -q "^# compute per rank from the curve .*measured at batch 1,4,8,16" "$tmp/study.log" || fail "the study did not show the curve line"
+    # The step profile is the trace of np=1's median run: with two repeats,
+    # the slower one.
+    slow=$(for k in 1 2; do printf '%s %s\n' "$(grep -o 'np=1, repeat '$k': .*, [0-9.e+]* samples/s' "$tmp/study.log" | grep -o '[0-9.e+]* samples/s' | cut -d' ' -f1)" "$k"; done | sort -g | head -n 1 | cut -d' ' -f2)
+    grep -q "step profile: np=1 repeat $slow (the median samples/s of its repeats)" "$tmp/study.log" || fail "the profile is not from np=1's slower repeat ($slow)"
+    grep -q -- "--trace $tmp/out/runs/np1/r$slow/trace.json" "$tmp/out/predict.log.command" || fail "bench predict was not given np=1 repeat $slow's trace"
     pass "np 1,2 at global batch 16 (strong scaling): CSV and PNG; with --predict, compute timed at each per-rank batch" ;;
   netns)
     reason=$("$root/launch/netns-cluster" --check 2>&1)
