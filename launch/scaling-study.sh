@@ -49,7 +49,9 @@ Runs:
   --run-timeout T       end a run that takes longer than T seconds, and the study
                         with it (default 0: no limit beyond ringtrain's --timeout)
   --repeats R           run each rank count R times (default 3): the CSV has the
-                        median, min and max, and the plot draws the spread
+                        median, min and max, and the plot draws the spread; a
+                        spread over 15% of the median is warned about (a noisy
+                        machine: the medians are not to be trusted)
   --oversubscribe       allow more ranks than cores or slots (ranks then unbound)
   --exe PATH            ringtrain binary (default \$RINGTRAIN_EXE, else
                         \${BUILD_DIR:-<repo>/build}/ringtrain)
@@ -636,6 +638,11 @@ done
 write_csv
 echo "$prog: wrote $csv (${#runs[@]} run(s))" >&2
 [ "$failed" -eq 0 ] || die "stopped at np=$n; the CSV holds the runs that finished"
+# Repeats far apart mean the machine's speed changed under the study: the
+# medians, and any comparison with the prediction, are then unreliable.
+printf '%s\n' "${rows[@]}" | awk -v p="$prog" '
+  $8 >= 2 && $4 > 0 && ($6 - $5) / $4 > 0.15 {
+    printf "%s: warning: the %d repeats at np=%d spread %.0f%% of their median (%.1f to %.1f samples/s): the machine was noisy; more --repeats or a quieter machine make the medians trustworthy\n", p, $8, $1, 100 * ($6 - $5) / $4, $5, $6 }' >&2
 
 if [ -n "$predict" ]; then
   predict_points || die "the prediction failed; $csv holds the measured runs"

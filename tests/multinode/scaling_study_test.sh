@@ -232,5 +232,36 @@ PY
     [ "$(cat "$tmp/fails/scaling.csv")" = "$header" ] ||
       fail "the CSV of a study that failed at its first run should hold only the header"
     pass "bad options and a failing run give clear errors" ;;
-  *) echo "usage: scaling_study_test.sh local|strong|predict|netns|netns_predict|bad_options" >&2; exit 2 ;;
+  noisy)
+    # A stand-in train whose throughput is set per call: repeats far apart
+    # get a warning that the machine was noisy, repeats close together none.
+    cat >"$tmp/fake" <<'STUB'
+#!/bin/sh
+# Rank 0 reports the next rate of $RATES (one per call) in two windows.
+[ "${OMPI_COMM_WORLD_RANK:-0}" = 0 ] || exit 0
+n=$(($(cat "$CALLS" 2>/dev/null || echo 0) + 1)); echo "$n" >"$CALLS"
+rate=$(echo "$RATES" | cut -d, -f"$n")
+while [ $# -gt 0 ]; do [ "$1" = --logdir ] && dir=$2; shift; done
+echo "ringtrain train: ${OMPI_COMM_WORLD_SIZE:-1} rank(s) on 1 node(s), backend ring"
+echo "  global batch $((8 * ${OMPI_COMM_WORLD_SIZE:-1})) = 8 per rank"
+for step in 4 8; do
+  echo "{\"kind\":\"train\",\"step\":$step,\"samples_per_s\":$rate,\"step_s\":0.01,\"exposed_comm_s\":0}" >>"$dir/metrics.jsonl"
+done
+STUB
+    chmod +x "$tmp/fake"
+    export CALLS=$tmp/calls
+    noisy_study() {  # noisy_study RATES
+      rm -f "$CALLS"
+      RATES=$1 timeout --kill-after=10 120 "$study" --exe "$tmp/fake" --np 1 --repeats 3 --steps 20 -o "$tmp/out" -- --data x.h5 >"$tmp/study.log" 2>&1
+      rc=$?
+      cat "$tmp/study.log"
+      [ "$rc" -eq 0 ] || fail "the study exited with $rc"
+    }
+    noisy_study 1000,1500,1010
+    grep -q "warning: the 3 repeats at np=1 spread 50% of their median (1000.0 to 1500.0 samples/s): the machine was noisy" "$tmp/study.log" ||
+      fail "no noise warning for repeats 50% apart"
+    noisy_study 1000,1100,1050
+    ! grep -q "the machine was noisy" "$tmp/study.log" || fail "a noise warning for repeats 10% apart"
+    pass "repeats far apart are called noisy, close ones are not" ;;
+  *) echo "usage: scaling_study_test.sh local|strong|predict|netns|netns_predict|bad_options|noisy" >&2; exit 2 ;;
 esac
