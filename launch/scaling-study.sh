@@ -209,11 +209,20 @@ else
   mapfile -t nps < <(seq 1 "$max_np")
 fi
 
+train_flag() {  # train_flag NAME DEFAULT: the value of --NAME in the training flags
+  local i a v=$2
+  for ((i = 0; i < ${#train_args[@]}; i++)); do
+    a=${train_args[i]}
+    case $a in
+      "--$1="*) v=${a#--"$1"=} ;;
+      "--$1") v=${train_args[i + 1]:-} ;;
+    esac
+  done
+  printf '%s\n' "$v"
+}
+
 # The study owns these: a user value would change what is measured or where
 # it is written.
-accum=1
-train_backend=""
-bucket_mb=1
 for ((i = 0; i < ${#train_args[@]}; i++)); do
   a=${train_args[i]}
   case $a in
@@ -221,14 +230,11 @@ for ((i = 0; i < ${#train_args[@]}; i++)); do
       die "'${a%%=*}' is set by the study itself (see --help); remove it from the training flags" ;;
     --batch|--batch=*)
       [ -z "$global_batch" ] || die "--global-batch sets the per-rank --batch of each run; remove --batch from the training flags" ;;
-    --accum=*) accum=${a#--accum=} ;;
-    --accum) accum=${train_args[i + 1]:-} ;;
-    --backend=*) train_backend=${a#--backend=} ;;
-    --backend) train_backend=${train_args[i + 1]:-} ;;
-    --bucket-mb=*) bucket_mb=${a#--bucket-mb=} ;;
-    --bucket-mb) bucket_mb=${train_args[i + 1]:-} ;;
   esac
 done
+accum=$(train_flag accum 1)
+train_backend=$(train_flag backend '')
+bucket_mb=$(train_flag bucket-mb 1)
 if [ -n "$global_batch" ]; then
   is_count "$global_batch" || die "--global-batch must be a positive whole number, got '$global_batch'"
   is_count "$accum" || die "--accum in the training flags must be a positive whole number, got '$accum'"
@@ -487,19 +493,6 @@ measure_comm_model() {  # measure_comm_model RANKS_PER_NODE: writes $out/comm-mo
   fi
   comm_model=$model
   grep -h ' fit' "$out"/comm-model-*.log | sed 's/^/  /' >&2 || true
-}
-
-train_flag() {  # train_flag NAME DEFAULT: the value of --NAME in the training flags
-  local i a v=$2
-  for ((i = 0; i < ${#train_args[@]}; i++)); do
-    a=${train_args[i]}
-    case $a in
-      "--$1=") ;;
-      "--$1="*) v=${a#--"$1"=} ;;
-      "--$1") v=${train_args[i + 1]:-$v} ;;
-    esac
-  done
-  printf '%s\n' "$v"
 }
 
 # Strong scaling: compute per step at each per-rank batch the prediction needs
