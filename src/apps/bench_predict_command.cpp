@@ -38,6 +38,7 @@ struct PredictOptions {
   int profile_ranks = 1;
   std::string compute_curve;
   double profile_batch = 0;
+  std::string colocation = "per-node";
   int profile_rank = 0;
   std::size_t warmup_steps = 1;
   bool allow_poor = false;
@@ -123,15 +124,24 @@ int run_predict(const PredictOptions& o) {
   const StepProfile& prof = tp.profile;
   // Strong scaling: the global batch is fixed, so the per-rank batch is
   // profile_ranks / W of the profiled one; compute scales in proportion, or
-  // as the measured compute curve says.
+  // as the measured compute curve says. The curve also says how much slower a
+  // rank computes beside the others that share its machine: ranks per node on
+  // a cluster, every rank where all nodes are one machine (netns nodes).
   std::optional<LoadedComputeCurve> curve;
   if (!o.compute_curve.empty()) curve = read_compute_curve_file(o.compute_curve);
+  const bool all_on_one_machine = o.colocation == "all";
+  auto colocated_at = [&](int world) {
+    return all_on_one_machine ? world : std::min(world, o.ranks_per_node);
+  };
+  const int profile_colocated =
+      all_on_one_machine ? o.profile_ranks : std::min(o.profile_ranks, o.ranks_per_node);
+  auto batch_at = [&](int world) {
+    return strong ? o.profile_batch * o.profile_ranks / world : o.profile_batch;
+  };
   auto scale_at = [&](int world) {
-    if (!strong) return 1.0;
-    const double ratio = static_cast<double>(o.profile_ranks) / world;
-    if (!curve) return ratio;
-    return curve->curve.step_s_at(o.profile_batch * ratio) /
-           curve->curve.step_s_at(o.profile_batch);
+    if (!curve) return strong ? static_cast<double>(o.profile_ranks) / world : 1.0;
+    return curve->curve.step_s_at(batch_at(world), colocated_at(world)) /
+           curve->curve.step_s_at(o.profile_batch, profile_colocated);
   };
   // Without a core of its own (as many ranks as cores on a node), a rank's
   // communication takes its measured CPU share from compute while it overlaps.
@@ -212,15 +222,35 @@ int run_predict(const PredictOptions& o) {
   if (curve) {
     std::string measured;
     for (const ComputePoint& p : curve->curve.points())
-      measured += fmt::format("{}{:g}", measured.empty() ? "" : ",", p.batch);
+      if (p.colocated == 1) measured += fmt::format("{}{:g}", measured.empty() ? "" : ",", p.batch);
     const int w = last.shape.world();
-    const double b = o.profile_batch * o.profile_ranks / w;
-    std::printf(
-        "# compute per rank from the curve %s (%s, measured at batch %s): batch %g takes %.3f "
-        "ms per step against %.3f ms in proportion to the profiled batch %g (%d rank(s))\n",
-        o.compute_curve.c_str(), curve->model.c_str(), measured.c_str(), b,
-        1e3 * curve->curve.step_s_at(b),
-        1e3 * curve->curve.step_s_at(o.profile_batch) * o.profile_ranks / w, o.profile_batch, w);
+    const double b = batch_at(w);
+    if (strong && !measured.empty())
+      std::printf(
+          "# compute per rank from the curve %s (%s, measured at batch %s): batch %g takes %.3f "
+          "ms per step against %.3f ms in proportion to the profiled batch %g (%d rank(s))\n",
+          o.compute_curve.c_str(), curve->model.c_str(), measured.c_str(), b,
+          1e3 * curve->curve.step_s_at(b),
+          1e3 * curve->curve.step_s_at(o.profile_batch) * o.profile_ranks / w, o.profile_batch, w);
+    // Ranks sharing a machine: the measured slowdown at each predicted point.
+    for (int n : nodes) {
+      const int world = n * o.ranks_per_node, k = colocated_at(world);
+      if (k < 2) continue;
+      const int used = curve->curve.measured_colocated(k);
+      if (used < 2) {
+        std::printf(
+            "# %d rank(s) at once on one machine at %d node(s): not measured in the curve, so "
+            "compute is taken as one rank alone measured it\n",
+            k, n);
+        continue;
+      }
+      const double alone = curve->curve.step_s_at(batch_at(world), 1);
+      const double beside = curve->curve.step_s_at(batch_at(world), k);
+      std::printf(
+          "# %d rank(s) at once on one machine at %d node(s): batch %g takes %.3f ms per step "
+          "(slowest rank, measured with %d at once) against %.3f ms alone (x%.2f)\n",
+          k, n, batch_at(world), 1e3 * beside, used, 1e3 * alone, beside / alone);
+    }
   }
   if (shared_core)
     std::printf(
@@ -247,6 +277,11 @@ CLI::App* add_bench_predict(CLI::App& bench, CommandContext& ctx) {
       "does not hide. Assumes no congestion, one link tier per level, compute per rank as\n"
       "profiled (weak scaling) or in proportion to the per-rank batch (strong scaling;\n"
       "with --compute-curve, as measured at each batch: 'bench step --json' lines).\n"
+      "--compute-curve FILE: lines of 'bench step --json'; those run by K ranks at once on\n"
+      "one machine ('mpirun -np K ... bench step', the slowest rank's time) give compute beside\n"
+      "K-1 others: --colocation per-node (ranks per node share a machine, as on a cluster) or\n"
+      "all (every rank on one machine, as netns-cluster nodes are). A count not measured\n"
+      "takes the nearest measured one below it.\n"
       "--cores-per-node C: with as many ranks per node as cores (or more), a rank's\n"
       "communication shares the core it computes on, and an overlapped all-reduce takes its\n"
       "measured CPU share ('bench model' cpu_share) of its time from compute:\n"
@@ -278,10 +313,16 @@ CLI::App* add_bench_predict(CLI::App& bench, CommandContext& ctx) {
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
   sub->add_option("--compute-curve", o->compute_curve,
-                  "Strong scaling: compute per step against the per-rank batch, the lines of "
-                  "'ringtrain bench step --json' at several --batch values (a small batch is "
-                  "slower per sample); needs --profile-batch")
+                  "Compute per step against the per-rank batch (strong scaling: a small batch is "
+                  "slower per sample) and against the ranks computing at once on one machine: "
+                  "the lines of 'ringtrain bench step --json' at several --batch values and "
+                  "mpirun -np counts; needs --profile-batch")
       ->check(CLI::ExistingFile);
+  sub->add_option("--colocation", o->colocation,
+                  "Which ranks share one machine's cores: per-node (a cluster) or all (every "
+                  "node on one machine, as netns-cluster nodes); with --compute-curve")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"per-node", "all"}));
   sub->add_option("--profile-batch", o->profile_batch,
                   "Per-rank batch of the profiled run (with --compute-curve)")
       ->check(CLI::PositiveNumber);
@@ -297,9 +338,6 @@ CLI::App* add_bench_predict(CLI::App& bench, CommandContext& ctx) {
     count_list("--nodes", o->nodes);
     algorithm_list(o->algorithms);
     if (!o->compute_curve.empty()) {
-      RT_CHECK(o->scaling == "strong",
-               "--compute-curve goes with --scaling strong: in weak scaling the per-rank batch "
-               "does not change");
       RT_CHECK(o->profile_batch > 0,
                "--compute-curve needs --profile-batch, the per-rank batch of the profiled run");
     } else {

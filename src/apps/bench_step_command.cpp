@@ -182,6 +182,10 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
   control->allreduce(view_of(&min_rate, 1), view_of(&min_rate, 1), ReduceOp::min);
   control->allreduce(view_of(&max_rate, 1), view_of(&max_rate, 1), ReduceOp::max);
   control->allreduce(view_of(&total_rate, 1), view_of(&total_rate, 1), ReduceOp::sum);
+  // Ranks that computed at once on one machine (the most on any): they share
+  // its cores, caches and memory bandwidth ('bench predict --compute-curve').
+  double ranks_per_host = topo.local_size();
+  control->allreduce(view_of(&ranks_per_host, 1), view_of(&ranks_per_host, 1), ReduceOp::max);
   if (topo.rank() != 0) return 0;
 
   std::string out;
@@ -200,7 +204,9 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
                         {"host_syncs_per_step", syncs_per_step},
                         {"samples_per_s", rate},
                         {"samples_per_s_min_rank", min_rate},
+                        {"step_ms_slowest_rank", 1e3 * static_cast<double>(o.batch) / min_rate},
                         {"ranks", topo.world_size()},
+                        {"ranks_per_host", static_cast<int>(ranks_per_host)},
                         {"final_loss", loss}};
     out = j.dump() + "\n";
   } else {

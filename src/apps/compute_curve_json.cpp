@@ -34,7 +34,13 @@ LoadedComputeCurve read_compute_curve_file(const std::string& path) {
              "--compute-curve {} line {}: model '{}', but earlier lines measured '{}'", path,
              number, m, model);
     model = m;
-    points.push_back({j["batch"].get<double>(), j["step_ms"].get<double>() * 1e-3});
+    // Several ranks at once on one machine: the slowest one sets a synchronous
+    // step, so its time counts.
+    const char* time_key = j.contains("step_ms_slowest_rank") ? "step_ms_slowest_rank" : "step_ms";
+    RT_CHECK(j[time_key].is_number(), "--compute-curve {} line {}: '{}' is not a number", path,
+             number, time_key);
+    const int colocated = j.value("ranks_per_host", 1);
+    points.push_back({j["batch"].get<double>(), j[time_key].get<double>() * 1e-3, colocated});
   }
   try {
     return {ComputeCurve(std::move(points)), model};

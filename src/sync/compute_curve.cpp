@@ -1,7 +1,11 @@
-// See compute_curve.h: compute per step against the per-rank batch.
+// See compute_curve.h: compute per step against the per-rank batch, and the
+// number of ranks computing at once on the machine.
 #include "ringtrain/sync/compute_curve.h"
 
 #include <algorithm>
+#include <string>
+
+#include <fmt/format.h>
 
 #include "ringtrain/core/check.h"
 
@@ -9,28 +13,51 @@ namespace ringtrain {
 
 ComputeCurve::ComputeCurve(std::vector<ComputePoint> points) : points_(std::move(points)) {
   RT_CHECK(!points_.empty(), "compute curve: no measured batch");
-  for (const ComputePoint& p : points_)
+  for (const ComputePoint& p : points_) {
     RT_CHECK(p.batch > 0 && p.step_s > 0,
              "compute curve: batch {} took {} s per step; both must be positive", p.batch,
              p.step_s);
-  std::sort(points_.begin(), points_.end(),
-            [](const ComputePoint& a, const ComputePoint& b) { return a.batch < b.batch; });
+    RT_CHECK(p.colocated >= 1, "compute curve: batch {} measured with {} co-located ranks", p.batch,
+             p.colocated);
+  }
+  std::sort(points_.begin(), points_.end(), [](const ComputePoint& a, const ComputePoint& b) {
+    return a.colocated != b.colocated ? a.colocated < b.colocated : a.batch < b.batch;
+  });
   for (std::size_t i = 1; i < points_.size(); ++i)
-    RT_CHECK(points_[i].batch != points_[i - 1].batch, "compute curve: batch {} is measured twice",
-             points_[i].batch);
+    RT_CHECK(points_[i].batch != points_[i - 1].batch ||
+                 points_[i].colocated != points_[i - 1].colocated,
+             "compute curve: batch {} is measured twice{}", points_[i].batch,
+             points_[i].colocated > 1
+                 ? fmt::format(" with {} co-located ranks", points_[i].colocated)
+                 : std::string());
 }
 
-double ComputeCurve::step_s_at(double batch) const {
+int ComputeCurve::measured_colocated(int colocated) const {
+  int best = points_.front().colocated;
+  for (const ComputePoint& p : points_)
+    if (p.colocated <= colocated) best = p.colocated;
+  return best;
+}
+
+double ComputeCurve::step_s_at(double batch, int colocated) const {
   RT_CHECK(batch > 0, "compute curve: batch {} is not positive", batch);
-  const ComputePoint& lo = points_.front();
-  const ComputePoint& hi = points_.back();
-  if (points_.size() == 1) return lo.step_s * batch / lo.batch;
+  const int k = measured_colocated(colocated);
+  // The points of count k: a run of the sorted points, never empty.
+  auto first = std::find_if(points_.begin(), points_.end(),
+                            [k](const ComputePoint& p) { return p.colocated == k; });
+  auto last =
+      std::find_if(first, points_.end(), [k](const ComputePoint& p) { return p.colocated != k; });
+  const std::vector<ComputePoint> at(first, last);
+  RT_CHECK(!at.empty(), "compute curve: no point with {} co-located ranks", k);
+  const ComputePoint& lo = at.front();
+  const ComputePoint& hi = at.back();
+  if (at.size() == 1) return lo.step_s * batch / lo.batch;
   auto line = [](const ComputePoint& a, const ComputePoint& b, double x) {
     return a.step_s + (b.step_s - a.step_s) * (x - a.batch) / (b.batch - a.batch);
   };
-  if (batch <= lo.batch) return std::max(line(lo, points_[1], batch), lo.step_s * batch / lo.batch);
-  if (batch >= hi.batch) return std::max(line(points_[points_.size() - 2], hi, batch), hi.step_s);
-  const auto upper = std::lower_bound(points_.begin(), points_.end(), batch,
+  if (batch <= lo.batch) return std::max(line(lo, at[1], batch), lo.step_s * batch / lo.batch);
+  if (batch >= hi.batch) return std::max(line(at[at.size() - 2], hi, batch), hi.step_s);
+  const auto upper = std::lower_bound(at.begin(), at.end(), batch,
                                       [](const ComputePoint& p, double x) { return p.batch < x; });
   return line(*(upper - 1), *upper, batch);
 }

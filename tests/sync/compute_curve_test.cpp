@@ -51,3 +51,26 @@ TEST_CASE("compute curve: bad points are errors") {
   CHECK_THROWS_WITH(ComputeCurve({{8, 1e-3}, {8, 2e-3}}), Catch::Contains("measured twice"));
   CHECK_THROWS_WITH(measured().step_s_at(0), Catch::Contains("not positive"));
 }
+
+TEST_CASE("compute curve: ranks computing at once on one machine") {
+  // Alone: 4.4, 6.8 ms at 24, 48. Three at once (sharing two cores): 7.0 and
+  // 11.0 ms, measured at the slowest rank. Two at once: not measured.
+  const ComputeCurve c({{24, 4.4e-3}, {48, 6.8e-3}, {24, 7.0e-3, 3}, {48, 11.0e-3, 3}});
+  CHECK(c.step_s_at(24) == Approx(4.4e-3));
+  CHECK(c.step_s_at(24, 1) == Approx(4.4e-3));
+  CHECK(c.step_s_at(24, 3) == Approx(7.0e-3));
+  CHECK(c.step_s_at(36, 3) == Approx(9.0e-3));  // linear in the batch at that count
+  // Not measured: the nearest measured count below it.
+  CHECK(c.measured_colocated(2) == 1);
+  CHECK(c.step_s_at(48, 2) == Approx(6.8e-3));
+  CHECK(c.measured_colocated(8) == 3);
+  CHECK(c.step_s_at(48, 8) == Approx(11.0e-3));
+  // Only co-located points: below them, the smallest measured count.
+  const ComputeCurve only3({{24, 7.0e-3, 3}});
+  CHECK(only3.measured_colocated(1) == 3);
+  CHECK(only3.step_s_at(12, 1) == Approx(3.5e-3));
+  // The same batch at two counts is two points; twice at one count is an error.
+  CHECK_THROWS_WITH(ComputeCurve({{8, 1e-3, 2}, {8, 2e-3, 2}}),
+                    Catch::Contains("batch 8 is measured twice with 2 co-located ranks"));
+  CHECK_THROWS_WITH(ComputeCurve({{8, 1e-3, 0}}), Catch::Contains("0 co-located ranks"));
+}
