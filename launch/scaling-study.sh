@@ -59,10 +59,16 @@ Prediction (the step model; see README "Predicting scaling"):
   --predict LIST        node counts to predict, e.g. 1,2,4,8,16,32,64,128,256: adds
                         predicted rows (ring and hierarchical all-reduce) to the CSV
                         and dashed lines to the plot, and a verdict line at the end.
-                        With --global-batch it first times one step at each per-rank
-                        batch it needs ('ringtrain bench step', one rank, the data
-                        set's shape; DIR/compute-curve.jsonl): a small batch is
-                        slower per sample, so compute does not shrink in proportion
+                        It first times one step ('ringtrain bench step', the data
+                        set's shape; DIR/compute-curve.jsonl) at each per-rank batch
+                        it needs, one rank alone (with --global-batch a small batch
+                        is slower per sample, so compute does not shrink in
+                        proportion), and, where the ranks share this machine
+                        (--netns-nodes, a plain mpirun), with as many ranks at once
+                        as each measured point (the slowest rank's time): ranks on
+                        one machine share its cores and memory, so each computes
+                        slower (bench predict --colocation all; a predicted count
+                        above the largest measured takes the largest's slowdown)
   --comm-model FILE     alpha/beta fits of 'ringtrain bench model --json'; without
                         it the study measures them first (--netns-nodes: across the
                         nodes, one rank each, on the same shaped links; and inside a
@@ -83,7 +89,7 @@ Output:
                         scaling.gp (the gnuplot script) and runs/np<N>/r<k>/ (each
                         run's output.log, metrics.jsonl, trace.json and TensorBoard
                         events); with --predict also predicted.csv, verdict.txt
-                        (and compute-curve.jsonl with --global-batch)
+                        and compute-curve.jsonl
   -h, --help            this text
 
 What is timed: only the training steps. Start-up (MPI launch, data set open,
@@ -495,51 +501,72 @@ measure_comm_model() {  # measure_comm_model RANKS_PER_NODE: writes $out/comm-mo
   grep -h ' fit' "$out"/comm-model-*.log | sed 's/^/  /' >&2 || true
 }
 
-# Strong scaling: compute per step at each per-rank batch the prediction needs
-# ('ringtrain bench step', one rank, synthetic samples of the data set's shape),
-# since a small batch is slower per sample than the profiled one.
+# Compute per step ('ringtrain bench step', synthetic samples of the data set's
+# shape) at each per-rank batch the prediction needs (strong scaling: a small
+# batch is slower per sample than the profiled one), one rank alone; and, where
+# the study's ranks share this machine (netns nodes, a plain mpirun), with as
+# many ranks at once as each measured point runs (they share its cores, caches
+# and memory bandwidth; the slowest rank's time counts).
 measure_compute_curve() {  # measure_compute_curve PROFILE_NP: writes $out/compute-curve.jsonl
-  local curve=$out/compute-curve.jsonl w b launch=() batches=() step_cmd _w=()
+  local curve=$out/compute-curve.jsonl w b k launch=() pairs=() step_cmd _w=()
   local -A seen=()
   rm -f "$curve"
+  batch_of() {  # batch_of W: the per-rank micro-batch at W ranks, or nothing
+    if [ -z "$global_batch" ]; then train_flag batch 64
+    elif [ $((global_batch % ($1 * accum))) -eq 0 ]; then echo $((global_batch / ($1 * accum)))
+    fi
+  }
   IFS=, read -r -a _w <<<"$predict"
   for w in "$1" "${nps[@]}" "${_w[@]}"; do
-    w=$((10#$w))
-    [ $((global_batch % (w * accum))) -eq 0 ] || continue
-    b=$((global_batch / (w * accum)))
-    [ -z "${seen[$b]:-}" ] || continue
-    seen[$b]=1; batches+=("$b")
+    w=$((10#$w)); b=$(batch_of "$w")
+    [ -n "$b" ] && [ -z "${seen[$b 1]:-}" ] || continue
+    seen[$b 1]=1; pairs+=("$b 1")
   done
+  if [ -z "$machinefile" ]; then
+    for w in "$1" "${nps[@]}"; do
+      w=$((10#$w)); b=$(batch_of "$w")
+      [ "$w" -gt 1 ] && [ -n "$b" ] && [ -z "${seen[$b $w]:-}" ] || continue
+      seen[$b $w]=1; pairs+=("$b $w")
+    done
+  fi
   [ -z "$machinefile" ] || {
     launch=("$here/ringtrain-mpirun" -n 1 --machinefile "$machinefile")
     [ -z "$gpus_per_node" ] || launch+=(--gpus-per-node "$gpus_per_node")
     launch+=(--)
   }
-  say "measuring compute per step at per-rank batch ${batches[*]} (bench step, one rank, $repeats round(s))"
+  say "measuring compute per step (bench step, $repeats round(s)) at per-rank batch x ranks at once: $(printf '%s, ' "${pairs[@]}" | sed 's/ /x/g; s/,x$//')"
   mkdir -p "$out/compute-curve"
   # Rounds go round the batches, and each batch keeps its median round, so a
   # slow spell of a shared machine does not bend the curve at one batch.
-  local k
-  for ((k = 1; k <= repeats; k++)); do
-    for b in "${batches[@]}"; do
-      step_cmd=("${launch[@]}" "$exe" bench step --data "$(train_flag data '')" --model "$(train_flag model cnn)"
+  local r p name
+  for ((r = 1; r <= repeats; r++)); do
+    for p in "${pairs[@]}"; do
+      read -r b k <<<"$p"
+      name=b$b; [ "$k" -eq 1 ] || name=b$b-k$k
+      local at_once=("${launch[@]}")
+      [ "$k" -eq 1 ] || at_once=(mpirun -np "$k" --oversubscribe --bind-to none)
+      step_cmd=("${at_once[@]}" "$exe" bench step --data "$(train_flag data '')" --model "$(train_flag model cnn)"
         --optimizer "$(train_flag optimizer sgd)" --device "$(train_flag device auto)" --tf32 "$(train_flag tf32 default)"
         --batch "$b" --steps 20 --warmup 3 --json)
-      run_logged "$out/compute-curve/b$b-r$k.log" "${step_cmd[@]}" || return 1
-      grep '^{' "$out/compute-curve/b$b-r$k.log" >>"$out/compute-curve/b$b.jsonl" ||
-        { say "bench step printed no JSON (log: $out/compute-curve/b$b-r$k.log)"; return 1; }
+      run_logged "$out/compute-curve/$name-r$r.log" "${step_cmd[@]}" || return 1
+      grep '^{' "$out/compute-curve/$name-r$r.log" >>"$out/compute-curve/$name.jsonl" ||
+        { say "bench step printed no JSON (log: $out/compute-curve/$name-r$r.log)"; return 1; }
     done
   done
   : >"$curve"
-  for b in "${batches[@]}"; do
-    awk '{ if (!match($0, /"step_ms":[-+0-9.eE]+/)) { bad = 1; exit }
-           t[NR] = substr($0, RSTART + 10, RLENGTH - 10) + 0; line[NR] = $0 }
+  for p in "${pairs[@]}"; do
+    read -r b k <<<"$p"
+    name=b$b; [ "$k" -eq 1 ] || name=b$b-k$k
+    awk '{ if (!match($0, /"step_ms_slowest_rank":[-+0-9.eE]+/)) { bad = 1; exit }
+           t[NR] = substr($0, RSTART + 23, RLENGTH - 23) + 0; line[NR] = $0 }
          END { if (bad) exit 1; n = NR; for (i = 1; i <= n; i++) { r = 0
                  for (j = 1; j <= n; j++) if (t[j] < t[i] || (t[j] == t[i] && j < i)) r++
-                 if (r == int((n - 1) / 2)) print line[i] } }' "$out/compute-curve/b$b.jsonl" >>"$curve" ||
-      { say "bench step wrote no step_ms (in $out/compute-curve/b$b.jsonl)"; return 1; }
+                 if (r == int((n - 1) / 2)) print line[i] } }' "$out/compute-curve/$name.jsonl" >>"$curve" ||
+      { say "bench step wrote no step_ms_slowest_rank (in $out/compute-curve/$name.jsonl)"; return 1; }
   done
-  extra+=(--compute-curve "$curve" --profile-batch "$((global_batch / ($1 * accum)))")
+  extra+=(--compute-curve "$curve" --profile-batch "$(batch_of "$1")")
+  # Every rank of this study on this machine: compute beside the others.
+  [ -n "$machinefile" ] || extra+=(--colocation all)
 }
 
 predict_points() {  # writes predicted.csv, predicted-rows.csv and verdict.txt
@@ -561,7 +588,8 @@ predict_points() {  # writes predicted.csv, predicted-rows.csv and verdict.txt
   # The backend's own algorithm first: the verdict is about it.
   case $backend in shm) algos=hierarchical,ring ;; *) algos=ring,hierarchical ;; esac
   [ -n "$comm_model" ] || measure_comm_model "$rpn" || return 1
-  [ -z "$global_batch" ] || { scaling_kind=strong; measure_compute_curve "$base_np" || return 1; }
+  [ -z "$global_batch" ] || scaling_kind=strong
+  measure_compute_curve "$base_np" || return 1
   # The profile comes from the base point's median run (the slower of two), so
   # that one run caught in a slow spell of the machine does not set the
   # prediction.
@@ -581,7 +609,7 @@ predict_points() {  # writes predicted.csv, predicted-rows.csv and verdict.txt
   run_logged "$out/predict.log" "$exe" bench predict --device cpu --trace "$trace" --comm-model "$comm_model" \
     --backend "$backend" --algorithm "$algos" --nodes "$predict" --ranks-per-node "$rpn" \
     --scaling "$scaling_kind" --profile-ranks "$base_np" --csv "$out/predicted.csv" "${extra[@]}" || return 1
-  grep -E '^# (compute per rank from the curve|.* core\(s\): communication has no core of its own)' "$out/predict.log" >&2 || true
+  grep -E '^# (compute per rank from the curve|.* core\(s\): communication has no core of its own|[0-9]+ rank\(s\) at once on one machine)' "$out/predict.log" >&2 || true
   grep '^# warning' "$out/predict.log" >&2 || true
   grep '^predicted efficiency at ' "$out/predict.log" >"$out/verdict.txt" ||
     { say "bench predict printed no verdict (log: $out/predict.log)"; return 1; }

@@ -150,19 +150,28 @@ PY
 EOF
     run_study --np 1,2 --repeats 2 --global-batch 16 --predict 1,3,4,16 --ranks-per-node 1 --comm-model "$tmp/model.json" -- --accum 1
     [ "$rc" -eq 0 ] || fail "the study with --predict exited with $rc"
-    python3 - "$tmp/out/compute-curve.jsonl" <<'PY' || fail "compute-curve.jsonl does not hold batches 16, 8, 4, 1 of mlp:64-32-4"
+    python3 - "$tmp/out/compute-curve.jsonl" <<'PY' || fail "compute-curve.jsonl does not hold batches 16, 8, 4, 1 alone and 8 with 2 ranks at once"
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-assert sorted(r["batch"] for r in rows) == [1, 4, 8, 16], rows
-assert all(r["model"] == "mlp:64-32-4" and r["step_ms"] > 0 and r["ranks"] == 1 for r in rows), rows
-# Two rounds per batch; the curve keeps the lower median, here the faster one.
+alone = [r for r in rows if r["ranks_per_host"] == 1]
+assert sorted(r["batch"] for r in alone) == [1, 4, 8, 16], rows
+assert all(r["ranks"] == 1 for r in alone), rows
+# np=2 runs on this machine: batch 8 timed with 2 ranks at once, too
+beside = [r for r in rows if r["ranks_per_host"] != 1]
+assert [(r["batch"], r["ranks"], r["ranks_per_host"]) for r in beside] == [(8, 2, 2)], rows
+assert all(r["model"] == "mlp:64-32-4" and r["step_ms_slowest_rank"] > 0 for r in rows), rows
+# Two rounds per point; the curve keeps the lower median, here the faster one.
 for r in rows:
-    rounds = [json.loads(l) for l in open(sys.argv[1].replace(".jsonl", "") + "/b%d.jsonl" % r["batch"])]
-    assert len(rounds) == 2 and r["step_ms"] == min(x["step_ms"] for x in rounds), (r, rounds)
+    name = "b%d" % r["batch"] + ("" if r["ranks_per_host"] == 1 else "-k%d" % r["ranks_per_host"])
+    rounds = [json.loads(l) for l in open(sys.argv[1].replace(".jsonl", "") + "/" + name + ".jsonl")]
+    assert len(rounds) == 2, (r, rounds)
+    assert r["step_ms_slowest_rank"] == min(x["step_ms_slowest_rank"] for x in rounds), (r, rounds)
 PY
-    grep -q -- "--compute-curve $tmp/out/compute-curve.jsonl --profile-batch 16" "$tmp/out/predict.log.command" ||
+    grep -q -- "--compute-curve $tmp/out/compute-curve.jsonl --profile-batch 16 --colocation all" "$tmp/out/predict.log.command" ||
       fail "bench predict was not given the curve and the profiled batch: $(cat "$tmp/out/predict.log.command")"
     grep -q "^# compute per rank from the curve .*measured at batch 1,4,8,16" "$tmp/study.log" || fail "the study did not show the curve line"
+    grep -q "^# 3 rank(s) at once on one machine at 3 node(s): batch [0-9.]* takes .* (slowest rank, measured with 2 at once)" "$tmp/study.log" ||
+      fail "the study did not show the slowdown of ranks at once (3 nodes: the 2 measured)"
     # The step profile is the trace of np=1's median run: with two repeats,
     # the slower one.
     slow=$(for k in 1 2; do printf '%s %s\n' "$(grep -o 'np=1, repeat '$k': .*, [0-9.e+]* samples/s' "$tmp/study.log" | grep -o '[0-9.e+]* samples/s' | cut -d' ' -f1)" "$k"; done | sort -g | head -n 1 | cut -d' ' -f2)
