@@ -534,7 +534,7 @@ measure_compute_curve() {  # measure_compute_curve PROFILE_NP: writes $out/compu
     [ -z "$gpus_per_node" ] || launch+=(--gpus-per-node "$gpus_per_node")
     launch+=(--)
   }
-  say "measuring compute per step (bench step, $repeats round(s)) at per-rank batch x ranks at once: $(printf '%s, ' "${pairs[@]}" | sed 's/ /x/g; s/,x$//')"
+  say "measuring compute per step (bench step, $repeats round(s)) at per-rank batch x ranks at once: $(printf '%s\n' "${pairs[@]}" | sed 's/ / x /' | paste -sd, | sed 's/,/, /g')"
   mkdir -p "$out/compute-curve"
   # Rounds go round the batches, and each batch keeps its median round, so a
   # slow spell of a shared machine does not bend the curve at one batch.
@@ -544,7 +544,7 @@ measure_compute_curve() {  # measure_compute_curve PROFILE_NP: writes $out/compu
       read -r b k <<<"$p"
       name=b$b; [ "$k" -eq 1 ] || name=b$b-k$k
       local at_once=("${launch[@]}")
-      [ "$k" -eq 1 ] || at_once=(mpirun -np "$k" --oversubscribe --bind-to none)
+      [ "$k" -eq 1 ] || at_once=("$here/ringtrain-mpirun" -n "$k" --oversubscribe --)
       step_cmd=("${at_once[@]}" "$exe" bench step --data "$(train_flag data '')" --model "$(train_flag model cnn)"
         --optimizer "$(train_flag optimizer sgd)" --device "$(train_flag device auto)" --tf32 "$(train_flag tf32 default)"
         --batch "$b" --steps 20 --warmup 3 --json)
