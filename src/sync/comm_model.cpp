@@ -96,6 +96,30 @@ double allreduce_cpu_share(const ClusterShape& shape, AllreduceAlgorithm algorit
   return model.inter.cpu_share;
 }
 
+UnderLoadModel under_load_model(const ClusterShape& shape, AllreduceAlgorithm algorithm,
+                                const CommModel& model) {
+  UnderLoadModel u;
+  u.model = model;
+  auto load = [](LinkParams& p) {
+    p.alpha_s = p.loaded_alpha_s;
+    p.beta_s_per_byte = p.loaded_beta_s_per_byte;
+  };
+  load(u.model.intra);
+  load(u.model.inter);
+  if (shape.world() <= 1) {
+    u.complete = true;
+    return u;
+  }
+  const bool uses_intra = shape.nodes == 1 || (algorithm == AllreduceAlgorithm::hierarchical &&
+                                               shape.ranks_per_node > 1);
+  const bool uses_inter = shape.nodes > 1;
+  u.complete =
+      (!uses_intra || model.intra.has_under_load) && (!uses_inter || model.inter.has_under_load);
+  if (uses_intra) u.compute_loss = std::max(u.compute_loss, model.intra.compute_loss);
+  if (uses_inter) u.compute_loss = std::max(u.compute_loss, model.inter.compute_loss);
+  return u;
+}
+
 double suggest_bucket_bytes(const ClusterShape& shape, AllreduceAlgorithm algorithm,
                             const CommModel& model, double latency_share) {
   RT_CHECK(latency_share > 0, "latency share must be positive, got {}", latency_share);

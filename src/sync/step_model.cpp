@@ -2,6 +2,8 @@
 #include "ringtrain/sync/step_model.h"
 
 #include <algorithm>
+#include <limits>
+#include <vector>
 
 #include "ringtrain/core/check.h"
 
@@ -33,6 +35,71 @@ StepPrediction predict_step(const StepProfile& profile, const ClusterShape& shap
       (profile.before_backward_s + profile.backward_s + profile.optimizer_s) * compute_scale;
   // The overlapped part of the all-reduces competes with backward for its core.
   p.contention_s = comm_cpu_share * (p.comm_s - p.exposed_s);
+  p.step_s = p.compute_s + p.exposed_s + p.contention_s;
+  return p;
+}
+
+StepPrediction predict_step_shared_core(const StepProfile& profile, const ClusterShape& shape,
+                                        AllreduceAlgorithm algorithm, const CommModel& model,
+                                        double compute_scale) {
+  RT_CHECK(compute_scale > 0, "compute scale must be positive, got {}", compute_scale);
+  const UnderLoadModel loaded = under_load_model(shape, algorithm, model);
+  RT_CHECK(loaded.complete,
+           "the comm model has no under-load fit for a tier this shape uses ({} node(s) x {} "
+           "rank(s), {}): measure it with 'ringtrain bench model --under-load'",
+           shape.nodes, shape.ranks_per_node, allreduce_algorithm_name(algorithm));
+  const double loss = std::clamp(loaded.compute_loss, 0.0, 0.95);
+  StepPrediction p;
+  const double work = profile.backward_s * compute_scale;  // backward alone
+  struct Transfer {
+    double ready_work, alone_s, loaded_s;
+  };
+  std::vector<Transfer> transfers;
+  for (const BucketProfile& b : profile.buckets) {
+    const double alone = allreduce_seconds(b.bytes, shape, algorithm, model);
+    p.comm_s += alone;
+    transfers.push_back({std::min(b.ready_s * compute_scale, work), alone,
+                         allreduce_seconds(b.bytes, shape, algorithm, loaded.model)});
+  }
+  // Piecewise constant rates between events: a bucket becomes ready, an
+  // all-reduce ends, backward ends.
+  double t = 0, done = 0, backward_end = work > 0 ? -1 : 0;
+  double left = 1;  // fraction of the current all-reduce still to do
+  std::size_t k = 0;
+  while (k < transfers.size() || done < work) {
+    const bool backward_running = done < work;
+    // An all-reduce of no time (one rank) ends at once when ready.
+    while (k < transfers.size() && done >= transfers[k].ready_work &&
+           (backward_running ? transfers[k].loaded_s : transfers[k].alone_s) <= 0) {
+      ++k;
+      left = 1;
+    }
+    const bool comm_running = k < transfers.size() && done >= transfers[k].ready_work;
+    if (!backward_running && !comm_running) break;
+    const double work_rate = backward_running ? (comm_running ? 1 - loss : 1) : 0;
+    const double comm_s =
+        comm_running ? (backward_running ? transfers[k].loaded_s : transfers[k].alone_s) : 0;
+    double dt = std::numeric_limits<double>::infinity();
+    if (backward_running) dt = std::min(dt, (work - done) / work_rate);
+    if (comm_running) dt = std::min(dt, left * comm_s);
+    if (!comm_running && k < transfers.size())
+      dt = std::min(dt, (transfers[k].ready_work - done) / work_rate);
+    t += dt;
+    done = backward_running ? std::min(work, done + work_rate * dt) : done;
+    if (comm_running) {
+      left -= dt / comm_s;
+      if (left <= 1e-12) {
+        ++k;
+        left = 1;
+      }
+    }
+    if (backward_running && done >= work) backward_end = t;
+  }
+  if (backward_end < 0) backward_end = t;
+  p.exposed_s = std::max(0.0, t - backward_end);
+  p.compute_s =
+      (profile.before_backward_s + profile.backward_s + profile.optimizer_s) * compute_scale;
+  p.contention_s = backward_end - work;
   p.step_s = p.compute_s + p.exposed_s + p.contention_s;
   return p;
 }

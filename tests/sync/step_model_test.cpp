@@ -102,3 +102,54 @@ TEST_CASE("step model: rebucketing interpolates ready times") {
   CHECK(one.buckets[0].bytes == Approx(4e5));
   CHECK(one.buckets[0].ready_s == Approx(5e-3));
 }
+
+TEST_CASE("step model on a shared core: a hand-computed timeline with both sides slowed") {
+  // 2 nodes x 1 rank, no latency, 1 ns/B alone and 2 ns/B beside compute, and
+  // compute at half its rate while an all-reduce runs. A ring of 2 moves n
+  // bytes in n * beta: bucket 0 (4 MB) 4 ms alone, 8 ms loaded; bucket 1 (2 MB)
+  // 2 ms alone, 4 ms loaded. Backward is 10 ms of work; bucket 0 is ready at 4
+  // ms of it, bucket 1 at 10 ms.
+  StepProfile prof;
+  prof.before_backward_s = 3e-3;
+  prof.backward_s = 10e-3;
+  prof.optimizer_s = 1e-3;
+  prof.buckets = {{4e6, 4e-3}, {2e6, 10e-3}};
+  CommModel m;
+  m.inter.beta_s_per_byte = 1e-9;
+  m.inter.has_under_load = true;
+  m.inter.loaded_beta_s_per_byte = 2e-9;
+  m.inter.compute_loss = 0.5;
+  // [0, 4] backward alone. [4, 12] bucket 0 loaded, backward at half rate
+  // (8 -> done 8 ms of work). [12, 14] backward alone to 10. [14, 16] bucket 1
+  // alone. Backward ends at 14 (4 ms late), 2 ms exposed.
+  const StepPrediction p = predict_step_shared_core(prof, {2, 1}, AllreduceAlgorithm::ring, m);
+  CHECK(p.comm_s == Approx(6e-3));
+  CHECK(p.contention_s == Approx(4e-3));
+  CHECK(p.exposed_s == Approx(2e-3));
+  CHECK(p.compute_s == Approx(14e-3));
+  CHECK(p.step_s == Approx(20e-3));
+
+  // Nothing slowed under load: the timeline of predict_step without contention.
+  CommModel same = slow_network();
+  for (LinkParams* l : {&same.intra, &same.inter}) {
+    l->has_under_load = true;
+    l->loaded_alpha_s = l->alpha_s;
+    l->loaded_beta_s_per_byte = l->beta_s_per_byte;
+  }
+  for (double scale : {1.0, 0.5}) {
+    const StepPrediction a =
+        predict_step(three_buckets(), {2, 1}, AllreduceAlgorithm::ring, same, scale);
+    const StepPrediction b =
+        predict_step_shared_core(three_buckets(), {2, 1}, AllreduceAlgorithm::ring, same, scale);
+    CHECK(b.step_s == Approx(a.step_s));
+    CHECK(b.exposed_s == Approx(a.exposed_s));
+    CHECK(b.contention_s == Approx(0).margin(1e-12));
+  }
+  // One rank: nothing to all-reduce, compute alone.
+  const StepPrediction one = predict_step_shared_core(prof, {1, 1}, AllreduceAlgorithm::ring, m);
+  CHECK(one.step_s == Approx(14e-3));
+  // A tier the shape uses with no under-load fit is an error naming the remedy.
+  CHECK_THROWS_WITH(predict_step_shared_core(prof, {2, 1}, AllreduceAlgorithm::ring,
+                                             slow_network()),
+                    Catch::Contains("bench model --under-load"));
+}

@@ -21,6 +21,15 @@ struct LinkParams {
   // over wall time, measured by `bench model`; the kernel's TCP work counts).
   // Used only when the communication has no core of its own (step_model.h).
   double cpu_share = 0;
+  // The same link measured with a compute thread beside the all-reduce on each
+  // rank's core (`bench model --under-load`): where communication shares a
+  // core with compute, each slows the other. An all-reduce that overlaps
+  // compute takes this alpha and beta, and compute loses `compute_loss` of its
+  // rate while an all-reduce runs (1 - compute rate beside it / alone).
+  bool has_under_load = false;
+  double loaded_alpha_s = 0;
+  double loaded_beta_s_per_byte = 0;
+  double compute_loss = 0;
 };
 
 struct TimingSample {
@@ -78,6 +87,18 @@ double allreduce_seconds(double bytes, const ClusterShape& shape, AllreduceAlgor
 // hierarchical all-reduce that uses both. One rank: 0.
 double allreduce_cpu_share(const ClusterShape& shape, AllreduceAlgorithm algorithm,
                            const CommModel& model);
+
+// The same model with each tier's under-load alpha and beta, and the compute
+// loss of the tiers an all-reduce of this shape uses (the larger of both for a
+// hierarchical one that uses both). `complete` is false when a tier the shape
+// needs was not measured under load.
+struct UnderLoadModel {
+  CommModel model;
+  double compute_loss = 0;
+  bool complete = false;
+};
+UnderLoadModel under_load_model(const ClusterShape& shape, AllreduceAlgorithm algorithm,
+                                const CommModel& model);
 
 // The smallest bucket (bytes) whose latency part, allreduce_seconds(0), stays
 // within `latency_share` of its transfer part. 0 for one rank, or when the

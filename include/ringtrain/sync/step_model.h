@@ -52,6 +52,16 @@ StepPrediction predict_step(const StepProfile& profile, const ClusterShape& shap
                             AllreduceAlgorithm algorithm, const CommModel& model,
                             double compute_scale = 1.0, double comm_cpu_share = 0.0);
 
+// The step where communication shares the core it computes on, with both
+// sides measured (comm_model.h, under_load_model): while backward runs, an
+// all-reduce proceeds at its under-load time and backward at (1 - compute_loss)
+// of its rate; after backward, the all-reduce proceeds at its time alone. Bucket
+// k is ready when backward has done the work that the profile had done by its
+// ready time. contention_s is how much longer backward took than alone.
+StepPrediction predict_step_shared_core(const StepProfile& profile, const ClusterShape& shape,
+                                        AllreduceAlgorithm algorithm, const CommModel& model,
+                                        double compute_scale = 1.0);
+
 // The same gradient stream cut into buckets of at most cap_bytes, with ready
 // times interpolated within the measured buckets (gradients assumed produced
 // evenly in time between two ready times). cap_bytes <= 0: one bucket.
