@@ -478,6 +478,9 @@ measure_comm_model() {  # measure_comm_model RANKS_PER_NODE: writes $out/comm-mo
   local cap
   cap=$(awk -v m="$bucket_mb" 'BEGIN { if (m + 0 > 0) printf "%.0f", m * 1048576 }')
   [ -z "$cap" ] || cmd_model+=(-b "$((cap / 2))" -e "$((cap * 2))" -f 2)
+  # On this machine the ranks' communication may share the cores they compute
+  # on: time the all-reduces beside compute too (bench predict uses it there).
+  [ -n "$machinefile" ] || cmd_model+=(--under-load)
   if [ -n "$netns_nodes" ]; then
     [ "$netns_nodes" -ge 2 ] || { say "--predict needs a tier across nodes: --netns-nodes 2 or more (or --comm-model FILE)"; return 1; }
     [ -z "$link_rate" ] || shaping+=(--link-rate "$link_rate")

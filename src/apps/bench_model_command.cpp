@@ -21,6 +21,7 @@
 
 #include "apps/comm_model_json.h"
 #include "apps/command.h"
+#include "apps/compute_load.h"
 #include "ringtrain/comm/communicator.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/error.h"
@@ -41,6 +42,7 @@ struct ModelOptions {
   double poor_bound = 0.25;
   std::string json;
   double timeout = 300;
+  bool under_load = false;
 };
 
 std::size_t size_of(const std::string& flag, const std::string& text) {
@@ -145,24 +147,44 @@ int run_model(const ModelOptions& o, const Topology& topo) {
     BufferView all = comm->allocate(sizes.back() / 4, DType::f32);
     // Values do not change the time; zeros keep host sums finite.
     if (all.device.is_cpu()) std::memset(all.ptr, 0, all.bytes());
-    std::vector<TimingSample> samples;
-    std::vector<double> cpu_shares;  // per size: CPU time over wall time, busiest rank
-    for (std::size_t bytes : sizes) {
-      BufferView buf{all.ptr, bytes / 4, DType::f32, all.device};
-      for (int i = 0; i < o.warmup; ++i) comm->allreduce(buf, buf, ReduceOp::sum);
-      std::vector<double> per_round, cpu_per_round;
-      for (int r = 0; r < o.rounds; ++r) {
-        comm->barrier();
-        const double cpu0 = process_cpu_seconds();
-        Stopwatch sw;
-        for (int i = 0; i < o.iters; ++i) comm->allreduce(buf, buf, ReduceOp::sum);
-        const double wall = sw.seconds();
-        cpu_per_round.push_back(wall > 0 ? (process_cpu_seconds() - cpu0) / wall : 0);
-        per_round.push_back(max_over_ranks(wall / o.iters));
+    // One sweep of the sizes; with a compute load beside it, also the share of
+    // the load's rate each size's all-reduces cost.
+    struct Sweep {
+      std::vector<TimingSample> samples;
+      std::vector<double> cpu_shares;    // per size: CPU time over wall time, busiest rank
+      std::vector<double> compute_loss;  // per size: 1 - load rate beside / alone, worst rank
+    };
+    auto sweep = [&](const ComputeLoad* load) {
+      Sweep out;
+      for (std::size_t bytes : sizes) {
+        BufferView buf{all.ptr, bytes / 4, DType::f32, all.device};
+        for (int i = 0; i < o.warmup; ++i) comm->allreduce(buf, buf, ReduceOp::sum);
+        // The load's rate alone just before, so a machine that drifts does
+        // not bias the comparison.
+        const double alone = load ? load->rate_alone(0.2) : 0;
+        std::vector<double> per_round, cpu_per_round, loss_per_round;
+        for (int r = 0; r < o.rounds; ++r) {
+          comm->barrier();
+          const double cpu0 = process_cpu_seconds();
+          const std::uint64_t done0 = load ? load->done() : 0;
+          Stopwatch sw;
+          for (int i = 0; i < o.iters; ++i) comm->allreduce(buf, buf, ReduceOp::sum);
+          const double wall = sw.seconds();
+          if (load && wall > 0 && alone > 0)
+            loss_per_round.push_back(
+                std::clamp(1 - static_cast<double>(load->done() - done0) / wall / alone, 0.0, 1.0));
+          cpu_per_round.push_back(wall > 0 ? (process_cpu_seconds() - cpu0) / wall : 0);
+          per_round.push_back(max_over_ranks(wall / o.iters));
+        }
+        out.samples.push_back({static_cast<double>(bytes), median_of(per_round)});
+        out.cpu_shares.push_back(std::min(1.0, max_over_ranks(median_of(cpu_per_round))));
+        if (load) out.compute_loss.push_back(max_over_ranks(median_of(loss_per_round)));
       }
-      samples.push_back({static_cast<double>(bytes), median_of(per_round)});
-      cpu_shares.push_back(std::min(1.0, max_over_ranks(median_of(cpu_per_round))));
-    }
+      return out;
+    };
+    const Sweep plain = sweep(nullptr);
+    const std::vector<TimingSample>& samples = plain.samples;
+    const std::vector<double>& cpu_shares = plain.cpu_shares;
     const LinkFit fit = fit_ring_allreduce(samples, w, o.poor_bound);
     // How much of a core an all-reduce keeps busy: the median over the sizes.
     const double cpu_share = median_of(cpu_shares);
@@ -203,6 +225,51 @@ int run_model(const ModelOptions& o, const Topology& topo) {
                            {"poor", fit.poor},
                            {"cpu_share", cpu_share},
                            {"samples", rows}};
+    if (o.under_load) {
+      Sweep loaded;
+      {
+        const ComputeLoad load;
+        loaded = sweep(&load);
+      }
+      const LinkFit lf = fit_ring_allreduce(loaded.samples, w, o.poor_bound);
+      const double loss = median_of(loaded.compute_loss);
+      nlohmann::json lrows = nlohmann::json::array();
+      std::string lt = fmt::format(
+          "# {} ({} tier) beside a compute thread on each rank\n# {:>12} {:>12} {:>12} {:>12} "
+          "{:>9} {:>13}\n",
+          kind, tier, "size (B)", "alone (us)", "loaded (us)", "fit (us)", "residual",
+          "compute loss");
+      for (std::size_t k = 0; k < loaded.samples.size(); ++k) {
+        const double f = lf.intercept_s + lf.slope_s_per_byte * loaded.samples[k].bytes;
+        lt += fmt::format("  {:>12.0f} {:>12.2f} {:>12.2f} {:>12.2f} {:>8.1f}% {:>12.0f}%\n",
+                          loaded.samples[k].bytes, samples[k].seconds * 1e6,
+                          loaded.samples[k].seconds * 1e6, f * 1e6, 100 * lf.residuals[k],
+                          100 * loaded.compute_loss[k]);
+        lrows.push_back({{"bytes", loaded.samples[k].bytes},
+                         {"seconds", loaded.samples[k].seconds},
+                         {"fit_seconds", f},
+                         {"residual", lf.residuals[k]},
+                         {"compute_loss", loaded.compute_loss[k]}});
+      }
+      const double lgbs = lf.link.beta_s_per_byte > 0 ? 1e-9 / lf.link.beta_s_per_byte : 0;
+      lt += fmt::format(
+          "{} {} under load: alpha {:.2f} us per step, beta {:.4g} ns/B ({:.2f} Gbit/s); largest "
+          "residual {:.1f}%: {}; compute beside an all-reduce loses {:.0f}% of its rate (median "
+          "over the sizes)\n",
+          tier, kind, lf.link.alpha_s * 1e6, lf.link.beta_s_per_byte * 1e9, lgbs * 8,
+          100 * lf.max_abs_residual, lf.poor ? "POOR fit" : "good fit", 100 * loss);
+      if (root) {
+        std::fputs(lt.c_str(), stdout);
+        std::fflush(stdout);
+      }
+      poor += lf.poor ? 1 : 0;
+      backends_json[kind]["under_load"] = {{"alpha_s", lf.link.alpha_s},
+                                           {"beta_s_per_byte", lf.link.beta_s_per_byte},
+                                           {"max_abs_residual", lf.max_abs_residual},
+                                           {"poor", lf.poor},
+                                           {"compute_loss", loss},
+                                           {"samples", lrows}};
+    }
   }
   if (root && !o.json.empty()) {
     // Merge: the other tier's entry (from another run) stays.
@@ -250,7 +317,12 @@ CLI::App* add_bench_model(CLI::App& bench, CommandContext& ctx) {
       "the job will all-reduce (its gradient buckets, e.g. -b 512K -e 2M for 1 MiB buckets):\n"
       "a shaped or congested link is not a line over all sizes. The 'cpu' column is the\n"
       "process's CPU time over the wall time of the busiest rank (its median over the sizes\n"
-      "is the model's cpu_share).");
+      "is the model's cpu_share).\n"
+      "--under-load sweeps the sizes again with a compute thread (128x128 GEMMs) beside the\n"
+      "all-reduces on each rank, as overlap runs them beside backward: it fits alpha and beta\n"
+      "of that case and measures how much of the thread's rate the all-reduces cost\n"
+      "(compute_loss). 'bench predict --cores-per-node' uses both where communication shares\n"
+      "the core it computes on.");
   sub->add_option("-b,--minbytes", o->min_bytes, "Smallest size (suffix K, M, G)")
       ->capture_default_str();
   sub->add_option("-e,--maxbytes", o->max_bytes, "Largest size (suffix K, M, G)")
@@ -275,6 +347,8 @@ CLI::App* add_bench_model(CLI::App& bench, CommandContext& ctx) {
       ->capture_default_str()
       ->check(CLI::Range(0.001, 10.0));
   sub->add_option("--json", o->json, "Merge this tier's fits into this model file");
+  sub->add_flag("--under-load", o->under_load,
+                "Also time the sizes beside a compute thread on each rank (a shared core)");
   sub->add_option("--timeout", o->timeout, "Seconds a collective may wait for a peer")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

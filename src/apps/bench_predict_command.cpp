@@ -149,8 +149,19 @@ int run_predict(const PredictOptions& o) {
   auto share_at = [&](const ClusterShape& shape, AllreduceAlgorithm a) {
     return shared_core ? allreduce_cpu_share(shape, a, model) : 0.0;
   };
-  const double base_step =
-      predict_step(prof, {1, 1}, AllreduceAlgorithm::ring, model, scale_at(1)).step_s;
+  // On a shared core, with the all-reduce measured beside compute (bench model
+  // --under-load) for the tiers a shape uses, the timeline where each slows
+  // the other; otherwise the cpu share charged to compute.
+  auto under_load_for = [&](const ClusterShape& shape, AllreduceAlgorithm a) {
+    return shared_core && shape.world() > 1 && under_load_model(shape, a, model).complete;
+  };
+  auto step_at = [&](const StepProfile& profile, const ClusterShape& shape, AllreduceAlgorithm a) {
+    const double scale = scale_at(shape.world());
+    return under_load_for(shape, a)
+               ? predict_step_shared_core(profile, shape, a, model, scale)
+               : predict_step(profile, shape, a, model, scale, share_at(shape, a));
+  };
+  const double base_step = step_at(prof, {1, 1}, AllreduceAlgorithm::ring).step_s;
 
   std::vector<Point> points;
   std::string csv =
@@ -160,7 +171,7 @@ int run_predict(const PredictOptions& o) {
     for (int n : nodes) {
       Point pt{{n, o.ranks_per_node}, a, {}, 0};
       const int w = pt.shape.world();
-      pt.p = predict_step(prof, pt.shape, a, model, scale_at(w), share_at(pt.shape, a));
+      pt.p = step_at(prof, pt.shape, a);
       // Per-rank throughput against one rank's: weak, step(1)/step(W); strong,
       // the same global batch, step(1)/(W step(W)).
       pt.efficiency = strong ? base_step / (w * pt.p.step_s) : base_step / pt.p.step_s;
@@ -205,8 +216,7 @@ int run_predict(const PredictOptions& o) {
   std::string cap_text =
       "; no bucket cap suggestion: the model has no latency or no bandwidth term here";
   if (suggested > 0) {
-    const StepPrediction re = predict_step(rebucket(prof, suggested), last.shape, a, model,
-                                           scale_at(last.shape.world()), share_at(last.shape, a));
+    const StepPrediction re = step_at(rebucket(prof, suggested), last.shape, a);
     const double more = 100.0 * (last.p.exposed_s - re.exposed_s) / last.p.step_s;
     cap_text = more > 0.05 ? fmt::format("; a bucket cap of {:.2f} MiB would hide {:.1f}% more",
                                          suggested / mib, more)
@@ -252,11 +262,21 @@ int run_predict(const PredictOptions& o) {
           k, n, batch_at(world), 1e3 * beside, used, 1e3 * alone, beside / alone);
     }
   }
-  if (shared_core)
+  if (shared_core && under_load_for(last.shape, a)) {
+    const UnderLoadModel u = under_load_model(last.shape, a, model);
+    std::printf(
+        "# %d rank(s) per node on %d core(s): communication shares the core it computes on; "
+        "measured beside compute, a %.2f MiB all-reduce takes %.3f ms (%.3f ms alone) and "
+        "compute loses %.0f%% of its rate while one runs\n",
+        o.ranks_per_node, o.cores_per_node, cap_bytes / mib,
+        1e3 * allreduce_seconds(cap_bytes, last.shape, a, u.model),
+        1e3 * allreduce_seconds(cap_bytes, last.shape, a, model), 100 * u.compute_loss);
+  } else if (shared_core) {
     std::printf(
         "# %d rank(s) per node on %d core(s): communication has no core of its own, so "
         "overlapped all-reduces take %.0f%% of their time from compute (the model's cpu share)\n",
         o.ranks_per_node, o.cores_per_node, 100 * share_at(last.shape, a));
+  }
   std::printf("predicted efficiency at %d nodes: %.0f%% (%s%s)%s\n", last.shape.nodes,
               100 * last.efficiency, bound_text.c_str(), cap_text.c_str(),
               used_poor ? " [from a fit reported poor]" : "");

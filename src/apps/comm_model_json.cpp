@@ -34,8 +34,16 @@ LoadedCommModel comm_model_for(const nlohmann::json& doc, const std::string& bac
     if (!t.contains("backends") || !t["backends"].contains(backend)) continue;
     const nlohmann::json& b = t["backends"][backend];
     // Files from before cpu_share was measured read as 0 (free overlap).
-    const LinkParams p{b.at("alpha_s").get<double>(), b.at("beta_s_per_byte").get<double>(),
-                       b.value("cpu_share", 0.0)};
+    LinkParams p{b.at("alpha_s").get<double>(), b.at("beta_s_per_byte").get<double>(),
+                 b.value("cpu_share", 0.0)};
+    // Measured beside a compute thread (bench model --under-load).
+    if (b.contains("under_load")) {
+      const nlohmann::json& u = b["under_load"];
+      p.has_under_load = true;
+      p.loaded_alpha_s = u.at("alpha_s").get<double>();
+      p.loaded_beta_s_per_byte = u.at("beta_s_per_byte").get<double>();
+      p.compute_loss = u.at("compute_loss").get<double>();
+    }
     const bool poor = b.value("poor", false);
     const double residual = b.value("max_abs_residual", 0.0);
     if (std::string(tier) == "intra") {

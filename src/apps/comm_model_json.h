@@ -7,6 +7,8 @@
 //                        "backends": {"ring": {"alpha_s": ..., "beta_s_per_byte": ...,
 //                                              "max_abs_residual": ..., "poor": false,
 //                                              "cpu_share": ...,
+//                                              "under_load": {"alpha_s", "beta_s_per_byte",
+//                                                             "compute_loss", "samples"},
 //                                              "samples": [{"bytes", "seconds",
 //                                                           "fit_seconds", "residual"}]}}}}}
 #pragma once

@@ -1,0 +1,33 @@
+// A background thread that computes until it is destroyed (single-precision
+// GEMMs of 128 x 128 on the CPU, the matrix work of a training step) and
+// counts the GEMMs it finished. 'bench model --under-load' times all-reduces
+// beside it, as overlap runs them beside backward, and reads from the count how
+// much compute an all-reduce costs on a shared core.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <thread>
+
+namespace ringtrain::apps {
+
+class ComputeLoad {
+ public:
+  ComputeLoad();
+  ~ComputeLoad();
+  ComputeLoad(const ComputeLoad&) = delete;
+  ComputeLoad& operator=(const ComputeLoad&) = delete;
+
+  // GEMMs finished so far.
+  std::uint64_t done() const { return done_.load(std::memory_order_relaxed); }
+  // GEMMs per second over `seconds` while the calling thread sleeps (the
+  // rate alone, to compare the rate beside an all-reduce with).
+  double rate_alone(double seconds) const;
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::atomic<std::uint64_t> done_{0};
+  std::thread thread_;
+};
+
+}  // namespace ringtrain::apps
