@@ -485,9 +485,22 @@ measure_comm_model() {  # measure_comm_model RANKS_PER_NODE: writes $out/comm-mo
     [ "$netns_nodes" -ge 2 ] || { say "--predict needs a tier across nodes: --netns-nodes 2 or more (or --comm-model FILE)"; return 1; }
     [ -z "$link_rate" ] || shaping+=(--link-rate "$link_rate")
     [ -z "$link_delay" ] || shaping+=(--link-delay "$link_delay")
-    say "measuring the link across nodes: $netns_nodes node(s), one rank each"
-    run_logged "$out/comm-model-inter.log" "$here/netns-cluster" --nodes "$netns_nodes" --ranks-per-node 1 \
-      "${shaping[@]}" -- "${cmd_model[@]}" || return 1
+    # Each node count the study runs (a ring over shaped links is not the same
+    # line at every size), the largest last: bench predict takes the fit of
+    # the nearest node count.
+    local nn counts=() np_
+    for np_ in "${nps[@]}"; do
+      nn=$((np_ < netns_nodes ? np_ : netns_nodes))
+      [ "$nn" -lt 2 ] || [[ " ${counts[*]} " == *" $nn "* ]] || counts+=("$nn")
+    done
+    [[ " ${counts[*]} " == *" $netns_nodes "* ]] || counts+=("$netns_nodes")
+    for nn in "${counts[@]}"; do
+      local log=$out/comm-model-inter.log
+      [ "$nn" -eq "$netns_nodes" ] || log=$out/comm-model-inter-n$nn.log
+      say "measuring the link across nodes: $nn node(s), one rank each"
+      run_logged "$log" "$here/netns-cluster" --nodes "$nn" --ranks-per-node 1 \
+        "${shaping[@]}" -- "${cmd_model[@]}" || return 1
+    done
     if [ "$rpn" -gt 1 ]; then
       say "measuring the link inside a node: $rpn rank(s)"
       run_logged "$out/comm-model-intra.log" "$here/netns-cluster" --nodes 1 --ranks-per-node "$rpn" \

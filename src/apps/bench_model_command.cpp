@@ -284,6 +284,9 @@ int run_model(const ModelOptions& o, const Topology& topo) {
       if (std::getline(link, line)) t["link"] = line;
     }
     doc["tiers"][tier] = t;
+    // A ring over shaped links is not the same line at every ring size: keep
+    // the fit of each node count measured ('bench predict' takes the nearest).
+    if (tier == "inter") doc["tiers"]["inter_by_nodes"][std::to_string(topo.node_count())] = t;
     const std::string tmp = o.json + ".tmp";
     {
       std::ofstream out(tmp);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -92,9 +93,15 @@ int run_predict(const PredictOptions& o) {
            "sync?)",
            o.trace);
   const nlohmann::json doc = read_comm_model_file(o.model);
-  const LoadedCommModel loaded = comm_model_for(doc, o.backend);
-  const CommModel& model = loaded.model;
   const std::vector<int> nodes = count_list("--nodes", o.nodes);
+  // The fits for each predicted node count (the inter fit measured on the
+  // nearest node count, where the file has several).
+  std::map<int, LoadedCommModel> by_nodes;
+  for (int n : nodes) by_nodes.emplace(n, comm_model_for(doc, o.backend, n));
+  const LoadedCommModel& loaded = by_nodes.at(nodes.back());
+  auto model_at = [&](const ClusterShape& shape) -> const CommModel& {
+    return by_nodes.at(shape.nodes).model;
+  };
   const bool need_inter = nodes.back() > 1, need_intra = o.ranks_per_node > 1;
   RT_CHECK(loaded.have_inter || !need_inter,
            "comm model {}: no across-nodes (inter) fit for backend {}, needed to predict {} "
@@ -106,7 +113,7 @@ int run_predict(const PredictOptions& o) {
            o.model, o.backend, o.ranks_per_node, o.model);
   // A poor fit is used only when asked for, and then said so.
   bool used_poor = false;
-  auto check_poor = [&](bool needed, bool poor, const char* tier, double residual) {
+  auto check_poor = [&](bool needed, bool poor, const std::string& tier, double residual) {
     if (!needed || !poor) return;
     RT_CHECK(o.allow_poor,
              "comm model {}: the {} fit of backend {} is poor (largest residual {:.0f}% over the "
@@ -116,11 +123,36 @@ int run_predict(const PredictOptions& o) {
     std::printf(
         "# warning: using the POOR %s fit of backend %s from %s (largest residual %.0f%%), "
         "as --allow-poor-fit asks\n",
-        tier, o.backend.c_str(), o.model.c_str(), 100 * residual);
+        tier.c_str(), o.backend.c_str(), o.model.c_str(), 100 * residual);
     used_poor = true;
   };
+  // Without a core of its own (as many ranks as cores on a node), a rank's
+  // communication shares the core it computes on.
+  const bool shared_core = o.cores_per_node > 0 && o.ranks_per_node >= o.cores_per_node;
   check_poor(need_intra, loaded.poor_intra, "intra", loaded.residual_intra);
-  check_poor(need_inter, loaded.poor_inter, "inter", loaded.residual_inter);
+  if (shared_core && loaded.model.intra.has_under_load)
+    check_poor(need_intra, loaded.poor_under_load_intra, "intra under-load",
+               loaded.residual_under_load_intra);
+  std::map<int, bool> inter_checked;  // by the node count the fit was measured on
+  for (int n : nodes) {
+    const LoadedCommModel& l = by_nodes.at(n);
+    if (n < 2 || inter_checked[l.inter_nodes]) continue;
+    inter_checked[l.inter_nodes] = true;
+    const std::string tier =
+        l.inter_nodes > 0 ? fmt::format("inter ({} nodes)", l.inter_nodes) : "inter";
+    check_poor(true, l.poor_inter, tier, l.residual_inter);
+    // The fit beside compute is used on a shared core.
+    if (shared_core && l.model.inter.has_under_load)
+      check_poor(true, l.poor_under_load_inter, tier + " under-load", l.residual_under_load_inter);
+  }
+  if (inter_checked.size() > 1) {
+    std::string which;
+    for (int n : nodes)
+      if (n > 1)
+        which += fmt::format("{}{} node(s) from the fit on {}", which.empty() ? "" : ", ", n,
+                             by_nodes.at(n).inter_nodes);
+    std::printf("# across nodes, fits measured on several node counts: %s\n", which.c_str());
+  }
   const StepProfile& prof = tp.profile;
   // Strong scaling: the global batch is fixed, so the per-rank batch is
   // profile_ranks / W of the profiled one; compute scales in proportion, or
@@ -143,23 +175,22 @@ int run_predict(const PredictOptions& o) {
     return curve->curve.step_s_at(batch_at(world), colocated_at(world)) /
            curve->curve.step_s_at(o.profile_batch, profile_colocated);
   };
-  // Without a core of its own (as many ranks as cores on a node), a rank's
-  // communication takes its measured CPU share from compute while it overlaps.
-  const bool shared_core = o.cores_per_node > 0 && o.ranks_per_node >= o.cores_per_node;
+  // Without a measurement beside compute, a rank's communication takes its
+  // measured CPU share from compute while it overlaps.
   auto share_at = [&](const ClusterShape& shape, AllreduceAlgorithm a) {
-    return shared_core ? allreduce_cpu_share(shape, a, model) : 0.0;
+    return shared_core ? allreduce_cpu_share(shape, a, model_at(shape)) : 0.0;
   };
   // On a shared core, with the all-reduce measured beside compute (bench model
   // --under-load) for the tiers a shape uses, the timeline where each slows
   // the other; otherwise the cpu share charged to compute.
   auto under_load_for = [&](const ClusterShape& shape, AllreduceAlgorithm a) {
-    return shared_core && shape.world() > 1 && under_load_model(shape, a, model).complete;
+    return shared_core && shape.world() > 1 && under_load_model(shape, a, model_at(shape)).complete;
   };
   auto step_at = [&](const StepProfile& profile, const ClusterShape& shape, AllreduceAlgorithm a) {
     const double scale = scale_at(shape.world());
     return under_load_for(shape, a)
-               ? predict_step_shared_core(profile, shape, a, model, scale)
-               : predict_step(profile, shape, a, model, scale, share_at(shape, a));
+               ? predict_step_shared_core(profile, shape, a, model_at(shape), scale)
+               : predict_step(profile, shape, a, model_at(shape), scale, share_at(shape, a));
   };
   const double base_step = step_at(prof, {1, 1}, AllreduceAlgorithm::ring).step_s;
 
@@ -212,7 +243,7 @@ int run_predict(const PredictOptions& o) {
           ? fmt::format("communication-bound from {} nodes", points.front().shape.nodes)
           : fmt::format("communication-bound above {} nodes", hidden_up_to);
   bound_text += fmt::format(" with buckets of {:.2f} MiB", cap_bytes / mib);
-  const double suggested = suggest_bucket_bytes(last.shape, a, model);
+  const double suggested = suggest_bucket_bytes(last.shape, a, model_at(last.shape));
   std::string cap_text =
       "; no bucket cap suggestion: the model has no latency or no bandwidth term here";
   if (suggested > 0) {
@@ -263,14 +294,15 @@ int run_predict(const PredictOptions& o) {
     }
   }
   if (shared_core && under_load_for(last.shape, a)) {
-    const UnderLoadModel u = under_load_model(last.shape, a, model);
+    const UnderLoadModel u = under_load_model(last.shape, a, model_at(last.shape));
     std::printf(
         "# %d rank(s) per node on %d core(s): communication shares the core it computes on; "
         "measured beside compute, a %.2f MiB all-reduce takes %.3f ms (%.3f ms alone) and "
         "compute loses %.0f%% of its rate while one runs\n",
         o.ranks_per_node, o.cores_per_node, cap_bytes / mib,
         1e3 * allreduce_seconds(cap_bytes, last.shape, a, u.model),
-        1e3 * allreduce_seconds(cap_bytes, last.shape, a, model), 100 * u.compute_loss);
+        1e3 * allreduce_seconds(cap_bytes, last.shape, a, model_at(last.shape)),
+        100 * u.compute_loss);
   } else if (shared_core) {
     std::printf(
         "# %d rank(s) per node on %d core(s): communication has no core of its own, so "
@@ -303,12 +335,15 @@ CLI::App* add_bench_predict(CLI::App& bench, CommandContext& ctx) {
       "all (every rank on one machine, as netns-cluster nodes are). A count not measured\n"
       "takes the nearest measured one below it.\n"
       "--cores-per-node C: with as many ranks per node as cores (or more), a rank's\n"
-      "communication shares the core it computes on, and an overlapped all-reduce takes its\n"
-      "measured CPU share ('bench model' cpu_share) of its time from compute:\n"
-      "step = compute + exposed + share x (comm - exposed). Without it (0), overlap is free.\n"
+      "communication shares the core it computes on. Where the model was measured with\n"
+      "'bench model --under-load', each side slows the other: during backward an all-reduce\n"
+      "takes its time beside compute and backward loses compute_loss of its rate. Otherwise\n"
+      "an overlapped all-reduce takes its CPU share ('bench model' cpu_share) of its time\n"
+      "from compute: step = compute + exposed + share x (comm - exposed). Without\n"
+      "--cores-per-node (0), overlap is free.\n"
       "CSV columns: nodes, ranks, algorithm, step_s, compute_s, comm_s, exposed_s,\n"
       "exposed_share, scaling_efficiency (per-rank throughput against one rank's), speedup,\n"
-      "contention_s (compute lost to communication on a shared core).");
+      "contention_s (how much later compute ends for communication on a shared core).");
   sub->add_option("--trace", o->trace, "Chrome trace of a short run (ringtrain train --trace)")
       ->required();
   sub->add_option("--comm-model", o->model, "Model file of 'ringtrain bench model --json'")

@@ -2,6 +2,7 @@
 #include "apps/comm_model_json.h"
 
 #include <fstream>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -25,38 +26,88 @@ nlohmann::json read_comm_model_file(const std::string& path) {
   return doc;
 }
 
-LoadedCommModel comm_model_for(const nlohmann::json& doc, const std::string& backend) {
+namespace {
+// The fit of one backend in one tier entry.
+struct TierFit {
+  LinkParams link;
+  bool poor = false, poor_under_load = false;
+  double residual = 0, residual_under_load = 0;
+};
+TierFit tier_fit(const nlohmann::json& b) {
+  TierFit f;
+  // Files from before cpu_share was measured read as 0 (free overlap).
+  f.link = {b.at("alpha_s").get<double>(), b.at("beta_s_per_byte").get<double>(),
+            b.value("cpu_share", 0.0)};
+  // Measured beside a compute thread (bench model --under-load).
+  if (b.contains("under_load")) {
+    const nlohmann::json& u = b["under_load"];
+    f.link.has_under_load = true;
+    f.link.loaded_alpha_s = u.at("alpha_s").get<double>();
+    f.link.loaded_beta_s_per_byte = u.at("beta_s_per_byte").get<double>();
+    f.link.compute_loss = u.at("compute_loss").get<double>();
+    f.poor_under_load = u.value("poor", false);
+    f.residual_under_load = u.value("max_abs_residual", 0.0);
+  }
+  f.poor = b.value("poor", false);
+  f.residual = b.value("max_abs_residual", 0.0);
+  return f;
+}
+bool has_backend(const nlohmann::json& tier, const std::string& backend) {
+  return tier.is_object() && tier.contains("backends") && tier["backends"].contains(backend);
+}
+}  // namespace
+
+LoadedCommModel comm_model_for(const nlohmann::json& doc, const std::string& backend, int nodes) {
   LoadedCommModel m;
   m.poor_bound = doc.value("poor_bound", 0.0);
-  for (const char* tier : {"intra", "inter"}) {
-    if (!doc["tiers"].contains(tier)) continue;
-    const nlohmann::json& t = doc["tiers"][tier];
-    if (!t.contains("backends") || !t["backends"].contains(backend)) continue;
-    const nlohmann::json& b = t["backends"][backend];
-    // Files from before cpu_share was measured read as 0 (free overlap).
-    LinkParams p{b.at("alpha_s").get<double>(), b.at("beta_s_per_byte").get<double>(),
-                 b.value("cpu_share", 0.0)};
-    // Measured beside a compute thread (bench model --under-load).
-    if (b.contains("under_load")) {
-      const nlohmann::json& u = b["under_load"];
-      p.has_under_load = true;
-      p.loaded_alpha_s = u.at("alpha_s").get<double>();
-      p.loaded_beta_s_per_byte = u.at("beta_s_per_byte").get<double>();
-      p.compute_loss = u.at("compute_loss").get<double>();
+  const nlohmann::json& tiers = doc["tiers"];
+  if (has_backend(tiers.value("intra", nlohmann::json()), backend)) {
+    const TierFit f = tier_fit(tiers["intra"]["backends"][backend]);
+    m.model.intra = f.link;
+    m.have_intra = true;
+    m.poor_intra = f.poor;
+    m.residual_intra = f.residual;
+    m.poor_under_load_intra = f.poor_under_load;
+    m.residual_under_load_intra = f.residual_under_load;
+  }
+  // Across nodes: the fit measured on `nodes` nodes where the file has one,
+  // else on the nearest count below (the smallest if none is below), else the
+  // last one measured.
+  const nlohmann::json* inter = nullptr;
+  if (nodes > 1 && tiers.contains("inter_by_nodes") && tiers["inter_by_nodes"].is_object()) {
+    int below = 0, above = 0;
+    const nlohmann::json *at_below = nullptr, *at_above = nullptr;
+    for (const auto& [key, entry] : tiers["inter_by_nodes"].items()) {
+      int k = 0;
+      try {
+        k = std::stoi(key);
+      } catch (const std::exception&) {
+        continue;
+      }
+      if (!has_backend(entry, backend)) continue;
+      if (k <= nodes && k > below) {
+        below = k;
+        at_below = &entry;
+      } else if (k > nodes && (above == 0 || k < above)) {
+        above = k;
+        at_above = &entry;
+      }
     }
-    const bool poor = b.value("poor", false);
-    const double residual = b.value("max_abs_residual", 0.0);
-    if (std::string(tier) == "intra") {
-      m.model.intra = p;
-      m.have_intra = true;
-      m.poor_intra = poor;
-      m.residual_intra = residual;
-    } else {
-      m.model.inter = p;
-      m.have_inter = true;
-      m.poor_inter = poor;
-      m.residual_inter = residual;
-    }
+    inter = at_below ? at_below : at_above;
+    m.inter_nodes = at_below ? below : above;
+  }
+  if (!inter && has_backend(tiers.value("inter", nlohmann::json()), backend)) {
+    inter = &tiers["inter"];
+    m.inter_nodes = tiers["inter"].value("nodes", 0);
+  }
+  if (inter) {
+    const TierFit f = tier_fit((*inter)["backends"][backend]);
+    m.model.inter = f.link;
+    m.have_inter = true;
+    m.poor_inter = f.poor;
+    m.residual_inter = f.residual;
+    m.poor_under_load_inter = f.poor_under_load;
+    m.residual_under_load_inter = f.residual_under_load;
   }
   return m;
 }

@@ -10,7 +10,8 @@
 //                                              "under_load": {"alpha_s", "beta_s_per_byte",
 //                                                             "compute_loss", "samples"},
 //                                              "samples": [{"bytes", "seconds",
-//                                                           "fit_seconds", "residual"}]}}}}}
+//                                                           "fit_seconds", "residual"}]}}},
+//              "inter_by_nodes": {"2": {...as inter...}, "3": {...}}}}
 #pragma once
 
 #include <string>
@@ -28,8 +29,16 @@ struct LoadedCommModel {
   bool have_intra = false, have_inter = false;
   bool poor_intra = false, poor_inter = false;
   double residual_intra = 0, residual_inter = 0;  // largest |residual| of each fit
+  // The same for the fits beside compute (bench model --under-load).
+  bool poor_under_load_intra = false, poor_under_load_inter = false;
+  double residual_under_load_intra = 0, residual_under_load_inter = 0;
   double poor_bound = 0;
+  int inter_nodes = 0;  // nodes the inter fit was measured on (0: not recorded)
 };
-LoadedCommModel comm_model_for(const nlohmann::json& doc, const std::string& backend);
+// `nodes` > 1: the inter fit measured on that many nodes where the file has
+// one ("inter_by_nodes"), else on the nearest count below it; a ring over
+// shaped links is not the same line at every ring size.
+LoadedCommModel comm_model_for(const nlohmann::json& doc, const std::string& backend,
+                               int nodes = 0);
 
 }  // namespace ringtrain::apps

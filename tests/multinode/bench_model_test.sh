@@ -52,7 +52,22 @@ PY
       -b 4K -e 64K -n 1 --rounds 1 -w 0 --json "$tmp/model.json"
     [ "$rc" -eq 0 ] || fail "the second bench model exited with $rc"
     grep -q "wrote the intra tier to" "$tmp/m2.log" || fail "no merge message"
-    echo "PASS: fits per backend with residuals, and a model file" ;;
+    # --under-load: the sizes again beside a compute thread on each rank, with
+    # their fit and the compute the all-reduces cost.
+    run "$tmp/m3.log" mpirun --oversubscribe -np 2 "$exe" bench model --device cpu --backend ring \
+      -b 4K -e 64K -n 2 --rounds 2 -w 1 --under-load --json "$tmp/model.json"
+    [ "$rc" -eq 0 ] || fail "bench model --under-load exited with $rc"
+    grep -Eq "^intra ring under load: alpha [0-9.]+ us per step, beta [0-9.e+-]+ ns/B .*compute beside an all-reduce loses [0-9]+% of its rate" "$tmp/m3.log" ||
+      fail "no under-load fit line"
+    python3 - "$tmp/model.json" <<'PY' || fail "the model file has no under-load fit"
+import json, sys
+f = json.load(open(sys.argv[1]))["tiers"]["intra"]["backends"]["ring"]
+u = f["under_load"]
+assert u["alpha_s"] >= 0 and u["beta_s_per_byte"] >= 0 and 0 <= u["compute_loss"] <= 1, u
+assert [s["bytes"] for s in u["samples"]] == [4096, 16384, 65536], u
+assert all(s["seconds"] > 0 and 0 <= s["compute_loss"] <= 1 for s in u["samples"]), u
+PY
+    echo "PASS: fits per backend with residuals, a model file, and the fit under load" ;;
   predict)
     "$exe" convert synthetic --n 256 --shape 1,8,8 --classes 4 -o "$tmp/d.h5" >/dev/null 2>&1 || fail "convert failed"
     run "$tmp/t.log" "$exe" train --device cpu --data "$tmp/d.h5" --model mlp:64-32-4 --batch 8 --max-steps 8 \
@@ -79,6 +94,56 @@ JSON
       want = 0.5 * (comm - exposed); d = step - (compute + exposed + c)
       if (c < want * 0.999 - 1e-12 || c > want * 1.001 + 1e-12 || d > 1e-9 || d < -1e-9) bad++ }
       END { exit (n == 2 && bad == 0) ? 0 : 1 }' "$tmp/pc.log" || fail "contention is not 0.5 x (comm - exposed), or the step does not include it"
+    # Measured beside compute (an under_load entry): on a shared core the
+    # timeline where each slows the other. With the same alpha and beta under
+    # load and no compute lost, it is the prediction of free overlap; with
+    # all-reduces twice as slow and compute at half its rate beside them, every
+    # multi-node step is slower, and the CSV adds up.
+    python3 - "$tmp/model.json" "$tmp/same.json" "$tmp/slow.json" <<'PY' || fail "could not write the under-load models"
+import json, sys
+d = json.load(open(sys.argv[1]))
+ring = d["tiers"]["inter"]["backends"]["ring"]
+ring["under_load"] = {"alpha_s": ring["alpha_s"], "beta_s_per_byte": ring["beta_s_per_byte"], "compute_loss": 0.0}
+json.dump(d, open(sys.argv[2], "w"))
+ring["under_load"] = {"alpha_s": 2 * ring["alpha_s"], "beta_s_per_byte": 2 * ring["beta_s_per_byte"], "compute_loss": 0.5}
+json.dump(d, open(sys.argv[3], "w"))
+PY
+    # shellcheck disable=SC2054  # the commas are part of --nodes 1,2,4
+    shared=("$exe" bench predict --trace "$tmp/t.json" --nodes 1,2,4 --algorithm ring --cores-per-node 1)
+    run "$tmp/u0.log" "$exe" bench predict --trace "$tmp/t.json" --comm-model "$tmp/model.json" --nodes 1,2,4 --algorithm ring
+    run "$tmp/u1.log" "${shared[@]}" --comm-model "$tmp/same.json"
+    [ "$rc" -eq 0 ] || fail "bench predict with an under-load fit exited with $rc"
+    grep -q "communication shares the core it computes on; measured beside compute, a .* MiB all-reduce takes .* and compute loses 0% of its rate" "$tmp/u1.log" ||
+      fail "no under-load line"
+    paste -d, <(grep -E '^[124],' "$tmp/u0.log") <(grep -E '^[124],' "$tmp/u1.log") | awk -F, '
+      { for (i = 4; i <= 11; i++) if ($i - $(i + 11) > 1e-9 || $(i + 11) - $i > 1e-9) bad++ }
+      END { exit bad ? 1 : 0 }' || fail "unslowed under-load fits did not predict free overlap"
+    run "$tmp/u2.log" "${shared[@]}" --comm-model "$tmp/slow.json"
+    [ "$rc" -eq 0 ] || fail "bench predict with a slow under-load fit exited with $rc"
+    paste -d, <(grep -E '^[124],' "$tmp/u1.log") <(grep -E '^[124],' "$tmp/u2.log") | awk -F, '
+      $1 > 1 { n++; step = $15; compute = $16; exposed = $18; c = $22
+        if (step <= $4 || c <= 0 || step - (compute + exposed + c) > 1e-9 || (compute + exposed + c) - step > 1e-9) bad++ }
+      END { exit (n == 2 && !bad) ? 0 : 1 }' || fail "slowed both ways, the steps are not slower, or do not add up"
+    # Inter fits measured on several node counts: each prediction takes the one
+    # of its node count, or the nearest below. "2" is the plain inter fit, "4"
+    # twice as slow per byte: 2 and 3 nodes predict as before, 4 and 8 slower.
+    python3 - "$tmp/model.json" "$tmp/bynodes.json" <<'PY' || fail "could not write the by-nodes model"
+import copy, json, sys
+d = json.load(open(sys.argv[1]))
+inter = d["tiers"]["inter"]
+slow = copy.deepcopy(inter)
+slow["backends"]["ring"]["beta_s_per_byte"] *= 2
+d["tiers"]["inter_by_nodes"] = {"2": inter, "4": slow}
+json.dump(d, open(sys.argv[2], "w"))
+PY
+    run "$tmp/n0.log" "$exe" bench predict --trace "$tmp/t.json" --comm-model "$tmp/model.json" --nodes 1,2,3,4,8 --algorithm ring
+    run "$tmp/n1.log" "$exe" bench predict --trace "$tmp/t.json" --comm-model "$tmp/bynodes.json" --nodes 1,2,3,4,8 --algorithm ring
+    [ "$rc" -eq 0 ] || fail "bench predict with fits by node count exited with $rc"
+    grep -q "^# across nodes, fits measured on several node counts: 2 node(s) from the fit on 2, 3 node(s) from the fit on 2, 4 node(s) from the fit on 4, 8 node(s) from the fit on 4$" "$tmp/n1.log" ||
+      fail "the fits by node count were not chosen as the nearest below"
+    paste -d, <(grep -E '^[0-9]+,' "$tmp/n0.log") <(grep -E '^[0-9]+,' "$tmp/n1.log") | awk -F, '
+      $1 <= 3 && $6 != $17 { bad++ } $1 >= 4 && $17 <= $6 { bad++ } END { exit bad ? 1 : 0 }' ||
+      fail "2 and 3 nodes did not keep the plain fit, or 4 and 8 did not take the slower one"
     # Strong scaling with a measured compute curve. One in proportion to the
     # batch predicts what no curve does; one with a fixed cost per step (1 ms
     # plus 0.125 ms per sample: 2 ms at batch 8, 1.5 at 4, 1.25 at 2) makes

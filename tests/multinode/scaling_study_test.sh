@@ -128,6 +128,15 @@ import json, sys
 s = json.load(open(sys.argv[1]))["tiers"]["inter"]["backends"]["ring"]["samples"]
 assert [x["bytes"] for x in s] == [524288, 1048576, 2097152], s
 PY
+    # The nodes are this machine: the link is also timed beside compute.
+    grep -q -- "--under-load" "$tmp/out/comm-model-inter.log.command" || fail "bench model was not run --under-load"
+    python3 - "$tmp/out/comm-model.json" <<'PY' || fail "the comm model has no under-load fit"
+import json, sys
+u = json.load(open(sys.argv[1]))["tiers"]["inter"]["backends"]["ring"]["under_load"]
+assert 0 <= u["compute_loss"] <= 1 and len(u["samples"]) == 3, u
+# the fit is also kept under its node count, for bench predict to choose
+assert list(json.load(open(sys.argv[1]))["tiers"]["inter_by_nodes"]) == ["2"]
+PY
     # 2 netns nodes share this machine's cores: the prediction is told how many each has.
     cores=$(( $(nproc) / 2 )); [ "$cores" -ge 1 ] || cores=1
     grep -q -- "--cores-per-node $cores" "$tmp/out/predict.log.command" || fail "bench predict was not given --cores-per-node $cores"
