@@ -573,12 +573,24 @@ measure_compute_curve() {  # measure_compute_curve PROFILE_NP: writes $out/compu
   for p in "${pairs[@]}"; do
     read -r b k <<<"$p"
     name=b$b; [ "$k" -eq 1 ] || name=b$b-k$k
-    awk '{ if (!match($0, /"step_ms_slowest_rank":[-+0-9.eE]+/)) { bad = 1; exit }
-           t[NR] = substr($0, RSTART + 23, RLENGTH - 23) + 0; line[NR] = $0 }
+    awk '{ if (!match($0, /"step_ms_slowest_rank": *[-+0-9.eE]+/)) { bad = 1; exit }
+           v = substr($0, RSTART, RLENGTH); sub(/^[^:]*: */, "", v); t[NR] = v + 0; line[NR] = $0 }
          END { if (bad) exit 1; n = NR; for (i = 1; i <= n; i++) { r = 0
                  for (j = 1; j <= n; j++) if (t[j] < t[i] || (t[j] == t[i] && j < i)) r++
                  if (r == int((n - 1) / 2)) print line[i] } }' "$out/compute-curve/$name.jsonl" >>"$curve" ||
       { say "bench step wrote no step_ms_slowest_rank (in $out/compute-curve/$name.jsonl)"; return 1; }
+  done
+  # Rounds that disagree: the machine was noisy while compute was timed, so
+  # the prediction is not to be trusted (as for the runs' repeats).
+  for p in "${pairs[@]}"; do
+    read -r b k <<<"$p"
+    name=b$b; [ "$k" -eq 1 ] || name=b$b-k$k
+    awk -v what="batch $b with $k rank(s) at once" '
+      match($0, /"step_ms_slowest_rank": *[-+0-9.eE]+/) { v = substr($0, RSTART, RLENGTH); sub(/^[^:]*: */, "", v); t[++m] = v + 0 }
+      END { if (m < 2) exit; for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (t[j] < t[i]) { x = t[i]; t[i] = t[j]; t[j] = x }
+            med = t[int((m + 1) / 2)]; s = (t[m] - t[1]) / med
+            if (s > 0.15) printf "warning: the %d rounds of compute at %s spread %.0f%% of their median (%.2f-%.2f ms): the machine was noisy, so the prediction is not to be trusted\n", m, what, 100 * s, t[1], t[m] }' \
+      "$out/compute-curve/$name.jsonl" | while read -r line; do say "$line"; done
   done
   extra+=(--compute-curve "$curve" --profile-batch "$(batch_of "$1")")
   # Every rank of this study on this machine: compute beside the others.

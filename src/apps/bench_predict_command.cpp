@@ -297,9 +297,9 @@ int run_predict(const PredictOptions& o) {
     const UnderLoadModel u = under_load_model(last.shape, a, model_at(last.shape));
     std::printf(
         "# %d rank(s) per node on %d core(s): communication shares the core it computes on; "
-        "measured beside compute, a %.2f MiB all-reduce takes %.3f ms (%.3f ms alone) and "
-        "compute loses %.0f%% of its rate while one runs\n",
-        o.ranks_per_node, o.cores_per_node, cap_bytes / mib,
+        "measured beside compute, a %.2f MiB all-reduce at %d node(s) takes %.3f ms (%.3f ms "
+        "alone) and compute loses %.0f%% of its rate while one runs\n",
+        o.ranks_per_node, o.cores_per_node, cap_bytes / mib, last.shape.nodes,
         1e3 * allreduce_seconds(cap_bytes, last.shape, a, u.model),
         1e3 * allreduce_seconds(cap_bytes, last.shape, a, model_at(last.shape)),
         100 * u.compute_loss);

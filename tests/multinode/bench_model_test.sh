@@ -113,7 +113,7 @@ PY
     run "$tmp/u0.log" "$exe" bench predict --trace "$tmp/t.json" --comm-model "$tmp/model.json" --nodes 1,2,4 --algorithm ring
     run "$tmp/u1.log" "${shared[@]}" --comm-model "$tmp/same.json"
     [ "$rc" -eq 0 ] || fail "bench predict with an under-load fit exited with $rc"
-    grep -q "communication shares the core it computes on; measured beside compute, a .* MiB all-reduce takes .* and compute loses 0% of its rate" "$tmp/u1.log" ||
+    grep -q "communication shares the core it computes on; measured beside compute, a .* MiB all-reduce at 4 node(s) takes .* and compute loses 0% of its rate" "$tmp/u1.log" ||
       fail "no under-load line"
     paste -d, <(grep -E '^[124],' "$tmp/u0.log") <(grep -E '^[124],' "$tmp/u1.log") | awk -F, '
       { for (i = 4; i <= 11; i++) if ($i - $(i + 11) > 1e-9 || $(i + 11) - $i > 1e-9) bad++ }

@@ -15,6 +15,8 @@
 #                2 nodes (exit 77 where this machine cannot host a cluster)
 #   bad_options  wrong options fail at once with a message naming the option,
 #                and run nothing
+#   noisy        repeats far apart get a warning that the machine was noisy
+#   noisy_curve  so do the rounds of compute timed for a prediction
 # Needs RINGTRAIN_EXE (the built ringtrain binary) and gnuplot (gnuplot-nox,
 # installed by launch/install-deps.sh).
 set -uo pipefail
@@ -281,5 +283,41 @@ STUB
     noisy_study 1000,1100,1050
     ! grep -q "the machine was noisy" "$tmp/study.log" || fail "a noise warning for repeats 10% apart"
     pass "repeats far apart are called noisy, close ones are not" ;;
-  *) echo "usage: scaling_study_test.sh local|strong|predict|netns|netns_predict|bad_options|noisy" >&2; exit 2 ;;
+  noisy_curve)
+    # The real ringtrain, but 'bench step' answers with the next time of
+    # $STEP_TIMES: compute rounds far apart get a warning that the prediction is
+    # not to be trusted, rounds close together none.
+    make_data
+    cat >"$tmp/wrap" <<STUB
+#!/bin/sh
+if [ "\$1 \$2" = "bench step" ]; then
+  n=\$((\$(cat "\$CALLS" 2>/dev/null || echo 0) + 1)); echo "\$n" >"\$CALLS"
+  t=\$(echo "\$STEP_TIMES" | cut -d, -f"\$n")
+  echo "{\"model\": \"mlp:64-32-4\", \"batch\": 8, \"step_ms\": \$t, \"step_ms_slowest_rank\": \$t, \"ranks\": 1, \"ranks_per_host\": 1}"
+  exit 0
+fi
+exec "$exe" "\$@"
+STUB
+    chmod +x "$tmp/wrap"
+    cat >"$tmp/model.json" <<EOF
+{"kind": "ringtrain comm model", "poor_bound": 0.25, "tiers": {
+ "inter": {"ranks": 2, "nodes": 2, "backends": {"shm": {"alpha_s": 5e-5, "beta_s_per_byte": 8e-9, "poor": false, "max_abs_residual": 0.01}}}}}
+EOF
+    export CALLS=$tmp/calls
+    curve_study() {  # curve_study STEP_TIMES
+      rm -f "$CALLS"
+      STEP_TIMES=$1 timeout --kill-after=10 240 "$study" --exe "$tmp/wrap" --steps 20 --np 1 --repeats 3 --predict 1,2 \
+        --ranks-per-node 1 --comm-model "$tmp/model.json" -o "$tmp/out" -- --data "$tmp/f.h5" --model mlp:64-32-4 \
+        --batch 8 --device cpu >"$tmp/study.log" 2>&1
+      rc=$?
+      cat "$tmp/study.log"
+      [ "$rc" -eq 0 ] || fail "the study exited with $rc"
+    }
+    curve_study 1.0,1.5,1.01
+    grep -q "warning: the 3 rounds of compute at batch 8 with 1 rank(s) at once spread 50% of their median (1.00-1.50 ms): the machine was noisy" "$tmp/study.log" ||
+      fail "no noise warning for compute rounds 50% apart"
+    curve_study 1.0,1.1,1.05
+    ! grep -q "rounds of compute" "$tmp/study.log" || fail "a noise warning for compute rounds 10% apart"
+    pass "compute rounds far apart are called noisy, close ones are not" ;;
+  *) echo "usage: scaling_study_test.sh local|strong|predict|netns|netns_predict|bad_options|noisy|noisy_curve" >&2; exit 2 ;;
 esac
