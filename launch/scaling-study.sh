@@ -563,7 +563,7 @@ measure_compute_curve() {  # measure_compute_curve PROFILE_NP: writes $out/compu
       [ "$k" -eq 1 ] || at_once=("$here/ringtrain-mpirun" -n "$k" --oversubscribe --)
       step_cmd=("${at_once[@]}" "$exe" bench step --data "$(train_flag data '')" --model "$(train_flag model cnn)"
         --optimizer "$(train_flag optimizer sgd)" --device "$(train_flag device auto)" --tf32 "$(train_flag tf32 default)"
-        --batch "$b" --steps 20 --warmup 3 --json)
+        --batch "$b" --steps 5 --warmup 3 --min-time 1 --json)
       run_logged "$out/compute-curve/$name-r$r.log" "${step_cmd[@]}" || return 1
       grep '^{' "$out/compute-curve/$name-r$r.log" >>"$out/compute-curve/$name.jsonl" ||
         { say "bench step printed no JSON (log: $out/compute-curve/$name-r$r.log)"; return 1; }

@@ -40,6 +40,7 @@ struct BenchStepOptions {
   std::string tf32 = "default";
   bool json = false;
   double timeout = 300;
+  double min_time = 0;  // the steady pass runs at least this long (seconds)
 };
 
 std::vector<std::size_t> parse_input_shape(const std::string& text) {
@@ -167,17 +168,27 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
   control->barrier();
   const std::uint64_t syncs_before = host_sync::count();
   Stopwatch steady;
-  for (std::size_t step = 0; step < o.steps; ++step) {
+  std::size_t steady_steps = 0;
+  // At least --steps, and with --min-time until that long has passed: ranks
+  // timed at once then share the machine for the whole window (a fixed count
+  // would leave the slowest rank alone at the end).
+  for (std::size_t step = 0; step < o.steps || (o.min_time > 0 && steady.seconds() < o.min_time);
+       ++step) {
     model->set_dropout_context(static_cast<std::uint64_t>(topo.rank()), o.warmup + o.steps + step);
     model->forward_accumulate(xd.data_as<float>(), yd.data_as<std::int32_t>(), o.batch, true);
     model->backward(1.0f, false);
     optimizer->step(model->params(), model->grads(), o.lr);
+    ++steady_steps;
+    // On a GPU the clock would only see the queueing: wait for the device (a
+    // counted host sync) once --steps are done and the time decides.
+    if (o.min_time > 0 && step + 1 >= o.steps && mo.device.is_cuda()) device_synchronize(mo.device);
   }
+  const double steady_n = static_cast<double>(steady_steps);
   const std::uint64_t steady_syncs = host_sync::count() - syncs_before;
-  loss = model->take_loss_totals().loss_sum / (static_cast<double>(o.batch) * n);
+  loss = model->take_loss_totals().loss_sum / (static_cast<double>(o.batch) * steady_n);
   const double steady_s = steady.seconds();
-  const double rate = static_cast<double>(o.batch) * n / steady_s;
-  const double syncs_per_step = static_cast<double>(steady_syncs) / n;
+  const double rate = static_cast<double>(o.batch) * steady_n / steady_s;
+  const double syncs_per_step = static_cast<double>(steady_syncs) / steady_n;
   double min_rate = rate, max_rate = rate, total_rate = rate;
   control->allreduce(view_of(&min_rate, 1), view_of(&min_rate, 1), ReduceOp::min);
   control->allreduce(view_of(&max_rate, 1), view_of(&max_rate, 1), ReduceOp::max);
@@ -199,7 +210,8 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
                         {"forward_ms", 1e3 * sum.forward / n},
                         {"backward_ms", 1e3 * sum.backward / n},
                         {"optimizer_ms", 1e3 * sum.optimizer / n},
-                        {"step_ms", 1e3 * steady_s / n},
+                        {"step_ms", 1e3 * steady_s / steady_n},
+                        {"steady_steps", steady_steps},
                         {"phased_step_ms", 1e3 * sum.total() / n},
                         {"host_syncs_per_step", syncs_per_step},
                         {"samples_per_s", rate},
@@ -220,7 +232,7 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
     row("optimizer", sum.optimizer);
     row("total", sum.total());
     out += fmt::format("# steady step (no per-phase waits): {:.3f} ms, {} host syncs per step\n",
-                       1e3 * steady_s / n, syncs_per_step);
+                       1e3 * steady_s / steady_n, syncs_per_step);
     out += fmt::format(
         "# samples/s per rank: {:.0f} (rank 0), min {:.0f}, max {:.0f}; all ranks {:.0f}; mean "
         "loss {:.4f}\n",
@@ -246,6 +258,11 @@ CLI::App* add_bench_step(CLI::App& parent, CommandContext& ctx) {
       ->capture_default_str();
   sub->add_option("--warmup", o->warmup, "Untimed steps first (caches, allocator, cuDNN)")
       ->capture_default_str();
+  sub->add_option("--min-time", o->min_time,
+                  "Run the steady pass (samples/s, step_ms) for at least this many seconds, past "
+                  "--steps if need be: ranks timed at once share the machine for the whole window")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   auto* input = sub->add_option("--input", o->input, "Per-sample input shape: C,H,W or F")
                     ->capture_default_str();
   auto* classes =
