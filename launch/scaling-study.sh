@@ -522,69 +522,71 @@ measure_comm_model() {  # measure_comm_model RANKS_PER_NODE: writes $out/comm-mo
 # batch is slower per sample than the profiled one), one rank alone; and, where
 # the study's ranks share this machine (netns nodes, a plain mpirun), with as
 # many ranks at once as each measured point runs (they share its cores, caches
-# and memory bandwidth; the slowest rank's time counts).
-measure_compute_curve() {  # measure_compute_curve PROFILE_NP: writes $out/compute-curve.jsonl
-  local curve=$out/compute-curve.jsonl w b k launch=() pairs=() step_cmd _w=()
+# and memory bandwidth; the slowest rank's time counts). Each point is timed in
+# every repeat round just before the runs it belongs to, so compute and runs
+# see the machine in the same state (its speed drifts over minutes).
+batch_of() {  # batch_of W: the per-rank micro-batch at W ranks, or nothing
+  if [ -z "$global_batch" ]; then train_flag batch 64
+  elif [ $((global_batch % ($1 * accum))) -eq 0 ]; then echo $((global_batch / ($1 * accum)))
+  fi
+}
+curve_pairs=()  # "BATCH RANKS_AT_ONCE NP": timed before the runs at NP
+plan_compute_curve() {
+  local w b owner _w=()
   local -A seen=()
-  rm -f "$curve"
-  batch_of() {  # batch_of W: the per-rank micro-batch at W ranks, or nothing
-    if [ -z "$global_batch" ]; then train_flag batch 64
-    elif [ $((global_batch % ($1 * accum))) -eq 0 ]; then echo $((global_batch / ($1 * accum)))
-    fi
-  }
   IFS=, read -r -a _w <<<"$predict"
-  for w in "$1" "${nps[@]}" "${_w[@]}"; do
+  for w in "${nps[@]}" "${_w[@]}"; do
     w=$((10#$w)); b=$(batch_of "$w")
     [ -n "$b" ] && [ -z "${seen[$b 1]:-}" ] || continue
-    seen[$b 1]=1; pairs+=("$b 1")
+    owner=${nps[0]}; [[ " ${nps[*]} " != *" $w "* ]] || owner=$w
+    seen[$b 1]=1; curve_pairs+=("$b 1 $owner")
   done
   if [ -z "$machinefile" ]; then
-    for w in "$1" "${nps[@]}"; do
-      w=$((10#$w)); b=$(batch_of "$w")
+    for w in "${nps[@]}"; do
+      b=$(batch_of "$w")
       [ "$w" -gt 1 ] && [ -n "$b" ] && [ -z "${seen[$b $w]:-}" ] || continue
-      seen[$b $w]=1; pairs+=("$b $w")
+      seen[$b $w]=1; curve_pairs+=("$b $w $w")
     done
   fi
+  mkdir -p "$out/compute-curve"
+  say "timing compute per step (bench step, each repeat round before the runs) at per-rank batch x ranks at once: $(printf '%s\n' "${curve_pairs[@]}" | cut -d' ' -f1,2 | sed 's/ / x /' | paste -sd, | sed 's/,/, /g')"
+}
+time_compute() {  # time_compute NP ROUND: this round's points that belong to NP
+  local p b k w name launch=() step_cmd
   [ -z "$machinefile" ] || {
     launch=("$here/ringtrain-mpirun" -n 1 --machinefile "$machinefile")
     [ -z "$gpus_per_node" ] || launch+=(--gpus-per-node "$gpus_per_node")
     launch+=(--)
   }
-  say "measuring compute per step (bench step, $repeats round(s)) at per-rank batch x ranks at once: $(printf '%s\n' "${pairs[@]}" | sed 's/ / x /' | paste -sd, | sed 's/,/, /g')"
-  mkdir -p "$out/compute-curve"
-  # Rounds go round the batches, and each batch keeps its median round, so a
-  # slow spell of a shared machine does not bend the curve at one batch.
-  local r p name
-  for ((r = 1; r <= repeats; r++)); do
-    for p in "${pairs[@]}"; do
-      read -r b k <<<"$p"
-      name=b$b; [ "$k" -eq 1 ] || name=b$b-k$k
-      local at_once=("${launch[@]}")
-      [ "$k" -eq 1 ] || at_once=("$here/ringtrain-mpirun" -n "$k" --oversubscribe --)
-      step_cmd=("${at_once[@]}" "$exe" bench step --data "$(train_flag data '')" --model "$(train_flag model cnn)"
-        --optimizer "$(train_flag optimizer sgd)" --device "$(train_flag device auto)" --tf32 "$(train_flag tf32 default)"
-        --batch "$b" --steps 5 --warmup 3 --min-time 1 --json)
-      run_logged "$out/compute-curve/$name-r$r.log" "${step_cmd[@]}" || return 1
-      grep '^{' "$out/compute-curve/$name-r$r.log" >>"$out/compute-curve/$name.jsonl" ||
-        { say "bench step printed no JSON (log: $out/compute-curve/$name-r$r.log)"; return 1; }
-    done
+  for p in "${curve_pairs[@]}"; do
+    read -r b k w <<<"$p"
+    [ "$w" -eq "$1" ] || continue
+    name=b$b; [ "$k" -eq 1 ] || name=b$b-k$k
+    local at_once=("${launch[@]}")
+    [ "$k" -eq 1 ] || at_once=("$here/ringtrain-mpirun" -n "$k" --oversubscribe --)
+    step_cmd=("${at_once[@]}" "$exe" bench step --data "$(train_flag data '')" --model "$(train_flag model cnn)"
+      --optimizer "$(train_flag optimizer sgd)" --device "$(train_flag device auto)" --tf32 "$(train_flag tf32 default)"
+      --batch "$b" --steps 5 --warmup 3 --min-time 1 --json)
+    run_logged "$out/compute-curve/$name-r$2.log" "${step_cmd[@]}" || return 1
+    grep '^{' "$out/compute-curve/$name-r$2.log" >>"$out/compute-curve/$name.jsonl" ||
+      { say "bench step printed no JSON (log: $out/compute-curve/$name-r$2.log)"; return 1; }
   done
+}
+finish_compute_curve() {  # finish_compute_curve PROFILE_NP: writes $out/compute-curve.jsonl
+  local curve=$out/compute-curve.jsonl p b k w name
   : >"$curve"
-  for p in "${pairs[@]}"; do
-    read -r b k <<<"$p"
+  # Each point keeps its median round, so one slow spell does not bend the curve.
+  for p in "${curve_pairs[@]}"; do
+    read -r b k w <<<"$p"
     name=b$b; [ "$k" -eq 1 ] || name=b$b-k$k
     awk '{ if (!match($0, /"step_ms_slowest_rank": *[-+0-9.eE]+/)) { bad = 1; exit }
            v = substr($0, RSTART, RLENGTH); sub(/^[^:]*: */, "", v); t[NR] = v + 0; line[NR] = $0 }
-         END { if (bad) exit 1; n = NR; for (i = 1; i <= n; i++) { r = 0
+         END { if (bad || NR == 0) exit 1; n = NR; for (i = 1; i <= n; i++) { r = 0
                  for (j = 1; j <= n; j++) if (t[j] < t[i] || (t[j] == t[i] && j < i)) r++
                  if (r == int((n - 1) / 2)) print line[i] } }' "$out/compute-curve/$name.jsonl" >>"$curve" ||
       { say "bench step wrote no step_ms_slowest_rank (in $out/compute-curve/$name.jsonl)"; return 1; }
-  done
-  # Rounds that disagree: the machine was noisy while compute was timed, so
-  # the prediction is not to be trusted (as for the runs' repeats).
-  for p in "${pairs[@]}"; do
-    read -r b k <<<"$p"
-    name=b$b; [ "$k" -eq 1 ] || name=b$b-k$k
+    # Rounds that disagree: the machine was noisy while compute was timed, so
+    # the prediction is not to be trusted (as for the runs' repeats).
     awk -v what="batch $b with $k rank(s) at once" '
       match($0, /"step_ms_slowest_rank": *[-+0-9.eE]+/) { v = substr($0, RSTART, RLENGTH); sub(/^[^:]*: */, "", v); t[++m] = v + 0 }
       END { if (m < 2) exit; for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (t[j] < t[i]) { x = t[i]; t[i] = t[j]; t[j] = x }
@@ -617,7 +619,7 @@ predict_points() {  # writes predicted.csv, predicted-rows.csv and verdict.txt
   case $backend in shm) algos=hierarchical,ring ;; *) algos=ring,hierarchical ;; esac
   [ -n "$comm_model" ] || measure_comm_model "$rpn" || return 1
   [ -z "$global_batch" ] || scaling_kind=strong
-  measure_compute_curve "$base_np" || return 1
+  finish_compute_curve "$base_np" || return 1
   # The profile comes from the base point's median run (the slower of two), so
   # that one run caught in a slow spell of the machine does not set the
   # prediction.
@@ -679,8 +681,10 @@ say "rank counts ${nps[*]}, $repeats repeat(s), $steps steps per run (first wind
 failed=0
 # Repeats go round the rank counts rather than back to back, so a slow spell of
 # a shared machine spreads over all points instead of hitting one.
+[ -z "$predict" ] || plan_compute_curve
 for ((k = 1; k <= repeats && failed == 0; k++)); do
   for n in "${nps[@]}"; do
+    if [ -n "$predict" ]; then time_compute "$n" "$k" || { failed=1; break; }; fi
     run_one "$n" "$k" || { failed=1; break; }
   done
 done
