@@ -39,16 +39,11 @@ int ComputeCurve::measured_colocated(int colocated) const {
   return best;
 }
 
-double ComputeCurve::step_s_at(double batch, int colocated) const {
-  RT_CHECK(batch > 0, "compute curve: batch {} is not positive", batch);
-  const int k = measured_colocated(colocated);
-  // The points of count k: a run of the sorted points, never empty.
-  auto first = std::find_if(points_.begin(), points_.end(),
-                            [k](const ComputePoint& p) { return p.colocated == k; });
-  auto last =
-      std::find_if(first, points_.end(), [k](const ComputePoint& p) { return p.colocated != k; });
-  const std::vector<ComputePoint> at(first, last);
-  RT_CHECK(!at.empty(), "compute curve: no point with {} co-located ranks", k);
+namespace {
+// Linear between the measured batches of one count; outside them, the line
+// through the two nearest, held to the proportion below the range and to the
+// largest step above it; one point alone in proportion.
+double along(const std::vector<ComputePoint>& at, double batch) {
   const ComputePoint& lo = at.front();
   const ComputePoint& hi = at.back();
   if (at.size() == 1) return lo.step_s * batch / lo.batch;
@@ -60,6 +55,40 @@ double ComputeCurve::step_s_at(double batch, int colocated) const {
   const auto upper = std::lower_bound(at.begin(), at.end(), batch,
                                       [](const ComputePoint& p, double x) { return p.batch < x; });
   return line(*(upper - 1), *upper, batch);
+}
+}  // namespace
+
+std::vector<ComputePoint> ComputeCurve::points_at(int colocated) const {
+  std::vector<ComputePoint> at;
+  for (const ComputePoint& p : points_)
+    if (p.colocated == colocated) at.push_back(p);
+  return at;
+}
+
+double ComputeCurve::step_s_at(double batch, int colocated) const {
+  RT_CHECK(batch > 0, "compute curve: batch {} is not positive", batch);
+  const int k = measured_colocated(colocated);
+  const std::vector<ComputePoint> at = points_at(k);
+  RT_CHECK(!at.empty(), "compute curve: no point with {} co-located ranks", k);
+  const std::vector<ComputePoint> alone = points_at(1);
+  if (k == 1 || alone.empty()) return along(at, batch);
+  // Beside others: the slowdown measured at this count's batches (linear
+  // between them, the nearest one's outside), applied to the curve alone,
+  // which has more batches to say how compute depends on the batch.
+  std::vector<ComputePoint> ratio;
+  for (const ComputePoint& p : at) ratio.push_back({p.batch, p.step_s / along(alone, p.batch), k});
+  double r = ratio.front().step_s;
+  if (batch >= ratio.back().batch) {
+    r = ratio.back().step_s;
+  } else if (batch > ratio.front().batch) {
+    const auto upper =
+        std::lower_bound(ratio.begin(), ratio.end(), batch,
+                         [](const ComputePoint& p, double x) { return p.batch < x; });
+    const ComputePoint& a = *(upper - 1);
+    const ComputePoint& b = *upper;
+    r = a.step_s + (b.step_s - a.step_s) * (batch - a.batch) / (b.batch - a.batch);
+  }
+  return along(alone, batch) * r;
 }
 
 }  // namespace ringtrain

@@ -59,7 +59,12 @@ TEST_CASE("compute curve: ranks computing at once on one machine") {
   CHECK(c.step_s_at(24) == Approx(4.4e-3));
   CHECK(c.step_s_at(24, 1) == Approx(4.4e-3));
   CHECK(c.step_s_at(24, 3) == Approx(7.0e-3));
-  CHECK(c.step_s_at(36, 3) == Approx(9.0e-3));  // linear in the batch at that count
+  // Between: the curve alone (5.6 ms at 36) times the slowdown, linear from
+  // 7.0/4.4 at 24 to 11.0/6.8 at 48.
+  CHECK(c.step_s_at(36, 3) == Approx(5.6e-3 * (7.0 / 4.4 + 11.0 / 6.8) / 2));
+  // Outside the count's batches: the nearest one's slowdown on the curve alone.
+  CHECK(c.step_s_at(12, 3) == Approx(3.2e-3 * 7.0 / 4.4));
+  CHECK(c.step_s_at(96, 3) == Approx(c.step_s_at(96) * 11.0 / 6.8));
   // Not measured: the nearest measured count below it.
   CHECK(c.measured_colocated(2) == 1);
   CHECK(c.step_s_at(48, 2) == Approx(6.8e-3));

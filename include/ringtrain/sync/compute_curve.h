@@ -28,12 +28,16 @@ class ComputeCurve {
   // co-located count under 1, or a batch measured twice at the same count.
   explicit ComputeCurve(std::vector<ComputePoint> points);
 
-  // At the measured co-located count nearest to `colocated` from below (the
-  // smallest measured one if none is below): linear between the measured
-  // batches. Outside them, the line through the two nearest points (a fixed
-  // cost per step plus a cost per sample), but never cheaper per step than in
-  // proportion to the batch below the range, nor cheaper than the largest
-  // measured step above it; one point alone is scaled in proportion.
+  // One rank alone: linear between the measured batches. Outside them, the
+  // line through the two nearest points (a fixed cost per step plus a cost per
+  // sample), but never cheaper per step than in proportion to the batch below
+  // the range, nor cheaper than the largest measured step above it; one point
+  // alone is scaled in proportion.
+  // Beside others: at the measured co-located count nearest to `colocated`
+  // from below (the smallest measured one if none is below), the curve alone
+  // times the slowdown measured at that count (linear in the batch between its
+  // measured batches, the nearest one's outside); with no point alone, that
+  // count's own points as above.
   double step_s_at(double batch, int colocated = 1) const;
 
   // The measured co-located count that step_s_at uses for `colocated`.
@@ -43,6 +47,7 @@ class ComputeCurve {
   const std::vector<ComputePoint>& points() const { return points_; }
 
  private:
+  std::vector<ComputePoint> points_at(int colocated) const;
   std::vector<ComputePoint> points_;
 };
 
