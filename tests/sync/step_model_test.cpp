@@ -149,7 +149,7 @@ TEST_CASE("step model on a shared core: a hand-computed timeline with both sides
   const StepPrediction one = predict_step_shared_core(prof, {1, 1}, AllreduceAlgorithm::ring, m);
   CHECK(one.step_s == Approx(14e-3));
   // A tier the shape uses with no under-load fit is an error naming the remedy.
-  CHECK_THROWS_WITH(predict_step_shared_core(prof, {2, 1}, AllreduceAlgorithm::ring,
-                                             slow_network()),
-                    Catch::Contains("bench model --under-load"));
+  CHECK_THROWS_WITH(
+      predict_step_shared_core(prof, {2, 1}, AllreduceAlgorithm::ring, slow_network()),
+      Catch::Contains("bench model --under-load"));
 }
