@@ -103,11 +103,11 @@ int run_predict(const PredictOptions& o) {
     return by_nodes.at(shape.nodes).model;
   };
   const bool need_inter = nodes.back() > 1, need_intra = o.ranks_per_node > 1;
-  RT_CHECK(loaded.have_inter || !need_inter,
+  RT_CHECK(loaded.inter.have || !need_inter,
            "comm model {}: no across-nodes (inter) fit for backend {}, needed to predict {} "
            "nodes; run 'ringtrain bench model --json {}' with one rank per node",
            o.model, o.backend, nodes.back(), o.model);
-  RT_CHECK(loaded.have_intra || !need_intra,
+  RT_CHECK(loaded.intra.have || !need_intra,
            "comm model {}: no inside-a-node (intra) fit for backend {}, needed for {} ranks per "
            "node; run 'ringtrain bench model --json {}' with ranks on one node",
            o.model, o.backend, o.ranks_per_node, o.model);
@@ -129,10 +129,10 @@ int run_predict(const PredictOptions& o) {
   // Without a core of its own (as many ranks as cores on a node), a rank's
   // communication shares the core it computes on.
   const bool shared_core = o.cores_per_node > 0 && o.ranks_per_node >= o.cores_per_node;
-  check_poor(need_intra, loaded.poor_intra, "intra", loaded.residual_intra);
+  check_poor(need_intra, loaded.intra.poor, "intra", loaded.intra.residual);
   if (shared_core && loaded.model.intra.has_under_load)
-    check_poor(need_intra, loaded.poor_under_load_intra, "intra under-load",
-               loaded.residual_under_load_intra);
+    check_poor(need_intra, loaded.intra.poor_under_load, "intra under-load",
+               loaded.intra.residual_under_load);
   std::map<int, bool> inter_checked;  // by the node count the fit was measured on
   for (int n : nodes) {
     const LoadedCommModel& l = by_nodes.at(n);
@@ -140,10 +140,10 @@ int run_predict(const PredictOptions& o) {
     inter_checked[l.inter_nodes] = true;
     const std::string tier =
         l.inter_nodes > 0 ? fmt::format("inter ({} nodes)", l.inter_nodes) : "inter";
-    check_poor(true, l.poor_inter, tier, l.residual_inter);
+    check_poor(true, l.inter.poor, tier, l.inter.residual);
     // The fit beside compute is used on a shared core.
     if (shared_core && l.model.inter.has_under_load)
-      check_poor(true, l.poor_under_load_inter, tier + " under-load", l.residual_under_load_inter);
+      check_poor(true, l.inter.poor_under_load, tier + " under-load", l.inter.residual_under_load);
   }
   if (inter_checked.size() > 1) {
     std::string which;

@@ -27,30 +27,25 @@ nlohmann::json read_comm_model_file(const std::string& path) {
 }
 
 namespace {
-// The fit of one backend in one tier entry.
-struct TierFit {
-  LinkParams link;
-  bool poor = false, poor_under_load = false;
-  double residual = 0, residual_under_load = 0;
-};
-TierFit tier_fit(const nlohmann::json& b) {
-  TierFit f;
+// The fit of one backend in one tier entry, and how good it is.
+LinkParams tier_fit(const nlohmann::json& b, TierQuality& q) {
   // Files from before cpu_share was measured read as 0 (free overlap).
-  f.link = {b.at("alpha_s").get<double>(), b.at("beta_s_per_byte").get<double>(),
-            b.value("cpu_share", 0.0)};
+  LinkParams link{b.at("alpha_s").get<double>(), b.at("beta_s_per_byte").get<double>(),
+                  b.value("cpu_share", 0.0)};
+  q.have = true;
+  q.poor = b.value("poor", false);
+  q.residual = b.value("max_abs_residual", 0.0);
   // Measured beside a compute thread (bench model --under-load).
   if (b.contains("under_load")) {
     const nlohmann::json& u = b["under_load"];
-    f.link.has_under_load = true;
-    f.link.loaded_alpha_s = u.at("alpha_s").get<double>();
-    f.link.loaded_beta_s_per_byte = u.at("beta_s_per_byte").get<double>();
-    f.link.compute_loss = u.at("compute_loss").get<double>();
-    f.poor_under_load = u.value("poor", false);
-    f.residual_under_load = u.value("max_abs_residual", 0.0);
+    link.has_under_load = true;
+    link.loaded_alpha_s = u.at("alpha_s").get<double>();
+    link.loaded_beta_s_per_byte = u.at("beta_s_per_byte").get<double>();
+    link.compute_loss = u.at("compute_loss").get<double>();
+    q.poor_under_load = u.value("poor", false);
+    q.residual_under_load = u.value("max_abs_residual", 0.0);
   }
-  f.poor = b.value("poor", false);
-  f.residual = b.value("max_abs_residual", 0.0);
-  return f;
+  return link;
 }
 bool has_backend(const nlohmann::json& tier, const std::string& backend) {
   return tier.is_object() && tier.contains("backends") && tier["backends"].contains(backend);
@@ -61,15 +56,8 @@ LoadedCommModel comm_model_for(const nlohmann::json& doc, const std::string& bac
   LoadedCommModel m;
   m.poor_bound = doc.value("poor_bound", 0.0);
   const nlohmann::json& tiers = doc["tiers"];
-  if (has_backend(tiers.value("intra", nlohmann::json()), backend)) {
-    const TierFit f = tier_fit(tiers["intra"]["backends"][backend]);
-    m.model.intra = f.link;
-    m.have_intra = true;
-    m.poor_intra = f.poor;
-    m.residual_intra = f.residual;
-    m.poor_under_load_intra = f.poor_under_load;
-    m.residual_under_load_intra = f.residual_under_load;
-  }
+  if (has_backend(tiers.value("intra", nlohmann::json()), backend))
+    m.model.intra = tier_fit(tiers["intra"]["backends"][backend], m.intra);
   // Across nodes: the fit measured on `nodes` nodes where the file has one,
   // else on the nearest count below (the smallest if none is below), else the
   // last one measured.
@@ -100,15 +88,7 @@ LoadedCommModel comm_model_for(const nlohmann::json& doc, const std::string& bac
     inter = &tiers["inter"];
     m.inter_nodes = tiers["inter"].value("nodes", 0);
   }
-  if (inter) {
-    const TierFit f = tier_fit((*inter)["backends"][backend]);
-    m.model.inter = f.link;
-    m.have_inter = true;
-    m.poor_inter = f.poor;
-    m.residual_inter = f.residual;
-    m.poor_under_load_inter = f.poor_under_load;
-    m.residual_under_load_inter = f.residual_under_load;
-  }
+  if (inter) m.model.inter = tier_fit((*inter)["backends"][backend], m.inter);
   return m;
 }
 

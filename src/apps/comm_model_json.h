@@ -23,15 +23,18 @@
 namespace ringtrain::apps {
 
 nlohmann::json read_comm_model_file(const std::string& path);
+// How good a tier's fits are, where the file has the tier.
+struct TierQuality {
+  bool have = false;
+  bool poor = false;             // the fit alone
+  double residual = 0;           // its largest |residual|
+  bool poor_under_load = false;  // the fit beside compute (bench model --under-load)
+  double residual_under_load = 0;
+};
 // The backend's model, with intra and inter where the file has them.
 struct LoadedCommModel {
   CommModel model;
-  bool have_intra = false, have_inter = false;
-  bool poor_intra = false, poor_inter = false;
-  double residual_intra = 0, residual_inter = 0;  // largest |residual| of each fit
-  // The same for the fits beside compute (bench model --under-load).
-  bool poor_under_load_intra = false, poor_under_load_inter = false;
-  double residual_under_load_intra = 0, residual_under_load_inter = 0;
+  TierQuality intra, inter;
   double poor_bound = 0;
   int inter_nodes = 0;  // nodes the inter fit was measured on (0: not recorded)
 };
