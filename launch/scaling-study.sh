@@ -52,14 +52,6 @@ Runs:
                         median, min and max, and the plot draws the spread; a
                         spread over 15% of the median is warned about (a noisy
                         machine: the medians are not to be trusted)
-  --estimate E          what stands for a point's repeats: median (default; what a
-                        job should expect) or best (the fastest repeat, and for a
-                        prediction the fastest round of compute and the fastest
-                        base run's profile). On a machine shared with other work,
-                        interference only ever slows a run, so the fastest of R is
-                        the nearest to the undisturbed machine the step model
-                        describes: use best to compare measurement and prediction
-                        there
   --oversubscribe       allow more ranks than cores or slots (ranks then unbound)
   --exe PATH            ringtrain binary (default \$RINGTRAIN_EXE, else
                         \${BUILD_DIR:-<repo>/build}/ringtrain)
@@ -114,14 +106,12 @@ with --global-batch.
 CSV columns: np, nodes, global_batch, samples_per_s, scaling_efficiency,
 exposed_comm_share, samples_per_s_min, samples_per_s_max, efficiency_min,
 efficiency_max, repeats, source.
-  samples_per_s       the median over the repeats (with --estimate best, the
-                      fastest repeat); min and max beside it
+  samples_per_s       the median over the repeats (min and max beside it)
   scaling_efficiency  samples_per_s / (np x the 1-rank samples_per_s); when np=1
                       is not in the list, relative to the smallest np per rank
-                      (its samples_per_s); min and max are each repeat's against it
+                      (its median); min and max are each repeat's against it
   exposed_comm_share  the part of the step spent waiting on the all-reduce after
-                      backward (exposed_comm_s / step_s), 0 = fully hidden (the
-                      median, or with --estimate best the fastest repeat's)
+                      backward (exposed_comm_s / step_s), 0 = fully hidden (median)
   source              measured, or predicted-ring / predicted-hierarchical: the
                       step model's rows (repeats 0; samples/s is the measured base
                       per rank x np x the predicted efficiency)
@@ -145,7 +135,6 @@ netns_nodes=""
 link_rate=""
 link_delay=""
 repeats=3
-estimate=median
 predict=""
 comm_model=""
 predict_backend=""
@@ -174,7 +163,6 @@ while [ $# -gt 0 ]; do
     --link-rate) need_value "$@"; link_rate=$2; shift 2 ;;
     --link-delay) need_value "$@"; link_delay=$2; shift 2 ;;
     --repeats) need_value "$@"; repeats=$2; shift 2 ;;
-    --estimate) need_value "$@"; estimate=$2; shift 2 ;;
     --predict) need_value "$@"; predict=$2; shift 2 ;;
     --comm-model) need_value "$@"; comm_model=$2; shift 2 ;;
     --predict-backend) need_value "$@"; predict_backend=$2; shift 2 ;;
@@ -202,7 +190,6 @@ is_count "$steps" && [ "$steps" -ge 2 ] || die "--steps must be a whole number >
 [ -z "$netns_nodes" ] || is_count "$netns_nodes" || die "--netns-nodes must be a positive whole number, got '$netns_nodes'"
 [ -n "$netns_nodes" ] || [ -z "$link_rate$link_delay" ] || die "--link-rate and --link-delay shape the links of --netns-nodes; give --netns-nodes"
 is_count "$repeats" || die "--repeats must be a positive whole number, got '$repeats'"
-case $estimate in median|best) ;; *) die "--estimate must be median or best, got '$estimate'" ;; esac
 if [ -n "$predict" ]; then
   [[ $predict =~ ^[0-9]+(,[0-9]+)*$ ]] || die "--predict must be a comma-separated list of node counts, e.g. 1,2,4,8, got '$predict'"
   IFS=, read -r -a _p <<<"$predict"
@@ -374,21 +361,18 @@ run_one() {  # run_one NP REPEAT: appends "np nodes gbatch sps share repeat" to 
   say "np=$n, repeat $k: $nodes node(s), global batch $gbatch, $sps samples/s, exposed comm $share of the step ($windows window(s) of $log_every step(s) after warm-up)"
 }
 
-# aggregate: rows[] = one line per np, "np nodes gbatch central min max share
-# repeats", from runs[]: central is the median of samples/s, share the median
-# of the exposed shares; with --estimate best, the fastest repeat's of both.
+# aggregate: rows[] = one line per np, "np nodes gbatch median min max share
+# repeats", from runs[] (medians of samples/s and of the exposed share).
 aggregate() {
   rows=()
   [ ${#runs[@]} -gt 0 ] || return 0
-  mapfile -t rows < <(printf '%s\n' "${runs[@]}" | sort -k1,1n -k4,4g | awk -v best="$([ "$estimate" = best ] && echo 1 || echo 0)" '
+  mapfile -t rows < <(printf '%s\n' "${runs[@]}" | sort -k1,1n -k4,4g | awk '
     function median(a, c) { return c % 2 ? a[(c + 1) / 2] : (a[c / 2] + a[c / 2 + 1]) / 2 }
-    function flush(   i, j, t, fastest_share) {
+    function flush(   i, j, t) {
       if (c == 0) return
-      fastest_share = sh[c]  # runs come sorted by samples/s: the last is the fastest
       # shares in order for their own median (insertion sort: c is small)
       for (i = 2; i <= c; i++) { t = sh[i]; for (j = i - 1; j >= 1 && sh[j] > t; j--) sh[j + 1] = sh[j]; sh[j + 1] = t }
-      if (best) printf "%d %d %d %.6g %.6g %.6g %.6f %d\n", np, nodes, gb, v[c], v[1], v[c], fastest_share, c
-      else printf "%d %d %d %.6g %.6g %.6g %.6f %d\n", np, nodes, gb, median(v, c), v[1], v[c], median(sh, c), c
+      printf "%d %d %d %.6g %.6g %.6g %.6f %d\n", np, nodes, gb, median(v, c), v[1], v[c], median(sh, c), c
       c = 0; split("", v); split("", sh)
     }
     $1 != np { flush(); np = $1 }
@@ -396,8 +380,8 @@ aggregate() {
     END { flush() }')
 }
 
-# The measured rows: efficiency of the central value and of each repeat's
-# extremes, against the smallest np's central value per rank.
+# The measured rows: efficiency of the median and of each repeat's extremes,
+# against the smallest np's median per rank.
 measured_csv() {
   local base_np base_sps
   [ ${#rows[@]} -gt 0 ] || return 0
@@ -439,7 +423,7 @@ measured(col) = strcol(12) eq "measured" ? column(col) : 1/0
 ring(col) = strcol(12) eq "predicted-ring" ? column(col) : 1/0
 hier(col) = strcol(12) eq "predicted-hierarchical" ? column(col) : 1/0
 set key below horizontal
-set title "$title\n${steps} steps per run, the first ${log_every} as warm-up, ${repeats} repeat(s) per point (points: ${estimate}; bars: min to max)" noenhanced
+set title "$title\n${steps} steps per run, the first ${log_every} as warm-up, ${repeats} repeat(s) per point (bars: min to max)" noenhanced
 set xlabel "ranks (np)"
 set ylabel "samples/s (global)"
 set y2label "scaling efficiency, exposed comm share"
@@ -591,16 +575,15 @@ time_compute() {  # time_compute NP ROUND: this round's points that belong to NP
 finish_compute_curve() {  # finish_compute_curve PROFILE_NP: writes $out/compute-curve.jsonl
   local curve=$out/compute-curve.jsonl p b k w name
   : >"$curve"
-  # Each point keeps its median round, so one slow spell does not bend the
-  # curve (--estimate best: its fastest round, as for the runs).
+  # Each point keeps its median round, so one slow spell does not bend the curve.
   for p in "${curve_pairs[@]}"; do
     read -r b k w <<<"$p"
     name=b$b; [ "$k" -eq 1 ] || name=b$b-k$k
-    awk -v best="$([ "$estimate" = best ] && echo 1 || echo 0)" '{ if (!match($0, /"step_ms_slowest_rank": *[-+0-9.eE]+/)) { bad = 1; exit }
+    awk '{ if (!match($0, /"step_ms_slowest_rank": *[-+0-9.eE]+/)) { bad = 1; exit }
            v = substr($0, RSTART, RLENGTH); sub(/^[^:]*: */, "", v); t[NR] = v + 0; line[NR] = $0 }
          END { if (bad || NR == 0) exit 1; n = NR; for (i = 1; i <= n; i++) { r = 0
                  for (j = 1; j <= n; j++) if (t[j] < t[i] || (t[j] == t[i] && j < i)) r++
-                 if (r == (best ? 0 : int((n - 1) / 2))) print line[i] } }' "$out/compute-curve/$name.jsonl" >>"$curve" ||
+                 if (r == int((n - 1) / 2)) print line[i] } }' "$out/compute-curve/$name.jsonl" >>"$curve" ||
       { say "bench step wrote no step_ms_slowest_rank (in $out/compute-curve/$name.jsonl)"; return 1; }
     # Rounds that disagree: the machine was noisy while compute was timed, so
     # the prediction is not to be trusted (as for the runs' repeats).
@@ -639,12 +622,12 @@ predict_points() {  # writes predicted.csv, predicted-rows.csv and verdict.txt
   finish_compute_curve "$base_np" || return 1
   # The profile comes from the base point's median run (the slower of two), so
   # that one run caught in a slow spell of the machine does not set the
-  # prediction; with --estimate best, from its fastest run.
+  # prediction.
   k=$(printf '%s\n' "${runs[@]}" | awk -v np="$base_np" '$1 == np { print $4, $6 }' | sort -g |
-      awk -v best="$([ "$estimate" = best ] && echo 1 || echo 0)" '{ r[NR] = $2 } END { if (NR) print r[best ? NR : int((NR + 1) / 2)] }')
+      awk '{ r[NR] = $2 } END { if (NR) print r[int((NR + 1) / 2)] }')
   trace=$out/runs/np$base_np/r$k/trace.json
-  [ -n "$k" ] && [ -s "$trace" ] || { say "the $estimate run at np=$base_np wrote no trace $trace"; return 1; }
-  say "step profile: np=$base_np repeat $k (the $estimate samples/s of its repeats)"
+  [ -n "$k" ] && [ -s "$trace" ] || { say "the median run at np=$base_np wrote no trace $trace"; return 1; }
+  say "step profile: np=$base_np repeat $k (the median samples/s of its repeats)"
   # Cores per node: netns nodes and a plain mpirun share this machine's cores.
   cores=$predict_cores
   if [ -z "$cores" ] && [ -z "$machinefile" ]; then
@@ -694,7 +677,7 @@ trap 'on_signal SIGINT' INT
 runs=()
 rows=()
 rm -rf "$out/predicted-rows.csv" "$out/predicted.csv" "$out/verdict.txt" "$out/compute-curve.jsonl" "$out/compute-curve"
-say "rank counts ${nps[*]}, $repeats repeat(s) (each point their $estimate), $steps steps per run (first window of $log_every as warm-up), output $out"
+say "rank counts ${nps[*]}, $repeats repeat(s), $steps steps per run (first window of $log_every as warm-up), output $out"
 failed=0
 # Repeats go round the rank counts rather than back to back, so a slow spell of
 # a shared machine spreads over all points instead of hitting one.

@@ -17,8 +17,6 @@
 #                and run nothing
 #   noisy        repeats far apart get a warning that the machine was noisy
 #   noisy_curve  so do the rounds of compute timed for a prediction
-#   best         --estimate best: each point is its fastest repeat, and a
-#                prediction takes the fastest compute round and base run
 # Needs RINGTRAIN_EXE (the built ringtrain binary) and gnuplot (gnuplot-nox,
 # installed by launch/install-deps.sh).
 set -uo pipefail
@@ -85,49 +83,6 @@ check_outputs() {
   [ -f "$png" ] || fail "no $png"
   [ "$(head -c 8 "$png" | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a" ] || fail "$png is not a PNG"
   cat "$csv"
-}
-
-# make_fake: $tmp/fake, a stand-in train whose rank 0 reports the next rate of
-# $RATES and exposed time of $EXPOSED (one each per call; exposed 0 without
-# it) in two windows of 10 ms steps. Calls are counted in $CALLS.
-make_fake() {
-  cat >"$tmp/fake" <<'STUB'
-#!/bin/sh
-[ "${OMPI_COMM_WORLD_RANK:-0}" = 0 ] || exit 0
-n=$(($(cat "$CALLS" 2>/dev/null || echo 0) + 1)); echo "$n" >"$CALLS"
-rate=$(echo "$RATES" | cut -d, -f"$n")
-exposed=0; [ -z "${EXPOSED:-}" ] || exposed=$(echo "$EXPOSED" | cut -d, -f"$n")
-while [ $# -gt 0 ]; do [ "$1" = --logdir ] && dir=$2; shift; done
-echo "ringtrain train: ${OMPI_COMM_WORLD_SIZE:-1} rank(s) on 1 node(s), backend ring"
-echo "  global batch $((8 * ${OMPI_COMM_WORLD_SIZE:-1})) = 8 per rank"
-for step in 4 8; do
-  echo "{\"kind\":\"train\",\"step\":$step,\"samples_per_s\":$rate,\"step_s\":0.01,\"exposed_comm_s\":$exposed}" >>"$dir/metrics.jsonl"
-done
-STUB
-  chmod +x "$tmp/fake"
-  export CALLS=$tmp/calls
-}
-
-# make_step_wrap: $tmp/wrap, the real ringtrain except that 'bench step' answers
-# with the next time of $STEP_TIMES (calls counted in $CALLS); and
-# $tmp/model.json, a made-up comm model across 2 nodes.
-make_step_wrap() {
-  cat >"$tmp/wrap" <<STUB
-#!/bin/sh
-if [ "\$1 \$2" = "bench step" ]; then
-  n=\$((\$(cat "\$CALLS" 2>/dev/null || echo 0) + 1)); echo "\$n" >"\$CALLS"
-  t=\$(echo "\$STEP_TIMES" | cut -d, -f"\$n")
-  echo "{\"model\": \"mlp:64-32-4\", \"batch\": 8, \"step_ms\": \$t, \"step_ms_slowest_rank\": \$t, \"ranks\": 1, \"ranks_per_host\": 1}"
-  exit 0
-fi
-exec "$exe" "\$@"
-STUB
-  chmod +x "$tmp/wrap"
-  cat >"$tmp/model.json" <<EOF
-{"kind": "ringtrain comm model", "poor_bound": 0.25, "tiers": {
- "inter": {"ranks": 2, "nodes": 2, "backends": {"shm": {"alpha_s": 5e-5, "beta_s_per_byte": 8e-9, "poor": false, "max_abs_residual": 0.01}}}}}
-EOF
-  export CALLS=$tmp/calls
 }
 
 command -v gnuplot >/dev/null || fail "gnuplot is not installed (launch/install-deps.sh installs gnuplot-nox)"
@@ -300,7 +255,21 @@ PY
   noisy)
     # A stand-in train whose throughput is set per call: repeats far apart
     # get a warning that the machine was noisy, repeats close together none.
-    make_fake
+    cat >"$tmp/fake" <<'STUB'
+#!/bin/sh
+# Rank 0 reports the next rate of $RATES (one per call) in two windows.
+[ "${OMPI_COMM_WORLD_RANK:-0}" = 0 ] || exit 0
+n=$(($(cat "$CALLS" 2>/dev/null || echo 0) + 1)); echo "$n" >"$CALLS"
+rate=$(echo "$RATES" | cut -d, -f"$n")
+while [ $# -gt 0 ]; do [ "$1" = --logdir ] && dir=$2; shift; done
+echo "ringtrain train: ${OMPI_COMM_WORLD_SIZE:-1} rank(s) on 1 node(s), backend ring"
+echo "  global batch $((8 * ${OMPI_COMM_WORLD_SIZE:-1})) = 8 per rank"
+for step in 4 8; do
+  echo "{\"kind\":\"train\",\"step\":$step,\"samples_per_s\":$rate,\"step_s\":0.01,\"exposed_comm_s\":0}" >>"$dir/metrics.jsonl"
+done
+STUB
+    chmod +x "$tmp/fake"
+    export CALLS=$tmp/calls
     noisy_study() {  # noisy_study RATES
       rm -f "$CALLS"
       RATES=$1 timeout --kill-after=10 120 "$study" --exe "$tmp/fake" --np 1 --repeats 3 --steps 20 -o "$tmp/out" -- --data x.h5 >"$tmp/study.log" 2>&1
@@ -319,7 +288,22 @@ PY
     # $STEP_TIMES: compute rounds far apart get a warning that the prediction is
     # not to be trusted, rounds close together none.
     make_data
-    make_step_wrap
+    cat >"$tmp/wrap" <<STUB
+#!/bin/sh
+if [ "\$1 \$2" = "bench step" ]; then
+  n=\$((\$(cat "\$CALLS" 2>/dev/null || echo 0) + 1)); echo "\$n" >"\$CALLS"
+  t=\$(echo "\$STEP_TIMES" | cut -d, -f"\$n")
+  echo "{\"model\": \"mlp:64-32-4\", \"batch\": 8, \"step_ms\": \$t, \"step_ms_slowest_rank\": \$t, \"ranks\": 1, \"ranks_per_host\": 1}"
+  exit 0
+fi
+exec "$exe" "\$@"
+STUB
+    chmod +x "$tmp/wrap"
+    cat >"$tmp/model.json" <<EOF
+{"kind": "ringtrain comm model", "poor_bound": 0.25, "tiers": {
+ "inter": {"ranks": 2, "nodes": 2, "backends": {"shm": {"alpha_s": 5e-5, "beta_s_per_byte": 8e-9, "poor": false, "max_abs_residual": 0.01}}}}}
+EOF
+    export CALLS=$tmp/calls
     curve_study() {  # curve_study STEP_TIMES
       rm -f "$CALLS"
       STEP_TIMES=$1 timeout --kill-after=10 240 "$study" --exe "$tmp/wrap" --steps 20 --np 1 --repeats 3 --predict 1,2 \
@@ -335,42 +319,5 @@ PY
     curve_study 1.0,1.1,1.05
     ! grep -q "rounds of compute" "$tmp/study.log" || fail "a noise warning for compute rounds 10% apart"
     pass "compute rounds far apart are called noisy, close ones are not" ;;
-  best)
-    # --estimate best: a point is its fastest repeat (samples/s, efficiency
-    # and exposed share), where the default takes the median.
-    make_fake
-    # Calls go round the rank counts: np1 r1, np2 r1, np1 r2, np2 r2, ...
-    best_study() {  # best_study ESTIMATE
-      rm -f "$CALLS"
-      RATES=1000,1500,600,1900,900,1200 EXPOSED=0,0.001,0,0.003,0,0.002 timeout --kill-after=10 120 "$study" \
-        --exe "$tmp/fake" --np 1,2 --repeats 3 --steps 20 --oversubscribe --estimate "$1" -o "$tmp/out" -- --data x.h5 >"$tmp/study.log" 2>&1
-      rc=$?
-      cat "$tmp/study.log" "$tmp/out/scaling.csv"
-      [ "$rc" -eq 0 ] || fail "the study exited with $rc"
-    }
-    # row NP: samples/s, efficiency and exposed share of the measured NP row
-    row() { awk -F, -v np="$1" '$1 == np && $12 == "measured" { print $4, $5, $6 }' "$tmp/out/scaling.csv"; }
-    best_study median
-    [ "$(row 1)" = "900.0 1.0000 0.0000" ] || fail "median, np=1: '$(row 1)', expected 900 samples/s"
-    [ "$(row 2)" = "1500.0 0.8333 0.2000" ] || fail "median, np=2: '$(row 2)', expected 1500 samples/s, 1500/1800 efficient, share 0.2"
-    best_study best
-    [ "$(row 1)" = "1000.0 1.0000 0.0000" ] || fail "best, np=1: '$(row 1)', expected 1000 samples/s"
-    [ "$(row 2)" = "1900.0 0.9500 0.3000" ] || fail "best, np=2: '$(row 2)', expected 1900 samples/s, 1900/2000 efficient, the fastest run's share 0.3"
-    grep -q "each point their best" "$tmp/study.log" || fail "the study does not say it takes the best repeat"
-    # With a prediction: the fastest round of compute, the fastest base run's trace.
-    make_data
-    make_step_wrap
-    rm -f "$CALLS"
-    STEP_TIMES=1.3,1.1,1.2 timeout --kill-after=10 240 "$study" --exe "$tmp/wrap" --steps 20 --np 1 --repeats 3 --predict 1,2 \
-      --estimate best --ranks-per-node 1 --comm-model "$tmp/model.json" -o "$tmp/out" -- --data "$tmp/f.h5" --model mlp:64-32-4 \
-      --batch 8 --device cpu >"$tmp/study.log" 2>&1
-    rc=$?
-    cat "$tmp/study.log"
-    [ "$rc" -eq 0 ] || fail "the predicting study exited with $rc"
-    grep -q '"step_ms": 1.1,' "$tmp/out/compute-curve.jsonl" || { cat "$tmp/out/compute-curve.jsonl"; fail "the curve did not keep the fastest round (1.1 ms)"; }
-    k=$(sed -n 's|.*step profile: np=1 repeat \([0-9]*\) (the best samples/s.*|\1|p' "$tmp/study.log")
-    fastest=$(sed -n 's|.*np=1, repeat \([0-9]*\): .*, \([0-9.e+]*\) samples/s.*|\2 \1|p' "$tmp/study.log" | sort -g | tail -n 1 | cut -d' ' -f2)
-    [ -n "$k" ] && [ "$k" = "$fastest" ] || fail "the profile came from repeat '$k', the fastest was repeat '$fastest'"
-    pass "--estimate best takes the fastest repeat, compute round and profile" ;;
-  *) echo "usage: scaling_study_test.sh local|strong|predict|netns|netns_predict|bad_options|noisy|noisy_curve|best" >&2; exit 2 ;;
+  *) echo "usage: scaling_study_test.sh local|strong|predict|netns|netns_predict|bad_options|noisy|noisy_curve" >&2; exit 2 ;;
 esac
