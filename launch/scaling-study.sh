@@ -65,9 +65,10 @@ Prediction (the step model; see README "Predicting scaling"):
                         is slower per sample, so compute does not shrink in
                         proportion), and, where the ranks share this machine
                         (--netns-nodes, a plain mpirun), with as many ranks at once
-                        as each measured point (the slowest rank's time): ranks on
-                        one machine share its cores and memory, so each computes
-                        slower (bench predict --colocation all; a predicted count
+                        as each measured point (a synchronous step of them: the
+                        slowest rank's time, or with more ranks than cores their
+                        mean rate's): ranks on one machine share its cores and
+                        memory, so each computes slower (bench predict --colocation all; a predicted count
                         above the largest measured takes the largest's slowdown)
   --comm-model FILE     alpha/beta fits of 'ringtrain bench model --json'; without
                         it the study measures them first (--netns-nodes: across the
@@ -522,7 +523,7 @@ measure_comm_model() {  # measure_comm_model RANKS_PER_NODE: writes $out/comm-mo
 # batch is slower per sample than the profiled one), one rank alone; and, where
 # the study's ranks share this machine (netns nodes, a plain mpirun), with as
 # many ranks at once as each measured point runs (they share its cores, caches
-# and memory bandwidth; the slowest rank's time counts). Each point is timed in
+# and memory bandwidth; bench step's step_ms_synchronous counts). Each point is timed in
 # every repeat round just before the runs it belongs to, so compute and runs
 # see the machine in the same state (its speed drifts over minutes).
 batch_of() {  # batch_of W: the per-rank micro-batch at W ranks, or nothing
@@ -579,16 +580,16 @@ finish_compute_curve() {  # finish_compute_curve PROFILE_NP: writes $out/compute
   for p in "${curve_pairs[@]}"; do
     read -r b k w <<<"$p"
     name=b$b; [ "$k" -eq 1 ] || name=b$b-k$k
-    awk '{ if (!match($0, /"step_ms_slowest_rank": *[-+0-9.eE]+/)) { bad = 1; exit }
+    awk '{ if (!match($0, /"step_ms_synchronous": *[-+0-9.eE]+/)) { bad = 1; exit }
            v = substr($0, RSTART, RLENGTH); sub(/^[^:]*: */, "", v); t[NR] = v + 0; line[NR] = $0 }
          END { if (bad || NR == 0) exit 1; n = NR; for (i = 1; i <= n; i++) { r = 0
                  for (j = 1; j <= n; j++) if (t[j] < t[i] || (t[j] == t[i] && j < i)) r++
                  if (r == int((n - 1) / 2)) print line[i] } }' "$out/compute-curve/$name.jsonl" >>"$curve" ||
-      { say "bench step wrote no step_ms_slowest_rank (in $out/compute-curve/$name.jsonl)"; return 1; }
+      { say "bench step wrote no step_ms_synchronous (in $out/compute-curve/$name.jsonl)"; return 1; }
     # Rounds that disagree: the machine was noisy while compute was timed, so
     # the prediction is not to be trusted (as for the runs' repeats).
     awk -v what="batch $b with $k rank(s) at once" '
-      match($0, /"step_ms_slowest_rank": *[-+0-9.eE]+/) { v = substr($0, RSTART, RLENGTH); sub(/^[^:]*: */, "", v); t[++m] = v + 0 }
+      match($0, /"step_ms_synchronous": *[-+0-9.eE]+/) { v = substr($0, RSTART, RLENGTH); sub(/^[^:]*: */, "", v); t[++m] = v + 0 }
       END { if (m < 2) exit; for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (t[j] < t[i]) { x = t[i]; t[i] = t[j]; t[j] = x }
             med = t[int((m + 1) / 2)]; s = (t[m] - t[1]) / med
             if (s > 0.15) printf "warning: the %d rounds of compute at %s spread %.0f%% of their median (%.2f-%.2f ms): the machine was noisy, so the prediction is not to be trusted\n", m, what, 100 * s, t[1], t[m] }' \

@@ -289,7 +289,7 @@ int run_predict(const PredictOptions& o) {
       const double beside = curve->curve.step_s_at(batch_at(world), k);
       std::printf(
           "# %d rank(s) at once on one machine at %d node(s): batch %g takes %.3f ms per step "
-          "(slowest rank, measured with %d at once) against %.3f ms alone (x%.2f)\n",
+          "(a synchronous step, measured with %d at once) against %.3f ms alone (x%.2f)\n",
           k, n, batch_at(world), 1e3 * beside, used, 1e3 * alone, beside / alone);
     }
   }

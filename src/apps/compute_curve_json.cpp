@@ -34,9 +34,12 @@ LoadedComputeCurve read_compute_curve_file(const std::string& path) {
              "--compute-curve {} line {}: model '{}', but earlier lines measured '{}'", path,
              number, m, model);
     model = m;
-    // Several ranks at once on one machine: the slowest one sets a synchronous
-    // step, so its time counts.
-    const char* time_key = j.contains("step_ms_slowest_rank") ? "step_ms_slowest_rank" : "step_ms";
+    // Several ranks at once on one machine: what a synchronous step of them
+    // takes (the slowest rank's time, or with more ranks than cores their mean
+    // rate's); files from before that was recorded have the slowest rank's.
+    const char* time_key = j.contains("step_ms_synchronous")    ? "step_ms_synchronous"
+                           : j.contains("step_ms_slowest_rank") ? "step_ms_slowest_rank"
+                                                                : "step_ms";
     RT_CHECK(j[time_key].is_number(), "--compute-curve {} line {}: '{}' is not a number", path,
              number, time_key);
     const int colocated = j.value("ranks_per_host", 1);

@@ -170,18 +170,18 @@ assert all(r["ranks"] == 1 for r in alone), rows
 # np=2 runs on this machine: batch 8 timed with 2 ranks at once, too
 beside = [r for r in rows if r["ranks_per_host"] != 1]
 assert [(r["batch"], r["ranks"], r["ranks_per_host"]) for r in beside] == [(8, 2, 2)], rows
-assert all(r["model"] == "mlp:64-32-4" and r["step_ms_slowest_rank"] > 0 for r in rows), rows
+assert all(r["model"] == "mlp:64-32-4" and r["step_ms_synchronous"] > 0 for r in rows), rows
 # Two rounds per point; the curve keeps the lower median, here the faster one.
 for r in rows:
     name = "b%d" % r["batch"] + ("" if r["ranks_per_host"] == 1 else "-k%d" % r["ranks_per_host"])
     rounds = [json.loads(l) for l in open(sys.argv[1].replace(".jsonl", "") + "/" + name + ".jsonl")]
     assert len(rounds) == 2, (r, rounds)
-    assert r["step_ms_slowest_rank"] == min(x["step_ms_slowest_rank"] for x in rounds), (r, rounds)
+    assert r["step_ms_synchronous"] == min(x["step_ms_synchronous"] for x in rounds), (r, rounds)
 PY
     grep -q -- "--compute-curve $tmp/out/compute-curve.jsonl --profile-batch 16 --colocation all" "$tmp/out/predict.log.command" ||
       fail "bench predict was not given the curve and the profiled batch: $(cat "$tmp/out/predict.log.command")"
     grep -q "^# compute per rank from the curve .*measured at batch 1,4,8,16" "$tmp/study.log" || fail "the study did not show the curve line"
-    grep -q "^# 3 rank(s) at once on one machine at 3 node(s): batch [0-9.]* takes .* (slowest rank, measured with 2 at once)" "$tmp/study.log" ||
+    grep -q "^# 3 rank(s) at once on one machine at 3 node(s): batch [0-9.]* takes .* (a synchronous step, measured with 2 at once)" "$tmp/study.log" ||
       fail "the study did not show the slowdown of ranks at once (3 nodes: the 2 measured)"
     # The step profile is the trace of np=1's median run: with two repeats,
     # the slower one.
@@ -293,7 +293,7 @@ STUB
 if [ "\$1 \$2" = "bench step" ]; then
   n=\$((\$(cat "\$CALLS" 2>/dev/null || echo 0) + 1)); echo "\$n" >"\$CALLS"
   t=\$(echo "\$STEP_TIMES" | cut -d, -f"\$n")
-  echo "{\"model\": \"mlp:64-32-4\", \"batch\": 8, \"step_ms\": \$t, \"step_ms_slowest_rank\": \$t, \"ranks\": 1, \"ranks_per_host\": 1}"
+  echo "{\"model\": \"mlp:64-32-4\", \"batch\": 8, \"step_ms\": \$t, \"step_ms_slowest_rank\": \$t, \"step_ms_synchronous\": \$t, \"ranks\": 1, \"ranks_per_host\": 1}"
   exit 0
 fi
 exec "$exe" "\$@"
