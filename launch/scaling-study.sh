@@ -68,8 +68,9 @@ Prediction (the step model; see README "Predicting scaling"):
                         as each measured point (a synchronous step of them: the
                         slowest rank's time, or with more ranks than cores their
                         mean rate's): ranks on one machine share its cores and
-                        memory, so each computes slower (bench predict --colocation all; a predicted count
-                        above the largest measured takes the largest's slowdown)
+                        memory, so each computes slower (bench predict
+                        --colocation all; a predicted count above the largest
+                        measured takes the largest's slowdown)
   --comm-model FILE     alpha/beta fits of 'ringtrain bench model --json'; without
                         it the study measures them first (--netns-nodes: across the
                         nodes, one rank each, on the same shaped links; and inside a
@@ -523,9 +524,9 @@ measure_comm_model() {  # measure_comm_model RANKS_PER_NODE: writes $out/comm-mo
 # batch is slower per sample than the profiled one), one rank alone; and, where
 # the study's ranks share this machine (netns nodes, a plain mpirun), with as
 # many ranks at once as each measured point runs (they share its cores, caches
-# and memory bandwidth; bench step's step_ms_synchronous counts). Each point is timed in
-# every repeat round just before the runs it belongs to, so compute and runs
-# see the machine in the same state (its speed drifts over minutes).
+# and memory bandwidth; bench step's step_ms_synchronous counts). Each point is
+# timed in every repeat round just before the runs it belongs to, so compute
+# and runs see the machine in the same state (its speed drifts over minutes).
 batch_of() {  # batch_of W: the per-rank micro-batch at W ranks, or nothing
   if [ -z "$global_batch" ]; then train_flag batch 64
   elif [ $((global_batch % ($1 * accum))) -eq 0 ]; then echo $((global_batch / ($1 * accum)))
