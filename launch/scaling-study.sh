@@ -483,6 +483,15 @@ measure_comm_model() {  # measure_comm_model RANKS_PER_NODE: writes $out/comm-mo
   # On this machine the ranks' communication may share the cores they compute
   # on: time the all-reduces beside compute too (bench predict uses it there).
   [ -n "$machinefile" ] || cmd_model+=(--under-load)
+  # And right after a step's compute (a rank alone at the per-rank batch of the
+  # largest point, as this study timed it): ranks that share cores end it
+  # apart, and the exposed all-reduce waits for the last.
+  local after_ms
+  after_ms=$(awk 'match($0, /"step_ms_synchronous": *[-+0-9.eE]+/) { v = substr($0, RSTART, RLENGTH); sub(/^[^:]*: */, "", v); t[++n] = v + 0 }
+                  END { if (n) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (t[j] < t[i]) { x = t[i]; t[i] = t[j]; t[j] = x }
+                                 printf "%.3f", t[int((n + 1) / 2)] } }' \
+             "$out/compute-curve/b$(batch_of "${nps[${#nps[@]} - 1]}").jsonl" 2>/dev/null || true)
+  [ -n "$machinefile" ] || [ -z "$after_ms" ] || cmd_model+=(--after-compute "$after_ms")
   if [ -n "$netns_nodes" ]; then
     [ "$netns_nodes" -ge 2 ] || { say "--predict needs a tier across nodes: --netns-nodes 2 or more (or --comm-model FILE)"; return 1; }
     [ -z "$link_rate" ] || shaping+=(--link-rate "$link_rate")

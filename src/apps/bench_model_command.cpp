@@ -43,6 +43,7 @@ struct ModelOptions {
   std::string json;
   double timeout = 300;
   bool under_load = false;
+  double after_compute_ms = 0;  // 0: not measured
 };
 
 std::size_t size_of(const std::string& flag, const std::string& text) {
@@ -111,6 +112,70 @@ double process_cpu_seconds() {
 double median_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
+}
+
+// The all-reduce a step exposes: each call comes right after the same amount
+// of compute on every rank (sized to take --after-compute ms on a core of its
+// own), and its time is from the end of the rank's own compute to the end of
+// the all-reduce, the mean over ranks. Where ranks share cores they end their
+// compute apart and the all-reduce waits for the last, and its threads wake
+// into a machine that was busy; back-to-back calls see neither.
+struct AfterCompute {
+  std::vector<TimingSample> samples;
+  double spread_s = 0;  // median over calls of the ranks' latest minus earliest arrival
+};
+
+AfterCompute sweep_after_compute(Communicator& comm, const BufferView& all,
+                                 const std::vector<std::size_t>& sizes, const ModelOptions& o,
+                                 const Topology& topo, Communicator& harness) {
+  // Each rank sizes its burst alone (the others wait), so that the work is the
+  // same wherever ranks share cores.
+  double rate = 0;
+  for (int r = 0; r < topo.world_size(); ++r) {
+    harness.barrier();
+    if (r == topo.rank()) rate = ComputeBurst::gemms_per_second(0.2);
+  }
+  harness.barrier();
+  ComputeBurst burst(static_cast<std::uint64_t>(std::max(1.0, rate * o.after_compute_ms * 1e-3)));
+  const int w = topo.world_size();
+  AfterCompute out;
+  std::vector<double> spreads;
+  for (std::size_t bytes : sizes) {
+    BufferView buf{all.ptr, bytes / 4, DType::f32, all.device};
+    for (int i = 0; i < o.warmup; ++i) {
+      burst.run();
+      comm.allreduce(buf, buf, ReduceOp::sum);
+    }
+    std::vector<double> per_round;
+    for (int r = 0; r < o.rounds; ++r) {
+      comm.barrier();
+      std::vector<double> lat(static_cast<std::size_t>(o.iters));
+      for (double& l : lat) {
+        burst.run();
+        Stopwatch sw;
+        comm.allreduce(buf, buf, ReduceOp::sum);
+        l = sw.seconds();
+      }
+      // Outside the timed calls: the mean over ranks and the arrival spread.
+      std::vector<double> sum = lat, hi = lat, lo = lat;
+      auto reduce = [&](std::vector<double>& v, ReduceOp op) {
+        BufferView view{v.data(), v.size(), DType::f64, Device::cpu()};
+        harness.allreduce(view, view, op);
+      };
+      reduce(sum, ReduceOp::sum);
+      reduce(hi, ReduceOp::max);
+      reduce(lo, ReduceOp::min);
+      double mean = 0;
+      for (std::size_t i = 0; i < lat.size(); ++i) {
+        mean += sum[i] / w;
+        spreads.push_back(hi[i] - lo[i]);
+      }
+      per_round.push_back(mean / static_cast<double>(lat.size()));
+    }
+    out.samples.push_back({static_cast<double>(bytes), median_of(per_round)});
+  }
+  out.spread_s = median_of(spreads);
+  return out;
 }
 
 int run_model(const ModelOptions& o, const Topology& topo) {
@@ -270,6 +335,39 @@ int run_model(const ModelOptions& o, const Topology& topo) {
                                            {"compute_loss", loss},
                                            {"samples", lrows}};
     }
+    if (o.after_compute_ms > 0) {
+      const AfterCompute ac = sweep_after_compute(*comm, all, sizes, o, topo, *harness);
+      std::string at = fmt::format(
+          "# {} ({} tier) right after {:.1f} ms of compute on every rank (the exposed all-reduce "
+          "of a step), mean over ranks\n# {:>12} {:>12} {:>12} {:>12}\n",
+          kind, tier, o.after_compute_ms, "size (B)", "alone (us)", "after (us)", "wait (us)");
+      nlohmann::json arows = nlohmann::json::array();
+      std::vector<double> waits;
+      for (std::size_t k = 0; k < ac.samples.size(); ++k) {
+        const double wait = ac.samples[k].seconds - samples[k].seconds;
+        waits.push_back(wait);
+        at += fmt::format("  {:>12.0f} {:>12.2f} {:>12.2f} {:>12.2f}\n", ac.samples[k].bytes,
+                          samples[k].seconds * 1e6, ac.samples[k].seconds * 1e6, wait * 1e6);
+        arows.push_back({{"bytes", ac.samples[k].bytes}, {"seconds", ac.samples[k].seconds}});
+      }
+      // What an all-reduce after compute takes beyond its time alone hardly
+      // depends on its size (it is the wait for the last rank to arrive):
+      // one number, the median over the sizes, never below 0.
+      const double wait = std::max(0.0, median_of(waits));
+      at += fmt::format(
+          "{} {} after compute: the ranks ended their compute {:.2f} ms apart (median spread); "
+          "an all-reduce after compute takes {:.2f} ms more than alone (median over the sizes; "
+          "'bench predict' adds it to the exposed time of a step)\n",
+          tier, kind, 1e3 * ac.spread_s, 1e3 * wait);
+      if (root) {
+        std::fputs(at.c_str(), stdout);
+        std::fflush(stdout);
+      }
+      backends_json[kind]["after_compute"] = {{"compute_s", o.after_compute_ms * 1e-3},
+                                              {"arrival_spread_s", ac.spread_s},
+                                              {"arrival_wait_s", wait},
+                                              {"samples", arows}};
+    }
   }
   if (root && !o.json.empty()) {
     // Merge: the other tier's entry (from another run) stays.
@@ -325,7 +423,12 @@ CLI::App* add_bench_model(CLI::App& bench, CommandContext& ctx) {
       "all-reduces on each rank, as overlap runs them beside backward: it fits alpha and beta\n"
       "of that case and measures how much of the thread's rate the all-reduces cost\n"
       "(compute_loss). 'bench predict --cores-per-node' uses both where communication shares\n"
-      "the core it computes on.");
+      "the core it computes on.\n"
+      "--after-compute MS times each size again right after MS ms of compute (the same GEMMs\n"
+      "on every rank, sized on each rank's core alone), from the end of the rank's compute to\n"
+      "the end of the all-reduce: the exposed all-reduce of a step. Where ranks share cores\n"
+      "they end their compute apart and wait for the last; what this adds to the time alone\n"
+      "is the tier's arrival_wait_s, which 'bench predict' adds to a step's exposed time.");
   sub->add_option("-b,--minbytes", o->min_bytes, "Smallest size (suffix K, M, G)")
       ->capture_default_str();
   sub->add_option("-e,--maxbytes", o->max_bytes, "Largest size (suffix K, M, G)")
@@ -352,6 +455,11 @@ CLI::App* add_bench_model(CLI::App& bench, CommandContext& ctx) {
   sub->add_option("--json", o->json, "Merge this tier's fits into this model file");
   sub->add_flag("--under-load", o->under_load,
                 "Also time the sizes beside a compute thread on each rank (a shared core)");
+  sub->add_option("--after-compute", o->after_compute_ms,
+                  "Also time each size right after this many ms of compute on every rank (the "
+                  "all-reduce a step exposes after backward); 0: not measured")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 10000.0));
   sub->add_option("--timeout", o->timeout, "Seconds a collective may wait for a peer")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

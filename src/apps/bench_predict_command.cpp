@@ -309,6 +309,16 @@ int run_predict(const PredictOptions& o) {
         "overlapped all-reduces take %.0f%% of their time from compute (the model's cpu share)\n",
         o.ranks_per_node, o.cores_per_node, 100 * share_at(last.shape, a));
   }
+  // Printed per node count: the wait is measured on each and grows with the
+  // ranks that share a machine.
+  for (const Point& pt : points) {
+    const double wait = allreduce_arrival_wait(pt.shape, a, model_at(pt.shape));
+    if (wait > 0)
+      std::printf(
+          "# %d node(s): ranks end their compute apart, and the step's last all-reduce waits "
+          "%.3f ms for the last of them (bench model --after-compute)\n",
+          pt.shape.nodes, 1e3 * wait);
+  }
   std::printf("predicted efficiency at %d nodes: %.0f%% (%s%s)%s\n", last.shape.nodes,
               100 * last.efficiency, bound_text.c_str(), cap_text.c_str(),
               used_poor ? " [from a fit reported poor]" : "");

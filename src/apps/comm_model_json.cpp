@@ -1,6 +1,7 @@
 // See comm_model_json.h.
 #include "apps/comm_model_json.h"
 
+#include <algorithm>
 #include <fstream>
 #include <string>
 
@@ -45,6 +46,9 @@ LinkParams tier_fit(const nlohmann::json& b, TierQuality& q) {
     q.poor_under_load = u.value("poor", false);
     q.residual_under_load = u.value("max_abs_residual", 0.0);
   }
+  // Measured right after compute (bench model --after-compute).
+  if (b.contains("after_compute"))
+    link.arrival_wait_s = std::max(0.0, b["after_compute"].value("arrival_wait_s", 0.0));
   return link;
 }
 bool has_backend(const nlohmann::json& tier, const std::string& backend) {

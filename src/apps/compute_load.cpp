@@ -2,6 +2,7 @@
 #include "apps/compute_load.h"
 
 #include <chrono>
+#include <memory>
 #include <vector>
 
 #include "ringtrain/core/timer.h"
@@ -10,17 +11,55 @@
 
 namespace ringtrain::apps {
 
+namespace {
+
+// One thread's 128 x 128 GEMMs; beta 0 overwrites C, so the values stay bounded.
+class GemmLoop {
+ public:
+  GemmLoop()
+      : ctx_(ComputeContext::create(Device::cpu())),
+        a_(n * n, 0.5f),
+        b_(n * n, 0.25f),
+        c_(n * n, 0.0f) {}
+  void once() {
+    gemm(*ctx_, false, false, n, n, n, 1.0f, a_.data(), n, b_.data(), n, 0.0f, c_.data(), n);
+  }
+
+ private:
+  static constexpr std::size_t n = 128;
+  std::unique_ptr<ComputeContext> ctx_;
+  std::vector<float> a_, b_, c_;
+};
+
+}  // namespace
+
 ComputeLoad::ComputeLoad() {
   thread_ = std::thread([this] {
-    constexpr std::size_t n = 128;
-    const auto ctx = ComputeContext::create(Device::cpu());
-    std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n, 0.0f);
+    GemmLoop loop;
     while (!stop_.load(std::memory_order_relaxed)) {
-      // beta 0: C is overwritten, so the values stay bounded.
-      gemm(*ctx, false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+      loop.once();
       done_.fetch_add(1, std::memory_order_relaxed);
     }
   });
+}
+
+ComputeBurst::ComputeBurst(std::uint64_t gemms) : gemms_(gemms) {}
+
+void ComputeBurst::run() {
+  thread_local GemmLoop loop;
+  for (std::uint64_t i = 0; i < gemms_; ++i) loop.once();
+}
+
+double ComputeBurst::gemms_per_second(double seconds) {
+  thread_local GemmLoop loop;
+  loop.once();  // first touch outside the timing
+  std::uint64_t n = 0;
+  Stopwatch sw;
+  while (sw.seconds() < seconds) {
+    loop.once();
+    ++n;
+  }
+  return static_cast<double>(n) / sw.seconds();
 }
 
 ComputeLoad::~ComputeLoad() {

@@ -30,4 +30,22 @@ class ComputeLoad {
   std::thread thread_;
 };
 
+// A fixed amount of compute on the calling thread (the same GEMMs), so that
+// every rank does the same work however fast its core runs it: 'bench model
+// --after-compute' puts one before each all-reduce, as backward does before
+// the exposed all-reduce of a step.
+class ComputeBurst {
+ public:
+  // gemms: the work of one burst (see gemms_per_second to size it).
+  explicit ComputeBurst(std::uint64_t gemms);
+  ComputeBurst(const ComputeBurst&) = delete;
+  ComputeBurst& operator=(const ComputeBurst&) = delete;
+  void run();
+  // This thread's GEMM rate over about `seconds`.
+  static double gemms_per_second(double seconds);
+
+ private:
+  std::uint64_t gemms_;
+};
+
 }  // namespace ringtrain::apps

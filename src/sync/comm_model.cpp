@@ -96,6 +96,15 @@ double allreduce_cpu_share(const ClusterShape& shape, AllreduceAlgorithm algorit
   return model.inter.cpu_share;
 }
 
+double allreduce_arrival_wait(const ClusterShape& shape, AllreduceAlgorithm algorithm,
+                              const CommModel& model) {
+  if (shape.world() <= 1) return 0;
+  if (shape.nodes == 1) return model.intra.arrival_wait_s;
+  if (algorithm == AllreduceAlgorithm::hierarchical && shape.ranks_per_node > 1)
+    return std::max(model.intra.arrival_wait_s, model.inter.arrival_wait_s);
+  return model.inter.arrival_wait_s;
+}
+
 UnderLoadModel under_load_model(const ClusterShape& shape, AllreduceAlgorithm algorithm,
                                 const CommModel& model) {
   UnderLoadModel u;

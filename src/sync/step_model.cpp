@@ -30,7 +30,9 @@ StepPrediction predict_step(const StepProfile& profile, const ClusterShape& shap
     comm_free = start + t;
     p.comm_s += t;
   }
-  p.exposed_s = std::max(0.0, comm_free - backward_end);
+  // Ranks that share cores reach the last all-reduce apart (measured wait).
+  p.exposed_s =
+      std::max(0.0, comm_free - backward_end) + allreduce_arrival_wait(shape, algorithm, model);
   p.compute_s =
       (profile.before_backward_s + profile.backward_s + profile.optimizer_s) * compute_scale;
   // The overlapped part of the all-reduces competes with backward for its core.
@@ -96,7 +98,7 @@ StepPrediction predict_step_shared_core(const StepProfile& profile, const Cluste
     if (backward_running && done >= work) backward_end = t;
   }
   if (backward_end < 0) backward_end = t;
-  p.exposed_s = std::max(0.0, t - backward_end);
+  p.exposed_s = std::max(0.0, t - backward_end) + allreduce_arrival_wait(shape, algorithm, model);
   p.compute_s =
       (profile.before_backward_s + profile.backward_s + profile.optimizer_s) * compute_scale;
   p.contention_s = backward_end - work;

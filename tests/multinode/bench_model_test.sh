@@ -67,7 +67,27 @@ assert u["alpha_s"] >= 0 and u["beta_s_per_byte"] >= 0 and 0 <= u["compute_loss"
 assert [s["bytes"] for s in u["samples"]] == [4096, 16384, 65536], u
 assert all(s["seconds"] > 0 and 0 <= s["compute_loss"] <= 1 for s in u["samples"]), u
 PY
-    echo "PASS: fits per backend with residuals, a model file, and the fit under load" ;;
+    # --after-compute: each size again right after a burst of compute on every
+    # rank; the extra time over alone is the tier's arrival wait.
+    run "$tmp/m4.log" mpirun --oversubscribe -np 2 "$exe" bench model --device cpu --backend ring \
+      -b 4K -e 64K -n 2 --rounds 2 -w 1 --after-compute 0.5 --json "$tmp/model.json"
+    [ "$rc" -eq 0 ] || fail "bench model --after-compute exited with $rc"
+    grep -Eq "^intra ring after compute: the ranks ended their compute [0-9.]+ ms apart .* takes [0-9.]+ ms more than alone" "$tmp/m4.log" ||
+      fail "no after-compute line"
+    python3 - "$tmp/model.json" <<'PY' || fail "the model file has no after-compute entry"
+import json, sys
+f = json.load(open(sys.argv[1]))["tiers"]["intra"]["backends"]["ring"]
+a = f["after_compute"]
+assert a["compute_s"] == 0.5e-3 and a["arrival_wait_s"] >= 0 and a["arrival_spread_s"] >= 0, a
+assert [s["bytes"] for s in a["samples"]] == [4096, 16384, 65536], a
+assert all(s["seconds"] > 0 for s in a["samples"]), a
+# the wait is the median over the sizes of (after - alone), never below 0
+waits = sorted(s["seconds"] - t["seconds"] for s, t in zip(a["samples"], f["samples"]))
+assert abs(a["arrival_wait_s"] - max(0.0, waits[1])) < 1e-12, (a, waits)
+PY
+    run "$tmp/m5.log" mpirun --oversubscribe -np 2 "$exe" bench model --device cpu --backend ring --after-compute -1
+    [ "$rc" -ne 0 ] && grep -q -- "--after-compute" "$tmp/m5.log" || fail "a negative --after-compute was not refused by name"
+    echo "PASS: fits per backend with residuals, a model file, the fit under load and the wait after compute" ;;
   predict)
     "$exe" convert synthetic --n 256 --shape 1,8,8 --classes 4 -o "$tmp/d.h5" >/dev/null 2>&1 || fail "convert failed"
     run "$tmp/t.log" "$exe" train --device cpu --data "$tmp/d.h5" --model mlp:64-32-4 --batch 8 --max-steps 8 \
@@ -146,6 +166,23 @@ PY
     paste -d, <(grep -E '^[0-9]+,' "$tmp/n0.log") <(grep -E '^[0-9]+,' "$tmp/n1.log") | awk -F, '
       $1 <= 3 && $6 != $17 { bad++ } $1 >= 4 && $17 <= $6 { bad++ } END { exit bad ? 1 : 0 }' ||
       fail "2 and 3 nodes did not keep the plain fit, or 4 and 8 did not take the slower one"
+    # A wait for the last rank measured after compute (an after_compute entry):
+    # every multi-node step exposes 2 ms more, and says so per node count.
+    python3 - "$tmp/model.json" "$tmp/wait.json" <<'PY' || fail "could not write the model with a wait"
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["tiers"]["inter"]["backends"]["ring"]["after_compute"] = {"compute_s": 0.003, "arrival_wait_s": 0.002, "arrival_spread_s": 0.004, "samples": []}
+json.dump(d, open(sys.argv[2], "w"))
+PY
+    run "$tmp/w1.log" "$exe" bench predict --trace "$tmp/t.json" --comm-model "$tmp/wait.json" --nodes 1,2,4 --algorithm ring
+    [ "$rc" -eq 0 ] || fail "bench predict with an arrival wait exited with $rc"
+    grep -q "^# 4 node(s): ranks end their compute apart, and the step's last all-reduce waits 2.000 ms for the last of them" "$tmp/w1.log" ||
+      fail "no line for the arrival wait"
+    paste -d, <(grep -E '^[124],' "$tmp/u0.log") <(grep -E '^[124],' "$tmp/w1.log") | awk -F, '
+      { n++; d_step = $15 - $4; d_exp = $18 - $7; tol = 1e-5 * $15
+        if ($1 == 1 && (d_step != 0 || d_exp != 0)) bad++
+        if ($1 > 1 && (d_step < 0.002 - tol || d_step > 0.002 + tol || d_exp < 0.002 - tol || d_exp > 0.002 + tol)) bad++ }
+      END { exit (n == 3 && !bad) ? 0 : 1 }' || fail "the wait did not add 2 ms to the exposed time and the step of every multi-node point"
     # Strong scaling with a measured compute curve. One in proportion to the
     # batch predicts what no curve does; one with a fixed cost per step (1 ms
     # plus 0.125 ms per sample: 2 ms at batch 8, 1.5 at 4, 1.25 at 2) makes

@@ -139,6 +139,14 @@ assert 0 <= u["compute_loss"] <= 1 and len(u["samples"]) == 3, u
 # the fit is also kept under its node count, for bench predict to choose
 assert list(json.load(open(sys.argv[1]))["tiers"]["inter_by_nodes"]) == ["2"]
 PY
+    # ...and right after the compute of a step at the largest point's batch
+    # (this study's own timing of it), for the wait for the last rank.
+    grep -Eq -- "--after-compute [0-9.]+" "$tmp/out/comm-model-inter.log.command" || fail "bench model was not run --after-compute"
+    python3 - "$tmp/out/comm-model.json" <<'PY' || fail "the comm model has no after-compute entry"
+import json, sys
+a = json.load(open(sys.argv[1]))["tiers"]["inter"]["backends"]["ring"]["after_compute"]
+assert a["compute_s"] > 0 and a["arrival_wait_s"] >= 0 and len(a["samples"]) == 3, a
+PY
     # 2 netns nodes share this machine's cores: the prediction is told how many each has.
     cores=$(( $(nproc) / 2 )); [ "$cores" -ge 1 ] || cores=1
     grep -q -- "--cores-per-node $cores" "$tmp/out/predict.log.command" || fail "bench predict was not given --cores-per-node $cores"

@@ -153,3 +153,44 @@ TEST_CASE("step model on a shared core: a hand-computed timeline with both sides
       predict_step_shared_core(prof, {2, 1}, AllreduceAlgorithm::ring, slow_network()),
       Catch::Contains("bench model --under-load"));
 }
+
+TEST_CASE("step model: the wait for the last rank adds to the exposed time once") {
+  // Ranks that share cores reach the step's last all-reduce apart; the
+  // measured wait (bench model --after-compute) is exposed, once per step,
+  // whatever the buckets, in both timelines. One rank waits for nobody.
+  CommModel m = slow_network();
+  for (LinkParams* l : {&m.intra, &m.inter}) {
+    l->has_under_load = true;
+    l->loaded_alpha_s = l->alpha_s;
+    l->loaded_beta_s_per_byte = l->beta_s_per_byte;
+  }
+  CommModel waiting = m;
+  waiting.inter.arrival_wait_s = 2.5e-3;
+  waiting.intra.arrival_wait_s = 0.5e-3;
+  for (double scale : {1.0, 0.5}) {
+    const StepPrediction a =
+        predict_step(three_buckets(), {2, 1}, AllreduceAlgorithm::ring, m, scale);
+    const StepPrediction b =
+        predict_step(three_buckets(), {2, 1}, AllreduceAlgorithm::ring, waiting, scale);
+    CHECK(b.exposed_s == Approx(a.exposed_s + 2.5e-3));
+    CHECK(b.step_s == Approx(a.step_s + 2.5e-3));
+    CHECK(b.comm_s == Approx(a.comm_s));
+    const StepPrediction c =
+        predict_step_shared_core(three_buckets(), {2, 1}, AllreduceAlgorithm::ring, m, scale);
+    const StepPrediction d =
+        predict_step_shared_core(three_buckets(), {2, 1}, AllreduceAlgorithm::ring, waiting, scale);
+    CHECK(d.exposed_s == Approx(c.exposed_s + 2.5e-3));
+    CHECK(d.step_s == Approx(c.step_s + 2.5e-3));
+    CHECK(d.contention_s == Approx(c.contention_s));
+  }
+  // The tiers a shape uses: one node is intra, a flat ring across nodes is
+  // inter, a hierarchical one with several ranks per node the larger of both.
+  CHECK(allreduce_arrival_wait({1, 4}, AllreduceAlgorithm::ring, waiting) == Approx(0.5e-3));
+  CHECK(allreduce_arrival_wait({2, 2}, AllreduceAlgorithm::ring, waiting) == Approx(2.5e-3));
+  waiting.intra.arrival_wait_s = 4e-3;
+  CHECK(allreduce_arrival_wait({2, 2}, AllreduceAlgorithm::hierarchical, waiting) == Approx(4e-3));
+  CHECK(allreduce_arrival_wait({1, 1}, AllreduceAlgorithm::ring, waiting) == 0);
+  const StepPrediction one =
+      predict_step(three_buckets(), {1, 1}, AllreduceAlgorithm::ring, waiting);
+  CHECK(one.exposed_s == 0);
+}

@@ -30,6 +30,10 @@ struct LinkParams {
   double loaded_alpha_s = 0;
   double loaded_beta_s_per_byte = 0;
   double compute_loss = 0;
+  // How much longer the all-reduce after compute takes than alone (`bench
+  // model --after-compute`): ranks that share cores end their compute apart,
+  // and the step's exposed all-reduce waits for the last. 0 where unmeasured.
+  double arrival_wait_s = 0;
 };
 
 struct TimingSample {
@@ -87,6 +91,11 @@ double allreduce_seconds(double bytes, const ClusterShape& shape, AllreduceAlgor
 // hierarchical all-reduce that uses both. One rank: 0.
 double allreduce_cpu_share(const ClusterShape& shape, AllreduceAlgorithm algorithm,
                            const CommModel& model);
+
+// The arrival wait (LinkParams::arrival_wait_s) of the tiers an all-reduce of
+// this shape uses, the larger of both for a hierarchical one. One rank: 0.
+double allreduce_arrival_wait(const ClusterShape& shape, AllreduceAlgorithm algorithm,
+                              const CommModel& model);
 
 // The same model with each tier's under-load alpha and beta, and the compute
 // loss of the tiers an all-reduce of this shape uses (the larger of both for a

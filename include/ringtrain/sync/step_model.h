@@ -3,7 +3,8 @@
 // all-reduce starts when backward has produced it and the previous bucket's
 // all-reduce is done (one communication thread, buckets in order); the
 // optimizer waits for the last one. The exposed part is what backward did not
-// hide: max(0, last all-reduce end - backward end).
+// hide: max(0, last all-reduce end - backward end), plus the wait for the last
+// rank to arrive where ranks share cores (LinkParams::arrival_wait_s).
 // When the communication has no core of its own (comm_cpu_share > 0: the rank's
 // communication thread and its compute share a core), the overlap hides only
 // part of an all-reduce: the CPU the all-reduce needs while backward runs
