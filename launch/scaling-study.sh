@@ -74,7 +74,11 @@ Prediction (the step model; see README "Predicting scaling"):
   --comm-model FILE     alpha/beta fits of 'ringtrain bench model --json'; without
                         it the study measures them first (--netns-nodes: across the
                         nodes, one rank each, on the same shaped links; and inside a
-                        node when it has several ranks), into DIR/comm-model.json
+                        node when it has several ranks), into DIR/comm-model.json;
+                        where the ranks share this machine, also beside compute
+                        (--under-load) and right after a step's compute
+                        (--after-compute: ranks sharing cores end it apart, and the
+                        exposed all-reduce waits for the last)
   --predict-backend B   whose fits to use: shm (hierarchical all-reduce) or ring, mpi,
                         nccl (ring); default the training flags' --backend, else shm
   --ranks-per-node G    ranks per predicted node (default: those of the largest run)

@@ -116,29 +116,50 @@ double median_of(std::vector<double> v) {
 
 // The all-reduce a step exposes: each call comes right after the same amount
 // of compute on every rank (sized to take --after-compute ms on a core of its
-// own), and its time is from the end of the rank's own compute to the end of
-// the all-reduce, the mean over ranks. Where ranks share cores they end their
-// compute apart and the all-reduce waits for the last, and its threads wake
-// into a machine that was busy; back-to-back calls see neither.
+// own). Where ranks share cores the compute curve prices a step's compute at
+// the ranks' mean rate, but the ranks end it apart and the all-reduce waits
+// for the last: a cycle of compute and all-reduce takes longer than the
+// compute at the mean rate plus the all-reduce alone. That excess is the wait.
 struct AfterCompute {
-  std::vector<TimingSample> samples;
+  std::vector<TimingSample> latency;  // per size: own compute end -> all-reduce end, ranks' mean
+  std::vector<double> cycle_s;        // per size: one compute and all-reduce, ranks' mean
+  double compute_mean_s = 0;          // the compute at the ranks' mean rate, all at once
   double spread_s = 0;  // median over calls of the ranks' latest minus earliest arrival
 };
 
 AfterCompute sweep_after_compute(Communicator& comm, const BufferView& all,
                                  const std::vector<std::size_t>& sizes, const ModelOptions& o,
                                  const Topology& topo, Communicator& harness) {
-  // Each rank sizes its burst alone (the others wait), so that the work is the
-  // same wherever ranks share cores.
+  const int w = topo.world_size();
+  auto reduce = [&](std::vector<double>& v, ReduceOp op) {
+    BufferView view{v.data(), v.size(), DType::f64, Device::cpu()};
+    harness.allreduce(view, view, op);
+  };
+  // Each rank sizes its compute alone (the others wait), so that the work is
+  // the same wherever ranks share cores.
   double rate = 0;
-  for (int r = 0; r < topo.world_size(); ++r) {
+  for (int r = 0; r < w; ++r) {
     harness.barrier();
     if (r == topo.rank()) rate = ComputeBurst::gemms_per_second(0.2);
   }
   harness.barrier();
   ComputeBurst burst(static_cast<std::uint64_t>(std::max(1.0, rate * o.after_compute_ms * 1e-3)));
-  const int w = topo.world_size();
   AfterCompute out;
+  // The compute at the mean rate: every rank computes for the same wall time,
+  // so all compete throughout; 1 / the ranks' mean rate.
+  {
+    std::vector<double> r(1);
+    harness.barrier();
+    Stopwatch sw;
+    double done = 0;
+    while (sw.seconds() < 0.5) {
+      burst.run();
+      ++done;
+    }
+    r[0] = done / sw.seconds();
+    reduce(r, ReduceOp::sum);
+    out.compute_mean_s = r[0] > 0 ? w / r[0] : 0;
+  }
   std::vector<double> spreads;
   for (std::size_t bytes : sizes) {
     BufferView buf{all.ptr, bytes / 4, DType::f32, all.device};
@@ -146,33 +167,34 @@ AfterCompute sweep_after_compute(Communicator& comm, const BufferView& all,
       burst.run();
       comm.allreduce(buf, buf, ReduceOp::sum);
     }
-    std::vector<double> per_round;
+    std::vector<double> lat_rounds, cycle_rounds;
     for (int r = 0; r < o.rounds; ++r) {
       comm.barrier();
       std::vector<double> lat(static_cast<std::size_t>(o.iters));
+      Stopwatch round;
       for (double& l : lat) {
         burst.run();
         Stopwatch sw;
         comm.allreduce(buf, buf, ReduceOp::sum);
         l = sw.seconds();
       }
-      // Outside the timed calls: the mean over ranks and the arrival spread.
+      std::vector<double> cycle{round.seconds() / static_cast<double>(lat.size())};
+      // Outside the timed calls: means over ranks and the arrival spread.
       std::vector<double> sum = lat, hi = lat, lo = lat;
-      auto reduce = [&](std::vector<double>& v, ReduceOp op) {
-        BufferView view{v.data(), v.size(), DType::f64, Device::cpu()};
-        harness.allreduce(view, view, op);
-      };
       reduce(sum, ReduceOp::sum);
       reduce(hi, ReduceOp::max);
       reduce(lo, ReduceOp::min);
+      reduce(cycle, ReduceOp::sum);
       double mean = 0;
       for (std::size_t i = 0; i < lat.size(); ++i) {
         mean += sum[i] / w;
         spreads.push_back(hi[i] - lo[i]);
       }
-      per_round.push_back(mean / static_cast<double>(lat.size()));
+      lat_rounds.push_back(mean / static_cast<double>(lat.size()));
+      cycle_rounds.push_back(cycle[0] / w);
     }
-    out.samples.push_back({static_cast<double>(bytes), median_of(per_round)});
+    out.latency.push_back({static_cast<double>(bytes), median_of(lat_rounds)});
+    out.cycle_s.push_back(median_of(cycle_rounds));
   }
   out.spread_s = median_of(spreads);
   return out;
@@ -338,32 +360,38 @@ int run_model(const ModelOptions& o, const Topology& topo) {
     if (o.after_compute_ms > 0) {
       const AfterCompute ac = sweep_after_compute(*comm, all, sizes, o, topo, *harness);
       std::string at = fmt::format(
-          "# {} ({} tier) right after {:.1f} ms of compute on every rank (the exposed all-reduce "
-          "of a step), mean over ranks\n# {:>12} {:>12} {:>12} {:>12}\n",
-          kind, tier, o.after_compute_ms, "size (B)", "alone (us)", "after (us)", "wait (us)");
+          "# {} ({} tier) right after {:.1f} ms of compute on every rank ({:.2f} ms at the ranks' "
+          "mean rate), means over ranks: 'after' from the rank's own compute end, 'cycle' one "
+          "compute and all-reduce, 'wait' = cycle - compute at the mean rate - alone\n"
+          "# {:>12} {:>12} {:>12} {:>12} {:>12}\n",
+          kind, tier, o.after_compute_ms, 1e3 * ac.compute_mean_s, "size (B)", "alone (us)",
+          "after (us)", "cycle (us)", "wait (us)");
       nlohmann::json arows = nlohmann::json::array();
       std::vector<double> waits;
-      for (std::size_t k = 0; k < ac.samples.size(); ++k) {
-        const double wait = ac.samples[k].seconds - samples[k].seconds;
+      for (std::size_t k = 0; k < ac.latency.size(); ++k) {
+        const double wait = ac.cycle_s[k] - ac.compute_mean_s - samples[k].seconds;
         waits.push_back(wait);
-        at += fmt::format("  {:>12.0f} {:>12.2f} {:>12.2f} {:>12.2f}\n", ac.samples[k].bytes,
-                          samples[k].seconds * 1e6, ac.samples[k].seconds * 1e6, wait * 1e6);
-        arows.push_back({{"bytes", ac.samples[k].bytes}, {"seconds", ac.samples[k].seconds}});
+        at += fmt::format("  {:>12.0f} {:>12.2f} {:>12.2f} {:>12.2f} {:>12.2f}\n",
+                          ac.latency[k].bytes, samples[k].seconds * 1e6,
+                          ac.latency[k].seconds * 1e6, ac.cycle_s[k] * 1e6, wait * 1e6);
+        arows.push_back({{"bytes", ac.latency[k].bytes},
+                         {"seconds", ac.latency[k].seconds},
+                         {"cycle_s", ac.cycle_s[k]}});
       }
-      // What an all-reduce after compute takes beyond its time alone hardly
-      // depends on its size (it is the wait for the last rank to arrive):
+      // The wait hardly depends on the size (it is the last rank's lateness):
       // one number, the median over the sizes, never below 0.
       const double wait = std::max(0.0, median_of(waits));
       at += fmt::format(
           "{} {} after compute: the ranks ended their compute {:.2f} ms apart (median spread); "
-          "an all-reduce after compute takes {:.2f} ms more than alone (median over the sizes; "
-          "'bench predict' adds it to the exposed time of a step)\n",
+          "a step's exposed all-reduce waits {:.2f} ms for the last (median over the sizes; "
+          "'bench predict' adds it to a step's exposed time)\n",
           tier, kind, 1e3 * ac.spread_s, 1e3 * wait);
       if (root) {
         std::fputs(at.c_str(), stdout);
         std::fflush(stdout);
       }
       backends_json[kind]["after_compute"] = {{"compute_s", o.after_compute_ms * 1e-3},
+                                              {"compute_mean_rate_s", ac.compute_mean_s},
                                               {"arrival_spread_s", ac.spread_s},
                                               {"arrival_wait_s", wait},
                                               {"samples", arows}};
@@ -425,10 +453,12 @@ CLI::App* add_bench_model(CLI::App& bench, CommandContext& ctx) {
       "(compute_loss). 'bench predict --cores-per-node' uses both where communication shares\n"
       "the core it computes on.\n"
       "--after-compute MS times each size again right after MS ms of compute (the same GEMMs\n"
-      "on every rank, sized on each rank's core alone), from the end of the rank's compute to\n"
-      "the end of the all-reduce: the exposed all-reduce of a step. Where ranks share cores\n"
-      "they end their compute apart and wait for the last; what this adds to the time alone\n"
-      "is the tier's arrival_wait_s, which 'bench predict' adds to a step's exposed time.");
+      "on every rank, sized on each rank's core alone): the exposed all-reduce of a step.\n"
+      "Where ranks share cores they end their compute apart and the all-reduce waits for the\n"
+      "last, so a cycle of compute and all-reduce takes longer than the compute at the ranks'\n"
+      "mean rate (all computing at once) plus the all-reduce alone. The excess (median over\n"
+      "the sizes) is the tier's arrival_wait_s, which 'bench predict' adds to a step's\n"
+      "exposed time.");
   sub->add_option("-b,--minbytes", o->min_bytes, "Smallest size (suffix K, M, G)")
       ->capture_default_str();
   sub->add_option("-e,--maxbytes", o->max_bytes, "Largest size (suffix K, M, G)")

@@ -72,17 +72,18 @@ PY
     run "$tmp/m4.log" mpirun --oversubscribe -np 2 "$exe" bench model --device cpu --backend ring \
       -b 4K -e 64K -n 2 --rounds 2 -w 1 --after-compute 0.5 --json "$tmp/model.json"
     [ "$rc" -eq 0 ] || fail "bench model --after-compute exited with $rc"
-    grep -Eq "^intra ring after compute: the ranks ended their compute [0-9.]+ ms apart .* takes [0-9.]+ ms more than alone" "$tmp/m4.log" ||
+    grep -Eq "^intra ring after compute: the ranks ended their compute [0-9.]+ ms apart .* waits [0-9.]+ ms for the last" "$tmp/m4.log" ||
       fail "no after-compute line"
     python3 - "$tmp/model.json" <<'PY' || fail "the model file has no after-compute entry"
 import json, sys
 f = json.load(open(sys.argv[1]))["tiers"]["intra"]["backends"]["ring"]
 a = f["after_compute"]
 assert a["compute_s"] == 0.5e-3 and a["arrival_wait_s"] >= 0 and a["arrival_spread_s"] >= 0, a
+assert a["compute_mean_rate_s"] > 0, a
 assert [s["bytes"] for s in a["samples"]] == [4096, 16384, 65536], a
-assert all(s["seconds"] > 0 for s in a["samples"]), a
-# the wait is the median over the sizes of (after - alone), never below 0
-waits = sorted(s["seconds"] - t["seconds"] for s, t in zip(a["samples"], f["samples"]))
+assert all(s["seconds"] > 0 and s["cycle_s"] > s["seconds"] for s in a["samples"]), a
+# the wait: median over the sizes of (cycle - compute at the mean rate - alone), never below 0
+waits = sorted(s["cycle_s"] - a["compute_mean_rate_s"] - t["seconds"] for s, t in zip(a["samples"], f["samples"]))
 assert abs(a["arrival_wait_s"] - max(0.0, waits[1])) < 1e-12, (a, waits)
 PY
     run "$tmp/m5.log" mpirun --oversubscribe -np 2 "$exe" bench model --device cpu --backend ring --after-compute -1
