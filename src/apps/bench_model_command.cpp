@@ -123,8 +123,11 @@ double median_of(std::vector<double> v) {
 struct AfterCompute {
   std::vector<TimingSample> latency;  // per size: own compute end -> all-reduce end, ranks' mean
   std::vector<double> cycle_s;        // per size: one compute and all-reduce, ranks' mean
-  double compute_mean_s = 0;          // the compute at the ranks' mean rate, all at once
-  double spread_s = 0;  // median over calls of the ranks' latest minus earliest arrival
+  // per size: the cycle minus the compute at the mean rate and the all-reduce
+  // alone, both timed just before it (the median over rounds): the wait
+  std::vector<double> wait_s;
+  double compute_mean_s = 0;  // the compute at the ranks' mean rate, all at once (median)
+  double spread_s = 0;        // median over calls of the ranks' latest minus earliest arrival
 };
 
 AfterCompute sweep_after_compute(Communicator& comm, const BufferView& all,
@@ -146,29 +149,38 @@ AfterCompute sweep_after_compute(Communicator& comm, const BufferView& all,
   ComputeBurst burst(static_cast<std::uint64_t>(std::max(1.0, rate * o.after_compute_ms * 1e-3)));
   AfterCompute out;
   // The compute at the mean rate: every rank computes for the same wall time,
-  // so all compete throughout; 1 / the ranks' mean rate.
-  {
-    std::vector<double> r(1);
+  // so all compete throughout; 1 / the ranks' mean rate. Timed in each round
+  // just before its cycles, as the machine's speed drifts.
+  auto compute_at_mean_rate = [&] {
     harness.barrier();
     Stopwatch sw;
     double done = 0;
-    while (sw.seconds() < 0.5) {
+    while (sw.seconds() < 0.1 || done < 3) {
       burst.run();
       ++done;
     }
-    r[0] = done / sw.seconds();
-    reduce(r, ReduceOp::sum);
-    out.compute_mean_s = r[0] > 0 ? w / r[0] : 0;
-  }
-  std::vector<double> spreads;
+    std::vector<double> rate_sum{done / sw.seconds()};
+    reduce(rate_sum, ReduceOp::sum);
+    return rate_sum[0] > 0 ? w / rate_sum[0] : 0.0;
+  };
+  std::vector<double> spreads, means;
   for (std::size_t bytes : sizes) {
     BufferView buf{all.ptr, bytes / 4, DType::f32, all.device};
     for (int i = 0; i < o.warmup; ++i) {
       burst.run();
       comm.allreduce(buf, buf, ReduceOp::sum);
     }
-    std::vector<double> lat_rounds, cycle_rounds;
+    std::vector<double> lat_rounds, cycle_rounds, excess_rounds;
     for (int r = 0; r < o.rounds; ++r) {
+      // The compute at the mean rate and the all-reduce alone, timed just
+      // before the cycles they are subtracted from.
+      const double mean_s = compute_at_mean_rate();
+      means.push_back(mean_s);
+      comm.barrier();
+      Stopwatch alone_sw;
+      for (int i = 0; i < o.iters; ++i) comm.allreduce(buf, buf, ReduceOp::sum);
+      std::vector<double> alone{alone_sw.seconds() / o.iters};
+      reduce(alone, ReduceOp::sum);
       comm.barrier();
       std::vector<double> lat(static_cast<std::size_t>(o.iters));
       Stopwatch round;
@@ -192,10 +204,13 @@ AfterCompute sweep_after_compute(Communicator& comm, const BufferView& all,
       }
       lat_rounds.push_back(mean / static_cast<double>(lat.size()));
       cycle_rounds.push_back(cycle[0] / w);
+      excess_rounds.push_back(cycle[0] / w - mean_s - alone[0] / w);
     }
     out.latency.push_back({static_cast<double>(bytes), median_of(lat_rounds)});
     out.cycle_s.push_back(median_of(cycle_rounds));
+    out.wait_s.push_back(median_of(excess_rounds));
   }
+  out.compute_mean_s = median_of(means);
   out.spread_s = median_of(spreads);
   return out;
 }
@@ -362,21 +377,23 @@ int run_model(const ModelOptions& o, const Topology& topo) {
       std::string at = fmt::format(
           "# {} ({} tier) right after {:.1f} ms of compute on every rank ({:.2f} ms at the ranks' "
           "mean rate), means over ranks: 'after' from the rank's own compute end, 'cycle' one "
-          "compute and all-reduce, 'wait' = cycle - compute at the mean rate - alone\n"
+          "compute and all-reduce, 'wait' = cycle - compute at the mean rate - all-reduce alone "
+          "(both timed before each round; median of rounds)\n"
           "# {:>12} {:>12} {:>12} {:>12} {:>12}\n",
           kind, tier, o.after_compute_ms, 1e3 * ac.compute_mean_s, "size (B)", "alone (us)",
           "after (us)", "cycle (us)", "wait (us)");
       nlohmann::json arows = nlohmann::json::array();
       std::vector<double> waits;
       for (std::size_t k = 0; k < ac.latency.size(); ++k) {
-        const double wait = ac.cycle_s[k] - ac.compute_mean_s - samples[k].seconds;
+        const double wait = ac.wait_s[k];
         waits.push_back(wait);
         at += fmt::format("  {:>12.0f} {:>12.2f} {:>12.2f} {:>12.2f} {:>12.2f}\n",
                           ac.latency[k].bytes, samples[k].seconds * 1e6,
                           ac.latency[k].seconds * 1e6, ac.cycle_s[k] * 1e6, wait * 1e6);
         arows.push_back({{"bytes", ac.latency[k].bytes},
                          {"seconds", ac.latency[k].seconds},
-                         {"cycle_s", ac.cycle_s[k]}});
+                         {"cycle_s", ac.cycle_s[k]},
+                         {"wait_s", ac.wait_s[k]}});
       }
       // The wait hardly depends on the size (it is the last rank's lateness):
       // one number, the median over the sizes, never below 0.

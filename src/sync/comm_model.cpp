@@ -87,22 +87,28 @@ double allreduce_seconds(double bytes, const ClusterShape& shape, AllreduceAlgor
   return ring_seconds(bytes, g, model.intra) + ring_seconds(bytes / g, n, model.inter);
 }
 
+namespace {
+// A per-tier measure of the tiers an all-reduce of this shape uses: inter
+// across nodes, intra inside one, the larger of both for a hierarchical one
+// that uses both. One rank uses none: 0.
+double of_tiers_used(const ClusterShape& shape, AllreduceAlgorithm algorithm,
+                     const CommModel& model, double LinkParams::*measure) {
+  if (shape.world() <= 1) return 0;
+  if (shape.nodes == 1) return model.intra.*measure;
+  if (algorithm == AllreduceAlgorithm::hierarchical && shape.ranks_per_node > 1)
+    return std::max(model.intra.*measure, model.inter.*measure);
+  return model.inter.*measure;
+}
+}  // namespace
+
 double allreduce_cpu_share(const ClusterShape& shape, AllreduceAlgorithm algorithm,
                            const CommModel& model) {
-  if (shape.world() <= 1) return 0;
-  if (shape.nodes == 1) return model.intra.cpu_share;
-  if (algorithm == AllreduceAlgorithm::hierarchical && shape.ranks_per_node > 1)
-    return std::max(model.intra.cpu_share, model.inter.cpu_share);
-  return model.inter.cpu_share;
+  return of_tiers_used(shape, algorithm, model, &LinkParams::cpu_share);
 }
 
 double allreduce_arrival_wait(const ClusterShape& shape, AllreduceAlgorithm algorithm,
                               const CommModel& model) {
-  if (shape.world() <= 1) return 0;
-  if (shape.nodes == 1) return model.intra.arrival_wait_s;
-  if (algorithm == AllreduceAlgorithm::hierarchical && shape.ranks_per_node > 1)
-    return std::max(model.intra.arrival_wait_s, model.inter.arrival_wait_s);
-  return model.inter.arrival_wait_s;
+  return of_tiers_used(shape, algorithm, model, &LinkParams::arrival_wait_s);
 }
 
 UnderLoadModel under_load_model(const ClusterShape& shape, AllreduceAlgorithm algorithm,

@@ -167,21 +167,22 @@ TEST_CASE("step model: the wait for the last rank adds to the exposed time once"
   CommModel waiting = m;
   waiting.inter.arrival_wait_s = 2.5e-3;
   waiting.intra.arrival_wait_s = 0.5e-3;
-  for (double scale : {1.0, 0.5}) {
-    const StepPrediction a =
-        predict_step(three_buckets(), {2, 1}, AllreduceAlgorithm::ring, m, scale);
-    const StepPrediction b =
-        predict_step(three_buckets(), {2, 1}, AllreduceAlgorithm::ring, waiting, scale);
-    CHECK(b.exposed_s == Approx(a.exposed_s + 2.5e-3));
-    CHECK(b.step_s == Approx(a.step_s + 2.5e-3));
-    CHECK(b.comm_s == Approx(a.comm_s));
-    const StepPrediction c =
-        predict_step_shared_core(three_buckets(), {2, 1}, AllreduceAlgorithm::ring, m, scale);
-    const StepPrediction d =
-        predict_step_shared_core(three_buckets(), {2, 1}, AllreduceAlgorithm::ring, waiting, scale);
-    CHECK(d.exposed_s == Approx(c.exposed_s + 2.5e-3));
-    CHECK(d.step_s == Approx(c.step_s + 2.5e-3));
-    CHECK(d.contention_s == Approx(c.contention_s));
+  using Timeline = StepPrediction (*)(const StepProfile&, const ClusterShape&, AllreduceAlgorithm,
+                                      const CommModel&, double);
+  const Timeline free_overlap = [](const StepProfile& p, const ClusterShape& s,
+                                   AllreduceAlgorithm a, const CommModel& c,
+                                   double scale) { return predict_step(p, s, a, c, scale); };
+  for (const Timeline timeline : {free_overlap, &predict_step_shared_core}) {
+    for (double scale : {1.0, 0.5}) {
+      const StepPrediction a =
+          timeline(three_buckets(), {2, 1}, AllreduceAlgorithm::ring, m, scale);
+      const StepPrediction b =
+          timeline(three_buckets(), {2, 1}, AllreduceAlgorithm::ring, waiting, scale);
+      CHECK(b.exposed_s == Approx(a.exposed_s + 2.5e-3));
+      CHECK(b.step_s == Approx(a.step_s + 2.5e-3));
+      CHECK(b.comm_s == Approx(a.comm_s));
+      CHECK(b.contention_s == Approx(a.contention_s));
+    }
   }
   // The tiers a shape uses: one node is intra, a flat ring across nodes is
   // inter, a hierarchical one with several ranks per node the larger of both.
