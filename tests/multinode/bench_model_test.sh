@@ -139,7 +139,9 @@ PY
     grep -q "communication shares the core it computes on; measured beside compute, a .* MiB all-reduce at 4 node(s) takes .* and compute loses 0% of its rate" "$tmp/u1.log" ||
       fail "no under-load line"
     paste -d, <(grep -E '^[124],' "$tmp/u0.log") <(grep -E '^[124],' "$tmp/u1.log") | awk -F, '
-      { for (i = 4; i <= 11; i++) if ($i - $(i + 11) > 1e-9 || $(i + 11) - $i > 1e-9) bad++ }
+      # Two timelines, printed to 6 significant digits: equal to 1e-5 relative.
+      { for (i = 4; i <= 11; i++) { d = $i - $(i + 11); t = 1e-5 * ($i < 0 ? -$i : $i) + 1e-12
+          if (d > t || d < -t) bad++ } }
       END { exit bad ? 1 : 0 }' || fail "unslowed under-load fits did not predict free overlap"
     run "$tmp/u2.log" "${shared[@]}" --comm-model "$tmp/slow.json"
     [ "$rc" -eq 0 ] || fail "bench predict with a slow under-load fit exited with $rc"
