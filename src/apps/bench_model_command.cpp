@@ -383,13 +383,10 @@ int run_model(const ModelOptions& o, const Topology& topo) {
           kind, tier, o.after_compute_ms, 1e3 * ac.compute_mean_s, "size (B)", "alone (us)",
           "after (us)", "cycle (us)", "wait (us)");
       nlohmann::json arows = nlohmann::json::array();
-      std::vector<double> waits;
       for (std::size_t k = 0; k < ac.latency.size(); ++k) {
-        const double wait = ac.wait_s[k];
-        waits.push_back(wait);
         at += fmt::format("  {:>12.0f} {:>12.2f} {:>12.2f} {:>12.2f} {:>12.2f}\n",
                           ac.latency[k].bytes, samples[k].seconds * 1e6,
-                          ac.latency[k].seconds * 1e6, ac.cycle_s[k] * 1e6, wait * 1e6);
+                          ac.latency[k].seconds * 1e6, ac.cycle_s[k] * 1e6, ac.wait_s[k] * 1e6);
         arows.push_back({{"bytes", ac.latency[k].bytes},
                          {"seconds", ac.latency[k].seconds},
                          {"cycle_s", ac.cycle_s[k]},
@@ -397,7 +394,7 @@ int run_model(const ModelOptions& o, const Topology& topo) {
       }
       // The wait hardly depends on the size (it is the last rank's lateness):
       // one number, the median over the sizes, never below 0.
-      const double wait = std::max(0.0, median_of(waits));
+      const double wait = std::max(0.0, median_of(ac.wait_s));
       at += fmt::format(
           "{} {} after compute: the ranks ended their compute {:.2f} ms apart (median spread); "
           "a step's exposed all-reduce waits {:.2f} ms for the last (median over the sizes; "

@@ -54,9 +54,12 @@ PY
     grep -q "wrote the intra tier to" "$tmp/m2.log" || fail "no merge message"
     # --under-load: the sizes again beside a compute thread on each rank, with
     # their fit and the compute the all-reduces cost.
-    run "$tmp/m3.log" mpirun --oversubscribe -np 2 "$exe" bench model --device cpu --backend ring \
-      -b 4K -e 64K -n 2 --rounds 2 -w 1 --under-load --json "$tmp/model.json"
-    [ "$rc" -eq 0 ] || fail "bench model --under-load exited with $rc"
+    small_sweep() {  # small_sweep LOG FLAG...: 3 sizes on 2 ranks with FLAG, merged into model.json
+      run "$1" mpirun --oversubscribe -np 2 "$exe" bench model --device cpu --backend ring \
+        -b 4K -e 64K -n 2 --rounds 2 -w 1 "${@:2}" --json "$tmp/model.json"
+      [ "$rc" -eq 0 ] || fail "bench model ${*:2} exited with $rc"
+    }
+    small_sweep "$tmp/m3.log" --under-load
     grep -Eq "^intra ring under load: alpha [0-9.]+ us per step, beta [0-9.e+-]+ ns/B .*compute beside an all-reduce loses [0-9]+% of its rate" "$tmp/m3.log" ||
       fail "no under-load fit line"
     python3 - "$tmp/model.json" <<'PY' || fail "the model file has no under-load fit"
@@ -69,9 +72,7 @@ assert all(s["seconds"] > 0 and 0 <= s["compute_loss"] <= 1 for s in u["samples"
 PY
     # --after-compute: each size again right after a burst of compute on every
     # rank; the extra time over alone is the tier's arrival wait.
-    run "$tmp/m4.log" mpirun --oversubscribe -np 2 "$exe" bench model --device cpu --backend ring \
-      -b 4K -e 64K -n 2 --rounds 2 -w 1 --after-compute 0.5 --json "$tmp/model.json"
-    [ "$rc" -eq 0 ] || fail "bench model --after-compute exited with $rc"
+    small_sweep "$tmp/m4.log" --after-compute 0.5
     grep -Eq "^intra ring after compute: the ranks ended their compute [0-9.]+ ms apart .* waits [0-9.]+ ms for the last" "$tmp/m4.log" ||
       fail "no after-compute line"
     python3 - "$tmp/model.json" <<'PY' || fail "the model file has no after-compute entry"
