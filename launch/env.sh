@@ -6,9 +6,11 @@ if [ "$(id -u)" -eq 0 ]; then
 fi
 # One BLAS thread per rank: ranks are the parallelism.
 export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
-# Oversubscribed ranks (more ranks than cores, as in CI) must yield the core
-# while they wait, or a spinning rank starves the one it waits for.
-export OMPI_MCA_mpi_yield_when_idle=${OMPI_MCA_mpi_yield_when_idle:-1}
+# Open MPI's mpi_yield_when_idle is left to its default: Open MPI yields by
+# itself where it knows the ranks oversubscribe the cores (as in CI). Forced on,
+# every idle MPI_Test beside a busy thread on the same core gives the core away
+# until the next scheduler tick (4 ms at HZ=250), and an all-reduce overlapped
+# with backward then waits ticks instead of microseconds.
 # Open MPI's single-copy path (CMA) is left to its default: ringtrain turns it
 # off by itself before MPI_Init where a container forbids process_vm_readv.
 RINGTRAIN_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

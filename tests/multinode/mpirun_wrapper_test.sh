@@ -35,7 +35,7 @@ clean_env=(env -i "PATH=$PATH" "RINGTRAIN_EXE=$exe" LD_LIBRARY_PATH=/opt/x/lib N
 root_x=""
 [ "$(id -u)" -eq 0 ] && root_x=" -x OMPI_ALLOW_RUN_AS_ROOT -x OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"
 env_x="-x CUDA_VISIBLE_DEVICES -x LD_LIBRARY_PATH -x NCCL_DEBUG -x NCCL_SOCKET_IFNAME$root_x"
-env_x+=" -x OMPI_MCA_mpi_yield_when_idle -x PATH"
+env_x+=" -x PATH"
 env_x+=" -x OPENBLAS_NUM_THREADS=1"
 
 expect_line() {  # expect_line EXPECTED ARGS...: the dry-run prints exactly EXPECTED
