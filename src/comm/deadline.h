@@ -71,9 +71,8 @@ struct Backoff {
   std::chrono::microseconds nap_max;  // the nap doubling up to this
 };
 // Shared-memory waits: the peer is a store away, and a poll costs nothing.
-inline constexpr Backoff kMemoryBackoff{std::chrono::microseconds(20),
-                                        std::chrono::microseconds(50),
-                                        std::chrono::microseconds(50)};
+inline constexpr Backoff kMemoryBackoff{
+    std::chrono::microseconds(20), std::chrono::microseconds(50), std::chrono::microseconds(50)};
 // Waits that drive MPI progress: a message moves only while we poll, so the
 // first naps are short and small messages stay fast. A long wait (a bucket on
 // a slow link) naps longer, up to 160 us, so that its polls do not take the
@@ -81,9 +80,8 @@ inline constexpr Backoff kMemoryBackoff{std::chrono::microseconds(20),
 // fits in the socket buffers between polls. Measured in training on 2
 // namespace nodes (cnn, 1 Gbit/s): 160 us gave 1908-2384 samples/s, 20 us
 // 1571-1675, 640 us 1663-1927; the mlp at 10 Gbit/s lost 15-30% at 640 us.
-inline constexpr Backoff kProgressBackoff{std::chrono::microseconds(20),
-                                          std::chrono::microseconds(20),
-                                          std::chrono::microseconds(160)};
+inline constexpr Backoff kProgressBackoff{
+    std::chrono::microseconds(20), std::chrono::microseconds(20), std::chrono::microseconds(160)};
 
 // Lets this thread's naps end within about a microsecond of their time. The
 // default timer slack of 50 us would make a 20 us nap last 70 us, and an
