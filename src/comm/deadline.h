@@ -83,7 +83,8 @@ inline constexpr Backoff kMemoryBackoff{
 inline constexpr Backoff kProgressBackoff{
     std::chrono::microseconds(20), std::chrono::microseconds(20), std::chrono::microseconds(160)};
 
-// Lets this thread's naps end within about a microsecond of their time. The
+// Lets this thread's naps end within about a microsecond of their time (once
+// per thread; later calls return at once). The
 // default timer slack of 50 us would make a 20 us nap last 70 us, and an
 // all-reduce that waits once per protocol step would wait mostly on slack.
 void tighten_timer_slack();
@@ -99,8 +100,7 @@ bool spin_until(Ready&& ready, const Deadline& deadline, const Backoff& backoff 
 #endif
     if (Deadline::Clock::now() - start > backoff.spin) break;
   }
-  static thread_local const bool tightened = (tighten_timer_slack(), true);
-  (void)tightened;
+  tighten_timer_slack();
   auto nap = backoff.nap;
   for (;;) {
     if (ready()) return true;
