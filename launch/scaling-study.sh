@@ -101,8 +101,12 @@ Output:
 What is timed: only the training steps. Start-up (MPI launch, data set open,
 model build, connection set-up) happens before the first step and is outside
 every window; the first logged window (S/5 steps: first touch of the data,
-allocations, the first all-reduces) is warm-up and is dropped. What counts is
-samples over time of the later windows, from the run's own metrics.jsonl.
+allocations, the first all-reduces) is warm-up and is dropped. A run's
+samples/s is its global batch over its median step after warm-up (ringtrain's
+summary, step_s_median): the typical step, which a slow spell of a shared
+machine does not move, and what the step model predicts (it is built from
+median phase times). The mean, samples over the time of the later windows,
+is in DIR/runs.csv beside it; on a quiet machine the two agree.
 
 The flags after '--' go to every 'ringtrain train' run unchanged, except that
 the study sets --max-steps S --epochs 1000000 --check-every 0 --log-every S/5
@@ -112,7 +116,8 @@ with --global-batch.
 CSV columns: np, nodes, global_batch, samples_per_s, scaling_efficiency,
 exposed_comm_share, samples_per_s_min, samples_per_s_max, efficiency_min,
 efficiency_max, repeats, source.
-  samples_per_s       the median over the repeats (min and max beside it)
+  samples_per_s       global batch / the run's median step time; the median
+                      over the repeats (min and max beside it)
   scaling_efficiency  samples_per_s / (np x the 1-rank samples_per_s); when np=1
                       is not in the list, relative to the smallest np per rank
                       (its median); min and max are each repeat's against it
@@ -122,6 +127,9 @@ efficiency_max, repeats, source.
                       step model's rows (repeats 0; samples/s is the measured base
                       per rank x np x the predicted efficiency)
 nodes and global_batch are what ringtrain itself reported at start-up.
+DIR/runs.csv has one row per run: np, repeat, nodes, global_batch,
+samples_per_s (from the median step), samples_per_s_mean (samples over time of
+the windows after warm-up), exposed_comm_share.
 The plot needs gnuplot (Debian: gnuplot-nox, see launch/install-deps.sh);
 without it the CSV is still written and the study says the plot is missing.
 EOF
@@ -298,11 +306,14 @@ launch_cmd() {  # launch_cmd NP: sets cmd (the argv that runs NP ranks)
   cmd+=(--max-steps "$steps" --epochs 1000000 --check-every 0 --log-every "$log_every")
 }
 
-# summarize METRICS: prints "samples_per_s exposed_comm_share windows" over the
-# "kind":"train" lines after the first. Each window spans (step - previous
-# step) steps; its samples are samples_per_s x time, its time steps x step_s.
+# summarize METRICS GLOBAL_BATCH: prints "samples_per_s exposed_comm_share
+# windows samples_per_s_mean" over the "kind":"train" lines after the first.
+# Each window spans window_steps steps (older binaries: step - previous step);
+# its samples are samples_per_s x time, its time steps x window_step_s.
+# samples_per_s is GLOBAL_BATCH over the summary's step_s_median (the mean
+# where the summary has none).
 summarize() {
-  awk '
+  awk -v gb="$2" '
     function num(key,   re, s) {
       re = "\"" key "\":[-+0-9.eE]+"
       if (!match($0, re)) return "";
@@ -311,22 +322,31 @@ summarize() {
     /"kind":"train"/ {
       step = num("step"); sps = num("samples_per_s"); st = num("step_s"); ex = num("exposed_comm_s")
       if (step == "" || sps == "" || st == "" || ex == "") { bad = 1; next }
+      # A window: its steps and their mean times where ringtrain reports them
+      # (window_steps, window_step_s, window_exposed_comm_s), else the logged
+      # step standing for it.
+      k = num("window_steps"); wst = num("window_step_s"); wex = num("window_exposed_comm_s")
+      if (k == "" || k <= 0) k = step - prev
+      if (wst != "" && wst > 0) { st = wst; if (wex != "") ex = wex }
       n++
       if (n > 1 && step > prev) {
-        k = step - prev; t = k * st
+        t = k * st
         time += t; samples += sps * t; exposed += k * ex; windows++
       }
       prev = step
     }
+    /"kind":"summary"/ { med = num("step_s_median") }
     END {
       if (bad) { print "malformed"; exit }
       if (windows == 0 || time <= 0) { print "nowindows " n + 0; exit }
-      printf "%.6g %.6f %d\n", samples / time, exposed / time, windows
+      mean = samples / time
+      typical = (med != "" && med > 0 && gb > 0) ? gb / med : mean
+      printf "%.6g %.6f %d %.6g\n", typical, exposed / time, windows, mean
     }' "$1"
 }
 
 run_one() {  # run_one NP REPEAT: appends "np nodes gbatch sps share repeat" to runs[]
-  local n=$1 k=$2 dir=$out/runs/np$1/r$2 rc=0 summary nodes gbatch sps share windows
+  local n=$1 k=$2 dir=$out/runs/np$1/r$2 rc=0 summary nodes gbatch sps share windows sps_mean
   rm -rf "$dir"; mkdir -p "$dir"
   launch_cmd "$n"
   cmd+=(--logdir "$dir" --trace "$dir/trace.json")
@@ -357,14 +377,14 @@ run_one() {  # run_one NP REPEAT: appends "np nodes gbatch sps share repeat" to 
   nodes=${nodes##* }
   [ -z "$global_batch" ] || [ "$gbatch" -eq "$global_batch" ] ||
     { say "np=$n: ringtrain reports global batch $gbatch, not --global-batch $global_batch (log: $dir/output.log)"; return 1; }
-  summary=$(summarize "$dir/metrics.jsonl")
+  summary=$(summarize "$dir/metrics.jsonl" "$gbatch")
   case $summary in
     malformed) say "np=$n: a train line of $dir/metrics.jsonl lacks step, samples_per_s, step_s or exposed_comm_s"; return 1 ;;
     nowindows*) say "np=$n: $dir/metrics.jsonl has ${summary#* } train window(s); the study needs two (warm-up + measured): raise --steps"; return 1 ;;
   esac
-  read -r sps share windows <<<"$summary"
-  runs+=("$n $nodes $gbatch $sps $share $k")
-  say "np=$n, repeat $k: $nodes node(s), global batch $gbatch, $sps samples/s, exposed comm $share of the step ($windows window(s) of $log_every step(s) after warm-up)"
+  read -r sps share windows sps_mean <<<"$summary"
+  runs+=("$n $nodes $gbatch $sps $share $k $sps_mean")
+  say "np=$n, repeat $k: $nodes node(s), global batch $gbatch, $sps samples/s (median step; mean $sps_mean), exposed comm $share of the step ($windows window(s) of $log_every step(s) after warm-up)"
 }
 
 # aggregate: rows[] = one line per np, "np nodes gbatch median min max share
@@ -405,6 +425,10 @@ write_csv() {
     measured_csv
     [ ! -s "$out/predicted-rows.csv" ] || cat "$out/predicted-rows.csv"
   } >"$csv"
+  {
+    echo "np,repeat,nodes,global_batch,samples_per_s,samples_per_s_mean,exposed_comm_share"
+    [ ${#runs[@]} -eq 0 ] || printf '%s\n' "${runs[@]}" | awk '{ printf "%d,%d,%d,%d,%s,%s,%s\n", $1, $6, $2, $3, $4, $7, $5 }'
+  } >"$out/runs.csv"
 }
 
 plot() {

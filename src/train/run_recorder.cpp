@@ -36,7 +36,8 @@ RunRecorder::RunRecorder(const TrainConfig& config, const Topology& topology,
 RunRecorder::~RunRecorder() = default;
 
 void RunRecorder::on_step(std::uint64_t step, std::uint64_t epoch, float lr, double loss,
-                          const StepTiming& t, double samples_per_second) {
+                          const StepTiming& t, const StepWindow& window) {
+  const double samples_per_second = window.samples_per_s;
   if (rank_ != 0) return;
   const double compute = t.forward + t.backward + t.optimizer;
   if (config_.log_every > 0) {
@@ -65,6 +66,10 @@ void RunRecorder::on_step(std::uint64_t step, std::uint64_t epoch, float lr, dou
                         {"lr", lr},
                         {"samples_per_s", samples_per_second},
                         {"step_s", t.total},
+                        {"window_steps", window.steps},
+                        {"window_step_s", window.step_s_mean},
+                        {"window_step_s_median", window.step_s_median},
+                        {"window_exposed_comm_s", window.exposed_comm_s_mean},
                         {"forward_s", t.forward},
                         {"backward_s", t.backward},
                         {"optimizer_s", t.optimizer},
@@ -177,6 +182,8 @@ void RunRecorder::finish(Communicator& control, const TrainSummary& summary) {
                        {"test_accuracy", summary.test_accuracy},
                        {"test_loss", summary.test_loss},
                        {"samples_per_s", summary.samples_per_second},
+                       {"step_s_median", summary.step_s_median},
+                       {"median_steps", summary.median_steps},
                        {"stopped_by_signal", summary.stopped_by_signal}});
   }
   if (config_.trace.empty()) return;

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "core/median.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/error.h"
 
@@ -28,12 +29,6 @@ struct StepSpans {
   std::vector<BucketProfile> buckets;
   bool has_first = false;
 };
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 }  // namespace
 

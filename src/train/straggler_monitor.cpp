@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "core/median.h"
+
 namespace ringtrain {
 
 namespace {
@@ -11,12 +13,6 @@ namespace {
 constexpr double kStragglerFactor = 1.2;
 // Differences below a millisecond per step are scheduling noise, not a finding.
 constexpr double kNoiseFloorSeconds = 1e-3;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n == 0 ? 0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
-}
 
 std::string ms(double s) {
   return fmt::format("{:.1f} ms", s * 1e3);

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "core/fault_stall.h"
+#include "core/median.h"
 #include "ringtrain/comm/communicator.h"
 #include "ringtrain/comm/control_channel.h"
 #include "ringtrain/comm/flight_recorder.h"
@@ -156,6 +157,12 @@ class Trainer {
   LossWindow window_;
   OrderingPoint previous_batch_done_;  // behind the kernels that read the last batch
   std::uint64_t host_syncs_between_logs_ = 0;
+  std::vector<double> window_step_s_;  // rank 0's step times since the last log
+  double window_exposed_s_ = 0;        // and their exposed all-reduce time
+  // Step times after the first progress window, for the run's median (the
+  // first million: 8 MiB at most).
+  std::vector<double> measured_step_s_;
+  std::uint64_t run_steps_ = 0;
   std::int32_t stop_flag_ = 0;  // in flight while stop_request_ is
   CommRequest stop_request_;
   bool stop_in_flight_ = false;
@@ -501,14 +508,28 @@ void Trainer::log_step(StepOutcome& outcome) {
   BufferView wire{&window_, 2, DType::f64, Device::cpu()};
   control_->allreduce(wire, wire, ReduceOp::sum);
   const double loss = window_.samples > 0 ? window_.loss_sum / window_.samples : 0.0;
-  recorder_->on_step(step_, outcome.epoch, outcome.lr, loss, outcome.timing,
-                     static_cast<double>(global_batch_) / outcome.timing.total);
+  StepWindow w;
+  w.steps = window_step_s_.size();
+  double seconds = 0;
+  for (double s : window_step_s_) seconds += s;
+  w.step_s_mean = w.steps > 0 ? seconds / static_cast<double>(w.steps) : 0.0;
+  w.step_s_median = median(window_step_s_);
+  w.samples_per_s = seconds > 0 ? window_.samples / seconds : 0.0;
+  w.exposed_comm_s_mean = w.steps > 0 ? window_exposed_s_ / static_cast<double>(w.steps) : 0.0;
+  recorder_->on_step(step_, outcome.epoch, outcome.lr, loss, outcome.timing, w);
   window_ = {};
+  window_step_s_.clear();
+  window_exposed_s_ = 0;
 }
 
 bool Trainer::after_step(StepOutcome& outcome) {
   flight::enter_phase("after-step", step_);
   stragglers_->add(outcome.timing);
+  window_step_s_.push_back(outcome.timing.total);
+  window_exposed_s_ += outcome.timing.exposed_comm;
+  const std::uint64_t warmup_steps = cfg_.log_every > 0 ? cfg_.log_every : 1;
+  if (++run_steps_ > warmup_steps && measured_step_s_.size() < (std::size_t{1} << 20))
+    measured_step_s_.push_back(outcome.timing.total);
   if (const auto report = stragglers_->maybe_report(step_, *control_))
     recorder_->on_stragglers(*report);
   const bool stop = stop_agreed();
@@ -631,6 +652,8 @@ TrainSummary Trainer::run() {
   summary_.test_n = last_eval_.n;
   summary_.samples_per_second =
       run_seconds_ > 0 ? static_cast<double>(run_samples_) / run_seconds_ : 0;
+  summary_.step_s_median = median(measured_step_s_);
+  summary_.median_steps = measured_step_s_.size();
   recorder_->finish(*control_, summary_);
   flight::enter_phase("done", step_);
   flight::stop();

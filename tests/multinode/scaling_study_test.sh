@@ -17,6 +17,8 @@
 #                and run nothing
 #   noisy        repeats far apart get a warning that the machine was noisy
 #   noisy_curve  so do the rounds of compute timed for a prediction
+#   median_step  a run's samples/s is the global batch over its median step;
+#                runs.csv has each run's mean beside it
 # Needs RINGTRAIN_EXE (the built ringtrain binary) and gnuplot (gnuplot-nox,
 # installed by launch/install-deps.sh).
 set -uo pipefail
@@ -327,5 +329,39 @@ EOF
     curve_study 1.0,1.1,1.05
     ! grep -q "rounds of compute" "$tmp/study.log" || fail "a noise warning for compute rounds 10% apart"
     pass "compute rounds far apart are called noisy, close ones are not" ;;
-  *) echo "usage: scaling_study_test.sh local|strong|predict|netns|netns_predict|bad_options|noisy|noisy_curve" >&2; exit 2 ;;
+  median_step)
+    # A stand-in train with a slow spell: windows of 4 steps at 10 ms and one at
+    # 40 ms, and a summary whose median step is 10 ms. The CSV's samples/s is
+    # the global batch over the median step (800 at np=1, 1600 at np=2: batch
+    # 8 per rank); runs.csv keeps the mean beside it (samples over the later
+    # windows' time: 4 x 8 x np samples per window, 3 windows in 240 ms).
+    cat >"$tmp/fake" <<'STUB'
+#!/bin/sh
+[ "${OMPI_COMM_WORLD_RANK:-0}" = 0 ] || exit 0
+np=${OMPI_COMM_WORLD_SIZE:-1}
+while [ $# -gt 0 ]; do [ "$1" = --logdir ] && dir=$2; shift; done
+echo "ringtrain train: $np rank(s) on 1 node(s), backend ring"
+echo "  global batch $((8 * np)) = 8 per rank"
+for w in "4 0.01" "8 0.01" "12 0.04" "16 0.01"; do
+  set -- $w
+  rate=$(awk -v np="$np" -v t="$2" 'BEGIN { print 8 * np / t }')
+  echo "{\"kind\":\"train\",\"step\":$1,\"samples_per_s\":$rate,\"step_s\":0.009,\"exposed_comm_s\":0,\"window_steps\":4,\"window_step_s\":$2,\"window_exposed_comm_s\":0.001}" >>"$dir/metrics.jsonl"
+done
+echo "{\"kind\":\"summary\",\"step\":16,\"samples_per_s\":1,\"step_s_median\":0.01,\"median_steps\":12}" >>"$dir/metrics.jsonl"
+STUB
+    chmod +x "$tmp/fake"
+    timeout --kill-after=10 120 "$study" --exe "$tmp/fake" --np 1,2 --repeats 1 --steps 20 --oversubscribe -o "$tmp/out" -- --data x.h5 >"$tmp/study.log" 2>&1
+    rc=$?
+    cat "$tmp/study.log"
+    [ "$rc" -eq 0 ] || fail "the study exited with $rc"
+    cat "$tmp/out/scaling.csv" "$tmp/out/runs.csv"
+    grep -q '^1,1,8,800.0,1.0000,0.0500,800.0,800.0,1.0000,1.0000,1,measured$' "$tmp/out/scaling.csv" ||
+      fail "np=1: samples/s is not the global batch over the median step (800)"
+    grep -q '^2,1,16,1600.0,1.0000,' "$tmp/out/scaling.csv" || fail "np=2: samples/s is not 1600"
+    [ "$(head -n 1 "$tmp/out/runs.csv")" = "np,repeat,nodes,global_batch,samples_per_s,samples_per_s_mean,exposed_comm_share" ] ||
+      fail "runs.csv header is '$(head -n 1 "$tmp/out/runs.csv")'"
+    grep -q '^1,1,1,8,800,400,0.05' "$tmp/out/runs.csv" || fail "runs.csv: np=1 should have the mean 400 beside 800"
+    grep -q '^2,1,1,16,1600,800,0.05' "$tmp/out/runs.csv" || fail "runs.csv: np=2 should have the mean 800 beside 1600"
+    pass "samples/s from the median step, the mean beside it in runs.csv" ;;
+  *) echo "usage: scaling_study_test.sh local|strong|predict|netns|netns_predict|bad_options|noisy|noisy_curve|median_step" >&2; exit 2 ;;
 esac

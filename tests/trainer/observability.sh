@@ -25,6 +25,16 @@ for r in train:
     # to wait for the device once (the loss read), the steps between none.
     assert r["host_syncs"] == 1, ("host syncs in a logged step", r)
     assert r["host_syncs_between_logs"] == 0, ("host syncs in steady steps", r)
+# Each line speaks for its window (the steps since the previous line), not
+# only for the logged step: samples over the window's step time, its median.
+assert [r["window_steps"] for r in train] == [5, 5, 2], train
+for r in train:
+    assert r["window_step_s"] > 0 and r["window_step_s_median"] > 0, r
+    assert abs(r["samples_per_s"] - 16 / r["window_step_s"]) <= 1e-6 * r["samples_per_s"], r
+    assert 0 <= r["window_exposed_comm_s"] <= r["window_step_s"], r
+summary = rows[-1]
+# The run's median step leaves out the first window (warm-up): steps 6 to 12.
+assert summary["median_steps"] == 7 and summary["step_s_median"] > 0, summary
 evals = [r for r in rows if r["kind"] == "eval"]
 assert [r["step"] for r in evals] == [6, 12] and all(r["n"] == 101 for r in evals), evals
 assert "checkpoint" in kinds and kinds[-1] == "summary", kinds

@@ -38,6 +38,17 @@ struct StepTiming {
   std::uint64_t skipped_steps = 0;
 };
 
+// The steps since the previous logged one (the progress window). A logged
+// step's own time is one sample of a shared machine's noise; the window's
+// mean and median are the figures to compare runs by.
+struct StepWindow {
+  std::uint64_t steps = 0;
+  double step_s_mean = 0;    // training steps only: evaluations and checkpoints excluded
+  double step_s_median = 0;  // robust to a slow spell of the machine
+  double samples_per_s = 0;  // samples trained in the window over its steps' time
+  double exposed_comm_s_mean = 0;
+};
+
 class MetricsLog;
 struct StragglerReport;
 class TensorBoardWriter;
@@ -51,9 +62,10 @@ class RunRecorder {
               std::optional<std::uint64_t> resume_step);
   ~RunRecorder();
 
-  // Rank 0 logs; loss is the global mean over the steps since the last call.
+  // Rank 0 logs; loss is the global mean over the steps since the last call,
+  // timing the logged step's own phases.
   void on_step(std::uint64_t step, std::uint64_t epoch, float lr, double loss,
-               const StepTiming& timing, double samples_per_second);
+               const StepTiming& timing, const StepWindow& window);
   void on_eval(std::uint64_t step, const EvalResult& result, double seconds);
   void on_checkpoint(std::uint64_t step, const std::string& path);
   // --straggler-every: the per-rank step times, the slowest rank and its

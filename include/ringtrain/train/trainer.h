@@ -17,7 +17,12 @@ struct TrainSummary {
   double test_accuracy = 0;
   double test_loss = 0;
   std::uint64_t test_n = 0;
-  double samples_per_second = 0;   // global, mean over this run's steps
+  double samples_per_second = 0;  // global, mean over this run's steps
+  // The median step of this run after its first progress window (warm-up:
+  // first touches, allocations, connection set-up), over median_steps steps;
+  // a slow spell of a shared machine moves the mean above but not this.
+  double step_s_median = 0;
+  std::uint64_t median_steps = 0;
   bool stopped_by_signal = false;  // SIGINT/SIGTERM: a checkpoint was written if --ckpt-dir
   std::string last_checkpoint;
 };
