@@ -17,6 +17,7 @@
 #include <mutex>
 #include <optional>
 
+#include "comm/broadcast_text.h"
 #include "core/fault_stall.h"
 #include "core/hdf5.h"
 #include "data/pixel_conversion.h"
@@ -369,16 +370,19 @@ Dataset Dataset::open_on_all_ranks(const std::string& path, const std::string& s
   } catch (const Error& e) {
     message = e.what();
   }
-  // The lowest failing rank, or -1: every rank learns it, so every rank
+  // The highest failing rank, or -1: every rank learns it, so every rank
   // reports. The communicator's --timeout ends the wait when a rank never
   // gets here (stuck on a slow file system, or dead).
   std::int32_t failed_max = message.empty() ? -1 : control.rank();
   const BufferView flag{&failed_max, 1, DType::i32, Device::cpu()};
   control.allreduce(flag, flag, ReduceOp::max);
   if (failed_max >= 0) {
+    // Every rank says what the failing rank found: its own path and reason
+    // (ranks may be given different files), even where the launcher ends the
+    // job before that rank's own message is out.
+    const std::string cause = broadcast_text(control, message, failed_max);
     if (!message.empty()) throw Error(message);
-    RT_CHECK(false, "rank {} could not open {} (split /{}); see its message", failed_max, path,
-             split);
+    throw Error(fmt::format("rank {} could not open its data set: {}", failed_max, cause));
   }
   return std::move(*ds);
 }

@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "comm/broadcast_text.h"
 #include "ringtrain/core/buffer_copy.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/model/model_spec.h"
@@ -19,24 +20,13 @@ BufferView host_i64(std::vector<std::uint64_t>& v) {
 
 // Rank 0's verdict on each phase, so every rank throws together.
 void share_verdict(Communicator& control, const std::string& error_on_root) {
-  std::vector<std::uint64_t> len{error_on_root.size()};
-  control.broadcast(host_i64(len), host_i64(len), 0);
-  if (len[0] == 0) return;
-  std::vector<std::uint64_t> words((len[0] + 7) / 8, 0);
-  if (control.rank() == 0) std::memcpy(words.data(), error_on_root.data(), error_on_root.size());
-  control.broadcast(host_i64(words), host_i64(words), 0);
-  std::string message(reinterpret_cast<const char*>(words.data()),
-                      static_cast<std::size_t>(len[0]));
+  const std::string message = broadcast_text(control, error_on_root, 0);
+  if (message.empty()) return;
   throw Error(control.rank() == 0 ? message : message + " (reported by rank 0)");
 }
 
 std::string broadcast_string(Communicator& control, const std::string& text) {
-  std::vector<std::uint64_t> len{text.size()};
-  control.broadcast(host_i64(len), host_i64(len), 0);
-  std::vector<std::uint64_t> words((len[0] + 7) / 8, 0);
-  if (control.rank() == 0) std::memcpy(words.data(), text.data(), text.size());
-  control.broadcast(host_i64(words), host_i64(words), 0);
-  return {reinterpret_cast<const char*>(words.data()), static_cast<std::size_t>(len[0])};
+  return broadcast_text(control, text, 0);
 }
 
 }  // namespace
