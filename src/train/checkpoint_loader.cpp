@@ -25,10 +25,6 @@ void share_verdict(Communicator& control, const std::string& error_on_root) {
   throw Error(control.rank() == 0 ? message : message + " (reported by rank 0)");
 }
 
-std::string broadcast_string(Communicator& control, const std::string& text) {
-  return broadcast_text(control, text, 0);
-}
-
 }  // namespace
 
 CheckpointModel load_checkpoint_model(const std::string& path, Communicator& control,
@@ -70,7 +66,7 @@ CheckpointModel load_checkpoint_model(const std::string& path, Communicator& con
   out.meta.world_size = static_cast<int>(meta[4]);
   out.meta.model_hash = meta[5];
   out.meta.finished = meta[6] != 0;
-  out.meta.model_spec = broadcast_string(control, ck.meta.model_spec);
+  out.meta.model_spec = broadcast_text(control, ck.meta.model_spec, 0);
 
   // Every rank builds the model the checkpoint describes; whether it fits this
   // data, and whether the file's tensors fit the model, is decided on rank 0.
@@ -93,7 +89,7 @@ CheckpointModel load_checkpoint_model(const std::string& path, Communicator& con
   control.allreduce(host_i64(failed), host_i64(failed), ReduceOp::sum);
   if (failed[0] > 0) {
     const std::string root_error =
-        broadcast_string(control, control.rank() == 0 ? error : std::string());
+        broadcast_text(control, control.rank() == 0 ? error : std::string(), 0);
     if (!root_error.empty())
       throw Error(control.rank() == 0 ? root_error : root_error + " (reported by rank 0)");
     throw Error(!error.empty()
