@@ -70,7 +70,10 @@ Prediction (the step model; see README "Predicting scaling"):
                         mean rate's): ranks on one machine share its cores and
                         memory, so each computes slower (bench predict
                         --colocation all; a predicted count above the largest
-                        measured takes the largest's slowdown)
+                        measured takes the largest's slowdown). That slowdown is
+                        timed side by side (bench step --side-by-side: rounds of
+                        one rank alone, then all at once), as the machine's
+                        speed drifts between separate runs
   --comm-model FILE     alpha/beta fits of 'ringtrain bench model --json'; without
                         it the study measures them first (--netns-nodes: across the
                         nodes, one rank each, on the same shaped links; and inside a
@@ -601,11 +604,14 @@ time_compute() {  # time_compute NP ROUND: this round's points that belong to NP
     read -r b k w <<<"$p"
     [ "$w" -eq "$1" ] || continue
     name=b$b; [ "$k" -eq 1 ] || name=b$b-k$k
-    local at_once=("${launch[@]}")
-    [ "$k" -eq 1 ] || at_once=("$here/ringtrain-mpirun" -n "$k" --oversubscribe --)
+    local at_once=("${launch[@]}") timing=(--min-time 1)
+    # Ranks at once: rounds of rank 0 alone and all at once, so that the
+    # slowdown is taken within seconds, not across runs the machine's drift
+    # sets apart.
+    [ "$k" -eq 1 ] || { at_once=("$here/ringtrain-mpirun" -n "$k" --oversubscribe --); timing=(--min-time 1.5 --side-by-side 6); }
     step_cmd=("${at_once[@]}" "$exe" bench step --data "$(train_flag data '')" --model "$(train_flag model cnn)"
       --optimizer "$(train_flag optimizer sgd)" --device "$(train_flag device auto)" --tf32 "$(train_flag tf32 default)"
-      --batch "$b" --steps 5 --warmup 3 --min-time 1 --json)
+      --batch "$b" --steps 5 --warmup 3 "${timing[@]}" --json)
     run_logged "$out/compute-curve/$name-r$2.log" "${step_cmd[@]}" || return 1
     grep '^{' "$out/compute-curve/$name-r$2.log" >>"$out/compute-curve/$name.jsonl" ||
       { say "bench step printed no JSON (log: $out/compute-curve/$name-r$2.log)"; return 1; }
@@ -614,23 +620,26 @@ time_compute() {  # time_compute NP ROUND: this round's points that belong to NP
 finish_compute_curve() {  # finish_compute_curve PROFILE_NP: writes $out/compute-curve.jsonl
   local curve=$out/compute-curve.jsonl p b k w name
   : >"$curve"
-  # Each point keeps its median round, so one slow spell does not bend the curve.
+  # Each point keeps its median round, so one slow spell does not bend the
+  # curve: by its time alone, by its slowdown with ranks at once.
   for p in "${curve_pairs[@]}"; do
     read -r b k w <<<"$p"
-    name=b$b; [ "$k" -eq 1 ] || name=b$b-k$k
-    awk '{ if (!match($0, /"step_ms_synchronous": *[-+0-9.eE]+/)) { bad = 1; exit }
+    name=b$b key=step_ms_synchronous; [ "$k" -eq 1 ] || name=b$b-k$k key=slowdown_beside
+    awk -v key="$key" '{ if (!match($0, "\"" key "\": *[-+0-9.eE]+")) { bad = 1; exit }
            v = substr($0, RSTART, RLENGTH); sub(/^[^:]*: */, "", v); t[NR] = v + 0; line[NR] = $0 }
          END { if (bad || NR == 0) exit 1; n = NR; for (i = 1; i <= n; i++) { r = 0
                  for (j = 1; j <= n; j++) if (t[j] < t[i] || (t[j] == t[i] && j < i)) r++
                  if (r == int((n - 1) / 2)) print line[i] } }' "$out/compute-curve/$name.jsonl" >>"$curve" ||
-      { say "bench step wrote no step_ms_synchronous (in $out/compute-curve/$name.jsonl)"; return 1; }
+      { say "bench step wrote no $key (in $out/compute-curve/$name.jsonl)"; return 1; }
     # Rounds that disagree: the machine was noisy while compute was timed, so
     # the prediction is not to be trusted (as for the runs' repeats).
-    awk -v what="batch $b with $k rank(s) at once" '
-      match($0, /"step_ms_synchronous": *[-+0-9.eE]+/) { v = substr($0, RSTART, RLENGTH); sub(/^[^:]*: */, "", v); t[++m] = v + 0 }
+    local what="compute at batch $b alone (ms)"
+    [ "$k" -eq 1 ] || what="the slowdown at batch $b with $k rank(s) at once"
+    awk -v key="$key" -v what="$what" '
+      match($0, "\"" key "\": *[-+0-9.eE]+") { v = substr($0, RSTART, RLENGTH); sub(/^[^:]*: */, "", v); t[++m] = v + 0 }
       END { if (m < 2) exit; for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (t[j] < t[i]) { x = t[i]; t[i] = t[j]; t[j] = x }
             med = t[int((m + 1) / 2)]; s = (t[m] - t[1]) / med
-            if (s > 0.15) printf "warning: the %d rounds of compute at %s spread %.0f%% of their median (%.2f-%.2f ms): the machine was noisy, so the prediction is not to be trusted\n", m, what, 100 * s, t[1], t[m] }' \
+            if (s > 0.15) printf "warning: the %d rounds of %s spread %.0f%% of their median (%.3f-%.3f): the machine was noisy, so the prediction is not to be trusted\n", m, what, 100 * s, t[1], t[m] }' \
       "$out/compute-curve/$name.jsonl" | while read -r line; do say "$line"; done
   done
   extra+=(--compute-curve "$curve" --profile-batch "$(batch_of "$1")")

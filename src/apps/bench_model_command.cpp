@@ -138,15 +138,18 @@ AfterCompute sweep_after_compute(Communicator& comm, const BufferView& all,
     BufferView view{v.data(), v.size(), DType::f64, Device::cpu()};
     harness.allreduce(view, view, op);
   };
-  // Each rank sizes its compute alone (the others wait), so that the work is
-  // the same wherever ranks share cores.
-  double rate = 0;
+  // Each rank times its core alone (the others wait), and all run the same
+  // work, as the ranks of a training step do: the mean of those rates over
+  // --after-compute ms. (Sized per rank, a rate timed a little high on one rank
+  // gave it more work every cycle, and the others a wait no training step has.)
+  std::vector<double> rate{0};
   for (int r = 0; r < w; ++r) {
     harness.barrier();
-    if (r == topo.rank()) rate = ComputeBurst::gemms_per_second(0.2);
+    if (r == topo.rank()) rate[0] = ComputeBurst::gemms_per_second(0.2);
   }
-  harness.barrier();
-  ComputeBurst burst(static_cast<std::uint64_t>(std::max(1.0, rate * o.after_compute_ms * 1e-3)));
+  reduce(rate, ReduceOp::sum);
+  ComputeBurst burst(
+      static_cast<std::uint64_t>(std::max(1.0, rate[0] / w * o.after_compute_ms * 1e-3)));
   AfterCompute out;
   // The compute at the mean rate: every rank computes for the same wall time,
   // so all compete throughout; 1 / the ranks' mean rate. Timed in each round

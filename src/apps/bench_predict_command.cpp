@@ -287,10 +287,14 @@ int run_predict(const PredictOptions& o) {
       }
       const double alone = curve->curve.step_s_at(batch_at(world), 1);
       const double beside = curve->curve.step_s_at(batch_at(world), k);
+      bool paired = false;
+      for (const ComputePoint& p : curve->curve.points())
+        paired = paired || (p.colocated == used && p.slowdown > 0);
       std::printf(
           "# %d rank(s) at once on one machine at %d node(s): batch %g takes %.3f ms per step "
-          "(a synchronous step, measured with %d at once) against %.3f ms alone (x%.2f)\n",
-          k, n, batch_at(world), 1e3 * beside, used, 1e3 * alone, beside / alone);
+          "(a synchronous step, measured with %d at once%s) against %.3f ms alone (x%.2f)\n",
+          k, n, batch_at(world), 1e3 * beside, used,
+          paired ? ", side by side with one rank alone" : "", 1e3 * alone, beside / alone);
     }
   }
   if (shared_core && under_load_for(last.shape, a)) {
@@ -343,7 +347,9 @@ CLI::App* add_bench_predict(CLI::App& bench, CommandContext& ctx) {
       "one machine ('mpirun -np K ... bench step', the slowest rank's time) give compute beside\n"
       "K-1 others: --colocation per-node (ranks per node share a machine, as on a cluster) or\n"
       "all (every rank on one machine, as netns-cluster nodes are). A count not measured\n"
-      "takes the nearest measured one below it.\n"
+      "takes the nearest measured one below it. A line of 'bench step --side-by-side' gives\n"
+      "its slowdown beside the others as timed round by round against one rank alone, and\n"
+      "that slowdown is applied to the curve alone.\n"
       "--cores-per-node C: with as many ranks per node as cores (or more), a rank's\n"
       "communication shares the core it computes on. Where the model was measured with\n"
       "'bench model --under-load', each side slows the other: during backward an all-reduce\n"

@@ -6,6 +6,7 @@
 // pass of the same steps queued back to back, as training runs them, with one
 // host wait at the end (and the host syncs it asked for, which should be 0).
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -18,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/command.h"
+#include "core/median.h"
 #include "ringtrain/comm/control_channel.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/host_sync.h"
@@ -65,6 +67,9 @@ struct BenchStepOptions {
   bool json = false;
   double timeout = 300;
   double min_time = 0;  // the steady pass runs at least this long (seconds)
+  // > 0 with several ranks: the steady pass as this many rounds of rank 0
+  // alone, then every rank at once (see --side-by-side).
+  std::size_t side_by_side = 0;
 };
 
 std::vector<std::size_t> parse_input_shape(const std::string& text) {
@@ -185,38 +190,6 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
     loss = r.loss_sum / static_cast<double>(o.batch);
   }
   const double n = static_cast<double>(o.steps);
-  // The steady rate, as a training step runs: the same steps queued back to
-  // back with the loss kept on the device, one host wait at the end of the
-  // window (the phase pass above synchronises after every phase, which a real
-  // step never does, so its sum overstates the step).
-  control->barrier();
-  const std::uint64_t syncs_before = host_sync::count();
-  Stopwatch steady;
-  std::size_t steady_steps = 0;
-  // At least --steps, and with --min-time until that long has passed: ranks
-  // timed at once then share the machine for the whole window (a fixed count
-  // would leave the slowest rank alone at the end).
-  for (std::size_t step = 0; step < o.steps || (o.min_time > 0 && steady.seconds() < o.min_time);
-       ++step) {
-    model->set_dropout_context(static_cast<std::uint64_t>(topo.rank()), o.warmup + o.steps + step);
-    model->forward_accumulate(xd.data_as<float>(), yd.data_as<std::int32_t>(), o.batch, true);
-    model->backward(1.0f, false);
-    optimizer->step(model->params(), model->grads(), o.lr);
-    ++steady_steps;
-    // On a GPU the clock would only see the queueing: wait for the device (a
-    // counted host sync) once --steps are done and the time decides.
-    if (o.min_time > 0 && step + 1 >= o.steps && mo.device.is_cuda()) device_synchronize(mo.device);
-  }
-  const double steady_n = static_cast<double>(steady_steps);
-  const std::uint64_t steady_syncs = host_sync::count() - syncs_before;
-  loss = model->take_loss_totals().loss_sum / (static_cast<double>(o.batch) * steady_n);
-  const double steady_s = steady.seconds();
-  const double rate = static_cast<double>(o.batch) * steady_n / steady_s;
-  const double syncs_per_step = static_cast<double>(steady_syncs) / steady_n;
-  double min_rate = rate, max_rate = rate, total_rate = rate;
-  control->allreduce(view_of(&min_rate, 1), view_of(&min_rate, 1), ReduceOp::min);
-  control->allreduce(view_of(&max_rate, 1), view_of(&max_rate, 1), ReduceOp::max);
-  control->allreduce(view_of(&total_rate, 1), view_of(&total_rate, 1), ReduceOp::sum);
   // Ranks that computed at once on one machine (the most on any): they share
   // its cores, caches and memory bandwidth ('bench predict --compute-curve').
   double ranks_per_host = topo.local_size();
@@ -227,6 +200,93 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
   const int cores = host_cores(topo, *control);
   double oversubscribed = topo.local_size() > cores ? 1.0 : 0.0;
   control->allreduce(view_of(&oversubscribed, 1), view_of(&oversubscribed, 1), ReduceOp::max);
+
+  // The steady rate, as a training step runs: the same steps queued back to
+  // back with the loss kept on the device, one host wait at the end of the
+  // window (the phase pass above synchronises after every phase, which a real
+  // step never does, so its sum overstates the step). At least `min_steps`,
+  // and at least `min_seconds`: ranks timed at once then share the machine
+  // for the whole window (a fixed count would leave the slowest rank alone at
+  // the end).
+  std::size_t step_index = o.warmup + o.steps;
+  auto timed_window = [&](std::size_t min_steps, double min_seconds) {
+    Stopwatch window;
+    std::size_t done = 0;
+    for (std::size_t step = 0;
+         step < min_steps || (min_seconds > 0 && window.seconds() < min_seconds); ++step) {
+      model->set_dropout_context(static_cast<std::uint64_t>(topo.rank()), step_index++);
+      model->forward_accumulate(xd.data_as<float>(), yd.data_as<std::int32_t>(), o.batch, true);
+      model->backward(1.0f, false);
+      optimizer->step(model->params(), model->grads(), o.lr);
+      ++done;
+      // On a GPU the clock would only see the queueing: wait for the device
+      // (a counted host sync) once the count is done and the time decides.
+      if (min_seconds > 0 && step + 1 >= min_steps && mo.device.is_cuda())
+        device_synchronize(mo.device);
+    }
+    if (min_seconds <= 0 && mo.device.is_cuda()) device_synchronize(mo.device);
+    return std::pair<std::size_t, double>{done, window.seconds()};
+  };
+  // A synchronous step of ranks that ran at once at `rate` samples/s each:
+  // the slowest rank's rate, or with more ranks than cores their mean rate.
+  auto synchronous_ms = [&](double rate) {
+    double lo = rate, total = rate;
+    control->allreduce(view_of(&lo, 1), view_of(&lo, 1), ReduceOp::min);
+    control->allreduce(view_of(&total, 1), view_of(&total, 1), ReduceOp::sum);
+    const double r = oversubscribed > 0 ? total / topo.world_size() : lo;
+    return 1e3 * static_cast<double>(o.batch) / r;
+  };
+  control->barrier();
+  const std::uint64_t syncs_before = host_sync::count();
+  std::size_t steady_steps = 0;
+  double steady_s = 0;
+  // --side-by-side: rounds of rank 0 alone (the others wait without using a
+  // core) and then every rank at once, each half as long as the steady pass
+  // asks. The machine's speed drifts over seconds on a shared host, so a
+  // slowdown taken from two separate runs is mostly drift; within a round both
+  // halves see the same machine.
+  std::vector<double> alone_ms, beside_ms, slowdowns;
+  std::size_t alone_steps = 0;  // rank 0's, outside the steady figures
+  const bool side_by_side = o.side_by_side > 0 && topo.world_size() > 1;
+  const double half_s =
+      side_by_side ? o.min_time / static_cast<double>(o.side_by_side) : o.min_time;
+  for (std::size_t round = 0; round < (side_by_side ? o.side_by_side : 1); ++round) {
+    if (side_by_side) {
+      control->barrier();
+      double alone = 0;
+      if (topo.rank() == 0) {
+        const auto [n_alone, s_alone] = timed_window(o.steps, half_s);
+        alone = 1e3 * s_alone / static_cast<double>(n_alone);
+        alone_steps += n_alone;
+      } else {
+        // Asleep for the half, not polling in the wait below: a rank that
+        // shares rank 0's core would otherwise take some of it.
+        std::this_thread::sleep_for(std::chrono::duration<double>(half_s));
+      }
+      control->allreduce(view_of(&alone, 1), view_of(&alone, 1), ReduceOp::max);
+      alone_ms.push_back(alone);
+      control->barrier();
+    }
+    const auto [n_steps, seconds] = timed_window(o.steps, half_s);
+    steady_steps += n_steps;
+    steady_s += seconds;
+    if (side_by_side) {
+      beside_ms.push_back(
+          synchronous_ms(static_cast<double>(o.batch) * static_cast<double>(n_steps) / seconds));
+      slowdowns.push_back(beside_ms.back() / alone_ms.back());
+    }
+  }
+  const double steady_n = static_cast<double>(steady_steps);
+  const std::uint64_t steady_syncs = host_sync::count() - syncs_before;
+  // The loss totals count rank 0's steps alone too.
+  loss = model->take_loss_totals().loss_sum /
+         (static_cast<double>(o.batch) * (steady_n + static_cast<double>(alone_steps)));
+  const double rate = static_cast<double>(o.batch) * steady_n / steady_s;
+  const double syncs_per_step = static_cast<double>(steady_syncs) / steady_n;
+  double min_rate = rate, max_rate = rate, total_rate = rate;
+  control->allreduce(view_of(&min_rate, 1), view_of(&min_rate, 1), ReduceOp::min);
+  control->allreduce(view_of(&max_rate, 1), view_of(&max_rate, 1), ReduceOp::max);
+  control->allreduce(view_of(&total_rate, 1), view_of(&total_rate, 1), ReduceOp::sum);
   const double mean_rate = total_rate / topo.world_size();
   const double synchronous_rate = oversubscribed > 0 ? mean_rate : min_rate;
   if (topo.rank() != 0) return 0;
@@ -257,6 +317,16 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
         {"ranks", topo.world_size()},
         {"ranks_per_host", static_cast<int>(ranks_per_host)},
         {"final_loss", loss}};
+    if (side_by_side) {
+      // The slowdown beside the others, paired round by round: what 'bench
+      // predict --compute-curve' applies to the curve alone.
+      j["side_by_side_rounds"] = o.side_by_side;
+      j["step_ms_alone"] = median(alone_ms);
+      j["step_ms_beside"] = median(beside_ms);
+      j["slowdown_beside"] = median(slowdowns);
+      j["rounds_alone_ms"] = alone_ms;
+      j["rounds_beside_ms"] = beside_ms;
+    }
     out = j.dump() + "\n";
   } else {
     out += fmt::format("# {:<10} {:>10} {:>8}\n", "phase", "ms/step", "share");
@@ -279,6 +349,12 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
                     1e3 * static_cast<double>(o.batch) / synchronous_rate,
                     oversubscribed > 0 ? "more ranks than cores on a host: at the ranks' mean rate"
                                        : "a core per rank: at the slowest rank's rate");
+    if (side_by_side)
+      out += fmt::format(
+          "# side by side, {} rounds of rank 0 alone then every rank at once: {:.3f} ms alone, "
+          "{:.3f} ms at once (medians); slowdown beside the others x{:.3f} (median of the rounds' "
+          "ratios)\n",
+          o.side_by_side, median(alone_ms), median(beside_ms), median(slowdowns));
   }
   std::fputs(out.c_str(), stdout);
   std::fflush(stdout);
@@ -305,6 +381,13 @@ CLI::App* add_bench_step(CLI::App& parent, CommandContext& ctx) {
                   "--steps if need be: ranks timed at once share the machine for the whole window")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  sub->add_option("--side-by-side", o->side_by_side,
+                  "With several ranks: time the steady pass as this many rounds of rank 0 alone "
+                  "(the others wait without using a core), then every rank at once, each half "
+                  "--min-time / ROUNDS long (and at least --steps); reports the slowdown beside "
+                  "the others as the median of the rounds' ratios, which a shared machine's "
+                  "drift does not bend as it does two separate runs")
+      ->capture_default_str();
   auto* input = sub->add_option("--input", o->input, "Per-sample input shape: C,H,W or F")
                     ->capture_default_str();
   auto* classes =

@@ -43,7 +43,15 @@ LoadedComputeCurve read_compute_curve_file(const std::string& path) {
     RT_CHECK(j[time_key].is_number(), "--compute-curve {} line {}: '{}' is not a number", path,
              number, time_key);
     const int colocated = j.value("ranks_per_host", 1);
-    points.push_back({j["batch"].get<double>(), j[time_key].get<double>() * 1e-3, colocated});
+    double slowdown = 0;
+    if (colocated > 1 && j.contains("slowdown_beside")) {
+      RT_CHECK(j["slowdown_beside"].is_number() && j["slowdown_beside"].get<double>() > 0,
+               "--compute-curve {} line {}: 'slowdown_beside' is not a positive number", path,
+               number);
+      slowdown = j["slowdown_beside"].get<double>();
+    }
+    points.push_back(
+        {j["batch"].get<double>(), j[time_key].get<double>() * 1e-3, colocated, slowdown});
   }
   try {
     return {ComputeCurve(std::move(points)), model};

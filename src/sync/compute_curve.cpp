@@ -19,6 +19,8 @@ ComputeCurve::ComputeCurve(std::vector<ComputePoint> points) : points_(std::move
              p.step_s);
     RT_CHECK(p.colocated >= 1, "compute curve: batch {} measured with {} co-located ranks", p.batch,
              p.colocated);
+    RT_CHECK(p.slowdown >= 0, "compute curve: batch {} has a negative slowdown beside others ({})",
+             p.batch, p.slowdown);
   }
   std::sort(points_.begin(), points_.end(), [](const ComputePoint& a, const ComputePoint& b) {
     return a.colocated != b.colocated ? a.colocated < b.colocated : a.batch < b.batch;
@@ -76,7 +78,8 @@ double ComputeCurve::step_s_at(double batch, int colocated) const {
   // between them, the nearest one's outside), applied to the curve alone,
   // which has more batches to say how compute depends on the batch.
   std::vector<ComputePoint> ratio;
-  for (const ComputePoint& p : at) ratio.push_back({p.batch, p.step_s / along(alone, p.batch), k});
+  for (const ComputePoint& p : at)
+    ratio.push_back({p.batch, p.slowdown > 0 ? p.slowdown : p.step_s / along(alone, p.batch), k});
   double r = ratio.front().step_s;
   if (batch >= ratio.back().batch) {
     r = ratio.back().step_s;

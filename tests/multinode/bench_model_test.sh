@@ -238,6 +238,22 @@ PY
       { c0 = $5; c1 = $16; want = $1 == 1 ? 1 : 1.5
         if (c1 < c0 * want * 0.999 || c1 > c0 * want * 1.001) bad++ }
       END { exit bad ? 1 : 0 }' || fail "compute beside others on one machine is not 1.5 times the profiled"
+    # Timed side by side (bench step --side-by-side): the slowdown paired with
+    # one rank alone, x1.1, replaces 3.0 / 2.0 from two separate runs.
+    printf '%s\n' '{"model": "mlp:64-32-4", "batch": 8, "step_ms": 2.0, "ranks_per_host": 1}' \
+      '{"model": "mlp:64-32-4", "batch": 8, "step_ms": 2.1, "step_ms_synchronous": 3.0, "ranks_per_host": 2, "slowdown_beside": 1.1}' >"$tmp/paired.jsonl"
+    run "$tmp/w4.log" "${weak[@]}" --compute-curve "$tmp/paired.jsonl" --profile-batch 8 --colocation all
+    [ "$rc" -eq 0 ] || fail "bench predict with a side-by-side slowdown exited with $rc"
+    grep -q "^# 2 rank(s) at once on one machine at 2 node(s): batch 8 takes 2.200 ms per step (a synchronous step, measured with 2 at once, side by side with one rank alone) against 2.000 ms alone (x1.10)" "$tmp/w4.log" ||
+      fail "the side-by-side slowdown was not used"
+    paste -d, <(grep -E '^[124],' "$tmp/w0.log") <(grep -E '^[124],' "$tmp/w4.log") | awk -F, '
+      { c0 = $5; c1 = $16; want = $1 == 1 ? 1 : 1.1
+        if (c1 < c0 * want * 0.999 || c1 > c0 * want * 1.001) bad++ }
+      END { exit bad ? 1 : 0 }' || fail "compute beside others is not 1.1 times the profiled with the side-by-side slowdown"
+    printf '%s\n' '{"model": "mlp:64-32-4", "batch": 8, "step_ms": 2.0, "ranks_per_host": 1}' \
+      '{"model": "mlp:64-32-4", "batch": 8, "step_ms": 2.1, "ranks_per_host": 2, "slowdown_beside": "fast"}' >"$tmp/badpair.jsonl"
+    run "$tmp/w5.log" "${weak[@]}" --compute-curve "$tmp/badpair.jsonl" --profile-batch 8 --colocation all
+    [ "$rc" -ne 0 ] && grep -q "badpair.jsonl line 2: 'slowdown_beside' is not a positive number" "$tmp/w5.log" || fail "a bad slowdown_beside was accepted"
     run "$tmp/w3.log" "${weak[@]}" --compute-curve "$tmp/coloc.jsonl" --profile-batch 8 --colocation some
     [ "$rc" -ne 0 ] && grep -q -- "--colocation" "$tmp/w3.log" || fail "a bad --colocation was accepted"
     printf '%s\n' '{"model": "mlp:64-32-4", "batch": 8, "step_ms": 2.0}' 'nonsense' >"$tmp/bad.jsonl"

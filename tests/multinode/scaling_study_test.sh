@@ -181,17 +181,21 @@ assert all(r["ranks"] == 1 for r in alone), rows
 beside = [r for r in rows if r["ranks_per_host"] != 1]
 assert [(r["batch"], r["ranks"], r["ranks_per_host"]) for r in beside] == [(8, 2, 2)], rows
 assert all(r["model"] == "mlp:64-32-4" and r["step_ms_synchronous"] > 0 for r in rows), rows
-# Two rounds per point; the curve keeps the lower median, here the faster one.
+# Ranks at once are timed side by side with one rank alone, round by round.
+assert all(r["side_by_side_rounds"] == 6 and r["slowdown_beside"] > 0 for r in beside), beside
+# Two rounds per point; the curve keeps the lower median: the faster one
+# alone, the smaller slowdown with ranks at once.
 for r in rows:
     name = "b%d" % r["batch"] + ("" if r["ranks_per_host"] == 1 else "-k%d" % r["ranks_per_host"])
+    key = "step_ms_synchronous" if r["ranks_per_host"] == 1 else "slowdown_beside"
     rounds = [json.loads(l) for l in open(sys.argv[1].replace(".jsonl", "") + "/" + name + ".jsonl")]
     assert len(rounds) == 2, (r, rounds)
-    assert r["step_ms_synchronous"] == min(x["step_ms_synchronous"] for x in rounds), (r, rounds)
+    assert r[key] == min(x[key] for x in rounds), (r, rounds)
 PY
     grep -q -- "--compute-curve $tmp/out/compute-curve.jsonl --profile-batch 16 --colocation all" "$tmp/out/predict.log.command" ||
       fail "bench predict was not given the curve and the profiled batch: $(cat "$tmp/out/predict.log.command")"
     grep -q "^# compute per rank from the curve .*measured at batch 1,4,8,16" "$tmp/study.log" || fail "the study did not show the curve line"
-    grep -q "^# 3 rank(s) at once on one machine at 3 node(s): batch [0-9.]* takes .* (a synchronous step, measured with 2 at once)" "$tmp/study.log" ||
+    grep -q "^# 3 rank(s) at once on one machine at 3 node(s): batch [0-9.]* takes .* (a synchronous step, measured with 2 at once, side by side with one rank alone)" "$tmp/study.log" ||
       fail "the study did not show the slowdown of ranks at once (3 nodes: the 2 measured)"
     # The step profile is the trace of np=1's median run: with two repeats,
     # the slower one.
@@ -324,7 +328,7 @@ EOF
       [ "$rc" -eq 0 ] || fail "the study exited with $rc"
     }
     curve_study 1.0,1.5,1.01
-    grep -q "warning: the 3 rounds of compute at batch 8 with 1 rank(s) at once spread 50% of their median (1.00-1.50 ms): the machine was noisy" "$tmp/study.log" ||
+    grep -q "warning: the 3 rounds of compute at batch 8 alone (ms) spread 50% of their median (1.000-1.500): the machine was noisy" "$tmp/study.log" ||
       fail "no noise warning for compute rounds 50% apart"
     curve_study 1.0,1.1,1.05
     ! grep -q "rounds of compute" "$tmp/study.log" || fail "a noise warning for compute rounds 10% apart"

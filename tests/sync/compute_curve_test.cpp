@@ -79,3 +79,16 @@ TEST_CASE("compute curve: ranks computing at once on one machine") {
                     Catch::Contains("batch 8 is measured twice with 2 co-located ranks"));
   CHECK_THROWS_WITH(ComputeCurve({{8, 1e-3, 0}}), Catch::Contains("0 co-located ranks"));
 }
+
+TEST_CASE("compute curve: a slowdown timed side by side replaces the ratio of two runs") {
+  // Alone 4.4 ms at 24 (a run in a fast spell) and 6.8 at 48; two at once
+  // 6.0 ms at 24 in a slow spell (x1.36 over the run alone), but x1.05 side by
+  // side with one rank alone in the same seconds: the curve takes x1.05.
+  const ComputeCurve c({{24, 4.4e-3}, {48, 6.8e-3}, {24, 6.0e-3, 2, 1.05}});
+  CHECK(c.step_s_at(24, 2) == Approx(4.4e-3 * 1.05));
+  CHECK(c.step_s_at(36, 2) == Approx(5.6e-3 * 1.05));
+  // A point without one keeps its step over the curve alone.
+  const ComputeCurve mixed({{24, 4.4e-3}, {24, 6.0e-3, 2, 1.05}, {24, 8.8e-3, 3}});
+  CHECK(mixed.step_s_at(24, 3) == Approx(8.8e-3));
+  CHECK_THROWS_WITH(ComputeCurve({{8, 1e-3, 2, -1.0}}), Catch::Contains("negative slowdown"));
+}

@@ -20,6 +20,11 @@ struct ComputePoint {
   double batch = 0;   // samples per rank per step
   double step_s = 0;  // forward + backward + optimizer of one step (the slowest rank's)
   int colocated = 1;  // ranks that computed at once on the machine
+  // Beside others, when timed side by side with one rank alone in the same
+  // seconds ('bench step --side-by-side'): the slowdown, which then replaces
+  // step_s over the curve alone (taken from two runs apart, that ratio is
+  // mostly the machine's drift between them). 0: not measured so.
+  double slowdown = 0;
 };
 
 class ComputeCurve {
@@ -35,9 +40,10 @@ class ComputeCurve {
   // alone is scaled in proportion.
   // Beside others: at the measured co-located count nearest to `colocated`
   // from below (the smallest measured one if none is below), the curve alone
-  // times the slowdown measured at that count (linear in the batch between its
-  // measured batches, the nearest one's outside); with no point alone, that
-  // count's own points as above.
+  // times the slowdown measured at that count (a point's side-by-side slowdown
+  // where it has one, else its step over the curve alone; linear in the batch
+  // between its measured batches, the nearest one's outside); with no point
+  // alone, that count's own points as above.
   double step_s_at(double batch, int colocated = 1) const;
 
   // The measured co-located count that step_s_at uses for `colocated`.
