@@ -209,6 +209,14 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
   // for the whole window (a fixed count would leave the slowest rank alone at
   // the end).
   std::size_t step_index = o.warmup + o.steps;
+  // The device waits this bench makes to read its clock: not the step's own
+  // host syncs, which are what host_syncs_per_step reports.
+  std::uint64_t clock_waits = 0;
+  auto wait_for_clock = [&] {
+    const std::uint64_t before = host_sync::count();
+    device_synchronize(mo.device);
+    clock_waits += host_sync::count() - before;
+  };
   auto timed_window = [&](std::size_t min_steps, double min_seconds) {
     Stopwatch window;
     std::size_t done = 0;
@@ -221,10 +229,9 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
       ++done;
       // On a GPU the clock would only see the queueing: wait for the device
       // (a counted host sync) once the count is done and the time decides.
-      if (min_seconds > 0 && step + 1 >= min_steps && mo.device.is_cuda())
-        device_synchronize(mo.device);
+      if (min_seconds > 0 && step + 1 >= min_steps && mo.device.is_cuda()) wait_for_clock();
     }
-    if (min_seconds <= 0 && mo.device.is_cuda()) device_synchronize(mo.device);
+    if (min_seconds <= 0 && mo.device.is_cuda()) wait_for_clock();
     return std::pair<std::size_t, double>{done, window.seconds()};
   };
   // A synchronous step of ranks that ran at once at `rate` samples/s each:
@@ -277,7 +284,7 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
     }
   }
   const double steady_n = static_cast<double>(steady_steps);
-  const std::uint64_t steady_syncs = host_sync::count() - syncs_before;
+  const std::uint64_t steady_syncs = host_sync::count() - syncs_before - clock_waits;
   // The loss totals count rank 0's steps alone too.
   loss = model->take_loss_totals().loss_sum /
          (static_cast<double>(o.batch) * (steady_n + static_cast<double>(alone_steps)));
