@@ -13,6 +13,7 @@
 #include "core/check_mpi.h"
 #include "launch/mpi_context.h"
 #include "launch/single_copy_probe.h"
+#include "launch/tcp_eager_limit.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/error.h"
 #include "ringtrain/core/log.h"
@@ -90,6 +91,7 @@ MpiSession::MpiSession(int* argc, char*** argv) {
   int provided = 0;
   // Open MPI reads its transport settings from the environment during init.
   choose_single_copy_mechanism();
+  choose_tcp_eager_limit();
   RT_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
   // Library errors come back as codes and are thrown with file:line, rather
   // than MPI killing the process with its own, less specific message.
