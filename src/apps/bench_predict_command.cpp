@@ -315,7 +315,8 @@ int run_predict(const PredictOptions& o) {
   }
   // Printed per node count: the wait is measured on each and grows with the
   // ranks that share a machine.
-  for (const Point& pt : points) {
+  for (std::size_t i = 0; i < nodes.size(); ++i) {  // the verdict's algorithm only
+    const Point& pt = points[i];
     const double wait = allreduce_arrival_wait(pt.shape, a, model_at(pt.shape));
     if (wait > 0)
       std::printf(

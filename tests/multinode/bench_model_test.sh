@@ -183,6 +183,12 @@ PY
     [ "$rc" -eq 0 ] || fail "bench predict with an arrival wait exited with $rc"
     grep -q "^# 4 node(s): ranks end their compute apart, and the step's last all-reduce waits 2.000 ms for the last of them" "$tmp/w1.log" ||
       fail "no line for the arrival wait"
+    # With two algorithms the line is said once per node count, not per algorithm.
+    # shellcheck disable=SC2054  # the commas are part of the lists
+    run "$tmp/w2.log" "$exe" bench predict --trace "$tmp/t.json" --comm-model "$tmp/wait.json" --nodes 1,2,4 --algorithm ring,hierarchical
+    [ "$rc" -eq 0 ] || fail "bench predict with an arrival wait and two algorithms exited with $rc"
+    [ "$(grep -c "^# 4 node(s): ranks end their compute apart" "$tmp/w2.log")" -eq 1 ] ||
+      fail "the arrival wait at 4 nodes is not said exactly once with two algorithms"
     paste -d, <(grep -E '^[124],' "$tmp/u0.log") <(grep -E '^[124],' "$tmp/w1.log") | awk -F, '
       { n++; d_step = $15 - $4; d_exp = $18 - $7; tol = 1e-5 * $15
         if ($1 == 1 && (d_step != 0 || d_exp != 0)) bad++
