@@ -128,6 +128,7 @@ struct AfterCompute {
   std::vector<double> wait_s;
   double compute_mean_s = 0;  // the compute at the ranks' mean rate, all at once (median)
   double spread_s = 0;        // median over calls of the ranks' latest minus earliest arrival
+  double lag_s = 0;           // median over calls of the latest arrival minus the ranks' mean
 };
 
 AfterCompute sweep_after_compute(Communicator& comm, const BufferView& all,
@@ -166,7 +167,7 @@ AfterCompute sweep_after_compute(Communicator& comm, const BufferView& all,
     reduce(rate_sum, ReduceOp::sum);
     return rate_sum[0] > 0 ? w / rate_sum[0] : 0.0;
   };
-  std::vector<double> spreads, means;
+  std::vector<double> spreads, lags, means;
   for (std::size_t bytes : sizes) {
     BufferView buf{all.ptr, bytes / 4, DType::f32, all.device};
     for (int i = 0; i < o.warmup; ++i) {
@@ -204,6 +205,8 @@ AfterCompute sweep_after_compute(Communicator& comm, const BufferView& all,
       for (std::size_t i = 0; i < lat.size(); ++i) {
         mean += sum[i] / w;
         spreads.push_back(hi[i] - lo[i]);
+        // The all-reduce ends together, so the last to arrive waited least.
+        lags.push_back(std::max(0.0, sum[i] / w - lo[i]));
       }
       lat_rounds.push_back(mean / static_cast<double>(lat.size()));
       cycle_rounds.push_back(cycle[0] / w);
@@ -215,6 +218,7 @@ AfterCompute sweep_after_compute(Communicator& comm, const BufferView& all,
   }
   out.compute_mean_s = median_of(means);
   out.spread_s = median_of(spreads);
+  out.lag_s = median_of(lags);
   return out;
 }
 
@@ -399,10 +403,11 @@ int run_model(const ModelOptions& o, const Topology& topo) {
       // one number, the median over the sizes, never below 0.
       const double wait = std::max(0.0, median_of(ac.wait_s));
       at += fmt::format(
-          "{} {} after compute: the ranks ended their compute {:.2f} ms apart (median spread); "
-          "a step's exposed all-reduce waits {:.2f} ms for the last (median over the sizes; "
-          "'bench predict' adds it to a step's exposed time)\n",
-          tier, kind, 1e3 * ac.spread_s, 1e3 * wait);
+          "{} {} after compute: the ranks ended their compute {:.2f} ms apart (median spread), "
+          "the last {:.2f} ms after the ranks' mean ('bench predict' starts each bucket's "
+          "all-reduce that late); the all-reduce after compute waits {:.2f} ms for the last "
+          "(median over the sizes)\n",
+          tier, kind, 1e3 * ac.spread_s, 1e3 * ac.lag_s, 1e3 * wait);
       if (root) {
         std::fputs(at.c_str(), stdout);
         std::fflush(stdout);
@@ -410,6 +415,7 @@ int run_model(const ModelOptions& o, const Topology& topo) {
       backends_json[kind]["after_compute"] = {{"compute_s", o.after_compute_ms * 1e-3},
                                               {"compute_mean_rate_s", ac.compute_mean_s},
                                               {"arrival_spread_s", ac.spread_s},
+                                              {"arrival_lag_s", ac.lag_s},
                                               {"arrival_wait_s", wait},
                                               {"samples", arows}};
     }
@@ -474,8 +480,10 @@ CLI::App* add_bench_model(CLI::App& bench, CommandContext& ctx) {
       "Where ranks share cores they end their compute apart and the all-reduce waits for the\n"
       "last, so a cycle of compute and all-reduce takes longer than the compute at the ranks'\n"
       "mean rate (all computing at once) plus the all-reduce alone. The excess (median over\n"
-      "the sizes) is the tier's arrival_wait_s, which 'bench predict' adds to a step's\n"
-      "exposed time.");
+      "the sizes) is the tier's arrival_wait_s. How far the last rank ends behind the ranks'\n"
+      "mean is its arrival_lag_s: 'bench predict' starts each bucket's all-reduce that long\n"
+      "after the ranks' mean produced it (in training the ranks stay that far apart all\n"
+      "step); a file without it has the wait added to a step's exposed time instead.");
   sub->add_option("-b,--minbytes", o->min_bytes, "Smallest size (suffix K, M, G)")
       ->capture_default_str();
   sub->add_option("-e,--maxbytes", o->max_bytes, "Largest size (suffix K, M, G)")

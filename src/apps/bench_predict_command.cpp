@@ -317,8 +317,14 @@ int run_predict(const PredictOptions& o) {
   // ranks that share a machine.
   for (std::size_t i = 0; i < nodes.size(); ++i) {  // the verdict's algorithm only
     const Point& pt = points[i];
+    const double lag = allreduce_arrival_lag(pt.shape, a, model_at(pt.shape));
     const double wait = allreduce_arrival_wait(pt.shape, a, model_at(pt.shape));
-    if (wait > 0)
+    if (lag > 0)
+      std::printf(
+          "# %d node(s): ranks end their compute apart, the last %.3f ms after the ranks' mean, "
+          "so each bucket's all-reduce starts that late (bench model --after-compute)\n",
+          pt.shape.nodes, 1e3 * lag);
+    else if (wait > 0)
       std::printf(
           "# %d node(s): ranks end their compute apart, and the step's last all-reduce waits "
           "%.3f ms for the last of them (bench model --after-compute)\n",

@@ -47,8 +47,10 @@ LinkParams tier_fit(const nlohmann::json& b, TierQuality& q) {
     q.residual_under_load = u.value("max_abs_residual", 0.0);
   }
   // Measured right after compute (bench model --after-compute).
-  if (b.contains("after_compute"))
+  if (b.contains("after_compute")) {
     link.arrival_wait_s = std::max(0.0, b["after_compute"].value("arrival_wait_s", 0.0));
+    link.arrival_lag_s = std::max(0.0, b["after_compute"].value("arrival_lag_s", 0.0));
+  }
   return link;
 }
 bool has_backend(const nlohmann::json& tier, const std::string& backend) {

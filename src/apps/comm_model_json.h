@@ -10,7 +10,8 @@
 //                                              "under_load": {"alpha_s", "beta_s_per_byte",
 //                                                             "compute_loss", "samples"},
 //                                              "after_compute": {"compute_s", "arrival_wait_s",
-//                                                                "arrival_spread_s", "samples"},
+//                                                                "arrival_spread_s",
+//                                                                "arrival_lag_s", "samples"},
 //                                              "samples": [{"bytes", "seconds",
 //                                                           "fit_seconds", "residual"}]}}},
 //              "inter_by_nodes": {"2": {...as inter...}, "3": {...}}}}

@@ -111,6 +111,11 @@ double allreduce_arrival_wait(const ClusterShape& shape, AllreduceAlgorithm algo
   return of_tiers_used(shape, algorithm, model, &LinkParams::arrival_wait_s);
 }
 
+double allreduce_arrival_lag(const ClusterShape& shape, AllreduceAlgorithm algorithm,
+                             const CommModel& model) {
+  return of_tiers_used(shape, algorithm, model, &LinkParams::arrival_lag_s);
+}
+
 UnderLoadModel under_load_model(const ClusterShape& shape, AllreduceAlgorithm algorithm,
                                 const CommModel& model) {
   UnderLoadModel u;

@@ -9,6 +9,18 @@
 
 namespace ringtrain {
 
+namespace {
+// What the last rank's lateness adds after the last all-reduce: with a
+// measured lag it is already in the timeline (every all-reduce starts that
+// late); a model without one adds the wait measured at the end of compute.
+double end_of_step_wait(const ClusterShape& shape, AllreduceAlgorithm algorithm,
+                        const CommModel& model) {
+  return allreduce_arrival_lag(shape, algorithm, model) > 0
+             ? 0.0
+             : allreduce_arrival_wait(shape, algorithm, model);
+}
+}  // namespace
+
 double StepProfile::total_bytes() const {
   double total = 0;
   for (const BucketProfile& b : buckets) total += b.bytes;
@@ -23,16 +35,17 @@ StepPrediction predict_step(const StepProfile& profile, const ClusterShape& shap
            "communication cpu share must be within [0, 1], got {}", comm_cpu_share);
   StepPrediction p;
   const double backward_end = profile.backward_s * compute_scale;
+  // Ranks that share cores are apart: the last reaches each bucket this late.
+  const double lag = allreduce_arrival_lag(shape, algorithm, model);
   double comm_free = 0;  // when the communication thread is next idle
   for (const BucketProfile& b : profile.buckets) {
     const double t = allreduce_seconds(b.bytes, shape, algorithm, model);
-    const double start = std::max(b.ready_s * compute_scale, comm_free);
+    const double start = std::max(b.ready_s * compute_scale + lag, comm_free);
     comm_free = start + t;
     p.comm_s += t;
   }
-  // Ranks that share cores reach the last all-reduce apart (measured wait).
   p.exposed_s =
-      std::max(0.0, comm_free - backward_end) + allreduce_arrival_wait(shape, algorithm, model);
+      std::max(0.0, comm_free - backward_end) + end_of_step_wait(shape, algorithm, model);
   p.compute_s =
       (profile.before_backward_s + profile.backward_s + profile.optimizer_s) * compute_scale;
   // The overlapped part of the all-reduces competes with backward for its core.
@@ -57,35 +70,53 @@ StepPrediction predict_step_shared_core(const StepProfile& profile, const Cluste
     double ready_work, alone_s, loaded_s;
   };
   std::vector<Transfer> transfers;
+  // Ranks that share cores are apart: the last reaches each bucket this late,
+  // and a bucket's all-reduce starts only then.
+  const double lag = allreduce_arrival_lag(shape, algorithm, model);
   for (const BucketProfile& b : profile.buckets) {
     const double alone = allreduce_seconds(b.bytes, shape, algorithm, model);
     p.comm_s += alone;
     transfers.push_back({std::min(b.ready_s * compute_scale, work), alone,
                          allreduce_seconds(b.bytes, shape, algorithm, loaded.model)});
   }
-  // Piecewise constant rates between events: a bucket becomes ready, an
-  // all-reduce ends, backward ends.
+  // Piecewise constant rates between events: a bucket becomes ready on the
+  // mean rank, the last rank reaches it (lag later), an all-reduce ends,
+  // backward ends.
   double t = 0, done = 0, backward_end = work > 0 ? -1 : 0;
   double left = 1;  // fraction of the current all-reduce still to do
   std::size_t k = 0;
+  std::vector<double> ready_at(transfers.size(), -1);  // when the mean rank produced it
+  constexpr double kSlack = 1e-12;                      // seconds: float rounding of event times
   while (k < transfers.size() || done < work) {
     const bool backward_running = done < work;
-    // An all-reduce of no time (one rank) ends at once when ready.
-    while (k < transfers.size() && done >= transfers[k].ready_work &&
+    for (std::size_t j = k; j < transfers.size(); ++j)
+      if (ready_at[j] < 0 && done >= transfers[j].ready_work) ready_at[j] = t;
+    auto startable = [&](std::size_t j) {
+      return ready_at[j] >= 0 && t + kSlack >= ready_at[j] + lag;
+    };
+    // An all-reduce of no time (one rank) ends at once when it can start.
+    while (k < transfers.size() && startable(k) &&
            (backward_running ? transfers[k].loaded_s : transfers[k].alone_s) <= 0) {
       ++k;
       left = 1;
     }
-    const bool comm_running = k < transfers.size() && done >= transfers[k].ready_work;
-    if (!backward_running && !comm_running) break;
+    const bool comm_running = k < transfers.size() && startable(k);
+    const bool comm_waiting = k < transfers.size() && !comm_running && ready_at[k] >= 0;
+    if (!backward_running && !comm_running && !comm_waiting) break;
     const double work_rate = backward_running ? (comm_running ? 1 - loss : 1) : 0;
     const double comm_s =
         comm_running ? (backward_running ? transfers[k].loaded_s : transfers[k].alone_s) : 0;
     double dt = std::numeric_limits<double>::infinity();
     if (backward_running) dt = std::min(dt, (work - done) / work_rate);
     if (comm_running) dt = std::min(dt, left * comm_s);
-    if (!comm_running && k < transfers.size())
-      dt = std::min(dt, (transfers[k].ready_work - done) / work_rate);
+    if (comm_waiting) dt = std::min(dt, std::max(0.0, ready_at[k] + lag - t));
+    // The next bucket the mean rank produces: its time starts its lag.
+    if (backward_running)
+      for (std::size_t j = k; j < transfers.size(); ++j)
+        if (ready_at[j] < 0) {
+          dt = std::min(dt, (transfers[j].ready_work - done) / work_rate);
+          break;
+        }
     t += dt;
     done = backward_running ? std::min(work, done + work_rate * dt) : done;
     if (comm_running) {
@@ -98,7 +129,7 @@ StepPrediction predict_step_shared_core(const StepProfile& profile, const Cluste
     if (backward_running && done >= work) backward_end = t;
   }
   if (backward_end < 0) backward_end = t;
-  p.exposed_s = std::max(0.0, t - backward_end) + allreduce_arrival_wait(shape, algorithm, model);
+  p.exposed_s = std::max(0.0, t - backward_end) + end_of_step_wait(shape, algorithm, model);
   p.compute_s =
       (profile.before_backward_s + profile.backward_s + profile.optimizer_s) * compute_scale;
   p.contention_s = backward_end - work;

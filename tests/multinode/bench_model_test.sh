@@ -73,13 +73,15 @@ PY
     # --after-compute: each size again right after a burst of compute on every
     # rank; the extra time over alone is the tier's arrival wait.
     small_sweep "$tmp/m4.log" --after-compute 0.5
-    grep -Eq "^intra ring after compute: the ranks ended their compute [0-9.]+ ms apart .* waits [0-9.]+ ms for the last" "$tmp/m4.log" ||
+    grep -Eq "^intra ring after compute: the ranks ended their compute [0-9.]+ ms apart .*, the last [0-9.]+ ms after the ranks' mean .* waits [0-9.]+ ms for the last" "$tmp/m4.log" ||
       fail "no after-compute line"
     python3 - "$tmp/model.json" <<'PY' || fail "the model file has no after-compute entry"
 import json, sys
 f = json.load(open(sys.argv[1]))["tiers"]["intra"]["backends"]["ring"]
 a = f["after_compute"]
 assert a["compute_s"] == 0.5e-3 and a["arrival_wait_s"] >= 0 and a["arrival_spread_s"] >= 0, a
+# the last rank's lag behind the mean lies within the spread (latest - earliest)
+assert 0 <= a["arrival_lag_s"] <= a["arrival_spread_s"] + 1e-12, a
 assert a["compute_mean_rate_s"] > 0, a
 assert [s["bytes"] for s in a["samples"]] == [4096, 16384, 65536], a
 assert all(s["seconds"] > 0 and s["cycle_s"] > s["seconds"] for s in a["samples"]), a
@@ -189,6 +191,18 @@ PY
     [ "$rc" -eq 0 ] || fail "bench predict with an arrival wait and two algorithms exited with $rc"
     [ "$(grep -c "^# 4 node(s): ranks end their compute apart" "$tmp/w2.log")" -eq 1 ] ||
       fail "the arrival wait at 4 nodes is not said exactly once with two algorithms"
+    # A lag measured beside the wait: the lag is said (and used), not the wait.
+    python3 - "$tmp/wait.json" "$tmp/lag.json" <<'PY' || fail "could not write the model with a lag"
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["tiers"]["inter"]["backends"]["ring"]["after_compute"]["arrival_lag_s"] = 0.003
+json.dump(d, open(sys.argv[2], "w"))
+PY
+    run "$tmp/l1.log" "$exe" bench predict --trace "$tmp/t.json" --comm-model "$tmp/lag.json" --nodes 1,2,4 --algorithm ring
+    [ "$rc" -eq 0 ] || fail "bench predict with an arrival lag exited with $rc"
+    grep -q "^# 4 node(s): ranks end their compute apart, the last 3.000 ms after the ranks' mean, so each bucket's all-reduce starts that late" "$tmp/l1.log" ||
+      fail "no line for the arrival lag"
+    ! grep -q "waits 2.000 ms" "$tmp/l1.log" || fail "the wait was said beside a measured lag"
     paste -d, <(grep -E '^[124],' "$tmp/u0.log") <(grep -E '^[124],' "$tmp/w1.log") | awk -F, '
       { n++; d_step = $15 - $4; d_exp = $18 - $7; tol = 1e-5 * $15
         if ($1 == 1 && (d_step != 0 || d_exp != 0)) bad++

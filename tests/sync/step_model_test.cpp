@@ -195,3 +195,50 @@ TEST_CASE("step model: the wait for the last rank adds to the exposed time once"
       predict_step(three_buckets(), {1, 1}, AllreduceAlgorithm::ring, waiting);
   CHECK(one.exposed_s == 0);
 }
+
+TEST_CASE("step model: the last rank's lag delays every bucket's all-reduce") {
+  // Ranks that share cores stay apart all step: the last reaches each bucket
+  // `lag` after the ranks' mean, and the all-reduce starts only then. The
+  // lag takes the place of the wait (which is not added on top).
+  CommModel lagging = slow_network();
+  lagging.inter.arrival_lag_s = 1e-3;
+  lagging.inter.arrival_wait_s = 2.5e-3;
+  // The 3-bucket timeline with each ready time 1 ms later: bucket 0 [2, 3.2],
+  // bucket 1 ready at 3, after bucket 0 [3.2, 5.4], bucket 2 ready at 6 [6,
+  // 7.2]. Backward ends at 6: 1.2 ms exposed, step 11.2 ms.
+  const StepPrediction p =
+      predict_step(three_buckets(), {2, 1}, AllreduceAlgorithm::ring, lagging);
+  CHECK(p.comm_s == Approx(4.6e-3));
+  CHECK(p.exposed_s == Approx(1.2e-3));
+  CHECK(p.step_s == Approx(11.2e-3));
+
+  // On a shared core (the timeline of the hand-computed case above, 1 ms lag):
+  // [0, 5] backward alone (bucket 0 ready at 4, the last rank there at 5).
+  // [5, 13] bucket 0 loaded, backward at half rate (5 -> 9 ms of work).
+  // [13, 14] backward alone to 10; bucket 1 ready at 14, started at 15.
+  // [15, 17] bucket 1 alone. Backward ends at 14 (4 ms late), 3 ms exposed.
+  StepProfile prof;
+  prof.before_backward_s = 3e-3;
+  prof.backward_s = 10e-3;
+  prof.optimizer_s = 1e-3;
+  prof.buckets = {{4e6, 4e-3}, {2e6, 10e-3}};
+  CommModel m;
+  m.inter.beta_s_per_byte = 1e-9;
+  m.inter.has_under_load = true;
+  m.inter.loaded_beta_s_per_byte = 2e-9;
+  m.inter.compute_loss = 0.5;
+  m.inter.arrival_lag_s = 1e-3;
+  m.inter.arrival_wait_s = 5e-3;
+  const StepPrediction s = predict_step_shared_core(prof, {2, 1}, AllreduceAlgorithm::ring, m);
+  CHECK(s.comm_s == Approx(6e-3));
+  CHECK(s.contention_s == Approx(4e-3));
+  CHECK(s.exposed_s == Approx(3e-3));
+  CHECK(s.step_s == Approx(21e-3));
+  // The tiers a shape uses, as for the wait; one rank lags nobody.
+  lagging.intra.arrival_lag_s = 0.5e-3;
+  CHECK(allreduce_arrival_lag({1, 4}, AllreduceAlgorithm::ring, lagging) == Approx(0.5e-3));
+  CHECK(allreduce_arrival_lag({2, 2}, AllreduceAlgorithm::ring, lagging) == Approx(1e-3));
+  lagging.intra.arrival_lag_s = 3e-3;
+  CHECK(allreduce_arrival_lag({2, 2}, AllreduceAlgorithm::hierarchical, lagging) == Approx(3e-3));
+  CHECK(predict_step(three_buckets(), {1, 1}, AllreduceAlgorithm::ring, lagging).exposed_s == 0);
+}

@@ -34,6 +34,10 @@ struct LinkParams {
   // model --after-compute`): ranks that share cores end their compute apart,
   // and the step's exposed all-reduce waits for the last. 0 where unmeasured.
   double arrival_wait_s = 0;
+  // How far the last rank is behind the ranks' mean when they end their
+  // compute (same measurement): it reaches every bucket that much later, so
+  // each all-reduce starts then. 0 where unmeasured (files from before it).
+  double arrival_lag_s = 0;
 };
 
 struct TimingSample {
@@ -96,6 +100,11 @@ double allreduce_cpu_share(const ClusterShape& shape, AllreduceAlgorithm algorit
 // this shape uses, the larger of both for a hierarchical one. One rank: 0.
 double allreduce_arrival_wait(const ClusterShape& shape, AllreduceAlgorithm algorithm,
                               const CommModel& model);
+
+// The arrival lag (LinkParams::arrival_lag_s) of the tiers an all-reduce of
+// this shape uses, the larger of both for a hierarchical one. One rank: 0.
+double allreduce_arrival_lag(const ClusterShape& shape, AllreduceAlgorithm algorithm,
+                             const CommModel& model);
 
 // The same model with each tier's under-load alpha and beta, and the compute
 // loss of the tiers an all-reduce of this shape uses (the larger of both for a

@@ -3,8 +3,12 @@
 // all-reduce starts when backward has produced it and the previous bucket's
 // all-reduce is done (one communication thread, buckets in order); the
 // optimizer waits for the last one. The exposed part is what backward did not
-// hide: max(0, last all-reduce end - backward end), plus the wait for the last
-// rank to arrive where ranks share cores (LinkParams::arrival_wait_s).
+// hide: max(0, last all-reduce end - backward end). Where ranks share cores
+// they do not move in step: the last is behind the ranks' mean by the measured
+// lag (LinkParams::arrival_lag_s), so each bucket's all-reduce starts that
+// long after the mean rank produced it (the last bucket's too: the lag is
+// exposed at the end). A model from before the lag was measured adds the wait
+// for the last rank (LinkParams::arrival_wait_s) to the exposed time instead.
 // When the communication has no core of its own (comm_cpu_share > 0: the rank's
 // communication thread and its compute share a core), the overlap hides only
 // part of an all-reduce: the CPU the all-reduce needs while backward runs
