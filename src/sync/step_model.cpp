@@ -44,8 +44,7 @@ StepPrediction predict_step(const StepProfile& profile, const ClusterShape& shap
     comm_free = start + t;
     p.comm_s += t;
   }
-  p.exposed_s =
-      std::max(0.0, comm_free - backward_end) + end_of_step_wait(shape, algorithm, model);
+  p.exposed_s = std::max(0.0, comm_free - backward_end) + end_of_step_wait(shape, algorithm, model);
   p.compute_s =
       (profile.before_backward_s + profile.backward_s + profile.optimizer_s) * compute_scale;
   // The overlapped part of the all-reduces competes with backward for its core.
@@ -86,7 +85,7 @@ StepPrediction predict_step_shared_core(const StepProfile& profile, const Cluste
   double left = 1;  // fraction of the current all-reduce still to do
   std::size_t k = 0;
   std::vector<double> ready_at(transfers.size(), -1);  // when the mean rank produced it
-  constexpr double kSlack = 1e-12;                      // seconds: float rounding of event times
+  constexpr double kSlack = 1e-12;                     // seconds: float rounding of event times
   while (k < transfers.size() || done < work) {
     const bool backward_running = done < work;
     for (std::size_t j = k; j < transfers.size(); ++j)

@@ -206,8 +206,7 @@ TEST_CASE("step model: the last rank's lag delays every bucket's all-reduce") {
   // The 3-bucket timeline with each ready time 1 ms later: bucket 0 [2, 3.2],
   // bucket 1 ready at 3, after bucket 0 [3.2, 5.4], bucket 2 ready at 6 [6,
   // 7.2]. Backward ends at 6: 1.2 ms exposed, step 11.2 ms.
-  const StepPrediction p =
-      predict_step(three_buckets(), {2, 1}, AllreduceAlgorithm::ring, lagging);
+  const StepPrediction p = predict_step(three_buckets(), {2, 1}, AllreduceAlgorithm::ring, lagging);
   CHECK(p.comm_s == Approx(4.6e-3));
   CHECK(p.exposed_s == Approx(1.2e-3));
   CHECK(p.step_s == Approx(11.2e-3));
