@@ -21,7 +21,8 @@ Runs one scaling study (launch/scaling-study.sh --netns-nodes K --link-rate R
 measured scaling efficiency at K nodes (median of the repeats, min-max), the
 step model's prediction for ring all-reduce at K nodes, the relative error,
 whether it is within 10%, the efficiency from the runs' means, the measured
-wait for the last rank after compute (ms), and the study's noise warnings.
+wait for the last rank after compute and its lag behind the ranks' mean (ms),
+and the study's noise warnings.
 Needs root (namespace nodes) and a built ringtrain. All 16 default cases take
 about 25 minutes on a 2-core machine.
 
@@ -201,19 +202,20 @@ def row(k, model, rate, scaling):
         e_mean = mean_rate(int(k)) / (int(k) * mean_rate(1))
         with open(os.path.join(d, "comm-model.json")) as f:
             tier = json.load(f)["tiers"]["inter"]["backends"]["ring"]
-        wait = tier.get("after_compute", {}).get("arrival_wait_s")
-        wait = "-" if wait is None else f"{1e3 * wait:.1f}"
+        after = tier.get("after_compute", {})
+        wait, lag = (("-" if after.get(k) is None else f"{1e3 * after[k]:.1f}")
+                     for k in ("arrival_wait_s", "arrival_lag_s"))
         with open(os.path.join(out, name + ".log")) as f:
             noise = noise_of(f)
     except (OSError, ValueError, KeyError, statistics.StatisticsError, ZeroDivisionError) as x:
-        return f"{head} failed: {x} | | | | | | |", None
+        return f"{head} failed: {x} | | | | | | | |", None
     within = abs(err) <= 0.10
     return (f"{head} {e:.3f} ({lo:.3f}-{hi:.3f}) | {p:.3f} | {100 * err:+.1f}% | {'yes' if within else 'no'} "
-            f"| {e_mean:.3f} ({100 * (e_mean / p - 1):+.1f}%) | {wait} | {noise} |",
+            f"| {e_mean:.3f} ({100 * (e_mean / p - 1):+.1f}%) | {wait} | {lag} | {noise} |",
             (within, abs(e_mean / p - 1) <= 0.10))
 
-print("| nodes | model | link | scaling | measured (min-max) | predicted | error | within 10% | mean (error) | wait (ms) | noise |")
-print("|---|---|---|---|---|---|---|---|---|---|---|")
+print("| nodes | model | link | scaling | measured (min-max) | predicted | error | within 10% | mean (error) | wait (ms) | lag (ms) | noise |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 results = []
 for k in nodes:
     for rate in links:

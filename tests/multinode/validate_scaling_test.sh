@@ -4,8 +4,8 @@
 #   table        --table-only on a made-up study directory: the row has the
 #                measured efficiency at the largest node count with its
 #                min-max, the ring prediction (not the hierarchical one), the
-#                error, the mean efficiency from runs.csv, the wait from the
-#                comm model and the noise warnings from the study's log; a
+#                error, the mean efficiency from runs.csv, the wait and the
+#                lag from the comm model and the noise warnings from the study's log; a
 #                case with no study is named as failed and the exit status is 1
 #   dry_run      --dry-run prints the 16 study commands with the README's flags
 #   bad_options  wrong options fail at once with a message naming the option
@@ -40,7 +40,7 @@ np,repeat,nodes,global_batch,samples_per_s,samples_per_s_mean,exposed_comm_share
 1,3,1,64,1000.0,1000.0,0.1
 2,3,2,128,1800.0,1750.0,0.2
 CSV
-    echo '{"kind": "ringtrain comm model", "tiers": {"inter": {"backends": {"ring": {"alpha_s": 1e-5, "beta_s_per_byte": 1e-9, "after_compute": {"arrival_wait_s": 0.0012}}}}}}' >"$d/comm-model.json"
+    echo '{"kind": "ringtrain comm model", "tiers": {"inter": {"backends": {"ring": {"alpha_s": 1e-5, "beta_s_per_byte": 1e-9, "after_compute": {"arrival_wait_s": 0.0012, "arrival_lag_s": 0.0031}}}}}}' >"$d/comm-model.json"
     {
       echo "scaling-study.sh: warning: the 3 repeats at np=2 spread 20% of their median (1700.0 to 1900.0 samples/s): the machine was noisy"
       echo "scaling-study.sh: warning: the 3 rounds of the slowdown at batch 64 with 2 rank(s) at once spread 18% of their median (1.100-1.300): the machine was noisy"
@@ -48,7 +48,7 @@ CSV
     "$validate" -o "$tmp/v" --table-only --nodes 2 --links 1gbit --models mlp --scalings weak >"$tmp/out" 2>&1 ||
       { cat "$tmp/out"; fail "--table-only on a complete case exited non-zero"; }
     cat "$tmp/out"
-    want='| 2 | mlp | 1 Gbit/s | weak | 0.900 (0.850-0.950) | 0.800 | +12.5% | no | 0.875 (+9.4%) | 1.2 | repeats np=2, slowdown b64x2 |'
+    want='| 2 | mlp | 1 Gbit/s | weak | 0.900 (0.850-0.950) | 0.800 | +12.5% | no | 0.875 (+9.4%) | 1.2 | 3.1 | repeats np=2, slowdown b64x2 |'
     grep -qxF "$want" "$tmp/v/validation.md" || fail "the row is not: $want"
     grep -qxF "0 of 1 within 10% by the median step, 1 by the means." "$tmp/v/validation.md" || fail "no summary line"
     "$validate" -o "$tmp/v" --table-only --nodes 2 --links 1gbit --models mlp --scalings weak,strong >"$tmp/out2" 2>&1 &&
