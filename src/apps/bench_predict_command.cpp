@@ -313,8 +313,8 @@ int run_predict(const PredictOptions& o) {
         "overlapped all-reduces take %.0f%% of their time from compute (the model's cpu share)\n",
         o.ranks_per_node, o.cores_per_node, 100 * share_at(last.shape, a));
   }
-  // Printed per node count: the wait is measured on each and grows with the
-  // ranks that share a machine.
+  // Printed per node count: the lag (or, in older files, the wait) is measured
+  // on each and grows with the ranks that share a machine.
   for (std::size_t i = 0; i < nodes.size(); ++i) {  // the verdict's algorithm only
     const Point& pt = points[i];
     const double lag = allreduce_arrival_lag(pt.shape, a, model_at(pt.shape));

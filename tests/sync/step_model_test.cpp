@@ -21,6 +21,26 @@ CommModel slow_network() {
   m.inter = {100e-6, 1e-8};
   return m;
 }
+// 2 buckets on a shared core: backward 10 ms of work, bucket 0 (4 MB) ready at
+// 4 ms of it, bucket 1 (2 MB) at 10 ms; forward 3 ms, optimizer 1 ms.
+StepProfile two_buckets() {
+  StepProfile p;
+  p.before_backward_s = 3e-3;
+  p.backward_s = 10e-3;
+  p.optimizer_s = 1e-3;
+  p.buckets = {{4e6, 4e-3}, {2e6, 10e-3}};
+  return p;
+}
+// No latency, 1 ns/B alone and 2 ns/B beside compute, and compute at half its
+// rate while an all-reduce runs. A ring of 2 moves n bytes in n * beta.
+CommModel halving_link() {
+  CommModel m;
+  m.inter.beta_s_per_byte = 1e-9;
+  m.inter.has_under_load = true;
+  m.inter.loaded_beta_s_per_byte = 2e-9;
+  m.inter.compute_loss = 0.5;
+  return m;
+}
 }  // namespace
 
 TEST_CASE("step model: a hand-computed 3-bucket timeline") {
@@ -109,16 +129,8 @@ TEST_CASE("step model on a shared core: a hand-computed timeline with both sides
   // bytes in n * beta: bucket 0 (4 MB) 4 ms alone, 8 ms loaded; bucket 1 (2 MB)
   // 2 ms alone, 4 ms loaded. Backward is 10 ms of work; bucket 0 is ready at 4
   // ms of it, bucket 1 at 10 ms.
-  StepProfile prof;
-  prof.before_backward_s = 3e-3;
-  prof.backward_s = 10e-3;
-  prof.optimizer_s = 1e-3;
-  prof.buckets = {{4e6, 4e-3}, {2e6, 10e-3}};
-  CommModel m;
-  m.inter.beta_s_per_byte = 1e-9;
-  m.inter.has_under_load = true;
-  m.inter.loaded_beta_s_per_byte = 2e-9;
-  m.inter.compute_loss = 0.5;
+  const StepProfile prof = two_buckets();
+  const CommModel m = halving_link();
   // [0, 4] backward alone. [4, 12] bucket 0 loaded, backward at half rate
   // (8 -> done 8 ms of work). [12, 14] backward alone to 10. [14, 16] bucket 1
   // alone. Backward ends at 14 (4 ms late), 2 ms exposed.
@@ -216,16 +228,8 @@ TEST_CASE("step model: the last rank's lag delays every bucket's all-reduce") {
   // [5, 13] bucket 0 loaded, backward at half rate (5 -> 9 ms of work).
   // [13, 14] backward alone to 10; bucket 1 ready at 14, started at 15.
   // [15, 17] bucket 1 alone. Backward ends at 14 (4 ms late), 3 ms exposed.
-  StepProfile prof;
-  prof.before_backward_s = 3e-3;
-  prof.backward_s = 10e-3;
-  prof.optimizer_s = 1e-3;
-  prof.buckets = {{4e6, 4e-3}, {2e6, 10e-3}};
-  CommModel m;
-  m.inter.beta_s_per_byte = 1e-9;
-  m.inter.has_under_load = true;
-  m.inter.loaded_beta_s_per_byte = 2e-9;
-  m.inter.compute_loss = 0.5;
+  const StepProfile prof = two_buckets();
+  CommModel m = halving_link();
   m.inter.arrival_lag_s = 1e-3;
   m.inter.arrival_wait_s = 5e-3;
   const StepPrediction s = predict_step_shared_core(prof, {2, 1}, AllreduceAlgorithm::ring, m);
