@@ -57,6 +57,18 @@ case ${1:-} in
       fail "srun line"
     grep -q -- "--resume" "$FAKE_LOG" && fail "--resume without a checkpoint"
     grep -q scontrol "$FAKE_LOG" && fail "requeued a finished job"
+    # A step that ends within the file-time tick of its launch: its summary,
+    # no newer than the launch stamp, still counts (it changed the file).
+    : >"$FAKE_LOG"
+    cat >"$tmp/bin/touch" <<'STUB'
+#!/bin/sh
+/usr/bin/touch -d '2030-01-01 00:00:00' "$@"
+STUB
+    chmod +x "$tmp/bin/touch"
+    run
+    rm -f "$tmp/bin/touch"
+    [ "$rc" -eq 0 ] || fail "exit code $rc with the summary in the launch's tick"
+    grep -q scontrol "$FAKE_LOG" && fail "requeued a job whose summary shares its launch's file time"
     echo "PASS" ;;
   resume)
     touch "$tmp/ckpt/ckpt-1200.h5"
