@@ -501,16 +501,25 @@ run_logged() {  # run_logged LOG CMD...: runs CMD in the background (signals rea
   return "$rc"
 }
 
-measure_comm_model() {  # measure_comm_model RANKS_PER_NODE: writes $out/comm-model.json
-  local model=$out/comm-model.json shaping=() cmd_model rpn=$1
+measure_comm_model() {  # measure_comm_model RANKS_PER_NODE TRACE: writes $out/comm-model.json
+  local model=$out/comm-model.json shaping=() cmd_model rpn=$1 trace=$2
   rm -f "$model"
   cmd_model=("$exe" bench model --device cpu --backend "$backend" --json "$model")
-  # Fit the sizes the runs all-reduce: their buckets (at most --bucket-mb, the
-  # last one smaller), one factor of 2 either side. A shaped link (tbf lets a
-  # burst through at full speed) is not one line from 4 KiB to 16 MiB.
-  local cap
+  # Fit the sizes the runs all-reduce: their buckets, from the smallest the
+  # trace recorded (a bucket can be far below the cap, e.g. the mlp's output
+  # layer of 20 KiB, and its all-reduce costs the latency that a fit of large
+  # sizes does not see) to twice --bucket-mb. A shaped link (tbf lets a burst through at full speed) is not
+  # one line from 4 KiB to 16 MiB.
+  local cap smallest lo
   cap=$(awk -v m="$bucket_mb" 'BEGIN { if (m + 0 > 0) printf "%.0f", m * 1048576 }')
-  [ -z "$cap" ] || cmd_model+=(-b "$((cap / 2))" -e "$((cap * 2))" -f 2)
+  smallest=$(grep -o '"args":{"bytes":[0-9]*},"dur":[0-9.e+-]*,"name":"bucket [0-9]* ready"' "$trace" 2>/dev/null |
+             sed 's/^"args":{"bytes":\([0-9]*\)}.*/\1/' | sort -n | head -n 1 || true)
+  if [ -n "$cap" ]; then
+    # A power of two at or below the smallest bucket (4 KiB at least), and at
+    # most half the cap, so that the sweep has a factor of 2 below each bucket.
+    lo=$(awk -v s="${smallest:-0}" -v c="$cap" 'BEGIN { lo = c / 2; while (s > 0 && lo > s && lo > 4096) lo /= 2; printf "%.0f", lo }')
+    cmd_model+=(-b "$lo" -e "$((cap * 2))" -f 2)
+  fi
   # On this machine the ranks' communication may share the cores they compute
   # on: time the all-reduces beside compute too (bench predict uses it there).
   [ -n "$machinefile" ] || cmd_model+=(--under-load)
@@ -665,9 +674,6 @@ predict_points() {  # writes predicted.csv, predicted-rows.csv and verdict.txt
   fi
   # The backend's own algorithm first: the verdict is about it.
   case $backend in shm) algos=hierarchical,ring ;; *) algos=ring,hierarchical ;; esac
-  [ -n "$comm_model" ] || measure_comm_model "$rpn" || return 1
-  [ -z "$global_batch" ] || scaling_kind=strong
-  finish_compute_curve "$base_np" || return 1
   # The profile comes from the base point's median run (the slower of two), so
   # that one run caught in a slow spell of the machine does not set the
   # prediction.
@@ -676,6 +682,9 @@ predict_points() {  # writes predicted.csv, predicted-rows.csv and verdict.txt
   trace=$out/runs/np$base_np/r$k/trace.json
   [ -n "$k" ] && [ -s "$trace" ] || { say "the median run at np=$base_np wrote no trace $trace"; return 1; }
   say "step profile: np=$base_np repeat $k (the median samples/s of its repeats)"
+  [ -n "$comm_model" ] || measure_comm_model "$rpn" "$trace" || return 1
+  [ -z "$global_batch" ] || scaling_kind=strong
+  finish_compute_curve "$base_np" || return 1
   # Cores per node: netns nodes and a plain mpirun share this machine's cores.
   cores=$predict_cores
   if [ -z "$cores" ] && [ -z "$machinefile" ]; then
