@@ -505,20 +505,24 @@ measure_comm_model() {  # measure_comm_model RANKS_PER_NODE TRACE: writes $out/c
   local model=$out/comm-model.json shaping=() cmd_model rpn=$1 trace=$2
   rm -f "$model"
   cmd_model=("$exe" bench model --device cpu --backend "$backend" --json "$model")
-  # Fit the sizes the runs all-reduce: their buckets, from the smallest the
-  # trace recorded (a bucket can be far below the cap, e.g. the mlp's output
-  # layer of 20 KiB, and its all-reduce costs the latency that a fit of large
-  # sizes does not see) to twice --bucket-mb. A shaped link (tbf lets a burst through at full speed) is not
-  # one line from 4 KiB to 16 MiB.
-  local cap smallest lo
+  # Fit the sizes the runs all-reduce: half to twice --bucket-mb, where their
+  # buckets are, and the smallest bucket the trace recorded when it is below
+  # that (e.g. the mlp's output layer of 20 KiB: its all-reduce costs the
+  # latency that a fit of large sizes does not see). One small size pins the
+  # latency; the large ones keep the bandwidth where the bytes are (a sweep of
+  # every factor of 2 down to it weighs the small sizes as much in the fit).
+  # A shaped link (tbf lets a burst through at full speed) is not one line
+  # from 4 KiB to 16 MiB.
+  local cap smallest
   cap=$(awk -v m="$bucket_mb" 'BEGIN { if (m + 0 > 0) printf "%.0f", m * 1048576 }')
   smallest=$(grep -o '"args":{"bytes":[0-9]*},"dur":[0-9.e+-]*,"name":"bucket [0-9]* ready"' "$trace" 2>/dev/null |
              sed 's/^"args":{"bytes":\([0-9]*\)}.*/\1/' | sort -n | head -n 1 || true)
   if [ -n "$cap" ]; then
-    # A power of two at or below the smallest bucket (4 KiB at least), and at
-    # most half the cap, so that the sweep has a factor of 2 below each bucket.
-    lo=$(awk -v s="${smallest:-0}" -v c="$cap" 'BEGIN { lo = c / 2; while (s > 0 && lo > s && lo > 4096) lo /= 2; printf "%.0f", lo }')
-    cmd_model+=(-b "$lo" -e "$((cap * 2))" -f 2)
+    if [ -n "$smallest" ] && [ "$smallest" -ge 4 ] && [ "$smallest" -lt $((cap / 2)) ]; then
+      cmd_model+=(--sizes "$smallest,$((cap / 2)),$cap,$((cap * 2))")
+    else
+      cmd_model+=(-b "$((cap / 2))" -e "$((cap * 2))" -f 2)
+    fi
   fi
   # On this machine the ranks' communication may share the cores they compute
   # on: time the all-reduces beside compute too (bench predict uses it there).

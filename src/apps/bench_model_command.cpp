@@ -35,6 +35,7 @@ struct ModelOptions {
   std::string min_bytes = "4K";
   std::string max_bytes = "16M";
   int factor = 4;
+  std::string sizes;  // explicit comma list; empty: the -b/-e/-f sweep
   int iters = 10;
   int rounds = 5;
   int warmup = 3;
@@ -65,6 +66,40 @@ std::size_t size_of(const std::string& flag, const std::string& text) {
   else
     RT_CHECK(unit.empty(), "{} '{}': unknown unit '{}' (use K, M or G)", flag, text, unit);
   return static_cast<std::size_t>(v) * mult;
+}
+
+// The sizes to time: the explicit --sizes list (sorted, each rounded down to
+// whole floats), or the geometric sweep -b .. -e by -f.
+std::vector<std::size_t> sizes_to_time(const ModelOptions& o) {
+  std::vector<std::size_t> sizes;
+  if (!o.sizes.empty()) {
+    std::size_t start = 0;
+    for (;;) {
+      const std::size_t comma = o.sizes.find(',', start);
+      const std::string item =
+          o.sizes.substr(start, comma == std::string::npos ? comma : comma - start);
+      RT_CHECK(!item.empty(), "--sizes '{}': empty entry (expected e.g. 20520,512K,1M,2M)",
+               o.sizes);
+      const std::size_t bytes = size_of("--sizes", item);
+      RT_CHECK(bytes >= 4, "--sizes '{}': {} is below one float (4 bytes)", o.sizes, item);
+      sizes.push_back(bytes / 4 * 4);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    std::sort(sizes.begin(), sizes.end());
+    sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+    RT_CHECK(sizes.size() >= 2, "--sizes '{}': a line needs at least two distinct sizes, got {}",
+             o.sizes, sizes.size());
+    return sizes;
+  }
+  const std::size_t lo = size_of("-b", o.min_bytes), hi = size_of("-e", o.max_bytes);
+  for (std::size_t s = std::max<std::size_t>(lo, 4); s <= hi;
+       s *= static_cast<std::size_t>(o.factor))
+    sizes.push_back(s / 4 * 4);
+  RT_CHECK(sizes.size() >= 2,
+           "bench model needs at least two sizes to fit a line: -b {} -e {} -f {} gives {}",
+           o.min_bytes, o.max_bytes, o.factor, sizes.size());
+  return sizes;
 }
 
 std::vector<std::string> backend_list(const std::string& text, const Topology& topo) {
@@ -224,14 +259,7 @@ AfterCompute sweep_after_compute(Communicator& comm, const BufferView& all,
 
 int run_model(const ModelOptions& o, const Topology& topo) {
   const std::string tier = tier_of(topo);
-  const std::size_t lo = size_of("-b", o.min_bytes), hi = size_of("-e", o.max_bytes);
-  std::vector<std::size_t> sizes;
-  for (std::size_t s = std::max<std::size_t>(lo, 4); s <= hi;
-       s *= static_cast<std::size_t>(o.factor))
-    sizes.push_back(s / 4 * 4);
-  RT_CHECK(sizes.size() >= 2,
-           "bench model needs at least two sizes to fit a line: -b {} -e {} -f {} gives {}",
-           o.min_bytes, o.max_bytes, o.factor, sizes.size());
+  const std::vector<std::size_t> sizes = sizes_to_time(o);
   CommOptions co;
   co.timeout_seconds = o.timeout;
   // Timings are compared on the host, whatever device the backends use.
@@ -466,10 +494,10 @@ CLI::App* add_bench_model(CLI::App& bench, CommandContext& ctx) {
       "median round of the slowest rank. The fit is t(n) = 2(W-1) alpha + 2(W-1)/W n beta (a\n"
       "ring over W ranks) by least squares on relative error; a fit whose largest residual\n"
       "exceeds --poor-bound is reported POOR and 'bench predict' refuses it. Fit the sizes\n"
-      "the job will all-reduce, from its smallest gradient bucket to twice the cap (e.g.\n"
-      "-b 16K -e 2M -f 2 for 1 MiB buckets and a 20 KiB one): a shaped or congested link is\n"
-      "not a line over all sizes, and a fit of large sizes alone misses the latency of a\n"
-      "small bucket. The 'cpu' column is the\n"
+      "the job will all-reduce: its smallest gradient bucket and half to twice the cap (e.g.\n"
+      "--sizes 20520,512K,1M,2M for 1 MiB buckets and one of 20 KiB). A shaped or congested\n"
+      "link is not a line over all sizes, and a fit of large sizes alone misses the latency\n"
+      "of a small bucket. The 'cpu' column is the\n"
       "process's CPU time over the wall time of the busiest rank (its median over the sizes\n"
       "is the model's cpu_share).\n"
       "--under-load sweeps the sizes again with a compute thread (128x128 GEMMs) beside the\n"
@@ -486,13 +514,22 @@ CLI::App* add_bench_model(CLI::App& bench, CommandContext& ctx) {
       "mean is its arrival_lag_s: 'bench predict' starts each bucket's all-reduce that long\n"
       "after the ranks' mean produced it (in training the ranks stay that far apart all\n"
       "step); a file without it has the wait added to a step's exposed time instead.");
-  sub->add_option("-b,--minbytes", o->min_bytes, "Smallest size (suffix K, M, G)")
-      ->capture_default_str();
-  sub->add_option("-e,--maxbytes", o->max_bytes, "Largest size (suffix K, M, G)")
-      ->capture_default_str();
-  sub->add_option("-f,--stepfactor", o->factor, "Size factor between rows")
-      ->capture_default_str()
-      ->check(CLI::Range(2, 1024));
+  CLI::Option* min_opt =
+      sub->add_option("-b,--minbytes", o->min_bytes, "Smallest size (suffix K, M, G)")
+          ->capture_default_str();
+  CLI::Option* max_opt =
+      sub->add_option("-e,--maxbytes", o->max_bytes, "Largest size (suffix K, M, G)")
+          ->capture_default_str();
+  CLI::Option* factor_opt =
+      sub->add_option("-f,--stepfactor", o->factor, "Size factor between rows")
+          ->capture_default_str()
+          ->check(CLI::Range(2, 1024));
+  sub->add_option("--sizes", o->sizes,
+                  "Time exactly these sizes instead of the -b/-e/-f sweep: a comma list (suffix K, "
+                  "M, G), e.g. a job's smallest bucket and its cap's range: 20520,512K,1M,2M")
+      ->excludes(min_opt)
+      ->excludes(max_opt)
+      ->excludes(factor_opt);
   sub->add_option("-n,--iters", o->iters, "Calls per timed round")
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));
@@ -522,8 +559,10 @@ CLI::App* add_bench_model(CLI::App& bench, CommandContext& ctx) {
       ->check(CLI::PositiveNumber);
   add_device_options(sub, ctx, "cpu");
   sub->parse_complete_callback([&ctx, o] {
-    RT_CHECK(size_of("-b", o->min_bytes) <= size_of("-e", o->max_bytes),
-             "-b {} is larger than -e {}", o->min_bytes, o->max_bytes);
+    if (o->sizes.empty())
+      RT_CHECK(size_of("-b", o->min_bytes) <= size_of("-e", o->max_bytes),
+               "-b {} is larger than -e {}", o->min_bytes, o->max_bytes);
+    (void)sizes_to_time(*o);  // a bad list is refused on every rank before any collective
     ctx.action = [o](const Topology& topo) { return run_model(*o, topo); };
   });
   return sub;

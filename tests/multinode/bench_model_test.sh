@@ -92,6 +92,24 @@ assert abs(a["arrival_wait_s"] - max(0.0, waits[1])) < 1e-12, (a, waits)
 PY
     run "$tmp/m5.log" mpirun --oversubscribe -np 2 "$exe" bench model --device cpu --backend ring --after-compute -1
     [ "$rc" -ne 0 ] && grep -q -- "--after-compute" "$tmp/m5.log" || fail "a negative --after-compute was not refused by name"
+    # --sizes: exactly these sizes (sorted, whole floats, duplicates once), as
+    # a study gives a job's smallest bucket and its cap's range.
+    run "$tmp/m6.log" mpirun --oversubscribe -np 2 "$exe" bench model --device cpu --backend ring \
+      --sizes 64K,20522,16K,64K -n 2 --rounds 2 -w 1 --json "$tmp/sizes.json"
+    [ "$rc" -eq 0 ] || fail "bench model --sizes exited with $rc"
+    python3 - "$tmp/sizes.json" <<'PY' || fail "--sizes did not time exactly the sizes given"
+import json, sys
+f = json.load(open(sys.argv[1]))["tiers"]["intra"]["backends"]["ring"]
+assert [s["bytes"] for s in f["samples"]] == [16384, 20520, 65536], f["samples"]
+PY
+    for bad in "4K:at least two distinct sizes" "4K,4K:at least two distinct sizes" "4K,,8K:empty entry" \
+               "4K,lots:'lots' is not a size" "2,8K:below one float"; do
+      run "$tmp/m7.log" mpirun --oversubscribe -np 2 "$exe" bench model --device cpu --backend ring --sizes "${bad%%:*}"
+      [ "$rc" -ne 0 ] && [ "$(grep -c -- "--sizes.*${bad#*:}" "$tmp/m7.log")" -eq 2 ] ||
+        fail "--sizes ${bad%%:*} was not refused on both ranks with '${bad#*:}'"
+    done
+    run "$tmp/m8.log" mpirun --oversubscribe -np 2 "$exe" bench model --device cpu --backend ring --sizes 4K,8K -b 4K
+    [ "$rc" -ne 0 ] && grep -q -- "--sizes" "$tmp/m8.log" || fail "--sizes with -b was accepted"
     echo "PASS: fits per backend with residuals, a model file, the fit under load and the wait after compute" ;;
   predict)
     "$exe" convert synthetic --n 256 --shape 1,8,8 --classes 4 -o "$tmp/d.h5" >/dev/null 2>&1 || fail "convert failed"
