@@ -39,7 +39,10 @@ Runs:
   --data FILE        training set (default: DIR/d.h5, made once with 'ringtrain
                      convert synthetic --n 4096 --test-n 128 --shape 1,28,28
                      --classes 10 --seed 7')
-  --repeats R        runs per rank count in each study (default 3)
+  --repeats R        runs per rank count in each study (default 5: runs of 3
+                     ranks on 2 cores fall into a fast and a slow mode, about
+                     one in six slow, and with 3 repeats two slow ones set
+                     the median)
   --exe PATH         ringtrain binary (default \$RINGTRAIN_EXE, else
                      \${BUILD_DIR:-<repo>/build}/ringtrain)
   --dry-run          print the study commands and run nothing
@@ -58,7 +61,7 @@ links_list=1gbit,10gbit
 models_list=mlp,cnn
 scalings_list=weak,strong
 data=""
-repeats=3
+repeats=5
 exe=${RINGTRAIN_EXE:-${BUILD_DIR:-$here/../../build}/ringtrain}
 dry_run=0
 table_only=0

@@ -63,6 +63,9 @@ CSV
       { cat "$tmp/out"; fail "no 3-node cnn strong command with the README's flags"; }
     grep -q -- '-o '"$tmp"'/v/n2-mlp-1gbit-weak -- .*--model mlp:784-512-512-10 --backend ring --batch 64' "$tmp/out" ||
       { cat "$tmp/out"; fail "no 2-node mlp weak command with --batch 64"; }
+    # 5 repeats per point unless told: a 3-rank run on 2 cores is sometimes
+    # slow as a whole, and two slow runs of 3 would set the median.
+    [ "$(grep -c -- '--repeats 5 ' "$tmp/out")" -eq 16 ] || { cat "$tmp/out"; fail "not 5 repeats by default"; }
     [ ! -e "$tmp/v" ] || fail "--dry-run created the output directory"
     pass "16 study commands" ;;
   bad_options)
