@@ -68,23 +68,32 @@ std::size_t size_of(const std::string& flag, const std::string& text) {
   return static_cast<std::size_t>(v) * mult;
 }
 
+// The entries of a comma list given to FLAG; an empty entry is an error that
+// shows EXAMPLE.
+std::vector<std::string> comma_items(const std::string& flag, const std::string& text,
+                                     const char* example) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t comma = text.find(',', start);
+    std::string item = text.substr(start, comma == std::string::npos ? comma : comma - start);
+    RT_CHECK(!item.empty(), "{} '{}': empty entry (expected e.g. {})", flag, text, example);
+    out.push_back(std::move(item));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
 // The sizes to time: the explicit --sizes list (sorted, each rounded down to
 // whole floats), or the geometric sweep -b .. -e by -f.
 std::vector<std::size_t> sizes_to_time(const ModelOptions& o) {
   std::vector<std::size_t> sizes;
   if (!o.sizes.empty()) {
-    std::size_t start = 0;
-    for (;;) {
-      const std::size_t comma = o.sizes.find(',', start);
-      const std::string item =
-          o.sizes.substr(start, comma == std::string::npos ? comma : comma - start);
-      RT_CHECK(!item.empty(), "--sizes '{}': empty entry (expected e.g. 20520,512K,1M,2M)",
-               o.sizes);
+    for (const std::string& item : comma_items("--sizes", o.sizes, "20520,512K,1M,2M")) {
       const std::size_t bytes = size_of("--sizes", item);
       RT_CHECK(bytes >= 4, "--sizes '{}': {} is below one float (4 bytes)", o.sizes, item);
       sizes.push_back(bytes / 4 * 4);
-      if (comma == std::string::npos) break;
-      start = comma + 1;
     }
     std::sort(sizes.begin(), sizes.end());
     sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
@@ -104,17 +113,7 @@ std::vector<std::size_t> sizes_to_time(const ModelOptions& o) {
 
 std::vector<std::string> backend_list(const std::string& text, const Topology& topo) {
   if (text == "all") return available_backends(topo);
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  for (;;) {
-    const std::size_t comma = text.find(',', start);
-    const std::string item = text.substr(start, comma == std::string::npos ? comma : comma - start);
-    RT_CHECK(!item.empty(), "--backend '{}': empty entry (expected e.g. ring,mpi or all)", text);
-    out.push_back(item);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
+  return comma_items("--backend", text, "ring,mpi or all");
 }
 
 // "intra" when every rank is on one node, "inter" when each node has one rank.
