@@ -75,13 +75,19 @@ Prediction (the step model; see README "Predicting scaling"):
                         one rank alone, then all at once), as the machine's
                         speed drifts between separate runs
   --comm-model FILE     alpha/beta fits of 'ringtrain bench model --json'; without
-                        it the study measures them first (--netns-nodes: across the
-                        nodes, one rank each, on the same shaped links; and inside a
-                        node when it has several ranks), into DIR/comm-model.json;
-                        where the ranks share this machine, also beside compute
+                        it the study measures them in every repeat round, right
+                        after that round's runs (--netns-nodes: across the nodes,
+                        one rank each, on the same shaped links; and inside a node
+                        when it has several ranks), into DIR/rounds/r<k>/; where
+                        the ranks share this machine, also beside compute
                         (--under-load) and right after a step's compute
                         (--after-compute: ranks sharing cores end it apart, and the
-                        exposed all-reduce waits for the last)
+                        exposed all-reduce waits for the last). Each round's model
+                        gives a prediction; the study keeps the median round's
+                        (its model in DIR/comm-model.json) and warns when the
+                        rounds' predictions spread over 15% of their median: a
+                        link's measured speed drifts over minutes on a shared
+                        machine, as the runs' does
   --predict-backend B   whose fits to use: shm (hierarchical all-reduce) or ring, mpi,
                         nccl (ring); default the training flags' --backend, else shm
   --ranks-per-node G    ranks per predicted node (default: those of the largest run)
@@ -97,8 +103,9 @@ Output:
   -o, --out DIR         output directory (created): scaling.csv, scaling.png,
                         scaling.gp (the gnuplot script) and runs/np<N>/r<k>/ (each
                         run's output.log, metrics.jsonl, trace.json and TensorBoard
-                        events); with --predict also predicted.csv, verdict.txt
-                        and compute-curve.jsonl
+                        events); with --predict also predicted.csv, verdict.txt,
+                        compute-curve.jsonl, comm-model.json and rounds/r<k>/
+                        (each round's comm model, bench predict log and CSV)
   -h, --help            this text
 
 What is timed: only the training steps. Start-up (MPI launch, data set open,
@@ -501,8 +508,10 @@ run_logged() {  # run_logged LOG CMD...: runs CMD in the background (signals rea
   return "$rc"
 }
 
-measure_comm_model() {  # measure_comm_model RANKS_PER_NODE TRACE: writes $out/comm-model.json
-  local model=$out/comm-model.json shaping=() cmd_model rpn=$1 trace=$2
+measure_comm_model() {  # measure_comm_model RANKS_PER_NODE TRACE DIR: writes DIR/comm-model.json
+  local dir=$3 shaping=() cmd_model rpn=$1 trace=$2
+  local model=$dir/comm-model.json
+  mkdir -p "$dir"
   rm -f "$model"
   cmd_model=("$exe" bench model --device cpu --backend "$backend" --json "$model")
   # Fit the sizes the runs all-reduce: half to twice --bucket-mb, where their
@@ -528,13 +537,11 @@ measure_comm_model() {  # measure_comm_model RANKS_PER_NODE TRACE: writes $out/c
   # on: time the all-reduces beside compute too (bench predict uses it there).
   [ -n "$machinefile" ] || cmd_model+=(--under-load)
   # And right after a step's compute (a rank alone at the per-rank batch of the
-  # largest point, as this study timed it): ranks that share cores end it
+  # largest point, as this round timed it): ranks that share cores end it
   # apart, and the exposed all-reduce waits for the last.
   local after_ms
-  after_ms=$(awk 'match($0, /"step_ms_synchronous": *[-+0-9.eE]+/) { v = substr($0, RSTART, RLENGTH); sub(/^[^:]*: */, "", v); t[++n] = v + 0 }
-                  END { if (n) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (t[j] < t[i]) { x = t[i]; t[i] = t[j]; t[j] = x }
-                                 printf "%.3f", t[int((n + 1) / 2)] } }' \
-             "$out/compute-curve/b$(batch_of "${nps[${#nps[@]} - 1]}").jsonl" 2>/dev/null || true)
+  after_ms=$(tail -n 1 "$out/compute-curve/b$(batch_of "${nps[${#nps[@]} - 1]}").jsonl" 2>/dev/null |
+             awk 'match($0, /"step_ms_synchronous": *[-+0-9.eE]+/) { v = substr($0, RSTART, RLENGTH); sub(/^[^:]*: */, "", v); printf "%.3f", v + 0 }' || true)
   [ -n "$machinefile" ] || [ -z "$after_ms" ] || cmd_model+=(--after-compute "$after_ms")
   if [ -n "$netns_nodes" ]; then
     [ "$netns_nodes" -ge 2 ] || { say "--predict needs a tier across nodes: --netns-nodes 2 or more (or --comm-model FILE)"; return 1; }
@@ -550,15 +557,15 @@ measure_comm_model() {  # measure_comm_model RANKS_PER_NODE TRACE: writes $out/c
     done
     [[ " ${counts[*]} " == *" $netns_nodes "* ]] || counts+=("$netns_nodes")
     for nn in "${counts[@]}"; do
-      local log=$out/comm-model-inter.log
-      [ "$nn" -eq "$netns_nodes" ] || log=$out/comm-model-inter-n$nn.log
+      local log=$dir/comm-model-inter.log
+      [ "$nn" -eq "$netns_nodes" ] || log=$dir/comm-model-inter-n$nn.log
       say "measuring the link across nodes: $nn node(s), one rank each"
       run_logged "$log" "$here/netns-cluster" --nodes "$nn" --ranks-per-node 1 \
         "${shaping[@]}" -- "${cmd_model[@]}" || return 1
     done
     if [ "$rpn" -gt 1 ]; then
       say "measuring the link inside a node: $rpn rank(s)"
-      run_logged "$out/comm-model-intra.log" "$here/netns-cluster" --nodes 1 --ranks-per-node "$rpn" \
+      run_logged "$dir/comm-model-intra.log" "$here/netns-cluster" --nodes 1 --ranks-per-node "$rpn" \
         --oversubscribe -- "${cmd_model[@]}" || return 1
     fi
   else
@@ -566,10 +573,9 @@ measure_comm_model() {  # measure_comm_model RANKS_PER_NODE TRACE: writes $out/c
     local mp=(mpirun -np "$np_intra")
     [ "$oversubscribe" -eq 0 ] || mp+=(--oversubscribe)
     say "measuring the link inside this node: $np_intra rank(s)"
-    run_logged "$out/comm-model-intra.log" "${mp[@]}" "${cmd_model[@]}" || return 1
+    run_logged "$dir/comm-model-intra.log" "${mp[@]}" "${cmd_model[@]}" || return 1
   fi
-  comm_model=$model
-  grep -h ' fit' "$out"/comm-model-*.log | sed 's/^/  /' >&2 || true
+  grep -h ' fit' "$dir"/comm-model-*.log | sed 's/^/  /' >&2 || true
 }
 
 # Compute per step ('ringtrain bench step', synthetic samples of the data set's
@@ -660,17 +666,16 @@ finish_compute_curve() {  # finish_compute_curve PROFILE_NP: writes $out/compute
   [ -n "$machinefile" ] || extra+=(--colocation all)
 }
 
-predict_points() {  # writes predicted.csv, predicted-rows.csv and verdict.txt
-  local base_np base_sps base_gb rpn max_np scaling_kind=weak algos trace nn cores k
-  local extra=()
-  [ "$allow_poor" -eq 0 ] || extra=(--allow-poor-fit)
-  read -r base_np _ base_gb base_sps _ <<<"${rows[0]}"
-  max_np=${nps[${#nps[@]} - 1]}
-  if [ -n "$predict_rpn" ]; then rpn=$predict_rpn
-  elif [ -n "$gpus_per_node" ]; then rpn=$gpus_per_node
+# Where the predicted ranks sit and whose fits price their all-reduces: set
+# before the rounds, as each round measures the communication model for it.
+plan_prediction() {  # sets top_np, rpn_pred, backend and algos
+  local nn
+  top_np=${nps[${#nps[@]} - 1]}
+  if [ -n "$predict_rpn" ]; then rpn_pred=$predict_rpn
+  elif [ -n "$gpus_per_node" ]; then rpn_pred=$gpus_per_node
   elif [ -n "$netns_nodes" ]; then
-    nn=$((max_np < netns_nodes ? max_np : netns_nodes)); rpn=$(((max_np + nn - 1) / nn))
-  else rpn=$max_np
+    nn=$((top_np < netns_nodes ? top_np : netns_nodes)); rpn_pred=$(((top_np + nn - 1) / nn))
+  else rpn_pred=$top_np
   fi
   backend=$predict_backend
   if [ -z "$backend" ]; then
@@ -678,6 +683,21 @@ predict_points() {  # writes predicted.csv, predicted-rows.csv and verdict.txt
   fi
   # The backend's own algorithm first: the verdict is about it.
   case $backend in shm) algos=hierarchical,ring ;; *) algos=ring,hierarchical ;; esac
+}
+
+# The prediction's row that picks the median round: the largest measured rank
+# count, else the largest predicted one (the backend's own algorithm).
+efficiency_of() {  # efficiency_of PREDICTED_CSV: prints its efficiency there
+  awk -F, -v np="$top_np" -v a="${algos%%,*}" '
+    NR > 1 && $3 == a { if ($2 == np) hit = $9; if ($2 + 0 >= top + 0) { top = $2; last = $9 } }
+    END { if (hit != "") print hit; else if (last != "") print last }' "$1"
+}
+
+predict_points() {  # writes predicted.csv, predicted-rows.csv and verdict.txt
+  local base_np base_sps base_gb scaling_kind=weak trace nn cores k d model
+  local extra=() dirs=()
+  [ "$allow_poor" -eq 0 ] || extra=(--allow-poor-fit)
+  read -r base_np _ base_gb base_sps _ <<<"${rows[0]}"
   # The profile comes from the base point's median run (the slower of two), so
   # that one run caught in a slow spell of the machine does not set the
   # prediction.
@@ -686,20 +706,41 @@ predict_points() {  # writes predicted.csv, predicted-rows.csv and verdict.txt
   trace=$out/runs/np$base_np/r$k/trace.json
   [ -n "$k" ] && [ -s "$trace" ] || { say "the median run at np=$base_np wrote no trace $trace"; return 1; }
   say "step profile: np=$base_np repeat $k (the median samples/s of its repeats)"
-  [ -n "$comm_model" ] || measure_comm_model "$rpn" "$trace" || return 1
   [ -z "$global_batch" ] || scaling_kind=strong
   finish_compute_curve "$base_np" || return 1
   # Cores per node: netns nodes and a plain mpirun share this machine's cores.
   cores=$predict_cores
   if [ -z "$cores" ] && [ -z "$machinefile" ]; then
     nn=1
-    [ -z "$netns_nodes" ] || nn=$((max_np < netns_nodes ? max_np : netns_nodes))
+    [ -z "$netns_nodes" ] || nn=$((top_np < netns_nodes ? top_np : netns_nodes))
     cores=$(($(nproc) / nn)); [ "$cores" -ge 1 ] || cores=1
   fi
   [ -z "$cores" ] || extra+=(--cores-per-node "$cores")
-  run_logged "$out/predict.log" "$exe" bench predict --device cpu --trace "$trace" --comm-model "$comm_model" \
-    --backend "$backend" --algorithm "$algos" --nodes "$predict" --ranks-per-node "$rpn" \
-    --scaling "$scaling_kind" --profile-ranks "$base_np" --csv "$out/predicted.csv" "${extra[@]}" || return 1
+  # One prediction per communication model: the one given, or each round's.
+  if [ -n "$comm_model" ]; then dirs=("$out")
+  else for ((k = 1; k <= repeats; k++)); do dirs+=("$out/rounds/r$k"); done
+  fi
+  for d in "${dirs[@]}"; do
+    model=$comm_model; [ -n "$model" ] || model=$d/comm-model.json
+    run_logged "$d/predict.log" "$exe" bench predict --device cpu --trace "$trace" --comm-model "$model" \
+      --backend "$backend" --algorithm "$algos" --nodes "$predict" --ranks-per-node "$rpn_pred" \
+      --scaling "$scaling_kind" --profile-ranks "$base_np" --csv "$d/predicted.csv" "${extra[@]}" || return 1
+  done
+  if [ ${#dirs[@]} -gt 1 ]; then
+    # The link's speed drifts over minutes on a shared machine, and one
+    # measurement of it set the whole prediction: keep the round whose
+    # prediction is the median (the lower of two), with its model and log.
+    local picks chosen
+    picks=$(for d in "${dirs[@]}"; do printf '%s %s\n' "$(efficiency_of "$d/predicted.csv")" "${d##*/r}"; done | sort -g -k1,1 -k2,2)
+    chosen=$(awk '{ r[NR] = $2 } END { print r[int((NR + 1) / 2)] }' <<<"$picks")
+    [ -n "$chosen" ] || { say "bench predict wrote no row to choose the median round by"; return 1; }
+    say "prediction from round $chosen's communication model, the median of the rounds' predicted efficiencies at np=$(awk -F, -v a="${algos%%,*}" -v np="$top_np" 'NR > 1 && $3 == a && $2 == np { f = 1 } END { print (f ? np : "the largest predicted") }' "$out/rounds/r$chosen/predicted.csv"): $(awk '{ printf "%s%.3f (round %s)", (NR > 1 ? ", " : ""), $1, $2 }' <<<"$picks")"
+    awk -v p="$prog" -v n="${#dirs[@]}" '{ e[NR] = $1 } END { med = e[int((NR + 1) / 2)]
+      if (NR >= 2 && med > 0 && (e[NR] - e[1]) / med > 0.15)
+        printf "%s: warning: the %d rounds'"'"' predictions spread %.0f%% of their median (%.3f to %.3f): the link or compute speed changed between rounds, so the prediction is not to be trusted\n", p, n, 100 * (e[NR] - e[1]) / med, e[1], e[NR] }' <<<"$picks" >&2
+    for f in predicted.csv predict.log predict.log.command comm-model.json; do cp "$out/rounds/r$chosen/$f" "$out/$f"; done
+    for f in "$out/rounds/r$chosen"/comm-model-*; do cp "$f" "$out/"; done
+  fi
   grep -E '^# (compute per rank from the curve|.* core\(s\): communication has no core of its own|[0-9]+ rank\(s\) at once on one machine)' "$out/predict.log" >&2 || true
   grep '^# warning' "$out/predict.log" >&2 || true
   grep '^predicted efficiency at ' "$out/predict.log" >"$out/verdict.txt" ||
@@ -737,21 +778,31 @@ trap 'on_signal SIGINT' INT
 
 runs=()
 rows=()
-rm -rf "$out/predicted-rows.csv" "$out/predicted.csv" "$out/verdict.txt" "$out/compute-curve.jsonl" "$out/compute-curve"
+rm -rf "$out/predicted-rows.csv" "$out/predicted.csv" "$out/verdict.txt" "$out/compute-curve.jsonl" "$out/compute-curve" "$out/rounds"
+[ -n "$comm_model" ] || rm -f "$out"/comm-model.json "$out"/comm-model-*.log "$out"/comm-model-*.log.command
 say "rank counts ${nps[*]}, $repeats repeat(s), $steps steps per run (first window of $log_every as warm-up), output $out"
 failed=0
 # Repeats go round the rank counts rather than back to back, so a slow spell of
 # a shared machine spreads over all points instead of hitting one.
-[ -z "$predict" ] || plan_compute_curve
+[ -z "$predict" ] || { plan_compute_curve; plan_prediction; }
+stopped_at=""
 for ((k = 1; k <= repeats && failed == 0; k++)); do
   for n in "${nps[@]}"; do
-    if [ -n "$predict" ]; then time_compute "$n" "$k" || { failed=1; break; }; fi
-    run_one "$n" "$k" || { failed=1; break; }
+    if [ -n "$predict" ]; then time_compute "$n" "$k" || { failed=1; stopped_at="np=$n"; break; }; fi
+    run_one "$n" "$k" || { failed=1; stopped_at="np=$n"; break; }
   done
+  # Each round measures the communication model right after its runs, as it
+  # measures compute right before them: the link's speed drifts between
+  # rounds like the machine's (predict_points keeps the median round).
+  if [ "$failed" -eq 0 ] && [ -n "$predict" ] && [ -z "$comm_model" ]; then
+    say "round $k: measuring the communication model after this round's runs"
+    measure_comm_model "$rpn_pred" "$out/runs/np${nps[0]}/r$k/trace.json" "$out/rounds/r$k" ||
+      { failed=1; stopped_at="round $k's communication model"; }
+  fi
 done
 write_csv
 echo "$prog: wrote $csv (${#runs[@]} run(s))" >&2
-[ "$failed" -eq 0 ] || die "stopped at np=$n; the CSV holds the runs that finished"
+[ "$failed" -eq 0 ] || die "stopped at $stopped_at; the CSV holds the runs that finished"
 # Repeats far apart mean the machine's speed changed under the study: the
 # medians, and any comparison with the prediction, are then unreliable.
 printf '%s\n' "${rows[@]}" | awk -v p="$prog" '

@@ -182,6 +182,8 @@ def noise_of(log):
             found.append(f"compute b{m.group(1)}x1")
         elif m := re.search(r"rounds of the slowdown at batch (\d+) with (\d+) rank", line):
             found.append(f"slowdown b{m.group(1)}x{m.group(2)}")
+        elif re.search(r"rounds' predictions spread", line):
+            found.append("predictions")
     return ", ".join(found) or "-"
 
 def row(k, model, rate, scaling):

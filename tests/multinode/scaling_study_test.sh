@@ -159,6 +159,34 @@ a = ring["after_compute"]
 assert a["compute_s"] > 0 and a["arrival_wait_s"] >= 0, a
 assert [x["bytes"] for x in a["samples"]] == [x["bytes"] for x in ring["samples"]], a
 PY
+    # Each repeat round measured its own model after its runs, with the
+    # compute of that round's timing; the study predicts from every round and
+    # keeps the median round's prediction, model and log.
+    for k in 1 2; do
+      [ -s "$tmp/out/rounds/r$k/comm-model.json" ] && [ -s "$tmp/out/rounds/r$k/predicted.csv" ] ||
+        fail "round $k has no comm model or prediction of its own"
+      ms=$(python3 -c 'import json, sys; print("%.3f" % json.loads(open(sys.argv[1]).readlines()[int(sys.argv[2]) - 1])["step_ms_synchronous"])' \
+           "$tmp/out/compute-curve/b8.jsonl" "$k")
+      grep -q -- "--after-compute $ms" "$tmp/out/rounds/r$k/comm-model-inter.log.command" ||
+        fail "round $k's bench model did not run after that round's compute ($ms ms): $(cat "$tmp/out/rounds/r$k/comm-model-inter.log.command")"
+      grep -q -- "--comm-model $tmp/out/rounds/r$k/comm-model.json" "$tmp/out/rounds/r$k/predict.log.command" ||
+        fail "round $k was not predicted from its own model"
+    done
+    chosen=$(sed -n "s/^scaling-study.sh: prediction from round \([12]\)'s communication model, the median of the rounds' predicted efficiencies at np=2: .*$/\1/p" "$tmp/study.log")
+    [ -n "$chosen" ] || fail "the study did not say which round's prediction it kept"
+    # Of two rounds the median is the lower prediction at np=2.
+    python3 - "$tmp/out" "$chosen" <<'PY' || fail "the study did not keep the round with the lower prediction at np=2"
+import csv, sys
+out, chosen = sys.argv[1], int(sys.argv[2])
+eff = {}
+for k in (1, 2):
+    rows = [r for r in csv.DictReader(open(f"{out}/rounds/r{k}/predicted.csv")) if r["ranks"] == "2" and r["algorithm"] == "ring"]
+    eff[k] = float(rows[0]["scaling_efficiency"])
+assert eff[chosen] == min(eff.values()) and (eff[1] != eff[2] or chosen == 1), (eff, chosen)
+PY
+    cmp -s "$tmp/out/comm-model.json" "$tmp/out/rounds/r$chosen/comm-model.json" &&
+      cmp -s "$tmp/out/predicted.csv" "$tmp/out/rounds/r$chosen/predicted.csv" ||
+      fail "comm-model.json and predicted.csv are not round $chosen's"
     # 2 netns nodes share this machine's cores: the prediction is told how many each has.
     cores=$(( $(nproc) / 2 )); [ "$cores" -ge 1 ] || cores=1
     grep -q -- "--cores-per-node $cores" "$tmp/out/predict.log.command" || fail "bench predict was not given --cores-per-node $cores"
