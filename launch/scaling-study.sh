@@ -726,7 +726,7 @@ predict_points() {  # writes predicted.csv, predicted-rows.csv and verdict.txt
       --backend "$backend" --algorithm "$algos" --nodes "$predict" --ranks-per-node "$rpn_pred" \
       --scaling "$scaling_kind" --profile-ranks "$base_np" --csv "$d/predicted.csv" "${extra[@]}" || return 1
   done
-  if [ ${#dirs[@]} -gt 1 ]; then
+  if [ -z "$comm_model" ]; then
     # The link's speed drifts over minutes on a shared machine, and one
     # measurement of it set the whole prediction: keep the round whose
     # prediction is the median (the lower of two), with its model and log.
@@ -737,7 +737,7 @@ predict_points() {  # writes predicted.csv, predicted-rows.csv and verdict.txt
     say "prediction from round $chosen's communication model, the median of the rounds' predicted efficiencies at np=$(awk -F, -v a="${algos%%,*}" -v np="$top_np" 'NR > 1 && $3 == a && $2 == np { f = 1 } END { print (f ? np : "the largest predicted") }' "$out/rounds/r$chosen/predicted.csv"): $(awk '{ printf "%s%.3f (round %s)", (NR > 1 ? ", " : ""), $1, $2 }' <<<"$picks")"
     awk -v p="$prog" -v n="${#dirs[@]}" '{ e[NR] = $1 } END { med = e[int((NR + 1) / 2)]
       if (NR >= 2 && med > 0 && (e[NR] - e[1]) / med > 0.15)
-        printf "%s: warning: the %d rounds'"'"' predictions spread %.0f%% of their median (%.3f to %.3f): the link or compute speed changed between rounds, so the prediction is not to be trusted\n", p, n, 100 * (e[NR] - e[1]) / med, e[1], e[NR] }' <<<"$picks" >&2
+        printf "%s: warning: the %d rounds'"'"' predictions spread %.0f%% of their median (%.3f to %.3f): the measured link speed changed between rounds, so the prediction is not to be trusted\n", p, n, 100 * (e[NR] - e[1]) / med, e[1], e[NR] }' <<<"$picks" >&2
     for f in predicted.csv predict.log predict.log.command comm-model.json; do cp "$out/rounds/r$chosen/$f" "$out/$f"; done
     for f in "$out/rounds/r$chosen"/comm-model-*; do cp "$f" "$out/"; done
   fi

@@ -17,6 +17,8 @@
 #                and run nothing
 #   noisy        repeats far apart get a warning that the machine was noisy
 #   noisy_curve  so do the rounds of compute timed for a prediction
+#   noisy_rounds each round measures its own comm model; the study keeps the
+#                median round's prediction and warns when the rounds' spread
 #   median_step  a run's samples/s is the global batch over its median step;
 #                runs.csv has each run's mean beside it
 # Needs RINGTRAIN_EXE (the built ringtrain binary) and gnuplot (gnuplot-nox,
@@ -371,6 +373,47 @@ EOF
     curve_study 1.0,1.1,1.05
     ! grep -q "rounds of compute" "$tmp/study.log" || fail "a noise warning for compute rounds 10% apart"
     pass "compute rounds far apart are called noisy, close ones are not" ;;
+  noisy_rounds)
+    # The real ringtrain, but 'bench model' (rank 0) writes a model whose
+    # latency is the next of $ALPHAS: each repeat round measures its own model
+    # (no --comm-model), the study predicts from each and keeps the median
+    # round's, and rounds whose predictions are far apart get a warning.
+    make_data
+    cat >"$tmp/wrap" <<STUB
+#!/bin/sh
+if [ "\$1 \$2" = "bench model" ]; then
+  [ "\${OMPI_COMM_WORLD_RANK:-0}" = 0 ] || exit 0
+  n=\$((\$(cat "\$CALLS" 2>/dev/null || echo 0) + 1)); echo "\$n" >"\$CALLS"
+  a=\$(echo "\$ALPHAS" | cut -d, -f"\$n")
+  while [ \$# -gt 0 ]; do [ "\$1" = --json ] && json=\$2; shift; done
+  echo "{\"kind\": \"ringtrain comm model\", \"poor_bound\": 0.25, \"tiers\": {\"intra\": {\"ranks\": 2, \"nodes\": 1, \"backends\": {\"shm\": {\"alpha_s\": \$a, \"beta_s_per_byte\": 1e-10, \"poor\": false, \"max_abs_residual\": 0.01}}}}}" >"\$json"
+  echo "intra shm: alpha \$a s per step: good fit"
+  exit 0
+fi
+exec "$exe" "\$@"
+STUB
+    chmod +x "$tmp/wrap"
+    export CALLS=$tmp/calls
+    rounds_study() {  # rounds_study ALPHAS
+      rm -f "$CALLS"
+      ALPHAS=$1 timeout --kill-after=10 240 "$study" --exe "$tmp/wrap" --steps 20 --np 1,2 --repeats 3 --predict 1 \
+        --cores-per-node 4 --oversubscribe -o "$tmp/out" -- --data "$tmp/f.h5" --model mlp:64-32-4 --batch 8 --device cpu \
+        >"$tmp/study.log" 2>&1
+      rc=$?
+      cat "$tmp/study.log"
+      [ "$rc" -eq 0 ] || fail "the study exited with $rc"
+      [ "$(cat "$CALLS")" = 3 ] || fail "bench model ran $(cat "$CALLS") time(s), not once per round"
+    }
+    # A slower link, a lower efficiency: the median round is the one of 2e-4.
+    rounds_study 1e-4,4e-4,2e-4
+    grep -q "prediction from round 3's communication model, the median of the rounds' predicted efficiencies at np=2: " "$tmp/study.log" ||
+      fail "the study did not keep round 3 (alpha 2e-4, the median)"
+    grep -q '"alpha_s": 2e-4' "$tmp/out/comm-model.json" || fail "comm-model.json is not round 3's"
+    grep -q "warning: the 3 rounds' predictions spread [0-9]*% of their median" "$tmp/study.log" ||
+      fail "no warning for rounds whose models are 4x apart"
+    rounds_study 1e-4,1.01e-4,1.02e-4
+    ! grep -q "rounds' predictions spread" "$tmp/study.log" || fail "a warning for rounds 2% apart"
+    pass "each round's own comm model: the median round's prediction, and a warning when they spread" ;;
   median_step)
     # A stand-in train with a slow spell: windows of 4 steps at 10 ms and one at
     # 40 ms, and a summary whose median step is 10 ms. The CSV's samples/s is

@@ -44,7 +44,7 @@ CSV
     {
       echo "scaling-study.sh: warning: the 3 repeats at np=2 spread 20% of their median (1700.0 to 1900.0 samples/s): the machine was noisy"
       echo "scaling-study.sh: warning: the 3 rounds of the slowdown at batch 64 with 2 rank(s) at once spread 18% of their median (1.100-1.300): the machine was noisy"
-      echo "scaling-study.sh: warning: the 3 rounds' predictions spread 17% of their median (0.700 to 0.830): the link or compute speed changed between rounds, so the prediction is not to be trusted"
+      echo "scaling-study.sh: warning: the 3 rounds' predictions spread 17% of their median (0.700 to 0.830): the measured link speed changed between rounds, so the prediction is not to be trusted"
     } >"$tmp/v/n2-mlp-1gbit-weak.log"
     "$validate" -o "$tmp/v" --table-only --nodes 2 --links 1gbit --models mlp --scalings weak >"$tmp/out" 2>&1 ||
       { cat "$tmp/out"; fail "--table-only on a complete case exited non-zero"; }
