@@ -734,7 +734,10 @@ predict_points() {  # writes predicted.csv, predicted-rows.csv and verdict.txt
     picks=$(for d in "${dirs[@]}"; do printf '%s %s\n' "$(efficiency_of "$d/predicted.csv")" "${d##*/r}"; done | sort -g -k1,1 -k2,2)
     chosen=$(awk '{ r[NR] = $2 } END { print r[int((NR + 1) / 2)] }' <<<"$picks")
     [ -n "$chosen" ] || { say "bench predict wrote no row to choose the median round by"; return 1; }
-    say "prediction from round $chosen's communication model, the median of the rounds' predicted efficiencies at np=$(awk -F, -v a="${algos%%,*}" -v np="$top_np" 'NR > 1 && $3 == a && $2 == np { f = 1 } END { print (f ? np : "the largest predicted") }' "$out/rounds/r$chosen/predicted.csv"): $(awk '{ printf "%s%.3f (round %s)", (NR > 1 ? ", " : ""), $1, $2 }' <<<"$picks")"
+    local at="np=$top_np"
+    awk -F, -v a="${algos%%,*}" -v np="$top_np" 'NR > 1 && $3 == a && $2 == np { f = 1 } END { exit !f }' \
+      "$out/rounds/r$chosen/predicted.csv" || at="the largest predicted rank count"
+    say "prediction from round $chosen's communication model, the median of the rounds' predicted efficiencies at $at: $(awk '{ printf "%s%.3f (round %s)", (NR > 1 ? ", " : ""), $1, $2 }' <<<"$picks")"
     awk -v p="$prog" -v n="${#dirs[@]}" '{ e[NR] = $1 } END { med = e[int((NR + 1) / 2)]
       if (NR >= 2 && med > 0 && (e[NR] - e[1]) / med > 0.15)
         printf "%s: warning: the %d rounds'"'"' predictions spread %.0f%% of their median (%.3f to %.3f): the measured link speed changed between rounds, so the prediction is not to be trusted\n", p, n, 100 * (e[NR] - e[1]) / med, e[1], e[NR] }' <<<"$picks" >&2
