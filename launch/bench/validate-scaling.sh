@@ -24,7 +24,8 @@ whether it is within 10%, the efficiency from the runs' means, the measured
 wait for the last rank after compute and its lag behind the ranks' mean (ms),
 and the study's noise warnings.
 Needs root (namespace nodes) and a built ringtrain. All 16 default cases take
-about 25 minutes on a 2-core machine.
+about 40 minutes on a 2-core machine (5 repeats, each round measuring its own
+comm model).
 
 The cases (each list comma-separated):
   --nodes LIST       namespace nodes, one rank each (default 2,3); a study runs
