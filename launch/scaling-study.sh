@@ -687,11 +687,14 @@ plan_prediction() {  # sets top_np, rpn_pred, backend and algos
 
 # The prediction's row that picks the median round: the largest measured rank
 # count, else the largest predicted one (the backend's own algorithm).
-efficiency_of() {  # efficiency_of PREDICTED_CSV: prints its efficiency there
+efficiency_of() {  # efficiency_of PREDICTED_CSV: prints "EFFICIENCY RANKS" of that row
   awk -F, -v np="$top_np" -v a="${algos%%,*}" '
     NR > 1 && $3 == a { if ($2 == np) hit = $9; if ($2 + 0 >= top + 0) { top = $2; last = $9 } }
-    END { if (hit != "") print hit; else if (last != "") print last }' "$1"
+    END { if (hit != "") print hit, np; else if (last != "") print last, top }' "$1"
 }
+
+# Lines "VALUE TAG ...": the TAG of the lower median VALUE (ties: the lower TAG).
+median_tag() { sort -g -k1,1 -k2,2 | awk '{ r[NR] = $2 } END { if (NR) print r[int((NR + 1) / 2)] }'; }
 
 predict_points() {  # writes predicted.csv, predicted-rows.csv and verdict.txt
   local base_np base_sps base_gb scaling_kind=weak trace nn cores k d model
@@ -701,8 +704,7 @@ predict_points() {  # writes predicted.csv, predicted-rows.csv and verdict.txt
   # The profile comes from the base point's median run (the slower of two), so
   # that one run caught in a slow spell of the machine does not set the
   # prediction.
-  k=$(printf '%s\n' "${runs[@]}" | awk -v np="$base_np" '$1 == np { print $4, $6 }' | sort -g |
-      awk '{ r[NR] = $2 } END { if (NR) print r[int((NR + 1) / 2)] }')
+  k=$(printf '%s\n' "${runs[@]}" | awk -v np="$base_np" '$1 == np { print $4, $6 }' | median_tag)
   trace=$out/runs/np$base_np/r$k/trace.json
   [ -n "$k" ] && [ -s "$trace" ] || { say "the median run at np=$base_np wrote no trace $trace"; return 1; }
   say "step profile: np=$base_np repeat $k (the median samples/s of its repeats)"
@@ -730,14 +732,14 @@ predict_points() {  # writes predicted.csv, predicted-rows.csv and verdict.txt
     # The link's speed drifts over minutes on a shared machine, and one
     # measurement of it set the whole prediction: keep the round whose
     # prediction is the median (the lower of two), with its model and log.
-    local picks chosen
-    picks=$(for d in "${dirs[@]}"; do printf '%s %s\n' "$(efficiency_of "$d/predicted.csv")" "${d##*/r}"; done | sort -g -k1,1 -k2,2)
-    chosen=$(awk '{ r[NR] = $2 } END { print r[int((NR + 1) / 2)] }' <<<"$picks")
+    local picks chosen eff ranks
+    picks=$(for d in "${dirs[@]}"; do
+              read -r eff ranks < <(efficiency_of "$d/predicted.csv") && printf '%s %s\n' "$eff" "${d##*/r}"
+            done | sort -g -k1,1 -k2,2)
+    chosen=$(median_tag <<<"$picks")
     [ -n "$chosen" ] || { say "bench predict wrote no row to choose the median round by"; return 1; }
-    local at="np=$top_np"
-    awk -F, -v a="${algos%%,*}" -v np="$top_np" 'NR > 1 && $3 == a && $2 == np { f = 1 } END { exit !f }' \
-      "$out/rounds/r$chosen/predicted.csv" || at="the largest predicted rank count"
-    say "prediction from round $chosen's communication model, the median of the rounds' predicted efficiencies at $at: $(awk '{ printf "%s%.3f (round %s)", (NR > 1 ? ", " : ""), $1, $2 }' <<<"$picks")"
+    read -r _ ranks < <(efficiency_of "$out/rounds/r$chosen/predicted.csv")
+    say "prediction from round $chosen's communication model, the median of the rounds' predicted efficiencies at np=$ranks: $(awk '{ printf "%s%.3f (round %s)", (NR > 1 ? ", " : ""), $1, $2 }' <<<"$picks")"
     awk -v p="$prog" -v n="${#dirs[@]}" '{ e[NR] = $1 } END { med = e[int((NR + 1) / 2)]
       if (NR >= 2 && med > 0 && (e[NR] - e[1]) / med > 0.15)
         printf "%s: warning: the %d rounds'"'"' predictions spread %.0f%% of their median (%.3f to %.3f): the measured link speed changed between rounds, so the prediction is not to be trusted\n", p, n, 100 * (e[NR] - e[1]) / med, e[1], e[NR] }' <<<"$picks" >&2
