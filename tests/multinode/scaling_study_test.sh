@@ -18,7 +18,7 @@
 #   noisy        repeats far apart get a warning that the machine was noisy
 #   noisy_curve  so do the rounds of compute timed for a prediction
 #   noisy_rounds each round measures its own comm model; the study keeps the
-#                median round's prediction and warns when the rounds' spread
+#                median round's prediction and warns when their predictions spread
 #   median_step  a run's samples/s is the global batch over its median step;
 #                runs.csv has each run's mean beside it
 # Needs RINGTRAIN_EXE (the built ringtrain binary) and gnuplot (gnuplot-nox,
