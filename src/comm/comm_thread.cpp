@@ -4,6 +4,7 @@
 
 #include "comm/deadline.h"
 #include "ringtrain/core/fatal.h"
+#include "ringtrain/core/timer.h"
 
 namespace ringtrain::comm_detail {
 
@@ -11,10 +12,11 @@ struct CommThread::Task : CommRequest::State {
   std::string what;
   std::function<void()> work;
   double wait_timeout_seconds = 0;
-  std::mutex mutex;
+  mutable std::mutex mutex;
   std::condition_variable done_cv;
   bool done = false;
   std::exception_ptr error;
+  CommRequest::RunTimes ran;  // set with done
 
   bool test() override {
     std::lock_guard lock(mutex);
@@ -29,6 +31,10 @@ struct CommThread::Task : CommRequest::State {
       fatal(what + " did not complete within " + std::to_string(limit.count()) +
             " s: the communication thread is stuck");
     if (error) std::rethrow_exception(error);
+  }
+  CommRequest::RunTimes run_times() const override {
+    std::lock_guard lock(mutex);
+    return done ? ran : CommRequest::RunTimes{};
   }
 };
 
@@ -51,6 +57,7 @@ void CommThread::stop() {
 
 void CommThread::execute(Task& task) {
   std::exception_ptr error;
+  const double began = monotonic_seconds();
   try {
     task.work();
   } catch (const CommTimeout& e) {
@@ -63,6 +70,7 @@ void CommThread::execute(Task& task) {
     std::lock_guard lock(task.mutex);
     task.done = true;
     task.error = error;
+    task.ran = {began, monotonic_seconds()};
     task.work = nullptr;
   }
   task.done_cv.notify_all();

@@ -72,6 +72,9 @@ void GradientSynchronizer::finish() {
     else
       done.order_stream(compute_stream_);
     t.done_s = monotonic_seconds();
+    const CommRequest::RunTimes ran = request.run_times();
+    t.began_s = ran.began_s;
+    t.finished_s = ran.finished_s;
   }
   exposed_s_ = monotonic_seconds() - start;
 }

@@ -445,6 +445,11 @@ StepOutcome Trainer::step() {
     for (const BucketTiming& b : sync_->timings()) {
       recorder_->trace_span(fmt::format("allreduce bucket {}", b.bucket), "comm", b.launched_s,
                             b.done_s);
+      // Where the backend can tell, when it really ran: the span above ends
+      // only when this rank looked, after its backward.
+      if (b.finished_s >= 0)
+        recorder_->trace_span(fmt::format("allreduce bucket {} ran", b.bucket), "comm thread",
+                              b.began_s, b.finished_s);
       first = std::min(first, b.launched_s);
       last_done = std::max(last_done, b.done_s);
     }

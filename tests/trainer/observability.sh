@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # What a run leaves for people: metrics.jsonl (train, eval, checkpoint and
 # summary records), TensorBoard events, a merged Chrome trace with every
-# rank's forward, backward, per-bucket all-reduce and optimizer spans, and the
+# rank's forward, backward, per-bucket all-reduce (issued to observed, and when
+# it ran) and optimizer spans, and the
 # rank-0 summary line.
 source "$(dirname "$0")/lib.sh"
 train 2 "$WORK/run" --model "$MLP" --batch 8 --max-steps 12 --epochs 100 --eval-every 6 \
@@ -48,6 +49,18 @@ for rank in (0, 1):
 starts = [e for e in events if e["pid"] == 0 and e["name"] == "allreduce bucket 0"]
 backs = [e for e in events if e["pid"] == 0 and e["name"] == "backward"]
 assert any(b["ts"] <= s["ts"] <= b["ts"] + b["dur"] for s in starts for b in backs), "no bucket launched during backward"
+# When each all-reduce really ran (the CPU backends' communication thread):
+# within its issue-to-observed span, in bucket order, once per step and rank.
+for rank in (0, 1):
+    for b in (0, 1):
+        issued = sorted((e for e in events if e["pid"] == rank and e["name"] == f"allreduce bucket {b}"), key=lambda e: e["ts"])
+        ran = sorted((e for e in events if e["pid"] == rank and e["name"] == f"allreduce bucket {b} ran"), key=lambda e: e["ts"])
+        assert len(ran) == len(issued) == 12, (rank, b, len(ran), len(issued))
+        for i, r in zip(issued, ran):
+            assert i["ts"] - 1 <= r["ts"] and r["ts"] + r["dur"] <= i["ts"] + i["dur"] + 1, (rank, b, i, r)
+    first = sorted((e for e in events if e["pid"] == rank and e["name"] == "allreduce bucket 0 ran"), key=lambda e: e["ts"])
+    second = sorted((e for e in events if e["pid"] == rank and e["name"] == "allreduce bucket 1 ran"), key=lambda e: e["ts"])
+    assert all(a["ts"] + a["dur"] <= b["ts"] + 1 for a, b in zip(first, second)), "buckets ran out of order"
 print("metrics, TensorBoard and trace look right:", len(events), "spans")
 PY
 # Epoch bookkeeping: 256 samples / global batch 16 = 16 steps per epoch. The

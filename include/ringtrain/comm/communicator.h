@@ -79,6 +79,10 @@ struct CommOptions {
 // failed operation rethrows its Error from wait().
 class CommRequest {
  public:
+  struct RunTimes {
+    double began_s = -1;
+    double finished_s = -1;
+  };
   // Backend-side completion state.
   class State {
    public:
@@ -88,6 +92,11 @@ class CommRequest {
     // A device point behind the operation, or empty where only wait() can
     // tell (CPU backends).
     virtual OrderingPoint completion() const { return {}; }
+    // When the backend began and finished the operation (monotonic_seconds()),
+    // once it has finished; {-1, -1} where it cannot tell (a device stream).
+    // A queued operation begins after the ones before it, and a caller may see
+    // its completion later than it happened.
+    virtual RunTimes run_times() const { return {}; }
   };
 
   CommRequest() = default;
@@ -103,6 +112,8 @@ class CommRequest {
   }
   // See State::completion. Empty for a default-constructed request.
   OrderingPoint completion() const { return state_ ? state_->completion() : OrderingPoint{}; }
+  // See State::run_times.
+  RunTimes run_times() const { return state_ ? state_->run_times() : RunTimes{}; }
 
  private:
   std::shared_ptr<State> state_;

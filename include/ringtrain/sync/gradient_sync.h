@@ -27,6 +27,10 @@ struct BucketTiming {
   double launched_s = 0;  // monotonic_seconds() when the all-reduce was issued
   double done_s = 0;      // when its completion was observed (on a GPU: when the
                           // optimizer was ordered after it; the device time is later)
+  // When the backend ran it (CPU backends: after the buckets before it, and
+  // often long before done_s, which waits for backward); -1 where unknown.
+  double began_s = -1;
+  double finished_s = -1;
 };
 
 // When backward finished a bucket's gradients (on one rank too, where nothing
