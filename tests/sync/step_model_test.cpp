@@ -237,6 +237,21 @@ TEST_CASE("step model: the last rank's lag delays every bucket's all-reduce") {
   CHECK(s.contention_s == Approx(4e-3));
   CHECK(s.exposed_s == Approx(3e-3));
   CHECK(s.step_s == Approx(21e-3));
+  // An all-reduce proceeds beside compute until the last rank's backward ends
+  // too (lag after the mean rank's): a ring needs every rank. Bucket 0 ready at
+  // 9 ms of backward work, lag 2 ms: [0, 10] backward alone (the mean rank's
+  // ends at 10, the last rank's at 12); bucket 0 starts at 11, [11, 12]
+  // loaded (1/8 of its 8 ms), [12, 15.5] alone (7/8 of 4 ms); bucket 1 (ready
+  // at 10, the last rank there at 12) [15.5, 17.5]. 7.5 ms exposed (7 ms if
+  // bucket 0 ran alone from 11).
+  StepProfile late = prof;
+  late.buckets[0].ready_s = 9e-3;
+  CommModel far = halving_link();
+  far.inter.arrival_lag_s = 2e-3;
+  const StepPrediction f = predict_step_shared_core(late, {2, 1}, AllreduceAlgorithm::ring, far);
+  CHECK(f.contention_s == Approx(0).margin(1e-12));
+  CHECK(f.exposed_s == Approx(7.5e-3));
+  CHECK(f.step_s == Approx(21.5e-3));
   // The tiers a shape uses, as for the wait; one rank lags nobody.
   lagging.intra.arrival_lag_s = 0.5e-3;
   CHECK(allreduce_arrival_lag({1, 4}, AllreduceAlgorithm::ring, lagging) == Approx(0.5e-3));

@@ -60,7 +60,9 @@ StepPrediction predict_step(const StepProfile& profile, const ClusterShape& shap
 // The step where communication shares the core it computes on, with both
 // sides measured (comm_model.h, under_load_model): while backward runs, an
 // all-reduce proceeds at its under-load time and backward at (1 - compute_loss)
-// of its rate; after backward, the all-reduce proceeds at its time alone. Bucket
+// of its rate; after backward, the all-reduce proceeds at its time alone, once
+// the last rank's backward has ended too (the arrival lag after the mean
+// rank's: a ring needs every rank, and the last one's core still computes). Bucket
 // k is ready when backward has done the work that the profile had done by its
 // ready time. contention_s is how much longer backward took than alone.
 StepPrediction predict_step_shared_core(const StepProfile& profile, const ClusterShape& shape,
