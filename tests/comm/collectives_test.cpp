@@ -240,6 +240,15 @@ TEST_CASE("async requests complete in issue order with several outstanding") {
     requests.back().wait();
     for (std::size_t k = 0; k < buckets; ++k) CHECK(requests[k].test());
     for (auto& r : requests) r.wait();
+    // Each ran after the one issued before it, and says when (the trace's
+    // 'allreduce bucket k ran' spans).
+    for (std::size_t k = 0; k < requests.size(); ++k) {
+      const CommRequest::RunTimes ran = requests[k].run_times();
+      CHECK(ran.began_s > 0);
+      CHECK(ran.began_s <= ran.finished_s);
+      if (k > 0) CHECK(requests[k - 1].run_times().finished_s <= ran.began_s);
+    }
+    CHECK(CommRequest().run_times().finished_s < 0);
     for (std::size_t k = 0; k < buckets; ++k) {
       std::size_t wrong = 0;
       for (std::size_t i = 0; i < count; ++i)
