@@ -13,6 +13,17 @@ ringtrain_netns_test(netns_link_delay NODES 2 RANKS_PER_NODE 1 TIMEOUT 120
   CLUSTER_ARGS --link-rate 1gbit --link-delay 100us
   REGEX "links shaped: rate 1gbit, one-way delay 100us"
   COMMAND ${RINGTRAIN_EXE} bench allreduce --device cpu --backend ring -b 4K -e 64K -f 4 -n 4 -w 1)
+# Quick ACKs by default: each node's route to the cluster carries quickack 1;
+# --delayed-acks leaves the kernel's route as it was.
+ringtrain_netns_test(netns_quick_acks NODES 2 RANKS_PER_NODE 1 TIMEOUT 60
+  REGEX "TCP: every node ACKs each segment at once"
+  CHECK ${CMAKE_CURRENT_SOURCE_DIR}/count_lines.sh "^10\\.203\\.0\\.0/24 dev rt0 .* quickack 1" 2
+  COMMAND ip -o route show)
+ringtrain_netns_test(netns_delayed_acks NODES 2 RANKS_PER_NODE 1 TIMEOUT 60
+  CLUSTER_ARGS --delayed-acks
+  REGEX "TCP: the kernel's delayed ACKs"
+  CHECK ${CMAKE_CURRENT_SOURCE_DIR}/count_lines.sh "quickack" 0
+  COMMAND ip -o route show)
 ringtrain_expect_failure(netns_link_rate_not_a_rate TIMEOUT 30
   REGEX "--link-rate '1gigabit' is not a rate tc accepts"
   COMMAND ${CMAKE_SOURCE_DIR}/launch/netns-cluster --link-rate 1gigabit info)
