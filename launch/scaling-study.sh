@@ -35,6 +35,8 @@ Where the ranks run (pick one; default: this machine, plain mpirun):
                         ceil(np / nodes) slots each, so ranks spread across nodes
   --link-rate RATE      with --netns-nodes: shape each node's link (e.g. 1gbit, 10gbit;
   --link-delay DELAY    and e.g. 100us one way), see launch/netns-cluster
+  --delayed-acks        with --netns-nodes: keep the kernel's delayed TCP ACKs (the
+                        nodes ACK at once by default, see launch/netns-cluster)
 Rank counts and batch:
   --max-np N            np = 1, 2, ..., N (default 4)
   --np LIST             explicit rank counts, e.g. 1,2,4,8 (overrides --max-np)
@@ -158,6 +160,7 @@ gpus_per_node=""
 netns_nodes=""
 link_rate=""
 link_delay=""
+delayed_acks=0
 repeats=3
 predict=""
 comm_model=""
@@ -186,6 +189,7 @@ while [ $# -gt 0 ]; do
     --netns-nodes) need_value "$@"; netns_nodes=$2; shift 2 ;;
     --link-rate) need_value "$@"; link_rate=$2; shift 2 ;;
     --link-delay) need_value "$@"; link_delay=$2; shift 2 ;;
+    --delayed-acks) delayed_acks=1; shift ;;
     --repeats) need_value "$@"; repeats=$2; shift 2 ;;
     --predict) need_value "$@"; predict=$2; shift 2 ;;
     --comm-model) need_value "$@"; comm_model=$2; shift 2 ;;
@@ -213,6 +217,7 @@ is_count "$steps" && [ "$steps" -ge 2 ] || die "--steps must be a whole number >
 [ -z "$machinefile" ] || [ -f "$machinefile" ] || die "machinefile '$machinefile' does not exist"
 [ -z "$netns_nodes" ] || is_count "$netns_nodes" || die "--netns-nodes must be a positive whole number, got '$netns_nodes'"
 [ -n "$netns_nodes" ] || [ -z "$link_rate$link_delay" ] || die "--link-rate and --link-delay shape the links of --netns-nodes; give --netns-nodes"
+[ -n "$netns_nodes" ] || [ "$delayed_acks" -eq 0 ] || die "--delayed-acks sets the TCP of --netns-nodes; give --netns-nodes"
 is_count "$repeats" || die "--repeats must be a positive whole number, got '$repeats'"
 if [ -n "$predict" ]; then
   [[ $predict =~ ^[0-9]+(,[0-9]+)*$ ]] || die "--predict must be a comma-separated list of node counts, e.g. 1,2,4,8, got '$predict'"
@@ -300,6 +305,7 @@ launch_cmd() {  # launch_cmd NP: sets cmd (the argv that runs NP ranks)
     cmd+=("$here/netns-cluster" --nodes "$nodes" --ranks-per-node "$rpn" -n "$n")
     [ -z "$link_rate" ] || cmd+=(--link-rate "$link_rate")
     [ -z "$link_delay" ] || cmd+=(--link-delay "$link_delay")
+    [ "$delayed_acks" -eq 0 ] || cmd+=(--delayed-acks)
     [ "$oversubscribe" -eq 0 ] || cmd+=(--oversubscribe)
     cmd+=(--)
   elif [ -n "$machinefile" ]; then
@@ -547,6 +553,7 @@ measure_comm_model() {  # measure_comm_model RANKS_PER_NODE TRACE DIR: writes DI
     [ "$netns_nodes" -ge 2 ] || { say "--predict needs a tier across nodes: --netns-nodes 2 or more (or --comm-model FILE)"; return 1; }
     [ -z "$link_rate" ] || shaping+=(--link-rate "$link_rate")
     [ -z "$link_delay" ] || shaping+=(--link-delay "$link_delay")
+    [ "$delayed_acks" -eq 0 ] || shaping+=(--delayed-acks)
     # Each node count the study runs (a ring over shaped links is not the same
     # line at every size), the largest last: bench predict takes the fit of
     # the nearest node count.
@@ -565,8 +572,10 @@ measure_comm_model() {  # measure_comm_model RANKS_PER_NODE TRACE DIR: writes DI
     done
     if [ "$rpn" -gt 1 ]; then
       say "measuring the link inside a node: $rpn rank(s)"
+      local acks=()
+      [ "$delayed_acks" -eq 0 ] || acks=(--delayed-acks)
       run_logged "$dir/comm-model-intra.log" "$here/netns-cluster" --nodes 1 --ranks-per-node "$rpn" \
-        --oversubscribe -- "${cmd_model[@]}" || return 1
+        "${acks[@]}" --oversubscribe -- "${cmd_model[@]}" || return 1
     fi
   else
     local np_intra=$((rpn > 1 ? rpn : 2))

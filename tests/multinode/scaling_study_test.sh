@@ -269,6 +269,7 @@ PY
     expect_error "--repeats must be a positive whole number, got '0'" --repeats 0 -o "$tmp/bad" -- --data x.h5
     expect_error "--predict must be a comma-separated list of node counts" --predict 1,x -o "$tmp/bad" -- --data x.h5
     expect_error "--link-rate and --link-delay shape the links of --netns-nodes" --link-rate 1gbit -o "$tmp/bad" -- --data x.h5
+    expect_error "--delayed-acks sets the TCP of --netns-nodes; give --netns-nodes" --delayed-acks -o "$tmp/bad" -- --data x.h5
     expect_error "--comm-model '$tmp/none' does not exist" --predict 1,2 --comm-model "$tmp/none" -o "$tmp/bad" -- --data x.h5
     echo "localhost slots=2" >"$tmp/hosts"
     expect_error "--predict on --machinefile needs --comm-model" --predict 1,2 --machinefile "$tmp/hosts" -o "$tmp/bad" -- --data x.h5
