@@ -44,6 +44,10 @@ Runs:
                      ranks on 2 cores fall into a fast and a slow mode, about
                      one in six slow, and with 3 repeats two slow ones set
                      the median)
+  --delayed-acks     keep the kernel's delayed TCP ACKs on the nodes (by default
+                     they ACK at once: with delayed ACKs an all-reduce of 3
+                     ranks on 2 cores runs at one of two speeds per job; rounds
+                     before AL ran so)
   --exe PATH         ringtrain binary (default \$RINGTRAIN_EXE, else
                      \${BUILD_DIR:-<repo>/build}/ringtrain)
   --dry-run          print the study commands and run nothing
@@ -66,6 +70,7 @@ repeats=5
 exe=${RINGTRAIN_EXE:-${BUILD_DIR:-$here/../../build}/ringtrain}
 dry_run=0
 table_only=0
+delayed_acks=0
 
 need_value() { [ $# -ge 2 ] && [ -n "$2" ] || die "$1 needs a value (see --help)"; }
 while [ $# -gt 0 ]; do
@@ -79,6 +84,7 @@ while [ $# -gt 0 ]; do
     --repeats) need_value "$@"; repeats=$2; shift 2 ;;
     --exe) need_value "$@"; exe=$2; shift 2 ;;
     --dry-run) dry_run=1; shift ;;
+    --delayed-acks) delayed_acks=1; shift ;;
     --table-only) table_only=1; shift ;;
     -h|--help) usage; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;
@@ -120,6 +126,7 @@ study_command() {
   cmd=("$study" --netns-nodes "$k" --link-rate "$rate" --np "$np" --repeats "$repeats" --steps "$steps"
        --predict "$predict" --allow-poor-fit --exe "$exe" -o "$out/$(case_name "$k" "$model" "$rate" "$scaling")")
   [ "$scaling" = weak ] || cmd+=(--global-batch "$gb")
+  [ "$delayed_acks" -eq 0 ] || cmd+=(--delayed-acks)
   cmd+=(-- --data "$data" --model "$model_flag" --backend ring)
   [ "$scaling" = strong ] || cmd+=(--batch "$batch")
 }

@@ -68,6 +68,9 @@ CSV
     # slow as a whole, and two slow runs of 3 would set the median.
     [ "$(grep -c -- '--repeats 5 ' "$tmp/out")" -eq 16 ] || { cat "$tmp/out"; fail "not 5 repeats by default"; }
     [ ! -e "$tmp/v" ] || fail "--dry-run created the output directory"
+    ! grep -q -- '--delayed-acks' "$tmp/out" || { cat "$tmp/out"; fail "delayed ACKs without --delayed-acks"; }
+    RINGTRAIN_EXE=/bin/true "$validate" -o "$tmp/v" --dry-run --delayed-acks >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "--dry-run --delayed-acks failed"; }
+    [ "$(grep -c -- '--delayed-acks -- ' "$tmp/out")" -eq 16 ] || { cat "$tmp/out"; fail "--delayed-acks not passed to the 16 studies"; }
     pass "16 study commands" ;;
   bad_options)
     check() {  # check WORD ARGS...: exit 2 and a message with WORD
