@@ -40,10 +40,10 @@ Runs:
   --data FILE        training set (default: DIR/d.h5, made once with 'ringtrain
                      convert synthetic --n 4096 --test-n 128 --shape 1,28,28
                      --classes 10 --seed 7')
-  --repeats R        runs per rank count in each study (default 5: runs of 3
-                     ranks on 2 cores fall into a fast and a slow mode, about
-                     one in six slow, and with 3 repeats two slow ones set
-                     the median)
+  --repeats R        runs per rank count in each study (default 5: with
+                     delayed ACKs, runs of 3 ranks on 2 cores fall into a fast
+                     and a slow mode, about one in six slow, and with 3
+                     repeats two slow ones set the median)
   --delayed-acks     keep the kernel's delayed TCP ACKs on the nodes (by default
                      they ACK at once: with delayed ACKs an all-reduce of 3
                      ranks on 2 cores runs at one of two speeds per job; rounds
