@@ -218,6 +218,9 @@ is_count "$steps" && [ "$steps" -ge 2 ] || die "--steps must be a whole number >
 [ -z "$netns_nodes" ] || is_count "$netns_nodes" || die "--netns-nodes must be a positive whole number, got '$netns_nodes'"
 [ -n "$netns_nodes" ] || [ -z "$link_rate$link_delay" ] || die "--link-rate and --link-delay shape the links of --netns-nodes; give --netns-nodes"
 [ -n "$netns_nodes" ] || [ "$delayed_acks" -eq 0 ] || die "--delayed-acks sets the TCP of --netns-nodes; give --netns-nodes"
+# Every netns-cluster the study starts (runs and comm model) gets the same TCP.
+netns_tcp=()
+[ "$delayed_acks" -eq 0 ] || netns_tcp=(--delayed-acks)
 is_count "$repeats" || die "--repeats must be a positive whole number, got '$repeats'"
 if [ -n "$predict" ]; then
   [[ $predict =~ ^[0-9]+(,[0-9]+)*$ ]] || die "--predict must be a comma-separated list of node counts, e.g. 1,2,4,8, got '$predict'"
@@ -305,7 +308,7 @@ launch_cmd() {  # launch_cmd NP: sets cmd (the argv that runs NP ranks)
     cmd+=("$here/netns-cluster" --nodes "$nodes" --ranks-per-node "$rpn" -n "$n")
     [ -z "$link_rate" ] || cmd+=(--link-rate "$link_rate")
     [ -z "$link_delay" ] || cmd+=(--link-delay "$link_delay")
-    [ "$delayed_acks" -eq 0 ] || cmd+=(--delayed-acks)
+    cmd+=("${netns_tcp[@]}")
     [ "$oversubscribe" -eq 0 ] || cmd+=(--oversubscribe)
     cmd+=(--)
   elif [ -n "$machinefile" ]; then
@@ -553,7 +556,7 @@ measure_comm_model() {  # measure_comm_model RANKS_PER_NODE TRACE DIR: writes DI
     [ "$netns_nodes" -ge 2 ] || { say "--predict needs a tier across nodes: --netns-nodes 2 or more (or --comm-model FILE)"; return 1; }
     [ -z "$link_rate" ] || shaping+=(--link-rate "$link_rate")
     [ -z "$link_delay" ] || shaping+=(--link-delay "$link_delay")
-    [ "$delayed_acks" -eq 0 ] || shaping+=(--delayed-acks)
+    shaping+=("${netns_tcp[@]}")
     # Each node count the study runs (a ring over shaped links is not the same
     # line at every size), the largest last: bench predict takes the fit of
     # the nearest node count.
@@ -572,10 +575,8 @@ measure_comm_model() {  # measure_comm_model RANKS_PER_NODE TRACE DIR: writes DI
     done
     if [ "$rpn" -gt 1 ]; then
       say "measuring the link inside a node: $rpn rank(s)"
-      local acks=()
-      [ "$delayed_acks" -eq 0 ] || acks=(--delayed-acks)
       run_logged "$dir/comm-model-intra.log" "$here/netns-cluster" --nodes 1 --ranks-per-node "$rpn" \
-        "${acks[@]}" --oversubscribe -- "${cmd_model[@]}" || return 1
+        "${netns_tcp[@]}" --oversubscribe -- "${cmd_model[@]}" || return 1
     fi
   else
     local np_intra=$((rpn > 1 ? rpn : 2))
