@@ -11,6 +11,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -43,6 +44,7 @@ struct PredictOptions {
   int profile_rank = 0;
   std::size_t warmup_steps = 1;
   bool allow_poor = false;
+  std::string pricing = "measured";
   std::string csv;
 };
 
@@ -97,7 +99,15 @@ int run_predict(const PredictOptions& o) {
   // The fits for each predicted node count (the inter fit measured on the
   // nearest node count, where the file has several).
   std::map<int, LoadedCommModel> by_nodes;
-  for (int n : nodes) by_nodes.emplace(n, comm_model_for(doc, o.backend, n));
+  for (int n : nodes) {
+    LoadedCommModel m = comm_model_for(doc, o.backend, n);
+    if (o.pricing == "fit")
+      for (LinkParams* tier : {&m.model.intra, &m.model.inter}) {
+        tier->step_curve.clear();
+        tier->loaded_step_curve.clear();
+      }
+    by_nodes.emplace(n, std::move(m));
+  }
   const LoadedCommModel& loaded = by_nodes.at(nodes.back());
   auto model_at = [&](const ClusterShape& shape) -> const CommModel& {
     return by_nodes.at(shape.nodes).model;
@@ -297,6 +307,18 @@ int run_predict(const PredictOptions& o) {
           paired ? ", side by side with one rank alone" : "", 1e3 * alone, beside / alone);
     }
   }
+  {
+    const LinkParams& tier =
+        last.shape.nodes > 1 ? model_at(last.shape).inter : model_at(last.shape).intra;
+    if (!tier.step_curve.empty())
+      std::printf(
+          "# all-reduce times: each ring step priced from the measured sizes around its chunk "
+          "(the line through the two nearest; beyond them the fit's beta), not from the fit "
+          "alone (--pricing fit)\n");
+    else
+      std::printf("# all-reduce times: from the fit's alpha and beta%s\n",
+                  o.pricing == "fit" ? "" : " (the model file keeps no samples)");
+  }
   if (shared_core && under_load_for(last.shape, a)) {
     const UnderLoadModel u = under_load_model(last.shape, a, model_at(last.shape));
     std::printf(
@@ -347,7 +369,10 @@ CLI::App* add_bench_predict(CLI::App& bench, CommandContext& ctx) {
       "  ringtrain bench predict --trace t.json --comm-model model.json --nodes 1,2,4,8\n"
       "Model: bucket k's all-reduce starts when backward has produced it and the previous\n"
       "one is done, and must finish before the optimizer; the exposed part is what backward\n"
-      "does not hide. Assumes no congestion, one link tier per level, compute per rank as\n"
+      "does not hide. An all-reduce over W ranks is 2(W-1) ring steps of n/W bytes; a step\n"
+      "is priced from the model file's measured sizes around its chunk (linear between the\n"
+      "two nearest, the fit's beta beyond them), or by alpha and beta alone (--pricing fit).\n"
+      "Assumes no congestion, one link tier per level, compute per rank as\n"
       "profiled (weak scaling) or in proportion to the per-rank batch (strong scaling;\n"
       "with --compute-curve, as measured at each batch: 'bench step --json' lines).\n"
       "--compute-curve FILE: lines of 'bench step --json'; those run by K ranks at once on\n"
@@ -410,6 +435,11 @@ CLI::App* add_bench_predict(CLI::App& bench, CommandContext& ctx) {
   sub->add_option("--warmup-steps", o->warmup_steps, "Steps of the trace left out as warm-up")
       ->capture_default_str();
   sub->add_flag("--allow-poor-fit", o->allow_poor, "Use fits reported poor");
+  sub->add_option("--pricing", o->pricing,
+                  "How an all-reduce is priced: measured (each ring step from the measured sizes "
+                  "around its chunk, the fit beyond them) or fit (alpha and beta everywhere)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"measured", "fit"}));
   sub->add_option("--csv", o->csv, "Write the CSV here instead of to stdout");
   add_device_options(sub, ctx, "cpu");
   sub->parse_complete_callback([&ctx, o] {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -28,14 +29,26 @@ nlohmann::json read_comm_model_file(const std::string& path) {
 }
 
 namespace {
-// The fit of one backend in one tier entry, and how good it is.
-LinkParams tier_fit(const nlohmann::json& b, TierQuality& q) {
+// The measured samples of a fit as ring steps over `ranks` ranks; none where
+// the file has no samples or no rank count (files from before they were kept).
+std::vector<TimingSample> step_curve_of(const nlohmann::json& fit, int ranks) {
+  if (ranks < 2 || !fit.contains("samples") || !fit["samples"].is_array()) return {};
+  std::vector<TimingSample> samples;
+  for (const nlohmann::json& s : fit["samples"])
+    samples.push_back({s.at("bytes").get<double>(), s.at("seconds").get<double>()});
+  return samples.empty() ? std::vector<TimingSample>{} : ring_step_curve(samples, ranks);
+}
+
+// The fit of one backend in a tier entry measured on `ranks` ranks, and how
+// good it is.
+LinkParams tier_fit(const nlohmann::json& b, int ranks, TierQuality& q) {
   // Files from before cpu_share was measured read as 0 (free overlap).
   LinkParams link{b.at("alpha_s").get<double>(), b.at("beta_s_per_byte").get<double>(),
                   b.value("cpu_share", 0.0)};
   q.have = true;
   q.poor = b.value("poor", false);
   q.residual = b.value("max_abs_residual", 0.0);
+  link.step_curve = step_curve_of(b, ranks);
   // Measured beside a compute thread (bench model --under-load).
   if (b.contains("under_load")) {
     const nlohmann::json& u = b["under_load"];
@@ -43,6 +56,7 @@ LinkParams tier_fit(const nlohmann::json& b, TierQuality& q) {
     link.loaded_alpha_s = u.at("alpha_s").get<double>();
     link.loaded_beta_s_per_byte = u.at("beta_s_per_byte").get<double>();
     link.compute_loss = u.at("compute_loss").get<double>();
+    link.loaded_step_curve = step_curve_of(u, ranks);
     q.poor_under_load = u.value("poor", false);
     q.residual_under_load = u.value("max_abs_residual", 0.0);
   }
@@ -63,7 +77,8 @@ LoadedCommModel comm_model_for(const nlohmann::json& doc, const std::string& bac
   m.poor_bound = doc.value("poor_bound", 0.0);
   const nlohmann::json& tiers = doc["tiers"];
   if (has_backend(tiers.value("intra", nlohmann::json()), backend))
-    m.model.intra = tier_fit(tiers["intra"]["backends"][backend], m.intra);
+    m.model.intra =
+        tier_fit(tiers["intra"]["backends"][backend], tiers["intra"].value("ranks", 0), m.intra);
   // Across nodes: the fit measured on `nodes` nodes where the file has one,
   // else on the nearest count below (the smallest if none is below), else the
   // last one measured.
@@ -94,7 +109,8 @@ LoadedCommModel comm_model_for(const nlohmann::json& doc, const std::string& bac
     inter = &tiers["inter"];
     m.inter_nodes = tiers["inter"].value("nodes", 0);
   }
-  if (inter) m.model.inter = tier_fit((*inter)["backends"][backend], m.inter);
+  if (inter)
+    m.model.inter = tier_fit((*inter)["backends"][backend], (*inter).value("ranks", 0), m.inter);
   return m;
 }
 

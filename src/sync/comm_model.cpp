@@ -1,9 +1,12 @@
-// See comm_model.h: the alpha-beta fit and the all-reduce time formulas.
+// See comm_model.h: the alpha-beta fit, the measured step curve and the
+// all-reduce time formulas.
 #include "ringtrain/sync/comm_model.h"
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -58,6 +61,39 @@ LinkFit fit_ring_allreduce(const std::vector<TimingSample>& samples, int ranks, 
   return fit;
 }
 
+std::vector<TimingSample> ring_step_curve(const std::vector<TimingSample>& samples, int ranks) {
+  RT_CHECK(ranks >= 2, "a ring step curve needs at least 2 ranks, got {}", ranks);
+  // Per size: the sum of times and how many.
+  std::map<double, std::pair<double, int>> by_size;
+  for (const TimingSample& s : samples) {
+    RT_CHECK(s.bytes >= 0 && std::isfinite(s.bytes) && s.seconds > 0 && std::isfinite(s.seconds),
+             "step curve: the sample ({} bytes, {} s) is not a size and a positive time", s.bytes,
+             s.seconds);
+    by_size[s.bytes].first += s.seconds;
+    ++by_size[s.bytes].second;
+  }
+  const double steps = 2.0 * (ranks - 1);
+  std::vector<TimingSample> curve;
+  for (const auto& [bytes, sum] : by_size)
+    curve.push_back({bytes / ranks, sum.first / sum.second / steps});
+  return curve;
+}
+
+double ring_step_seconds(double chunk_bytes, double alpha_s, double beta_s_per_byte,
+                         const std::vector<TimingSample>& step_curve) {
+  if (step_curve.empty()) return alpha_s + chunk_bytes * beta_s_per_byte;
+  const TimingSample &first = step_curve.front(), &last = step_curve.back();
+  if (chunk_bytes <= first.bytes)
+    return std::max(alpha_s, first.seconds - (first.bytes - chunk_bytes) * beta_s_per_byte);
+  if (chunk_bytes >= last.bytes) return last.seconds + (chunk_bytes - last.bytes) * beta_s_per_byte;
+  const auto hi =
+      std::lower_bound(step_curve.begin(), step_curve.end(), chunk_bytes,
+                       [](const TimingSample& s, double chunk) { return s.bytes < chunk; });
+  const auto lo = hi - 1;
+  const double f = (chunk_bytes - lo->bytes) / (hi->bytes - lo->bytes);
+  return lo->seconds + f * (hi->seconds - lo->seconds);
+}
+
 AllreduceAlgorithm parse_allreduce_algorithm(const std::string& name) {
   if (name == "ring") return AllreduceAlgorithm::ring;
   if (name == "hierarchical") return AllreduceAlgorithm::hierarchical;
@@ -71,7 +107,8 @@ const char* allreduce_algorithm_name(AllreduceAlgorithm algorithm) {
 namespace {
 double ring_seconds(double bytes, int ranks, const LinkParams& link) {
   if (ranks <= 1) return 0;
-  return 2.0 * (ranks - 1) * (link.alpha_s + bytes / ranks * link.beta_s_per_byte);
+  return 2.0 * (ranks - 1) *
+         ring_step_seconds(bytes / ranks, link.alpha_s, link.beta_s_per_byte, link.step_curve);
 }
 }  // namespace
 
@@ -123,6 +160,7 @@ UnderLoadModel under_load_model(const ClusterShape& shape, AllreduceAlgorithm al
   auto load = [](LinkParams& p) {
     p.alpha_s = p.loaded_alpha_s;
     p.beta_s_per_byte = p.loaded_beta_s_per_byte;
+    p.step_curve = p.loaded_step_curve;
   };
   load(u.model.intra);
   load(u.model.inter);
@@ -143,9 +181,12 @@ UnderLoadModel under_load_model(const ClusterShape& shape, AllreduceAlgorithm al
 double suggest_bucket_bytes(const ClusterShape& shape, AllreduceAlgorithm algorithm,
                             const CommModel& model, double latency_share) {
   RT_CHECK(latency_share > 0, "latency share must be positive, got {}", latency_share);
-  const double latency = allreduce_seconds(0, shape, algorithm, model);
-  // The model is linear in bytes: the transfer part per byte is the slope.
-  const double per_byte = allreduce_seconds(1.0, shape, algorithm, model) - latency;
+  // The fits alone: linear in bytes, so the transfer part per byte is the slope.
+  CommModel fits = model;
+  fits.intra.step_curve.clear();
+  fits.inter.step_curve.clear();
+  const double latency = allreduce_seconds(0, shape, algorithm, fits);
+  const double per_byte = allreduce_seconds(1.0, shape, algorithm, fits) - latency;
   if (per_byte <= 0 || latency <= 0) return 0;
   return latency / (latency_share * per_byte);
 }

@@ -226,6 +226,36 @@ PY
         if ($1 == 1 && (d_step != 0 || d_exp != 0)) bad++
         if ($1 > 1 && (d_step < 0.002 - tol || d_step > 0.002 + tol || d_exp < 0.002 - tol || d_exp > 0.002 + tol)) bad++ }
       END { exit (n == 3 && !bad) ? 0 : 1 }' || fail "the wait did not add 2 ms to the exposed time and the step of every multi-node point"
+    # Samples in the model file price the ring steps between their sizes (the
+    # default): measured at twice the fit's line, from a step of 1 byte to
+    # 1 MB, every bucket's all-reduce takes twice as long at 2 and 4 nodes;
+    # --pricing fit keeps the line. A file without samples says so.
+    python3 - "$tmp/model.json" "$tmp/samples.json" <<'PY' || fail "could not write the model with samples"
+import json, sys
+d = json.load(open(sys.argv[1]))
+ring = d["tiers"]["inter"]["backends"]["ring"]
+a, b = ring["alpha_s"], ring["beta_s_per_byte"]
+ring["samples"] = [{"bytes": n, "seconds": 2 * 2 * (a + n / 2 * b)} for n in (2, 2e3, 2e6)]
+json.dump(d, open(sys.argv[2], "w"))
+PY
+    run "$tmp/c0.log" "$exe" bench predict --trace "$tmp/t.json" --comm-model "$tmp/model.json" --nodes 1,2,4 --algorithm ring
+    run "$tmp/c1.log" "$exe" bench predict --trace "$tmp/t.json" --comm-model "$tmp/samples.json" --nodes 1,2,4 --algorithm ring
+    [ "$rc" -eq 0 ] || fail "bench predict with samples exited with $rc"
+    grep -q "^# all-reduce times: each ring step priced from the measured sizes around its chunk" "$tmp/c1.log" ||
+      fail "no line for the measured pricing"
+    grep -q "^# all-reduce times: from the fit's alpha and beta (the model file keeps no samples)" "$tmp/c0.log" ||
+      fail "no line for a model file without samples"
+    paste -d, <(grep -E '^[124],' "$tmp/c0.log") <(grep -E '^[124],' "$tmp/c1.log") | awk -F, '
+      { n++; r = $6 > 0 ? $17 / $6 : 0 }
+      $1 == 1 && $17 != 0 { bad++ }
+      $1 > 1 && (r < 2 - 1e-4 || r > 2 + 1e-4) { bad++ }
+      END { exit (n == 3 && !bad) ? 0 : 1 }' || fail "steps measured at twice the line did not double every all-reduce"
+    run "$tmp/c2.log" "$exe" bench predict --trace "$tmp/t.json" --comm-model "$tmp/samples.json" --nodes 1,2,4 --algorithm ring --pricing fit
+    [ "$rc" -eq 0 ] || fail "bench predict --pricing fit exited with $rc"
+    [ "$(grep -E '^[124],' "$tmp/c0.log")" = "$(grep -E '^[124],' "$tmp/c2.log")" ] || fail "--pricing fit did not price by the fit"
+    grep -q "^# all-reduce times: from the fit's alpha and beta$" "$tmp/c2.log" || fail "no line for --pricing fit"
+    run "$tmp/c3.log" "$exe" bench predict --trace "$tmp/t.json" --comm-model "$tmp/samples.json" --pricing line
+    [ "$rc" -ne 0 ] && grep -q -- "--pricing" "$tmp/c3.log" || fail "--pricing line was accepted"
     # Strong scaling with a measured compute curve. One in proportion to the
     # batch predicts what no curve does; one with a fixed cost per step (1 ms
     # plus 0.125 ms per sample: 2 ms at batch 8, 1.5 at 4, 1.25 at 2) makes

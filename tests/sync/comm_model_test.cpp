@@ -84,3 +84,80 @@ TEST_CASE("bucket suggestion: latency within 5% of the transfer time") {
         Approx(0.05 * (allreduce_seconds(b, {2, 1}, AllreduceAlgorithm::ring, m) - latency)));
   CHECK(suggest_bucket_bytes({1, 1}, AllreduceAlgorithm::ring, m) == 0);
 }
+
+TEST_CASE("step curve: measured sizes price the ring steps between them") {
+  // 2 ranks: a step moves n/2 bytes and an all-reduce is 2 steps. The 20 KB
+  // size is fast (a token bucket's burst), the large ones on a line of their
+  // own; the fit's beta is 8 ns/B.
+  const std::vector<TimingSample> samples = {{2e6, 17e-3}, {20e3, 100e-6}, {1e6, 8e-3}};
+  const std::vector<TimingSample> curve = ring_step_curve(samples, 2);
+  REQUIRE(curve.size() == 3);
+  CHECK(curve[0].bytes == Approx(10e3));
+  CHECK(curve[0].seconds == Approx(50e-6));
+  CHECK(curve[2].bytes == Approx(1e6));
+  CHECK(curve[2].seconds == Approx(8.5e-3));
+  CommModel m;
+  m.inter = {5e-6, 8e-9};
+  m.inter.step_curve = curve;
+  auto ring = [&](double n, int nodes) {
+    return allreduce_seconds(n, {nodes, 1}, AllreduceAlgorithm::ring, m);
+  };
+  // Between 1 and 2 MB: halfway from 4 ms to 8.5 ms per step.
+  CHECK(ring(1.5e6, 2) == Approx(2 * 6.25e-3));
+  // A measured size is its measured time.
+  CHECK(ring(1e6, 2) == Approx(8e-3));
+  // Beyond the largest: its step plus 8 ns/B for the 1 MB more per step.
+  CHECK(ring(4e6, 2) == Approx(2 * (8.5e-3 + 1e6 * 8e-9)));
+  // Below the smallest: its step less 8 ns/B, never under alpha.
+  CHECK(ring(10e3, 2) == Approx(2 * (50e-6 - 5e3 * 8e-9)));
+  CHECK(ring(0, 2) == Approx(2 * 5e-6));
+  // 4 nodes from the same steps: 6 steps of 750 KB.
+  CHECK(ring(3e6, 4) == Approx(6 * 6.25e-3));
+  // The fit alone, as before.
+  m.inter.step_curve.clear();
+  CHECK(ring(1.5e6, 2) == Approx(2 * (5e-6 + 7.5e5 * 8e-9)));
+}
+
+TEST_CASE("step curve: timings on the fit's own line price as the fit") {
+  const double alpha = 40e-6, beta = 1e-9;
+  for (int ranks : {2, 3}) {
+    const std::vector<TimingSample> samples = ring_samples(alpha, beta, ranks);
+    CommModel m;
+    m.inter = {alpha, beta};
+    CommModel measured = m;
+    measured.inter.step_curve = ring_step_curve(samples, ranks);
+    for (double n : {0.0, 100.0, 5e3, 3e5, 7.7e6, 1e9})
+      for (int nodes : {2, 3, 8})
+        CHECK(allreduce_seconds(n, {nodes, 1}, AllreduceAlgorithm::ring, measured) ==
+              Approx(allreduce_seconds(n, {nodes, 1}, AllreduceAlgorithm::ring, m)));
+  }
+}
+
+TEST_CASE("step curve: a size measured twice counts at its mean; bad samples are refused") {
+  const std::vector<TimingSample> curve =
+      ring_step_curve({{1000, 1e-3}, {2000, 4e-3}, {1000, 3e-3}}, 2);
+  REQUIRE(curve.size() == 2);
+  CHECK(curve[0].bytes == Approx(500));
+  CHECK(curve[0].seconds == Approx(1e-3));  // (1 + 3) / 2 ms over 2 steps
+  CHECK(curve[1].seconds == Approx(2e-3));
+  CHECK_THROWS_AS(ring_step_curve({{1000, 1e-3}}, 1), Error);
+  CHECK_THROWS_AS(ring_step_curve({{1000, -1e-3}}, 2), Error);
+  CHECK_THROWS_AS(ring_step_curve({{NAN, 1e-3}}, 2), Error);
+}
+
+TEST_CASE("step curve: beside compute the loaded curve prices; the bucket cap uses the fits") {
+  CommModel m;
+  m.inter = {100e-6, 1e-8};
+  m.inter.has_under_load = true;
+  m.inter.loaded_alpha_s = 200e-6;
+  m.inter.loaded_beta_s_per_byte = 2e-8;
+  m.inter.step_curve = {{1e3, 1e-3}, {1e6, 2e-3}};
+  m.inter.loaded_step_curve = {{1e3, 3e-3}, {1e6, 5e-3}};
+  const UnderLoadModel u = under_load_model({2, 1}, AllreduceAlgorithm::ring, m);
+  REQUIRE(u.complete);
+  // 2 MB over 2 ranks: steps of the measured 1 MB chunk.
+  CHECK(allreduce_seconds(2e6, {2, 1}, AllreduceAlgorithm::ring, u.model) == Approx(2 * 5e-3));
+  CHECK(allreduce_seconds(2e6, {2, 1}, AllreduceAlgorithm::ring, m) == Approx(2 * 2e-3));
+  // The cap suggestion of the fit alone: 2 x 100 us of latency against 1e-8 s/B.
+  CHECK(suggest_bucket_bytes({2, 1}, AllreduceAlgorithm::ring, m) == Approx(4e5));
+}

@@ -14,6 +14,11 @@
 
 namespace ringtrain {
 
+struct TimingSample {
+  double bytes = 0;    // all-reduce payload per rank
+  double seconds = 0;  // time of one all-reduce of that payload
+};
+
 struct LinkParams {
   double alpha_s = 0;          // seconds per ring step (latency)
   double beta_s_per_byte = 0;  // seconds per byte (1 / bandwidth)
@@ -38,11 +43,13 @@ struct LinkParams {
   // compute (same measurement): it reaches every bucket that much later, so
   // each all-reduce starts then. 0 where unmeasured (files from before it).
   double arrival_lag_s = 0;
-};
-
-struct TimingSample {
-  double bytes = 0;    // all-reduce payload per rank
-  double seconds = 0;  // time of one all-reduce of that payload
+  // The measured times behind the fit, one ring step each (ring_step_curve):
+  // a chunk between two measured ones is priced by the line through those
+  // two, not by the fit. A shaped link is not one line: its token bucket lets
+  // a small all-reduce through at full speed, and a fit through that size
+  // priced the 1-2 MiB buckets 13% too cheap. Empty: the fit everywhere.
+  std::vector<TimingSample> step_curve{};
+  std::vector<TimingSample> loaded_step_curve{};  // the same beside compute
 };
 
 struct LinkFit {
@@ -62,6 +69,17 @@ struct LinkFit {
 // line, so a fit that needed clamping shows it.
 LinkFit fit_ring_allreduce(const std::vector<TimingSample>& samples, int ranks, double poor_bound);
 
+// Samples of a ring all-reduce over `ranks` ranks (>= 2) as ring steps: bytes
+// the chunk n/W a step moves, seconds the all-reduce's time over its 2(W-1)
+// steps; ascending by chunk, a size measured more than once at its mean time.
+// A step moving `chunk` bytes is then priced (ring_step_seconds): between two
+// measured chunks, on the line through them; beyond the largest, its time plus
+// beta per byte more; below the smallest, its time less beta per byte, never
+// under alpha.
+std::vector<TimingSample> ring_step_curve(const std::vector<TimingSample>& samples, int ranks);
+double ring_step_seconds(double chunk_bytes, double alpha_s, double beta_s_per_byte,
+                         const std::vector<TimingSample>& step_curve);
+
 // How the ranks of a (predicted) job are placed.
 struct ClusterShape {
   int nodes = 1;
@@ -79,8 +97,9 @@ struct CommModel {
   LinkParams inter;  // between nodes (one rank per node measured it)
 };
 
-// Predicted seconds of one all-reduce of `bytes` per rank. Assumptions: no
-// congestion, one tier per level.
+// Predicted seconds of one all-reduce of `bytes` per rank, each ring step
+// priced by ring_step_seconds (the fit where a tier has no step curve).
+// Assumptions: no congestion, one tier per level.
 //   ring: one flat ring over all W ranks; with more than one node every step
 //         waits for the slowest hop, an inter-node one: 2(W-1)(a_e + n/W b_e).
 //   hierarchical: reduce-scatter and all-gather inside each node (G ranks) and a
@@ -119,7 +138,8 @@ UnderLoadModel under_load_model(const ClusterShape& shape, AllreduceAlgorithm al
                                 const CommModel& model);
 
 // The smallest bucket (bytes) whose latency part, allreduce_seconds(0), stays
-// within `latency_share` of its transfer part. 0 for one rank, or when the
+// within `latency_share` of its transfer part, by the fits' alpha and beta
+// (the step curves do not say what a step costs at no bytes). 0 for one rank, or when the
 // model has no bandwidth term.
 double suggest_bucket_bytes(const ClusterShape& shape, AllreduceAlgorithm algorithm,
                             const CommModel& model, double latency_share = 0.05);
