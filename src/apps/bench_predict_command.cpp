@@ -100,7 +100,15 @@ int run_predict(const PredictOptions& o) {
   // nearest node count, where the file has several).
   std::map<int, LoadedCommModel> by_nodes;
   for (int n : nodes) {
-    LoadedCommModel m = comm_model_for(doc, o.backend, n);
+    LoadedCommModel m;
+    try {
+      m = comm_model_for(doc, o.backend, n);
+    } catch (const nlohmann::json::exception& e) {
+      throw Error(
+          fmt::format("comm model {}: a field is missing or not a number ({})", o.model, e.what()));
+    } catch (const Error& e) {
+      throw Error(fmt::format("comm model {}: {}", o.model, e.what()));
+    }
     if (o.pricing == "fit")
       for (LinkParams* tier : {&m.model.intra, &m.model.inter}) {
         tier->step_curve.clear();

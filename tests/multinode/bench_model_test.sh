@@ -256,6 +256,21 @@ PY
     grep -q "^# all-reduce times: from the fit's alpha and beta$" "$tmp/c2.log" || fail "no line for --pricing fit"
     run "$tmp/c3.log" "$exe" bench predict --trace "$tmp/t.json" --comm-model "$tmp/samples.json" --pricing line
     [ "$rc" -ne 0 ] && grep -q -- "--pricing" "$tmp/c3.log" || fail "--pricing line was accepted"
+    # A sample that is not a time, or not there, is named with the file.
+    python3 - "$tmp/samples.json" "$tmp/badsample.json" "$tmp/nosecs.json" <<'PY' || fail "could not write the bad sample models"
+import json, sys
+d = json.load(open(sys.argv[1]))
+samples = d["tiers"]["inter"]["backends"]["ring"]["samples"]
+samples[1]["seconds"] = -1e-3
+json.dump(d, open(sys.argv[2], "w"))
+del samples[1]["seconds"]
+json.dump(d, open(sys.argv[3], "w"))
+PY
+    for bad in badsample nosecs; do
+      run "$tmp/$bad.log" "$exe" bench predict --trace "$tmp/t.json" --comm-model "$tmp/$bad.json" --nodes 1,2
+      [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && grep -q "comm model $tmp/$bad.json: " "$tmp/$bad.log" ||
+        fail "a model file with a bad sample ($bad) was not refused with its name"
+    done
     # Strong scaling with a measured compute curve. One in proportion to the
     # batch predicts what no curve does; one with a fixed cost per step (1 ms
     # plus 0.125 ms per sample: 2 ms at batch 8, 1.5 at 4, 1.25 at 2) makes
