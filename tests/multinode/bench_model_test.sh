@@ -238,8 +238,10 @@ a, b = ring["alpha_s"], ring["beta_s_per_byte"]
 ring["samples"] = [{"bytes": n, "seconds": 2 * 2 * (a + n / 2 * b)} for n in (2, 2e3, 2e6)]
 json.dump(d, open(sys.argv[2], "w"))
 PY
-    run "$tmp/c0.log" "$exe" bench predict --trace "$tmp/t.json" --comm-model "$tmp/model.json" --nodes 1,2,4 --algorithm ring
-    run "$tmp/c1.log" "$exe" bench predict --trace "$tmp/t.json" --comm-model "$tmp/samples.json" --nodes 1,2,4 --algorithm ring
+    # shellcheck disable=SC2054  # the commas are part of --nodes 1,2,4
+    priced=("$exe" bench predict --trace "$tmp/t.json" --nodes 1,2,4 --algorithm ring)
+    run "$tmp/c0.log" "${priced[@]}" --comm-model "$tmp/model.json"
+    run "$tmp/c1.log" "${priced[@]}" --comm-model "$tmp/samples.json"
     [ "$rc" -eq 0 ] || fail "bench predict with samples exited with $rc"
     grep -q "^# all-reduce times: each ring step priced from the measured sizes around its chunk" "$tmp/c1.log" ||
       fail "no line for the measured pricing"
@@ -250,7 +252,7 @@ PY
       $1 == 1 && $17 != 0 { bad++ }
       $1 > 1 && (r < 2 - 1e-4 || r > 2 + 1e-4) { bad++ }
       END { exit (n == 3 && !bad) ? 0 : 1 }' || fail "steps measured at twice the line did not double every all-reduce"
-    run "$tmp/c2.log" "$exe" bench predict --trace "$tmp/t.json" --comm-model "$tmp/samples.json" --nodes 1,2,4 --algorithm ring --pricing fit
+    run "$tmp/c2.log" "${priced[@]}" --comm-model "$tmp/samples.json" --pricing fit
     [ "$rc" -eq 0 ] || fail "bench predict --pricing fit exited with $rc"
     [ "$(grep -E '^[124],' "$tmp/c0.log")" = "$(grep -E '^[124],' "$tmp/c2.log")" ] || fail "--pricing fit did not price by the fit"
     grep -q "^# all-reduce times: from the fit's alpha and beta$" "$tmp/c2.log" || fail "no line for --pricing fit"
