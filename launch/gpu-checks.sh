@@ -135,10 +135,12 @@ check_cpusuite() {
   # The CPU tests name --device cpu, so they run on a GPU host as they do in CI.
   # In the background: it needs CPUs only, and the GPU checks leave most idle.
   local args=(ctest -LE 'gpu|long|slurm|netns' --output-on-failure --timeout 300 -j 8)
+  [ -n "${CPUSUITE_REGEX:-}" ] && args+=(-R "$CPUSUITE_REGEX")
   [ $dry = 1 ] && args=(ctest -N -LE 'gpu|long|slurm|netns')
   (cd build && run cpusuite 420 "${args[@]}")
   local rc=$?
   pass_if cpusuite "$rc" "$(grep -E 'tests passed|tests failed|Total Tests' "$out/cpusuite.log" | tail -1)"
+  cp build/tests/eval/work/sigTERM/mpirun.log "$out/cpusuite-eval-watch-mpirun.log" 2>/dev/null
   grep -E '^\s+[0-9]+ - .*\((Failed|Timeout|Not Run|SEGFAULT|Subprocess)' "$out/cpusuite.log" | head -30 >> "$summary"
 }
 
@@ -283,10 +285,10 @@ check_sanitize() {
   # memcheck reports as API errors (no kernel image for this GPU): not ours, so
   # API errors are not reported; memory and race errors in kernels are.
   local api=(--report-api-errors no)
-  for tool in memcheck racecheck; do
+  for tool in ${SANITIZE_TOOLS:-memcheck racecheck}; do
     run "san-ops-$tool" 90 compute-sanitizer --tool "$tool" --error-exitcode 9 build/tests/model/gpu_ops_test
     pass_if "san-ops-$tool" $? "$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/san-ops-$tool.log" | tail -1)"
-    run "san-train-$tool" 90 compute-sanitizer --tool "$tool" "${api[@]}" --error-exitcode 9 "$exe" train \
+    run "san-train-$tool" 240 compute-sanitizer --tool "$tool" "${api[@]}" --error-exitcode 9 "$exe" train \
       --data "$data" --model cnn --device cuda --batch 64 --max-steps 20 --timeout 100
     pass_if "san-train-$tool" $? "$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/san-train-$tool.log" | tail -1)"
   done
@@ -300,7 +302,7 @@ check_speed() {
     chmod +x "$work/ringtrain"
     run speed-peer 150 env LD_LIBRARY_PATH="$(torch_library_path)" PYTHONUNBUFFERED=1 python3 \
       launch/bench/peer_gpu_step.py --ringtrain "$work/ringtrain" --repeats 3
-    pass_if speed-peer $? "$(grep -cE '^(cnn|mlp)' "$out/speed-peer.log") rows"
+    pass_if speed-peer $? "$(grep -cE '^ *(cnn|mlp)' "$out/speed-peer.log") rows"
   fi
   run speed-nccl1 60 "$exe" bench allreduce --backend nccl --device cuda -b 8 -e 1G -f 4 -n 20
   pass_if speed-nccl1 $? "$(awk '$2 == 536870912 {print "512 MiB: algbw " $8 " GB/s"}' "$out/speed-nccl1.log")"
@@ -316,8 +318,24 @@ check_peers() {
   pass_if peers $? "$(grep -cE '^(resnet50|inception3|vgg16|gpt2) ' "$out/peers.log") rows"
 }
 
+# The GPU bundle stores a library's SONAME link where Debian's merged /usr has it
+# (lib/...) and its target under usr/lib/...: ldconfig -n makes the links beside
+# the targets (iproute2's libbpf.so.1, without which netns-cluster cannot run);
+# gnuplot is an alternatives link the bundle does not carry.
+bundle_fixups() {
+  local d
+  for d in ${LD_LIBRARY_PATH//:/ }; do
+    case $d in /tmp/ringtrain-gpu/*) [ -d "$d" ] && ldconfig -n "$d" 2>/dev/null ;; esac
+  done
+  if ! command -v gnuplot > /dev/null && command -v gnuplot-nox > /dev/null; then
+    ln -s "$(command -v gnuplot-nox)" "$(dirname "$(command -v gnuplot-nox)")/gnuplot"
+  fi
+  ip netns list > /dev/null 2>&1 || note bundle FAIL "ip netns does not work: $(ip netns list 2>&1 | head -1)"
+}
+
 pack() { [ -n "$tarball" ] && tar czf "$tarball.tmp" -C "$out" . 2>/dev/null && mv "$tarball.tmp" "$tarball"; }
 
+[ $dry = 0 ] && bundle_fixups
 note start INFO "$(date -u +%FT%TZ) checks: ${checks[*]}; budget $budget s; quick $quick; dry $dry"
 for c in "${checks[@]}"; do
   declare -F "check_$c" > /dev/null || { note "$c" FAIL "no such check"; continue; }

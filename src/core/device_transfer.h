@@ -6,7 +6,7 @@
 
 namespace ringtrain::detail {
 
-// A blocking copy on the legacy default stream (cudaMemcpyDefault: unified
+// A copy on the legacy default stream, complete on the device when it returns (cudaMemcpyDefault: unified
 // addressing tells host from device), after that stream has waited on `event`
 // (a cudaEvent_t, or nullptr).
 void cuda_copy_bytes(void* dst, const void* src, std::size_t bytes, void* event);

@@ -20,6 +20,7 @@ grep -Eq "non-finite gradients at step 3: the local gradients of rank 1 were non
 [ "$(newest "$WORK/nan/ckpt")" = "$WORK/nan/ckpt/ckpt-2.h5" ] || { ls "$WORK/nan/ckpt"; fail "nan: a checkpoint was written after step 2"; }
 
 out=$WORK/skip
+TRAIN_LOG_FLAGS=(--check-every 3)
 train 2 "$out" --model "$MLP" --batch 8 --epochs 100 --max-steps 6 --ckpt-every 1 --allow-gpu-sharing \
   --log-every 3 --nonfinite skip:3 --optimizer adamw
 "$COMPARE" "$out/ckpt/ckpt-3.h5" "$out/ckpt/ckpt-2.h5" --exact --any-step \
