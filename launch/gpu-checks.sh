@@ -15,8 +15,8 @@
 #   nccl2     2 NCCL ranks on one GPU as 2 nodes of launch/netns-cluster: every
 #             dtype and op, a rank killed with SIGKILL, a rank that never joins
 #   latency   small-message all-reduce latency over netns sockets: NCCL default,
-#             delayed ACKs, NCCL_PROTO=LL/Simple, one socket, and the CPU ring and
-#             MPI backends over the same veth pairs (the harness's own latency)
+#             delayed ACKs, NCCL_PROTO=LL/Simple, one socket, under CUDA MPS, and the
+#             CPU ring and MPI backends over the same veth pairs
 #   train     cnn on Fashion-MNIST to >= 0.91 and 0 host syncs per steady step;
 #             GPU vs CPU after 20 steps; accum 2 --cache vs the doubled batch;
 #             resume on GPU, eval on CPU; SIGTERM; 2 ranks sharing the GPU; repeat
@@ -205,6 +205,17 @@ check_latency() {
     "$exe" bench allreduce --backend nccl --device cuda "${sizes[@]}"
   run lat-nccl-debug 60 env NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,TUNING "${nc[@]}" -- \
     "$exe" bench allreduce --backend nccl --device cuda -b 8 -e 8 -n 50 --timeout 60
+  # Both "nodes" share the one GPU, whose contexts are time-sliced: with the MPS
+  # daemon they run at once (round 2: 4820 us at 8 B without, 65 us with).
+  if command -v nvidia-cuda-mps-control > /dev/null; then
+    export CUDA_MPS_PIPE_DIRECTORY=$work/mps-pipe CUDA_MPS_LOG_DIRECTORY=$work/mps-log
+    mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+    if nvidia-cuda-mps-control -d; then
+      run lat-nccl-mps 60 "${nc[@]}" -- "$exe" bench allreduce --backend nccl --device cuda "${sizes[@]}"
+      echo quit | nvidia-cuda-mps-control
+    fi
+    unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+  fi
   for v in ring mpi; do
     run "lat-cpu-$v" 60 "${nc[@]}" -- "$exe" bench allreduce --backend $v --device cpu "${sizes[@]}"
   done
