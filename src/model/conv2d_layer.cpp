@@ -1,4 +1,4 @@
-// Conv2d: weight [out, in, k, k] and bias [out], as PyTorch lays them out.
+// Conv2d: weight [out, in, k, k] and (optionally) bias [out], as PyTorch lays them out.
 #include "model/conv2d_layer.h"
 
 namespace ringtrain {
@@ -11,23 +11,25 @@ Shape conv_output(const Conv2dGeometry& g) {
 }  // namespace
 
 Conv2dLayer::Conv2dLayer(std::string name, const Conv2dGeometry& g, const ComputeContext& ctx,
-                         std::size_t max_batch)
+                         std::size_t max_batch, bool bias)
     : Layer(std::move(name), Shape{g.in_channels, g.height, g.width}, conv_output(g)),
       op_(ctx, g, max_batch),
-      weight_count_(g.out_channels * g.in_channels * g.kernel * g.kernel) {}
+      weight_count_(g.out_channels * g.in_channels * g.kernel * g.kernel),
+      bias_(bias) {}
 
 std::vector<ParamDesc> Conv2dLayer::param_descs() const {
   const Conv2dGeometry& g = op_.geometry();
-  return {{"weight", Shape{g.out_channels, g.in_channels, g.kernel, g.kernel},
-           g.in_channels * g.kernel * g.kernel},
-          {"bias", Shape{g.out_channels}, 0}};
+  std::vector<ParamDesc> d{{"weight", Shape{g.out_channels, g.in_channels, g.kernel, g.kernel},
+                            g.in_channels * g.kernel * g.kernel}};
+  if (bias_) d.push_back({"bias", Shape{g.out_channels}, 0});
+  return d;
 }
 
 void Conv2dLayer::bind(float* params, float* grads) {
   w_ = params;
-  b_ = params + weight_count_;
   dw_ = grads;
-  db_ = grads + weight_count_;
+  b_ = bias_ ? params + weight_count_ : nullptr;
+  db_ = bias_ ? grads + weight_count_ : nullptr;
 }
 
 void Conv2dLayer::forward(const float* x, float* y, std::size_t batch, bool) {

@@ -8,7 +8,7 @@ namespace ringtrain {
 class Conv2dLayer final : public Layer {
  public:
   Conv2dLayer(std::string name, const Conv2dGeometry& g, const ComputeContext& ctx,
-              std::size_t max_batch);
+              std::size_t max_batch, bool bias = true);
   std::vector<ParamDesc> param_descs() const override;
   void bind(float* params, float* grads) override;
   void forward(const float* x, float* y, std::size_t batch, bool training) override;
@@ -18,6 +18,7 @@ class Conv2dLayer final : public Layer {
  private:
   Conv2dOp op_;
   std::size_t weight_count_;
+  bool bias_;
   float *w_ = nullptr, *b_ = nullptr, *dw_ = nullptr, *db_ = nullptr;
 };
 

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "ringtrain/model/layer.h"
 #include "ringtrain/model/model_spec.h"
@@ -14,12 +15,20 @@
 
 namespace ringtrain {
 
-// Builds the layer `spec` for per-sample input `input`; the Error names the
-// layer and the shape when they do not fit. `index` is the layer's position
-// (dropout mixes it into its mask key); `dropout` must outlive the layer.
-std::unique_ptr<Layer> make_layer(const LayerSpec& spec, const Shape& input,
+// Builds the layer `spec` for its per-sample input shapes (one for most
+// layers; add and concat take several); the Error names the layer and the
+// shapes when they do not fit. `index` is the node's position (dropout mixes it
+// into its mask key); `dropout` must outlive the layer.
+std::unique_ptr<Layer> make_layer(const LayerSpec& spec, const std::vector<Shape>& inputs,
                                   const std::string& name, std::size_t index,
                                   const ComputeContext& ctx, std::size_t max_batch,
                                   const DropoutContext& dropout);
+// The one-input form.
+inline std::unique_ptr<Layer> make_layer(const LayerSpec& spec, const Shape& input,
+                                         const std::string& name, std::size_t index,
+                                         const ComputeContext& ctx, std::size_t max_batch,
+                                         const DropoutContext& dropout) {
+  return make_layer(spec, std::vector<Shape>{input}, name, index, ctx, max_batch, dropout);
+}
 
 }  // namespace ringtrain

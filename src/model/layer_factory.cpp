@@ -1,16 +1,25 @@
+#include "model/batch_norm_layer.h"
 #include "model/conv2d_layer.h"
 #include "model/layer.h"
 #include "model/linear_layer.h"
+#include "model/merge_layers.h"
 #include "model/stateless_layers.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/model/layer_registry.h"
 
 namespace ringtrain {
 
-std::unique_ptr<Layer> make_layer(const LayerSpec& spec, const Shape& input,
+std::unique_ptr<Layer> make_layer(const LayerSpec& spec, const std::vector<Shape>& inputs,
                                   const std::string& name, std::size_t index,
                                   const ComputeContext& ctx, std::size_t max_batch,
                                   const DropoutContext& dropout) {
+  RT_CHECK(!inputs.empty(), "layer {} ({}) has no input", index, spec.to_string());
+  if (spec.kind == LayerKind::add)
+    return std::make_unique<AddLayer>(name, inputs, static_cast<float>(spec.scale), ctx);
+  if (spec.kind == LayerKind::concat) return std::make_unique<ConcatLayer>(name, inputs, ctx);
+  RT_CHECK(inputs.size() == 1, "layer {} ({}) takes one input, got {}", index, spec.to_string(),
+           inputs.size());
+  const Shape& input = inputs[0];
   switch (spec.kind) {
     case LayerKind::linear:
       RT_CHECK(input.rank() == 1,
@@ -27,18 +36,35 @@ std::unique_ptr<Layer> make_layer(const LayerSpec& spec, const Shape& input,
           spec.kernel <= input[1] + 2 * spec.padding && spec.kernel <= input[2] + 2 * spec.padding,
           "layer {} ({}): kernel {} does not fit the input {} with padding {}", index,
           spec.to_string(), spec.kernel, input.to_string(), spec.padding);
-      return std::make_unique<Conv2dLayer>(name, g, ctx, max_batch);
+      return std::make_unique<Conv2dLayer>(name, g, ctx, max_batch, spec.bias);
     }
-    case LayerKind::max_pool2d: {
+    case LayerKind::max_pool2d:
+    case LayerKind::avg_pool2d: {
       RT_CHECK(input.rank() == 3,
                "layer {} ({}) needs a [channels, height, width] input but gets {}", index,
                spec.to_string(), input.to_string());
-      RT_CHECK(spec.kernel <= input[1] && spec.kernel <= input[2],
-               "layer {} ({}): kernel {} does not fit the input {}", index, spec.to_string(),
-               spec.kernel, input.to_string());
-      MaxPool2dGeometry g{input[0], input[1], input[2], spec.kernel, spec.stride};
-      return std::make_unique<MaxPool2dLayer>(name, g, ctx, max_batch);
+      RT_CHECK(spec.kernel <= input[1] + 2 * spec.padding &&
+                   spec.kernel <= input[2] + 2 * spec.padding,
+               "layer {} ({}): kernel {} does not fit the input {} with padding {}", index,
+               spec.to_string(), spec.kernel, input.to_string(), spec.padding);
+      Pool2dGeometry g{input[0],    input[1],    input[2],
+                       spec.kernel, spec.stride, spec.padding,
+                       spec.kind == LayerKind::max_pool2d ? PoolMode::max : PoolMode::average};
+      return std::make_unique<Pool2dLayer>(name, g, ctx, max_batch);
     }
+    case LayerKind::global_avg_pool:
+      RT_CHECK(input.rank() == 3,
+               "layer {} ({}) needs a [channels, height, width] input but gets {}", index,
+               spec.to_string(), input.to_string());
+      return std::make_unique<GlobalAvgPoolLayer>(name, input, ctx);
+    case LayerKind::batch_norm:
+      RT_CHECK(input.rank() == 1 || input.rank() == 3,
+               "layer {} ({}) needs a [features] or [channels, height, width] input but gets {}",
+               index, spec.to_string(), input.to_string());
+      return std::make_unique<BatchNormLayer>(name, input, spec, ctx);
+    case LayerKind::add:
+    case LayerKind::concat:
+      break;  // above
     case LayerKind::relu:
       return std::make_unique<ElementwiseActivationLayer>(name, input, ctx, kReluActivation);
     case LayerKind::gelu:

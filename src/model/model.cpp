@@ -14,7 +14,9 @@
 #include "ringtrain/core/buffer_copy.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/host_sync.h"
+#include "ringtrain/core/error.h"
 #include "ringtrain/ops/compute_context.h"
+#include "ringtrain/ops/merge.h"
 #include "ringtrain/ops/softmax_cross_entropy.h"
 #include "ringtrain/tensor/device_memory.h"
 #include "ringtrain/tensor/tensor.h"
@@ -24,15 +26,24 @@ namespace ringtrain {
 struct Model::State {
   std::unique_ptr<ComputeContext> ctx;
   DropoutContext dropout;
-  std::vector<std::unique_ptr<Layer>> layers;
+  std::vector<std::unique_ptr<Layer>> layers;  // the graph's nodes, in topological order
+  std::vector<std::vector<int>> inputs;        // per node: the nodes it reads (-1: the model input)
   std::vector<std::pair<std::size_t, std::size_t>>
-      layer_ranges;                    // [begin, end) in the flat buffers
-  std::vector<bool> needs_input_grad;  // some layer below has parameters
-  Tensor params, grads_owned;
+      layer_ranges;  // [begin, end) in the flat parameter buffers
+  std::vector<std::pair<std::size_t, std::size_t>> buffer_ranges;  // in the flat state buffer
+  std::vector<bool> below_params;  // the node or one it reads, directly or not, has parameters
+  Tensor params, grads_owned, buffers;
   BufferView grads;
-  std::vector<Tensor> activations;    // output of each non-view layer, max_batch rows
-  std::vector<const float*> outputs;  // output pointer of each layer (views share)
-  Tensor grad_a, grad_b;              // backward ping-pong, max activation size
+  std::vector<Tensor> activations;    // output of each non-view node, max_batch rows
+  std::vector<const float*> outputs;  // output pointer of each node (views share)
+  // The gradient of each node's output: a buffer per node that needs one (a
+  // view shares its input's); written[] says whether backward has put the
+  // first contribution there, so that a node read by several nodes sums them.
+  std::vector<int> grad_of;  // per node: index into grad_buffers, or -1
+  std::vector<Tensor> grad_buffers;
+  std::vector<std::size_t> grad_elements;  // per sample, per grad buffer
+  std::vector<bool> written;
+  std::vector<Tensor> scratch;  // per input slot: a second contribution before it is added
   Tensor labels;                      // copy of the last forward's labels
   Tensor row_loss, row_correct;       // GPU loss workspaces
   Tensor loss_totals;                 // running [loss sum, correct, bad labels], f64
@@ -88,26 +99,66 @@ std::unique_ptr<Model> Model::build(const ModelSpec& spec,
   s.dropout.seed = options.seed;
   const std::size_t B = options.max_batch;
 
-  // Layers, with names per kind: conv1, relu1, pool1, conv2, ..., fc1, fc2 (a
-  // registered type by its own name: layernorm1).
+  // Nodes: a named node keeps its name; the others are named per kind, conv1,
+  // relu1, pool1, conv2, ..., fc1, fc2 (a registered type by its own name:
+  // layernorm1). A node reads the nodes it names, else the previous one.
   std::map<std::string, std::size_t> counters;
-  std::vector<std::vector<ParamDesc>> descs;
+  std::map<std::string, int> by_name;  // explicit names
+  std::map<std::string, std::size_t> taken;
+  std::vector<std::vector<ParamDesc>> descs, buffer_descs;
+  std::vector<Shape> shapes;  // output shape per node
+  std::vector<std::size_t> readers(spec.layers.size(), 0);
   for (std::size_t i = 0; i < spec.layers.size(); ++i) {
     const LayerSpec& l = spec.layers[i];
-    const std::string base = l.kind == LayerKind::custom ? l.type : layer_base_name(l.kind);
-    const std::string name = fmt::format("{}{}", base, ++counters[base]);
-    s.layers.push_back(make_layer(l, shape, name, i, *s.ctx, B, s.dropout));
-    shape = s.layers.back()->output_shape();
+    std::string name = l.name;
+    if (name.empty()) {
+      const std::string base = l.kind == LayerKind::custom ? l.type : layer_base_name(l.kind);
+      name = fmt::format("{}{}", base, ++counters[base]);
+    }
+    RT_CHECK(taken.count(name) == 0,
+             "model spec: node {} ({}) is named '{}', as node {} already is: rename one", i,
+             l.to_string(), name, taken.count(name) ? taken[name] : 0);
+    taken[name] = i;
+    std::vector<int> in;
+    if (l.inputs.empty()) {
+      in.push_back(static_cast<int>(i) - 1);
+    } else {
+      for (const std::string& n : l.inputs) {
+        if (n == "input") {
+          in.push_back(-1);
+          continue;
+        }
+        const auto it = by_name.find(n);
+        RT_CHECK(it != by_name.end(),
+                 "model spec: node {} ({}) reads '{}', which is not an earlier node", i,
+                 l.to_string(), n);
+        in.push_back(it->second);
+      }
+    }
+    std::vector<Shape> in_shapes;
+    for (int j : in) {
+      in_shapes.push_back(j < 0 ? Shape(input_shape) : shapes[static_cast<std::size_t>(j)]);
+      if (j >= 0) ++readers[static_cast<std::size_t>(j)];
+    }
+    try {
+      s.layers.push_back(make_layer(l, in_shapes, name, i, *s.ctx, B, s.dropout));
+    } catch (const Error& e) {
+      RT_CHECK(false, "model spec: node '{}' ({}): {}", name, l.to_string(), e.what());
+    }
+    if (!l.name.empty()) by_name[l.name] = static_cast<int>(i);
+    s.inputs.push_back(std::move(in));
+    shapes.push_back(s.layers.back()->output_shape());
     descs.push_back(s.layers.back()->param_descs());
+    buffer_descs.push_back(s.layers.back()->buffer_descs());
   }
-  RT_CHECK(shape.rank() == 1 && shape[0] == m->num_classes_,
-           "model spec '{}' ends with outputs of shape {} but the data has {} classes: the last "
-           "layer should be linear(out={})",
-           spec.to_string(), shape.to_string(), num_classes, num_classes);
-
-  // Flat layout: layer order, and weight before bias inside a layer.
-  std::size_t offset = 0;
-  bool params_below = false;
+  for (std::size_t i = 0; i + 1 < spec.layers.size(); ++i)
+    RT_CHECK(readers[i] > 0,
+             "model spec: node '{}' ({}) is read by no later node: every node but the last must "
+             "feed another",
+             s.layers[i]->name(), spec.layers[i].to_string());
+  shape = shapes.back();
+  // Flat layout: node order, and weight before bias inside a layer.
+  std::size_t offset = 0, buffer_offset = 0;
   for (std::size_t i = 0; i < s.layers.size(); ++i) {
     const std::size_t begin = offset;
     for (const ParamDesc& d : descs[i]) {
@@ -121,8 +172,22 @@ std::unique_ptr<Model> Model::build(const ModelSpec& spec,
       m->param_info_.push_back(std::move(p));
     }
     s.layer_ranges.emplace_back(begin, offset);
-    s.needs_input_grad.push_back(params_below);
-    params_below = params_below || offset > begin;
+    const std::size_t buffer_begin = buffer_offset;
+    for (const ParamDesc& d : buffer_descs[i]) {
+      ParamInfo p;
+      p.name = s.layers[i]->name() + "." + d.name;
+      p.offset = buffer_offset;
+      p.count = d.shape.numel();
+      p.shape = d.shape.to_vector();
+      p.layer = i;
+      buffer_offset += p.count;
+      m->buffer_info_.push_back(std::move(p));
+    }
+    s.buffer_ranges.emplace_back(buffer_begin, buffer_offset);
+    bool below = offset > begin;
+    for (int j : s.inputs[i])
+      if (j >= 0) below = below || s.below_params[static_cast<std::size_t>(j)];
+    s.below_params.push_back(below);
   }
   m->param_count_ = offset;
   const Device dev = options.device;
@@ -147,17 +212,49 @@ std::unique_ptr<Model> Model::build(const ModelSpec& spec,
     s.layers[i]->bind(s.params.data_as<float>() + s.layer_ranges[i].first,
                       static_cast<float*>(s.grads.ptr) + s.layer_ranges[i].first);
 
-  // Activations: one buffer per layer that is not a view; the largest
-  // per-layer activation sizes the gradient ping-pong.
-  std::size_t largest = shape.numel();
-  s.activations.resize(s.layers.size());
+  // Non-trainable state, at its constants (running mean 0, variance 1).
+  m->buffer_count_ = buffer_offset;
+  std::vector<float> host_buffers(buffer_offset);
   for (std::size_t i = 0; i < s.layers.size(); ++i) {
+    std::size_t at = s.buffer_ranges[i].first;
+    for (const ParamDesc& d : buffer_descs[i]) {
+      std::fill_n(host_buffers.data() + at, d.shape.numel(), d.constant);
+      at += d.shape.numel();
+    }
+  }
+  s.buffers = Tensor::empty({std::max<std::size_t>(buffer_offset, 1)}, DType::f32, dev);
+  if (buffer_offset > 0)
+    copy_view(BufferView{s.buffers.data(), buffer_offset, DType::f32, dev},
+              view_of(host_buffers.data(), buffer_offset));
+  for (std::size_t i = 0; i < s.layers.size(); ++i)
+    if (s.buffer_ranges[i].second > s.buffer_ranges[i].first)
+      s.layers[i]->bind_buffers(s.buffers.data_as<float>() + s.buffer_ranges[i].first);
+
+  // Activations: one buffer per node that is not a view. Gradients: one per
+  // node whose gradient backward needs (a view shares its input's), and a
+  // scratch per input slot for a node's second contribution.
+  const std::size_t L = s.layers.size();
+  std::size_t largest = shape.numel(), slots = 1;
+  s.activations.resize(L);
+  s.grad_of.assign(L, -1);
+  for (std::size_t i = 0; i < L; ++i) {
     const std::size_t n = s.layers[i]->output_shape().numel();
     largest = std::max(largest, n);
+    slots = std::max(slots, s.inputs[i].size());
     if (!s.layers[i]->is_view()) s.activations[i] = Tensor::empty({B * n}, DType::f32, dev);
+    const bool wanted = s.below_params[i] || i + 1 == L;
+    if (!wanted) continue;
+    const int in = s.inputs[i][0];
+    if (s.layers[i]->is_view() && in >= 0 && s.grad_of[static_cast<std::size_t>(in)] >= 0) {
+      s.grad_of[i] = s.grad_of[static_cast<std::size_t>(in)];
+    } else {
+      s.grad_of[i] = static_cast<int>(s.grad_buffers.size());
+      s.grad_buffers.push_back(Tensor::empty({B * n}, DType::f32, dev));
+      s.grad_elements.push_back(n);
+    }
   }
-  s.grad_a = Tensor::empty({B * largest}, DType::f32, dev);
-  s.grad_b = Tensor::empty({B * largest}, DType::f32, dev);
+  for (std::size_t k = 0; k < slots; ++k) s.scratch.push_back(Tensor::empty({B * largest}, DType::f32, dev));
+  s.written.assign(s.grad_buffers.size(), false);
   s.labels = Tensor::empty({B}, DType::i32, dev);
   if (dev.is_cuda()) {
     s.row_loss = Tensor::empty({B}, DType::f32, dev);
@@ -174,6 +271,16 @@ BufferView Model::params() {
 }
 BufferView Model::grads() {
   return state_->grads;
+}
+BufferView Model::buffers() {
+  return {state_->buffers.data(), buffer_count_, DType::f32, options_.device};
+}
+std::vector<std::string> Model::node_inputs(std::size_t layer) const {
+  RT_CHECK(layer < layer_count(), "layer {} out of range (the model has {})", layer, layer_count());
+  std::vector<std::string> names;
+  for (int j : state_->inputs[layer])
+    names.push_back(j < 0 ? "input" : state_->layers[static_cast<std::size_t>(j)]->name());
+  return names;
 }
 std::size_t Model::layer_count() const {
   return state_->layers.size();
@@ -230,14 +337,21 @@ const float* Model::run_layers(const float* x, const std::int32_t* labels, std::
   State& s = *state_;
   RT_CHECK(batch <= options_.max_batch, "batch {} exceeds the model's max_batch {}", batch,
            options_.max_batch);
-  const float* in = x;
+  std::vector<const float*> xs;
   for (std::size_t i = 0; i < s.layers.size(); ++i) {
-    float* out =
-        s.layers[i]->is_view() ? const_cast<float*>(in) : s.activations[i].data_as<float>();
-    if (batch > 0) s.layers[i]->forward(in, out, batch, training);
+    Layer& layer = *s.layers[i];
+    xs.clear();
+    for (int j : s.inputs[i]) xs.push_back(j < 0 ? x : s.outputs[static_cast<std::size_t>(j)]);
+    float* out = layer.is_view() ? const_cast<float*>(xs[0]) : s.activations[i].data_as<float>();
+    if (batch > 0) {
+      if (layer.takes_many_inputs())
+        layer.forward_many(xs, out, batch, training);
+      else
+        layer.forward(xs[0], out, batch, training);
+    }
     s.outputs[i] = out;
-    in = out;
   }
+  const float* in = s.outputs.back();
   s.last_input = x;
   s.last_batch = batch;
   s.forward_done = true;
@@ -297,21 +411,52 @@ void Model::backward(float grad_scale, bool accumulate,
       if (on_layer_ready) on_layer_ready(i);
     return;
   }
-  float* dy = s.grad_a.data_as<float>();
-  float* spare = s.grad_b.data_as<float>();
+  std::fill(s.written.begin(), s.written.end(), false);
+  const auto grad_buffer = [&](std::size_t node) {
+    return s.grad_buffers[static_cast<std::size_t>(s.grad_of[node])].data_as<float>();
+  };
   softmax_cross_entropy_backward(*s.ctx, s.outputs[L - 1], s.labels.data_as<std::int32_t>(), batch,
-                                 num_classes_, grad_scale / static_cast<float>(batch), dy);
+                                 num_classes_, grad_scale / static_cast<float>(batch),
+                                 grad_buffer(L - 1));
+  s.written[static_cast<std::size_t>(s.grad_of[L - 1])] = true;
+  std::vector<const float*> xs;
+  std::vector<float*> dxs;
+  std::vector<std::pair<std::size_t, int>> to_add;  // (input slot, grad buffer)
   for (std::size_t i = L; i-- > 0;) {
     Layer& layer = *s.layers[i];
-    const float* x = i == 0 ? s.last_input : s.outputs[i - 1];
-    if (layer.is_view()) {
-      // dx is dy under another shape: nothing to do.
-    } else {
-      float* dx = s.needs_input_grad[i] ? spare : nullptr;
+    if (!layer.is_view() && s.grad_of[i] >= 0) {
+      // A view's gradient is its input's buffer: nothing to do.
+      const float* dy = grad_buffer(i);
+      xs.clear();
+      dxs.clear();
+      to_add.clear();
+      for (std::size_t k = 0; k < s.inputs[i].size(); ++k) {
+        const int j = s.inputs[i][k];
+        xs.push_back(j < 0 ? s.last_input : s.outputs[static_cast<std::size_t>(j)]);
+        const int g = j < 0 ? -1 : s.grad_of[static_cast<std::size_t>(j)];
+        if (g < 0 || !s.below_params[static_cast<std::size_t>(j)]) {
+          dxs.push_back(nullptr);
+        } else if (!s.written[static_cast<std::size_t>(g)]) {
+          dxs.push_back(s.grad_buffers[static_cast<std::size_t>(g)].data_as<float>());
+          s.written[static_cast<std::size_t>(g)] = true;
+        } else {
+          dxs.push_back(s.scratch[k].data_as<float>());
+          to_add.emplace_back(k, g);
+        }
+      }
       const bool has_params = s.layer_ranges[i].second > s.layer_ranges[i].first;
-      // A layer with no parameters and no consumer of its dx has nothing to do.
-      if (dx != nullptr || has_params) layer.backward(x, s.outputs[i], dy, dx, batch, accumulate);
-      if (dx != nullptr) std::swap(dy, spare);
+      const bool any_dx = std::any_of(dxs.begin(), dxs.end(), [](float* p) { return p != nullptr; });
+      // A node with no parameters and no consumer of its dx has nothing to do.
+      if (any_dx || has_params) {
+        if (layer.takes_many_inputs())
+          layer.backward_many(xs, s.outputs[i], dy, dxs, batch, accumulate);
+        else
+          layer.backward(xs[0], s.outputs[i], dy, dxs[0], batch, accumulate);
+      }
+      for (const auto& [k, g] : to_add)
+        add_scaled(*s.ctx, s.grad_buffers[static_cast<std::size_t>(g)].data_as<float>(),
+                   s.scratch[k].data_as<float>(), 1.0f,
+                   batch * s.grad_elements[static_cast<std::size_t>(g)]);
     }
     if (on_layer_ready) on_layer_ready(i);
   }

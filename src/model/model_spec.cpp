@@ -6,6 +6,7 @@
 #include <cctype>
 #include <charconv>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -34,11 +35,20 @@ constexpr KindName kKindNames[] = {
     {"gelu", LayerKind::gelu},
     {"flatten", LayerKind::flatten},
     {"dropout", LayerKind::dropout},
+    {"avg_pool2d", LayerKind::avg_pool2d},
+    {"global_avg_pool", LayerKind::global_avg_pool},
+    {"batch_norm", LayerKind::batch_norm},
+    {"add", LayerKind::add},
+    {"concat", LayerKind::concat},
     // accepted spellings; to_string() writes the names above
     {"conv", LayerKind::conv2d},
     {"maxpool", LayerKind::max_pool2d},
     {"maxpool2d", LayerKind::max_pool2d},
     {"fc", LayerKind::linear},
+    {"avgpool", LayerKind::avg_pool2d},
+    {"avgpool2d", LayerKind::avg_pool2d},
+    {"batchnorm", LayerKind::batch_norm},
+    {"bn", LayerKind::batch_norm},
 };
 
 // ---------------------------------------------------------------------------
@@ -139,6 +149,31 @@ double parse_probability(std::string_view token, std::string_view what, const st
   if (!(v >= 0.0 && v < 1.0))
     fail(fmt::format("{} must be in [0, 1), got '{}' at {}", what, token, where));
   return v;
+}
+
+double parse_real(std::string_view token, std::string_view what, const std::string& where,
+                  double lo, double hi) {
+  double v = 0;
+  const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), v);
+  if (ec != std::errc() || end != token.data() + token.size() || token.empty())
+    fail(fmt::format("bad value '{}' for {} at {}: expected a number", token, what, where));
+  if (!(v >= lo && v <= hi))
+    fail(fmt::format("{} must be in [{}, {}], got '{}' at {}", what, lo, hi, token, where));
+  return v;
+}
+
+bool parse_flag(std::string_view token, std::string_view what, const std::string& where) {
+  if (token == "1" || token == "true") return true;
+  if (token == "0" || token == "false") return false;
+  fail(fmt::format("bad value '{}' for {} at {}: expected 0 or 1", token, what, where));
+}
+
+bool is_identifier(std::string_view token) {
+  if (token.empty() || !(std::isalpha(static_cast<unsigned char>(token[0])) || token[0] == '_'))
+    return false;
+  for (char ch : token)
+    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_')) return false;
+  return true;
 }
 
 struct Arg {
@@ -275,6 +310,8 @@ ModelSpec parse_layer_list(std::string_view text, const std::string& origin) {
   ModelSpec spec;
   Cursor c(text, origin);
   bool input_seen = false;
+  std::set<std::string> defined;           // named nodes so far
+  std::vector<std::string> defined_order;  // the same, for messages
   while (true) {
     c.skip_blank(true);
     while (c.peek() == ';') {
@@ -282,18 +319,62 @@ ModelSpec parse_layer_list(std::string_view text, const std::string& origin) {
       c.skip_blank(true);
     }
     if (c.done()) break;
-    const auto mark = c.mark();
-    const std::string at = c.where(mark);
+    auto mark = c.mark();
+    std::string at = c.where(mark);
     std::string_view name = c.word();
     if (name.empty())
       fail(fmt::format("unexpected '{}' at {}: expected a layer name", c.token_here(), at));
+    c.skip_blank(false);
+    std::string node_name;
+    if (c.peek() == '=') {
+      // "name = layer(...)": a named node
+      node_name = std::string(name);
+      if (!is_identifier(node_name))
+        fail(fmt::format("bad node name '{}' at {}: use letters, digits and '_', starting with a "
+                         "letter",
+                         node_name, at));
+      if (node_name == "input" || is_builtin_layer_name(node_name) ||
+          LayerRegistry::global().find(node_name) != nullptr)
+        fail(fmt::format("node name '{}' at {} is a layer type's name: choose another", node_name,
+                         at));
+      if (defined.count(node_name) != 0)
+        fail(fmt::format("node '{}' defined twice (again at {})", node_name, at));
+      c.advance();
+      c.skip_blank(false);
+      mark = c.mark();
+      at = c.where(mark);
+      name = c.word();
+      if (name.empty())
+        fail(fmt::format("unexpected '{}' at {}: expected a layer after '{} ='", c.token_here(), at,
+                         node_name));
+      c.skip_blank(false);
+    }
     std::string lower(name);
     for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    c.skip_blank(false);
     std::vector<Arg> args;
     if (c.peek() == '(') args = parse_args(c, name);
+    // Leading positional arguments that are names are the node's inputs.
+    std::vector<std::string> inputs;
+    if (lower != "input") {
+      std::size_t taken = 0;
+      for (; taken < args.size(); ++taken) {
+        const Arg& a = args[taken];
+        if (!a.key.empty() || !is_identifier(a.value) || a.value == "true" ||
+            a.value == "false")
+          break;
+        if (a.value != "input" && defined.count(a.value) == 0)
+          fail(fmt::format("unknown input '{}' of '{}' at {}: name an earlier node or 'input'{}",
+                           a.value, name, a.where,
+                           defined.empty() ? std::string()
+                                           : fmt::format(" (defined so far: {})",
+                                                         fmt::join(defined_order, ", "))));
+        inputs.push_back(a.value);
+      }
+      args.erase(args.begin(), args.begin() + static_cast<std::ptrdiff_t>(taken));
+    }
 
     if (lower == "input") {
+      if (!node_name.empty()) fail(fmt::format("'input' at {} cannot be named", at));
       if (input_seen) fail(fmt::format("'input' given twice (again at {})", at));
       if (!spec.layers.empty())
         fail(fmt::format("'input' at {} must come before the first layer", at));
@@ -317,6 +398,8 @@ ModelSpec parse_layer_list(std::string_view text, const std::string& origin) {
                         name, at, known_kinds()));
       if (registered != nullptr) {
         spec.layers.push_back(parse_registered(*registered, args, at));
+        if (inputs.size() > 1)
+          fail(fmt::format("'{}' at {} takes one input, got {}", name, at, inputs.size()));
       } else {
         LayerSpec l;
         l.kind = found->kind;
@@ -329,7 +412,7 @@ ModelSpec parse_layer_list(std::string_view text, const std::string& origin) {
             break;
           }
           case LayerKind::conv2d: {
-            auto b = bind_args(args, {"out", "kernel", "stride", "padding"}, kind_name, at);
+            auto b = bind_args(args, {"out", "kernel", "stride", "padding", "bias"}, kind_name, at);
             const Arg& out = required(b, 0, "out", kind_name, at);
             const Arg& kernel = required(b, 1, "kernel", kind_name, at);
             l.out = parse_count(out.value, "conv2d 'out'", out.where, false);
@@ -340,17 +423,49 @@ ModelSpec parse_layer_list(std::string_view text, const std::string& origin) {
             l.padding = b[3].value.empty()
                             ? 0
                             : parse_count(b[3].value, "conv2d 'padding'", b[3].where, true);
+            if (!b[4].value.empty()) l.bias = parse_flag(b[4].value, "conv2d 'bias'", b[4].where);
             break;
           }
-          case LayerKind::max_pool2d: {
-            auto b = bind_args(args, {"kernel", "stride"}, kind_name, at);
+          case LayerKind::max_pool2d:
+          case LayerKind::avg_pool2d: {
+            auto b = bind_args(args, {"kernel", "stride", "padding"}, kind_name, at);
             const Arg& kernel = required(b, 0, "kernel", kind_name, at);
-            l.kernel = parse_count(kernel.value, "max_pool2d 'kernel'", kernel.where, false);
+            l.kernel = parse_count(kernel.value, kind_name + " 'kernel'", kernel.where, false);
             l.stride = b[1].value.empty()
                            ? l.kernel
-                           : parse_count(b[1].value, "max_pool2d 'stride'", b[1].where, false);
+                           : parse_count(b[1].value, kind_name + " 'stride'", b[1].where, false);
+            l.padding = b[2].value.empty()
+                            ? 0
+                            : parse_count(b[2].value, kind_name + " 'padding'", b[2].where, true);
+            if (2 * l.padding > l.kernel)
+              fail(fmt::format("{} padding {} at {} must be at most half the kernel {}", kind_name,
+                               l.padding, b[2].where, l.kernel));
             break;
           }
+          case LayerKind::batch_norm: {
+            auto b = bind_args(args, {"eps", "momentum", "affine", "zero_init"}, kind_name, at);
+            if (!b[0].value.empty())
+              l.eps = parse_real(b[0].value, "batch_norm 'eps'", b[0].where, 1e-12, 1.0);
+            if (!b[1].value.empty())
+              l.momentum = parse_real(b[1].value, "batch_norm 'momentum'", b[1].where, 0.0, 1.0);
+            if (!b[2].value.empty())
+              l.affine = parse_flag(b[2].value, "batch_norm 'affine'", b[2].where);
+            if (!b[3].value.empty())
+              l.zero_init = parse_flag(b[3].value, "batch_norm 'zero_init'", b[3].where);
+            if (l.zero_init && !l.affine)
+              fail(fmt::format("batch_norm at {}: zero_init needs affine=1", at));
+            break;
+          }
+          case LayerKind::add: {
+            auto b = bind_args(args, {"scale"}, kind_name, at);
+            if (!b[0].value.empty())
+              l.scale = parse_real(b[0].value, "add 'scale'", b[0].where, -1e30, 1e30);
+            break;
+          }
+          case LayerKind::concat:
+          case LayerKind::global_avg_pool:
+            bind_args(args, {}, kind_name, at);
+            break;
           case LayerKind::dropout: {
             auto b = bind_args(args, {"p"}, kind_name, at);
             const Arg& p = required(b, 0, "p", kind_name, at);
@@ -365,7 +480,19 @@ ModelSpec parse_layer_list(std::string_view text, const std::string& origin) {
           case LayerKind::custom:
             break;  // found through the registry above
         }
+        const bool many = l.kind == LayerKind::add || l.kind == LayerKind::concat;
+        if (many && inputs.size() < 2)
+          fail(fmt::format("'{}' at {} needs at least two inputs, as in {}(a, b)", name, at,
+                           kind_name));
+        if (!many && inputs.size() > 1)
+          fail(fmt::format("'{}' at {} takes one input, got {}", name, at, inputs.size()));
         spec.layers.push_back(l);
+      }
+      spec.layers.back().name = node_name;
+      spec.layers.back().inputs = std::move(inputs);
+      if (!node_name.empty()) {
+        defined.insert(node_name);
+        defined_order.push_back(node_name);
       }
     }
     c.skip_blank(false);
@@ -437,34 +564,76 @@ std::string_view layer_kind_name(LayerKind kind) {
       return "dropout";
     case LayerKind::custom:
       return "custom";
+    case LayerKind::avg_pool2d:
+      return "avg_pool2d";
+    case LayerKind::global_avg_pool:
+      return "global_avg_pool";
+    case LayerKind::batch_norm:
+      return "batch_norm";
+    case LayerKind::add:
+      return "add";
+    case LayerKind::concat:
+      return "concat";
   }
   return "?";
 }
 
-std::string LayerSpec::to_string() const {
-  switch (kind) {
+namespace {
+// The layer's own arguments, canonical, without inputs or name.
+std::vector<std::string> canonical_args(const LayerSpec& l) {
+  switch (l.kind) {
     case LayerKind::linear:
-      return fmt::format("linear(out={})", out);
-    case LayerKind::conv2d:
-      return fmt::format("conv2d(out={}, kernel={}, stride={}, padding={})", out, kernel, stride,
-                         padding);
+      return {fmt::format("out={}", l.out)};
+    case LayerKind::conv2d: {
+      std::vector<std::string> a{fmt::format("out={}", l.out), fmt::format("kernel={}", l.kernel),
+                                 fmt::format("stride={}", l.stride),
+                                 fmt::format("padding={}", l.padding)};
+      if (!l.bias) a.push_back("bias=0");
+      return a;
+    }
     case LayerKind::max_pool2d:
-      return fmt::format("max_pool2d(kernel={}, stride={})", kernel, stride);
+    case LayerKind::avg_pool2d: {
+      std::vector<std::string> a{fmt::format("kernel={}", l.kernel),
+                                 fmt::format("stride={}", l.stride)};
+      if (l.padding > 0) a.push_back(fmt::format("padding={}", l.padding));
+      return a;
+    }
     case LayerKind::dropout:
-      return fmt::format("dropout(p={})", p);
+      return {fmt::format("p={}", l.p)};
+    case LayerKind::batch_norm: {
+      std::vector<std::string> a;
+      if (l.eps != 1e-5) a.push_back(fmt::format("eps={}", l.eps));
+      if (l.momentum != 0.1) a.push_back(fmt::format("momentum={}", l.momentum));
+      if (!l.affine) a.push_back("affine=0");
+      if (l.zero_init) a.push_back("zero_init=1");
+      return a;
+    }
+    case LayerKind::add:
+      if (l.scale != 1.0) return {fmt::format("scale={}", l.scale)};
+      return {};
+    case LayerKind::custom: {
+      std::vector<std::string> a;
+      for (const auto& [k, v] : l.args) a.push_back(fmt::format("{}={}", k, v));
+      return a;
+    }
     case LayerKind::relu:
     case LayerKind::gelu:
     case LayerKind::flatten:
-      return std::string(layer_kind_name(kind));
-    case LayerKind::custom: {
-      if (args.empty()) return type;
-      std::string s = type + "(";
-      for (std::size_t i = 0; i < args.size(); ++i)
-        s += fmt::format("{}{}={}", i == 0 ? "" : ", ", args[i].first, args[i].second);
-      return s + ")";
-    }
+    case LayerKind::global_avg_pool:
+    case LayerKind::concat:
+      return {};
   }
-  return "?";
+  return {};
+}
+}  // namespace
+
+std::string LayerSpec::to_string() const {
+  std::vector<std::string> words = inputs;
+  for (std::string& a : canonical_args(*this)) words.push_back(std::move(a));
+  std::string s = name.empty() ? "" : name + " = ";
+  s += kind == LayerKind::custom ? type : std::string(layer_kind_name(kind));
+  if (!words.empty()) s += fmt::format("({})", fmt::join(words, ", "));
+  return s;
 }
 
 ModelSpec ModelSpec::parse(std::string_view text_or_preset_or_file) {

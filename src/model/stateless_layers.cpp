@@ -1,4 +1,4 @@
-// The layers without parameters: elementwise activations (ReLU, GELU), Flatten, Dropout, MaxPool2d.
+// The layers without parameters: elementwise activations (ReLU, GELU), Flatten, Dropout, Pool2d.
 #include "model/stateless_layers.h"
 
 #include "ringtrain/ops/activation.h"
@@ -36,18 +36,30 @@ void DropoutLayer::backward(const float*, const float*, const float* dy, float* 
     dropout_apply(ctx_, dy, dx, batch * input_shape().numel(), key(), last_training_ ? p_ : 0.0f);
 }
 
-MaxPool2dLayer::MaxPool2dLayer(std::string name, const MaxPool2dGeometry& g,
+Pool2dLayer::Pool2dLayer(std::string name, const Pool2dGeometry& g,
                                const ComputeContext& ctx, std::size_t max_batch)
     : Layer(std::move(name), Shape{g.channels, g.height, g.width},
             (g.validate(), Shape{g.channels, g.out_height(), g.out_width()})),
       op_(ctx, g, max_batch) {}
 
-void MaxPool2dLayer::forward(const float* x, float* y, std::size_t batch, bool) {
+void Pool2dLayer::forward(const float* x, float* y, std::size_t batch, bool) {
   op_.forward(x, y, batch);
 }
-void MaxPool2dLayer::backward(const float* x, const float* y, const float* dy, float* dx,
+void Pool2dLayer::backward(const float* x, const float* y, const float* dy, float* dx,
                               std::size_t batch, bool) {
   if (dx != nullptr) op_.backward(x, y, dy, dx, batch);
+}
+
+void GlobalAvgPoolLayer::forward(const float* x, float* y, std::size_t batch, bool) {
+  const Shape& in = input_shape();
+  global_avg_pool_forward(ctx_, x, y, batch * in[0], in[1] * in[2]);
+}
+
+void GlobalAvgPoolLayer::backward(const float*, const float*, const float* dy, float* dx,
+                                  std::size_t batch, bool) {
+  if (dx == nullptr) return;
+  const Shape& in = input_shape();
+  global_avg_pool_backward(ctx_, dy, dx, batch * in[0], in[1] * in[2]);
 }
 
 }  // namespace ringtrain

@@ -3,7 +3,7 @@
 
 #include "model/layer.h"
 #include "ringtrain/ops/activation.h"
-#include "ringtrain/ops/max_pool2d.h"
+#include "ringtrain/ops/pool2d.h"
 
 namespace ringtrain {
 
@@ -65,16 +65,30 @@ class DropoutLayer final : public Layer {
   bool last_training_ = true;
 };
 
-class MaxPool2dLayer final : public Layer {
+class Pool2dLayer final : public Layer {
  public:
-  MaxPool2dLayer(std::string name, const MaxPool2dGeometry& g, const ComputeContext& ctx,
+  Pool2dLayer(std::string name, const Pool2dGeometry& g, const ComputeContext& ctx,
                  std::size_t max_batch);
   void forward(const float* x, float* y, std::size_t batch, bool training) override;
   void backward(const float* x, const float* y, const float* dy, float* dx, std::size_t batch,
                 bool accumulate) override;
 
  private:
-  MaxPool2dOp op_;
+  Pool2dOp op_;
+};
+
+// [C, H, W] -> [C]: each channel's mean (torchvision's adaptive_avg_pool2d(1)
+// followed by flatten).
+class GlobalAvgPoolLayer final : public Layer {
+ public:
+  GlobalAvgPoolLayer(std::string name, const Shape& input, const ComputeContext& ctx)
+      : Layer(std::move(name), input, Shape{input[0]}), ctx_(ctx) {}
+  void forward(const float* x, float* y, std::size_t batch, bool training) override;
+  void backward(const float* x, const float* y, const float* dy, float* dx, std::size_t batch,
+                bool accumulate) override;
+
+ private:
+  const ComputeContext& ctx_;
 };
 
 }  // namespace ringtrain

@@ -127,7 +127,7 @@ void Conv2dOp::forward(const float* x, const float* w, const float* b, float* y,
            y + n * out_size, hwo);
     }
   }
-  bias_add(ctx_, y, b, batch, g_.out_channels, hwo);
+  if (b != nullptr) bias_add(ctx_, y, b, batch, g_.out_channels, hwo);
 }
 
 void Conv2dOp::backward(const float* x, const float* w, const float* dy, float* dx, float* dw,
@@ -138,7 +138,7 @@ void Conv2dOp::backward(const float* x, const float* w, const float* dy, float* 
   const std::size_t ckk = g_.in_channels * g_.kernel * g_.kernel;
   const std::size_t in_size = g_.in_channels * g_.height * g_.width;
   const std::size_t out_size = g_.out_channels * hwo;
-  bias_grad(ctx_, dy, db, batch, g_.out_channels, hwo, accumulate);
+  if (db != nullptr) bias_grad(ctx_, dy, db, batch, g_.out_channels, hwo, accumulate);
   if (gpu_) {
     if (batch == 0) {
       if (!accumulate) device_zero(dw, sizeof(float) * g_.out_channels * ckk, ctx_.device());

@@ -9,7 +9,7 @@
 #include <memory>
 
 #include "ringtrain/ops/conv2d.h"
-#include "ringtrain/ops/max_pool2d.h"
+#include "ringtrain/ops/pool2d.h"
 
 namespace ringtrain::detail {
 
@@ -57,6 +57,30 @@ void gpu_loss_totals_add(void* stream, const float* row_loss, const std::int32_t
 void gpu_dropout_apply(void* stream, const float* x, float* y, std::size_t n, std::uint64_t key,
                        float p, float keep_scale);
 
+// BatchNorm over NCHW (features: hw = 1), kernels/batch_norm.h.
+void gpu_batch_norm_stats(void* stream, const float* x, std::size_t n, std::size_t c,
+                          std::size_t hw, float eps, float momentum, bool update_running,
+                          float* mean, float* invstd, float* running_mean, float* running_var);
+void gpu_batch_norm_eval_stats(void* stream, const float* running_mean, const float* running_var,
+                               std::size_t c, float eps, float* mean, float* invstd);
+void gpu_batch_norm_apply(void* stream, const float* x, float* y, std::size_t n, std::size_t c,
+                          std::size_t hw, const float* mean, const float* invstd,
+                          const float* gamma, const float* beta);
+void gpu_batch_norm_backward(void* stream, const float* x, const float* dy, float* dx,
+                             std::size_t n, std::size_t c, std::size_t hw, const float* mean,
+                             const float* invstd, const float* gamma, float* sums, float* dgamma,
+                             float* dbeta, bool accumulate);
+void gpu_global_avg_pool_forward(void* stream, const float* x, float* y, std::size_t planes,
+                                 std::size_t hw);
+void gpu_global_avg_pool_backward(void* stream, const float* dy, float* dx, std::size_t planes,
+                                  std::size_t hw);
+// y += a x; x *= f.
+void gpu_axpy(void* stream, float a, const float* x, float* y, std::size_t n);
+void gpu_scale(void* stream, float* x, std::size_t n, float f);
+// rows blocks of width bytes, from src every spitch bytes to dst every dpitch bytes.
+void gpu_copy_blocks(void* stream, void* dst, std::size_t dpitch, const void* src,
+                     std::size_t spitch, std::size_t width, std::size_t rows);
+
 // Per batch size: descriptors and the three algorithms, measured once with
 // cuDNN's Find (gpu_conv_plan.cpp); one workspace; the hot loop neither
 // queries cuDNN nor allocates.
@@ -78,7 +102,7 @@ class GpuPoolPlan {
   virtual void backward(const float* x, const float* y, const float* dy, float* dx,
                         std::size_t batch) = 0;
 };
-std::unique_ptr<GpuPoolPlan> make_gpu_pool_plan(const GpuHandles& h, const MaxPool2dGeometry& g);
+std::unique_ptr<GpuPoolPlan> make_gpu_pool_plan(const GpuHandles& h, const Pool2dGeometry& g);
 
 // The handles of a GPU context, for the calls above.
 inline const GpuHandles& handles_of(const ComputeContext& ctx) {

@@ -67,8 +67,42 @@ std::unique_ptr<GpuConvPlan> make_gpu_conv_plan(const GpuHandles&, const Conv2dG
                                                 std::size_t) {
   no_cuda("conv2d");
 }
-std::unique_ptr<GpuPoolPlan> make_gpu_pool_plan(const GpuHandles&, const MaxPool2dGeometry&) {
+std::unique_ptr<GpuPoolPlan> make_gpu_pool_plan(const GpuHandles&, const Pool2dGeometry&) {
   no_cuda("max_pool2d");
+}
+
+void gpu_batch_norm_stats(void*, const float*, std::size_t, std::size_t, std::size_t, float, float,
+                          bool, float*, float*, float*, float*) {
+  no_cuda("batch_norm");
+}
+void gpu_batch_norm_eval_stats(void*, const float*, const float*, std::size_t, float, float*,
+                               float*) {
+  no_cuda("batch_norm");
+}
+void gpu_batch_norm_apply(void*, const float*, float*, std::size_t, std::size_t, std::size_t,
+                          const float*, const float*, const float*, const float*) {
+  no_cuda("batch_norm");
+}
+void gpu_batch_norm_backward(void*, const float*, const float*, float*, std::size_t, std::size_t,
+                             std::size_t, const float*, const float*, const float*, float*, float*,
+                             float*, bool) {
+  no_cuda("batch_norm");
+}
+void gpu_global_avg_pool_forward(void*, const float*, float*, std::size_t, std::size_t) {
+  no_cuda("global_avg_pool");
+}
+void gpu_global_avg_pool_backward(void*, const float*, float*, std::size_t, std::size_t) {
+  no_cuda("global_avg_pool");
+}
+void gpu_axpy(void*, float, const float*, float*, std::size_t) {
+  no_cuda("an axpy");
+}
+void gpu_scale(void*, float*, std::size_t, float) {
+  no_cuda("a scale");
+}
+void gpu_copy_blocks(void*, void*, std::size_t, const void*, std::size_t, std::size_t,
+                     std::size_t) {
+  no_cuda("a block copy");
 }
 
 }  // namespace ringtrain::detail

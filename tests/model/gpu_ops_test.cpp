@@ -17,7 +17,7 @@
 #include "ringtrain/ops/conv2d.h"
 #include "ringtrain/ops/dropout.h"
 #include "ringtrain/ops/gemm.h"
-#include "ringtrain/ops/max_pool2d.h"
+#include "ringtrain/ops/pool2d.h"
 #include "ringtrain/ops/softmax_cross_entropy.h"
 #include "ringtrain/tensor/tensor.h"
 #include "tests/model/test_data.h"
@@ -226,14 +226,14 @@ TEST_CASE("gpu conv2d (cuDNN) and max-pool match im2col and the CPU pool", "[gpu
     require_close(to_host(gdw, *c.gpu), dw, 1e-4, "conv dw");
     require_close(to_host(gdb, *c.gpu), db, 1e-4, "conv db");
   }
-  const MaxPool2dGeometry pg{3, 9, 8, 2, 2};
+  const Pool2dGeometry pg{3, 9, 8, 2, 2};
   const std::size_t batch = 4, in = batch * 3 * 9 * 8,
                     out = batch * 3 * pg.out_height() * pg.out_width();
   std::vector<float> x(in);
   for (std::size_t i = 0; i < in; ++i) x[i] = 0.01f * static_cast<float>((i * 37) % in);  // no ties
   const auto dy = test::hashed_vector(13, out);
   std::vector<float> y(out), dx(in);
-  MaxPool2dOp cpu(*c.cpu, pg, batch), gpu(*c.gpu, pg, batch);
+  Pool2dOp cpu(*c.cpu, pg, batch), gpu(*c.gpu, pg, batch);
   Tensor gx = to_gpu(x), gy = to_gpu(y), gdy = to_gpu(dy), gdx = to_gpu(dx);
   cpu.forward(x.data(), y.data(), batch);
   gpu.forward(gx.data_as<float>(), gy.data_as<float>(), batch);

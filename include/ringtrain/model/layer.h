@@ -1,5 +1,6 @@
 // The layer interface: forward and backward over a batch of NCHW (or [N, F])
-// float activations on the compute context's device. The built-in layers
+// float activations on the compute context's device. Most layers read one
+// input; a layer of several (add, concat) overrides forward_many/backward_many. The built-in layers
 // implement it, and so can a user's own layer type: register it
 // (ringtrain/model/layer_registry.h) and name it in a model spec like a
 // built-in one. Check a new layer's backward with
@@ -35,9 +36,14 @@ class Layer {
   virtual ~Layer() = default;
 
   const std::string& name() const { return name_; }
-  const Shape& input_shape() const { return input_; }    // per sample
+  const Shape& input_shape() const { return input_; }    // per sample (the first input's)
   const Shape& output_shape() const { return output_; }  // per sample
   virtual std::vector<ParamDesc> param_descs() const { return {}; }
+  // State that is not trained (BatchNorm's running statistics): kept in the
+  // model's flat buffer of non-trainable state, saved in checkpoints, made the
+  // same on every rank, never given gradients. `constant` is its initial value.
+  virtual std::vector<ParamDesc> buffer_descs() const { return {}; }
+  virtual void bind_buffers(float* buffers) { (void)buffers; }
   // Points the layer at its parameters and gradients, in param_descs() order
   // and contiguous, inside the model's flat buffers.
   virtual void bind(float* params, float* grads) {
@@ -53,6 +59,18 @@ class Layer {
   // added to when accumulate. x and y are those of the matching forward.
   virtual void backward(const float* x, const float* y, const float* dy, float* dx,
                         std::size_t batch, bool accumulate) = 0;
+
+  // Several inputs: xs[i] per input, dxs[i] (each may be null) overwritten.
+  // The defaults serve a one-input layer.
+  virtual bool takes_many_inputs() const { return false; }
+  virtual void forward_many(const std::vector<const float*>& xs, float* y, std::size_t batch,
+                            bool training) {
+    forward(xs.at(0), y, batch, training);
+  }
+  virtual void backward_many(const std::vector<const float*>& xs, const float* y, const float* dy,
+                             const std::vector<float*>& dxs, std::size_t batch, bool accumulate) {
+    backward(xs.at(0), y, dy, dxs.at(0), batch, accumulate);
+  }
 
  protected:
   Layer(std::string name, const Shape& input, const Shape& output)

@@ -3,9 +3,12 @@
 // them, in a fixed, recorded order), activations and workspaces planned once
 // for a maximum batch, and the fused softmax cross-entropy loss.
 //
-// Layer order is spec order; the flat buffers hold layer 0's parameters first.
+// The layers are the graph's nodes in spec order (topological: a node reads
+// earlier nodes only); the flat buffers hold node 0's parameters first.
 // Gradient buckets are therefore slices of the gradient buffer, and backward
-// finishes them from the end of the buffer towards the start.
+// (in reverse node order) finishes them from the end of the buffer towards
+// the start. Non-trainable state (BatchNorm's running statistics) lives in a
+// third flat buffer, never given gradients.
 #pragma once
 
 #include <cstddef>
@@ -64,6 +67,12 @@ class Model {
   BufferView params();  // flat f32, on the model's device
   BufferView grads();
   const std::vector<ParamInfo>& param_info() const { return param_info_; }
+  // Non-trainable state (running statistics): flat f32 on the model's device.
+  std::size_t buffer_count() const { return buffer_count_; }
+  BufferView buffers();
+  const std::vector<ParamInfo>& buffer_info() const { return buffer_info_; }
+  // The names of the nodes a node reads ("input": the model's input).
+  std::vector<std::string> node_inputs(std::size_t layer) const;
   std::size_t layer_count() const;
   std::string layer_name(std::size_t layer) const;                       // "conv1", "relu2", ...
   std::vector<std::size_t> layer_output_shape(std::size_t layer) const;  // per sample
@@ -127,8 +136,8 @@ class Model {
   ModelOptions options_;
   std::vector<std::size_t> input_shape_;
   std::size_t num_classes_ = 0;
-  std::size_t param_count_ = 0;
-  std::vector<ParamInfo> param_info_;
+  std::size_t param_count_ = 0, buffer_count_ = 0;
+  std::vector<ParamInfo> param_info_, buffer_info_;
   std::unique_ptr<State> state_;
 };
 

@@ -1,5 +1,13 @@
-// What a model is, as users write it: a preset or a list of layers. The loss
-// (softmax cross-entropy with mean reduction) is implied after the last layer.
+// What a model is, as users write it: a preset or a graph of layers. The loss
+// (softmax cross-entropy with mean reduction) is implied after the last node.
+//
+// A graph is a list of nodes in order; each node is a layer applied to the
+// previous node, or to the earlier nodes it names:
+//     a = conv2d(out=64, kernel=3, padding=1, bias=0)   # named 'a', reads the previous node
+//     b = batch_norm(a)
+//     y = add(b, input)                                 # 'input' is the model's input
+// A node read by several nodes gets the sum of their gradients. A plain list
+// (no names) is the special case where each node reads the previous one.
 //
 //   mlp:784-512-512-10     input 784, hidden layers 512 and 512 with ReLU,
 //                          10 classes (the first number is the input size)
@@ -11,6 +19,11 @@
 //     conv2d(out=32, kernel=3, stride=1, padding=1)   (or conv2d(32, 3, ...))
 //     max_pool2d(kernel=2, stride=2)         stride defaults to kernel
 //     linear(out=128)  relu  gelu  flatten  dropout(p=0.5)
+//     max_pool2d(kernel=3, stride=2, padding=1)  avg_pool2d(kernel=3, stride=1, padding=1)
+//     global_avg_pool                        [C, H, W] -> [C]
+//     batch_norm(eps=1e-5, momentum=0.1, affine=1, zero_init=0)
+//     add(a, b, ..., scale=1)                a + scale * (b + ...)
+//     concat(a, b, ...)                      along channels
 //     any registered layer type, e.g. layernorm or layernorm(eps=1e-5)
 //     (ringtrain/model/layer_registry.h; `ringtrain train --plugin lib.so`)
 //
@@ -28,22 +41,46 @@
 namespace ringtrain {
 
 // `custom`: a layer type registered at run time (LayerSpec::type names it).
-enum class LayerKind { linear, conv2d, max_pool2d, relu, gelu, flatten, dropout, custom };
+enum class LayerKind {
+  linear,
+  conv2d,
+  max_pool2d,
+  relu,
+  gelu,
+  flatten,
+  dropout,
+  custom,
+  avg_pool2d,
+  global_avg_pool,
+  batch_norm,
+  add,
+  concat
+};
 
 std::string_view layer_kind_name(LayerKind kind);
 
 struct LayerSpec {
   LayerKind kind = LayerKind::relu;
   std::size_t out = 0;      // linear: output features; conv2d: output channels
-  std::size_t kernel = 0;   // conv2d, max_pool2d
-  std::size_t stride = 0;   // conv2d (default 1), max_pool2d (default kernel)
-  std::size_t padding = 0;  // conv2d
+  std::size_t kernel = 0;   // conv2d, max_pool2d, avg_pool2d
+  std::size_t stride = 0;   // conv2d (default 1), pools (default kernel)
+  std::size_t padding = 0;  // conv2d, pools
   double p = 0;             // dropout probability, in [0, 1)
+  bool bias = true;         // conv2d: with a bias term
+  double eps = 1e-5;        // batch_norm
+  double momentum = 0.1;    // batch_norm: running = (1 - momentum) running + momentum batch
+  bool affine = true;       // batch_norm: learnable scale and shift
+  bool zero_init = false;   // batch_norm: the scale starts at 0 (last BN of a residual branch)
+  double scale = 1.0;       // add: a + scale * (b + ...)
+  std::string name{};       // the node's name; empty: an automatic one (conv1, relu2, ...)
+  // Earlier nodes read, by name ("input": the model's input); empty: the previous node.
+  std::vector<std::string> inputs{};
   std::string type{};       // custom: the registered type's name
   // custom: the arguments given, as written, in the order the type declares.
   std::vector<std::pair<std::string, std::string>> args{};
 
-  std::string to_string() const;  // canonical: "conv2d(out=32, kernel=3, stride=1, padding=1)"
+  // canonical: "conv2d(out=32, kernel=3, stride=1, padding=1)", "y = add(a, b)"
+  std::string to_string() const;
   bool operator==(const LayerSpec&) const = default;
 };
 
@@ -51,7 +88,7 @@ struct ModelSpec {
   // Expected per-sample input shape; empty accepts any. A single dimension is
   // compared with the input's element count (so mlp:784-... takes 1x28x28).
   std::vector<std::size_t> input_shape;
-  std::vector<LayerSpec> layers;
+  std::vector<LayerSpec> layers;  // the nodes, in order (inputs name earlier nodes)
 
   // A preset, "@file", or a layer list. Throws Error naming the bad token and
   // its line:column.

@@ -34,10 +34,10 @@ class Conv2dOp {
   Conv2dOp& operator=(const Conv2dOp&) = delete;
 
   const Conv2dGeometry& geometry() const { return g_; }
-  // y = conv(x, w) + b; w is [out, in, k, k], b is [out].
+  // y = conv(x, w) + b; w is [out, in, k, k], b is [out] or null (no bias).
   void forward(const float* x, const float* w, const float* b, float* y, std::size_t batch);
-  // dw, db are overwritten, or added to when accumulate; dx (if not null) is
-  // overwritten.
+  // dw, db (if not null) are overwritten, or added to when accumulate; dx (if
+  // not null) is overwritten.
   void backward(const float* x, const float* w, const float* dy, float* dx, float* dw, float* db,
                 std::size_t batch, bool accumulate);
 

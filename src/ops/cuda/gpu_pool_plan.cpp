@@ -13,12 +13,15 @@ namespace {
 
 class CudnnPoolPlan final : public GpuPoolPlan {
  public:
-  CudnnPoolPlan(const GpuHandles& h, const MaxPool2dGeometry& g)
+  CudnnPoolPlan(const GpuHandles& h, const Pool2dGeometry& g)
       : dnn_(static_cast<cudnnHandle_t>(h.dnn)), g_(g) {
     RT_CUDNN_CHECK(cudnnCreatePoolingDescriptor(&pool_desc_));
-    RT_CUDNN_CHECK(cudnnSetPooling2dDescriptor(pool_desc_, CUDNN_POOLING_MAX_DETERMINISTIC,
-                                               CUDNN_NOT_PROPAGATE_NAN, i(g.kernel), i(g.kernel), 0,
-                                               0, i(g.stride), i(g.stride)));
+    const cudnnPoolingMode_t mode = g.mode == PoolMode::max
+                                        ? CUDNN_POOLING_MAX_DETERMINISTIC
+                                        : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING;
+    RT_CUDNN_CHECK(cudnnSetPooling2dDescriptor(pool_desc_, mode, CUDNN_NOT_PROPAGATE_NAN,
+                                               i(g.kernel), i(g.kernel), i(g.padding),
+                                               i(g.padding), i(g.stride), i(g.stride)));
     descs_.reserve(4);
   }
   ~CudnnPoolPlan() override {
@@ -67,14 +70,14 @@ class CudnnPoolPlan final : public GpuPoolPlan {
   }
 
   cudnnHandle_t dnn_;
-  MaxPool2dGeometry g_;
+  Pool2dGeometry g_;
   cudnnPoolingDescriptor_t pool_desc_ = nullptr;
   std::vector<Descs> descs_;
 };
 
 }  // namespace
 
-std::unique_ptr<GpuPoolPlan> make_gpu_pool_plan(const GpuHandles& h, const MaxPool2dGeometry& g) {
+std::unique_ptr<GpuPoolPlan> make_gpu_pool_plan(const GpuHandles& h, const Pool2dGeometry& g) {
   return std::make_unique<CudnnPoolPlan>(h, g);
 }
 

@@ -1,0 +1,23 @@
+// The ops that join and fork activations in a model graph: copies, scaled
+// sums (residual adds, the gradient of a node read several times) and strided
+// block copies (concatenation along channels). All run on the context's device
+// in stream order.
+#pragma once
+
+#include <cstddef>
+
+#include "ringtrain/ops/compute_context.h"
+
+namespace ringtrain {
+
+// y = x
+void copy_floats(const ComputeContext& ctx, float* y, const float* x, std::size_t n);
+// y += a x
+void add_scaled(const ComputeContext& ctx, float* y, const float* x, float a, std::size_t n);
+// x *= a
+void scale_floats(const ComputeContext& ctx, float* x, std::size_t n, float a);
+// rows blocks of `width` floats: dst[r * dst_pitch + i] = src[r * src_pitch + i]
+void copy_blocks(const ComputeContext& ctx, float* dst, std::size_t dst_pitch, const float* src,
+                 std::size_t src_pitch, std::size_t width, std::size_t rows);
+
+}  // namespace ringtrain

@@ -1,0 +1,61 @@
+// 2-D max and average pooling over NCHW float tensors, with zero padding per
+// side (the output size rounds down, as PyTorch's ceil_mode=False). Max: padded
+// positions never win (as PyTorch); the CPU forward records each window's
+// argmax, so backward is one scatter, and ties go to the first maximum. Average:
+// padded positions count as zeros in the divisor (PyTorch's default
+// count_include_pad=True). GPU: cuDNN (deterministic max mode).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "ringtrain/ops/compute_context.h"
+#include "ringtrain/tensor/tensor.h"
+
+namespace ringtrain {
+
+enum class PoolMode { max, average };
+
+struct Pool2dGeometry {
+  std::size_t channels = 0, height = 0, width = 0;
+  std::size_t kernel = 2, stride = 2, padding = 0;
+  PoolMode mode = PoolMode::max;
+
+  std::size_t out_height() const { return (height + 2 * padding - kernel) / stride + 1; }
+  std::size_t out_width() const { return (width + 2 * padding - kernel) / stride + 1; }
+  void validate() const;
+};
+
+namespace detail {
+class GpuPoolPlan;
+}
+
+class Pool2dOp {
+ public:
+  Pool2dOp(const ComputeContext& ctx, const Pool2dGeometry& geometry, std::size_t max_batch);
+  ~Pool2dOp();
+  Pool2dOp(const Pool2dOp&) = delete;
+  Pool2dOp& operator=(const Pool2dOp&) = delete;
+
+  const Pool2dGeometry& geometry() const { return g_; }
+  void forward(const float* x, float* y, std::size_t batch);
+  // dx is overwritten. Needs the x and y of the matching forward.
+  void backward(const float* x, const float* y, const float* dy, float* dx, std::size_t batch);
+
+ private:
+  const ComputeContext& ctx_;
+  Pool2dGeometry g_;
+  std::size_t max_batch_;
+  Tensor argmax_;  // CPU, max: int32 index within the sample's plane, per output
+  std::unique_ptr<detail::GpuPoolPlan> gpu_;
+};
+
+// [N, C, H, W] -> [N, C]: the mean of each plane (planes = N C, hw = H W);
+// backward spreads dy / hw over the plane (dx overwritten).
+void global_avg_pool_forward(const ComputeContext& ctx, const float* x, float* y,
+                             std::size_t planes, std::size_t hw);
+void global_avg_pool_backward(const ComputeContext& ctx, const float* dy, float* dx,
+                              std::size_t planes, std::size_t hw);
+
+}  // namespace ringtrain

@@ -1,0 +1,33 @@
+#pragma once
+
+#include "model/layer.h"
+#include "ringtrain/ops/batch_norm.h"
+#include "ringtrain/tensor/tensor.h"
+
+namespace ringtrain {
+
+// batch_norm: weight (gamma) and bias (beta) [C] when affine; running_mean and
+// running_var [C] as non-trainable buffers, PyTorch's names and semantics.
+class BatchNormLayer final : public Layer {
+ public:
+  BatchNormLayer(std::string name, const Shape& input, const LayerSpec& spec,
+                 const ComputeContext& ctx);
+  std::vector<ParamDesc> param_descs() const override;
+  std::vector<ParamDesc> buffer_descs() const override;
+  void bind(float* params, float* grads) override;
+  void bind_buffers(float* buffers) override;
+  void forward(const float* x, float* y, std::size_t batch, bool training) override;
+  void backward(const float* x, const float* y, const float* dy, float* dx, std::size_t batch,
+                bool accumulate) override;
+
+ private:
+  const ComputeContext& ctx_;
+  BatchNormShape shape_;
+  float eps_, momentum_;
+  bool affine_, zero_init_;
+  float *gamma_ = nullptr, *beta_ = nullptr, *dgamma_ = nullptr, *dbeta_ = nullptr;
+  float *running_mean_ = nullptr, *running_var_ = nullptr;
+  Tensor mean_, invstd_, sums_;  // the last forward's statistics; backward's workspace
+};
+
+}  // namespace ringtrain

@@ -1,0 +1,48 @@
+// The layers of several inputs: add (a residual sum) and concat (along
+// channels, or features for flat inputs).
+#pragma once
+
+#include "model/layer.h"
+
+namespace ringtrain {
+
+// y = x0 + scale * (x1 + x2 + ...); every input of the same shape.
+class AddLayer final : public Layer {
+ public:
+  AddLayer(std::string name, const std::vector<Shape>& inputs, float scale,
+           const ComputeContext& ctx);
+  bool takes_many_inputs() const override { return true; }
+  void forward(const float* x, float* y, std::size_t batch, bool training) override;
+  void backward(const float* x, const float* y, const float* dy, float* dx, std::size_t batch,
+                bool accumulate) override;
+  void forward_many(const std::vector<const float*>& xs, float* y, std::size_t batch,
+                    bool training) override;
+  void backward_many(const std::vector<const float*>& xs, const float* y, const float* dy,
+                     const std::vector<float*>& dxs, std::size_t batch, bool accumulate) override;
+
+ private:
+  const ComputeContext& ctx_;
+  std::size_t inputs_;
+  float scale_;
+};
+
+// [C_i, H, W] inputs -> [sum C_i, H, W] (or [F_i] -> [sum F_i]).
+class ConcatLayer final : public Layer {
+ public:
+  ConcatLayer(std::string name, const std::vector<Shape>& inputs, const ComputeContext& ctx);
+  bool takes_many_inputs() const override { return true; }
+  void forward(const float* x, float* y, std::size_t batch, bool training) override;
+  void backward(const float* x, const float* y, const float* dy, float* dx, std::size_t batch,
+                bool accumulate) override;
+  void forward_many(const std::vector<const float*>& xs, float* y, std::size_t batch,
+                    bool training) override;
+  void backward_many(const std::vector<const float*>& xs, const float* y, const float* dy,
+                     const std::vector<float*>& dxs, std::size_t batch, bool accumulate) override;
+
+ private:
+  const ComputeContext& ctx_;
+  std::vector<std::size_t> sizes_;  // per-sample elements of each input
+  std::size_t total_ = 0;
+};
+
+}  // namespace ringtrain

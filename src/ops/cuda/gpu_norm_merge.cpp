@@ -1,0 +1,58 @@
+// The GPU halves of BatchNorm, global average pooling and the merge ops (add,
+// concat): forwards to kernels/*.h, and strided copies through the runtime.
+#include <cuda_runtime.h>
+
+#include "core/cuda/check_cuda.h"
+#include "kernels/axpy.h"
+#include "kernels/batch_norm.h"
+#include "kernels/scale.h"
+#include "ops/gpu_ops.h"
+
+namespace ringtrain::detail {
+
+void gpu_batch_norm_stats(void* stream, const float* x, std::size_t n, std::size_t c,
+                          std::size_t hw, float eps, float momentum, bool update_running,
+                          float* mean, float* invstd, float* running_mean, float* running_var) {
+  kernels::batch_norm_stats_cuda(x, n, c, hw, eps, momentum, update_running, mean, invstd,
+                                 running_mean, running_var, stream);
+}
+void gpu_batch_norm_eval_stats(void* stream, const float* running_mean, const float* running_var,
+                               std::size_t c, float eps, float* mean, float* invstd) {
+  kernels::batch_norm_eval_stats_cuda(running_mean, running_var, c, eps, mean, invstd, stream);
+}
+void gpu_batch_norm_apply(void* stream, const float* x, float* y, std::size_t n, std::size_t c,
+                          std::size_t hw, const float* mean, const float* invstd,
+                          const float* gamma, const float* beta) {
+  kernels::batch_norm_apply_cuda(x, y, n, c, hw, mean, invstd, gamma, beta, stream);
+}
+void gpu_batch_norm_backward(void* stream, const float* x, const float* dy, float* dx,
+                             std::size_t n, std::size_t c, std::size_t hw, const float* mean,
+                             const float* invstd, const float* gamma, float* sums, float* dgamma,
+                             float* dbeta, bool accumulate) {
+  kernels::batch_norm_backward_reduce_cuda(x, dy, n, c, hw, mean, invstd, sums, dgamma, dbeta,
+                                           accumulate, stream);
+  if (dx != nullptr)
+    kernels::batch_norm_backward_dx_cuda(x, dy, dx, n, c, hw, mean, invstd, gamma, sums, stream);
+}
+void gpu_global_avg_pool_forward(void* stream, const float* x, float* y, std::size_t planes,
+                                 std::size_t hw) {
+  kernels::global_avg_pool_forward_cuda(x, y, planes, hw, stream);
+}
+void gpu_global_avg_pool_backward(void* stream, const float* dy, float* dx, std::size_t planes,
+                                  std::size_t hw) {
+  kernels::global_avg_pool_backward_cuda(dy, dx, planes, hw, stream);
+}
+void gpu_axpy(void* stream, float a, const float* x, float* y, std::size_t n) {
+  kernels::axpy_f32_cuda(a, x, y, n, stream);
+}
+void gpu_scale(void* stream, float* x, std::size_t n, float f) {
+  kernels::scale_f32_cuda(x, n, f, stream);
+}
+void gpu_copy_blocks(void* stream, void* dst, std::size_t dpitch, const void* src,
+                     std::size_t spitch, std::size_t width, std::size_t rows) {
+  if (rows == 0 || width == 0) return;
+  RT_CUDA_CHECK(cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, rows, cudaMemcpyDeviceToDevice,
+                                  static_cast<cudaStream_t>(stream)));
+}
+
+}  // namespace ringtrain::detail

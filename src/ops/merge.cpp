@@ -1,0 +1,41 @@
+#include "ringtrain/ops/merge.h"
+
+#include <cstring>
+
+#include "kernels/axpy.cuh"
+#include "kernels/scale.cuh"
+#include "ops/gpu_ops.h"
+
+namespace ringtrain {
+
+void copy_floats(const ComputeContext& ctx, float* y, const float* x, std::size_t n) {
+  if (n == 0 || y == x) return;
+  if (ctx.is_cuda())
+    return detail::gpu_copy_blocks(ctx.stream(), y, n * sizeof(float), x, n * sizeof(float),
+                                   n * sizeof(float), 1);
+  std::memcpy(y, x, n * sizeof(float));
+}
+
+void add_scaled(const ComputeContext& ctx, float* y, const float* x, float a, std::size_t n) {
+  if (ctx.is_cuda()) return detail::gpu_axpy(ctx.stream(), a, x, y, n);
+  float* __restrict__ ys = y;
+  const float* __restrict__ xs = x;
+  for (std::size_t i = 0; i < n; ++i) ys[i] = kernels::axpy_element(a, xs[i], ys[i]);
+}
+
+void scale_floats(const ComputeContext& ctx, float* x, std::size_t n, float a) {
+  if (a == 1.0f) return;
+  if (ctx.is_cuda()) return detail::gpu_scale(ctx.stream(), x, n, a);
+  for (std::size_t i = 0; i < n; ++i) x[i] = kernels::scale_element(x[i], a);
+}
+
+void copy_blocks(const ComputeContext& ctx, float* dst, std::size_t dst_pitch, const float* src,
+                 std::size_t src_pitch, std::size_t width, std::size_t rows) {
+  if (ctx.is_cuda())
+    return detail::gpu_copy_blocks(ctx.stream(), dst, dst_pitch * sizeof(float), src,
+                                   src_pitch * sizeof(float), width * sizeof(float), rows);
+  for (std::size_t r = 0; r < rows; ++r)
+    std::memcpy(dst + r * dst_pitch, src + r * src_pitch, width * sizeof(float));
+}
+
+}  // namespace ringtrain
