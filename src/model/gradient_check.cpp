@@ -39,6 +39,11 @@ GradientCheckResult check_layer_gradients(Layer& layer, const GradientCheckOptio
   std::vector<float> params = seeded_values(o.seed + 1, n_params, -0.5f, 0.5f);
   std::vector<float> grads(n_params, 0.0f);
   layer.bind(params.data(), grads.data());
+  // Non-trainable state (running statistics) at its initial values.
+  std::vector<float> buffers;
+  for (const ParamDesc& d : layer.buffer_descs())
+    buffers.insert(buffers.end(), d.shape.numel(), d.constant);
+  if (!buffers.empty()) layer.bind_buffers(buffers.data());
 
   std::vector<float> x = seeded_values(o.seed + 2, o.batch * layer.input_shape().numel(), -1, 1);
   const std::size_t out_n = o.batch * layer.output_shape().numel();

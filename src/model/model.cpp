@@ -3,6 +3,8 @@
 // once here, for max_batch.
 #include "ringtrain/model/model.h"
 
+#include "ringtrain/model/presets.h"
+
 #include <algorithm>
 #include <map>
 
@@ -70,9 +72,14 @@ std::string layer_base_name(LayerKind kind) {
 }
 }  // namespace
 
-std::unique_ptr<Model> Model::build(const ModelSpec& spec,
+std::unique_ptr<Model> Model::build(const ModelSpec& given,
                                     const std::vector<std::size_t>& input_shape, int num_classes,
                                     const ModelOptions& options) {
+  // A graph preset takes its class count from the data.
+  const ModelSpec spec =
+      given.preset.empty() || num_classes <= 0
+          ? given
+          : graph_preset(given.preset, static_cast<std::size_t>(num_classes));
   RT_CHECK(!input_shape.empty() && input_shape.size() <= 3,
            "model input shape must be [features] or [channels, height, width], got {} dimensions",
            input_shape.size());
@@ -90,7 +97,7 @@ std::unique_ptr<Model> Model::build(const ModelSpec& spec,
   }
 
   std::unique_ptr<Model> m(new Model());
-  m->spec_ = spec;
+  m->spec_ = given;
   m->options_ = options;
   m->input_shape_ = input_shape;
   m->num_classes_ = static_cast<std::size_t>(num_classes);

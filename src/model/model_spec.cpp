@@ -13,6 +13,7 @@
 
 #include "ringtrain/core/check.h"
 #include "ringtrain/model/layer_registry.h"
+#include "ringtrain/model/presets.h"
 
 namespace ringtrain {
 
@@ -168,11 +169,14 @@ bool parse_flag(std::string_view token, std::string_view what, const std::string
   fail(fmt::format("bad value '{}' for {} at {}: expected 0 or 1", token, what, where));
 }
 
+// A node name: a letter or '_' first, then letters, digits, '_' and '.'
+// (torchvision's module paths: layer1.0.conv1).
 bool is_identifier(std::string_view token) {
-  if (token.empty() || !(std::isalpha(static_cast<unsigned char>(token[0])) || token[0] == '_'))
+  if (token.empty() || !(std::isalpha(static_cast<unsigned char>(token[0])) || token[0] == '_') ||
+      token.back() == '.')
     return false;
   for (char ch : token)
-    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_')) return false;
+    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '.')) return false;
   return true;
 }
 
@@ -330,13 +334,13 @@ ModelSpec parse_layer_list(std::string_view text, const std::string& origin) {
       // "name = layer(...)": a named node
       node_name = std::string(name);
       if (!is_identifier(node_name))
-        fail(fmt::format("bad node name '{}' at {}: use letters, digits and '_', starting with a "
-                         "letter",
+        fail(fmt::format("bad node name '{}' at {}: use letters, digits, '_' and '.', starting "
+                         "with a letter",
                          node_name, at));
-      if (node_name == "input" || is_builtin_layer_name(node_name) ||
-          LayerRegistry::global().find(node_name) != nullptr)
-        fail(fmt::format("node name '{}' at {} is a layer type's name: choose another", node_name,
-                         at));
+      // A node may share a layer type's name (torchvision's `fc`): a node is
+      // only ever read as an argument, a type only ever written as a statement.
+      if (node_name == "input")
+        fail(fmt::format("node name 'input' at {} is taken: it is the model's input", at));
       if (defined.count(node_name) != 0)
         fail(fmt::format("node '{}' defined twice (again at {})", node_name, at));
       c.advance();
@@ -648,16 +652,18 @@ ModelSpec ModelSpec::parse(std::string_view text_or_preset_or_file) {
     buffer << in.rdbuf();
     const std::string body = trim(buffer.str());
     // A file may hold a preset name too.
-    if (body.rfind("mlp:", 0) == 0 || body == "cnn") return parse(body);
+    if (body.rfind("mlp:", 0) == 0 || body == "cnn" || is_graph_preset(body)) return parse(body);
     return parse_layer_list(body, path + ":");
   }
   if (text.rfind("mlp:", 0) == 0) return parse_mlp(std::string_view(text).substr(4), text);
   if (text == "mlp") fail("'mlp' needs its layer sizes, as in mlp:784-512-512-10");
   if (text == "cnn") return parse_layer_list(kCnnPreset, "cnn preset ");
+  if (is_graph_preset(text)) return graph_preset(text, 1000);
   return parse_layer_list(text, "");
 }
 
 std::string ModelSpec::to_string() const {
+  if (!preset.empty()) return preset;
   std::string s;
   if (!input_shape.empty()) s = fmt::format("input({})", fmt::join(input_shape, ", "));
   for (const LayerSpec& l : layers) s += (s.empty() ? "" : "; ") + l.to_string();
@@ -686,10 +692,11 @@ std::string_view cnn_preset_text() {
 
 std::string_view model_spec_help() {
   return "mlp:784-512-512-10 (input, hidden..., classes; ReLU between), cnn (2 conv + 2 pool + 2 "
-         "FC "
-         "for 1x28x28, 421,642 parameters), @file, or a layer list such as "
+         "FC for 1x28x28, 421,642 parameters), resnet18/34/50/101, resnet20/32/56 (CIFAR), "
+         "vgg16, vgg16_bn (classes from the data), @file, or a layer graph such as "
          "'conv2d(out=8, kernel=3, padding=1); relu; max_pool2d(kernel=2); flatten; "
-         "linear(out=10)'";
+         "linear(out=10)' or 'a = conv2d(out=8, kernel=3, padding=1); b = relu; y = add(a, b); "
+         "global_avg_pool; linear(out=10)'";
 }
 
 }  // namespace ringtrain

@@ -30,6 +30,9 @@ namespace {
 
 constexpr const char* kParamsGroup = "params";
 constexpr const char* kOptimizerGroup = "optimizer";
+// Non-trainable state (BatchNorm's running statistics); absent in checkpoints
+// of models without any, and in those written before it existed.
+constexpr const char* kBuffersGroup = "buffers";
 constexpr const char* kTempMarker = ".tmp-";
 // Chunks carry the Fletcher-32 checksum; capping them keeps the filter's
 // working copy small for very large tensors.
@@ -193,7 +196,8 @@ void write_tensor(hid_t group, const char* group_name, const TensorRecord& r,
 
 void write_file(const std::string& tmp_path, const std::string& final_path,
                 const CheckpointMeta& meta, const std::vector<TensorRecord>& params,
-                const std::vector<TensorRecord>& optimizer) {
+                const std::vector<TensorRecord>& optimizer,
+                const std::vector<TensorRecord>& buffers) {
   const std::string& p = final_path;  // errors name the checkpoint being written
   h5::PropList fapl(RT_H5_CHECK(H5Pcreate(H5P_FILE_ACCESS), "checkpoint " + p));
   // 1.8 object format: creation-order-indexed groups, readable by HDF5 >= 1.8.
@@ -224,6 +228,11 @@ void write_file(const std::string& tmp_path, const std::string& final_path,
     for (const TensorRecord& r : params) write_tensor(params_group.get(), kParamsGroup, r, p);
     h5::Group opt_group = create_ordered_group(file.get(), kOptimizerGroup, p);
     for (const TensorRecord& r : optimizer) write_tensor(opt_group.get(), kOptimizerGroup, r, p);
+    if (!buffers.empty()) {
+      h5::Group buffers_group = create_ordered_group(file.get(), kBuffersGroup, p);
+      for (const TensorRecord& r : buffers)
+        write_tensor(buffers_group.get(), kBuffersGroup, r, p);
+    }
   }
   // Closing flushes HDF5's metadata cache: a failure here is a failed write.
   RT_H5_CHECK(file.close(), fmt::format("checkpoint {}: cannot finish writing {}", p, tmp_path));
@@ -310,6 +319,8 @@ class CheckpointReader {
 
     read_group(file.get(), kParamsGroup, out.params, out.param_shapes);
     read_group(file.get(), kOptimizerGroup, out.optimizer, out.optimizer_shapes);
+    if (H5Lexists(file.get(), kBuffersGroup, H5P_DEFAULT) > 0)
+      read_group(file.get(), kBuffersGroup, out.buffers, out.buffer_shapes);
     return out;
   }
 
@@ -498,13 +509,15 @@ std::string checkpoint_file_name(std::uint64_t step) {
 std::string write_checkpoint_atomic(const std::string& dir, const CheckpointMeta& meta,
                                     const std::vector<TensorRecord>& params,
                                     const std::vector<TensorRecord>& optimizer_state,
-                                    std::size_t keep) {
+                                    std::size_t keep, const std::vector<TensorRecord>& buffers) {
   RT_CHECK(!dir.empty(), "checkpoint: empty directory name");
   const std::string final_path = (fs::path(dir) / checkpoint_file_name(meta.step)).string();
   check_records(params, kParamsGroup, final_path);
   check_records(optimizer_state, kOptimizerGroup, final_path);
   check_finite(params, kParamsGroup, final_path);
   check_finite(optimizer_state, kOptimizerGroup, final_path);
+  check_records(buffers, kBuffersGroup, final_path);
+  check_finite(buffers, kBuffersGroup, final_path);
 
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -518,7 +531,7 @@ std::string write_checkpoint_atomic(const std::string& dir, const CheckpointMeta
   std::lock_guard lock(h5::library_mutex());
   h5::quiet_errors();
   try {
-    write_file(tmp_path, final_path, meta, params, optimizer_state);
+    write_file(tmp_path, final_path, meta, params, optimizer_state, buffers);
     fsync_path(tmp_path, false);
     RT_CHECK(std::rename(tmp_path.c_str(), final_path.c_str()) == 0,
              "checkpoint: cannot rename {} to {}: {}", tmp_path, final_path, std::strerror(errno));
@@ -550,6 +563,7 @@ void validate_checkpoint(const LoadedCheckpoint& ckpt, const CheckpointExpectati
   if (expected.optimizer)
     check_tensor_list(ckpt.path, kOptimizerGroup, ckpt.optimizer, ckpt.optimizer_shapes,
                       *expected.optimizer);
+  check_tensor_list(ckpt.path, kBuffersGroup, ckpt.buffers, ckpt.buffer_shapes, expected.buffers);
 }
 
 LoadedCheckpoint read_checkpoint(const std::string& path, const CheckpointExpectation& expected) {

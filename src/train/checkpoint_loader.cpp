@@ -78,6 +78,7 @@ CheckpointModel load_checkpoint_model(const std::string& path, Communicator& con
       expect.model_hash = model->spec().hash();
       expect.model_spec = out.meta.model_spec;
       for (const auto& p : model->param_info()) expect.params.push_back({p.name, p.shape});
+      for (const auto& b : model->buffer_info()) expect.buffers.push_back({b.name, b.shape});
       validate_checkpoint(ck, expect);
     }
   } catch (const Error& e) {
@@ -107,6 +108,17 @@ CheckpointModel load_checkpoint_model(const std::string& path, Communicator& con
                     BufferView{params.data(), params.size(), DType::f32, Device::cpu()}, 0);
   BufferView dst = model->params();
   copy_view(dst, view_of(params.data(), params.size()));
+  // Non-trainable state (running statistics) the same way.
+  std::vector<float> buffers(model->buffer_count());
+  if (control.rank() == 0)
+    for (std::size_t i = 0; i < ck.buffers.size(); ++i)
+      std::memcpy(buffers.data() + model->buffer_info()[i].offset, ck.buffers[i].second.data(),
+                  ck.buffers[i].second.size() * sizeof(float));
+  if (!buffers.empty()) {
+    control.broadcast(view_of(buffers.data(), buffers.size()),
+                      view_of(buffers.data(), buffers.size()), 0);
+    copy_view(model->buffers(), view_of(buffers.data(), buffers.size()));
+  }
   out.model = std::move(model);
   return out;
 }

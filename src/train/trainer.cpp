@@ -117,6 +117,7 @@ class Trainer {
   bool stop_agreed();
   std::string checkpoint(bool finished);
   EvalResult evaluate_now();
+  void average_buffers();
   void inject_faults();
   bool nan_fault_now() const;
   void inject_nonfinite_gradient(std::size_t layer);
@@ -347,6 +348,7 @@ void Trainer::resume_and_replicate() {
   // (initialisation, a resumed checkpoint): the backend's stream waits for them.
   comm_->order_after(OrderingPoint::record(device_, nullptr));
   comm_->broadcast(model_->params(), model_->params(), 0);
+  if (model_->buffer_count() > 0) comm_->broadcast(model_->buffers(), model_->buffers(), 0);
   for (auto& s : optimizer_->state()) comm_->broadcast(s.view, s.view, 0);
   if (start_.resumed) {
     // Proof that every rank continues from the checkpoint's parameters (a
@@ -551,10 +553,13 @@ bool Trainer::after_step(StepOutcome& outcome) {
   inject_faults();
   if (cfg_.check_every > 0 && (step_ % cfg_.check_every == 0 || last)) {
     nonfinite_->sync_and_report();
+    average_buffers();
     BufferView params = model_->params();
-    std::vector<float> host(params.count);
-    // The copy waits for the device (a counted host sync).
-    copy_view(view_of(host.data(), host.size()), params);
+    std::vector<float> host(params.count + model_->buffer_count());
+    // The copies wait for the device (a counted host sync).
+    copy_view(view_of(host.data(), params.count), params);
+    if (model_->buffer_count() > 0)
+      copy_view(view_of(host.data() + params.count, model_->buffer_count()), model_->buffers());
     check_replicas(*control_, hash_bytes(host.data(), host.size() * sizeof(float)), step_);
   }
   if (stop) {
@@ -577,6 +582,7 @@ std::string Trainer::checkpoint(bool finished) {
   // of one here at the latest (the run stops with its message).
   nonfinite_->sync_and_report();
   flight::enter_phase("checkpoint", step_);
+  average_buffers();
   std::string path;
   if (topo_.rank() == 0) {
     RunPosition position;
@@ -595,8 +601,20 @@ std::string Trainer::checkpoint(bool finished) {
   return path;
 }
 
+// Ranks that normalise their own micro-batches (BatchNorm without --sync-bn)
+// drift apart in their running statistics: they are averaged over the ranks
+// before every evaluation, replica check and checkpoint, so that what is
+// evaluated or saved is the same on every rank, whichever rank writes it.
+void Trainer::average_buffers() {
+  if (model_->buffer_count() == 0 || topo_.world_size() == 1) return;
+  // The statistics were written on the compute stream: the backend waits for it.
+  comm_->order_after(OrderingPoint::record(device_, model_->compute_stream()));
+  comm_->allreduce(model_->buffers(), model_->buffers(), ReduceOp::avg);
+}
+
 EvalResult Trainer::evaluate_now() {
   nonfinite_->sync_and_report();
+  average_buffers();
   flight::enter_phase("eval", step_);
   const double t0 = monotonic_seconds();
   EvalResult r = evaluate(*model_, *eval_data_, *control_, model_->max_batch(), device_);

@@ -47,6 +47,10 @@ std::string save_training_state(const TrainConfig& cfg, const ModelSpec& spec, M
   std::vector<std::vector<float>> state_host;
   std::vector<TensorRecord> state_records;
   for (auto& s : state) state_host.push_back(to_host(s.view));
+  const std::vector<float> buffers = to_host(model.buffers());
+  std::vector<TensorRecord> buffer_records;
+  for (const ParamInfo& b : model.buffer_info())
+    buffer_records.push_back({b.name, b.shape, buffers.data() + b.offset, b.count});
   for (std::size_t i = 0; i < state.size(); ++i)
     state_records.push_back(
         {state[i].name, {state[i].view.count}, state_host[i].data(), state_host[i].size()});
@@ -64,7 +68,8 @@ std::string save_training_state(const TrainConfig& cfg, const ModelSpec& spec, M
   cfg_json["world_size"] = position.world_size;
   meta.config_json = cfg_json.dump();
   meta.finished = position.finished;
-  return write_checkpoint_atomic(cfg.ckpt_dir, meta, param_records, state_records, cfg.keep);
+  return write_checkpoint_atomic(cfg.ckpt_dir, meta, param_records, state_records, cfg.keep,
+                                 buffer_records);
 }
 
 ResumePoint resume_training_state(const TrainConfig& cfg, Communicator& control,
@@ -93,6 +98,7 @@ ResumePoint resume_training_state(const TrainConfig& cfg, Communicator& control,
       expect.model_hash = spec.hash();
       expect.model_spec = spec.to_string();
       for (const auto& p : model.param_info()) expect.params.push_back({p.name, p.shape});
+      for (const auto& b : model.buffer_info()) expect.buffers.push_back({b.name, b.shape});
       std::vector<TensorSpec> opt;
       for (const auto& s : optimizer.state()) opt.push_back({s.name, {s.view.count}});
       expect.optimizer = opt;
@@ -102,6 +108,12 @@ ResumePoint resume_training_state(const TrainConfig& cfg, Communicator& control,
         const ParamInfo& info = model.param_info()[i];
         copy_view(params.slice(info.offset, info.count),
                   view_of(ck.params[i].second.data(), info.count));
+      }
+      BufferView buffers = model.buffers();
+      for (std::size_t i = 0; i < ck.buffers.size(); ++i) {
+        const ParamInfo& info = model.buffer_info()[i];
+        copy_view(buffers.slice(info.offset, info.count),
+                  view_of(ck.buffers[i].second.data(), info.count));
       }
       auto state = optimizer.state();
       for (std::size_t i = 0; i < ck.optimizer.size(); ++i)

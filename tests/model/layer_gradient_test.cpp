@@ -24,7 +24,7 @@ struct LayerUnderTest {
   std::unique_ptr<ComputeContext> ctx = ComputeContext::create(Device::cpu());
   DropoutContext dropout{7, 1, 3};
   std::unique_ptr<Layer> layer;
-  std::vector<float> params, grads;
+  std::vector<float> params, grads, buffers;
 
   LayerUnderTest(const std::string& spec_text, const Shape& input, std::size_t max_batch) {
     const ModelSpec spec = ModelSpec::parse(spec_text);
@@ -35,6 +35,9 @@ struct LayerUnderTest {
     params = test::hashed_vector(99, n, -0.5f, 0.5f);
     grads.assign(n, 0.0f);
     layer->bind(params.data(), grads.data());
+    for (const ParamDesc& d : layer->buffer_descs())
+      buffers.insert(buffers.end(), d.shape.numel(), d.constant);
+    if (!buffers.empty()) layer->bind_buffers(buffers.data());
   }
 
   double loss(const std::vector<float>& x, const std::vector<float>& r, std::size_t batch) {
@@ -125,6 +128,106 @@ TEST_CASE("max_pool2d: gradients match finite differences", "[layer][gradient]")
   SECTION("3x3 stride 1 (overlapping windows)") {
     gradient_check("max_pool2d(kernel=3, stride=1)", Shape{1, 5, 5}, 2, distinct(2 * 25, 5), 1e-3f);
   }
+}
+
+TEST_CASE("max_pool2d with padding: gradients match finite differences", "[layer][gradient]") {
+  auto distinct = [](std::size_t n, std::uint64_t salt) {
+    std::vector<float> v(n);
+    for (std::size_t i = 0; i < n; ++i)
+      v[i] = 0.05f * static_cast<float>((i * 37 + salt) % n) - 1.0f;
+    return v;
+  };
+  // ResNet's stem pool: 3x3, stride 2, padding 1 (padded positions never win).
+  gradient_check("max_pool2d(kernel=3, stride=2, padding=1)", Shape{2, 7, 6}, 2,
+                 distinct(2 * 2 * 7 * 6, 7), 1e-3f);
+}
+
+TEST_CASE("avg_pool2d: gradients match finite differences", "[layer][gradient]") {
+  SECTION("2x2 stride 2") {
+    gradient_check("avg_pool2d(kernel=2)", Shape{2, 5, 4}, 2, test::hashed_vector(61, 80), 1e-2f);
+  }
+  SECTION("3x3 stride 1 padding 1 (Inception's branch pool: zeros counted)") {
+    gradient_check("avg_pool2d(kernel=3, stride=1, padding=1)", Shape{2, 4, 5}, 3,
+                   test::hashed_vector(62, 3 * 40), 1e-2f);
+  }
+}
+
+TEST_CASE("avg_pool2d counts padded zeros in the divisor, as PyTorch's default", "[layer]") {
+  LayerUnderTest t("avg_pool2d(kernel=3, stride=1, padding=1)", Shape{1, 2, 2}, 1);
+  const std::vector<float> x{1, 2, 3, 4};
+  std::vector<float> y(4);
+  t.layer->forward(x.data(), y.data(), 1, true);
+  // every window covers the whole 2x2 input plus five padded zeros
+  for (float v : y) CHECK(v == Approx(10.0 / 9.0));
+}
+
+TEST_CASE("global_avg_pool: gradients match finite differences", "[layer][gradient]") {
+  gradient_check("global_avg_pool", Shape{3, 4, 5}, 2, test::hashed_vector(63, 120), 1e-2f);
+  LayerUnderTest t("global_avg_pool", Shape{3, 4, 5}, 2);
+  CHECK(t.layer->output_shape() == Shape{3});
+}
+
+TEST_CASE("conv2d without bias: gradients match finite differences", "[layer][gradient]") {
+  gradient_check("conv2d(out=3, kernel=3, stride=2, padding=1, bias=0)", Shape{2, 5, 6}, 2,
+                 test::hashed_vector(64, 2 * 2 * 5 * 6), 1e-2f);
+  LayerUnderTest t("conv2d(out=3, kernel=3, bias=0)", Shape{2, 5, 6}, 1);
+  REQUIRE(t.layer->param_descs().size() == 1);
+  CHECK(t.layer->param_descs()[0].name == "weight");
+}
+
+TEST_CASE("batch_norm: gradients match finite differences", "[layer][gradient][batch_norm]") {
+  SECTION("over channels (NCHW)") {
+    gradient_check("batch_norm", Shape{3, 2, 3}, 4, test::hashed_vector(71, 4 * 18, -2.0f, 2.0f),
+                   1e-2f, 3e-3, 3e-2);
+  }
+  SECTION("over features, without affine") {
+    gradient_check("batch_norm(affine=0)", Shape{5}, 6, test::hashed_vector(72, 30, -2.0f, 2.0f),
+                   1e-2f, 3e-3, 3e-2);
+  }
+}
+
+TEST_CASE("batch_norm: batch statistics, PyTorch's running update, evaluation mode",
+          "[layer][batch_norm]") {
+  LayerUnderTest t("batch_norm(momentum=0.25, eps=0.001)", Shape{2, 1, 3}, 4);
+  REQUIRE(t.buffers.size() == 4);  // running_mean[2], running_var[2]
+  CHECK(t.buffers == std::vector<float>{0, 0, 1, 1});
+  REQUIRE(t.params.size() == 4);
+  t.params = {1.5f, -0.5f, 0.25f, 2.0f};  // gamma[2], beta[2]
+  t.layer->bind(t.params.data(), t.grads.data());
+  const std::size_t batch = 2;
+  const std::vector<float> x{1, 2, 3, -1, 0, 5, 4, 6, 8, 2, 2, 2};  // [n][c][3]
+  std::vector<float> y(x.size());
+  t.layer->forward(x.data(), y.data(), batch, true);
+  for (std::size_t c = 0; c < 2; ++c) {
+    std::vector<double> v;
+    for (std::size_t n = 0; n < batch; ++n)
+      for (std::size_t i = 0; i < 3; ++i) v.push_back(x[(n * 2 + c) * 3 + i]);
+    const double mean = std::accumulate(v.begin(), v.end(), 0.0) / 6.0;
+    double var = 0;
+    for (double e : v) var += (e - mean) * (e - mean);
+    var /= 6.0;
+    for (std::size_t n = 0; n < batch; ++n)
+      for (std::size_t i = 0; i < 3; ++i) {
+        const std::size_t at = (n * 2 + c) * 3 + i;
+        CHECK(y[at] == Approx((x[at] - mean) / std::sqrt(var + 0.001) * t.params[c] +
+                              t.params[2 + c])
+                           .epsilon(1e-5));
+      }
+    CHECK(t.buffers[c] == Approx(0.25 * mean));
+    CHECK(t.buffers[2 + c] == Approx(0.75 + 0.25 * var * 6.0 / 5.0));  // unbiased
+  }
+  // Evaluation normalises with the running statistics and leaves them alone.
+  const std::vector<float> kept = t.buffers;
+  t.layer->forward(x.data(), y.data(), batch, false);
+  CHECK(t.buffers == kept);
+  for (std::size_t n = 0; n < batch; ++n)
+    for (std::size_t c = 0; c < 2; ++c)
+      for (std::size_t i = 0; i < 3; ++i) {
+        const std::size_t at = (n * 2 + c) * 3 + i;
+        CHECK(y[at] == Approx((x[at] - kept[c]) / std::sqrt(kept[2 + c] + 0.001) * t.params[c] +
+                              t.params[2 + c])
+                           .epsilon(1e-5));
+      }
 }
 
 TEST_CASE("relu and gelu: gradients match finite differences", "[layer][gradient]") {

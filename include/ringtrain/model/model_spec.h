@@ -13,6 +13,7 @@
 //                          10 classes (the first number is the input size)
 //   cnn                    2 conv + pool + 2 FC for 1x28x28 input, under 500k
 //                          parameters (see cnn_preset_text())
+//   resnet18 ... vgg16_bn  the graph presets of ringtrain/model/presets.h
 //   @path/to/model.txt     a layer list read from a file
 //   a layer list           items separated by ';' or newlines, '#' comments:
 //     input(1, 28, 28)                       optional: the expected input shape
@@ -89,6 +90,10 @@ struct ModelSpec {
   // compared with the input's element count (so mlp:784-... takes 1x28x28).
   std::vector<std::size_t> input_shape;
   std::vector<LayerSpec> layers;  // the nodes, in order (inputs name earlier nodes)
+  // A graph preset (ringtrain/model/presets.h) by name: `layers` is its graph
+  // for 1000 classes, and Model::build makes it for the data's class count;
+  // to_string() is the name.
+  std::string preset{};
 
   // A preset, "@file", or a layer list. Throws Error naming the bad token and
   // its line:column.

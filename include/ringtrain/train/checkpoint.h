@@ -7,6 +7,8 @@
 //   /params/<name>         one float32 dataset per parameter tensor, named by
 //                          layer ("conv1.weight") and shaped like the tensor
 //   /optimizer/<name>      one float32 dataset per optimizer state buffer
+//   /buffers/<name>        the model's non-trainable state ("bn1.running_mean"),
+//                          only for models that have some
 //
 // Datasets keep their creation order (the model's parameter order) and carry a
 // Fletcher-32 checksum, so a flipped bit in a tensor is a read error rather
@@ -64,7 +66,8 @@ struct CheckpointMeta {
 std::string write_checkpoint_atomic(const std::string& dir, const CheckpointMeta& meta,
                                     const std::vector<TensorRecord>& params,
                                     const std::vector<TensorRecord>& optimizer_state,
-                                    std::size_t keep);
+                                    std::size_t keep,
+                                    const std::vector<TensorRecord>& buffers = {});
 
 struct LoadedCheckpoint {
   CheckpointMeta meta;
@@ -73,6 +76,9 @@ struct LoadedCheckpoint {
   std::vector<std::pair<std::string, std::vector<float>>> optimizer;
   std::vector<std::vector<std::size_t>> param_shapes;      // parallel to params
   std::vector<std::vector<std::size_t>> optimizer_shapes;  // parallel to optimizer
+  // Non-trainable state (group `buffers`, absent when the model has none).
+  std::vector<std::pair<std::string, std::vector<float>>> buffers;
+  std::vector<std::vector<std::size_t>> buffer_shapes;
   std::string path;
 };
 
@@ -94,6 +100,7 @@ struct CheckpointExpectation {
   std::vector<TensorSpec> params;
   // Checked only when set: an optimizer that keeps no state expects an empty list.
   std::optional<std::vector<TensorSpec>> optimizer;
+  std::vector<TensorSpec> buffers;  // the model's non-trainable state, if any
 };
 
 // Throws Error naming the file when the checkpoint was written for another

@@ -1,0 +1,158 @@
+// The graph presets, written with GraphBuilder. Layouts follow torchvision
+// (resnet.py, vgg.py) so that parameter counts and names match it.
+#include "ringtrain/model/presets.h"
+
+#include <fmt/format.h>
+
+#include "ringtrain/core/check.h"
+#include "ringtrain/model/graph_builder.h"
+
+namespace ringtrain {
+
+namespace {
+
+struct ResNetLayout {
+  bool bottleneck;
+  std::vector<std::size_t> blocks;  // per stage
+};
+
+// torchvision's BasicBlock / Bottleneck (v1.5: the stride sits in the 3x3
+// convolution); a projection (1x1 conv + BN) where the shape changes.
+std::string resnet_block(GraphBuilder& g, const std::string& in, const std::string& prefix,
+                         std::size_t in_channels, std::size_t planes, std::size_t stride,
+                         bool bottleneck) {
+  const std::size_t out_channels = bottleneck ? planes * 4 : planes;
+  std::string x;
+  if (bottleneck) {
+    g.conv2d(planes, 1, 1, 0, false, prefix + ".conv1", {in});
+    g.batch_norm(prefix + ".bn1");
+    g.relu(prefix + ".relu1");
+    g.conv2d(planes, 3, stride, 1, false, prefix + ".conv2");
+    g.batch_norm(prefix + ".bn2");
+    g.relu(prefix + ".relu2");
+    g.conv2d(out_channels, 1, 1, 0, false, prefix + ".conv3");
+    x = g.batch_norm(prefix + ".bn3");
+  } else {
+    g.conv2d(planes, 3, stride, 1, false, prefix + ".conv1", {in});
+    g.batch_norm(prefix + ".bn1");
+    g.relu(prefix + ".relu1");
+    g.conv2d(planes, 3, 1, 1, false, prefix + ".conv2");
+    x = g.batch_norm(prefix + ".bn2");
+  }
+  std::string shortcut = in;
+  if (stride != 1 || in_channels != out_channels) {
+    g.conv2d(out_channels, 1, stride, 0, false, prefix + ".downsample.0", {in});
+    shortcut = g.batch_norm(prefix + ".downsample.1");
+  }
+  g.add({x, shortcut}, prefix + ".add");
+  return g.relu(prefix + ".relu");
+}
+
+ModelSpec imagenet_resnet(const ResNetLayout& layout, std::size_t classes) {
+  GraphBuilder g;
+  g.conv2d(64, 7, 2, 3, false, "conv1");
+  g.batch_norm("bn1");
+  g.relu("relu");
+  std::string x = g.max_pool2d(3, 2, 1, "maxpool");
+  std::size_t channels = 64;
+  const std::size_t widths[] = {64, 128, 256, 512};
+  for (std::size_t stage = 0; stage < layout.blocks.size(); ++stage) {
+    for (std::size_t b = 0; b < layout.blocks[stage]; ++b) {
+      const std::size_t stride = (stage > 0 && b == 0) ? 2 : 1;
+      x = resnet_block(g, x, fmt::format("layer{}.{}", stage + 1, b), channels, widths[stage],
+                       stride, layout.bottleneck);
+      channels = layout.bottleneck ? widths[stage] * 4 : widths[stage];
+    }
+  }
+  g.global_avg_pool("avgpool");
+  g.linear(classes, "fc");
+  return g.spec();
+}
+
+// He et al.'s CIFAR ResNet (6n + 2 layers: 16/32/64 channels), with projection
+// shortcuts (option B: 1x1 conv + BN) where the shape changes.
+ModelSpec cifar_resnet(std::size_t depth, std::size_t classes) {
+  const std::size_t n = (depth - 2) / 6;
+  GraphBuilder g;
+  g.conv2d(16, 3, 1, 1, false, "conv1");
+  g.batch_norm("bn1");
+  std::string x = g.relu("relu");
+  std::size_t channels = 16;
+  const std::size_t widths[] = {16, 32, 64};
+  for (std::size_t stage = 0; stage < 3; ++stage)
+    for (std::size_t b = 0; b < n; ++b) {
+      const std::size_t stride = (stage > 0 && b == 0) ? 2 : 1;
+      x = resnet_block(g, x, fmt::format("layer{}.{}", stage + 1, b), channels, widths[stage],
+                       stride, false);
+      channels = widths[stage];
+    }
+  g.global_avg_pool("avgpool");
+  g.linear(classes, "fc");
+  return g.spec();
+}
+
+// torchvision's VGG-16 ("D"); the classifier reads 512 x (H/32) x (W/32)
+// features (25088 at 224 x 224, where torchvision's adaptive pool to 7 x 7 is
+// the identity).
+ModelSpec vgg16(bool batch_norm, std::size_t classes) {
+  GraphBuilder g;
+  const int cfg[] = {64, 64, -1, 128, 128, -1, 256, 256, 256, -1, 512, 512, 512, -1, 512, 512, 512, -1};
+  std::size_t index = 0;
+  for (int c : cfg) {
+    if (c < 0) {
+      g.max_pool2d(2, 2, 0, fmt::format("features.{}", index++));
+      continue;
+    }
+    g.conv2d(static_cast<std::size_t>(c), 3, 1, 1, true, fmt::format("features.{}", index++));
+    if (batch_norm) g.batch_norm(fmt::format("features.{}", index++));
+    g.relu(fmt::format("features.{}", index++));
+  }
+  g.flatten("flatten");
+  g.linear(4096, "classifier.0");
+  g.relu("classifier.1");
+  g.dropout(0.5, "classifier.2");
+  g.linear(4096, "classifier.3");
+  g.relu("classifier.4");
+  g.dropout(0.5, "classifier.5");
+  g.linear(classes, "classifier.6");
+  return g.spec();
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> graph_preset_list() {
+  return {{"resnet18", "ImageNet ResNet-18 (11,689,512 parameters at 1000 classes)"},
+          {"resnet34", "ImageNet ResNet-34 (21,797,672)"},
+          {"resnet50", "ImageNet ResNet-50 v1.5 (25,557,032)"},
+          {"resnet101", "ImageNet ResNet-101 v1.5 (44,549,160)"},
+          {"resnet20", "CIFAR ResNet-20, 16/32/64 channels, projection shortcuts"},
+          {"resnet32", "CIFAR ResNet-32"},
+          {"resnet56", "CIFAR ResNet-56"},
+          {"vgg16", "VGG-16 (138,357,544 at 224x224 and 1000 classes)"},
+          {"vgg16_bn", "VGG-16 with BatchNorm (138,365,992)"}};
+}
+
+bool is_graph_preset(std::string_view name) {
+  for (const auto& [n, _] : graph_preset_list())
+    if (n == name) return true;
+  return false;
+}
+
+ModelSpec graph_preset(std::string_view name, std::size_t classes) {
+  RT_CHECK(classes > 0, "preset {}: the class count must be positive", name);
+  ModelSpec spec;
+  if (name == "resnet18") spec = imagenet_resnet({false, {2, 2, 2, 2}}, classes);
+  else if (name == "resnet34") spec = imagenet_resnet({false, {3, 4, 6, 3}}, classes);
+  else if (name == "resnet50") spec = imagenet_resnet({true, {3, 4, 6, 3}}, classes);
+  else if (name == "resnet101") spec = imagenet_resnet({true, {3, 4, 23, 3}}, classes);
+  else if (name == "resnet20") spec = cifar_resnet(20, classes);
+  else if (name == "resnet32") spec = cifar_resnet(32, classes);
+  else if (name == "resnet56") spec = cifar_resnet(56, classes);
+  else if (name == "vgg16") spec = vgg16(false, classes);
+  else if (name == "vgg16_bn") spec = vgg16(true, classes);
+  else RT_CHECK(false, "unknown model preset '{}'", name);
+  spec.preset = std::string(name);
+  return spec;
+}
+
+}  // namespace ringtrain
