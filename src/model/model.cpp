@@ -46,6 +46,10 @@ struct Model::State {
   std::vector<std::size_t> grad_elements;  // per sample, per grad buffer
   std::vector<bool> written;
   std::vector<Tensor> scratch;  // per input slot: a second contribution before it is added
+  // Reused by every forward and backward, so that the step allocates nothing.
+  std::vector<const float*> xs;
+  std::vector<float*> dxs;
+  std::vector<std::pair<std::size_t, int>> to_add;  // (input slot, grad buffer)
   Tensor labels;                      // copy of the last forward's labels
   Tensor row_loss, row_correct;       // GPU loss workspaces
   Tensor loss_totals;                 // running [loss sum, correct, bad labels], f64
@@ -164,6 +168,10 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
              "feed another",
              s.layers[i]->name(), spec.layers[i].to_string());
   shape = shapes.back();
+  RT_CHECK(shape.rank() == 1 && shape[0] == m->num_classes_,
+           "model spec '{}' ends with outputs of shape {} but the data has {} classes: the last "
+           "layer should be linear(out={})",
+           spec.to_string(), shape.to_string(), num_classes, num_classes);
   // Flat layout: node order, and weight before bias inside a layer.
   std::size_t offset = 0, buffer_offset = 0;
   for (std::size_t i = 0; i < s.layers.size(); ++i) {
@@ -260,7 +268,16 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
       s.grad_elements.push_back(n);
     }
   }
-  for (std::size_t k = 0; k < slots; ++k) s.scratch.push_back(Tensor::empty({B * largest}, DType::f32, dev));
+  for (std::size_t k = 0; k < slots; ++k)
+    s.scratch.push_back(Tensor::empty({B * largest}, DType::f32, dev));
+  s.xs.reserve(slots);
+  s.dxs.reserve(slots);
+  s.to_add.reserve(slots);
+  std::size_t per_sample = slots * largest;
+  for (std::size_t i = 0; i < L; ++i)
+    if (!s.layers[i]->is_view()) per_sample += s.layers[i]->output_shape().numel();
+  for (std::size_t n : s.grad_elements) per_sample += n;
+  m->activation_bytes_per_sample_ = per_sample * sizeof(float);
   s.written.assign(s.grad_buffers.size(), false);
   s.labels = Tensor::empty({B}, DType::i32, dev);
   if (dev.is_cuda()) {
@@ -344,7 +361,7 @@ const float* Model::run_layers(const float* x, const std::int32_t* labels, std::
   State& s = *state_;
   RT_CHECK(batch <= options_.max_batch, "batch {} exceeds the model's max_batch {}", batch,
            options_.max_batch);
-  std::vector<const float*> xs;
+  std::vector<const float*>& xs = s.xs;
   for (std::size_t i = 0; i < s.layers.size(); ++i) {
     Layer& layer = *s.layers[i];
     xs.clear();
@@ -426,9 +443,9 @@ void Model::backward(float grad_scale, bool accumulate,
                                  num_classes_, grad_scale / static_cast<float>(batch),
                                  grad_buffer(L - 1));
   s.written[static_cast<std::size_t>(s.grad_of[L - 1])] = true;
-  std::vector<const float*> xs;
-  std::vector<float*> dxs;
-  std::vector<std::pair<std::size_t, int>> to_add;  // (input slot, grad buffer)
+  std::vector<const float*>& xs = s.xs;
+  std::vector<float*>& dxs = s.dxs;
+  std::vector<std::pair<std::size_t, int>>& to_add = s.to_add;
   for (std::size_t i = L; i-- > 0;) {
     Layer& layer = *s.layers[i];
     if (!layer.is_view() && s.grad_of[i] >= 0) {

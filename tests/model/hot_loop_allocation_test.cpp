@@ -33,7 +33,13 @@ TEST_CASE("a training step allocates nothing once the model is built", "[model][
   for (const char* spec :
        {"mlp:784-128-10", "cnn",
         "conv2d(out=4, kernel=3, stride=2); gelu; max_pool2d(kernel=2); flatten; "
-        "dropout(p=0.5); linear(out=10)"}) {
+        "dropout(p=0.5); linear(out=10)",
+        // a graph: fan-out, add, concat, BatchNorm, pools
+        "a = conv2d(out=4, kernel=3, padding=1, bias=0); b = batch_norm; c = relu; "
+        "d = conv2d(c, out=4, kernel=3, padding=1); e = add(d, c); f = concat(e, c); "
+        "avg_pool2d(kernel=3, stride=2, padding=1); max_pool2d(kernel=3, stride=2, padding=1); "
+        "global_avg_pool; linear(out=10)",
+        "resnet20"}) {
     ModelOptions o;
     o.seed = 1;
     o.max_batch = 16;

@@ -81,6 +81,9 @@ class Model {
   std::pair<std::size_t, std::size_t> layer_param_range(std::size_t layer) const;
   // A human-readable table: layer, output shape, parameters.
   std::string summary() const;
+  // Bytes of activations and activation gradients the model holds per sample
+  // of max_batch (each node's output, each gradient buffer, the scratch).
+  std::size_t activation_bytes_per_sample() const { return activation_bytes_per_sample_; }
 
   // Re-points the gradients at external memory (e.g. a communicator's shared
   // window): f32, param_count elements, on the model's device. The model's own
@@ -136,7 +139,7 @@ class Model {
   ModelOptions options_;
   std::vector<std::size_t> input_shape_;
   std::size_t num_classes_ = 0;
-  std::size_t param_count_ = 0, buffer_count_ = 0;
+  std::size_t param_count_ = 0, buffer_count_ = 0, activation_bytes_per_sample_ = 0;
   std::vector<ParamInfo> param_info_, buffer_info_;
   std::unique_ptr<State> state_;
 };

@@ -1,0 +1,130 @@
+// `ringtrain model show`: what a model spec builds, as a user checks it before a
+// run (Keras' summary(), torchinfo): every node with its inputs, output shape and
+// parameters; totals; non-trainable state; activation memory; gradient buckets.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <string>
+
+#include "apps/command.h"
+#include "ringtrain/data/dataset.h"
+#include "ringtrain/model/model.h"
+#include "ringtrain/sync/bucket_plan.h"
+
+namespace ringtrain::apps {
+
+namespace {
+
+struct ShowOptions {
+  std::string model;
+  std::string input = "1,28,28";
+  int classes = 10;
+  std::size_t batch = 1;
+  double bucket_mb = 25;
+  bool json = false;
+};
+
+std::string shape_text(const std::vector<std::size_t>& s) {
+  return fmt::format("[{}]", fmt::join(s, ", "));
+}
+
+int run_show(const ShowOptions& o, const Topology& topo) {
+  if (topo.rank() != 0) return 0;
+  ModelOptions mo;
+  mo.device = Device::cpu();
+  mo.max_batch = o.batch;
+  const auto m = Model::build(ModelSpec::parse(o.model), parse_shape(o.input, "--input"),
+                              o.classes, mo);
+  std::vector<std::pair<std::size_t, std::size_t>> ranges;
+  for (std::size_t i = 0; i < m->layer_count(); ++i) {
+    const auto [b, e] = m->layer_param_range(i);
+    ranges.emplace_back(b, e - b);  // (offset, count)
+  }
+  const BucketPlan plan(ranges, sizeof(float),
+                        static_cast<std::size_t>(o.bucket_mb * 1024.0 * 1024.0));
+  const std::size_t act = m->activation_bytes_per_sample();
+  if (o.json) {
+    nlohmann::json layers = nlohmann::json::array();
+    for (std::size_t i = 0; i < m->layer_count(); ++i) {
+      const auto [b, e] = m->layer_param_range(i);
+      layers.push_back({{"name", m->layer_name(i)},
+                        {"inputs", m->node_inputs(i)},
+                        {"output", m->layer_output_shape(i)},
+                        {"params", e - b}});
+    }
+    nlohmann::json buckets = nlohmann::json::array();
+    for (const Bucket& b : plan.buckets())
+      buckets.push_back({{"offset", b.offset},
+                         {"count", b.count},
+                         {"first_layer", b.first_layer},
+                         {"last_layer", b.last_layer}});
+    const nlohmann::json out = {{"model", m->spec().to_string()},
+                                {"input", parse_shape(o.input, "--input")},
+                                {"classes", o.classes},
+                                {"params", m->param_count()},
+                                {"buffers", m->buffer_count()},
+                                {"activation_bytes_per_sample", act},
+                                {"layers", layers},
+                                {"buckets", buckets}};
+    std::fputs((out.dump() + "\n").c_str(), stdout);
+    return 0;
+  }
+  std::string s = fmt::format("{:<4} {:<28} {:<34} {:<18} {:>11}\n", "#", "node", "reads",
+                              "output", "params");
+  for (std::size_t i = 0; i < m->layer_count(); ++i) {
+    const auto [b, e] = m->layer_param_range(i);
+    const std::vector<std::string> in = m->node_inputs(i);
+    s += fmt::format("{:<4} {:<28} {:<34} {:<18} {:>11}\n", i, m->layer_name(i),
+                     fmt::format("{}", fmt::join(in, ", ")), shape_text(m->layer_output_shape(i)),
+                     e - b);
+  }
+  s += fmt::format("parameters: {} ({:.1f} MiB f32)\n", m->param_count(),
+                   static_cast<double>(m->param_count()) * 4.0 / (1 << 20));
+  s += fmt::format("non-trainable state: {} (BatchNorm running statistics)\n", m->buffer_count());
+  s += fmt::format("activations and their gradients: {:.2f} MiB per sample\n",
+                   static_cast<double>(act) / (1 << 20));
+  s += fmt::format("gradient buckets (--bucket-mb {}): {}\n", o.bucket_mb, plan.buckets().size());
+  s += plan.describe();
+  s += fmt::format("spec hash {:016x}\n", m->spec().hash());
+  std::fputs(s.c_str(), stdout);
+  return 0;
+}
+
+CLI::App* add_model(CLI::App& app, CommandContext&) {
+  CLI::App* sub = app.add_subcommand("model", "Inspect model specs and presets");
+  sub->require_subcommand(1);
+  return sub;
+}
+
+CLI::App* add_model_show(CLI::App& parent, CommandContext& ctx) {
+  auto o = std::make_shared<ShowOptions>();
+  CLI::App* sub = parent.add_subcommand(
+      "show", "Build a model on the CPU and print its nodes, shapes, parameters and buckets");
+  sub->add_option("--model", o->model, std::string("Model: ") + std::string(model_spec_help()))
+      ->required();
+  sub->add_option("--input", o->input, "Per-sample input shape C,H,W or F")->capture_default_str();
+  sub->add_option("--classes", o->classes, "Number of classes")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option("--batch", o->batch, "Batch the activations are planned for")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option("--bucket-mb", o->bucket_mb, "Gradient bucket cap, as for train")
+      ->check(CLI::Range(0.0, 4096.0))
+      ->capture_default_str();
+  sub->add_flag("--json", o->json,
+                "One JSON object: params, buffers, activation_bytes_per_sample, layers, buckets");
+  sub->parse_complete_callback([&ctx, o] {
+    ctx.topology.device = DeviceRequest::cpu;
+    ctx.action = [o](const Topology& t) { return run_show(*o, t); };
+  });
+  return sub;
+}
+
+}  // namespace
+}  // namespace ringtrain::apps
+
+RINGTRAIN_REGISTER_COMMAND("", "model", 45, ringtrain::apps::add_model)
+RINGTRAIN_REGISTER_COMMAND("model", "show", 10, ringtrain::apps::add_model_show)
