@@ -23,7 +23,12 @@ struct GpuHandles {
   void* dnn = nullptr;
   bool conv_tf32 = false;    // cuDNN convolutions may use TF32 tensor cores
   float* scratch = nullptr;  // kGpuScratchFloats floats, owned
+  // The cuDNN workspace every convolution of the context shares (they run in
+  // stream order); grown by the plans, freed with the handles.
+  std::shared_ptr<void> conv_workspace;
 };
+// An empty shared convolution workspace (gpu_conv_plan.cpp).
+std::shared_ptr<void> make_conv_workspace();
 constexpr std::size_t kGpuScratchFloats = std::size_t{1} << 16;  // 256 KiB
 
 // On failure, whatever was already created is released before the Error.

@@ -354,6 +354,48 @@ TEST_CASE("gpu model forward and backward match the CPU model", "[gpu]") {
                 "model gradients");
 }
 
+TEST_CASE("gpu graph model (BatchNorm, add, concat, pools) matches the CPU model", "[gpu]") {
+  const ModelSpec spec = ModelSpec::parse(
+      "stem = conv2d(out=8, kernel=3, padding=1, bias=0); bn = batch_norm; a = relu; "
+      "b1 = conv2d(a, out=8, kernel=3, padding=1, bias=0); b2 = batch_norm(zero_init=0); "
+      "s = add(b2, a, scale=0.5); c = conv2d(a, out=4, kernel=1); cat = concat(s, c); "
+      "p = avg_pool2d(kernel=3, stride=2, padding=1); q = max_pool2d(kernel=3, stride=2, "
+      "padding=1); bnf = batch_norm; g = global_avg_pool; fc = linear(out=10)");
+  Contexts c;
+  ModelOptions oc, og;
+  oc.seed = og.seed = 7;
+  oc.max_batch = og.max_batch = 16;
+  og.device = kGpu;
+  og.tf32 = Tf32Mode::off;
+  auto mc = Model::build(spec, {3, 17, 15}, 10, oc);
+  auto mg = Model::build(spec, {3, 17, 15}, 10, og);
+  REQUIRE(mg->param_count() == mc->param_count());
+  REQUIRE(mg->buffer_count() == mc->buffer_count());
+  const std::size_t batch = 11;
+  const auto x = test::hashed_vector(15, batch * 3 * 17 * 15, -1.0f, 1.0f);
+  std::vector<std::int32_t> labels(batch);
+  for (std::size_t i = 0; i < batch; ++i) labels[i] = static_cast<std::int32_t>((i * 3) % 10);
+  Tensor gx = to_gpu(x), gl = to_gpu(labels);
+  const auto rc = mc->forward(x.data(), labels.data(), batch, true);
+  const auto rg = mg->forward(gx.data_as<float>(), gl.data_as<std::int32_t>(), batch, true);
+  CHECK(rg.loss_sum == Approx(rc.loss_sum).epsilon(1e-4));
+  mc->backward(1.0f, false);
+  mg->backward(1.0f, false);
+  mg->synchronize();
+  const BufferView gc = mc->grads();
+  require_close(to_host(mg->grads().as<float>(), mg->param_count(), *c.gpu),
+                std::vector<float>(gc.as<float>(), gc.as<float>() + gc.count), 1e-3,
+                "graph model gradients");
+  const BufferView bc = mc->buffers();
+  require_close(to_host(mg->buffers().as<float>(), mg->buffer_count(), *c.gpu),
+                std::vector<float>(bc.as<float>(), bc.as<float>() + bc.count), 1e-4,
+                "running statistics");
+  // Evaluation mode normalises with the running statistics on both.
+  const auto ec = mc->forward(x.data(), labels.data(), batch, false);
+  const auto eg = mg->forward(gx.data_as<float>(), gl.data_as<std::int32_t>(), batch, false);
+  CHECK(eg.loss_sum == Approx(ec.loss_sum).epsilon(1e-4));
+}
+
 int main(int argc, char** argv) {
   if (!ringtrain::test::cuda_device_available()) return ringtrain::test::kSkippedExitCode;
   cuda_set_device(0);

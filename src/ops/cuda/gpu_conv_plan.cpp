@@ -56,7 +56,10 @@ namespace {
 // runs need a choice that depends on the shape and the GPU alone.
 constexpr bool kMeasureAlgorithms = false;
 
-constexpr std::size_t kWorkspaceCap = std::size_t{256} << 20;
+// ResNet-50's deterministic backward-filter algorithms at batch 256 ask for up
+// to about 1.2 GiB (an H200, 2026-11-26); the workspace is shared by every
+// convolution of a context, so a large cap costs one buffer, not one per layer.
+constexpr std::size_t kWorkspaceCap = std::size_t{2} << 30;
 constexpr std::size_t kMinTrialWorkspace = std::size_t{1} << 20;
 // Only CUDNN_DETERMINISTIC algorithms (PyTorch's cudnn.deterministic = True):
 // repeatable runs, for little speed on these layers.
@@ -142,7 +145,8 @@ class CudnnConvPlan final : public GpuConvPlan {
       : dnn_(static_cast<cudnnHandle_t>(h.dnn)),
         stream_(static_cast<cudaStream_t>(h.stream)),
         g_(g),
-        tf32_(h.conv_tf32) {
+        tf32_(h.conv_tf32),
+        workspace_(*static_cast<DeviceBytes*>(h.conv_workspace.get())) {
     try {
       RT_CUDNN_CHECK(cudnnCreateFilterDescriptor(&w_desc_));
       RT_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w_desc_, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
@@ -260,7 +264,12 @@ class CudnnConvPlan final : public GpuConvPlan {
     require(e.bwd_filter, "backward-filter", e.batch, trial.size(), tried);
     e.bwd_data = find_backward_data(e, w.get(), y.get(), x.get(), trial, &tried);
     require(e.bwd_data, "backward-data", e.batch, trial.size(), tried);
-    workspace_ = DeviceBytes(std::max({e.fwd->memory, e.bwd_filter->memory, e.bwd_data->memory}));
+    const std::size_t need = std::max({e.fwd->memory, e.bwd_filter->memory, e.bwd_data->memory});
+    if (need > workspace_.size()) {
+      // Another convolution's queued launches may still read the old one.
+      RT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+      workspace_ = DeviceBytes(need);
+    }
   }
 
   // A later batch size: within the workspace; failing that, with a trial
@@ -393,11 +402,15 @@ class CudnnConvPlan final : public GpuConvPlan {
   // Indexed by cudnnMathType_t; the ALLOW_CONVERSION slot stays empty.
   std::array<cudnnConvolutionDescriptor_t, 4> conv_{};
   std::vector<Entry> entries_;
-  DeviceBytes workspace_;
+  DeviceBytes& workspace_;  // shared by the context's convolutions (GpuHandles)
   DeviceBytes dw_scratch_;  // backward filter's Find output for later batch sizes
 };
 
 }  // namespace
+
+std::shared_ptr<void> make_conv_workspace() {
+  return std::make_shared<DeviceBytes>();
+}
 
 std::unique_ptr<GpuConvPlan> make_gpu_conv_plan(const GpuHandles& h, const Conv2dGeometry& g,
                                                 std::size_t max_batch) {

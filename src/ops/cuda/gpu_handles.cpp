@@ -34,6 +34,7 @@ GpuHandles gpu_handles_create(int ordinal, Tf32Mode tf32) {
     void* scratch = nullptr;
     RT_CUDA_CHECK(cudaMalloc(&scratch, kGpuScratchFloats * sizeof(float)));
     h.scratch = static_cast<float*>(scratch);
+    h.conv_workspace = make_conv_workspace();
   } catch (...) {
     gpu_handles_destroy(h);
     throw;
