@@ -1,6 +1,6 @@
 // compare_checkpoints A.h5 B.h5 [--exact | --rtol R --atol A] [--any-step]
 // compare_checkpoints --hash A.h5
-// Exit 0 when every parameter (and optimizer state) tensor of A matches B:
+// Exit 0 when every parameter (and optimizer state, and model state) tensor of A matches B:
 // bit for bit with --exact, else |a - b| <= rtol * max(|a|, |b|) + atol.
 // --any-step compares the tensors of checkpoints taken at different steps (a
 // skipped update leaves the state of the step before).
@@ -92,6 +92,13 @@ int main(int argc, char** argv) {
     };
     compare(a.params, b.params);
     if (a.optimizer.size() == b.optimizer.size()) compare(a.optimizer, b.optimizer);
+    // Non-trainable state (BatchNorm's running statistics) must match too.
+    if (a.buffers.size() != b.buffers.size()) {
+      std::printf("%s has %zu state tensors, %s has %zu\n", argv[1], a.buffers.size(), argv[2],
+                  b.buffers.size());
+      return 1;
+    }
+    compare(a.buffers, b.buffers);
     std::printf("%s vs %s: %zu of %zu elements outside %s; largest relative difference %.3g%s%s\n",
                 argv[1], argv[2], bad, total, exact ? "bit-exact" : "tolerance", worst,
                 worst_name.empty() ? "" : " at ", worst_name.c_str());
