@@ -68,7 +68,51 @@ def layer_list(spec):
     return layers
 
 
-def torch_model(spec, input_shape, torch):
+GRAPH_PRESETS = ("resnet18", "resnet34", "resnet50", "resnet101", "resnet20", "resnet32",
+                 "resnet56", "vgg16", "vgg16_bn")
+
+
+def cifar_resnet(depth, in_channels, classes, torch):
+    """ringtrain's resnet20/32/56: He et al.'s CIFAR layout with projection shortcuts."""
+    import torchvision
+    nn = torch.nn
+    block = torchvision.models.resnet.BasicBlock
+    n = (depth - 2) // 6
+    layers = [nn.Conv2d(in_channels, 16, 3, padding=1, bias=False), nn.BatchNorm2d(16), nn.ReLU()]
+    channels = 16
+    for stage, width in enumerate((16, 32, 64)):
+        for b in range(n):
+            stride = 2 if stage > 0 and b == 0 else 1
+            down = None
+            if stride != 1 or channels != width:
+                down = nn.Sequential(nn.Conv2d(channels, width, 1, stride=stride, bias=False),
+                                     nn.BatchNorm2d(width))
+            layers.append(block(channels, width, stride, down))
+            channels = width
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, classes)]
+    return nn.Sequential(*layers)
+
+
+def graph_preset_model(spec, input_shape, classes, torch):
+    """torchvision's model for a ringtrain graph preset (the input's channels and
+    the data's class count, as ringtrain takes them)."""
+    import torchvision
+    if spec in ("resnet20", "resnet32", "resnet56"):
+        return cifar_resnet(int(spec[6:]), input_shape[0], classes, torch)
+    m = getattr(torchvision.models, spec)(num_classes=classes)
+    if spec.startswith("resnet") and input_shape[0] != 3:
+        m.conv1 = torch.nn.Conv2d(input_shape[0], 64, 7, stride=2, padding=3, bias=False)
+    if spec.startswith("vgg"):
+        # ringtrain's VGG reads 512 x (H/32) x (W/32) features (no adaptive pool).
+        m.avgpool = torch.nn.Identity()
+        feats = 512 * (input_shape[1] // 32) * (input_shape[2] // 32)
+        m.classifier[0] = torch.nn.Linear(feats, 4096)
+    return m
+
+
+def torch_model(spec, input_shape, torch, classes=10):
+    if spec in GRAPH_PRESETS:
+        return graph_preset_model(spec, input_shape, classes, torch)
     nn = torch.nn
     shape = list(input_shape)
     mods = []
@@ -116,7 +160,7 @@ def run_torch(spec, batch, steps, warmup, input_shape, classes):
     import torch
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    model = torch_model(spec, input_shape, torch)
+    model = torch_model(spec, input_shape, torch, classes)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     x = torch.rand(batch, *input_shape)
     y = torch.randint(0, classes, (batch,))
@@ -155,7 +199,8 @@ def main():
     ap.add_argument("--ringtrain", default=os.path.join(ROOT, "build", "ringtrain"),
                     help="ringtrain executable (default: build/ringtrain)")
     ap.add_argument("--models", default="mlp:784-512-512-10,cnn",
-                    help="comma-separated presets (mlp:..., cnn); layer lists via @file")
+                    help="comma-separated presets (mlp:..., cnn, resnet20, resnet18, ...); layer "
+                         "lists via @file")
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--steps", type=int, default=200, help="timed steps per run")
     ap.add_argument("--warmup", type=int, default=10)
