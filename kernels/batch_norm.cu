@@ -22,30 +22,54 @@ __device__ float block_sum(float v, float* shared) {
   return total;
 }
 
-__global__ void stats_kernel(const float* __restrict__ x, std::size_t n, std::size_t c,
-                             std::size_t hw, float eps, float momentum, bool update_running,
-                             float* mean_out, float* invstd_out, float* running_mean,
-                             float* running_var) {
+__device__ std::size_t at(std::size_t i, std::size_t ch, std::size_t c, std::size_t hw) {
+  return ((i / hw) * c + ch) * hw + i % hw;
+}
+
+__global__ void sums_kernel(const float* __restrict__ x, std::size_t n, std::size_t c,
+                            std::size_t hw, float* sums) {
   __shared__ float shared[kThreads];
-  const std::size_t ch = blockIdx.x;
-  const std::size_t count = n * hw;
+  const std::size_t ch = blockIdx.x, count = n * hw;
   float acc = 0.0f;
-  for (std::size_t i = threadIdx.x; i < count; i += kThreads)
-    acc += x[((i / hw) * c + ch) * hw + i % hw];
-  const float mean = block_sum(acc, shared) / static_cast<float>(count);
-  acc = 0.0f;
+  for (std::size_t i = threadIdx.x; i < count; i += kThreads) acc += x[at(i, ch, c, hw)];
+  const float total = block_sum(acc, shared);
+  if (threadIdx.x == 0) {
+    sums[ch] = total;
+    if (ch == 0) sums[c] = static_cast<float>(count);
+  }
+}
+
+__global__ void mean_kernel(const float* sums, std::size_t c, float* mean, float* count_keep) {
+  const std::size_t ch = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (ch < c) mean[ch] = sums[ch] / sums[c];
+  if (ch == 0) *count_keep = sums[c];
+}
+
+__global__ void sqdev_kernel(const float* __restrict__ x, std::size_t n, std::size_t c,
+                             std::size_t hw, const float* mean, float* out) {
+  __shared__ float shared[kThreads];
+  const std::size_t ch = blockIdx.x, count = n * hw;
+  const float m = mean[ch];
+  float acc = 0.0f;
   for (std::size_t i = threadIdx.x; i < count; i += kThreads) {
-    const float d = x[((i / hw) * c + ch) * hw + i % hw] - mean;
+    const float d = x[at(i, ch, c, hw)] - m;
     acc += d * d;
   }
-  const float var = block_sum(acc, shared) / static_cast<float>(count);
-  if (threadIdx.x == 0) {
-    mean_out[ch] = mean;
-    invstd_out[ch] = bn_invstd(var, eps);
-    if (update_running) {
-      running_mean[ch] = bn_running_mean(running_mean[ch], mean, momentum);
-      running_var[ch] = bn_running_var(running_var[ch], var, static_cast<float>(count), momentum);
-    }
+  const float total = block_sum(acc, shared);
+  if (threadIdx.x == 0) out[ch] = total;
+}
+
+__global__ void finalize_kernel(const float* sqdev, const float* count_ptr, std::size_t c,
+                                float eps, float momentum, bool update_running, const float* mean,
+                                float* invstd, float* running_mean, float* running_var) {
+  const std::size_t ch = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (ch >= c) return;
+  const float count = *count_ptr;
+  const float var = sqdev[ch] / count;
+  invstd[ch] = bn_invstd(var, eps);
+  if (update_running) {
+    running_mean[ch] = bn_running_mean(running_mean[ch], mean[ch], momentum);
+    running_var[ch] = bn_running_var(running_var[ch], var, count, momentum);
   }
 }
 
@@ -73,14 +97,13 @@ __global__ void backward_reduce_kernel(const float* __restrict__ x, const float*
                                        const float* mean, const float* invstd, float* sums,
                                        float* dgamma, float* dbeta, bool accumulate) {
   __shared__ float shared[kThreads];
-  const std::size_t ch = blockIdx.x;
-  const std::size_t count = n * hw;
+  const std::size_t ch = blockIdx.x, count = n * hw;
   const float m = mean[ch], is = invstd[ch];
   float s_dy = 0.0f, s_dy_xhat = 0.0f;
   for (std::size_t i = threadIdx.x; i < count; i += kThreads) {
-    const std::size_t at = ((i / hw) * c + ch) * hw + i % hw;
-    s_dy += dy[at];
-    s_dy_xhat += dy[at] * (x[at] - m) * is;
+    const std::size_t a = at(i, ch, c, hw);
+    s_dy += dy[a];
+    s_dy_xhat += dy[a] * (x[a] - m) * is;
   }
   const float sum_dy = block_sum(s_dy, shared);
   const float sum_dy_xhat = block_sum(s_dy_xhat, shared);
@@ -94,8 +117,9 @@ __global__ void backward_reduce_kernel(const float* __restrict__ x, const float*
 
 __global__ void backward_dx_kernel(const float* __restrict__ x, const float* __restrict__ dy,
                                    float* __restrict__ dx, std::size_t total, std::size_t c,
-                                   std::size_t hw, float count, const float* mean,
+                                   std::size_t hw, const float* count_ptr, const float* mean,
                                    const float* invstd, const float* gamma, const float* sums) {
+  const float count = *count_ptr;
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
     const std::size_t ch = (i / hw) % c;
@@ -124,15 +148,40 @@ __global__ void gap_backward_kernel(const float* __restrict__ dy, float* __restr
 cudaStream_t s_of(void* stream) {
   return static_cast<cudaStream_t>(stream);
 }
+unsigned per_channel_blocks(std::size_t c) {
+  return static_cast<unsigned>((c + 255) / 256);
+}
 
 }  // namespace
 
-void batch_norm_stats_cuda(const float* x, std::size_t n, std::size_t c, std::size_t hw, float eps,
-                           float momentum, bool update_running, float* mean, float* invstd,
-                           float* running_mean, float* running_var, void* stream) {
-  if (c == 0 || n * hw == 0) return;
-  stats_kernel<<<static_cast<unsigned>(c), kThreads, 0, s_of(stream)>>>(
-      x, n, c, hw, eps, momentum, update_running, mean, invstd, running_mean, running_var);
+void batch_norm_sums_cuda(const float* x, std::size_t n, std::size_t c, std::size_t hw, float* sums,
+                          void* stream) {
+  if (c == 0) return;
+  sums_kernel<<<static_cast<unsigned>(c), kThreads, 0, s_of(stream)>>>(x, n, c, hw, sums);
+  RT_CUDA_CHECK_LAUNCH();
+}
+
+void batch_norm_mean_cuda(const float* sums, std::size_t c, float* mean, float* count_keep,
+                          void* stream) {
+  if (c == 0) return;
+  mean_kernel<<<per_channel_blocks(c), 256, 0, s_of(stream)>>>(sums, c, mean, count_keep);
+  RT_CUDA_CHECK_LAUNCH();
+}
+
+void batch_norm_sqdev_cuda(const float* x, std::size_t n, std::size_t c, std::size_t hw,
+                           const float* mean, float* out, void* stream) {
+  if (c == 0) return;
+  sqdev_kernel<<<static_cast<unsigned>(c), kThreads, 0, s_of(stream)>>>(x, n, c, hw, mean, out);
+  RT_CUDA_CHECK_LAUNCH();
+}
+
+void batch_norm_finalize_cuda(const float* sqdev, const float* count_ptr, std::size_t c, float eps,
+                              float momentum, bool update_running, const float* mean,
+                              float* invstd, float* running_mean, float* running_var,
+                              void* stream) {
+  if (c == 0) return;
+  finalize_kernel<<<per_channel_blocks(c), 256, 0, s_of(stream)>>>(
+      sqdev, count_ptr, c, eps, momentum, update_running, mean, invstd, running_mean, running_var);
   RT_CUDA_CHECK_LAUNCH();
 }
 
@@ -140,8 +189,8 @@ void batch_norm_eval_stats_cuda(const float* running_mean, const float* running_
                                 std::size_t c, float eps, float* mean, float* invstd,
                                 void* stream) {
   if (c == 0) return;
-  eval_stats_kernel<<<static_cast<unsigned>((c + 255) / 256), 256, 0, s_of(stream)>>>(
-      running_mean, running_var, c, eps, mean, invstd);
+  eval_stats_kernel<<<per_channel_blocks(c), 256, 0, s_of(stream)>>>(running_mean, running_var, c,
+                                                                     eps, mean, invstd);
   RT_CUDA_CHECK_LAUNCH();
 }
 
@@ -168,11 +217,11 @@ void batch_norm_backward_reduce_cuda(const float* x, const float* dy, std::size_
 void batch_norm_backward_dx_cuda(const float* x, const float* dy, float* dx, std::size_t n,
                                  std::size_t c, std::size_t hw, const float* mean,
                                  const float* invstd, const float* gamma, const float* sums,
-                                 void* stream) {
+                                 const float* count_ptr, void* stream) {
   const std::size_t total = n * c * hw;
   if (total == 0) return;
   backward_dx_kernel<<<elementwise_blocks(total), kElementwiseThreads, 0, s_of(stream)>>>(
-      x, dy, dx, total, c, hw, static_cast<float>(n * hw), mean, invstd, gamma, sums);
+      x, dy, dx, total, c, hw, count_ptr, mean, invstd, gamma, sums);
   RT_CUDA_CHECK_LAUNCH();
 }
 

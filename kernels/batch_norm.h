@@ -1,32 +1,45 @@
 // Host-side launchers for kernels/batch_norm.cu. Streams travel as void*.
 // Layout NCHW (features: HW = 1); one thread block per channel for the
-// reductions, in a fixed order, so results repeat bit for bit.
+// reductions, in a fixed order, so results repeat bit for bit. The statistics
+// come in steps, so that partial sums can be summed over ranks in between
+// (--sync-bn): sums -> mean -> squared deviations -> invstd.
 #pragma once
 
 #include <cstddef>
 
 namespace ringtrain::kernels {
 
-// mean[c], invstd[c] of the batch; with update_running, the running statistics too.
-void batch_norm_stats_cuda(const float* x, std::size_t n, std::size_t c, std::size_t hw, float eps,
-                           float momentum, bool update_running, float* mean, float* invstd,
-                           float* running_mean, float* running_var, void* stream);
+// sums[i] = sum of x over (n, hw) for channel i < c; sums[c] = n * hw.
+void batch_norm_sums_cuda(const float* x, std::size_t n, std::size_t c, std::size_t hw, float* sums,
+                          void* stream);
+// mean[i] = sums[i] / sums[c]; *count_keep = sums[c] (kept for finalize and backward).
+void batch_norm_mean_cuda(const float* sums, std::size_t c, float* mean, float* count_keep,
+                          void* stream);
+// out[c] = sum of (x - mean[c])^2.
+void batch_norm_sqdev_cuda(const float* x, std::size_t n, std::size_t c, std::size_t hw,
+                           const float* mean, float* out, void* stream);
+// invstd[c] from sqdev[c] / count (count = *count_ptr); the running update too.
+void batch_norm_finalize_cuda(const float* sqdev, const float* count_ptr, std::size_t c, float eps,
+                              float momentum, bool update_running, const float* mean,
+                              float* invstd, float* running_mean, float* running_var,
+                              void* stream);
 // invstd[c] from the running variance, mean[c] = running mean: evaluation mode.
 void batch_norm_eval_stats_cuda(const float* running_mean, const float* running_var,
                                 std::size_t c, float eps, float* mean, float* invstd, void* stream);
 void batch_norm_apply_cuda(const float* x, float* y, std::size_t n, std::size_t c, std::size_t hw,
                            const float* mean, const float* invstd, const float* gamma,
                            const float* beta, void* stream);
-// sums[0..c) = sum(dy), sums[c..2c) = sum(dy * xhat); dgamma/dbeta (if not
-// null) overwritten or added to.
+// sums[0..c) = sum(dy), sums[c..2c) = sum(dy * xhat) of this rank's samples;
+// dgamma/dbeta (if not null) overwritten or added to.
 void batch_norm_backward_reduce_cuda(const float* x, const float* dy, std::size_t n, std::size_t c,
                                      std::size_t hw, const float* mean, const float* invstd,
                                      float* sums, float* dgamma, float* dbeta, bool accumulate,
                                      void* stream);
+// dx from the (possibly all-ranks) sums and the batch's sample count *count_ptr.
 void batch_norm_backward_dx_cuda(const float* x, const float* dy, float* dx, std::size_t n,
                                  std::size_t c, std::size_t hw, const float* mean,
                                  const float* invstd, const float* gamma, const float* sums,
-                                 void* stream);
+                                 const float* count_ptr, void* stream);
 
 // [N, C, HW] -> [N, C]: the mean over HW; backward spreads dy / HW.
 void global_avg_pool_forward_cuda(const float* x, float* y, std::size_t planes, std::size_t hw,

@@ -123,6 +123,10 @@ CLI::App* add_train_command(CLI::App& app, CommandContext& ctx) {
       ->capture_default_str();
   sub->add_flag("--no-overlap", flags->no_overlap,
                 "All-reduce after backward instead of during it (for comparison)");
+  sub->add_flag("--sync-bn", c.sync_bn,
+                "BatchNorm uses the statistics of the whole batch over all ranks (its sums are "
+                "all-reduced in forward and backward); default: each rank's own micro-batch, as "
+                "DDP and Horovod");
   sub->add_option("--accum", c.accum, "Micro-batches accumulated per optimizer step")
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();

@@ -25,7 +25,8 @@ BatchNormLayer::BatchNormLayer(std::string name, const Shape& input, const Layer
   const std::size_t C = shape_.channels;
   mean_ = Tensor::zeros({C}, DType::f32, ctx.device());
   invstd_ = Tensor::zeros({C}, DType::f32, ctx.device());
-  sums_ = Tensor::zeros({2 * C}, DType::f32, ctx.device());
+  sums_ = Tensor::zeros({2 * C + 1}, DType::f32, ctx.device());
+  saved_ = {mean_.data_as<float>(), invstd_.data_as<float>(), sums_.data_as<float>()};
 }
 
 std::vector<ParamDesc> BatchNormLayer::param_descs() const {
@@ -54,15 +55,13 @@ void BatchNormLayer::bind_buffers(float* buffers) {
 
 void BatchNormLayer::forward(const float* x, float* y, std::size_t batch, bool training) {
   batch_norm_forward(ctx_, shape_, x, y, batch, training, training, eps_, momentum_, gamma_, beta_,
-                     running_mean_, running_var_, mean_.data_as<float>(),
-                     invstd_.data_as<float>());
+                     running_mean_, running_var_, saved_, sync_);
 }
 
 void BatchNormLayer::backward(const float* x, const float*, const float* dy, float* dx,
                               std::size_t batch, bool accumulate) {
-  batch_norm_backward(ctx_, shape_, x, dy, dx, batch, gamma_, mean_.data_as<float>(),
-                      invstd_.data_as<float>(), sums_.data_as<float>(), dgamma_, dbeta_,
-                      accumulate);
+  batch_norm_backward(ctx_, shape_, x, dy, dx, batch, gamma_, saved_, dgamma_, dbeta_, accumulate,
+                      sync_);
 }
 
 }  // namespace ringtrain

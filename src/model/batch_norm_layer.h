@@ -16,6 +16,7 @@ class BatchNormLayer final : public Layer {
   std::vector<ParamDesc> buffer_descs() const override;
   void bind(float* params, float* grads) override;
   void bind_buffers(float* buffers) override;
+  void set_batch_stat_reducer(BatchStatReducer* reducer) override { sync_ = reducer; }
   void forward(const float* x, float* y, std::size_t batch, bool training) override;
   void backward(const float* x, const float* y, const float* dy, float* dx, std::size_t batch,
                 bool accumulate) override;
@@ -27,7 +28,9 @@ class BatchNormLayer final : public Layer {
   bool affine_, zero_init_;
   float *gamma_ = nullptr, *beta_ = nullptr, *dgamma_ = nullptr, *dbeta_ = nullptr;
   float *running_mean_ = nullptr, *running_var_ = nullptr;
-  Tensor mean_, invstd_, sums_;  // the last forward's statistics; backward's workspace
+  Tensor mean_, invstd_, sums_;  // the last forward's statistics; the sums' workspace
+  BatchNormSaved saved_;
+  BatchStatReducer* sync_ = nullptr;
 };
 
 }  // namespace ringtrain

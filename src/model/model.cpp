@@ -351,6 +351,10 @@ void Model::bind_gradient_buffer(BufferView grads) {
   s.grads_owned = Tensor();
 }
 
+void Model::set_batch_stat_reducer(BatchStatReducer* reducer) {
+  for (auto& layer : state_->layers) layer->set_batch_stat_reducer(reducer);
+}
+
 void Model::set_dropout_context(std::uint64_t rank, std::uint64_t step) {
   state_->dropout.rank = rank;
   state_->dropout.step = step;

@@ -1,6 +1,8 @@
-// BatchNorm on the CPU: per channel, two passes for the statistics (mean, then
-// the squared deviations) in double, then the same per-element functions as the
-// CUDA kernels (kernels/batch_norm.cuh).
+// BatchNorm as steps, on either device: per-channel sums (and the sample count)
+// -> mean -> squared deviations from it -> invstd and the running update ->
+// the normalisation. Between the steps a BatchStatReducer may sum the partial
+// sums over the ranks (--sync-bn). The CPU accumulates each channel's sums in
+// double; both sides share the per-element functions of kernels/batch_norm.cuh.
 #include "ringtrain/ops/batch_norm.h"
 
 #include "kernels/batch_norm.cuh"
@@ -9,96 +11,137 @@
 
 namespace ringtrain {
 
-void batch_norm_forward(const ComputeContext& ctx, const BatchNormShape& s, const float* x,
-                        float* y, std::size_t batch, bool training, bool update_running, float eps,
-                        float momentum, const float* gamma, const float* beta, float* running_mean,
-                        float* running_var, float* mean, float* invstd) {
-  const std::size_t C = s.channels, HW = s.inner;
-  if (batch == 0) return;
-  if (ctx.is_cuda()) {
-    if (training)
-      detail::gpu_batch_norm_stats(ctx.stream(), x, batch, C, HW, eps, momentum, update_running,
-                                   mean, invstd, running_mean, running_var);
-    else
-      detail::gpu_batch_norm_eval_stats(ctx.stream(), running_mean, running_var, C, eps, mean,
-                                        invstd);
-    detail::gpu_batch_norm_apply(ctx.stream(), x, y, batch, C, HW, mean, invstd, gamma, beta);
-    return;
+namespace {
+
+// Layout of BatchNormSaved::sums (2C + 1 floats): forward uses [0, C] for the
+// sums and the count, then [0, C) for the squared deviations; backward uses
+// [0, 2C) for sum(dy) and sum(dy xhat); [2C] keeps the batch's sample count.
+float* count_slot(const BatchNormSaved& saved, std::size_t C) {
+  return saved.sums + 2 * C;
+}
+
+template <typename PerElement>
+void for_channel(const float* x, std::size_t batch, std::size_t C, std::size_t HW, std::size_t c,
+                 PerElement&& f) {
+  for (std::size_t n = 0; n < batch; ++n) {
+    const float* p = x + (n * C + c) * HW;
+    for (std::size_t i = 0; i < HW; ++i) f(p[i], (n * C + c) * HW + i);
   }
-  const double count = static_cast<double>(batch * HW);
+}
+
+void cpu_statistics(const BatchNormShape& s, const float* x, std::size_t batch, float eps,
+                    float momentum, bool update_running, float* running_mean, float* running_var,
+                    const BatchNormSaved& saved, BatchStatReducer* sync) {
+  const std::size_t C = s.channels, HW = s.inner;
+  float* sums = saved.sums;
   for (std::size_t c = 0; c < C; ++c) {
-    if (training) {
-      double sum = 0;
-      for (std::size_t n = 0; n < batch; ++n) {
-        const float* p = x + (n * C + c) * HW;
-        for (std::size_t i = 0; i < HW; ++i) sum += p[i];
-      }
-      const double m = sum / count;
-      double sq = 0;
-      for (std::size_t n = 0; n < batch; ++n) {
-        const float* p = x + (n * C + c) * HW;
-        for (std::size_t i = 0; i < HW; ++i) sq += (p[i] - m) * (p[i] - m);
-      }
-      const float var = static_cast<float>(sq / count);
-      mean[c] = static_cast<float>(m);
-      invstd[c] = kernels::bn_invstd(var, eps);
-      if (update_running) {
-        running_mean[c] = kernels::bn_running_mean(running_mean[c], mean[c], momentum);
-        running_var[c] =
-            kernels::bn_running_var(running_var[c], var, static_cast<float>(count), momentum);
-      }
-    } else {
-      mean[c] = running_mean[c];
-      invstd[c] = kernels::bn_invstd(running_var[c], eps);
-    }
-    for (std::size_t n = 0; n < batch; ++n) {
-      const float* p = x + (n * C + c) * HW;
-      float* q = y + (n * C + c) * HW;
-      for (std::size_t i = 0; i < HW; ++i)
-        q[i] = kernels::bn_apply_element(p[i], mean[c], invstd[c], gamma, beta,
-                                         static_cast<int>(c));
+    double acc = 0;
+    for_channel(x, batch, C, HW, c, [&](float v, std::size_t) { acc += v; });
+    sums[c] = static_cast<float>(acc);
+  }
+  sums[C] = static_cast<float>(batch * HW);
+  if (sync != nullptr) sync->sum(sums, C + 1);
+  const float count = sums[C];
+  *count_slot(saved, C) = count;
+  for (std::size_t c = 0; c < C; ++c) saved.mean[c] = sums[c] / count;
+  for (std::size_t c = 0; c < C; ++c) {
+    double acc = 0;
+    const double m = saved.mean[c];
+    for_channel(x, batch, C, HW, c, [&](float v, std::size_t) { acc += (v - m) * (v - m); });
+    sums[c] = static_cast<float>(acc);
+  }
+  if (sync != nullptr) sync->sum(sums, C);
+  for (std::size_t c = 0; c < C; ++c) {
+    const float var = sums[c] / count;
+    saved.invstd[c] = kernels::bn_invstd(var, eps);
+    if (update_running) {
+      running_mean[c] = kernels::bn_running_mean(running_mean[c], saved.mean[c], momentum);
+      running_var[c] = kernels::bn_running_var(running_var[c], var, count, momentum);
     }
   }
 }
 
-void batch_norm_backward(const ComputeContext& ctx, const BatchNormShape& s, const float* x,
-                         const float* dy, float* dx, std::size_t batch, const float* gamma,
-                         const float* mean, const float* invstd, float* sums, float* dgamma,
-                         float* dbeta, bool accumulate) {
+}  // namespace
+
+void batch_norm_forward(const ComputeContext& ctx, const BatchNormShape& s, const float* x,
+                        float* y, std::size_t batch, bool training, bool update_running, float eps,
+                        float momentum, const float* gamma, const float* beta, float* running_mean,
+                        float* running_var, const BatchNormSaved& saved, BatchStatReducer* sync) {
   const std::size_t C = s.channels, HW = s.inner;
-  if (batch == 0) {
-    if (!accumulate && dgamma != nullptr) device_zero(dgamma, sizeof(float) * C, ctx.device());
-    if (!accumulate && dbeta != nullptr) device_zero(dbeta, sizeof(float) * C, ctx.device());
+  // A rank with no samples still takes part in the statistics' sums.
+  if (batch == 0 && (!training || sync == nullptr)) return;
+  if (ctx.is_cuda()) {
+    void* st = ctx.stream();
+    if (training) {
+      detail::gpu_batch_norm_sums(st, x, batch, C, HW, saved.sums);
+      if (sync != nullptr) sync->sum(saved.sums, C + 1);
+      detail::gpu_batch_norm_mean(st, saved.sums, C, saved.mean, count_slot(saved, C));
+      detail::gpu_batch_norm_sqdev(st, x, batch, C, HW, saved.mean, saved.sums);
+      if (sync != nullptr) sync->sum(saved.sums, C);
+      detail::gpu_batch_norm_finalize(st, saved.sums, count_slot(saved, C), C, eps, momentum,
+                                      update_running, saved.mean, saved.invstd, running_mean,
+                                      running_var);
+    } else {
+      detail::gpu_batch_norm_eval_stats(st, running_mean, running_var, C, eps, saved.mean,
+                                        saved.invstd);
+    }
+    if (batch > 0)
+      detail::gpu_batch_norm_apply(st, x, y, batch, C, HW, saved.mean, saved.invstd, gamma, beta);
     return;
   }
-  if (ctx.is_cuda())
-    return detail::gpu_batch_norm_backward(ctx.stream(), x, dy, dx, batch, C, HW, mean, invstd,
-                                           gamma, sums, dgamma, dbeta, accumulate);
-  const float count = static_cast<float>(batch * HW);
+  if (training) {
+    cpu_statistics(s, x, batch, eps, momentum, update_running, running_mean, running_var, saved,
+                   sync);
+  } else {
+    for (std::size_t c = 0; c < C; ++c) {
+      saved.mean[c] = running_mean[c];
+      saved.invstd[c] = kernels::bn_invstd(running_var[c], eps);
+    }
+  }
+  for (std::size_t c = 0; c < C; ++c)
+    for_channel(x, batch, C, HW, c, [&](float v, std::size_t at) {
+      y[at] = kernels::bn_apply_element(v, saved.mean[c], saved.invstd[c], gamma, beta,
+                                        static_cast<int>(c));
+    });
+}
+
+void batch_norm_backward(const ComputeContext& ctx, const BatchNormShape& s, const float* x,
+                         const float* dy, float* dx, std::size_t batch, const float* gamma,
+                         const BatchNormSaved& saved, float* dgamma, float* dbeta, bool accumulate,
+                         BatchStatReducer* sync) {
+  const std::size_t C = s.channels, HW = s.inner;
+  if (ctx.is_cuda()) {
+    void* st = ctx.stream();
+    detail::gpu_batch_norm_backward_reduce(st, x, dy, batch, C, HW, saved.mean, saved.invstd,
+                                           saved.sums, dgamma, dbeta, accumulate);
+    if (sync != nullptr) sync->sum(saved.sums, 2 * C);
+    if (dx != nullptr && batch > 0)
+      detail::gpu_batch_norm_backward_dx(st, x, dy, dx, batch, C, HW, saved.mean, saved.invstd,
+                                         gamma, saved.sums, count_slot(saved, C));
+    return;
+  }
+  float* sums = saved.sums;
   for (std::size_t c = 0; c < C; ++c) {
     double sum_dy = 0, sum_dy_xhat = 0;
-    for (std::size_t n = 0; n < batch; ++n) {
-      const float* xp = x + (n * C + c) * HW;
-      const float* gp = dy + (n * C + c) * HW;
-      for (std::size_t i = 0; i < HW; ++i) {
-        sum_dy += gp[i];
-        sum_dy_xhat += static_cast<double>(gp[i]) * (xp[i] - mean[c]) * invstd[c];
-      }
-    }
+    const double m = saved.mean[c], is = saved.invstd[c];
+    for_channel(x, batch, C, HW, c, [&](float v, std::size_t at) {
+      sum_dy += dy[at];
+      sum_dy_xhat += static_cast<double>(dy[at]) * (v - m) * is;
+    });
     sums[c] = static_cast<float>(sum_dy);
     sums[C + c] = static_cast<float>(sum_dy_xhat);
     if (dgamma != nullptr) dgamma[c] = (accumulate ? dgamma[c] : 0.0f) + sums[C + c];
     if (dbeta != nullptr) dbeta[c] = (accumulate ? dbeta[c] : 0.0f) + sums[c];
-    if (dx == nullptr) continue;
+  }
+  if (sync != nullptr) sync->sum(sums, 2 * C);
+  if (dx == nullptr) return;
+  const float count = *count_slot(saved, C);
+  for (std::size_t c = 0; c < C; ++c) {
     const float g = gamma != nullptr ? gamma[c] : 1.0f;
-    for (std::size_t n = 0; n < batch; ++n) {
-      const float* xp = x + (n * C + c) * HW;
-      const float* gp = dy + (n * C + c) * HW;
-      float* dp = dx + (n * C + c) * HW;
-      for (std::size_t i = 0; i < HW; ++i)
-        dp[i] = kernels::bn_backward_element(xp[i], gp[i], mean[c], invstd[c], g, sums[c],
-                                             sums[C + c], count);
-    }
+    for_channel(x, batch, C, HW, c, [&](float v, std::size_t at) {
+      dx[at] = kernels::bn_backward_element(v, dy[at], saved.mean[c], saved.invstd[c], g, sums[c],
+                                            sums[C + c], count);
+    });
   }
 }
 

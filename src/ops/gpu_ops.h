@@ -62,19 +62,29 @@ void gpu_loss_totals_add(void* stream, const float* row_loss, const std::int32_t
 void gpu_dropout_apply(void* stream, const float* x, float* y, std::size_t n, std::uint64_t key,
                        float p, float keep_scale);
 
-// BatchNorm over NCHW (features: hw = 1), kernels/batch_norm.h.
-void gpu_batch_norm_stats(void* stream, const float* x, std::size_t n, std::size_t c,
-                          std::size_t hw, float eps, float momentum, bool update_running,
-                          float* mean, float* invstd, float* running_mean, float* running_var);
+// BatchNorm over NCHW (features: hw = 1), in the steps of kernels/batch_norm.h.
+void gpu_batch_norm_sums(void* stream, const float* x, std::size_t n, std::size_t c,
+                         std::size_t hw, float* sums);
+void gpu_batch_norm_mean(void* stream, const float* sums, std::size_t c, float* mean,
+                         float* count_keep);
+void gpu_batch_norm_sqdev(void* stream, const float* x, std::size_t n, std::size_t c,
+                          std::size_t hw, const float* mean, float* out);
+void gpu_batch_norm_finalize(void* stream, const float* sqdev, const float* count, std::size_t c,
+                             float eps, float momentum, bool update_running, const float* mean,
+                             float* invstd, float* running_mean, float* running_var);
 void gpu_batch_norm_eval_stats(void* stream, const float* running_mean, const float* running_var,
                                std::size_t c, float eps, float* mean, float* invstd);
 void gpu_batch_norm_apply(void* stream, const float* x, float* y, std::size_t n, std::size_t c,
                           std::size_t hw, const float* mean, const float* invstd,
                           const float* gamma, const float* beta);
-void gpu_batch_norm_backward(void* stream, const float* x, const float* dy, float* dx,
-                             std::size_t n, std::size_t c, std::size_t hw, const float* mean,
-                             const float* invstd, const float* gamma, float* sums, float* dgamma,
-                             float* dbeta, bool accumulate);
+void gpu_batch_norm_backward_reduce(void* stream, const float* x, const float* dy, std::size_t n,
+                                    std::size_t c, std::size_t hw, const float* mean,
+                                    const float* invstd, float* sums, float* dgamma, float* dbeta,
+                                    bool accumulate);
+void gpu_batch_norm_backward_dx(void* stream, const float* x, const float* dy, float* dx,
+                                std::size_t n, std::size_t c, std::size_t hw, const float* mean,
+                                const float* invstd, const float* gamma, const float* sums,
+                                const float* count);
 void gpu_global_avg_pool_forward(void* stream, const float* x, float* y, std::size_t planes,
                                  std::size_t hw);
 void gpu_global_avg_pool_backward(void* stream, const float* dy, float* dx, std::size_t planes,

@@ -71,8 +71,18 @@ std::unique_ptr<GpuPoolPlan> make_gpu_pool_plan(const GpuHandles&, const Pool2dG
   no_cuda("max_pool2d");
 }
 
-void gpu_batch_norm_stats(void*, const float*, std::size_t, std::size_t, std::size_t, float, float,
-                          bool, float*, float*, float*, float*) {
+void gpu_batch_norm_sums(void*, const float*, std::size_t, std::size_t, std::size_t, float*) {
+  no_cuda("batch_norm");
+}
+void gpu_batch_norm_mean(void*, const float*, std::size_t, float*, float*) {
+  no_cuda("batch_norm");
+}
+void gpu_batch_norm_sqdev(void*, const float*, std::size_t, std::size_t, std::size_t,
+                          const float*, float*) {
+  no_cuda("batch_norm");
+}
+void gpu_batch_norm_finalize(void*, const float*, const float*, std::size_t, float, float, bool,
+                             const float*, float*, float*, float*) {
   no_cuda("batch_norm");
 }
 void gpu_batch_norm_eval_stats(void*, const float*, const float*, std::size_t, float, float*,
@@ -83,9 +93,14 @@ void gpu_batch_norm_apply(void*, const float*, float*, std::size_t, std::size_t,
                           const float*, const float*, const float*, const float*) {
   no_cuda("batch_norm");
 }
-void gpu_batch_norm_backward(void*, const float*, const float*, float*, std::size_t, std::size_t,
-                             std::size_t, const float*, const float*, const float*, float*, float*,
-                             float*, bool) {
+void gpu_batch_norm_backward_reduce(void*, const float*, const float*, std::size_t, std::size_t,
+                                    std::size_t, const float*, const float*, float*, float*,
+                                    float*, bool) {
+  no_cuda("batch_norm");
+}
+void gpu_batch_norm_backward_dx(void*, const float*, const float*, float*, std::size_t,
+                                std::size_t, std::size_t, const float*, const float*,
+                                const float*, const float*, const float*) {
   no_cuda("batch_norm");
 }
 void gpu_global_avg_pool_forward(void*, const float*, float*, std::size_t, std::size_t) {

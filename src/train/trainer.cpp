@@ -61,6 +61,7 @@
 #include "ringtrain/sync/run_agreement.h"
 #include "ringtrain/tensor/device_memory.h"
 #include "ringtrain/train/batch_split.h"
+#include "train/comm_batch_stat_reducer.h"
 #include "ringtrain/train/checkpoint.h"
 #include "ringtrain/train/evaluator.h"
 #include "ringtrain/train/run_recorder.h"
@@ -138,6 +139,7 @@ class Trainer {
   std::size_t sampler_global_batch_ = 0, global_batch_ = 0, micro_per_epoch_ = 0;
 
   std::unique_ptr<Communicator> comm_;
+  std::unique_ptr<CommBatchStatReducer> bn_sync_;  // --sync-bn; the model points at it
   BufferView grads_;
   std::unique_ptr<Optimizer> optimizer_;
   std::uint64_t total_steps_ = 0;
@@ -277,6 +279,7 @@ void Trainer::agree_on_run() {
                   {"backend", hash_string(cfg_.backend)},
                   {"bucket cap", float_bits(static_cast<float>(cfg_.bucket_mb))},
                   {"overlap", cfg_.overlap ? 1u : 0u},
+                  {"sync-bn", cfg_.sync_bn ? 1u : 0u},
                   {"tf32", hash_string(cfg_.tf32)},
                   {"layer plugins", LayerRegistry::global().signature()}});
 }
@@ -288,6 +291,12 @@ void Trainer::make_backend_and_optimizer() {
   // The gradients live where the backend reduces best (the shm window: no copy).
   grads_ = comm_->allocate(model_->param_count(), DType::f32);
   model_->bind_gradient_buffer(grads_);
+  if (cfg_.sync_bn) {
+    if (model_->buffer_count() == 0)
+      log0("--sync-bn: the model has no BatchNorm; nothing to synchronise");
+    bn_sync_ = std::make_unique<CommBatchStatReducer>(*comm_, device_, model_->compute_stream());
+    model_->set_batch_stat_reducer(bn_sync_.get());
+  }
 
   optimizer_ = make_optimizer(cfg_.optimizer, model_->param_count(), device_);
   total_steps_ = static_cast<std::uint64_t>(cfg_.epochs) * micro_per_epoch_ / cfg_.accum;

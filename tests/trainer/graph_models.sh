@@ -6,6 +6,9 @@
 #            1 and 3 ranks (running statistics are per model, not per rank)
 #   resume   stopped at step 4 and resumed to 8 on 2 ranks: bit for bit the
 #            uninterrupted run, running statistics included
+#   syncbn   --sync-bn: 1 rank x 16, 2 x 8 and 4 x 4 give the same parameters and
+#            running statistics, and so do 1 and 3 ranks with --global-batch 10
+#            (3/3/4); without it 2 x 8 differs from 1 x 16
 source "$(dirname "$0")/lib.sh"
 # A residual block with BatchNorm and a projection, small enough for 1x8x8.
 RES="a = conv2d(out=4, kernel=3, padding=1, bias=0); b = batch_norm; c = relu; \
@@ -47,5 +50,23 @@ case ${1:-} in
       --resume latest
     same "$WORK/full" "$WORK/part" --exact
     echo "PASS: resumed BN run equals the uninterrupted one, running statistics included" ;;
-  *) echo "usage: graph_models.sh train|eval|resume" >&2; exit 2 ;;
+  syncbn)
+    common=(--model "$RES" --max-steps 10 --epochs 100 --lr 0.05 --momentum 0.9 --seed 11
+            --bucket-mb 0.0005)
+    train 1 "$WORK/s1" --batch 16 "${common[@]}" --sync-bn
+    train 2 "$WORK/s2" --batch 8 "${common[@]}" --sync-bn --backend shm
+    train 4 "$WORK/s4" --batch 4 "${common[@]}" --sync-bn --backend ring
+    same "$WORK/s1" "$WORK/s2" --rtol 1e-4 --atol 1e-6
+    same "$WORK/s1" "$WORK/s4" --rtol 1e-4 --atol 1e-6
+    train 1 "$WORK/g1" --global-batch 10 "${common[@]}" --sync-bn
+    train 3 "$WORK/g3" --global-batch 10 "${common[@]}" --sync-bn
+    same "$WORK/g1" "$WORK/g3" --rtol 1e-4 --atol 1e-6
+    # the same comparison without --sync-bn must fail: the test can tell
+    train 2 "$WORK/l2" --batch 8 "${common[@]}"
+    if "$COMPARE" "$(newest "$WORK/s1/ckpt")" "$(newest "$WORK/l2/ckpt")" --rtol 1e-4 --atol 1e-6 \
+        > /dev/null 2>&1; then
+      fail "without --sync-bn, 2 x 8 matched 1 x 16: the comparison cannot tell"
+    fi
+    echo "PASS: --sync-bn: 1 x 16 = 2 x 8 = 4 x 4, and 1 = 3 ranks with --global-batch 10" ;;
+  *) echo "usage: graph_models.sh train|eval|resume|syncbn" >&2; exit 2 ;;
 esac

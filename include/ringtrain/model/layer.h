@@ -18,6 +18,8 @@
 
 namespace ringtrain {
 
+class BatchStatReducer;  // ringtrain/ops/batch_norm.h
+
 // A parameter tensor a layer asks for; the model places it in the flat buffer.
 struct ParamDesc {
   std::string name;  // "weight", "bias"
@@ -44,6 +46,9 @@ class Layer {
   // same on every rank, never given gradients. `constant` is its initial value.
   virtual std::vector<ParamDesc> buffer_descs() const { return {}; }
   virtual void bind_buffers(float* buffers) { (void)buffers; }
+  // Batch statistics summed over the ranks (--sync-bn); null: this rank's.
+  // Only layers with batch statistics (BatchNorm) use it.
+  virtual void set_batch_stat_reducer(BatchStatReducer* reducer) { (void)reducer; }
   // Points the layer at its parameters and gradients, in param_descs() order
   // and contiguous, inside the model's flat buffers.
   virtual void bind(float* params, float* grads) {

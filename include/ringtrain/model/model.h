@@ -44,6 +44,7 @@ struct ModelOptions {
 
 class Layer;
 class ComputeContext;
+class BatchStatReducer;
 class Tensor;
 
 class Model {
@@ -89,6 +90,9 @@ class Model {
   // window): f32, param_count elements, on the model's device. The model's own
   // gradient buffer is released. The contents are not copied.
   void bind_gradient_buffer(BufferView grads);
+  // BatchNorm's batch statistics summed over the ranks by `reducer` (--sync-bn),
+  // or this rank's (null, the default). The reducer must outlive the model's use.
+  void set_batch_stat_reducer(BatchStatReducer* reducer);
   // Dropout masks are a pure function of (seed, rank, step, layer, element).
   // Set it before a forward and keep it until the matching backward, which
   // recomputes the same masks.

@@ -3,6 +3,11 @@
 // running ones with PyTorch's semantics (momentum 0.1, the unbiased variance for
 // the running estimate); evaluation uses the running statistics. Reductions run
 // in a fixed order on both devices, so results repeat bit for bit.
+//
+// The batch may span ranks (--sync-bn): a BatchStatReducer sums the per-channel
+// partial sums over the ranks in the middle of forward (sums, then squared
+// deviations from the global mean) and of backward, so every rank normalises
+// with the same global statistics.
 #pragma once
 
 #include <cstddef>
@@ -15,20 +20,37 @@ struct BatchNormShape {
   std::size_t channels = 0, inner = 1;  // inner: H * W (1 for features)
 };
 
-// Forward. mean/invstd (channels each) receive the statistics used, for the
-// backward. gamma and beta are null without affine. running_* are read in
-// evaluation and updated in training when update_running.
+// Sums `count` floats over the ranks, in place, on the context's device and in
+// its stream order (the host need not wait on a GPU).
+class BatchStatReducer {
+ public:
+  virtual ~BatchStatReducer() = default;
+  virtual void sum(float* data, std::size_t count) = 0;
+};
+
+// What a BatchNorm keeps between its forward and backward, on its device:
+// mean[C], invstd[C], sums[2C + 1] (workspace; sums[2C] is the sample count).
+struct BatchNormSaved {
+  float* mean = nullptr;
+  float* invstd = nullptr;
+  float* sums = nullptr;
+};
+
+// Forward. gamma and beta are null without affine. running_* are read in
+// evaluation and updated in training when update_running. With `sync`, the
+// training statistics are those of the whole batch over the ranks.
 void batch_norm_forward(const ComputeContext& ctx, const BatchNormShape& s, const float* x,
                         float* y, std::size_t batch, bool training, bool update_running, float eps,
                         float momentum, const float* gamma, const float* beta, float* running_mean,
-                        float* running_var, float* mean, float* invstd);
+                        float* running_var, const BatchNormSaved& saved,
+                        BatchStatReducer* sync = nullptr);
 
-// Backward of a training-mode forward (batch statistics). dx (if not null)
-// overwritten; dgamma, dbeta (if not null) overwritten or added to. sums is a
-// 2 x channels workspace.
+// Backward of a training-mode forward. dx (if not null) overwritten; dgamma,
+// dbeta (if not null) overwritten or added to, from this rank's samples (the
+// gradient all-reduce sums them over the ranks).
 void batch_norm_backward(const ComputeContext& ctx, const BatchNormShape& s, const float* x,
                          const float* dy, float* dx, std::size_t batch, const float* gamma,
-                         const float* mean, const float* invstd, float* sums, float* dgamma,
-                         float* dbeta, bool accumulate);
+                         const BatchNormSaved& saved, float* dgamma, float* dbeta, bool accumulate,
+                         BatchStatReducer* sync = nullptr);
 
 }  // namespace ringtrain

@@ -43,6 +43,9 @@ struct TrainConfig {
   std::string backend = "auto";
   double bucket_mb = 1.0;
   bool overlap = true;
+  // BatchNorm normalises with the statistics of the whole batch over the ranks
+  // (their sums all-reduced in forward and backward), not this rank's.
+  bool sync_bn = false;
   std::size_t accum = 1;
   double timeout = 300;
 

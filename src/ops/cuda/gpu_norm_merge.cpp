@@ -10,11 +10,23 @@
 
 namespace ringtrain::detail {
 
-void gpu_batch_norm_stats(void* stream, const float* x, std::size_t n, std::size_t c,
-                          std::size_t hw, float eps, float momentum, bool update_running,
-                          float* mean, float* invstd, float* running_mean, float* running_var) {
-  kernels::batch_norm_stats_cuda(x, n, c, hw, eps, momentum, update_running, mean, invstd,
-                                 running_mean, running_var, stream);
+void gpu_batch_norm_sums(void* stream, const float* x, std::size_t n, std::size_t c,
+                         std::size_t hw, float* sums) {
+  kernels::batch_norm_sums_cuda(x, n, c, hw, sums, stream);
+}
+void gpu_batch_norm_mean(void* stream, const float* sums, std::size_t c, float* mean,
+                         float* count_keep) {
+  kernels::batch_norm_mean_cuda(sums, c, mean, count_keep, stream);
+}
+void gpu_batch_norm_sqdev(void* stream, const float* x, std::size_t n, std::size_t c,
+                          std::size_t hw, const float* mean, float* out) {
+  kernels::batch_norm_sqdev_cuda(x, n, c, hw, mean, out, stream);
+}
+void gpu_batch_norm_finalize(void* stream, const float* sqdev, const float* count, std::size_t c,
+                             float eps, float momentum, bool update_running, const float* mean,
+                             float* invstd, float* running_mean, float* running_var) {
+  kernels::batch_norm_finalize_cuda(sqdev, count, c, eps, momentum, update_running, mean, invstd,
+                                    running_mean, running_var, stream);
 }
 void gpu_batch_norm_eval_stats(void* stream, const float* running_mean, const float* running_var,
                                std::size_t c, float eps, float* mean, float* invstd) {
@@ -25,14 +37,19 @@ void gpu_batch_norm_apply(void* stream, const float* x, float* y, std::size_t n,
                           const float* gamma, const float* beta) {
   kernels::batch_norm_apply_cuda(x, y, n, c, hw, mean, invstd, gamma, beta, stream);
 }
-void gpu_batch_norm_backward(void* stream, const float* x, const float* dy, float* dx,
-                             std::size_t n, std::size_t c, std::size_t hw, const float* mean,
-                             const float* invstd, const float* gamma, float* sums, float* dgamma,
-                             float* dbeta, bool accumulate) {
+void gpu_batch_norm_backward_reduce(void* stream, const float* x, const float* dy, std::size_t n,
+                                    std::size_t c, std::size_t hw, const float* mean,
+                                    const float* invstd, float* sums, float* dgamma, float* dbeta,
+                                    bool accumulate) {
   kernels::batch_norm_backward_reduce_cuda(x, dy, n, c, hw, mean, invstd, sums, dgamma, dbeta,
                                            accumulate, stream);
-  if (dx != nullptr)
-    kernels::batch_norm_backward_dx_cuda(x, dy, dx, n, c, hw, mean, invstd, gamma, sums, stream);
+}
+void gpu_batch_norm_backward_dx(void* stream, const float* x, const float* dy, float* dx,
+                                std::size_t n, std::size_t c, std::size_t hw, const float* mean,
+                                const float* invstd, const float* gamma, const float* sums,
+                                const float* count) {
+  kernels::batch_norm_backward_dx_cuda(x, dy, dx, n, c, hw, mean, invstd, gamma, sums, count,
+                                       stream);
 }
 void gpu_global_avg_pool_forward(void* stream, const float* x, float* y, std::size_t planes,
                                  std::size_t hw) {
