@@ -73,24 +73,40 @@ GRAPH_PRESETS = ("resnet18", "resnet34", "resnet50", "resnet101", "resnet20", "r
 
 
 def cifar_resnet(depth, in_channels, classes, torch):
-    """ringtrain's resnet20/32/56: He et al.'s CIFAR layout with projection shortcuts."""
+    """ringtrain's resnet20/32/56: He et al.'s CIFAR layout with projection
+    shortcuts, with ringtrain's (torchvision-style) module names."""
     import torchvision
     nn = torch.nn
     block = torchvision.models.resnet.BasicBlock
     n = (depth - 2) // 6
-    layers = [nn.Conv2d(in_channels, 16, 3, padding=1, bias=False), nn.BatchNorm2d(16), nn.ReLU()]
-    channels = 16
-    for stage, width in enumerate((16, 32, 64)):
-        for b in range(n):
-            stride = 2 if stage > 0 and b == 0 else 1
-            down = None
-            if stride != 1 or channels != width:
-                down = nn.Sequential(nn.Conv2d(channels, width, 1, stride=stride, bias=False),
-                                     nn.BatchNorm2d(width))
-            layers.append(block(channels, width, stride, down))
-            channels = width
-    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, classes)]
-    return nn.Sequential(*layers)
+
+    class CifarResNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(in_channels, 16, 3, padding=1, bias=False)
+            self.bn1 = nn.BatchNorm2d(16)
+            self.relu = nn.ReLU()
+            channels = 16
+            for stage, width in enumerate((16, 32, 64)):
+                blocks = []
+                for b in range(n):
+                    stride = 2 if stage > 0 and b == 0 else 1
+                    down = None
+                    if stride != 1 or channels != width:
+                        down = nn.Sequential(nn.Conv2d(channels, width, 1, stride=stride, bias=False),
+                                             nn.BatchNorm2d(width))
+                    blocks.append(block(channels, width, stride, down))
+                    channels = width
+                setattr(self, "layer%d" % (stage + 1), nn.Sequential(*blocks))
+            self.avgpool = nn.AdaptiveAvgPool2d(1)
+            self.fc = nn.Linear(64, classes)
+
+        def forward(self, x):
+            x = self.relu(self.bn1(self.conv1(x)))
+            x = self.layer3(self.layer2(self.layer1(x)))
+            return self.fc(torch.flatten(self.avgpool(x), 1))
+
+    return CifarResNet()
 
 
 def graph_preset_model(spec, input_shape, classes, torch):

@@ -123,6 +123,10 @@ CLI::App* add_train_command(CLI::App& app, CommandContext& ctx) {
       ->capture_default_str();
   sub->add_flag("--no-overlap", flags->no_overlap,
                 "All-reduce after backward instead of during it (for comparison)");
+  sub->add_option("--init-from", c.init_from,
+                  "Start from these weights (safetensors, by name: torchvision's for the presets; "
+                  "ringtrain weights export writes them)")
+      ->check(CLI::ExistingFile);
   sub->add_flag("--sync-bn", c.sync_bn,
                 "BatchNorm uses the statistics of the whole batch over all ranks (its sums are "
                 "all-reduced in forward and backward); default: each rank's own micro-batch, as "

@@ -78,6 +78,7 @@ std::string TrainConfig::to_json() const {
   j["backend"] = backend;
   j["bucket_mb"] = bucket_mb;
   j["overlap"] = overlap;
+  j["init_from"] = init_from;
   j["sync_bn"] = sync_bn;
   j["accum"] = accum;
   j["timeout"] = timeout;

@@ -61,6 +61,7 @@
 #include "ringtrain/sync/run_agreement.h"
 #include "ringtrain/tensor/device_memory.h"
 #include "ringtrain/train/batch_split.h"
+#include "ringtrain/model/weights_io.h"
 #include "train/comm_batch_stat_reducer.h"
 #include "ringtrain/train/checkpoint.h"
 #include "ringtrain/train/evaluator.h"
@@ -350,6 +351,11 @@ void Trainer::resume_and_replicate() {
              "latest to continue it, or choose an empty directory",
              cfg_.ckpt_dir, existing.value_or(""));
   }
+  RT_CHECK(cfg_.init_from.empty() || cfg_.resume.empty(),
+           "--init-from and --resume both give the starting weights: choose one");
+  // Rank 0's weights are everyone's after the broadcast below.
+  if (!cfg_.init_from.empty() && topo_.rank() == 0)
+    import_weights(*model_, read_safetensors(cfg_.init_from), cfg_.init_from);
   if (!cfg_.resume.empty())
     start_ =
         resume_training_state(cfg_, *control_, *spec_, *model_, *optimizer_, sampler_global_batch_);

@@ -62,6 +62,8 @@ struct TrainConfig {
   std::uint64_t ckpt_every = 0;
   std::size_t keep = 3;
   std::string resume;  // "" none, "latest" (in --ckpt-dir) or a file
+  // A safetensors file the model starts from (rank 0 reads it; broadcast).
+  std::string init_from;
   std::uint64_t check_every = 100;
 
   // Throws Error naming the flag and the value.

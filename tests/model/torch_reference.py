@@ -1,0 +1,189 @@
+#!/usr/bin/python3
+"""ringtrain's graph presets against PyTorch, with the same weights.
+
+For resnet20 (the CIFAR layout, defined here as ringtrain builds it) and
+torchvision's resnet18, at small inputs: random weights and random BatchNorm
+statistics are written as safetensors and imported (`ringtrain weights
+import`); then
+  eval   `ringtrain eval` gives PyTorch's eval-mode loss and accuracy on the
+         same inputs (running statistics);
+  step   one SGD step from the same weights on the same whole batch (`train
+         --init-from`, batch statistics, lr 0.1, no momentum) gives PyTorch's
+         parameters and running statistics after its step (`weights export`),
+         which checks every gradient of backward at once.
+
+  /usr/bin/python3 tests/model/torch_reference.py RINGTRAIN_EXE
+Exit 0 on a match, 1 on a mismatch, 77 where PyTorch, torchvision or h5py is
+missing (launch/install-deps.sh installs them).
+"""
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+try:
+    import h5py
+    import numpy as np
+    import torch
+    import torchvision
+except ImportError as e:
+    print("SKIPPED: %s (launch/install-deps.sh installs python3-torch, python3-torchvision, "
+          "python3-h5py)" % e)
+    sys.exit(77)
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "launch",
+                                "bench"))
+from peer_step import cifar_resnet  # noqa: E402  (ringtrain's resnet20 layout in PyTorch)
+
+torch.set_num_threads(1)
+EXE = sys.argv[1]
+ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+           OPENBLAS_NUM_THREADS="1")
+
+
+def state_dict_names(model):
+    """torch's state_dict keys in ringtrain's order is not needed: names match."""
+    return model.state_dict()
+
+
+def write_safetensors(path, tensors):
+    header, blobs, offset = {}, [], 0
+    for name, t in tensors.items():
+        t = t.detach().contiguous()
+        if t.dtype == torch.int64:
+            dtype, data = "I64", t.numpy().tobytes()
+        else:
+            dtype, data = "F32", t.float().numpy().tobytes()
+        header[name] = {"dtype": dtype, "shape": list(t.shape),
+                        "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    h = json.dumps(header).encode()
+    h += b" " * ((8 - len(h) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)))
+        f.write(h)
+        for b in blobs:
+            f.write(b)
+
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        data = f.read()
+    out = {}
+    for name, e in header.items():
+        if name == "__metadata__" or e["dtype"] != "F32":
+            continue
+        b, end = e["data_offsets"]
+        out[name] = torch.from_numpy(np.frombuffer(data[b:end], dtype=np.float32).copy()).reshape(
+            e["shape"])
+    return out
+
+
+def randomize(model, gen):
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, torch.nn.BatchNorm2d):
+                m.running_mean.uniform_(-0.5, 0.5, generator=gen)
+                m.running_var.uniform_(0.5, 1.5, generator=gen)
+                m.weight.uniform_(0.5, 1.5, generator=gen)
+                m.bias.uniform_(-0.2, 0.2, generator=gen)
+
+
+def run(cmd):
+    r = subprocess.run(cmd, env=ENV, capture_output=True, text=True)
+    if r.returncode != 0:
+        print("FAIL: %s exited %d\n%s%s" % (" ".join(cmd), r.returncode, r.stdout, r.stderr))
+        sys.exit(1)
+    return r.stdout + r.stderr
+
+
+def close(a, b, rtol, atol):
+    return bool(torch.all(torch.abs(a - b) <= atol + rtol * torch.abs(b)))
+
+
+def check(name, model, shape, classes, n, work):
+    gen = torch.Generator().manual_seed(5)
+    randomize(model, gen)
+    x = torch.randn(n, *shape, generator=gen)
+    y = torch.randint(0, classes, (n,), generator=gen)
+    data = os.path.join(work, name + ".h5")
+    with h5py.File(data, "w") as f:
+        for split in ("train", "test"):
+            g = f.create_group(split)
+            g.create_dataset("x", data=x.numpy().astype(np.float32))
+            g.create_dataset("y", data=y.numpy().astype(np.int32))
+            g.attrs["num_classes"] = classes
+    weights = os.path.join(work, name + ".safetensors")
+    write_safetensors(weights, model.state_dict())
+    dims = ",".join(map(str, shape))
+    failures = []
+
+    # eval: the running statistics
+    model.eval()
+    with torch.no_grad():
+        logits = model(x)
+        loss = torch.nn.functional.cross_entropy(logits, y).item()
+        acc = (logits.argmax(1) == y).float().mean().item()
+    ck = os.path.join(work, name + "-ck")
+    run([EXE, "weights", "import", weights, "--model", name, "--input", dims, "--classes",
+         str(classes), "-o", ck])
+    out = run([EXE, "eval", "--device", "cpu", "--data", data, "--ckpt", os.path.join(ck, "ckpt-0.h5")])
+    line = [l for l in out.splitlines() if "loss=" in l][0]
+    rt_loss = float(line.split("loss=")[1].split()[0])
+    rt_acc = float(line.split("accuracy=")[1].split()[0])
+    print("%s eval: PyTorch loss %.6f accuracy %.4f, ringtrain loss %.6f accuracy %.4f"
+          % (name, loss, acc, rt_loss, rt_acc))
+    # eval prints 4 decimals
+    if abs(rt_loss - loss) > 5e-5 + 2e-5 * abs(loss) or abs(rt_acc - acc) > 5.1e-5:
+        failures.append("eval differs")
+
+    # one SGD step on the whole batch: batch statistics, every gradient
+    model.train()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.0)
+    opt.zero_grad()
+    torch.nn.functional.cross_entropy(model(x), y).backward()
+    opt.step()
+    run_dir = os.path.join(work, name + "-step")
+    run([EXE, "train", "--device", "cpu", "--data", data, "--model", name, "--init-from", weights,
+         "--batch", str(n), "--max-steps", "1", "--lr", "0.1", "--momentum", "0", "--ckpt-dir",
+         run_dir, "--log-every", "1", "--seed", "1"])
+    exported = os.path.join(work, name + "-step.safetensors")
+    run([EXE, "weights", "export", "--ckpt", os.path.join(run_dir, "ckpt-1.h5"), "-o", exported])
+    after = read_safetensors(exported)
+    worst = 0.0
+    for k, v in model.state_dict().items():
+        if k.endswith("num_batches_tracked"):
+            continue
+        if k not in after:
+            failures.append("ringtrain lacks %s" % k)
+            continue
+        diff = (after[k] - v).abs().max().item()
+        worst = max(worst, diff)
+        if not close(after[k], v, 1e-4, 2e-5):
+            failures.append("%s differs by up to %.3g" % (k, diff))
+    print("%s step: %d tensors compared, largest difference %.3g" % (name, len(after), worst))
+    return failures
+
+
+def main():
+    failures = []
+    with tempfile.TemporaryDirectory() as work:
+        torch.manual_seed(0)
+        failures += check("resnet20", cifar_resnet(20, 3, 5, torch), (3, 16, 16), 5, 12, work)
+        torch.manual_seed(1)
+        failures += check("resnet18", torchvision.models.resnet18(num_classes=7), (3, 32, 32), 7, 6,
+                          work)
+    for f in failures:
+        print("FAIL:", f)
+    if not failures:
+        print("PASS: resnet20 and resnet18 match PyTorch in evaluation and in one training step")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
