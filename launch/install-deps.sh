@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what ringtrain needs from Debian's packages, and says what it did.
 #   launch/install-deps.sh          build and test dependencies, Fashion-MNIST
-#   launch/install-deps.sh --peer   also python3-torch, the benchmark peer
+#   launch/install-deps.sh --peer   also what the benchmark peers need beyond that
 # Not root and something missing: prints the exact apt-get line and exits 1.
 set -euo pipefail
 
