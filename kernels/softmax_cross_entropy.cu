@@ -11,18 +11,21 @@ namespace {
 __global__ void softmax_ce_forward_kernel(const float* __restrict__ logits,
                                           const int* __restrict__ labels, std::size_t rows,
                                           int classes, float* __restrict__ row_loss,
-                                          int* __restrict__ row_correct) {
+                                          int* __restrict__ row_correct, float smoothing) {
   const std::size_t r = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   if (r >= rows) return;
-  softmax_ce_row_forward(logits + r * classes, classes, labels[r], &row_loss[r], &row_correct[r]);
+  softmax_ce_row_forward(logits + r * classes, classes, labels[r], &row_loss[r], &row_correct[r],
+                         smoothing);
 }
 
 __global__ void softmax_ce_backward_kernel(const float* __restrict__ logits,
                                            const int* __restrict__ labels, std::size_t rows,
-                                           int classes, float scale, float* __restrict__ dlogits) {
+                                           int classes, float scale, float* __restrict__ dlogits,
+                                           float smoothing) {
   const std::size_t r = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   if (r >= rows) return;
-  softmax_ce_row_backward(logits + r * classes, classes, labels[r], scale, dlogits + r * classes);
+  softmax_ce_row_backward(logits + r * classes, classes, labels[r], scale, dlogits + r * classes,
+                          smoothing);
 }
 
 constexpr unsigned kTotalsThreads = 256;
@@ -53,20 +56,21 @@ unsigned row_blocks(std::size_t rows) {
 
 void softmax_ce_forward_cuda(const float* logits, const std::int32_t* labels, std::size_t rows,
                              std::size_t classes, float* row_loss, std::int32_t* row_correct,
-                             void* stream) {
+                             float smoothing, void* stream) {
   if (rows == 0) return;
   softmax_ce_forward_kernel<<<row_blocks(rows), kElementwiseThreads, 0,
                               static_cast<cudaStream_t>(stream)>>>(
-      logits, labels, rows, static_cast<int>(classes), row_loss, row_correct);
+      logits, labels, rows, static_cast<int>(classes), row_loss, row_correct, smoothing);
   RT_CUDA_CHECK_LAUNCH();
 }
 
 void softmax_ce_backward_cuda(const float* logits, const std::int32_t* labels, std::size_t rows,
-                              std::size_t classes, float scale, float* dlogits, void* stream) {
+                              std::size_t classes, float scale, float* dlogits, float smoothing,
+                              void* stream) {
   if (rows == 0) return;
   softmax_ce_backward_kernel<<<row_blocks(rows), kElementwiseThreads, 0,
                                static_cast<cudaStream_t>(stream)>>>(
-      logits, labels, rows, static_cast<int>(classes), scale, dlogits);
+      logits, labels, rows, static_cast<int>(classes), scale, dlogits, smoothing);
   RT_CUDA_CHECK_LAUNCH();
 }
 

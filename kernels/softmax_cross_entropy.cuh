@@ -11,9 +11,11 @@ namespace ringtrain::kernels {
 
 // Loss -log softmax(z)[label] and whether argmax(z) == label (first maximum
 // wins). A label outside [0, classes) gives loss NaN and correct = -1, which the
-// host turns into an error naming the row.
+// host turns into an error naming the row. With label smoothing e the target
+// is (1 - e) onehot(label) + e / classes (PyTorch's label_smoothing): the loss
+// is (1 - e) (-log p[label]) + e (logsumexp(z) - mean(z)).
 RT_HD void softmax_ce_row_forward(const float* z, int classes, int label, float* loss,
-                                  int* correct) {
+                                  int* correct, float smoothing = 0.0f) {
   if (label < 0 || label >= classes) {
     *loss = nanf("");
     *correct = -1;
@@ -28,19 +30,28 @@ RT_HD void softmax_ce_row_forward(const float* z, int classes, int label, float*
     }
   float s = 0.0f;
   for (int j = 0; j < classes; ++j) s += expf(z[j] - m);
-  *loss = logf(s) + m - z[label];
+  const float lse = logf(s) + m;
+  *loss = lse - z[label];
+  if (smoothing > 0.0f) {
+    float sum_z = 0.0f;
+    for (int j = 0; j < classes; ++j) sum_z += z[j];
+    *loss = (1.0f - smoothing) * *loss + smoothing * (lse - sum_z / static_cast<float>(classes));
+  }
   *correct = arg == label ? 1 : 0;
 }
 
-// dz = scale * (softmax(z) - onehot(label)); scale is grad_scale / batch for a
-// mean reduction.
-RT_HD void softmax_ce_row_backward(const float* z, int classes, int label, float scale, float* dz) {
+// dz = scale * (softmax(z) - target), target the (smoothed) one-hot label;
+// scale is grad_scale / batch for a mean reduction.
+RT_HD void softmax_ce_row_backward(const float* z, int classes, int label, float scale, float* dz,
+                                   float smoothing = 0.0f) {
   float m = z[0];
   for (int j = 1; j < classes; ++j) m = z[j] > m ? z[j] : m;
   float s = 0.0f;
   for (int j = 0; j < classes; ++j) s += expf(z[j] - m);
   const float inv = scale / s;
-  for (int j = 0; j < classes; ++j) dz[j] = expf(z[j] - m) * inv - (j == label ? scale : 0.0f);
+  const float off = scale * smoothing / static_cast<float>(classes);
+  const float on = scale * (1.0f - smoothing) + off;
+  for (int j = 0; j < classes; ++j) dz[j] = expf(z[j] - m) * inv - (j == label ? on : off);
 }
 
 // Running loss totals kept where the model runs: [0] loss sum, [1] correct

@@ -9,9 +9,10 @@ namespace ringtrain::kernels {
 // Per row r: row_loss[r], row_correct[r] (see softmax_ce_row_forward).
 void softmax_ce_forward_cuda(const float* logits, const std::int32_t* labels, std::size_t rows,
                              std::size_t classes, float* row_loss, std::int32_t* row_correct,
-                             void* stream);
+                             float smoothing, void* stream);
 void softmax_ce_backward_cuda(const float* logits, const std::int32_t* labels, std::size_t rows,
-                              std::size_t classes, float scale, float* dlogits, void* stream);
+                              std::size_t classes, float scale, float* dlogits, float smoothing,
+                              void* stream);
 
 // totals[0..2] += the rows' loss sum, correct count and bad-label count (one
 // block, a fixed summation order: the same totals on every run).

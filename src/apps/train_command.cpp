@@ -127,6 +127,11 @@ CLI::App* add_train_command(CLI::App& app, CommandContext& ctx) {
                   "Start from these weights (safetensors, by name: torchvision's for the presets; "
                   "ringtrain weights export writes them)")
       ->check(CLI::ExistingFile);
+  sub->add_option("--label-smoothing", c.label_smoothing,
+                  "Label smoothing of the training loss, in [0, 1) (0.1 in NVIDIA's ResNet-50 "
+                  "recipe); evaluation reports the plain cross-entropy")
+      ->check(CLI::Range(0.0, 0.999))
+      ->capture_default_str();
   sub->add_flag("--sync-bn", c.sync_bn,
                 "BatchNorm uses the statistics of the whole batch over all ranks (its sums are "
                 "all-reduced in forward and backward); default: each rank's own micro-batch, as "

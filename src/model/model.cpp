@@ -91,6 +91,8 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
     RT_CHECK(d > 0, "model input shape [{}] has a zero dimension", fmt::join(input_shape, ", "));
   RT_CHECK(num_classes > 0, "the number of classes must be positive, got {}", num_classes);
   RT_CHECK(options.max_batch > 0, "max_batch must be at least 1");
+  RT_CHECK(options.label_smoothing >= 0.0f && options.label_smoothing < 1.0f,
+           "label smoothing must be in [0, 1), got {}", options.label_smoothing);
   RT_CHECK(!spec.layers.empty(), "model spec has no layers");
   Shape shape(input_shape);
   if (!spec.input_shape.empty()) {
@@ -406,7 +408,7 @@ void Model::forward_accumulate(const float* x, const std::int32_t* labels, std::
   softmax_cross_entropy_accumulate(*s.ctx, logits, s.labels.data_as<std::int32_t>(), batch,
                                    num_classes_, s.row_loss.data_as<float>(),
                                    s.row_correct.data_as<std::int32_t>(),
-                                   s.loss_totals.data_as<double>());
+                                   s.loss_totals.data_as<double>(), options_.label_smoothing);
 }
 
 Model::LossResult Model::take_loss_totals() {
@@ -445,7 +447,7 @@ void Model::backward(float grad_scale, bool accumulate,
   };
   softmax_cross_entropy_backward(*s.ctx, s.outputs[L - 1], s.labels.data_as<std::int32_t>(), batch,
                                  num_classes_, grad_scale / static_cast<float>(batch),
-                                 grad_buffer(L - 1));
+                                 grad_buffer(L - 1), options_.label_smoothing);
   s.written[static_cast<std::size_t>(s.grad_of[L - 1])] = true;
   std::vector<const float*>& xs = s.xs;
   std::vector<float*>& dxs = s.dxs;

@@ -61,11 +61,11 @@ SoftmaxCrossEntropyResult softmax_cross_entropy_forward(
 void softmax_cross_entropy_accumulate(const ComputeContext& ctx, const float* logits,
                                       const std::int32_t* labels, std::size_t rows,
                                       std::size_t classes, float* row_loss,
-                                      std::int32_t* row_correct, double* totals) {
+                                      std::int32_t* row_correct, double* totals, float smoothing) {
   if (rows == 0) return;
   if (ctx.is_cuda()) {
     detail::gpu_softmax_ce_forward(ctx.stream(), logits, labels, rows, classes, row_loss,
-                                   row_correct);
+                                   row_correct, smoothing);
     detail::gpu_loss_totals_add(ctx.stream(), row_loss, row_correct, rows, totals);
     return;
   }
@@ -74,21 +74,22 @@ void softmax_cross_entropy_accumulate(const ComputeContext& ctx, const float* lo
     float loss = 0.0f;
     int correct = 0;
     kernels::softmax_ce_row_forward(logits + i * classes, static_cast<int>(classes), labels[i],
-                                    &loss, &correct);
+                                    &loss, &correct, smoothing);
     kernels::loss_totals_add_row(loss, correct, totals);
   }
 }
 
 void softmax_cross_entropy_backward(const ComputeContext& ctx, const float* logits,
                                     const std::int32_t* labels, std::size_t rows,
-                                    std::size_t classes, float scale, float* dlogits) {
+                                    std::size_t classes, float scale, float* dlogits,
+                                    float smoothing) {
   if (ctx.is_cuda())
     return detail::gpu_softmax_ce_backward(ctx.stream(), logits, labels, rows, classes, scale,
-                                           dlogits);
+                                           dlogits, smoothing);
   for (std::size_t i = 0; i < rows; ++i) {
     check_label(labels[i], i, classes);
     kernels::softmax_ce_row_backward(logits + i * classes, static_cast<int>(classes), labels[i],
-                                     scale, dlogits + i * classes);
+                                     scale, dlogits + i * classes, smoothing);
   }
 }
 

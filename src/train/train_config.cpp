@@ -80,6 +80,7 @@ std::string TrainConfig::to_json() const {
   j["overlap"] = overlap;
   j["init_from"] = init_from;
   j["sync_bn"] = sync_bn;
+  j["label_smoothing"] = label_smoothing;
   j["accum"] = accum;
   j["timeout"] = timeout;
   j["eval_every"] = eval_every;

@@ -255,6 +255,7 @@ void Trainer::open_data_and_build_model() {
   model_options.seed = cfg_.seed;
   model_options.max_batch = sampler_->max_batch_per_rank();
   model_options.tf32 = parse_tf32_mode(cfg_.tf32);
+  model_options.label_smoothing = static_cast<float>(cfg_.label_smoothing);
   model_ =
       Model::build(*spec_, train_data_->sample_shape(), train_data_->num_classes(), model_options);
   sampler_global_batch_ = sampler_->global_batch();
@@ -281,6 +282,7 @@ void Trainer::agree_on_run() {
                   {"bucket cap", float_bits(static_cast<float>(cfg_.bucket_mb))},
                   {"overlap", cfg_.overlap ? 1u : 0u},
                   {"sync-bn", cfg_.sync_bn ? 1u : 0u},
+                  {"label smoothing", float_bits(static_cast<float>(cfg_.label_smoothing))},
                   {"tf32", hash_string(cfg_.tf32)},
                   {"layer plugins", LayerRegistry::global().signature()}});
 }

@@ -360,3 +360,47 @@ TEST_CASE("layers: accumulate adds, overwrite replaces, batch 0 zeroes", "[layer
     for (float g : t.grads) CHECK(g == 0.0f);
   }
 }
+
+TEST_CASE("softmax cross-entropy with label smoothing: PyTorch's loss and its gradient",
+          "[loss][gradient]") {
+  auto ctx = ComputeContext::create(Device::cpu());
+  const std::size_t rows = 4, classes = 5;
+  const float e = 0.1f;
+  const std::vector<float> z = test::hashed_vector(43, rows * classes, -3.0f, 3.0f);
+  const std::vector<std::int32_t> labels = {4, 0, 2, 2};
+  auto mean_loss = [&](const std::vector<float>& logits) {
+    double totals[3] = {0, 0, 0};
+    softmax_cross_entropy_accumulate(*ctx, logits.data(), labels.data(), rows, classes, nullptr,
+                                     nullptr, totals, e);
+    return totals[0] / static_cast<double>(rows);
+  };
+  // Reference in double: -sum_k q_k log p_k, q = (1 - e) onehot + e / K.
+  double ref = 0;
+  for (std::size_t r = 0; r < rows; ++r) {
+    double m = -1e30, s = 0;
+    for (std::size_t j = 0; j < classes; ++j) m = std::max<double>(m, z[r * classes + j]);
+    for (std::size_t j = 0; j < classes; ++j) s += std::exp(z[r * classes + j] - m);
+    for (std::size_t j = 0; j < classes; ++j) {
+      const double logp = z[r * classes + j] - m - std::log(s);
+      const double q = (j == static_cast<std::size_t>(labels[r]) ? 1.0 - e : 0.0) + e / classes;
+      ref -= q * logp;
+    }
+  }
+  CHECK(mean_loss(z) == Approx(ref / rows).epsilon(1e-5));
+  std::vector<float> dz(rows * classes);
+  softmax_cross_entropy_backward(*ctx, z.data(), labels.data(), rows, classes, 1.0f / rows,
+                                 dz.data(), e);
+  const float eps = 1e-2f;
+  for (std::size_t i = 0; i < z.size(); ++i) {
+    std::vector<float> zp = z, zm = z;
+    zp[i] += eps;
+    zm[i] -= eps;
+    const double numeric = (mean_loss(zp) - mean_loss(zm)) / (2.0 * eps);
+    check_close(dz[i], numeric, 2e-3, 2e-2, "smoothed dlogits[" + std::to_string(i) + "]");
+  }
+  // Evaluation's forward stays the plain cross-entropy.
+  const double plain = softmax_cross_entropy_forward(*ctx, z.data(), labels.data(), rows, classes,
+                                                     nullptr, nullptr)
+                           .loss_sum;
+  CHECK(plain / rows != Approx(ref / rows).epsilon(1e-4));
+}

@@ -40,6 +40,10 @@ struct ModelOptions {
   // TF32 for convolutions and GEMMs on a GPU (ops/math_mode.h): by default
   // PyTorch's (conv yes, GEMM no). Ignored on the CPU.
   Tf32Mode tf32 = Tf32Mode::pytorch_default;
+  // The training loss's label smoothing in [0, 1) (PyTorch's label_smoothing):
+  // forward_accumulate and backward use it; forward (evaluation) reports the
+  // plain cross-entropy.
+  float label_smoothing = 0.0f;
 };
 
 class Layer;

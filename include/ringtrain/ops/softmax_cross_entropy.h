@@ -29,11 +29,14 @@ SoftmaxCrossEntropyResult softmax_cross_entropy_forward(const ComputeContext& ct
 void softmax_cross_entropy_accumulate(const ComputeContext& ctx, const float* logits,
                                       const std::int32_t* labels, std::size_t rows,
                                       std::size_t classes, float* row_loss,
-                                      std::int32_t* row_correct, double* totals);
-// dlogits = scale * (softmax(logits) - onehot(labels)); for the gradient of
+                                      std::int32_t* row_correct, double* totals,
+                                      float smoothing = 0.0f);
+// dlogits = scale * (softmax(logits) - target), target the one-hot label or,
+// with label smoothing e, (1 - e) onehot + e / classes; for the gradient of
 // grad_scale * mean loss, scale = grad_scale / rows.
 void softmax_cross_entropy_backward(const ComputeContext& ctx, const float* logits,
                                     const std::int32_t* labels, std::size_t rows,
-                                    std::size_t classes, float scale, float* dlogits);
+                                    std::size_t classes, float scale, float* dlogits,
+                                    float smoothing = 0.0f);
 
 }  // namespace ringtrain

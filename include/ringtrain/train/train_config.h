@@ -46,6 +46,7 @@ struct TrainConfig {
   // BatchNorm normalises with the statistics of the whole batch over the ranks
   // (their sums all-reduced in forward and backward), not this rank's.
   bool sync_bn = false;
+  double label_smoothing = 0.0;  // the training loss's (PyTorch's label_smoothing)
   std::size_t accum = 1;
   double timeout = 300;
 
