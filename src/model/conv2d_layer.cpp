@@ -14,13 +14,13 @@ Conv2dLayer::Conv2dLayer(std::string name, const Conv2dGeometry& g, const Comput
                          std::size_t max_batch, bool bias)
     : Layer(std::move(name), Shape{g.in_channels, g.height, g.width}, conv_output(g)),
       op_(ctx, g, max_batch),
-      weight_count_(g.out_channels * g.in_channels * g.kernel * g.kernel),
+      weight_count_(g.out_channels * g.in_channels * g.kh() * g.kw()),
       bias_(bias) {}
 
 std::vector<ParamDesc> Conv2dLayer::param_descs() const {
   const Conv2dGeometry& g = op_.geometry();
-  std::vector<ParamDesc> d{{"weight", Shape{g.out_channels, g.in_channels, g.kernel, g.kernel},
-                            g.in_channels * g.kernel * g.kernel}};
+  std::vector<ParamDesc> d{{"weight", Shape{g.out_channels, g.in_channels, g.kh(), g.kw()},
+                            g.in_channels * g.kh() * g.kw()}};
   if (bias_) d.push_back({"bias", Shape{g.out_channels}, 0});
   return d;
 }

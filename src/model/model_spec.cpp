@@ -8,6 +8,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -178,6 +179,21 @@ bool is_identifier(std::string_view token) {
   for (char ch : token)
     if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '.')) return false;
   return true;
+}
+
+// "7" -> (7, kSquare); "1x7" -> (1, 7): a size along the height and the width.
+std::pair<std::size_t, std::size_t> parse_pair(std::string_view token, std::string_view what,
+                                               const std::string& where, bool allow_zero) {
+  const std::size_t x = token.find('x');
+  if (x == std::string_view::npos)
+    return {parse_count(token, what, where, allow_zero), LayerSpec::kSquare};
+  const std::size_t h = parse_count(token.substr(0, x), what, where, allow_zero);
+  const std::size_t w = parse_count(token.substr(x + 1), what, where, allow_zero);
+  return {h, h == w ? LayerSpec::kSquare : w};
+}
+
+std::string pair_text(std::size_t h, std::size_t w) {
+  return w == LayerSpec::kSquare ? fmt::format("{}", h) : fmt::format("{}x{}", h, w);
 }
 
 struct Arg {
@@ -420,13 +436,16 @@ ModelSpec parse_layer_list(std::string_view text, const std::string& origin) {
             const Arg& out = required(b, 0, "out", kind_name, at);
             const Arg& kernel = required(b, 1, "kernel", kind_name, at);
             l.out = parse_count(out.value, "conv2d 'out'", out.where, false);
-            l.kernel = parse_count(kernel.value, "conv2d 'kernel'", kernel.where, false);
-            l.stride = b[2].value.empty()
-                           ? 1
-                           : parse_count(b[2].value, "conv2d 'stride'", b[2].where, false);
-            l.padding = b[3].value.empty()
-                            ? 0
-                            : parse_count(b[3].value, "conv2d 'padding'", b[3].where, true);
+            std::tie(l.kernel, l.kernel_w) =
+                parse_pair(kernel.value, "conv2d 'kernel'", kernel.where, false);
+            if (!b[2].value.empty())
+              std::tie(l.stride, l.stride_w) =
+                  parse_pair(b[2].value, "conv2d 'stride'", b[2].where, false);
+            else
+              l.stride = 1;
+            if (!b[3].value.empty())
+              std::tie(l.padding, l.padding_w) =
+                  parse_pair(b[3].value, "conv2d 'padding'", b[3].where, true);
             if (!b[4].value.empty()) l.bias = parse_flag(b[4].value, "conv2d 'bias'", b[4].where);
             break;
           }
@@ -589,9 +608,10 @@ std::vector<std::string> canonical_args(const LayerSpec& l) {
     case LayerKind::linear:
       return {fmt::format("out={}", l.out)};
     case LayerKind::conv2d: {
-      std::vector<std::string> a{fmt::format("out={}", l.out), fmt::format("kernel={}", l.kernel),
-                                 fmt::format("stride={}", l.stride),
-                                 fmt::format("padding={}", l.padding)};
+      std::vector<std::string> a{fmt::format("out={}", l.out),
+                                 fmt::format("kernel={}", pair_text(l.kernel, l.kernel_w)),
+                                 fmt::format("stride={}", pair_text(l.stride, l.stride_w)),
+                                 fmt::format("padding={}", pair_text(l.padding, l.padding_w))};
       if (!l.bias) a.push_back("bias=0");
       return a;
     }

@@ -118,6 +118,136 @@ ModelSpec vgg16(bool batch_norm, std::size_t classes) {
   return g.spec();
 }
 
+// torchvision's Inception v3 (aux_logits=False): every convolution a
+// BasicConv2d (conv without bias, BatchNorm with eps 0.001, ReLU) named
+// `<name>.conv` / `<name>.bn`; branches joined by concat.
+class Inception3 {
+ public:
+  explicit Inception3(GraphBuilder& g) : g_(g) {}
+
+  // kernel/padding per axis (height, width); stride square.
+  std::string basic(const std::string& name, std::size_t out, std::size_t kh, std::size_t kw,
+                    std::size_t stride, std::size_t ph, std::size_t pw, const std::string& in) {
+    LayerSpec conv;
+    conv.kind = LayerKind::conv2d;
+    conv.out = out;
+    conv.kernel = kh;
+    conv.kernel_w = kw == kh ? LayerSpec::kSquare : kw;
+    conv.stride = stride;
+    conv.padding = ph;
+    conv.padding_w = pw == ph ? LayerSpec::kSquare : pw;
+    conv.bias = false;
+    g_.node(conv, {in}, name + ".conv");
+    LayerSpec bn;
+    bn.kind = LayerKind::batch_norm;
+    bn.eps = 0.001;
+    g_.node(bn, {}, name + ".bn");
+    return g_.relu(name + ".relu");
+  }
+  std::string basic(const std::string& name, std::size_t out, std::size_t k, std::size_t stride,
+                    std::size_t padding, const std::string& in) {
+    return basic(name, out, k, k, stride, padding, padding, in);
+  }
+  std::string branch_pool(const std::string& name, std::size_t out, const std::string& in) {
+    g_.avg_pool2d(3, 1, 1, name + "_avg", {in});
+    return basic(name, out, 1, 1, 0, g_.last());
+  }
+
+  std::string a(const std::string& n, const std::string& x, std::size_t pool_features) {
+    const std::string b1 = basic(n + ".branch1x1", 64, 1, 1, 0, x);
+    basic(n + ".branch5x5_1", 48, 1, 1, 0, x);
+    const std::string b5 = basic(n + ".branch5x5_2", 64, 5, 1, 2, g_.last());
+    basic(n + ".branch3x3dbl_1", 64, 1, 1, 0, x);
+    basic(n + ".branch3x3dbl_2", 96, 3, 1, 1, g_.last());
+    const std::string b3 = basic(n + ".branch3x3dbl_3", 96, 3, 1, 1, g_.last());
+    const std::string bp = branch_pool(n + ".branch_pool", pool_features, x);
+    return g_.concat({b1, b5, b3, bp}, n);
+  }
+  std::string b(const std::string& n, const std::string& x) {
+    const std::string b3 = basic(n + ".branch3x3", 384, 3, 2, 0, x);
+    basic(n + ".branch3x3dbl_1", 64, 1, 1, 0, x);
+    basic(n + ".branch3x3dbl_2", 96, 3, 1, 1, g_.last());
+    const std::string bd = basic(n + ".branch3x3dbl_3", 96, 3, 2, 0, g_.last());
+    LayerSpec pool;
+    pool.kind = LayerKind::max_pool2d;
+    pool.kernel = 3;
+    pool.stride = 2;
+    const std::string bp = g_.node(pool, {x}, n + ".branch_pool");
+    return g_.concat({b3, bd, bp}, n);
+  }
+  std::string c(const std::string& n, const std::string& x, std::size_t c7) {
+    const std::string b1 = basic(n + ".branch1x1", 192, 1, 1, 0, x);
+    basic(n + ".branch7x7_1", c7, 1, 1, 0, x);
+    basic(n + ".branch7x7_2", c7, 1, 7, 1, 0, 3, g_.last());
+    const std::string b7 = basic(n + ".branch7x7_3", 192, 7, 1, 1, 3, 0, g_.last());
+    basic(n + ".branch7x7dbl_1", c7, 1, 1, 0, x);
+    basic(n + ".branch7x7dbl_2", c7, 7, 1, 1, 3, 0, g_.last());
+    basic(n + ".branch7x7dbl_3", c7, 1, 7, 1, 0, 3, g_.last());
+    basic(n + ".branch7x7dbl_4", c7, 7, 1, 1, 3, 0, g_.last());
+    const std::string bd = basic(n + ".branch7x7dbl_5", 192, 1, 7, 1, 0, 3, g_.last());
+    const std::string bp = branch_pool(n + ".branch_pool", 192, x);
+    return g_.concat({b1, b7, bd, bp}, n);
+  }
+  std::string d(const std::string& n, const std::string& x) {
+    basic(n + ".branch3x3_1", 192, 1, 1, 0, x);
+    const std::string b3 = basic(n + ".branch3x3_2", 320, 3, 2, 0, g_.last());
+    basic(n + ".branch7x7x3_1", 192, 1, 1, 0, x);
+    basic(n + ".branch7x7x3_2", 192, 1, 7, 1, 0, 3, g_.last());
+    basic(n + ".branch7x7x3_3", 192, 7, 1, 1, 3, 0, g_.last());
+    const std::string b7 = basic(n + ".branch7x7x3_4", 192, 3, 2, 0, g_.last());
+    LayerSpec pool;
+    pool.kind = LayerKind::max_pool2d;
+    pool.kernel = 3;
+    pool.stride = 2;
+    const std::string bp = g_.node(pool, {x}, n + ".branch_pool");
+    return g_.concat({b3, b7, bp}, n);
+  }
+  std::string e(const std::string& n, const std::string& x) {
+    const std::string b1 = basic(n + ".branch1x1", 320, 1, 1, 0, x);
+    const std::string s3 = basic(n + ".branch3x3_1", 384, 1, 1, 0, x);
+    const std::string s3a = basic(n + ".branch3x3_2a", 384, 1, 3, 1, 0, 1, s3);
+    const std::string s3b = basic(n + ".branch3x3_2b", 384, 3, 1, 1, 1, 0, s3);
+    const std::string b3 = g_.concat({s3a, s3b}, n + ".branch3x3");
+    basic(n + ".branch3x3dbl_1", 448, 1, 1, 0, x);
+    const std::string sd = basic(n + ".branch3x3dbl_2", 384, 3, 1, 1, g_.last());
+    const std::string sda = basic(n + ".branch3x3dbl_3a", 384, 1, 3, 1, 0, 1, sd);
+    const std::string sdb = basic(n + ".branch3x3dbl_3b", 384, 3, 1, 1, 1, 0, sd);
+    const std::string bd = g_.concat({sda, sdb}, n + ".branch3x3dbl");
+    const std::string bp = branch_pool(n + ".branch_pool", 192, x);
+    return g_.concat({b1, b3, bd, bp}, n);
+  }
+
+ private:
+  GraphBuilder& g_;
+};
+
+ModelSpec inception3(std::size_t classes) {
+  GraphBuilder g;
+  Inception3 net(g);
+  net.basic("Conv2d_1a_3x3", 32, 3, 2, 0, "input");
+  net.basic("Conv2d_2a_3x3", 32, 3, 1, 0, g.last());
+  net.basic("Conv2d_2b_3x3", 64, 3, 1, 1, g.last());
+  g.max_pool2d(3, 2, 0, "maxpool1");
+  net.basic("Conv2d_3b_1x1", 80, 1, 1, 0, g.last());
+  net.basic("Conv2d_4a_3x3", 192, 3, 1, 0, g.last());
+  std::string x = g.max_pool2d(3, 2, 0, "maxpool2");
+  x = net.a("Mixed_5b", x, 32);
+  x = net.a("Mixed_5c", x, 64);
+  x = net.a("Mixed_5d", x, 64);
+  x = net.b("Mixed_6a", x);
+  x = net.c("Mixed_6b", x, 128);
+  x = net.c("Mixed_6c", x, 160);
+  x = net.c("Mixed_6d", x, 160);
+  x = net.c("Mixed_6e", x, 192);
+  x = net.d("Mixed_7a", x);
+  x = net.e("Mixed_7b", x);
+  x = net.e("Mixed_7c", x);
+  g.global_avg_pool("avgpool");
+  g.dropout(0.5, "dropout");
+  g.linear(classes, "fc");
+  return g.spec();
+}
+
 }  // namespace
 
 std::vector<std::pair<std::string, std::string>> graph_preset_list() {
@@ -129,7 +259,9 @@ std::vector<std::pair<std::string, std::string>> graph_preset_list() {
           {"resnet32", "CIFAR ResNet-32"},
           {"resnet56", "CIFAR ResNet-56"},
           {"vgg16", "VGG-16 (138,357,544 at 224x224 and 1000 classes)"},
-          {"vgg16_bn", "VGG-16 with BatchNorm (138,365,992)"}};
+          {"vgg16_bn", "VGG-16 with BatchNorm (138,365,992)"},
+          {"inception3", "Inception v3 as torchvision's, without the auxiliary classifier "
+                         "(23,834,568; 299x299 input, 75x75 at the least)"}};
 }
 
 bool is_graph_preset(std::string_view name) {
@@ -150,6 +282,7 @@ ModelSpec graph_preset(std::string_view name, std::size_t classes) {
   else if (name == "resnet56") spec = cifar_resnet(56, classes);
   else if (name == "vgg16") spec = vgg16(false, classes);
   else if (name == "vgg16_bn") spec = vgg16(true, classes);
+  else if (name == "inception3") spec = inception3(classes);
   else RT_CHECK(false, "unknown model preset '{}'", name);
   spec.preset = std::string(name);
   return spec;

@@ -19,11 +19,11 @@ void Conv2dGeometry::validate() const {
   RT_CHECK(in_channels > 0 && height > 0 && width > 0,
            "conv2d input must be non-empty, got {}x{}x{}", in_channels, height, width);
   RT_CHECK(out_channels > 0, "conv2d needs at least one output channel");
-  RT_CHECK(kernel > 0, "conv2d kernel size must be at least 1");
-  RT_CHECK(stride > 0, "conv2d stride must be at least 1");
-  RT_CHECK(kernel <= height + 2 * padding && kernel <= width + 2 * padding,
-           "conv2d kernel {} does not fit the input {}x{} with padding {}", kernel, height, width,
-           padding);
+  RT_CHECK(kh() > 0 && kw() > 0, "conv2d kernel size must be at least 1");
+  RT_CHECK(sh() > 0 && sw() > 0, "conv2d stride must be at least 1");
+  RT_CHECK(kh() <= height + 2 * ph() && kw() <= width + 2 * pw(),
+           "conv2d kernel {}x{} does not fit the input {}x{} with padding {}x{}", kh(), kw(),
+           height, width, ph(), pw());
 }
 
 namespace {
@@ -50,17 +50,18 @@ ValidRange valid_outputs(std::ptrdiff_t offset, std::ptrdiff_t padding, std::ptr
 template <bool kScatter>
 void im2col_walk(const Conv2dGeometry& g, float* image, float* col) {
   const auto H = static_cast<std::ptrdiff_t>(g.height), W = static_cast<std::ptrdiff_t>(g.width);
-  const auto k = static_cast<std::ptrdiff_t>(g.kernel), s = static_cast<std::ptrdiff_t>(g.stride);
-  const auto p = static_cast<std::ptrdiff_t>(g.padding);
+  const auto kh = static_cast<std::ptrdiff_t>(g.kh()), kw = static_cast<std::ptrdiff_t>(g.kw());
+  const auto sh = static_cast<std::ptrdiff_t>(g.sh()), sw = static_cast<std::ptrdiff_t>(g.sw());
+  const auto ph = static_cast<std::ptrdiff_t>(g.ph()), pw = static_cast<std::ptrdiff_t>(g.pw());
   const auto Ho = static_cast<std::ptrdiff_t>(g.out_height()),
              Wo = static_cast<std::ptrdiff_t>(g.out_width());
   for (std::ptrdiff_t c = 0; c < static_cast<std::ptrdiff_t>(g.in_channels); ++c) {
     float* plane = image + c * H * W;
-    for (std::ptrdiff_t ki = 0; ki < k; ++ki) {
-      const ValidRange rows = valid_outputs(ki, p, s, H, Ho);
-      for (std::ptrdiff_t kj = 0; kj < k; ++kj) {
-        float* block = col + ((c * k + ki) * k + kj) * Ho * Wo;
-        const ValidRange cols = valid_outputs(kj, p, s, W, Wo);
+    for (std::ptrdiff_t ki = 0; ki < kh; ++ki) {
+      const ValidRange rows = valid_outputs(ki, ph, sh, H, Ho);
+      for (std::ptrdiff_t kj = 0; kj < kw; ++kj) {
+        float* block = col + ((c * kh + ki) * kw + kj) * Ho * Wo;
+        const ValidRange cols = valid_outputs(kj, pw, sw, W, Wo);
         if constexpr (!kScatter) {
           std::memset(block, 0, sizeof(float) * static_cast<std::size_t>(rows.lo * Wo));
           std::memset(block + rows.hi * Wo, 0,
@@ -70,17 +71,17 @@ void im2col_walk(const Conv2dGeometry& g, float* image, float* col) {
           float* __restrict__ out = block + oh * Wo;
           // Input row of this output row; output column ow reads column
           // ow*s + kj - p, which is inside the row for ow in [cols.lo, cols.hi).
-          float* __restrict__ row = plane + (oh * s + ki - p) * W;
-          const std::ptrdiff_t shift = kj - p;
+          float* __restrict__ row = plane + (oh * sh + ki - ph) * W;
+          const std::ptrdiff_t shift = kj - pw;
           if constexpr (kScatter) {
-            for (std::ptrdiff_t ow = cols.lo; ow < cols.hi; ++ow) row[ow * s + shift] += out[ow];
+            for (std::ptrdiff_t ow = cols.lo; ow < cols.hi; ++ow) row[ow * sw + shift] += out[ow];
           } else {
             for (std::ptrdiff_t ow = 0; ow < cols.lo; ++ow) out[ow] = 0.0f;
-            if (s == 1 && cols.hi > cols.lo)
+            if (sw == 1 && cols.hi > cols.lo)
               std::memcpy(out + cols.lo, row + cols.lo + shift,
                           sizeof(float) * static_cast<std::size_t>(cols.hi - cols.lo));
             else
-              for (std::ptrdiff_t ow = cols.lo; ow < cols.hi; ++ow) out[ow] = row[ow * s + shift];
+              for (std::ptrdiff_t ow = cols.lo; ow < cols.hi; ++ow) out[ow] = row[ow * sw + shift];
             for (std::ptrdiff_t ow = cols.hi; ow < Wo; ++ow) out[ow] = 0.0f;
           }
         }
@@ -94,11 +95,12 @@ void im2col_walk(const Conv2dGeometry& g, float* image, float* col) {
 Conv2dOp::Conv2dOp(const ComputeContext& ctx, const Conv2dGeometry& geometry, std::size_t max_batch)
     : ctx_(ctx), g_(geometry), max_batch_(max_batch) {
   g_.validate();
-  direct_ = g_.kernel == 1 && g_.stride == 1 && g_.padding == 0;
+  direct_ = g_.kh() == 1 && g_.kw() == 1 && g_.sh() == 1 && g_.sw() == 1 && g_.ph() == 0 &&
+            g_.pw() == 0;
   if (ctx.is_cuda()) {
     gpu_ = detail::make_gpu_conv_plan(detail::handles_of(ctx), g_, max_batch);
   } else if (!direct_) {
-    col_ = Tensor::empty({g_.in_channels * g_.kernel * g_.kernel, g_.out_height() * g_.out_width()},
+    col_ = Tensor::empty({g_.in_channels * g_.kh() * g_.kw(), g_.out_height() * g_.out_width()},
                          DType::f32, Device::cpu());
   }
 }
@@ -110,7 +112,7 @@ void Conv2dOp::forward(const float* x, const float* w, const float* b, float* y,
   RT_CHECK(batch <= max_batch_, "conv2d batch {} exceeds the planned maximum {}", batch,
            max_batch_);
   const std::size_t hwo = g_.out_height() * g_.out_width();
-  const std::size_t ckk = g_.in_channels * g_.kernel * g_.kernel;
+  const std::size_t ckk = g_.in_channels * g_.kh() * g_.kw();
   const std::size_t in_size = g_.in_channels * g_.height * g_.width;
   const std::size_t out_size = g_.out_channels * hwo;
   if (batch == 0) return;
@@ -135,7 +137,7 @@ void Conv2dOp::backward(const float* x, const float* w, const float* dy, float* 
   RT_CHECK(batch <= max_batch_, "conv2d batch {} exceeds the planned maximum {}", batch,
            max_batch_);
   const std::size_t hwo = g_.out_height() * g_.out_width();
-  const std::size_t ckk = g_.in_channels * g_.kernel * g_.kernel;
+  const std::size_t ckk = g_.in_channels * g_.kh() * g_.kw();
   const std::size_t in_size = g_.in_channels * g_.height * g_.width;
   const std::size_t out_size = g_.out_channels * hwo;
   if (db != nullptr) bias_grad(ctx_, dy, db, batch, g_.out_channels, hwo, accumulate);

@@ -67,6 +67,13 @@ TEST_CASE("graph language: names, inputs, canonical text", "[model][graph]") {
   // A plain list keeps its old canonical text, so old specs and checkpoints hold.
   CHECK(ModelSpec::parse("conv2d(out=8, kernel=3); relu; flatten; linear(out=10)").to_string() ==
         "conv2d(out=8, kernel=3, stride=1, padding=0); relu; flatten; linear(out=10)");
+  // Rectangular kernels print as HxW and read back.
+  const ModelSpec rect = ModelSpec::parse("conv2d(out=4, kernel=1x7, padding=0x3); flatten; linear(out=2)");
+  CHECK(rect.layers[0].kernel == 1);
+  CHECK(rect.layers[0].kernel_w == 7);
+  CHECK(rect.to_string().find("kernel=1x7, stride=1, padding=0x3") != std::string::npos);
+  CHECK(ModelSpec::parse(rect.to_string()) == rect);
+  CHECK(ModelSpec::parse("conv2d(out=4, kernel=3x3)").layers[0].kernel_w == LayerSpec::kSquare);
   // 'input' is the model's input; names may hold dots (torchvision's module paths).
   const ModelSpec r = ModelSpec::parse("layer1.0.conv = conv2d(input, out=2, kernel=1); "
                                        "y = add(layer1.0.conv, input); flatten; linear(out=2)");
@@ -163,6 +170,14 @@ TEST_CASE("presets: parameter and buffer counts equal torchvision's", "[model][p
   const Expected expected[] = {{"resnet18", 11689512, 9600},     {"resnet34", 21797672, 17024},
                                {"resnet50", 25557032, 53120},    {"resnet101", 44549160, 105344},
                                {"vgg16", 138357544, 0},          {"vgg16_bn", 138365992, 8448}};
+  // inception_v3(aux_logits=False) at 3x299x299
+  {
+    auto m = Model::build(ModelSpec::parse("inception3"), {3, 299, 299}, 1000, cpu_options(1));
+    CHECK(m->param_count() == 23834568);
+    CHECK(m->buffer_count() == 34432);
+    CHECK(m->param_info().front().name == "Conv2d_1a_3x3.conv.weight");
+    CHECK(m->param_info().back().name == "fc.bias");
+  }
   for (const Expected& e : expected) {
     INFO(e.name);
     auto m = Model::build(ModelSpec::parse(e.name), {3, 224, 224}, 1000, cpu_options(1));

@@ -167,6 +167,21 @@ TEST_CASE("global_avg_pool: gradients match finite differences", "[layer][gradie
   CHECK(t.layer->output_shape() == Shape{3});
 }
 
+TEST_CASE("conv2d with rectangular kernels, strides and paddings: gradients match",
+          "[layer][gradient]") {
+  SECTION("1x7, padding 0x3 (Inception's factorised convolution)") {
+    gradient_check("conv2d(out=2, kernel=1x7, padding=0x3, bias=0)", Shape{2, 4, 9}, 2,
+                   test::hashed_vector(65, 2 * 2 * 4 * 9), 1e-2f);
+  }
+  SECTION("3x1, stride 2x1, padding 1x0") {
+    gradient_check("conv2d(out=3, kernel=3x1, stride=2x1, padding=1x0)", Shape{2, 7, 5}, 2,
+                   test::hashed_vector(66, 2 * 2 * 7 * 5), 1e-2f);
+  }
+  LayerUnderTest t("conv2d(out=2, kernel=1x7, padding=0x3)", Shape{3, 4, 9}, 1);
+  CHECK(t.layer->output_shape() == Shape{2, 4, 9});
+  CHECK(t.layer->param_descs()[0].shape == Shape{2, 3, 1, 7});
+}
+
 TEST_CASE("conv2d without bias: gradients match finite differences", "[layer][gradient]") {
   gradient_check("conv2d(out=3, kernel=3, stride=2, padding=1, bias=0)", Shape{2, 5, 6}, 2,
                  test::hashed_vector(64, 2 * 2 * 5 * 6), 1e-2f);

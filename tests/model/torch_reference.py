@@ -106,7 +106,7 @@ def close(a, b, rtol, atol):
     return bool(torch.all(torch.abs(a - b) <= atol + rtol * torch.abs(b)))
 
 
-def check(name, model, shape, classes, n, work):
+def check(name, model, shape, classes, n, work, step=True):
     gen = torch.Generator().manual_seed(5)
     randomize(model, gen)
     x = torch.randn(n, *shape, generator=gen)
@@ -142,6 +142,8 @@ def check(name, model, shape, classes, n, work):
     if abs(rt_loss - loss) > 5e-5 + 2e-5 * abs(loss) or abs(rt_acc - acc) > 5.1e-5:
         failures.append("eval differs")
 
+    if not step:
+        return failures
     # one SGD step on the whole batch: batch statistics, every gradient
     model.train()
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.0)
@@ -178,10 +180,17 @@ def main():
         torch.manual_seed(1)
         failures += check("resnet18", torchvision.models.resnet18(num_classes=7), (3, 32, 32), 7, 6,
                           work)
+        torch.manual_seed(2)
+        # 75x75 is torchvision's smallest input for Inception v3. Its dropout
+        # draws other masks than ringtrain's, so a training step cannot match:
+        # evaluation is compared.
+        failures += check("inception3", torchvision.models.inception_v3(
+            num_classes=4, aux_logits=False, init_weights=False), (3, 75, 75), 4, 3, work,
+            step=False)
     for f in failures:
         print("FAIL:", f)
     if not failures:
-        print("PASS: resnet20 and resnet18 match PyTorch in evaluation and in one training step")
+        print("PASS: resnet20 and resnet18 match PyTorch in evaluation and in one training step, inception3 in evaluation")
     return 1 if failures else 0
 
 

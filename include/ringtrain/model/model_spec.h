@@ -17,7 +17,8 @@
 //   @path/to/model.txt     a layer list read from a file
 //   a layer list           items separated by ';' or newlines, '#' comments:
 //     input(1, 28, 28)                       optional: the expected input shape
-//     conv2d(out=32, kernel=3, stride=1, padding=1)   (or conv2d(32, 3, ...))
+//     conv2d(out=32, kernel=3, stride=1, padding=1)   (or conv2d(32, 3, ...));
+//     kernel, stride and padding take HxW for two sizes: kernel=1x7, padding=0x3
 //     max_pool2d(kernel=2, stride=2)         stride defaults to kernel
 //     linear(out=128)  relu  gelu  flatten  dropout(p=0.5)
 //     max_pool2d(kernel=3, stride=2, padding=1)  avg_pool2d(kernel=3, stride=1, padding=1)
@@ -66,6 +67,10 @@ struct LayerSpec {
   std::size_t kernel = 0;   // conv2d, max_pool2d, avg_pool2d
   std::size_t stride = 0;   // conv2d (default 1), pools (default kernel)
   std::size_t padding = 0;  // conv2d, pools
+  // conv2d along the width, when it differs from the height (kernel=1x7,
+  // padding=0x3: Inception's factorised convolutions); kSquare: the same.
+  static constexpr std::size_t kSquare = static_cast<std::size_t>(-1);
+  std::size_t kernel_w = kSquare, stride_w = kSquare, padding_w = kSquare;
   double p = 0;             // dropout probability, in [0, 1)
   bool bias = true;         // conv2d: with a bias term
   double eps = 1e-5;        // batch_norm

@@ -13,11 +13,21 @@
 namespace ringtrain {
 
 struct Conv2dGeometry {
+  static constexpr std::size_t kSquare = static_cast<std::size_t>(-1);
   std::size_t in_channels = 0, height = 0, width = 0;
+  // kernel, stride, padding: along the height, and along the width too unless
+  // the *_w fields say otherwise (Inception's 1x7 and 7x1 kernels).
   std::size_t out_channels = 0, kernel = 0, stride = 1, padding = 0;
+  std::size_t kernel_w = kSquare, stride_w = kSquare, padding_w = kSquare;
 
-  std::size_t out_height() const { return (height + 2 * padding - kernel) / stride + 1; }
-  std::size_t out_width() const { return (width + 2 * padding - kernel) / stride + 1; }
+  std::size_t kh() const { return kernel; }
+  std::size_t kw() const { return kernel_w == kSquare ? kernel : kernel_w; }
+  std::size_t sh() const { return stride; }
+  std::size_t sw() const { return stride_w == kSquare ? stride : stride_w; }
+  std::size_t ph() const { return padding; }
+  std::size_t pw() const { return padding_w == kSquare ? padding : padding_w; }
+  std::size_t out_height() const { return (height + 2 * ph() - kh()) / sh() + 1; }
+  std::size_t out_width() const { return (width + 2 * pw() - kw()) / sw() + 1; }
   // Validates (kernel fits the padded input, stride >= 1, ...); Error otherwise.
   void validate() const;
 };

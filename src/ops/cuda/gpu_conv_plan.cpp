@@ -150,13 +150,13 @@ class CudnnConvPlan final : public GpuConvPlan {
     try {
       RT_CUDNN_CHECK(cudnnCreateFilterDescriptor(&w_desc_));
       RT_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w_desc_, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
-                                                i(g.out_channels), i(g.in_channels), i(g.kernel),
-                                                i(g.kernel)));
+                                                i(g.out_channels), i(g.in_channels), i(g.kh()),
+                                                i(g.kw())));
       for (cudnnMathType_t m : {CUDNN_DEFAULT_MATH, CUDNN_TENSOR_OP_MATH, CUDNN_FMA_MATH}) {
         cudnnConvolutionDescriptor_t& d = conv_[static_cast<std::size_t>(m)];
         RT_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&d));
-        RT_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(d, i(g.padding), i(g.padding), i(g.stride),
-                                                       i(g.stride), 1, 1, CUDNN_CROSS_CORRELATION,
+        RT_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(d, i(g.ph()), i(g.pw()), i(g.sh()),
+                                                       i(g.sw()), 1, 1, CUDNN_CROSS_CORRELATION,
                                                        CUDNN_DATA_FLOAT));
         RT_CUDNN_CHECK(cudnnSetConvolutionMathType(d, m));
       }
@@ -217,7 +217,7 @@ class CudnnConvPlan final : public GpuConvPlan {
   std::size_t in_elements() const { return g_.in_channels * g_.height * g_.width; }
   std::size_t out_elements() const { return g_.out_channels * g_.out_height() * g_.out_width(); }
   std::size_t weight_bytes() const {
-    return sizeof(float) * g_.out_channels * g_.in_channels * g_.kernel * g_.kernel;
+    return sizeof(float) * g_.out_channels * g_.in_channels * g_.kh() * g_.kw();
   }
 
   // The descriptor Find runs on (PyTorch's choice for float data).
@@ -297,10 +297,11 @@ class CudnnConvPlan final : public GpuConvPlan {
   void require(const std::optional<Choice>& c, const char* op, std::size_t batch, std::size_t limit,
                const std::string& tried) const {
     RT_CHECK(c.has_value(),
-             "conv2d {}x{}x{} -> {} (kernel {}, stride {}, padding {}), batch {}: no {}cuDNN {} "
+             "conv2d {}x{}x{} -> {} (kernel {}x{}, stride {}x{}, padding {}x{}), batch {}: no {}cuDNN {} "
              "algorithm "
              "within a {:.1f} MiB workspace{}; cuDNN measured: {}",
-             g_.in_channels, g_.height, g_.width, g_.out_channels, g_.kernel, g_.stride, g_.padding,
+             g_.in_channels, g_.height, g_.width, g_.out_channels, g_.kh(), g_.kw(), g_.sh(), g_.sw(),
+             g_.ph(), g_.pw(),
              batch, kDeterministicOnly ? "deterministic " : "", op,
              static_cast<double>(limit) / (1 << 20), tf32_ ? "" : " with FMA math (TF32 off)",
              tried);
