@@ -23,6 +23,9 @@
 #   sanitize  compute-sanitizer memcheck and racecheck: gpu_ops_test, 20 steps
 #             (in the background like cpusuite: its timings do not matter)
 #   speed     bench step vs launch/bench/peer_gpu_step.py; bench allreduce nccl
+#   models    the real-size presets side by side with PyTorch on the same GPU, alternating,
+#             3 rounds: resnet50 b256 fp32 and TF32, inception3 b128 and vgg16 b128 TF32
+#             (ringtrain has no bf16 yet), 0 host syncs per steady step
 #   peers     PyTorch alone on the real-size models (launch/bench/peer_gpu_models.py)
 #
 # --quick     for a second, short call: no cpusuite, speed or peers unless named, a
@@ -62,7 +65,7 @@ summary=$out/summary.txt
 deadline=$((SECONDS + budget))
 checks=("$@")
 if [ ${#checks[@]} -eq 0 ]; then
-  checks=(env cpusuite sanitize ctest nccl2 train latency speed peers)
+  checks=(env cpusuite sanitize ctest nccl2 train latency speed models peers)
   [ $quick = 1 ] && checks=(env ctest nccl2 train sanitize)
 fi
 wants() { local c; for c in "${checks[@]}"; do [ "$c" = "$1" ] && return 0; done; return 1; }
@@ -302,6 +305,10 @@ check_sanitize() {
     run "san-train-$tool" 240 compute-sanitizer --tool "$tool" "${api[@]}" --error-exitcode 9 "$exe" train \
       --data "$data" --model cnn --device cuda --batch 64 --max-steps 20 --timeout 100
     pass_if "san-train-$tool" $? "$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/san-train-$tool.log" | tail -1)"
+    # a residual BatchNorm model (add, BN kernels, global pool), small input
+    run "san-resnet-$tool" 240 compute-sanitizer --tool "$tool" "${api[@]}" --error-exitcode 9 "$exe" train \
+      --data "$data" --model resnet20 --device cuda --batch 32 --max-steps 20 --timeout 100
+    pass_if "san-resnet-$tool" $? "$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/san-resnet-$tool.log" | tail -1)"
   done
 }
 
@@ -321,6 +328,32 @@ check_speed() {
 
 torch_library_path() {
   tr ':' '\n' <<< "${LD_LIBRARY_PATH:-}" | grep -vE '^/usr/lib/x86_64-linux-gnu$|cuda' | paste -sd:
+}
+
+check_models() {
+  # ringtrain and PyTorch (peer_gpu_models.py) in turn, one case at a time,
+  # MODELS_ROUNDS rounds; each side's samples/s goes into models.tsv.
+  local tp; tp=$(torch_library_path)
+  local rounds=${MODELS_ROUNDS:-3} c model batch prec shape tf32 r rt pt
+  printf 'model\tbatch\tprecision\tround\tringtrain\tpytorch\n' > "$out/models.tsv"
+  for c in ${MODELS_CASES:-resnet50:256:fp32 resnet50:256:tf32 inception3:128:tf32 vgg16:128:tf32}; do
+    IFS=: read -r model batch prec <<< "$c"
+    shape=3,224,224; [ "$model" = inception3 ] && shape=3,299,299
+    tf32=off; [ "$prec" = tf32 ] && tf32=on
+    for r in $(seq 1 "$rounds"); do
+      run "models-rt-$model-$prec-$r" 150 "$exe" bench step --device cuda --model "$model" --input "$shape" \
+        --classes 1000 --batch "$batch" --steps 10 --warmup 3 --tf32 "$tf32" --json
+      rt=$(python3 -c 'import json,sys
+for l in open(sys.argv[1]):
+    if l.startswith("{"): j=json.loads(l); print(round(j["samples_per_s"],1), j.get("host_syncs_per_step"))' \
+        "$out/models-rt-$model-$prec-$r.log" 2>/dev/null | tail -1)
+      run "models-pt-$model-$prec-$r" 150 env LD_LIBRARY_PATH="$tp" PYTHONUNBUFFERED=1 python3 \
+        launch/bench/peer_gpu_models.py --cases "$model@$batch:$prec" --steps 10 --warmup 3 --repeats 1
+      pt=$(awk '/samples\/s/ {print $5}' "$out/models-pt-$model-$prec-$r.log" | tail -1)
+      printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$model" "$batch" "$prec" "$r" "${rt:-failed}" "${pt:-failed}" >> "$out/models.tsv"
+    done
+  done
+  note models INFO "$(tr '\n' ';' < "$out/models.tsv" | cut -c1-600)"
 }
 
 check_peers() {
@@ -350,7 +383,7 @@ pack() { [ -n "$tarball" ] && tar czf "$tarball.tmp" -C "$out" . 2>/dev/null && 
 note start INFO "$(date -u +%FT%TZ) checks: ${checks[*]}; budget $budget s; quick $quick; dry $dry"
 for c in "${checks[@]}"; do
   declare -F "check_$c" > /dev/null || { note "$c" FAIL "no such check"; continue; }
-  case $c in latency|speed|peers) wait_background ;; esac
+  case $c in latency|speed|models|peers) wait_background ;; esac
   if [ "$(left)" -lt 25 ]; then note "$c" SKIP "budget spent"; continue; fi
   case $c in cpusuite|sanitize) background "$c"; continue ;; esac
   t0=$SECONDS
