@@ -176,18 +176,16 @@ void batch_norm_sqdev_cuda(const float* x, std::size_t n, std::size_t c, std::si
 }
 
 void batch_norm_finalize_cuda(const float* sqdev, const float* count_ptr, std::size_t c, float eps,
-                              float momentum, bool update_running, const float* mean,
-                              float* invstd, float* running_mean, float* running_var,
-                              void* stream) {
+                              float momentum, bool update_running, const float* mean, float* invstd,
+                              float* running_mean, float* running_var, void* stream) {
   if (c == 0) return;
   finalize_kernel<<<per_channel_blocks(c), 256, 0, s_of(stream)>>>(
       sqdev, count_ptr, c, eps, momentum, update_running, mean, invstd, running_mean, running_var);
   RT_CUDA_CHECK_LAUNCH();
 }
 
-void batch_norm_eval_stats_cuda(const float* running_mean, const float* running_var,
-                                std::size_t c, float eps, float* mean, float* invstd,
-                                void* stream) {
+void batch_norm_eval_stats_cuda(const float* running_mean, const float* running_var, std::size_t c,
+                                float eps, float* mean, float* invstd, void* stream) {
   if (c == 0) return;
   eval_stats_kernel<<<per_channel_blocks(c), 256, 0, s_of(stream)>>>(running_mean, running_var, c,
                                                                      eps, mean, invstd);

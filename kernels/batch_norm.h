@@ -20,12 +20,11 @@ void batch_norm_sqdev_cuda(const float* x, std::size_t n, std::size_t c, std::si
                            const float* mean, float* out, void* stream);
 // invstd[c] from sqdev[c] / count (count = *count_ptr); the running update too.
 void batch_norm_finalize_cuda(const float* sqdev, const float* count_ptr, std::size_t c, float eps,
-                              float momentum, bool update_running, const float* mean,
-                              float* invstd, float* running_mean, float* running_var,
-                              void* stream);
+                              float momentum, bool update_running, const float* mean, float* invstd,
+                              float* running_mean, float* running_var, void* stream);
 // invstd[c] from the running variance, mean[c] = running mean: evaluation mode.
-void batch_norm_eval_stats_cuda(const float* running_mean, const float* running_var,
-                                std::size_t c, float eps, float* mean, float* invstd, void* stream);
+void batch_norm_eval_stats_cuda(const float* running_mean, const float* running_var, std::size_t c,
+                                float eps, float* mean, float* invstd, void* stream);
 void batch_norm_apply_cuda(const float* x, float* y, std::size_t n, std::size_t c, std::size_t hw,
                            const float* mean, const float* invstd, const float* gamma,
                            const float* beta, void* stream);

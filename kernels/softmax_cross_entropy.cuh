@@ -14,8 +14,8 @@ namespace ringtrain::kernels {
 // host turns into an error naming the row. With label smoothing e the target
 // is (1 - e) onehot(label) + e / classes (PyTorch's label_smoothing): the loss
 // is (1 - e) (-log p[label]) + e (logsumexp(z) - mean(z)).
-RT_HD void softmax_ce_row_forward(const float* z, int classes, int label, float* loss,
-                                  int* correct, float smoothing = 0.0f) {
+RT_HD void softmax_ce_row_forward(const float* z, int classes, int label, float* loss, int* correct,
+                                  float smoothing = 0.0f) {
   if (label < 0 || label >= classes) {
     *loss = nanf("");
     *correct = -1;

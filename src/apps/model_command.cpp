@@ -35,8 +35,8 @@ int run_show(const ShowOptions& o, const Topology& topo) {
   ModelOptions mo;
   mo.device = Device::cpu();
   mo.max_batch = o.batch;
-  const auto m = Model::build(ModelSpec::parse(o.model), parse_shape(o.input, "--input"),
-                              o.classes, mo);
+  const auto m =
+      Model::build(ModelSpec::parse(o.model), parse_shape(o.input, "--input"), o.classes, mo);
   std::vector<std::pair<std::size_t, std::size_t>> ranges;
   for (std::size_t i = 0; i < m->layer_count(); ++i) {
     const auto [b, e] = m->layer_param_range(i);
@@ -71,8 +71,8 @@ int run_show(const ShowOptions& o, const Topology& topo) {
     std::fputs((out.dump() + "\n").c_str(), stdout);
     return 0;
   }
-  std::string s = fmt::format("{:<4} {:<28} {:<34} {:<18} {:>11}\n", "#", "node", "reads",
-                              "output", "params");
+  std::string s =
+      fmt::format("{:<4} {:<28} {:<34} {:<18} {:>11}\n", "#", "node", "reads", "output", "params");
   for (std::size_t i = 0; i < m->layer_count(); ++i) {
     const auto [b, e] = m->layer_param_range(i);
     const std::vector<std::string> in = m->node_inputs(i);

@@ -34,8 +34,8 @@ struct ImportOptions {
 };
 
 void refuse_existing(const std::string& path, bool force, const char* flag) {
-  RT_CHECK(force || !fs::exists(path), "{} {} exists: choose another name, or --force to replace it",
-           flag, path);
+  RT_CHECK(force || !fs::exists(path),
+           "{} {} exists: choose another name, or --force to replace it", flag, path);
 }
 
 int run_export(const ExportOptions& o, const Topology& topo) {

@@ -4,8 +4,7 @@
 
 namespace ringtrain {
 
-std::string GraphBuilder::node(LayerSpec layer, std::vector<std::string> inputs,
-                               std::string name) {
+std::string GraphBuilder::node(LayerSpec layer, std::vector<std::string> inputs, std::string name) {
   if (name.empty()) name = fmt::format("n{}", ++auto_names_);
   // The previous node is read implicitly; name it only when it is not.
   if (inputs.size() == 1 && inputs[0] == last_ && !spec_.layers.empty()) inputs.clear();

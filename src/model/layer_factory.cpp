@@ -30,9 +30,8 @@ std::unique_ptr<Layer> make_layer(const LayerSpec& spec, const std::vector<Shape
       RT_CHECK(input.rank() == 3,
                "layer {} ({}) needs a [channels, height, width] input but gets {}", index,
                spec.to_string(), input.to_string());
-      Conv2dGeometry g{input[0],    input[1],    input[2],      spec.out,
-                       spec.kernel, spec.stride, spec.padding, spec.kernel_w,
-                       spec.stride_w, spec.padding_w};
+      Conv2dGeometry g{input[0],    input[1],     input[2],      spec.out,      spec.kernel,
+                       spec.stride, spec.padding, spec.kernel_w, spec.stride_w, spec.padding_w};
       RT_CHECK(g.kh() <= input[1] + 2 * g.ph() && g.kw() <= input[2] + 2 * g.pw(),
                "layer {} ({}): kernel {}x{} does not fit the input {} with padding {}x{}", index,
                spec.to_string(), g.kh(), g.kw(), input.to_string(), g.ph(), g.pw());
@@ -43,12 +42,16 @@ std::unique_ptr<Layer> make_layer(const LayerSpec& spec, const std::vector<Shape
       RT_CHECK(input.rank() == 3,
                "layer {} ({}) needs a [channels, height, width] input but gets {}", index,
                spec.to_string(), input.to_string());
-      RT_CHECK(spec.kernel <= input[1] + 2 * spec.padding &&
-                   spec.kernel <= input[2] + 2 * spec.padding,
-               "layer {} ({}): kernel {} does not fit the input {} with padding {}", index,
-               spec.to_string(), spec.kernel, input.to_string(), spec.padding);
-      Pool2dGeometry g{input[0],    input[1],    input[2],
-                       spec.kernel, spec.stride, spec.padding,
+      RT_CHECK(
+          spec.kernel <= input[1] + 2 * spec.padding && spec.kernel <= input[2] + 2 * spec.padding,
+          "layer {} ({}): kernel {} does not fit the input {} with padding {}", index,
+          spec.to_string(), spec.kernel, input.to_string(), spec.padding);
+      Pool2dGeometry g{input[0],
+                       input[1],
+                       input[2],
+                       spec.kernel,
+                       spec.stride,
+                       spec.padding,
                        spec.kind == LayerKind::max_pool2d ? PoolMode::max : PoolMode::average};
       return std::make_unique<Pool2dLayer>(name, g, ctx, max_batch);
     }

@@ -98,7 +98,8 @@ void ConcatLayer::backward_many(const std::vector<const float*>&, const float*, 
                                 const std::vector<float*>& dxs, std::size_t batch, bool) {
   std::size_t offset = 0;
   for (std::size_t k = 0; k < dxs.size(); ++k) {
-    if (dxs[k] != nullptr) copy_blocks(ctx_, dxs[k], sizes_[k], dy + offset, total_, sizes_[k], batch);
+    if (dxs[k] != nullptr)
+      copy_blocks(ctx_, dxs[k], sizes_[k], dy + offset, total_, sizes_[k], batch);
     offset += sizes_[k];
   }
 }

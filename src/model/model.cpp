@@ -15,8 +15,8 @@
 #include "model/layer.h"
 #include "ringtrain/core/buffer_copy.h"
 #include "ringtrain/core/check.h"
-#include "ringtrain/core/host_sync.h"
 #include "ringtrain/core/error.h"
+#include "ringtrain/core/host_sync.h"
 #include "ringtrain/ops/compute_context.h"
 #include "ringtrain/ops/merge.h"
 #include "ringtrain/ops/softmax_cross_entropy.h"
@@ -50,9 +50,9 @@ struct Model::State {
   std::vector<const float*> xs;
   std::vector<float*> dxs;
   std::vector<std::pair<std::size_t, int>> to_add;  // (input slot, grad buffer)
-  Tensor labels;                      // copy of the last forward's labels
-  Tensor row_loss, row_correct;       // GPU loss workspaces
-  Tensor loss_totals;                 // running [loss sum, correct, bad labels], f64
+  Tensor labels;                                    // copy of the last forward's labels
+  Tensor row_loss, row_correct;                     // GPU loss workspaces
+  Tensor loss_totals;                               // running [loss sum, correct, bad labels], f64
   const float* last_input = nullptr;
   std::size_t last_batch = 0;
   bool forward_done = false;
@@ -80,10 +80,9 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
                                     const std::vector<std::size_t>& input_shape, int num_classes,
                                     const ModelOptions& options) {
   // A graph preset takes its class count from the data.
-  const ModelSpec spec =
-      given.preset.empty() || num_classes <= 0
-          ? given
-          : graph_preset(given.preset, static_cast<std::size_t>(num_classes));
+  const ModelSpec spec = given.preset.empty() || num_classes <= 0
+                             ? given
+                             : graph_preset(given.preset, static_cast<std::size_t>(num_classes));
   RT_CHECK(!input_shape.empty() && input_shape.size() <= 3,
            "model input shape must be [features] or [channels, height, width], got {} dimensions",
            input_shape.size());
@@ -475,7 +474,8 @@ void Model::backward(float grad_scale, bool accumulate,
         }
       }
       const bool has_params = s.layer_ranges[i].second > s.layer_ranges[i].first;
-      const bool any_dx = std::any_of(dxs.begin(), dxs.end(), [](float* p) { return p != nullptr; });
+      const bool any_dx =
+          std::any_of(dxs.begin(), dxs.end(), [](float* p) { return p != nullptr; });
       // A node with no parameters and no consumer of its dx has nothing to do.
       if (any_dx || has_params) {
         if (layer.takes_many_inputs())

@@ -350,9 +350,10 @@ ModelSpec parse_layer_list(std::string_view text, const std::string& origin) {
       // "name = layer(...)": a named node
       node_name = std::string(name);
       if (!is_identifier(node_name))
-        fail(fmt::format("bad node name '{}' at {}: use letters, digits, '_' and '.', starting "
-                         "with a letter",
-                         node_name, at));
+        fail(
+            fmt::format("bad node name '{}' at {}: use letters, digits, '_' and '.', starting "
+                        "with a letter",
+                        node_name, at));
       // A node may share a layer type's name (torchvision's `fc`): a node is
       // only ever read as an argument, a type only ever written as a statement.
       if (node_name == "input")
@@ -379,8 +380,7 @@ ModelSpec parse_layer_list(std::string_view text, const std::string& origin) {
       std::size_t taken = 0;
       for (; taken < args.size(); ++taken) {
         const Arg& a = args[taken];
-        if (!a.key.empty() || !is_identifier(a.value) || a.value == "true" ||
-            a.value == "false")
+        if (!a.key.empty() || !is_identifier(a.value) || a.value == "true" || a.value == "false")
           break;
         if (a.value != "input" && defined.count(a.value) == 0)
           fail(fmt::format("unknown input '{}' of '{}' at {}: name an earlier node or 'input'{}",

@@ -96,7 +96,8 @@ ModelSpec cifar_resnet(std::size_t depth, std::size_t classes) {
 // the identity).
 ModelSpec vgg16(bool batch_norm, std::size_t classes) {
   GraphBuilder g;
-  const int cfg[] = {64, 64, -1, 128, 128, -1, 256, 256, 256, -1, 512, 512, 512, -1, 512, 512, 512, -1};
+  const int cfg[] = {64, 64,  -1,  128, 128, -1,  256, 256, 256,
+                     -1, 512, 512, 512, -1,  512, 512, 512, -1};
   std::size_t index = 0;
   for (int c : cfg) {
     if (c < 0) {
@@ -260,8 +261,9 @@ std::vector<std::pair<std::string, std::string>> graph_preset_list() {
           {"resnet56", "CIFAR ResNet-56"},
           {"vgg16", "VGG-16 (138,357,544 at 224x224 and 1000 classes)"},
           {"vgg16_bn", "VGG-16 with BatchNorm (138,365,992)"},
-          {"inception3", "Inception v3 as torchvision's, without the auxiliary classifier "
-                         "(23,834,568; 299x299 input, 75x75 at the least)"}};
+          {"inception3",
+           "Inception v3 as torchvision's, without the auxiliary classifier "
+           "(23,834,568; 299x299 input, 75x75 at the least)"}};
 }
 
 bool is_graph_preset(std::string_view name) {
@@ -273,17 +275,28 @@ bool is_graph_preset(std::string_view name) {
 ModelSpec graph_preset(std::string_view name, std::size_t classes) {
   RT_CHECK(classes > 0, "preset {}: the class count must be positive", name);
   ModelSpec spec;
-  if (name == "resnet18") spec = imagenet_resnet({false, {2, 2, 2, 2}}, classes);
-  else if (name == "resnet34") spec = imagenet_resnet({false, {3, 4, 6, 3}}, classes);
-  else if (name == "resnet50") spec = imagenet_resnet({true, {3, 4, 6, 3}}, classes);
-  else if (name == "resnet101") spec = imagenet_resnet({true, {3, 4, 23, 3}}, classes);
-  else if (name == "resnet20") spec = cifar_resnet(20, classes);
-  else if (name == "resnet32") spec = cifar_resnet(32, classes);
-  else if (name == "resnet56") spec = cifar_resnet(56, classes);
-  else if (name == "vgg16") spec = vgg16(false, classes);
-  else if (name == "vgg16_bn") spec = vgg16(true, classes);
-  else if (name == "inception3") spec = inception3(classes);
-  else RT_CHECK(false, "unknown model preset '{}'", name);
+  if (name == "resnet18")
+    spec = imagenet_resnet({false, {2, 2, 2, 2}}, classes);
+  else if (name == "resnet34")
+    spec = imagenet_resnet({false, {3, 4, 6, 3}}, classes);
+  else if (name == "resnet50")
+    spec = imagenet_resnet({true, {3, 4, 6, 3}}, classes);
+  else if (name == "resnet101")
+    spec = imagenet_resnet({true, {3, 4, 23, 3}}, classes);
+  else if (name == "resnet20")
+    spec = cifar_resnet(20, classes);
+  else if (name == "resnet32")
+    spec = cifar_resnet(32, classes);
+  else if (name == "resnet56")
+    spec = cifar_resnet(56, classes);
+  else if (name == "vgg16")
+    spec = vgg16(false, classes);
+  else if (name == "vgg16_bn")
+    spec = vgg16(true, classes);
+  else if (name == "inception3")
+    spec = inception3(classes);
+  else
+    RT_CHECK(false, "unknown model preset '{}'", name);
   spec.preset = std::string(name);
   return spec;
 }

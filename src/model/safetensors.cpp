@@ -2,12 +2,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -19,8 +19,8 @@ namespace {
 
 std::size_t dtype_bytes(const std::string& d) {
   static const std::map<std::string, std::size_t> sizes = {
-      {"F64", 8}, {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"I64", 8}, {"I32", 4},
-      {"I16", 2}, {"I8", 1},  {"U8", 1},  {"BOOL", 1}};
+      {"F64", 8}, {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"I64", 8},
+      {"I32", 4}, {"I16", 2}, {"I8", 1},  {"U8", 1},   {"BOOL", 1}};
   const auto it = sizes.find(d);
   return it == sizes.end() ? 0 : it->second;
 }
@@ -141,11 +141,15 @@ void write_safetensors(const std::string& path, const std::vector<NamedTensor>& 
   j["__metadata__"] = {{"format", "pt"}, {"writer", "ringtrain"}};
   std::uint64_t offset = 0;
   for (const NamedTensor& t : tensors) {
-    j[t.name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + 4 * t.data.size()}}};
+    j[t.name] = {{"dtype", "F32"},
+                 {"shape", t.shape},
+                 {"data_offsets", {offset, offset + 4 * t.data.size()}}};
     offset += 4 * t.data.size();
   }
   for (const auto& [name, _] : counters) {
-    j[name] = {{"dtype", "I64"}, {"shape", nlohmann::json::array()}, {"data_offsets", {offset, offset + 8}}};
+    j[name] = {{"dtype", "I64"},
+               {"shape", nlohmann::json::array()},
+               {"data_offsets", {offset, offset + 8}}};
     offset += 8;
   }
   std::string header = j.dump();

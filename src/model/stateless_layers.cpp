@@ -36,8 +36,8 @@ void DropoutLayer::backward(const float*, const float*, const float* dy, float* 
     dropout_apply(ctx_, dy, dx, batch * input_shape().numel(), key(), last_training_ ? p_ : 0.0f);
 }
 
-Pool2dLayer::Pool2dLayer(std::string name, const Pool2dGeometry& g,
-                               const ComputeContext& ctx, std::size_t max_batch)
+Pool2dLayer::Pool2dLayer(std::string name, const Pool2dGeometry& g, const ComputeContext& ctx,
+                         std::size_t max_batch)
     : Layer(std::move(name), Shape{g.channels, g.height, g.width},
             (g.validate(), Shape{g.channels, g.out_height(), g.out_width()})),
       op_(ctx, g, max_batch) {}
@@ -46,7 +46,7 @@ void Pool2dLayer::forward(const float* x, float* y, std::size_t batch, bool) {
   op_.forward(x, y, batch);
 }
 void Pool2dLayer::backward(const float* x, const float* y, const float* dy, float* dx,
-                              std::size_t batch, bool) {
+                           std::size_t batch, bool) {
   if (dx != nullptr) op_.backward(x, y, dy, dx, batch);
 }
 

@@ -68,7 +68,7 @@ class DropoutLayer final : public Layer {
 class Pool2dLayer final : public Layer {
  public:
   Pool2dLayer(std::string name, const Pool2dGeometry& g, const ComputeContext& ctx,
-                 std::size_t max_batch);
+              std::size_t max_batch);
   void forward(const float* x, float* y, std::size_t batch, bool training) override;
   void backward(const float* x, const float* y, const float* dy, float* dx, std::size_t batch,
                 bool accumulate) override;

@@ -70,10 +70,11 @@ std::vector<NamedTensor> export_weights(Model& model) {
   std::vector<NamedTensor> out;
   const auto take = [&](const std::vector<ParamInfo>& infos, const std::vector<float>& flat) {
     for (const ParamInfo& p : infos)
-      out.push_back({p.name, p.shape,
-                     std::vector<float>(flat.begin() + static_cast<std::ptrdiff_t>(p.offset),
-                                        flat.begin() + static_cast<std::ptrdiff_t>(p.offset + p.count)),
-                     "F32"});
+      out.push_back(
+          {p.name, p.shape,
+           std::vector<float>(flat.begin() + static_cast<std::ptrdiff_t>(p.offset),
+                              flat.begin() + static_cast<std::ptrdiff_t>(p.offset + p.count)),
+           "F32"});
   };
   take(model.param_info(), params);
   take(model.buffer_info(), buffers);

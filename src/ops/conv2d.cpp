@@ -95,8 +95,8 @@ void im2col_walk(const Conv2dGeometry& g, float* image, float* col) {
 Conv2dOp::Conv2dOp(const ComputeContext& ctx, const Conv2dGeometry& geometry, std::size_t max_batch)
     : ctx_(ctx), g_(geometry), max_batch_(max_batch) {
   g_.validate();
-  direct_ = g_.kh() == 1 && g_.kw() == 1 && g_.sh() == 1 && g_.sw() == 1 && g_.ph() == 0 &&
-            g_.pw() == 0;
+  direct_ =
+      g_.kh() == 1 && g_.kw() == 1 && g_.sh() == 1 && g_.sw() == 1 && g_.ph() == 0 && g_.pw() == 0;
   if (ctx.is_cuda()) {
     gpu_ = detail::make_gpu_conv_plan(detail::handles_of(ctx), g_, max_batch);
   } else if (!direct_) {

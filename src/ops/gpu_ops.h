@@ -64,8 +64,8 @@ void gpu_dropout_apply(void* stream, const float* x, float* y, std::size_t n, st
                        float p, float keep_scale);
 
 // BatchNorm over NCHW (features: hw = 1), in the steps of kernels/batch_norm.h.
-void gpu_batch_norm_sums(void* stream, const float* x, std::size_t n, std::size_t c,
-                         std::size_t hw, float* sums);
+void gpu_batch_norm_sums(void* stream, const float* x, std::size_t n, std::size_t c, std::size_t hw,
+                         float* sums);
 void gpu_batch_norm_mean(void* stream, const float* sums, std::size_t c, float* mean,
                          float* count_keep);
 void gpu_batch_norm_sqdev(void* stream, const float* x, std::size_t n, std::size_t c,

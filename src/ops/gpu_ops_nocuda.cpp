@@ -77,8 +77,8 @@ void gpu_batch_norm_sums(void*, const float*, std::size_t, std::size_t, std::siz
 void gpu_batch_norm_mean(void*, const float*, std::size_t, float*, float*) {
   no_cuda("batch_norm");
 }
-void gpu_batch_norm_sqdev(void*, const float*, std::size_t, std::size_t, std::size_t,
-                          const float*, float*) {
+void gpu_batch_norm_sqdev(void*, const float*, std::size_t, std::size_t, std::size_t, const float*,
+                          float*) {
   no_cuda("batch_norm");
 }
 void gpu_batch_norm_finalize(void*, const float*, const float*, std::size_t, float, float, bool,
@@ -94,13 +94,13 @@ void gpu_batch_norm_apply(void*, const float*, float*, std::size_t, std::size_t,
   no_cuda("batch_norm");
 }
 void gpu_batch_norm_backward_reduce(void*, const float*, const float*, std::size_t, std::size_t,
-                                    std::size_t, const float*, const float*, float*, float*,
-                                    float*, bool) {
+                                    std::size_t, const float*, const float*, float*, float*, float*,
+                                    bool) {
   no_cuda("batch_norm");
 }
-void gpu_batch_norm_backward_dx(void*, const float*, const float*, float*, std::size_t,
-                                std::size_t, std::size_t, const float*, const float*,
-                                const float*, const float*, const float*) {
+void gpu_batch_norm_backward_dx(void*, const float*, const float*, float*, std::size_t, std::size_t,
+                                std::size_t, const float*, const float*, const float*, const float*,
+                                const float*) {
   no_cuda("batch_norm");
 }
 void gpu_global_avg_pool_forward(void*, const float*, float*, std::size_t, std::size_t) {

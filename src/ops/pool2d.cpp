@@ -21,8 +21,7 @@ void Pool2dGeometry::validate() const {
            padding);
 }
 
-Pool2dOp::Pool2dOp(const ComputeContext& ctx, const Pool2dGeometry& geometry,
-                         std::size_t max_batch)
+Pool2dOp::Pool2dOp(const ComputeContext& ctx, const Pool2dGeometry& geometry, std::size_t max_batch)
     : ctx_(ctx), g_(geometry), max_batch_(max_batch) {
   g_.validate();
   if (ctx.is_cuda())
@@ -79,7 +78,7 @@ void Pool2dOp::forward(const float* x, float* y, std::size_t batch) {
 }
 
 void Pool2dOp::backward(const float* x, const float* y, const float* dy, float* dx,
-                           std::size_t batch) {
+                        std::size_t batch) {
   RT_CHECK(batch <= max_batch_, "pool2d batch {} exceeds the planned maximum {}", batch,
            max_batch_);
   if (batch == 0) return;
@@ -88,7 +87,8 @@ void Pool2dOp::backward(const float* x, const float* y, const float* dy, float* 
   std::memset(dx, 0, sizeof(float) * batch * g_.channels * in_plane);
   if (g_.mode == PoolMode::average) {
     // Each output spreads dy / k^2 over the unpadded part of its window.
-    const auto H = static_cast<std::ptrdiff_t>(g_.height), W = static_cast<std::ptrdiff_t>(g_.width);
+    const auto H = static_cast<std::ptrdiff_t>(g_.height),
+               W = static_cast<std::ptrdiff_t>(g_.width);
     const auto Ho = static_cast<std::ptrdiff_t>(g_.out_height()),
                Wo = static_cast<std::ptrdiff_t>(g_.out_width());
     const auto k = static_cast<std::ptrdiff_t>(g_.kernel),

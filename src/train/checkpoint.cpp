@@ -230,8 +230,7 @@ void write_file(const std::string& tmp_path, const std::string& final_path,
     for (const TensorRecord& r : optimizer) write_tensor(opt_group.get(), kOptimizerGroup, r, p);
     if (!buffers.empty()) {
       h5::Group buffers_group = create_ordered_group(file.get(), kBuffersGroup, p);
-      for (const TensorRecord& r : buffers)
-        write_tensor(buffers_group.get(), kBuffersGroup, r, p);
+      for (const TensorRecord& r : buffers) write_tensor(buffers_group.get(), kBuffersGroup, r, p);
     }
   }
   // Closing flushes HDF5's metadata cache: a failure here is a failed write.

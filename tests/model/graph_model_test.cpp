@@ -68,26 +68,29 @@ TEST_CASE("graph language: names, inputs, canonical text", "[model][graph]") {
   CHECK(ModelSpec::parse("conv2d(out=8, kernel=3); relu; flatten; linear(out=10)").to_string() ==
         "conv2d(out=8, kernel=3, stride=1, padding=0); relu; flatten; linear(out=10)");
   // Rectangular kernels print as HxW and read back.
-  const ModelSpec rect = ModelSpec::parse("conv2d(out=4, kernel=1x7, padding=0x3); flatten; linear(out=2)");
+  const ModelSpec rect =
+      ModelSpec::parse("conv2d(out=4, kernel=1x7, padding=0x3); flatten; linear(out=2)");
   CHECK(rect.layers[0].kernel == 1);
   CHECK(rect.layers[0].kernel_w == 7);
   CHECK(rect.to_string().find("kernel=1x7, stride=1, padding=0x3") != std::string::npos);
   CHECK(ModelSpec::parse(rect.to_string()) == rect);
   CHECK(ModelSpec::parse("conv2d(out=4, kernel=3x3)").layers[0].kernel_w == LayerSpec::kSquare);
   // 'input' is the model's input; names may hold dots (torchvision's module paths).
-  const ModelSpec r = ModelSpec::parse("layer1.0.conv = conv2d(input, out=2, kernel=1); "
-                                       "y = add(layer1.0.conv, input); flatten; linear(out=2)");
+  const ModelSpec r = ModelSpec::parse(
+      "layer1.0.conv = conv2d(input, out=2, kernel=1); "
+      "y = add(layer1.0.conv, input); flatten; linear(out=2)");
   CHECK(r.layers[1].inputs == std::vector<std::string>{"layer1.0.conv", "input"});
 }
 
 TEST_CASE("graph language: errors name the node and line:column", "[model][graph]") {
   CHECK_THROWS_WITH(ModelSpec::parse("a = relu\nb = add(a, c)"),
                     Catch::Contains("unknown input 'c'") && Catch::Contains("2:12"));
-  CHECK_THROWS_WITH(ModelSpec::parse("a = relu\na = gelu"), Catch::Contains("node 'a' defined twice") &&
-                                                             Catch::Contains("2:1"));
+  CHECK_THROWS_WITH(ModelSpec::parse("a = relu\na = gelu"),
+                    Catch::Contains("node 'a' defined twice") && Catch::Contains("2:1"));
   CHECK_THROWS_WITH(ModelSpec::parse("a = relu; b = add(a)"),
                     Catch::Contains("needs at least two inputs"));
-  CHECK_THROWS_WITH(ModelSpec::parse("a = relu; b = gelu(a, a)"), Catch::Contains("takes one input"));
+  CHECK_THROWS_WITH(ModelSpec::parse("a = relu; b = gelu(a, a)"),
+                    Catch::Contains("takes one input"));
   CHECK_THROWS_WITH(ModelSpec::parse("input = gelu"), Catch::Contains("the model's input"));
   CHECK_THROWS_WITH(ModelSpec::parse("batch_norm(zero_init=1, affine=0)"),
                     Catch::Contains("zero_init needs affine=1"));
@@ -95,11 +98,11 @@ TEST_CASE("graph language: errors name the node and line:column", "[model][graph
   const auto build = [](const char* text, std::vector<std::size_t> in) {
     return Model::build(ModelSpec::parse(text), in, 3, cpu_options());
   };
-  CHECK_THROWS_WITH(build("a = conv2d(out=4, kernel=1); b = conv2d(input, out=2, kernel=1); "
-                          "s = add(a, b); flatten; linear(out=3)",
-                          {2, 4, 4}),
-                    Catch::Contains("node 's'") && Catch::Contains("[2, 4, 4]") &&
-                        Catch::Contains("[4, 4, 4]"));
+  CHECK_THROWS_WITH(
+      build("a = conv2d(out=4, kernel=1); b = conv2d(input, out=2, kernel=1); "
+            "s = add(a, b); flatten; linear(out=3)",
+            {2, 4, 4}),
+      Catch::Contains("node 's'") && Catch::Contains("[2, 4, 4]") && Catch::Contains("[4, 4, 4]"));
   CHECK_THROWS_WITH(build("a = conv2d(out=4, kernel=1); b = conv2d(input, out=2, kernel=1); "
                           "flatten; linear(out=3)",
                           {2, 4, 4}),
@@ -167,9 +170,9 @@ TEST_CASE("presets: parameter and buffer counts equal torchvision's", "[model][p
     const char* name;
     std::size_t params, buffers;
   };
-  const Expected expected[] = {{"resnet18", 11689512, 9600},     {"resnet34", 21797672, 17024},
-                               {"resnet50", 25557032, 53120},    {"resnet101", 44549160, 105344},
-                               {"vgg16", 138357544, 0},          {"vgg16_bn", 138365992, 8448}};
+  const Expected expected[] = {{"resnet18", 11689512, 9600},  {"resnet34", 21797672, 17024},
+                               {"resnet50", 25557032, 53120}, {"resnet101", 44549160, 105344},
+                               {"vgg16", 138357544, 0},       {"vgg16_bn", 138365992, 8448}};
   // inception_v3(aux_logits=False) at 3x299x299
   {
     auto m = Model::build(ModelSpec::parse("inception3"), {3, 299, 299}, 1000, cpu_options(1));

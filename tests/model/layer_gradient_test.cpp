@@ -224,9 +224,9 @@ TEST_CASE("batch_norm: batch statistics, PyTorch's running update, evaluation mo
     for (std::size_t n = 0; n < batch; ++n)
       for (std::size_t i = 0; i < 3; ++i) {
         const std::size_t at = (n * 2 + c) * 3 + i;
-        CHECK(y[at] == Approx((x[at] - mean) / std::sqrt(var + 0.001) * t.params[c] +
-                              t.params[2 + c])
-                           .epsilon(1e-5));
+        CHECK(y[at] ==
+              Approx((x[at] - mean) / std::sqrt(var + 0.001) * t.params[c] + t.params[2 + c])
+                  .epsilon(1e-5));
       }
     CHECK(t.buffers[c] == Approx(0.25 * mean));
     CHECK(t.buffers[2 + c] == Approx(0.75 + 0.25 * var * 6.0 / 5.0));  // unbiased
@@ -414,8 +414,8 @@ TEST_CASE("softmax cross-entropy with label smoothing: PyTorch's loss and its gr
     check_close(dz[i], numeric, 2e-3, 2e-2, "smoothed dlogits[" + std::to_string(i) + "]");
   }
   // Evaluation's forward stays the plain cross-entropy.
-  const double plain = softmax_cross_entropy_forward(*ctx, z.data(), labels.data(), rows, classes,
-                                                     nullptr, nullptr)
-                           .loss_sum;
+  const double plain =
+      softmax_cross_entropy_forward(*ctx, z.data(), labels.data(), rows, classes, nullptr, nullptr)
+          .loss_sum;
   CHECK(plain / rows != Approx(ref / rows).epsilon(1e-4));
 }

@@ -71,17 +71,17 @@ struct LayerSpec {
   // padding=0x3: Inception's factorised convolutions); kSquare: the same.
   static constexpr std::size_t kSquare = static_cast<std::size_t>(-1);
   std::size_t kernel_w = kSquare, stride_w = kSquare, padding_w = kSquare;
-  double p = 0;             // dropout probability, in [0, 1)
-  bool bias = true;         // conv2d: with a bias term
-  double eps = 1e-5;        // batch_norm
-  double momentum = 0.1;    // batch_norm: running = (1 - momentum) running + momentum batch
-  bool affine = true;       // batch_norm: learnable scale and shift
-  bool zero_init = false;   // batch_norm: the scale starts at 0 (last BN of a residual branch)
-  double scale = 1.0;       // add: a + scale * (b + ...)
-  std::string name{};       // the node's name; empty: an automatic one (conv1, relu2, ...)
+  double p = 0;            // dropout probability, in [0, 1)
+  bool bias = true;        // conv2d: with a bias term
+  double eps = 1e-5;       // batch_norm
+  double momentum = 0.1;   // batch_norm: running = (1 - momentum) running + momentum batch
+  bool affine = true;      // batch_norm: learnable scale and shift
+  bool zero_init = false;  // batch_norm: the scale starts at 0 (last BN of a residual branch)
+  double scale = 1.0;      // add: a + scale * (b + ...)
+  std::string name{};      // the node's name; empty: an automatic one (conv1, relu2, ...)
   // Earlier nodes read, by name ("input": the model's input); empty: the previous node.
   std::vector<std::string> inputs{};
-  std::string type{};       // custom: the registered type's name
+  std::string type{};  // custom: the registered type's name
   // custom: the arguments given, as written, in the order the type declares.
   std::vector<std::pair<std::string, std::string>> args{};
 

@@ -297,12 +297,12 @@ class CudnnConvPlan final : public GpuConvPlan {
   void require(const std::optional<Choice>& c, const char* op, std::size_t batch, std::size_t limit,
                const std::string& tried) const {
     RT_CHECK(c.has_value(),
-             "conv2d {}x{}x{} -> {} (kernel {}x{}, stride {}x{}, padding {}x{}), batch {}: no {}cuDNN {} "
+             "conv2d {}x{}x{} -> {} (kernel {}x{}, stride {}x{}, padding {}x{}), batch {}: no "
+             "{}cuDNN {} "
              "algorithm "
              "within a {:.1f} MiB workspace{}; cuDNN measured: {}",
-             g_.in_channels, g_.height, g_.width, g_.out_channels, g_.kh(), g_.kw(), g_.sh(), g_.sw(),
-             g_.ph(), g_.pw(),
-             batch, kDeterministicOnly ? "deterministic " : "", op,
+             g_.in_channels, g_.height, g_.width, g_.out_channels, g_.kh(), g_.kw(), g_.sh(),
+             g_.sw(), g_.ph(), g_.pw(), batch, kDeterministicOnly ? "deterministic " : "", op,
              static_cast<double>(limit) / (1 << 20), tf32_ ? "" : " with FMA math (TF32 off)",
              tried);
   }

@@ -10,8 +10,8 @@
 
 namespace ringtrain::detail {
 
-void gpu_batch_norm_sums(void* stream, const float* x, std::size_t n, std::size_t c,
-                         std::size_t hw, float* sums) {
+void gpu_batch_norm_sums(void* stream, const float* x, std::size_t n, std::size_t c, std::size_t hw,
+                         float* sums) {
   kernels::batch_norm_sums_cuda(x, n, c, hw, sums, stream);
 }
 void gpu_batch_norm_mean(void* stream, const float* sums, std::size_t c, float* mean,

@@ -20,8 +20,8 @@ class CudnnPoolPlan final : public GpuPoolPlan {
                                         ? CUDNN_POOLING_MAX_DETERMINISTIC
                                         : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING;
     RT_CUDNN_CHECK(cudnnSetPooling2dDescriptor(pool_desc_, mode, CUDNN_NOT_PROPAGATE_NAN,
-                                               i(g.kernel), i(g.kernel), i(g.padding),
-                                               i(g.padding), i(g.stride), i(g.stride)));
+                                               i(g.kernel), i(g.kernel), i(g.padding), i(g.padding),
+                                               i(g.stride), i(g.stride)));
     descs_.reserve(4);
   }
   ~CudnnPoolPlan() override {
