@@ -25,7 +25,6 @@
 #include "ringtrain/train/trainer.h"
 
 #include <algorithm>
-#include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -47,6 +46,7 @@
 #include "ringtrain/core/log.h"
 #include "ringtrain/core/ordering_point.h"
 #include "ringtrain/core/timer.h"
+#include "ringtrain/core/writable_path.h"
 #include "ringtrain/data/dataset.h"
 #include "ringtrain/data/prefetcher.h"
 #include "ringtrain/data/sharded_sampler.h"
@@ -62,6 +62,7 @@
 #include "ringtrain/tensor/device_memory.h"
 #include "ringtrain/train/batch_split.h"
 #include "ringtrain/train/checkpoint.h"
+#include "ringtrain/train/config_agreement.h"
 #include "ringtrain/train/evaluator.h"
 #include "ringtrain/train/run_recorder.h"
 #include "ringtrain/train/stop_signal.h"
@@ -73,14 +74,6 @@
 namespace ringtrain {
 
 namespace {
-
-std::uint64_t hash_string(const std::string& s) {
-  return hash_bytes(s.data(), s.size());
-}
-
-std::uint64_t float_bits(float f) {
-  return std::bit_cast<std::uint32_t>(f);
-}
 
 // The training loss since the last progress line, summed over ranks when it
 // is printed.
@@ -104,6 +97,7 @@ class Trainer {
 
  private:
   // set-up
+  void prove_outputs_writable() const;
   void open_data_and_build_model();
   void agree_on_run();
   void make_backend_and_optimizer();
@@ -188,6 +182,10 @@ Trainer::Trainer(const TrainConfig& cfg, const Topology& topo)
   if (!stop_handler_installed()) stop_handler_.emplace();
   comm_options_.timeout_seconds = cfg_.timeout;
   flight::set_identity(topo_.rank(), topo_.world_size(), topo_.host(), device_name(device_));
+  // Every output is proven writable on the ranks that write it, before any
+  // work: bad input (exit 2), not a failure after the last step that a
+  // restarting wrapper would retry.
+  as_input_error([&] { prove_outputs_writable(); });
   if (const std::string dir = flight_dir(cfg_); !dir.empty()) flight::start(dir);
   flight::enter_phase("setup", 0);
   // The control channel: small host messages, always over MPI.
@@ -197,6 +195,10 @@ Trainer::Trainer(const TrainConfig& cfg, const Topology& topo)
   // Bad data, model, flags that differ across ranks or a checkpoint that does
   // not fit end the job with kInputErrorExitCode: no restart would help.
   as_input_error([&] {
+    // The flags first: a flag that differs may make one rank's set-up fail on
+    // its own (a split too small for its batch), and the message should name
+    // the flag, not that symptom.
+    agree_on_signature(*control_, config_agreement_fields(cfg_));
     open_data_and_build_model();
     agree_on_run();
   });
@@ -233,6 +235,21 @@ Trainer::Trainer(const TrainConfig& cfg, const Topology& topo)
     step_delay_ms_ = std::atoi(delay);
 }
 
+void Trainer::prove_outputs_writable() const {
+  if (topo_.rank() == 0) {
+    // Rank 0 writes the checkpoints, the metrics and the merged trace.
+    if (!cfg_.ckpt_dir.empty()) ensure_writable_directory("--ckpt-dir", cfg_.ckpt_dir);
+    if (!cfg_.logdir.empty()) ensure_writable_directory("--logdir", cfg_.logdir);
+    if (!cfg_.trace.empty()) ensure_writable_file("--trace", cfg_.trace);
+  }
+  // Every rank keeps its own flight record.
+  if (const std::string dir = flight_dir(cfg_); !dir.empty())
+    ensure_writable_directory(!cfg_.flight_dir.empty() ? "--flight-dir"
+                              : !cfg_.logdir.empty()   ? "--logdir (its flight/)"
+                                                       : "--ckpt-dir (the flight/ beside it)",
+                              dir);
+}
+
 void Trainer::open_data_and_build_model() {
   train_data_.emplace(Dataset::open_on_all_ranks(cfg_.data_path, cfg_.split, *control_));
   eval_data_.emplace(Dataset::open_on_all_ranks(cfg_.data_path, cfg_.eval_split, *control_));
@@ -259,25 +276,17 @@ void Trainer::open_data_and_build_model() {
 }
 
 void Trainer::agree_on_run() {
+  // What the ranks built and read (the flags agreed before).
   agree_on_signature(
-      *control_, {{"model spec hash", spec_->hash()},
-                  {"parameter count", model_->param_count()},
-                  {"parameter dtype", static_cast<std::uint64_t>(DType::f32)},
-                  {"dataset sample shape", hash_string(shape_string(train_data_->sample_shape()))},
-                  {"dataset classes", static_cast<std::uint64_t>(train_data_->num_classes())},
-                  {"dataset train samples", train_data_->size()},
-                  {"dataset eval samples", eval_data_->size()},
-                  {"batch", cfg_.batch},
-                  {"global batch", cfg_.global_batch},
-                  {"accum", cfg_.accum},
-                  {"seed", cfg_.seed},
-                  {"lr", float_bits(cfg_.lr)},
-                  {"optimizer", hash_string(cfg_.optimizer.kind)},
-                  {"backend", hash_string(cfg_.backend)},
-                  {"bucket cap", float_bits(static_cast<float>(cfg_.bucket_mb))},
-                  {"overlap", cfg_.overlap ? 1u : 0u},
-                  {"tf32", hash_string(cfg_.tf32)},
-                  {"layer plugins", LayerRegistry::global().signature()}});
+      *control_,
+      {{"model spec hash", spec_->hash()},
+       signature_number("parameter count", model_->param_count()),
+       signature_text("parameter dtype", std::string(dtype_name(DType::f32))),
+       signature_text("dataset sample shape", shape_string(train_data_->sample_shape())),
+       signature_number("dataset classes", static_cast<std::uint64_t>(train_data_->num_classes())),
+       signature_number("dataset train samples", train_data_->size()),
+       signature_number("dataset eval samples", eval_data_->size()),
+       {"layer plugins", LayerRegistry::global().signature()}});
 }
 
 void Trainer::make_backend_and_optimizer() {
