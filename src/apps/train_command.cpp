@@ -167,6 +167,7 @@ CLI::App* add_train_command(CLI::App& app, CommandContext& ctx) {
     load_layer_plugins(flags->plugins);
     flags->config.validate();
     ctx.stop_signals_from_start = true;
+    ctx.errors_are_input = false;
     ctx.action = [flags](const Topology& topo) { return run_train(*flags, topo); };
   });
   return sub;

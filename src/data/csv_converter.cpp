@@ -10,6 +10,7 @@
 #include "ringtrain/core/check.h"
 #include "ringtrain/data/converters.h"
 #include "ringtrain/data/dataset_writer.h"
+#include "ringtrain/data/output_guard.h"
 
 namespace ringtrain {
 
@@ -108,6 +109,7 @@ CsvTable read_csv(const std::string& path, const CsvConvertOptions& o) {
 }  // namespace
 
 ConvertSummary convert_csv(const CsvConvertOptions& o) {
+  guard_output(o.output, {{"--train", o.train}, {"--test", o.test}}, o.force);
   CsvTable train = read_csv(o.train, o);
   CsvTable test;
   if (!o.test.empty()) {

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <filesystem>
 
+#include <unistd.h>
+
 #include "core/hdf5.h"
 #include "ringtrain/core/check.h"
 
@@ -32,7 +34,8 @@ DatasetWriter::DatasetWriter(const std::string& path) : impl_(std::make_unique<I
   std::lock_guard lock(h5::library_mutex());
   h5::quiet_errors();
   impl_->path = path;
-  impl_->tmp_path = path + ".tmp";
+  // Unique per process: two conversions to one name never share a temporary.
+  impl_->tmp_path = fmt::format("{}.tmp-{}", path, static_cast<long>(::getpid()));
   const auto parent = std::filesystem::path(path).parent_path();
   std::error_code ec;
   RT_CHECK(parent.empty() || std::filesystem::is_directory(parent, ec),

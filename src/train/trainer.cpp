@@ -498,7 +498,9 @@ bool Trainer::stop_agreed() {
     stop = stop_flag_ != 0;
   }
   if (!stop && step_ < total_steps_) {
-    stop_flag_ = stop_requested() ? 1 : 0;
+    // The signal's number travels as the flag, so every rank names the real
+    // signal (the highest number, if ranks got different ones).
+    stop_flag_ = stop_requested() ? std::max(stop_signal_number(), 1) : 0;
     BufferView flag{&stop_flag_, 1, DType::i32, Device::cpu()};
     stop_request_ = control_->allreduce_async(flag, flag, ReduceOp::max);
     stop_in_flight_ = true;
@@ -567,7 +569,7 @@ bool Trainer::after_step(StepOutcome& outcome) {
     check_replicas(*control_, hash_bytes(host.data(), host.size() * sizeof(float)), step_);
   }
   if (stop) {
-    log0("stop requested (SIGINT/SIGTERM): stopping after step {}", step_);
+    log0("stop requested ({}): stopping after step {}", signal_name(stop_flag_), step_);
     summary_.last_checkpoint = checkpoint(/*finished=*/false);
     summary_.stopped_by_signal = true;
     return false;

@@ -5,6 +5,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace ringtrain {
 
@@ -17,7 +18,16 @@ class Error : public std::runtime_error {
 // holds file:line and the library's own error string.
 class LibraryError : public Error {
  public:
-  using Error::Error;
+  explicit LibraryError(const std::string& what, std::string library = {})
+      : Error(what), library_(std::move(library)) {}
+  // "MPI", "CUDA", "NCCL", "HDF5", ...
+  const std::string& library() const { return library_; }
+  // HDF5 fails on what it reads or writes: a damaged or foreign file given as
+  // input is the input's fault, not the machine's.
+  bool about_a_file() const { return library_ == "HDF5"; }
+
+ private:
+  std::string library_;
 };
 
 namespace detail {
