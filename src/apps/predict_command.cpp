@@ -38,11 +38,9 @@ int run_predict(const PredictFlags& f, const Topology& topo) {
   std::unique_ptr<Communicator> control = make_control_communicator(topo);
   Dataset data = Dataset::open_on_all_ranks(f.data, f.split, *control);
   std::string path = f.ckpt;
-  if (std::filesystem::is_directory(path)) {
-    auto latest = latest_checkpoint(path);
-    RT_CHECK(latest.has_value(), "--ckpt {}: the directory holds no complete checkpoint", path);
-    path = *latest;
-  }
+  // The newest checkpoint that reads (a damaged newest file is skipped with a
+  // warning, as `train --resume latest` does).
+  if (std::filesystem::is_directory(path)) path = newest_intact_checkpoint_path(path, "--ckpt");
   ModelOptions options;
   options.device = topo.device();
   options.max_batch = f.batch;

@@ -100,6 +100,7 @@ class Trainer {
   void prove_outputs_writable() const;
   void open_data_and_build_model();
   void agree_on_run();
+  void plan_steps_and_schedule();
   void make_backend_and_optimizer();
   void resume_and_replicate();
   void announce() const;
@@ -201,6 +202,7 @@ Trainer::Trainer(const TrainConfig& cfg, const Topology& topo)
     agree_on_signature(*control_, config_agreement_fields(cfg_));
     open_data_and_build_model();
     agree_on_run();
+    plan_steps_and_schedule();
   });
   make_backend_and_optimizer();
   as_input_error([&] { resume_and_replicate(); });
@@ -289,15 +291,7 @@ void Trainer::agree_on_run() {
        {"layer plugins", LayerRegistry::global().signature()}});
 }
 
-void Trainer::make_backend_and_optimizer() {
-  // Only after the ranks agree: the backend's collective set-up (the shm window
-  // sized by the parameter count) would otherwise fail less clearly.
-  comm_ = make_communicator(cfg_.backend, topo_, comm_options_);
-  // The gradients live where the backend reduces best (the shm window: no copy).
-  grads_ = comm_->allocate(model_->param_count(), DType::f32);
-  model_->bind_gradient_buffer(grads_);
-
-  optimizer_ = make_optimizer(cfg_.optimizer, model_->param_count(), device_);
+void Trainer::plan_steps_and_schedule() {
   total_steps_ = static_cast<std::uint64_t>(cfg_.epochs) * micro_per_epoch_ / cfg_.accum;
   if (cfg_.max_steps > 0)
     total_steps_ = cfg_.epochs > 0 ? std::min(total_steps_, cfg_.max_steps) : cfg_.max_steps;
@@ -318,7 +312,25 @@ void Trainer::make_backend_and_optimizer() {
   schedule_config.total_steps = total_steps_;
   schedule_config.step_size = cfg_.step_size;
   schedule_config.gamma = cfg_.gamma;
+  // A warm-up that outlasts the run never reaches --lr: the whole run trains
+  // at a fraction of it (lr 2.7e-20 at step 1 of a 1e6-step warm-up).
+  RT_CHECK(cfg_.warmup < total_steps_,
+           "--warmup {} is not shorter than the run's {} optimizer steps: the learning rate would "
+           "never reach its {:g} (it would end at {:g}); lower --warmup",
+           cfg_.warmup, total_steps_, base_lr_,
+           base_lr_ * static_cast<double>(total_steps_) / static_cast<double>(cfg_.warmup));
   schedule_.emplace(schedule_config);
+}
+
+void Trainer::make_backend_and_optimizer() {
+  // Only after the ranks agree: the backend's collective set-up (the shm window
+  // sized by the parameter count) would otherwise fail less clearly.
+  comm_ = make_communicator(cfg_.backend, topo_, comm_options_);
+  // The gradients live where the backend reduces best (the shm window: no copy).
+  grads_ = comm_->allocate(model_->param_count(), DType::f32);
+  model_->bind_gradient_buffer(grads_);
+
+  optimizer_ = make_optimizer(cfg_.optimizer, model_->param_count(), device_);
 
   std::vector<std::pair<std::size_t, std::size_t>> ranges;
   for (std::size_t l = 0; l < model_->layer_count(); ++l) {

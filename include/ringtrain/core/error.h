@@ -30,6 +30,14 @@ class LibraryError : public Error {
   std::string library_;
 };
 
+// A file or directory that exists but that this user may not read or write:
+// said as such (not "corrupt", not "no such file"), and never skipped over as
+// if it were damaged.
+class PermissionError : public Error {
+ public:
+  using Error::Error;
+};
+
 namespace detail {
 [[noreturn]] void throw_check_failed(const char* file, int line, const std::string& message);
 [[noreturn]] void throw_library_error(const char* library, const char* file, int line,
