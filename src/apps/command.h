@@ -46,6 +46,9 @@ struct CommandRegistration {
 bool register_command(CommandRegistration registration);
 // Builds every registered command into `app`.
 void build_commands(CLI::App& app, CommandContext& ctx);
+// Makes every option of `app` and its subcommands that takes an unsigned count
+// refuse a negative value, naming the flag and its range (unsigned_options.cpp).
+void refuse_negative_counts(CLI::App& app);
 
 }  // namespace ringtrain::apps
 

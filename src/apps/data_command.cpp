@@ -81,7 +81,8 @@ int run_inspect(const InspectOptions& o, const Topology& topo) {
 }
 
 CLI::App* add_data(CLI::App& app, CommandContext&) {
-  CLI::App* sub = app.add_subcommand("data", "Dataset tools: inspect the sharding of a job");
+  CLI::App* sub = app.add_subcommand(
+      "data", "Dataset tools: inspect the sharding of a job, check a dataset for bad values");
   sub->require_subcommand(1);
   return sub;
 }

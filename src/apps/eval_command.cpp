@@ -313,6 +313,9 @@ int run_eval(const EvalFlags& f, const Topology& topo) {
   options.timeout_seconds = std::max(f.timeout, 2 * f.interval + 60);
   std::unique_ptr<Communicator> control = make_control_communicator(topo, options);
   Dataset data = Dataset::open_on_all_ranks(f.data, f.split, *control);
+  // An accuracy over no samples would read as 0.0000: say what is wrong instead.
+  RT_CHECK(data.size() > 0, "--split {}: {} is empty: there is nothing to evaluate", f.split,
+           data.describe());
   return f.watch.empty() ? run_single(f, topo, *control, data) : run_watch(f, topo, *control, data);
 }
 

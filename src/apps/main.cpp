@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", RINGTRAIN_VERSION_STRING);
   apps::CommandContext ctx;
   apps::build_commands(app, ctx);
+  apps::refuse_negative_counts(app);
 
   try {
     app.parse(argc, argv);

@@ -1,6 +1,7 @@
 // convert csv: one label column plus feature columns, to float32 /train, /test.
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <numeric>
@@ -93,6 +94,12 @@ CsvTable read_csv(const std::string& path, const CsvConvertOptions& o) {
       float v = 0;
       RT_CHECK(parse_float(cells[c], v), "{}:{}: column {}: '{}' is not a number", path, line_no,
                c + 1, cells[c]);
+      // strtof reads "nan" and "inf": in a dataset they surface much later as
+      // non-finite gradients that name no row.
+      RT_CHECK(std::isfinite(v),
+               "{}:{}: column {}: '{}' is not a finite number (NaN and Inf are refused: fix or "
+               "drop the row)",
+               path, line_no, c + 1, cells[c]);
       if (c == label_col) {
         RT_CHECK(v >= 0 && v == static_cast<float>(static_cast<std::int32_t>(v)) && v < 2e9f,
                  "{}:{}: label '{}' is not a non-negative integer", path, line_no, cells[c]);

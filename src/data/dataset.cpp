@@ -242,6 +242,18 @@ void pread_fully(const Dataset::Impl& d, unsigned char* out, std::size_t bytes, 
 
 }  // namespace
 
+std::vector<std::string> Dataset::splits(const std::string& path) {
+  std::lock_guard lock(h5::library_mutex());
+  h5::quiet_errors();
+  std::error_code ec;
+  RT_CHECK(std::filesystem::is_regular_file(path, ec), "dataset file {} does not exist", path);
+  RT_CHECK(H5Fis_hdf5(path.c_str()) > 0, "dataset file {} is not an HDF5 file", path);
+  h5::File file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+  RT_CHECK(file.valid(), "dataset file {} cannot be opened: {} (truncated or corrupt file?)", path,
+           detail::hdf5_error_string());
+  return h5::child_groups(file.get());
+}
+
 Dataset Dataset::open(const std::string& path, const std::string& split) {
   std::lock_guard lock(h5::library_mutex());
   h5::quiet_errors();

@@ -401,6 +401,12 @@ void Trainer::announce() const {
   log0("  {} optimizer steps ({} per epoch), {} gradient bucket(s) of at most {:g} MiB, overlap {}",
        total_steps_, micro_per_epoch_ / cfg_.accum, sync_->plan().buckets().size(), cfg_.bucket_mb,
        cfg_.overlap ? "on" : "off");
+  // (Every rank agreed on the eval split's size: they all skip evaluation.)
+  if (eval_data_->size() == 0 && topo_.rank() == 0)
+    log_warn(
+        "--eval-split {}: {} is empty: this run evaluates nothing and reports no test "
+        "accuracy",
+        cfg_.eval_split, eval_data_->describe());
   if (!start_.path.empty())
     log0(
         "  resumed from {} at step {} (epoch {}, step {} of the epoch); parameters hash {:016x} "
@@ -567,7 +573,8 @@ bool Trainer::after_step(StepOutcome& outcome) {
   else
     host_syncs_between_logs_ += outcome.timing.host_syncs;
   const bool epoch_end = cursor_.epoch != outcome.epoch;
-  if ((cfg_.eval_every > 0 && step_ % cfg_.eval_every == 0) || epoch_end || last) {
+  if (((cfg_.eval_every > 0 && step_ % cfg_.eval_every == 0) || epoch_end || last) &&
+      eval_data_->size() > 0) {
     last_eval_ = evaluate_now();
     have_eval_ = true;
   }
@@ -672,7 +679,7 @@ TrainSummary Trainer::run() {
   }
   if (stop_in_flight_) stop_request_.wait();
   nonfinite_->sync_and_report();
-  if (!have_eval_) last_eval_ = evaluate_now();
+  if (!have_eval_ && eval_data_->size() > 0) last_eval_ = evaluate_now();
   summary_.steps = step_;
   summary_.epochs = static_cast<double>(step_ * cfg_.accum) / static_cast<double>(micro_per_epoch_);
   summary_.test_accuracy = last_eval_.accuracy;

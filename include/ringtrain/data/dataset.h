@@ -28,6 +28,8 @@ class Dataset {
   // missing file, split or dataset; truncated or corrupt file; unsupported
   // dtype; x and y lengths that differ; a label outside [0, num_classes).
   static Dataset open(const std::string& path, const std::string& split);
+  // The names of the splits (top-level groups) in a dataset file.
+  static std::vector<std::string> splits(const std::string& path);
   // The same, collectively over `control` (the control channel): every rank
   // opens, and if any rank fails, every rank throws (its own message, or one
   // naming the rank that failed), so that every rank reports and none waits in
