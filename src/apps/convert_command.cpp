@@ -85,7 +85,9 @@ CLI::App* add_convert_csv(CLI::App& parent, CommandContext& ctx) {
   auto delimiter = std::make_shared<std::string>(",");
   auto names = std::make_shared<std::string>();
   CLI::App* sub = parent.add_subcommand(
-      "csv", "CSV rows of a label column plus numeric feature columns (float32)");
+      "csv",
+      "CSV rows of a label column (class numbers, or class names) plus numeric feature columns "
+      "(float32)");
   sub->add_option("--train", o->train, "Training CSV file")->required();
   sub->add_option("--test", o->test,
                   "Test CSV file (default: hold out --test-fraction of --train)");
@@ -108,7 +110,9 @@ CLI::App* add_convert_csv(CLI::App& parent, CommandContext& ctx) {
   sub->add_option("--classes", o->num_classes, "Number of classes (0: max label + 1)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  sub->add_option("--class-names", *names, "Comma-separated class names (optional)");
+  sub->add_option("--class-names", *names,
+                  "Comma-separated class names (optional). Labels that are names map to classes "
+                  "in this order; without it, in sorted order");
   sub->parse_complete_callback([&ctx, o, delimiter, names] {
     if (delimiter->size() != 1)
       throw CLI::ValidationError("--delimiter",

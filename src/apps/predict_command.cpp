@@ -36,7 +36,8 @@ int run_predict(const PredictFlags& f, const Topology& topo) {
            topo.world_size());
   guard_output(f.out, {{"--data", f.data}, {"--ckpt", f.ckpt}}, f.force, "-o");
   std::unique_ptr<Communicator> control = make_control_communicator(topo);
-  Dataset data = Dataset::open_on_all_ranks(f.data, f.split, *control);
+  // Predictions need no labels: data nobody has labelled is what they are for.
+  Dataset data = Dataset::open_on_all_ranks(f.data, f.split, *control, Dataset::Labels::optional);
   std::string path = f.ckpt;
   // The newest checkpoint that reads (a damaged newest file is skipped with a
   // warning, as `train --resume latest` does).
@@ -77,8 +78,9 @@ int run_predict(const PredictFlags& f, const Topology& topo) {
       double denom = 0;
       for (std::size_t k = 0; k < nc; ++k)
         denom += std::exp(static_cast<double>(row[k] - row[best]));
-      out << index << ',' << best << ',' << fmt::format("{:.6f}", 1.0 / denom) << ',' << labels[i]
-          << '\n';
+      out << index << ',' << best << ',' << fmt::format("{:.6f}", 1.0 / denom) << ',';
+      if (data.has_labels()) out << labels[i];  // else the label column stays empty
+      out << '\n';
     }
   }
   out.close();
@@ -87,8 +89,8 @@ int run_predict(const PredictFlags& f, const Topology& topo) {
   std::error_code ec;
   std::filesystem::rename(tmp, f.out, ec);
   RT_CHECK(!ec, "-o {}: cannot rename {} to it: {}", f.out, tmp, ec.message());
-  log0("wrote {} predictions of {} (step {}) on {} to {}", index, path, cm.meta.step,
-       data.describe(), f.out);
+  log0("wrote {} predictions of {} (step {}) on {}{} to {}", index, path, cm.meta.step,
+       data.describe(), data.has_labels() ? "" : " (no labels: the label column is empty)", f.out);
   return 0;
 }
 
@@ -96,7 +98,8 @@ CLI::App* add_predict_command(CLI::App& app, CommandContext& ctx) {
   auto f = std::make_shared<PredictFlags>();
   CLI::App* sub = app.add_subcommand("predict",
                                      "Write per-sample predictions of a checkpoint as CSV "
-                                     "(index, predicted, probability, label)");
+                                     "(index, predicted, probability, label; data without "
+                                     "labels leaves the label column empty)");
   sub->add_option("--ckpt", f->ckpt, "Checkpoint file, or a directory (its newest checkpoint)")
       ->required();
   sub->add_option("--data", f->data, "HDF5 dataset file")->required()->check(CLI::ExistingFile);

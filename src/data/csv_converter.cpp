@@ -49,6 +49,11 @@ struct CsvTable {
   std::vector<std::int32_t> y;
   std::size_t features = 0;
   std::vector<std::string> header;
+  // Every row's label as written and its line, for labels that are names
+  // ("cat"): classes are then assigned across all files (assign_text_labels).
+  std::vector<std::string> label_text;
+  std::vector<std::size_t> line_of_row;
+  bool text_labels = false;
 };
 
 CsvTable read_csv(const std::string& path, const CsvConvertOptions& o) {
@@ -68,9 +73,13 @@ CsvTable read_csv(const std::string& path, const CsvConvertOptions& o) {
     if (first) {
       first = false;
       bool is_header = o.header == "yes";
-      if (o.header == "auto")
-        for (const auto& c : cells) is_header = is_header || !parse_float(c, probe);
       const bool by_index = o.label_column.find_first_not_of("0123456789") == std::string::npos;
+      // A header has a name over a feature column; a label that is a name
+      // ("cat,0.5,1.2") does not make the first row a header.
+      const std::size_t named_label = by_index ? std::stoul(o.label_column) : cells.size();
+      if (o.header == "auto")
+        for (std::size_t c = 0; c < cells.size(); ++c)
+          is_header = is_header || (c != named_label && !parse_float(cells[c], probe));
       if (is_header) t.header = cells;
       if (!by_index) {
         RT_CHECK(is_header, "--label-column '{}' is a name but {} has no header row",
@@ -90,8 +99,17 @@ CsvTable read_csv(const std::string& path, const CsvConvertOptions& o) {
     }
     RT_CHECK(cells.size() == t.features + 1, "{}:{}: {} columns, expected {} (label + {} features)",
              path, line_no, cells.size(), t.features + 1, t.features);
+    t.line_of_row.push_back(line_no);
+    t.label_text.push_back(cells[label_col]);
     for (std::size_t c = 0; c < cells.size(); ++c) {
       float v = 0;
+      if (c == label_col && !parse_float(cells[c], v)) {
+        // A class name: its number comes once every file is read.
+        RT_CHECK(!cells[c].empty(), "{}:{}: the label (column {}) is empty", path, line_no, c + 1);
+        t.text_labels = true;
+        t.y.push_back(-1);
+        continue;
+      }
       RT_CHECK(parse_float(cells[c], v), "{}:{}: column {}: '{}' is not a number", path, line_no,
                c + 1, cells[c]);
       // strtof reads "nan" and "inf": in a dataset they surface much later as
@@ -113,6 +131,30 @@ CsvTable read_csv(const std::string& path, const CsvConvertOptions& o) {
   return t;
 }
 
+// Labels that are names become classes: in the order of --class-names when
+// given (a label not in it is an error naming its row), else sorted, so the
+// same names give the same classes in every file. Returns the class names.
+std::vector<std::string> assign_text_labels(
+    const CsvConvertOptions& o, const std::vector<std::pair<std::string, CsvTable*>>& files) {
+  std::vector<std::string> names = o.class_names;
+  if (names.empty()) {
+    for (const auto& [path, t] : files)
+      names.insert(names.end(), t->label_text.begin(), t->label_text.end());
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+  }
+  std::string listed;
+  for (const auto& n : names) listed += (listed.empty() ? "" : ",") + n;
+  for (const auto& [path, t] : files)
+    for (std::size_t r = 0; r < t->label_text.size(); ++r) {
+      const auto it = std::find(names.begin(), names.end(), t->label_text[r]);
+      RT_CHECK(it != names.end(), "{}:{}: label '{}' is not one of --class-names {}", path,
+               t->line_of_row[r], t->label_text[r], listed);
+      t->y[r] = static_cast<std::int32_t>(it - names.begin());
+    }
+  return names;
+}
+
 }  // namespace
 
 ConvertSummary convert_csv(const CsvConvertOptions& o) {
@@ -123,7 +165,14 @@ ConvertSummary convert_csv(const CsvConvertOptions& o) {
     test = read_csv(o.test, o);
     RT_CHECK(test.features == train.features, "{} has {} features but {} has {}", o.test,
              test.features, o.train, train.features);
-  } else {
+  }
+  std::vector<std::string> class_names = o.class_names;
+  if (train.text_labels || test.text_labels) {
+    std::vector<std::pair<std::string, CsvTable*>> files = {{o.train, &train}};
+    if (!o.test.empty()) files.emplace_back(o.test, &test);
+    class_names = assign_text_labels(o, files);
+  }
+  if (o.test.empty()) {
     RT_CHECK(o.test_fraction > 0 && o.test_fraction < 1,
              "--test-fraction {} must be in (0, 1) without --test", o.test_fraction);
     // Shuffle with the seed, then hold out the tail, so sorted files split fairly.
@@ -150,9 +199,9 @@ ConvertSummary convert_csv(const CsvConvertOptions& o) {
   std::int32_t max_label = 0;
   for (const auto* t : {&train, &test})
     for (std::int32_t l : t->y) max_label = std::max(max_label, l);
-  const int classes = o.num_classes > 0        ? o.num_classes
-                      : !o.class_names.empty() ? static_cast<int>(o.class_names.size())
-                                               : max_label + 1;
+  const int classes = o.num_classes > 0      ? o.num_classes
+                      : !class_names.empty() ? static_cast<int>(class_names.size())
+                                             : max_label + 1;
   RT_CHECK(max_label < classes, "label {} is outside [0, {}) (--classes)", max_label, classes);
 
   DatasetWriter writer(o.output);
@@ -165,7 +214,7 @@ ConvertSummary convert_csv(const CsvConvertOptions& o) {
     spec.sample_shape = {t->features};
     spec.dtype = SampleDType::f32;
     spec.num_classes = classes;
-    spec.class_names = o.class_names;
+    spec.class_names = class_names;
     writer.begin_split(spec);
     ConvertProgress progress(name, spec.n, t->x.size() * sizeof(float) >= kProgressBytes);
     const std::size_t slab = 8192;

@@ -22,6 +22,23 @@ expect 0 train_for_eval "done after" "$R" train --data "$FX/empty_test.h5" --mod
 expect 2 eval_empty_split "--split test: .*empty_test.h5:/test is empty: there is nothing to evaluate" \
   "$R" eval --ckpt "$WORK/empty-ckpt" --data "$FX/empty_test.h5"
 
+# predict on data nobody labelled: predictions, with the label column empty;
+# eval, which needs labels, says what is missing.
+expect 0 predict_unlabelled "wrote 40 predictions .*no_test_labels.h5:/test \(no labels: the label column is empty\)" \
+  "$R" predict --ckpt "$WORK/empty-ckpt" --data "$FX/no_test_labels.h5" -o "$WORK/unlabelled.csv"
+[ "$(head -1 "$WORK/unlabelled.csv")" = "index,predicted,probability,label" ] || fail "predict's header"
+[ "$(grep -c '^[0-9]*,[0-9]*,[0-9.]*,$' "$WORK/unlabelled.csv")" -eq 40 ] \
+  || { head "$WORK/unlabelled.csv"; fail "predict's rows for unlabelled data"; }
+expect 2 eval_unlabelled "no_test_labels.h5: no dataset 'y' in split /test" \
+  "$R" eval --ckpt "$WORK/empty-ckpt" --data "$FX/no_test_labels.h5"
+
+# CSV labels that are class names map to classes (sorted, or in --class-names order).
+printf 'dog,1,2\ncat,0.5,1\nbird,1,1\ncat,2,0.25\ndog,3,1\nbird,1,0\n' > "$WORK/named.csv"
+expect 0 csv_named_labels "wrote" "$R" convert csv --train "$WORK/named.csv" --test-fraction 0.5 -o "$WORK/named.h5"
+expect 0 csv_named_check "/train: 3 samples of \[2\] float32, 3 classes" "$R" data check "$WORK/named.h5"
+expect 2 csv_named_unknown "named.csv:3: label 'bird' is not one of --class-names cat,dog" \
+  "$R" convert csv --train "$WORK/named.csv" --test-fraction 0.5 --class-names cat,dog -o "$WORK/named2.h5"
+
 # A warm-up longer than the run.
 expect 2 warmup_beyond_run "--warmup 500 is not shorter than the run's 3 optimizer steps" \
   "$R" train --data "$DATA" --model "$MLP" --batch 8 --max-steps 3 --warmup 500 --device cpu

@@ -344,3 +344,35 @@ TEST_CASE("an output that is an input is refused, even with force; an existing o
   CHECK_THROWS_WITH(guard_output(dir(), {}, true), Contains("is a directory"));
   CHECK_NOTHROW(guard_output(at("new.h5"), {{"--train", csv}, {"--test", ""}}, false));
 }
+
+TEST_CASE("CSV: labels that are names map to classes, sorted or in --class-names order") {
+  {
+    std::ofstream f(at("named-train.csv"));
+    f << "dog,1,2\ncat,0.5,1\nbird,1,1\ncat,2,0.25\n";
+  }
+  {
+    std::ofstream f(at("named-test.csv"));
+    f << "bird,3,1\ndog,1,1\n";
+  }
+  CsvConvertOptions o;
+  o.train = at("named-train.csv");
+  o.test = at("named-test.csv");
+  o.output = at("named-sorted.h5");
+  convert_csv(o);
+  Dataset sorted = Dataset::open(o.output, "train");
+  CHECK(sorted.class_names() == std::vector<std::string>{"bird", "cat", "dog"});
+  CHECK(sorted.labels() == std::vector<std::int32_t>{2, 1, 0, 1});
+  CHECK(Dataset::open(o.output, "test").labels() == std::vector<std::int32_t>{0, 2});
+
+  o.class_names = {"cat", "dog", "bird"};
+  o.output = at("named-ordered.h5");
+  convert_csv(o);
+  Dataset ordered = Dataset::open(o.output, "train");
+  CHECK(ordered.class_names() == o.class_names);
+  CHECK(ordered.labels() == std::vector<std::int32_t>{1, 0, 2, 0});
+
+  o.class_names = {"cat", "dog"};
+  o.output = at("named-missing.h5");
+  CHECK_THROWS_WITH(convert_csv(o), Contains("named-train.csv:3: label 'bird' is not one of "
+                                             "--class-names cat,dog"));
+}

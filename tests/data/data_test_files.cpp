@@ -21,7 +21,7 @@ struct RawSplit {
   const void* x_data = nullptr;
   hid_t x_mem = H5T_NATIVE_UINT8;
   std::vector<std::int32_t> y;
-  bool write_x = true, write_num_classes = true;
+  bool write_x = true, write_y = true, write_num_classes = true;
   int classes = 10;
 };
 
@@ -50,6 +50,10 @@ void write_raw(hid_t file, const RawSplit& s) {
       must(H5Dwrite(d, s.x_mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, s.x_data) >= 0, "x");
     H5Dclose(d);
     H5Sclose(sp);
+  }
+  if (!s.write_y) {
+    H5Gclose(g);
+    return;
   }
   const hsize_t ny = s.y.size();
   hid_t sp = H5Screate_simple(1, &ny, nullptr);
@@ -150,6 +154,13 @@ void write_broken_dataset(const std::string& path, Breakage b) {
       s.x_mem = H5T_NATIVE_FLOAT;
       s.x_data = xf.data();
       break;
+    case Breakage::no_test_labels: {
+      RawSplit unlabelled = s;
+      unlabelled.name = "test";
+      unlabelled.write_y = false;
+      write_raw(f, unlabelled);
+      break;
+    }
     case Breakage::empty_test: {
       RawSplit empty = s;
       empty.name = "test";
@@ -168,12 +179,17 @@ void write_broken_dataset(const std::string& path, Breakage b) {
 void write_all_fixtures(const std::string& dir) {
   std::filesystem::create_directories(dir);
   write_good_dataset(dir + "/good.h5", 103, 17, {1, 4, 4}, 10);
-  const std::pair<const char*, Breakage> all[] = {
-      {"no_split", Breakage::no_split},       {"no_x", Breakage::no_x},
-      {"xy_mismatch", Breakage::xy_mismatch}, {"label_range", Breakage::label_range},
-      {"bad_dtype", Breakage::bad_dtype},     {"truncated", Breakage::truncated},
-      {"not_hdf5", Breakage::not_hdf5},       {"no_num_classes", Breakage::no_num_classes},
-      {"nonfinite", Breakage::nonfinite},     {"empty_test", Breakage::empty_test}};
+  const std::pair<const char*, Breakage> all[] = {{"no_split", Breakage::no_split},
+                                                  {"no_x", Breakage::no_x},
+                                                  {"xy_mismatch", Breakage::xy_mismatch},
+                                                  {"label_range", Breakage::label_range},
+                                                  {"bad_dtype", Breakage::bad_dtype},
+                                                  {"truncated", Breakage::truncated},
+                                                  {"not_hdf5", Breakage::not_hdf5},
+                                                  {"no_num_classes", Breakage::no_num_classes},
+                                                  {"nonfinite", Breakage::nonfinite},
+                                                  {"empty_test", Breakage::empty_test},
+                                                  {"no_test_labels", Breakage::no_test_labels}};
   for (const auto& [name, b] : all) write_broken_dataset(dir + "/" + name + ".h5", b);
 }
 

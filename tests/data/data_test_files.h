@@ -33,6 +33,7 @@ enum class Breakage {
   no_num_classes,  // the attribute is missing
   nonfinite,       // float32 x with a NaN (sample 7, element 5) and an Inf (sample 30)
   empty_test,      // a good /train beside a /test of 0 samples
+  no_test_labels,  // a good /train beside a /test with x only (data nobody labelled)
 };
 void write_broken_dataset(const std::string& path, Breakage b);
 
