@@ -3,7 +3,7 @@
 # even with --force, an existing output is refused without it, and a failed
 # conversion leaves neither the output nor a temporary beside it.
 source "$(dirname "$0")/lib.sh"
-cd "$WORK"
+cd "$WORK" || exit 1
 printf 'label,a,b\n0,1.5,2\n1,0.5,1\n0,1,1\n1,2,0.25\n0,3,1\n1,1,1\n' > b.csv
 cp b.csv b.orig
 expect 2 csv_onto_itself "--output b.csv is also the input --train b.csv" "$R" convert csv --train b.csv -o b.csv

@@ -1,9 +1,11 @@
+# shellcheck shell=bash
 # Shared by the app tests: a scratch directory, a small data set, a checkpoint,
 # and expect CODE NAME REGEX COMMAND... which runs COMMAND (at most 120 s) and
 # checks its exit code and output.
 set -euo pipefail
 : "${RINGTRAIN_EXE:?}"
 R=$RINGTRAIN_EXE
+# shellcheck disable=SC2034 # (MPIRUN and MLP are for the scripts that source this)
 MPIRUN=(mpirun --oversubscribe --bind-to none)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ringtrain-app.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
@@ -28,4 +30,5 @@ one_line() {  # NAME
 DATA=$WORK/data.h5
 "$R" convert synthetic --n 128 --test-n 21 --shape 1,4,4 --classes 3 --seed 3 -o "$DATA" > /dev/null \
   || fail "cannot make the data set"
+# shellcheck disable=SC2034
 MLP="mlp:16-8-3"
