@@ -291,9 +291,9 @@ void Trainer::open_data_and_build_model() {
 
 void Trainer::agree_on_run() {
   // What the ranks built and read (the flags agreed before).
-  agree_on_signature(
+  agree_once(
       *control_,
-      {{"model spec hash", spec_->hash()},
+      {{"model spec hash", spec_->hash(), fmt::format("{:016x}", spec_->hash())},
        signature_number("parameter count", model_->param_count()),
        signature_text("parameter dtype", std::string(dtype_name(DType::f32))),
        signature_text("dataset sample shape", shape_string(train_data_->sample_shape())),
