@@ -3,16 +3,20 @@
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 
 #include <unistd.h>
 
 #include "core/hdf5.h"
 #include "ringtrain/core/check.h"
+#include "ringtrain/core/temp_file_guard.h"
 
 namespace ringtrain {
 
 struct DatasetWriter::Impl {
   std::string path, tmp_path;
+  // Removes the temporary if a signal ends the process before the rename.
+  std::optional<TempFileGuard> interrupted;
   h5::File file;
   bool committed = false;
   // The split being written.
@@ -36,6 +40,7 @@ DatasetWriter::DatasetWriter(const std::string& path) : impl_(std::make_unique<I
   impl_->path = path;
   // Unique per process: two conversions to one name never share a temporary.
   impl_->tmp_path = fmt::format("{}.tmp-{}", path, static_cast<long>(::getpid()));
+  impl_->interrupted.emplace(impl_->tmp_path);
   const auto parent = std::filesystem::path(path).parent_path();
   std::error_code ec;
   RT_CHECK(parent.empty() || std::filesystem::is_directory(parent, ec),
@@ -173,6 +178,7 @@ void DatasetWriter::commit() {
   std::filesystem::rename(w.tmp_path, w.path, ec);
   RT_CHECK(!ec, "cannot rename {} to {}: {}", w.tmp_path, w.path, ec.message());
   w.committed = true;
+  w.interrupted.reset();
 }
 
 }  // namespace ringtrain

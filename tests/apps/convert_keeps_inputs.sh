@@ -29,4 +29,17 @@ expect 0 synthetic_force "wrote out.h5" "$R" convert synthetic --n 16 -o out.h5 
 expect 2 idx_onto_input "is also the input --train-labels" "$R" convert idx --train-images b.csv \
   --train-labels out.h5 -o out.h5 --force
 expect 2 output_is_dir "is a directory" "$R" convert synthetic --n 16 -o "$WORK" --force
+# A conversion ended by a signal leaves neither the output nor its temporary
+# (SIGTERM: a script's background job ignores SIGINT).
+"$R" convert synthetic --n 1000000 --shape 1,28,28 --dtype u8 -o big.h5 > big.log 2>&1 &
+pid=$!
+for _ in $(seq 600); do compgen -G "big.h5.tmp-*" > /dev/null && break; sleep 0.05; done
+compgen -G "big.h5.tmp-*" > /dev/null || { cat big.log; fail "the conversion never started writing"; }
+kill -TERM $pid
+rc=0
+wait $pid || rc=$?
+[ $rc -eq 143 ] || { cat big.log; fail "interrupted conversion: exit code $rc, expected 143 (SIGTERM)"; }
+[ ! -e big.h5 ] || fail "an interrupted conversion left its output"
+! compgen -G "big.h5.tmp-*" > /dev/null || fail "an interrupted conversion left its temporary: $(ls big.h5.tmp-*)"
+echo "ok: an interrupted conversion left nothing behind"
 echo "PASS: no conversion replaced an input or an existing output without --force"
