@@ -93,8 +93,10 @@ CLI::App* add_convert_csv(CLI::App& parent, CommandContext& ctx) {
                   "Test CSV file (default: hold out --test-fraction of --train)");
   sub->add_option("-o,--output", o->output, "Output HDF5 file")->required();
   add_force_flag(sub, o->force);
-  sub->add_option("--label-column", o->label_column,
-                  "Label column: a header name or a 0-based index")
+  sub->add_option(
+         "--label-column", o->label_column,
+         "Label column: a header name, a 0-based index, or none (data nobody has labelled, for "
+         "'ringtrain predict'; give --classes)")
       ->capture_default_str();
   sub->add_option("--header", o->header, "Whether the first row is a header: auto, yes, no")
       ->check(CLI::IsMember({"auto", "yes", "no"}))

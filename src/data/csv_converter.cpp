@@ -54,6 +54,8 @@ struct CsvTable {
   std::vector<std::string> label_text;
   std::vector<std::size_t> line_of_row;
   bool text_labels = false;
+  bool labelled = true;  // false with --label-column none: y stays empty
+  std::size_t rows = 0;
 };
 
 CsvTable read_csv(const std::string& path, const CsvConvertOptions& o) {
@@ -73,7 +75,9 @@ CsvTable read_csv(const std::string& path, const CsvConvertOptions& o) {
     if (first) {
       first = false;
       bool is_header = o.header == "yes";
-      const bool by_index = o.label_column.find_first_not_of("0123456789") == std::string::npos;
+      const bool unlabelled = o.label_column == "none";
+      const bool by_index =
+          !unlabelled && o.label_column.find_first_not_of("0123456789") == std::string::npos;
       // A header has a name over a feature column; a label that is a name
       // ("cat,0.5,1.2") does not make the first row a header.
       const std::size_t named_label = by_index ? std::stoul(o.label_column) : cells.size();
@@ -81,7 +85,9 @@ CsvTable read_csv(const std::string& path, const CsvConvertOptions& o) {
         for (std::size_t c = 0; c < cells.size(); ++c)
           is_header = is_header || (c != named_label && !parse_float(cells[c], probe));
       if (is_header) t.header = cells;
-      if (!by_index) {
+      if (unlabelled) {
+        label_col = cells.size();  // no column is the label
+      } else if (!by_index) {
         RT_CHECK(is_header, "--label-column '{}' is a name but {} has no header row",
                  o.label_column, path);
         auto it = std::find(cells.begin(), cells.end(), o.label_column);
@@ -91,16 +97,20 @@ CsvTable read_csv(const std::string& path, const CsvConvertOptions& o) {
       } else {
         label_col = std::stoul(o.label_column);
       }
-      RT_CHECK(label_col < cells.size(), "--label-column {}: {} has only {} columns",
+      RT_CHECK(unlabelled || label_col < cells.size(), "--label-column {}: {} has only {} columns",
                o.label_column, path, cells.size());
-      RT_CHECK(cells.size() >= 2, "{}: needs a label column and at least one feature column", path);
-      t.features = cells.size() - 1;
+      RT_CHECK(cells.size() >= (unlabelled ? 1u : 2u),
+               "{}: needs a label column and at least one feature column", path);
+      t.features = unlabelled ? cells.size() : cells.size() - 1;
+      t.labelled = !unlabelled;
       if (is_header) continue;
     }
-    RT_CHECK(cells.size() == t.features + 1, "{}:{}: {} columns, expected {} (label + {} features)",
-             path, line_no, cells.size(), t.features + 1, t.features);
+    const std::size_t columns = t.features + (t.labelled ? 1 : 0);
+    RT_CHECK(cells.size() == columns, "{}:{}: {} columns, expected {} ({}{} features)", path,
+             line_no, cells.size(), columns, t.labelled ? "label + " : "", t.features);
+    ++t.rows;
     t.line_of_row.push_back(line_no);
-    t.label_text.push_back(cells[label_col]);
+    if (t.labelled) t.label_text.push_back(cells[label_col]);
     for (std::size_t c = 0; c < cells.size(); ++c) {
       float v = 0;
       if (c == label_col && !parse_float(cells[c], v)) {
@@ -127,7 +137,7 @@ CsvTable read_csv(const std::string& path, const CsvConvertOptions& o) {
       }
     }
   }
-  RT_CHECK(!t.y.empty(), "CSV file {} has no data rows", path);
+  RT_CHECK(t.rows > 0, "CSV file {} has no data rows", path);
   return t;
 }
 
@@ -176,7 +186,7 @@ ConvertSummary convert_csv(const CsvConvertOptions& o) {
     RT_CHECK(o.test_fraction > 0 && o.test_fraction < 1,
              "--test-fraction {} must be in (0, 1) without --test", o.test_fraction);
     // Shuffle with the seed, then hold out the tail, so sorted files split fairly.
-    const std::size_t n = train.y.size();
+    const std::size_t n = train.rows;
     const std::size_t n_test = static_cast<std::size_t>(static_cast<double>(n) * o.test_fraction);
     RT_CHECK(n_test >= 1 && n_test < n, "{}: {} rows are too few for --test-fraction {}", o.train,
              n, o.test_fraction);
@@ -186,10 +196,12 @@ ConvertSummary convert_csv(const CsvConvertOptions& o) {
     for (std::size_t i = n; i > 1; --i) std::swap(order[i - 1], order[rng.below(i)]);
     CsvTable a, b;
     a.features = b.features = train.features;
+    a.labelled = b.labelled = train.labelled;
     for (std::size_t k = 0; k < n; ++k) {
       CsvTable& dst = k < n - n_test ? a : b;
       const std::size_t i = order[k];
-      dst.y.push_back(train.y[i]);
+      ++dst.rows;
+      if (train.labelled) dst.y.push_back(train.y[i]);
       dst.x.insert(dst.x.end(), train.x.begin() + static_cast<std::ptrdiff_t>(i * train.features),
                    train.x.begin() + static_cast<std::ptrdiff_t>((i + 1) * train.features));
     }
@@ -199,6 +211,11 @@ ConvertSummary convert_csv(const CsvConvertOptions& o) {
   std::int32_t max_label = 0;
   for (const auto* t : {&train, &test})
     for (std::int32_t l : t->y) max_label = std::max(max_label, l);
+  // Unlabelled data has no labels to count classes from: the model that will
+  // predict it says how many.
+  RT_CHECK(train.labelled || o.num_classes > 0 || !class_names.empty(),
+           "--label-column none: give --classes N (or --class-names), the classes of the model "
+           "that will predict this data");
   const int classes = o.num_classes > 0      ? o.num_classes
                       : !class_names.empty() ? static_cast<int>(class_names.size())
                                              : max_label + 1;
@@ -210,7 +227,8 @@ ConvertSummary convert_csv(const CsvConvertOptions& o) {
        {std::pair<const char*, const CsvTable*>{"train", &train}, {"test", &test}}) {
     SplitSpec spec;
     spec.name = name;
-    spec.n = t->y.size();
+    spec.n = t->rows;
+    spec.labelled = t->labelled;
     spec.sample_shape = {t->features};
     spec.dtype = SampleDType::f32;
     spec.num_classes = classes;
@@ -220,12 +238,12 @@ ConvertSummary convert_csv(const CsvConvertOptions& o) {
     const std::size_t slab = 8192;
     for (std::size_t b = 0; b < spec.n; b += slab) {
       const std::size_t count = std::min(slab, spec.n - b);
-      writer.append(t->x.data() + b * t->features, t->y.data() + b, count);
+      writer.append(t->x.data() + b * t->features, t->labelled ? t->y.data() + b : nullptr, count);
       progress.update(b + count);
     }
     writer.end_split();
-    summary.text += fmt::format("/{}: {} samples of {} float32 features, {} classes\n", name,
-                                spec.n, t->features, classes);
+    summary.text += fmt::format("/{}: {} samples of {} float32 features, {} classes{}\n", name,
+                                spec.n, t->features, classes, t->labelled ? "" : ", no labels");
   }
   writer.commit();
   return summary;

@@ -64,13 +64,15 @@ DatasetReport check_dataset(const std::string& path) {
     r.split = name;
     try {
       // Opening checks the layout, the dtypes and every label's range.
-      Dataset ds = Dataset::open(path, name);
+      Dataset ds = Dataset::open(path, name, Dataset::Labels::optional);
+      r.labelled = ds.has_labels();
       r.n = ds.size();
       r.shape = ds.sample_shape();
       r.dtype = sample_dtype_name(ds.stored_dtype());
       r.num_classes = ds.num_classes();
       r.label_counts.assign(static_cast<std::size_t>(std::max(r.num_classes, 0)), 0);
-      for (std::int32_t label : ds.labels()) ++r.label_counts[static_cast<std::size_t>(label)];
+      if (r.labelled)
+        for (std::int32_t label : ds.labels()) ++r.label_counts[static_cast<std::size_t>(label)];
       if (r.n == 0) r.problems.push_back("the split is empty");
       scan_values(ds, r);
     } catch (const Error& e) {
@@ -110,8 +112,10 @@ std::string format_dataset_report(const DatasetReport& report) {
           fewest = s.label_counts[k];
           rarest = static_cast<int>(k);
         }
-      out += fmt::format("/{}: {} samples of {} {}, {} classes (rarest: class {} with {}), {}\n",
-                         s.split, s.n, shape_text(s.shape), s.dtype, s.num_classes, rarest, fewest,
+      const std::string labels =
+          s.labelled ? fmt::format("rarest: class {} with {}", rarest, fewest) : "no labels";
+      out += fmt::format("/{}: {} samples of {} {}, {} classes ({}), {}\n", s.split, s.n,
+                         shape_text(s.shape), s.dtype, s.num_classes, labels,
                          s.nonfinite == 0 ? "no NaN or Inf" : "NaN or Inf found");
     }
     for (const auto& p : s.problems) out += fmt::format("  problem in /{}: {}\n", s.split, p);

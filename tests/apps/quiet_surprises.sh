@@ -39,6 +39,21 @@ expect 0 csv_named_check "/train: 3 samples of \[2\] float32, 3 classes" "$R" da
 expect 2 csv_named_unknown "named.csv:3: label 'bird' is not one of --class-names cat,dog" \
   "$R" convert csv --train "$WORK/named.csv" --test-fraction 0.5 --class-names cat,dog -o "$WORK/named2.h5"
 
+# Data nobody labelled, from a CSV: convert asks for the classes, data check
+# says "no labels", predict leaves the label column empty.
+printf '1,2\n0.5,1\n1,1\n2,0.25\n3,1\n1,0\n' > "$WORK/unlabelled.csv"
+expect 2 csv_unlabelled_no_classes "--label-column none: give --classes N" \
+  "$R" convert csv --train "$WORK/unlabelled.csv" --label-column none --test-fraction 0.5 -o "$WORK/u.h5"
+expect 0 csv_unlabelled "/test: 3 samples of 2 float32 features, 3 classes, no labels" \
+  "$R" convert csv --train "$WORK/unlabelled.csv" --label-column none --classes 3 --test-fraction 0.5 -o "$WORK/u.h5"
+expect 0 check_unlabelled "/test: 3 samples of \[2\] float32, 3 classes \(no labels\), no NaN or Inf" \
+  "$R" data check "$WORK/u.h5"
+expect 0 train_named "done after" "$R" train --data "$WORK/named.h5" --model mlp:2-3 --batch 1 --max-steps 2 \
+  --device cpu --ckpt-dir "$WORK/named-ckpt"
+expect 0 predict_csv_unlabelled "wrote 3 predictions .*no labels" \
+  "$R" predict --ckpt "$WORK/named-ckpt" --data "$WORK/u.h5" -o "$WORK/u.csv"
+[ "$(grep -c '^[0-9]*,[0-2],[0-9.]*,$' "$WORK/u.csv")" -eq 3 ] || { cat "$WORK/u.csv"; fail "predict's rows for the unlabelled CSV"; }
+
 # A warm-up longer than the run.
 expect 2 warmup_beyond_run "--warmup 500 is not shorter than the run's 3 optimizer steps" \
   "$R" train --data "$DATA" --model "$MLP" --batch 8 --max-steps 3 --warmup 500 --device cpu

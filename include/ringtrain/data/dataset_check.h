@@ -15,6 +15,7 @@ struct SplitReport {
   std::vector<std::size_t> shape;
   std::string dtype;
   int num_classes = 0;
+  bool labelled = true;                     // false: the split has no y (data for predict)
   std::vector<std::uint64_t> label_counts;  // per class
   std::uint64_t nonfinite = 0;              // stored values that are NaN or Inf
   std::uint64_t first_nonfinite_sample = 0, first_nonfinite_element = 0;
