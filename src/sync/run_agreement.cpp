@@ -76,7 +76,7 @@ std::vector<std::vector<std::string>> gather_texts(Communicator& comm,
   const std::uint64_t longest = *std::max_element(lengths.begin(), lengths.end());
   const std::size_t words = static_cast<std::size_t>((longest + 7) / 8);
   std::vector<std::uint64_t> packed(words, 0);
-  std::memcpy(packed.data(), mine.data(), mine.size());
+  if (!mine.empty()) std::memcpy(packed.data(), mine.data(), mine.size());
   const std::vector<std::uint64_t> all = gather_u64(comm, packed);
   std::vector<std::vector<std::string>> out(static_cast<std::size_t>(comm.size()));
   for (std::size_t q = 0; q < out.size(); ++q) {
