@@ -20,6 +20,11 @@ struct CommandContext {
   // starts: a scheduler's signal during start-up then stops the run after its
   // first step, with a checkpoint, instead of killing the rank.
   bool stop_signals_from_start = false;
+  // Whether an Error from the action (other than a LibraryError: MPI, a device
+  // or a file system failing) is bad input, exit 2. `train` says no: it marks
+  // its set-up's errors as input itself, and a step that fails is a runtime
+  // failure (exit 3, which a restarting wrapper retries).
+  bool errors_are_input = true;
   // Set by the chosen subcommand (usually in its parse_complete_callback).
   std::function<int(const Topology&)> action;
 };
@@ -41,6 +46,9 @@ struct CommandRegistration {
 bool register_command(CommandRegistration registration);
 // Builds every registered command into `app`.
 void build_commands(CLI::App& app, CommandContext& ctx);
+// Makes every option of `app` and its subcommands that takes an unsigned count
+// refuse a negative value, naming the flag and its range (unsigned_options.cpp).
+void refuse_negative_counts(CLI::App& app);
 
 }  // namespace ringtrain::apps
 

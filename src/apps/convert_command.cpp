@@ -20,6 +20,12 @@ int finish(const Topology& topo, const std::string& output,
   return 0;
 }
 
+void add_force_flag(CLI::App* sub, bool& force) {
+  sub->add_flag("--force", force,
+                "Replace an existing output file (an output that is one of the inputs is refused "
+                "even so)");
+}
+
 CLI::App* add_convert(CLI::App& app, CommandContext& ctx) {
   CLI::App* sub = app.add_subcommand("convert",
                                      "Convert IDX (MNIST, Fashion-MNIST), CSV or synthetic data to "
@@ -50,6 +56,7 @@ CLI::App* add_convert_idx(CLI::App& parent, CommandContext& ctx) {
   sub->add_option("--test-images", o->test_images, "Test images (IDX)")->capture_default_str();
   sub->add_option("--test-labels", o->test_labels, "Test labels (IDX)")->capture_default_str();
   sub->add_option("-o,--output", o->output, "Output HDF5 file")->capture_default_str();
+  add_force_flag(sub, o->force);
   sub->add_option(
          "--class-names", o->class_names,
          "auto (Fashion-MNIST names when a path says 'fashion', digits for 'mnist'), none, "
@@ -78,13 +85,18 @@ CLI::App* add_convert_csv(CLI::App& parent, CommandContext& ctx) {
   auto delimiter = std::make_shared<std::string>(",");
   auto names = std::make_shared<std::string>();
   CLI::App* sub = parent.add_subcommand(
-      "csv", "CSV rows of a label column plus numeric feature columns (float32)");
+      "csv",
+      "CSV rows of a label column (class numbers, or class names) plus numeric feature columns "
+      "(float32)");
   sub->add_option("--train", o->train, "Training CSV file")->required();
   sub->add_option("--test", o->test,
                   "Test CSV file (default: hold out --test-fraction of --train)");
   sub->add_option("-o,--output", o->output, "Output HDF5 file")->required();
-  sub->add_option("--label-column", o->label_column,
-                  "Label column: a header name or a 0-based index")
+  add_force_flag(sub, o->force);
+  sub->add_option(
+         "--label-column", o->label_column,
+         "Label column: a header name, a 0-based index, or none (data nobody has labelled, for "
+         "'ringtrain predict'; give --classes)")
       ->capture_default_str();
   sub->add_option("--header", o->header, "Whether the first row is a header: auto, yes, no")
       ->check(CLI::IsMember({"auto", "yes", "no"}))
@@ -100,7 +112,9 @@ CLI::App* add_convert_csv(CLI::App& parent, CommandContext& ctx) {
   sub->add_option("--classes", o->num_classes, "Number of classes (0: max label + 1)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  sub->add_option("--class-names", *names, "Comma-separated class names (optional)");
+  sub->add_option("--class-names", *names,
+                  "Comma-separated class names (optional). Labels that are names map to classes "
+                  "in this order; without it, in sorted order");
   sub->parse_complete_callback([&ctx, o, delimiter, names] {
     if (delimiter->size() != 1)
       throw CLI::ValidationError("--delimiter",
@@ -149,6 +163,7 @@ CLI::App* add_convert_synthetic(CLI::App& parent, CommandContext& ctx) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   sub->add_option("-o,--output", o->output, "Output HDF5 file")->capture_default_str();
+  add_force_flag(sub, o->force);
   sub->parse_complete_callback([&ctx, o, shape, test_n] {
     o->shape = parse_shape(*shape, "--shape");
     o->test_n = *test_n > 0 ? *test_n : std::max<std::size_t>(1, o->n / 6);

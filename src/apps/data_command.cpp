@@ -11,6 +11,7 @@
 #include "ringtrain/core/log.h"
 #include "ringtrain/data/dataset.h"
 #include "ringtrain/data/sharded_sampler.h"
+#include "ringtrain/train/train_config.h"
 
 namespace ringtrain::apps {
 namespace {
@@ -18,7 +19,7 @@ namespace {
 struct InspectOptions {
   std::string data, split = "train", out, expect_shape;
   std::size_t batch = 0;
-  std::uint64_t epoch = 0, seed = 0;
+  std::uint64_t epoch = 0, seed = kDefaultSeed;  // train's
   bool eval = false;
   double timeout = 300;
 };
@@ -80,7 +81,8 @@ int run_inspect(const InspectOptions& o, const Topology& topo) {
 }
 
 CLI::App* add_data(CLI::App& app, CommandContext&) {
-  CLI::App* sub = app.add_subcommand("data", "Dataset tools: inspect the sharding of a job");
+  CLI::App* sub = app.add_subcommand(
+      "data", "Dataset tools: inspect the sharding of a job, check a dataset for bad values");
   sub->require_subcommand(1);
   return sub;
 }

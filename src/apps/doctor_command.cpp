@@ -25,16 +25,32 @@ struct DoctorFlightOptions {
 int run_doctor_flight(const DoctorFlightOptions& o, const Topology& topo) {
   RT_CHECK(topo.world_size() == 1, "doctor runs on one rank; start it without mpirun, not on {}",
            topo.world_size());
-  const std::vector<FlightState> ranks = read_flight_dir(o.dir);
+  // The newest job's records; files an earlier job left in the same directory
+  // (more ranks, the same --logdir) would name ranks this job never had.
+  const FlightJob job = select_job(read_flight_dir(o.dir));
+  const std::vector<FlightState>& ranks = job.ranks;
+  std::printf("job: %s, %d rank(s)\n", job.job.empty() ? "(not recorded)" : job.job.c_str(),
+              ranks.front().world_size);
+  if (!job.stale.empty()) {
+    std::vector<int> stale;
+    for (const auto& s : job.stale) stale.push_back(s.rank);
+    std::printf("ignored: the records of rank%s %s, left by another job (%s)\n",
+                stale.size() > 1 ? "s" : "", format_rank_list(stale).c_str(),
+                job.stale.front().job.empty() ? "not recorded" : job.stale.front().job.c_str());
+  }
   // The job's last moment: the newest record any rank wrote.
   double end = 0;
   for (const auto& s : ranks) end = std::max(end, s.written);
   const std::string from_files = flight_verdict(ranks, end, /*live=*/false);
   // The verdict the job printed, when one did, was taken while the ranks were
   // still there to look at (a stopped rank is resumed once the job aborts and
-  // then overwrites its record): it comes first.
-  std::string said;
-  if (std::ifstream in(std::filesystem::path(o.dir) / "verdict.txt"); in) std::getline(in, said);
+  // then overwrites its record): it comes first, if it is this job's.
+  std::string said, said_job;
+  if (std::ifstream in(std::filesystem::path(o.dir) / "verdict.txt"); in) {
+    std::getline(in, said);
+    std::getline(in, said_job);
+  }
+  if (said_job.rfind("job: ", 0) == 0 && said_job.substr(5) != job.job) said.clear();
   if (said.empty()) {
     std::printf("verdict: %s\n", from_files.c_str());
   } else {

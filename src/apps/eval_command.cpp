@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/command.h"
+#include "comm/broadcast_text.h"
 #include "ringtrain/comm/control_channel.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/log.h"
@@ -116,9 +117,20 @@ Evaluation evaluate_checkpoint(const std::string& path, Dataset& data, Communica
 int run_single(const EvalFlags& f, const Topology& topo, Communicator& control, Dataset& data) {
   std::string path = f.ckpt;
   if (std::filesystem::is_directory(path)) {
-    auto latest = latest_checkpoint(path);
-    RT_CHECK(latest.has_value(), "--ckpt {}: the directory holds no complete checkpoint", path);
-    path = *latest;
+    // Rank 0 picks the newest checkpoint that reads, as `train --resume
+    // latest` does (a damaged newest file is skipped with a warning), and
+    // every rank takes its choice or its error.
+    std::string chosen, error;
+    if (topo.rank() == 0) {
+      try {
+        chosen = newest_intact_checkpoint_path(path, "--ckpt");
+      } catch (const Error& e) {
+        error = e.what();
+      }
+    }
+    error = broadcast_text(control, error, 0);
+    if (!error.empty()) throw Error(error);
+    path = broadcast_text(control, chosen, 0);
   }
   Evaluation e = evaluate_checkpoint(path, data, control, f, topo.device());
   if (topo.rank() == 0) {
@@ -301,6 +313,9 @@ int run_eval(const EvalFlags& f, const Topology& topo) {
   options.timeout_seconds = std::max(f.timeout, 2 * f.interval + 60);
   std::unique_ptr<Communicator> control = make_control_communicator(topo, options);
   Dataset data = Dataset::open_on_all_ranks(f.data, f.split, *control);
+  // An accuracy over no samples would read as 0.0000: say what is wrong instead.
+  RT_CHECK(data.size() > 0, "--split {}: {} is empty: there is nothing to evaluate", f.split,
+           data.describe());
   return f.watch.empty() ? run_single(f, topo, *control, data) : run_watch(f, topo, *control, data);
 }
 

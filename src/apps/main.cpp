@@ -15,19 +15,10 @@
 
 #include <optional>
 
-namespace {
-
-// Before MPI_Init the rank is only known from the launcher's environment.
-std::string launcher_rank() {
-  for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"})
-    if (const char* v = std::getenv(var)) return v;
-  return "0";
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
   using namespace ringtrain;
+  // Until MPI starts, messages (a bad flag, a signal) name the launcher's rank.
+  set_log_identity_from_launcher();
   CLI::App app{
       "ringtrain: synchronous data-parallel training with ring all-reduce.\n"
       "Launch one rank per GPU (or per CPU core) with mpirun, e.g.\n"
@@ -36,20 +27,21 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", RINGTRAIN_VERSION_STRING);
   apps::CommandContext ctx;
   apps::build_commands(app, ctx);
+  apps::refuse_negative_counts(app);
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "[rank %s] error: %s\nRun 'ringtrain %s--help' for the flags.\n",
-                 launcher_rank().c_str(), e.what(),
+    std::fprintf(stderr, "%s error: %s\nRun 'ringtrain %s--help' for the flags.\n",
+                 rank_prefix().c_str(), e.what(),
                  app.get_subcommands().empty()
                      ? ""
                      : (app.get_subcommands().front()->get_name() + " ").c_str());
     return kInputErrorExitCode;
   } catch (const Error& e) {
-    std::fprintf(stderr, "[rank %s] error: %s\n", launcher_rank().c_str(), e.what());
+    std::fprintf(stderr, "%s error: %s\n", rank_prefix().c_str(), e.what());
     return kInputErrorExitCode;
   }
 
@@ -67,8 +59,11 @@ int main(int argc, char** argv) {
     rc = ctx.action(topo);
   } catch (const InputError& e) {
     fatal(e.what(), kInputErrorExitCode);
+  } catch (const LibraryError& e) {
+    fatal(e.what(),
+          ctx.errors_are_input && e.about_a_file() ? kInputErrorExitCode : kFatalExitCode);
   } catch (const Error& e) {
-    fatal(e.what());
+    fatal(e.what(), ctx.errors_are_input ? kInputErrorExitCode : kFatalExitCode);
   } catch (const std::exception& e) {
     fatal(std::string("unexpected exception: ") + e.what());
   }

@@ -1,5 +1,7 @@
 // `ringtrain predict`: per-sample predictions of a checkpoint on a split, as
 // CSV: index, predicted class, its probability, and the true label.
+#include <unistd.h>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +12,7 @@
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/log.h"
 #include "ringtrain/data/dataset.h"
+#include "ringtrain/data/output_guard.h"
 #include "ringtrain/data/prefetcher.h"
 #include "ringtrain/model/plugin.h"
 #include "ringtrain/tensor/device_memory.h"
@@ -23,6 +26,7 @@ struct PredictFlags {
   std::string ckpt, data, split = "test", out;
   std::size_t batch = 256;
   std::vector<std::string> plugins;
+  bool force = false;
 };
 
 int run_predict(const PredictFlags& f, const Topology& topo) {
@@ -30,14 +34,14 @@ int run_predict(const PredictFlags& f, const Topology& topo) {
            "predict runs on one rank (it writes one file); start it without mpirun or with -np 1, "
            "not {}",
            topo.world_size());
+  guard_output(f.out, {{"--data", f.data}, {"--ckpt", f.ckpt}}, f.force, "-o");
   std::unique_ptr<Communicator> control = make_control_communicator(topo);
-  Dataset data = Dataset::open_on_all_ranks(f.data, f.split, *control);
+  // Predictions need no labels: data nobody has labelled is what they are for.
+  Dataset data = Dataset::open_on_all_ranks(f.data, f.split, *control, Dataset::Labels::optional);
   std::string path = f.ckpt;
-  if (std::filesystem::is_directory(path)) {
-    auto latest = latest_checkpoint(path);
-    RT_CHECK(latest.has_value(), "--ckpt {}: the directory holds no complete checkpoint", path);
-    path = *latest;
-  }
+  // The newest checkpoint that reads (a damaged newest file is skipped with a
+  // warning, as `train --resume latest` does).
+  if (std::filesystem::is_directory(path)) path = newest_intact_checkpoint_path(path, "--ckpt");
   ModelOptions options;
   options.device = topo.device();
   options.max_batch = f.batch;
@@ -45,8 +49,11 @@ int run_predict(const PredictFlags& f, const Topology& topo) {
       load_checkpoint_model(path, *control, data.sample_shape(), data.num_classes(), options);
   Model& model = *cm.model;
 
-  std::ofstream out(f.out);
-  RT_CHECK(out.good(), "-o {}: cannot open for writing", f.out);
+  // A temporary name, renamed at the end: an interrupted run leaves no
+  // half-written file under the name asked for.
+  const std::string tmp = fmt::format("{}.tmp-{}", f.out, static_cast<long>(::getpid()));
+  std::ofstream out(tmp);
+  RT_CHECK(out.good(), "-o {}: cannot open {} for writing", f.out, tmp);
   out << "index,predicted,probability,label\n";
   const auto nc = static_cast<std::size_t>(data.num_classes());
   EvalBatches batches(data, eval_shard(data.size(), 0, 1), f.batch, 2, topo.device());
@@ -71,14 +78,19 @@ int run_predict(const PredictFlags& f, const Topology& topo) {
       double denom = 0;
       for (std::size_t k = 0; k < nc; ++k)
         denom += std::exp(static_cast<double>(row[k] - row[best]));
-      out << index << ',' << best << ',' << fmt::format("{:.6f}", 1.0 / denom) << ',' << labels[i]
-          << '\n';
+      out << index << ',' << best << ',' << fmt::format("{:.6f}", 1.0 / denom) << ',';
+      if (data.has_labels()) out << labels[i];  // else the label column stays empty
+      out << '\n';
     }
   }
-  out.flush();
-  RT_CHECK(out.good(), "-o {}: write failed", f.out);
-  log0("wrote {} predictions of {} (step {}) on {} to {}", index, path, cm.meta.step,
-       data.describe(), f.out);
+  out.close();
+  if (!out) std::filesystem::remove(tmp);
+  RT_CHECK(static_cast<bool>(out), "-o {}: write failed", f.out);
+  std::error_code ec;
+  std::filesystem::rename(tmp, f.out, ec);
+  RT_CHECK(!ec, "-o {}: cannot rename {} to it: {}", f.out, tmp, ec.message());
+  log0("wrote {} predictions of {} (step {}) on {}{} to {}", index, path, cm.meta.step,
+       data.describe(), data.has_labels() ? "" : " (no labels: the label column is empty)", f.out);
   return 0;
 }
 
@@ -86,12 +98,14 @@ CLI::App* add_predict_command(CLI::App& app, CommandContext& ctx) {
   auto f = std::make_shared<PredictFlags>();
   CLI::App* sub = app.add_subcommand("predict",
                                      "Write per-sample predictions of a checkpoint as CSV "
-                                     "(index, predicted, probability, label)");
+                                     "(index, predicted, probability, label; data without "
+                                     "labels leaves the label column empty)");
   sub->add_option("--ckpt", f->ckpt, "Checkpoint file, or a directory (its newest checkpoint)")
       ->required();
   sub->add_option("--data", f->data, "HDF5 dataset file")->required()->check(CLI::ExistingFile);
   sub->add_option("--split", f->split, "Split to predict")->capture_default_str();
   sub->add_option("-o,--out", f->out, "CSV file to write")->required();
+  sub->add_flag("--force", f->force, "Replace an existing -o file");
   sub->add_option("--batch", f->batch, "Samples per forward pass")
       ->check(CLI::Range(1, 65536))
       ->capture_default_str();

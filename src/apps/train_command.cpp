@@ -22,12 +22,13 @@ int run_train(const TrainFlags& flags, const Topology& topo) {
   TrainConfig cfg = flags.config;
   cfg.overlap = !flags.no_overlap;
   const TrainSummary s = train(cfg, topo);
-  log0(
-      "ringtrain: {} after {} steps ({:.2f} epochs): test accuracy {:.4f} (loss {:.4f}, n={}), "
-      "{:.0f} samples/s global{}",
-      s.stopped_by_signal ? "stopped" : "done", s.steps, s.epochs, s.test_accuracy, s.test_loss,
-      s.test_n, s.samples_per_second,
-      s.last_checkpoint.empty() ? "" : ", checkpoint " + s.last_checkpoint);
+  // No accuracy of nothing: an empty eval split was warned about at start-up.
+  const std::string test = s.test_n > 0 ? fmt::format("test accuracy {:.4f} (loss {:.4f}, n={})",
+                                                      s.test_accuracy, s.test_loss, s.test_n)
+                                        : std::string("no test accuracy (the eval split is empty)");
+  log0("ringtrain: {} after {} steps ({:.2f} epochs): {}, {:.0f} samples/s global{}",
+       s.stopped_by_signal ? "stopped" : "done", s.steps, s.epochs, test, s.samples_per_second,
+       s.last_checkpoint.empty() ? "" : ", checkpoint " + s.last_checkpoint);
   // A run cut short by a signal is not a success, on any rank (schedulers
   // requeue on a non-zero exit).
   return s.stopped_by_signal ? 143 : 0;
@@ -180,6 +181,7 @@ CLI::App* add_train_command(CLI::App& app, CommandContext& ctx) {
     load_layer_plugins(flags->plugins);
     flags->config.validate();
     ctx.stop_signals_from_start = true;
+    ctx.errors_are_input = false;
     ctx.action = [flags](const Topology& topo) { return run_train(*flags, topo); };
   });
   return sub;

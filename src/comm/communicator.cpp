@@ -5,6 +5,7 @@
 #include "launch/mpi_context.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/host_sync.h"
+#include "ringtrain/core/input_error.h"
 
 namespace ringtrain {
 
@@ -143,8 +144,12 @@ std::unique_ptr<Communicator> make_communicator(std::string_view kind, const Top
   int any_shared = topology.device_choice().shared ? 1 : 0;
   RT_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &any_shared, 1, MPI_INT, MPI_MAX, mpi_context::world()));
   const bool gpu = topology.device().is_cuda();
-  kind =
-      resolve_backend(kind, gpu, any_shared != 0, topology.rank(), device_name(topology.device()));
+  // A backend the ranks' devices cannot use (nccl on a CPU rank) is bad
+  // configuration, exit 2: no restart would help.
+  as_input_error([&] {
+    kind = resolve_backend(kind, gpu, any_shared != 0, topology.rank(),
+                           device_name(topology.device()));
+  });
   if (kind == "nccl") return comm_detail::make_nccl_communicator(topology, options);
   // GPU ranks with a host backend: their buffers are staged through pinned memory.
   if (gpu) return comm_detail::make_staged_communicator(kind, topology, options);

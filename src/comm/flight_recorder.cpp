@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -58,7 +59,7 @@ void write_live(LiveFlightState* live, const std::string& phase, double since, s
 struct Recorder {
   std::mutex mutex;
   int rank = 0, world_size = 1;
-  std::string host, device;
+  std::string host, device, job;
   std::string phase = "setup";
   double phase_since = wall_seconds();
   std::uint64_t step = 0;
@@ -138,8 +139,11 @@ void on_fatal() {
     return;
   }
   ::close(fd);
-  const std::string verdict = flight_verdict(read_flight_dir(dir), wall_seconds());
-  write_atomic(verdict_path, verdict + "\n");
+  // Only this job's records: an earlier job's files in the same directory
+  // would name ranks this job does not have.
+  const FlightJob job = select_job(read_flight_dir(dir), r.job);
+  const std::string verdict = flight_verdict(job.ranks, wall_seconds());
+  write_atomic(verdict_path, verdict + "\njob: " + r.job + "\n");
   // A plain error (nobody waiting on anybody) has said it all in its message.
   if (verdict.rfind("no rank is waiting", 0) == 0) return;
   std::fprintf(stderr, "[rank %d/%s] flight verdict: %s\n[rank %d/%s] flight records: %s\n", r.rank,
@@ -154,12 +158,36 @@ double wall_seconds() {
 }
 
 void set_identity(int rank, int world_size, const std::string& host, const std::string& device) {
+  const std::string job = job_identity();
   Recorder& r = recorder();
   std::lock_guard lock(r.mutex);
   r.rank = rank;
   r.world_size = world_size;
   r.host = host;
   r.device = device;
+  r.job = job;
+}
+
+std::string job_identity() {
+  const auto env = [](const char* name) -> std::string {
+    const char* v = std::getenv(name);
+    return v ? v : "";
+  };
+  if (const std::string id = env("SLURM_JOB_ID"); !id.empty()) {
+    std::string out = "slurm " + id;
+    if (const std::string step = env("SLURM_STEP_ID"); !step.empty()) out += "." + step;
+    if (const std::string again = env("SLURM_RESTART_COUNT"); !again.empty() && again != "0")
+      out += " (requeue " + again + ")";
+    // A step may hold several mpirun launches (ringtrain-mpirun restarts).
+    if (const std::string ns = env("PMIX_NAMESPACE"); !ns.empty()) out += ", mpirun " + ns;
+    return out;
+  }
+  for (const char* launcher :
+       {"PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid", "OMPI_MCA_orte_ess_jobid"})
+    if (const std::string ns = env(launcher); !ns.empty()) return "mpirun " + ns;
+  char host[256] = {};
+  ::gethostname(host, sizeof(host) - 1);
+  return fmt::format("process {} on {}", static_cast<long>(::getpid()), host);
 }
 
 void enter_phase(std::string_view phase, std::uint64_t step) {
@@ -224,6 +252,7 @@ std::string to_json(bool final_record, std::string_view reason) {
   for (std::uint64_t id = first; id <= r.next_id; ++id)
     if (const Record* rec = r.find(id)) records.push_back(record_json(*rec));
   nlohmann::json j = {{"format", "ringtrain-flight-1"},
+                      {"job", r.job},
                       {"rank", r.rank},
                       {"world_size", r.world_size},
                       {"host", r.host},

@@ -30,6 +30,7 @@ FlightState parse_state(const std::string& path) {
     RT_CHECK(j.value("format", "") == "ringtrain-flight-1", "flight record {}: unknown format",
              path);
     FlightState s;
+    s.job = j.value("job", "");
     s.rank = j.at("rank").get<int>();
     s.world_size = j.at("world_size").get<int>();
     s.host = j.at("host").get<std::string>();
@@ -185,6 +186,17 @@ std::vector<FlightState> read_flight_dir(const std::string& dir) {
     }
   RT_CHECK(!out.empty(), "flight records: {} holds no rank-<r>.json", dir);
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
+  return out;
+}
+
+FlightJob select_job(std::vector<FlightState> all, const std::string& job) {
+  FlightJob out;
+  out.job = job;
+  if (out.job.empty() && !all.empty())
+    out.job = std::max_element(all.begin(), all.end(), [](const auto& a, const auto& b) {
+                return a.written < b.written;
+              })->job;
+  for (FlightState& s : all) (s.job == out.job ? out.ranks : out.stale).push_back(std::move(s));
   return out;
 }
 

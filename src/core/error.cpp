@@ -22,7 +22,8 @@ void throw_check_failed(const char* file, int line, const std::string& message) 
 void throw_library_error(const char* library, const char* file, int line,
                          const std::string& library_message) {
   throw LibraryError(
-      fmt::format("{}:{}: {} error: {}", short_path(file), line, library, library_message));
+      fmt::format("{}:{}: {} error: {}", short_path(file), line, library, library_message),
+      library);
 }
 
 }  // namespace ringtrain::detail

@@ -85,7 +85,13 @@ void fatal(const std::string& message, int exit_code) {
   int finalized = 0;
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
-  if (initialized && !finalized) MPI_Abort(MPI_COMM_WORLD, exit_code);
+  if (initialized && !finalized) {
+    // With one process there is no peer to release: MPI_Abort would only add
+    // Open MPI's banner to the one line above (convert, eval, predict run so).
+    int world = 0;
+    if (MPI_Comm_size(MPI_COMM_WORLD, &world) != MPI_SUCCESS || world != 1)
+      MPI_Abort(MPI_COMM_WORLD, exit_code);
+  }
   _exit(exit_code);
 }
 

@@ -1,6 +1,9 @@
 #include "ringtrain/core/log.h"
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <mutex>
 
 namespace ringtrain {
@@ -27,6 +30,25 @@ const char* level_tag(LogLevel level) {
 
 void set_log_identity(const LogIdentity& identity) {
   g_identity = identity;
+}
+
+void set_log_identity_from_launcher() {
+  LogIdentity id;
+  for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+    if (const char* v = std::getenv(var)) {
+      id.rank = std::atoi(v);
+      break;
+    }
+  }
+  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"}) {
+    if (const char* v = std::getenv(var)) {
+      id.world = std::atoi(v);
+      break;
+    }
+  }
+  char host[256] = {};
+  if (::gethostname(host, sizeof(host) - 1) == 0 && host[0] != '\0') id.host = host;
+  g_identity = id;
 }
 const LogIdentity& log_identity() {
   return g_identity;

@@ -71,6 +71,7 @@ struct Dataset::Impl {
   int num_classes = 0;
   std::vector<std::string> class_names;
   std::vector<std::int32_t> labels;
+  bool has_labels = true;
   std::vector<unsigned char> cache;  // whole x in stored dtype, when enabled
   bool cached = false;
   std::mutex read_mutex;  // read() reuses the scratch buffers below
@@ -242,7 +243,19 @@ void pread_fully(const Dataset::Impl& d, unsigned char* out, std::size_t bytes, 
 
 }  // namespace
 
-Dataset Dataset::open(const std::string& path, const std::string& split) {
+std::vector<std::string> Dataset::splits(const std::string& path) {
+  std::lock_guard lock(h5::library_mutex());
+  h5::quiet_errors();
+  std::error_code ec;
+  RT_CHECK(std::filesystem::is_regular_file(path, ec), "dataset file {} does not exist", path);
+  RT_CHECK(H5Fis_hdf5(path.c_str()) > 0, "dataset file {} is not an HDF5 file", path);
+  h5::File file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+  RT_CHECK(file.valid(), "dataset file {} cannot be opened: {} (truncated or corrupt file?)", path,
+           detail::hdf5_error_string());
+  return h5::child_groups(file.get());
+}
+
+Dataset Dataset::open(const std::string& path, const std::string& split, Labels labels) {
   std::lock_guard lock(h5::library_mutex());
   h5::quiet_errors();
   auto impl = std::make_unique<Impl>();
@@ -269,8 +282,10 @@ Dataset Dataset::open(const std::string& path, const std::string& split) {
            split, joined(h5::child_groups(d.file.get())));
   h5::Group group(H5Gopen2(d.file.get(), split.c_str(), H5P_DEFAULT));
   RT_CHECK(group.valid(), "{}: /{} is not a group: {}", path, split, detail::hdf5_error_string());
+  d.has_labels = h5::link_exists(group.get(), "y");
   for (const char* name : {"x", "y"})
-    RT_CHECK(h5::link_exists(group.get(), name),
+    RT_CHECK(h5::link_exists(group.get(), name) ||
+                 (std::string_view(name) == "y" && labels == Labels::optional),
              "{}: no dataset '{}' in split /{} (expected /{}/x and /{}/y)", path, name, split,
              split, split);
 
@@ -280,17 +295,22 @@ Dataset Dataset::open(const std::string& path, const std::string& split) {
   d.x = h5::DataSet(H5Dopen2(group.get(), "x", dapl.get()));
   RT_CHECK(d.x.valid(), "{}: cannot open dataset: {} (corrupt file?)", d.where("x"),
            detail::hdf5_error_string());
-  h5::DataSet y(H5Dopen2(group.get(), "y", H5P_DEFAULT));
-  RT_CHECK(y.valid(), "{}: cannot open dataset: {} (corrupt file?)", d.where("y"),
+  h5::DataSet y(d.has_labels ? H5Dopen2(group.get(), "y", H5P_DEFAULT) : H5I_INVALID_HID);
+  RT_CHECK(!d.has_labels || y.valid(), "{}: cannot open dataset: {} (corrupt file?)", d.where("y"),
            detail::hdf5_error_string());
 
   {
     h5::Type xt(H5Dget_type(d.x.get()));
     d.dtype = sample_dtype_of(xt.get(), d.where("x"));
-    h5::Type yt(H5Dget_type(y.get()));
-    check_label_dtype(yt.get(), d.where("y"));
+    if (d.has_labels) {
+      h5::Type yt(H5Dget_type(y.get()));
+      check_label_dtype(yt.get(), d.where("y"));
+    }
   }
-  const std::vector<hsize_t> xdims = h5::dims_of(d.x.get()), ydims = h5::dims_of(y.get());
+  const std::vector<hsize_t> xdims = h5::dims_of(d.x.get());
+  // Without labels, y's checks below see a y of the right length.
+  const std::vector<hsize_t> ydims =
+      d.has_labels ? h5::dims_of(y.get()) : std::vector<hsize_t>{xdims.empty() ? 0 : xdims[0]};
   RT_CHECK(xdims.size() <= H5S_MAX_RANK, "{}: rank {} too large", d.where("x"), xdims.size());
   RT_CHECK(xdims.size() >= 2, "{}: x must have rank >= 2 (N x sample shape), it has rank {}",
            d.where("x"), xdims.size());
@@ -337,7 +357,8 @@ Dataset Dataset::open(const std::string& path, const std::string& split) {
   setup_direct_reads(d);
 
   // Labels: read and validated once, in slabs.
-  d.labels.resize(d.n);
+  d.labels.assign(d.n, 0);
+  if (!d.has_labels) return Dataset(std::move(impl));
   const hsize_t slab = 1u << 20;
   std::vector<long long> buf;
   for (hsize_t begin = 0; begin < d.n; begin += slab) {
@@ -361,12 +382,12 @@ Dataset Dataset::open(const std::string& path, const std::string& split) {
 }
 
 Dataset Dataset::open_on_all_ranks(const std::string& path, const std::string& split,
-                                   Communicator& control) {
+                                   Communicator& control, Labels labels) {
   std::optional<Dataset> ds;
   std::string message;
   fault_stall_point("open", control.rank());
   try {
-    ds.emplace(open(path, split));
+    ds.emplace(open(path, split, labels));
   } catch (const Error& e) {
     message = e.what();
   }
@@ -422,6 +443,9 @@ std::string Dataset::describe() const {
 }
 const std::vector<std::int32_t>& Dataset::labels() const {
   return impl_->labels;
+}
+bool Dataset::has_labels() const {
+  return impl_->has_labels;
 }
 bool Dataset::direct_reads() const {
   return impl_->direct;

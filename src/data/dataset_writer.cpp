@@ -3,14 +3,20 @@
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
+
+#include <unistd.h>
 
 #include "core/hdf5.h"
 #include "ringtrain/core/check.h"
+#include "ringtrain/core/temp_file_guard.h"
 
 namespace ringtrain {
 
 struct DatasetWriter::Impl {
   std::string path, tmp_path;
+  // Removes the temporary if a signal ends the process before the rename.
+  std::optional<TempFileGuard> interrupted;
   h5::File file;
   bool committed = false;
   // The split being written.
@@ -32,7 +38,9 @@ DatasetWriter::DatasetWriter(const std::string& path) : impl_(std::make_unique<I
   std::lock_guard lock(h5::library_mutex());
   h5::quiet_errors();
   impl_->path = path;
-  impl_->tmp_path = path + ".tmp";
+  // Unique per process: two conversions to one name never share a temporary.
+  impl_->tmp_path = fmt::format("{}.tmp-{}", path, static_cast<long>(::getpid()));
+  impl_->interrupted.emplace(impl_->tmp_path);
   const auto parent = std::filesystem::path(path).parent_path();
   std::error_code ec;
   RT_CHECK(parent.empty() || std::filesystem::is_directory(parent, ec),
@@ -98,6 +106,10 @@ void DatasetWriter::begin_split(const SplitSpec& spec) {
       H5Dcreate2(w.group.get(), "x", xtype, xspace.get(), H5P_DEFAULT, xdcpl.get(), xdapl.get()),
       where + "/x"));
 
+  if (!spec.labelled) {
+    w.open = true;
+    return;
+  }
   const hsize_t n = spec.n, ychunk = std::min<hsize_t>(spec.n, 1u << 16);
   h5::Space yspace(RT_H5_CHECK(H5Screate_simple(1, &n, nullptr), where));
   h5::PropList ydcpl(H5Pcreate(H5P_DATASET_CREATE));
@@ -115,7 +127,11 @@ void DatasetWriter::append(const void* x, const std::int32_t* y, std::size_t cou
   RT_CHECK(w.written + count <= w.spec.n, "{}: more than the declared {} samples", w.where(),
            w.spec.n);
   if (count == 0) return;
-  for (std::size_t i = 0; i < count; ++i)
+  RT_CHECK(w.spec.labelled == (y != nullptr),
+           "{}: labels given for an unlabelled split, or none "
+           "for a labelled one",
+           w.where());
+  for (std::size_t i = 0; w.spec.labelled && i < count; ++i)
     RT_CHECK(y[i] >= 0 && y[i] < w.spec.num_classes, "{}: label {} of sample {} is outside [0, {})",
              w.where(), y[i], w.written + i, w.spec.num_classes);
   const std::size_t rank = w.spec.sample_shape.size() + 1;
@@ -135,7 +151,7 @@ void DatasetWriter::append(const void* x, const std::int32_t* y, std::size_t cou
     RT_H5_CHECK(H5Dwrite(w.x.get(), mtype, mspace.get(), fspace.get(), H5P_DEFAULT, x),
                 w.where() + "/x");
   }
-  {
+  if (w.spec.labelled) {
     h5::Space fspace(H5Dget_space(w.y.get()));
     const hsize_t ystart = w.written, ycount = count;
     RT_H5_CHECK(
@@ -170,6 +186,7 @@ void DatasetWriter::commit() {
   std::filesystem::rename(w.tmp_path, w.path, ec);
   RT_CHECK(!ec, "cannot rename {} to {}: {}", w.tmp_path, w.path, ec.message());
   w.committed = true;
+  w.interrupted.reset();
 }
 
 }  // namespace ringtrain

@@ -7,6 +7,7 @@
 #include "ringtrain/data/converters.h"
 #include "ringtrain/data/dataset_writer.h"
 #include "ringtrain/data/idx_file.h"
+#include "ringtrain/data/output_guard.h"
 
 namespace ringtrain {
 
@@ -109,6 +110,12 @@ std::vector<std::size_t> sample_shape_of(const IdxArray& images) {
 }  // namespace
 
 ConvertSummary convert_idx(const IdxConvertOptions& o) {
+  guard_output(o.output,
+               {{"--train-images", o.train_images},
+                {"--train-labels", o.train_labels},
+                {"--test-images", o.test_images},
+                {"--test-labels", o.test_labels}},
+               o.force);
   const IdxSplit train = load_split(o.train_images, o.train_labels);
   const IdxSplit test = load_split(o.test_images, o.test_labels);
   RT_CHECK(train.images.type == test.images.type &&

@@ -7,10 +7,12 @@
 #include "ringtrain/core/check.h"
 #include "ringtrain/data/converters.h"
 #include "ringtrain/data/dataset_writer.h"
+#include "ringtrain/data/output_guard.h"
 
 namespace ringtrain {
 
 ConvertSummary make_synthetic(const SyntheticOptions& o) {
+  guard_output(o.output, {}, o.force);
   RT_CHECK(o.n >= 1, "--n must be >= 1");
   RT_CHECK(o.test_n >= 1, "--test-n must be >= 1");
   RT_CHECK(o.classes >= 2, "--classes must be >= 2, got {}", o.classes);

@@ -16,6 +16,7 @@
 #include "launch/tcp_eager_limit.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/error.h"
+#include "ringtrain/core/input_error.h"
 #include "ringtrain/core/log.h"
 #include "ringtrain/launch/gpu_runtime.h"
 
@@ -176,7 +177,9 @@ Topology Topology::discover(const TopologyOptions& options) {
   }
   // Every rank joins, --device cpu too, so the collectives always match.
   in.visible = gather_over_node(my_gpus, g_local);
-  t.device_ = choose_device(in);
+  // A device that is not there (--device cuda on a host without GPUs) is bad
+  // configuration, exit 2: no restart would find one.
+  as_input_error([&] { t.device_ = choose_device(in); });
   if (t.device_.device.is_cuda()) cuda_set_device(t.device_.device.index);
 
   PlacementRecord mine{};

@@ -12,7 +12,10 @@ namespace ringtrain {
 void load_layer_plugin(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  RT_CHECK(fs::is_regular_file(path, ec), "plugin '{}': no such file", path);
+  RT_CHECK(!fs::is_directory(path, ec),
+           "plugin '{}' is a directory: give the shared library file in it (lib<name>.so)", path);
+  RT_CHECK(fs::exists(path, ec), "plugin '{}': no such file", path);
+  RT_CHECK(fs::is_regular_file(path, ec), "plugin '{}' is not a regular file", path);
   // RTLD_NOW: an unresolved symbol (a plugin built against another build of
   // ringtrain) fails here, not in the middle of training. The handle is never
   // closed: the registered factories live in the plugin.

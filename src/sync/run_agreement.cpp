@@ -1,8 +1,9 @@
 #include "ringtrain/sync/run_agreement.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
-#include <map>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -37,6 +38,62 @@ std::vector<std::uint64_t> gather_u64(Communicator& comm, const std::vector<std:
 }
 }  // namespace
 
+SignatureField signature_number(std::string name, std::uint64_t value) {
+  return {std::move(name), value, std::to_string(value)};
+}
+
+SignatureField signature_real(std::string name, double value) {
+  return {std::move(name), std::bit_cast<std::uint64_t>(value), fmt::format("{:g}", value)};
+}
+
+SignatureField signature_text(std::string name, const std::string& value) {
+  return {std::move(name), hash_bytes(value.data(), value.size()),
+          value.empty() ? std::string("''") : value};
+}
+
+SignatureField signature_bool(std::string name, bool value) {
+  return {std::move(name), value ? 1u : 0u, value ? "on" : "off"};
+}
+
+namespace {
+// Every rank's texts of the fields in `which`, as [rank][i]. Texts travel as
+// u64 words: lengths first, then the bytes padded to the longest.
+std::vector<std::vector<std::string>> gather_texts(Communicator& comm,
+                                                   const std::vector<SignatureField>& fields,
+                                                   const std::vector<std::size_t>& which) {
+  constexpr char kSeparator = '\x1f';
+  std::string mine;
+  for (std::size_t i : which) {
+    const SignatureField& f = fields[i];
+    // Long texts (a model spec) are cut: the message names the field either way.
+    std::string text = f.text.empty() ? std::to_string(f.value) : f.text;
+    if (text.size() > 200) text = text.substr(0, 197) + "...";
+    std::replace(text.begin(), text.end(), kSeparator, ' ');
+    mine += text;
+    mine += kSeparator;
+  }
+  const std::vector<std::uint64_t> lengths = gather_u64(comm, {mine.size()});
+  const std::uint64_t longest = *std::max_element(lengths.begin(), lengths.end());
+  const std::size_t words = static_cast<std::size_t>((longest + 7) / 8);
+  std::vector<std::uint64_t> packed(words, 0);
+  if (!mine.empty()) std::memcpy(packed.data(), mine.data(), mine.size());
+  const std::vector<std::uint64_t> all = gather_u64(comm, packed);
+  std::vector<std::vector<std::string>> out(static_cast<std::size_t>(comm.size()));
+  for (std::size_t q = 0; q < out.size(); ++q) {
+    std::string theirs(lengths[q], '\0');
+    std::memcpy(theirs.data(), all.data() + q * words, theirs.size());
+    std::size_t pos = 0;
+    while (pos < theirs.size()) {
+      const std::size_t end = theirs.find(kSeparator, pos);
+      out[q].push_back(theirs.substr(pos, end - pos));
+      pos = end == std::string::npos ? theirs.size() : end + 1;
+    }
+    out[q].resize(which.size());
+  }
+  return out;
+}
+}  // namespace
+
 void agree_on_signature(Communicator& comm, const std::vector<SignatureField>& fields) {
   std::vector<std::uint64_t> mine;
   mine.push_back(fields.size());
@@ -53,18 +110,35 @@ void agree_on_signature(Communicator& comm, const std::vector<SignatureField>& f
     }
   }
   RT_CHECK(problems.empty(), "ranks run different ringtrain builds:{}", problems);
-  for (std::size_t f = 0; f < fields.size(); ++f) {
-    std::map<std::uint64_t, std::vector<int>> by_value;
-    for (int q = 0; q < world; ++q)
-      by_value[all[static_cast<std::size_t>(q) * stride + 1 + f]].push_back(q);
-    if (by_value.size() <= 1) continue;
+  // Which fields differ is the same on every rank (all see the same values).
+  std::vector<std::size_t> differing;
+  for (std::size_t f = 0; f < fields.size(); ++f)
+    for (int q = 1; q < world; ++q)
+      if (all[static_cast<std::size_t>(q) * stride + 1 + f] != all[1 + f]) {
+        differing.push_back(f);
+        break;
+      }
+  if (differing.empty()) return;
+  const std::vector<std::vector<std::string>> texts = gather_texts(comm, fields, differing);
+  for (std::size_t d = 0; d < differing.size(); ++d) {
+    const std::size_t f = differing[d];
+    // Ranks grouped by value, in the order of their lowest rank.
+    std::vector<std::pair<std::uint64_t, std::vector<int>>> groups;
+    for (int q = 0; q < world; ++q) {
+      const std::uint64_t v = all[static_cast<std::size_t>(q) * stride + 1 + f];
+      auto it =
+          std::find_if(groups.begin(), groups.end(), [v](const auto& g) { return g.first == v; });
+      if (it == groups.end()) it = groups.insert(groups.end(), {v, {}});
+      it->second.push_back(q);
+    }
     std::string parts;
-    for (const auto& [value, ranks] : by_value)
-      parts += fmt::format("{}{} on rank{} {}", parts.empty() ? "" : ", but ", value,
+    for (const auto& [value, ranks] : groups)
+      parts += fmt::format("{}{} on rank{} {}", parts.empty() ? "" : ", but ",
+                           texts[static_cast<std::size_t>(ranks.front())][d],
                            ranks.size() > 1 ? "s" : "", rank_list(ranks));
     problems += fmt::format("\n  '{}' is {}", fields[f].name, parts);
   }
-  RT_CHECK(problems.empty(),
+  RT_CHECK(false,
            "ranks disagree on the run (check that every rank gets the same flags, "
            "data and build):{}",
            problems);

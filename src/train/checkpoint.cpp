@@ -285,6 +285,10 @@ class CheckpointReader {
     std::error_code ec;
     RT_CHECK(fs::exists(path_, ec), "checkpoint {}: no such file", path_);
     RT_CHECK(fs::is_regular_file(path_, ec), "checkpoint {}: not a regular file", path_);
+    if (::access(path_.c_str(), R_OK) != 0 && errno == EACCES)
+      throw PermissionError(fmt::format(
+          "checkpoint {}: permission denied (the file is there, but this user may not read it)",
+          path_));
     const htri_t is_hdf5 = H5Fis_hdf5(path_.c_str());
     RT_CHECK(is_hdf5 > 0, "checkpoint {}: not an HDF5 file (corrupt, or not a checkpoint)", path_);
     const hid_t fid = H5Fopen(path_.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);

@@ -25,7 +25,6 @@
 #include "ringtrain/train/trainer.h"
 
 #include <algorithm>
-#include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -47,6 +46,7 @@
 #include "ringtrain/core/log.h"
 #include "ringtrain/core/ordering_point.h"
 #include "ringtrain/core/timer.h"
+#include "ringtrain/core/writable_path.h"
 #include "ringtrain/data/dataset.h"
 #include "ringtrain/data/prefetcher.h"
 #include "ringtrain/data/sharded_sampler.h"
@@ -63,6 +63,7 @@
 #include "ringtrain/tensor/device_memory.h"
 #include "ringtrain/train/batch_split.h"
 #include "ringtrain/train/checkpoint.h"
+#include "ringtrain/train/config_agreement.h"
 #include "ringtrain/train/evaluator.h"
 #include "ringtrain/train/run_recorder.h"
 #include "ringtrain/train/stop_signal.h"
@@ -76,12 +77,16 @@ namespace ringtrain {
 
 namespace {
 
-std::uint64_t hash_string(const std::string& s) {
-  return hash_bytes(s.data(), s.size());
-}
-
-std::uint64_t float_bits(float f) {
-  return std::bit_cast<std::uint32_t>(f);
+// Every rank finds the same mismatch and throws the same message. Rank 0 says
+// it and ends the job (exit 2); the others say it only if rank 0 has not done
+// so within a few seconds, so the user reads it once rather than once per rank.
+void agree_once(Communicator& control, const std::vector<SignatureField>& fields) {
+  try {
+    agree_on_signature(control, fields);
+  } catch (const Error&) {
+    if (control.rank() != 0) std::this_thread::sleep_for(std::chrono::seconds(5));
+    throw;
+  }
 }
 
 // The training loss since the last progress line, summed over ranks when it
@@ -106,8 +111,10 @@ class Trainer {
 
  private:
   // set-up
+  void prove_outputs_writable() const;
   void open_data_and_build_model();
   void agree_on_run();
+  void plan_steps_and_schedule();
   void make_backend_and_optimizer();
   void resume_and_replicate();
   void announce() const;
@@ -192,6 +199,10 @@ Trainer::Trainer(const TrainConfig& cfg, const Topology& topo)
   if (!stop_handler_installed()) stop_handler_.emplace();
   comm_options_.timeout_seconds = cfg_.timeout;
   flight::set_identity(topo_.rank(), topo_.world_size(), topo_.host(), device_name(device_));
+  // Every output is proven writable on the ranks that write it, before any
+  // work: bad input (exit 2), not a failure after the last step that a
+  // restarting wrapper would retry.
+  as_input_error([&] { prove_outputs_writable(); });
   if (const std::string dir = flight_dir(cfg_); !dir.empty()) flight::start(dir);
   flight::enter_phase("setup", 0);
   // The control channel: small host messages, always over MPI.
@@ -201,8 +212,13 @@ Trainer::Trainer(const TrainConfig& cfg, const Topology& topo)
   // Bad data, model, flags that differ across ranks or a checkpoint that does
   // not fit end the job with kInputErrorExitCode: no restart would help.
   as_input_error([&] {
+    // The flags first: a flag that differs may make one rank's set-up fail on
+    // its own (a split too small for its batch), and the message should name
+    // the flag, not that symptom.
+    agree_once(*control_, config_agreement_fields(cfg_));
     open_data_and_build_model();
     agree_on_run();
+    plan_steps_and_schedule();
   });
   make_backend_and_optimizer();
   as_input_error([&] { resume_and_replicate(); });
@@ -237,6 +253,21 @@ Trainer::Trainer(const TrainConfig& cfg, const Topology& topo)
     step_delay_ms_ = std::atoi(delay);
 }
 
+void Trainer::prove_outputs_writable() const {
+  if (topo_.rank() == 0) {
+    // Rank 0 writes the checkpoints, the metrics and the merged trace.
+    if (!cfg_.ckpt_dir.empty()) ensure_writable_directory("--ckpt-dir", cfg_.ckpt_dir);
+    if (!cfg_.logdir.empty()) ensure_writable_directory("--logdir", cfg_.logdir);
+    if (!cfg_.trace.empty()) ensure_writable_file("--trace", cfg_.trace);
+  }
+  // Every rank keeps its own flight record.
+  if (const std::string dir = flight_dir(cfg_); !dir.empty())
+    ensure_writable_directory(!cfg_.flight_dir.empty() ? "--flight-dir"
+                              : !cfg_.logdir.empty()   ? "--logdir (its flight/)"
+                                                       : "--ckpt-dir (the flight/ beside it)",
+                              dir);
+}
+
 void Trainer::open_data_and_build_model() {
   train_data_.emplace(Dataset::open_on_all_ranks(cfg_.data_path, cfg_.split, *control_));
   eval_data_.emplace(Dataset::open_on_all_ranks(cfg_.data_path, cfg_.eval_split, *control_));
@@ -264,44 +295,20 @@ void Trainer::open_data_and_build_model() {
 }
 
 void Trainer::agree_on_run() {
-  agree_on_signature(
-      *control_, {{"model spec hash", spec_->hash()},
-                  {"parameter count", model_->param_count()},
-                  {"parameter dtype", static_cast<std::uint64_t>(DType::f32)},
-                  {"dataset sample shape", hash_string(shape_string(train_data_->sample_shape()))},
-                  {"dataset classes", static_cast<std::uint64_t>(train_data_->num_classes())},
-                  {"dataset train samples", train_data_->size()},
-                  {"dataset eval samples", eval_data_->size()},
-                  {"batch", cfg_.batch},
-                  {"global batch", cfg_.global_batch},
-                  {"accum", cfg_.accum},
-                  {"seed", cfg_.seed},
-                  {"lr", float_bits(cfg_.lr)},
-                  {"optimizer", hash_string(cfg_.optimizer.kind)},
-                  {"backend", hash_string(cfg_.backend)},
-                  {"bucket cap", float_bits(static_cast<float>(cfg_.bucket_mb))},
-                  {"overlap", cfg_.overlap ? 1u : 0u},
-                  {"sync-bn", cfg_.sync_bn ? 1u : 0u},
-                  {"label smoothing", float_bits(static_cast<float>(cfg_.label_smoothing))},
-                  {"tf32", hash_string(cfg_.tf32)},
-                  {"layer plugins", LayerRegistry::global().signature()}});
+  // What the ranks built and read (the flags agreed before).
+  agree_once(
+      *control_,
+      {{"model spec hash", spec_->hash(), fmt::format("{:016x}", spec_->hash())},
+       signature_number("parameter count", model_->param_count()),
+       signature_text("parameter dtype", std::string(dtype_name(DType::f32))),
+       signature_text("dataset sample shape", shape_string(train_data_->sample_shape())),
+       signature_number("dataset classes", static_cast<std::uint64_t>(train_data_->num_classes())),
+       signature_number("dataset train samples", train_data_->size()),
+       signature_number("dataset eval samples", eval_data_->size()),
+       {"layer plugins", LayerRegistry::global().signature()}});
 }
 
-void Trainer::make_backend_and_optimizer() {
-  // Only after the ranks agree: the backend's collective set-up (the shm window
-  // sized by the parameter count) would otherwise fail less clearly.
-  comm_ = make_communicator(cfg_.backend, topo_, comm_options_);
-  // The gradients live where the backend reduces best (the shm window: no copy).
-  grads_ = comm_->allocate(model_->param_count(), DType::f32);
-  model_->bind_gradient_buffer(grads_);
-  if (cfg_.sync_bn) {
-    if (model_->buffer_count() == 0)
-      log0("--sync-bn: the model has no BatchNorm; nothing to synchronise");
-    bn_sync_ = std::make_unique<CommBatchStatReducer>(*comm_, device_, model_->compute_stream());
-    model_->set_batch_stat_reducer(bn_sync_.get());
-  }
-
-  optimizer_ = make_optimizer(cfg_.optimizer, model_->param_count(), device_);
+void Trainer::plan_steps_and_schedule() {
   total_steps_ = static_cast<std::uint64_t>(cfg_.epochs) * micro_per_epoch_ / cfg_.accum;
   if (cfg_.max_steps > 0)
     total_steps_ = cfg_.epochs > 0 ? std::min(total_steps_, cfg_.max_steps) : cfg_.max_steps;
@@ -322,7 +329,31 @@ void Trainer::make_backend_and_optimizer() {
   schedule_config.total_steps = total_steps_;
   schedule_config.step_size = cfg_.step_size;
   schedule_config.gamma = cfg_.gamma;
+  // A warm-up that outlasts the run never reaches --lr: the whole run trains
+  // at a fraction of it (lr 2.7e-20 at step 1 of a 1e6-step warm-up).
+  RT_CHECK(cfg_.warmup < total_steps_,
+           "--warmup {} is not shorter than the run's {} optimizer steps: the learning rate would "
+           "never reach its {:g} (it would end at {:g}); lower --warmup",
+           cfg_.warmup, total_steps_, base_lr_,
+           base_lr_ * static_cast<double>(total_steps_) / static_cast<double>(cfg_.warmup));
   schedule_.emplace(schedule_config);
+}
+
+void Trainer::make_backend_and_optimizer() {
+  // Only after the ranks agree: the backend's collective set-up (the shm window
+  // sized by the parameter count) would otherwise fail less clearly.
+  comm_ = make_communicator(cfg_.backend, topo_, comm_options_);
+  // The gradients live where the backend reduces best (the shm window: no copy).
+  grads_ = comm_->allocate(model_->param_count(), DType::f32);
+  model_->bind_gradient_buffer(grads_);
+  if (cfg_.sync_bn) {
+    if (model_->buffer_count() == 0)
+      log0("--sync-bn: the model has no BatchNorm; nothing to synchronise");
+    bn_sync_ = std::make_unique<CommBatchStatReducer>(*comm_, device_, model_->compute_stream());
+    model_->set_batch_stat_reducer(bn_sync_.get());
+  }
+
+  optimizer_ = make_optimizer(cfg_.optimizer, model_->param_count(), device_);
 
   std::vector<std::pair<std::size_t, std::size_t>> ranges;
   for (std::size_t l = 0; l < model_->layer_count(); ++l) {
@@ -399,6 +430,12 @@ void Trainer::announce() const {
   log0("  {} optimizer steps ({} per epoch), {} gradient bucket(s) of at most {:g} MiB, overlap {}",
        total_steps_, micro_per_epoch_ / cfg_.accum, sync_->plan().buckets().size(), cfg_.bucket_mb,
        cfg_.overlap ? "on" : "off");
+  // (Every rank agreed on the eval split's size: they all skip evaluation.)
+  if (eval_data_->size() == 0 && topo_.rank() == 0)
+    log_warn(
+        "--eval-split {}: {} is empty: this run evaluates nothing and reports no test "
+        "accuracy",
+        cfg_.eval_split, eval_data_->describe());
   if (!start_.path.empty())
     log0(
         "  resumed from {} at step {} (epoch {}, step {} of the epoch); parameters hash {:016x} "
@@ -508,7 +545,9 @@ bool Trainer::stop_agreed() {
     stop = stop_flag_ != 0;
   }
   if (!stop && step_ < total_steps_) {
-    stop_flag_ = stop_requested() ? 1 : 0;
+    // The signal's number travels as the flag, so every rank names the real
+    // signal (the highest number, if ranks got different ones).
+    stop_flag_ = stop_requested() ? std::max(stop_signal_number(), 1) : 0;
     BufferView flag{&stop_flag_, 1, DType::i32, Device::cpu()};
     stop_request_ = control_->allreduce_async(flag, flag, ReduceOp::max);
     stop_in_flight_ = true;
@@ -563,7 +602,8 @@ bool Trainer::after_step(StepOutcome& outcome) {
   else
     host_syncs_between_logs_ += outcome.timing.host_syncs;
   const bool epoch_end = cursor_.epoch != outcome.epoch;
-  if ((cfg_.eval_every > 0 && step_ % cfg_.eval_every == 0) || epoch_end || last) {
+  if (((cfg_.eval_every > 0 && step_ % cfg_.eval_every == 0) || epoch_end || last) &&
+      eval_data_->size() > 0) {
     last_eval_ = evaluate_now();
     have_eval_ = true;
   }
@@ -580,7 +620,7 @@ bool Trainer::after_step(StepOutcome& outcome) {
     check_replicas(*control_, hash_bytes(host.data(), host.size() * sizeof(float)), step_);
   }
   if (stop) {
-    log0("stop requested (SIGINT/SIGTERM): stopping after step {}", step_);
+    log0("stop requested ({}): stopping after step {}", signal_name(stop_flag_), step_);
     summary_.last_checkpoint = checkpoint(/*finished=*/false);
     summary_.stopped_by_signal = true;
     return false;
@@ -684,7 +724,7 @@ TrainSummary Trainer::run() {
   }
   if (stop_in_flight_) stop_request_.wait();
   nonfinite_->sync_and_report();
-  if (!have_eval_) last_eval_ = evaluate_now();
+  if (!have_eval_ && eval_data_->size() > 0) last_eval_ = evaluate_now();
   summary_.steps = step_;
   summary_.epochs = static_cast<double>(step_ * cfg_.accum) / static_cast<double>(micro_per_epoch_);
   summary_.test_accuracy = last_eval_.accuracy;

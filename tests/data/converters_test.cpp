@@ -7,20 +7,28 @@
 #include <filesystem>
 #include <fstream>
 #include <numeric>
+#include <string>
 
 #include "ringtrain/core/error.h"
 #include "ringtrain/data/converters.h"
 #include "ringtrain/data/dataset.h"
 #include "ringtrain/data/idx_file.h"
+#include "ringtrain/data/output_guard.h"
+#include "tests/support/read_file.h"
 
 using namespace ringtrain;
 using Catch::Contains;
 
 namespace {
+// Emptied once per run: converters refuse to replace an earlier run's files.
 std::string dir() {
-  const char* d = std::getenv("RINGTRAIN_TEST_DATA_DIR");
-  const std::string p = std::string(d ? d : ".") + "/converters";
-  std::filesystem::create_directories(p);
+  static const std::string p = [] {
+    const char* d = std::getenv("RINGTRAIN_TEST_DATA_DIR");
+    const std::string path = std::string(d ? d : ".") + "/converters";
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+    return path;
+  }();
   return p;
 }
 // (std::filesystem::path: GCC 12 warns falsely on string + in some inlines.)
@@ -145,7 +153,9 @@ TEST_CASE("IDX: wider label types, standard normalisation, bad files") {
   CHECK(std::abs(sum / 80) < 1e-4);
   CHECK(std::abs(sq / 80 - 1.0) < 1e-3);
 
-  // Labels count differs from images; a truncated file; a bad magic.
+  // Labels count differs from images; a truncated file; a bad magic (the
+  // output exists by now: these are about the inputs).
+  o.force = true;
   write_idx(o.test_labels, labels(5, 3, 0), false);
   CHECK_THROWS_WITH(convert_idx(o), Contains("has 6 images but") && Contains("has 5 labels"));
   {
@@ -225,6 +235,7 @@ TEST_CASE("CSV: label column by name or index, header detection, holdout, errors
     f << "1,2.5,3\n0,oops,1\n";
   }
   o.train = at("bad.csv");
+  o.force = true;                      // the output exists by now: these are about the inputs
   o.label_column = std::to_string(0);  // (a literal here trips a GCC 12 -Wrestrict false positive)
   CHECK_THROWS_WITH(convert_csv(o), Contains("bad.csv:2: column 2: 'oops' is not a number"));
   {
@@ -298,4 +309,70 @@ TEST_CASE("synthetic: reproducible from the seed, learnable, any shape") {
   Dataset u8 = Dataset::open(o.output, "train");
   CHECK(u8.stored_dtype() == SampleDType::u8);
   CHECK(u8.scale() == 1.0f / 255.0f);
+}
+
+TEST_CASE("an output that is an input is refused, even with force; an existing one without it") {
+  const std::string csv = at("guard.csv");
+  const std::string text = "0,1.5,2\n1,0.5,1\n0,1,1\n1,2,0.25\n0,3,1\n1,1,1\n";
+  {
+    std::ofstream f(csv);
+    f << text;
+  }
+  const auto contents = [](const std::string& p) { return test::slurp(p); };
+  CsvConvertOptions o;
+  o.train = csv;
+  o.test_fraction = 0.5;
+  o.header = "no";
+  o.output = csv;
+  o.force = true;
+  CHECK_THROWS_WITH(convert_csv(o),
+                    Contains("--output " + csv + " is also the input --train " + csv));
+  // The same file by another spelling.
+  o.output = at(".") + "/./guard.csv";
+  CHECK_THROWS_WITH(convert_csv(o), Contains("is also the input --train"));
+  CHECK(contents(csv) == text);
+  o.output = at("guard.h5");
+  o.force = false;
+  convert_csv(o);
+  CHECK_THROWS_WITH(convert_csv(o), Contains("--output " + at("guard.h5") +
+                                             " already exists: pass --force to replace it"));
+  o.force = true;
+  convert_csv(o);
+  // No temporary is left beside the output.
+  for (const auto& e : std::filesystem::directory_iterator(dir()))
+    CHECK(e.path().filename().string().find(".tmp") == std::string::npos);
+  CHECK_THROWS_WITH(guard_output(dir(), {}, true), Contains("is a directory"));
+  CHECK_NOTHROW(guard_output(at("new.h5"), {{"--train", csv}, {"--test", ""}}, false));
+}
+
+TEST_CASE("CSV: labels that are names map to classes, sorted or in --class-names order") {
+  {
+    std::ofstream f(at("named-train.csv"));
+    f << "dog,1,2\ncat,0.5,1\nbird,1,1\ncat,2,0.25\n";
+  }
+  {
+    std::ofstream f(at("named-test.csv"));
+    f << "bird,3,1\ndog,1,1\n";
+  }
+  CsvConvertOptions o;
+  o.train = at("named-train.csv");
+  o.test = at("named-test.csv");
+  o.output = at("named-sorted.h5");
+  convert_csv(o);
+  Dataset sorted = Dataset::open(o.output, "train");
+  CHECK(sorted.class_names() == std::vector<std::string>{"bird", "cat", "dog"});
+  CHECK(sorted.labels() == std::vector<std::int32_t>{2, 1, 0, 1});
+  CHECK(Dataset::open(o.output, "test").labels() == std::vector<std::int32_t>{0, 2});
+
+  o.class_names = {"cat", "dog", "bird"};
+  o.output = at("named-ordered.h5");
+  convert_csv(o);
+  Dataset ordered = Dataset::open(o.output, "train");
+  CHECK(ordered.class_names() == o.class_names);
+  CHECK(ordered.labels() == std::vector<std::int32_t>{1, 0, 2, 0});
+
+  o.class_names = {"cat", "dog"};
+  o.output = at("named-missing.h5");
+  CHECK_THROWS_WITH(convert_csv(o), Contains("named-train.csv:3: label 'bird' is not one of "
+                                             "--class-names cat,dog"));
 }

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <stdexcept>
 
 namespace ringtrain::test {
@@ -20,7 +21,7 @@ struct RawSplit {
   const void* x_data = nullptr;
   hid_t x_mem = H5T_NATIVE_UINT8;
   std::vector<std::int32_t> y;
-  bool write_x = true, write_num_classes = true;
+  bool write_x = true, write_y = true, write_num_classes = true;
   int classes = 10;
 };
 
@@ -44,14 +45,21 @@ void write_raw(hid_t file, const RawSplit& s) {
   if (s.write_x) {
     hid_t sp = H5Screate_simple(static_cast<int>(s.x_dims.size()), s.x_dims.data(), nullptr);
     hid_t d = H5Dcreate2(g, "x", s.x_type, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    must(H5Dwrite(d, s.x_mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, s.x_data) >= 0, "x");
+    // (An empty split has nothing to write.)
+    if (!s.x_dims.empty() && s.x_dims[0] > 0)
+      must(H5Dwrite(d, s.x_mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, s.x_data) >= 0, "x");
     H5Dclose(d);
     H5Sclose(sp);
+  }
+  if (!s.write_y) {
+    H5Gclose(g);
+    return;
   }
   const hsize_t ny = s.y.size();
   hid_t sp = H5Screate_simple(1, &ny, nullptr);
   hid_t d = H5Dcreate2(g, "y", H5T_STD_I32LE, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-  must(H5Dwrite(d, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, s.y.data()) >= 0, "y");
+  if (ny > 0)
+    must(H5Dwrite(d, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, s.y.data()) >= 0, "y");
   H5Dclose(d);
   H5Sclose(sp);
   H5Gclose(g);
@@ -116,6 +124,8 @@ void write_broken_dataset(const std::string& path, Breakage b) {
   s.x_data = x.data();
   s.y = good_labels(n, s.classes);
   std::vector<std::int16_t> x16(n * elems, 5);
+  std::vector<float> xf(n * elems);
+  for (std::size_t i = 0; i < xf.size(); ++i) xf[i] = static_cast<float>(x[i]) / 255.0f;
   switch (b) {
     case Breakage::no_split:
       s.name = "test";
@@ -137,6 +147,28 @@ void write_broken_dataset(const std::string& path, Breakage b) {
     case Breakage::no_num_classes:
       s.write_num_classes = false;
       break;
+    case Breakage::nonfinite:
+      xf[7 * elems + 5] = std::numeric_limits<float>::quiet_NaN();
+      xf[30 * elems] = std::numeric_limits<float>::infinity();
+      s.x_type = H5T_IEEE_F32LE;
+      s.x_mem = H5T_NATIVE_FLOAT;
+      s.x_data = xf.data();
+      break;
+    case Breakage::no_test_labels: {
+      RawSplit unlabelled = s;
+      unlabelled.name = "test";
+      unlabelled.write_y = false;
+      write_raw(f, unlabelled);
+      break;
+    }
+    case Breakage::empty_test: {
+      RawSplit empty = s;
+      empty.name = "test";
+      empty.x_dims[0] = 0;
+      empty.y.clear();
+      write_raw(f, empty);
+      break;
+    }
     default:
       break;
   }
@@ -147,11 +179,17 @@ void write_broken_dataset(const std::string& path, Breakage b) {
 void write_all_fixtures(const std::string& dir) {
   std::filesystem::create_directories(dir);
   write_good_dataset(dir + "/good.h5", 103, 17, {1, 4, 4}, 10);
-  const std::pair<const char*, Breakage> all[] = {
-      {"no_split", Breakage::no_split},       {"no_x", Breakage::no_x},
-      {"xy_mismatch", Breakage::xy_mismatch}, {"label_range", Breakage::label_range},
-      {"bad_dtype", Breakage::bad_dtype},     {"truncated", Breakage::truncated},
-      {"not_hdf5", Breakage::not_hdf5},       {"no_num_classes", Breakage::no_num_classes}};
+  const std::pair<const char*, Breakage> all[] = {{"no_split", Breakage::no_split},
+                                                  {"no_x", Breakage::no_x},
+                                                  {"xy_mismatch", Breakage::xy_mismatch},
+                                                  {"label_range", Breakage::label_range},
+                                                  {"bad_dtype", Breakage::bad_dtype},
+                                                  {"truncated", Breakage::truncated},
+                                                  {"not_hdf5", Breakage::not_hdf5},
+                                                  {"no_num_classes", Breakage::no_num_classes},
+                                                  {"nonfinite", Breakage::nonfinite},
+                                                  {"empty_test", Breakage::empty_test},
+                                                  {"no_test_labels", Breakage::no_test_labels}};
   for (const auto& [name, b] : all) write_broken_dataset(dir + "/" + name + ".h5", b);
 }
 

@@ -31,6 +31,9 @@ enum class Breakage {
   truncated,       // a good file cut in half
   not_hdf5,        // bytes that are not HDF5
   no_num_classes,  // the attribute is missing
+  nonfinite,       // float32 x with a NaN (sample 7, element 5) and an Inf (sample 30)
+  empty_test,      // a good /train beside a /test of 0 samples
+  no_test_labels,  // a good /train beside a /test with x only (data nobody labelled)
 };
 void write_broken_dataset(const std::string& path, Breakage b);
 

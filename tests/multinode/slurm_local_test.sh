@@ -115,7 +115,7 @@ case $case in
     echo "job $id: $state"
     [ "$state" = "COMPLETED|0:0" ] || fail "job $id ended '$state'"
     grep -q "SIGTERM (time limit near)" "$WORK/out.txt" || fail "the time-limit signal did not reach the batch shell"
-    stop_line=$(grep -m1 "stop requested (SIGINT/SIGTERM): stopping after step" "$WORK/out.txt") || fail "ringtrain did not stop on the signal"
+    stop_line=$(grep -m1 -E "stop requested \(SIG(TERM|USR1)\): stopping after step" "$WORK/out.txt") || fail "ringtrain did not stop on the signal"
     stopped=${stop_line##* }
     grep -q "requeueing to resume" "$WORK/out.txt" || fail "not requeued"
     grep -q "restart 1\\]: checkpoints found" "$WORK/out.txt" || fail "no requeued run"

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "ringtrain/comm/communicator.h"
 #include "ringtrain/core/error.h"
 #include "ringtrain/sync/bucket_plan.h"
@@ -115,6 +117,30 @@ TEST_CASE("the start-up agreement names the field and the ranks that differ") {
   CHECK_THROWS_WITH(
       agree_on_signature(*comm, {{"model spec hash", 42}, {"batch", batch}}),
       Contains("'batch'") && Contains("32") && Contains("64") && Contains(std::to_string(last)));
+}
+
+TEST_CASE("a mismatch prints each rank's value in its own form") {
+  auto comm = make_communicator("mpi", test::topology());
+  if (comm->size() == 1) return;
+  const int last = comm->size() - 1;
+  const bool odd = comm->rank() == last;
+  std::string others = last == 1 ? "rank 0" : "ranks 0";
+  for (int q = 1; q < last; ++q) others += fmt::format(",{}", q);
+  // Several fields differ at once, of every kind, and one field agrees.
+  const std::vector<SignatureField> fields = {
+      signature_real("--lr", odd ? 0.1f : 0.05f),
+      signature_number("--max-steps", 4),
+      signature_text("--schedule", odd ? "cosine" : "constant"),
+      signature_bool("--no-overlap", odd),
+  };
+  CHECK_THROWS_WITH(
+      agree_on_signature(*comm, fields),
+      Contains("'--lr' is 0.05 on " + others + ", but 0.1 on rank " + std::to_string(last)) &&
+          Contains("'--schedule' is constant on " + others + ", but cosine on rank " +
+                   std::to_string(last)) &&
+          Contains("'--no-overlap' is off on " + others + ", but on on rank " +
+                   std::to_string(last)) &&
+          !Contains("--max-steps"));
 }
 
 TEST_CASE("the replica check names the diverged ranks and the step") {

@@ -100,3 +100,32 @@ TEST_CASE("rank lists are compact") {
   CHECK(format_rank_list({0, 1, 2, 4, 6, 7}) == "0-2,4,6-7");
   CHECK(format_rank_list({3}) == "3");
 }
+
+TEST_CASE("records an earlier job left in the directory are not this job's") {
+  // An earlier 4-rank job left ranks 0-3; this 2-rank job rewrote ranks 0-1.
+  std::vector<FlightState> all;
+  for (int r = 0; r < 4; ++r) {
+    FlightState s = rank_state(r, "all-reduce wait", 5, 10);
+    s.job = "mpirun 111";
+    s.written = 500;
+    all.push_back(s);
+  }
+  for (int r = 0; r < 2; ++r) {
+    all[static_cast<std::size_t>(r)].job = "mpirun 222";
+    all[static_cast<std::size_t>(r)].world_size = 2;
+    all[static_cast<std::size_t>(r)].written = 900;
+  }
+  const FlightJob newest = select_job(all);
+  CHECK(newest.job == "mpirun 222");
+  REQUIRE(newest.ranks.size() == 2);
+  REQUIRE(newest.stale.size() == 2);
+  CHECK(newest.stale[0].rank == 2);
+  CHECK(newest.stale[1].rank == 3);
+  // The verdict over this job's records never names the earlier job's ranks.
+  const std::string verdict = flight_verdict(newest.ranks, 1000, /*live=*/false);
+  CHECK(verdict.find("rank 3") == std::string::npos);
+  CHECK(verdict.find("rank 2") == std::string::npos);
+  const FlightJob earlier = select_job(all, "mpirun 111");
+  CHECK(earlier.ranks.size() == 2);
+  CHECK(earlier.stale.size() == 2);
+}

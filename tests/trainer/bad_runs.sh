@@ -15,7 +15,7 @@ base=(--data "$DATA" --batch 8 --max-steps 4 --epochs 10 --timeout 30 --device c
 expect_error model_mismatch "'model spec hash' is .* on rank 0.* on rank 1|'model spec hash' is .* on rank 1.* on rank 0" \
   "${MPIRUN[@]}" -np 1 "$RINGTRAIN_EXE" train "${base[@]}" --model "$MLP" : \
   -np 1 "$RINGTRAIN_EXE" train "${base[@]}" --model mlp:64-16-4
-expect_error batch_mismatch "'batch' is" \
+expect_error batch_mismatch "'--batch' is 8 on rank 0, but 4 on rank 1" \
   "${MPIRUN[@]}" -np 1 "$RINGTRAIN_EXE" train "${base[@]}" --model "$MLP" : \
   -np 1 "$RINGTRAIN_EXE" train --data "$DATA" --batch 4 --max-steps 4 --epochs 10 --timeout 30 --device cpu --model "$MLP"
 # A checkpoint of another model.

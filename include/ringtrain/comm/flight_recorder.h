@@ -46,8 +46,15 @@ struct LiveFlightState {
 // Wall-clock seconds since the epoch: comparable across ranks and files.
 double wall_seconds();
 
-// Who this rank is, for the file and the verdict.
+// Who this rank is, for the file and the verdict. The job is job_identity().
 void set_identity(int rank, int world_size, const std::string& host, const std::string& device);
+
+// The identity of this job, the same on every rank of one launch and new for
+// the next (so records an earlier job left in the same directory are told
+// apart): Slurm's job and step id and requeue count where there is one, else
+// the launcher's job namespace (mpirun), else this process (a rank started
+// without a launcher).
+std::string job_identity();
 
 // The current phase ("data", "forward", "backward", "all-reduce wait",
 // "optimizer", "eval", "checkpoint", ...) of training step `step` (1-based; 0

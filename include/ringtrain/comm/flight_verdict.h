@@ -1,7 +1,8 @@
 // The verdict from the flight recorder's files (flight_recorder.h): which rank
 // is stuck or lost, in which phase of which step, and what the others wait on.
 //
-// File format (<dir>/rank-<r>.json, "format": "ringtrain-flight-1"): rank,
+// File format (<dir>/rank-<r>.json, "format": "ringtrain-flight-1"): job
+// (flight::job_identity(); "" in records of older builds), rank,
 // world_size, host, pid, device, phase, phase_since, step, issued (the last
 // sequence number issued per channel), written (when), period (the snapshot
 // period), final (written by a fatal error), reason (its message) and records
@@ -25,6 +26,7 @@ struct FlightCollective {
 };
 
 struct FlightState {
+  std::string job;
   int rank = 0, world_size = 1;
   std::string host, device;
   long pid = 0;
@@ -41,6 +43,16 @@ struct FlightState {
 // Every rank-<r>.json in dir, by rank. Throws Error naming dir when it holds
 // none, or a file that is not a flight record.
 std::vector<FlightState> read_flight_dir(const std::string& dir);
+
+// The records of one job. A directory may hold files an earlier job left (a
+// job with more ranks, in the same --logdir): those are not this job's.
+struct FlightJob {
+  std::string job;
+  std::vector<FlightState> ranks;  // this job's, by rank
+  std::vector<FlightState> stale;  // other jobs', by rank
+};
+// `job` "": the job of the most recently written record.
+FlightJob select_job(std::vector<FlightState> all, const std::string& job = "");
 
 // One line: the stuck or lost rank(s), their phase and step, and what the
 // others wait on. now_s: the time of the verdict (wall-clock seconds); ranks

@@ -5,6 +5,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace ringtrain {
 
@@ -16,6 +17,23 @@ class Error : public std::runtime_error {
 // A library (MPI, CUDA, NCCL, HDF5, cuBLAS, cuDNN) reported failure. The message
 // holds file:line and the library's own error string.
 class LibraryError : public Error {
+ public:
+  explicit LibraryError(const std::string& what, std::string library = {})
+      : Error(what), library_(std::move(library)) {}
+  // "MPI", "CUDA", "NCCL", "HDF5", ...
+  const std::string& library() const { return library_; }
+  // HDF5 fails on what it reads or writes: a damaged or foreign file given as
+  // input is the input's fault, not the machine's.
+  bool about_a_file() const { return library_ == "HDF5"; }
+
+ private:
+  std::string library_;
+};
+
+// A file or directory that exists but that this user may not read or write:
+// said as such (not "corrupt", not "no such file"), and never skipped over as
+// if it were damaged.
+class PermissionError : public Error {
  public:
   using Error::Error;
 };

@@ -17,13 +17,15 @@ class InputError : public Error {
   using Error::Error;
 };
 
-// Runs f; an Error it throws (not a LibraryError: MPI or a device failing is
-// no input's fault) is rethrown as an InputError with the same message.
+// Runs f; an Error it throws is rethrown as an InputError with the same
+// message, except a LibraryError of MPI or a device (no input's fault). An
+// HDF5 error here is about a file the job was given (a damaged checkpoint).
 template <typename F>
 void as_input_error(F&& f) {
   try {
     f();
-  } catch (const LibraryError&) {
+  } catch (const LibraryError& e) {
+    if (e.about_a_file()) throw InputError(e.what());
     throw;
   } catch (const InputError&) {
     throw;

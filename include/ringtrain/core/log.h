@@ -17,8 +17,13 @@ struct LogIdentity {
   std::string host = "?";
 };
 
-// Set once by the topology after MPI_Init; before that the prefix is "rank 0/?".
+// Set once by the topology after MPI_Init; before that the prefix is "rank 0/?",
+// or what set_log_identity_from_launcher found.
 void set_log_identity(const LogIdentity& identity);
+// Before MPI starts: the rank from the launcher's environment (Open MPI, PMIx,
+// PMI, Slurm) and this host's name, so that messages printed before MPI_Init
+// (a bad flag, a signal during start-up) name the real rank and host.
+void set_log_identity_from_launcher();
 const LogIdentity& log_identity();
 void set_log_level(LogLevel level);
 LogLevel log_level();

@@ -1,7 +1,8 @@
 // Converters into the ringtrain HDF5 dataset format (dataset.h): from IDX
-// (MNIST, Fashion-MNIST), from CSV, and a synthetic learnable set. Each writes
-// through DatasetWriter (temporary name, then rename) and reports progress on
-// stderr for large inputs.
+// (MNIST, Fashion-MNIST), from CSV, and a synthetic learnable set. Each first
+// refuses an output that is an input or, without `force`, exists
+// (output_guard.h), then writes through DatasetWriter (temporary name, then
+// rename) and reports progress on stderr for large inputs.
 #pragma once
 
 #include <cstddef>
@@ -27,6 +28,7 @@ struct IdxConvertOptions {
   std::string class_names = "auto";
   int num_classes = 0;             // 0: from class_names, else max label + 1
   std::string normalize = "unit";  // unit: byte/255; standard: (byte/255 - mean)/std of train
+  bool force = false;              // replace an existing output (never an input)
 };
 ConvertSummary convert_idx(const IdxConvertOptions& o);
 
@@ -40,6 +42,7 @@ struct CsvConvertOptions {
   std::uint64_t seed = 0;      // shuffles rows before the holdout
   int num_classes = 0;         // 0: max label + 1
   std::vector<std::string> class_names;
+  bool force = false;  // replace an existing output (never an input)
 };
 ConvertSummary convert_csv(const CsvConvertOptions& o);
 
@@ -52,6 +55,7 @@ struct SyntheticOptions {
   std::uint64_t seed = 0;
   std::string dtype = "f32";  // f32 or u8
   double noise = 0.5;         // std of the noise around each class prototype
+  bool force = false;         // replace an existing output
 };
 // Sample i of class c is prototype_c + noise * N(0, 1) per element, where the
 // prototypes are uniform in [0, 1]^D: learnable by a linear model, never

@@ -27,14 +27,21 @@ class Dataset {
   // Throws Error naming the file, split and dataset for every bad-input case:
   // missing file, split or dataset; truncated or corrupt file; unsupported
   // dtype; x and y lengths that differ; a label outside [0, num_classes).
-  static Dataset open(const std::string& path, const std::string& split);
+  // Labels are required unless `labels` is Labels::optional (predict reads
+  // data nobody has labelled); a split without y then reads as has_labels()
+  // false, with every label 0 so that a forward pass may still take them.
+  enum class Labels { required, optional };
+  static Dataset open(const std::string& path, const std::string& split,
+                      Labels labels = Labels::required);
+  // The names of the splits (top-level groups) in a dataset file.
+  static std::vector<std::string> splits(const std::string& path);
   // The same, collectively over `control` (the control channel): every rank
   // opens, and if any rank fails, every rank throws (its own message, or one
   // naming the rank that failed), so that every rank reports and none waits in
   // a collective; a rank that never opens ends the others' wait after the
   // communicator's timeout.
   static Dataset open_on_all_ranks(const std::string& path, const std::string& split,
-                                   Communicator& control);
+                                   Communicator& control, Labels labels = Labels::required);
 
   Dataset(Dataset&&) noexcept;
   Dataset& operator=(Dataset&&) noexcept;
@@ -65,6 +72,8 @@ class Dataset {
   // and tools): (end - begin) * sample_elements() elements of stored_dtype().
   void read_stored(std::uint64_t begin, std::uint64_t end, void* out);
   const std::vector<std::int32_t>& labels() const;
+  // False for a split without y opened with Labels::optional.
+  bool has_labels() const;
   // Whether read() takes samples straight from their file offsets (unfiltered
   // x in whole-sample chunks or contiguous, host byte order), or reads by
   // hyperslab through HDF5. use_hdf5_reads() forces the latter (tests, comparisons).

@@ -22,6 +22,9 @@ struct SplitSpec {
   int num_classes = 0;
   std::vector<std::string> class_names;  // empty or num_classes entries
   float scale = 1.0f, offset = 0.0f;     // written for uint8 data
+  // false: data nobody has labelled (for predict); the split has no y, and
+  // append takes y = nullptr. num_classes is still the model's output classes.
+  bool labelled = true;
 };
 
 class DatasetWriter {

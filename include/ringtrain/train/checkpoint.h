@@ -127,8 +127,15 @@ struct SkippedCheckpoint {
   std::string path;
   std::string reason;
 };
+// A checkpoint that exists but may not be read is a PermissionError, never
+// skipped: it may be the newest good state.
 std::optional<LoadedCheckpoint> read_newest_intact_checkpoint(
     const std::string& dir, std::vector<SkippedCheckpoint>* skipped = nullptr);
+
+// The path of the newest checkpoint in `dir` that reads, for a tool given a
+// directory (eval --ckpt DIR, predict): a warning names each newer file
+// skipped and why. Error naming `flag` and `dir` when none reads.
+std::string newest_intact_checkpoint_path(const std::string& dir, const std::string& flag);
 
 // "ckpt-<step>.h5"
 std::string checkpoint_file_name(std::uint64_t step);

@@ -10,6 +10,10 @@
 
 namespace ringtrain {
 
+// The seed of a run that names none: `data inspect` defaults to it too, so it
+// shows the sharding `train` will use.
+inline constexpr std::uint64_t kDefaultSeed = 42;
+
 struct TrainConfig {
   // Model and data.
   std::string data_path;
@@ -23,7 +27,7 @@ struct TrainConfig {
   std::size_t global_batch = 0;
   std::size_t epochs = 1;
   std::uint64_t max_steps = 0;  // 0: no cap beyond --epochs
-  std::uint64_t seed = 42;
+  std::uint64_t seed = kDefaultSeed;
   std::size_t prefetch_depth = 2;
   std::string tf32 = "default";  // on | off | default (PyTorch's: conv TF32, GEMM fp32); GPU only
 

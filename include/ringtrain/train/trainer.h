@@ -23,7 +23,8 @@ struct TrainSummary {
   // a slow spell of a shared machine moves the mean above but not this.
   double step_s_median = 0;
   std::uint64_t median_steps = 0;
-  bool stopped_by_signal = false;  // SIGINT/SIGTERM: a checkpoint was written if --ckpt-dir
+  bool stopped_by_signal =
+      false;  // SIGINT, SIGTERM or SIGUSR1: a checkpoint was written if --ckpt-dir
   std::string last_checkpoint;
 };
 

@@ -1,0 +1,44 @@
+#include "ringtrain/data/output_guard.h"
+
+#include <filesystem>
+
+#include "ringtrain/core/check.h"
+
+namespace ringtrain {
+
+namespace fs = std::filesystem;
+
+namespace {
+// The same file by identity where both exist (hard links, symlinks, ./a and
+// a), else by the normalised absolute path.
+bool same_file(const fs::path& a, const fs::path& b) {
+  std::error_code ec;
+  if (fs::exists(a, ec) && fs::exists(b, ec)) {
+    const bool same = fs::equivalent(a, b, ec);
+    if (!ec) return same;
+  }
+  return fs::absolute(a, ec).lexically_normal() == fs::absolute(b, ec).lexically_normal();
+}
+}  // namespace
+
+void guard_output(const std::string& output, const std::vector<GuardedInput>& inputs, bool force,
+                  const std::string& output_flag) {
+  RT_CHECK(!output.empty(), "{}: an output file is required", output_flag);
+  const fs::path out(output);
+  for (const GuardedInput& in : inputs) {
+    if (in.path.empty()) continue;
+    RT_CHECK(!same_file(out, in.path),
+             "{} {} is also the input {} {}: writing it would destroy the input (even with "
+             "--force); choose another output",
+             output_flag, output, in.flag, in.path);
+  }
+  std::error_code ec;
+  const fs::file_status status = fs::status(out, ec);
+  RT_CHECK(!fs::is_directory(status), "{} {} is a directory: give a file name", output_flag,
+           output);
+  RT_CHECK(force || !fs::exists(status),
+           "{} {} already exists: pass --force to replace it, or choose another output",
+           output_flag, output);
+}
+
+}  // namespace ringtrain

@@ -1,0 +1,94 @@
+#include "ringtrain/train/config_agreement.h"
+
+#include <algorithm>
+
+namespace ringtrain {
+
+namespace {
+// A flag without a value, printed as the user gave it or not.
+SignatureField switch_flag(std::string flag, bool given) {
+  SignatureField f = signature_bool(std::move(flag), given);
+  f.text = given ? "given" : "not given";
+  return f;
+}
+
+// A path whose presence changes collectives (the checkpoint barrier, the trace
+// gather, the resume broadcast) but which may be spelled differently per node.
+SignatureField presence(std::string flag, const std::string& path) {
+  SignatureField f = signature_bool(std::move(flag), !path.empty());
+  f.text = path.empty() ? "not given" : "given (" + path + ")";
+  return f;
+}
+}  // namespace
+
+std::vector<SignatureField> config_agreement_fields(const TrainConfig& c) {
+  return {
+      // How many steps, and what each one covers.
+      signature_text("--split", c.split),
+      signature_text("--eval-split", c.eval_split),
+      switch_flag("--cache", c.cache),
+      signature_number("--batch", c.batch),
+      signature_number("--global-batch", c.global_batch),
+      signature_number("--epochs", c.epochs),
+      signature_number("--max-steps", c.max_steps),
+      signature_number("--accum", c.accum),
+      signature_number("--seed", c.seed),
+      signature_text("--tf32", c.tf32),
+      // The arithmetic of an update: a difference makes replicas drift apart.
+      signature_text("--optimizer", c.optimizer.kind),
+      signature_real("--lr", c.lr),
+      signature_real("--momentum", c.optimizer.momentum),
+      switch_flag("--nesterov", c.optimizer.nesterov),
+      signature_real("--weight-decay", c.optimizer.weight_decay),
+      signature_text("--lr-scaling", c.lr_scaling),
+      signature_number("--reference-batch", c.reference_batch),
+      signature_number("--warmup", c.warmup),
+      signature_text("--schedule", c.schedule),
+      signature_number("--step-size", c.step_size),
+      signature_real("--gamma", c.gamma),
+      signature_real("--clip-norm", c.clip_norm),
+      // When the ranks stop on a non-finite step.
+      signature_text("--nonfinite", c.nonfinite),
+      // The gradient all-reduce: backend, bucket sizes, when it starts.
+      signature_text("--backend", c.backend),
+      signature_real("--bucket-mb", c.bucket_mb),
+      switch_flag("--no-overlap", !c.overlap),
+      // BatchNorm's statistics: all-reduced in forward and backward, or not.
+      switch_flag("--sync-bn", c.sync_bn),
+      // The loss every rank differentiates.
+      signature_real("--label-smoothing", c.label_smoothing),
+      // When the ranks meet in a control collective after a step.
+      signature_number("--eval-every", c.eval_every),
+      signature_number("--log-every", c.log_every),
+      signature_number("--straggler-every", c.straggler_every),
+      signature_number("--check-every", c.check_every),
+      signature_number("--ckpt-every", c.ckpt_every),
+      presence("--ckpt-dir", c.ckpt_dir),
+      presence("--trace", c.trace),
+      signature_text("--resume", c.resume.empty()       ? "not given"
+                                 : c.resume == "latest" ? "latest"
+                                                        : "a file"),
+  };
+}
+
+const std::vector<std::pair<std::string, std::string>>& config_flags_not_compared() {
+  static const std::vector<std::pair<std::string, std::string>> flags = {
+      {"--data", "a path that may differ per node; the data set's shape and sizes are compared"},
+      {"--model", "compared as the hash of the parsed spec (the text may name a file)"},
+      {"--logdir", "written by rank 0 only"},
+      {"--flight-dir", "each rank's own records"},
+      {"--keep", "applied by rank 0, which writes the checkpoints"},
+      {"--timeout", "each rank's own watchdog"},
+      {"--init-from", "read by rank 0 only; the other ranks get its weights in the broadcast"},
+  };
+  return flags;
+}
+
+std::string config_key_flag(const std::string& key) {
+  if (key == "overlap") return "--no-overlap";
+  std::string flag = "--" + key;
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  return flag;
+}
+
+}  // namespace ringtrain
