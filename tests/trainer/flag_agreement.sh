@@ -18,13 +18,13 @@ compared=(
   "--clip-norm 0 1" "--nonfinite stop skip:2" "--backend ring mpi" "--bucket-mb 1 0.5"
   "--no-overlap - +" "--eval-every 0 2" "--log-every 50 2" "--straggler-every 100 3"
   "--check-every 100 2" "--ckpt-every 0 2" "--ckpt-dir - $WORK/ckpt-b" "--trace - $WORK/trace.json"
-  "--resume - latest"
+  "--resume - latest" "--sync-bn - +" "--label-smoothing 0 0.1"
 )
 # Flags that may differ per rank (paths, a rank's own watchdog, host-side
 # buffering) or that are compared in another form (--model by its spec hash,
 # --plugin by the layers it registers, --data by the data set's shape and size).
 not_compared=(--help --data --model --plugin --logdir --flight-dir --keep --timeout --prefetch
-              --device --allow-gpu-sharing)
+              --device --allow-gpu-sharing --init-from)
 
 # The inventory: every flag of `train --help` is in one list.
 listed=" ${not_compared[*]} "
