@@ -25,6 +25,7 @@ namespace {
 struct PredictFlags {
   std::string ckpt, data, split = "test", out;
   std::size_t batch = 256;
+  bool logits = false;  // also every class's logit
   std::vector<std::string> plugins;
   bool force = false;
 };
@@ -54,8 +55,11 @@ int run_predict(const PredictFlags& f, const Topology& topo) {
   const std::string tmp = fmt::format("{}.tmp-{}", f.out, static_cast<long>(::getpid()));
   std::ofstream out(tmp);
   RT_CHECK(out.good(), "-o {}: cannot open {} for writing", f.out, tmp);
-  out << "index,predicted,probability,label\n";
   const auto nc = static_cast<std::size_t>(data.num_classes());
+  out << "index,predicted,probability,label";
+  if (f.logits)
+    for (std::size_t k = 0; k < nc; ++k) out << ",logit_" << k;
+  out << '\n';
   EvalBatches batches(data, eval_shard(data.size(), 0, 1), f.batch, 2, topo.device());
   std::vector<float> logits;
   std::vector<std::int32_t> labels;
@@ -80,6 +84,8 @@ int run_predict(const PredictFlags& f, const Topology& topo) {
         denom += std::exp(static_cast<double>(row[k] - row[best]));
       out << index << ',' << best << ',' << fmt::format("{:.6f}", 1.0 / denom) << ',';
       if (data.has_labels()) out << labels[i];  // else the label column stays empty
+      if (f.logits)
+        for (std::size_t k = 0; k < nc; ++k) out << ',' << fmt::format("{:.9g}", row[k]);
       out << '\n';
     }
   }
@@ -106,6 +112,8 @@ CLI::App* add_predict_command(CLI::App& app, CommandContext& ctx) {
   sub->add_option("--split", f->split, "Split to predict")->capture_default_str();
   sub->add_option("-o,--out", f->out, "CSV file to write")->required();
   sub->add_flag("--force", f->force, "Replace an existing -o file");
+  sub->add_flag("--logits", f->logits,
+                "Also write each sample's logits (columns logit_0 ... logit_<classes-1>)");
   sub->add_option("--batch", f->batch, "Samples per forward pass")
       ->check(CLI::Range(1, 65536))
       ->capture_default_str();
