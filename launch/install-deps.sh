@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # Installs what ringtrain needs from Debian's packages, and says what it did.
 #   launch/install-deps.sh          build and test dependencies, Fashion-MNIST
-#   launch/install-deps.sh --peer   also python3-torch, the benchmark peer
+#   launch/install-deps.sh --peer   also python3-torch and torchvision, the benchmark peers
 # Not root and something missing: prints the exact apt-get line and exits 1.
 set -euo pipefail
 
 packages=(cmake g++ make pkg-config openmpi-bin libopenmpi-dev libhdf5-dev hdf5-tools
           catch2 libopenblas-dev libcli11-dev nlohmann-json3-dev libfmt-dev
           zlib1g-dev dataset-fashion-mnist iproute2 shellcheck clang-format gnuplot-nox
+          libjpeg-dev libpng-dev                   # convert images (libjpeg-turbo, libpng)
+          python3-pil python3-sklearn              # image tests: PIL as the reference, real photos
           slurmctld slurmd slurm-client munge slurmdbd mariadb-server)  # launch/slurm/local-cluster
 if [ "${1:-}" = "--peer" ]; then
-  packages+=(python3-torch python3-numpy)
+  packages+=(python3-torch python3-numpy python3-torchvision python3-pil)
 fi
 
 missing=()

@@ -86,8 +86,10 @@ void DatasetWriter::begin_split(const SplitSpec& spec) {
   const std::size_t esize = spec.dtype == SampleDType::u8 ? 1 : 4;
   chunk[0] = chunk_rows(w.elems * esize, spec.n);
   for (std::size_t k = 0; k + 1 < rank; ++k) dims[k + 1] = chunk[k + 1] = spec.sample_shape[k];
+  std::array<hsize_t, H5S_MAX_RANK> maxdims = dims;
+  if (spec.may_end_short) maxdims[0] = H5S_UNLIMITED;
   h5::Space xspace(
-      RT_H5_CHECK(H5Screate_simple(static_cast<int>(rank), dims.data(), nullptr), where));
+      RT_H5_CHECK(H5Screate_simple(static_cast<int>(rank), dims.data(), maxdims.data()), where));
   h5::PropList xdcpl(H5Pcreate(H5P_DATASET_CREATE));
   RT_H5_CHECK(H5Pset_chunk(xdcpl.get(), static_cast<int>(rank), chunk.data()), where + "/x");
   const hid_t xtype = spec.dtype == SampleDType::u8 ? H5T_STD_U8LE : H5T_IEEE_F32LE;
@@ -99,7 +101,8 @@ void DatasetWriter::begin_split(const SplitSpec& spec) {
       where + "/x"));
 
   const hsize_t n = spec.n, ychunk = std::min<hsize_t>(spec.n, 1u << 16);
-  h5::Space yspace(RT_H5_CHECK(H5Screate_simple(1, &n, nullptr), where));
+  const hsize_t ymax = spec.may_end_short ? H5S_UNLIMITED : n;
+  h5::Space yspace(RT_H5_CHECK(H5Screate_simple(1, &n, &ymax), where));
   h5::PropList ydcpl(H5Pcreate(H5P_DATASET_CREATE));
   RT_H5_CHECK(H5Pset_chunk(ydcpl.get(), 1, &ychunk), where + "/y");
   w.y = h5::DataSet(RT_H5_CHECK(H5Dcreate2(w.group.get(), "y", H5T_STD_I32LE, yspace.get(),
@@ -152,8 +155,17 @@ void DatasetWriter::end_split() {
   std::lock_guard lock(h5::library_mutex());
   Impl& w = *impl_;
   RT_CHECK(w.open, "{}: end_split without an open split", w.path);
-  RT_CHECK(w.written == w.spec.n, "{}: {} samples written, {} declared", w.where(), w.written,
-           w.spec.n);
+  if (w.spec.may_end_short && w.written < w.spec.n) {
+    RT_CHECK(w.written >= 1, "{}: no samples written", w.where());
+    std::array<hsize_t, H5S_MAX_RANK> dims{};
+    dims[0] = w.written;
+    for (std::size_t k = 0; k < w.spec.sample_shape.size(); ++k)
+      dims[k + 1] = w.spec.sample_shape[k];
+    RT_H5_CHECK(H5Dset_extent(w.x.get(), dims.data()), w.where() + "/x");
+    RT_H5_CHECK(H5Dset_extent(w.y.get(), dims.data()), w.where() + "/y");
+  }
+  RT_CHECK(w.written == w.spec.n || (w.spec.may_end_short && w.written >= 1),
+           "{}: {} samples written, {} declared", w.where(), w.written, w.spec.n);
   w.x.reset();
   w.y.reset();
   w.group.reset();

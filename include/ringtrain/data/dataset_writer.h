@@ -22,6 +22,9 @@ struct SplitSpec {
   int num_classes = 0;
   std::vector<std::string> class_names;  // empty or num_classes entries
   float scale = 1.0f, offset = 0.0f;     // written for uint8 data
+  // n is an upper bound: end_split() shrinks the split to the samples
+  // appended (a converter that skips bad inputs learns how many only at the end).
+  bool may_end_short = false;
 };
 
 class DatasetWriter {
@@ -35,7 +38,8 @@ class DatasetWriter {
   // Appends `count` samples (stored dtype, row-major) and their labels to the
   // current split. Labels are checked against [0, num_classes).
   void append(const void* x, const std::int32_t* y, std::size_t count);
-  // Checks that exactly spec.n samples were appended.
+  // Checks that exactly spec.n samples were appended (at least one, and at
+  // most spec.n, with may_end_short).
   void end_split();
   // Closes the file and renames it to the final path.
   void commit();
