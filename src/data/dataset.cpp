@@ -20,10 +20,12 @@
 #include "comm/broadcast_text.h"
 #include "core/fault_stall.h"
 #include "core/hdf5.h"
+#include "data/loader_threads.h"
 #include "data/pixel_conversion.h"
 #include "ringtrain/comm/communicator.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/log.h"
+#include "ringtrain/data/sample_transform.h"
 
 namespace ringtrain {
 
@@ -83,6 +85,12 @@ struct Dataset::Impl {
   std::size_t rows_per_chunk = 0;            // n for a contiguous layout
   std::vector<std::uint64_t> chunk_address;  // 0: not looked up yet
   std::uint64_t file_size = 0;
+  // --augment / --eval-transform
+  std::shared_ptr<const SampleTransform> transform;
+  std::vector<std::size_t> out_shape;  // what read() gives (shape without a transform)
+  std::size_t out_elems = 0;
+  std::unique_ptr<LoaderThreads> threads;
+  std::vector<const unsigned char*> rows;  // a batch's stored rows, for the threads
 
   ~Impl() {
     if (fd >= 0) ::close(fd);
@@ -303,6 +311,8 @@ Dataset Dataset::open(const std::string& path, const std::string& split) {
   d.elems = 1;
   for (std::size_t s : d.shape) d.elems *= s;
   RT_CHECK(d.elems > 0, "{}: empty sample shape {}", d.where("x"), shape_string(d.shape));
+  d.out_shape = d.shape;
+  d.out_elems = d.elems;
 
   // Attributes on the split group, else on the file root.
   auto number = [&](const char* name) {
@@ -391,10 +401,40 @@ std::size_t Dataset::size() const {
   return impl_->n;
 }
 const std::vector<std::size_t>& Dataset::sample_shape() const {
-  return impl_->shape;
+  return impl_->out_shape;
 }
 std::size_t Dataset::sample_elements() const {
-  return impl_->elems;
+  return impl_->out_elems;
+}
+const std::vector<std::size_t>& Dataset::stored_shape() const {
+  return impl_->shape;
+}
+const SampleTransform* Dataset::transform() const {
+  return impl_->transform.get();
+}
+
+void Dataset::set_transform(std::shared_ptr<const SampleTransform> transform, std::size_t threads) {
+  Impl& d = *impl_;
+  std::lock_guard lock(d.read_mutex);
+  d.threads.reset();
+  if (!transform) {
+    d.transform.reset();
+    d.out_shape = d.shape;
+    d.out_elems = d.elems;
+    return;
+  }
+  RT_CHECK(d.dtype == SampleDType::u8,
+           "{}: {} needs images (uint8 samples, from 'ringtrain convert images'); x is {}",
+           d.where("x"), transform->spec(), sample_dtype_name(d.dtype));
+  try {
+    d.out_shape = transform->output_shape(d.shape);
+  } catch (const Error& e) {
+    RT_CHECK(false, "{}: {}", d.where("x"), e.what());
+  }
+  d.out_elems = 1;
+  for (std::size_t s : d.out_shape) d.out_elems *= s;
+  d.transform = std::move(transform);
+  d.threads = std::make_unique<LoaderThreads>(std::max<std::size_t>(1, threads));
 }
 SampleDType Dataset::stored_dtype() const {
   return impl_->dtype;
@@ -437,13 +477,26 @@ std::size_t Dataset::stored_bytes() const {
 }
 
 void Dataset::check_sample_shape(const std::vector<std::size_t>& expected) const {
-  RT_CHECK(expected == impl_->shape,
+  RT_CHECK(expected == impl_->out_shape,
            "{}: sample shape {} (x is N x {}) does not match the model's input shape {}",
-           impl_->where("x"), shape_string(impl_->shape), shape_string(impl_->shape),
+           impl_->where("x"), shape_string(impl_->out_shape), shape_string(impl_->shape),
            shape_string(expected));
 }
 
-void Dataset::read(std::span<const std::uint64_t> indices, float* x, std::int32_t* y) {
+namespace {
+
+// Transforms a batch's stored rows into x on the loader threads.
+void transform_rows(Dataset::Impl& d, std::span<const std::uint64_t> indices,
+                    const unsigned char* const* rows, float* x, std::uint64_t epoch) {
+  d.threads->run(indices.size(), [&](std::size_t i) {
+    d.transform->apply(rows[i], d.shape, d.scale, d.offset, epoch, indices[i], x + i * d.out_elems);
+  });
+}
+
+}  // namespace
+
+void Dataset::read(std::span<const std::uint64_t> indices, float* x, std::int32_t* y,
+                   std::uint64_t epoch) {
   Impl& d = *impl_;
   const std::size_t count = indices.size();
   if (count == 0) return;
@@ -453,6 +506,13 @@ void Dataset::read(std::span<const std::uint64_t> indices, float* x, std::int32_
   if (y)
     for (std::size_t i = 0; i < count; ++i) y[i] = d.labels[indices[i]];
   const std::size_t row_bytes = d.elems * d.stored_size();
+  if (d.cached && d.transform) {
+    std::lock_guard threads_lock(d.read_mutex);  // one batch at a time on the threads
+    std::vector<const unsigned char*> rows(count);
+    for (std::size_t i = 0; i < count; ++i) rows[i] = d.cache.data() + indices[i] * row_bytes;
+    transform_rows(d, indices, rows.data(), x, epoch);
+    return;
+  }
   if (d.cached) {
     // Rows are random in memory, so the loads miss; fetching the next rows'
     // lines while this one converts hides most of that latency.
@@ -527,6 +587,12 @@ void Dataset::read(std::span<const std::uint64_t> indices, float* x, std::int32_
       slot += block[0];
       i = j;
     }
+  }
+  if (d.transform) {
+    d.rows.resize(count);
+    for (std::size_t i = 0; i < count; ++i) d.rows[i] = d.staging.data() + d.slot_of[i] * row_bytes;
+    transform_rows(d, indices, d.rows.data(), x, epoch);
+    return;
   }
   for (std::size_t i = 0; i < count; ++i)
     d.convert_row(d.staging.data() + d.slot_of[i] * row_bytes, x + i * d.elems);

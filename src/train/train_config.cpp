@@ -34,6 +34,7 @@ void TrainConfig::validate() const {
   RT_CHECK(timeout > 0, "--timeout must be positive seconds, got {}", timeout);
   RT_CHECK(keep >= 1, "--keep must be at least 1");
   RT_CHECK(prefetch_depth >= 1 && prefetch_depth <= 64, "--prefetch must be in [1, 64]");
+  RT_CHECK(loader_threads >= 1 && loader_threads <= 256, "--loader-threads must be in [1, 256]");
   RT_CHECK(ckpt_every == 0 || !ckpt_dir.empty(), "--ckpt-every needs --ckpt-dir");
   RT_CHECK(resume.empty() || resume != "latest" || !ckpt_dir.empty(),
            "--resume latest needs --ckpt-dir (or give a checkpoint file)");

@@ -18,6 +18,7 @@
 namespace ringtrain {
 
 class Communicator;
+class SampleTransform;
 
 enum class SampleDType { u8, f32 };
 const char* sample_dtype_name(SampleDType t);
@@ -41,8 +42,10 @@ class Dataset {
   ~Dataset();
 
   std::size_t size() const;
+  // What read() gives per sample: the stored shape, or the transform's output.
   const std::vector<std::size_t>& sample_shape() const;  // e.g. {1,28,28} or {F}
   std::size_t sample_elements() const;
+  const std::vector<std::size_t>& stored_shape() const;  // x's shape per sample in the file
   SampleDType stored_dtype() const;
   float scale() const;   // 1 for float32 data
   float offset() const;  // 0 for float32 data
@@ -59,8 +62,16 @@ class Dataset {
   // Reads these samples (any order, repeats allowed) as normalised float32 into
   // x (indices.size() * sample_elements()) and int32 labels into y (may be null).
   // Contiguous runs of the sorted indices become one hyperslab each, read in
-  // one H5Dread; the requested order is restored while converting.
-  void read(std::span<const std::uint64_t> indices, float* x, std::int32_t* y);
+  // one H5Dread; the requested order is restored while converting. With a
+  // transform, `epoch` and each sample's index seed its random choices.
+  void read(std::span<const std::uint64_t> indices, float* x, std::int32_t* y,
+            std::uint64_t epoch = 0);
+
+  // --augment / --eval-transform: read() applies `transform` to every sample
+  // (uint8 C x H x W images only; Error naming the file otherwise), on
+  // `threads` loader threads (the caller's included). Null removes it.
+  void set_transform(std::shared_ptr<const SampleTransform> transform, std::size_t threads = 1);
+  const SampleTransform* transform() const;
   // The stored bytes of samples [begin, end), unconverted (for round-trip checks
   // and tools): (end - begin) * sample_elements() elements of stored_dtype().
   void read_stored(std::uint64_t begin, std::uint64_t end, void* out);
