@@ -32,15 +32,24 @@ RT_HD std::int32_t resample_fixed_weight(double w) {
   return static_cast<std::int32_t>(w < 0.0 ? scaled - 0.5 : scaled + 0.5);
 }
 
+// The accumulator every output starts from: one half, so that the final shift
+// rounds to nearest.
+constexpr std::int32_t kResampleHalf = 1 << (kResamplePrecisionBits - 1);
+
+// A weighted sum (started at kResampleHalf) to a byte, clipped to [0, 255].
+RT_HD std::uint8_t resample_clip(std::int32_t acc) {
+  if (acc <= 0) return 0;
+  if (acc >= (255 << kResamplePrecisionBits)) return 255;
+  return static_cast<std::uint8_t>(acc >> kResamplePrecisionBits);
+}
+
 // One output byte of a pass: `taps` input bytes, `stride` bytes apart, times
 // their fixed-point weights, rounded to nearest and clipped to [0, 255].
 RT_HD std::uint8_t resample_taps(const std::uint8_t* in, long stride, const std::int32_t* weights,
                                  int taps) {
-  std::int32_t acc = 1 << (kResamplePrecisionBits - 1);
+  std::int32_t acc = kResampleHalf;
   for (int t = 0; t < taps; ++t) acc += static_cast<std::int32_t>(in[t * stride]) * weights[t];
-  if (acc <= 0) return 0;
-  if (acc >= (255 << kResamplePrecisionBits)) return 255;
-  return static_cast<std::uint8_t>(acc >> kResamplePrecisionBits);
+  return resample_clip(acc);
 }
 
 // A stored byte to the model's float: byte * scale + offset per channel, where

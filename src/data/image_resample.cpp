@@ -53,6 +53,22 @@ AxisWeights axis_weights(int in_size, int out_size) {
   return a;
 }
 
+// One row of the horizontal pass; kTaps 0: the tap count from `a`.
+template <int kTaps>
+void horizontal_row(const std::uint8_t* src, const AxisWeights& a, int c, int out_w,
+                    std::uint8_t* dst) {
+  const int taps = kTaps ? kTaps : a.taps;
+  for (int x = 0; x < out_w; ++x) {
+    const std::int32_t* w = a.weights.data() + static_cast<std::size_t>(x) * a.taps;
+    const std::uint8_t* p = src + static_cast<std::ptrdiff_t>(a.first[x]) * c;
+    for (int k = 0; k < c; ++k) {
+      std::int32_t acc = kernels::kResampleHalf;
+      for (int t = 0; t < taps; ++t) acc += static_cast<std::int32_t>(p[t * c + k]) * w[t];
+      dst[x * c + k] = kernels::resample_clip(acc);
+    }
+  }
+}
+
 }  // namespace
 
 void resize_bilinear_into(const ImageView& in, int out_h, int out_w, std::uint8_t* out,
@@ -73,14 +89,25 @@ void resize_bilinear_into(const ImageView& in, int out_h, int out_w, std::uint8_
   if (out_w != in.width) {
     const AxisWeights ax = axis_weights(in.width, out_w);
     scratch.resize(static_cast<std::size_t>(mid.height) * out_stride);
+    // Each row is copied with `taps` zero pixels after it, so that every
+    // output can sum all `taps` (zero-weighted past its count) with a loop
+    // length known at compile time: the same sum, several times faster.
+    std::vector<std::uint8_t> padded(static_cast<std::size_t>(in.width + ax.taps) * c, 0);
     for (int y = 0; y < mid.height; ++y) {
-      const std::uint8_t* src = mid.row(y);
+      std::copy_n(mid.row(y), static_cast<std::size_t>(in.width) * c, padded.data());
       std::uint8_t* dst = scratch.data() + y * out_stride;
-      for (int x = 0; x < out_w; ++x) {
-        const std::int32_t* w = ax.weights.data() + static_cast<std::size_t>(x) * ax.taps;
-        const std::uint8_t* p = src + static_cast<std::ptrdiff_t>(ax.first[x]) * c;
-        for (int k = 0; k < c; ++k)
-          dst[x * c + k] = kernels::resample_taps(p + k, c, w, ax.count[x]);
+      switch (ax.taps) {
+        case 3:
+          horizontal_row<3>(padded.data(), ax, c, out_w, dst);
+          break;
+        case 5:
+          horizontal_row<5>(padded.data(), ax, c, out_w, dst);
+          break;
+        case 7:
+          horizontal_row<7>(padded.data(), ax, c, out_w, dst);
+          break;
+        default:
+          horizontal_row<0>(padded.data(), ax, c, out_w, dst);
       }
     }
     mid = ImageView{scratch.data(), mid.height, out_w, c, out_stride};
@@ -89,12 +116,21 @@ void resize_bilinear_into(const ImageView& in, int out_h, int out_w, std::uint8_
     for (int y = 0; y < out_h; ++y) std::copy_n(mid.row(y), out_stride, out + y * out_stride);
     return;
   }
+  // Row by row, tap by tap over a whole row: the same sums as resample_taps
+  // per byte, in an order the compiler vectorises.
+  std::vector<std::int32_t> acc(static_cast<std::size_t>(out_stride));
   for (int y = 0; y < out_h; ++y) {
     const std::int32_t* w = ay.weights.data() + static_cast<std::size_t>(y) * ay.taps;
-    const std::uint8_t* src = mid.row(ay.first[y] - y_first);
+    std::fill(acc.begin(), acc.end(), kernels::kResampleHalf);
+    for (int t = 0; t < ay.count[y]; ++t) {
+      const std::uint8_t* src = mid.row(ay.first[y] - y_first + t);
+      const std::int32_t wt = w[t];
+      std::int32_t* a = acc.data();
+      for (std::ptrdiff_t i = 0; i < out_stride; ++i)
+        a[i] += static_cast<std::int32_t>(src[i]) * wt;
+    }
     std::uint8_t* dst = out + y * out_stride;
-    for (std::ptrdiff_t i = 0; i < out_stride; ++i)
-      dst[i] = kernels::resample_taps(src + i, mid.row_stride, w, ay.count[y]);
+    for (std::ptrdiff_t i = 0; i < out_stride; ++i) dst[i] = kernels::resample_clip(acc[i]);
   }
 }
 
