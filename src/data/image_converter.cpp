@@ -15,8 +15,8 @@
 #include <thread>
 
 #include "data/image_decode.h"
+#include "data/image_fit.h"
 #include "data/image_folder.h"
-#include "data/image_resample.h"
 #include "data/random.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/timer.h"
@@ -81,55 +81,6 @@ void parallel_for(std::size_t n, int workers, F&& f) {
   for (std::thread& t : threads) t.join();
 }
 
-struct Geometry {
-  int channels = 3, height = 0, width = 0;
-  std::string fit;
-};
-
-// One decoded image to the stored (C, H, W) sample: resize to cover and
-// center-crop (torchvision's Resize + CenterCrop), letterbox (pad, black
-// bars) or stretch; then channels to planes.
-void fit_image(const Image& img, const Geometry& g, std::uint8_t* out,
-               std::vector<std::uint8_t>& scratch, Image& sized) {
-  const int H = g.height, W = g.width, C = g.channels;
-  ImageView v = img.view();
-  int top = 0, left = 0;  // where v lands in the output (pad)
-  if (img.height != H || img.width != W) {
-    if (g.fit == "stretch") {
-      sized = Image(H, W, C);
-    } else {
-      const double sh = static_cast<double>(H) / img.height,
-                   sw = static_cast<double>(W) / img.width;
-      const double s = g.fit == "pad" ? std::min(sh, sw) : std::max(sh, sw);
-      int rh = static_cast<int>(std::lround(img.height * s));
-      int rw = static_cast<int>(std::lround(img.width * s));
-      if (g.fit == "pad") {
-        rh = std::clamp(rh, 1, H);
-        rw = std::clamp(rw, 1, W);
-      } else {
-        rh = std::max(rh, H);
-        rw = std::max(rw, W);
-      }
-      sized = Image(rh, rw, C);
-    }
-    resize_bilinear_into(v, sized.height, sized.width, sized.pixels.data(), scratch);
-    v = sized.view();
-  }
-  if (g.fit == "pad") {
-    top = (H - v.height) / 2;
-    left = (W - v.width) / 2;
-    std::fill_n(out, static_cast<std::size_t>(C) * H * W, std::uint8_t{0});
-  } else {
-    v = v.crop(center_offset(v.height, H), center_offset(v.width, W), H, W);
-  }
-  for (int y = 0; y < v.height; ++y) {
-    const std::uint8_t* src = v.row(y);
-    for (int x = 0; x < v.width; ++x)
-      for (int c = 0; c < C; ++c)
-        out[(static_cast<std::size_t>(c) * H + top + y) * W + left + x] = src[x * C + c];
-  }
-}
-
 struct SplitResult {
   std::vector<std::size_t> per_class;
   std::size_t written = 0, skipped = 0;
@@ -137,7 +88,7 @@ struct SplitResult {
 
 SplitResult write_split(DatasetWriter& writer, const char* name,
                         const std::vector<ImageFile>& files,
-                        const std::vector<std::string>& classes, const Geometry& g,
+                        const std::vector<std::string>& classes, const ImageGeometry& g,
                         const ImageConvertOptions& o, int workers) {
   SplitSpec spec;
   spec.name = name;
@@ -262,7 +213,7 @@ ConvertSummary convert_images(const ImageConvertOptions& o) {
   const int workers = o.workers > 0
                           ? o.workers
                           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  Geometry g;
+  ImageGeometry g;
   g.channels = o.channels;
   g.height = o.height;
   g.width = o.width;

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ringtrain/core/check.h"
+#include "ringtrain/data/sample_transform.h"
 #include "ringtrain/ops/math_mode.h"
 #include "ringtrain/train/nonfinite_policy.h"
 
@@ -62,6 +63,13 @@ std::string TrainConfig::to_json() const {
   j["epochs"] = epochs;
   j["max_steps"] = max_steps;
   j["seed"] = seed;
+  j["augment"] = augment;
+  // What evaluation uses (derived from --augment unless given): eval and
+  // predict read it back, so a checkpoint is judged as it was trained.
+  j["eval_transform"] = !eval_transform.empty() ? eval_transform
+                        : !augment.empty()      ? SampleTransform::eval_spec_of(augment)
+                                                : "";
+  j["loader_threads"] = loader_threads;
   j["tf32"] = tf32;
   j["optimizer"] = optimizer.kind;
   j["lr"] = lr;
