@@ -190,6 +190,15 @@ CLI::App* add_convert_images(CLI::App& parent, CommandContext& ctx) {
                   "pad (resize to fit, black borders) or stretch")
       ->check(CLI::IsMember({"crop", "pad", "stretch"}))
       ->capture_default_str();
+  sub->add_option("--store", o->store,
+                  "raw: uint8 C x H x W samples (fast to load); jpeg: JPEG bytes decoded on the "
+                  "loader threads (smaller; the original files where possible, images of "
+                  "their own sizes without --size)")
+      ->check(CLI::IsMember({"raw", "jpeg"}))
+      ->capture_default_str();
+  sub->add_option("--quality", o->quality, "JPEG quality of re-encoded images (--store jpeg)")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
   sub->add_option("--workers", o->workers, "Decoding threads (default: the cores)")
       ->check(CLI::NonNegativeNumber);
   sub->add_flag("--skip-bad", o->skip_bad,

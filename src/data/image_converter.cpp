@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "data/image_decode.h"
+#include "data/image_encode.h"
 #include "data/image_fit.h"
 #include "data/image_folder.h"
 #include "data/random.h"
@@ -83,7 +84,7 @@ void parallel_for(std::size_t n, int workers, F&& f) {
 
 struct SplitResult {
   std::vector<std::size_t> per_class;
-  std::size_t written = 0, skipped = 0;
+  std::size_t written = 0, skipped = 0, bytes = 0;
 };
 
 SplitResult write_split(DatasetWriter& writer, const char* name,
@@ -101,16 +102,21 @@ SplitResult write_split(DatasetWriter& writer, const char* name,
   spec.scale = 1.0f / 255.0f;
   spec.offset = 0.0f;
   spec.may_end_short = o.skip_bad;
+  const bool jpeg = o.store == "jpeg";
+  if (jpeg) spec.encoding = "jpeg";
   writer.begin_split(spec);
 
   const std::size_t sample = static_cast<std::size_t>(g.channels) * g.height * g.width;
-  // About 64 MiB of samples per slab, and enough files to keep every worker busy.
-  const std::size_t slab = std::clamp<std::size_t>((64u << 20) / sample, 4u * workers, 4096);
-  std::vector<std::uint8_t> x(slab * sample);
+  // About 64 MiB of samples per slab (raw), and enough files to keep every
+  // worker busy; JPEG slabs hold byte strings, a few hundred KiB each at most.
+  const std::size_t slab = jpeg ? std::max<std::size_t>(256, 4u * workers)
+                                : std::clamp<std::size_t>((64u << 20) / sample, 4u * workers, 4096);
+  std::vector<std::uint8_t> x(jpeg ? 0 : slab * sample);
+  std::vector<std::vector<std::uint8_t>> encoded(jpeg ? slab : 0);
   std::vector<std::int32_t> y(slab);
   std::vector<std::string> errors(slab);
   struct WorkerScratch {
-    std::vector<std::uint8_t> resample;
+    std::vector<std::uint8_t> resample, planes;
     Image sized;
   };
   std::vector<WorkerScratch> scratch(static_cast<std::size_t>(workers));
@@ -123,13 +129,33 @@ SplitResult write_split(DatasetWriter& writer, const char* name,
       const ImageFile& f = files[begin + i];
       errors[i].clear();
       try {
-        const Image img = decode_image(f.path, read_file_bytes(f.path), g.channels);
-        if (o.height == 0)
+        std::vector<std::uint8_t> bytes = read_file_bytes(f.path);
+        const Image img = decode_image(f.path, bytes, g.channels);
+        if (o.height == 0 && !jpeg)
           RT_CHECK(img.height == g.height && img.width == g.width,
                    "{}: {}x{} pixels, but the first image is {}x{}: give --size H,W to resize "
                    "them all",
                    f.path, img.height, img.width, g.height, g.width);
-        fit_image(img, g, x.data() + i * sample, scratch[me].resample, scratch[me].sized);
+        if (!jpeg) {
+          fit_image(img, g, x.data() + i * sample, scratch[me].resample, scratch[me].sized);
+        } else if (o.height == 0) {
+          // The original file when it decodes to the stored channels as it is
+          // (no CMYK, no EXIF rotation, no colour change); else re-encoded.
+          const ImageInfo info = probe_image(f.path, bytes);
+          const bool keep =
+              info.format == ImageFormat::jpeg && info.plain && info.colour == (g.channels == 3);
+          encoded[i] = keep ? std::move(bytes) : encode_jpeg(img, o.quality);
+        } else {
+          WorkerScratch& w = scratch[me];
+          w.planes.resize(sample);
+          fit_image(img, g, w.planes.data(), w.resample, w.sized);
+          Image fitted(g.height, g.width, g.channels);
+          const std::size_t hw = static_cast<std::size_t>(g.height) * g.width;
+          for (std::size_t p = 0; p < hw; ++p)
+            for (int c = 0; c < g.channels; ++c)
+              fitted.pixels[p * g.channels + c] = w.planes[c * hw + p];
+          encoded[i] = encode_jpeg(fitted, o.quality);
+        }
       } catch (const std::exception& e) {
         errors[i] = e.what();
       }
@@ -143,12 +169,20 @@ SplitResult write_split(DatasetWriter& writer, const char* name,
         ++r.skipped;
         continue;
       }
-      if (kept != i) std::copy_n(x.data() + i * sample, sample, x.data() + kept * sample);
+      if (jpeg) {
+        r.bytes += encoded[i].size();
+        if (kept != i) encoded[kept] = std::move(encoded[i]);
+      } else if (kept != i) {
+        std::copy_n(x.data() + i * sample, sample, x.data() + kept * sample);
+      }
       y[kept] = files[begin + i].label;
       ++r.per_class[static_cast<std::size_t>(y[kept])];
       ++kept;
     }
-    writer.append(x.data(), y.data(), kept);
+    if (jpeg)
+      writer.append_encoded(encoded, y.data(), kept);
+    else
+      writer.append(x.data(), y.data(), kept);
     r.written += kept;
     progress.update(begin + count);
   }
@@ -173,6 +207,7 @@ ConvertSummary convert_images(const ImageConvertOptions& o) {
   RT_CHECK(o.channels == 0 || o.channels == 1 || o.channels == 3, "--channels {}: expected 1 or 3",
            o.channels);
   RT_CHECK((o.height == 0) == (o.width == 0), "--size: give both H and W");
+  RT_CHECK(o.store == "raw" || o.store == "jpeg", "--store '{}': expected raw or jpeg", o.store);
   const ImageFolder train = scan_image_folder(o.train);
   ImageFolder test;
   std::vector<ImageFile> train_files;
@@ -240,7 +275,7 @@ ConvertSummary convert_images(const ImageConvertOptions& o) {
       colour = colour || info[i].colour;
       if (!sized) {
         sized = true;
-        if (g.height == 0) {
+        if (g.height == 0 && o.store == "raw") {
           g.height = info[i].height;
           g.width = info[i].width;
         }
@@ -256,12 +291,19 @@ ConvertSummary convert_images(const ImageConvertOptions& o) {
   const SplitResult te = write_split(writer, "test", test.files, train.class_names, g, o, workers);
   writer.commit();
 
+  auto shape = [&](const SplitResult& r) {
+    if (o.store == "raw") return fmt::format("{}x{}x{} uint8", g.channels, g.height, g.width);
+    if (g.height > 0)
+      return fmt::format("{}x{}x{} JPEG (quality {}, {:.1f} MiB)", g.channels, g.height, g.width,
+                         o.quality, static_cast<double>(r.bytes) / 1048576.0);
+    return fmt::format("{}-channel JPEG of their own sizes ({:.1f} MiB)", g.channels,
+                       static_cast<double>(r.bytes) / 1048576.0);
+  };
   ConvertSummary s;
-  const std::string shape = fmt::format("{}x{}x{} uint8", g.channels, g.height, g.width);
-  s.text += fmt::format("/train: {} images of {}, {} classes ({})\n", tr.written, shape,
+  s.text += fmt::format("/train: {} images of {}, {} classes ({})\n", tr.written, shape(tr),
                         train.class_names.size(), class_counts(train.class_names, tr.per_class));
   s.text += fmt::format(
-      "/test: {} images of {} ({}{})\n", te.written, shape,
+      "/test: {} images of {} ({}{})\n", te.written, shape(te),
       class_counts(train.class_names, te.per_class),
       o.test.empty() ? fmt::format("; held out {} of each class, seed {}", o.test_fraction, o.seed)
                      : "");

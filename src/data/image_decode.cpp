@@ -297,11 +297,10 @@ Image to_channels(const Image& in, int channels, bool adobe_cmyk) {
   return out;
 }
 
-Image decode_jpeg(const std::string& path, const std::vector<std::uint8_t>& bytes, int channels,
+Image decode_jpeg(const std::string& path, const std::uint8_t* data, std::size_t size, int channels,
                   int scale_denom) {
   JpegDecoder d;
-  RT_CHECK(jpeg_begin(d, bytes.data(), bytes.size(), scale_denom, true), "{}: bad JPEG: {}", path,
-           d.err.message);
+  RT_CHECK(jpeg_begin(d, data, size, scale_denom, true), "{}: bad JPEG: {}", path, d.err.message);
   // Saved markers live in libjpeg's image pool, which finishing frees.
   const int o = exif_orientation(d.cinfo);
   const int native = d.cinfo.output_components;
@@ -315,9 +314,10 @@ Image decode_jpeg(const std::string& path, const std::vector<std::uint8_t>& byte
   return o > 1 ? orient(img, o) : img;
 }
 
-Image decode_png(const std::string& path, const std::vector<std::uint8_t>& bytes, int channels) {
+Image decode_png(const std::string& path, const std::uint8_t* data, std::size_t size,
+                 int channels) {
   PngDecoder d;
-  RT_CHECK(png_begin(d, bytes.data(), bytes.size()), "{}: bad PNG: {}", path, d.err.text);
+  RT_CHECK(png_begin(d, data, size), "{}: bad PNG: {}", path, d.err.text);
   RT_CHECK(d.channels == 1 || d.channels == 3, "{}: PNG with {} channels after conversion", path,
            d.channels);
   Image img(d.height, d.width, d.channels);
@@ -339,7 +339,11 @@ ImageInfo probe_image(const std::string& path, const std::vector<std::uint8_t>& 
       info.height = static_cast<int>(d.cinfo.image_height);
       info.width = static_cast<int>(d.cinfo.image_width);
       info.colour = d.cinfo.jpeg_color_space != JCS_GRAYSCALE;
-      if (exif_orientation(d.cinfo) >= 5) std::swap(info.height, info.width);
+      const int o = exif_orientation(d.cinfo);
+      if (o >= 5) std::swap(info.height, info.width);
+      info.format = ImageFormat::jpeg;
+      info.plain =
+          o == 1 && d.cinfo.jpeg_color_space != JCS_CMYK && d.cinfo.jpeg_color_space != JCS_YCCK;
       return info;
     }
     case ImageFormat::png: {
@@ -348,6 +352,7 @@ ImageInfo probe_image(const std::string& path, const std::vector<std::uint8_t>& 
       info.height = d.height;
       info.width = d.width;
       info.colour = d.colour;
+      info.format = ImageFormat::png;
       return info;
     }
     case ImageFormat::unknown:
@@ -358,13 +363,18 @@ ImageInfo probe_image(const std::string& path, const std::vector<std::uint8_t>& 
 
 Image decode_image(const std::string& path, const std::vector<std::uint8_t>& bytes, int channels,
                    int scale_denom) {
+  return decode_image(path, bytes.data(), bytes.size(), channels, scale_denom);
+}
+
+Image decode_image(const std::string& path, const std::uint8_t* data, std::size_t size,
+                   int channels, int scale_denom) {
   RT_CHECK(channels == 1 || channels == 3, "{}: cannot decode to {} channels (1 or 3)", path,
            channels);
-  switch (sniff_image_format(bytes.data(), bytes.size())) {
+  switch (sniff_image_format(data, size)) {
     case ImageFormat::jpeg:
-      return decode_jpeg(path, bytes, channels, scale_denom);
+      return decode_jpeg(path, data, size, channels, scale_denom);
     case ImageFormat::png:
-      return decode_png(path, bytes, channels);
+      return decode_png(path, data, size, channels);
     case ImageFormat::unknown:
       break;
   }

@@ -27,6 +27,8 @@ ImageFormat sniff_image_format(const std::uint8_t* data, std::size_t size);
 struct ImageInfo {
   int height = 0, width = 0;  // after EXIF orientation
   bool colour = false;        // RGB, palette, CMYK or YCCK (not gray)
+  ImageFormat format = ImageFormat::unknown;
+  bool plain = false;  // a JPEG that decodes to gray or RGB as stored (no CMYK, no rotation)
 };
 
 // Reads the header only. Throws Error naming `path`.
@@ -37,6 +39,8 @@ ImageInfo probe_image(const std::string& path, const std::vector<std::uint8_t>& 
 // decode a JPEG at 1/denom size in the DCT domain (ignored for PNG).
 Image decode_image(const std::string& path, const std::vector<std::uint8_t>& bytes, int channels,
                    int scale_denom = 1);
+Image decode_image(const std::string& path, const std::uint8_t* data, std::size_t size,
+                   int channels, int scale_denom = 1);
 
 // The whole file; throws Error naming it when it cannot be read.
 std::vector<std::uint8_t> read_file_bytes(const std::string& path);

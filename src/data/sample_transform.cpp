@@ -440,32 +440,40 @@ std::vector<std::size_t> SampleTransform::output_shape(
            "{} needs images stored as C x H x W with 1 or 3 channels; the samples are {}", spec_,
            fmt::join(stored, "x"));
   const std::size_t c = stored[0];
+  // 0 x 0: encoded images of varying size; a step that sets the size fixes it,
+  // and a crop that does not fit is then found per sample.
   int h = static_cast<int>(stored[1]), w = static_cast<int>(stored[2]);
+  bool known = h > 0 && w > 0;
   for (const Step& s : steps_) {
     switch (s.kind) {
       case Step::random_resized_crop:
         h = s.h;
         w = s.w;
+        known = true;
         break;
       case Step::random_crop:
-        RT_CHECK(s.h <= h + 2 * s.padding && s.w <= w + 2 * s.padding,
+        RT_CHECK(!known || (s.h <= h + 2 * s.padding && s.w <= w + 2 * s.padding),
                  "{}: random_crop({}) is larger than its {}x{} input (plus padding {})", spec_,
                  size_text(s.h, s.w), h, w, s.padding);
         h = s.h;
         w = s.w;
+        known = true;
         break;
       case Step::center_crop:
-        RT_CHECK(s.h <= h && s.w <= w, "{}: center_crop({}) is larger than its {}x{} input", spec_,
-                 size_text(s.h, s.w), h, w);
+        RT_CHECK(!known || (s.h <= h && s.w <= w),
+                 "{}: center_crop({}) is larger than its {}x{} input", spec_, size_text(s.h, s.w),
+                 h, w);
         h = s.h;
         w = s.w;
+        known = true;
         break;
       case Step::resize:
-        if (s.w == 0)
-          short_side_size(h, w, s.h, h, w);
-        else {
+        if (s.w == 0) {
+          if (known) short_side_size(h, w, s.h, h, w);
+        } else {
           h = s.h;
           w = s.w;
+          known = true;
         }
         break;
       case Step::hflip:
@@ -476,6 +484,10 @@ std::vector<std::size_t> SampleTransform::output_shape(
         break;
     }
   }
+  RT_CHECK(known,
+           "{}: the images vary in size and no step fixes it (end with random_resized_crop, a "
+           "crop or resize(H,W))",
+           spec_);
   return {c, static_cast<std::size_t>(h), static_cast<std::size_t>(w)};
 }
 
@@ -513,6 +525,8 @@ void SampleTransform::apply(const std::uint8_t* stored, const std::vector<std::s
                           p.at(k, y), static_cast<std::size_t>(p.w));
           p = {o, p.c, ph, pw, pw, static_cast<std::ptrdiff_t>(ph) * pw};
         }
+        RT_CHECK(s.h <= p.h && s.w <= p.w, "{}: sample {}: random_crop({}) of a {}x{} image", spec_,
+                 index, size_text(s.h, s.w), p.h, p.w);
         const int i = static_cast<int>(rng.below(static_cast<std::uint64_t>(p.h - s.h + 1)));
         const int j = static_cast<int>(rng.below(static_cast<std::uint64_t>(p.w - s.w + 1)));
         p = p.crop(i, j, s.h, s.w);
@@ -537,6 +551,8 @@ void SampleTransform::apply(const std::uint8_t* stored, const std::vector<std::s
         break;
       }
       case Step::center_crop:
+        RT_CHECK(s.h <= p.h && s.w <= p.w, "{}: sample {}: center_crop({}) of a {}x{} image", spec_,
+                 index, size_text(s.h, s.w), p.h, p.w);
         p = p.crop(center_offset(p.h, s.h), center_offset(p.w, s.w), s.h, s.w);
         break;
       case Step::normalize:

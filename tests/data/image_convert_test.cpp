@@ -14,6 +14,7 @@
 #include "ringtrain/core/error.h"
 #include "ringtrain/data/converters.h"
 #include "ringtrain/data/dataset.h"
+#include "ringtrain/data/sample_transform.h"
 
 using namespace ringtrain;
 using Catch::Contains;
@@ -237,4 +238,71 @@ TEST_CASE("--fit pad letterboxes, stretch fills, crop covers") {
     }
     CHECK(black_rows == (fit == "pad" ? 16 : 0));
   }
+}
+
+TEST_CASE("--store jpeg keeps plain JPEG files as they are and decodes on read") {
+  // Raw and JPEG stores of the same folder, images at their own size (48x64).
+  ImageConvertOptions raw = quiet(fx("mixed"), out("store-raw.h5"));
+  raw.skip_bad = true;
+  raw.channels = 3;
+  convert_images(raw);
+  ImageConvertOptions jpg = raw;
+  jpg.output = out("store-jpeg.h5");
+  jpg.store = "jpeg";
+  const ConvertSummary s = convert_images(jpg);
+  CHECK_THAT(s.text, Contains("3-channel JPEG of their own sizes"));
+
+  for (const std::string split : {"train", "test"}) {
+    Dataset r = Dataset::open(raw.output, split), j = Dataset::open(jpg.output, split);
+    REQUIRE(r.size() == j.size());
+    CHECK(j.labels() == r.labels());
+    CHECK(j.class_names() == r.class_names());
+    // Images of varying size need a transform that fixes the size.
+    CHECK(j.sample_shape() == std::vector<std::size_t>{3, 0, 0});
+    std::vector<std::uint64_t> idx(j.size());
+    for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+    std::vector<float> xr(r.size() * r.sample_elements());
+    CHECK_THROWS_WITH(j.read(idx, xr.data(), nullptr),
+                      Contains("images of varying size need a transform"));
+    j.set_transform(SampleTransform::parse("center_crop((48,64))", 0), 3);
+    REQUIRE(j.sample_shape() == r.sample_shape());
+    std::vector<float> xj(xr.size());
+    r.read(idx, xr.data(), nullptr);
+    j.read(idx, xj.data(), nullptr);
+    const std::size_t e = r.sample_elements();
+    for (std::size_t i = 0; i < idx.size(); ++i) {
+      double sum = 0;
+      for (std::size_t k = 0; k < e; ++k) sum += std::abs(xr[i * e + k] - xj[i * e + k]);
+      const double mean_abs = sum / static_cast<double>(e) * 255.0;
+      INFO(split << " sample " << i << ": mean |raw - jpeg| = " << mean_abs << " levels");
+      // good.jpg (the first sample of class a_photos in whichever split) is the
+      // original file, so exact; re-encoded images (CMYK, rotated, PNGs) are
+      // close: quality 90 on these small detailed photos costs ~4 levels.
+      CHECK(mean_abs < 6.0);
+    }
+  }
+  // The file of a plain JPEG is stored byte for byte: the exact decode.
+  Dataset j = Dataset::open(jpg.output, "train"), r = Dataset::open(raw.output, "train");
+  j.set_transform(SampleTransform::parse("center_crop((48,64))", 0));
+  std::size_t exact = 0;
+  for (std::uint64_t i = 0; i < j.size(); ++i) {
+    std::vector<float> a(r.sample_elements()), b(r.sample_elements());
+    r.read(std::span(&i, 1), a.data(), nullptr);
+    j.read(std::span(&i, 1), b.data(), nullptr);
+    exact += a == b;
+  }
+  CHECK(exact >= 1);
+
+  // With --size, JPEGs are re-encoded at that size and read without a transform.
+  jpg.output = out("store-jpeg-32.h5");
+  jpg.height = jpg.width = 32;
+  convert_images(jpg);
+  Dataset fixed = Dataset::open(jpg.output, "train");
+  CHECK(fixed.sample_shape() == std::vector<std::size_t>{3, 32, 32});
+  std::vector<float> x(fixed.size() * fixed.sample_elements());
+  std::vector<std::uint64_t> all(fixed.size());
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+  fixed.read(all, x.data(), nullptr);
+  CHECK(*std::max_element(x.begin(), x.end()) > 0.5f);
+  CHECK_THROWS_WITH(fixed.read_stored(0, 1, x.data()), Contains("encoded images"));
 }

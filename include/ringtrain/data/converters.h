@@ -56,9 +56,14 @@ struct ImageConvertOptions {
   bool skip_bad = false;       // skip (and count) unreadable images instead of failing
   bool force = false;          // write over an existing output
   bool progress = true;        // a line on stderr at most once a second
+  // raw: uint8 (C, H, W) samples; jpeg: JPEG byte strings, decoded on the
+  // loader threads (the original file where it can be, else re-encoded at
+  // `quality`; without a size, images keep their own sizes).
+  std::string store = "raw";
+  int quality = 90;
 };
 // Reads, decodes and resizes in bounded slabs, so memory does not grow with
-// the number of images; stores uint8 (C, H, W) with scale 1/255.
+// the number of images; scale 1/255.
 ConvertSummary convert_images(const ImageConvertOptions& o);
 
 // Refuses (Error naming it) an output that exists, unless `force`, and one
