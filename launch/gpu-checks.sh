@@ -155,7 +155,7 @@ check_sanitize() {
   # A small synthetic set: the sanitizers slow kernels 10-100x, and the final
   # evaluation would otherwise cover 10000 samples.
   local data=$work/small.h5
-  "$exe" convert synthetic --n 2048 --test-n 101 --shape 1,28,28 --classes 10 --seed 3 -o "$data" > /dev/null
+  "$exe" convert synthetic --force --n 2048 --test-n 101 --shape 1,28,28 --classes 10 --seed 3 -o "$data" > /dev/null
   # NCCL probes its own kernels with cudaFuncGetAttributes at start-up, which
   # memcheck reports as API errors (no kernel image for this GPU): not ours, so
   # API errors are not reported; memory and race errors in kernels are.

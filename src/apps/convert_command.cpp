@@ -68,9 +68,15 @@ CLI::App* add_convert_idx(CLI::App& parent, CommandContext& ctx) {
          "scale and offset attributes; the bytes stay as they are)")
       ->check(CLI::IsMember({"unit", "standard"}))
       ->capture_default_str();
-  sub->parse_complete_callback([&ctx, o] {
-    ctx.action = [o](const Topology& t) {
-      return finish(t, o->output, [o] { return convert_idx(*o); });
+  auto force = std::make_shared<bool>(false);
+  sub->add_flag("--force", *force, "Write over an existing output file");
+  sub->parse_complete_callback([&ctx, o, force] {
+    ctx.action = [o, force](const Topology& t) {
+      return finish(t, o->output, [o, force] {
+        check_output_path(
+            o->output, {o->train_images, o->train_labels, o->test_images, o->test_labels}, *force);
+        return convert_idx(*o);
+      });
     };
   });
   return sub;
@@ -104,7 +110,9 @@ CLI::App* add_convert_csv(CLI::App& parent, CommandContext& ctx) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   sub->add_option("--class-names", *names, "Comma-separated class names (optional)");
-  sub->parse_complete_callback([&ctx, o, delimiter, names] {
+  auto force = std::make_shared<bool>(false);
+  sub->add_flag("--force", *force, "Write over an existing output file");
+  sub->parse_complete_callback([&ctx, o, delimiter, names, force] {
     if (delimiter->size() != 1)
       throw CLI::ValidationError("--delimiter",
                                  "must be exactly one character, got '" + *delimiter + "'");
@@ -117,8 +125,11 @@ CLI::App* add_convert_csv(CLI::App& parent, CommandContext& ctx) {
         pos = end + 1;
       }
     }
-    ctx.action = [o](const Topology& t) {
-      return finish(t, o->output, [o] { return convert_csv(*o); });
+    ctx.action = [o, force](const Topology& t) {
+      return finish(t, o->output, [o, force] {
+        check_output_path(o->output, {o->train, o->test}, *force);
+        return convert_csv(*o);
+      });
     };
   });
   return sub;
@@ -152,11 +163,16 @@ CLI::App* add_convert_synthetic(CLI::App& parent, CommandContext& ctx) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   sub->add_option("-o,--output", o->output, "Output HDF5 file")->capture_default_str();
-  sub->parse_complete_callback([&ctx, o, shape, test_n] {
+  auto force = std::make_shared<bool>(false);
+  sub->add_flag("--force", *force, "Write over an existing output file");
+  sub->parse_complete_callback([&ctx, o, shape, test_n, force] {
     o->shape = parse_shape(*shape, "--shape");
     o->test_n = *test_n > 0 ? *test_n : std::max<std::size_t>(1, o->n / 6);
-    ctx.action = [o](const Topology& t) {
-      return finish(t, o->output, [o] { return make_synthetic(*o); });
+    ctx.action = [o, force](const Topology& t) {
+      return finish(t, o->output, [o, force] {
+        check_output_path(o->output, {}, *force);
+        return make_synthetic(*o);
+      });
     };
   });
   return sub;

@@ -1,5 +1,8 @@
 // One split (/train, /test, /val) of a ringtrain HDF5 dataset file:
 //   /<split>/x   N x sample shape, uint8 or float32, chunked along N
+//                or N variable-length byte strings, one JPEG each (attributes
+//                encoding = jpeg, channels, height, width; 0 x 0: sizes vary),
+//                decoded by read() on the loader threads
 //   /<split>/y   N labels, int32 or int64, each in [0, num_classes)
 //   attributes on /<split> (or, as a fallback, on the file root):
 //     num_classes (integer), class_names (strings, optional),
