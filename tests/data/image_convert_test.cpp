@@ -152,6 +152,26 @@ TEST_CASE("the antialiased resize matches PIL's BILINEAR resize") {
     const Image c = resize_bilinear(
         r.view().crop(center_offset(h, 224), center_offset(w, 224), 224, 224), 224, 224);
     CHECK(max_diff(c.pixels, bytes_of(fx("photos/" + name + ".eval224.bin"))) <= 1);
+    // RandomResizedCrop's geometry for chosen parameters: crop, then resize.
+    const Image rrc = resize_bilinear(rgb.view().crop(37, 51, 200, 300), 224, 224);
+    CHECK(max_diff(rrc.pixels, bytes_of(fx("photos/" + name + ".rrc224.bin"))) <= 1);
+    // The loader's transform works on C x H x W planes: the same bytes.
+    const std::size_t hw = static_cast<std::size_t>(rgb.height) * rgb.width;
+    std::vector<std::uint8_t> planes(hw * 3);
+    for (std::size_t p = 0; p < hw; ++p)
+      for (int k = 0; k < 3; ++k) planes[k * hw + p] = rgb.pixels[p * 3 + k];
+    const auto eval = SampleTransform::parse("resize(256), center_crop(224)", 0);
+    const std::vector<std::size_t> shape{3, static_cast<std::size_t>(rgb.height),
+                                         static_cast<std::size_t>(rgb.width)};
+    std::vector<float> x(3 * 224 * 224);
+    eval->apply(planes.data(), shape, 1.0f, 0.0f, 0, 0, x.data());
+    const std::vector<std::uint8_t> ref = bytes_of(fx("photos/" + name + ".eval224.bin"));
+    int worst = 0;
+    for (int k = 0; k < 3; ++k)
+      for (std::size_t p = 0; p < 224 * 224; ++p)
+        worst =
+            std::max(worst, std::abs(static_cast<int>(x[k * 224 * 224 + p]) - int{ref[p * 3 + k]}));
+    CHECK(worst <= 1);
   }
 }
 

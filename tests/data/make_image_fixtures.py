@@ -70,6 +70,10 @@ for name in ("china", "flower"):
     top, left = int(round((size[1] - 224) / 2.0)), int(round((size[0] - 224) / 2.0))
     r = r.crop((left, top, left + 224, top + 224))
     open(f"{out}/photos/{name}.eval224.bin", "wb").write(r.tobytes())
+    # torchvision's resized_crop for given parameters (top 37, left 51, height
+    # 200, width 300, to 224): a PIL crop, then a BILINEAR resize.
+    r = rgb.crop((51, 37, 51 + 300, 37 + 200)).resize((224, 224), Image.BILINEAR)
+    open(f"{out}/photos/{name}.rrc224.bin", "wb").write(r.tobytes())
 
 # The mixed folder: every case the converter must name or handle.
 china = Image.open(f"{photos}/china.jpg").convert("RGB").resize((64, 48), Image.BILINEAR)
