@@ -212,6 +212,13 @@ CLI::App* add_convert_images(CLI::App& parent, CommandContext& ctx) {
                   "their own sizes without --size)")
       ->check(CLI::IsMember({"raw", "jpeg"}))
       ->capture_default_str();
+  sub->add_option("--short-side", o->short_side,
+                  "With --store jpeg and no --size: shrink images so the short side is at most S "
+                  "(never enlarged)")
+      ->check(CLI::Range(1, 65535));
+  sub->add_option("--max-side", o->max_side,
+                  "With --store jpeg and no --size: shrink images so the long side is at most M")
+      ->check(CLI::Range(1, 65535));
   sub->add_option("--quality", o->quality, "JPEG quality of re-encoded images (--store jpeg)")
       ->check(CLI::Range(1, 100))
       ->capture_default_str();

@@ -18,6 +18,7 @@
 #include "data/image_encode.h"
 #include "data/image_fit.h"
 #include "data/image_folder.h"
+#include "data/image_resample.h"
 #include "data/random.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/timer.h"
@@ -139,12 +140,24 @@ SplitResult write_split(DatasetWriter& writer, const char* name,
         if (!jpeg) {
           fit_image(img, g, x.data() + i * sample, scratch[me].resample, scratch[me].sized);
         } else if (o.height == 0) {
-          // The original file when it decodes to the stored channels as it is
-          // (no CMYK, no EXIF rotation, no colour change); else re-encoded.
-          const ImageInfo info = probe_image(f.path, bytes);
-          const bool keep =
-              info.format == ImageFormat::jpeg && info.plain && info.colour == (g.channels == 3);
-          encoded[i] = keep ? std::move(bytes) : encode_jpeg(img, o.quality);
+          // --short-side / --max-side: a scale that fits both, never above 1.
+          double shrink = 1.0;
+          const int short_in = std::min(img.height, img.width);
+          const int long_in = std::max(img.height, img.width);
+          if (o.short_side > 0) shrink = std::min(shrink, double(o.short_side) / short_in);
+          if (o.max_side > 0) shrink = std::min(shrink, double(o.max_side) / long_in);
+          if (shrink < 1.0) {
+            const int h = std::max(1, static_cast<int>(std::lround(img.height * shrink)));
+            const int w = std::max(1, static_cast<int>(std::lround(img.width * shrink)));
+            encoded[i] = encode_jpeg(resize_bilinear(img.view(), h, w), o.quality);
+          } else {
+            // The original file when it decodes to the stored channels as it
+            // is (no CMYK, no EXIF rotation, no colour change); else re-encoded.
+            const ImageInfo info = probe_image(f.path, bytes);
+            const bool keep =
+                info.format == ImageFormat::jpeg && info.plain && info.colour == (g.channels == 3);
+            encoded[i] = keep ? std::move(bytes) : encode_jpeg(img, o.quality);
+          }
         } else {
           WorkerScratch& w = scratch[me];
           w.planes.resize(sample);
@@ -208,6 +221,9 @@ ConvertSummary convert_images(const ImageConvertOptions& o) {
            o.channels);
   RT_CHECK((o.height == 0) == (o.width == 0), "--size: give both H and W");
   RT_CHECK(o.store == "raw" || o.store == "jpeg", "--store '{}': expected raw or jpeg", o.store);
+  RT_CHECK((o.short_side == 0 && o.max_side == 0) || (o.store == "jpeg" && o.height == 0),
+           "--short-side and --max-side keep images at their own sizes: they need --store jpeg "
+           "and no --size");
   const ImageFolder train = scan_image_folder(o.train);
   ImageFolder test;
   std::vector<ImageFile> train_files;

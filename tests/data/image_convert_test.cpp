@@ -326,3 +326,34 @@ TEST_CASE("--store jpeg keeps plain JPEG files as they are and decodes on read")
   CHECK(*std::max_element(x.begin(), x.end()) > 0.5f);
   CHECK_THROWS_WITH(fixed.read_stored(0, 1, x.data()), Contains("encoded images"));
 }
+
+TEST_CASE("--short-side and --max-side shrink JPEG-stored images, never enlarge") {
+  ImageConvertOptions o = quiet(fx("mixed"), out("short-side.h5"));
+  o.skip_bad = true;
+  o.store = "jpeg";
+  o.short_side = 24;  // 48x64 -> 24x32
+  convert_images(o);
+  Dataset d = Dataset::open(o.output, "train");
+  std::vector<std::uint64_t> idx(d.size());
+  for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+  d.set_transform(SampleTransform::parse("center_crop((24,32))", 0));
+  std::vector<float> x(d.size() * d.sample_elements());
+  CHECK_NOTHROW(d.read(idx, x.data(), nullptr));
+  d.set_transform(SampleTransform::parse("center_crop(25)", 0));
+  CHECK_THROWS_WITH(d.read(idx, x.data(), nullptr), Contains("center_crop(25) of a 24x32 image"));
+
+  o.output = out("max-side.h5");
+  o.short_side = 100;  // above every image: no change from it
+  o.max_side = 40;     // 48x64 -> 30x40
+  convert_images(o);
+  Dataset m = Dataset::open(o.output, "train");
+  m.set_transform(SampleTransform::parse("center_crop((30,40))", 0));
+  x.resize(m.size() * m.sample_elements());
+  CHECK_NOTHROW(m.read(idx, x.data(), nullptr));
+  m.set_transform(SampleTransform::parse("center_crop((31,40))", 0));
+  CHECK_THROWS_WITH(m.read(idx, x.data(), nullptr), Contains("of a 30x40 image"));
+
+  ImageConvertOptions raw = quiet(fx("mixed"), out("short-raw.h5"));
+  raw.short_side = 24;
+  CHECK_THROWS_WITH(convert_images(raw), Contains("need --store jpeg"));
+}

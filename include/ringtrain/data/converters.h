@@ -61,6 +61,9 @@ struct ImageConvertOptions {
   // `quality`; without a size, images keep their own sizes).
   std::string store = "raw";
   int quality = 90;
+  // --store jpeg without a fixed size: shrink images whose short side is above
+  // short_side (or long side above max_side) to fit both, never enlarging.
+  int short_side = 0, max_side = 0;
 };
 // Reads, decodes and resizes in bounded slabs, so memory does not grow with
 // the number of images; scale 1/255.
