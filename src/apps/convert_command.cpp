@@ -185,7 +185,9 @@ CLI::App* add_convert_images(CLI::App& parent, CommandContext& ctx) {
       "images",
       "Folders of JPEG/PNG images, one subfolder per class (torchvision's ImageFolder layout), "
       "to uint8 C x H x W samples");
-  sub->add_option("--train", o->train, "Training folder: DIR/<class>/<image>")->required();
+  CLI::Option* train = sub->add_option("--train", o->train, "Training folder: DIR/<class>/<image>");
+  // `convert images DIR -o FILE` is what a new user types first.
+  sub->add_option("train_dir", o->train, "The training folder, as --train")->excludes(train);
   sub->add_option("--test", o->test,
                   "Test folder with the same class folders (default: hold out --test-fraction "
                   "of each training class)");
@@ -231,6 +233,8 @@ CLI::App* add_convert_images(CLI::App& parent, CommandContext& ctx) {
   sub->add_flag(
       "--no-progress", [o](std::int64_t) { o->progress = false; }, "No progress line on stderr");
   sub->parse_complete_callback([&ctx, o, size] {
+    if (o->train.empty())
+      throw CLI::RequiredError("--train DIR (a folder with one subfolder of images per class)");
     if (!size->empty()) {
       const std::vector<std::size_t> hw = parse_shape(*size, "--size");
       if (hw.size() != 2 || hw[0] > 65535 || hw[1] > 65535)
