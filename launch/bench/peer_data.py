@@ -59,7 +59,9 @@ def bench(folder, workers, preset, batch, epochs):
             rates.append(n / (time.perf_counter() - start))
     rates.sort()
     rate = rates[len(rates) // 2]
-    print(f"torchvision {T.__name__.split('.')[0]} DataLoader, PIL decode, preset {preset}, "
+    import torchvision
+    import PIL
+    print(f"torchvision {torchvision.__version__} DataLoader, PIL {PIL.__version__} decode, preset {preset}, "
           f"{len(ds)} images, batch {batch}, {workers} worker(s), median of {epochs} epochs")
     print(f"images/s total {rate:.0f} per worker {rate / max(workers, 1):.0f}")
 
