@@ -20,7 +20,7 @@ mkdir -p "$runs"
 data=$runs/fashion-mnist.h5
 if [ ! -s "$data" ]; then
   if [ -e /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
-    "$exe" convert idx -o "$data"
+    "$exe" convert idx --force -o "$data"
   else
     echo "demo: Fashion-MNIST package absent: using a synthetic 1x28x28, 10-class set" >&2
     data=$runs/synthetic.h5

@@ -15,7 +15,7 @@ trap 'rm -rf "$work"' EXIT
 model=mlp:784-512-512-10
 
 data=$work/synthetic.h5
-"$exe" convert synthetic --n 40000 --shape 1,28,28 --classes 10 --seed 3 -o "$data" >/dev/null 2>&1
+"$exe" convert synthetic --force --n 40000 --shape 1,28,28 --classes 10 --seed 3 -o "$data" >/dev/null 2>&1
 
 rt_run() {  # ranks -> "samples_per_s exposed_share"
   local np=$1 log=$work/rt-$1.log

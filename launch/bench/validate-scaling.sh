@@ -139,7 +139,7 @@ if [ "$table_only" -eq 0 ]; then
   if [ -z "$data" ]; then
     data=$out/d.h5
     if [ "$dry_run" -eq 0 ] && [ ! -s "$data" ]; then
-      "$exe" convert synthetic --n 4096 --test-n 128 --shape 1,28,28 --classes 10 --seed 7 -o "$data" \
+      "$exe" convert synthetic --force --n 4096 --test-n 128 --shape 1,28,28 --classes 10 --seed 7 -o "$data" \
         >"$out/convert.log" 2>&1 || { cat "$out/convert.log" >&2; die "could not write the data set $data"; }
     fi
   elif [ "$dry_run" -eq 0 ]; then

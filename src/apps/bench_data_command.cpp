@@ -18,6 +18,7 @@
 #include "ringtrain/data/converters.h"
 #include "ringtrain/data/dataset.h"
 #include "ringtrain/data/prefetcher.h"
+#include "ringtrain/data/sample_transform.h"
 #include "ringtrain/data/sharded_sampler.h"
 
 namespace ringtrain::apps {
@@ -30,6 +31,8 @@ struct BenchDataOptions {
   std::uint64_t seed = 0;
   std::string cache = "both";
   double timeout = 300;
+  std::string augment;             // image sets: time the augmenting loader instead
+  std::size_t loader_threads = 1;  // with --augment: compared with 1 thread
 };
 
 struct Row {
@@ -69,6 +72,68 @@ std::string default_dataset(const Topology& topo, Communicator& control) {
   return path;
 }
 
+// --augment: images/s of the loader with the transform on 1 and on N loader
+// threads per rank, reading from the file and from --cache. The consumer does
+// no work, so this is what the loader can feed a step.
+int run_bench_augment(const BenchDataOptions& o, const Topology& topo, Communicator& control,
+                      const std::string& path) {
+  struct Run {
+    std::string source;
+    std::size_t threads;
+    double seconds = 0, wait = 0;
+  };
+  std::vector<std::size_t> threads{1};
+  if (o.loader_threads > 1) threads.push_back(o.loader_threads);
+  std::vector<std::string> sources;
+  if (o.cache != "on") sources.push_back("file");
+  if (o.cache != "off") sources.push_back("--cache");
+  const auto transform = SampleTransform::parse(o.augment, o.seed, "--augment");
+  std::vector<Run> rows;
+  std::string shapes;
+  for (const std::string& source : sources)
+    for (std::size_t t : threads) {
+      Dataset ds = Dataset::open(path, o.split);
+      if (source == "--cache" && !ds.enable_cache(0, topo.local_size())) continue;
+      ds.set_transform(transform, t);
+      shapes = fmt::format("{} x {} {} -> {}", ds.size(), shape_string(ds.stored_shape()),
+                           sample_dtype_name(ds.stored_dtype()), shape_string(ds.sample_shape()));
+      const ShardedSampler sampler(ds.size(), o.batch, topo.rank(), topo.world_size(), o.seed);
+      const std::size_t steps = o.steps ? o.steps : sampler.steps_per_epoch();
+      RT_CHECK(steps >= 2, "bench data --augment: {} has {} step(s) per epoch at batch {}; need 2",
+               path, steps, o.batch);
+      std::vector<std::pair<double, double>> runs;
+      for (std::size_t r = 0; r < o.repeat; ++r) {
+        control.barrier();
+        double wait = 0;
+        // Timed from the first batch on, as the peer's: slot allocation and
+        // thread start-up are once per run, not per batch.
+        Prefetcher p(ds, sampler, {r, 0}, o.depth, topo.device());
+        p.next();
+        Stopwatch sw;
+        for (std::size_t s = 1; s < steps; ++s) wait += p.next().wait_seconds;
+        runs.emplace_back(sw.seconds() / static_cast<double>((steps - 1) * o.batch), wait);
+      }
+      std::sort(runs.begin(), runs.end());
+      rows.push_back({source, t, runs[runs.size() / 2].first, runs[runs.size() / 2].second});
+    }
+  std::string out = fmt::format("# bench data --augment {}\n", transform->describe());
+  out += fmt::format("# {}: {}, batch {} per rank, {} rank(s), median of {} epochs\n", path, shapes,
+                     o.batch, topo.world_size(), o.repeat);
+  out += fmt::format("# {:<8} {:>14} {:>16} {:>16} {:>14}\n", "source", "loader threads",
+                     "images/s/rank", "images/s/thread", "total images/s");
+  for (const Run& r : rows) {
+    const RateStats rate = gather_rate(1.0 / r.seconds, control);
+    out += fmt::format("  {:<8} {:>14} {:>16.0f} {:>16.0f} {:>14.0f}\n", r.source, r.threads,
+                       rate.mean, rate.mean / static_cast<double>(r.threads),
+                       rate.mean * topo.world_size());
+  }
+  if (topo.rank() == 0) {
+    std::fputs(out.c_str(), stdout);
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
 int run_bench_data(const BenchDataOptions& o, const Topology& topo) {
   // Every wait goes through a communicator with --timeout: a missing rank
   // ends the job naming it instead of hanging it.
@@ -76,6 +141,12 @@ int run_bench_data(const BenchDataOptions& o, const Topology& topo) {
   comm_options.timeout_seconds = o.timeout;
   const std::unique_ptr<Communicator> control = make_control_communicator(topo, comm_options);
   const std::string path = o.data.empty() ? default_dataset(topo, *control) : o.data;
+  if (!o.augment.empty()) {
+    RT_CHECK(!o.data.empty(),
+             "bench data --augment needs --data FILE (an image set from "
+             "'ringtrain convert images')");
+    return run_bench_augment(o, topo, *control, path);
+  }
   Dataset ds = Dataset::open_on_all_ranks(path, o.split, *control);
   const ShardedSampler sampler(ds.size(), o.batch, topo.rank(), topo.world_size(), o.seed);
   const std::size_t steps = o.steps ? o.steps : sampler.steps_per_epoch();
@@ -214,6 +285,13 @@ CLI::App* add_bench_data(CLI::App& parent, CommandContext& ctx) {
                   "Seconds the ranks wait for each other before the job aborts, naming the late "
                   "ranks")
       ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option("--augment", o->augment,
+                  "Time the augmenting loader on an image set (e.g. imagenet): images/s per "
+                  "loader thread and in total");
+  sub->add_option("--loader-threads", o->loader_threads,
+                  "With --augment: loader threads per rank, measured beside 1")
+      ->check(CLI::Range(1, 256))
       ->capture_default_str();
   add_device_options(sub, ctx, "cpu");
   sub->parse_complete_callback(

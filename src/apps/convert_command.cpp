@@ -1,4 +1,4 @@
-// `ringtrain convert idx|csv|synthetic`: make a ringtrain HDF5 dataset. Runs on
+// `ringtrain convert idx|csv|synthetic|images`: make a ringtrain HDF5 dataset. Runs on
 // rank 0 (under mpirun the other ranks have nothing to do); progress goes to
 // stderr for large inputs, a summary to stdout.
 #include <cstdio>
@@ -28,8 +28,8 @@ void add_force_flag(CLI::App* sub, bool& force) {
 
 CLI::App* add_convert(CLI::App& app, CommandContext& ctx) {
   CLI::App* sub = app.add_subcommand("convert",
-                                     "Convert IDX (MNIST, Fashion-MNIST), CSV or synthetic data to "
-                                     "ringtrain's HDF5 dataset format");
+                                     "Convert IDX (MNIST, Fashion-MNIST), CSV, image folders or "
+                                     "synthetic data to ringtrain's HDF5 dataset format");
   sub->require_subcommand(1);
   // Conversion needs no GPU: take none, even where one is visible.
   sub->parse_complete_callback([&ctx] { ctx.topology.device = DeviceRequest::cpu; });
@@ -174,6 +174,77 @@ CLI::App* add_convert_synthetic(CLI::App& parent, CommandContext& ctx) {
   return sub;
 }
 
+CLI::App* add_convert_images(CLI::App& parent, CommandContext& ctx) {
+  auto o = std::make_shared<ImageConvertOptions>();
+  auto size = std::make_shared<std::string>();
+  CLI::App* sub = parent.add_subcommand(
+      "images",
+      "Folders of JPEG/PNG images, one subfolder per class (torchvision's ImageFolder layout), "
+      "to uint8 C x H x W samples");
+  CLI::Option* train = sub->add_option("--train", o->train, "Training folder: DIR/<class>/<image>");
+  // `convert images DIR -o FILE` is what a new user types first.
+  sub->add_option("train_dir", o->train, "The training folder, as --train")->excludes(train);
+  sub->add_option("--test", o->test,
+                  "Test folder with the same class folders (default: hold out --test-fraction "
+                  "of each training class)");
+  sub->add_option("-o,--output", o->output, "Output HDF5 file")->required();
+  sub->add_option("--test-fraction", o->test_fraction,
+                  "Fraction of each class held out as /test when there is no --test")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  sub->add_option("--seed", o->seed, "Seed of the holdout choice")->capture_default_str();
+  sub->add_option("--channels", o->channels,
+                  "1 (gray) or 3 (RGB); default: 3 if any image has colour, else 1")
+      ->check(CLI::IsMember({1, 3}));
+  sub->add_option("--size", *size,
+                  "H,W of every sample (default: the images' own size, which must then be "
+                  "the same for all)");
+  sub->add_option("--fit", o->fit,
+                  "With --size: crop (resize to cover, then center crop: keeps the aspect ratio), "
+                  "pad (resize to fit, black borders) or stretch")
+      ->check(CLI::IsMember({"crop", "pad", "stretch"}))
+      ->capture_default_str();
+  sub->add_option("--store", o->store,
+                  "raw: uint8 C x H x W samples (fast to load); jpeg: JPEG bytes decoded on the "
+                  "loader threads (smaller; the original files where possible, images of "
+                  "their own sizes without --size)")
+      ->check(CLI::IsMember({"raw", "jpeg"}))
+      ->capture_default_str();
+  sub->add_option("--short-side", o->short_side,
+                  "With --store jpeg and no --size: shrink images so the short side is at most S "
+                  "(never enlarged)")
+      ->check(CLI::Range(1, 65535));
+  sub->add_option("--max-side", o->max_side,
+                  "With --store jpeg and no --size: shrink images so the long side is at most M")
+      ->check(CLI::Range(1, 65535));
+  sub->add_option("--quality", o->quality, "JPEG quality of re-encoded images (--store jpeg)")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  sub->add_option("--workers", o->workers, "Decoding threads (default: the cores)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_flag("--skip-bad", o->skip_bad,
+                "Skip unreadable images (named on stderr, counted in the summary) instead of "
+                "stopping at the first");
+  sub->add_flag("--force", o->force, "Write over an existing output file");
+  sub->add_flag(
+      "--no-progress", [o](std::int64_t) { o->progress = false; }, "No progress line on stderr");
+  sub->parse_complete_callback([&ctx, o, size] {
+    if (o->train.empty())
+      throw CLI::RequiredError("--train DIR (a folder with one subfolder of images per class)");
+    if (!size->empty()) {
+      const std::vector<std::size_t> hw = parse_shape(*size, "--size");
+      if (hw.size() != 2 || hw[0] > 65535 || hw[1] > 65535)
+        throw CLI::ValidationError("--size", "expected H,W (e.g. 64,64), got '" + *size + "'");
+      o->height = static_cast<int>(hw[0]);
+      o->width = static_cast<int>(hw[1]);
+    }
+    ctx.action = [o](const Topology& t) {
+      return finish(t, o->output, [o] { return convert_images(*o); });
+    };
+  });
+  return sub;
+}
+
 }  // namespace
 }  // namespace ringtrain::apps
 
@@ -181,3 +252,4 @@ RINGTRAIN_REGISTER_COMMAND("", "convert", 30, ringtrain::apps::add_convert)
 RINGTRAIN_REGISTER_COMMAND("convert", "idx", 10, ringtrain::apps::add_convert_idx)
 RINGTRAIN_REGISTER_COMMAND("convert", "csv", 20, ringtrain::apps::add_convert_csv)
 RINGTRAIN_REGISTER_COMMAND("convert", "synthetic", 30, ringtrain::apps::add_convert_synthetic)
+RINGTRAIN_REGISTER_COMMAND("convert", "images", 25, ringtrain::apps::add_convert_images)

@@ -1,6 +1,10 @@
 // `ringtrain data inspect`: under mpirun, every rank prints the sample indices
 // it reads in one epoch, one line per step, so users can check the sharding of
 // their own job (no two ranks share a sample; every rank runs the same steps).
+// With --dump DIR, every rank also writes the float32 bytes it would feed the
+// model for each sample (after --augment or --eval-transform), one file per
+// sample index, so runs at different world sizes or thread counts compare
+// file by file.
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -10,6 +14,7 @@
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/log.h"
 #include "ringtrain/data/dataset.h"
+#include "ringtrain/data/sample_transform.h"
 #include "ringtrain/data/sharded_sampler.h"
 #include "ringtrain/train/train_config.h"
 
@@ -18,6 +23,8 @@ namespace {
 
 struct InspectOptions {
   std::string data, split = "train", out, expect_shape;
+  std::string augment, eval_transform, dump;
+  std::size_t loader_threads = 1;
   std::size_t batch = 0;
   std::uint64_t epoch = 0, seed = kDefaultSeed;  // train's
   bool eval = false;
@@ -39,6 +46,39 @@ int run_inspect(const InspectOptions& o, const Topology& topo) {
   options.timeout_seconds = o.timeout;
   const std::unique_ptr<Communicator> control = make_control_communicator(topo, options);
   Dataset ds = Dataset::open_on_all_ranks(o.data, o.split, *control);
+  // Training shows --augment; --eval shows the evaluation transform, derived
+  // from --augment unless given.
+  const std::string spec = !o.eval                     ? o.augment
+                           : !o.eval_transform.empty() ? o.eval_transform
+                           : !o.augment.empty()        ? SampleTransform::eval_spec_of(o.augment)
+                                                       : "";
+  if (!spec.empty() && spec != "none") {
+    ds.set_transform(
+        SampleTransform::parse(spec, o.seed, o.eval ? "--eval-transform" : "--augment"),
+        o.loader_threads);
+    log0("data: {} {} -> samples {}", o.eval ? "evaluation transform" : "augmentation",
+         ds.transform()->describe(), shape_string(ds.sample_shape()));
+  }
+  if (!o.dump.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.dump, ec);
+    RT_CHECK(!ec, "--dump {}: cannot create the directory: {}", o.dump, ec.message());
+  }
+  std::vector<float> x;
+  // The model's bytes of these samples, one file each: DIR/<index>.f32.
+  auto dump = [&](const std::vector<std::uint64_t>& idx, std::uint64_t epoch) {
+    if (o.dump.empty()) return;
+    x.resize(idx.size() * ds.sample_elements());
+    ds.read(idx, x.data(), nullptr, epoch);
+    for (std::size_t i = 0; i < idx.size(); ++i) {
+      const std::string path = fmt::format("{}/{}.f32", o.dump, idx[i]);
+      std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "wb"), std::fclose);
+      RT_CHECK(f != nullptr, "--dump: cannot create {}", path);
+      const std::size_t n = ds.sample_elements();
+      RT_CHECK(std::fwrite(x.data() + i * n, sizeof(float), n, f.get()) == n,
+               "--dump: write error on {}", path);
+    }
+  };
   if (!o.expect_shape.empty()) ds.check_sample_shape(parse_shape(o.expect_shape, "--expect-shape"));
   const int rank = topo.rank();
   std::unique_ptr<FILE, int (*)(FILE*)> file(nullptr, std::fclose);
@@ -67,16 +107,22 @@ int run_inspect(const InspectOptions& o, const Topology& topo) {
       for (std::uint64_t i = b; i < std::min<std::uint64_t>(shard.end, b + o.batch); ++i)
         idx.push_back(i);
       emit(fmt::format("eval batch {}: {}", k, index_line(idx)));
+      dump(idx, 0);
     }
   } else {
     const ShardedSampler sampler(ds.size(), o.batch, rank, topo.world_size(), o.seed);
     log0("{} ({}, seed {}, epoch {})", sampler.describe(), ds.describe(), o.seed, o.epoch);
-    for (std::uint64_t s = 0; s < sampler.steps_per_epoch(); ++s)
-      emit(fmt::format("epoch {} step {}: {}", o.epoch, s,
-                       index_line(sampler.rank_indices({o.epoch, s}))));
+    for (std::uint64_t s = 0; s < sampler.steps_per_epoch(); ++s) {
+      const std::vector<std::uint64_t> idx = sampler.rank_indices({o.epoch, s});
+      emit(fmt::format("epoch {} step {}: {}", o.epoch, s, index_line(idx)));
+      dump(idx, o.epoch);
+    }
   }
   std::fflush(file ? file.get() : stdout);
   if (file) log0("data: wrote {}/rank-<r>.txt for {} rank(s)", o.out, topo.world_size());
+  if (!o.dump.empty())
+    log0("data: wrote each sample's {} float32 values to {}/<index>.f32", ds.sample_elements(),
+         o.dump);
   return 0;
 }
 
@@ -105,6 +151,16 @@ CLI::App* add_data_inspect(CLI::App& parent, CommandContext& ctx) {
                 "Show the evaluation split (contiguous per rank, no drop) instead of training");
   sub->add_option("--expect-shape", o->expect_shape,
                   "Fail unless samples have this shape (e.g. 1,28,28)");
+  sub->add_option("--augment", o->augment,
+                  "Augmentation spec (as for train): with --dump, the augmented samples");
+  sub->add_option("--eval-transform", o->eval_transform,
+                  "Evaluation transform (as for train), used with --eval");
+  sub->add_option("--loader-threads", o->loader_threads, "Decode/augment threads per rank")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  sub->add_option("--dump", o->dump,
+                  "Write the float32 bytes each rank feeds the model, one file DIR/<index>.f32 "
+                  "per sample");
   sub->add_option("--timeout", o->timeout,
                   "Seconds the ranks wait for each other before the job aborts, naming the late "
                   "ranks")

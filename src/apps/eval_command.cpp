@@ -13,6 +13,7 @@
 
 #include "apps/command.h"
 #include "comm/broadcast_text.h"
+#include "apps/eval_transform_choice.h"
 #include "ringtrain/comm/control_channel.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/log.h"
@@ -40,6 +41,8 @@ struct EvalFlags {
   std::string logdir;
   std::uint64_t until_step = 0;
   double timeout = 300;
+  std::string eval_transform;
+  std::size_t loader_threads = 1;
 };
 
 nlohmann::json result_json(const EvalResult& r, std::uint64_t step, const std::string& path,
@@ -132,6 +135,7 @@ int run_single(const EvalFlags& f, const Topology& topo, Communicator& control, 
     if (!error.empty()) throw Error(error);
     path = broadcast_text(control, chosen, 0);
   }
+  use_eval_transform(data, f.eval_transform, path, f.loader_threads);
   Evaluation e = evaluate_checkpoint(path, data, control, f, topo.device());
   if (topo.rank() == 0) {
     std::fputs(
@@ -316,6 +320,9 @@ int run_eval(const EvalFlags& f, const Topology& topo) {
   // An accuracy over no samples would read as 0.0000: say what is wrong instead.
   RT_CHECK(data.size() > 0, "--split {}: {} is empty: there is nothing to evaluate", f.split,
            data.describe());
+  // A watcher applies --eval-transform only: checkpoints that do not exist yet
+  // cannot say how they were trained.
+  if (!f.watch.empty()) use_eval_transform(data, f.eval_transform, "", f.loader_threads);
   return f.watch.empty() ? run_single(f, topo, *control, data) : run_watch(f, topo, *control, data);
 }
 
@@ -356,6 +363,12 @@ CLI::App* add_eval_command(CLI::App& app, CommandContext& ctx) {
       "--watch: append results to LOGDIR/eval/metrics.jsonl and TensorBoard events in LOGDIR/eval");
   sub->add_option("--until-step", f->until_step,
                   "--watch: stop after evaluating a checkpoint at or past this step");
+  sub->add_option("--eval-transform", f->eval_transform,
+                  "Transform of the split's images (default: the one the checkpoint's training "
+                  "run used, from its --augment)");
+  sub->add_option("--loader-threads", f->loader_threads, "Decode/transform threads per rank")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
   sub->add_option("--timeout", f->timeout, "Seconds a collective may wait before the job aborts")
       ->capture_default_str();
   sub->add_option("--plugin", f->plugins,

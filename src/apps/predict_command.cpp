@@ -1,5 +1,9 @@
-// `ringtrain predict`: per-sample predictions of a checkpoint on a split, as
-// CSV: index, predicted class, its probability, and the true label.
+// `ringtrain predict`: per-sample predictions of a checkpoint, as CSV: on a
+// split (index, predicted class, its probability, the true label, the class
+// names when the set has them, and with --logits every class's logit), or on a
+// folder of new images that have no labels (--images: path, predicted class,
+// its name, probability). Inputs get the evaluation transform the checkpoint
+// was trained with.
 #include <unistd.h>
 
 #include <cmath>
@@ -7,6 +11,10 @@
 #include <fstream>
 
 #include "apps/command.h"
+#include "apps/eval_transform_choice.h"
+#include "data/image_decode.h"
+#include "data/image_fit.h"
+#include "data/image_folder.h"
 #include "ringtrain/comm/control_channel.h"
 #include "ringtrain/core/buffer_copy.h"
 #include "ringtrain/core/check.h"
@@ -14,6 +22,7 @@
 #include "ringtrain/data/dataset.h"
 #include "ringtrain/data/output_guard.h"
 #include "ringtrain/data/prefetcher.h"
+#include "ringtrain/data/sample_transform.h"
 #include "ringtrain/model/plugin.h"
 #include "ringtrain/tensor/device_memory.h"
 #include "ringtrain/train/checkpoint.h"
@@ -28,7 +37,100 @@ struct PredictFlags {
   bool logits = false;  // also every class's logit
   std::vector<std::string> plugins;
   bool force = false;
+  std::string eval_transform, images, fit = "crop";
+  std::size_t loader_threads = 1;
 };
+
+// The winner of one row of logits and its softmax probability, computed
+// stably from the logits.
+std::pair<std::size_t, double> top1(const float* row, std::size_t nc) {
+  std::size_t best = 0;
+  for (std::size_t k = 1; k < nc; ++k)
+    if (row[k] > row[best]) best = k;
+  double denom = 0;
+  for (std::size_t k = 0; k < nc; ++k) denom += std::exp(static_cast<double>(row[k] - row[best]));
+  return {best, 1.0 / denom};
+}
+
+// --images DIR: every .jpg/.jpeg/.png under DIR (sorted paths), decoded and
+// fitted to the stored size of --data's split as `convert images` would,
+// then the evaluation transform. No labels: the rows say what the model sees.
+void predict_folder(const PredictFlags& f, Dataset& data, Model& model, Device device,
+                    std::ofstream& out) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  RT_CHECK(fs::is_directory(f.images, ec), "--images {}: not a folder", f.images);
+  std::vector<std::string> paths;
+  for (auto it = fs::recursive_directory_iterator(f.images, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+    if (it->is_regular_file(ec) && has_image_extension(it->path().filename().string()))
+      paths.push_back(it->path().string());
+  RT_CHECK(!ec, "--images {}: cannot list: {}", f.images, ec.message());
+  RT_CHECK(!paths.empty(), "--images {}: no .jpg, .jpeg or .png file", f.images);
+  std::sort(paths.begin(), paths.end());
+  const std::vector<std::size_t>& stored = data.stored_shape();
+  RT_CHECK(data.stored_dtype() == SampleDType::u8 && stored.size() == 3,
+           "--images needs --data to be an image set (uint8 C x H x W); {} holds {} {}",
+           data.describe(), shape_string(stored), sample_dtype_name(data.stored_dtype()));
+  ImageGeometry g;
+  g.channels = static_cast<int>(stored[0]);
+  g.height = static_cast<int>(stored[1]);
+  g.width = static_cast<int>(stored[2]);
+  g.fit = f.fit;
+  const std::size_t raw = stored[0] * stored[1] * stored[2], elems = data.sample_elements();
+  const auto nc = static_cast<std::size_t>(data.num_classes());
+  const std::vector<std::string>& names = data.class_names();
+  out << "path,predicted,predicted_name,probability\n";
+  std::vector<std::uint8_t> bytes(raw), scratch;
+  Image sized;
+  std::vector<float> x(f.batch * elems), logits;
+  std::vector<std::int32_t> no_labels(f.batch, 0);
+  void* dx = device.is_cuda() ? device_allocate(x.size() * sizeof(float), device) : nullptr;
+  void* dy = device.is_cuda() ? device_allocate(no_labels.size() * 4, device) : nullptr;
+  if (dy)
+    copy_view(view_of(static_cast<std::int32_t*>(dy), no_labels.size(), device),
+              view_of(no_labels.data(), no_labels.size()));
+  try {
+    for (std::size_t b = 0; b < paths.size(); b += f.batch) {
+      const std::size_t n = std::min(f.batch, paths.size() - b);
+      for (std::size_t i = 0; i < n; ++i) {
+        const Image img = decode_image(paths[b + i], read_file_bytes(paths[b + i]), g.channels);
+        fit_image(img, g, bytes.data(), scratch, sized);
+        if (data.transform())
+          data.transform()->apply(bytes.data(), stored, data.scale(), data.offset(), 0, b + i,
+                                  x.data() + i * elems);
+        else
+          for (std::size_t e = 0; e < raw; ++e)
+            x[i * elems + e] = static_cast<float>(bytes[e]) * data.scale() + data.offset();
+      }
+      const float* in = x.data();
+      const std::int32_t* labels = no_labels.data();
+      if (dx) {
+        copy_view(view_of(static_cast<float*>(dx), n * elems, device),
+                  view_of(x.data(), n * elems));
+        in = static_cast<const float*>(dx);
+        labels = static_cast<const std::int32_t*>(dy);
+      }
+      model.forward(in, labels, n, /*training=*/false);
+      model.synchronize();
+      logits.resize(n * nc);
+      copy_view(view_of(logits.data(), logits.size()),
+                view_of(model.logits(), logits.size(), device));
+      for (std::size_t i = 0; i < n; ++i) {
+        const auto [best, p] = top1(logits.data() + i * nc, nc);
+        out << paths[b + i] << ',' << best << ',' << (best < names.size() ? names[best] : "") << ','
+            << fmt::format("{:.6f}", p) << '\n';
+      }
+    }
+  } catch (...) {
+    if (dx) device_free(dx, device);
+    if (dy) device_free(dy, device);
+    throw;
+  }
+  if (dx) device_free(dx, device);
+  if (dy) device_free(dy, device);
+  log0("wrote {} predictions for the images under {} to {}", paths.size(), f.images, f.out);
+}
 
 int run_predict(const PredictFlags& f, const Topology& topo) {
   RT_CHECK(topo.world_size() == 1,
@@ -43,6 +145,7 @@ int run_predict(const PredictFlags& f, const Topology& topo) {
   // The newest checkpoint that reads (a damaged newest file is skipped with a
   // warning, as `train --resume latest` does).
   if (std::filesystem::is_directory(path)) path = newest_intact_checkpoint_path(path, "--ckpt");
+  use_eval_transform(data, f.eval_transform, path, f.loader_threads);
   ModelOptions options;
   options.device = topo.device();
   options.max_batch = f.batch;
@@ -55,38 +158,42 @@ int run_predict(const PredictFlags& f, const Topology& topo) {
   const std::string tmp = fmt::format("{}.tmp-{}", f.out, static_cast<long>(::getpid()));
   std::ofstream out(tmp);
   RT_CHECK(out.good(), "-o {}: cannot open {} for writing", f.out, tmp);
+  const std::vector<std::string>& names = data.class_names();
   const auto nc = static_cast<std::size_t>(data.num_classes());
-  out << "index,predicted,probability,label";
-  if (f.logits)
-    for (std::size_t k = 0; k < nc; ++k) out << ",logit_" << k;
-  out << '\n';
-  EvalBatches batches(data, eval_shard(data.size(), 0, 1), f.batch, 2, topo.device());
-  std::vector<float> logits;
-  std::vector<std::int32_t> labels;
   std::uint64_t index = 0;
-  while (auto b = batches.next()) {
-    model.forward(b->x.as<const float>(), b->y.as<const std::int32_t>(), b->size,
-                  /*training=*/false);
-    model.synchronize();
-    logits.resize(b->size * nc);
-    labels.resize(b->size);
-    copy_view(view_of(logits.data(), logits.size()),
-              view_of(model.logits(), logits.size(), topo.device()));
-    copy_view(view_of(labels.data(), labels.size()), b->y.slice(0, b->size));
-    for (std::size_t i = 0; i < b->size; ++i, ++index) {
-      const float* row = logits.data() + i * nc;
-      std::size_t best = 0;
-      for (std::size_t k = 1; k < nc; ++k)
-        if (row[k] > row[best]) best = k;
-      // Softmax probability of the winner, computed stably from the logits.
-      double denom = 0;
-      for (std::size_t k = 0; k < nc; ++k)
-        denom += std::exp(static_cast<double>(row[k] - row[best]));
-      out << index << ',' << best << ',' << fmt::format("{:.6f}", 1.0 / denom) << ',';
-      if (data.has_labels()) out << labels[i];  // else the label column stays empty
-      if (f.logits)
-        for (std::size_t k = 0; k < nc; ++k) out << ',' << fmt::format("{:.9g}", row[k]);
-      out << '\n';
+  if (!f.images.empty()) {
+    predict_folder(f, data, model, topo.device(), out);
+  } else {
+    // Names are extra columns after the first four, which keep their meaning.
+    out << "index,predicted,probability,label"
+        << (names.empty() ? "" : ",predicted_name,label_name");
+    if (f.logits)
+      for (std::size_t k = 0; k < nc; ++k) out << ",logit_" << k;
+    out << '\n';
+    EvalBatches batches(data, eval_shard(data.size(), 0, 1), f.batch, 2, topo.device());
+    std::vector<float> logits;
+    std::vector<std::int32_t> labels;
+    while (auto b = batches.next()) {
+      model.forward(b->x.as<const float>(), b->y.as<const std::int32_t>(), b->size,
+                    /*training=*/false);
+      model.synchronize();
+      logits.resize(b->size * nc);
+      labels.resize(b->size);
+      copy_view(view_of(logits.data(), logits.size()),
+                view_of(model.logits(), logits.size(), topo.device()));
+      copy_view(view_of(labels.data(), labels.size()), b->y.slice(0, b->size));
+      for (std::size_t i = 0; i < b->size; ++i, ++index) {
+        const float* row = logits.data() + i * nc;
+        const auto [best, p] = top1(row, nc);
+        out << index << ',' << best << ',' << fmt::format("{:.6f}", p) << ',';
+        if (data.has_labels()) out << labels[i];  // else the label column stays empty
+        if (!names.empty())
+          out << ',' << names[best] << ','
+              << (data.has_labels() ? names[static_cast<std::size_t>(labels[i])] : std::string());
+        if (f.logits)
+          for (std::size_t k = 0; k < nc; ++k) out << ',' << fmt::format("{:.9g}", row[k]);
+        out << '\n';
+      }
     }
   }
   out.close();
@@ -105,7 +212,8 @@ CLI::App* add_predict_command(CLI::App& app, CommandContext& ctx) {
   CLI::App* sub = app.add_subcommand("predict",
                                      "Write per-sample predictions of a checkpoint as CSV "
                                      "(index, predicted, probability, label; data without "
-                                     "labels leaves the label column empty)");
+                                     "labels leaves the label column empty), on a split or on "
+                                     "a folder of images (--images)");
   sub->add_option("--ckpt", f->ckpt, "Checkpoint file, or a directory (its newest checkpoint)")
       ->required();
   sub->add_option("--data", f->data, "HDF5 dataset file")->required()->check(CLI::ExistingFile);
@@ -119,6 +227,17 @@ CLI::App* add_predict_command(CLI::App& app, CommandContext& ctx) {
       ->capture_default_str();
   sub->add_option("--plugin", f->plugins,
                   "Shared library of layer types the checkpoint's model uses (repeatable)");
+  sub->add_option("--images", f->images,
+                  "Predict the images under this folder (no labels needed) instead of a split: "
+                  "--data then gives the stored size and class names");
+  sub->add_option("--fit", f->fit, "With --images: crop, pad or stretch, as at conversion")
+      ->check(CLI::IsMember({"crop", "pad", "stretch"}))
+      ->capture_default_str();
+  sub->add_option("--eval-transform", f->eval_transform,
+                  "Transform of the inputs (default: the one the checkpoint's training run used)");
+  sub->add_option("--loader-threads", f->loader_threads, "Decode/transform threads")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
   add_device_options(sub, ctx, "cpu");
   sub->parse_complete_callback([f, &ctx] {
     load_layer_plugins(f->plugins);

@@ -77,6 +77,16 @@ CLI::App* add_train_command(CLI::App& app, CommandContext& ctx) {
   sub->add_option("--prefetch", c.prefetch_depth, "Batches the loader thread keeps ready")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
+  sub->add_option("--augment", c.augment,
+                  "Augmentation of training images, e.g. imagenet, cifar, or "
+                  "'random_crop(32, padding=4), hflip' (README: the augmentation language)");
+  sub->add_option("--eval-transform", c.eval_transform,
+                  "Transform of evaluation images (default: derived from --augment, e.g. resize "
+                  "+ center crop for random_resized_crop)");
+  sub->add_option("--loader-threads", c.loader_threads,
+                  "Decode/augment threads per rank (with --augment or --eval-transform)")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
   add_device_options(sub, ctx);
   add_tf32_option(sub, c.tf32);
 

@@ -64,7 +64,7 @@ void BatchPipeline::run() {
       }
       auto* x = static_cast<float*>(s.host_x->data());
       auto* y = static_cast<std::int32_t*>(s.host_y->data());
-      dataset_.read(indices, x, y);
+      dataset_.read(indices, x, y, cursor.epoch);
       if (stream_) {
         // The slot's device copy may still be read by queued kernels.
         reuse_after.order_stream(stream_->stream());

@@ -20,10 +20,13 @@
 #include "comm/broadcast_text.h"
 #include "core/fault_stall.h"
 #include "core/hdf5.h"
+#include "data/image_decode.h"
+#include "data/loader_threads.h"
 #include "data/pixel_conversion.h"
 #include "ringtrain/comm/communicator.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/log.h"
+#include "ringtrain/data/sample_transform.h"
 
 namespace ringtrain {
 
@@ -84,6 +87,13 @@ struct Dataset::Impl {
   std::size_t rows_per_chunk = 0;            // n for a contiguous layout
   std::vector<std::uint64_t> chunk_address;  // 0: not looked up yet
   std::uint64_t file_size = 0;
+  // --augment / --eval-transform
+  std::shared_ptr<const SampleTransform> transform;
+  std::vector<std::size_t> out_shape;  // what read() gives (shape without a transform)
+  std::size_t out_elems = 0;
+  std::unique_ptr<LoaderThreads> threads;
+  std::vector<const unsigned char*> rows;  // a batch's stored rows, for the threads
+  bool encoded = false;                    // x holds JPEG byte strings
 
   ~Impl() {
     if (fd >= 0) ::close(fd);
@@ -301,7 +311,9 @@ Dataset Dataset::open(const std::string& path, const std::string& split, Labels 
 
   {
     h5::Type xt(H5Dget_type(d.x.get()));
-    d.dtype = sample_dtype_of(xt.get(), d.where("x"));
+    // Encoded images (convert images --store jpeg): one byte string each.
+    d.encoded = H5Tget_class(xt.get()) == H5T_VLEN;
+    d.dtype = d.encoded ? SampleDType::u8 : sample_dtype_of(xt.get(), d.where("x"));
     if (d.has_labels) {
       h5::Type yt(H5Dget_type(y.get()));
       check_label_dtype(yt.get(), d.where("y"));
@@ -312,17 +324,36 @@ Dataset Dataset::open(const std::string& path, const std::string& split, Labels 
   const std::vector<hsize_t> ydims =
       d.has_labels ? h5::dims_of(y.get()) : std::vector<hsize_t>{xdims.empty() ? 0 : xdims[0]};
   RT_CHECK(xdims.size() <= H5S_MAX_RANK, "{}: rank {} too large", d.where("x"), xdims.size());
-  RT_CHECK(xdims.size() >= 2, "{}: x must have rank >= 2 (N x sample shape), it has rank {}",
-           d.where("x"), xdims.size());
+  RT_CHECK(xdims.size() >= 2 || (d.encoded && xdims.size() == 1),
+           "{}: x must have rank >= 2 (N x sample shape), it has rank {}", d.where("x"),
+           xdims.size());
   RT_CHECK(ydims.size() == 1, "{}: y must have rank 1 (N labels), it has rank {}", d.where("y"),
            ydims.size());
   RT_CHECK(xdims[0] == ydims[0], "{}: x has {} samples but y has {} labels (lengths must match)",
            d.where(), xdims[0], ydims[0]);
   d.n = static_cast<std::size_t>(xdims[0]);
   d.shape.assign(xdims.begin() + 1, xdims.end());
+  if (d.encoded) {
+    const auto enc = h5::read_attr_strings(group.get(), "encoding", d.where());
+    RT_CHECK(enc && enc->size() == 1 && (*enc)[0] == "jpeg",
+             "{}: variable-length x needs the attribute encoding = jpeg", d.where("x"));
+    d.shape.clear();
+    for (const char* a : {"channels", "height", "width"}) {
+      const auto v = h5::read_attr_number(group.get(), a, d.where());
+      RT_CHECK(v && *v >= 0 && *v <= 65535, "{}: encoded images need the attribute {}", d.where(),
+               a);
+      d.shape.push_back(static_cast<std::size_t>(*v));
+    }
+    RT_CHECK(d.shape[0] == 1 || d.shape[0] == 3, "{}: channels = {} (expected 1 or 3)", d.where(),
+             d.shape[0]);
+  }
   d.elems = 1;
   for (std::size_t s : d.shape) d.elems *= s;
-  RT_CHECK(d.elems > 0, "{}: empty sample shape {}", d.where("x"), shape_string(d.shape));
+  // Encoded images of varying size (height = width = 0) get a shape from their transform.
+  RT_CHECK(d.elems > 0 || d.encoded, "{}: empty sample shape {}", d.where("x"),
+           shape_string(d.shape));
+  d.out_shape = d.shape;
+  d.out_elems = d.elems;
 
   // Attributes on the split group, else on the file root.
   auto number = [&](const char* name) {
@@ -354,7 +385,7 @@ Dataset Dataset::open(const std::string& path, const std::string& split, Labels 
     d.class_names = std::move(*names);
   }
 
-  setup_direct_reads(d);
+  if (!d.encoded) setup_direct_reads(d);
 
   // Labels: read and validated once, in slabs.
   d.labels.assign(d.n, 0);
@@ -412,10 +443,40 @@ std::size_t Dataset::size() const {
   return impl_->n;
 }
 const std::vector<std::size_t>& Dataset::sample_shape() const {
-  return impl_->shape;
+  return impl_->out_shape;
 }
 std::size_t Dataset::sample_elements() const {
-  return impl_->elems;
+  return impl_->out_elems;
+}
+const std::vector<std::size_t>& Dataset::stored_shape() const {
+  return impl_->shape;
+}
+const SampleTransform* Dataset::transform() const {
+  return impl_->transform.get();
+}
+
+void Dataset::set_transform(std::shared_ptr<const SampleTransform> transform, std::size_t threads) {
+  Impl& d = *impl_;
+  std::lock_guard lock(d.read_mutex);
+  d.threads.reset();
+  if (!transform) {
+    d.transform.reset();
+    d.out_shape = d.shape;
+    d.out_elems = d.elems;
+    return;
+  }
+  RT_CHECK(d.dtype == SampleDType::u8,
+           "{}: {} needs images (uint8 samples, from 'ringtrain convert images'); x is {}",
+           d.where("x"), transform->spec(), sample_dtype_name(d.dtype));
+  try {
+    d.out_shape = transform->output_shape(d.shape);
+  } catch (const Error& e) {
+    RT_CHECK(false, "{}: {}", d.where("x"), e.what());
+  }
+  d.out_elems = 1;
+  for (std::size_t s : d.out_shape) d.out_elems *= s;
+  d.transform = std::move(transform);
+  d.threads = std::make_unique<LoaderThreads>(std::max<std::size_t>(1, threads));
 }
 SampleDType Dataset::stored_dtype() const {
   return impl_->dtype;
@@ -457,17 +518,98 @@ bool Dataset::cached() const {
   return impl_->cached;
 }
 std::size_t Dataset::stored_bytes() const {
+  if (impl_->encoded) {
+    std::lock_guard lock(h5::library_mutex());
+    return static_cast<std::size_t>(H5Dget_storage_size(impl_->x.get()));
+  }
   return impl_->n * impl_->elems * impl_->stored_size();
 }
 
 void Dataset::check_sample_shape(const std::vector<std::size_t>& expected) const {
-  RT_CHECK(expected == impl_->shape,
+  RT_CHECK(expected == impl_->out_shape,
            "{}: sample shape {} (x is N x {}) does not match the model's input shape {}",
-           impl_->where("x"), shape_string(impl_->shape), shape_string(impl_->shape),
+           impl_->where("x"), shape_string(impl_->out_shape), shape_string(impl_->shape),
            shape_string(expected));
 }
 
-void Dataset::read(std::span<const std::uint64_t> indices, float* x, std::int32_t* y) {
+namespace {
+
+// Transforms a batch's stored rows into x on the loader threads.
+void transform_rows(Dataset::Impl& d, std::span<const std::uint64_t> indices,
+                    const unsigned char* const* rows, float* x, std::uint64_t epoch) {
+  d.threads->run(indices.size(), [&](std::size_t i) {
+    d.transform->apply(rows[i], d.shape, d.scale, d.offset, epoch, indices[i], x + i * d.out_elems);
+  });
+}
+
+// Encoded samples: the byte strings of the batch in one H5Dread (a point
+// selection keeps the order asked for), decoded and transformed on the loader
+// threads. Without a transform every image must have the stored size.
+void read_encoded(Dataset::Impl& d, std::span<const std::uint64_t> indices, float* x,
+                  std::uint64_t epoch) {
+  std::lock_guard scratch_lock(d.read_mutex);
+  RT_CHECK(d.out_elems > 0,
+           "{}: images of varying size need a transform that ends at a fixed size (--augment or "
+           "--eval-transform with a crop or resize(H,W))",
+           d.where("x"));
+  const std::size_t count = indices.size();
+  std::vector<hvl_t> bytes(count);
+  h5::Type vlen(H5Tvlen_create(H5T_NATIVE_UINT8));
+  const hsize_t n = count;
+  h5::Space mspace(H5Screate_simple(1, &n, nullptr));
+  {
+    std::lock_guard lock(h5::library_mutex());
+    std::vector<hsize_t> coords(indices.begin(), indices.end());
+    h5::Space fspace(H5Dget_space(d.x.get()));
+    RT_H5_CHECK(H5Sselect_elements(fspace.get(), H5S_SELECT_SET, count, coords.data()),
+                d.where("x"));
+    RT_CHECK(
+        H5Dread(d.x.get(), vlen.get(), mspace.get(), fspace.get(), H5P_DEFAULT, bytes.data()) >= 0,
+        "{}: reading {} encoded samples failed: {} (truncated or corrupt file?)", d.where("x"),
+        count, detail::hdf5_error_string());
+  }
+  struct Reclaim {  // HDF5 allocated the strings; give them back whatever happens
+    hid_t type, space;
+    std::vector<hvl_t>& v;
+    ~Reclaim() {
+      std::lock_guard lock(h5::library_mutex());
+      H5Dvlen_reclaim(type, space, H5P_DEFAULT, v.data());
+    }
+  } reclaim{vlen.get(), mspace.get(), bytes};
+  const int channels = static_cast<int>(d.shape[0]);
+  auto one = [&](std::size_t i) {
+    thread_local std::vector<std::uint8_t> planes;
+    const Image img =
+        decode_image(fmt::format("{} sample {}", d.where("x"), indices[i]),
+                     static_cast<const std::uint8_t*>(bytes[i].p), bytes[i].len, channels);
+    const std::size_t hw = static_cast<std::size_t>(img.height) * img.width;
+    planes.resize(hw * channels);
+    for (std::size_t p = 0; p < hw; ++p)
+      for (int c = 0; c < channels; ++c) planes[c * hw + p] = img.pixels[p * channels + c];
+    float* out = x + i * d.out_elems;
+    if (d.transform) {
+      d.transform->apply(planes.data(),
+                         {static_cast<std::size_t>(channels), static_cast<std::size_t>(img.height),
+                          static_cast<std::size_t>(img.width)},
+                         d.scale, d.offset, epoch, indices[i], out);
+      return;
+    }
+    RT_CHECK(static_cast<std::size_t>(img.height) == d.shape[1] &&
+                 static_cast<std::size_t>(img.width) == d.shape[2],
+             "{}: sample {} decodes to {}x{}, not the stored {}x{}", d.where("x"), indices[i],
+             img.height, img.width, d.shape[1], d.shape[2]);
+    bytes_to_float(planes.data(), out, planes.size(), d.scale, d.offset);
+  };
+  if (d.threads)
+    d.threads->run(count, one);
+  else
+    for (std::size_t i = 0; i < count; ++i) one(i);
+}
+
+}  // namespace
+
+void Dataset::read(std::span<const std::uint64_t> indices, float* x, std::int32_t* y,
+                   std::uint64_t epoch) {
   Impl& d = *impl_;
   const std::size_t count = indices.size();
   if (count == 0) return;
@@ -476,7 +618,18 @@ void Dataset::read(std::span<const std::uint64_t> indices, float* x, std::int32_
              indices[i], d.n);
   if (y)
     for (std::size_t i = 0; i < count; ++i) y[i] = d.labels[indices[i]];
+  if (d.encoded) {
+    read_encoded(d, indices, x, epoch);
+    return;
+  }
   const std::size_t row_bytes = d.elems * d.stored_size();
+  if (d.cached && d.transform) {
+    std::lock_guard threads_lock(d.read_mutex);  // one batch at a time on the threads
+    std::vector<const unsigned char*> rows(count);
+    for (std::size_t i = 0; i < count; ++i) rows[i] = d.cache.data() + indices[i] * row_bytes;
+    transform_rows(d, indices, rows.data(), x, epoch);
+    return;
+  }
   if (d.cached) {
     // Rows are random in memory, so the loads miss; fetching the next rows'
     // lines while this one converts hides most of that latency.
@@ -552,12 +705,19 @@ void Dataset::read(std::span<const std::uint64_t> indices, float* x, std::int32_
       i = j;
     }
   }
+  if (d.transform) {
+    d.rows.resize(count);
+    for (std::size_t i = 0; i < count; ++i) d.rows[i] = d.staging.data() + d.slot_of[i] * row_bytes;
+    transform_rows(d, indices, d.rows.data(), x, epoch);
+    return;
+  }
   for (std::size_t i = 0; i < count; ++i)
     d.convert_row(d.staging.data() + d.slot_of[i] * row_bytes, x + i * d.elems);
 }
 
 void Dataset::read_stored(std::uint64_t begin, std::uint64_t end, void* out) {
   Impl& d = *impl_;
+  RT_CHECK(!d.encoded, "{}: holds encoded images; read() decodes them", d.where("x"));
   RT_CHECK(begin <= end && end <= d.n, "{}: sample range [{}, {}) out of range (N = {})",
            d.where("x"), begin, end, d.n);
   if (begin == end) return;
@@ -586,6 +746,11 @@ void Dataset::read_stored(std::uint64_t begin, std::uint64_t end, void* out) {
 bool Dataset::enable_cache(std::size_t budget_bytes, int ranks_on_node) {
   Impl& d = *impl_;
   if (d.cached) return true;
+  if (d.encoded) {
+    log_warn("--cache: {} holds encoded images, read from the file (the page cache keeps them)",
+             d.where("x"));
+    return false;
+  }
   const std::size_t need = stored_bytes();
   std::size_t budget = budget_bytes;
   if (budget == 0)

@@ -55,6 +55,9 @@ std::vector<SignatureField> config_agreement_fields(const TrainConfig& c) {
       switch_flag("--no-overlap", !c.overlap),
       // BatchNorm's statistics: all-reduced in forward and backward, or not.
       switch_flag("--sync-bn", c.sync_bn),
+      // What the loader makes of each sample (image sets).
+      signature_text("--augment", c.augment),
+      signature_text("--eval-transform", c.eval_transform),
       // The loss every rank differentiates.
       signature_real("--label-smoothing", c.label_smoothing),
       // When the ranks meet in a control collective after a step.
@@ -80,6 +83,7 @@ const std::vector<std::pair<std::string, std::string>>& config_flags_not_compare
       {"--keep", "applied by rank 0, which writes the checkpoints"},
       {"--timeout", "each rank's own watchdog"},
       {"--init-from", "read by rank 0 only; the other ranks get its weights in the broadcast"},
+      {"--loader-threads", "a rank's own decoding threads; the samples do not depend on them"},
   };
   return flags;
 }

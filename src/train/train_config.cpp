@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ringtrain/core/check.h"
+#include "ringtrain/data/sample_transform.h"
 #include "ringtrain/ops/math_mode.h"
 #include "ringtrain/train/nonfinite_policy.h"
 
@@ -34,6 +35,7 @@ void TrainConfig::validate() const {
   RT_CHECK(timeout > 0, "--timeout must be positive seconds, got {}", timeout);
   RT_CHECK(keep >= 1, "--keep must be at least 1");
   RT_CHECK(prefetch_depth >= 1 && prefetch_depth <= 64, "--prefetch must be in [1, 64]");
+  RT_CHECK(loader_threads >= 1 && loader_threads <= 256, "--loader-threads must be in [1, 256]");
   RT_CHECK(ckpt_every == 0 || !ckpt_dir.empty(), "--ckpt-every needs --ckpt-dir");
   RT_CHECK(resume.empty() || resume != "latest" || !ckpt_dir.empty(),
            "--resume latest needs --ckpt-dir (or give a checkpoint file)");
@@ -61,6 +63,13 @@ std::string TrainConfig::to_json() const {
   j["epochs"] = epochs;
   j["max_steps"] = max_steps;
   j["seed"] = seed;
+  j["augment"] = augment;
+  // What evaluation uses (derived from --augment unless given): eval and
+  // predict read it back, so a checkpoint is judged as it was trained.
+  j["eval_transform"] = !eval_transform.empty() ? eval_transform
+                        : !augment.empty()      ? SampleTransform::eval_spec_of(augment)
+                                                : "";
+  j["loader_threads"] = loader_threads;
   j["tf32"] = tf32;
   j["optimizer"] = optimizer.kind;
   j["lr"] = lr;

@@ -49,6 +49,7 @@
 #include "ringtrain/core/writable_path.h"
 #include "ringtrain/data/dataset.h"
 #include "ringtrain/data/prefetcher.h"
+#include "ringtrain/data/sample_transform.h"
 #include "ringtrain/data/sharded_sampler.h"
 #include "ringtrain/model/layer_registry.h"
 #include "ringtrain/model/model.h"
@@ -113,6 +114,7 @@ class Trainer {
   // set-up
   void prove_outputs_writable() const;
   void open_data_and_build_model();
+  void set_image_transforms();
   void agree_on_run();
   void plan_steps_and_schedule();
   void make_backend_and_optimizer();
@@ -271,6 +273,7 @@ void Trainer::prove_outputs_writable() const {
 void Trainer::open_data_and_build_model() {
   train_data_.emplace(Dataset::open_on_all_ranks(cfg_.data_path, cfg_.split, *control_));
   eval_data_.emplace(Dataset::open_on_all_ranks(cfg_.data_path, cfg_.eval_split, *control_));
+  set_image_transforms();
   RT_CHECK(eval_data_->sample_shape() == train_data_->sample_shape(),
            "{}: sample shape {} differs from {}'s {}", eval_data_->describe(),
            shape_string(eval_data_->sample_shape()), train_data_->describe(),
@@ -292,6 +295,26 @@ void Trainer::open_data_and_build_model() {
   sampler_global_batch_ = sampler_->global_batch();
   global_batch_ = sampler_global_batch_ * cfg_.accum;
   micro_per_epoch_ = sampler_->steps_per_epoch();
+}
+
+void Trainer::set_image_transforms() {
+  // Random choices come from (--seed, epoch, index): the same on every rank
+  // and thread, and after a resume.
+  if (!cfg_.augment.empty()) {
+    train_data_->set_transform(SampleTransform::parse(cfg_.augment, cfg_.seed, "--augment"),
+                               cfg_.loader_threads);
+    log0("data: --augment {} (on {} loader thread(s) per rank): samples {}",
+         train_data_->transform()->describe(), cfg_.loader_threads,
+         shape_string(train_data_->sample_shape()));
+  }
+  const std::string eval = !cfg_.eval_transform.empty() ? cfg_.eval_transform
+                           : !cfg_.augment.empty() ? SampleTransform::eval_spec_of(cfg_.augment)
+                                                   : "";
+  if (!eval.empty() && eval != "none") {
+    eval_data_->set_transform(SampleTransform::parse(eval, cfg_.seed, "--eval-transform"),
+                              cfg_.loader_threads);
+    log0("data: evaluation transform {}", eval_data_->transform()->describe());
+  }
 }
 
 void Trainer::agree_on_run() {

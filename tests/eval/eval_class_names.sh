@@ -18,7 +18,7 @@ make_csv() {  # make_csv ROWS SALT
 }
 make_csv 150 1 >"$work/train.csv"
 make_csv 37 2 >"$work/test.csv"
-"$exe" convert csv --train "$work/train.csv" --test "$work/test.csv" --header no --classes 3 \
+"$exe" convert csv --force --train "$work/train.csv" --test "$work/test.csv" --header no --classes 3 \
   --class-names cat,dog,bird -o "$work/c.h5"
 "$exe" train --device cpu --data "$work/c.h5" --model mlp:8-16-3 --batch 10 --max-steps 20 --lr 0.1 --ckpt-dir "$work/ckpt"
 "$exe" eval --device cpu --ckpt "$work/ckpt" --data "$work/c.h5" --json "$work/eval.json" | tee "$work/eval.txt"

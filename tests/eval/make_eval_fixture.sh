@@ -9,8 +9,8 @@ dir=$1 exe=$2
 shift 2
 rm -rf "$dir"
 mkdir -p "$dir/empty"
-"$exe" convert synthetic --n 600 --test-n 203 --shape 1,8,8 --classes 4 --seed 11 --noise 1.5 -o "$dir/d.h5"
-"$exe" convert synthetic --n 60 --test-n 31 --shape 1,6,6 --classes 4 --seed 12 -o "$dir/d66.h5"
+"$exe" convert synthetic --force --n 600 --test-n 203 --shape 1,8,8 --classes 4 --seed 11 --noise 1.5 -o "$dir/d.h5"
+"$exe" convert synthetic --force --n 60 --test-n 31 --shape 1,6,6 --classes 4 --seed 12 -o "$dir/d66.h5"
 "$@" -np 2 "$exe" train --device cpu --data "$dir/d.h5" --model mlp:64-16-4 --batch 8 --max-steps 30 --lr 0.05 \
   --eval-every 5 --ckpt-every 5 --keep 100 --ckpt-dir "$dir/run/ckpt" --logdir "$dir/run" --seed 5
 ls "$dir/run/ckpt"

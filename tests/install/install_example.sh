@@ -25,7 +25,7 @@ bin=$work/example/build
 echo "== 1. gradient check of the plugin's layer"
 "$bin/gradient_check"
 
-"$prefix/bin/ringtrain" convert idx -o "$work/fashion.h5" >/dev/null
+"$prefix/bin/ringtrain" convert idx --force -o "$work/fashion.h5" >/dev/null
 model="input(1, 28, 28); flatten; linear(out=64); layernorm; relu; linear(out=10)"
 common=(--batch 32 --seed 42 --lr 0.05)
 

@@ -112,7 +112,7 @@ PY
     [ "$rc" -ne 0 ] && grep -q -- "--sizes" "$tmp/m8.log" || fail "--sizes with -b was accepted"
     echo "PASS: fits per backend with residuals, a model file, the fit under load and the wait after compute" ;;
   predict)
-    "$exe" convert synthetic --n 256 --shape 1,8,8 --classes 4 -o "$tmp/d.h5" >/dev/null 2>&1 || fail "convert failed"
+    "$exe" convert synthetic --force --n 256 --shape 1,8,8 --classes 4 -o "$tmp/d.h5" >/dev/null 2>&1 || fail "convert failed"
     run "$tmp/t.log" "$exe" train --device cpu --data "$tmp/d.h5" --model mlp:64-32-4 --batch 8 --max-steps 8 \
       --bucket-mb 0.001 --check-every 0 --trace "$tmp/t.json"
     [ "$rc" -eq 0 ] || fail "the training run exited with $rc"

@@ -35,7 +35,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 pass() { echo "PASS: $*"; exit 0; }
 
 make_data() {
-  "$exe" convert synthetic --n 512 --shape 1,8,8 --classes 4 -o "$tmp/f.h5" >"$tmp/convert.log" 2>&1 ||
+  "$exe" convert synthetic --force --n 512 --shape 1,8,8 --classes 4 -o "$tmp/f.h5" >"$tmp/convert.log" 2>&1 ||
     { cat "$tmp/convert.log"; fail "ringtrain convert synthetic failed"; }
 }
 

@@ -70,7 +70,7 @@ case $case in
   complete|mpirun)
     # mpirun: LAUNCHER=mpirun, launch/ringtrain-mpirun inside the allocation;
     # Open MPI reads the allocation and starts its daemon through Slurm.
-    "$RINGTRAIN_EXE" convert synthetic --n 256 --test-n 101 --shape 1,8,8 --classes 4 --seed 7 -o "$WORK/data.h5" >/dev/null 2>&1 ||
+    "$RINGTRAIN_EXE" convert synthetic --force --n 256 --test-n 101 --shape 1,8,8 --classes 4 --seed 7 -o "$WORK/data.h5" >/dev/null 2>&1 ||
       fail "could not make the data set"
     export DATA=$WORK/data.h5 EPOCHS=3 CKPT_EVERY=10 EXTRA_ARGS="--backend shm --timeout 60 --log-every 8"
     [ "$case" = mpirun ] && export LAUNCHER=mpirun
@@ -95,7 +95,7 @@ case $case in
     # least 75 s, well past the signal on a loaded machine too. Once requeued, the job gets 10 minutes, so that the requeued
     # run finishes (Slurm may signal a requeued 1-minute job at once, before
     # ringtrain has installed its handler, and then again and again).
-    "$RINGTRAIN_EXE" convert synthetic --n 4096 --test-n 101 --shape 1,16,16 --classes 4 --seed 7 -o "$WORK/data.h5" >/dev/null 2>&1 ||
+    "$RINGTRAIN_EXE" convert synthetic --force --n 4096 --test-n 101 --shape 1,16,16 --classes 4 --seed 7 -o "$WORK/data.h5" >/dev/null 2>&1 ||
       fail "could not make the data set"
     steps=${STEPS:-2500}
     flags=(--model mlp:256-512-512-4 --batch 32 --max-steps "$steps" --epochs 100 --seed 3 --lr 0.01)
@@ -129,7 +129,7 @@ case $case in
     echo "PASS: time limit -> checkpoint at step $stopped -> requeue -> resume -> same parameters as without interruption" ;;
 
   scancel)
-    "$RINGTRAIN_EXE" convert synthetic --n 4096 --test-n 101 --shape 1,16,16 --classes 4 --seed 7 -o "$WORK/data.h5" >/dev/null 2>&1 ||
+    "$RINGTRAIN_EXE" convert synthetic --force --n 4096 --test-n 101 --shape 1,16,16 --classes 4 --seed 7 -o "$WORK/data.h5" >/dev/null 2>&1 ||
       fail "could not make the data set"
     export DATA=$WORK/data.h5 MODEL=mlp:256-512-512-4 BATCH=32 EPOCHS=100 CKPT_EVERY=50
     export EXTRA_ARGS="--max-steps 100000 --backend shm --timeout 60 --log-every 50"

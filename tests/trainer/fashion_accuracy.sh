@@ -4,7 +4,7 @@
 # Debian dataset-fashion-mnist package.
 source "$(dirname "$0")/lib.sh"
 [ -e /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] || { echo "SKIPPED: no Fashion-MNIST"; exit 77; }
-"$RINGTRAIN_EXE" convert idx -o "$WORK/fashion.h5" >/dev/null 2>&1
+"$RINGTRAIN_EXE" convert idx --force -o "$WORK/fashion.h5" >/dev/null 2>&1
 DATA=$WORK/fashion.h5
 TRAIN_LOG_FLAGS=(--log-every 200 --check-every 500)
 train 2 "$WORK/cnn" --model cnn --batch 64 --epochs "${EPOCHS:-8}" --lr 0.05 --momentum 0.9 --schedule cosine \

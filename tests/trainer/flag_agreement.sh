@@ -24,10 +24,14 @@ compared=(
 # buffering) or that are compared in another form (--model by its spec hash,
 # --plugin by the layers it registers, --data by the data set's shape and size).
 not_compared=(--help --data --model --plugin --logdir --flight-dir --keep --timeout --prefetch
-              --device --allow-gpu-sharing --init-from)
+              --device --allow-gpu-sharing --init-from --loader-threads)
+
+# Compared at start-up, but exercised where image sets are made (tests/data):
+# the synthetic set here has no images to augment.
+compared_elsewhere=(--augment --eval-transform)
 
 # The inventory: every flag of `train --help` is in one list.
-listed=" ${not_compared[*]} "
+listed=" ${not_compared[*]} ${compared_elsewhere[*]} "
 for entry in "${compared[@]}"; do listed+="${entry%% *} "; done
 for flag in $("$RINGTRAIN_EXE" train --help | grep -oE -- '--[a-z0-9-]+' | sort -u); do
   case "$listed" in

@@ -11,7 +11,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 # 256 training samples of 1x8x8 in 4 classes, 101 test samples (not divisible
 # by 2, 3 or 4, so evaluation shards are uneven).
 DATA=$WORK/data.h5
-"$RINGTRAIN_EXE" convert synthetic --n 256 --test-n 101 --shape 1,8,8 --classes 4 --seed 7 -o "$DATA" >/dev/null 2>&1 \
+"$RINGTRAIN_EXE" convert synthetic --force --n 256 --test-n 101 --shape 1,8,8 --classes 4 --seed 7 -o "$DATA" >/dev/null 2>&1 \
   || fail "could not make the synthetic data set"
 
 MLP="mlp:64-32-4"

@@ -46,6 +46,37 @@ struct CsvConvertOptions {
 };
 ConvertSummary convert_csv(const CsvConvertOptions& o);
 
+struct ImageConvertOptions {
+  std::string train;  // a folder of class folders (ImageFolder convention)
+  std::string test;   // optional: else --test-fraction of each class, held out
+  std::string output;
+  double test_fraction = 0.1;  // used only without a test folder
+  std::uint64_t seed = 0;      // picks the held-out files
+  int channels = 0;            // 1 or 3; 0: 3 if any image has colour, else 1
+  int height = 0, width = 0;   // 0: every image must have the size of the first
+  std::string fit = "crop";    // crop (resize to cover, center crop), pad, stretch
+  int workers = 0;             // decoding threads; 0: the cores
+  bool skip_bad = false;       // skip (and count) unreadable images instead of failing
+  bool force = false;          // write over an existing output
+  bool progress = true;        // a line on stderr at most once a second
+  // raw: uint8 (C, H, W) samples; jpeg: JPEG byte strings, decoded on the
+  // loader threads (the original file where it can be, else re-encoded at
+  // `quality`; without a size, images keep their own sizes).
+  std::string store = "raw";
+  int quality = 90;
+  // --store jpeg without a fixed size: shrink images whose short side is above
+  // short_side (or long side above max_side) to fit both, never enlarging.
+  int short_side = 0, max_side = 0;
+};
+// Reads, decodes and resizes in bounded slabs, so memory does not grow with
+// the number of images; scale 1/255.
+ConvertSummary convert_images(const ImageConvertOptions& o);
+
+// Refuses (Error naming it) an output that exists, unless `force`, and one
+// that is one of `inputs` even with force.
+void check_output_path(const std::string& output, const std::vector<std::string>& inputs,
+                       bool force);
+
 struct SyntheticOptions {
   std::string output;
   std::size_t n = 0;       // train samples

@@ -1,5 +1,8 @@
 // One split (/train, /test, /val) of a ringtrain HDF5 dataset file:
 //   /<split>/x   N x sample shape, uint8 or float32, chunked along N
+//                or N variable-length byte strings, one JPEG each (attributes
+//                encoding = jpeg, channels, height, width; 0 x 0: sizes vary),
+//                decoded by read() on the loader threads
 //   /<split>/y   N labels, int32 or int64, each in [0, num_classes)
 //   attributes on /<split> (or, as a fallback, on the file root):
 //     num_classes (integer), class_names (strings, optional),
@@ -18,6 +21,7 @@
 namespace ringtrain {
 
 class Communicator;
+class SampleTransform;
 
 enum class SampleDType { u8, f32 };
 const char* sample_dtype_name(SampleDType t);
@@ -48,8 +52,10 @@ class Dataset {
   ~Dataset();
 
   std::size_t size() const;
+  // What read() gives per sample: the stored shape, or the transform's output.
   const std::vector<std::size_t>& sample_shape() const;  // e.g. {1,28,28} or {F}
   std::size_t sample_elements() const;
+  const std::vector<std::size_t>& stored_shape() const;  // x's shape per sample in the file
   SampleDType stored_dtype() const;
   float scale() const;   // 1 for float32 data
   float offset() const;  // 0 for float32 data
@@ -66,8 +72,16 @@ class Dataset {
   // Reads these samples (any order, repeats allowed) as normalised float32 into
   // x (indices.size() * sample_elements()) and int32 labels into y (may be null).
   // Contiguous runs of the sorted indices become one hyperslab each, read in
-  // one H5Dread; the requested order is restored while converting.
-  void read(std::span<const std::uint64_t> indices, float* x, std::int32_t* y);
+  // one H5Dread; the requested order is restored while converting. With a
+  // transform, `epoch` and each sample's index seed its random choices.
+  void read(std::span<const std::uint64_t> indices, float* x, std::int32_t* y,
+            std::uint64_t epoch = 0);
+
+  // --augment / --eval-transform: read() applies `transform` to every sample
+  // (uint8 C x H x W images only; Error naming the file otherwise), on
+  // `threads` loader threads (the caller's included). Null removes it.
+  void set_transform(std::shared_ptr<const SampleTransform> transform, std::size_t threads = 1);
+  const SampleTransform* transform() const;
   // The stored bytes of samples [begin, end), unconverted (for round-trip checks
   // and tools): (end - begin) * sample_elements() elements of stored_dtype().
   void read_stored(std::uint64_t begin, std::uint64_t end, void* out);

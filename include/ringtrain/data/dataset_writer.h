@@ -25,6 +25,14 @@ struct SplitSpec {
   // false: data nobody has labelled (for predict); the split has no y, and
   // append takes y = nullptr. num_classes is still the model's output classes.
   bool labelled = true;
+  // n is an upper bound: end_split() shrinks the split to the samples
+  // appended (a converter that skips bad inputs learns how many only at the end).
+  bool may_end_short = false;
+  // "jpeg": x is a 1-D dataset of variable-length byte strings (one encoded
+  // image each) with attributes encoding, channels, height and width (0 and 0
+  // when sizes vary); sample_shape is then (C, H, W) with those values. "":
+  // fixed-size samples.
+  std::string encoding;
 };
 
 class DatasetWriter {
@@ -38,7 +46,11 @@ class DatasetWriter {
   // Appends `count` samples (stored dtype, row-major) and their labels to the
   // current split. Labels are checked against [0, num_classes).
   void append(const void* x, const std::int32_t* y, std::size_t count);
-  // Checks that exactly spec.n samples were appended.
+  // The same for an encoded split: one byte string per sample.
+  void append_encoded(const std::vector<std::vector<std::uint8_t>>& x, const std::int32_t* y,
+                      std::size_t count);
+  // Checks that exactly spec.n samples were appended (at least one, and at
+  // most spec.n, with may_end_short).
   void end_split();
   // Closes the file and renames it to the final path.
   void commit();

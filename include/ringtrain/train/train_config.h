@@ -29,7 +29,12 @@ struct TrainConfig {
   std::uint64_t max_steps = 0;  // 0: no cap beyond --epochs
   std::uint64_t seed = kDefaultSeed;
   std::size_t prefetch_depth = 2;
-  std::string tf32 = "default";  // on | off | default (PyTorch's: conv TF32, GEMM fp32); GPU only
+  // Image sets: the augmentation of training samples and the transform of
+  // evaluation samples (sample_transform.h); "" means none, and an empty
+  // eval transform with an augmentation is derived from it.
+  std::string augment, eval_transform;
+  std::size_t loader_threads = 1;  // decode/augment threads per rank
+  std::string tf32 = "default";    // on | off | default (PyTorch's: conv TF32, GEMM fp32); GPU only
 
   // Optimizer and schedule.
   OptimizerConfig optimizer;

@@ -1,0 +1,575 @@
+// Parsing and applying the augmentation language (sample_transform.h). A
+// sample travels as planes (C x H x W bytes, as stored): crops are views, and
+// resize, pad and flip write a new buffer. The last step writes floats.
+#include "ringtrain/data/sample_transform.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstring>
+#include <optional>
+
+#include "data/image_resample.h"
+#include "data/random.h"
+#include "kernels/image_resample.cuh"
+#include "ringtrain/core/check.h"
+
+namespace ringtrain {
+
+struct SampleTransform::Step {
+  enum Kind { random_resized_crop, random_crop, hflip, resize, center_crop, normalize } kind;
+  int h = 0, w = 0;                               // output size; resize with w == 0: short side h
+  double lo = 0.08, hi = 1.0;                     // random_resized_crop: scale range
+  double ratio_lo = 3.0 / 4, ratio_hi = 4.0 / 3;  // and aspect ratio range
+  int padding = 0;                                // random_crop
+  double p = 0.5;                                 // hflip
+  std::vector<float> mean, std;                   // normalize
+};
+
+namespace {
+
+using Step = SampleTransform::Step;
+
+// --- parsing ---------------------------------------------------------------
+
+// A value: a number (3/4 allowed) or a parenthesised list of numbers.
+struct Value {
+  std::vector<double> v;
+  bool list = false;
+};
+
+class Parser {
+ public:
+  Parser(const std::string& text, const std::string& flag) : s_(text), flag_(flag) {}
+
+  std::vector<std::pair<std::string, std::vector<std::pair<std::string, Value>>>> items() {
+    std::vector<std::pair<std::string, std::vector<std::pair<std::string, Value>>>> out;
+    skip();
+    while (pos_ < s_.size()) {
+      std::string name = word();
+      fail_if(name.empty(), "expected a step name");
+      std::vector<std::pair<std::string, Value>> args;
+      skip();
+      if (peek() == '(') {
+        ++pos_;
+        skip();
+        while (peek() != ')') {
+          std::string key;
+          const std::size_t at = pos_;
+          if (std::isalpha(static_cast<unsigned char>(peek()))) {
+            key = word();
+            skip();
+            if (peek() != '=') {  // not a key after all
+              pos_ = at;
+              key.clear();
+            } else {
+              ++pos_;
+            }
+          }
+          args.emplace_back(key, value());
+          skip();
+          if (peek() == ',') {
+            ++pos_;
+            skip();
+          } else {
+            fail_if(peek() != ')', "expected ',' or ')'");
+          }
+        }
+        ++pos_;
+      }
+      out.emplace_back(name, std::move(args));
+      skip();
+      if (pos_ < s_.size()) {
+        fail_if(peek() != ',' && peek() != '+', "expected ',' or '+' between steps");
+        ++pos_;
+        skip();
+      }
+    }
+    return out;
+  }
+
+  [[noreturn]] void fail(const std::string& why) const {
+    RT_CHECK(false, "{} '{}': {} at character {}", flag_, s_, why, pos_ + 1);
+  }
+
+ private:
+  char peek() const { return pos_ < s_.size() ? s_[pos_] : '\0'; }
+  void skip() {
+    while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+  }
+  void fail_if(bool bad, const std::string& why) const {
+    if (bad) fail(why);
+  }
+  std::string word() {
+    const std::size_t b = pos_;
+    while (pos_ < s_.size() &&
+           (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_'))
+      ++pos_;
+    return s_.substr(b, pos_ - b);
+  }
+  double number() {
+    skip();
+    const char* start = s_.c_str() + pos_;
+    char* end = nullptr;
+    double v = std::strtod(start, &end);
+    fail_if(end == start, "expected a number");
+    pos_ += static_cast<std::size_t>(end - start);
+    skip();
+    if (peek() == '/') {
+      ++pos_;
+      skip();
+      const char* d0 = s_.c_str() + pos_;
+      const double d = std::strtod(d0, &end);
+      fail_if(end == d0 || d == 0.0, "expected a non-zero denominator");
+      pos_ += static_cast<std::size_t>(end - d0);
+      v /= d;
+    }
+    return v;
+  }
+  Value value() {
+    Value val;
+    skip();
+    if (peek() == '(') {
+      ++pos_;
+      val.list = true;
+      for (;;) {
+        val.v.push_back(number());
+        skip();
+        if (peek() == ',') {
+          ++pos_;
+          continue;
+        }
+        fail_if(peek() != ')', "expected ',' or ')' in a list");
+        ++pos_;
+        break;
+      }
+    } else {
+      val.v.push_back(number());
+    }
+    return val;
+  }
+
+  const std::string& s_;
+  const std::string& flag_;
+  std::size_t pos_ = 0;
+};
+
+const std::vector<float> kImagenetMean = {0.485f, 0.456f, 0.406f};
+const std::vector<float> kImagenetStd = {0.229f, 0.224f, 0.225f};
+
+std::string preset(const std::string& name, bool eval) {
+  if (name == "imagenet")
+    return eval ? "resize(256), center_crop(224), normalize(mean=(0.485,0.456,0.406), "
+                  "std=(0.229,0.224,0.225))"
+                : "random_resized_crop(224), hflip, normalize(mean=(0.485,0.456,0.406), "
+                  "std=(0.229,0.224,0.225))";
+  if (name == "cifar") return eval ? "" : "random_crop(32, padding=4), hflip";
+  return "";
+}
+
+bool is_preset(const std::string& name) {
+  return name == "imagenet" || name == "cifar";
+}
+
+std::vector<Step> parse_steps(const std::string& spec, const std::string& flag) {
+  Parser parser(spec, flag);
+  std::vector<Step> steps;
+  for (auto& [name, args] : parser.items()) {
+    if (name == "none") {
+      RT_CHECK(args.empty(), "{} '{}': none takes no arguments", flag, spec);
+      continue;
+    }
+    if (is_preset(name)) {
+      RT_CHECK(args.empty(), "{} '{}': the preset {} takes no arguments", flag, spec, name);
+      for (Step& s : parse_steps(preset(name, false), flag)) steps.push_back(s);
+      continue;
+    }
+    Step s{};
+    std::size_t positional = 0;
+    auto size_of = [&](const Value& v, int& h, int& w, bool allow_short) {
+      RT_CHECK(v.v.size() == 1 || v.v.size() == 2, "{} '{}': {}: a size is N or (H,W)", flag, spec,
+               name);
+      for (double d : v.v)
+        RT_CHECK(d >= 1 && d <= 65535 && d == std::floor(d),
+                 "{} '{}': {}: sizes are positive integers", flag, spec, name);
+      h = static_cast<int>(v.v[0]);
+      w = v.v.size() == 2 ? static_cast<int>(v.v[1]) : (allow_short ? 0 : h);
+    };
+    auto pair_of = [&](const Value& v, double& a, double& b, const char* what) {
+      RT_CHECK(v.v.size() == 2 && v.v[0] <= v.v[1] && v.v[0] > 0, "{} '{}': {}: {} is (low,high)",
+               flag, spec, name, what);
+      a = v.v[0];
+      b = v.v[1];
+    };
+    bool have_size = false;
+    if (name == "random_resized_crop") {
+      s.kind = Step::random_resized_crop;
+      for (auto& [key, v] : args) {
+        if (key.empty() && positional++ == 0) {
+          size_of(v, s.h, s.w, false);
+          have_size = true;
+        } else if (key == "scale") {
+          pair_of(v, s.lo, s.hi, "scale");
+          RT_CHECK(s.hi <= 1.0, "{} '{}': random_resized_crop: scale is a fraction of the area",
+                   flag, spec);
+        } else if (key == "ratio") {
+          pair_of(v, s.ratio_lo, s.ratio_hi, "ratio");
+        } else {
+          parser.fail("random_resized_crop takes (size, scale=(a,b), ratio=(a,b))");
+        }
+      }
+    } else if (name == "random_crop") {
+      s.kind = Step::random_crop;
+      for (auto& [key, v] : args) {
+        if (key.empty() && positional++ == 0) {
+          size_of(v, s.h, s.w, false);
+          have_size = true;
+        } else if (key == "padding" || (key.empty() && positional == 2)) {
+          RT_CHECK(v.v.size() == 1 && v.v[0] >= 0 && v.v[0] <= 4096 && v.v[0] == std::floor(v.v[0]),
+                   "{} '{}': random_crop: padding is an integer >= 0", flag, spec);
+          s.padding = static_cast<int>(v.v[0]);
+        } else {
+          parser.fail("random_crop takes (size, padding=P)");
+        }
+      }
+    } else if (name == "hflip") {
+      s.kind = Step::hflip;
+      for (auto& [key, v] : args) {
+        RT_CHECK((key.empty() || key == "p") && v.v.size() == 1 && v.v[0] >= 0 && v.v[0] <= 1,
+                 "{} '{}': hflip takes (p) with 0 <= p <= 1", flag, spec);
+        s.p = v.v[0];
+      }
+      have_size = true;
+    } else if (name == "resize" || name == "center_crop") {
+      s.kind = name == "resize" ? Step::resize : Step::center_crop;
+      RT_CHECK(args.size() == 1 && args[0].first.empty(), "{} '{}': {} takes one size", flag, spec,
+               name);
+      size_of(args[0].second, s.h, s.w, name == "resize");
+      have_size = true;
+    } else if (name == "normalize") {
+      s.kind = Step::normalize;
+      for (auto& [key, v] : args) {
+        const bool mean = key == "mean" || (key.empty() && positional == 0);
+        const bool sd = key == "std" || (key.empty() && positional == 1);
+        if (key.empty()) ++positional;
+        RT_CHECK(mean || sd, "{} '{}': normalize takes (mean=(...), std=(...))", flag, spec);
+        std::vector<float>& dst = mean ? s.mean : s.std;
+        for (double d : v.v) dst.push_back(static_cast<float>(d));
+      }
+      RT_CHECK(!s.mean.empty() && s.mean.size() == s.std.size(),
+               "{} '{}': normalize needs mean and std with one value per channel", flag, spec);
+      for (float d : s.std) RT_CHECK(d > 0, "{} '{}': normalize: std must be > 0", flag, spec);
+      have_size = true;
+    } else {
+      parser.fail("unknown step '" + name +
+                  "' (known: random_resized_crop, random_crop, hflip, resize, center_crop, "
+                  "normalize, presets imagenet and cifar, none)");
+    }
+    RT_CHECK(have_size, "{} '{}': {} needs a size", flag, spec, name);
+    steps.push_back(s);
+  }
+  for (std::size_t i = 0; i + 1 < steps.size(); ++i)
+    RT_CHECK(steps[i].kind != Step::normalize, "{} '{}': normalize must be the last step", flag,
+             spec);
+  return steps;
+}
+
+std::string size_text(int h, int w) {
+  return h == w ? std::to_string(h) : fmt::format("({},{})", h, w);
+}
+
+// --- applying --------------------------------------------------------------
+
+// Planes of one sample: c planes of h x w bytes, rows `stride` apart, planes
+// `plane` apart (a crop keeps the strides of what it views).
+struct Planes {
+  const std::uint8_t* data;
+  int c, h, w;
+  std::ptrdiff_t stride, plane;
+  const std::uint8_t* at(int k, int y) const { return data + k * plane + y * stride; }
+  Planes crop(int y, int x, int ch, int cw) const {
+    return {data + y * stride + x, c, ch, cw, stride, plane};
+  }
+};
+
+struct Scratch {
+  std::vector<std::uint8_t> a, b, row;
+  bool use_a = true;
+  std::uint8_t* next(std::size_t bytes) {
+    std::vector<std::uint8_t>& v = use_a ? a : b;
+    use_a = !use_a;
+    if (v.size() < bytes) v.resize(bytes);
+    return v.data();
+  }
+};
+
+Planes resized(const Planes& in, int h, int w, Scratch& s) {
+  if (h == in.h && w == in.w) return in;
+  std::uint8_t* out = s.next(static_cast<std::size_t>(in.c) * h * w);
+  for (int k = 0; k < in.c; ++k)
+    resize_bilinear_into(ImageView{in.at(k, 0), in.h, in.w, 1, in.stride}, h, w,
+                         out + static_cast<std::size_t>(k) * h * w, s.row);
+  return {out, in.c, h, w, w, static_cast<std::ptrdiff_t>(h) * w};
+}
+
+// torchvision's RandomResizedCrop.get_params, with our stream.
+void resized_crop_box(const Step& s, int H, int W, data_random::Xoshiro256& rng, int& i, int& j,
+                      int& h, int& w) {
+  const double area = static_cast<double>(H) * W;
+  const double log_lo = std::log(s.ratio_lo), log_hi = std::log(s.ratio_hi);
+  for (int attempt = 0; attempt < 10; ++attempt) {
+    const double target = area * (s.lo + (s.hi - s.lo) * rng.uniform());
+    const double ratio = std::exp(log_lo + (log_hi - log_lo) * rng.uniform());
+    w = static_cast<int>(std::nearbyint(std::sqrt(target * ratio)));
+    h = static_cast<int>(std::nearbyint(std::sqrt(target / ratio)));
+    if (w > 0 && w <= W && h > 0 && h <= H) {
+      i = static_cast<int>(rng.below(static_cast<std::uint64_t>(H - h + 1)));
+      j = static_cast<int>(rng.below(static_cast<std::uint64_t>(W - w + 1)));
+      return;
+    }
+  }
+  const double in_ratio = static_cast<double>(W) / H;
+  if (in_ratio < s.ratio_lo) {
+    w = W;
+    h = static_cast<int>(std::nearbyint(w / s.ratio_lo));
+  } else if (in_ratio > s.ratio_hi) {
+    h = H;
+    w = static_cast<int>(std::nearbyint(h * s.ratio_hi));
+  } else {
+    w = W;
+    h = H;
+  }
+  i = (H - h) / 2;
+  j = (W - w) / 2;
+}
+
+}  // namespace
+
+SampleTransform::SampleTransform(std::string spec, std::uint64_t seed, std::vector<Step> steps)
+    : spec_(std::move(spec)), seed_(seed), steps_(std::move(steps)) {}
+SampleTransform::~SampleTransform() = default;
+
+std::shared_ptr<const SampleTransform> SampleTransform::parse(const std::string& spec,
+                                                              std::uint64_t seed,
+                                                              const std::string& flag) {
+  return std::make_shared<const SampleTransform>(spec, seed, parse_steps(spec, flag));
+}
+
+std::string SampleTransform::eval_spec_of(const std::string& train_spec) {
+  Parser parser(train_spec, "--augment");
+  const auto items = parser.items();
+  if (items.size() == 1 && is_preset(items[0].first)) {
+    const std::string eval = preset(items[0].first, true);
+    return eval.empty() ? "none" : eval;
+  }
+  std::string out;
+  auto add = [&](const std::string& s) { out += (out.empty() ? "" : ", ") + s; };
+  for (const Step& s : parse_steps(train_spec, "--augment")) {
+    switch (s.kind) {
+      case Step::random_resized_crop:
+        add(fmt::format("resize({})", s.h == s.w ? std::to_string(s.h * 256 / 224)
+                                                 : size_text(s.h * 256 / 224, s.w * 256 / 224)));
+        add(fmt::format("center_crop({})", size_text(s.h, s.w)));
+        break;
+      case Step::random_crop:
+        add(fmt::format("center_crop({})", size_text(s.h, s.w)));
+        break;
+      case Step::hflip:
+        break;
+      case Step::resize:
+        add(fmt::format("resize({})", s.w == 0 ? std::to_string(s.h) : size_text(s.h, s.w)));
+        break;
+      case Step::center_crop:
+        add(fmt::format("center_crop({})", size_text(s.h, s.w)));
+        break;
+      case Step::normalize: {
+        std::string m, d;
+        for (std::size_t k = 0; k < s.mean.size(); ++k) {
+          m += fmt::format("{}{}", k ? "," : "", s.mean[k]);
+          d += fmt::format("{}{}", k ? "," : "", s.std[k]);
+        }
+        add(fmt::format("normalize(mean=({}), std=({}))", m, d));
+        break;
+      }
+    }
+  }
+  return out.empty() ? "none" : out;
+}
+
+bool SampleTransform::random() const {
+  return std::any_of(steps_.begin(), steps_.end(), [](const Step& s) {
+    return s.kind == Step::random_resized_crop || s.kind == Step::random_crop ||
+           s.kind == Step::hflip;
+  });
+}
+
+std::string SampleTransform::describe() const {
+  std::string out;
+  for (const Step& s : steps_) {
+    std::string t;
+    switch (s.kind) {
+      case Step::random_resized_crop:
+        t = fmt::format("random_resized_crop({}, scale=({},{}), ratio=({:.4g},{:.4g}))",
+                        size_text(s.h, s.w), s.lo, s.hi, s.ratio_lo, s.ratio_hi);
+        break;
+      case Step::random_crop:
+        t = fmt::format("random_crop({}, padding={})", size_text(s.h, s.w), s.padding);
+        break;
+      case Step::hflip:
+        t = fmt::format("hflip(p={})", s.p);
+        break;
+      case Step::resize:
+        t = fmt::format("resize({})", s.w == 0 ? std::to_string(s.h) : size_text(s.h, s.w));
+        break;
+      case Step::center_crop:
+        t = fmt::format("center_crop({})", size_text(s.h, s.w));
+        break;
+      case Step::normalize:
+        t = fmt::format("normalize(mean=({}), std=({}))", fmt::join(s.mean, ","),
+                        fmt::join(s.std, ","));
+        break;
+    }
+    out += (out.empty() ? "" : ", ") + t;
+  }
+  return out.empty() ? "none" : out;
+}
+
+std::vector<std::size_t> SampleTransform::output_shape(
+    const std::vector<std::size_t>& stored) const {
+  RT_CHECK(stored.size() == 3 && (stored[0] == 1 || stored[0] == 3),
+           "{} needs images stored as C x H x W with 1 or 3 channels; the samples are {}", spec_,
+           fmt::join(stored, "x"));
+  const std::size_t c = stored[0];
+  // 0 x 0: encoded images of varying size; a step that sets the size fixes it,
+  // and a crop that does not fit is then found per sample.
+  int h = static_cast<int>(stored[1]), w = static_cast<int>(stored[2]);
+  bool known = h > 0 && w > 0;
+  for (const Step& s : steps_) {
+    switch (s.kind) {
+      case Step::random_resized_crop:
+        h = s.h;
+        w = s.w;
+        known = true;
+        break;
+      case Step::random_crop:
+        RT_CHECK(!known || (s.h <= h + 2 * s.padding && s.w <= w + 2 * s.padding),
+                 "{}: random_crop({}) is larger than its {}x{} input (plus padding {})", spec_,
+                 size_text(s.h, s.w), h, w, s.padding);
+        h = s.h;
+        w = s.w;
+        known = true;
+        break;
+      case Step::center_crop:
+        RT_CHECK(!known || (s.h <= h && s.w <= w),
+                 "{}: center_crop({}) is larger than its {}x{} input", spec_, size_text(s.h, s.w),
+                 h, w);
+        h = s.h;
+        w = s.w;
+        known = true;
+        break;
+      case Step::resize:
+        if (s.w == 0) {
+          if (known) short_side_size(h, w, s.h, h, w);
+        } else {
+          h = s.h;
+          w = s.w;
+          known = true;
+        }
+        break;
+      case Step::hflip:
+        break;
+      case Step::normalize:
+        RT_CHECK(s.mean.size() == c, "{}: normalize has {} values per channel but images have {}",
+                 spec_, s.mean.size(), c);
+        break;
+    }
+  }
+  RT_CHECK(known,
+           "{}: the images vary in size and no step fixes it (end with random_resized_crop, a "
+           "crop or resize(H,W))",
+           spec_);
+  return {c, static_cast<std::size_t>(h), static_cast<std::size_t>(w)};
+}
+
+void SampleTransform::apply(const std::uint8_t* stored, const std::vector<std::size_t>& shape,
+                            float scale, float offset, std::uint64_t epoch, std::uint64_t index,
+                            float* out) const {
+  thread_local Scratch scratch;
+  Planes p{stored,
+           static_cast<int>(shape[0]),
+           static_cast<int>(shape[1]),
+           static_cast<int>(shape[2]),
+           static_cast<std::ptrdiff_t>(shape[2]),
+           static_cast<std::ptrdiff_t>(shape[1] * shape[2])};
+  // The sample's own stream: (seed, epoch) picks the stream family, the index
+  // the stream, so no draw depends on which thread or rank runs it.
+  std::uint64_t mix = seed_ ^ (0xA0761D6478BD642Full * (epoch + 1));
+  data_random::Xoshiro256 rng(data_random::splitmix64(mix), index);
+  const Step* norm = nullptr;
+  for (const Step& s : steps_) {
+    switch (s.kind) {
+      case Step::random_resized_crop: {
+        int i = 0, j = 0, h = 0, w = 0;
+        resized_crop_box(s, p.h, p.w, rng, i, j, h, w);
+        p = resized(p.crop(i, j, h, w), s.h, s.w, scratch);
+        break;
+      }
+      case Step::random_crop: {
+        if (s.padding > 0) {  // zero padding on every side, as torchvision's pad
+          const int ph = p.h + 2 * s.padding, pw = p.w + 2 * s.padding;
+          std::uint8_t* o = scratch.next(static_cast<std::size_t>(p.c) * ph * pw);
+          std::memset(o, 0, static_cast<std::size_t>(p.c) * ph * pw);
+          for (int k = 0; k < p.c; ++k)
+            for (int y = 0; y < p.h; ++y)
+              std::memcpy(o + (static_cast<std::size_t>(k) * ph + y + s.padding) * pw + s.padding,
+                          p.at(k, y), static_cast<std::size_t>(p.w));
+          p = {o, p.c, ph, pw, pw, static_cast<std::ptrdiff_t>(ph) * pw};
+        }
+        RT_CHECK(s.h <= p.h && s.w <= p.w, "{}: sample {}: random_crop({}) of a {}x{} image", spec_,
+                 index, size_text(s.h, s.w), p.h, p.w);
+        const int i = static_cast<int>(rng.below(static_cast<std::uint64_t>(p.h - s.h + 1)));
+        const int j = static_cast<int>(rng.below(static_cast<std::uint64_t>(p.w - s.w + 1)));
+        p = p.crop(i, j, s.h, s.w);
+        break;
+      }
+      case Step::hflip: {
+        if (rng.uniform() >= s.p) break;
+        std::uint8_t* o = scratch.next(static_cast<std::size_t>(p.c) * p.h * p.w);
+        for (int k = 0; k < p.c; ++k)
+          for (int y = 0; y < p.h; ++y) {
+            const std::uint8_t* src = p.at(k, y);
+            std::uint8_t* dst = o + (static_cast<std::size_t>(k) * p.h + y) * p.w;
+            for (int x = 0; x < p.w; ++x) dst[x] = src[p.w - 1 - x];
+          }
+        p = {o, p.c, p.h, p.w, p.w, static_cast<std::ptrdiff_t>(p.h) * p.w};
+        break;
+      }
+      case Step::resize: {
+        int h = s.h, w = s.w;
+        if (s.w == 0) short_side_size(p.h, p.w, s.h, h, w);
+        p = resized(p, h, w, scratch);
+        break;
+      }
+      case Step::center_crop:
+        RT_CHECK(s.h <= p.h && s.w <= p.w, "{}: sample {}: center_crop({}) of a {}x{} image", spec_,
+                 index, size_text(s.h, s.w), p.h, p.w);
+        p = p.crop(center_offset(p.h, s.h), center_offset(p.w, s.w), s.h, s.w);
+        break;
+      case Step::normalize:
+        norm = &s;
+        break;
+    }
+  }
+  // (byte/255 - mean) / std = byte * 1/(255 std) - mean/std
+  for (int k = 0; k < p.c; ++k) {
+    const float ks = norm ? 1.0f / (255.0f * norm->std[k]) : scale;
+    const float ko = norm ? -norm->mean[k] / norm->std[k] : offset;
+    for (int y = 0; y < p.h; ++y) {
+      const std::uint8_t* src = p.at(k, y);
+      float* dst = out + (static_cast<std::size_t>(k) * p.h + y) * p.w;
+      for (int x = 0; x < p.w; ++x) dst[x] = kernels::normalize_byte(src[x], ks, ko);
+    }
+  }
+}
+
+}  // namespace ringtrain
