@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/command.h"
-#include "comm/broadcast_text.h"
 #include "apps/eval_transform_choice.h"
+#include "comm/broadcast_text.h"
 #include "ringtrain/comm/control_channel.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/log.h"
