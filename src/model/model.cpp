@@ -42,7 +42,11 @@ struct Model::State {
   // view shares its input's); written[] says whether backward has put the
   // first contribution there, so that a node read by several nodes sums them.
   std::vector<int> grad_of;  // per node: index into grad_buffers, or -1
-  std::vector<Tensor> grad_buffers;
+  // Each gradient buffer lives from its first contribution (the backward of
+  // its last reader) to its node's own backward; buffers whose lives do not
+  // overlap share memory (a slot), planned once here.
+  std::vector<float*> grad_buffers;
+  std::vector<Tensor> grad_slots;
   std::vector<std::size_t> grad_elements;  // per sample, per grad buffer
   std::vector<bool> written;
   std::vector<Tensor> scratch;  // per input slot: a second contribution before it is added
@@ -264,11 +268,51 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
     if (s.layers[i]->is_view() && in >= 0 && s.grad_of[static_cast<std::size_t>(in)] >= 0) {
       s.grad_of[i] = s.grad_of[static_cast<std::size_t>(in)];
     } else {
-      s.grad_of[i] = static_cast<int>(s.grad_buffers.size());
-      s.grad_buffers.push_back(Tensor::empty({B * n}, DType::f32, dev));
+      s.grad_of[i] = static_cast<int>(s.grad_elements.size());
       s.grad_elements.push_back(n);
     }
   }
+  // Each buffer's life in node indices, [lo, hi]: backward runs from the last
+  // node down, so the buffer is first written by the backward of its last
+  // reader (hi; the loss writes the last node's, before node L-1) and last read
+  // by the backward of its earliest node (lo).
+  const std::size_t G = s.grad_elements.size();
+  std::vector<std::size_t> lo(G, L), hi(G, 0);
+  for (std::size_t i = 0; i < L; ++i) {
+    if (s.grad_of[i] < 0) continue;
+    const auto g = static_cast<std::size_t>(s.grad_of[i]);
+    lo[g] = std::min(lo[g], i);
+    hi[g] = std::max(hi[g], i + 1 == L ? L : i);
+    for (int j : s.inputs[i])
+      if (j >= 0 && s.grad_of[static_cast<std::size_t>(j)] >= 0) {
+        const auto gj = static_cast<std::size_t>(s.grad_of[static_cast<std::size_t>(j)]);
+        hi[gj] = std::max(hi[gj], i);
+      }
+  }
+  // Greedy in the order backward first writes them (descending hi): a slot is
+  // free for a buffer when its occupant's life begins above the buffer's end.
+  std::vector<std::size_t> order(G), slot_of(G), slot_lo, slot_size;
+  for (std::size_t g = 0; g < G; ++g) order[g] = g;
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return hi[a] != hi[b] ? hi[a] > hi[b] : a < b; });
+  for (std::size_t g : order) {
+    std::size_t best = slot_lo.size();
+    for (std::size_t k = 0; k < slot_lo.size(); ++k)
+      if (slot_lo[k] > hi[g] && (best == slot_lo.size() || slot_size[k] > slot_size[best]))
+        best = k;
+    if (best == slot_lo.size()) {
+      slot_lo.push_back(lo[g]);
+      slot_size.push_back(s.grad_elements[g]);
+    } else {
+      slot_lo[best] = lo[g];
+      slot_size[best] = std::max(slot_size[best], s.grad_elements[g]);
+    }
+    slot_of[g] = best;
+  }
+  for (std::size_t k = 0; k < slot_size.size(); ++k)
+    s.grad_slots.push_back(Tensor::empty({B * slot_size[k]}, DType::f32, dev));
+  for (std::size_t g = 0; g < G; ++g)
+    s.grad_buffers.push_back(s.grad_slots[slot_of[g]].data_as<float>());
   for (std::size_t k = 0; k < slots; ++k)
     s.scratch.push_back(Tensor::empty({B * largest}, DType::f32, dev));
   s.xs.reserve(slots);
@@ -277,9 +321,9 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
   std::size_t per_sample = slots * largest;
   for (std::size_t i = 0; i < L; ++i)
     if (!s.layers[i]->is_view()) per_sample += s.layers[i]->output_shape().numel();
-  for (std::size_t n : s.grad_elements) per_sample += n;
+  for (std::size_t n : slot_size) per_sample += n;
   m->activation_bytes_per_sample_ = per_sample * sizeof(float);
-  s.written.assign(s.grad_buffers.size(), false);
+  s.written.assign(G, false);
   s.labels = Tensor::empty({B}, DType::i32, dev);
   if (dev.is_cuda()) {
     s.row_loss = Tensor::empty({B}, DType::f32, dev);
@@ -442,7 +486,7 @@ void Model::backward(float grad_scale, bool accumulate,
   }
   std::fill(s.written.begin(), s.written.end(), false);
   const auto grad_buffer = [&](std::size_t node) {
-    return s.grad_buffers[static_cast<std::size_t>(s.grad_of[node])].data_as<float>();
+    return s.grad_buffers[static_cast<std::size_t>(s.grad_of[node])];
   };
   softmax_cross_entropy_backward(*s.ctx, s.outputs[L - 1], s.labels.data_as<std::int32_t>(), batch,
                                  num_classes_, grad_scale / static_cast<float>(batch),
@@ -466,7 +510,7 @@ void Model::backward(float grad_scale, bool accumulate,
         if (g < 0 || !s.below_params[static_cast<std::size_t>(j)]) {
           dxs.push_back(nullptr);
         } else if (!s.written[static_cast<std::size_t>(g)]) {
-          dxs.push_back(s.grad_buffers[static_cast<std::size_t>(g)].data_as<float>());
+          dxs.push_back(s.grad_buffers[static_cast<std::size_t>(g)]);
           s.written[static_cast<std::size_t>(g)] = true;
         } else {
           dxs.push_back(s.scratch[k].data_as<float>());
@@ -484,7 +528,7 @@ void Model::backward(float grad_scale, bool accumulate,
           layer.backward(xs[0], s.outputs[i], dy, dxs[0], batch, accumulate);
       }
       for (const auto& [k, g] : to_add)
-        add_scaled(*s.ctx, s.grad_buffers[static_cast<std::size_t>(g)].data_as<float>(),
+        add_scaled(*s.ctx, s.grad_buffers[static_cast<std::size_t>(g)],
                    s.scratch[k].data_as<float>(), 1.0f,
                    batch * s.grad_elements[static_cast<std::size_t>(g)]);
     }

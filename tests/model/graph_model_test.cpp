@@ -227,3 +227,25 @@ TEST_CASE("graph builder: the same spec as the text", "[model][graph]") {
       "padding=1); y = add(b, a); g = global_avg_pool; fc = linear(out=3)");
   CHECK(g.spec() == text);
 }
+
+TEST_CASE("graph model: gradient buffers whose lives do not overlap share memory",
+          "[model][graph][memory]") {
+  // A chain needs two gradient buffers at any time (ping-pong), whatever its
+  // length; a residual net a few more. The plan must stay far below one
+  // gradient buffer per node, which is what the activations themselves take.
+  for (const char* name : {"cnn", "resnet20"}) {
+    INFO(name);
+    auto m = Model::build(ModelSpec::parse(name), {1, 28, 28}, 10, cpu_options(4));
+    std::size_t outputs = 0, largest = 0;
+    for (std::size_t i = 0; i < m->layer_count(); ++i) {
+      std::size_t n = 1;
+      for (std::size_t d : m->layer_output_shape(i)) n *= d;
+      outputs += n;
+      largest = std::max(largest, n);
+    }
+    const std::size_t per_sample = m->activation_bytes_per_sample() / sizeof(float);
+    // activations (at most every output) + scratch (two input slots at most) +
+    // gradients: well under another copy of every output
+    CHECK(per_sample < outputs + 2 * largest + outputs / 2);
+  }
+}
