@@ -179,31 +179,21 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
            spec.to_string(), shape.to_string(), num_classes, num_classes);
   // Flat layout: node order, and weight before bias inside a layer.
   std::size_t offset = 0, buffer_offset = 0;
+  // Places node i's tensors at `at` onwards in one flat buffer; returns [begin, end).
+  const auto place = [&](std::size_t i, const std::vector<ParamDesc>& tensors, std::size_t& at,
+                         std::vector<ParamInfo>& infos) {
+    const std::size_t begin = at;
+    for (const ParamDesc& d : tensors) {
+      infos.push_back(
+          {s.layers[i]->name() + "." + d.name, at, d.shape.numel(), d.shape.to_vector(), i});
+      at += d.shape.numel();
+    }
+    return std::pair<std::size_t, std::size_t>(begin, at);
+  };
   for (std::size_t i = 0; i < s.layers.size(); ++i) {
     const std::size_t begin = offset;
-    for (const ParamDesc& d : descs[i]) {
-      ParamInfo p;
-      p.name = s.layers[i]->name() + "." + d.name;
-      p.offset = offset;
-      p.count = d.shape.numel();
-      p.shape = d.shape.to_vector();
-      p.layer = i;
-      offset += p.count;
-      m->param_info_.push_back(std::move(p));
-    }
-    s.layer_ranges.emplace_back(begin, offset);
-    const std::size_t buffer_begin = buffer_offset;
-    for (const ParamDesc& d : buffer_descs[i]) {
-      ParamInfo p;
-      p.name = s.layers[i]->name() + "." + d.name;
-      p.offset = buffer_offset;
-      p.count = d.shape.numel();
-      p.shape = d.shape.to_vector();
-      p.layer = i;
-      buffer_offset += p.count;
-      m->buffer_info_.push_back(std::move(p));
-    }
-    s.buffer_ranges.emplace_back(buffer_begin, buffer_offset);
+    s.layer_ranges.push_back(place(i, descs[i], offset, m->param_info_));
+    s.buffer_ranges.push_back(place(i, buffer_descs[i], buffer_offset, m->buffer_info_));
     bool below = offset > begin;
     for (int j : s.inputs[i])
       if (j >= 0) below = below || s.below_params[static_cast<std::size_t>(j)];

@@ -154,6 +154,15 @@ class Inception3 {
     return basic(name, out, 1, 1, 0, g_.last());
   }
 
+  // The 3x3 stride-2 max pool of the grid-reducing blocks (B and D).
+  std::string reduction_pool(const std::string& name, const std::string& in) {
+    LayerSpec pool;
+    pool.kind = LayerKind::max_pool2d;
+    pool.kernel = 3;
+    pool.stride = 2;
+    return g_.node(pool, {in}, name);
+  }
+
   std::string a(const std::string& n, const std::string& x, std::size_t pool_features) {
     const std::string b1 = basic(n + ".branch1x1", 64, 1, 1, 0, x);
     basic(n + ".branch5x5_1", 48, 1, 1, 0, x);
@@ -169,11 +178,7 @@ class Inception3 {
     basic(n + ".branch3x3dbl_1", 64, 1, 1, 0, x);
     basic(n + ".branch3x3dbl_2", 96, 3, 1, 1, g_.last());
     const std::string bd = basic(n + ".branch3x3dbl_3", 96, 3, 2, 0, g_.last());
-    LayerSpec pool;
-    pool.kind = LayerKind::max_pool2d;
-    pool.kernel = 3;
-    pool.stride = 2;
-    const std::string bp = g_.node(pool, {x}, n + ".branch_pool");
+    const std::string bp = reduction_pool(n + ".branch_pool", x);
     return g_.concat({b3, bd, bp}, n);
   }
   std::string c(const std::string& n, const std::string& x, std::size_t c7) {
@@ -196,11 +201,7 @@ class Inception3 {
     basic(n + ".branch7x7x3_2", 192, 1, 7, 1, 0, 3, g_.last());
     basic(n + ".branch7x7x3_3", 192, 7, 1, 1, 3, 0, g_.last());
     const std::string b7 = basic(n + ".branch7x7x3_4", 192, 3, 2, 0, g_.last());
-    LayerSpec pool;
-    pool.kind = LayerKind::max_pool2d;
-    pool.kernel = 3;
-    pool.stride = 2;
-    const std::string bp = g_.node(pool, {x}, n + ".branch_pool");
+    const std::string bp = reduction_pool(n + ".branch_pool", x);
     return g_.concat({b3, b7, bp}, n);
   }
   std::string e(const std::string& n, const std::string& x) {
