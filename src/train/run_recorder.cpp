@@ -82,6 +82,8 @@ void RunRecorder::on_step(std::uint64_t step, std::uint64_t epoch, float lr, dou
                         {"elapsed_s", monotonic_seconds() - start_s_}};
     if (t.grad_norm >= 0) r["grad_norm"] = t.grad_norm;
     r["skipped_steps"] = t.skipped_steps;
+    r["allreduce_bytes"] = t.allreduce_bytes;
+    r["optimizer_state_bytes"] = optimizer_state_bytes_;
     metrics_->write(r);
   }
   if (tensorboard_) {
