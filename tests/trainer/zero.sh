@@ -29,9 +29,10 @@ for opt in sgd adamw; do
   done
 done
 
-# --accum 2 and --clip-norm (the norm summed per shard and all-reduced).
+# --accum 2 (with the reduce-scatters after backward: --no-overlap) and
+# --clip-norm (the norm summed per shard and all-reduced).
 train 1 "$WORK/accum-base" "${common[@]}" "${sgd[@]}" --accum 2
-train 3 "$WORK/accum-zero" "${common[@]}" "${sgd[@]}" --accum 2 --zero 1 --backend ring
+train 3 "$WORK/accum-zero" "${common[@]}" "${sgd[@]}" --accum 2 --zero 1 --backend ring --no-overlap
 same "$WORK/accum-base" "$WORK/accum-zero" --rtol 1e-5
 train 1 "$WORK/clip-base" "${common[@]}" "${adamw[@]}" --clip-norm 0.05
 train 4 "$WORK/clip-zero" "${common[@]}" "${adamw[@]}" --clip-norm 0.05 --zero 1 --backend mpi
