@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # ZeRO-1 (--zero 1): the same parameters and optimizer state as without it,
-# for SGD with momentum and AdamW at 1-4 ranks (3 ranks: 2212 parameters in
-# buckets that 3 does not divide), on every CPU backend, with --accum 2, with
+# for SGD with momentum and AdamW at 1-4 ranks (an odd-sized buffer, 2281
+# parameters, in buckets that no world size divides), on every CPU backend, with --accum 2, with
 # --clip-norm and with --grad-dtype bf16; a ZeRO checkpoint resumes bit for
 # bit on the same world size, and on another world size with or without
 # --zero 1 (and an ordinary checkpoint under it); the --nonfinite guard skips
 # the same step on every rank; the optimizer-state bytes per rank shrink.
 source "$(dirname "$0")/lib.sh"
 # A few-hundred-byte bucket cap: many buckets, so reduce-scatters run during backward.
-base=(--model "$MLP" --epochs 100 --seed 11 --global-batch 12 --bucket-mb 0.0005)
+model="mlp:64-33-4"  # 2281 parameters: odd
+params=2281
+base=(--model "$model" --epochs 100 --seed 11 --global-batch 12 --bucket-mb 0.0005)
 common=("${base[@]}" --max-steps 12)
 sgd=(--optimizer sgd --lr 0.05 --momentum 0.9 --weight-decay 0.001)
 adamw=(--optimizer adamw --lr 0.01 --weight-decay 0.01)
@@ -49,16 +51,17 @@ PY
 # --grad-dtype bf16 under ZeRO: close to fp32, the reduce-scatter bytes halved.
 train 2 "$WORK/bf16-zero" "${common[@]}" "${sgd[@]}" --zero 1 --grad-dtype bf16
 same "$WORK/sgd-base" "$WORK/bf16-zero" --rtol 0.05 --atol 2e-3
-python3 - "$WORK/sgd-zero-2/metrics.jsonl" "$WORK/bf16-zero/metrics.jsonl" "$WORK/sgd-base/metrics.jsonl" <<'PY' \
+python3 - "$WORK/sgd-zero-2/metrics.jsonl" "$WORK/bf16-zero/metrics.jsonl" "$WORK/sgd-base/metrics.jsonl" $params <<'PY' \
   || fail "ZeRO's bytes or optimizer-state bytes are not as expected"
 import json, sys
-rows = [[r for r in map(json.loads, open(p)) if r.get("kind") == "train"] for p in sys.argv[1:]]
+rows = [[r for r in map(json.loads, open(p)) if r.get("kind") == "train"] for p in sys.argv[1:4]]
+n = int(sys.argv[4])
 f32, bf16, one = rows
-# Reduce-scatter inputs (2212 padded per bucket) in f32 or bf16, plus the f32 all-gather.
+# Reduce-scatter inputs (padded per bucket) in f32 or bf16, plus the f32 all-gather.
 assert f32[-1]["allreduce_bytes"] > bf16[-1]["allreduce_bytes"] > 0, (f32[-1], bf16[-1])
-# SGD momentum: 2212 floats unsharded; about half of that on each of 2 ranks.
-assert one[-1]["optimizer_state_bytes"] == 2212 * 4, one[-1]
-assert 2212 * 2 <= f32[-1]["optimizer_state_bytes"] < 2212 * 2 + 400, f32[-1]
+# SGD momentum: n floats unsharded; about half of that on each of 2 ranks.
+assert one[-1]["optimizer_state_bytes"] == n * 4, one[-1]
+assert n * 2 <= f32[-1]["optimizer_state_bytes"] < n * 2 + 400, f32[-1]
 PY
 
 # Resume: 6 steps, stop, 6 more equal 12 uninterrupted steps.
@@ -90,14 +93,14 @@ same "$WORK/nan-plain" "$WORK/nan-zero" --rtol 1e-5
 unset RINGTRAIN_FAULT_NAN_RANK
 
 # model show reports the optimizer-state bytes per rank: about 1/world under ZeRO.
-full=$("$RINGTRAIN_EXE" model show --model "$MLP" --input 64 --classes 4 --optimizer adamw --json \
+full=$("$RINGTRAIN_EXE" model show --model "$model" --input 64 --classes 4 --optimizer adamw --json \
   | python3 -c 'import json,sys; print(json.load(sys.stdin)["optimizer_state_bytes"])')
-sharded=$("$RINGTRAIN_EXE" model show --model "$MLP" --input 64 --classes 4 --optimizer adamw --world 4 --zero 1 --json \
+sharded=$("$RINGTRAIN_EXE" model show --model "$model" --input 64 --classes 4 --optimizer adamw --world 4 --zero 1 --json \
   | python3 -c 'import json,sys; print(json.load(sys.stdin)["optimizer_state_bytes"])')
-[ "$full" = $((2212 * 8)) ] || fail "model show: adamw state $full bytes, expected $((2212 * 8))"
-[ "$sharded" -ge $((2212 * 2)) ] && [ "$sharded" -lt $((2212 * 2 + 100)) ] \
+[ "$full" = $((params * 8)) ] || fail "model show: adamw state $full bytes, expected $((params * 8))"
+[ "$sharded" -ge $((params * 2)) ] && [ "$sharded" -lt $((params * 2 + 100)) ] \
   || fail "model show: adamw state under --zero 1 over 4 ranks is $sharded bytes"
-"$RINGTRAIN_EXE" model show --model "$MLP" --input 64 --classes 4 --world 3 --zero 1 \
+"$RINGTRAIN_EXE" model show --model "$model" --input 64 --classes 4 --world 3 --zero 1 \
   | grep -q "optimizer state (sgd, momentum 0.9): .* per rank with --zero 1 over 3 ranks" \
   || fail "model show: no optimizer-state line"
 echo "PASS: --zero 1 matches the unsharded optimizer (sgd, adamw; 1-4 ranks; accum, clip, bf16), resumes across world sizes, skips non-finite steps"
