@@ -45,7 +45,11 @@ class NonfiniteTracker {
   // the decision. CPU: taken now, true when the update applies. CUDA: queued;
   // true unless the host already knows that the run stopped (the update is
   // issued and gated on the device).
-  bool decide(std::uint64_t step, BufferView averaged, std::uint64_t samples, void* stream);
+  // `offset`: the element of the whole buffer `averaged` starts at (an
+  // offset past the buffer's end reports the tensor as unknown: ZeRO-1's
+  // one-element stand-in for gradients it holds only in shards).
+  bool decide(std::uint64_t step, BufferView averaged, std::uint64_t samples, void* stream,
+              std::size_t offset = 0);
   // The state after the last decision the host can see: CPU, the last one;
   // CUDA, the last one the device finished before the host's latest
   // synchronisation with it (reading it does not synchronise).

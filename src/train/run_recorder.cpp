@@ -91,6 +91,8 @@ void RunRecorder::on_step(std::uint64_t step, std::uint64_t epoch, float lr, dou
       r["loss_scale"] = t.loss_scale;
       r["overflow_steps"] = t.overflow_steps;
     }
+    r["allreduce_bytes"] = t.allreduce_bytes;
+    r["optimizer_state_bytes"] = optimizer_state_bytes_;
     metrics_->write(r);
   }
   if (tensorboard_) {

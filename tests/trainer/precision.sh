@@ -98,7 +98,19 @@ b=$(grep '"step":8' "$WORK/half/metrics.jsonl" | grep -o '"loss_scale":[0-9.e+]*
 [ -n "$a" ] && [ "$a" = "$b" ] || fail "resume: loss scale $b, uninterrupted $a"
 [ "$a" = '"loss_scale":262144.0' ] || fail "resume: expected the scale 2^18 at step 8 (two growths), got $a"
 
-# 5. Bad values: exit 2 with a message naming the flag.
+# 5. fp16 composes with ZeRO-1 and clipping (clipped at the scaled norm before
+# the gradients are unscaled): the same parameters with and without --zero 1.
+TRAIN_LOG_FLAGS=(--log-every 4 --check-every 4)
+train 2 "$WORK/clip" --max-steps 8 --precision fp16 --clip-norm 0.5 --optimizer adamw --lr 0.01 "${common[@]:0:6}"
+train 2 "$WORK/clip_zero" --max-steps 8 --precision fp16 --clip-norm 0.5 --optimizer adamw --lr 0.01 --zero 1 "${common[@]:0:6}"
+same "$WORK/clip" "$WORK/clip_zero" --rtol 1e-5 --atol 1e-7
+python3 - "$WORK/clip/metrics.jsonl" <<'PY' || fail "clip: the logged norm is not the unscaled gradients' norm"
+import json, sys
+t = [r for r in map(json.loads, open(sys.argv[1])) if r["kind"] == "train"]
+assert all(0 < r["grad_norm"] < 100 for r in t), [r["grad_norm"] for r in t]
+PY
+
+# 6. Bad values: exit 2 with a message naming the flag.
 for bad in "--precision fp8" "--loss-scale-init -1" "--loss-scale-window 0"; do
   rc=0
   # shellcheck disable=SC2086 # split the flag from its value

@@ -53,6 +53,11 @@ struct TrainConfig {
   float gamma = 0.1f;
   double clip_norm = 0;            // 0: off
   std::string nonfinite = "stop";  // stop | skip:N (NonfinitePolicy)
+  // Parameter kinds weight decay skips: a comma list of norm, bias, embedding
+  // (parameter_groups.h); "" decays every parameter.
+  std::string no_decay;
+  // A finite loss far above its recent median: warn | stop (divergence_monitor.h).
+  std::string on_divergence = "warn";
 
   // Distribution.
   std::string backend = "auto";
@@ -64,6 +69,11 @@ struct TrainConfig {
   double label_smoothing = 0.0;  // the training loss's (PyTorch's label_smoothing)
   std::size_t accum = 1;
   double timeout = 300;
+  // The dtype gradient buckets are reduced in: fp32 | bf16 | fp16 (gradient_wire.h).
+  std::string grad_dtype = "fp32";
+  // 1: ZeRO-1, the optimizer state and master weights sharded over the ranks
+  // (sharded_optimizer.h); 0: every rank holds all of it.
+  int zero = 0;
 
   // Evaluation and logging.
   std::uint64_t eval_every = 0;  // 0: at the end of each epoch only
