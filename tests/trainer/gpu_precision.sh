@@ -19,6 +19,7 @@ assert train and all(r["host_syncs_between_logs"] == 0 for r in train), train
 PY
 export RINGTRAIN_FAULT_NAN_RANK=0 RINGTRAIN_FAULT_NAN_STEP=3 RINGTRAIN_FAULT_NAN_COUNT=1
 MPIRUN+=(-x RINGTRAIN_FAULT_NAN_RANK -x RINGTRAIN_FAULT_NAN_STEP -x RINGTRAIN_FAULT_NAN_COUNT)
+# shellcheck disable=SC2034 # read by train() in lib.sh
 TRAIN_LOG_FLAGS=(--log-every 1 --check-every 1)
 TRAIN_DEVICE=cuda train 1 "$WORK/fp16" --precision fp16 --loss-scale-window 2 "${common[@]}"
 python3 - "$WORK/fp16/metrics.jsonl" <<'PY' || fail "fp16 on the GPU: the loss scale does not follow the scaler's rule"

@@ -6,6 +6,7 @@
 # non-finite; resume is bit-exact with the scaler's state; bad values exit 2.
 source "$(dirname "$0")/lib.sh"
 common=(--model "$CNN" --batch 8 --epochs 100 --lr 0.05 --momentum 0.9 --seed 5)
+# shellcheck disable=SC2034 # read by train() in lib.sh
 TRAIN_LOG_FLAGS=(--log-every 1 --check-every 4)
 
 # 1. bf16 and fp16 train, and the loss falls like fp32's; the parameters end
@@ -52,6 +53,7 @@ grep -Eq "loss scale 65536" "$WORK/fp16/log.txt" || { cat "$WORK/fp16/log.txt"; 
 # skipped step leaves the parameters of step 2.
 export RINGTRAIN_FAULT_NAN_RANK=1 RINGTRAIN_FAULT_NAN_STEP=3 RINGTRAIN_FAULT_NAN_COUNT=1
 MPIRUN+=(-x RINGTRAIN_FAULT_NAN_RANK -x RINGTRAIN_FAULT_NAN_STEP -x RINGTRAIN_FAULT_NAN_COUNT)
+# shellcheck disable=SC2034 # read by train() in lib.sh
 TRAIN_LOG_FLAGS=(--log-every 1 --check-every 1)
 train 2 "$WORK/overflow" --max-steps 6 --ckpt-every 1 --precision fp16 --loss-scale-window 2 "${common[@]}"
 "$COMPARE" "$WORK/overflow/ckpt/ckpt-3.h5" "$WORK/overflow/ckpt/ckpt-2.h5" --exact --any-step \
@@ -100,6 +102,7 @@ b=$(grep '"step":8' "$WORK/half/metrics.jsonl" | grep -o '"loss_scale":[0-9.e+]*
 
 # 5. fp16 composes with ZeRO-1 and clipping (clipped at the scaled norm before
 # the gradients are unscaled): the same parameters with and without --zero 1.
+# shellcheck disable=SC2034 # read by train() in lib.sh
 TRAIN_LOG_FLAGS=(--log-every 4 --check-every 4)
 train 2 "$WORK/clip" --max-steps 8 --precision fp16 --clip-norm 0.5 --optimizer adamw --lr 0.01 "${common[@]:0:6}"
 train 2 "$WORK/clip_zero" --max-steps 8 --precision fp16 --clip-norm 0.5 --optimizer adamw --lr 0.01 --zero 1 "${common[@]:0:6}"
