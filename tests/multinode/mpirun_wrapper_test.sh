@@ -123,16 +123,17 @@ case ${1:-} in
     done
     pass "--rank-logs writes rank-R.log per rank" ;;
   rank_logs_failure)
-    # A failing job with rank logs: the wrapper brings each rank's fatal line back.
+    # A failing job with rank logs: the wrapper brings the fatal line back. Both
+    # ranks fail, but the failure policy ends the job at the first fatal error,
+    # so the other rank may be gone before it writes its own: the test asks for
+    # at least one, naming its rank in both the log's name and the line.
     # An empty CUDA_VISIBLE_DEVICES hides every GPU, so --device cuda fails on a
     # GPU host too.
     CUDA_VISIBLE_DEVICES='' run_wrapper -n 2 --rank-logs "$tmp/logs" info --device cuda
     [ "$rc" -ne 0 ] || fail "the job should fail"
-    for r in 0 1; do
-      printf '%s\n' "$out" | grep -Eq "rank-$r.log: .*rank $r/.*fatal: .*--device cuda" ||
-        fail "no summary line for rank $r's error"
-    done
-    pass "a failure with rank logs names the failing ranks on the terminal" ;;
+    printf '%s\n' "$out" | grep -Eq "rank-([01]).log: .*rank \1/.*fatal: .*--device cuda" ||
+      fail "no summary line naming a failing rank's error"
+    pass "a failure with rank logs names the failing rank on the terminal" ;;
   restarts)
     # --max-restarts on this machine (one host, which needs no probe): a stand-in
     # "train" whose ranks fail with exit code 5 (a lost rank) the first two
