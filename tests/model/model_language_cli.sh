@@ -21,6 +21,18 @@ assert len(a["layers"]) == 72 and a["layers"][3]["name"] == "layer1.0.conv1", a[
 print("ok: resnet20 text == preset:", len(a["layers"]), "nodes,", a["params"], "parameters")
 PY
 
+# --text writes the graph out (blocks expanded, a preset for --classes): the
+# preset's text and the blocks' text are the same lines, with the same hash.
+"${SHOW[@]}" --model resnet20 --text > "$WORK/preset.txt"
+"${SHOW[@]}" --model "@$MODELS/resnet20.txt" --text > "$WORK/text.txt"
+cmp "$WORK/preset.txt" "$WORK/text.txt" || fail "--text of the preset and of the blocks differ"
+[ "$(wc -l < "$WORK/text.txt")" -eq 72 ] || fail "--text: $(wc -l < "$WORK/text.txt") lines, expected 72"
+grep -qx "layer2.0.downsample.0 = conv2d(layer1.2.relu, out=32, kernel=1, stride=2, padding=0, bias=0)" \
+  "$WORK/text.txt" || fail "--text lacks layer2.0's projection"
+hash_of() { "${SHOW[@]}" --model "$1" | sed -n 's/^spec hash //p'; }
+[ "$(hash_of "@$WORK/preset.txt")" = "$(hash_of "@$MODELS/resnet20.txt")" ] || fail "hashes differ"
+expect 2 text_and_json "--json excludes --text" "${SHOW[@]}" --model resnet20 --text --json
+
 # A one-line spec with a block and a repeat.
 expect 0 one_line_block "parameters: " "${SHOW[@]}" --model \
   "block b(w) { c = conv2d(out=w, kernel=3, padding=1); r = relu }; repeat i = 1..2 { s{i} = b(4) }; global_avg_pool; linear(out=10)"
