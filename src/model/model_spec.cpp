@@ -376,7 +376,6 @@ class Parser {
       if (first.empty())
         fail(fmt::format("unexpected '{}' at {}: expected a layer name", c_.token_here(), at));
       c_.skip_blank(false);
-      std::string last_word = first;
       if (c_.peek() != '=' && first == "block") {
         if (!top)
           fail(
@@ -420,14 +419,14 @@ class Parser {
         s.where = at;
         s.layer = first;
       }
-      last_word = s.layer;
       if (c_.peek() == '(') s.args = parse_args(c_, s.layer);
       if (lower_case(s.layer) == "input") {
         if (!s.name.empty()) fail(fmt::format("'input' at {} cannot be named", s.where));
         s.kind = Statement::Kind::input;
       }
+      const std::string layer = s.layer;
       out.push_back(std::move(s));
-      end_of_statement(last_word);
+      end_of_statement(layer);
     }
     return out;
   }
@@ -993,7 +992,8 @@ std::string_view model_spec_help() {
          "vgg16, vgg16_bn (classes from the data), @file, or a layer graph such as "
          "'conv2d(out=8, kernel=3, padding=1); relu; max_pool2d(kernel=2); flatten; "
          "linear(out=10)' or 'a = conv2d(out=8, kernel=3, padding=1); b = relu; y = add(a, b); "
-         "global_avg_pool; linear(out=10)'";
+         "global_avg_pool; linear(out=10)', with blocks and repeat (block b(w) { ... }; "
+         "repeat i = 1..3 { s{i} = b(16) }: docs/models.md)";
 }
 
 }  // namespace ringtrain
