@@ -1,4 +1,4 @@
-// Blocks and repeats in the model language: ResNet-20 and ResNet-50 written
+// Blocks and repeats in the model language: ResNet-20, ResNet-50 and Inception v3 written
 // with them (launch/models/) give exactly the presets' graphs; parameters,
 // nested blocks and names; the errors, each naming the node or block and its
 // line:column.
@@ -92,6 +92,17 @@ TEST_CASE("blocks: resnet50 in the language is the resnet50 preset", "[model][bl
   CHECK(text.hash() == preset.hash());
   auto m = Model::build(text, {3, 32, 32}, 1000, cpu_options(1));
   CHECK(m->param_count() == 25557032);  // torchvision's resnet50
+}
+
+TEST_CASE("blocks: inception3 in the language is the inception3 preset", "[model][blocks]") {
+  // Branches reading the block's input, an unnamed concat taking the call's
+  // name, 1x7 and 7x1 kernels, blocks calling blocks.
+  const ModelSpec text = ModelSpec::parse("@" + kModels + "inception3.txt");
+  const ModelSpec preset = preset_graph("inception3", 1000);
+  CHECK(text.to_string() == preset.to_string());
+  CHECK(text.hash() == preset.hash());
+  auto m = Model::build(text, {3, 75, 75}, 1000, cpu_options(1));
+  CHECK(m->param_count() == 23834568);  // torchvision's inception_v3(aux_logits=False)
 }
 
 TEST_CASE("blocks: parameters, defaults, products, nesting and names", "[model][blocks]") {
