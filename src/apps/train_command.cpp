@@ -2,6 +2,7 @@
 //   mpirun -np N --machinefile hosts ringtrain train --data fashion.h5 --model cnn --batch 64
 //   --epochs 5
 #include <cmath>
+#include <limits>
 
 #include "apps/command.h"
 #include "ringtrain/core/check.h"
@@ -89,6 +90,19 @@ CLI::App* add_train_command(CLI::App& app, CommandContext& ctx) {
       ->capture_default_str();
   add_device_options(sub, ctx);
   add_tf32_option(sub, c.tf32);
+  sub->add_option("--precision", c.precision,
+                  "fp32, or bf16/fp16: weights of convolutions and linear layers, every "
+                  "activation and activation gradient stored in 16 bits, accumulation, norms, "
+                  "the loss and the optimizer in fp32 (docs/precision.md); fp16 scales the loss")
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))
+      ->capture_default_str();
+  sub->add_option("--loss-scale-init", c.loss_scale_init,
+                  "fp16: the first loss scale (halved on each overflow, whose step is skipped)")
+      ->capture_default_str();
+  sub->add_option("--loss-scale-window", c.loss_scale_window,
+                  "fp16: clean steps after which the loss scale doubles")
+      ->check(CLI::Range(std::uint64_t{1}, std::numeric_limits<std::uint64_t>::max()))
+      ->capture_default_str();
 
   // Optimizer and schedule.
   sub->add_option("--optimizer", c.optimizer.kind, "sgd or adamw")

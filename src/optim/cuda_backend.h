@@ -48,5 +48,9 @@ void guard_check_loss(const GuardMemory& memory, BufferView loss_totals, float* 
                       void* stream);
 void guard_decide(const GuardMemory& memory, unsigned long long step, unsigned long long max_skips,
                   unsigned long long samples, BufferView loss_totals, void* stream);
+// Sets the loss scaler inside the device state and its mirror (a blocking
+// copy: at start-up and resume only).
+void guard_set_scaler(const GuardMemory& memory, const kernels::LossScalerState& scaler,
+                      int ordinal);
 
 }  // namespace ringtrain::optim_cuda

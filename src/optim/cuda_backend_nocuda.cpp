@@ -55,5 +55,8 @@ void guard_decide(const GuardMemory&, unsigned long long, unsigned long long, un
                   BufferView loss_totals, void*) {
   no_cuda("the --nonfinite guard", loss_totals.device.index);
 }
+void guard_set_scaler(const GuardMemory&, const kernels::LossScalerState&, int ordinal) {
+  no_cuda("the loss scaler", ordinal);
+}
 
 }  // namespace ringtrain::optim_cuda

@@ -64,6 +64,11 @@ bool NonfiniteTracker::decide(std::uint64_t step, BufferView averaged, std::uint
                                          loss_totals_.as<double>());
 }
 
+void NonfiniteTracker::set_loss_scaler(const kernels::LossScalerState& scaler) {
+  if (device_.is_cuda()) return optim_cuda::guard_set_scaler(memory_, scaler, device_.index);
+  host_.scaler = scaler;
+}
+
 kernels::NonfiniteGuardState NonfiniteTracker::observed() const {
   if (!device_.is_cuda()) return host_;
   // Written by the device after each decision; the host reads it after a

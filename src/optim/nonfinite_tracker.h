@@ -50,6 +50,9 @@ class NonfiniteTracker {
   // CUDA, the last one the device finished before the host's latest
   // synchronisation with it (reading it does not synchronise).
   kernels::NonfiniteGuardState observed() const;
+  // --precision fp16: the loss scaler the decisions update from now on (at
+  // start-up, and on resume with the checkpoint's state).
+  void set_loss_scaler(const kernels::LossScalerState& scaler);
   // For Optimizer::set_update_gate: the device state (nullptr on the CPU).
   const kernels::NonfiniteGuardState* gate() const { return memory_.state; }
   bool on_device() const { return device_.is_cuda(); }

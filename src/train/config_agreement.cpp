@@ -34,6 +34,11 @@ std::vector<SignatureField> config_agreement_fields(const TrainConfig& c) {
       signature_number("--accum", c.accum),
       signature_number("--seed", c.seed),
       signature_text("--tf32", c.tf32),
+      // The numbers every rank computes with, and the loss scale (a skipped
+      // overflow step must be skipped everywhere).
+      signature_text("--precision", c.precision),
+      signature_real("--loss-scale-init", c.loss_scale_init),
+      signature_number("--loss-scale-window", c.loss_scale_window),
       // The arithmetic of an update: a difference makes replicas drift apart.
       signature_text("--optimizer", c.optimizer.kind),
       signature_real("--lr", c.lr),

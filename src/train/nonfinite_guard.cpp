@@ -37,6 +37,12 @@ bool NonfiniteGuard::admit(std::uint64_t step, BufferView grads, std::uint64_t s
   return apply;
 }
 
+kernels::LossScalerState NonfiniteGuard::loss_scaler(bool current) {
+  if (current && tracker_.on_device())
+    host_sync::wait_device(device_, "loss scaler: read the scale");
+  return tracker_.observed().scaler;
+}
+
 void NonfiniteGuard::sync_and_report() {
   host_sync::wait_device(device_, "non-finite guard: read the decision");
   report();

@@ -55,6 +55,12 @@ class NonfiniteGuard {
   // The same where the host has not synchronised: waits for the device first
   // (a counted host sync; for checkpoint, eval and the end of the run only).
   void sync_and_report();
+  // --precision fp16's loss scaler (kernels/loss_scaler.cuh): set at start-up
+  // and on resume; decided with every step.
+  void set_loss_scaler(const kernels::LossScalerState& scaler) { tracker_.set_loss_scaler(scaler); }
+  // Its state after the last decision: CPU, this step's; GPU, a sync waits for
+  // the device first (a counted host sync) when `current`.
+  kernels::LossScalerState loss_scaler(bool current);
   // For Optimizer::set_update_gate (nullptr on the CPU).
   const kernels::NonfiniteGuardState* gate() const { return tracker_.gate(); }
 

@@ -7,6 +7,7 @@
 #include "ringtrain/core/check.h"
 #include "ringtrain/data/sample_transform.h"
 #include "ringtrain/ops/math_mode.h"
+#include "ringtrain/ops/precision.h"
 #include "ringtrain/train/nonfinite_policy.h"
 
 namespace ringtrain {
@@ -43,6 +44,10 @@ void TrainConfig::validate() const {
                backend == "mpi",
            "--backend: unknown value '{}' (expected auto, nccl, shm, ring or mpi)", backend);
   (void)parse_tf32_mode(tf32);
+  (void)parse_precision(precision);
+  RT_CHECK(std::isfinite(loss_scale_init) && loss_scale_init > 0,
+           "--loss-scale-init must be a positive number, got {}", loss_scale_init);
+  RT_CHECK(loss_scale_window >= 1, "--loss-scale-window must be at least 1");
   (void)NonfinitePolicy::parse(nonfinite);
   validate_optimizer_config();
 }
@@ -71,6 +76,9 @@ std::string TrainConfig::to_json() const {
                                                 : "";
   j["loader_threads"] = loader_threads;
   j["tf32"] = tf32;
+  j["precision"] = precision;
+  j["loss_scale_init"] = loss_scale_init;
+  j["loss_scale_window"] = loss_scale_window;
   j["optimizer"] = optimizer.kind;
   j["lr"] = lr;
   j["momentum"] = optimizer.momentum;

@@ -90,6 +90,17 @@ void agree_once(Communicator& control, const std::vector<SignatureField>& fields
   }
 }
 
+// fp16's loss scaler as --loss-scale-init and --loss-scale-window set it
+// (GradScaler's defaults: 2^16, doubled after 2000 clean steps, halved on an
+// overflow).
+kernels::LossScalerState initial_loss_scaler(const TrainConfig& cfg) {
+  kernels::LossScalerState s;
+  s.enabled = 1;
+  s.scale = static_cast<float>(cfg.loss_scale_init);
+  s.growth_interval = cfg.loss_scale_window;
+  return s;
+}
+
 // The training loss since the last progress line, summed over ranks when it
 // is printed.
 struct LossWindow {
@@ -135,6 +146,7 @@ class Trainer {
   void inject_nonfinite_loss();
   // Names the phase for the flight recorder (and the stall fault hook).
   void phase(std::string_view name);
+  bool loss_scaling() const { return cfg_.precision == "fp16"; }
 
   const TrainConfig& cfg_;
   const Topology& topo_;
@@ -290,6 +302,7 @@ void Trainer::open_data_and_build_model() {
   model_options.max_batch = sampler_->max_batch_per_rank();
   model_options.tf32 = parse_tf32_mode(cfg_.tf32);
   model_options.label_smoothing = static_cast<float>(cfg_.label_smoothing);
+  model_options.precision = parse_precision(cfg_.precision);
   model_ =
       Model::build(*spec_, train_data_->sample_shape(), train_data_->num_classes(), model_options);
   sampler_global_batch_ = sampler_->global_batch();
@@ -389,6 +402,7 @@ void Trainer::make_backend_and_optimizer() {
                 gradient_reduce_op(cfg_));
   nonfinite_.emplace(NonfinitePolicy::parse(cfg_.nonfinite), *control_, *model_, cfg_.ckpt_dir,
                      device_, model_->loss_totals_view());
+  if (loss_scaling()) nonfinite_->set_loss_scaler(initial_loss_scaler(cfg_));
   // On a GPU the update is gated on the decision the device takes.
   optimizer_->set_update_gate(nonfinite_->gate());
   sync_->set_local_check([this](BufferView slice, std::size_t offset) {
@@ -431,6 +445,13 @@ void Trainer::resume_and_replicate() {
     check_replicas(*control_, start_.params_hash, start_.step);
   }
   optimizer_->set_step_count(start_.step);
+  if (loss_scaling() && start_.loss_scale.scale > 0) {
+    kernels::LossScalerState scaler = initial_loss_scaler(cfg_);
+    scaler.scale = static_cast<float>(start_.loss_scale.scale);
+    scaler.growth_tracker = start_.loss_scale.growth_tracker;
+    scaler.overflows = start_.loss_scale.overflows;
+    nonfinite_->set_loss_scaler(scaler);
+  }
   RT_CHECK(start_.step <= total_steps_,
            "checkpoint {} is at step {}, past the {} steps this run asks for", start_.path,
            start_.step, total_steps_);
@@ -474,6 +495,10 @@ StepOutcome Trainer::step() {
   out.epoch = cursor_.epoch;
   Model& model = *model_;
   nonfinite_->begin_step(model.compute_stream());
+  // fp16: backward differentiates the loss times this; the gradients are
+  // divided by it before the update. (On a GPU the scale is read back from
+  // the device's decision: one host sync per step.)
+  const float loss_scale = loss_scaling() ? nonfinite_->loss_scaler(/*current=*/true).scale : 1.0f;
   std::uint64_t step_samples = 0;
   for (std::size_t micro = 0; micro < cfg_.accum; ++micro) {
     const double t_data = monotonic_seconds();
@@ -494,8 +519,8 @@ StepOutcome Trainer::step() {
     timing.forward += t_bwd - t_fwd;
     phase("backward");
     sync_->begin_step(/*sync=*/micro + 1 == cfg_.accum);
-    model.backward(micro_batch_grad_scale(cfg_, batch.size), /*accumulate=*/micro > 0,
-                   [this](std::size_t layer) {
+    model.backward(micro_batch_grad_scale(cfg_, batch.size) * loss_scale,
+                   /*accumulate=*/micro > 0, [this](std::size_t layer) {
                      inject_nonfinite_gradient(layer);
                      sync_->on_layer_ready(layer);
                    });
@@ -542,6 +567,7 @@ StepOutcome Trainer::step() {
   // (on a GPU the update is issued and is a no-op on the device); its loss is
   // rolled back, and its samples leave the window when it is reported.
   if (nonfinite_->admit(step_ + 1, grads_, step_samples, model.compute_stream())) {
+    if (loss_scale != 1.0f) scale_buffer(grads_, 1.0f / loss_scale);
     if (cfg_.clip_norm > 0) timing.grad_norm = clip_grad_norm(grads_, cfg_.clip_norm);
     optimizer_->step(model.params(), grads_, out.lr);
   }
@@ -588,6 +614,11 @@ void Trainer::log_step(StepOutcome& outcome) {
   nonfinite_->report();
   window_.samples -= static_cast<double>(nonfinite_->take_skipped_samples());
   outcome.timing.skipped_steps = nonfinite_->skipped();
+  if (loss_scaling()) {
+    const kernels::LossScalerState s = nonfinite_->loss_scaler(/*current=*/false);
+    outcome.timing.loss_scale = s.scale;
+    outcome.timing.overflow_steps = s.overflows;
+  }
   outcome.timing.host_syncs_between_logs = host_syncs_between_logs_;
   host_syncs_between_logs_ = 0;
   static_assert(sizeof(LossWindow) == 2 * sizeof(double));
@@ -672,6 +703,10 @@ std::string Trainer::checkpoint(bool finished) {
     position.sampler_global_batch = sampler_global_batch_;
     position.world_size = topo_.world_size();
     position.finished = finished;
+    if (loss_scaling()) {
+      const kernels::LossScalerState s = nonfinite_->loss_scaler(/*current=*/false);
+      position.loss_scale = {s.scale, s.growth_tracker, s.overflows};
+    }
     path = save_training_state(cfg_, *spec_, *model_, *optimizer_, position);
     recorder_->on_checkpoint(step_, path);
   }

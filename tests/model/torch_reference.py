@@ -22,11 +22,13 @@ last blocks run on 1x1 maps, where BatchNorm over a batch of 8 cancels most of
 each gradient, so PyTorch's own float32 step is 0.4% (median over tensors) and
 1.1% (worst) away from the same step in float64. Its step is therefore judged
 against PyTorch in float64: ringtrain's distance to it, per tensor
-||ringtrain - f64|| / ||f64 update||, must be no worse than twice PyTorch's
-float32 distance, in the median and in the worst tensor (the running
-statistics, from forward alone, must agree to 1e-4 of their update). A wrong
-backward (a gradient of another layer, a swapped concat slice) is off by far
-more; an error smaller than PyTorch's own float32 error would pass.
+||ringtrain - f64|| / ||f64 update||, must be no worse than FACTOR = 5 times
+PyTorch's float32 distance, in the median tensor, the worst tensor and over all
+parameters at once (the running statistics, from forward alone, must agree to
+1e-4 of their update). A correct float32 step that sums in another order lands
+within a few times PyTorch's error (measured: ringtrain's oneDNN convolutions
+1.9x in the median and 3.1x at worst, its im2col ones 0.7x); a wrong step is off
+by far more (with dropout left in: 260x). An error below that bound would pass.
 
   /usr/bin/python3 tests/model/torch_reference.py RINGTRAIN_EXE
 Exit 0 on a match, 1 on a mismatch, 77 where PyTorch, torchvision or h5py is
@@ -202,12 +204,18 @@ def check(name, model, shape, classes, n, work, step=True, step_model=None, refe
     return failures
 
 
+# How much further from PyTorch's float64 step than PyTorch's float32 step
+# ringtrain's step may be (see the docstring at the top).
+FACTOR = 5
+
+
 def compare_to_float64(name, before, torch32, torch64, ours):
     """Each tensor's distance to PyTorch's float64 step, relative to that step's
     update: ringtrain's against PyTorch's float32 one, for the parameters and
     for the running statistics."""
     failures = []
     groups = {"parameters": ([], []), "running statistics": ([], [])}
+    squares = [0.0, 0.0, 0.0]  # over all parameters: ringtrain's, PyTorch's, the update's
     for k, v64 in torch64.items():
         if k.endswith("num_batches_tracked"):
             continue
@@ -218,6 +226,16 @@ def compare_to_float64(name, before, torch32, torch64, ours):
         update = max((v64 - before[k].double()).norm().item(), 1e-12)
         rt.append(((ours[k].double() - v64).norm().item() / update, k))
         pt.append(((torch32[k].double() - v64).norm().item() / update, k))
+        if ".running_" not in k:
+            squares[0] += (rt[-1][0] * update) ** 2
+            squares[1] += (pt[-1][0] * update) ** 2
+            squares[2] += update ** 2
+    rt_all, pt_all = (squares[0] / squares[2]) ** 0.5, (squares[1] / squares[2]) ** 0.5
+    print("%s step, all parameters against PyTorch in float64: ringtrain %.3g, PyTorch float32 %.3g"
+          % (name, rt_all, pt_all))
+    if rt_all > FACTOR * pt_all:
+        failures.append("%s step: the parameters are further from float64 than %g times PyTorch's "
+                        "float32" % (name, FACTOR))
     for group, (rt, pt) in groups.items():
         rt_med, pt_med = statistics.median(e for e, _ in rt), statistics.median(e for e, _ in pt)
         rt_max, pt_max = max(rt), max(pt)
@@ -229,9 +247,9 @@ def compare_to_float64(name, before, torch32, torch64, ours):
         if group == "running statistics" and rt_max[0] > 1e-4:
             failures.append("%s step: %s differ by up to %.3g of the update"
                             % (name, group, rt_max[0]))
-        if group == "parameters" and (rt_med > 2 * pt_med or rt_max[0] > 2 * pt_max[0]):
-            failures.append("%s step: %s further from float64 than twice PyTorch's float32"
-                            % (name, group))
+        if group == "parameters" and (rt_med > FACTOR * pt_med or rt_max[0] > FACTOR * pt_max[0]):
+            failures.append("%s step: %s further from float64 than %g times PyTorch's float32"
+                            % (name, group, FACTOR))
     return failures
 
 

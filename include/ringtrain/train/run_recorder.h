@@ -36,6 +36,10 @@ struct StepTiming {
   std::uint64_t host_syncs_between_logs = 0;
   // Steps whose update --nonfinite skip:N skipped so far in this run.
   std::uint64_t skipped_steps = 0;
+  // --precision fp16: the loss scale after the step, and the steps skipped
+  // for an overflow so far (0 and 0 without loss scaling).
+  double loss_scale = 0;
+  std::uint64_t overflow_steps = 0;
 };
 
 // The steps since the previous logged one (the progress window). A logged
@@ -91,6 +95,7 @@ class RunRecorder {
   std::unique_ptr<TraceWriter> trace_;
   std::unique_ptr<ProgressLine> progress_;
   EtaEstimator eta_;
+  double shown_loss_scale_ = 0;  // the loss scale the progress line last showed
 };
 
 }  // namespace ringtrain

@@ -35,6 +35,12 @@ struct TrainConfig {
   std::string augment, eval_transform;
   std::size_t loader_threads = 1;  // decode/augment threads per rank
   std::string tf32 = "default";    // on | off | default (PyTorch's: conv TF32, GEMM fp32); GPU only
+  // fp32 | bf16 | fp16 (ringtrain/ops/precision.h). fp16 scales the loss
+  // dynamically: from loss_scale_init, doubled after loss_scale_window clean
+  // steps, halved on an overflow (whose step is skipped).
+  std::string precision = "fp32";
+  double loss_scale_init = 65536;
+  std::uint64_t loss_scale_window = 2000;
 
   // Optimizer and schedule.
   OptimizerConfig optimizer;

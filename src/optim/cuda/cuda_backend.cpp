@@ -185,4 +185,12 @@ void guard_decide(const GuardMemory& memory, unsigned long long step, unsigned l
                                        loss_totals.as<double>(), stream);
 }
 
+void guard_set_scaler(const GuardMemory& memory, const kernels::LossScalerState& scaler,
+                      int ordinal) {
+  DeviceScope scope(ordinal);
+  RT_CUDA_CHECK(cudaDeviceSynchronize());
+  RT_CUDA_CHECK(cudaMemcpy(&memory.state->scaler, &scaler, sizeof(scaler), cudaMemcpyHostToDevice));
+  memory.mirror_host->scaler = scaler;
+}
+
 }  // namespace ringtrain::optim_cuda
