@@ -27,4 +27,18 @@ RT_HD float gelu_backward_element(float x, float dy) {
   return dy * (cdf + x * pdf);
 }
 
+// GELU in GPT-2's tanh form (PyTorch's approximate='tanh'):
+// 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3).
+RT_HD float gelu_tanh_forward_element(float x) {
+  const float u = 0.79788456080286536f * (x + 0.044715f * x * x * x);
+  return 0.5f * x * (1.0f + tanhf(u));
+}
+// d/dx = 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) du/dx.
+RT_HD float gelu_tanh_backward_element(float x, float dy) {
+  const float u = 0.79788456080286536f * (x + 0.044715f * x * x * x);
+  const float t = tanhf(u);
+  const float du = 0.79788456080286536f * (1.0f + 3.0f * 0.044715f * x * x);
+  return dy * (0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du);
+}
+
 }  // namespace ringtrain::kernels

@@ -4,6 +4,7 @@
 #include "model/linear_layer.h"
 #include "model/merge_layers.h"
 #include "model/stateless_layers.h"
+#include "model/transformer_layers.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/model/layer_registry.h"
 
@@ -22,9 +23,10 @@ std::unique_ptr<Layer> make_layer(const LayerSpec& spec, const std::vector<Shape
   const Shape& input = inputs[0];
   switch (spec.kind) {
     case LayerKind::linear:
-      RT_CHECK(input.rank() == 1,
-               "layer {} ({}) needs a flat input but gets {}: put 'flatten' before it", index,
-               spec.to_string(), input.to_string());
+      RT_CHECK(input.rank() == 1 || input.rank() == 2,
+               "layer {} ({}) needs a flat [features] or [rows, features] input but gets {}: put "
+               "'flatten' before it",
+               index, spec.to_string(), input.to_string());
       return std::make_unique<LinearLayer>(name, input, spec.out, ctx);
     case LayerKind::conv2d: {
       RT_CHECK(input.rank() == 3,
@@ -74,6 +76,33 @@ std::unique_ptr<Layer> make_layer(const LayerSpec& spec, const std::vector<Shape
       return std::make_unique<ElementwiseActivationLayer>(name, input, ctx, kGeluActivation);
     case LayerKind::flatten:
       return std::make_unique<FlattenLayer>(name, input);
+    case LayerKind::gelu_tanh:
+      RT_CHECK(!ctx.is_cuda(),
+               "layer {} ({}): gelu_tanh is not yet implemented on the GPU (transformer layers "
+               "run on the CPU for now: pass --device cpu)",
+               index, spec.to_string());
+      return std::make_unique<ElementwiseActivationLayer>(name, input, ctx, kGeluTanhActivation);
+    case LayerKind::token_embedding:
+      RT_CHECK(input.rank() == 1, "layer {} ({}) needs [T] token ids but gets {}", index,
+               spec.to_string(), input.to_string());
+      return std::make_unique<TokenEmbeddingLayer>(name, input, spec.vocab, spec.out, ctx);
+    case LayerKind::position_embedding:
+      RT_CHECK(input.rank() == 2 && input[0] <= spec.context,
+               "layer {} ({}) needs [T, C] rows with T <= {} but gets {}", index, spec.to_string(),
+               spec.context, input.to_string());
+      return std::make_unique<PositionEmbeddingLayer>(name, input, spec.context, ctx);
+    case LayerKind::layer_norm:
+      return std::make_unique<LayerNormLayer>(name, input, static_cast<float>(spec.eps), ctx,
+                                              max_batch);
+    case LayerKind::causal_self_attention:
+      RT_CHECK(input.rank() == 2, "layer {} ({}) needs [T, C] rows but gets {}", index,
+               spec.to_string(), input.to_string());
+      return std::make_unique<CausalSelfAttentionLayer>(name, input, spec.heads, ctx, max_batch);
+    case LayerKind::lm_head:
+      RT_CHECK(input.rank() == 2, "layer {} ({}) needs [T, C] rows but gets {}", index,
+               spec.to_string(), input.to_string());
+      // The vocabulary is the tied embedding's: Model::build checks the pair.
+      return std::make_unique<TiedLmHeadLayer>(name, input, spec.tied, spec.vocab, ctx);
     case LayerKind::dropout:
       return std::make_unique<DropoutLayer>(name, input, static_cast<float>(spec.p), index, ctx,
                                             dropout);

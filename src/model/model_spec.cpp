@@ -42,6 +42,12 @@ constexpr KindName kKindNames[] = {
     {"batch_norm", LayerKind::batch_norm},
     {"add", LayerKind::add},
     {"concat", LayerKind::concat},
+    {"token_embedding", LayerKind::token_embedding},
+    {"position_embedding", LayerKind::position_embedding},
+    {"layer_norm", LayerKind::layer_norm},
+    {"causal_self_attention", LayerKind::causal_self_attention},
+    {"gelu_tanh", LayerKind::gelu_tanh},
+    {"lm_head", LayerKind::lm_head},
     // accepted spellings; to_string() writes the names above
     {"conv", LayerKind::conv2d},
     {"maxpool", LayerKind::max_pool2d},
@@ -497,9 +503,46 @@ ModelSpec parse_layer_list(std::string_view text, const std::string& origin) {
           }
           case LayerKind::relu:
           case LayerKind::gelu:
+          case LayerKind::gelu_tanh:
           case LayerKind::flatten:
             bind_args(args, {}, kind_name, at);
             break;
+          case LayerKind::token_embedding: {
+            auto b = bind_args(args, {"vocab", "dim"}, kind_name, at);
+            const Arg& vocab = required(b, 0, "vocab", kind_name, at);
+            const Arg& dim = required(b, 1, "dim", kind_name, at);
+            l.vocab = parse_count(vocab.value, "token_embedding 'vocab'", vocab.where, false);
+            l.out = parse_count(dim.value, "token_embedding 'dim'", dim.where, false);
+            break;
+          }
+          case LayerKind::position_embedding: {
+            auto b = bind_args(args, {"context"}, kind_name, at);
+            const Arg& context = required(b, 0, "context", kind_name, at);
+            l.context =
+                parse_count(context.value, "position_embedding 'context'", context.where, false);
+            break;
+          }
+          case LayerKind::layer_norm: {
+            auto b = bind_args(args, {"eps"}, kind_name, at);
+            if (!b[0].value.empty())
+              l.eps = parse_real(b[0].value, "layer_norm 'eps'", b[0].where, 1e-12, 1.0);
+            break;
+          }
+          case LayerKind::causal_self_attention: {
+            auto b = bind_args(args, {"heads"}, kind_name, at);
+            const Arg& heads = required(b, 0, "heads", kind_name, at);
+            l.heads = parse_count(heads.value, "causal_self_attention 'heads'", heads.where, false);
+            break;
+          }
+          case LayerKind::lm_head: {
+            auto b = bind_args(args, {"tied"}, kind_name, at);
+            const Arg& tied = required(b, 0, "tied", kind_name, at);
+            if (!is_identifier(tied.value))
+              fail(fmt::format("lm_head 'tied' at {} must name the token_embedding node, got '{}'",
+                               tied.where, tied.value));
+            l.tied = tied.value;
+            break;
+          }
           case LayerKind::custom:
             break;  // found through the registry above
         }
@@ -597,6 +640,18 @@ std::string_view layer_kind_name(LayerKind kind) {
       return "add";
     case LayerKind::concat:
       return "concat";
+    case LayerKind::token_embedding:
+      return "token_embedding";
+    case LayerKind::position_embedding:
+      return "position_embedding";
+    case LayerKind::layer_norm:
+      return "layer_norm";
+    case LayerKind::causal_self_attention:
+      return "causal_self_attention";
+    case LayerKind::gelu_tanh:
+      return "gelu_tanh";
+    case LayerKind::lm_head:
+      return "lm_head";
   }
   return "?";
 }
@@ -640,8 +695,20 @@ std::vector<std::string> canonical_args(const LayerSpec& l) {
       for (const auto& [k, v] : l.args) a.push_back(fmt::format("{}={}", k, v));
       return a;
     }
+    case LayerKind::token_embedding:
+      return {fmt::format("vocab={}", l.vocab), fmt::format("dim={}", l.out)};
+    case LayerKind::position_embedding:
+      return {fmt::format("context={}", l.context)};
+    case LayerKind::layer_norm:
+      if (l.eps != 1e-5) return {fmt::format("eps={}", l.eps)};
+      return {};
+    case LayerKind::causal_self_attention:
+      return {fmt::format("heads={}", l.heads)};
+    case LayerKind::lm_head:
+      return {fmt::format("tied={}", l.tied)};
     case LayerKind::relu:
     case LayerKind::gelu:
+    case LayerKind::gelu_tanh:
     case LayerKind::flatten:
     case LayerKind::global_avg_pool:
     case LayerKind::concat:
@@ -713,7 +780,8 @@ std::string_view cnn_preset_text() {
 std::string_view model_spec_help() {
   return "mlp:784-512-512-10 (input, hidden..., classes; ReLU between), cnn (2 conv + 2 pool + 2 "
          "FC for 1x28x28, 421,642 parameters), resnet18/34/50/101, resnet20/32/56 (CIFAR), "
-         "vgg16, vgg16_bn (classes from the data), @file, or a layer graph such as "
+         "vgg16, vgg16_bn (classes from the data), gpt-nano, gpt2, gpt2-medium (language models "
+         "on token data: docs/language-models.md), @file, or a layer graph such as "
          "'conv2d(out=8, kernel=3, padding=1); relu; max_pool2d(kernel=2); flatten; "
          "linear(out=10)' or 'a = conv2d(out=8, kernel=3, padding=1); b = relu; y = add(a, b); "
          "global_avg_pool; linear(out=10)'";

@@ -54,6 +54,7 @@
 #include "ringtrain/model/layer_registry.h"
 #include "ringtrain/model/model.h"
 #include "ringtrain/model/model_spec.h"
+#include "ringtrain/model/presets.h"
 #include "ringtrain/model/weights_io.h"
 #include "ringtrain/optim/grad_clip.h"
 #include "ringtrain/optim/lr_schedule.h"
@@ -115,6 +116,7 @@ class Trainer {
   void prove_outputs_writable() const;
   void open_data_and_build_model();
   void set_image_transforms();
+  int open_token_windows();
   void agree_on_run();
   void plan_steps_and_schedule();
   void make_backend_and_optimizer();
@@ -273,6 +275,9 @@ void Trainer::prove_outputs_writable() const {
 void Trainer::open_data_and_build_model() {
   train_data_.emplace(Dataset::open_on_all_ranks(cfg_.data_path, cfg_.split, *control_));
   eval_data_.emplace(Dataset::open_on_all_ranks(cfg_.data_path, cfg_.eval_split, *control_));
+  spec_.emplace(ModelSpec::parse(cfg_.model));
+  int classes = train_data_->num_classes();
+  if (train_data_->is_tokens()) classes = open_token_windows();
   set_image_transforms();
   RT_CHECK(eval_data_->sample_shape() == train_data_->sample_shape(),
            "{}: sample shape {} differs from {}'s {}", eval_data_->describe(),
@@ -282,7 +287,6 @@ void Trainer::open_data_and_build_model() {
     train_data_->enable_cache(0, topo_.local_size());
     eval_data_->enable_cache(0, topo_.local_size());
   }
-  spec_.emplace(ModelSpec::parse(cfg_.model));
   sampler_.emplace(make_train_sampler(cfg_, train_data_->size(), topo_.rank(), topo_.world_size()));
   ModelOptions model_options;
   model_options.device = device_;
@@ -290,11 +294,45 @@ void Trainer::open_data_and_build_model() {
   model_options.max_batch = sampler_->max_batch_per_rank();
   model_options.tf32 = parse_tf32_mode(cfg_.tf32);
   model_options.label_smoothing = static_cast<float>(cfg_.label_smoothing);
-  model_ =
-      Model::build(*spec_, train_data_->sample_shape(), train_data_->num_classes(), model_options);
+  model_ = Model::build(*spec_, train_data_->sample_shape(), classes, model_options);
   sampler_global_batch_ = sampler_->global_batch();
   global_batch_ = sampler_global_batch_ * cfg_.accum;
   micro_per_epoch_ = sampler_->steps_per_epoch();
+}
+
+// Token data: samples are windows of the model's context (a GPT preset's, or
+// the spec's input(T)). Training takes full windows; evaluation keeps the
+// partial last one, so that every token of the split is predicted once.
+// Returns the model's output classes: its fixed vocabulary (gpt2), else the data's.
+int Trainer::open_token_windows() {
+  const auto lm = language_model_shape(spec_->preset);
+  const std::size_t context = lm                               ? lm->context
+                              : spec_->input_shape.size() == 1 ? spec_->input_shape[0]
+                                                               : 0;
+  RT_CHECK(context > 0,
+           "{} holds tokens, and model '{}' does not fix a context: use a language-model preset "
+           "(gpt-nano, gpt2, gpt2-medium) or begin the layer list with input(T)",
+           train_data_->describe(), spec_->to_string());
+  RT_CHECK(eval_data_->is_tokens(), "{} holds tokens but {} does not", train_data_->describe(),
+           eval_data_->describe());
+  RT_CHECK(eval_data_->num_classes() == train_data_->num_classes(),
+           "{}: vocab_size {} differs from {}'s {}", eval_data_->describe(),
+           eval_data_->num_classes(), train_data_->describe(), train_data_->num_classes());
+  RT_CHECK(cfg_.augment.empty() && cfg_.eval_transform.empty(),
+           "{} holds tokens: --augment and --eval-transform apply to images only",
+           train_data_->describe());
+  train_data_->set_token_context(context, /*keep_partial=*/false);
+  eval_data_->set_token_context(context, /*keep_partial=*/true);
+  RT_CHECK(train_data_->size() > 0,
+           "{}: {} tokens make no full window of {} + 1 tokens: the training split is too short "
+           "for this model's context",
+           train_data_->describe(), train_data_->token_count(), context);
+  const auto data_vocab = static_cast<std::size_t>(train_data_->num_classes());
+  if (!lm || lm->vocab == 0) return train_data_->num_classes();
+  RT_CHECK(data_vocab <= lm->vocab,
+           "{}: vocab_size {} is larger than model {}'s vocabulary of {} tokens",
+           train_data_->describe(), data_vocab, spec_->preset, lm->vocab);
+  return static_cast<int>(lm->vocab);
 }
 
 void Trainer::set_image_transforms() {
@@ -593,7 +631,9 @@ void Trainer::log_step(StepOutcome& outcome) {
   static_assert(sizeof(LossWindow) == 2 * sizeof(double));
   BufferView wire{&window_, 2, DType::f64, Device::cpu()};
   control_->allreduce(wire, wire, ReduceOp::sum);
-  const double loss = window_.samples > 0 ? window_.loss_sum / window_.samples : 0.0;
+  // Per token for a language model (training windows are full: no ignored labels).
+  const double rows = static_cast<double>(model_->rows_per_sample());
+  const double loss = window_.samples > 0 ? window_.loss_sum / (window_.samples * rows) : 0.0;
   StepWindow w;
   w.steps = window_step_s_.size();
   double seconds = 0;
@@ -601,6 +641,7 @@ void Trainer::log_step(StepOutcome& outcome) {
   w.step_s_mean = w.steps > 0 ? seconds / static_cast<double>(w.steps) : 0.0;
   w.step_s_median = median(window_step_s_);
   w.samples_per_s = seconds > 0 ? window_.samples / seconds : 0.0;
+  if (model_->rows_per_sample() > 1) w.tokens_per_s = w.samples_per_s * rows;
   w.exposed_comm_s_mean = w.steps > 0 ? window_exposed_s_ / static_cast<double>(w.steps) : 0.0;
   recorder_->on_step(step_, outcome.epoch, outcome.lr, loss, outcome.timing, w);
   window_ = {};

@@ -55,6 +55,17 @@ class Layer {
     (void)params;
     (void)grads;
   }
+  // Weight tying (a language model's head reads the token embedding): the
+  // name of the node whose parameters this layer uses instead of its own
+  // (empty: none). The model binds this layer to that node's parameters and
+  // gradients, and tells the owner set_gradient_shared(): the tied layer,
+  // later in the graph, writes its share of the gradient first (overwriting
+  // or accumulating as asked), and the owner then adds its own.
+  virtual const std::string& tied_to() const {
+    static const std::string none;
+    return none;
+  }
+  virtual void set_gradient_shared() {}
   // A view layer (flatten) has y == x: the model gives it no buffer of its own
   // and passes gradients straight through.
   virtual bool is_view() const { return false; }
