@@ -269,7 +269,7 @@ CLI::App* add_convert_text(CLI::App& parent, CommandContext& ctx) {
       ->check(CLI::IsMember({"bpe", "unigram"}))
       ->capture_default_str();
   sub->add_option("--test-fraction", o->test_fraction,
-                  "Fraction of the tokens, from the end of the stream, held out as /test")
+                  "Fraction of each file's tokens, from its end, held out as /test")
       ->check(CLI::Range(0.0, 0.99))
       ->capture_default_str();
   add_force_flag(sub, o->force);

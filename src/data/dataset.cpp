@@ -122,6 +122,7 @@ Dataset& Dataset::operator=(Dataset&&) noexcept = default;
 Dataset::~Dataset() {
   if (!impl_) return;
   std::lock_guard lock(h5::library_mutex());
+  impl_->tokens.reset();
   impl_->x.reset();
   impl_->file.reset();
 }

@@ -1,6 +1,6 @@
 // `ringtrain convert text`: text files to a token dataset. The files are one
-// stream in the order given; the test split is the stream's tail, so no window
-// of the test split overlaps training text.
+// stream in the order given; the test split is the tail of each file, so every
+// file is in both splits and no test window overlaps training text.
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -68,33 +68,35 @@ ConvertSummary convert_text(const TextConvertOptions& o) {
   else
     tok = Tokenizer::bytes();
 
-  std::vector<std::int32_t> tokens;
-  std::size_t bytes = 0;
+  // Each file's last test_fraction of tokens goes to /test: every file (a
+  // corpus of many kinds of text) is represented in both splits, and no test
+  // window overlaps training text of its file.
+  std::vector<TokenSplitData> splits(2);
+  splits[0].name = "train";
+  splits[1].name = "test";
+  std::size_t bytes = 0, total = 0;
   for (const std::string& f : o.files) {
     const std::string text = read_file(f, "text file");
     bytes += text.size();
     const std::vector<std::int32_t> ids = tok->encode(text);
-    tokens.insert(tokens.end(), ids.begin(), ids.end());
+    total += ids.size();
+    const auto test_n =
+        static_cast<std::size_t>(std::floor(static_cast<double>(ids.size()) * o.test_fraction));
+    const auto cut = ids.end() - static_cast<std::ptrdiff_t>(test_n);
+    splits[0].tokens.insert(splits[0].tokens.end(), ids.begin(), cut);
+    splits[1].tokens.insert(splits[1].tokens.end(), cut, ids.end());
   }
-  RT_CHECK(tokens.size() >= 2, "convert text: the input ({}) holds {} token(s): nothing to learn",
-           o.files.size() == 1 ? o.files[0] : fmt::format("{} files", o.files.size()),
-           tokens.size());
-  const auto test_n =
-      static_cast<std::size_t>(std::floor(static_cast<double>(tokens.size()) * o.test_fraction));
-  RT_CHECK(tokens.size() - test_n >= 2, "convert text: --test-fraction {} leaves no training text",
+  RT_CHECK(total >= 2, "convert text: the input ({}) holds {} token(s): nothing to learn",
+           o.files.size() == 1 ? o.files[0] : fmt::format("{} files", o.files.size()), total);
+  RT_CHECK(splits[0].tokens.size() >= 2, "convert text: --test-fraction {} leaves no training text",
            o.test_fraction);
-  std::vector<TokenSplitData> splits(2);
-  splits[0].name = "train";
-  splits[0].tokens.assign(tokens.begin(), tokens.end() - static_cast<std::ptrdiff_t>(test_n));
-  splits[1].name = "test";
-  splits[1].tokens.assign(tokens.end() - static_cast<std::ptrdiff_t>(test_n), tokens.end());
   write_token_file(o.output, splits, tok->vocab_size(), tok->name(), tok->model_bytes());
   ConvertSummary s;
   s.text = fmt::format(
       "  tokenizer {} (vocabulary {}): {} bytes of text from {} file(s) -> {} tokens ({:.2f} "
       "bytes per token)\n  /train {} tokens\n  /test {} tokens\n",
-      tok->name(), tok->vocab_size(), bytes, o.files.size(), tokens.size(),
-      static_cast<double>(bytes) / static_cast<double>(tokens.size()), splits[0].tokens.size(),
+      tok->name(), tok->vocab_size(), bytes, o.files.size(), total,
+      static_cast<double>(bytes) / static_cast<double>(total), splits[0].tokens.size(),
       splits[1].tokens.size());
   return s;
 }

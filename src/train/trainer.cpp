@@ -796,6 +796,11 @@ TrainSummary Trainer::run() {
   summary_.test_n = last_eval_.n;
   summary_.samples_per_second =
       run_seconds_ > 0 ? static_cast<double>(run_samples_) / run_seconds_ : 0;
+  summary_.test_tokens = last_eval_.tokens;
+  summary_.test_perplexity = last_eval_.perplexity;
+  if (model_->rows_per_sample() > 1)
+    summary_.tokens_per_second =
+        summary_.samples_per_second * static_cast<double>(model_->rows_per_sample());
   summary_.step_s_median = median(measured_step_s_);
   summary_.median_steps = measured_step_s_.size();
   recorder_->finish(*control_, summary_);

@@ -104,8 +104,9 @@ struct TextConvertOptions {
   double test_fraction = 0.1;          // the stream's last tokens, held out as /test
   bool force = false;                  // replace an existing output (never an input)
 };
-// A token dataset (ringtrain/data/token_data.h): the files' tokens, the last
-// test_fraction of them as /test, the rest as /train, the tokenizer recorded.
+// A token dataset (ringtrain/data/token_data.h): the files' tokens in order,
+// the last test_fraction of each file's as /test, the rest as /train, the
+// tokenizer recorded.
 ConvertSummary convert_text(const TextConvertOptions& o);
 
 }  // namespace ringtrain
