@@ -8,7 +8,7 @@
 source "$(dirname "$0")/lib.sh"
 CORPUS=/usr/share/games/fortunes
 [ -d "$CORPUS" ] || { echo "SKIPPED: $CORPUS is missing (apt-get install fortunes)"; exit 77; }
-STEPS=${1:-400}
+STEPS=${1:-1200}
 # The text files (not the .dat indexes, not the .u8 links, not the ASCII art).
 mapfile -t files < <(find "$CORPUS" -maxdepth 1 -type f ! -name '*.*' ! -name 'art' ! -name 'ascii-art' | sort)
 [ ${#files[@]} -gt 10 ] || fail "fewer than 10 fortune files in $CORPUS"
