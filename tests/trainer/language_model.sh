@@ -68,8 +68,10 @@ print([r for r in rows if r.get("kind")=="train"][0]["loss"])' "$WORK/base/metri
     long=$(head -c 200 "$TEXT" | tr '\n' ' ')
     rc=0
     "$RINGTRAIN_EXE" generate --ckpt "$WORK/base/ckpt" --prompt "$long" --tokens 5 > "$WORK/long.log" 2>&1 || rc=$?
-    [ $rc -eq 2 ] && grep -q "longer than the model's context of 128" "$WORK/long.log" \
-      || { cat "$WORK/long.log"; fail "a prompt longer than the context: exit $rc"; }
+    if [ $rc -ne 2 ] || ! grep -q "longer than the model's context of 128" "$WORK/long.log"; then
+      cat "$WORK/long.log"
+      fail "a prompt longer than the context: exit $rc"
+    fi
     rc=0
     "$RINGTRAIN_EXE" generate --ckpt "$WORK/nothere" --prompt x > "$WORK/missing.log" 2>&1 || rc=$?
     [ $rc -eq 2 ] || { cat "$WORK/missing.log"; fail "a missing checkpoint: exit $rc"; }
