@@ -9,6 +9,11 @@
 
 namespace ringtrain::kernels {
 
+// A label the loss skips (ringtrain/data/token_data.h's kIgnoreLabel,
+// PyTorch's ignore_index): loss 0, no gradient, not counted.
+inline constexpr int kIgnoredLabel = -100;
+inline constexpr int kIgnoredRow = -2;  // `correct` of an ignored row
+
 // Loss -log softmax(z)[label] and whether argmax(z) == label (first maximum
 // wins). A label outside [0, classes) gives loss NaN and correct = -1, which the
 // host turns into an error naming the row. With label smoothing e the target
@@ -16,6 +21,11 @@ namespace ringtrain::kernels {
 // is (1 - e) (-log p[label]) + e (logsumexp(z) - mean(z)).
 RT_HD void softmax_ce_row_forward(const float* z, int classes, int label, float* loss, int* correct,
                                   float smoothing = 0.0f) {
+  if (label == kIgnoredLabel) {
+    *loss = 0.0f;
+    *correct = kIgnoredRow;
+    return;
+  }
   if (label < 0 || label >= classes) {
     *loss = nanf("");
     *correct = -1;
@@ -44,6 +54,10 @@ RT_HD void softmax_ce_row_forward(const float* z, int classes, int label, float*
 // scale is grad_scale / batch for a mean reduction.
 RT_HD void softmax_ce_row_backward(const float* z, int classes, int label, float scale, float* dz,
                                    float smoothing = 0.0f) {
+  if (label == kIgnoredLabel) {
+    for (int j = 0; j < classes; ++j) dz[j] = 0.0f;
+    return;
+  }
   float m = z[0];
   for (int j = 1; j < classes; ++j) m = z[j] > m ? z[j] : m;
   float s = 0.0f;
@@ -59,6 +73,7 @@ RT_HD void softmax_ce_row_backward(const float* z, int classes, int label, float
 // correct = -1). Read once per logging interval instead of once per step.
 inline constexpr int kLossTotalsCount = 3;
 RT_HD void loss_totals_add_row(float loss, int correct, double* totals) {
+  if (correct == kIgnoredRow) return;
   if (correct < 0) {
     totals[2] += 1.0;
     return;

@@ -10,6 +10,8 @@ packages=(cmake g++ make pkg-config openmpi-bin libopenmpi-dev libhdf5-dev hdf5-
           zlib1g-dev dataset-fashion-mnist iproute2 shellcheck clang-format gnuplot-nox
           libjpeg-dev libpng-dev                   # convert images (libjpeg-turbo, libpng)
           libdnnl-dev                              # CPU convolutions (oneDNN, as PyTorch)
+          libsentencepiece-dev                     # convert text --tokenizer sentencepiece
+          fortunes                                 # the language-model demo's English corpus
           python3-pil python3-sklearn              # image tests: PIL as the reference, real photos
           slurmctld slurmd slurm-client munge slurmdbd mariadb-server  # launch/slurm/local-cluster
           python3-torch python3-torchvision python3-h5py python3-numpy)  # the PyTorch reference tests

@@ -27,6 +27,7 @@
 #include "ringtrain/core/timer.h"
 #include "ringtrain/data/dataset.h"
 #include "ringtrain/model/model.h"
+#include "ringtrain/model/presets.h"
 #include "ringtrain/optim/optimizer.h"
 #include "ringtrain/tensor/device_memory.h"
 #include "ringtrain/tensor/tensor.h"
@@ -71,6 +72,7 @@ struct BenchStepOptions {
   // > 0 with several ranks: the steady pass as this many rounds of rank 0
   // alone, then every rank at once (see --side-by-side).
   std::size_t side_by_side = 0;
+  bool input_given = false, classes_given = false;
 };
 
 std::vector<std::size_t> parse_input_shape(const std::string& text) {
@@ -111,14 +113,25 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
   const ModelSpec spec = ModelSpec::parse(o.model);
   std::vector<std::size_t> input;
   int classes = o.classes;
+  // A language-model preset: windows of its context, token ids below its
+  // vocabulary (gpt-nano: the data's, 256 byte tokens by default).
+  const auto lm = language_model_shape(spec.preset);
   if (o.data.empty()) {
-    input = parse_input_shape(o.input);
+    input =
+        lm && !o.input_given ? std::vector<std::size_t>{lm->context} : parse_input_shape(o.input);
+    if (lm && (lm->vocab > 0 || !o.classes_given))
+      classes = lm->vocab > 0 ? static_cast<int>(lm->vocab) : 256;
   } else {
     // The shape a training run on this file builds the model for; the samples
     // stay synthetic (reading is 'bench data').
     const Dataset train = Dataset::open_on_all_ranks(o.data, "train", *control);
     input = train.sample_shape();
     classes = train.num_classes();
+    if (train.is_tokens()) {
+      RT_CHECK(lm.has_value(), "--data {} holds tokens: bench a language-model preset", o.data);
+      input = {lm->context};
+      if (lm->vocab > 0) classes = static_cast<int>(lm->vocab);
+    }
   }
   ModelOptions mo;
   mo.device = topo.device();
@@ -131,15 +144,18 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
   oc.kind = o.optimizer;
   auto optimizer = make_optimizer(oc, model->param_count(), mo.device);
 
-  // Synthetic inputs in [0, 1) and labels, a function of the rank and index.
+  // Synthetic inputs in [0, 1) (a language model: token ids) and labels (one
+  // per token), a function of the rank and index.
   const std::size_t features =
       std::accumulate(input.begin(), input.end(), std::size_t{1}, std::multiplies<>());
   std::vector<float> x(o.batch * features);
-  std::vector<std::int32_t> y(o.batch);
-  for (std::size_t i = 0; i < x.size(); ++i)
-    x[i] =
-        static_cast<float>((i * 2654435761u + static_cast<std::size_t>(topo.rank()) * 97) % 1000) /
-        1000.0f;
+  std::vector<std::int32_t> y(o.batch * model->rows_per_sample());
+  const bool tokens = model->rows_per_sample() > 1;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const std::size_t h = i * 2654435761u + static_cast<std::size_t>(topo.rank()) * 97;
+    x[i] = tokens ? static_cast<float>(h % static_cast<std::size_t>(classes))
+                  : static_cast<float>(h % 1000) / 1000.0f;
+  }
   for (std::size_t i = 0; i < y.size(); ++i)
     y[i] = static_cast<std::int32_t>((i * 7 + static_cast<std::size_t>(topo.rank())) %
                                      static_cast<std::size_t>(classes));
@@ -190,7 +206,7 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
       sum.backward += t_backward;
       sum.optimizer += t_optimizer;
     }
-    loss = r.loss_sum / static_cast<double>(o.batch);
+    loss = r.loss_sum / static_cast<double>(y.size());
   }
   const double n = static_cast<double>(o.steps);
   // Ranks that computed at once on one machine (the most on any): they share
@@ -290,7 +306,7 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
   const std::uint64_t steady_syncs = host_sync::count() - syncs_before - clock_waits;
   // The loss totals count rank 0's steps alone too.
   loss = model->take_loss_totals().loss_sum /
-         (static_cast<double>(o.batch) * (steady_n + static_cast<double>(alone_steps)));
+         (static_cast<double>(y.size()) * (steady_n + static_cast<double>(alone_steps)));
   const double rate = static_cast<double>(o.batch) * steady_n / steady_s;
   const double syncs_per_step = static_cast<double>(steady_syncs) / steady_n;
   double min_rate = rate, max_rate = rate, total_rate = rate;
@@ -428,7 +444,9 @@ CLI::App* add_bench_step(CLI::App& parent, CommandContext& ctx) {
   add_device_options(sub, ctx, "auto");
   add_tf32_option(sub, o->tf32);
   add_precision_option(sub, o->precision);
-  sub->parse_complete_callback([&ctx, o] {
+  sub->parse_complete_callback([&ctx, o, input, classes] {
+    o->input_given = input->count() > 0;
+    o->classes_given = classes->count() > 0;
     // Fail before MPI starts on a spec that does not parse.
     (void)ModelSpec::parse(o->model);
     (void)parse_input_shape(o->input);

@@ -7,6 +7,7 @@
 #include "apps/command.h"
 #include "ringtrain/data/converters.h"
 #include "ringtrain/data/dataset.h"
+#include "ringtrain/data/tokenizer.h"
 
 namespace ringtrain::apps {
 namespace {
@@ -28,8 +29,8 @@ void add_force_flag(CLI::App* sub, bool& force) {
 
 CLI::App* add_convert(CLI::App& app, CommandContext& ctx) {
   CLI::App* sub = app.add_subcommand("convert",
-                                     "Convert IDX (MNIST, Fashion-MNIST), CSV, image folders or "
-                                     "synthetic data to ringtrain's HDF5 dataset format");
+                                     "Convert IDX (MNIST, Fashion-MNIST), CSV, image folders, text "
+                                     "or synthetic data to ringtrain's HDF5 dataset format");
   sub->require_subcommand(1);
   // Conversion needs no GPU: take none, even where one is visible.
   sub->parse_complete_callback([&ctx] { ctx.topology.device = DeviceRequest::cpu; });
@@ -245,6 +246,41 @@ CLI::App* add_convert_images(CLI::App& parent, CommandContext& ctx) {
   return sub;
 }
 
+CLI::App* add_convert_text(CLI::App& parent, CommandContext& ctx) {
+  auto o = std::make_shared<TextConvertOptions>();
+  CLI::App* sub = parent.add_subcommand(
+      "text", "Text files to a token dataset for language models (/train and /test token streams)");
+  sub->add_option("files", o->files, "Text files, read in order as one stream")->required();
+  sub->add_option("-o,--output", o->output, "Output HDF5 file")->required();
+  sub->add_option("--tokenizer", o->tokenizer,
+                  std::string("bytes (each byte a token, vocabulary 256; any file), "
+                              "sentencepiece:MODEL (an existing SentencePiece .model), or "
+                              "sentencepiece with --train-tokenizer VOCAB") +
+                      (sentencepiece_available() ? ""
+                                                 : " [this build has no sentencepiece: bytes "
+                                                   "only]"))
+      ->capture_default_str();
+  sub->add_option("--train-tokenizer", o->train_vocab,
+                  "Train a SentencePiece model of this vocabulary size on the files (with "
+                  "--tokenizer sentencepiece); the model is stored in the dataset")
+      ->check(CLI::Range(8, 1 << 24));
+  sub->add_option("--tokenizer-type", o->tokenizer_type,
+                  "Model type for --train-tokenizer: bpe or unigram")
+      ->check(CLI::IsMember({"bpe", "unigram"}))
+      ->capture_default_str();
+  sub->add_option("--test-fraction", o->test_fraction,
+                  "Fraction of each file's tokens, from its end, held out as /test")
+      ->check(CLI::Range(0.0, 0.99))
+      ->capture_default_str();
+  add_force_flag(sub, o->force);
+  sub->parse_complete_callback([&ctx, o] {
+    ctx.action = [o](const Topology& t) {
+      return finish(t, o->output, [o] { return convert_text(*o); });
+    };
+  });
+  return sub;
+}
+
 }  // namespace
 }  // namespace ringtrain::apps
 
@@ -253,3 +289,4 @@ RINGTRAIN_REGISTER_COMMAND("convert", "idx", 10, ringtrain::apps::add_convert_id
 RINGTRAIN_REGISTER_COMMAND("convert", "csv", 20, ringtrain::apps::add_convert_csv)
 RINGTRAIN_REGISTER_COMMAND("convert", "synthetic", 30, ringtrain::apps::add_convert_synthetic)
 RINGTRAIN_REGISTER_COMMAND("convert", "images", 25, ringtrain::apps::add_convert_images)
+RINGTRAIN_REGISTER_COMMAND("convert", "text", 40, ringtrain::apps::add_convert_text)

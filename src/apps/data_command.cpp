@@ -46,6 +46,11 @@ int run_inspect(const InspectOptions& o, const Topology& topo) {
   options.timeout_seconds = o.timeout;
   const std::unique_ptr<Communicator> control = make_control_communicator(topo, options);
   Dataset ds = Dataset::open_on_all_ranks(o.data, o.split, *control);
+  RT_CHECK(!ds.is_tokens(),
+           "{} holds tokens ({} of them, vocabulary {}): its samples are windows of a model's "
+           "context, which train and eval take from the model ('ringtrain data check' checks "
+           "the tokens)",
+           ds.describe(), ds.token_count(), ds.num_classes());
   // Training shows --augment; --eval shows the evaluation transform, derived
   // from --augment unless given.
   const std::string spec = !o.eval                     ? o.augment

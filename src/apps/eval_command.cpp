@@ -19,6 +19,7 @@
 #include "ringtrain/core/log.h"
 #include "ringtrain/data/dataset.h"
 #include "ringtrain/model/plugin.h"
+#include "ringtrain/model/presets.h"
 #include "ringtrain/train/checkpoint.h"
 #include "ringtrain/train/checkpoint_loader.h"
 #include "ringtrain/train/evaluator.h"
@@ -48,6 +49,10 @@ struct EvalFlags {
 
 nlohmann::json result_json(const EvalResult& r, std::uint64_t step, const std::string& path,
                            const std::vector<std::string>& class_names) {
+  if (r.tokens > 0)
+    return {{"checkpoint", path},    {"step", step},   {"n", r.n},
+            {"tokens", r.tokens},    {"loss", r.loss}, {"perplexity", r.perplexity},
+            {"accuracy", r.accuracy}};
   nlohmann::json per_class = nlohmann::json::array();
   const auto acc = r.per_class_accuracy();
   for (std::size_t k = 0; k < acc.size(); ++k) {
@@ -74,6 +79,11 @@ nlohmann::json result_json(const EvalResult& r, std::uint64_t step, const std::s
 
 std::string format_report(const EvalResult& r, std::uint64_t step, const std::string& path,
                           const std::string& split, const std::vector<std::string>& names) {
+  if (r.tokens > 0)
+    return fmt::format(
+        "checkpoint {} (step {}), split {}: n={} windows, tokens={} loss={:.6f} per token "
+        "perplexity={:.4f} accuracy={:.4f} (next token)\n",
+        path, step, split, r.n, r.tokens, r.loss, r.perplexity, r.accuracy);
   std::string out =
       fmt::format("checkpoint {} (step {}), split {}: n={} loss={:.4f} accuracy={:.4f}\n", path,
                   step, split, r.n, r.loss, r.accuracy);
@@ -108,14 +118,43 @@ struct Evaluation {
   CheckpointMeta meta;
 };
 
+// Token data: windows of the checkpoint's context, the partial last one kept
+// (every token of the split is predicted once). Rank 0 reads the model spec
+// and every rank takes it, or rank 0's error. Returns the model's classes
+// (a fixed vocabulary, gpt2's, else the data's).
+int use_checkpoint_context(const std::string& path, Dataset& data, Communicator& control) {
+  std::string text;
+  if (control.rank() == 0) {
+    try {
+      text = "spec:" + read_checkpoint(path).meta.model_spec;
+    } catch (const Error& e) {
+      text = std::string("error:") + e.what();
+    }
+  }
+  text = broadcast_text(control, text, 0);
+  RT_CHECK(text.rfind("spec:", 0) == 0, "{}", text.substr(text.find(':') + 1));
+  const ModelSpec spec = ModelSpec::parse(text.substr(5));
+  const auto lm = language_model_shape(spec.preset);
+  const std::size_t context = lm                             ? lm->context
+                              : spec.input_shape.size() == 1 ? spec.input_shape[0]
+                                                             : 0;
+  RT_CHECK(context > 0, "{} holds tokens but checkpoint {}'s model '{}' fixes no context",
+           data.describe(), path, spec.to_string());
+  data.set_token_context(context, /*keep_partial=*/true);
+  RT_CHECK(data.size() > 0, "{}: {} token(s): nothing to evaluate", data.describe(),
+           data.token_count());
+  return lm && lm->vocab > 0 ? static_cast<int>(lm->vocab) : data.num_classes();
+}
+
 Evaluation evaluate_checkpoint(const std::string& path, Dataset& data, Communicator& control,
                                const EvalFlags& f, Device device) {
   ModelOptions options;
   options.device = device;
   options.max_batch = f.batch;
   options.precision = parse_precision(f.precision);
-  CheckpointModel cm =
-      load_checkpoint_model(path, control, data.sample_shape(), data.num_classes(), options);
+  int classes = data.num_classes();
+  if (data.is_tokens()) classes = use_checkpoint_context(path, data, control);
+  CheckpointModel cm = load_checkpoint_model(path, control, data.sample_shape(), classes, options);
   return {evaluate(*cm.model, data, control, f.batch, device), cm.meta};
 }
 
@@ -324,8 +363,8 @@ int run_eval(const EvalFlags& f, const Topology& topo) {
   std::unique_ptr<Communicator> control = make_control_communicator(topo, options);
   Dataset data = Dataset::open_on_all_ranks(f.data, f.split, *control);
   // An accuracy over no samples would read as 0.0000: say what is wrong instead.
-  RT_CHECK(data.size() > 0, "--split {}: {} is empty: there is nothing to evaluate", f.split,
-           data.describe());
+  RT_CHECK(data.size() > 0 || data.token_count() > 1,
+           "--split {}: {} is empty: there is nothing to evaluate", f.split, data.describe());
   // A watcher applies --eval-transform only: checkpoints that do not exist yet
   // cannot say how they were trained.
   if (!f.watch.empty()) use_eval_transform(data, f.eval_transform, "", f.loader_threads);

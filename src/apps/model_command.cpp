@@ -32,6 +32,7 @@ struct ShowOptions {
   int world = 1;
   int zero = 0;
   bool text = false;
+  bool input_given = false, classes_given = false;
 };
 
 std::string shape_text(const std::vector<std::size_t>& s) {
@@ -65,8 +66,17 @@ int run_show(const ShowOptions& o, const Topology& topo) {
   ModelOptions mo;
   mo.device = Device::cpu();
   mo.max_batch = o.batch;
-  const auto m =
-      Model::build(ModelSpec::parse(o.model), parse_shape(o.input, "--input"), o.classes, mo);
+  const ModelSpec spec = ModelSpec::parse(o.model);
+  // A language-model preset fixes its context (gpt2 its vocabulary too): no
+  // data flags needed. gpt-nano takes its vocabulary from the data: bytes here.
+  std::string input = o.input;
+  int classes = o.classes;
+  if (const auto lm = language_model_shape(spec.preset)) {
+    if (!o.input_given) input = std::to_string(lm->context);
+    if (!o.classes_given || lm->vocab > 0)
+      classes = lm->vocab > 0 ? static_cast<int>(lm->vocab) : 256;
+  }
+  const auto m = Model::build(spec, parse_shape(input, "--input"), classes, mo);
   std::vector<std::pair<std::size_t, std::size_t>> ranges;
   for (std::size_t i = 0; i < m->layer_count(); ++i) {
     const auto [b, e] = m->layer_param_range(i);
@@ -102,8 +112,8 @@ int run_show(const ShowOptions& o, const Topology& topo) {
                          {"first_layer", b.first_layer},
                          {"last_layer", b.last_layer}});
     const nlohmann::json out = {{"model", m->spec().to_string()},
-                                {"input", parse_shape(o.input, "--input")},
-                                {"classes", o.classes},
+                                {"input", parse_shape(input, "--input")},
+                                {"classes", classes},
                                 {"params", m->param_count()},
                                 {"buffers", m->buffer_count()},
                                 {"activation_bytes_per_sample", act},
@@ -150,10 +160,15 @@ CLI::App* add_model_show(CLI::App& parent, CommandContext& ctx) {
       "show", "Build a model on the CPU and print its nodes, shapes, parameters and buckets");
   sub->add_option("--model", o->model, std::string("Model: ") + std::string(model_spec_help()))
       ->required();
-  sub->add_option("--input", o->input, "Per-sample input shape C,H,W or F")->capture_default_str();
-  sub->add_option("--classes", o->classes, "Number of classes")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  CLI::Option* input =
+      sub->add_option("--input", o->input,
+                      "Per-sample input shape C,H,W or F (a language-model preset: its context)")
+          ->capture_default_str();
+  CLI::Option* classes =
+      sub->add_option("--classes", o->classes,
+                      "Number of classes (gpt-nano: its vocabulary, default 256; gpt2 fixes 50257)")
+          ->check(CLI::PositiveNumber)
+          ->capture_default_str();
   sub->add_option("--batch", o->batch, "Batch the activations are planned for")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -180,7 +195,9 @@ CLI::App* add_model_show(CLI::App& parent, CommandContext& ctx) {
                 "Print the graph in the model language instead, one node per line (blocks and "
                 "repeats expanded, a preset written out for --classes): a spec to copy and edit")
       ->excludes("--json");
-  sub->parse_complete_callback([&ctx, o] {
+  sub->parse_complete_callback([&ctx, o, input, classes] {
+    o->input_given = input->count() > 0;
+    o->classes_given = classes->count() > 0;
     ctx.topology.device = DeviceRequest::cpu;
     ctx.action = [o](const Topology& t) { return run_show(*o, t); };
   });

@@ -142,6 +142,10 @@ int run_predict(const PredictFlags& f, const Topology& topo) {
   std::unique_ptr<Communicator> control = make_control_communicator(topo);
   // Predictions need no labels: data nobody has labelled is what they are for.
   Dataset data = Dataset::open_on_all_ranks(f.data, f.split, *control, Dataset::Labels::optional);
+  RT_CHECK(!data.is_tokens(),
+           "{} holds tokens: predict writes per-sample class predictions; for a language model "
+           "use 'ringtrain eval' (loss, perplexity) or 'ringtrain generate'",
+           data.describe());
   std::string path = f.ckpt;
   // The newest checkpoint that reads (a damaged newest file is skipped with a
   // warning, as `train --resume latest` does).

@@ -24,11 +24,17 @@ int run_train(const TrainFlags& flags, const Topology& topo) {
   cfg.overlap = !flags.no_overlap;
   const TrainSummary s = train(cfg, topo);
   // No accuracy of nothing: an empty eval split was warned about at start-up.
-  const std::string test = s.test_n > 0 ? fmt::format("test accuracy {:.4f} (loss {:.4f}, n={})",
-                                                      s.test_accuracy, s.test_loss, s.test_n)
-                                        : std::string("no test accuracy (the eval split is empty)");
-  log0("ringtrain: {} after {} steps ({:.2f} epochs): {}, {:.0f} samples/s global{}",
-       s.stopped_by_signal ? "stopped" : "done", s.steps, s.epochs, test, s.samples_per_second,
+  std::string test = s.test_n > 0 ? fmt::format("test accuracy {:.4f} (loss {:.4f}, n={})",
+                                                s.test_accuracy, s.test_loss, s.test_n)
+                                  : std::string("no test accuracy (the eval split is empty)");
+  if (s.test_tokens > 0)
+    test = fmt::format("test loss {:.4f} per token, perplexity {:.3f} over {} tokens", s.test_loss,
+                       s.test_perplexity, s.test_tokens);
+  const std::string rate = s.tokens_per_second > 0
+                               ? fmt::format("{:.0f} tokens/s global", s.tokens_per_second)
+                               : fmt::format("{:.0f} samples/s global", s.samples_per_second);
+  log0("ringtrain: {} after {} steps ({:.2f} epochs): {}, {}{}",
+       s.stopped_by_signal ? "stopped" : "done", s.steps, s.epochs, test, rate,
        s.last_checkpoint.empty() ? "" : ", checkpoint " + s.last_checkpoint);
   // A run cut short by a signal is not a success, on any rank (schedulers
   // requeue on a non-zero exit).

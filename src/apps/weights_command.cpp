@@ -12,7 +12,9 @@
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/log.h"
 #include "ringtrain/data/dataset.h"
+#include "ringtrain/model/hf_gpt2_names.h"
 #include "ringtrain/model/model.h"
+#include "ringtrain/model/presets.h"
 #include "ringtrain/model/safetensors.h"
 #include "ringtrain/model/weights_io.h"
 #include "ringtrain/train/checkpoint.h"
@@ -25,12 +27,14 @@ namespace fs = std::filesystem;
 
 struct ExportOptions {
   std::string ckpt, output;
+  std::string names = "ringtrain";  // or hf-gpt2
   bool force = false;
 };
 struct ImportOptions {
   std::string input_file, model, output_dir, input = "1,28,28";
   int classes = 10;
   bool force = false;
+  bool input_given = false;
 };
 
 void refuse_existing(const std::string& path, bool force, const char* flag) {
@@ -55,6 +59,7 @@ int run_export(const ExportOptions& o, const Topology& topo) {
       counters.emplace_back(name.substr(0, name.size() - mean.size()) + ".num_batches_tracked",
                             static_cast<std::int64_t>(ck.meta.step));
   }
+  if (o.names == "hf-gpt2") tensors = to_hf_gpt2_names(tensors);
   write_safetensors(o.output, tensors, counters);
   log0("wrote {}: {} tensors of model '{}' at step {}", o.output, tensors.size() + counters.size(),
        ck.meta.model_spec, ck.meta.step);
@@ -69,7 +74,14 @@ int run_import(const ImportOptions& o, const Topology& topo) {
   mo.device = Device::cpu();
   mo.max_batch = 1;
   const ModelSpec spec = ModelSpec::parse(o.model);
-  auto model = Model::build(spec, parse_shape(o.input, "--input"), o.classes, mo);
+  // A language-model preset fixes its context (gpt2 its vocabulary too).
+  std::string input = o.input;
+  int classes = o.classes;
+  if (const auto lm = language_model_shape(spec.preset)) {
+    if (!o.input_given) input = std::to_string(lm->context);
+    if (lm->vocab > 0) classes = static_cast<int>(lm->vocab);
+  }
+  auto model = Model::build(spec, parse_shape(input, "--input"), classes, mo);
   import_weights(*model, read_safetensors(o.input_file), o.input_file);
   std::vector<float> params(model->param_count()), buffers(model->buffer_count());
   copy_view(view_of(params.data(), params.size()), model->params());
@@ -104,6 +116,12 @@ CLI::App* add_weights_export(CLI::App& parent, CommandContext& ctx) {
       "export", "A checkpoint's parameters and BatchNorm state as a safetensors file");
   sub->add_option("--ckpt", o->ckpt, "Checkpoint file (ckpt-<step>.h5)")->required();
   sub->add_option("-o,--output", o->output, "Output .safetensors file")->required();
+  sub->add_option("--names", o->names,
+                  "Tensor names: ringtrain's (torchvision's for the image presets), or hf-gpt2 "
+                  "(Hugging Face GPT-2's for the gpt presets: transformer.h.0.attn.c_attn.weight, "
+                  "Conv1D weights transposed, lm_head.weight)")
+      ->check(CLI::IsMember({"ringtrain", "hf-gpt2"}))
+      ->capture_default_str();
   sub->add_flag("--force", o->force, "Replace an existing output");
   sub->parse_complete_callback([&ctx, o] {
     ctx.topology.device = DeviceRequest::cpu;
@@ -118,16 +136,22 @@ CLI::App* add_weights_import(CLI::App& parent, CommandContext& ctx) {
       "import",
       "A safetensors file as a step-0 checkpoint of a model (for eval and predict; train "
       "--init-from FILE fine-tunes from it)");
-  sub->add_option("file", o->input_file, "The .safetensors file")->required();
+  sub->add_option("file", o->input_file,
+                  "The .safetensors file (Hugging Face GPT-2 names are recognised)")
+      ->required();
   sub->add_option("--model", o->model, "The model the weights are for (e.g. resnet18)")->required();
-  sub->add_option("--input", o->input, "Per-sample input shape C,H,W or F")->capture_default_str();
+  CLI::Option* input =
+      sub->add_option("--input", o->input,
+                      "Per-sample input shape C,H,W or F (a gpt preset: its context)")
+          ->capture_default_str();
   sub->add_option("--classes", o->classes, "Number of classes")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   sub->add_option("-o,--output", o->output_dir, "Checkpoint directory (gets ckpt-0.h5)")
       ->required();
   sub->add_flag("--force", o->force, "Replace an existing ckpt-0.h5");
-  sub->parse_complete_callback([&ctx, o] {
+  sub->parse_complete_callback([&ctx, o, input] {
+    o->input_given = input->count() > 0;
     ctx.topology.device = DeviceRequest::cpu;
     ctx.action = [o](const Topology& t) { return run_import(*o, t); };
   });

@@ -12,7 +12,7 @@ BatchPipeline::BatchPipeline(Dataset& dataset, std::size_t max_batch, Plan plan,
   RT_CHECK(max_batch >= 1, "batch size must be >= 1, got {}", max_batch);
   const bool gpu = device.is_cuda();
   const std::size_t x_bytes = max_batch * dataset.sample_elements() * sizeof(float);
-  const std::size_t y_bytes = max_batch * sizeof(std::int32_t);
+  const std::size_t y_bytes = max_batch * dataset.labels_per_sample() * sizeof(std::int32_t);
   slots_.resize(depth + 1);
   for (Slot& s : slots_) {
     s.host_x = std::make_unique<HostStagingBuffer>(x_bytes, gpu);
@@ -70,7 +70,9 @@ void BatchPipeline::run() {
         reuse_after.order_stream(stream_->stream());
         stream_->copy_to_device(s.dev_x->data(), x,
                                 indices.size() * dataset_.sample_elements() * sizeof(float));
-        stream_->copy_to_device(s.dev_y->data(), y, indices.size() * sizeof(std::int32_t));
+        stream_->copy_to_device(
+            s.dev_y->data(), y,
+            indices.size() * dataset_.labels_per_sample() * sizeof(std::int32_t));
         stream_->synchronize();
       }
       s.size = indices.size();
@@ -122,7 +124,7 @@ std::optional<Batch> BatchPipeline::next(const OrderingPoint& previous_done) {
   void* x = device_.is_cuda() ? s.dev_x->data() : s.host_x->data();
   void* y = device_.is_cuda() ? s.dev_y->data() : s.host_y->data();
   b.x = BufferView{x, s.size * elems, DType::f32, device_};
-  b.y = BufferView{y, s.size, DType::i32, device_};
+  b.y = BufferView{y, s.size * dataset_.labels_per_sample(), DType::i32, device_};
   b.size = s.size;
   b.cursor = s.cursor;
   b.wait_seconds = wait.seconds();

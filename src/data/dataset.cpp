@@ -23,6 +23,7 @@
 #include "data/image_decode.h"
 #include "data/loader_threads.h"
 #include "data/pixel_conversion.h"
+#include "data/token_split.h"
 #include "ringtrain/comm/communicator.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/log.h"
@@ -94,6 +95,7 @@ struct Dataset::Impl {
   std::unique_ptr<LoaderThreads> threads;
   std::vector<const unsigned char*> rows;  // a batch's stored rows, for the threads
   bool encoded = false;                    // x holds JPEG byte strings
+  std::unique_ptr<TokenSplit> tokens;      // a token split (tokens instead of x and y)
 
   ~Impl() {
     if (fd >= 0) ::close(fd);
@@ -120,6 +122,7 @@ Dataset& Dataset::operator=(Dataset&&) noexcept = default;
 Dataset::~Dataset() {
   if (!impl_) return;
   std::lock_guard lock(h5::library_mutex());
+  impl_->tokens.reset();
   impl_->x.reset();
   impl_->file.reset();
 }
@@ -292,6 +295,12 @@ Dataset Dataset::open(const std::string& path, const std::string& split, Labels 
            split, joined(h5::child_groups(d.file.get())));
   h5::Group group(H5Gopen2(d.file.get(), split.c_str(), H5P_DEFAULT));
   RT_CHECK(group.valid(), "{}: /{} is not a group: {}", path, split, detail::hdf5_error_string());
+  if (h5::link_exists(group.get(), "tokens") && !h5::link_exists(group.get(), "x")) {
+    // Samples appear once set_token_context gives them a length.
+    d.tokens = std::make_unique<TokenSplit>(d.file.get(), group.get(), d.where());
+    d.num_classes = static_cast<int>(d.tokens->vocab_size());
+    return Dataset(std::move(impl));
+  }
   d.has_labels = h5::link_exists(group.get(), "y");
   for (const char* name : {"x", "y"})
     RT_CHECK(h5::link_exists(group.get(), name) ||
@@ -455,8 +464,40 @@ const SampleTransform* Dataset::transform() const {
   return impl_->transform.get();
 }
 
+bool Dataset::is_tokens() const {
+  return impl_->tokens != nullptr;
+}
+std::size_t Dataset::labels_per_sample() const {
+  return impl_->tokens ? std::max<std::size_t>(impl_->tokens->context(), 1) : 1;
+}
+std::uint64_t Dataset::token_count() const {
+  return impl_->tokens ? impl_->tokens->token_count() : 0;
+}
+const std::string& Dataset::tokenizer() const {
+  static const std::string none;
+  return impl_->tokens ? impl_->tokens->tokenizer() : none;
+}
+std::vector<std::int32_t> Dataset::read_tokens(std::uint64_t begin, std::uint64_t end) {
+  RT_CHECK(impl_->tokens, "{}: holds no tokens", impl_->where());
+  std::lock_guard scratch_lock(impl_->read_mutex);
+  return impl_->tokens->read_tokens(begin, end);
+}
+
+void Dataset::set_token_context(std::size_t context, bool keep_partial) {
+  Impl& d = *impl_;
+  RT_CHECK(d.tokens, "{}: holds samples, not tokens: a context applies to token data only",
+           d.where());
+  std::lock_guard lock(d.read_mutex);
+  d.tokens->set_context(context, keep_partial);
+  d.n = d.tokens->windows();
+  d.shape = {context};
+  d.out_shape = d.shape;
+  d.elems = d.out_elems = context;
+}
+
 void Dataset::set_transform(std::shared_ptr<const SampleTransform> transform, std::size_t threads) {
   Impl& d = *impl_;
+  RT_CHECK(!d.tokens || !transform, "{}: holds tokens; image transforms do not apply", d.where());
   std::lock_guard lock(d.read_mutex);
   d.threads.reset();
   if (!transform) {
@@ -503,6 +544,10 @@ std::string Dataset::describe() const {
   return impl_->where();
 }
 const std::vector<std::int32_t>& Dataset::labels() const {
+  RT_CHECK(!impl_->tokens,
+           "{}: token data has a label per token, not per sample (this tool reads classified "
+           "samples)",
+           impl_->where());
   return impl_->labels;
 }
 bool Dataset::has_labels() const {
@@ -518,6 +563,8 @@ bool Dataset::cached() const {
   return impl_->cached;
 }
 std::size_t Dataset::stored_bytes() const {
+  if (impl_->tokens)
+    return static_cast<std::size_t>(impl_->tokens->token_count()) * sizeof(std::int32_t);
   if (impl_->encoded) {
     std::lock_guard lock(h5::library_mutex());
     return static_cast<std::size_t>(H5Dget_storage_size(impl_->x.get()));
@@ -613,6 +660,11 @@ void Dataset::read(std::span<const std::uint64_t> indices, float* x, std::int32_
   Impl& d = *impl_;
   const std::size_t count = indices.size();
   if (count == 0) return;
+  if (d.tokens) {
+    std::lock_guard scratch_lock(d.read_mutex);
+    d.tokens->read(indices, x, y);
+    return;
+  }
   for (std::size_t i = 0; i < count; ++i)
     RT_CHECK(indices[i] < d.n, "{}: sample index {} out of range (N = {})", d.where("x"),
              indices[i], d.n);
@@ -717,6 +769,7 @@ void Dataset::read(std::span<const std::uint64_t> indices, float* x, std::int32_
 
 void Dataset::read_stored(std::uint64_t begin, std::uint64_t end, void* out) {
   Impl& d = *impl_;
+  RT_CHECK(!d.tokens, "{}: holds tokens; read() gives their windows", d.where());
   RT_CHECK(!d.encoded, "{}: holds encoded images; read() decodes them", d.where("x"));
   RT_CHECK(begin <= end && end <= d.n, "{}: sample range [{}, {}) out of range (N = {})",
            d.where("x"), begin, end, d.n);
@@ -746,6 +799,11 @@ void Dataset::read_stored(std::uint64_t begin, std::uint64_t end, void* out) {
 bool Dataset::enable_cache(std::size_t budget_bytes, int ranks_on_node) {
   Impl& d = *impl_;
   if (d.cached) return true;
+  if (d.tokens) {
+    log_warn("--cache: {} holds tokens, read by window from the file (the page cache keeps them)",
+             d.where());
+    return false;
+  }
   if (d.encoded) {
     log_warn("--cache: {} holds encoded images, read from the file (the page cache keeps them)",
              d.where("x"));

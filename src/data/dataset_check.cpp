@@ -65,6 +65,20 @@ DatasetReport check_dataset(const std::string& path) {
     try {
       // Opening checks the layout, the dtypes and every label's range.
       Dataset ds = Dataset::open(path, name, Dataset::Labels::optional);
+      if (ds.is_tokens()) {
+        // A token split: n counts tokens, each of which must lie in the vocabulary.
+        r.labelled = false;
+        r.n = static_cast<std::size_t>(ds.token_count());
+        r.shape = {1};
+        r.dtype = "tokens";
+        r.num_classes = ds.num_classes();
+        const std::uint64_t slab = 1u << 20;
+        for (std::uint64_t b = 0; b < ds.token_count(); b += slab)
+          ds.read_tokens(b, std::min<std::uint64_t>(ds.token_count(), b + slab));
+        if (r.n == 0) r.problems.push_back("the split is empty");
+        report.splits.push_back(std::move(r));
+        continue;
+      }
       r.labelled = ds.has_labels();
       r.n = ds.size();
       r.shape = ds.sample_shape();

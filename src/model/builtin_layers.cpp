@@ -12,6 +12,7 @@
 #include "model/merge_layers.h"
 #include "model/spec_values.h"
 #include "model/stateless_layers.h"
+#include "model/transformer_layers.h"
 #include "ringtrain/core/check.h"
 
 namespace ringtrain {
@@ -43,9 +44,10 @@ Canonical canonical_linear(const LayerSpec& l) {
   return {fmt::format("out={}", l.out)};
 }
 std::unique_ptr<Layer> make_linear(const LayerArgs&, const LayerBuild& b) {
-  RT_CHECK(b.input.rank() == 1,
-           "layer {} ({}) needs a flat input but gets {}: put 'flatten' before it", b.index,
-           b.spec->to_string(), b.input.to_string());
+  RT_CHECK(b.input.rank() == 1 || b.input.rank() == 2,
+           "layer {} ({}) needs a flat [features] or [rows, features] input but gets {}: put "
+           "'flatten' before it",
+           b.index, b.spec->to_string(), b.input.to_string());
   return std::make_unique<LinearLayer>(b.name, b.input, b.spec->out, *b.ctx);
 }
 
@@ -195,6 +197,76 @@ Canonical no_canonical(const LayerSpec&) {
 
 constexpr std::size_t kMany = static_cast<std::size_t>(-1);
 
+// ---- the GPT-2 class layers (model/transformer_layers.h); CPU only for now
+void parse_token_embedding(const Args& a, const std::string& at, LayerSpec& l) {
+  const SpecArg& vocab = required(a, 0, "vocab", "token_embedding", at);
+  const SpecArg& dim = required(a, 1, "dim", "token_embedding", at);
+  l.vocab = parse_count(vocab.value, "token_embedding 'vocab'", vocab.where, false);
+  l.out = parse_count(dim.value, "token_embedding 'dim'", dim.where, false);
+}
+Canonical canonical_token_embedding(const LayerSpec& l) {
+  return {fmt::format("vocab={}", l.vocab), fmt::format("dim={}", l.out)};
+}
+std::unique_ptr<Layer> make_token_embedding(const LayerArgs&, const LayerBuild& b) {
+  need_rank(b, b.input.rank() == 1, "[T] token ids");
+  return std::make_unique<TokenEmbeddingLayer>(b.name, b.input, b.spec->vocab, b.spec->out, *b.ctx);
+}
+void parse_position_embedding(const Args& a, const std::string& at, LayerSpec& l) {
+  const SpecArg& context = required(a, 0, "context", "position_embedding", at);
+  l.context = parse_count(context.value, "position_embedding 'context'", context.where, false);
+}
+Canonical canonical_position_embedding(const LayerSpec& l) {
+  return {fmt::format("context={}", l.context)};
+}
+std::unique_ptr<Layer> make_position_embedding(const LayerArgs&, const LayerBuild& b) {
+  RT_CHECK(b.input.rank() == 2 && b.input[0] <= b.spec->context,
+           "layer {} ({}) needs [T, C] rows with T <= {} but gets {}", b.index, b.spec->to_string(),
+           b.spec->context, b.input.to_string());
+  return std::make_unique<PositionEmbeddingLayer>(b.name, b.input, b.spec->context, *b.ctx);
+}
+void parse_layer_norm(const Args& a, const std::string&, LayerSpec& l) {
+  if (!a[0].value.empty())
+    l.eps = parse_real(a[0].value, "layer_norm 'eps'", a[0].where, 1e-12, 1.0);
+}
+Canonical canonical_layer_norm(const LayerSpec& l) {
+  if (l.eps != 1e-5) return {fmt::format("eps={}", l.eps)};
+  return {};
+}
+std::unique_ptr<Layer> make_layer_norm(const LayerArgs&, const LayerBuild& b) {
+  return std::make_unique<LayerNormLayer>(b.name, b.input, static_cast<float>(b.spec->eps), *b.ctx,
+                                          b.max_batch);
+}
+void parse_attention(const Args& a, const std::string& at, LayerSpec& l) {
+  const SpecArg& heads = required(a, 0, "heads", "causal_self_attention", at);
+  l.heads = parse_count(heads.value, "causal_self_attention 'heads'", heads.where, false);
+}
+Canonical canonical_attention(const LayerSpec& l) {
+  return {fmt::format("heads={}", l.heads)};
+}
+std::unique_ptr<Layer> make_attention(const LayerArgs&, const LayerBuild& b) {
+  need_rank(b, b.input.rank() == 2, "[T, C] rows");
+  return std::make_unique<CausalSelfAttentionLayer>(b.name, b.input, b.spec->heads, *b.ctx,
+                                                    b.max_batch);
+}
+std::unique_ptr<Layer> make_gelu_tanh(const LayerArgs&, const LayerBuild& b) {
+  return std::make_unique<ElementwiseActivationLayer>(b.name, b.input, *b.ctx, kGeluTanhActivation);
+}
+void parse_lm_head(const Args& a, const std::string& at, LayerSpec& l) {
+  const SpecArg& tied = required(a, 0, "tied", "lm_head", at);
+  if (!is_identifier(tied.value))
+    spec_fail(fmt::format("lm_head 'tied' at {} must name the token_embedding node, got '{}'",
+                          tied.where, tied.value));
+  l.tied = tied.value;
+}
+Canonical canonical_lm_head(const LayerSpec& l) {
+  return {fmt::format("tied={}", l.tied)};
+}
+std::unique_ptr<Layer> make_lm_head(const LayerArgs&, const LayerBuild& b) {
+  need_rank(b, b.input.rank() == 2, "[T, C] rows");
+  // The vocabulary is the tied embedding's: Model::build checks the pair.
+  return std::make_unique<TiedLmHeadLayer>(b.name, b.input, b.spec->tied, b.spec->vocab, *b.ctx);
+}
+
 struct Row {
   LayerKind kind;
   const char* name;
@@ -204,6 +276,7 @@ struct Row {
   void (*parse)(const Args&, const std::string&, LayerSpec&);
   Canonical (*canonical)(const LayerSpec&);
   std::unique_ptr<Layer> (*make)(const LayerArgs&, const LayerBuild&);
+  bool gpu = true;  // false: the layer refuses a GPU model (not yet implemented there)
 };
 
 }  // namespace
@@ -279,13 +352,73 @@ void register_builtin_layers(LayerRegistry& registry) {
        make_batch_norm},
       {LayerKind::add, "add", {"scale"}, {}, 2, kMany, parse_add, canonical_add, make_add},
       {LayerKind::concat, "concat", {}, {}, 2, kMany, no_args, no_canonical, make_concat},
+      {LayerKind::token_embedding,
+       "token_embedding",
+       {"vocab", "dim"},
+       {},
+       1,
+       1,
+       parse_token_embedding,
+       canonical_token_embedding,
+       make_token_embedding,
+       false},
+      {LayerKind::position_embedding,
+       "position_embedding",
+       {"context"},
+       {},
+       1,
+       1,
+       parse_position_embedding,
+       canonical_position_embedding,
+       make_position_embedding,
+       false},
+      {LayerKind::layer_norm,
+       "layer_norm",
+       {"eps"},
+       {},
+       1,
+       1,
+       parse_layer_norm,
+       canonical_layer_norm,
+       make_layer_norm,
+       false},
+      {LayerKind::causal_self_attention,
+       "causal_self_attention",
+       {"heads"},
+       {},
+       1,
+       1,
+       parse_attention,
+       canonical_attention,
+       make_attention,
+       false},
+      {LayerKind::gelu_tanh,
+       "gelu_tanh",
+       {},
+       {},
+       1,
+       1,
+       no_args,
+       no_canonical,
+       make_gelu_tanh,
+       false},
+      {LayerKind::lm_head,
+       "lm_head",
+       {"tied"},
+       {},
+       1,
+       1,
+       parse_lm_head,
+       canonical_lm_head,
+       make_lm_head,
+       false},
   };
   for (const Row& r : rows) {
     LayerType t;
     t.name = r.name;
     t.arg_names = r.args;
     t.make = r.make;
-    t.gpu = true;
+    t.gpu = r.gpu;
     t.aliases = r.aliases;
     t.min_inputs = r.min_inputs;
     t.max_inputs = r.max_inputs;

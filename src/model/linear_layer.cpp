@@ -1,5 +1,6 @@
 // Linear: y = x W^T + b with W [out, in] (PyTorch's layout, so weights move
-// between the two unchanged).
+// between the two unchanged). A [rows, in] input ([T, C] in a transformer)
+// applies it to each row.
 #include "model/linear_layer.h"
 
 #include "ringtrain/ops/bias.h"
@@ -10,7 +11,11 @@ namespace ringtrain {
 
 LinearLayer::LinearLayer(std::string name, const Shape& input, std::size_t out,
                          const ComputeContext& ctx)
-    : Layer(std::move(name), input, Shape{out}), ctx_(ctx), in_(input.numel()), out_(out) {}
+    : Layer(std::move(name), input, input.rank() == 2 ? Shape{input[0], out} : Shape{out}),
+      ctx_(ctx),
+      rows_(input.rank() == 2 ? input[0] : 1),
+      in_(input.rank() == 2 ? input[1] : input.numel()),
+      out_(out) {}
 
 std::vector<ParamDesc> LinearLayer::param_descs() const {
   return {{"weight", Shape{out_, in_}, in_}, {"bias", Shape{out_}, 0}};
@@ -23,13 +28,15 @@ void LinearLayer::bind(float* params, float* grads) {
   db_ = grads + out_ * in_;
 }
 
-void LinearLayer::forward(const float* x, float* y, std::size_t batch, bool) {
+void LinearLayer::forward(const float* x, float* y, std::size_t samples, bool) {
+  const std::size_t batch = samples * rows_;
   gemm(ctx_, false, true, batch, out_, in_, 1.0f, x, in_, w_, in_, 0.0f, y, out_);
   bias_add(ctx_, y, b_, batch, out_, 1);
 }
 
 void LinearLayer::backward(const float* x, const float*, const float* dy, float* dx,
-                           std::size_t batch, bool accumulate) {
+                           std::size_t samples, bool accumulate) {
+  const std::size_t batch = samples * rows_;
   if (batch == 0) {
     if (!accumulate) device_zero(dw_, sizeof(float) * (out_ * in_ + out_), ctx_.device());
     return;

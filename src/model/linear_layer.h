@@ -16,7 +16,7 @@ class LinearLayer final : public Layer {
 
  private:
   const ComputeContext& ctx_;
-  std::size_t in_, out_;
+  std::size_t rows_, in_, out_;  // rows per sample: 1, or T of a [T, in] input
   float *w_ = nullptr, *b_ = nullptr, *dw_ = nullptr, *db_ = nullptr;
 };
 

@@ -36,7 +36,9 @@ struct Model::State {
   std::vector<std::pair<std::size_t, std::size_t>>
       layer_ranges;  // [begin, end) in the flat parameter buffers
   std::vector<std::pair<std::size_t, std::size_t>> buffer_ranges;  // in the flat state buffer
-  std::vector<bool> below_params;  // the node or one it reads, directly or not, has parameters
+  std::vector<bool> below_params;
+  std::vector<std::size_t> bind_from;  // per node: whose parameter range it binds (tying)  // the
+                                       // node or one it reads, directly or not, has parameters
   Tensor params, grads_owned, buffers;
   // --precision bf16|fp16: what the layers read instead of the master
   // weights (the matmul layers' ranges rounded, the others copied), and the
@@ -47,6 +49,7 @@ struct Model::State {
     Precision precision;
   };
   std::vector<RefreshRun> refresh_runs;  // consecutive ranges of one policy, merged
+  bool round_input = false;              // not when the input is token ids
   BufferView grads;
   std::vector<Tensor> activations;    // output of each non-view node, max_batch rows
   std::vector<const float*> outputs;  // output pointer of each node (views share)
@@ -172,8 +175,19 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
       in_shapes.push_back(j < 0 ? Shape(input_shape) : shapes[static_cast<std::size_t>(j)]);
       if (j >= 0) ++readers[static_cast<std::size_t>(j)];
     }
+    LayerSpec made = l;
+    if (l.kind == LayerKind::lm_head) {
+      // The head's vocabulary is its tied embedding's.
+      const auto it = by_name.find(l.tied);
+      RT_CHECK(it != by_name.end() && spec.layers[static_cast<std::size_t>(it->second)].kind ==
+                                          LayerKind::token_embedding,
+               "model spec: node '{}' ({}) is tied to '{}', which is not an earlier "
+               "token_embedding node",
+               name, l.to_string(), l.tied);
+      made.vocab = spec.layers[static_cast<std::size_t>(it->second)].vocab;
+    }
     try {
-      s.layers.push_back(make_layer(l, in_shapes, name, i, *s.ctx, B, s.dropout));
+      s.layers.push_back(make_layer(made, in_shapes, name, i, *s.ctx, B, s.dropout));
     } catch (const Error& e) {
       RT_CHECK(false, "model spec: node '{}' ({}){}: {}", name, l.to_string(), written_at(i),
                e.what());
@@ -190,10 +204,13 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
              "must feed another",
              s.layers[i]->name(), spec.layers[i].to_string(), written_at(i));
   shape = shapes.back();
-  RT_CHECK(shape.rank() == 1 && shape[0] == m->num_classes_,
+  // [classes] per sample, or [T, classes]: one label per row (a language
+  // model's per-token loss).
+  RT_CHECK((shape.rank() == 1 || shape.rank() == 2) && shape[shape.rank() - 1] == m->num_classes_,
            "model spec '{}' ends with outputs of shape {} but the data has {} classes: the last "
            "layer should be linear(out={})",
            spec.to_string(), shape.to_string(), num_classes, num_classes);
+  m->rows_per_sample_ = shape.rank() == 2 ? shape[0] : 1;
   // Flat layout: node order, and weight before bias inside a layer.
   std::size_t offset = 0, buffer_offset = 0;
   // Places node i's tensors at `at` onwards in one flat buffer; returns [begin, end).
@@ -236,6 +253,10 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
   }
   s.params.copy_from(Tensor::borrow(host.data(), {offset}, DType::f32, Device::cpu()));
   if (options.precision != Precision::fp32) {
+    s.round_input = true;
+    for (std::size_t i = 0; i < s.layers.size(); ++i)
+      for (int j : s.inputs[i])
+        if (j < 0 && s.layers[i]->reads_token_ids()) s.round_input = false;
     s.compute_params = Tensor::empty({std::max<std::size_t>(offset, 1)}, DType::f32, dev);
     s.rounded_input =
         Tensor::empty({options.max_batch * Shape(input_shape).numel()}, DType::f32, dev);
@@ -250,9 +271,19 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
         s.refresh_runs.push_back({begin, end, p});
     }
   }
-  for (std::size_t i = 0; i < s.layers.size(); ++i)
-    s.layers[i]->bind(m->layer_params() + s.layer_ranges[i].first,
-                      static_cast<float*>(s.grads.ptr) + s.layer_ranges[i].first);
+  // Weight tying: the tied layer reads its owner's range.
+  s.bind_from.resize(s.layers.size());
+  for (std::size_t i = 0; i < s.layers.size(); ++i) {
+    s.bind_from[i] = i;
+    const std::string& owner = s.layers[i]->tied_to();
+    if (owner.empty()) continue;
+    const auto it = by_name.find(owner);
+    RT_CHECK(it != by_name.end(), "model spec: node '{}' is tied to '{}', which is not a node",
+             s.layers[i]->name(), owner);
+    s.bind_from[i] = static_cast<std::size_t>(it->second);
+    s.layers[s.bind_from[i]]->set_gradient_shared();
+  }
+  m->bind_layers(static_cast<float*>(s.grads.ptr));
 
   // Non-trainable state, at its constants (running mean 0, variance 1).
   m->buffer_count_ = buffer_offset;
@@ -346,10 +377,11 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
   for (std::size_t n : slot_size) per_sample += n;
   m->activation_bytes_per_sample_ = per_sample * sizeof(float);
   s.written.assign(G, false);
-  s.labels = Tensor::empty({B}, DType::i32, dev);
+  const std::size_t label_rows = B * m->rows_per_sample_;
+  s.labels = Tensor::empty({label_rows}, DType::i32, dev);
   if (dev.is_cuda()) {
-    s.row_loss = Tensor::empty({B}, DType::f32, dev);
-    s.row_correct = Tensor::empty({B}, DType::i32, dev);
+    s.row_loss = Tensor::empty({label_rows}, DType::f32, dev);
+    s.row_correct = Tensor::empty({label_rows}, DType::i32, dev);
   }
   s.loss_totals = Tensor::empty({kernels::kLossTotalsCount}, DType::f64, dev);
   device_zero(s.loss_totals.data(), s.loss_totals.buffer().bytes(), dev);
@@ -417,10 +449,16 @@ void Model::bind_gradient_buffer(BufferView grads) {
   RT_CHECK(grads.ptr != nullptr || param_count_ == 0, "gradient buffer is null");
   State& s = *state_;
   s.grads = grads;
-  for (std::size_t i = 0; i < s.layers.size(); ++i)
-    s.layers[i]->bind(layer_params() + s.layer_ranges[i].first,
-                      static_cast<float*>(grads.ptr) + s.layer_ranges[i].first);
+  bind_layers(static_cast<float*>(grads.ptr));
   s.grads_owned = Tensor();
+}
+
+void Model::bind_layers(float* grads) {
+  State& s = *state_;
+  for (std::size_t i = 0; i < s.layers.size(); ++i) {
+    const std::size_t from = s.layer_ranges[s.bind_from[i]].first;
+    s.layers[i]->bind(layer_params() + from, grads + from);
+  }
 }
 
 void Model::set_batch_stat_reducer(BatchStatReducer* reducer) {
@@ -447,7 +485,7 @@ const float* Model::run_layers(const float* x, const std::int32_t* labels, std::
     float* copy = s.compute_params.data_as<float>();
     for (const State::RefreshRun& r : s.refresh_runs)
       round_to_precision(*s.ctx, copy + r.begin, master + r.begin, r.end - r.begin, r.precision);
-    if (batch > 0) {
+    if (batch > 0 && s.round_input) {
       round_to_precision(*s.ctx, s.rounded_input.data_as<float>(), x,
                          batch * Shape(input_shape_).numel(), precision);
       x = s.rounded_input.data_as<float>();
@@ -474,7 +512,9 @@ const float* Model::run_layers(const float* x, const std::int32_t* labels, std::
   s.last_input = x;
   s.last_batch = batch;
   s.forward_done = true;
-  if (batch > 0) copy_view(s.labels.buffer(), view_of(labels, batch, options_.device));
+  if (batch > 0)
+    copy_view(s.labels.buffer().slice(0, batch * rows_per_sample_),
+              view_of(labels, batch * rows_per_sample_, options_.device));
   return in;
 }
 
@@ -485,19 +525,19 @@ Model::LossResult Model::forward(const float* x, const std::int32_t* labels, std
   if (batch == 0) return {};
   if (options_.device.is_cuda()) host_sync::note(options_.device, "model: read the loss");
   const SoftmaxCrossEntropyResult r = softmax_cross_entropy_forward(
-      *s.ctx, logits, s.labels.data_as<std::int32_t>(), batch, num_classes_,
+      *s.ctx, logits, s.labels.data_as<std::int32_t>(), batch * rows_per_sample_, num_classes_,
       s.row_loss.data_as<float>(), s.row_correct.data_as<std::int32_t>());
-  return {r.loss_sum, r.correct};
+  return {r.loss_sum, r.correct, r.counted};
 }
 
 void Model::forward_accumulate(const float* x, const std::int32_t* labels, std::size_t batch,
                                bool training) {
   State& s = *state_;
   const float* logits = run_layers(x, labels, batch, training);
-  softmax_cross_entropy_accumulate(*s.ctx, logits, s.labels.data_as<std::int32_t>(), batch,
-                                   num_classes_, s.row_loss.data_as<float>(),
-                                   s.row_correct.data_as<std::int32_t>(),
-                                   s.loss_totals.data_as<double>(), options_.label_smoothing);
+  softmax_cross_entropy_accumulate(
+      *s.ctx, logits, s.labels.data_as<std::int32_t>(), batch * rows_per_sample_, num_classes_,
+      s.row_loss.data_as<float>(), s.row_correct.data_as<std::int32_t>(),
+      s.loss_totals.data_as<double>(), options_.label_smoothing);
 }
 
 Model::LossResult Model::take_loss_totals() {
@@ -515,7 +555,7 @@ Model::LossResult Model::take_loss_totals() {
            "match the "
            "model's {} classes",
            static_cast<std::uint64_t>(totals[2]), num_classes_, num_classes_);
-  return {totals[0], static_cast<std::size_t>(totals[1])};
+  return {totals[0], static_cast<std::size_t>(totals[1]), 0};
 }
 
 void Model::backward(float grad_scale, bool accumulate,
@@ -534,8 +574,11 @@ void Model::backward(float grad_scale, bool accumulate,
   const auto grad_buffer = [&](std::size_t node) {
     return s.grad_buffers[static_cast<std::size_t>(s.grad_of[node])];
   };
-  softmax_cross_entropy_backward(*s.ctx, s.outputs[L - 1], s.labels.data_as<std::int32_t>(), batch,
-                                 num_classes_, grad_scale / static_cast<float>(batch),
+  // The mean over the batch's rows: a language model's sample loss is the
+  // mean over its T tokens (ignored labels add 0).
+  const std::size_t rows = batch * rows_per_sample_;
+  softmax_cross_entropy_backward(*s.ctx, s.outputs[L - 1], s.labels.data_as<std::int32_t>(), rows,
+                                 num_classes_, grad_scale / static_cast<float>(rows),
                                  grad_buffer(L - 1), options_.label_smoothing);
   s.written[static_cast<std::size_t>(s.grad_of[L - 1])] = true;
   std::vector<const float*>& xs = s.xs;

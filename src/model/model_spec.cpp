@@ -111,17 +111,6 @@ std::string known_kinds() {
   return fmt::format("{}", fmt::join(names, ", "));
 }
 
-// A node name: a letter or '_' first, then letters, digits, '_' and '.'
-// (torchvision's module paths: layer1.0.conv1).
-bool is_identifier(std::string_view token) {
-  if (token.empty() || !(std::isalpha(static_cast<unsigned char>(token[0])) || token[0] == '_') ||
-      token.back() == '.')
-    return false;
-  for (char ch : token)
-    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '.')) return false;
-  return true;
-}
-
 struct Arg {
   std::string key;  // empty: positional
   std::string value;
@@ -989,7 +978,8 @@ std::string_view cnn_preset_text() {
 std::string_view model_spec_help() {
   return "mlp:784-512-512-10 (input, hidden..., classes; ReLU between), cnn (2 conv + 2 pool + 2 "
          "FC for 1x28x28, 421,642 parameters), resnet18/34/50/101, resnet20/32/56 (CIFAR), "
-         "vgg16, vgg16_bn (classes from the data), @file, or a layer graph such as "
+         "vgg16, vgg16_bn (classes from the data), gpt-nano, gpt2, gpt2-medium (language models "
+         "on token data: docs/language-models.md), @file, or a layer graph such as "
          "'conv2d(out=8, kernel=3, padding=1); relu; max_pool2d(kernel=2); flatten; "
          "linear(out=10)' or 'a = conv2d(out=8, kernel=3, padding=1); b = relu; y = add(a, b); "
          "global_avg_pool; linear(out=10)', with blocks and repeat (block b(w) { ... }; "

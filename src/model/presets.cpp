@@ -250,7 +250,62 @@ ModelSpec inception3(std::size_t classes) {
   return g.spec();
 }
 
+// GPT-2 (Radford et al. 2019) as Hugging Face's GPT2LMHeadModel: pre-norm
+// blocks, tanh GELU, the head tied to the token embedding. Node names are
+// its module names without the leading "transformer.", so parameter names
+// are h.0.attn.c_attn.weight, h.0.mlp.c_fc.bias, ln_f.weight, wte.weight.
+struct GptLayout {
+  std::size_t layers, width, heads, context, vocab;  // vocab 0: from the data
+};
+
+const GptLayout* gpt_layout(std::string_view name) {
+  static const GptLayout nano{4, 128, 4, 128, 0};
+  static const GptLayout gpt2{12, 768, 12, 1024, 50257};
+  static const GptLayout medium{24, 1024, 16, 1024, 50257};
+  if (name == "gpt-nano") return &nano;
+  if (name == "gpt2") return &gpt2;
+  if (name == "gpt2-medium") return &medium;
+  return nullptr;
+}
+
+ModelSpec gpt(const GptLayout& l, std::size_t vocab) {
+  GraphBuilder g;
+  LayerSpec wte{LayerKind::token_embedding};
+  wte.vocab = vocab;
+  wte.out = l.width;
+  g.node(wte, {}, "wte");
+  LayerSpec wpe{LayerKind::position_embedding};
+  wpe.context = l.context;
+  std::string x = g.node(wpe, {}, "wpe");
+  LayerSpec attn{LayerKind::causal_self_attention};
+  attn.heads = l.heads;
+  for (std::size_t i = 0; i < l.layers; ++i) {
+    const std::string p = fmt::format("h.{}", i);
+    g.node(LayerSpec{LayerKind::layer_norm}, {x}, p + ".ln_1");
+    const std::string a = g.node(attn, {}, p + ".attn");
+    x = g.add({x, a}, p + ".attn_residual");
+    g.node(LayerSpec{LayerKind::layer_norm}, {x}, p + ".ln_2");
+    g.linear(4 * l.width, p + ".mlp.c_fc");
+    g.node(LayerSpec{LayerKind::gelu_tanh}, {}, p + ".mlp.gelu");
+    const std::string m = g.linear(l.width, p + ".mlp.c_proj");
+    x = g.add({x, m}, p + ".mlp_residual");
+  }
+  g.node(LayerSpec{LayerKind::layer_norm}, {x}, "ln_f");
+  LayerSpec head{LayerKind::lm_head};
+  head.tied = "wte";
+  g.node(head, {}, "lm_head");
+  ModelSpec spec = g.spec();
+  spec.input_shape = {l.context};
+  return spec;
+}
+
 }  // namespace
+
+std::optional<LanguageModelShape> language_model_shape(std::string_view name) {
+  const GptLayout* l = gpt_layout(name);
+  if (l == nullptr) return std::nullopt;
+  return LanguageModelShape{l->context, l->vocab};
+}
 
 std::vector<std::pair<std::string, std::string>> graph_preset_list() {
   return {{"resnet18", "ImageNet ResNet-18 (11,689,512 parameters at 1000 classes)"},
@@ -264,7 +319,16 @@ std::vector<std::pair<std::string, std::string>> graph_preset_list() {
           {"vgg16_bn", "VGG-16 with BatchNorm (138,365,992)"},
           {"inception3",
            "Inception v3 as torchvision's, without the auxiliary classifier "
-           "(23,834,568; 299x299 input, 75x75 at the least)"}};
+           "(23,834,568; 299x299 input, 75x75 at the least)"},
+          {"gpt-nano",
+           "GPT-2 style language model for CPU runs: 4 layers, 128 wide, 4 heads, context 128, "
+           "vocabulary from the data"},
+          {"gpt2",
+           "GPT-2 124M: 12 layers, 768 wide, 12 heads, context 1024, vocabulary 50257 "
+           "(124,439,808 parameters, head tied)"},
+          {"gpt2-medium",
+           "GPT-2 medium: 24 layers, 1024 wide, 16 heads, context 1024, "
+           "vocabulary 50257 (354,823,168)"}};
 }
 
 bool is_graph_preset(std::string_view name) {
@@ -296,6 +360,8 @@ ModelSpec graph_preset(std::string_view name, std::size_t classes) {
     spec = vgg16(true, classes);
   else if (name == "inception3")
     spec = inception3(classes);
+  else if (const GptLayout* l = gpt_layout(name))
+    spec = gpt(*l, l->vocab > 0 ? l->vocab : classes);
   else
     RT_CHECK(false, "unknown model preset '{}'", name);
   spec.preset = std::string(name);

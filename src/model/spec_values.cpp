@@ -1,6 +1,8 @@
 // Values in a model spec's arguments (model/spec_values.h).
 #include "model/spec_values.h"
 
+#include <cctype>
+
 #include <charconv>
 
 #include <fmt/format.h>
@@ -72,6 +74,17 @@ std::pair<std::size_t, std::size_t> parse_pair(std::string_view token, std::stri
 
 std::string pair_text(std::size_t h, std::size_t w) {
   return w == LayerSpec::kSquare ? fmt::format("{}", h) : fmt::format("{}x{}", h, w);
+}
+
+// A node name: a letter or '_' first, then letters, digits, '_' and '.'
+// (torchvision's module paths: layer1.0.conv1).
+bool is_identifier(std::string_view token) {
+  if (token.empty() || !(std::isalpha(static_cast<unsigned char>(token[0])) || token[0] == '_') ||
+      token.back() == '.')
+    return false;
+  for (char ch : token)
+    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '.')) return false;
+  return true;
 }
 
 }  // namespace ringtrain

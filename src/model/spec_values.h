@@ -25,6 +25,8 @@ bool parse_flag(std::string_view token, std::string_view what, const std::string
 // "7" -> (7, kSquare); "1x7" -> (1, 7): a size along the height and the width.
 std::pair<std::size_t, std::size_t> parse_pair(std::string_view token, std::string_view what,
                                                const std::string& where, bool allow_zero);
+// A node name: a letter or '_' first, then letters, digits, '_' and '.'.
+bool is_identifier(std::string_view token);
 // The canonical text of such a pair: "7", "1x7".
 std::string pair_text(std::size_t h, std::size_t w);
 

@@ -21,6 +21,8 @@ struct ElementwiseActivation {
 
 inline constexpr ElementwiseActivation kReluActivation{relu_forward, relu_backward, true};
 inline constexpr ElementwiseActivation kGeluActivation{gelu_forward, gelu_backward, false};
+inline constexpr ElementwiseActivation kGeluTanhActivation{gelu_tanh_forward, gelu_tanh_backward,
+                                                           false};
 
 class ElementwiseActivationLayer final : public Layer {
  public:

@@ -7,6 +7,7 @@
 
 #include "ringtrain/core/buffer_copy.h"
 #include "ringtrain/core/check.h"
+#include "ringtrain/model/hf_gpt2_names.h"
 
 namespace ringtrain {
 
@@ -18,8 +19,12 @@ bool is_counter(const std::string& name) {
 }
 }  // namespace
 
-void import_weights(Model& model, const std::vector<NamedTensor>& tensors,
+void import_weights(Model& model, const std::vector<NamedTensor>& given,
                     const std::string& origin) {
+  // GPT-2 weights from Hugging Face (transformer.h.0.attn.c_attn.weight, ...).
+  const std::vector<NamedTensor> converted =
+      has_hf_gpt2_names(given) ? from_hf_gpt2_names(given, origin) : std::vector<NamedTensor>{};
+  const std::vector<NamedTensor>& tensors = converted.empty() ? given : converted;
   std::map<std::string, const NamedTensor*> by_name;
   for (const NamedTensor& t : tensors) by_name[t.name] = &t;
   std::vector<std::string> missing, wrong_shape;

@@ -5,12 +5,15 @@
 #include "kernels/softmax_cross_entropy.cuh"
 #include "ops/gpu_ops.h"
 #include "ringtrain/core/check.h"
+#include "ringtrain/data/token_data.h"
 
 namespace ringtrain {
 
+static_assert(kernels::kIgnoredLabel == kIgnoreLabel);
+
 namespace {
 void check_label(std::int32_t label, std::size_t row, std::size_t classes) {
-  RT_CHECK(label >= 0 && static_cast<std::size_t>(label) < classes,
+  RT_CHECK(label == kIgnoreLabel || (label >= 0 && static_cast<std::size_t>(label) < classes),
            "label {} of batch row {} is outside [0, {}): the labels do not match the model's {} "
            "classes",
            label, row, classes, classes);
@@ -37,6 +40,7 @@ SoftmaxCrossEntropyResult softmax_cross_entropy_forward(
     detail::gpu_copy_to_host(host_correct.data(), row_correct, rows * sizeof(std::int32_t),
                              ctx.stream());
     for (std::size_t i = 0; i < rows; ++i) {
+      if (host_correct[i] == kernels::kIgnoredRow) continue;
       if (host_correct[i] < 0) {
         std::int32_t label = 0;
         detail::gpu_copy_to_host(&label, labels + i, sizeof(label), ctx.stream());
@@ -44,6 +48,7 @@ SoftmaxCrossEntropyResult softmax_cross_entropy_forward(
       }
       r.loss_sum += host_loss[i];
       r.correct += static_cast<std::size_t>(host_correct[i]);
+      ++r.counted;
     }
     return r;
   }
@@ -52,8 +57,10 @@ SoftmaxCrossEntropyResult softmax_cross_entropy_forward(
     float loss = 0.0f;
     int correct = 0;
     kernels::softmax_ce_row_forward(logits + i * classes, c, labels[i], &loss, &correct);
+    if (correct == kernels::kIgnoredRow) continue;
     r.loss_sum += loss;
     r.correct += static_cast<std::size_t>(correct);
+    ++r.counted;
   }
   return r;
 }

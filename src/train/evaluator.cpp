@@ -1,5 +1,7 @@
 #include "ringtrain/train/evaluator.h"
 
+#include <cmath>
+
 #include "ringtrain/core/buffer_copy.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/data/prefetcher.h"
@@ -26,8 +28,46 @@ std::vector<double> EvalResult::per_class_accuracy() const {
   return acc;
 }
 
+namespace {
+
+// A language model: the loss sum and the correct and counted tokens, summed
+// over the ranks (exact integers, the loss in f64), with no confusion matrix
+// (50257 x 50257 would not fit).
+EvalResult evaluate_tokens(Model& model, Dataset& data, Communicator& control, std::size_t batch,
+                           Device device) {
+  EvalResult result;                   // num_classes 0: no confusion matrix or per-class figures
+  std::int64_t counts[3] = {0, 0, 0};  // windows, tokens, correct tokens
+  double loss_sum = 0;
+  const EvalShard shard = eval_shard(data.size(), control.rank(), control.size());
+  EvalBatches batches(data, shard, batch, 2, device);
+  while (auto b = batches.next()) {
+    const Model::LossResult r =
+        model.forward(b->x.as<const float>(), b->y.as<const std::int32_t>(), b->size,
+                      /*training=*/false);
+    loss_sum += r.loss_sum;
+    counts[0] += static_cast<std::int64_t>(b->size);
+    counts[1] += static_cast<std::int64_t>(r.counted);
+    counts[2] += static_cast<std::int64_t>(r.correct);
+  }
+  control.allreduce(BufferView{counts, 3, DType::i64, Device::cpu()},
+                    BufferView{counts, 3, DType::i64, Device::cpu()}, ReduceOp::sum);
+  control.allreduce(BufferView{&loss_sum, 1, DType::f64, Device::cpu()},
+                    BufferView{&loss_sum, 1, DType::f64, Device::cpu()}, ReduceOp::sum);
+  result.n = static_cast<std::uint64_t>(counts[0]);
+  RT_CHECK_EQ(result.n, static_cast<std::uint64_t>(data.size()), "evaluation window count");
+  result.tokens = static_cast<std::uint64_t>(counts[1]);
+  result.loss = result.tokens ? loss_sum / static_cast<double>(result.tokens) : 0.0;
+  result.accuracy =
+      result.tokens ? static_cast<double>(counts[2]) / static_cast<double>(result.tokens) : 0.0;
+  result.perplexity = std::exp(result.loss);
+  return result;
+}
+
+}  // namespace
+
 EvalResult evaluate(Model& model, Dataset& data, Communicator& control, std::size_t batch,
                     Device device) {
+  if (model.rows_per_sample() > 1) return evaluate_tokens(model, data, control, batch, device);
   const int nc = data.num_classes();
   const auto ncs = static_cast<std::size_t>(nc);
   EvalResult result;

@@ -85,7 +85,8 @@ std::string format_progress_line(const ProgressStats& s, std::size_t max_width) 
                                : fmt::format("step {}", s.step);
   const std::string loss = "loss " + format_loss(s.loss);
   const std::string lr = fmt::format("lr {:.3g}", s.lr);
-  const std::string rate = format_rate(s.samples_per_s) + " samples/s";
+  const std::string rate = s.tokens_per_s > 0 ? format_rate(s.tokens_per_s) + " tokens/s"
+                                              : format_rate(s.samples_per_s) + " samples/s";
   const std::string eta = "ETA " + (s.eta_s ? format_duration(*s.eta_s) : std::string("--"));
   const std::string skipped =
       s.skipped_steps > 0 ? fmt::format("skipped {} non-finite", s.skipped_steps) : std::string();

@@ -49,6 +49,7 @@ void RunRecorder::on_step(std::uint64_t step, std::uint64_t epoch, float lr, dou
     s.loss = loss;
     s.lr = lr;
     s.samples_per_s = samples_per_second;
+    s.tokens_per_s = window.tokens_per_s;
     s.step_s = t.total;
     s.compute_s = compute;
     s.exposed_comm_s = t.exposed_comm;
@@ -70,6 +71,7 @@ void RunRecorder::on_step(std::uint64_t step, std::uint64_t epoch, float lr, dou
                         {"loss", loss},
                         {"lr", lr},
                         {"samples_per_s", samples_per_second},
+                        {"tokens_per_s", window.tokens_per_s},
                         {"step_s", t.total},
                         {"window_steps", window.steps},
                         {"window_step_s", window.step_s_mean},
@@ -114,19 +116,32 @@ void RunRecorder::on_step(std::uint64_t step, std::uint64_t epoch, float lr, dou
 
 void RunRecorder::on_eval(std::uint64_t step, const EvalResult& r, double seconds) {
   if (rank_ != 0) return;
-  progress_->print(
-      fmt::format("eval at step {}: accuracy {:.4f}, loss {:.4f} over {} samples ({:.1f}s)", step,
-                  r.accuracy, r.loss, r.n, seconds));
-  if (metrics_)
-    metrics_->write({{"kind", "eval"},
-                     {"step", step},
-                     {"split", config_.eval_split},
-                     {"n", r.n},
-                     {"loss", r.loss},
-                     {"accuracy", r.accuracy},
-                     {"seconds", seconds}});
-  if (tensorboard_)
-    tensorboard_->add_scalars(step, {{"eval/accuracy", r.accuracy}, {"eval/loss", r.loss}});
+  if (r.tokens > 0) {
+    progress_->print(fmt::format(
+        "eval at step {}: loss {:.4f} per token, perplexity {:.3f}, next-token accuracy {:.4f} "
+        "over {} tokens ({} windows, {:.1f}s)",
+        step, r.loss, r.perplexity, r.accuracy, r.tokens, r.n, seconds));
+  } else {
+    progress_->print(
+        fmt::format("eval at step {}: accuracy {:.4f}, loss {:.4f} over {} samples ({:.1f}s)", step,
+                    r.accuracy, r.loss, r.n, seconds));
+  }
+  if (metrics_) {
+    nlohmann::json e = {{"kind", "eval"},    {"step", step},   {"split", config_.eval_split},
+                        {"n", r.n},          {"loss", r.loss}, {"accuracy", r.accuracy},
+                        {"seconds", seconds}};
+    if (r.tokens > 0) {
+      e["tokens"] = r.tokens;
+      e["perplexity"] = r.perplexity;
+    }
+    metrics_->write(e);
+  }
+  if (tensorboard_) {
+    std::vector<std::pair<std::string, double>> values = {{"eval/accuracy", r.accuracy},
+                                                          {"eval/loss", r.loss}};
+    if (r.tokens > 0) values.emplace_back("eval/perplexity", r.perplexity);
+    tensorboard_->add_scalars(step, values);
+  }
 }
 
 void RunRecorder::on_checkpoint(std::uint64_t step, const std::string& path) {

@@ -55,6 +55,7 @@
 #include "ringtrain/model/model.h"
 #include "ringtrain/model/model_spec.h"
 #include "ringtrain/model/parameter_groups.h"
+#include "ringtrain/model/presets.h"
 #include "ringtrain/model/weights_io.h"
 #include "ringtrain/optim/grad_clip.h"
 #include "ringtrain/optim/lr_schedule.h"
@@ -140,6 +141,7 @@ class Trainer {
   void prove_outputs_writable() const;
   void open_data_and_build_model();
   void set_image_transforms();
+  int open_token_windows();
   void agree_on_run();
   void plan_steps_and_schedule();
   void make_backend_and_optimizer();
@@ -309,6 +311,9 @@ void Trainer::prove_outputs_writable() const {
 void Trainer::open_data_and_build_model() {
   train_data_.emplace(Dataset::open_on_all_ranks(cfg_.data_path, cfg_.split, *control_));
   eval_data_.emplace(Dataset::open_on_all_ranks(cfg_.data_path, cfg_.eval_split, *control_));
+  spec_.emplace(ModelSpec::parse(cfg_.model));
+  int classes = train_data_->num_classes();
+  if (train_data_->is_tokens()) classes = open_token_windows();
   set_image_transforms();
   RT_CHECK(eval_data_->sample_shape() == train_data_->sample_shape(),
            "{}: sample shape {} differs from {}'s {}", eval_data_->describe(),
@@ -318,7 +323,6 @@ void Trainer::open_data_and_build_model() {
     train_data_->enable_cache(0, topo_.local_size());
     eval_data_->enable_cache(0, topo_.local_size());
   }
-  spec_.emplace(ModelSpec::parse(cfg_.model));
   sampler_.emplace(make_train_sampler(cfg_, train_data_->size(), topo_.rank(), topo_.world_size()));
   ModelOptions model_options;
   model_options.device = device_;
@@ -327,11 +331,45 @@ void Trainer::open_data_and_build_model() {
   model_options.tf32 = parse_tf32_mode(cfg_.tf32);
   model_options.label_smoothing = static_cast<float>(cfg_.label_smoothing);
   model_options.precision = parse_precision(cfg_.precision);
-  model_ =
-      Model::build(*spec_, train_data_->sample_shape(), train_data_->num_classes(), model_options);
+  model_ = Model::build(*spec_, train_data_->sample_shape(), classes, model_options);
   sampler_global_batch_ = sampler_->global_batch();
   global_batch_ = sampler_global_batch_ * cfg_.accum;
   micro_per_epoch_ = sampler_->steps_per_epoch();
+}
+
+// Token data: samples are windows of the model's context (a GPT preset's, or
+// the spec's input(T)). Training takes full windows; evaluation keeps the
+// partial last one, so that every token of the split is predicted once.
+// Returns the model's output classes: its fixed vocabulary (gpt2), else the data's.
+int Trainer::open_token_windows() {
+  const auto lm = language_model_shape(spec_->preset);
+  const std::size_t context = lm                               ? lm->context
+                              : spec_->input_shape.size() == 1 ? spec_->input_shape[0]
+                                                               : 0;
+  RT_CHECK(context > 0,
+           "{} holds tokens, and model '{}' does not fix a context: use a language-model preset "
+           "(gpt-nano, gpt2, gpt2-medium) or begin the layer list with input(T)",
+           train_data_->describe(), spec_->to_string());
+  RT_CHECK(eval_data_->is_tokens(), "{} holds tokens but {} does not", train_data_->describe(),
+           eval_data_->describe());
+  RT_CHECK(eval_data_->num_classes() == train_data_->num_classes(),
+           "{}: vocab_size {} differs from {}'s {}", eval_data_->describe(),
+           eval_data_->num_classes(), train_data_->describe(), train_data_->num_classes());
+  RT_CHECK(cfg_.augment.empty() && cfg_.eval_transform.empty(),
+           "{} holds tokens: --augment and --eval-transform apply to images only",
+           train_data_->describe());
+  train_data_->set_token_context(context, /*keep_partial=*/false);
+  eval_data_->set_token_context(context, /*keep_partial=*/true);
+  RT_CHECK(train_data_->size() > 0,
+           "{}: {} tokens make no full window of {} + 1 tokens: the training split is too short "
+           "for this model's context",
+           train_data_->describe(), train_data_->token_count(), context);
+  const auto data_vocab = static_cast<std::size_t>(train_data_->num_classes());
+  if (!lm || lm->vocab == 0) return train_data_->num_classes();
+  RT_CHECK(data_vocab <= lm->vocab,
+           "{}: vocab_size {} is larger than model {}'s vocabulary of {} tokens",
+           train_data_->describe(), data_vocab, spec_->preset, lm->vocab);
+  return static_cast<int>(lm->vocab);
 }
 
 void Trainer::set_image_transforms() {
@@ -731,7 +769,9 @@ void Trainer::log_step(StepOutcome& outcome) {
   static_assert(sizeof(LossWindow) == 2 * sizeof(double));
   BufferView wire{&window_, 2, DType::f64, Device::cpu()};
   control_->allreduce(wire, wire, ReduceOp::sum);
-  const double loss = window_.samples > 0 ? window_.loss_sum / window_.samples : 0.0;
+  // Per token for a language model (training windows are full: no ignored labels).
+  const double rows = static_cast<double>(model_->rows_per_sample());
+  const double loss = window_.samples > 0 ? window_.loss_sum / (window_.samples * rows) : 0.0;
   StepWindow w;
   w.steps = window_step_s_.size();
   double seconds = 0;
@@ -739,6 +779,7 @@ void Trainer::log_step(StepOutcome& outcome) {
   w.step_s_mean = w.steps > 0 ? seconds / static_cast<double>(w.steps) : 0.0;
   w.step_s_median = median(window_step_s_);
   w.samples_per_s = seconds > 0 ? window_.samples / seconds : 0.0;
+  if (model_->rows_per_sample() > 1) w.tokens_per_s = w.samples_per_s * rows;
   w.exposed_comm_s_mean = w.steps > 0 ? window_exposed_s_ / static_cast<double>(w.steps) : 0.0;
   recorder_->on_step(step_, outcome.epoch, outcome.lr, loss, outcome.timing, w);
   // Every rank holds the same summed loss: all warn or stop alike.
@@ -906,6 +947,11 @@ TrainSummary Trainer::run() {
   summary_.test_n = last_eval_.n;
   summary_.samples_per_second =
       run_seconds_ > 0 ? static_cast<double>(run_samples_) / run_seconds_ : 0;
+  summary_.test_tokens = last_eval_.tokens;
+  summary_.test_perplexity = last_eval_.perplexity;
+  if (model_->rows_per_sample() > 1)
+    summary_.tokens_per_second =
+        summary_.samples_per_second * static_cast<double>(model_->rows_per_sample());
   summary_.step_s_median = median(measured_step_s_);
   summary_.median_steps = measured_step_s_.size();
   recorder_->finish(*control_, summary_);

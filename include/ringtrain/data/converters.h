@@ -93,4 +93,20 @@ struct SyntheticOptions {
 // trivially separable when noise is large, and a pure function of the seed.
 ConvertSummary make_synthetic(const SyntheticOptions& o);
 
+struct TextConvertOptions {
+  std::vector<std::string> files;  // read in order, as one stream
+  std::string output;
+  // bytes, sentencepiece:MODEL (an existing .model), or sentencepiece with
+  // train_vocab > 0 (a model trained on the files).
+  std::string tokenizer = "bytes";
+  std::size_t train_vocab = 0;         // --train-tokenizer
+  std::string tokenizer_type = "bpe";  // bpe or unigram, for --train-tokenizer
+  double test_fraction = 0.1;          // the stream's last tokens, held out as /test
+  bool force = false;                  // replace an existing output (never an input)
+};
+// A token dataset (ringtrain/data/token_data.h): the files' tokens in order,
+// the last test_fraction of each file's as /test, the rest as /train, the
+// tokenizer recorded.
+ConvertSummary convert_text(const TextConvertOptions& o);
+
 }  // namespace ringtrain

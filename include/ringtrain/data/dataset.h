@@ -4,6 +4,8 @@
 //                encoding = jpeg, channels, height, width; 0 x 0: sizes vary),
 //                decoded by read() on the loader threads
 //   /<split>/y   N labels, int32 or int64, each in [0, num_classes)
+//   or /<split>/tokens, a flat array of token ids (ringtrain/data/token_data.h),
+//   whose samples are windows once set_token_context gives their length
 //   attributes on /<split> (or, as a fallback, on the file root):
 //     num_classes (integer), class_names (strings, optional),
 //     scale and offset (float, required for uint8 x: value = byte * scale + offset)
@@ -66,11 +68,26 @@ class Dataset {
   // "fashion.h5:/train" for messages.
   std::string describe() const;
 
+  // Token data (ringtrain/data/token_data.h): a split of `tokens` instead of
+  // x and y. set_token_context makes its samples windows of `context` tokens
+  // (shape {context}, token ids as floats) with `context` int32 labels each
+  // (the next tokens); keep_partial keeps the last, shorter window, padded
+  // with kIgnoreLabel (evaluation: every token is a target once). Until then
+  // size() is 0. num_classes() is the vocabulary size.
+  bool is_tokens() const;
+  void set_token_context(std::size_t context, bool keep_partial);
+  // Labels per sample: the context for token data, else 1.
+  std::size_t labels_per_sample() const;
+  std::uint64_t token_count() const;     // 0 for sample data
+  const std::string& tokenizer() const;  // "bytes", "sentencepiece"; empty for sample data
+  std::vector<std::int32_t> read_tokens(std::uint64_t begin, std::uint64_t end);
+
   // Throws Error naming both shapes (and the file and split) when they differ.
   void check_sample_shape(const std::vector<std::size_t>& expected) const;
 
   // Reads these samples (any order, repeats allowed) as normalised float32 into
-  // x (indices.size() * sample_elements()) and int32 labels into y (may be null).
+  // x (indices.size() * sample_elements()) and int32 labels into y (may be
+  // null; indices.size() * labels_per_sample()).
   // Contiguous runs of the sorted indices become one hyperslab each, read in
   // one H5Dread; the requested order is restored while converting. With a
   // transform, `epoch` and each sample's index seed its random choices.

@@ -20,7 +20,7 @@ namespace ringtrain {
 
 struct Batch {
   BufferView x;  // size * sample_elements float32, normalised, on the device
-  BufferView y;  // size int32 labels, on the device
+  BufferView y;  // size * labels_per_sample int32 labels, on the device
   std::size_t size = 0;
   DataCursor cursor;          // the step this batch is (training); {0, batch number} in evaluation
   double wait_seconds = 0.0;  // how long next() blocked for it: >0 means the loader was behind

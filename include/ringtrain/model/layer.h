@@ -55,6 +55,17 @@ class Layer {
     (void)params;
     (void)grads;
   }
+  // Weight tying (a language model's head reads the token embedding): the
+  // name of the node whose parameters this layer uses instead of its own
+  // (empty: none). The model binds this layer to that node's parameters and
+  // gradients, and tells the owner set_gradient_shared(): the tied layer,
+  // later in the graph, writes its share of the gradient first (overwriting
+  // or accumulating as asked), and the owner then adds its own.
+  virtual const std::string& tied_to() const {
+    static const std::string none;
+    return none;
+  }
+  virtual void set_gradient_shared() {}
   // A view layer (flatten) has y == x: the model gives it no buffer of its own
   // and passes gradients straight through.
   virtual bool is_view() const { return false; }
@@ -62,6 +73,9 @@ class Layer {
   // --precision bf16|fp16 it is bound to a low-precision copy of its weights
   // (ringtrain/ops/precision.h); other layers (norms) keep reading fp32.
   virtual bool matmul_weights() const { return false; }
+  // A layer whose input is token ids carried as floats (token_embedding): the
+  // model never rounds such an input to a 16-bit grid.
+  virtual bool reads_token_ids() const { return false; }
 
   virtual void forward(const float* x, float* y, std::size_t batch, bool training) = 0;
   // Writes dx (when not null), and the parameter gradients: overwritten, or

@@ -107,14 +107,20 @@ class Model {
   // recomputes the same masks.
   void set_dropout_context(std::uint64_t rank, std::uint64_t step);
 
+  // A model whose last node gives [T, classes] per sample (a language model)
+  // has T labels per sample, one per row, and its loss is per row (token).
+  std::size_t rows_per_sample() const { return rows_per_sample_; }
+
   struct LossResult {
-    double loss_sum = 0;      // sum over the batch of per-sample losses
-    std::size_t correct = 0;  // samples whose argmax is the label
+    double loss_sum = 0;      // sum over the batch's rows of their losses
+    std::size_t correct = 0;  // rows whose argmax is the label
+    // Rows counted (labels not kIgnoreLabel); forward() only (the running
+    // totals do not count).
+    std::size_t counted = 0;
   };
-  // x: batch x input_shape float32 and labels int32, both on the model's
-  // device. x must stay valid and unchanged until the matching backward.
-  // Returns the loss at once: on a GPU that reads it back (a counted host
-  // sync). For evaluation, tools and tests.
+  // x: batch x input_shape float32 and labels int32 (batch x rows_per_sample()), both on the
+  // model's device. x must stay valid and unchanged until the matching backward. Returns the loss
+  // at once: on a GPU that reads it back (a counted host sync). For evaluation, tools and tests.
   LossResult forward(const float* x, const std::int32_t* labels, std::size_t batch, bool training);
   // The training step's forward: the loss is added to running totals on the
   // model's device, and the host does not wait. take_loss_totals() reads and
@@ -145,6 +151,9 @@ class Model {
 
  private:
   Model();
+  // Binds every layer to its range of the parameters and `grads` (a tied
+  // layer to its owner's).
+  void bind_layers(float* grads);
   const float* run_layers(const float* x, const std::int32_t* labels, std::size_t batch,
                           bool training);
   // What the layers are bound to: the master weights, or their low-precision copy.
@@ -153,7 +162,7 @@ class Model {
   ModelSpec spec_;
   ModelOptions options_;
   std::vector<std::size_t> input_shape_;
-  std::size_t num_classes_ = 0;
+  std::size_t num_classes_ = 0, rows_per_sample_ = 1;
   std::size_t param_count_ = 0, buffer_count_ = 0, activation_bytes_per_sample_ = 0;
   std::vector<ParamInfo> param_info_, buffer_info_;
   std::unique_ptr<State> state_;

@@ -26,6 +26,11 @@
 //     batch_norm(eps=1e-5, momentum=0.1, affine=1, zero_init=0)
 //     add(a, b, ..., scale=1)                a + scale * (b + ...)
 //     concat(a, b, ...)                      along channels
+//     token_embedding(vocab=256, dim=128)   [T] token ids -> [T, dim]
+//     position_embedding(context=128)        [T, C] + learned rows, T <= context
+//     layer_norm(eps=1e-5)  causal_self_attention(heads=4)  gelu_tanh
+//     lm_head(tied=wte)                      [T, C] -> [T, vocab] with wte's weight
+//     (linear over [T, C] acts on each row; the loss is then per token)
 //     any registered layer type, e.g. layernorm or layernorm(eps=1e-5)
 //     (ringtrain/model/layer_registry.h; `ringtrain train --plugin lib.so`)
 //
@@ -73,7 +78,14 @@ enum class LayerKind {
   global_avg_pool,
   batch_norm,
   add,
-  concat
+  concat,
+  // A GPT-2 class language model's layers (src/model/transformer_layers.h).
+  token_embedding,
+  position_embedding,
+  layer_norm,
+  causal_self_attention,
+  gelu_tanh,
+  lm_head
 };
 
 std::string_view layer_kind_name(LayerKind kind);
@@ -88,14 +100,18 @@ struct LayerSpec {
   // padding=0x3: Inception's factorised convolutions); kSquare: the same.
   static constexpr std::size_t kSquare = static_cast<std::size_t>(-1);
   std::size_t kernel_w = kSquare, stride_w = kSquare, padding_w = kSquare;
-  double p = 0;            // dropout probability, in [0, 1)
-  bool bias = true;        // conv2d: with a bias term
-  double eps = 1e-5;       // batch_norm
-  double momentum = 0.1;   // batch_norm: running = (1 - momentum) running + momentum batch
-  bool affine = true;      // batch_norm: learnable scale and shift
-  bool zero_init = false;  // batch_norm: the scale starts at 0 (last BN of a residual branch)
-  double scale = 1.0;      // add: a + scale * (b + ...)
-  std::string name{};      // the node's name; empty: an automatic one (conv1, relu2, ...)
+  double p = 0;             // dropout probability, in [0, 1)
+  bool bias = true;         // conv2d: with a bias term
+  double eps = 1e-5;        // batch_norm
+  double momentum = 0.1;    // batch_norm: running = (1 - momentum) running + momentum batch
+  bool affine = true;       // batch_norm: learnable scale and shift
+  bool zero_init = false;   // batch_norm: the scale starts at 0 (last BN of a residual branch)
+  double scale = 1.0;       // add: a + scale * (b + ...)
+  std::size_t vocab = 0;    // token_embedding: vocabulary size (its dim is `out`)
+  std::size_t context = 0;  // position_embedding: the most positions
+  std::size_t heads = 0;    // causal_self_attention
+  std::string tied{};       // lm_head: the token_embedding node whose weight it uses
+  std::string name{};       // the node's name; empty: an automatic one (conv1, relu2, ...)
   // Earlier nodes read, by name ("input": the model's input); empty: the previous node.
   std::vector<std::string> inputs{};
   std::string type{};  // custom: the registered type's name

@@ -2,10 +2,12 @@
 // ResNets (v1.5), the CIFAR ResNets of He et al. (2016), VGG-16 with and
 // without BatchNorm. Node names are torchvision's module names, so parameter
 // and buffer names are torchvision's (conv1.weight, layer1.0.bn1.running_mean,
-// fc.bias). The class count comes from the data; input channels too.
+// fc.bias). The class count comes from the data; input channels too. The
+// GPT-2 presets use Hugging Face's module names (h.0.attn.c_attn.weight).
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,6 +20,14 @@ namespace ringtrain {
 bool is_graph_preset(std::string_view name);
 // The preset's graph for `classes` outputs; Error for an unknown name.
 ModelSpec graph_preset(std::string_view name, std::size_t classes);
+// The language-model presets (gpt-nano, gpt2, gpt2-medium) fix their context;
+// gpt2 and gpt2-medium fix their vocabulary too (0: the data's, as
+// graph_preset's `classes`). nullopt for the other presets.
+struct LanguageModelShape {
+  std::size_t context = 0;
+  std::size_t vocab = 0;
+};
+std::optional<LanguageModelShape> language_model_shape(std::string_view name);
 // name: one-line description, for --help and the README.
 std::vector<std::pair<std::string, std::string>> graph_preset_list();
 

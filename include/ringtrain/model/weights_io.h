@@ -14,7 +14,8 @@ namespace ringtrain {
 // Copies every parameter and state tensor of `model` from `tensors` by name.
 // Strict, as PyTorch's load_state_dict: a missing tensor, a shape that
 // differs, or a tensor the model does not have (other than BatchNorm's
-// num_batches_tracked counters) is an Error naming them and `origin`.
+// num_batches_tracked counters) is an Error naming them and `origin`. Hugging
+// Face GPT-2 names are recognised and mapped (ringtrain/model/hf_gpt2_names.h).
 void import_weights(Model& model, const std::vector<NamedTensor>& tensors,
                     const std::string& origin);
 

@@ -1,5 +1,6 @@
 // Fused softmax cross-entropy with mean reduction over a [rows, classes] block
-// of logits and int32 labels, both on ctx's device.
+// of logits and int32 labels, both on ctx's device. A label of kIgnoreLabel
+// (-100, PyTorch's ignore_index) adds no loss and no gradient.
 #pragma once
 
 #include <cstddef>
@@ -12,6 +13,7 @@ namespace ringtrain {
 struct SoftmaxCrossEntropyResult {
   double loss_sum = 0;      // sum over rows of -log softmax(z)[label]
   std::size_t correct = 0;  // rows whose argmax is the label
+  std::size_t counted = 0;  // rows whose label is not kIgnoreLabel (token_data.h)
 };
 
 // `row_loss` / `row_correct` are workspaces of `rows` entries on ctx's device

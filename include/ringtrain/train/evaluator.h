@@ -14,10 +14,15 @@
 
 namespace ringtrain {
 
+// A language model (Model::rows_per_sample() > 1) is evaluated per token:
+// loss and accuracy are means over the `tokens` labels that are not
+// kIgnoreLabel, perplexity is exp(loss), and there is no confusion matrix.
 struct EvalResult {
   std::uint64_t n = 0;
-  double loss = 0;      // mean over all n samples
-  double accuracy = 0;  // correct / n
+  double loss = 0;           // mean over all n samples (a language model: over its tokens)
+  double accuracy = 0;       // correct / n (a language model: correct / tokens)
+  std::uint64_t tokens = 0;  // a language model's predicted tokens; 0 otherwise
+  double perplexity = 0;     // exp(loss), a language model's
   int num_classes = 0;
   // confusion[true_class * num_classes + predicted_class]
   std::vector<std::uint64_t> confusion;

@@ -26,6 +26,7 @@ struct ProgressStats {
   double loss = 0;
   double lr = 0;
   double samples_per_s = 0;   // global: all ranks together
+  double tokens_per_s = 0;    // a language model's: shown instead of samples/s when > 0
   double step_s = 0;          // wall time per step
   double compute_s = 0;       // forward + backward + optimizer
   double exposed_comm_s = 0;  // communication the step waited for (not hidden by overlap)

@@ -54,6 +54,7 @@ struct StepWindow {
   double step_s_mean = 0;    // training steps only: evaluations and checkpoints excluded
   double step_s_median = 0;  // robust to a slow spell of the machine
   double samples_per_s = 0;  // samples trained in the window over its steps' time
+  double tokens_per_s = 0;   // a language model's tokens (samples x context); 0 otherwise
   double exposed_comm_s_mean = 0;
 };
 

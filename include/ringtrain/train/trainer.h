@@ -18,6 +18,9 @@ struct TrainSummary {
   double test_loss = 0;
   std::uint64_t test_n = 0;
   double samples_per_second = 0;  // global, mean over this run's steps
+  // A language model's: test tokens, exp(test loss), tokens per second (0 otherwise).
+  std::uint64_t test_tokens = 0;
+  double test_perplexity = 0, tokens_per_second = 0;
   // The median step of this run after its first progress window (warm-up:
   // first touches, allocations, connection set-up), over median_steps steps;
   // a slow spell of a shared machine moves the mean above but not this.
