@@ -78,18 +78,6 @@ namespace ringtrain {
 
 namespace {
 
-// Every rank finds the same mismatch and throws the same message. Rank 0 says
-// it and ends the job (exit 2); the others say it only if rank 0 has not done
-// so within a few seconds, so the user reads it once rather than once per rank.
-void agree_once(Communicator& control, const std::vector<SignatureField>& fields) {
-  try {
-    agree_on_signature(control, fields);
-  } catch (const Error&) {
-    if (control.rank() != 0) std::this_thread::sleep_for(std::chrono::seconds(5));
-    throw;
-  }
-}
-
 // The training loss since the last progress line, summed over ranks when it
 // is printed.
 struct LossWindow {
@@ -217,7 +205,7 @@ Trainer::Trainer(const TrainConfig& cfg, const Topology& topo)
     // The flags first: a flag that differs may make one rank's set-up fail on
     // its own (a split too small for its batch), and the message should name
     // the flag, not that symptom.
-    agree_once(*control_, config_agreement_fields(cfg_));
+    agree_on_signature(*control_, config_agreement_fields(cfg_));
     open_data_and_build_model();
     agree_on_run();
     plan_steps_and_schedule();
@@ -319,7 +307,7 @@ void Trainer::set_image_transforms() {
 
 void Trainer::agree_on_run() {
   // What the ranks built and read (the flags agreed before).
-  agree_once(
+  agree_on_signature(
       *control_,
       {{"model spec hash", spec_->hash(), fmt::format("{:016x}", spec_->hash())},
        signature_number("parameter count", model_->param_count()),

@@ -219,7 +219,18 @@ TEST_CASE("bad files are named, or skipped and counted; empty classes and overwr
   CHECK(train.sample_shape() == std::vector<std::size_t>{3, 32, 32});
   CHECK(train.class_names() == std::vector<std::string>{"a_photos", "b_pngs"});
 
-  CHECK_THROWS_WITH(convert_images(o), Contains("mixed.h5 exists: pass --force"));
+  CHECK_THROWS_WITH(convert_images(o), Contains("mixed.h5 already exists: pass --force"));
+  // The shared output guard: an image of the tree is an input even with
+  // --force, and is left as it was.
+  ImageConvertOptions onto = o;
+  onto.output = fx("mixed") + "/b_pngs/rgb.png";
+  onto.force = true;
+  const auto before = std::filesystem::file_size(onto.output);
+  CHECK_THROWS_WITH(convert_images(onto), Contains("b_pngs/rgb.png is also the input image") &&
+                                              Contains("even with --force"));
+  CHECK(std::filesystem::file_size(onto.output) == before);
+  onto.output = fx("mixed");
+  CHECK_THROWS_WITH(convert_images(onto), Contains("is also the input --train"));
   o.force = true;
   o.channels = 1;
   convert_images(o);

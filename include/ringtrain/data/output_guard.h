@@ -20,4 +20,11 @@ struct GuardedInput {
 void guard_output(const std::string& output, const std::vector<GuardedInput>& inputs, bool force,
                   const std::string& output_flag = "--output");
 
+// Writes `text` to `output` under a temporary name beside it, renamed into
+// place at the end: an interrupted or failed write leaves neither a
+// half-written file under the name asked for nor the temporary. Call
+// guard_output() first, before the work that produces the text.
+void write_output_text(const std::string& output, const std::string& text,
+                       const std::string& output_flag = "--output");
+
 }  // namespace ringtrain
