@@ -79,8 +79,8 @@ void fatal_as(const char* label, const std::string& message, int exit_code) {
   g_fatal_message = message;
   std::fflush(stdout);
   const FatalAgreement agreed = exit_code == kInputErrorExitCode
-                                   ? agree_on_fatal(message, exit_code, kAgreementSeconds)
-                                   : FatalAgreement{};
+                                    ? agree_on_fatal(message, exit_code, kAgreementSeconds)
+                                    : FatalAgreement{};
   if (agreed.speaks) {
     std::string text = message;
     if (agreed.same_ranks.size() > 1) {

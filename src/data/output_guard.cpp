@@ -45,6 +45,22 @@ void guard_output(const std::string& output, const std::vector<GuardedInput>& in
            output_flag, output);
 }
 
+void guard_output_directory(const std::string& dir, bool force, const std::string& flag) {
+  RT_CHECK(!dir.empty(), "{}: a directory is required", flag);
+  std::error_code ec;
+  const fs::file_status status = fs::status(dir, ec);
+  if (!fs::exists(status)) return;
+  RT_CHECK(fs::is_directory(status), "{} {} is not a directory", flag, dir);
+  std::size_t entries = 0;
+  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator();
+       it.increment(ec))
+    ++entries;
+  RT_CHECK(force || entries == 0,
+           "{} {} already holds {} file(s), which would mix with this run's: pass --force to "
+           "write into it, or choose another directory",
+           flag, dir, entries);
+}
+
 void write_output_text(const std::string& output, const std::string& text,
                        const std::string& output_flag) {
   const std::string tmp = fmt::format("{}.tmp-{}", output, static_cast<long>(::getpid()));

@@ -4,7 +4,8 @@
 # export and import, predict -o and convert images refuse an existing output
 # without --force (leaving it as it was) and an output that is one of their
 # inputs even with --force; with --force they replace it, through a temporary
-# name (nothing is left beside it).
+# name (nothing is left beside it). data inspect's --out and --dump
+# directories must be new or empty without --force.
 source "$(dirname "$0")/lib.sh"
 cd "$WORK" || exit 1
 CKPT=$WORK/ck
@@ -68,6 +69,19 @@ expect 2 images_onto_image "pngs/cat/0.png is also the input image" \
 kept images_onto_image pngs/cat/0.png cat0.orig
 expect 2 images_onto_folder "is also the input --train" "$R" convert images pngs --no-progress -o pngs --force
 expect 0 images_force "/train: 4 images of 1x8x8 uint8, 2 classes" "$R" convert images pngs --test-fraction 0.34 --no-progress -o i.h5 --force
+
+# data inspect fills directories: an earlier run's files would mix with this
+# run's, so a directory that holds files is refused without --force.
+expect 0 inspect_dump "wrote each sample's" "$R" data inspect --data "$DATA" --batch 8 --dump dump
+n=$(find dump -name '*.f32' | wc -l)
+expect 2 inspect_dump_again "--dump dump already holds $n file\(s\).*pass --force" \
+  "$R" data inspect --data "$DATA" --batch 8 --dump dump --epoch 1
+expect 2 inspect_dump_np2 "already holds .*\[the same on ranks 0,1 \(all\)\]" \
+  "${MPIRUN[@]}" -np 2 "$R" data inspect --data "$DATA" --batch 8 --dump dump
+expect 0 inspect_dump_force "wrote each sample's" "$R" data inspect --data "$DATA" --batch 8 --dump dump --force
+expect 0 inspect_out_np2 "wrote .*rank-<r>.txt for 2 rank" "${MPIRUN[@]}" -np 2 "$R" data inspect --data "$DATA" \
+  --batch 8 --out lists
+expect 2 inspect_out_again "--out lists already holds 2 file" "$R" data inspect --data "$DATA" --batch 8 --out lists
 
 ! compgen -G "*.tmp*" > /dev/null || fail "a temporary file was left behind: $(ls ./*.tmp*)"
 echo "PASS: no subcommand replaced an input or an existing output without --force"
