@@ -36,6 +36,7 @@
 
 #include "core/fault_stall.h"
 #include "core/median.h"
+#include "data/device_widening.h"
 #include "ringtrain/comm/communicator.h"
 #include "ringtrain/comm/control_channel.h"
 #include "ringtrain/comm/flight_recorder.h"
@@ -216,6 +217,9 @@ Trainer::Trainer(const TrainConfig& cfg, const Topology& topo)
   recorder_.emplace(cfg_, topo_, total_steps_,
                     start_.path.empty() ? std::nullopt : std::optional<std::uint64_t>(start_.step));
   prefetcher_.emplace(*train_data_, *sampler_, start_.cursor, cfg_.prefetch_depth, device_);
+  if (device_.is_cuda() && device_widening(*train_data_))
+    log0("data: uint8 batches cross to the GPU as bytes, widened{} on the device",
+         train_data_->transform() ? " and normalised" : "");
   cursor_ = sampler_->normalize(start_.cursor);
   step_ = start_.step;
   // RINGTRAIN_FAULT_DIVERGE_RANK=r perturbs rank r's parameters after step 1, so
