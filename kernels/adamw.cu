@@ -2,6 +2,7 @@
 #include "core/cuda/check_cuda.h"
 #include "kernels/adamw.cuh"
 #include "kernels/adamw.h"
+#include "kernels/decay_mask.cuh"
 #include "kernels/nonfinite_guard.cuh"
 #include "kernels/optim_launch.cuh"
 
@@ -11,7 +12,8 @@ namespace {
 
 __global__ void adamw_f32_kernel(float* __restrict__ p, const float* __restrict__ g,
                                  float* __restrict__ m, float* __restrict__ v, std::size_t n,
-                                 AdamWCoefficients c, const NonfiniteGuardState* gate) {
+                                 AdamWCoefficients c, const float* __restrict__ decay_mask,
+                                 const NonfiniteGuardState* gate) {
   if (!nonfinite_gate_open(gate)) return;
   // Skipped steps were issued as no-ops: the bias correction counts the others.
   if (gate != nullptr && gate->skipped != 0)
@@ -21,7 +23,10 @@ __global__ void adamw_f32_kernel(float* __restrict__ p, const float* __restrict_
     float pi = p[i];
     float mi = m[i];
     float vi = v[i];
-    adamw_element(pi, g[i], mi, vi, c);
+    if (decay_select(decay_mask, i, 1.f, 0.f) != 0.f)
+      adamw_element(pi, g[i], mi, vi, c);
+    else
+      adamw_element(pi, g[i], mi, vi, adamw_without_decay(c));
     p[i] = pi;
     m[i] = mi;
     v[i] = vi;
@@ -31,11 +36,11 @@ __global__ void adamw_f32_kernel(float* __restrict__ p, const float* __restrict_
 }  // namespace
 
 void adamw_f32_cuda(float* params, const float* grads, float* exp_avg, float* exp_avg_sq,
-                    std::size_t n, const AdamWCoefficients& coefficients,
+                    std::size_t n, const AdamWCoefficients& coefficients, const float* decay_mask,
                     const NonfiniteGuardState* gate, void* stream) {
   if (n == 0) return;
   adamw_f32_kernel<<<optim_blocks(n), kOptimThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-      params, grads, exp_avg, exp_avg_sq, n, coefficients, gate);
+      params, grads, exp_avg, exp_avg_sq, n, coefficients, decay_mask, gate);
   RT_CUDA_CHECK_LAUNCH();
 }
 

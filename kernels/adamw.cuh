@@ -56,4 +56,10 @@ RT_HD void adamw_element(float& p, float g, float& m, float& v, const AdamWCoeff
   p = adamw_param(p, m, sqrtf(v), c);
 }
 
+// The same for an element that --no-decay exempts (decay factor 1).
+RT_HD AdamWCoefficients adamw_without_decay(AdamWCoefficients c) {
+  c.decay_factor = 1.f;
+  return c;
+}
+
 }  // namespace ringtrain::kernels

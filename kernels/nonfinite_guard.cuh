@@ -13,6 +13,7 @@
 #include <math.h>
 
 #include "kernels/host_device.cuh"
+#include "kernels/loss_scaler.cuh"
 
 namespace ringtrain::kernels {
 
@@ -45,6 +46,8 @@ struct NonfiniteGuardState {
   unsigned long long consecutive_at_last_bad = 0;
   unsigned long long local_at_last_bad = 0;  // kLocalGradientsBad | kLocalLossBad
   unsigned long long index_at_last_bad = kNoNonfiniteIndex;
+  // --precision fp16: the loss scale, decided with the step (loss_scaler.cuh).
+  LossScalerState scaler;
 };
 
 RT_HD bool nonfinite_value(float x) {
@@ -56,9 +59,9 @@ RT_HD bool nonfinite_value(double x) {
 
 // Step `step` (1-based) with `samples` local samples, after its all-reduce:
 // applies it, skips it (up to max_skips consecutive bad steps) or stops. A bad
-// step is one whose averaged or local gradients or local loss are non-finite;
-// the loss totals are rolled back to before the step when it is not applied.
-// Returns whether the update applies.
+// step is one whose averaged or local gradients or local loss are non-finite
+// (under fp16 loss scaling first an overflow: see loss_scaler.cuh); the loss totals are rolled back
+// to before the step when it is not applied. Returns whether the update applies.
 RT_HD bool nonfinite_guard_decide(NonfiniteGuardState& s, unsigned long long step,
                                   unsigned long long max_skips, unsigned long long samples,
                                   double* loss_totals) {
@@ -68,6 +71,13 @@ RT_HD bool nonfinite_guard_decide(NonfiniteGuardState& s, unsigned long long ste
   if (!s.stopped) {
     if (!bad) {
       s.consecutive = 0;
+      loss_scaler_update(s.scaler, false);
+    } else if (loss_scaler_absorbs(s.scaler)) {
+      // An fp16 overflow: the scaler's event, not a non-finite failure. The
+      // step is skipped (its loss and samples leave the window like a skipped
+      // step's) and does not count against --nonfinite skip:N.
+      loss_scaler_update(s.scaler, true);
+      s.skipped_samples += samples;
     } else {
       ++s.consecutive;
       if (s.first_bad_step == 0) s.first_bad_step = step;

@@ -334,15 +334,19 @@ check_models() {
   # ringtrain and PyTorch (peer_gpu_models.py) in turn, one case at a time,
   # MODELS_ROUNDS rounds; each side's samples/s goes into models.tsv.
   local tp; tp=$(torch_library_path)
-  local rounds=${MODELS_ROUNDS:-3} c model batch prec shape tf32 r rt pt
+  local rounds=${MODELS_ROUNDS:-3} c model batch prec shape tf32 precision r rt pt
   printf 'model\tbatch\tprecision\tround\tringtrain\tpytorch\n' > "$out/models.tsv"
-  for c in ${MODELS_CASES:-resnet50:256:fp32 resnet50:256:tf32 inception3:128:tf32 vgg16:128:tf32}; do
+  for c in ${MODELS_CASES:-resnet50:256:fp32 resnet50:256:tf32 resnet50:256:bf16 inception3:128:tf32 vgg16:128:tf32}; do
     IFS=: read -r model batch prec <<< "$c"
     shape=3,224,224; [ "$model" = inception3 ] && shape=3,299,299
     tf32=off; [ "$prec" = tf32 ] && tf32=on
+    # bf16/fp16: ringtrain's --precision (16-bit storage by rounding around
+    # TF32 kernels, as of now) against PyTorch's autocast with channels_last.
+    precision=fp32
+    case $prec in bf16|fp16) precision=$prec; tf32=on ;; esac
     for r in $(seq 1 "$rounds"); do
       run "models-rt-$model-$prec-$r" 150 "$exe" bench step --device cuda --model "$model" --input "$shape" \
-        --classes 1000 --batch "$batch" --steps 10 --warmup 3 --tf32 "$tf32" --json
+        --classes 1000 --batch "$batch" --steps 10 --warmup 3 --tf32 "$tf32" --precision "$precision" --json
       rt=$(python3 -c 'import json,sys
 for l in open(sys.argv[1]):
     if l.startswith("{"): j=json.loads(l); print(round(j["samples_per_s"],1), j.get("host_syncs_per_step"))' \

@@ -33,6 +33,9 @@ struct CommandContext {
 void add_device_options(CLI::App* sub, CommandContext& ctx, const char* default_device = "auto");
 // --tf32 on|off|default into `value` (parse it with parse_tf32_mode).
 void add_tf32_option(CLI::App* sub, std::string& value);
+// --precision fp32|bf16|fp16 (ringtrain/ops/precision.h), for the commands
+// that run a model outside `train` (which has its own, with the loss scaler).
+void add_precision_option(CLI::App* sub, std::string& value);
 
 // A registration adds one subcommand under `parent` ("" for top level, or e.g.
 // "bench"). Parents are created before children; `order` sorts --help.

@@ -16,6 +16,15 @@ void add_device_options(CLI::App* sub, CommandContext& ctx, const char* default_
                 "Allow several ranks of a node on one physical GPU (they then share it)");
 }
 
+void add_precision_option(CLI::App* sub, std::string& value) {
+  sub->add_option("--precision", value,
+                  "fp32, or bf16/fp16: the weights of convolutions and linear layers, every "
+                  "activation stored in 16 bits, accumulation and norms in fp32 "
+                  "(docs/precision.md); a training run evaluates in its own --precision")
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))
+      ->capture_default_str();
+}
+
 void add_tf32_option(CLI::App* sub, std::string& value) {
   sub->add_option(
          "--tf32", value,

@@ -44,6 +44,7 @@ struct EvalFlags {
   std::uint64_t until_step = 0;
   double timeout = 300;
   std::string eval_transform;
+  std::string precision = "fp32";
   std::size_t loader_threads = 1;
 };
 
@@ -111,6 +112,7 @@ Evaluation evaluate_checkpoint(const std::string& path, Dataset& data, Communica
   ModelOptions options;
   options.device = device;
   options.max_batch = f.batch;
+  options.precision = parse_precision(f.precision);
   CheckpointModel cm =
       load_checkpoint_model(path, control, data.sample_shape(), data.num_classes(), options);
   return {evaluate(*cm.model, data, control, f.batch, device), cm.meta};
@@ -365,6 +367,7 @@ CLI::App* add_eval_command(CLI::App& app, CommandContext& ctx) {
       "--watch: append results to LOGDIR/eval/metrics.jsonl and TensorBoard events in LOGDIR/eval");
   sub->add_option("--until-step", f->until_step,
                   "--watch: stop after evaluating a checkpoint at or past this step");
+  add_precision_option(sub, f->precision);
   sub->add_option("--eval-transform", f->eval_transform,
                   "Transform of the split's images (default: the one the checkpoint's training "
                   "run used, from its --augment)");

@@ -11,7 +11,9 @@
 #include "apps/command.h"
 #include "ringtrain/data/dataset.h"
 #include "ringtrain/model/model.h"
+#include "ringtrain/optim/optimizer.h"
 #include "ringtrain/sync/bucket_plan.h"
+#include "ringtrain/sync/zero_layout.h"
 
 namespace ringtrain::apps {
 
@@ -24,6 +26,10 @@ struct ShowOptions {
   std::size_t batch = 1;
   double bucket_mb = 25;
   bool json = false;
+  // The optimizer-state figure: which optimizer, over how many ranks, sharded or not.
+  OptimizerConfig optimizer;
+  int world = 1;
+  int zero = 0;
 };
 
 std::string shape_text(const std::vector<std::size_t>& s) {
@@ -45,6 +51,17 @@ int run_show(const ShowOptions& o, const Topology& topo) {
   const BucketPlan plan(ranges, sizeof(float),
                         static_cast<std::size_t>(o.bucket_mb * 1024.0 * 1024.0));
   const std::size_t act = m->activation_bytes_per_sample();
+  validate(o.optimizer);
+  // Per rank: the unsharded state, or (--zero 1) the state of rank 0's shard,
+  // which every rank's equals (padded blocks).
+  const std::size_t per_param = state_values_per_parameter(o.optimizer);
+  const std::size_t state_elements =
+      o.zero == 1 ? ZeroLayout(plan, o.world, 0).shard_count() : m->param_count();
+  const std::size_t state_bytes = per_param * state_elements * sizeof(float);
+  const std::string optimizer_text =
+      o.optimizer.kind == "adamw"
+          ? std::string("adamw")
+          : fmt::format("sgd, momentum {:g}", static_cast<double>(o.optimizer.momentum));
   if (o.json) {
     nlohmann::json layers = nlohmann::json::array();
     for (std::size_t i = 0; i < m->layer_count(); ++i) {
@@ -66,6 +83,7 @@ int run_show(const ShowOptions& o, const Topology& topo) {
                                 {"params", m->param_count()},
                                 {"buffers", m->buffer_count()},
                                 {"activation_bytes_per_sample", act},
+                                {"optimizer_state_bytes", state_bytes},
                                 {"layers", layers},
                                 {"buckets", buckets}};
     std::fputs((out.dump() + "\n").c_str(), stdout);
@@ -85,6 +103,10 @@ int run_show(const ShowOptions& o, const Topology& topo) {
   s += fmt::format("non-trainable state: {} (BatchNorm running statistics)\n", m->buffer_count());
   s += fmt::format("activations and their gradients: {:.2f} MiB per sample\n",
                    static_cast<double>(act) / (1 << 20));
+  s += fmt::format("optimizer state ({}): {} bytes ({:.1f} MiB) per rank{}\n", optimizer_text,
+                   state_bytes, static_cast<double>(state_bytes) / (1 << 20),
+                   o.zero == 1 ? fmt::format(" with --zero 1 over {} ranks", o.world)
+                               : std::string(o.world > 1 ? " (every rank holds all of it)" : ""));
   s += fmt::format("gradient buckets (--bucket-mb {}): {}\n", o.bucket_mb, plan.buckets().size());
   s += plan.describe();
   s += fmt::format("spec hash {:016x}\n", m->spec().hash());
@@ -114,8 +136,22 @@ CLI::App* add_model_show(CLI::App& parent, CommandContext& ctx) {
   sub->add_option("--bucket-mb", o->bucket_mb, "Gradient bucket cap, as for train")
       ->check(CLI::Range(0.0, 4096.0))
       ->capture_default_str();
-  sub->add_flag("--json", o->json,
-                "One JSON object: params, buffers, activation_bytes_per_sample, layers, buckets");
+  sub->add_option("--optimizer", o->optimizer.kind,
+                  "For the optimizer-state figure: sgd or adamw, as for train")
+      ->check(CLI::IsMember({"sgd", "adamw"}))
+      ->capture_default_str();
+  sub->add_option("--momentum", o->optimizer.momentum, "SGD momentum, as for train (0: no state)")
+      ->capture_default_str();
+  sub->add_option("--world", o->world, "Ranks the optimizer state is sharded over (--zero 1)")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  sub->add_option("--zero", o->zero, "1: the optimizer-state bytes per rank under ZeRO-1")
+      ->check(CLI::IsMember({0, 1}))
+      ->capture_default_str();
+  sub->add_flag(
+      "--json", o->json,
+      "One JSON object: params, buffers, activation_bytes_per_sample, optimizer_state_bytes, "
+      "layers, buckets");
   sub->parse_complete_callback([&ctx, o] {
     ctx.topology.device = DeviceRequest::cpu;
     ctx.action = [o](const Topology& t) { return run_show(*o, t); };

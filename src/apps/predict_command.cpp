@@ -38,6 +38,7 @@ struct PredictFlags {
   std::vector<std::string> plugins;
   bool force = false;
   std::string eval_transform, images, fit = "crop";
+  std::string precision = "fp32";
   std::size_t loader_threads = 1;
 };
 
@@ -149,6 +150,7 @@ int run_predict(const PredictFlags& f, const Topology& topo) {
   ModelOptions options;
   options.device = topo.device();
   options.max_batch = f.batch;
+  options.precision = parse_precision(f.precision);
   CheckpointModel cm =
       load_checkpoint_model(path, *control, data.sample_shape(), data.num_classes(), options);
   Model& model = *cm.model;
@@ -233,6 +235,7 @@ CLI::App* add_predict_command(CLI::App& app, CommandContext& ctx) {
   sub->add_option("--fit", f->fit, "With --images: crop, pad or stretch, as at conversion")
       ->check(CLI::IsMember({"crop", "pad", "stretch"}))
       ->capture_default_str();
+  add_precision_option(sub, f->precision);
   sub->add_option("--eval-transform", f->eval_transform,
                   "Transform of the inputs (default: the one the checkpoint's training run used)");
   sub->add_option("--loader-threads", f->loader_threads, "Decode/transform threads")

@@ -2,6 +2,7 @@
 //   mpirun -np N --machinefile hosts ringtrain train --data fashion.h5 --model cnn --batch 64
 //   --epochs 5
 #include <cmath>
+#include <limits>
 
 #include "apps/command.h"
 #include "ringtrain/core/check.h"
@@ -97,6 +98,19 @@ CLI::App* add_train_command(CLI::App& app, CommandContext& ctx) {
       ->capture_default_str();
   add_device_options(sub, ctx);
   add_tf32_option(sub, c.tf32);
+  sub->add_option("--precision", c.precision,
+                  "fp32, or bf16/fp16: weights of convolutions and linear layers, every "
+                  "activation and activation gradient stored in 16 bits, accumulation, norms, "
+                  "the loss and the optimizer in fp32 (docs/precision.md); fp16 scales the loss")
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))
+      ->capture_default_str();
+  sub->add_option("--loss-scale-init", c.loss_scale_init,
+                  "fp16: the first loss scale (halved on each overflow, whose step is skipped)")
+      ->capture_default_str();
+  sub->add_option("--loss-scale-window", c.loss_scale_window,
+                  "fp16: clean steps after which the loss scale doubles")
+      ->check(CLI::Range(std::uint64_t{1}, std::numeric_limits<std::uint64_t>::max()))
+      ->capture_default_str();
 
   // Optimizer and schedule.
   sub->add_option("--optimizer", c.optimizer.kind, "sgd or adamw")
@@ -132,6 +146,15 @@ CLI::App* add_train_command(CLI::App& app, CommandContext& ctx) {
                   "NaN/Inf gradients: 'stop' (naming the step, ranks and layer) or 'skip:N' "
                   "(skip the update of up to N consecutive bad steps, then stop)")
       ->capture_default_str();
+  sub->add_option("--no-decay", c.no_decay,
+                  "Parameters weight decay skips, a comma list of: norm (BatchNorm/LayerNorm "
+                  "weight and bias), bias (every bias), embedding (embedding tables); default: "
+                  "every parameter decays (NVIDIA's ResNet-50 recipe: --no-decay norm,bias)");
+  sub->add_option("--on-divergence", c.on_divergence,
+                  "A finite loss far above its recent median ('loss diverging at step S'): warn "
+                  "and go on, or stop (exit 3)")
+      ->check(CLI::IsMember({"warn", "stop"}))
+      ->capture_default_str();
 
   // Distribution.
   sub->add_option("--backend", c.backend,
@@ -142,6 +165,17 @@ CLI::App* add_train_command(CLI::App& app, CommandContext& ctx) {
       ->capture_default_str();
   sub->add_flag("--no-overlap", flags->no_overlap,
                 "All-reduce after backward instead of during it (for comparison)");
+  sub->add_option("--grad-dtype", c.grad_dtype,
+                  "Dtype the gradient buckets are reduced in: fp32, or bf16/fp16 (half the bytes; "
+                  "scaled by 1/world before the sum, widened back to fp32 for the optimizer)")
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))
+      ->capture_default_str();
+  sub->add_option("--zero", c.zero,
+                  "1: ZeRO-1, shard the optimizer state and fp32 master weights over the ranks "
+                  "(gradients reduce-scattered per bucket, parameters all-gathered after the "
+                  "update); 0: off")
+      ->check(CLI::IsMember({0, 1}))
+      ->capture_default_str();
   sub->add_option("--init-from", c.init_from,
                   "Start from these weights (safetensors, by name: torchvision's for the presets; "
                   "ringtrain weights export writes them)")

@@ -9,6 +9,7 @@ class Conv2dLayer final : public Layer {
  public:
   Conv2dLayer(std::string name, const Conv2dGeometry& g, const ComputeContext& ctx,
               std::size_t max_batch, bool bias = true);
+  bool matmul_weights() const override { return true; }
   std::vector<ParamDesc> param_descs() const override;
   void bind(float* params, float* grads) override;
   void forward(const float* x, float* y, std::size_t batch, bool training) override;

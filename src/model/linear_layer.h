@@ -7,6 +7,7 @@ namespace ringtrain {
 class LinearLayer final : public Layer {
  public:
   LinearLayer(std::string name, const Shape& input, std::size_t out, const ComputeContext& ctx);
+  bool matmul_weights() const override { return true; }
   std::vector<ParamDesc> param_descs() const override;
   void bind(float* params, float* grads) override;
   void forward(const float* x, float* y, std::size_t batch, bool training) override;

@@ -3,6 +3,8 @@
 // once here, for max_batch.
 #include "ringtrain/model/model.h"
 
+#include "ringtrain/ops/precision.h"
+
 #include "ringtrain/model/presets.h"
 
 #include <algorithm>
@@ -19,6 +21,7 @@
 #include "ringtrain/core/host_sync.h"
 #include "ringtrain/ops/compute_context.h"
 #include "ringtrain/ops/merge.h"
+#include "ringtrain/ops/precision.h"
 #include "ringtrain/ops/softmax_cross_entropy.h"
 #include "ringtrain/tensor/device_memory.h"
 #include "ringtrain/tensor/tensor.h"
@@ -35,6 +38,15 @@ struct Model::State {
   std::vector<std::pair<std::size_t, std::size_t>> buffer_ranges;  // in the flat state buffer
   std::vector<bool> below_params;  // the node or one it reads, directly or not, has parameters
   Tensor params, grads_owned, buffers;
+  // --precision bf16|fp16: what the layers read instead of the master
+  // weights (the matmul layers' ranges rounded, the others copied), and the
+  // rounded input batch.
+  Tensor compute_params, rounded_input;
+  struct RefreshRun {
+    std::size_t begin, end;
+    Precision precision;
+  };
+  std::vector<RefreshRun> refresh_runs;  // consecutive ranges of one policy, merged
   BufferView grads;
   std::vector<Tensor> activations;    // output of each non-view node, max_batch rows
   std::vector<const float*> outputs;  // output pointer of each node (views share)
@@ -218,8 +230,23 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
     }
   }
   s.params.copy_from(Tensor::borrow(host.data(), {offset}, DType::f32, Device::cpu()));
+  if (options.precision != Precision::fp32) {
+    s.compute_params = Tensor::empty({std::max<std::size_t>(offset, 1)}, DType::f32, dev);
+    s.rounded_input =
+        Tensor::empty({options.max_batch * Shape(input_shape).numel()}, DType::f32, dev);
+    for (std::size_t i = 0; i < s.layers.size(); ++i) {
+      const auto [begin, end] = s.layer_ranges[i];
+      if (begin == end) continue;
+      const Precision p = s.layers[i]->matmul_weights() ? options.precision : Precision::fp32;
+      if (!s.refresh_runs.empty() && s.refresh_runs.back().end == begin &&
+          s.refresh_runs.back().precision == p)
+        s.refresh_runs.back().end = end;
+      else
+        s.refresh_runs.push_back({begin, end, p});
+    }
+  }
   for (std::size_t i = 0; i < s.layers.size(); ++i)
-    s.layers[i]->bind(s.params.data_as<float>() + s.layer_ranges[i].first,
+    s.layers[i]->bind(m->layer_params() + s.layer_ranges[i].first,
                       static_cast<float*>(s.grads.ptr) + s.layer_ranges[i].first);
 
   // Non-trainable state, at its constants (running mean 0, variance 1).
@@ -328,6 +355,11 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
 BufferView Model::params() {
   return state_->params.buffer();
 }
+float* Model::layer_params() {
+  State& s = *state_;
+  return options_.precision == Precision::fp32 ? s.params.data_as<float>()
+                                               : s.compute_params.data_as<float>();
+}
 BufferView Model::grads() {
   return state_->grads;
 }
@@ -381,7 +413,7 @@ void Model::bind_gradient_buffer(BufferView grads) {
   State& s = *state_;
   s.grads = grads;
   for (std::size_t i = 0; i < s.layers.size(); ++i)
-    s.layers[i]->bind(s.params.data_as<float>() + s.layer_ranges[i].first,
+    s.layers[i]->bind(layer_params() + s.layer_ranges[i].first,
                       static_cast<float*>(grads.ptr) + s.layer_ranges[i].first);
   s.grads_owned = Tensor();
 }
@@ -400,6 +432,22 @@ const float* Model::run_layers(const float* x, const std::int32_t* labels, std::
   State& s = *state_;
   RT_CHECK(batch <= options_.max_batch, "batch {} exceeds the model's max_batch {}", batch,
            options_.max_batch);
+  const Precision precision = options_.precision;
+  if (precision != Precision::fp32) {
+    // The low-precision weights are cast from the master weights at every
+    // forward: one pass over the flat buffer, and nothing that writes the
+    // master weights (optimizer, resume, broadcast, --init-from) can leave
+    // them stale.
+    const float* master = s.params.data_as<float>();
+    float* copy = s.compute_params.data_as<float>();
+    for (const State::RefreshRun& r : s.refresh_runs)
+      round_to_precision(*s.ctx, copy + r.begin, master + r.begin, r.end - r.begin, r.precision);
+    if (batch > 0) {
+      round_to_precision(*s.ctx, s.rounded_input.data_as<float>(), x,
+                         batch * Shape(input_shape_).numel(), precision);
+      x = s.rounded_input.data_as<float>();
+    }
+  }
   std::vector<const float*>& xs = s.xs;
   for (std::size_t i = 0; i < s.layers.size(); ++i) {
     Layer& layer = *s.layers[i];
@@ -411,6 +459,9 @@ const float* Model::run_layers(const float* x, const std::int32_t* labels, std::
         layer.forward_many(xs, out, batch, training);
       else
         layer.forward(xs[0], out, batch, training);
+      // Every activation is stored in the low precision.
+      if (precision != Precision::fp32 && !layer.is_view())
+        round_to_precision(*s.ctx, out, out, batch * layer.output_shape().numel(), precision);
     }
     s.outputs[i] = out;
   }
@@ -489,7 +540,13 @@ void Model::backward(float grad_scale, bool accumulate,
     Layer& layer = *s.layers[i];
     if (!layer.is_view() && s.grad_of[i] >= 0) {
       // A view's gradient is its input's buffer: nothing to do.
-      const float* dy = grad_buffer(i);
+      float* dy = grad_buffer(i);
+      // Activation gradients are stored in the low precision too (every
+      // contribution to this one is summed by now).
+      if (options_.precision != Precision::fp32)
+        round_to_precision(*s.ctx, dy, dy,
+                           batch * s.grad_elements[static_cast<std::size_t>(s.grad_of[i])],
+                           options_.precision);
       xs.clear();
       dxs.clear();
       to_add.clear();

@@ -1,5 +1,7 @@
-// Conv2d on the CPU: per sample, im2col into a [C*k*k, Ho*Wo] column block and
-// one GEMM with the [out, C*k*k] weight. Per-sample blocks keep the workspace
+// Conv2d on the CPU: oneDNN's primitives where the build has them
+// (ops/cpu_conv_plan.h), else (and as the reference the tests compare them
+// with) per sample, im2col into a [C*k*k, Ho*Wo] column block and one GEMM
+// with the [out, C*k*k] weight. Per-sample blocks keep the workspace
 // small (it stays in cache for the GEMM) and planned once for any batch.
 // Backward recomputes the columns instead of storing them for the whole batch.
 #include "ringtrain/ops/conv2d.h"
@@ -7,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "ops/cpu_conv_plan.h"
 #include "ops/gpu_ops.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/ops/bias.h"
@@ -99,7 +102,7 @@ Conv2dOp::Conv2dOp(const ComputeContext& ctx, const Conv2dGeometry& geometry, st
       g_.kh() == 1 && g_.kw() == 1 && g_.sh() == 1 && g_.sw() == 1 && g_.ph() == 0 && g_.pw() == 0;
   if (ctx.is_cuda()) {
     gpu_ = detail::make_gpu_conv_plan(detail::handles_of(ctx), g_, max_batch);
-  } else if (!direct_) {
+  } else if (!(cpu_ = detail::make_cpu_conv_plan(g_, max_batch)) && !direct_) {
     col_ = Tensor::empty({g_.in_channels * g_.kh() * g_.kw(), g_.out_height() * g_.out_width()},
                          DType::f32, Device::cpu());
   }
@@ -118,6 +121,8 @@ void Conv2dOp::forward(const float* x, const float* w, const float* b, float* y,
   if (batch == 0) return;
   if (gpu_) {
     gpu_->forward(x, w, y, batch);
+  } else if (cpu_) {
+    cpu_->forward(x, w, y, batch);
   } else {
     for (std::size_t n = 0; n < batch; ++n) {
       const float* col = x + n * in_size;
@@ -151,6 +156,12 @@ void Conv2dOp::backward(const float* x, const float* w, const float* dy, float* 
     return;
   }
   if (batch == 0 && !accumulate) std::memset(dw, 0, sizeof(float) * g_.out_channels * ckk);
+  if (cpu_) {
+    if (batch == 0) return;
+    cpu_->backward_weights(x, dy, dw, batch, accumulate);
+    if (dx != nullptr) cpu_->backward_data(w, dy, dx, batch);
+    return;
+  }
   float* col = col_.data_as<float>();
   for (std::size_t n = 0; n < batch; ++n) {
     const float* dy_n = dy + n * out_size;

@@ -93,6 +93,8 @@ void gpu_global_avg_pool_backward(void* stream, const float* dy, float* dx, std:
 // y += a x; x *= f.
 void gpu_axpy(void* stream, float a, const float* x, float* y, std::size_t n);
 void gpu_scale(void* stream, float* x, std::size_t n, float f);
+// y = x rounded to the grid of precision (kernels/precision.cuh); y may be x.
+void gpu_round_to_precision(void* stream, float* y, const float* x, std::size_t n, int precision);
 // rows blocks of width bytes, from src every spitch bytes to dst every dpitch bytes.
 void gpu_copy_blocks(void* stream, void* dst, std::size_t dpitch, const void* src,
                      std::size_t spitch, std::size_t width, std::size_t rows);

@@ -115,6 +115,9 @@ void gpu_axpy(void*, float, const float*, float*, std::size_t) {
 void gpu_scale(void*, float*, std::size_t, float) {
   no_cuda("a scale");
 }
+void gpu_round_to_precision(void*, float*, const float*, std::size_t, int) {
+  no_cuda("low-precision rounding");
+}
 void gpu_copy_blocks(void*, void*, std::size_t, const void*, std::size_t, std::size_t,
                      std::size_t) {
   no_cuda("a block copy");

@@ -6,6 +6,7 @@
 #include <xmmintrin.h>
 #endif
 
+#include "kernels/decay_mask.cuh"
 #include "optim/cuda_backend.h"
 #include "optim/step_arguments.h"
 
@@ -27,7 +28,9 @@ void sqrt_block(const float* __restrict in, float* __restrict out, std::size_t n
 // One pass over the buffer in L1-sized chunks: moments (vectorised), their
 // square roots, then the parameters (vectorised), all from adamw.cuh.
 void adamw_cpu(float* __restrict p, const float* __restrict g, float* __restrict m,
-               float* __restrict v, std::size_t n, const kernels::AdamWCoefficients c) {
+               float* __restrict v, std::size_t n, const kernels::AdamWCoefficients c,
+               const float* __restrict mask) {
+  const kernels::AdamWCoefficients exempt = kernels::adamw_without_decay(c);
   constexpr std::size_t kChunk = 1024;
   alignas(64) float root[kChunk];
   for (std::size_t begin = 0; begin < n; begin += kChunk) {
@@ -38,7 +41,15 @@ void adamw_cpu(float* __restrict p, const float* __restrict g, float* __restrict
     float* __restrict vc = v + begin;
     for (std::size_t i = 0; i < len; ++i) kernels::adamw_moments(gc[i], mc[i], vc[i], c);
     sqrt_block(vc, root, len);
-    for (std::size_t i = 0; i < len; ++i) pc[i] = kernels::adamw_param(pc[i], mc[i], root[i], c);
+    if (mask == nullptr) {
+      for (std::size_t i = 0; i < len; ++i) pc[i] = kernels::adamw_param(pc[i], mc[i], root[i], c);
+    } else {
+      // The decayed and the exempt update, selected: the loop stays vectorised.
+      const float* __restrict mk = mask + begin;
+      for (std::size_t i = 0; i < len; ++i)
+        pc[i] = kernels::decay_select(mk, i, kernels::adamw_param(pc[i], mc[i], root[i], c),
+                                      kernels::adamw_param(pc[i], mc[i], root[i], exempt));
+    }
   }
 }
 
@@ -73,12 +84,19 @@ kernels::AdamWCoefficients AdamWOptimizer::coefficients(std::uint64_t t, float l
 void AdamWOptimizer::step(BufferView params, BufferView grads, float lr) {
   check_step_arguments("adamw", params, grads, param_count_, device_, lr);
   const kernels::AdamWCoefficients c = coefficients(steps_ + 1, lr);
+  // Weight decay 0 needs no mask: every element is exempt already.
+  const float* mask = weight_decay_ != 0.f ? decay_mask_.as<const float>() : nullptr;
   if (device_.is_cuda())
-    optim_cuda::adamw_step(params, grads, exp_avg_.data(), exp_avg_sq_.data(), c, gate_);
+    optim_cuda::adamw_step(params, grads, exp_avg_.data(), exp_avg_sq_.data(), c, mask, gate_);
   else
     adamw_cpu(params.as<float>(), grads.as<float>(), exp_avg_.data(), exp_avg_sq_.data(),
-              param_count_, c);
+              param_count_, c, mask);
   ++steps_;
+}
+
+void AdamWOptimizer::set_decay_mask(BufferView mask) {
+  check_decay_mask("adamw", mask, param_count_, device_);
+  decay_mask_ = mask;
 }
 
 std::vector<NamedBuffer> AdamWOptimizer::state() {

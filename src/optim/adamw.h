@@ -16,6 +16,7 @@ class AdamWOptimizer final : public Optimizer {
   std::vector<NamedBuffer> state() override;
   std::uint64_t step_count() const override { return steps_; }
   void set_step_count(std::uint64_t steps) override { steps_ = steps; }
+  void set_decay_mask(BufferView mask) override;
 
   // The per-step scalars for step number t (1-based) at rate lr, computed in
   // double: bias corrections 1 - beta^t lose all precision in float for large t.
@@ -27,6 +28,7 @@ class AdamWOptimizer final : public Optimizer {
   Device device_;
   StateBuffer exp_avg_;
   StateBuffer exp_avg_sq_;
+  BufferView decay_mask_;  // --no-decay; empty: every element decays
   std::uint64_t steps_ = 0;
 };
 

@@ -22,12 +22,25 @@ void copy_to_host(float* dst, BufferView src);
 
 // The updates are no-ops on the device unless gate->apply (nullptr: always).
 void sgd_step(BufferView params, BufferView grads, float* momentum_buf, float lr, float momentum,
-              float weight_decay, bool nesterov, const kernels::NonfiniteGuardState* gate);
+              float weight_decay, bool nesterov, const float* decay_mask,
+              const kernels::NonfiniteGuardState* gate);
 void adamw_step(BufferView params, BufferView grads, float* exp_avg, float* exp_avg_sq,
-                const kernels::AdamWCoefficients& coefficients,
+                const kernels::AdamWCoefficients& coefficients, const float* decay_mask,
                 const kernels::NonfiniteGuardState* gate);
 // Sum of squares in double; waits for the result.
 double sum_squares(BufferView x);
+// The device-side clip (GradClipper): scratch of kernels::kSumSquaresScratchCount
+// doubles and one float, queued work on `stream`, and a counted read.
+struct ClipMemory {
+  double* scratch = nullptr;  // [0]: the sum of squares
+  float* probe = nullptr;
+};
+ClipMemory alloc_clip(int ordinal);
+void free_clip(const ClipMemory& memory, int ordinal) noexcept;
+void sum_squares_async(BufferView x, double* scratch, void* stream);
+void clip_by_norm(BufferView x, const double* sum_squares, double max_norm, void* stream);
+void finite_probe(const double* sum_squares, float* probe, int ordinal, void* stream);
+double read_double(const double* value, int ordinal);
 void scale(BufferView x, float factor);
 
 // The --nonfinite state on a device (nonfinite_tracker.h): the state in device
@@ -48,5 +61,9 @@ void guard_check_loss(const GuardMemory& memory, BufferView loss_totals, float* 
                       void* stream);
 void guard_decide(const GuardMemory& memory, unsigned long long step, unsigned long long max_skips,
                   unsigned long long samples, BufferView loss_totals, void* stream);
+// Sets the loss scaler inside the device state and its mirror (a blocking
+// copy: at start-up and resume only).
+void guard_set_scaler(const GuardMemory& memory, const kernels::LossScalerState& scaler,
+                      int ordinal);
 
 }  // namespace ringtrain::optim_cuda

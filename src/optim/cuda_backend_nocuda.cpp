@@ -23,13 +23,29 @@ void copy_to_device(BufferView dst, const float*) {
 void copy_to_host(float*, BufferView src) {
   no_cuda("a device-to-host copy", src.device.index);
 }
-void sgd_step(BufferView params, BufferView, float*, float, float, float, bool,
+void sgd_step(BufferView params, BufferView, float*, float, float, float, bool, const float*,
               const kernels::NonfiniteGuardState*) {
   no_cuda("an SGD step", params.device.index);
 }
 void adamw_step(BufferView params, BufferView, float*, float*, const kernels::AdamWCoefficients&,
-                const kernels::NonfiniteGuardState*) {
+                const float*, const kernels::NonfiniteGuardState*) {
   no_cuda("an AdamW step", params.device.index);
+}
+ClipMemory alloc_clip(int ordinal) {
+  no_cuda("gradient clipping scratch", ordinal);
+}
+void free_clip(const ClipMemory&, int) noexcept {}
+void sum_squares_async(BufferView x, double*, void*) {
+  no_cuda("a gradient norm", x.device.index);
+}
+void clip_by_norm(BufferView x, const double*, double, void*) {
+  no_cuda("gradient clipping", x.device.index);
+}
+void finite_probe(const double*, float*, int ordinal, void*) {
+  no_cuda("a finiteness probe", ordinal);
+}
+double read_double(const double*, int ordinal) {
+  no_cuda("a device read", ordinal);
 }
 double sum_squares(BufferView x) {
   no_cuda("a gradient norm", x.device.index);
@@ -54,6 +70,9 @@ void guard_check_loss(const GuardMemory&, BufferView loss_totals, float*, void*)
 void guard_decide(const GuardMemory&, unsigned long long, unsigned long long, unsigned long long,
                   BufferView loss_totals, void*) {
   no_cuda("the --nonfinite guard", loss_totals.device.index);
+}
+void guard_set_scaler(const GuardMemory&, const kernels::LossScalerState&, int ordinal) {
+  no_cuda("the loss scaler", ordinal);
 }
 
 }  // namespace ringtrain::optim_cuda

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "kernels/grad_clip.cuh"
 #include "kernels/grad_norm.cuh"
 #include "kernels/scale.cuh"
 #include "optim/cuda_backend.h"
@@ -48,8 +49,8 @@ double clip_grad_norm(BufferView grads, double max_norm) {
   RT_CHECK(std::isfinite(max_norm) && max_norm > 0.0, "--clip-grad-norm must be > 0, got {}",
            max_norm);
   const double norm = global_grad_norm(grads);
-  if (std::isfinite(norm) && norm > max_norm)
-    scale_buffer(grads, static_cast<float>(max_norm / (norm + 1e-6)));
+  const float factor = kernels::clip_factor(norm, max_norm);
+  if (factor != 1.f) scale_buffer(grads, factor);
   return norm;
 }
 
@@ -60,6 +61,62 @@ void scale_buffer(BufferView buf, float factor) {
     optim_cuda::scale(buf, factor);
   else
     scale_cpu(buf.as<float>(), buf.count, factor);
+}
+
+struct GradClipper::DeviceMemory {
+  optim_cuda::ClipMemory memory;
+};
+
+GradClipper::GradClipper(Device device) : device_(device) {
+  if (device_.is_cuda()) device_memory_ = new DeviceMemory{optim_cuda::alloc_clip(device_.index)};
+}
+
+GradClipper::~GradClipper() {
+  if (device_memory_ == nullptr) return;
+  optim_cuda::free_clip(device_memory_->memory, device_.index);
+  delete device_memory_;
+}
+
+void GradClipper::sum_squares(BufferView grads, void* stream) {
+  check_f32(grads, "gradient norm");
+  if (device_.is_cuda())
+    optim_cuda::sum_squares_async(grads, device_memory_->memory.scratch, stream);
+  else
+    host_sum_ = sum_squares_cpu(grads.as<float>(), grads.count);
+}
+
+BufferView GradClipper::sum_view() const {
+  void* p = device_.is_cuda() ? static_cast<void*>(device_memory_->memory.scratch)
+                              : const_cast<double*>(&host_sum_);
+  return {p, 1, DType::f64, device_};
+}
+
+void GradClipper::clip(BufferView grads, double max_norm, void* stream) {
+  check_f32(grads, "gradient clipping");
+  RT_CHECK(std::isfinite(max_norm) && max_norm > 0.0, "--clip-norm must be > 0, got {}", max_norm);
+  if (device_.is_cuda()) {
+    optim_cuda::clip_by_norm(grads, device_memory_->memory.scratch, max_norm, stream);
+    return;
+  }
+  const float factor = kernels::clip_factor_of_sum(host_sum_, max_norm);
+  if (factor != 1.f) scale_cpu(grads.as<float>(), grads.count, factor);
+}
+
+BufferView GradClipper::finite_probe(void* stream) {
+  if (device_.is_cuda()) {
+    optim_cuda::finite_probe(device_memory_->memory.scratch, device_memory_->memory.probe,
+                             device_.index, stream);
+    return {device_memory_->memory.probe, 1, DType::f32, device_};
+  }
+  host_probe_ = kernels::finite_probe(host_sum_);
+  return {&host_probe_, 1, DType::f32, device_};
+}
+
+double GradClipper::norm() const {
+  const double sum = device_.is_cuda()
+                         ? optim_cuda::read_double(device_memory_->memory.scratch, device_.index)
+                         : host_sum_;
+  return std::sqrt(sum);
 }
 
 }  // namespace ringtrain

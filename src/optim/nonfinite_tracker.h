@@ -45,11 +45,18 @@ class NonfiniteTracker {
   // the decision. CPU: taken now, true when the update applies. CUDA: queued;
   // true unless the host already knows that the run stopped (the update is
   // issued and gated on the device).
-  bool decide(std::uint64_t step, BufferView averaged, std::uint64_t samples, void* stream);
+  // `offset`: the element of the whole buffer `averaged` starts at (an
+  // offset past the buffer's end reports the tensor as unknown: ZeRO-1's
+  // one-element stand-in for gradients it holds only in shards).
+  bool decide(std::uint64_t step, BufferView averaged, std::uint64_t samples, void* stream,
+              std::size_t offset = 0);
   // The state after the last decision the host can see: CPU, the last one;
   // CUDA, the last one the device finished before the host's latest
   // synchronisation with it (reading it does not synchronise).
   kernels::NonfiniteGuardState observed() const;
+  // --precision fp16: the loss scaler the decisions update from now on (at
+  // start-up, and on resume with the checkpoint's state).
+  void set_loss_scaler(const kernels::LossScalerState& scaler);
   // For Optimizer::set_update_gate: the device state (nullptr on the CPU).
   const kernels::NonfiniteGuardState* gate() const { return memory_.state; }
   bool on_device() const { return device_.is_cuda(); }

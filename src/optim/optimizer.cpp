@@ -11,6 +11,18 @@ namespace ringtrain {
 
 Optimizer::~Optimizer() = default;
 
+std::size_t Optimizer::state_bytes() const {
+  std::size_t bytes = 0;
+  // state() hands out writable views; counting them changes nothing.
+  for (const NamedBuffer& s : const_cast<Optimizer*>(this)->state()) bytes += s.view.bytes();
+  return bytes;
+}
+
+std::size_t state_values_per_parameter(const OptimizerConfig& config) {
+  if (config.kind == "adamw") return 2;
+  return config.momentum > 0.f ? 1 : 0;
+}
+
 void validate(const OptimizerConfig& config) {
   RT_CHECK(config.kind == "sgd" || config.kind == "adamw",
            "unknown optimizer '{}' (--optimizer): expected sgd or adamw", config.kind);

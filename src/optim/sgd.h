@@ -14,6 +14,7 @@ class SgdOptimizer final : public Optimizer {
   std::vector<NamedBuffer> state() override;
   std::uint64_t step_count() const override { return steps_; }
   void set_step_count(std::uint64_t steps) override { steps_ = steps; }
+  void set_decay_mask(BufferView mask) override;
 
  private:
   float momentum_;
@@ -22,6 +23,7 @@ class SgdOptimizer final : public Optimizer {
   std::size_t param_count_;
   Device device_;
   StateBuffer momentum_buf_;  // empty for plain SGD
+  BufferView decay_mask_;     // --no-decay; empty: every element decays
   std::uint64_t steps_ = 0;
 };
 

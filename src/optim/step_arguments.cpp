@@ -25,4 +25,12 @@ void check_step_arguments(const char* optimizer, BufferView params, BufferView g
            "{} step: params and grads are the same buffer", optimizer);
 }
 
+void check_decay_mask(const char* optimizer, BufferView mask, std::size_t param_count,
+                      Device device) {
+  RT_CHECK(mask.dtype == DType::f32 && mask.count == param_count && mask.device == device &&
+               (param_count == 0 || mask.ptr != nullptr),
+           "{}: a decay mask of {} {} on {} for {} parameters on {}", optimizer, mask.count,
+           dtype_name(mask.dtype), device_name(mask.device), param_count, device_name(device));
+}
+
 }  // namespace ringtrain

@@ -34,6 +34,11 @@ std::vector<SignatureField> config_agreement_fields(const TrainConfig& c) {
       signature_number("--accum", c.accum),
       signature_number("--seed", c.seed),
       signature_text("--tf32", c.tf32),
+      // The numbers every rank computes with, and the loss scale (a skipped
+      // overflow step must be skipped everywhere).
+      signature_text("--precision", c.precision),
+      signature_real("--loss-scale-init", c.loss_scale_init),
+      signature_number("--loss-scale-window", c.loss_scale_window),
       // The arithmetic of an update: a difference makes replicas drift apart.
       signature_text("--optimizer", c.optimizer.kind),
       signature_real("--lr", c.lr),
@@ -47,12 +52,18 @@ std::vector<SignatureField> config_agreement_fields(const TrainConfig& c) {
       signature_number("--step-size", c.step_size),
       signature_real("--gamma", c.gamma),
       signature_real("--clip-norm", c.clip_norm),
+      signature_text("--no-decay", c.no_decay.empty() ? "not given" : c.no_decay),
+      // Whether a diverging loss stops every rank.
+      signature_text("--on-divergence", c.on_divergence),
       // When the ranks stop on a non-finite step.
       signature_text("--nonfinite", c.nonfinite),
       // The gradient all-reduce: backend, bucket sizes, when it starts.
       signature_text("--backend", c.backend),
       signature_real("--bucket-mb", c.bucket_mb),
       switch_flag("--no-overlap", !c.overlap),
+      // What the buckets travel as, and whether they are reduce-scattered.
+      signature_text("--grad-dtype", c.grad_dtype),
+      signature_number("--zero", static_cast<std::uint64_t>(c.zero)),
       // BatchNorm's statistics: all-reduced in forward and backward, or not.
       switch_flag("--sync-bn", c.sync_bn),
       // What the loader makes of each sample (image sets).

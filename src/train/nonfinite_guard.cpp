@@ -30,11 +30,17 @@ NonfiniteGuard::NonfiniteGuard(NonfinitePolicy policy, Communicator& control, co
       tracker_(device, policy.max_consecutive_skips, loss_totals) {}
 
 bool NonfiniteGuard::admit(std::uint64_t step, BufferView grads, std::uint64_t samples,
-                           void* stream) {
-  const bool apply = tracker_.decide(step, grads, samples, stream);
+                           void* stream, std::size_t offset) {
+  const bool apply = tracker_.decide(step, grads, samples, stream, offset);
   // The CPU knows now: the same report as a GPU's at its next sync point.
   if (!tracker_.on_device()) report();
   return apply;
+}
+
+kernels::LossScalerState NonfiniteGuard::loss_scaler(bool current) {
+  if (current && tracker_.on_device())
+    host_sync::wait_device(device_, "loss scaler: read the scale");
+  return tracker_.observed().scaler;
 }
 
 void NonfiniteGuard::sync_and_report() {

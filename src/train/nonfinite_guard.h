@@ -47,7 +47,9 @@ class NonfiniteGuard {
   // `samples` local samples; grads: the average over ranks. True when the
   // update is to be issued (on a GPU it is gated on the device), false when it
   // is skipped; throws Error when the run stops (CPU: here; GPU: in report()).
-  bool admit(std::uint64_t step, BufferView grads, std::uint64_t samples, void* stream);
+  // offset: where grads starts in the whole buffer (see NonfiniteTracker::decide).
+  bool admit(std::uint64_t step, BufferView grads, std::uint64_t samples, void* stream,
+             std::size_t offset = 0);
   // Reports what the host has not yet reported: the skips (a warning), or the
   // stop (throws Error). Call where the host has just synchronised with the
   // device (after the loss read), on every rank at the same step.
@@ -55,6 +57,12 @@ class NonfiniteGuard {
   // The same where the host has not synchronised: waits for the device first
   // (a counted host sync; for checkpoint, eval and the end of the run only).
   void sync_and_report();
+  // --precision fp16's loss scaler (kernels/loss_scaler.cuh): set at start-up
+  // and on resume; decided with every step.
+  void set_loss_scaler(const kernels::LossScalerState& scaler) { tracker_.set_loss_scaler(scaler); }
+  // Its state after the last decision: CPU, this step's; GPU, a sync waits for
+  // the device first (a counted host sync) when `current`.
+  kernels::LossScalerState loss_scaler(bool current);
   // For Optimizer::set_update_gate (nullptr on the CPU).
   const kernels::NonfiniteGuardState* gate() const { return tracker_.gate(); }
 

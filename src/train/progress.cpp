@@ -90,11 +90,15 @@ std::string format_progress_line(const ProgressStats& s, std::size_t max_width) 
   const std::string skipped =
       s.skipped_steps > 0 ? fmt::format("skipped {} non-finite", s.skipped_steps) : std::string();
 
-  std::string line = join({epoch, step, loss, lr, rate, timing_segment(s, false), eta, skipped});
+  const std::string scale =
+      s.loss_scale > 0 ? fmt::format("loss scale {:g}", s.loss_scale) : std::string();
+
+  std::string line =
+      join({epoch, step, loss, lr, rate, timing_segment(s, false), eta, skipped, scale});
   if (max_width == 0 || line.size() <= max_width) return line;
-  line = join({epoch, step, loss, lr, rate, timing_segment(s, true), eta, skipped});
+  line = join({epoch, step, loss, lr, rate, timing_segment(s, true), eta, skipped, scale});
   if (line.size() <= max_width) return line;
-  line = join({step, loss, rate, eta, skipped});
+  line = join({step, loss, rate, eta, skipped, scale});
   if (line.size() > max_width) line.resize(max_width);
   return line;
 }

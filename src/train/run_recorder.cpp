@@ -54,6 +54,11 @@ void RunRecorder::on_step(std::uint64_t step, std::uint64_t epoch, float lr, dou
     s.exposed_comm_s = t.exposed_comm;
     s.data_wait_s = t.data_wait;
     s.skipped_steps = t.skipped_steps;
+    // The scale is shown when it changes (and on the first line).
+    if (t.loss_scale > 0 && t.loss_scale != shown_loss_scale_) {
+      s.loss_scale = t.loss_scale;
+      shown_loss_scale_ = t.loss_scale;
+    }
     eta_.update(step, monotonic_seconds());
     s.eta_s = eta_.eta_s(total_steps_);
     progress_->update(s);
@@ -82,6 +87,12 @@ void RunRecorder::on_step(std::uint64_t step, std::uint64_t epoch, float lr, dou
                         {"elapsed_s", monotonic_seconds() - start_s_}};
     if (t.grad_norm >= 0) r["grad_norm"] = t.grad_norm;
     r["skipped_steps"] = t.skipped_steps;
+    if (t.loss_scale > 0) {
+      r["loss_scale"] = t.loss_scale;
+      r["overflow_steps"] = t.overflow_steps;
+    }
+    r["allreduce_bytes"] = t.allreduce_bytes;
+    r["optimizer_state_bytes"] = optimizer_state_bytes_;
     metrics_->write(r);
   }
   if (tensorboard_) {
@@ -96,6 +107,7 @@ void RunRecorder::on_step(std::uint64_t step, std::uint64_t epoch, float lr, dou
         {"time/data_wait_ms", t.data_wait * 1e3}};
     if (t.grad_norm >= 0) values.emplace_back("train/grad_norm", t.grad_norm);
     values.emplace_back("train/skipped_steps", static_cast<double>(t.skipped_steps));
+    if (t.loss_scale > 0) values.emplace_back("train/loss_scale", t.loss_scale);
     tensorboard_->add_scalars(step, values);
   }
 }

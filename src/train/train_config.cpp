@@ -6,7 +6,10 @@
 
 #include "ringtrain/core/check.h"
 #include "ringtrain/data/sample_transform.h"
+#include "ringtrain/model/parameter_groups.h"
 #include "ringtrain/ops/math_mode.h"
+#include "ringtrain/ops/precision.h"
+#include "ringtrain/sync/gradient_wire.h"
 #include "ringtrain/train/nonfinite_policy.h"
 
 namespace ringtrain {
@@ -43,6 +46,18 @@ void TrainConfig::validate() const {
                backend == "mpi",
            "--backend: unknown value '{}' (expected auto, nccl, shm, ring or mpi)", backend);
   (void)parse_tf32_mode(tf32);
+  (void)parse_precision(precision);
+  RT_CHECK(std::isfinite(loss_scale_init) && loss_scale_init > 0,
+           "--loss-scale-init must be a positive number, got {}", loss_scale_init);
+  RT_CHECK(loss_scale_window >= 1, "--loss-scale-window must be at least 1");
+  (void)parse_grad_dtype(grad_dtype);
+  RT_CHECK(zero == 0 || zero == 1,
+           "--zero {}: expected 0 (off) or 1 (ZeRO-1: optimizer state "
+           "and master weights sharded)",
+           zero);
+  RT_CHECK(on_divergence == "warn" || on_divergence == "stop",
+           "--on-divergence: unknown value '{}' (expected warn or stop)", on_divergence);
+  (void)parse_no_decay(no_decay);
   (void)NonfinitePolicy::parse(nonfinite);
   validate_optimizer_config();
 }
@@ -71,6 +86,9 @@ std::string TrainConfig::to_json() const {
                                                 : "";
   j["loader_threads"] = loader_threads;
   j["tf32"] = tf32;
+  j["precision"] = precision;
+  j["loss_scale_init"] = loss_scale_init;
+  j["loss_scale_window"] = loss_scale_window;
   j["optimizer"] = optimizer.kind;
   j["lr"] = lr;
   j["momentum"] = optimizer.momentum;
@@ -83,6 +101,10 @@ std::string TrainConfig::to_json() const {
   j["step_size"] = step_size;
   j["gamma"] = gamma;
   j["clip_norm"] = clip_norm;
+  j["no_decay"] = no_decay;
+  j["on_divergence"] = on_divergence;
+  j["grad_dtype"] = grad_dtype;
+  j["zero"] = zero;
   j["nonfinite"] = nonfinite;
   j["backend"] = backend;
   j["bucket_mb"] = bucket_mb;

@@ -55,17 +55,22 @@
 #include "ringtrain/model/layer_registry.h"
 #include "ringtrain/model/model.h"
 #include "ringtrain/model/model_spec.h"
+#include "ringtrain/model/parameter_groups.h"
 #include "ringtrain/model/weights_io.h"
 #include "ringtrain/optim/grad_clip.h"
 #include "ringtrain/optim/lr_schedule.h"
 #include "ringtrain/optim/optimizer.h"
 #include "ringtrain/sync/bucket_plan.h"
 #include "ringtrain/sync/gradient_sync.h"
+#include "ringtrain/sync/gradient_wire.h"
 #include "ringtrain/sync/run_agreement.h"
+#include "ringtrain/sync/sharded_optimizer.h"
+#include "ringtrain/sync/zero_layout.h"
 #include "ringtrain/tensor/device_memory.h"
 #include "ringtrain/train/batch_split.h"
 #include "ringtrain/train/checkpoint.h"
 #include "ringtrain/train/config_agreement.h"
+#include "ringtrain/train/divergence_monitor.h"
 #include "ringtrain/train/evaluator.h"
 #include "ringtrain/train/run_recorder.h"
 #include "ringtrain/train/stop_signal.h"
@@ -78,6 +83,26 @@
 namespace ringtrain {
 
 namespace {
+
+// fp16's loss scaler as --loss-scale-init and --loss-scale-window set it
+// (GradScaler's defaults: 2^16, doubled after 2000 clean steps, halved on an
+// overflow).
+kernels::LossScalerState initial_loss_scaler(const TrainConfig& cfg) {
+  kernels::LossScalerState s;
+  s.enabled = 1;
+  s.scale = static_cast<float>(cfg.loss_scale_init);
+  s.growth_interval = cfg.loss_scale_window;
+  return s;
+}
+// The --no-decay mask where the optimizer reads it (the model's device).
+struct DeviceArray {
+  DeviceArray(std::size_t count, Device device)
+      : view{device_allocate(count * sizeof(float), device), count, DType::f32, device} {}
+  ~DeviceArray() { device_free(view.ptr, view.device); }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+  BufferView view;
+};
 
 // The training loss since the last progress line, summed over ranks when it
 // is printed.
@@ -107,10 +132,14 @@ class Trainer {
   void agree_on_run();
   void plan_steps_and_schedule();
   void make_backend_and_optimizer();
+  void set_decay_mask();
   void resume_and_replicate();
   void announce() const;
   // step
   StepOutcome step();
+  BufferView averaged_gradients();
+  double clip_gradients(float loss_scale);
+  void sum_over_ranks(BufferView value);
   // after-step; false when the run stops here
   bool after_step(StepOutcome& outcome);
   void log_step(StepOutcome& outcome);
@@ -124,6 +153,7 @@ class Trainer {
   void inject_nonfinite_loss();
   // Names the phase for the flight recorder (and the stall fault hook).
   void phase(std::string_view name);
+  bool loss_scaling() const { return cfg_.precision == "fp16"; }
 
   const TrainConfig& cfg_;
   const Topology& topo_;
@@ -145,6 +175,11 @@ class Trainer {
   float base_lr_ = 0;
   std::optional<LrSchedule> schedule_;
   std::optional<GradientSynchronizer> sync_;
+  std::optional<ZeroLayout> zero_layout_;    // --zero 1
+  ShardedOptimizer* zero_ = nullptr;         // optimizer_, under --zero 1
+  std::unique_ptr<GradClipper> clipper_;     // --clip-norm, or --zero 1's norm
+  std::unique_ptr<DeviceArray> decay_mask_;  // --no-decay
+  DivergenceMonitor divergence_;
   std::optional<NonfiniteGuard> nonfinite_;
   std::optional<StragglerMonitor> stragglers_;
   ResumePoint start_;
@@ -216,6 +251,7 @@ Trainer::Trainer(const TrainConfig& cfg, const Topology& topo)
   announce();
   recorder_.emplace(cfg_, topo_, total_steps_,
                     start_.path.empty() ? std::nullopt : std::optional<std::uint64_t>(start_.step));
+  recorder_->set_optimizer_state_bytes(optimizer_->state_bytes());
   prefetcher_.emplace(*train_data_, *sampler_, start_.cursor, cfg_.prefetch_depth, device_);
   if (device_.is_cuda() && device_widening(*train_data_))
     log0("data: uint8 batches cross to the GPU as bytes, widened{} on the device",
@@ -282,6 +318,7 @@ void Trainer::open_data_and_build_model() {
   model_options.max_batch = sampler_->max_batch_per_rank();
   model_options.tf32 = parse_tf32_mode(cfg_.tf32);
   model_options.label_smoothing = static_cast<float>(cfg_.label_smoothing);
+  model_options.precision = parse_precision(cfg_.precision);
   model_ =
       Model::build(*spec_, train_data_->sample_shape(), train_data_->num_classes(), model_options);
   sampler_global_batch_ = sampler_->global_batch();
@@ -368,8 +405,6 @@ void Trainer::make_backend_and_optimizer() {
     model_->set_batch_stat_reducer(bn_sync_.get());
   }
 
-  optimizer_ = make_optimizer(cfg_.optimizer, model_->param_count(), device_);
-
   std::vector<std::pair<std::size_t, std::size_t>> ranges;
   for (std::size_t l = 0; l < model_->layer_count(); ++l) {
     const auto [begin, end] = model_->layer_param_range(l);  // [begin, end)
@@ -377,16 +412,43 @@ void Trainer::make_backend_and_optimizer() {
   }
   BucketPlan plan(ranges, sizeof(float),
                   static_cast<std::size_t>(cfg_.bucket_mb * 1024.0 * 1024.0));
+  if (cfg_.zero == 1) zero_layout_.emplace(plan, topo_.world_size(), topo_.rank());
   sync_.emplace(*comm_, std::move(plan), grads_, cfg_.overlap, model_->compute_stream(),
                 gradient_reduce_op(cfg_));
+  sync_->configure(parse_grad_dtype(cfg_.grad_dtype), zero_layout_ ? &*zero_layout_ : nullptr);
+  if (zero_layout_) {
+    auto sharded = std::make_unique<ShardedOptimizer>(cfg_.optimizer, *zero_layout_, *comm_,
+                                                      sync_->shard_gradients(), device_,
+                                                      model_->compute_stream());
+    zero_ = sharded.get();
+    optimizer_ = std::move(sharded);
+  } else {
+    optimizer_ = make_optimizer(cfg_.optimizer, model_->param_count(), device_);
+  }
+  set_decay_mask();
+  if (cfg_.clip_norm > 0 || zero_ != nullptr) clipper_ = std::make_unique<GradClipper>(device_);
   nonfinite_.emplace(NonfinitePolicy::parse(cfg_.nonfinite), *control_, *model_, cfg_.ckpt_dir,
                      device_, model_->loss_totals_view());
+  if (loss_scaling()) nonfinite_->set_loss_scaler(initial_loss_scaler(cfg_));
   // On a GPU the update is gated on the decision the device takes.
   optimizer_->set_update_gate(nonfinite_->gate());
   sync_->set_local_check([this](BufferView slice, std::size_t offset) {
     nonfinite_->check_local(slice, offset, model_->compute_stream());
   });
   stragglers_.emplace(topo_.world_size() > 1 ? cfg_.straggler_every : 0);
+}
+
+void Trainer::set_decay_mask() {
+  const NoDecay groups = parse_no_decay(cfg_.no_decay);
+  if (!groups.any()) return;
+  const std::vector<float> mask = decay_mask(*model_, groups);
+  decay_mask_ = std::make_unique<DeviceArray>(mask.size(), device_);
+  copy_view(decay_mask_->view, view_of(mask.data(), mask.size()));
+  optimizer_->set_decay_mask(decay_mask_->view);
+  const std::vector<std::string> exempt = exempt_tensors(*model_, groups);
+  log0("  --no-decay {}: {} of {} parameter tensors without weight decay{}", groups.to_string(),
+       exempt.size(), model_->param_info().size(),
+       cfg_.optimizer.weight_decay == 0.f ? " (--weight-decay is 0: nothing decays anyway)" : "");
 }
 
 void Trainer::resume_and_replicate() {
@@ -413,6 +475,11 @@ void Trainer::resume_and_replicate() {
   comm_->broadcast(model_->params(), model_->params(), 0);
   if (model_->buffer_count() > 0) comm_->broadcast(model_->buffers(), model_->buffers(), 0);
   for (auto& s : optimizer_->state()) comm_->broadcast(s.view, s.view, 0);
+  // ZeRO-1: each rank keeps its blocks of the (resumed) state and the weights.
+  if (zero_ != nullptr) {
+    zero_->scatter_state();
+    zero_->load_master(model_->params());
+  }
   if (start_.resumed) {
     // Proof that every rank continues from the checkpoint's parameters (a
     // restart on fewer nodes included): one host copy, once, at start-up.
@@ -423,6 +490,13 @@ void Trainer::resume_and_replicate() {
     check_replicas(*control_, start_.params_hash, start_.step);
   }
   optimizer_->set_step_count(start_.step);
+  if (loss_scaling() && start_.loss_scale.scale > 0) {
+    kernels::LossScalerState scaler = initial_loss_scaler(cfg_);
+    scaler.scale = static_cast<float>(start_.loss_scale.scale);
+    scaler.growth_tracker = start_.loss_scale.growth_tracker;
+    scaler.overflows = start_.loss_scale.overflows;
+    nonfinite_->set_loss_scaler(scaler);
+  }
   RT_CHECK(start_.step <= total_steps_,
            "checkpoint {} is at step {}, past the {} steps this run asks for", start_.path,
            start_.step, total_steps_);
@@ -445,6 +519,16 @@ void Trainer::announce() const {
   log0("  {} optimizer steps ({} per epoch), {} gradient bucket(s) of at most {:g} MiB, overlap {}",
        total_steps_, micro_per_epoch_ / cfg_.accum, sync_->plan().buckets().size(), cfg_.bucket_mb,
        cfg_.overlap ? "on" : "off");
+  log0("  gradients reduced in {}{}; optimizer state {} bytes per rank{}",
+       grad_dtype_name(sync_->wire_dtype()),
+       zero_ != nullptr ? " (reduce-scattered per bucket: --zero 1)" : "",
+       optimizer_->state_bytes(),
+       zero_ != nullptr
+           ? fmt::format(" (sharded over {} ranks: {} of {} elements, plus {} bytes of master "
+                         "weights)",
+                         topo_.world_size(), zero_layout_->shard_count(), model_->param_count(),
+                         zero_->master_bytes())
+           : std::string());
   // (Every rank agreed on the eval split's size: they all skip evaluation.)
   if (eval_data_->size() == 0 && topo_.rank() == 0)
     log_warn(
@@ -466,6 +550,10 @@ StepOutcome Trainer::step() {
   out.epoch = cursor_.epoch;
   Model& model = *model_;
   nonfinite_->begin_step(model.compute_stream());
+  // fp16: backward differentiates the loss times this; the gradients are
+  // divided by it before the update. (On a GPU the scale is read back from
+  // the device's decision: one host sync per step.)
+  const float loss_scale = loss_scaling() ? nonfinite_->loss_scaler(/*current=*/true).scale : 1.0f;
   std::uint64_t step_samples = 0;
   for (std::size_t micro = 0; micro < cfg_.accum; ++micro) {
     const double t_data = monotonic_seconds();
@@ -486,8 +574,8 @@ StepOutcome Trainer::step() {
     timing.forward += t_bwd - t_fwd;
     phase("backward");
     sync_->begin_step(/*sync=*/micro + 1 == cfg_.accum);
-    model.backward(micro_batch_grad_scale(cfg_, batch.size), /*accumulate=*/micro > 0,
-                   [this](std::size_t layer) {
+    model.backward(micro_batch_grad_scale(cfg_, batch.size) * loss_scale,
+                   /*accumulate=*/micro > 0, [this](std::size_t layer) {
                      inject_nonfinite_gradient(layer);
                      sync_->on_layer_ready(layer);
                    });
@@ -533,10 +621,19 @@ StepOutcome Trainer::step() {
   // A skipped step leaves the parameters and the optimizer state as they were
   // (on a GPU the update is issued and is a no-op on the device); its loss is
   // rolled back, and its samples leave the window when it is reported.
-  if (nonfinite_->admit(step_ + 1, grads_, step_samples, model.compute_stream())) {
-    if (cfg_.clip_norm > 0) timing.grad_norm = clip_grad_norm(grads_, cfg_.clip_norm);
+  // (Under ZeRO-1 a stand-in past the buffer's end: no element to name.)
+  const BufferView averaged = averaged_gradients();
+  const std::size_t averaged_offset = zero_ != nullptr ? model.param_count() : 0;
+  if (nonfinite_->admit(step_ + 1, averaged, step_samples, model.compute_stream(),
+                        averaged_offset)) {
+    // fp16: the gradients are loss_scale times too large until divided here;
+    // clipping them at loss_scale times the norm first is the same clip.
+    if (cfg_.clip_norm > 0) timing.grad_norm = clip_gradients(loss_scale);
+    if (loss_scale != 1.0f)
+      scale_buffer(zero_ != nullptr ? zero_->shard_gradients() : grads_, 1.0f / loss_scale);
     optimizer_->step(model.params(), grads_, out.lr);
   }
+  timing.allreduce_bytes = sync_->wire_bytes() + (zero_ != nullptr ? zero_->gathered_bytes() : 0);
   timing.skipped_steps = nonfinite_->skipped();
   timing.optimizer = monotonic_seconds() - t_opt;
   recorder_->trace_span("optimizer", "compute", t_opt, t_opt + timing.optimizer);
@@ -546,6 +643,42 @@ StepOutcome Trainer::step() {
   run_seconds_ += timing.total;
   run_samples_ += global_batch_;
   return out;
+}
+
+// What the --nonfinite guard checks after the reduction: the averaged
+// gradients; under ZeRO-1, where each rank holds only its shard of them, a
+// stand-in that is NaN unless the sum of squares over all shards is finite
+// (summed per shard and all-reduced: the clip needs that norm anyway), so
+// every rank takes the same decision.
+BufferView Trainer::averaged_gradients() {
+  if (zero_ == nullptr) return grads_;
+  clipper_->sum_squares(zero_->shard_gradients(), model_->compute_stream());
+  sum_over_ranks(clipper_->sum_view());
+  return clipper_->finite_probe(model_->compute_stream());
+}
+
+// --clip-norm with the factor computed where the gradients are (no host sync
+// on a GPU). Returns the norm before clipping on the CPU, -1 on a GPU (reading
+// it would cost a host sync every step).
+double Trainer::clip_gradients(float loss_scale) {
+  void* stream = model_->compute_stream();
+  const BufferView grads = zero_ != nullptr ? zero_->shard_gradients() : grads_;
+  if (zero_ == nullptr) clipper_->sum_squares(grads, stream);
+  clipper_->clip(grads, cfg_.clip_norm * loss_scale, stream);
+  return device_.is_cuda() ? -1.0 : clipper_->norm() / loss_scale;
+}
+
+// value += every other rank's, ordered on the compute stream (no host wait
+// on a GPU with NCCL).
+void Trainer::sum_over_ranks(BufferView value) {
+  if (topo_.world_size() == 1) return;
+  comm_->order_after(OrderingPoint::record(device_, model_->compute_stream()));
+  CommRequest request = comm_->allreduce_async(value, value, ReduceOp::sum);
+  const OrderingPoint done = request.completion();
+  if (done.empty())
+    request.wait();
+  else
+    done.order_stream(model_->compute_stream());
 }
 
 // Every rank agrees to stop at the same step (Slurm signals every task, but not
@@ -580,6 +713,11 @@ void Trainer::log_step(StepOutcome& outcome) {
   nonfinite_->report();
   window_.samples -= static_cast<double>(nonfinite_->take_skipped_samples());
   outcome.timing.skipped_steps = nonfinite_->skipped();
+  if (loss_scaling()) {
+    const kernels::LossScalerState s = nonfinite_->loss_scaler(/*current=*/false);
+    outcome.timing.loss_scale = s.scale;
+    outcome.timing.overflow_steps = s.overflows;
+  }
   outcome.timing.host_syncs_between_logs = host_syncs_between_logs_;
   host_syncs_between_logs_ = 0;
   static_assert(sizeof(LossWindow) == 2 * sizeof(double));
@@ -595,6 +733,12 @@ void Trainer::log_step(StepOutcome& outcome) {
   w.samples_per_s = seconds > 0 ? window_.samples / seconds : 0.0;
   w.exposed_comm_s_mean = w.steps > 0 ? window_exposed_s_ / static_cast<double>(w.steps) : 0.0;
   recorder_->on_step(step_, outcome.epoch, outcome.lr, loss, outcome.timing, w);
+  // Every rank holds the same summed loss: all warn or stop alike.
+  if (const auto diverging = divergence_.observe(step_, loss)) {
+    if (cfg_.on_divergence == "stop")
+      throw Error(fmt::format("{}; stopping (--on-divergence stop)", *diverging));
+    if (topo_.rank() == 0) log_warn("{}", *diverging);
+  }
   window_ = {};
   window_step_s_.clear();
   window_exposed_s_ = 0;
@@ -655,6 +799,8 @@ std::string Trainer::checkpoint(bool finished) {
   nonfinite_->sync_and_report();
   flight::enter_phase("checkpoint", step_);
   average_buffers();
+  // ZeRO-1: the whole state, gathered from every rank's shard, is saved.
+  if (zero_ != nullptr) zero_->gather_state();
   std::string path;
   if (topo_.rank() == 0) {
     RunPosition position;
@@ -664,9 +810,14 @@ std::string Trainer::checkpoint(bool finished) {
     position.sampler_global_batch = sampler_global_batch_;
     position.world_size = topo_.world_size();
     position.finished = finished;
+    if (loss_scaling()) {
+      const kernels::LossScalerState s = nonfinite_->loss_scaler(/*current=*/false);
+      position.loss_scale = {s.scale, s.growth_tracker, s.overflows};
+    }
     path = save_training_state(cfg_, *spec_, *model_, *optimizer_, position);
     recorder_->on_checkpoint(step_, path);
   }
+  if (zero_ != nullptr) zero_->release_full_state();
   // Nobody runs ahead of an unfinished checkpoint: a crash then loses at most
   // the steps since the previous one.
   control_->barrier();

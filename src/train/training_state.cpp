@@ -33,6 +33,9 @@ struct ResumeMessage {
   std::uint64_t epoch = 0;
   std::uint64_t epoch_step = 0;
   std::uint64_t old_sampler_global_batch = 0;  // the cursor's unit when it was saved
+  double loss_scale = 0;
+  std::uint64_t loss_scale_growth_tracker = 0;
+  std::uint64_t loss_scale_overflows = 0;
 };
 
 }  // namespace
@@ -66,6 +69,10 @@ std::string save_training_state(const TrainConfig& cfg, const ModelSpec& spec, M
   auto cfg_json = nlohmann::json::parse(cfg.to_json());
   cfg_json["sampler_global_batch"] = position.sampler_global_batch;
   cfg_json["world_size"] = position.world_size;
+  if (position.loss_scale.scale > 0)
+    cfg_json["loss_scaler"] = {{"scale", position.loss_scale.scale},
+                               {"growth_tracker", position.loss_scale.growth_tracker},
+                               {"overflows", position.loss_scale.overflows}};
   meta.config_json = cfg_json.dump();
   meta.finished = position.finished;
   return write_checkpoint_atomic(cfg.ckpt_dir, meta, param_records, state_records, cfg.keep,
@@ -121,18 +128,28 @@ ResumePoint resume_training_state(const TrainConfig& cfg, Communicator& control,
                   view_of(ck.optimizer[i].second.data(), ck.optimizer[i].second.size()));
       optimizer.set_step_count(ck.meta.step);
       std::uint64_t old_sampler_batch = sampler_global_batch;
+      LossScale scale;
       try {
         const auto cfg_json = nlohmann::json::parse(ck.meta.config_json);
         old_sampler_batch = cfg_json.at("sampler_global_batch").get<std::uint64_t>();
+        if (cfg_json.contains("loss_scaler")) {
+          const auto& s = cfg_json.at("loss_scaler");
+          scale = {s.at("scale").get<double>(), s.at("growth_tracker").get<std::uint64_t>(),
+                   s.at("overflows").get<std::uint64_t>()};
+        }
       } catch (const std::exception& e) {
-        RT_CHECK(false, "checkpoint {}: its config lacks 'sampler_global_batch' ({})", path,
-                 e.what());
+        RT_CHECK(false,
+                 "checkpoint {}: its config lacks 'sampler_global_batch' or has a bad "
+                 "'loss_scaler' ({})",
+                 path, e.what());
       }
-      message = {1, ck.meta.step, ck.meta.epoch, ck.meta.epoch_step, old_sampler_batch};
+      message = {
+          1,           ck.meta.step,         ck.meta.epoch,  ck.meta.epoch_step, old_sampler_batch,
+          scale.scale, scale.growth_tracker, scale.overflows};
     }
   }
-  static_assert(sizeof(ResumeMessage) == 5 * sizeof(std::uint64_t));
-  BufferView wire{&message, 5, DType::i64, Device::cpu()};
+  static_assert(sizeof(ResumeMessage) == 8 * sizeof(std::uint64_t));
+  BufferView wire{&message, 8, DType::i64, Device::cpu()};
   control.broadcast(wire, wire, 0);
   ResumePoint point;
   if (message.found == 0) {
@@ -144,6 +161,8 @@ ResumePoint resume_training_state(const TrainConfig& cfg, Communicator& control,
   point.cursor = ShardedSampler::convert_cursor(
       {message.epoch, message.epoch_step}, message.old_sampler_global_batch, sampler_global_batch);
   point.path = path;
+  point.loss_scale = {message.loss_scale, message.loss_scale_growth_tracker,
+                      message.loss_scale_overflows};
   return point;
 }
 

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "kernels/precision.cuh"
 #include "ringtrain/core/error.h"
 #include "ringtrain/launch/gpu_runtime.h"
 #include "ringtrain/model/model.h"
@@ -224,4 +225,47 @@ TEST_CASE("model: dropout is reproducible per (seed, rank, step) and off in eval
   CHECK(logits(*a, 0, 1, true) != logits(*a, 0, 2, true));
   CHECK(logits(*a, 0, 1, true) != logits(*a, 1, 1, true));
   CHECK(logits(*a, 0, 1, false) == logits(*a, 3, 9, false));
+}
+
+TEST_CASE("model: bf16 and fp16 store the matmul weights, activations and gradients on the grid",
+          "[model][precision]") {
+  const char* spec = "conv2d(out=4, kernel=3, padding=1); batch_norm; relu; flatten; linear(out=5)";
+  const std::size_t batch = 4;
+  const auto x = test::hashed_vector(17, batch * 2 * 6 * 6);
+  const auto labels = labels_for(batch, 5);
+  auto ref = Model::build(ModelSpec::parse(spec), {2, 6, 6}, 5, cpu_options(5));
+  const double ref_loss = ref->forward(x.data(), labels.data(), batch, true).loss_sum;
+  ref->backward(1.0f, false);
+  const auto ref_grads = copy_of(ref->grads());
+  for (const Precision p : {Precision::bf16, Precision::fp16}) {
+    INFO(precision_name(p));
+    ModelOptions o = cpu_options(5);
+    o.precision = p;
+    auto m = Model::build(ModelSpec::parse(spec), {2, 6, 6}, 5, o);
+    const auto master = copy_of(m->params());
+    CHECK(master == copy_of(ref->params()));  // the same fp32 master weights
+    const double loss = m->forward(x.data(), labels.data(), batch, true).loss_sum;
+    m->backward(1.0f, false);
+    // The master weights are untouched; the logits are on the grid, and not
+    // all of them are fp32's.
+    CHECK(copy_of(m->params()) == master);
+    const float* logits = m->logits();
+    std::size_t differ = 0;
+    const float* ref_logits = ref->logits();
+    for (std::size_t i = 0; i < batch * 5; ++i) {
+      CHECK(kernels::round_to_precision_grid(logits[i], static_cast<int>(p)) == logits[i]);
+      differ += logits[i] != ref_logits[i];
+    }
+    CHECK(differ > 0);
+    // Within the format's tolerance of fp32: 8 (bf16) or 11 (fp16) significant bits.
+    const double tol = p == Precision::bf16 ? 3e-2 : 4e-3;
+    CHECK(std::abs(loss - ref_loss) <= tol * std::abs(ref_loss));
+    const auto grads = copy_of(m->grads());
+    double num = 0, den = 0;
+    for (std::size_t i = 0; i < grads.size(); ++i) {
+      num += (grads[i] - ref_grads[i]) * (grads[i] - ref_grads[i]);
+      den += ref_grads[i] * ref_grads[i];
+    }
+    CHECK(std::sqrt(num / den) <= 2 * tol);
+  }
 }

@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/grad_clip.cuh"
 #include "ringtrain/core/error.h"
 #include "ringtrain/optim/grad_clip.h"
 #include "tests/optim/optim_test_data.h"
@@ -93,4 +94,39 @@ TEST_CASE("bad clip and scale inputs are errors", "[optim][clip]") {
   CHECK_THROWS_WITH(global_grad_norm(view_of(d.data(), 1)), Contains("f64"));
   CHECK_THROWS_WITH(scale_buffer(view_of(d.data(), 1), 2.f), Contains("f64"));
   CHECK_THROWS_WITH(scale_buffer(view_of(g.data(), 2), INFINITY), Contains("finite"));
+}
+
+TEST_CASE("the step's clipper gives clip_grad_norm's gradients and norm, bit for bit",
+          "[optim][clip]") {
+  GradClipper clipper(Device::cpu());
+  for (std::size_t n : test::kTestSizes) {
+    for (double max_norm : {0.5, 1e9}) {
+      CAPTURE(n, max_norm);
+      std::vector<float> a = test::test_vector(37, n, 3.f);
+      std::vector<float> b = a;
+      const double norm = clip_grad_norm(view_of(a.data(), n), max_norm);
+      clipper.sum_squares(view_of(b.data(), n), nullptr);
+      clipper.clip(view_of(b.data(), n), max_norm, nullptr);
+      CHECK(clipper.norm() == norm);
+      CHECK(std::memcmp(a.data(), b.data(), n * sizeof(float)) == 0);
+      CHECK(clipper.finite_probe(nullptr).as<float>()[0] == 0.f);
+    }
+  }
+}
+
+TEST_CASE("the clip factor of a non-finite norm is 1 and its probe is NaN", "[optim][clip]") {
+  CHECK(kernels::clip_factor(std::numeric_limits<double>::quiet_NaN(), 1.0) == 1.f);
+  CHECK(kernels::clip_factor(std::numeric_limits<double>::infinity(), 1.0) == 1.f);
+  CHECK(kernels::clip_factor(0.5, 1.0) == 1.f);
+  CHECK(kernels::clip_factor(4.0, 1.0) == static_cast<float>(1.0 / (4.0 + 1e-6)));
+  CHECK(kernels::clip_factor_of_sum(16.0, 1.0) == kernels::clip_factor(4.0, 1.0));
+  GradClipper clipper(Device::cpu());
+  std::vector<float> g = {1.f, std::numeric_limits<float>::infinity(), 2.f};
+  const std::vector<float> before = g;
+  clipper.sum_squares(view_of(g.data(), 3), nullptr);
+  CHECK(std::isnan(clipper.finite_probe(nullptr).as<float>()[0]));
+  clipper.clip(view_of(g.data(), 3), 1.0, nullptr);
+  CHECK(std::memcmp(g.data(), before.data(), sizeof(float) * 3) == 0);  // left for the guard
+  CHECK(clipper.sum_view().count == 1);
+  CHECK(clipper.sum_view().dtype == DType::f64);
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "optim/cuda_backend.h"
+#include "ringtrain/core/host_sync.h"
 #include "ringtrain/launch/gpu_runtime.h"
 #include "ringtrain/optim/grad_clip.h"
 #include "ringtrain/optim/optimizer.h"
@@ -130,6 +131,51 @@ TEST_CASE("gpu grad norm, clip and scale match the cpu", "[gpu][optim]") {
       CHECK(gpu_before == Approx(cpu_before).epsilon(1e-12));
       CHECK(count_mismatches(dg.to_host(), g) == 0);
     }
+  }
+}
+
+TEST_CASE("gpu clip on the device: the cpu's result, no host sync", "[gpu][optim]") {
+  GradClipper cpu(Device::cpu());
+  GradClipper gpu(kGpu);
+  for (std::size_t n : kGpuSizes) {
+    CAPTURE(n);
+    std::vector<float> g = test::test_vector(83, n, 5.f);
+    DeviceVector dg(g);
+    const std::uint64_t syncs = host_sync::count();
+    gpu.sum_squares(dg.view(), nullptr);
+    gpu.clip(dg.view(), 0.5, nullptr);
+    (void)gpu.finite_probe(nullptr);
+    CHECK(host_sync::count() == syncs);  // nothing read back
+    cpu.sum_squares(view_of(g.data(), n), nullptr);
+    cpu.clip(view_of(g.data(), n), 0.5, nullptr);
+    CHECK(gpu.norm() == Approx(cpu.norm()).epsilon(1e-12));
+    CHECK(count_mismatches(dg.to_host(), g) == 0);
+  }
+}
+
+TEST_CASE("gpu decay mask matches the cpu", "[gpu][optim]") {
+  for (const char* kind : {"sgd", "adamw"}) {
+    OptimizerConfig c;
+    c.kind = kind;
+    c.weight_decay = 0.1f;
+    const std::size_t n = 100003;
+    std::vector<float> mask(n);
+    for (std::size_t i = 0; i < n; ++i) mask[i] = i % 3 == 0 ? 0.f : 1.f;
+    DeviceVector dmask(mask);
+    auto cpu = make_optimizer(c, n, Device::cpu());
+    auto gpu = make_optimizer(c, n, kGpu);
+    cpu->set_decay_mask(view_of(mask.data(), n));
+    gpu->set_decay_mask(dmask.view());
+    std::vector<float> p = test::test_vector(91, n, 2.f);
+    DeviceVector dp(p);
+    for (std::uint64_t s = 0; s < 3; ++s) {
+      std::vector<float> g = test::test_vector(95 + s, n);
+      DeviceVector dg(g);
+      cpu->step(view_of(p.data(), n), view_of(g.data(), n), 0.05f);
+      gpu->step(dp.view(), dg.view(), 0.05f);
+    }
+    CAPTURE(kind);
+    CHECK(count_mismatches(dp.to_host(), p) == 0);
   }
 }
 

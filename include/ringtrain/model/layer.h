@@ -58,6 +58,10 @@ class Layer {
   // A view layer (flatten) has y == x: the model gives it no buffer of its own
   // and passes gradients straight through.
   virtual bool is_view() const { return false; }
+  // A layer whose weights feed a matrix product (convolution, linear): under
+  // --precision bf16|fp16 it is bound to a low-precision copy of its weights
+  // (ringtrain/ops/precision.h); other layers (norms) keep reading fp32.
+  virtual bool matmul_weights() const { return false; }
 
   virtual void forward(const float* x, float* y, std::size_t batch, bool training) = 0;
   // Writes dx (when not null), and the parameter gradients: overwritten, or

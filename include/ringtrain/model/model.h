@@ -23,6 +23,7 @@
 #include "ringtrain/core/device.h"
 #include "ringtrain/model/model_spec.h"
 #include "ringtrain/ops/math_mode.h"
+#include "ringtrain/ops/precision.h"
 
 namespace ringtrain {
 
@@ -44,6 +45,10 @@ struct ModelOptions {
   // forward_accumulate and backward use it; forward (evaluation) reports the
   // plain cross-entropy.
   float label_smoothing = 0.0f;
+  // fp32, or bf16/fp16 storage of the matmul weights, activations and
+  // activation gradients (ringtrain/ops/precision.h). The master weights in
+  // params() stay fp32.
+  Precision precision = Precision::fp32;
 };
 
 class Layer;
@@ -142,6 +147,8 @@ class Model {
   Model();
   const float* run_layers(const float* x, const std::int32_t* labels, std::size_t batch,
                           bool training);
+  // What the layers are bound to: the master weights, or their low-precision copy.
+  float* layer_params();
   struct State;
   ModelSpec spec_;
   ModelOptions options_;

@@ -1,6 +1,6 @@
-// 2-D convolution over NCHW float tensors, planned once for a maximum batch so
-// that the hot loop allocates nothing. CPU: im2col + cblas_sgemm per sample
-// (1x1 stride-1 unpadded convs skip im2col). GPU: cuDNN, with algorithms and
+// 2-D convolution over NCHW float tensors, planned once for a maximum batch.
+// CPU: oneDNN's convolutions (where the build has them), else im2col +
+// cblas_sgemm per sample (1x1 stride-1 unpadded convs skip im2col). GPU: cuDNN, with algorithms and
 // workspace chosen at plan time.
 #pragma once
 
@@ -34,7 +34,8 @@ struct Conv2dGeometry {
 
 namespace detail {
 class GpuConvPlan;
-}
+class CpuConvPlan;
+}  // namespace detail
 
 class Conv2dOp {
  public:
@@ -58,6 +59,7 @@ class Conv2dOp {
   bool direct_;  // 1x1, stride 1, no padding: the input is its own im2col
   Tensor col_;   // CPU: [C*k*k, Ho*Wo] for one sample
   std::unique_ptr<detail::GpuConvPlan> gpu_;
+  std::unique_ptr<detail::CpuConvPlan> cpu_;  // oneDNN, when the build has it
 };
 
 }  // namespace ringtrain

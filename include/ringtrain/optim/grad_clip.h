@@ -7,6 +7,7 @@
 #pragma once
 
 #include "ringtrain/core/buffer_view.h"
+#include "ringtrain/core/device.h"
 
 namespace ringtrain {
 
@@ -22,5 +23,39 @@ double clip_grad_norm(BufferView grads, double max_norm);
 
 // buf *= factor, in place, for an f32 buffer on CPU or CUDA.
 void scale_buffer(BufferView buf, float factor);
+
+// The training step's clip (--clip-norm), with the norm kept where the
+// gradients are: on a GPU the sum of squares, the factor (kernels/
+// grad_clip.cuh) and the scaling are kernels queued on the compute stream,
+// so a clipped step has no host sync; on the CPU the same function runs on
+// the host. Under ZeRO-1 each rank sums its shard and the sums are
+// all-reduced (sum_view()) between sum_squares() and clip().
+class GradClipper {
+ public:
+  explicit GradClipper(Device device);
+  ~GradClipper();
+  GradClipper(const GradClipper&) = delete;
+  GradClipper& operator=(const GradClipper&) = delete;
+
+  // Queued: the sum of squares of grads (f32), in double, into sum_view().
+  void sum_squares(BufferView grads, void* stream);
+  // One f64 element on the device: the sum of squares (to all-reduce).
+  BufferView sum_view() const;
+  // Queued: grads *= clip_factor(sum, max_norm).
+  void clip(BufferView grads, double max_norm, void* stream);
+  // Queued: one f32 element, 0 when the sum is finite, NaN otherwise (the
+  // --nonfinite guard's view of gradients summed shard by shard).
+  BufferView finite_probe(void* stream);
+  // The norm of the last sum: free on the CPU; on a GPU one counted host
+  // sync (read at logging points only).
+  double norm() const;
+
+ private:
+  Device device_;
+  double host_sum_ = 0;
+  float host_probe_ = 0;
+  struct DeviceMemory;
+  DeviceMemory* device_memory_ = nullptr;
+};
 
 }  // namespace ringtrain

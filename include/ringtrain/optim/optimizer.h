@@ -50,6 +50,13 @@ class Optimizer {
   // restores it together with the state buffers.
   virtual std::uint64_t step_count() const = 0;
   virtual void set_step_count(std::uint64_t steps) = 0;
+  // Bytes of optimizer state this rank holds (momentum, moments): what
+  // --zero 1 divides by the world size.
+  virtual std::size_t state_bytes() const;
+  // --no-decay: weight decay applies to element i scaled by mask[i] (an f32
+  // view of 0s and 1s, param_count elements on the optimizer's device, kept
+  // by the optimizer); without a mask every element decays.
+  virtual void set_decay_mask(BufferView mask) = 0;
 
   // On a CUDA device the --nonfinite decision is taken on the device
   // (src/optim/nonfinite_tracker.h): with a gate, every later step is queued
@@ -66,6 +73,10 @@ class Optimizer {
 // `device`. A CUDA device in a CPU-only build is an Error.
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, std::size_t param_count,
                                           Device device);
+
+// State values the optimizer keeps per parameter: 0 for plain SGD, 1 with
+// momentum, 2 for AdamW (what `model show` reports before any allocation).
+std::size_t state_values_per_parameter(const OptimizerConfig& config);
 
 // Throws Error naming the flag and the bad value (--optimizer, --momentum,
 // --nesterov, --weight-decay, --beta1, --beta2, --eps).

@@ -19,6 +19,7 @@
 #include "ringtrain/comm/communicator.h"
 #include "ringtrain/core/buffer_view.h"
 #include "ringtrain/sync/bucket_plan.h"
+#include "ringtrain/sync/zero_layout.h"
 
 namespace ringtrain {
 
@@ -78,8 +79,26 @@ class GradientSynchronizer {
   void set_local_check(LocalCheck check) { local_check_ = std::move(check); }
   bool overlap() const { return overlap_; }
 
+  // --grad-dtype and --zero 1 (gradient_wire.h, zero_layout.h). Collective
+  // (it allocates the communicator's buffers): every rank calls it once, in
+  // the same order, before the first step. wire: the dtype buckets travel in.
+  // zero: null to all-reduce every bucket into the gradient buffer; else
+  // each bucket is reduce-scattered, and this rank's reduced blocks land in
+  // shard_gradients() (f32, the layout's shard_count() elements, the padding
+  // zero), not in the gradient buffer.
+  void configure(DType wire, const ZeroLayout* zero);
+  DType wire_dtype() const { return wire_; }
+  BufferView shard_gradients() const { return shard_grads_; }
+  // Bytes this rank handed to the gradient collectives in the last step that
+  // synchronised (in the wire dtype; ZeRO: the padded reduce-scatter inputs);
+  // 0 on one rank.
+  std::size_t wire_bytes() const { return wire_bytes_; }
+
  private:
   void launch(std::size_t bucket);
+  void launch_zero(std::size_t bucket);
+  // After bucket b's collective: widens a 16-bit result into f32.
+  void land(std::size_t bucket);
 
   Communicator& comm_;
   BucketPlan plan_;
@@ -94,6 +113,13 @@ class GradientSynchronizer {
   std::vector<BucketReady> ready_;
   double exposed_s_ = 0;
   LocalCheck local_check_;
+  DType wire_ = DType::f32;
+  const ZeroLayout* zero_ = nullptr;
+  BufferView wire_buf_;     // 16-bit all-reduce: the buckets in the wire dtype
+  BufferView staging_;      // ZeRO: padded reduce-scatter inputs (wire dtype)
+  BufferView shard_out_;    // ZeRO: reduce-scatter outputs (wire dtype)
+  BufferView shard_grads_;  // ZeRO: the reduced shard in f32 (== shard_out_ in f32)
+  std::size_t wire_bytes_ = 0;
 };
 
 }  // namespace ringtrain

@@ -32,6 +32,7 @@ struct ProgressStats {
   double data_wait_s = 0;     // waiting for the next batch
   std::optional<double> eta_s;
   std::uint64_t skipped_steps = 0;  // non-finite steps skipped (--nonfinite skip:N); shown when > 0
+  double loss_scale = 0;            // fp16's loss scale; shown when > 0 (when it changed)
 };
 
 // The line, at most `max_width` characters (0 = no limit; a redrawn line

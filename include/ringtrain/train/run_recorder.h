@@ -36,6 +36,14 @@ struct StepTiming {
   std::uint64_t host_syncs_between_logs = 0;
   // Steps whose update --nonfinite skip:N skipped so far in this run.
   std::uint64_t skipped_steps = 0;
+  // --precision fp16: the loss scale after the step, and the steps skipped
+  // for an overflow so far (0 and 0 without loss scaling).
+  double loss_scale = 0;
+  std::uint64_t overflow_steps = 0;
+  // Bytes this rank handed to the gradient collectives in the step, in the
+  // wire dtype (--grad-dtype): the buckets' all-reduces; under --zero 1 the
+  // reduce-scatters' padded inputs plus the parameter all-gathers' outputs.
+  std::uint64_t allreduce_bytes = 0;
 };
 
 // The steps since the previous logged one (the progress window). A logged
@@ -68,6 +76,9 @@ class RunRecorder {
                const StepTiming& timing, const StepWindow& window);
   void on_eval(std::uint64_t step, const EvalResult& result, double seconds);
   void on_checkpoint(std::uint64_t step, const std::string& path);
+  // Bytes of optimizer state this rank holds (--zero 1 shards it), written
+  // with every train record.
+  void set_optimizer_state_bytes(std::uint64_t bytes) { optimizer_state_bytes_ = bytes; }
   // --straggler-every: the per-rank step times, the slowest rank and its
   // phases (metrics.jsonl, TensorBoard) and, when one is slow, a progress line.
   void on_stragglers(const StragglerReport& report);
@@ -84,6 +95,7 @@ class RunRecorder {
   const TrainConfig& config_;
   int rank_;
   std::uint64_t total_steps_;
+  std::uint64_t optimizer_state_bytes_ = 0;
   std::uint64_t first_step_;
   double start_s_;
   std::unique_ptr<MetricsLog> metrics_;
@@ -91,6 +103,7 @@ class RunRecorder {
   std::unique_ptr<TraceWriter> trace_;
   std::unique_ptr<ProgressLine> progress_;
   EtaEstimator eta_;
+  double shown_loss_scale_ = 0;  // the loss scale the progress line last showed
 };
 
 }  // namespace ringtrain

@@ -35,6 +35,12 @@ struct TrainConfig {
   std::string augment, eval_transform;
   std::size_t loader_threads = 1;  // decode/augment threads per rank
   std::string tf32 = "default";    // on | off | default (PyTorch's: conv TF32, GEMM fp32); GPU only
+  // fp32 | bf16 | fp16 (ringtrain/ops/precision.h). fp16 scales the loss
+  // dynamically: from loss_scale_init, doubled after loss_scale_window clean
+  // steps, halved on an overflow (whose step is skipped).
+  std::string precision = "fp32";
+  double loss_scale_init = 65536;
+  std::uint64_t loss_scale_window = 2000;
 
   // Optimizer and schedule.
   OptimizerConfig optimizer;
@@ -47,6 +53,11 @@ struct TrainConfig {
   float gamma = 0.1f;
   double clip_norm = 0;            // 0: off
   std::string nonfinite = "stop";  // stop | skip:N (NonfinitePolicy)
+  // Parameter kinds weight decay skips: a comma list of norm, bias, embedding
+  // (parameter_groups.h); "" decays every parameter.
+  std::string no_decay;
+  // A finite loss far above its recent median: warn | stop (divergence_monitor.h).
+  std::string on_divergence = "warn";
 
   // Distribution.
   std::string backend = "auto";
@@ -58,6 +69,11 @@ struct TrainConfig {
   double label_smoothing = 0.0;  // the training loss's (PyTorch's label_smoothing)
   std::size_t accum = 1;
   double timeout = 300;
+  // The dtype gradient buckets are reduced in: fp32 | bf16 | fp16 (gradient_wire.h).
+  std::string grad_dtype = "fp32";
+  // 1: ZeRO-1, the optimizer state and master weights sharded over the ranks
+  // (sharded_optimizer.h); 0: every rank holds all of it.
+  int zero = 0;
 
   // Evaluation and logging.
   std::uint64_t eval_every = 0;  // 0: at the end of each epoch only

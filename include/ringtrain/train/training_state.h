@@ -17,6 +17,15 @@ class Model;
 struct ModelSpec;
 class Optimizer;
 
+// fp16's dynamic loss scale, as a checkpoint keeps it (kernels/loss_scaler.cuh
+// holds the whole state): resuming restores it, so the resumed steps are the
+// same as the uninterrupted run's.
+struct LossScale {
+  double scale = 0;  // 0: no loss scaling
+  std::uint64_t growth_tracker = 0;
+  std::uint64_t overflows = 0;
+};
+
 // Where a run stands: what a checkpoint records beside the tensors.
 struct RunPosition {
   std::uint64_t step = 0;                // optimizer steps done
@@ -25,6 +34,7 @@ struct RunPosition {
   std::size_t sampler_global_batch = 0;  // samples per micro-step (the cursor's unit)
   int world_size = 1;
   bool finished = false;
+  LossScale loss_scale;  // --precision fp16's scaler; scale 0 without one
 };
 
 // Rank 0 only: writes ckpt-<step>.h5 atomically into cfg.ckpt_dir (keeping
@@ -42,6 +52,7 @@ struct ResumePoint {
   // After the broadcast, every rank's parameters hash to this (hash_bytes
   // over the flat buffer, the same hash as the file's tensors in model order).
   std::uint64_t params_hash = 0;
+  LossScale loss_scale;  // the checkpoint's (scale 0: it had none), on every rank
 };
 
 // Collective over `control`. Rank 0 finds the checkpoint (cfg.resume: a file,

@@ -5,6 +5,7 @@
 #include "core/cuda/check_cuda.h"
 #include "kernels/axpy.h"
 #include "kernels/batch_norm.h"
+#include "kernels/precision.h"
 #include "kernels/scale.h"
 #include "ops/gpu_ops.h"
 
@@ -64,6 +65,9 @@ void gpu_axpy(void* stream, float a, const float* x, float* y, std::size_t n) {
 }
 void gpu_scale(void* stream, float* x, std::size_t n, float f) {
   kernels::scale_f32_cuda(x, n, f, stream);
+}
+void gpu_round_to_precision(void* stream, float* y, const float* x, std::size_t n, int precision) {
+  kernels::round_to_precision_cuda(y, x, n, precision, stream);
 }
 void gpu_copy_blocks(void* stream, void* dst, std::size_t dpitch, const void* src,
                      std::size_t spitch, std::size_t width, std::size_t rows) {

@@ -7,6 +7,7 @@
 
 #include "core/cuda/check_cuda.h"
 #include "kernels/adamw.h"
+#include "kernels/grad_clip.h"
 #include "kernels/grad_norm.h"
 #include "kernels/nonfinite_guard.h"
 #include "kernels/scale.h"
@@ -92,23 +93,24 @@ void copy_to_host(float* dst, BufferView src) {
 }
 
 void sgd_step(BufferView params, BufferView grads, float* momentum_buf, float lr, float momentum,
-              float weight_decay, bool nesterov, const kernels::NonfiniteGuardState* gate) {
+              float weight_decay, bool nesterov, const float* decay_mask,
+              const kernels::NonfiniteGuardState* gate) {
   DeviceScope scope(params.device.index);
   if (momentum_buf == nullptr)
     kernels::sgd_plain_f32_cuda(params.as<float>(), grads.as<float>(), params.count, lr,
-                                weight_decay, gate, nullptr);
+                                weight_decay, decay_mask, gate, nullptr);
   else
     kernels::sgd_momentum_f32_cuda(params.as<float>(), grads.as<float>(), momentum_buf,
-                                   params.count, lr, momentum, weight_decay, nesterov, gate,
-                                   nullptr);
+                                   params.count, lr, momentum, weight_decay, nesterov, decay_mask,
+                                   gate, nullptr);
 }
 
 void adamw_step(BufferView params, BufferView grads, float* exp_avg, float* exp_avg_sq,
-                const kernels::AdamWCoefficients& coefficients,
+                const kernels::AdamWCoefficients& coefficients, const float* decay_mask,
                 const kernels::NonfiniteGuardState* gate) {
   DeviceScope scope(params.device.index);
   kernels::adamw_f32_cuda(params.as<float>(), grads.as<float>(), exp_avg, exp_avg_sq, params.count,
-                          coefficients, gate, nullptr);
+                          coefficients, decay_mask, gate, nullptr);
 }
 
 double sum_squares(BufferView x) {
@@ -120,6 +122,60 @@ double sum_squares(BufferView x) {
   // The caller needs the number: a host sync (counted), once per clipped step.
   host_sync::note(x.device, "clip: read the gradient norm");
   RT_CUDA_CHECK(cudaMemcpy(&result, scratch, sizeof(double), cudaMemcpyDeviceToHost));
+  return result;
+}
+
+ClipMemory alloc_clip(int ordinal) {
+  DeviceScope scope(ordinal);
+  ClipMemory m;
+  void* scratch = nullptr;
+  RT_CUDA_CHECK(cudaMalloc(&scratch, kernels::kSumSquaresScratchCount * sizeof(double)));
+  m.scratch = static_cast<double*>(scratch);
+  void* probe = nullptr;
+  const cudaError_t e = cudaMalloc(&probe, sizeof(float));
+  if (e != cudaSuccess) {
+    free_clip(m, ordinal);
+    RT_CUDA_CHECK(e);
+  }
+  m.probe = static_cast<float*>(probe);
+  // A sum of 0 until the first step writes one.
+  RT_CUDA_CHECK(cudaMemset(m.scratch, 0, sizeof(double)));
+  return m;
+}
+
+void free_clip(const ClipMemory& memory, int ordinal) noexcept {
+  int previous = 0;
+  if (cudaGetDevice(&previous) != cudaSuccess) return;
+  if (previous != ordinal) (void)cudaSetDevice(ordinal);
+  if (memory.scratch != nullptr) (void)cudaFree(memory.scratch);
+  if (memory.probe != nullptr) (void)cudaFree(memory.probe);
+  if (previous != ordinal) (void)cudaSetDevice(previous);
+}
+
+void sum_squares_async(BufferView x, double* scratch, void* stream) {
+  DeviceScope scope(x.device.index);
+  if (x.count == 0) {
+    RT_CUDA_CHECK(cudaMemsetAsync(scratch, 0, sizeof(double), static_cast<cudaStream_t>(stream)));
+    return;
+  }
+  kernels::sum_squares_f32_cuda(x.as<float>(), x.count, scratch, stream);
+}
+
+void clip_by_norm(BufferView x, const double* sum_squares, double max_norm, void* stream) {
+  DeviceScope scope(x.device.index);
+  kernels::clip_by_norm_f32_cuda(x.as<float>(), x.count, sum_squares, max_norm, stream);
+}
+
+void finite_probe(const double* sum_squares, float* probe, int ordinal, void* stream) {
+  DeviceScope scope(ordinal);
+  kernels::finite_probe_cuda(sum_squares, probe, stream);
+}
+
+double read_double(const double* value, int ordinal) {
+  DeviceScope scope(ordinal);
+  double result = 0.0;
+  host_sync::note(Device::cuda(ordinal), "clip: read the gradient norm");
+  RT_CUDA_CHECK(cudaMemcpy(&result, value, sizeof(double), cudaMemcpyDeviceToHost));
   return result;
 }
 
@@ -183,6 +239,14 @@ void guard_decide(const GuardMemory& memory, unsigned long long step, unsigned l
   DeviceScope scope(loss_totals.device.index);
   kernels::nonfinite_guard_decide_cuda(memory.state, memory.mirror_device, step, max_skips, samples,
                                        loss_totals.as<double>(), stream);
+}
+
+void guard_set_scaler(const GuardMemory& memory, const kernels::LossScalerState& scaler,
+                      int ordinal) {
+  DeviceScope scope(ordinal);
+  RT_CUDA_CHECK(cudaDeviceSynchronize());
+  RT_CUDA_CHECK(cudaMemcpy(&memory.state->scaler, &scaler, sizeof(scaler), cudaMemcpyHostToDevice));
+  memory.mirror_host->scaler = scaler;
 }
 
 }  // namespace ringtrain::optim_cuda

@@ -1,0 +1,30 @@
+// Rounding an fp32 value to the bf16 or fp16 grid (round to nearest even, as
+// the hardware converts; fp16 overflows to Inf at 65520). Low-precision
+// storage of weights, activations and activation gradients is this rounding:
+// the GPU kernel (kernels/precision.cu) and the CPU path call the same
+// function, so the CPU tests cover the numbers a low-precision run sees.
+#pragma once
+
+#include "kernels/host_device.cuh"
+#include "kernels/reduce.cuh"
+
+namespace ringtrain::kernels {
+
+// Matches ringtrain::Precision (include/ringtrain/ops/precision.h).
+inline constexpr int kPrecisionFp32 = 0;
+inline constexpr int kPrecisionBf16 = 1;
+inline constexpr int kPrecisionFp16 = 2;
+
+RT_HD float round_to_bf16_grid(float x) {
+  return bf16_to_float(float_to_bf16(x));
+}
+RT_HD float round_to_fp16_grid(float x) {
+  return half_to_float(float_to_half(x));
+}
+RT_HD float round_to_precision_grid(float x, int precision) {
+  return precision == kPrecisionBf16   ? round_to_bf16_grid(x)
+         : precision == kPrecisionFp16 ? round_to_fp16_grid(x)
+                                       : x;
+}
+
+}  // namespace ringtrain::kernels
