@@ -3,7 +3,6 @@
 #include <array>
 
 #include "apps/bench_test_data.h"
-#include "ringtrain/core/check.h"
 
 namespace ringtrain::apps {
 
@@ -63,12 +62,6 @@ constexpr std::array<CollectiveEntry, 3> kEntries{{
 
 std::span<const CollectiveEntry> collective_entries() {
   return kEntries;
-}
-
-const CollectiveEntry& collective_entry(std::string_view name) {
-  for (const CollectiveEntry& e : kEntries)
-    if (name == e.name) return e;
-  RT_CHECK(false, "no collective benchmark named '{}'", name);
 }
 
 }  // namespace ringtrain::apps

@@ -43,6 +43,5 @@ struct CollectiveEntry {
 };
 
 std::span<const CollectiveEntry> collective_entries();
-const CollectiveEntry& collective_entry(std::string_view name);
 
 }  // namespace ringtrain::apps

@@ -190,7 +190,11 @@ enum WatchOrder : std::uint64_t {
 };
 
 int run_watch(const EvalFlags& f, const Topology& topo, Communicator& control, Dataset& data) {
-  StopSignalHandler stop;
+  // Installed before MPI starts (main.cpp) for --watch, so a SIGUSR1 that
+  // ringtrain-mpirun forwards early is a stop request, not the default
+  // action (termination); here when a program calls this directly.
+  std::optional<StopSignalHandler> stop;
+  if (!stop_handler_installed()) stop.emplace();
   std::unique_ptr<MetricsLog> metrics;
   std::unique_ptr<TensorBoardWriter> tensorboard;
   std::set<std::uint64_t> seen;
@@ -392,6 +396,7 @@ CLI::App* add_eval_command(CLI::App& app, CommandContext& ctx) {
              "--watch {}: not a directory", f->watch);
     RT_CHECK(!f->watch.empty() || (f->logdir.empty() && f->until_step == 0),
              "--logdir and --until-step apply to --watch only");
+    ctx.stop_signals_from_start = !f->watch.empty();
     ctx.action = [f](const Topology& topo) { return run_eval(*f, topo); };
   });
   return sub;

@@ -11,6 +11,7 @@
 #include "apps/command.h"
 #include "ringtrain/data/dataset.h"
 #include "ringtrain/model/model.h"
+#include "ringtrain/model/presets.h"
 #include "ringtrain/optim/optimizer.h"
 #include "ringtrain/sync/bucket_plan.h"
 #include "ringtrain/sync/zero_layout.h"
@@ -30,14 +31,37 @@ struct ShowOptions {
   OptimizerConfig optimizer;
   int world = 1;
   int zero = 0;
+  bool text = false;
 };
 
 std::string shape_text(const std::vector<std::size_t>& s) {
   return fmt::format("[{}]", fmt::join(s, ", "));
 }
 
+// The graph in the model language, one node per line: blocks and repeats
+// expanded, a preset written out for --classes, to copy and edit.
+std::string graph_text(const ModelSpec& given, int classes) {
+  ModelSpec spec =
+      given.preset.empty() ? given : graph_preset(given.preset, static_cast<std::size_t>(classes));
+  spec.preset.clear();
+  std::string s;
+  if (!spec.input_shape.empty()) s = fmt::format("input({})\n", fmt::join(spec.input_shape, ", "));
+  for (const LayerSpec& l : spec.layers) s += l.to_string() + "\n";
+  return s;
+}
+
 int run_show(const ShowOptions& o, const Topology& topo) {
   if (topo.rank() != 0) return 0;
+  if (o.text) {
+    const ModelSpec spec = ModelSpec::parse(o.model);
+    // Built first, so that a spec that does not build is refused here too.
+    ModelOptions mo;
+    mo.device = Device::cpu();
+    mo.max_batch = 1;
+    (void)Model::build(spec, parse_shape(o.input, "--input"), o.classes, mo);
+    std::fputs(graph_text(spec, o.classes).c_str(), stdout);
+    return 0;
+  }
   ModelOptions mo;
   mo.device = Device::cpu();
   mo.max_batch = o.batch;
@@ -152,6 +176,10 @@ CLI::App* add_model_show(CLI::App& parent, CommandContext& ctx) {
       "--json", o->json,
       "One JSON object: params, buffers, activation_bytes_per_sample, optimizer_state_bytes, "
       "layers, buckets");
+  sub->add_flag("--text", o->text,
+                "Print the graph in the model language instead, one node per line (blocks and "
+                "repeats expanded, a preset written out for --classes): a spec to copy and edit")
+      ->excludes("--json");
   sub->parse_complete_callback([&ctx, o] {
     ctx.topology.device = DeviceRequest::cpu;
     ctx.action = [o](const Topology& t) { return run_show(*o, t); };

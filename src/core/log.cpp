@@ -10,13 +10,10 @@ namespace ringtrain {
 
 namespace {
 LogIdentity g_identity;
-LogLevel g_level = LogLevel::info;
 std::mutex g_write_mutex;
 
 const char* level_tag(LogLevel level) {
   switch (level) {
-    case LogLevel::debug:
-      return "debug: ";
     case LogLevel::info:
       return "";
     case LogLevel::warn:
@@ -53,19 +50,12 @@ void set_log_identity_from_launcher() {
 const LogIdentity& log_identity() {
   return g_identity;
 }
-void set_log_level(LogLevel level) {
-  g_level = level;
-}
-LogLevel log_level() {
-  return g_level;
-}
 
 std::string rank_prefix() {
   return fmt::format("[rank {}/{}]", g_identity.rank, g_identity.host);
 }
 
 void log_line(LogLevel level, const std::string& message) {
-  if (level < g_level) return;
   // Warnings and errors go to stderr, the rest to stdout; one write per line so
   // that lines from threads do not interleave.
   std::string line = fmt::format("{} {}{}\n", rank_prefix(), level_tag(level), message);
@@ -76,7 +66,7 @@ void log_line(LogLevel level, const std::string& message) {
 }
 
 void log0_line(LogLevel level, const std::string& message) {
-  if (g_identity.rank != 0 || level < g_level) return;
+  if (g_identity.rank != 0) return;
   std::string line = message + "\n";
   std::lock_guard lock(g_write_mutex);
   FILE* out = level >= LogLevel::warn ? stderr : stdout;

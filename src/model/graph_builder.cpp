@@ -6,8 +6,9 @@ namespace ringtrain {
 
 std::string GraphBuilder::node(LayerSpec layer, std::vector<std::string> inputs, std::string name) {
   if (name.empty()) name = fmt::format("n{}", ++auto_names_);
-  // The previous node is read implicitly; name it only when it is not.
-  if (inputs.size() == 1 && inputs[0] == last_ && !spec_.layers.empty()) inputs.clear();
+  // The previous node (the model's input for the first) is read implicitly;
+  // name it only when it is not, as a block of the text language expands.
+  if (inputs.size() == 1 && inputs[0] == last_) inputs.clear();
   layer.name = name;
   layer.inputs = std::move(inputs);
   spec_.layers.push_back(std::move(layer));

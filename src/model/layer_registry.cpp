@@ -1,8 +1,9 @@
-// The registry of layer types beyond the built-ins (layer_registry.h).
+// The registry of layer types, built-in and added (layer_registry.h).
 #include "ringtrain/model/layer_registry.h"
 
 #include <charconv>
 
+#include "model/builtin_layers.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/model/model_spec.h"
 
@@ -15,6 +16,13 @@ const std::string* find_value(const std::vector<std::pair<std::string, std::stri
   for (const auto& [k, v] : values)
     if (k == key) return &v;
   return nullptr;
+}
+
+constexpr std::string_view kBuiltIn = "built-in";
+
+// The language's own words, which no type may take.
+bool reserved(std::string_view name) {
+  return name == "input" || name == "block" || name == "repeat";
 }
 
 bool valid_name(std::string_view name) {
@@ -51,7 +59,13 @@ std::size_t LayerArgs::count(std::string_view key, std::size_t fallback) const {
 }
 
 LayerRegistry& LayerRegistry::global() {
-  static LayerRegistry registry;
+  static LayerRegistry registry = [] {
+    LayerRegistry r;
+    r.set_origin(std::string(kBuiltIn));
+    register_builtin_layers(r);
+    r.set_origin("program");
+    return r;
+  }();
   return registry;
 }
 
@@ -60,21 +74,37 @@ void LayerRegistry::add(LayerType type) {
            "layer type '{}' (from {}): a name is lower-case letters, digits and '_', starting "
            "with a letter",
            type.name, origin_);
-  RT_CHECK(!is_builtin_layer_name(type.name),
-           "layer type '{}' (from {}) would hide the built-in layer of that name", type.name,
-           origin_);
-  for (const LayerType& t : types_)
-    RT_CHECK(t.name != type.name, "layer type '{}' is registered twice: by {} and by {}", type.name,
-             t.origin, origin_);
+  std::vector<std::string> spellings = type.aliases;
+  spellings.push_back(type.name);
+  for (const std::string& name : spellings) {
+    const LayerType* taken = find(name);
+    RT_CHECK(!reserved(name) && (taken == nullptr || taken->origin != kBuiltIn),
+             "layer type '{}' (from {}) would hide the built-in layer of that name", name, origin_);
+    RT_CHECK(taken == nullptr, "layer type '{}' is registered twice: by {} and by {}", name,
+             taken ? taken->origin : "", origin_);
+  }
   RT_CHECK(static_cast<bool>(type.make), "layer type '{}' (from {}) has no factory", type.name,
            origin_);
+  RT_CHECK(type.min_inputs >= 1 && type.min_inputs <= type.max_inputs,
+           "layer type '{}' (from {}) reads {} to {} inputs: give at least one", type.name, origin_,
+           type.min_inputs, type.max_inputs);
   type.origin = origin_;
   types_.push_back(std::move(type));
 }
 
 const LayerType* LayerRegistry::find(std::string_view name) const {
-  for (const LayerType& t : types_)
+  for (const LayerType& t : types_) {
     if (t.name == name) return &t;
+    for (const std::string& a : t.aliases)
+      if (a == name) return &t;
+  }
+  return nullptr;
+}
+
+const LayerType* LayerRegistry::find(LayerKind kind) const {
+  if (kind == LayerKind::custom) return nullptr;
+  for (const LayerType& t : types_)
+    if (t.kind == kind && t.origin == kBuiltIn) return &t;
   return nullptr;
 }
 
@@ -95,6 +125,7 @@ std::uint64_t LayerRegistry::signature() const {
     h *= 0x100000001b3ull;
   };
   for (const LayerType& t : types_) {
+    if (t.origin == kBuiltIn) continue;  // the same in every build of this version
     mix(t.name);
     mix(t.origin);
   }

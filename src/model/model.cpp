@@ -136,6 +136,10 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
   std::vector<std::vector<ParamDesc>> descs, buffer_descs;
   std::vector<Shape> shapes;  // output shape per node
   std::vector<std::size_t> readers(spec.layers.size(), 0);
+  // " at 3:5" where the node was written (a spec parsed from text).
+  const auto written_at = [&spec](std::size_t i) {
+    return i < spec.origins.size() ? " at " + spec.origins[i] : std::string();
+  };
   for (std::size_t i = 0; i < spec.layers.size(); ++i) {
     const LayerSpec& l = spec.layers[i];
     std::string name = l.name;
@@ -158,8 +162,8 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
         }
         const auto it = by_name.find(n);
         RT_CHECK(it != by_name.end(),
-                 "model spec: node {} ({}) reads '{}', which is not an earlier node", i,
-                 l.to_string(), n);
+                 "model spec: node {} ({}){} reads '{}', which is not an earlier node", i,
+                 l.to_string(), written_at(i), n);
         in.push_back(it->second);
       }
     }
@@ -171,7 +175,8 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
     try {
       s.layers.push_back(make_layer(l, in_shapes, name, i, *s.ctx, B, s.dropout));
     } catch (const Error& e) {
-      RT_CHECK(false, "model spec: node '{}' ({}): {}", name, l.to_string(), e.what());
+      RT_CHECK(false, "model spec: node '{}' ({}){}: {}", name, l.to_string(), written_at(i),
+               e.what());
     }
     if (!l.name.empty()) by_name[l.name] = static_cast<int>(i);
     s.inputs.push_back(std::move(in));
@@ -181,9 +186,9 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
   }
   for (std::size_t i = 0; i + 1 < spec.layers.size(); ++i)
     RT_CHECK(readers[i] > 0,
-             "model spec: node '{}' ({}) is read by no later node: every node but the last must "
-             "feed another",
-             s.layers[i]->name(), spec.layers[i].to_string());
+             "model spec: node '{}' ({}){} is read by no later node: every node but the last "
+             "must feed another",
+             s.layers[i]->name(), spec.layers[i].to_string(), written_at(i));
   shape = shapes.back();
   RT_CHECK(shape.rank() == 1 && shape[0] == m->num_classes_,
            "model spec '{}' ends with outputs of shape {} but the data has {} classes: the last "

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "comm/collective_reference.h"
 #include "launch/mpi_context.h"
 #include "ringtrain/comm/communicator.h"
-#include "tests/comm/collective_reference.h"
 #include "tests/support/mpi_test.h"
 
 using namespace ringtrain;
@@ -74,12 +74,12 @@ struct Buffer {
 void check_allreduce(Communicator& c, std::size_t count, DType dt, ReduceOp op, bool in_place,
                      bool backend_memory, std::uint64_t seed) {
   Buffer in(c, backend_memory, count, dt), out(c, backend_memory, count, dt);
-  test::fill_input(dt, in.view.ptr, count, seed, c.rank());
+  collective_reference::fill_input(dt, in.view.ptr, count, seed, c.rank());
   BufferView vout = in_place ? in.view : out.view;
   c.allreduce(in.view, vout, op);
   std::size_t wrong = 0;
   for (std::size_t i = 0; i < count; ++i)
-    wrong += !test::matches_reduction(dt, op, c.size(), seed, i, vout.ptr, i);
+    wrong += !collective_reference::matches_reduction(dt, op, c.size(), seed, i, vout.ptr, i);
   INFO(c.name() << " allreduce count " << count << " " << dtype_name(dt) << " "
                 << reduce_op_name(op) << (in_place ? " in place" : " out of place")
                 << (backend_memory ? " backend memory" : " heap"));
@@ -89,7 +89,7 @@ void check_allreduce(Communicator& c, std::size_t count, DType dt, ReduceOp op, 
     // The input is left alone.
     std::size_t changed = 0;
     for (std::size_t i = 0; i < count; ++i)
-      changed += !test::matches_input(dt, c.rank(), seed, i, in.view.ptr, i);
+      changed += !collective_reference::matches_input(dt, c.rank(), seed, i, in.view.ptr, i);
     CHECK(changed == 0);
   }
 }
@@ -149,12 +149,13 @@ TEST_CASE("broadcast, allgather, reduce_scatter, barrier: every backend and dtyp
             // root's group and column); large sizes from the last rank only
             for (int root = count > 5000 ? n - 1 : 0; root < n; ++root) {
               Buffer src(*c, backend_memory, count, dt), dst(*c, backend_memory, count, dt);
-              if (c->rank() == root) test::fill_input(dt, src.view.ptr, count, seed, root);
+              if (c->rank() == root)
+                collective_reference::fill_input(dt, src.view.ptr, count, seed, root);
               BufferView out = in_place ? src.view : dst.view;
               c->broadcast(src.view, out, root);
               std::size_t wrong = 0;
               for (std::size_t i = 0; i < count; ++i)
-                wrong += !test::matches_input(dt, root, seed, i, out.ptr, i);
+                wrong += !collective_reference::matches_input(dt, root, seed, i, out.ptr, i);
               INFO("root " << root);
               CHECK(wrong == 0);
             }
@@ -162,25 +163,26 @@ TEST_CASE("broadcast, allgather, reduce_scatter, barrier: every backend and dtyp
             {
               Buffer all(*c, backend_memory, count * un, dt), mine(*c, backend_memory, count, dt);
               BufferView in = in_place ? all.view.slice(r * count, count) : mine.view;
-              test::fill_input(dt, in.ptr, count, seed + 1, c->rank());
+              collective_reference::fill_input(dt, in.ptr, count, seed + 1, c->rank());
               c->allgather(in, all.view);
               std::size_t wrong = 0;
               for (std::size_t q = 0; q < un; ++q)
                 for (std::size_t i = 0; i < count; ++i)
-                  wrong += !test::matches_input(dt, static_cast<int>(q), seed + 1, i, all.view.ptr,
-                                                q * count + i);
+                  wrong += !collective_reference::matches_input(dt, static_cast<int>(q), seed + 1,
+                                                                i, all.view.ptr, q * count + i);
               CHECK(wrong == 0);
             }
             // reduce_scatter, every op
             for (ReduceOp op : kAllReduceOps) {
               if (count > 5000 && op != ReduceOp::avg) continue;
               Buffer all(*c, backend_memory, count * un, dt), mine(*c, backend_memory, count, dt);
-              test::fill_input(dt, all.view.ptr, count * un, seed + 2, c->rank());
+              collective_reference::fill_input(dt, all.view.ptr, count * un, seed + 2, c->rank());
               BufferView out = in_place ? all.view.slice(r * count, count) : mine.view;
               c->reduce_scatter(all.view, out, op);
               std::size_t wrong = 0;
               for (std::size_t i = 0; i < count; ++i)
-                wrong += !test::matches_reduction(dt, op, n, seed + 2, r * count + i, out.ptr, i);
+                wrong += !collective_reference::matches_reduction(dt, op, n, seed + 2,
+                                                                  r * count + i, out.ptr, i);
               INFO(reduce_op_name(op));
               CHECK(wrong == 0);
             }
@@ -209,12 +211,12 @@ TEST_CASE("allreduce: ranks mixing window and heap buffers agree on how to split
       BufferView in = odd && variant != 1 ? in_heap.view : in_window.view;
       BufferView out = odd && variant != 0 ? out_heap.view : out_window.view;
       const std::uint64_t seed = 40 + static_cast<std::uint64_t>(variant);
-      test::fill_input(DType::f32, in.ptr, count, seed, c->rank());
+      collective_reference::fill_input(DType::f32, in.ptr, count, seed, c->rank());
       c->allreduce(in, out, ReduceOp::sum);
       std::size_t wrong = 0;
       for (std::size_t i = 0; i < count; ++i)
-        wrong +=
-            !test::matches_reduction(DType::f32, ReduceOp::sum, c->size(), seed, i, out.ptr, i);
+        wrong += !collective_reference::matches_reduction(DType::f32, ReduceOp::sum, c->size(),
+                                                          seed, i, out.ptr, i);
       INFO("variant " << variant);
       CHECK(wrong == 0);
     }
@@ -229,7 +231,7 @@ TEST_CASE("async requests complete in issue order with several outstanding") {
     std::vector<BufferView> views;
     for (std::size_t k = 0; k < buckets; ++k) {
       views.push_back(c->allocate(count, DType::f32));
-      test::fill_input(DType::f32, views.back().ptr, count, 500 + k, c->rank());
+      collective_reference::fill_input(DType::f32, views.back().ptr, count, 500 + k, c->rank());
     }
     std::vector<CommRequest> requests;
     for (std::size_t k = 0; k < buckets; ++k)
@@ -252,8 +254,9 @@ TEST_CASE("async requests complete in issue order with several outstanding") {
     for (std::size_t k = 0; k < buckets; ++k) {
       std::size_t wrong = 0;
       for (std::size_t i = 0; i < count; ++i)
-        wrong += !test::matches_reduction(DType::f32, k % 2 ? ReduceOp::avg : ReduceOp::sum,
-                                          c->size(), 500 + k, i, views[k].ptr, i);
+        wrong += !collective_reference::matches_reduction(DType::f32,
+                                                          k % 2 ? ReduceOp::avg : ReduceOp::sum,
+                                                          c->size(), 500 + k, i, views[k].ptr, i);
       CHECK(wrong == 0);
     }
     // A blocking call after async ones runs after them.

@@ -6,13 +6,13 @@
 #include <cstdio>
 #include <vector>
 
+#include "comm/collective_reference.h"
 #include "ringtrain/comm/communicator.h"
 #include "ringtrain/core/buffer_copy.h"
 #include "ringtrain/core/error.h"
 #include "ringtrain/core/fatal.h"
 #include "ringtrain/launch/gpu_runtime.h"
 #include "ringtrain/launch/topology.h"
-#include "tests/comm/collective_reference.h"
 #include "tests/support/gpu_test.h"
 
 int main(int argc, char** argv) {
@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
           for (bool in_place : {false, true}) {
             const std::size_t es = dtype_size(dt);
             std::vector<char> host(count * es + 1);
-            test::fill_input(dt, host.data(), count, count + 7, comm->rank());
+            collective_reference::fill_input(dt, host.data(), count, count + 7, comm->rank());
             BufferView hin{host.data(), count, dt, Device::cpu()};
             BufferView din = comm->allocate(count, dt),
                        dout = in_place ? din : comm->allocate(count, dt);
@@ -43,14 +43,14 @@ int main(int argc, char** argv) {
             copy_view(hin, dout);
             // NCCL rounds at every hop (communicator.h): tolerance for n + 1 roundings.
             for (std::size_t i = 0; i < count; ++i) {
-              const bool ok =
-                  test::matches_reduction(dt, op, n, count + 7, i, host.data(), i, n + 1);
+              const bool ok = collective_reference::matches_reduction(dt, op, n, count + 7, i,
+                                                                      host.data(), i, n + 1);
               if (!ok && ++wrong <= 10)
                 std::printf("wrong: %s %s count %zu %s, element %zu = %g\n",
                             std::string(dtype_name(dt)).c_str(),
                             std::string(reduce_op_name(op)).c_str(), count,
                             in_place ? "in place" : "out of place", i,
-                            test::load(dt, host.data(), i));
+                            collective_reference::load(dt, host.data(), i));
             }
             ++checks;
           }
@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
       const std::size_t block = 1031, es = dtype_size(dt);
       std::vector<char> a(block * un * es), b(block * es);
       BufferView d_all = comm->allocate(block * un, dt), d_one = comm->allocate(block, dt);
-      test::fill_input(dt, a.data(), block * un, 99, comm->rank());
+      collective_reference::fill_input(dt, a.data(), block * un, 99, comm->rank());
       copy_view(d_all, {a.data(), block * un, dt, Device::cpu()});
       auto req1 = comm->reduce_scatter_async(d_all, d_one, ReduceOp::avg);
       auto req2 = comm->barrier_async();
@@ -67,19 +67,20 @@ int main(int argc, char** argv) {
       req1.wait();
       copy_view({b.data(), block, dt, Device::cpu()}, d_one);
       for (std::size_t i = 0; i < block; ++i)
-        wrong +=
-            !test::matches_reduction(dt, ReduceOp::avg, n, 99, r * block + i, b.data(), i, n + 1);
-      test::fill_input(dt, b.data(), block, 5, comm->rank());
+        wrong += !collective_reference::matches_reduction(dt, ReduceOp::avg, n, 99, r * block + i,
+                                                          b.data(), i, n + 1);
+      collective_reference::fill_input(dt, b.data(), block, 5, comm->rank());
       copy_view(d_one, {b.data(), block, dt, Device::cpu()});
       comm->allgather(d_one, d_all);
       copy_view({a.data(), block * un, dt, Device::cpu()}, d_all);
       for (std::size_t q = 0; q < un; ++q)
         for (std::size_t i = 0; i < block; ++i)
-          wrong += !test::matches_input(dt, static_cast<int>(q), 5, i, a.data(), q * block + i);
+          wrong += !collective_reference::matches_input(dt, static_cast<int>(q), 5, i, a.data(),
+                                                        q * block + i);
       comm->broadcast(d_one, d_one, n - 1);
       copy_view({b.data(), block, dt, Device::cpu()}, d_one);
       for (std::size_t i = 0; i < block; ++i)
-        wrong += !test::matches_input(dt, n - 1, 5, i, b.data(), i);
+        wrong += !collective_reference::matches_input(dt, n - 1, 5, i, b.data(), i);
       checks += 3;
     }
   } catch (const Error& e) {

@@ -10,9 +10,9 @@
 #include <thread>
 #include <vector>
 
+#include "comm/collective_reference.h"
 #include "comm/in_process_ring_transport.h"
 #include "comm/ring_algorithms.h"
-#include "tests/comm/collective_reference.h"
 
 using namespace ringtrain;
 using namespace ringtrain::comm_detail;
@@ -72,13 +72,14 @@ TEST_CASE(
             auto errors = run_ranks(n, [&](RingTransport& t) {
               const std::size_t es = dtype_size(dt);
               std::vector<char> in(count * es + 1), out(count * es + 1);
-              test::fill_input(dt, in.data(), count, seed, t.rank());
+              collective_reference::fill_input(dt, in.data(), count, seed, t.rank());
               BufferView vin{in.data(), count, dt, Device::cpu()};
               BufferView vout = in_place ? vin : BufferView{out.data(), count, dt, Device::cpu()};
               RingScratch scratch;
               ring_allreduce(t, vin, vout, op, config, kGenerous, scratch);
               for (std::size_t i = 0; i < count; ++i)
-                if (!test::matches_reduction(dt, op, n, seed, i, vout.ptr, i)) ++wrong;
+                if (!collective_reference::matches_reduction(dt, op, n, seed, i, vout.ptr, i))
+                  ++wrong;
             });
             require_no_errors(errors);
             INFO("ranks " << n << " count " << count << " dtype " << dtype_name(dt) << " op "
@@ -106,36 +107,37 @@ TEST_CASE("ring reduce-scatter, all-gather and broadcast over 1..16 in-process r
             RingScratch scratch;
             // reduce-scatter (avg, so the division is covered too)
             std::vector<char> big(block * un * es + 1), small(block * es + 1);
-            test::fill_input(dt, big.data(), block * un, seed, t.rank());
+            collective_reference::fill_input(dt, big.data(), block * un, seed, t.rank());
             BufferView vbig{big.data(), block * un, dt, Device::cpu()};
             BufferView vsmall = in_place ? vbig.slice(r * block, block)
                                          : BufferView{small.data(), block, dt, Device::cpu()};
             ring_reduce_scatter(t, vbig, vsmall, ReduceOp::avg, config, kGenerous, scratch);
             for (std::size_t i = 0; i < block; ++i)
-              if (!test::matches_reduction(dt, ReduceOp::avg, n, seed, r * block + i, vsmall.ptr,
-                                           i))
+              if (!collective_reference::matches_reduction(dt, ReduceOp::avg, n, seed,
+                                                           r * block + i, vsmall.ptr, i))
                 ++wrong;
             // all-gather
             std::vector<char> gathered(block * un * es + 1), mine(block * es + 1);
             BufferView vg{gathered.data(), block * un, dt, Device::cpu()};
             BufferView vm = in_place ? vg.slice(r * block, block)
                                      : BufferView{mine.data(), block, dt, Device::cpu()};
-            test::fill_input(dt, vm.ptr, block, seed + 1, t.rank());
+            collective_reference::fill_input(dt, vm.ptr, block, seed + 1, t.rank());
             ring_allgather(t, vm, vg, config, kGenerous);
             for (std::size_t q = 0; q < un; ++q)
               for (std::size_t i = 0; i < block; ++i)
-                if (!test::matches_input(dt, static_cast<int>(q), seed + 1, i, vg.ptr,
-                                         q * block + i))
+                if (!collective_reference::matches_input(dt, static_cast<int>(q), seed + 1, i,
+                                                         vg.ptr, q * block + i))
                   ++wrong;
             // broadcast from the last rank
             const int root = n - 1;
             std::vector<char> src(block * es + 1), dst(block * es + 1);
-            if (t.rank() == root) test::fill_input(dt, src.data(), block, seed + 2, root);
+            if (t.rank() == root)
+              collective_reference::fill_input(dt, src.data(), block, seed + 2, root);
             BufferView vs{src.data(), block, dt, Device::cpu()};
             BufferView vd = in_place ? vs : BufferView{dst.data(), block, dt, Device::cpu()};
             ring_broadcast(t, vs, vd, root, config, kGenerous);
             for (std::size_t i = 0; i < block; ++i)
-              if (!test::matches_input(dt, root, seed + 2, i, vd.ptr, i)) ++wrong;
+              if (!collective_reference::matches_input(dt, root, seed + 2, i, vd.ptr, i)) ++wrong;
             ring_barrier(t, kGenerous, scratch);
           });
           require_no_errors(errors);

@@ -39,11 +39,11 @@ place "$src/ckpt-5.h5" 5
 wait_for_line "$work/watch1.log" "step 5: accuracy" 60
 head -c 2000 "$src/ckpt-15.h5" >"$work/stale" && mkdir -p "$watch" && mv "$work/stale" "$watch/ckpt-12.h5.tmp-4242"
 place "$fixture/truncated.h5" 10
-sleep 1
+wait_for_line "$work/watch1.log" "skipping checkpoint .*ckpt-10.h5" 60
 place "$src/ckpt-15.h5" 15
-sleep 1
+wait_for_line "$work/watch1.log" "step 15: accuracy" 60
 place "$fixture/other_model.h5" 17
-sleep 1
+wait_for_line "$work/watch1.log" "skipping checkpoint .*ckpt-17.h5" 60
 place "$src/ckpt-20.h5" 20
 place "$src/ckpt-25.h5" 25
 wait_for_exit "$pid" 60

@@ -173,6 +173,14 @@ TEST_CASE("conv2d with rectangular kernels, strides and paddings: gradients matc
     gradient_check("conv2d(out=2, kernel=1x7, padding=0x3, bias=0)", Shape{2, 4, 9}, 2,
                    test::hashed_vector(65, 2 * 2 * 4 * 9), 1e-2f);
   }
+  SECTION("1x3 and 3x1 on a 1x1 map: only the centre tap sees the input (Inception's Mixed_7c)") {
+    gradient_check("conv2d(out=3, kernel=1x3, padding=0x1, bias=0)", Shape{4, 1, 1}, 3,
+                   test::hashed_vector(67, 3 * 4), 1e-2f);
+    gradient_check("conv2d(out=3, kernel=3x1, padding=1x0, bias=0)", Shape{4, 1, 1}, 3,
+                   test::hashed_vector(68, 3 * 4), 1e-2f);
+    gradient_check("conv2d(out=2, kernel=1x3, padding=0x1)", Shape{3, 2, 2}, 2,
+                   test::hashed_vector(69, 2 * 12), 1e-2f);
+  }
   SECTION("3x1, stride 2x1, padding 1x0") {
     gradient_check("conv2d(out=3, kernel=3x1, stride=2x1, padding=1x0)", Shape{2, 7, 5}, 2,
                    test::hashed_vector(66, 2 * 2 * 7 * 5), 1e-2f);

@@ -125,3 +125,71 @@ TEST_CASE("the public gradient check passes a right backward and names a wrong o
   CHECK_THAT(bad.report, Catch::Contains("square1 dx["));
   CHECK_THAT(bad.report, !Catch::Contains("dscale"));
 }
+
+TEST_CASE("the built-in layers are registered types, in the same registry") {
+  const LayerRegistry& r = LayerRegistry::global();
+  for (const char* name : {"linear", "conv2d", "max_pool2d", "relu", "gelu", "flatten", "dropout",
+                           "avg_pool2d", "global_avg_pool", "batch_norm", "add", "concat"}) {
+    const LayerType* t = r.find(name);
+    REQUIRE(t != nullptr);
+    CHECK(t->origin == "built-in");
+    CHECK(t->kind != LayerKind::custom);
+    CHECK(r.find(t->kind) == t);
+    CHECK(layer_kind_name(t->kind) == name);
+    CHECK(t->parse);
+    CHECK(t->make);
+  }
+  CHECK(r.find("bn") == r.find("batch_norm"));  // spellings are aliases
+  CHECK(r.find("fc") == r.find("linear"));
+  CHECK(r.find("add")->min_inputs == 2);
+  CHECK(r.names().front() == "linear");
+  // An added type may not take a built-in's spelling either.
+  LayerType t;
+  t.make = [](const LayerArgs&, const LayerBuild& b) -> std::unique_ptr<Layer> {
+    return std::make_unique<SquareLayer>(b.name, b.input, false);
+  };
+  t.name = "bn";
+  CHECK_THROWS_WITH(LayerRegistry::global().add(t), Catch::Contains("built-in"));
+  t.name = "square_alias";
+  t.aliases = {"conv"};
+  CHECK_THROWS_WITH(LayerRegistry::global().add(t),
+                    Catch::Contains("'conv'") && Catch::Contains("built-in"));
+  // The start-up signature covers the added types only: a registry without any
+  // has the empty signature, whatever the built-ins are.
+  CHECK(LayerRegistry().signature() == 0xcbf29ce484222325ull);
+}
+
+TEST_CASE("an added type can check its arguments at parse time and read several inputs") {
+  if (LayerRegistry::global().find("square_checked") == nullptr) {
+    LayerType t;
+    t.name = "square_checked";
+    t.arg_names = {"wrong"};
+    t.make = [](const LayerArgs&, const LayerBuild& b) -> std::unique_ptr<Layer> {
+      return std::make_unique<SquareLayer>(b.name, b.input, b.spec->p != 0);
+    };
+    // Typed at parse time, like a built-in: the flag kept in LayerSpec::p.
+    t.parse = [](const std::vector<SpecArg>& args, const std::string& at, LayerSpec& spec) {
+      if (args[0].value.empty()) return;
+      if (args[0].value != "0" && args[0].value != "1")
+        throw Error("square_checked at " + at + ": 'wrong' at " + args[0].where + " is 0 or 1");
+      spec.p = args[0].value == "1" ? 0.5 : 0.0;
+    };
+    t.canonical = [](const LayerSpec& spec) {
+      return spec.p != 0 ? std::vector<std::string>{"wrong=1"} : std::vector<std::string>{};
+    };
+    LayerRegistry::global().add(t);
+  }
+  const ModelSpec s = ModelSpec::parse("flatten; square_checked(wrong=1); linear(out=3)");
+  CHECK(s.layers[1].kind == LayerKind::custom);
+  CHECK(s.layers[1].type == "square_checked");
+  CHECK(s.to_string() == "flatten; square_checked(wrong=1); linear(out=3)");
+  CHECK(ModelSpec::parse(s.to_string()) == s);
+  CHECK_THROWS_WITH(ModelSpec::parse("flatten;\nsquare_checked(wrong=7)"),
+                    Catch::Contains("'wrong' at 2:22 is 0 or 1"));
+  CHECK_THROWS_WITH(ModelSpec::parse("a = relu; square_checked(a, a)"),
+                    Catch::Contains("takes one input, got 2"));
+  ModelOptions options;
+  options.max_batch = 2;
+  auto model = Model::build(s, {2, 2}, 3, options);
+  CHECK(model->param_info()[0].name == "square_checked1.scale");
+}

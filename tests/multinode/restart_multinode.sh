@@ -38,7 +38,7 @@ pids=$(ip netns pids "$id-n2")
 [ -n "$pids" ] || fail "no process on node2"
 # shellcheck disable=SC2086  # one pid per word
 kill -9 $pids
-sleep 0.3
+for _ in $(seq 1 50); do [ -z "$(ip netns pids "$id-n2")" ] && break; sleep 0.1; done
 ip -n "$id-n2" link set rt0 down
 echo "killed every process of node2 ($(echo "$pids" | wc -w)) and took its link down"
 rc=0

@@ -83,7 +83,13 @@ grep -m1 "flight verdict: " "$WORK/sigstop/log.txt" | grep -q "rank 1 (host [^,]
 export RINGTRAIN_FAULT_STALL_PHASE=data RINGTRAIN_FAULT_STALL_RANK=1 RINGTRAIN_FAULT_STALL_STEP=4
 launch kill9
 pid=$(rank_pid kill9 1)
-sleep 1.5
+# Killed once its record says it is in the data loader at step 4 (the stall).
+waited=0
+until python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); sys.exit(0 if s["step"] == 4 and s["phase"] == "data" else 1)' \
+    "$WORK/kill9/flight/rank-1.json" 2>/dev/null; do
+  [ $waited -lt 300 ] || fail "kill9: rank 1 never stalled in data at step 4"
+  sleep 0.1; waited=$((waited + 1))
+done
 kill -9 "$pid"
 # The waiting ranks see the process is gone within 100 ms (not at --timeout),
 # before mpirun kills them, and say so live.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # resnet20 (BatchNorm, residual adds) on the full Fashion-MNIST with 2 ranks, the
-# README's recipe, 2 epochs: >= 0.90 (0.9114 measured) (label `long`: not in the
+# recipe of docs/models.md, 2 epochs: >= 0.90 (0.9114 measured) (label `long`: not in the
 # default CI run). Skips (77) without the Debian dataset-fashion-mnist package.
 source "$(dirname "$0")/lib.sh"
 [ -e /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] || { echo "SKIPPED: no Fashion-MNIST"; exit 77; }

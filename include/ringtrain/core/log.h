@@ -9,7 +9,7 @@
 
 namespace ringtrain {
 
-enum class LogLevel { debug = 0, info = 1, warn = 2, error = 3 };
+enum class LogLevel { info, warn, error };
 
 struct LogIdentity {
   int rank = 0;
@@ -25,8 +25,6 @@ void set_log_identity(const LogIdentity& identity);
 // (a bad flag, a signal during start-up) name the real rank and host.
 void set_log_identity_from_launcher();
 const LogIdentity& log_identity();
-void set_log_level(LogLevel level);
-LogLevel log_level();
 
 // "[rank r/host]"
 std::string rank_prefix();
@@ -45,11 +43,6 @@ void log_warn(fmt::format_string<Args...> f, Args&&... args) {
 template <typename... Args>
 void log_error(fmt::format_string<Args...> f, Args&&... args) {
   log_line(LogLevel::error, fmt::format(f, std::forward<Args>(args)...));
-}
-template <typename... Args>
-void log_debug(fmt::format_string<Args...> f, Args&&... args) {
-  if (log_level() <= LogLevel::debug)
-    log_line(LogLevel::debug, fmt::format(f, std::forward<Args>(args)...));
 }
 template <typename... Args>
 void log0(fmt::format_string<Args...> f, Args&&... args) {

@@ -1,12 +1,15 @@
-// Layer types beyond the built-in ones. A type registered here is named in a
-// model spec like a built-in layer (`layernorm`, `layernorm(eps=1e-5)`), and
-// Model::build makes it through its factory. Register from your own program
-// before parsing the spec, or from a plugin (ringtrain/model/plugin.h) that
-// `ringtrain train --plugin lib.so` loads.
+// Every layer type a model spec can name, the built-in ones (linear, conv2d,
+// batch_norm, ...: src/model/builtin_layers.cpp, one table row each) and the
+// ones a program or a plugin adds, in one registry: a spec names a type
+// (`layernorm`, `layernorm(eps=1e-5)`), and Model::build makes it through the
+// type's factory. Register from your own program before parsing the spec, or
+// from a plugin (ringtrain/model/plugin.h) that `ringtrain train --plugin
+// lib.so` loads.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -15,6 +18,7 @@
 #include <vector>
 
 #include "ringtrain/model/layer.h"
+#include "ringtrain/model/model_spec.h"
 #include "ringtrain/ops/compute_context.h"
 #include "ringtrain/tensor/shape.h"
 
@@ -40,10 +44,19 @@ class LayerArgs {
 // What a factory gets besides its arguments.
 struct LayerBuild {
   std::string name;           // unique in the model: "layernorm1"
-  Shape input;                // per-sample input shape
+  Shape input;                // per-sample input shape (the first input's)
   std::size_t index = 0;      // position in the spec
   std::size_t max_batch = 0;  // the largest batch forward will see
   const ComputeContext* ctx = nullptr;
+  std::vector<Shape> inputs{};              // every input's shape (add, concat: several)
+  const LayerSpec* spec = nullptr;          // the node as parsed (typed fields: built-ins)
+  const DropoutContext* dropout = nullptr;  // outlives the layer
+};
+
+// One argument as the spec wrote it, for a type's own checks at parse time.
+struct SpecArg {
+  std::string value;  // empty: not given
+  std::string where;  // "3:14": for messages
 };
 
 struct LayerType {
@@ -53,7 +66,20 @@ struct LayerType {
   // True when forward/backward accept device pointers on a GPU context;
   // a CPU-only type used on a GPU is an Error when the model is built.
   bool gpu = false;
-  std::string origin;  // filled in by the registry: "program" or the plugin's file name
+  std::string origin;  // filled in by the registry: "built-in", "program" or the plugin's file
+
+  // Optional; the built-in types use them.
+  std::vector<std::string> aliases{};          // other spellings a spec may use (conv, fc, bn)
+  std::size_t min_inputs = 1, max_inputs = 1;  // how many nodes a node of this type reads
+  // Checks the arguments when the spec is parsed and keeps them typed in `spec`
+  // (arguments bound in arg_names order; Error naming the layer and the
+  // argument's line:column). Without it the values stay text in spec.args and
+  // the factory checks them (LayerArgs).
+  std::function<void(const std::vector<SpecArg>& args, const std::string& at, LayerSpec& spec)>
+      parse{};
+  // The canonical arguments, "out=3"; without it spec.args as key=value.
+  std::function<std::vector<std::string>(const LayerSpec&)> canonical{};
+  LayerKind kind = LayerKind::custom;  // a built-in type's kind
 };
 
 class LayerRegistry {
@@ -63,10 +89,13 @@ class LayerRegistry {
 
   // Error when the name is malformed, a built-in one, or already registered.
   void add(LayerType type);
+  // By name or alias; null when none. The pointer stays valid.
   const LayerType* find(std::string_view name) const;
-  std::vector<std::string> names() const;  // in registration order
-  // FNV-1a over every type's name and origin, in registration order: ranks
-  // compare it at start-up (every rank must load the same plugins).
+  const LayerType* find(LayerKind kind) const;  // a built-in kind's type
+  std::vector<std::string> names() const;       // in registration order, built-ins first
+  // FNV-1a over every added (not built-in) type's name and origin, in
+  // registration order: ranks compare it at start-up (every rank must load the
+  // same plugins).
   std::uint64_t signature() const;
 
   // Registrations made while this is set are marked with `origin` (the plugin
@@ -74,7 +103,7 @@ class LayerRegistry {
   void set_origin(std::string origin) { origin_ = std::move(origin); }
 
  private:
-  std::vector<LayerType> types_;
+  std::deque<LayerType> types_;  // a deque: find()'s pointers outlive later additions
   std::string origin_ = "program";
 };
 

@@ -29,8 +29,25 @@
 //     any registered layer type, e.g. layernorm or layernorm(eps=1e-5)
 //     (ringtrain/model/layer_registry.h; `ringtrain train --plugin lib.so`)
 //
+// A block is defined once and applied like a layer; `repeat` repeats
+// statements (docs/models.md has the whole language):
+//     block basic(planes, stride=1) {         # parameters, with defaults
+//       conv1 = conv2d(out=planes, kernel=3, stride=stride, padding=1, bias=0)
+//       bn1 = batch_norm; relu1 = relu
+//       conv2 = conv2d(out=planes, kernel=3, padding=1, bias=0)   # (out=planes*4: a product)
+//       sum = add(conv2, input)              # 'input': the block's input
+//       relu = relu                          # the last node: the block's output
+//     }
+//     layer1.0 = basic(x, planes=16)         # nodes layer1.0.conv1, ...; 'layer1.0'
+//                                            # reads the block's last node
+//     repeat i = 1..2 { layer1.{i} = basic(planes=16) }   # {i}: a parameter in a name
+//     repeat 3 { relu }                      # i from 0, unused here
+//
 // to_string() is a canonical layer list that parses back to an equal spec, and
-// hash() is FNV-1a over it: the signature ranks compare at start-up.
+// hash() is FNV-1a over it: the signature ranks compare at start-up. Blocks and
+// repeats are expanded there: the canonical text is the graph that is built,
+// so that the same graph has one text and one hash however it was written (a
+// preset, the builder, blocks or a flat list).
 #pragma once
 
 #include <cstddef>
@@ -99,13 +116,16 @@ struct ModelSpec {
   // for 1000 classes, and Model::build makes it for the data's class count;
   // to_string() is the name.
   std::string preset{};
+  // Where each node was written ("3:5", and the block calls it came from), for
+  // the messages of Model::build; not part of the spec's value (==, to_string).
+  std::vector<std::string> origins{};
 
   // A preset, "@file", or a layer list. Throws Error naming the bad token and
   // its line:column.
   static ModelSpec parse(std::string_view text_or_preset_or_file);
-  std::string to_string() const;  // canonical layer list, one line, ';' separated
-  std::uint64_t hash() const;     // FNV-1a 64 of to_string(): stable across builds
-  bool operator==(const ModelSpec&) const = default;
+  std::string to_string() const;            // canonical layer list, one line, ';' separated
+  std::uint64_t hash() const;               // FNV-1a 64 of to_string(): stable across builds
+  bool operator==(const ModelSpec&) const;  // the graph: input shape, nodes, preset
 };
 
 // Whether `name` is a built-in layer kind (or an accepted spelling of one, or

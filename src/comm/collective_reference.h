@@ -1,6 +1,7 @@
-// Test data and references for the collectives tests: inputs are a function of
-// (seed, rank, index), references are computed independently in double (or
-// int64) precision and rounded once to the dtype, then compared exactly for
+// Checkable collective data, shared by `ringtrain bench allreduce|...` (its
+// #wrong column) and the collectives tests, so both judge a result by the same
+// rule: inputs are a function of (seed, rank, index), references are computed
+// independently in double (or int64) precision, then compared exactly for
 // integers and within a tolerance derived from the dtype for floats.
 #pragma once
 
@@ -14,7 +15,7 @@
 #include "ringtrain/comm/communicator.h"
 #include "ringtrain/core/dtype.h"
 
-namespace ringtrain::test {
+namespace ringtrain::collective_reference {
 
 // Quarter steps in [-12, 12]: exact in every float type, never all ones.
 inline double input_value(std::uint64_t seed, int rank, std::size_t index) {
@@ -147,4 +148,4 @@ inline bool matches_input(DType t, int rank, std::uint64_t seed, std::size_t ind
   return load(t, got, got_index) == static_cast<double>(input_value(seed, rank, index));
 }
 
-}  // namespace ringtrain::test
+}  // namespace ringtrain::collective_reference
