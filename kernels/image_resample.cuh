@@ -52,12 +52,6 @@ RT_HD std::uint8_t resample_taps(const std::uint8_t* in, long stride, const std:
   return resample_clip(acc);
 }
 
-// A stored byte to the model's float: byte * scale + offset per channel, where
-// normalize(mean, std) folds into scale = 1 / (255 std), offset = -mean / std.
-RT_HD float normalize_byte(std::uint8_t v, float scale, float offset) {
-  return static_cast<float>(v) * scale + offset;
-}
-
 // PIL's RGB -> L (ITU-R 601-2 luma) in 16-bit fixed point, as Image.convert("L").
 RT_HD std::uint8_t rgb_to_luma(std::uint8_t r, std::uint8_t g, std::uint8_t b) {
   return static_cast<std::uint8_t>((r * 19595u + g * 38470u + b * 7471u + 0x8000u) >> 16);

@@ -736,7 +736,7 @@ predict_points() {  # writes predicted.csv, predicted-rows.csv and verdict.txt
     model=$comm_model; [ -n "$model" ] || model=$d/comm-model.json
     run_logged "$d/predict.log" "$exe" bench predict --device cpu --trace "$trace" --comm-model "$model" \
       --backend "$backend" --algorithm "$algos" --nodes "$predict" --ranks-per-node "$rpn_pred" \
-      --scaling "$scaling_kind" --profile-ranks "$base_np" --csv "$d/predicted.csv" "${extra[@]}" || return 1
+      --scaling "$scaling_kind" --profile-ranks "$base_np" --csv "$d/predicted.csv" --force "${extra[@]}" || return 1
   done
   if [ -z "$comm_model" ]; then
     # The link's speed drifts over minutes on a shared machine, and one

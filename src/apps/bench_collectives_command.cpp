@@ -28,6 +28,7 @@
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/log.h"
 #include "ringtrain/core/timer.h"
+#include "ringtrain/data/output_guard.h"
 #include "ringtrain/tensor/device_memory.h"
 
 namespace ringtrain::apps {
@@ -46,6 +47,7 @@ struct BenchOptions {
   int root = 0;
   bool inplace = false;
   std::string json;
+  bool force = false;
   double timeout = 300;
   std::uint64_t seed = 1;
 };
@@ -340,10 +342,7 @@ class Bench {
                       {"busbw", r.busbw},
                       {"wrong", r.wrong},
                       {"memcpy", r.memcpy_gbs}});
-    std::ofstream f(o_.json);
-    RT_CHECK(f.good(), "--json {}: cannot open the file for writing", o_.json);
-    f << list.dump(1) << "\n";
-    RT_CHECK(f.good(), "--json {}: write failed", o_.json);
+    write_output_text(o_.json, list.dump(1) + "\n", "--json");
   }
 
   const CollectiveEntry& coll_;
@@ -398,7 +397,10 @@ CLI::App* add_collective_bench(CLI::App& bench, CommandContext& ctx, const Colle
         ->capture_default_str()
         ->check(CLI::NonNegativeNumber);
   sub->add_flag("--inplace", opts->inplace, "Run in place (output buffer = input buffer)");
-  sub->add_option("--json", opts->json, "Also write the rows to this file as a JSON list");
+  sub->add_option("--json", opts->json,
+                  "Also write the rows to this file as a JSON list (an existing file is "
+                  "refused unless --force)");
+  sub->add_flag("--force", opts->force, "Replace an existing --json file");
   sub->add_option("--timeout", opts->timeout,
                   "Seconds a collective may wait for a peer before the job aborts")
       ->capture_default_str()
@@ -410,6 +412,7 @@ CLI::App* add_collective_bench(CLI::App& bench, CommandContext& ctx, const Colle
     const std::size_t lo = parse_bytes("-b", opts->min_bytes),
                       hi = parse_bytes("-e", opts->max_bytes);
     RT_CHECK(lo <= hi, "-b {} is larger than -e {}", opts->min_bytes, opts->max_bytes);
+    if (!opts->json.empty()) guard_output(opts->json, {}, opts->force, "--json");
     ctx.action = [opts, &coll](const Topology& topo) { return Bench(coll, *opts, topo).run(); };
   });
   return sub;

@@ -21,6 +21,7 @@
 #include "apps/compute_curve_json.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/error.h"
+#include "ringtrain/data/output_guard.h"
 #include "ringtrain/sync/comm_model.h"
 #include "ringtrain/sync/step_model.h"
 #include "ringtrain/train/step_profile.h"
@@ -46,6 +47,7 @@ struct PredictOptions {
   bool allow_poor = false;
   std::string pricing = "measured";
   std::string csv;
+  bool force = false;
 };
 
 std::vector<int> count_list(const std::string& flag, const std::string& text) {
@@ -233,10 +235,7 @@ int run_predict(const PredictOptions& o) {
   if (o.csv.empty()) {
     std::fputs(csv.c_str(), stdout);
   } else {
-    std::ofstream f(o.csv);
-    RT_CHECK(f.good(), "--csv {}: cannot open the file for writing", o.csv);
-    f << csv;
-    RT_CHECK(f.good(), "--csv {}: write failed", o.csv);
+    write_output_text(o.csv, csv, "--csv");
   }
 
   // The verdict, for the first algorithm at the largest node count.
@@ -448,11 +447,20 @@ CLI::App* add_bench_predict(CLI::App& bench, CommandContext& ctx) {
                   "around its chunk, the fit beyond them) or fit (alpha and beta everywhere)")
       ->capture_default_str()
       ->check(CLI::IsMember({"measured", "fit"}));
-  sub->add_option("--csv", o->csv, "Write the CSV here instead of to stdout");
+  sub->add_option("--csv", o->csv,
+                  "Write the CSV here instead of to stdout (an existing file is refused unless "
+                  "--force)");
+  sub->add_flag("--force", o->force, "Replace an existing --csv file");
   add_device_options(sub, ctx, "cpu");
   sub->parse_complete_callback([&ctx, o] {
     count_list("--nodes", o->nodes);
     algorithm_list(o->algorithms);
+    if (!o->csv.empty())
+      guard_output(o->csv,
+                   {{"--trace", o->trace},
+                    {"--comm-model", o->model},
+                    {"--compute-curve", o->compute_curve}},
+                   o->force, "--csv");
     if (!o->compute_curve.empty()) {
       RT_CHECK(o->profile_batch > 0,
                "--compute-curve needs --profile-batch, the per-rank batch of the profiled run");

@@ -14,6 +14,7 @@
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/log.h"
 #include "ringtrain/data/dataset.h"
+#include "ringtrain/data/output_guard.h"
 #include "ringtrain/data/sample_transform.h"
 #include "ringtrain/data/sharded_sampler.h"
 #include "ringtrain/train/train_config.h"
@@ -28,6 +29,7 @@ struct InspectOptions {
   std::size_t batch = 0;
   std::uint64_t epoch = 0, seed = kDefaultSeed;  // train's
   bool eval = false;
+  bool force = false;
   double timeout = 300;
 };
 
@@ -151,7 +153,8 @@ CLI::App* add_data_inspect(CLI::App& parent, CommandContext& ctx) {
       ->check(CLI::PositiveNumber);
   sub->add_option("--epoch", o->epoch, "Epoch whose permutation to show")->capture_default_str();
   sub->add_option("--seed", o->seed, "Data seed (as for train)")->capture_default_str();
-  sub->add_option("--out", o->out, "Write DIR/rank-R.txt per rank instead of stdout");
+  sub->add_option("--out", o->out,
+                  "Write DIR/rank-R.txt per rank instead of stdout (DIR new or empty, or --force)");
   sub->add_flag("--eval", o->eval,
                 "Show the evaluation split (contiguous per rank, no drop) instead of training");
   sub->add_option("--expect-shape", o->expect_shape,
@@ -165,7 +168,9 @@ CLI::App* add_data_inspect(CLI::App& parent, CommandContext& ctx) {
       ->capture_default_str();
   sub->add_option("--dump", o->dump,
                   "Write the float32 bytes each rank feeds the model, one file DIR/<index>.f32 "
-                  "per sample");
+                  "per sample (DIR new or empty, or --force)");
+  sub->add_flag("--force", o->force,
+                "Write into an --out or --dump directory that already holds files");
   sub->add_option("--timeout", o->timeout,
                   "Seconds the ranks wait for each other before the job aborts, naming the late "
                   "ranks")
@@ -174,6 +179,10 @@ CLI::App* add_data_inspect(CLI::App& parent, CommandContext& ctx) {
   sub->parse_complete_callback([&ctx, o] {
     ctx.topology.device = DeviceRequest::cpu;
     if (!o->expect_shape.empty()) parse_shape(o->expect_shape, "--expect-shape");
+    // Before MPI starts, so before any rank writes there: an earlier run's
+    // files would mix with this run's (a comparison of dumps would lie).
+    if (!o->out.empty()) guard_output_directory(o->out, o->force, "--out");
+    if (!o->dump.empty()) guard_output_directory(o->dump, o->force, "--dump");
     ctx.action = [o](const Topology& t) { return run_inspect(*o, t); };
   });
   return sub;

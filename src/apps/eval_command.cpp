@@ -18,6 +18,7 @@
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/log.h"
 #include "ringtrain/data/dataset.h"
+#include "ringtrain/data/output_guard.h"
 #include "ringtrain/model/plugin.h"
 #include "ringtrain/model/presets.h"
 #include "ringtrain/train/checkpoint.h"
@@ -37,6 +38,7 @@ struct EvalFlags {
   std::string split = "test";
   std::size_t batch = 256;
   std::string json;
+  bool force = false;
   std::string watch;
   double interval = 30;
   std::string logdir;
@@ -107,10 +109,7 @@ std::string format_report(const EvalResult& r, std::uint64_t step, const std::st
 }
 
 void write_json_file(const std::string& path, const nlohmann::json& j) {
-  std::ofstream f(path);
-  RT_CHECK(f.good(), "--json {}: cannot open for writing", path);
-  f << j.dump(2) << "\n";
-  RT_CHECK(f.good(), "--json {}: write failed", path);
+  write_output_text(path, j.dump(2) + "\n", "--json");
 }
 
 struct Evaluation {
@@ -399,7 +398,10 @@ CLI::App* add_eval_command(CLI::App& app, CommandContext& ctx) {
   sub->add_option("--batch", f->batch, "Samples per forward pass")
       ->check(CLI::Range(1, 65536))
       ->capture_default_str();
-  sub->add_option("--json", f->json, "Also write the figures as one JSON object to this file");
+  sub->add_option("--json", f->json,
+                  "Also write the figures as one JSON object to this file (an existing file "
+                  "is refused unless --force)");
+  sub->add_flag("--force", f->force, "Replace an existing --json file");
   sub->add_option("--interval", f->interval, "--watch: seconds between looks at the directory")
       ->check(CLI::Range(0.1, 86400.0))
       ->capture_default_str();
@@ -425,6 +427,9 @@ CLI::App* add_eval_command(CLI::App& app, CommandContext& ctx) {
     RT_CHECK(!f->ckpt.empty() || !f->watch.empty(), "eval: give --ckpt PATH|DIR or --watch DIR");
     RT_CHECK(f->json.empty() || f->watch.empty(),
              "--json applies to a single checkpoint, not to --watch (use --logdir)");
+    // Before any work: an evaluation must not end by losing an earlier result.
+    if (!f->json.empty())
+      guard_output(f->json, {{"--ckpt", f->ckpt}, {"--data", f->data}}, f->force, "--json");
     RT_CHECK(f->watch.empty() || !std::filesystem::exists(f->watch) ||
                  std::filesystem::is_directory(f->watch),
              "--watch {}: not a directory", f->watch);

@@ -15,6 +15,28 @@
 
 #include <optional>
 
+namespace {
+
+// A bad flag ends the command with exit 2 before MPI starts (so the answer is
+// instant). Under a launcher with several ranks, every rank usually has the
+// same bad flag: MPI starts after all, so that the ranks that agree print the
+// message once.
+int refuse_flags(const std::string& message, int argc, char** argv) {
+  using namespace ringtrain;
+  if (log_identity().world > 1) {
+    try {
+      MpiSession mpi(&argc, &argv);
+      fatal_as("error", message, kInputErrorExitCode);
+    } catch (const std::exception&) {
+      // MPI did not start: say it on this rank, as for one process.
+    }
+  }
+  std::fprintf(stderr, "%s error: %s\n", rank_prefix().c_str(), message.c_str());
+  return kInputErrorExitCode;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace ringtrain;
   // Until MPI starts, messages (a bad flag, a signal) name the launcher's rank.
@@ -34,15 +56,13 @@ int main(int argc, char** argv) {
   } catch (const CLI::Success& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "%s error: %s\nRun 'ringtrain %s--help' for the flags.\n",
-                 rank_prefix().c_str(), e.what(),
-                 app.get_subcommands().empty()
-                     ? ""
-                     : (app.get_subcommands().front()->get_name() + " ").c_str());
-    return kInputErrorExitCode;
+    return refuse_flags(
+        fmt::format(
+            "{}\nRun 'ringtrain {}--help' for the flags.", e.what(),
+            app.get_subcommands().empty() ? "" : app.get_subcommands().front()->get_name() + " "),
+        argc, argv);
   } catch (const Error& e) {
-    std::fprintf(stderr, "%s error: %s\n", rank_prefix().c_str(), e.what());
-    return kInputErrorExitCode;
+    return refuse_flags(e.what(), argc, argv);
   }
 
   std::optional<StopSignalHandler> stop_signals;

@@ -8,6 +8,7 @@
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/log.h"
 #include "ringtrain/model/plugin.h"
+#include "ringtrain/train/stop_signal.h"
 #include "ringtrain/train/trainer.h"
 
 namespace ringtrain::apps {
@@ -36,9 +37,16 @@ int run_train(const TrainFlags& flags, const Topology& topo) {
   log0("ringtrain: {} after {} steps ({:.2f} epochs): {}, {}{}",
        s.stopped_by_signal ? "stopped" : "done", s.steps, s.epochs, test, rate,
        s.last_checkpoint.empty() ? "" : ", checkpoint " + s.last_checkpoint);
+  if (!s.stopped_by_signal) return 0;
   // A run cut short by a signal is not a success, on any rank (schedulers
-  // requeue on a non-zero exit).
-  return s.stopped_by_signal ? 143 : 0;
+  // requeue on a non-zero exit). Every rank decides by the flag, not by the
+  // path (only rank 0 writes, and knows it).
+  if (cfg.ckpt_dir.empty()) {
+    log0("ringtrain: stopped without a checkpoint (no --ckpt-dir): nothing to resume from, exit {}",
+         kStoppedUnsavedExitCode);
+    return kStoppedUnsavedExitCode;
+  }
+  return kStoppedWithCheckpointExitCode;
 }
 
 CLI::App* add_train_command(CLI::App& app, CommandContext& ctx) {

@@ -12,6 +12,7 @@
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/log.h"
 #include "ringtrain/data/dataset.h"
+#include "ringtrain/data/output_guard.h"
 #include "ringtrain/model/hf_gpt2_names.h"
 #include "ringtrain/model/model.h"
 #include "ringtrain/model/presets.h"
@@ -37,14 +38,9 @@ struct ImportOptions {
   bool input_given = false;
 };
 
-void refuse_existing(const std::string& path, bool force, const char* flag) {
-  RT_CHECK(force || !fs::exists(path),
-           "{} {} exists: choose another name, or --force to replace it", flag, path);
-}
-
 int run_export(const ExportOptions& o, const Topology& topo) {
   if (topo.rank() != 0) return 0;
-  refuse_existing(o.output, o.force, "-o");
+  guard_output(o.output, {{"--ckpt", o.ckpt}}, o.force, "-o");
   const LoadedCheckpoint ck = read_checkpoint(o.ckpt);
   std::vector<NamedTensor> tensors;
   std::vector<std::pair<std::string, std::int64_t>> counters;
@@ -69,7 +65,7 @@ int run_export(const ExportOptions& o, const Topology& topo) {
 int run_import(const ImportOptions& o, const Topology& topo) {
   if (topo.rank() != 0) return 0;
   const std::string target = (fs::path(o.output_dir) / "ckpt-0.h5").string();
-  refuse_existing(target, o.force, "-o");
+  guard_output(target, {{"file", o.input_file}}, o.force, "-o");
   ModelOptions mo;
   mo.device = Device::cpu();
   mo.max_batch = 1;

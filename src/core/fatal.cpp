@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/fatal_agreement.h"
+#include "ringtrain/core/input_error.h"
 #include "ringtrain/core/log.h"
 
 namespace ringtrain {
@@ -29,6 +31,13 @@ std::vector<std::pair<AbortHookId, std::function<void()>>>& hooks() {
 std::atomic<bool> g_in_fatal{false};
 std::string g_fatal_message;  // written once, before the hooks run
 std::atomic<std::thread::id> g_fatal_thread{};
+
+// Ranks that find the same bad input fail within milliseconds of each other,
+// a slower node's read within a second or so; a rank that fails alone pays
+// this wait once before the job ends. Only for bad input (exit 2), found while
+// the job sets up: a runtime failure (a lost rank, a timeout) is often met
+// while the launcher is already ending the job, and must be said at once.
+constexpr double kAgreementSeconds = 2.0;
 }  // namespace
 
 std::string fatal_message() {
@@ -50,12 +59,17 @@ void unregister_abort_hook(AbortHookId id) {
 }
 
 void fatal(const std::string& message, int exit_code) {
+  fatal_as("fatal", message, exit_code);
+}
+
+void fatal_as(const char* label, const std::string& message, int exit_code) {
   // A second fatal must not recurse or deadlock. From a hook of the first
   // (same thread) it goes straight to the exit; from another thread (the
   // communication thread timing out too) it waits a while for the first to
   // finish its hooks (the flight recorder's verdict) and end the process.
   if (g_in_fatal.exchange(true)) {
-    std::fprintf(stderr, "%s fatal (while aborting): %s\n", rank_prefix().c_str(), message.c_str());
+    std::fprintf(stderr, "%s %s (while aborting): %s\n", rank_prefix().c_str(), label,
+                 message.c_str());
     std::fflush(stderr);
     if (g_fatal_thread.load() != std::this_thread::get_id())
       std::this_thread::sleep_for(std::chrono::seconds(20));
@@ -63,9 +77,25 @@ void fatal(const std::string& message, int exit_code) {
   }
   g_fatal_thread = std::this_thread::get_id();
   g_fatal_message = message;
-  std::fprintf(stderr, "%s fatal: %s\n", rank_prefix().c_str(), message.c_str());
-  std::fflush(stderr);
   std::fflush(stdout);
+  const FatalAgreement agreed = exit_code == kInputErrorExitCode
+                                    ? agree_on_fatal(message, exit_code, kAgreementSeconds)
+                                    : FatalAgreement{};
+  if (agreed.speaks) {
+    std::string text = message;
+    if (agreed.same_ranks.size() > 1) {
+      // At the end of the first line, where the message itself ends (a hint may follow).
+      const std::size_t eol = std::min(text.find('\n'), text.size());
+      text.insert(eol, " [the same on " + describe_ranks(agreed.same_ranks, agreed.world) + "]");
+    }
+    std::fprintf(stderr, "%s %s: %s\n", rank_prefix().c_str(), label, text.c_str());
+    std::fflush(stderr);
+    tell_fatal_printed(agreed);
+  } else if (!wait_fatal_printed(agreed, kAgreementSeconds)) {
+    // The rank that was to say it did not: say it here.
+    std::fprintf(stderr, "%s %s: %s\n", rank_prefix().c_str(), label, message.c_str());
+  }
+  std::fflush(stderr);
 
   std::vector<std::pair<AbortHookId, std::function<void()>>> to_run;
   {

@@ -1,5 +1,7 @@
 #include "data/batch_pipeline.h"
 
+#include "data/device_widening.h"
+
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/timer.h"
 
@@ -11,15 +13,18 @@ BatchPipeline::BatchPipeline(Dataset& dataset, std::size_t max_batch, Plan plan,
   RT_CHECK(depth >= 1, "prefetch depth must be >= 1, got {}", depth);
   RT_CHECK(max_batch >= 1, "batch size must be >= 1, got {}", max_batch);
   const bool gpu = device.is_cuda();
-  const std::size_t x_bytes = max_batch * dataset.sample_elements() * sizeof(float);
+  if (gpu) widening_ = device_widening(dataset);
+  const std::size_t elems = max_batch * dataset.sample_elements();
+  const std::size_t x_bytes = elems * sizeof(float);
   const std::size_t y_bytes = max_batch * dataset.labels_per_sample() * sizeof(std::int32_t);
   slots_.resize(depth + 1);
   for (Slot& s : slots_) {
-    s.host_x = std::make_unique<HostStagingBuffer>(x_bytes, gpu);
+    s.host_x = std::make_unique<HostStagingBuffer>(widening_ ? elems : x_bytes, gpu);
     s.host_y = std::make_unique<HostStagingBuffer>(y_bytes, gpu);
     if (gpu) {
       s.dev_x = std::make_unique<DeviceStagingBuffer>(x_bytes, device);
       s.dev_y = std::make_unique<DeviceStagingBuffer>(y_bytes, device);
+      if (widening_) s.dev_bytes = std::make_unique<DeviceStagingBuffer>(elems, device);
     }
   }
   if (gpu) stream_ = std::make_unique<CopyStream>(device);
@@ -62,14 +67,22 @@ void BatchPipeline::run() {
         reuse_after = std::move(s.reuse_after);
         s.reuse_after = {};
       }
-      auto* x = static_cast<float*>(s.host_x->data());
       auto* y = static_cast<std::int32_t*>(s.host_y->data());
-      dataset_.read(indices, x, y, cursor.epoch);
+      const std::size_t n = indices.size() * dataset_.sample_elements();
+      if (widening_)
+        dataset_.read_bytes(indices, static_cast<std::uint8_t*>(s.host_x->data()), y, cursor.epoch);
+      else
+        dataset_.read(indices, static_cast<float*>(s.host_x->data()), y, cursor.epoch);
       if (stream_) {
         // The slot's device copy may still be read by queued kernels.
         reuse_after.order_stream(stream_->stream());
-        stream_->copy_to_device(s.dev_x->data(), x,
-                                indices.size() * dataset_.sample_elements() * sizeof(float));
+        if (widening_) {
+          stream_->copy_to_device(s.dev_bytes->data(), s.host_x->data(), n);
+          stream_->widen_bytes(s.dev_bytes->data(), static_cast<float*>(s.dev_x->data()), n,
+                               *widening_);
+        } else {
+          stream_->copy_to_device(s.dev_x->data(), s.host_x->data(), n * sizeof(float));
+        }
         stream_->copy_to_device(
             s.dev_y->data(), y,
             indices.size() * dataset_.labels_per_sample() * sizeof(std::int32_t));

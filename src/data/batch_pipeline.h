@@ -2,7 +2,9 @@
 // indices of batch number k, reads them into slot k % (depth + 1), copies the
 // slot to the device when there is one, and marks it ready. The consumer takes
 // slots in order; a slot comes back when the consumer asks for the next batch,
-// so at most `depth` batches wait ready while one is in use. On a GPU the work
+// so at most `depth` batches wait ready while one is in use. On a GPU, uint8
+// data crosses as bytes (a quarter of the floats) and is widened on the
+// device, on the copy stream (data/device_widening.h). On a GPU the work
 // that reads a batch may still be queued when the consumer asks for the next
 // one: the consumer then passes an ordering point behind that work, and the
 // copy stream waits on it before it refills the slot.
@@ -51,6 +53,7 @@ class BatchPipeline {
   struct Slot {
     std::unique_ptr<HostStagingBuffer> host_x, host_y;
     std::unique_ptr<DeviceStagingBuffer> dev_x, dev_y;
+    std::unique_ptr<DeviceStagingBuffer> dev_bytes;  // with widening_: the bytes copied across
     std::size_t size = 0;
     DataCursor cursor;
     OrderingPoint reuse_after;  // behind the last kernel that read the slot
@@ -63,6 +66,8 @@ class BatchPipeline {
   Device device_;
   std::vector<Slot> slots_;
   std::unique_ptr<CopyStream> stream_;
+  // Set on a GPU for uint8 data: host slots hold bytes, widened on the device.
+  std::optional<kernels::ChannelWidening> widening_;
 
   std::mutex mutex_;
   std::condition_variable ready_cv_, space_cv_;

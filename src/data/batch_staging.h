@@ -7,6 +7,7 @@
 
 #include <cstddef>
 
+#include "kernels/widen_bytes.cuh"
 #include "ringtrain/core/device.h"
 
 namespace ringtrain {
@@ -50,6 +51,9 @@ class CopyStream {
   // Makes the device current on the calling thread (the loader thread).
   void bind_thread() const;
   void copy_to_device(void* dst, const void* src, std::size_t bytes);
+  // Widens n bytes on the device into floats (kernels/widen_bytes.cu), after
+  // the copies issued before it on this stream.
+  void widen_bytes(const void* src, float* dst, std::size_t n, const kernels::ChannelWidening& w);
   void* stream() const { return stream_; }  // cudaStream_t
   // Waits for the copies issued so far.
   void synchronize();

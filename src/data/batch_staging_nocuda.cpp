@@ -31,6 +31,7 @@ CopyStream::CopyStream(Device device) : device_(device) {
 CopyStream::~CopyStream() = default;
 void CopyStream::bind_thread() const {}
 void CopyStream::copy_to_device(void*, const void*, std::size_t) {}
+void CopyStream::widen_bytes(const void*, float*, std::size_t, const kernels::ChannelWidening&) {}
 void CopyStream::synchronize() {}
 
 void copy_device_to_host(void*, const void*, std::size_t, Device device) {

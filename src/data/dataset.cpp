@@ -64,6 +64,14 @@ std::vector<std::size_t> parse_shape(const std::string& text, const std::string&
   return shape;
 }
 
+namespace {
+// Where a read goes: floats (read) or bytes before the widening (read_bytes).
+struct ReadOutput {
+  float* floats = nullptr;
+  std::uint8_t* bytes = nullptr;
+};
+}  // namespace
+
 struct Dataset::Impl {
   std::string path, split;
   h5::File file;
@@ -113,6 +121,13 @@ struct Dataset::Impl {
     } else {
       std::memcpy(dst, src, elems * sizeof(float));
     }
+  }
+  // Row i of a read's output: floats, or (read_bytes) the stored bytes.
+  void emit_row(const unsigned char* src, const ReadOutput& out, std::size_t i) const {
+    if (out.bytes)
+      std::memcpy(out.bytes + i * elems, src, elems);
+    else
+      convert_row(src, out.floats + i * elems);
   }
 };
 
@@ -583,16 +598,20 @@ namespace {
 
 // Transforms a batch's stored rows into x on the loader threads.
 void transform_rows(Dataset::Impl& d, std::span<const std::uint64_t> indices,
-                    const unsigned char* const* rows, float* x, std::uint64_t epoch) {
+                    const unsigned char* const* rows, const ReadOutput& out, std::uint64_t epoch) {
   d.threads->run(indices.size(), [&](std::size_t i) {
-    d.transform->apply(rows[i], d.shape, d.scale, d.offset, epoch, indices[i], x + i * d.out_elems);
+    if (out.bytes)
+      d.transform->apply_bytes(rows[i], d.shape, epoch, indices[i], out.bytes + i * d.out_elems);
+    else
+      d.transform->apply(rows[i], d.shape, d.scale, d.offset, epoch, indices[i],
+                         out.floats + i * d.out_elems);
   });
 }
 
 // Encoded samples: the byte strings of the batch in one H5Dread (a point
 // selection keeps the order asked for), decoded and transformed on the loader
 // threads. Without a transform every image must have the stored size.
-void read_encoded(Dataset::Impl& d, std::span<const std::uint64_t> indices, float* x,
+void read_encoded(Dataset::Impl& d, std::span<const std::uint64_t> indices, const ReadOutput& x,
                   std::uint64_t epoch) {
   std::lock_guard scratch_lock(d.read_mutex);
   RT_CHECK(d.out_elems > 0,
@@ -633,19 +652,26 @@ void read_encoded(Dataset::Impl& d, std::span<const std::uint64_t> indices, floa
     planes.resize(hw * channels);
     for (std::size_t p = 0; p < hw; ++p)
       for (int c = 0; c < channels; ++c) planes[c * hw + p] = img.pixels[p * channels + c];
-    float* out = x + i * d.out_elems;
     if (d.transform) {
-      d.transform->apply(planes.data(),
-                         {static_cast<std::size_t>(channels), static_cast<std::size_t>(img.height),
-                          static_cast<std::size_t>(img.width)},
-                         d.scale, d.offset, epoch, indices[i], out);
+      const std::vector<std::size_t> shape{static_cast<std::size_t>(channels),
+                                           static_cast<std::size_t>(img.height),
+                                           static_cast<std::size_t>(img.width)};
+      if (x.bytes)
+        d.transform->apply_bytes(planes.data(), shape, epoch, indices[i],
+                                 x.bytes + i * d.out_elems);
+      else
+        d.transform->apply(planes.data(), shape, d.scale, d.offset, epoch, indices[i],
+                           x.floats + i * d.out_elems);
       return;
     }
     RT_CHECK(static_cast<std::size_t>(img.height) == d.shape[1] &&
                  static_cast<std::size_t>(img.width) == d.shape[2],
              "{}: sample {} decodes to {}x{}, not the stored {}x{}", d.where("x"), indices[i],
              img.height, img.width, d.shape[1], d.shape[2]);
-    bytes_to_float(planes.data(), out, planes.size(), d.scale, d.offset);
+    if (x.bytes)
+      std::memcpy(x.bytes + i * d.out_elems, planes.data(), planes.size());
+    else
+      bytes_to_float(planes.data(), x.floats + i * d.out_elems, planes.size(), d.scale, d.offset);
   };
   if (d.threads)
     d.threads->run(count, one);
@@ -655,14 +681,53 @@ void read_encoded(Dataset::Impl& d, std::span<const std::uint64_t> indices, floa
 
 }  // namespace
 
+namespace {
+void read_into(Dataset::Impl& d, std::span<const std::uint64_t> indices, const ReadOutput& x,
+               std::int32_t* y, std::uint64_t epoch);
+}  // namespace
+
 void Dataset::read(std::span<const std::uint64_t> indices, float* x, std::int32_t* y,
                    std::uint64_t epoch) {
-  Impl& d = *impl_;
+  read_into(*impl_, indices, ReadOutput{x, nullptr}, y, epoch);
+}
+
+bool Dataset::reads_bytes() const {
+  return impl_->dtype == SampleDType::u8 || impl_->encoded;
+}
+
+void Dataset::read_bytes(std::span<const std::uint64_t> indices, std::uint8_t* x, std::int32_t* y,
+                         std::uint64_t epoch) {
+  RT_CHECK(reads_bytes(), "{}: float32 samples have no bytes to read", impl_->where("x"));
+  read_into(*impl_, indices, ReadOutput{nullptr, x}, y, epoch);
+}
+
+Dataset::ByteWidening Dataset::byte_widening() const {
+  const Impl& d = *impl_;
+  ByteWidening w;
+  if (d.transform) {
+    // A transform's output is C x H x W, normalised per channel.
+    w.plane = d.out_shape.size() == 3 ? d.out_shape[1] * d.out_shape[2] : d.out_elems;
+    d.transform->widening(d.out_shape.size() == 3 ? d.out_shape[0] : 1, d.scale, d.offset, w.scale,
+                          w.offset);
+  } else {
+    // One scale and offset for the whole sample.
+    w.plane = d.out_elems;
+    w.scale = {d.scale};
+    w.offset = {d.offset};
+  }
+  return w;
+}
+
+namespace {
+void read_into(Dataset::Impl& d, std::span<const std::uint64_t> indices, const ReadOutput& x,
+               std::int32_t* y, std::uint64_t epoch) {
   const std::size_t count = indices.size();
   if (count == 0) return;
   if (d.tokens) {
+    RT_CHECK(x.floats != nullptr, "{}: token windows are read as floats, not bytes",
+             d.where("tokens"));
     std::lock_guard scratch_lock(d.read_mutex);
-    d.tokens->read(indices, x, y);
+    d.tokens->read(indices, x.floats, y);
     return;
   }
   for (std::size_t i = 0; i < count; ++i)
@@ -692,7 +757,7 @@ void Dataset::read(std::span<const std::uint64_t> indices, float* x, std::int32_
     for (std::size_t i = 0; i < count; ++i) {
       if (i + kAhead < count)
         for (std::size_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(row(i + kAhead) + b);
-      d.convert_row(row(i), x + i * d.elems);
+      d.emit_row(row(i), x, i);
     }
     return;
   }
@@ -764,8 +829,9 @@ void Dataset::read(std::span<const std::uint64_t> indices, float* x, std::int32_
     return;
   }
   for (std::size_t i = 0; i < count; ++i)
-    d.convert_row(d.staging.data() + d.slot_of[i] * row_bytes, x + i * d.elems);
+    d.emit_row(d.staging.data() + d.slot_of[i] * row_bytes, x, i);
 }
+}  // namespace
 
 void Dataset::read_stored(std::uint64_t begin, std::uint64_t end, void* out) {
   Impl& d = *impl_;

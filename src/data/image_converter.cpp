@@ -24,22 +24,11 @@
 #include "ringtrain/core/timer.h"
 #include "ringtrain/data/converters.h"
 #include "ringtrain/data/dataset_writer.h"
+#include "ringtrain/data/output_guard.h"
 
 namespace ringtrain {
 
 namespace fs = std::filesystem;
-
-void check_output_path(const std::string& output, const std::vector<std::string>& inputs,
-                       bool force) {
-  std::error_code ec;
-  RT_CHECK(!output.empty(), "no output file (-o FILE.h5)");
-  RT_CHECK(!fs::is_directory(output, ec), "output {} is a folder", output);
-  if (!fs::exists(output, ec)) return;
-  for (const std::string& in : inputs)
-    RT_CHECK(in.empty() || !fs::exists(in, ec) || !fs::equivalent(output, in, ec),
-             "output {} is the input {}: refusing to write over an input", output, in);
-  RT_CHECK(force, "output {} exists: pass --force to write over it", output);
-}
 
 namespace {
 
@@ -224,6 +213,9 @@ ConvertSummary convert_images(const ImageConvertOptions& o) {
   RT_CHECK((o.short_side == 0 && o.max_side == 0) || (o.store == "jpeg" && o.height == 0),
            "--short-side and --max-side keep images at their own sizes: they need --store jpeg "
            "and no --size");
+  // The shared guard first, before any scan or decode (an existing output, or
+  // an output that is one of the folders).
+  guard_output(o.output, {{"--train", o.train}, {"--test", o.test}}, o.force);
   const ImageFolder train = scan_image_folder(o.train);
   ImageFolder test;
   std::vector<ImageFile> train_files;
@@ -253,13 +245,14 @@ ConvertSummary convert_images(const ImageConvertOptions& o) {
              "--test-fraction {} of {} images holds out none: raise it or give --test",
              o.test_fraction, train.files.size());
   }
-  check_output_path(o.output, {}, o.force);
-  for (const std::vector<ImageFile>* f : {&train_files, &test.files})
-    for (const ImageFile& file : *f) {
-      std::error_code ec;
-      RT_CHECK(!fs::exists(o.output, ec) || !fs::equivalent(o.output, file.path, ec),
-               "output {} is the input {}: refusing to write over an input", o.output, file.path);
-    }
+  // With --force, an existing output may still be one of the images.
+  std::error_code exists_ec;
+  if (fs::exists(o.output, exists_ec)) {
+    std::vector<GuardedInput> images;
+    for (const std::vector<ImageFile>* f : {&train_files, &test.files})
+      for (const ImageFile& file : *f) images.push_back({"image", file.path});
+    guard_output(o.output, images, o.force);
+  }
 
   const int workers = o.workers > 0
                           ? o.workers

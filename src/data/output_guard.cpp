@@ -1,8 +1,12 @@
 #include "ringtrain/data/output_guard.h"
 
+#include <unistd.h>
+
 #include <filesystem>
+#include <fstream>
 
 #include "ringtrain/core/check.h"
+#include "ringtrain/core/temp_file_guard.h"
 
 namespace ringtrain {
 
@@ -39,6 +43,40 @@ void guard_output(const std::string& output, const std::vector<GuardedInput>& in
   RT_CHECK(force || !fs::exists(status),
            "{} {} already exists: pass --force to replace it, or choose another output",
            output_flag, output);
+}
+
+void guard_output_directory(const std::string& dir, bool force, const std::string& flag) {
+  RT_CHECK(!dir.empty(), "{}: a directory is required", flag);
+  std::error_code ec;
+  const fs::file_status status = fs::status(dir, ec);
+  if (!fs::exists(status)) return;
+  RT_CHECK(fs::is_directory(status), "{} {} is not a directory", flag, dir);
+  std::size_t entries = 0;
+  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator();
+       it.increment(ec))
+    ++entries;
+  RT_CHECK(force || entries == 0,
+           "{} {} already holds {} file(s), which would mix with this run's: pass --force to "
+           "write into it, or choose another directory",
+           flag, dir, entries);
+}
+
+void write_output_text(const std::string& output, const std::string& text,
+                       const std::string& output_flag) {
+  const std::string tmp = fmt::format("{}.tmp-{}", output, static_cast<long>(::getpid()));
+  TempFileGuard guard(tmp);
+  std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+  RT_CHECK(f.good(), "{} {}: cannot open {} for writing", output_flag, output, tmp);
+  f << text;
+  f.close();
+  std::error_code ec;
+  if (!f) fs::remove(tmp, ec);
+  RT_CHECK(static_cast<bool>(f), "{} {}: write failed", output_flag, output);
+  fs::rename(tmp, output, ec);
+  if (!ec) return;
+  const std::string why = ec.message();
+  fs::remove(tmp, ec);
+  throw Error(fmt::format("{} {}: cannot rename {} to it: {}", output_flag, output, tmp, why));
 }
 
 }  // namespace ringtrain

@@ -1,6 +1,7 @@
 // Parsing and applying the augmentation language (sample_transform.h). A
 // sample travels as planes (C x H x W bytes, as stored): crops are views, and
-// resize, pad and flip write a new buffer. The last step writes floats.
+// resize, pad and flip write a new buffer. The last step writes floats, or
+// the bytes with their per-channel widening for the device to apply.
 #include "ringtrain/data/sample_transform.h"
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include "data/image_resample.h"
 #include "data/random.h"
 #include "kernels/image_resample.cuh"
+#include "kernels/widen_bytes.cuh"
 #include "ringtrain/core/check.h"
 
 namespace ringtrain {
@@ -491,9 +493,21 @@ std::vector<std::size_t> SampleTransform::output_shape(
   return {c, static_cast<std::size_t>(h), static_cast<std::size_t>(w)};
 }
 
-void SampleTransform::apply(const std::uint8_t* stored, const std::vector<std::size_t>& shape,
-                            float scale, float offset, std::uint64_t epoch, std::uint64_t index,
-                            float* out) const {
+namespace {
+// (byte/255 - mean) / std = byte * 1/(255 std) - mean/std; without normalize
+// the dataset's own scale and offset.
+float channel_scale(const SampleTransform::Step* norm, int k, float scale) {
+  return norm ? 1.0f / (255.0f * norm->std[static_cast<std::size_t>(k)]) : scale;
+}
+float channel_offset(const SampleTransform::Step* norm, int k, float offset) {
+  return norm ? -norm->mean[static_cast<std::size_t>(k)] / norm->std[static_cast<std::size_t>(k)]
+              : offset;
+}
+}  // namespace
+
+template <typename Emit>
+void SampleTransform::run(const std::uint8_t* stored, const std::vector<std::size_t>& shape,
+                          std::uint64_t epoch, std::uint64_t index, Emit&& emit) const {
   thread_local Scratch scratch;
   Planes p{stored,
            static_cast<int>(shape[0]),
@@ -560,15 +574,46 @@ void SampleTransform::apply(const std::uint8_t* stored, const std::vector<std::s
         break;
     }
   }
-  // (byte/255 - mean) / std = byte * 1/(255 std) - mean/std
-  for (int k = 0; k < p.c; ++k) {
-    const float ks = norm ? 1.0f / (255.0f * norm->std[k]) : scale;
-    const float ko = norm ? -norm->mean[k] / norm->std[k] : offset;
-    for (int y = 0; y < p.h; ++y) {
-      const std::uint8_t* src = p.at(k, y);
-      float* dst = out + (static_cast<std::size_t>(k) * p.h + y) * p.w;
-      for (int x = 0; x < p.w; ++x) dst[x] = kernels::normalize_byte(src[x], ks, ko);
+  emit(p, norm);
+}
+
+void SampleTransform::apply(const std::uint8_t* stored, const std::vector<std::size_t>& shape,
+                            float scale, float offset, std::uint64_t epoch, std::uint64_t index,
+                            float* out) const {
+  run(stored, shape, epoch, index, [&](const Planes& p, const Step* norm) {
+    for (int k = 0; k < p.c; ++k) {
+      const float ks = channel_scale(norm, k, scale), ko = channel_offset(norm, k, offset);
+      for (int y = 0; y < p.h; ++y) {
+        const std::uint8_t* src = p.at(k, y);
+        float* dst = out + (static_cast<std::size_t>(k) * p.h + y) * p.w;
+        for (int x = 0; x < p.w; ++x) dst[x] = kernels::normalize_byte(src[x], ks, ko);
+      }
     }
+  });
+}
+
+void SampleTransform::apply_bytes(const std::uint8_t* stored, const std::vector<std::size_t>& shape,
+                                  std::uint64_t epoch, std::uint64_t index,
+                                  std::uint8_t* out) const {
+  run(stored, shape, epoch, index, [&](const Planes& p, const Step*) {
+    for (int k = 0; k < p.c; ++k)
+      for (int y = 0; y < p.h; ++y)
+        std::memcpy(out + (static_cast<std::size_t>(k) * p.h + y) * p.w, p.at(k, y),
+                    static_cast<std::size_t>(p.w));
+  });
+}
+
+void SampleTransform::widening(std::size_t channels, float scale, float offset,
+                               std::vector<float>& channel_scales,
+                               std::vector<float>& channel_offsets) const {
+  const Step* norm = nullptr;
+  for (const Step& s : steps_)
+    if (s.kind == Step::normalize) norm = &s;
+  channel_scales.resize(channels);
+  channel_offsets.resize(channels);
+  for (std::size_t k = 0; k < channels; ++k) {
+    channel_scales[k] = channel_scale(norm, static_cast<int>(k), scale);
+    channel_offsets[k] = channel_offset(norm, static_cast<int>(k), offset);
   }
 }
 

@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include "core/check_mpi.h"
+#include "core/fatal_agreement.h"
 #include "launch/mpi_context.h"
 #include "launch/single_copy_probe.h"
 #include "launch/tcp_eager_limit.h"
@@ -97,6 +98,7 @@ MpiSession::MpiSession(int* argc, char*** argv) {
   // Library errors come back as codes and are thrown with file:line, rather
   // than MPI killing the process with its own, less specific message.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  open_fatal_agreement();
   if (provided < MPI_THREAD_MULTIPLE) {
     char version[MPI_MAX_LIBRARY_VERSION_STRING];
     int len = 0;
@@ -112,6 +114,7 @@ MpiSession::~MpiSession() {
   free_comm(g_cross);
   free_comm(g_local);
   free_comm(g_world);
+  close_fatal_agreement();
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized) MPI_Finalize();

@@ -202,16 +202,22 @@ void RunRecorder::trace_span(std::string_view name, std::string_view lane, doubl
 void RunRecorder::finish(Communicator& control, const TrainSummary& summary) {
   if (rank_ == 0) {
     progress_->finish();
+    // No accuracy of nothing: with an empty eval split (warned about at
+    // start-up) the figures are null, not 0, and test_n says why.
+    const bool evaluated = summary.test_n > 0;
     if (metrics_)
-      metrics_->write({{"kind", "summary"},
-                       {"step", summary.steps},
-                       {"epochs", summary.epochs},
-                       {"test_accuracy", summary.test_accuracy},
-                       {"test_loss", summary.test_loss},
-                       {"samples_per_s", summary.samples_per_second},
-                       {"step_s_median", summary.step_s_median},
-                       {"median_steps", summary.median_steps},
-                       {"stopped_by_signal", summary.stopped_by_signal}});
+      metrics_->write(
+          {{"kind", "summary"},
+           {"step", summary.steps},
+           {"epochs", summary.epochs},
+           {"test_accuracy",
+            evaluated ? nlohmann::json(summary.test_accuracy) : nlohmann::json(nullptr)},
+           {"test_loss", evaluated ? nlohmann::json(summary.test_loss) : nlohmann::json(nullptr)},
+           {"test_n", summary.test_n},
+           {"samples_per_s", summary.samples_per_second},
+           {"step_s_median", summary.step_s_median},
+           {"median_steps", summary.median_steps},
+           {"stopped_by_signal", summary.stopped_by_signal}});
   }
   if (config_.trace.empty()) return;
   // Gather every rank's trace document over the control channel (ranks need

@@ -36,6 +36,7 @@
 
 #include "core/fault_stall.h"
 #include "core/median.h"
+#include "data/device_widening.h"
 #include "ringtrain/comm/communicator.h"
 #include "ringtrain/comm/control_channel.h"
 #include "ringtrain/comm/flight_recorder.h"
@@ -83,18 +84,6 @@
 namespace ringtrain {
 
 namespace {
-
-// Every rank finds the same mismatch and throws the same message. Rank 0 says
-// it and ends the job (exit 2); the others say it only if rank 0 has not done
-// so within a few seconds, so the user reads it once rather than once per rank.
-void agree_once(Communicator& control, const std::vector<SignatureField>& fields) {
-  try {
-    agree_on_signature(control, fields);
-  } catch (const Error&) {
-    if (control.rank() != 0) std::this_thread::sleep_for(std::chrono::seconds(5));
-    throw;
-  }
-}
 
 // fp16's loss scaler as --loss-scale-init and --loss-scale-window set it
 // (GradScaler's defaults: 2^16, doubled after 2000 clean steps, halved on an
@@ -254,7 +243,7 @@ Trainer::Trainer(const TrainConfig& cfg, const Topology& topo)
     // The flags first: a flag that differs may make one rank's set-up fail on
     // its own (a split too small for its batch), and the message should name
     // the flag, not that symptom.
-    agree_once(*control_, config_agreement_fields(cfg_));
+    agree_on_signature(*control_, config_agreement_fields(cfg_));
     open_data_and_build_model();
     agree_on_run();
     plan_steps_and_schedule();
@@ -266,6 +255,9 @@ Trainer::Trainer(const TrainConfig& cfg, const Topology& topo)
                     start_.path.empty() ? std::nullopt : std::optional<std::uint64_t>(start_.step));
   recorder_->set_optimizer_state_bytes(optimizer_->state_bytes());
   prefetcher_.emplace(*train_data_, *sampler_, start_.cursor, cfg_.prefetch_depth, device_);
+  if (device_.is_cuda() && device_widening(*train_data_))
+    log0("data: uint8 batches cross to the GPU as bytes, widened{} on the device",
+         train_data_->transform() ? " and normalised" : "");
   cursor_ = sampler_->normalize(start_.cursor);
   step_ = start_.step;
   // RINGTRAIN_FAULT_DIVERGE_RANK=r perturbs rank r's parameters after step 1, so
@@ -394,7 +386,7 @@ void Trainer::set_image_transforms() {
 
 void Trainer::agree_on_run() {
   // What the ranks built and read (the flags agreed before).
-  agree_once(
+  agree_on_signature(
       *control_,
       {{"model spec hash", spec_->hash(), fmt::format("{:016x}", spec_->hash())},
        signature_number("parameter count", model_->param_count()),

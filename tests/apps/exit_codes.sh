@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One exit-code contract for every subcommand, tested as a user meets it:
 # 0 success; 2 bad input or configuration (ringtrain-mpirun never retries it);
-# 3 a runtime failure (retried); 143 stopped by a signal after a checkpoint.
+# 3 a runtime failure (retried); 143 stopped by a signal after a checkpoint;
+# 130 stopped by a signal with nothing saved (no --ckpt-dir).
 # One-process tools print one line, without Open MPI's MPI_ABORT banner.
 source "$(dirname "$0")/lib.sh"
 CKPT=$WORK/run/ckpt
@@ -44,6 +45,21 @@ grep -q "stop requested (SIGUSR1): stopping after step" "$WORK/signal.log" \
   || { cat "$WORK/signal.log"; fail "SIGUSR1: the stop is not named SIGUSR1"; }
 ls "$WORK/sig/ckpt"/ckpt-*.h5 > /dev/null || fail "SIGUSR1: no checkpoint"
 echo "ok: train stopped by SIGUSR1 (exit 143), checkpoint written"
+# The same stop without --ckpt-dir saves nothing: not 143 (a script that
+# requeues on 143 would start over for ever), but 130, said in the last line.
+env RINGTRAIN_FAULT_STEP_DELAY_MS=200 "$R" train --data "$DATA" --model "$MLP" --batch 8 --epochs 50 \
+  --device cpu > "$WORK/signal_unsaved.log" 2>&1 &
+pid=$!
+for _ in $(seq 300); do grep -q "step 1 \|loss" "$WORK/signal_unsaved.log" 2>/dev/null && break; sleep 0.1; done
+sleep 0.5
+kill -TERM $pid
+rc=0
+wait $pid || rc=$?
+[ $rc -eq 130 ] || { cat "$WORK/signal_unsaved.log"; fail "SIGTERM without --ckpt-dir: exit code $rc, expected 130"; }
+grep -q "stop requested (SIGTERM): stopping after step" "$WORK/signal_unsaved.log" &&
+  grep -q "stopped without a checkpoint (no --ckpt-dir): nothing to resume from, exit 130" "$WORK/signal_unsaved.log" \
+  || { cat "$WORK/signal_unsaved.log"; fail "SIGTERM without --ckpt-dir: the stop is not explained"; }
+echo "ok: train stopped by SIGTERM without --ckpt-dir (exit 130), said so"
 
 # eval
 expect 0 eval_ok "accuracy" "$R" eval --ckpt "$CKPT" --data "$DATA"

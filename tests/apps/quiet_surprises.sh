@@ -14,7 +14,16 @@ cmp -s "$WORK/inspect_default.log" "$WORK/inspect42.log" || fail "data inspect's
 
 # An empty test split: said at start-up, no accuracy printed; eval refuses it.
 expect 0 train_empty_test "warning: --eval-split test: .*empty_test.h5:/test is empty" \
-  "$R" train --data "$FX/empty_test.h5" --model mlp:12-10 --batch 8 --device cpu
+  "$R" train --data "$FX/empty_test.h5" --model mlp:12-10 --batch 8 --device cpu --logdir "$WORK/empty-logs"
+# The summary record says null, not 0, and n=0.
+python3 - "$WORK/empty-logs/metrics.jsonl" <<'PY' || fail "the summary record reports an accuracy of nothing"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+s = [r for r in rows if r.get("kind") == "summary"]
+assert len(s) == 1, s
+assert s[0]["test_accuracy"] is None and s[0]["test_loss"] is None and s[0]["test_n"] == 0, s[0]
+assert not [r for r in rows if r.get("kind") == "eval"], "an eval record of an empty split"
+PY
 grep -q "no test accuracy (the eval split is empty)" "$WORK/train_empty_test.log" || fail "no word on the missing accuracy"
 ! grep -qE "test accuracy [0-9]|accuracy 0.0000" "$WORK/train_empty_test.log" || fail "an accuracy of nothing was printed"
 expect 0 train_for_eval "done after" "$R" train --data "$FX/empty_test.h5" --model mlp:12-10 --batch 8 --device cpu \

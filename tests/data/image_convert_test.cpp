@@ -4,13 +4,16 @@
 // The fixtures come from make_image_fixtures.py (PIL), in IMAGE_FIXTURES.
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
 #include <fmt/format.h>
 
+#include "data/device_widening.h"
 #include "data/image_decode.h"
 #include "data/image_resample.h"
+#include "data/pixel_conversion.h"
 #include "ringtrain/core/error.h"
 #include "ringtrain/data/converters.h"
 #include "ringtrain/data/dataset.h"
@@ -219,7 +222,18 @@ TEST_CASE("bad files are named, or skipped and counted; empty classes and overwr
   CHECK(train.sample_shape() == std::vector<std::size_t>{3, 32, 32});
   CHECK(train.class_names() == std::vector<std::string>{"a_photos", "b_pngs"});
 
-  CHECK_THROWS_WITH(convert_images(o), Contains("mixed.h5 exists: pass --force"));
+  CHECK_THROWS_WITH(convert_images(o), Contains("mixed.h5 already exists: pass --force"));
+  // The shared output guard: an image of the tree is an input even with
+  // --force, and is left as it was.
+  ImageConvertOptions onto = o;
+  onto.output = fx("mixed") + "/b_pngs/rgb.png";
+  onto.force = true;
+  const auto before = std::filesystem::file_size(onto.output);
+  CHECK_THROWS_WITH(convert_images(onto), Contains("b_pngs/rgb.png is also the input image") &&
+                                              Contains("even with --force"));
+  CHECK(std::filesystem::file_size(onto.output) == before);
+  onto.output = fx("mixed");
+  CHECK_THROWS_WITH(convert_images(onto), Contains("is also the input --train"));
   o.force = true;
   o.channels = 1;
   convert_images(o);
@@ -314,6 +328,7 @@ TEST_CASE("--store jpeg keeps plain JPEG files as they are and decodes on read")
   CHECK(exact >= 1);
 
   // With --size, JPEGs are re-encoded at that size and read without a transform.
+  const std::string own_sizes = jpg.output;
   jpg.output = out("store-jpeg-32.h5");
   jpg.height = jpg.width = 32;
   convert_images(jpg);
@@ -325,6 +340,30 @@ TEST_CASE("--store jpeg keeps plain JPEG files as they are and decodes on read")
   fixed.read(all, x.data(), nullptr);
   CHECK(*std::max_element(x.begin(), x.end()) > 0.5f);
   CHECK_THROWS_WITH(fixed.read_stored(0, 1, x.data()), Contains("encoded images"));
+
+  // A GPU rank's loader: the decoded (and transformed) bytes and the widening
+  // the device applies give read()'s floats bit for bit, without a transform
+  // and with one that normalises per channel (tests/data/device_widening_test
+  // covers raw storage).
+  Dataset varying = Dataset::open(own_sizes, "train");
+  varying.set_transform(
+      SampleTransform::parse("random_resized_crop(24), hflip, normalize(mean=(0.5,0.4,0.3), "
+                             "std=(0.25,0.2,0.3))",
+                             7),
+      2);
+  for (Dataset* d : {&fixed, &varying}) {
+    REQUIRE(d->reads_bytes());
+    const auto w = device_widening(*d);
+    REQUIRE(w.has_value());
+    const std::vector<std::uint64_t> idx{2, 0, 1, 2};
+    const std::size_t n = idx.size() * d->sample_elements();
+    std::vector<float> want(n), got(n);
+    std::vector<std::uint8_t> bytes(n);
+    d->read(idx, want.data(), nullptr, 3);
+    d->read_bytes(idx, bytes.data(), nullptr, 3);
+    widen_bytes(bytes.data(), got.data(), n, *w);
+    CHECK(std::memcmp(got.data(), want.data(), n * sizeof(float)) == 0);
+  }
 }
 
 TEST_CASE("--short-side and --max-side shrink JPEG-stored images, never enlarge") {

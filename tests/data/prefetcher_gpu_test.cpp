@@ -1,13 +1,18 @@
 // The prefetcher on a GPU: batches arrive on the device (copied on the
-// loader's own stream from pinned memory) and equal the host reads. Exits 77
-// (ctest: skipped) without CUDA or without a device.
+// loader's own stream from pinned memory) and equal the host reads. uint8
+// data crosses as bytes and is widened on the device (kernels/widen_bytes.cu):
+// bit for bit read()'s floats, also for images with a transform that
+// normalises per channel. Exits 77 (ctest: skipped) without CUDA or without a
+// device.
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <vector>
 
 #include "data/batch_staging.h"
+#include "data/device_widening.h"
 #include "ringtrain/data/prefetcher.h"
+#include "ringtrain/data/sample_transform.h"
 #include "ringtrain/launch/gpu_runtime.h"
 #include "tests/data/data_test_files.h"
 #include "tests/support/gpu_test.h"
@@ -42,6 +47,31 @@ int main() {
       for (std::size_t i = 0; i < x.size(); ++i) wrong += x[i] != expect[i];
       for (std::size_t i = 0; i < y.size(); ++i) wrong += y[i] != expect_y[i];
       checked += x.size() + y.size();
+    }
+    // Images with a transform: geometry on the loader threads, the per-channel
+    // normalisation on the device.
+    const std::string images = std::string(d ? d : ".") + "/prefetcher-gpu-images.h5";
+    test::write_good_dataset(images, 67, 4, {3, 10, 10}, 5);
+    Dataset img = Dataset::open(images, "train");
+    img.set_transform(SampleTransform::parse("random_crop(8, padding=1), hflip, "
+                                             "normalize(mean=(0.5,0.4,0.3), std=(0.25,0.2,0.3))",
+                                             5),
+                      2);
+    if (!device_widening(ds) || !device_widening(img)) {
+      std::printf("FAIL: uint8 batches would not cross as bytes\n");
+      return 1;
+    }
+    const ShardedSampler image_sampler(img.size(), 8, 0, 1, 3);
+    Prefetcher images_p(img, image_sampler, {0, 0}, 2, Device::cuda(0));
+    c = {0, 0};
+    for (std::size_t k = 0; k < 2 * image_sampler.steps_per_epoch() + 1;
+         ++k, c = image_sampler.next(c)) {
+      const Batch b = images_p.next();
+      std::vector<float> x(b.x.count), expect(b.x.count);
+      copy_device_to_host(x.data(), b.x.ptr, b.x.bytes(), b.x.device);
+      img.read(image_sampler.rank_indices(c), expect.data(), nullptr, c.epoch);
+      for (std::size_t i = 0; i < x.size(); ++i) wrong += x[i] != expect[i];
+      checked += x.size();
     }
     EvalBatches eval(ds, {0, ds.size()}, 64, 2, Device::cuda(0));
     std::size_t seen = 0;

@@ -12,6 +12,10 @@ namespace ringtrain {
 inline constexpr int kFatalExitCode = 3;
 
 [[noreturn]] void fatal(const std::string& message, int exit_code = kFatalExitCode);
+// fatal() with `label` in place of "fatal" in the line it prints ("error" for
+// a bad flag). Where every rank fails with the same message, the lowest rank
+// prints it once, naming the ranks that share it.
+[[noreturn]] void fatal_as(const char* label, const std::string& message, int exit_code);
 
 // Hooks run in reverse registration order, once, before MPI_Abort. The returned
 // id removes the hook again (a communicator that is destroyed normally).

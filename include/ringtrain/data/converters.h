@@ -72,11 +72,6 @@ struct ImageConvertOptions {
 // the number of images; scale 1/255.
 ConvertSummary convert_images(const ImageConvertOptions& o);
 
-// Refuses (Error naming it) an output that exists, unless `force`, and one
-// that is one of `inputs` even with force.
-void check_output_path(const std::string& output, const std::vector<std::string>& inputs,
-                       bool force);
-
 struct SyntheticOptions {
   std::string output;
   std::size_t n = 0;       // train samples

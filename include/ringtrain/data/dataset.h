@@ -94,6 +94,20 @@ class Dataset {
   void read(std::span<const std::uint64_t> indices, float* x, std::int32_t* y,
             std::uint64_t epoch = 0);
 
+  // uint8 data (raw or encoded images): read_bytes() gives what read() gives
+  // before its last step, the widening to float (the transform's geometry
+  // included: sample_elements() bytes per sample), and byte_widening() that
+  // step: read()'s x[c-th plane][i] = byte * scale[c] + offset[c]. A GPU rank's
+  // loader ships the bytes and widens them on the device.
+  struct ByteWidening {
+    std::size_t plane = 1;             // elements per channel plane of a sample
+    std::vector<float> scale, offset;  // one per channel
+  };
+  bool reads_bytes() const;
+  void read_bytes(std::span<const std::uint64_t> indices, std::uint8_t* x, std::int32_t* y,
+                  std::uint64_t epoch = 0);
+  ByteWidening byte_widening() const;
+
   // --augment / --eval-transform: read() applies `transform` to every sample
   // (uint8 C x H x W images only; Error naming the file otherwise), on
   // `threads` loader threads (the caller's included). Null removes it.

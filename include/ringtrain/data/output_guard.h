@@ -20,4 +20,17 @@ struct GuardedInput {
 void guard_output(const std::string& output, const std::vector<GuardedInput>& inputs, bool force,
                   const std::string& output_flag = "--output");
 
+// An output directory that a command fills with files of its own naming
+// (data inspect --out and --dump): it may not exist yet, or be empty; a
+// directory that holds files already (an earlier run's, which would mix with
+// this run's) is refused unless `force`. Throws Error naming the flag.
+void guard_output_directory(const std::string& dir, bool force, const std::string& flag);
+
+// Writes `text` to `output` under a temporary name beside it, renamed into
+// place at the end: an interrupted or failed write leaves neither a
+// half-written file under the name asked for nor the temporary. Call
+// guard_output() first, before the work that produces the text.
+void write_output_text(const std::string& output, const std::string& text,
+                       const std::string& output_flag = "--output");
+
 }  // namespace ringtrain

@@ -47,6 +47,15 @@ class SampleTransform {
   void apply(const std::uint8_t* stored, const std::vector<std::size_t>& stored_shape, float scale,
              float offset, std::uint64_t epoch, std::uint64_t index, float* out) const;
 
+  // The same sample as bytes (the geometry only, in the output shape), and
+  // the per-channel widening that makes apply()'s floats of them: out[c][i] =
+  // byte * channel_scales[c] + channel_offsets[c] (kernels::normalize_byte).
+  // A GPU rank's loader ships the bytes and widens on the device.
+  void apply_bytes(const std::uint8_t* stored, const std::vector<std::size_t>& stored_shape,
+                   std::uint64_t epoch, std::uint64_t index, std::uint8_t* out) const;
+  void widening(std::size_t channels, float scale, float offset, std::vector<float>& channel_scales,
+                std::vector<float>& channel_offsets) const;
+
   const std::string& spec() const { return spec_; }
   // The steps as parsed, with every default written out.
   std::string describe() const;
@@ -57,6 +66,10 @@ class SampleTransform {
   ~SampleTransform();
 
  private:
+  // Runs the geometric steps of one sample; emit(planes, normalize step or null).
+  template <typename Emit>
+  void run(const std::uint8_t* stored, const std::vector<std::size_t>& shape, std::uint64_t epoch,
+           std::uint64_t index, Emit&& emit) const;
   std::string spec_;
   std::uint64_t seed_;
   std::vector<Step> steps_;

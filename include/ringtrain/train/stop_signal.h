@@ -21,6 +21,14 @@
 
 namespace ringtrain {
 
+// What a training job stopped by one of these signals exits with. 143 means
+// "stopped, and the state is saved": a final checkpoint was written, so a
+// requeued job continues with --resume latest. Without --ckpt-dir nothing is
+// saved, and a script that requeues on 143 would start over for ever: such a
+// stop exits 130 instead (the shell's code for an interrupted command).
+inline constexpr int kStoppedWithCheckpointExitCode = 143;
+inline constexpr int kStoppedUnsavedExitCode = 130;
+
 class StopSignalHandler {
  public:
   // Installs the handler for `signals`. Only one handler may be active at a

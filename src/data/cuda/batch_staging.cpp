@@ -5,6 +5,7 @@
 
 #include "core/cuda/check_cuda.h"
 #include "data/batch_staging.h"
+#include "kernels/widen_bytes.h"
 #include "ringtrain/core/check.h"
 
 namespace ringtrain {
@@ -55,6 +56,11 @@ void CopyStream::bind_thread() const {
 void CopyStream::copy_to_device(void* dst, const void* src, std::size_t bytes) {
   RT_CUDA_CHECK(
       cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, static_cast<cudaStream_t>(stream_)));
+}
+
+void CopyStream::widen_bytes(const void* src, float* dst, std::size_t n,
+                             const kernels::ChannelWidening& w) {
+  kernels::widen_bytes_cuda(static_cast<const std::uint8_t*>(src), dst, n, w, stream_);
 }
 
 void CopyStream::synchronize() {
