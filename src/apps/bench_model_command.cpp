@@ -22,6 +22,7 @@
 #include "apps/comm_model_json.h"
 #include "apps/command.h"
 #include "apps/compute_load.h"
+#include "core/median.h"
 #include "ringtrain/comm/communicator.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/error.h"
@@ -143,11 +144,6 @@ double process_cpu_seconds() {
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 // The all-reduce a step exposes: each call comes right after the same amount
 // of compute on every rank (sized to take --after-compute ms on a core of its
 // own). Where ranks share cores the compute curve prices a step's compute at
@@ -246,13 +242,13 @@ AfterCompute sweep_after_compute(Communicator& comm, const BufferView& all,
       cycle_rounds.push_back(cycle[0] / w);
       excess_rounds.push_back(cycle[0] / w - mean_s - alone[0] / w);
     }
-    out.latency.push_back({static_cast<double>(bytes), median_of(lat_rounds)});
-    out.cycle_s.push_back(median_of(cycle_rounds));
-    out.wait_s.push_back(median_of(excess_rounds));
+    out.latency.push_back({static_cast<double>(bytes), median(lat_rounds)});
+    out.cycle_s.push_back(median(cycle_rounds));
+    out.wait_s.push_back(median(excess_rounds));
   }
-  out.compute_mean_s = median_of(means);
-  out.spread_s = median_of(spreads);
-  out.lag_s = median_of(lags);
+  out.compute_mean_s = median(means);
+  out.spread_s = median(spreads);
+  out.lag_s = median(lags);
   return out;
 }
 
@@ -312,9 +308,9 @@ int run_model(const ModelOptions& o, const Topology& topo) {
           cpu_per_round.push_back(wall > 0 ? (process_cpu_seconds() - cpu0) / wall : 0);
           per_round.push_back(max_over_ranks(wall / o.iters));
         }
-        out.samples.push_back({static_cast<double>(bytes), median_of(per_round)});
-        out.cpu_shares.push_back(std::min(1.0, max_over_ranks(median_of(cpu_per_round))));
-        if (load) out.compute_loss.push_back(max_over_ranks(median_of(loss_per_round)));
+        out.samples.push_back({static_cast<double>(bytes), median(per_round)});
+        out.cpu_shares.push_back(std::min(1.0, max_over_ranks(median(cpu_per_round))));
+        if (load) out.compute_loss.push_back(max_over_ranks(median(loss_per_round)));
       }
       return out;
     };
@@ -323,7 +319,7 @@ int run_model(const ModelOptions& o, const Topology& topo) {
     const std::vector<double>& cpu_shares = plain.cpu_shares;
     const LinkFit fit = fit_ring_allreduce(samples, w, o.poor_bound);
     // How much of a core an all-reduce keeps busy: the median over the sizes.
-    const double cpu_share = median_of(cpu_shares);
+    const double cpu_share = median(cpu_shares);
     nlohmann::json rows = nlohmann::json::array();
     std::string table = fmt::format("# {} ({} tier)\n# {:>12} {:>12} {:>12} {:>9} {:>6}\n", kind,
                                     tier, "size (B)", "time (us)", "fit (us)", "residual", "cpu");
@@ -368,7 +364,7 @@ int run_model(const ModelOptions& o, const Topology& topo) {
         loaded = sweep(&load);
       }
       const LinkFit lf = fit_ring_allreduce(loaded.samples, w, o.poor_bound);
-      const double loss = median_of(loaded.compute_loss);
+      const double loss = median(loaded.compute_loss);
       nlohmann::json lrows = nlohmann::json::array();
       std::string lt = fmt::format(
           "# {} ({} tier) beside a compute thread on each rank\n# {:>12} {:>12} {:>12} {:>12} "
@@ -428,7 +424,7 @@ int run_model(const ModelOptions& o, const Topology& topo) {
       }
       // The wait hardly depends on the size (it is the last rank's lateness):
       // one number, the median over the sizes, never below 0.
-      const double wait = std::max(0.0, median_of(ac.wait_s));
+      const double wait = std::max(0.0, median(ac.wait_s));
       at += fmt::format(
           "{} {} after compute: the ranks ended their compute {:.2f} ms apart (median spread), "
           "the last {:.2f} ms after the ranks' mean ('bench predict' starts each bucket's "
