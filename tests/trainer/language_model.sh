@@ -62,6 +62,7 @@ print([r for r in rows if r.get("kind")=="train"][0]["loss"])' "$WORK/base/metri
     # on 2 ranks and on 1 (AdamW divides by sqrt(v), so elements with tiny
     # gradients amplify the rounding of another world size's reduction: the
     # world-size equivalence is the SGD case above); bf16 lands near fp32.
+    # shellcheck disable=SC2054 # the commas are --no-decay's list, not array separators
     recipe=(--model gpt-nano --max-steps 4 --epochs 100 --optimizer adamw --lr 1e-3 --weight-decay 0.1
             --no-decay norm,bias,embedding --clip-norm 1 --seed 5 --eval-every 0)
     train 2 "$WORK/plain" --batch 2 "${recipe[@]}"
