@@ -35,11 +35,8 @@ Exit 0 on a match, 1 on a mismatch, 77 where PyTorch, torchvision or h5py is
 missing (launch/install-deps.sh installs them).
 """
 import copy
-import json
 import os
 import statistics
-import struct
-import subprocess
 import sys
 import tempfile
 
@@ -56,6 +53,9 @@ except ImportError as e:
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "launch",
                                 "bench"))
 from peer_step import cifar_resnet  # noqa: E402  (ringtrain's resnet20 layout in PyTorch)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import safetensors_io  # noqa: E402  (safetensors and the CLI, shared with the other reference)
+from safetensors_io import read_safetensors, write_safetensors  # noqa: E402
 
 torch.set_num_threads(1)
 EXE = sys.argv[1]
@@ -63,45 +63,15 @@ ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIR
            OPENBLAS_NUM_THREADS="1")
 
 
+def run(cmd):
+    return safetensors_io.run(cmd, ENV)
+
+
 def state_dict_names(model):
     """torch's state_dict keys in ringtrain's order is not needed: names match."""
     return model.state_dict()
 
 
-def write_safetensors(path, tensors):
-    header, blobs, offset = {}, [], 0
-    for name, t in tensors.items():
-        t = t.detach().contiguous()
-        if t.dtype == torch.int64:
-            dtype, data = "I64", t.numpy().tobytes()
-        else:
-            dtype, data = "F32", t.float().numpy().tobytes()
-        header[name] = {"dtype": dtype, "shape": list(t.shape),
-                        "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    h = json.dumps(header).encode()
-    h += b" " * ((8 - len(h) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)))
-        f.write(h)
-        for b in blobs:
-            f.write(b)
-
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        data = f.read()
-    out = {}
-    for name, e in header.items():
-        if name == "__metadata__" or e["dtype"] != "F32":
-            continue
-        b, end = e["data_offsets"]
-        out[name] = torch.from_numpy(np.frombuffer(data[b:end], dtype=np.float32).copy()).reshape(
-            e["shape"])
-    return out
 
 
 def randomize(model, gen):
@@ -113,13 +83,6 @@ def randomize(model, gen):
                 m.weight.uniform_(0.5, 1.5, generator=gen)
                 m.bias.uniform_(-0.2, 0.2, generator=gen)
 
-
-def run(cmd):
-    r = subprocess.run(cmd, env=ENV, capture_output=True, text=True)
-    if r.returncode != 0:
-        print("FAIL: %s exited %d\n%s%s" % (" ".join(cmd), r.returncode, r.stdout, r.stderr))
-        sys.exit(1)
-    return r.stdout + r.stderr
 
 
 def close(a, b, rtol, atol):

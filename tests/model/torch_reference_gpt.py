@@ -18,11 +18,8 @@ import`, ringtrain's names); then
   /usr/bin/python3 tests/model/torch_reference_gpt.py RINGTRAIN_EXE
 Exit 0 on a match, 1 on a mismatch, 77 where PyTorch, numpy or h5py is missing.
 """
-import json
 import math
 import os
-import struct
-import subprocess
 import sys
 import tempfile
 
@@ -35,10 +32,18 @@ except ImportError as e:
     print("SKIPPED: %s (launch/install-deps.sh installs python3-torch and python3-h5py)" % e)
     sys.exit(77)
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import safetensors_io  # noqa: E402  (safetensors and the CLI, shared with the other reference)
+from safetensors_io import read_safetensors, write_safetensors  # noqa: E402
+
 torch.set_num_threads(1)
 EXE = sys.argv[1]
 ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
            OPENBLAS_NUM_THREADS="1")
+
+
+def run(cmd):
+    return safetensors_io.run(cmd, ENV)
 LAYERS, WIDTH, HEADS, CONTEXT, VOCAB = 4, 128, 4, 128, 64
 
 
@@ -81,44 +86,7 @@ class Gpt(torch.nn.Module):
         return self.ln_f(x) @ self.wte.weight.t()  # the tied head
 
 
-def write_safetensors(path, tensors):
-    header, blobs, offset = {}, [], 0
-    for name, t in tensors.items():
-        data = t.detach().contiguous().float().numpy().tobytes()
-        header[name] = {"dtype": "F32", "shape": list(t.shape),
-                        "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    h = json.dumps(header).encode()
-    h += b" " * ((8 - len(h) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)))
-        f.write(h)
-        for b in blobs:
-            f.write(b)
 
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        data = f.read()
-    out = {}
-    for name, e in header.items():
-        if name == "__metadata__" or e["dtype"] != "F32":
-            continue
-        b, end = e["data_offsets"]
-        out[name] = torch.from_numpy(np.frombuffer(data[b:end], dtype=np.float32).copy()).reshape(
-            e["shape"])
-    return out
-
-
-def run(cmd):
-    r = subprocess.run(cmd, env=ENV, capture_output=True, text=True)
-    if r.returncode != 0:
-        print("FAIL: %s exited %d\n%s%s" % (" ".join(cmd), r.returncode, r.stdout, r.stderr))
-        sys.exit(1)
-    return r.stdout + r.stderr
 
 
 def windows(tokens, keep_partial):

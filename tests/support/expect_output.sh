@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # expect_output.sh REGEX COMMAND...
 # Passes when COMMAND exits 0 and its combined output matches REGEX (Python's
-# re, with . matching newlines, as CTest's PASS_REGULAR_EXPRESSION did). Unlike
+# re, with . matching newlines, as CTest's pass-regex property does). Unlike
 # that property, which makes CTest ignore the exit code, a crash after the
 # expected output fails. Prints the output's tail and the exit code.
 set -u
