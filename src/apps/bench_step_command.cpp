@@ -66,6 +66,7 @@ struct BenchStepOptions {
   std::uint64_t seed = 0;
   std::string tf32 = "default";
   std::string precision = "fp32";
+  std::string layout = "auto";
   bool json = false;
   double timeout = 300;
   double min_time = 0;  // the steady pass runs at least this long (seconds)
@@ -139,6 +140,7 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
   mo.max_batch = o.batch;
   mo.tf32 = parse_tf32_mode(o.tf32);
   mo.precision = parse_precision(o.precision);
+  mo.layout = parse_layout_choice(o.layout);
   auto model = Model::build(spec, input, classes, mo);
   OptimizerConfig oc;
   oc.kind = o.optimizer;
@@ -167,14 +169,15 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
   const std::string about = fmt::format(
       "bench step: model {} ({} parameters, spec hash {:016x}), batch {} per rank, input [{}], {} "
       "classes, "
-      "device {}{}, precision {}, optimizer {}, OPENBLAS_NUM_THREADS={}, {} steps after {} "
+      "device {}{}, precision {}, layout {}, optimizer {}, OPENBLAS_NUM_THREADS={}, {} steps after "
+      "{} "
       "warm-up, {} rank(s)",
       o.model, model->param_count(), spec.hash(), o.batch, fmt::join(input, ","), classes,
       device_name(mo.device),
       mo.device.is_cuda()
           ? fmt::format(" (--tf32 {}: {})", tf32_mode_name(mo.tf32), tf32_mode_summary(mo.tf32))
           : std::string(),
-      o.precision, o.optimizer,
+      o.precision, layout_name(model->layout()), o.optimizer,
       std::getenv("OPENBLAS_NUM_THREADS") ? std::getenv("OPENBLAS_NUM_THREADS") : "unset (1)",
       o.steps, o.warmup, topo.world_size());
   // With --json stdout carries the JSON object alone (a file of such lines is
@@ -326,6 +329,7 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
         {"device", device_name(mo.device)},
         {"tf32", mo.device.is_cuda() ? tf32_mode_name(mo.tf32) : "n/a"},
         {"precision", o.precision},
+        {"layout", layout_name(model->layout())},
         {"steps", o.steps},
         {"forward_ms", 1e3 * sum.forward / n},
         {"backward_ms", 1e3 * sum.backward / n},
@@ -444,6 +448,7 @@ CLI::App* add_bench_step(CLI::App& parent, CommandContext& ctx) {
   add_device_options(sub, ctx, "auto");
   add_tf32_option(sub, o->tf32);
   add_precision_option(sub, o->precision);
+  add_layout_option(sub, o->layout);
   sub->parse_complete_callback([&ctx, o, input, classes] {
     o->input_given = input->count() > 0;
     o->classes_given = classes->count() > 0;

@@ -36,6 +36,9 @@ void add_tf32_option(CLI::App* sub, std::string& value);
 // --precision fp32|bf16|fp16 (ringtrain/ops/precision.h), for the commands
 // that run a model outside `train` (which has its own, with the loss scaler).
 void add_precision_option(CLI::App* sub, std::string& value);
+// --layout auto|nchw|nhwc (ringtrain/tensor/layout.h), for every command that
+// runs a model; parse it with parse_layout_choice.
+void add_layout_option(CLI::App* sub, std::string& value);
 
 // A registration adds one subcommand under `parent` ("" for top level, or e.g.
 // "bench"). Parents are created before children; `order` sorts --help.

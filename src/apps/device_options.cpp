@@ -25,6 +25,17 @@ void add_precision_option(CLI::App* sub, std::string& value) {
       ->capture_default_str();
 }
 
+void add_layout_option(CLI::App* sub, std::string& value) {
+  sub->add_option("--layout", value,
+                  "auto, nchw or nhwc: the memory order of [C, H, W] activations. nhwc "
+                  "(channels-last) is what cuDNN's tensor-core convolutions read; weights, "
+                  "checkpoints and the data stay NCHW (the model transposes its input once, on "
+                  "its device). auto: nhwc for a convolutional model in bf16/fp16 on a GPU, "
+                  "nchw otherwise (docs/layout.md)")
+      ->check(CLI::IsMember({"auto", "nchw", "nhwc"}))
+      ->capture_default_str();
+}
+
 void add_tf32_option(CLI::App* sub, std::string& value) {
   sub->add_option(
          "--tf32", value,

@@ -46,6 +46,7 @@ struct EvalFlags {
   double timeout = 300;
   std::string eval_transform;
   std::string precision = "fp32";
+  std::string layout = "auto";
   std::size_t loader_threads = 1;
 };
 
@@ -151,6 +152,7 @@ Evaluation evaluate_checkpoint(const std::string& path, Dataset& data, Communica
   options.device = device;
   options.max_batch = f.batch;
   options.precision = parse_precision(f.precision);
+  options.layout = parse_layout_choice(f.layout);
   int classes = data.num_classes();
   if (data.is_tokens()) classes = use_checkpoint_context(path, data, control);
   CheckpointModel cm = load_checkpoint_model(path, control, data.sample_shape(), classes, options);
@@ -411,6 +413,7 @@ CLI::App* add_eval_command(CLI::App& app, CommandContext& ctx) {
   sub->add_option("--until-step", f->until_step,
                   "--watch: stop after evaluating a checkpoint at or past this step");
   add_precision_option(sub, f->precision);
+  add_layout_option(sub, f->layout);
   sub->add_option("--eval-transform", f->eval_transform,
                   "Transform of the split's images (default: the one the checkpoint's training "
                   "run used, from its --augment)");

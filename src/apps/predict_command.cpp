@@ -39,6 +39,7 @@ struct PredictFlags {
   bool force = false;
   std::string eval_transform, images, fit = "crop";
   std::string precision = "fp32";
+  std::string layout = "auto";
   std::size_t loader_threads = 1;
 };
 
@@ -155,6 +156,7 @@ int run_predict(const PredictFlags& f, const Topology& topo) {
   options.device = topo.device();
   options.max_batch = f.batch;
   options.precision = parse_precision(f.precision);
+  options.layout = parse_layout_choice(f.layout);
   CheckpointModel cm =
       load_checkpoint_model(path, *control, data.sample_shape(), data.num_classes(), options);
   Model& model = *cm.model;
@@ -240,6 +242,7 @@ CLI::App* add_predict_command(CLI::App& app, CommandContext& ctx) {
       ->check(CLI::IsMember({"crop", "pad", "stretch"}))
       ->capture_default_str();
   add_precision_option(sub, f->precision);
+  add_layout_option(sub, f->layout);
   sub->add_option("--eval-transform", f->eval_transform,
                   "Transform of the inputs (default: the one the checkpoint's training run used)");
   sub->add_option("--loader-threads", f->loader_threads, "Decode/transform threads")

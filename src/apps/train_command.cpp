@@ -110,6 +110,7 @@ CLI::App* add_train_command(CLI::App& app, CommandContext& ctx) {
                   "the loss and the optimizer in fp32 (docs/precision.md); fp16 scales the loss")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))
       ->capture_default_str();
+  add_layout_option(sub, c.layout);
   sub->add_option("--loss-scale-init", c.loss_scale_init,
                   "fp16: the first loss scale (halved on each overflow, whose step is skipped)")
       ->capture_default_str();

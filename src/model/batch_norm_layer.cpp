@@ -5,19 +5,21 @@
 namespace ringtrain {
 
 namespace {
-BatchNormShape bn_shape(const Shape& input) {
+BatchNormShape bn_shape(const Shape& input, Layout layout) {
   RT_CHECK(input.rank() == 1 || input.rank() == 3,
            "batch_norm needs [features] or [channels, height, width], got {}", input.to_string());
-  return input.rank() == 1 ? BatchNormShape{input[0], 1}
-                           : BatchNormShape{input[0], input[1] * input[2]};
+  return input.rank() == 1 || layout == Layout::nhwc
+             ? BatchNormShape{input[0], 1}
+             : BatchNormShape{input[0], input[1] * input[2]};
 }
 }  // namespace
 
 BatchNormLayer::BatchNormLayer(std::string name, const Shape& input, const LayerSpec& spec,
-                               const ComputeContext& ctx)
+                               const ComputeContext& ctx, Layout layout)
     : Layer(std::move(name), input, input),
       ctx_(ctx),
-      shape_(bn_shape(input)),
+      shape_(bn_shape(input, layout)),
+      rows_per_sample_(input.rank() == 3 && layout == Layout::nhwc ? input[1] * input[2] : 1),
       eps_(static_cast<float>(spec.eps)),
       momentum_(static_cast<float>(spec.momentum)),
       affine_(spec.affine),
@@ -54,14 +56,14 @@ void BatchNormLayer::bind_buffers(float* buffers) {
 }
 
 void BatchNormLayer::forward(const float* x, float* y, std::size_t batch, bool training) {
-  batch_norm_forward(ctx_, shape_, x, y, batch, training, training, eps_, momentum_, gamma_, beta_,
-                     running_mean_, running_var_, saved_, sync_);
+  batch_norm_forward(ctx_, shape_, x, y, batch * rows_per_sample_, training, training, eps_,
+                     momentum_, gamma_, beta_, running_mean_, running_var_, saved_, sync_);
 }
 
 void BatchNormLayer::backward(const float* x, const float*, const float* dy, float* dx,
                               std::size_t batch, bool accumulate) {
-  batch_norm_backward(ctx_, shape_, x, dy, dx, batch, gamma_, saved_, dgamma_, dbeta_, accumulate,
-                      sync_);
+  batch_norm_backward(ctx_, shape_, x, dy, dx, batch * rows_per_sample_, gamma_, saved_, dgamma_,
+                      dbeta_, accumulate, sync_);
 }
 
 }  // namespace ringtrain

@@ -8,10 +8,13 @@ namespace ringtrain {
 
 // batch_norm: weight (gamma) and bias (beta) [C] when affine; running_mean and
 // running_var [C] as non-trainable buffers, PyTorch's names and semantics.
+// Channels-last [C, H, W] is [H*W, C] per sample: every pixel a row of
+// features, so the same statistics come from the features case (inner 1)
+// over batch * H * W rows, summed in the same order.
 class BatchNormLayer final : public Layer {
  public:
   BatchNormLayer(std::string name, const Shape& input, const LayerSpec& spec,
-                 const ComputeContext& ctx);
+                 const ComputeContext& ctx, Layout layout = Layout::nchw);
   std::vector<ParamDesc> param_descs() const override;
   std::vector<ParamDesc> buffer_descs() const override;
   void bind(float* params, float* grads) override;
@@ -24,6 +27,7 @@ class BatchNormLayer final : public Layer {
  private:
   const ComputeContext& ctx_;
   BatchNormShape shape_;
+  std::size_t rows_per_sample_ = 1;  // H * W in NHWC: the op's batch is batch * H * W
   float eps_, momentum_;
   bool affine_, zero_init_;
   float *gamma_ = nullptr, *beta_ = nullptr, *dgamma_ = nullptr, *dbeta_ = nullptr;

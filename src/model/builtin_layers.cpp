@@ -77,8 +77,9 @@ std::unique_ptr<Layer> make_conv2d(const LayerArgs&, const LayerBuild& b) {
   const Shape& input = b.input;
   const LayerSpec& spec = *b.spec;
   need_rank(b, input.rank() == 3, "[channels, height, width]");
-  Conv2dGeometry g{input[0],    input[1],     input[2],      spec.out,      spec.kernel,
-                   spec.stride, spec.padding, spec.kernel_w, spec.stride_w, spec.padding_w};
+  Conv2dGeometry g{input[0],      input[1],       input[2],     spec.out,
+                   spec.kernel,   spec.stride,    spec.padding, spec.kernel_w,
+                   spec.stride_w, spec.padding_w, b.layout};
   RT_CHECK(g.kh() <= input[1] + 2 * g.ph() && g.kw() <= input[2] + 2 * g.pw(),
            "layer {} ({}): kernel {}x{} does not fit the input {} with padding {}x{}", b.index,
            spec.to_string(), g.kh(), g.kw(), input.to_string(), g.ph(), g.pw());
@@ -117,14 +118,15 @@ std::unique_ptr<Layer> make_pool(const LayerArgs&, const LayerBuild& b) {
                    spec.kernel,
                    spec.stride,
                    spec.padding,
-                   spec.kind == LayerKind::max_pool2d ? PoolMode::max : PoolMode::average};
+                   spec.kind == LayerKind::max_pool2d ? PoolMode::max : PoolMode::average,
+                   b.layout};
   return std::make_unique<Pool2dLayer>(b.name, g, *b.ctx, b.max_batch);
 }
 
 // ---- global_avg_pool
 std::unique_ptr<Layer> make_global_avg_pool(const LayerArgs&, const LayerBuild& b) {
   need_rank(b, b.input.rank() == 3, "[channels, height, width]");
-  return std::make_unique<GlobalAvgPoolLayer>(b.name, b.input, *b.ctx);
+  return std::make_unique<GlobalAvgPoolLayer>(b.name, b.input, *b.ctx, b.layout);
 }
 
 // ---- batch_norm
@@ -150,7 +152,7 @@ Canonical canonical_batch_norm(const LayerSpec& l) {
 std::unique_ptr<Layer> make_batch_norm(const LayerArgs&, const LayerBuild& b) {
   need_rank(b, b.input.rank() == 1 || b.input.rank() == 3,
             "[features] or [channels, height, width]");
-  return std::make_unique<BatchNormLayer>(b.name, b.input, *b.spec, *b.ctx);
+  return std::make_unique<BatchNormLayer>(b.name, b.input, *b.spec, *b.ctx, b.layout);
 }
 
 // ---- add, concat
@@ -165,7 +167,7 @@ std::unique_ptr<Layer> make_add(const LayerArgs&, const LayerBuild& b) {
   return std::make_unique<AddLayer>(b.name, b.inputs, static_cast<float>(b.spec->scale), *b.ctx);
 }
 std::unique_ptr<Layer> make_concat(const LayerArgs&, const LayerBuild& b) {
-  return std::make_unique<ConcatLayer>(b.name, b.inputs, *b.ctx);
+  return std::make_unique<ConcatLayer>(b.name, b.inputs, *b.ctx, b.layout);
 }
 
 // ---- relu, gelu, flatten, dropout
@@ -176,7 +178,7 @@ std::unique_ptr<Layer> make_gelu(const LayerArgs&, const LayerBuild& b) {
   return std::make_unique<ElementwiseActivationLayer>(b.name, b.input, *b.ctx, kGeluActivation);
 }
 std::unique_ptr<Layer> make_flatten(const LayerArgs&, const LayerBuild& b) {
-  return std::make_unique<FlattenLayer>(b.name, b.input);
+  return std::make_unique<FlattenLayer>(b.name, b.input, *b.ctx, b.layout);
 }
 void parse_dropout(const Args& a, const std::string& at, LayerSpec& l) {
   const SpecArg& p = required(a, 0, "p", "dropout", at);
@@ -277,6 +279,10 @@ struct Row {
   Canonical (*canonical)(const LayerSpec&);
   std::unique_ptr<Layer> (*make)(const LayerArgs&, const LayerBuild&);
   bool gpu = true;  // false: the layer refuses a GPU model (not yet implemented there)
+  // false: the layer cannot read [C, H, W] activations channels-last. The
+  // others either take them (conv2d, pools, norms, merges, elementwise ones,
+  // flatten) or refuse any [C, H, W] input with their own message.
+  bool channels_last = true;
 };
 
 }  // namespace
@@ -381,6 +387,7 @@ void register_builtin_layers(LayerRegistry& registry) {
        parse_layer_norm,
        canonical_layer_norm,
        make_layer_norm,
+       false,
        false},
       {LayerKind::causal_self_attention,
        "causal_self_attention",
@@ -419,6 +426,7 @@ void register_builtin_layers(LayerRegistry& registry) {
     t.arg_names = r.args;
     t.make = r.make;
     t.gpu = r.gpu;
+    t.channels_last = r.channels_last;
     t.aliases = r.aliases;
     t.min_inputs = r.min_inputs;
     t.max_inputs = r.max_inputs;

@@ -11,6 +11,7 @@
 #include "ringtrain/model/layer.h"
 #include "ringtrain/model/model_spec.h"
 #include "ringtrain/ops/compute_context.h"
+#include "ringtrain/tensor/layout.h"
 #include "ringtrain/tensor/shape.h"
 
 namespace ringtrain {
@@ -18,17 +19,19 @@ namespace ringtrain {
 // Builds the layer `spec` for its per-sample input shapes (one for most
 // layers; add and concat take several); the Error names the layer and the
 // shapes when they do not fit. `index` is the node's position (dropout mixes it
-// into its mask key); `dropout` must outlive the layer.
+// into its mask key); `dropout` must outlive the layer. `layout` is the order
+// of [C, H, W] activations (a layer type that cannot take nhwc is an Error).
 std::unique_ptr<Layer> make_layer(const LayerSpec& spec, const std::vector<Shape>& inputs,
                                   const std::string& name, std::size_t index,
                                   const ComputeContext& ctx, std::size_t max_batch,
-                                  const DropoutContext& dropout);
+                                  const DropoutContext& dropout, Layout layout = Layout::nchw);
 // The one-input form.
 inline std::unique_ptr<Layer> make_layer(const LayerSpec& spec, const Shape& input,
                                          const std::string& name, std::size_t index,
                                          const ComputeContext& ctx, std::size_t max_batch,
-                                         const DropoutContext& dropout) {
-  return make_layer(spec, std::vector<Shape>{input}, name, index, ctx, max_batch, dropout);
+                                         const DropoutContext& dropout,
+                                         Layout layout = Layout::nchw) {
+  return make_layer(spec, std::vector<Shape>{input}, name, index, ctx, max_batch, dropout, layout);
 }
 
 }  // namespace ringtrain

@@ -1,5 +1,7 @@
 // make_layer: every layer, built-in or added, through its registered type's
 // factory (model/builtin_layers.cpp for the built-ins).
+#include <algorithm>
+
 #include "model/layer.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/model/layer_registry.h"
@@ -9,7 +11,7 @@ namespace ringtrain {
 std::unique_ptr<Layer> make_layer(const LayerSpec& spec, const std::vector<Shape>& inputs,
                                   const std::string& name, std::size_t index,
                                   const ComputeContext& ctx, std::size_t max_batch,
-                                  const DropoutContext& dropout) {
+                                  const DropoutContext& dropout, Layout layout) {
   RT_CHECK(!inputs.empty(), "layer {} ({}) has no input", index, spec.to_string());
   const bool custom = spec.kind == LayerKind::custom;
   const LayerType* type =
@@ -25,7 +27,15 @@ std::unique_ptr<Layer> make_layer(const LayerSpec& spec, const std::vector<Shape
   RT_CHECK(type->gpu || !ctx.is_cuda(),
            "layer {} ({}): type '{}' from {} runs on the CPU only, and this model is on {}", index,
            spec.to_string(), type->name, type->origin, device_name(ctx.device()));
-  const LayerBuild build{name, inputs[0], index, max_batch, &ctx, inputs, &spec, &dropout};
+  const bool spatial =
+      std::any_of(inputs.begin(), inputs.end(), [](const Shape& s) { return s.rank() == 3; });
+  RT_CHECK(layout == Layout::nchw || !spatial || type->channels_last,
+           "layer {} ({}): type '{}' from {} does not take channels-last [C, H, W] activations, "
+           "and --layout nhwc asks for them: run with --layout nchw",
+           index, spec.to_string(), type->name, type->origin);
+  const LayerBuild build{name,      inputs[0], index,
+                         max_batch, &ctx,      inputs,
+                         &spec,     &dropout,  spatial ? layout : Layout::nchw};
   std::unique_ptr<Layer> layer = type->make(LayerArgs(name, spec.args), build);
   RT_CHECK(layer != nullptr, "layer {} ({}): the factory of '{}' from {} returned no layer", index,
            spec.to_string(), type->name, type->origin);

@@ -69,11 +69,14 @@ void AddLayer::backward_many(const std::vector<const float*>&, const float*, con
 }
 
 ConcatLayer::ConcatLayer(std::string name, const std::vector<Shape>& inputs,
-                         const ComputeContext& ctx)
+                         const ComputeContext& ctx, Layout layout)
     : Layer(std::move(name), inputs.at(0), concat_shape(inputs)), ctx_(ctx) {
+  const bool nhwc = layout == Layout::nhwc && inputs[0].rank() == 3;
+  if (nhwc) blocks_per_sample_ = inputs[0][1] * inputs[0][2];
   for (const Shape& s : inputs) {
-    sizes_.push_back(s.numel());
-    total_ += s.numel();
+    const std::size_t block = nhwc ? s[0] : s.numel();
+    sizes_.push_back(block);
+    total_ += block;
   }
 }
 
@@ -84,12 +87,12 @@ void ConcatLayer::backward(const float*, const float*, const float*, float*, std
   one_input(name());
 }
 
-// Per sample, input k's block sits at its offset in the output's block.
+// Per sample (per pixel channels-last), input k's block sits at its offset in the output's.
 void ConcatLayer::forward_many(const std::vector<const float*>& xs, float* y, std::size_t batch,
                                bool) {
   std::size_t offset = 0;
   for (std::size_t k = 0; k < xs.size(); ++k) {
-    copy_blocks(ctx_, y + offset, total_, xs[k], sizes_[k], sizes_[k], batch);
+    copy_blocks(ctx_, y + offset, total_, xs[k], sizes_[k], sizes_[k], batch * blocks_per_sample_);
     offset += sizes_[k];
   }
 }
@@ -99,7 +102,8 @@ void ConcatLayer::backward_many(const std::vector<const float*>&, const float*, 
   std::size_t offset = 0;
   for (std::size_t k = 0; k < dxs.size(); ++k) {
     if (dxs[k] != nullptr)
-      copy_blocks(ctx_, dxs[k], sizes_[k], dy + offset, total_, sizes_[k], batch);
+      copy_blocks(ctx_, dxs[k], sizes_[k], dy + offset, total_, sizes_[k],
+                  batch * blocks_per_sample_);
     offset += sizes_[k];
   }
 }

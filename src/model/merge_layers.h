@@ -26,10 +26,13 @@ class AddLayer final : public Layer {
   float scale_;
 };
 
-// [C_i, H, W] inputs -> [sum C_i, H, W] (or [F_i] -> [sum F_i]).
+// [C_i, H, W] inputs -> [sum C_i, H, W] (or [F_i] -> [sum F_i]). NCHW: a
+// sample's inputs are blocks one after another; channels-last: each pixel's
+// channel vectors are, so the blocks are per pixel.
 class ConcatLayer final : public Layer {
  public:
-  ConcatLayer(std::string name, const std::vector<Shape>& inputs, const ComputeContext& ctx);
+  ConcatLayer(std::string name, const std::vector<Shape>& inputs, const ComputeContext& ctx,
+              Layout layout = Layout::nchw);
   bool takes_many_inputs() const override { return true; }
   void forward(const float* x, float* y, std::size_t batch, bool training) override;
   void backward(const float* x, const float* y, const float* dy, float* dx, std::size_t batch,
@@ -41,8 +44,9 @@ class ConcatLayer final : public Layer {
 
  private:
   const ComputeContext& ctx_;
-  std::vector<std::size_t> sizes_;  // per-sample elements of each input
+  std::vector<std::size_t> sizes_;  // elements of each input per block
   std::size_t total_ = 0;
+  std::size_t blocks_per_sample_ = 1;  // H * W channels-last, else 1
 };
 
 }  // namespace ringtrain

@@ -20,6 +20,7 @@
 #include "ringtrain/core/error.h"
 #include "ringtrain/core/host_sync.h"
 #include "ringtrain/ops/compute_context.h"
+#include "ringtrain/ops/layout_transpose.h"
 #include "ringtrain/ops/merge.h"
 #include "ringtrain/ops/precision.h"
 #include "ringtrain/ops/softmax_cross_entropy.h"
@@ -44,6 +45,8 @@ struct Model::State {
   // weights (the matmul layers' ranges rounded, the others copied), and the
   // rounded input batch.
   Tensor compute_params, rounded_input;
+  // --layout nhwc: the input batch, transposed to channels-last on the device.
+  Tensor nhwc_input;
   struct RefreshRun {
     std::size_t begin, end;
     Precision precision;
@@ -81,6 +84,29 @@ Model::Model() : state_(std::make_unique<State>()) {}
 Model::~Model() = default;
 
 namespace {
+
+// --layout auto: channels-last where it pays, i.e. where cuDNN's tensor-core
+// convolutions read 16-bit NHWC; nowhere on the CPU (oneDNN reorders either
+// layout into its own blocked one). Without [C, H, W] input there is nothing
+// to lay out.
+Layout resolve_layout(const ModelOptions& options, const ModelSpec& spec, const Shape& input) {
+  if (input.rank() != 3) return Layout::nchw;
+  switch (options.layout) {
+    case LayoutChoice::nchw:
+      return Layout::nchw;
+    case LayoutChoice::nhwc:
+      return Layout::nhwc;
+    case LayoutChoice::automatic:
+      break;
+  }
+  const bool convolutional =
+      std::any_of(spec.layers.begin(), spec.layers.end(),
+                  [](const LayerSpec& l) { return l.kind == LayerKind::conv2d; });
+  return options.device.is_cuda() && options.precision != Precision::fp32 && convolutional
+             ? Layout::nhwc
+             : Layout::nchw;
+}
+
 std::string layer_base_name(LayerKind kind) {
   switch (kind) {
     case LayerKind::linear:
@@ -127,6 +153,7 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
   m->num_classes_ = static_cast<std::size_t>(num_classes);
   State& s = *m->state_;
   s.ctx = ComputeContext::create(options.device, options.tf32);
+  m->layout_ = resolve_layout(options, spec, shape);
   s.dropout.seed = options.seed;
   const std::size_t B = options.max_batch;
 
@@ -187,7 +214,7 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
       made.vocab = spec.layers[static_cast<std::size_t>(it->second)].vocab;
     }
     try {
-      s.layers.push_back(make_layer(made, in_shapes, name, i, *s.ctx, B, s.dropout));
+      s.layers.push_back(make_layer(made, in_shapes, name, i, *s.ctx, B, s.dropout, m->layout_));
     } catch (const Error& e) {
       RT_CHECK(false, "model spec: node '{}' ({}){}: {}", name, l.to_string(), written_at(i),
                e.what());
@@ -252,6 +279,8 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
     }
   }
   s.params.copy_from(Tensor::borrow(host.data(), {offset}, DType::f32, Device::cpu()));
+  if (m->layout_ == Layout::nhwc)
+    s.nhwc_input = Tensor::empty({options.max_batch * Shape(input_shape).numel()}, DType::f32, dev);
   if (options.precision != Precision::fp32) {
     s.round_input = true;
     for (std::size_t i = 0; i < s.layers.size(); ++i)
@@ -475,6 +504,13 @@ const float* Model::run_layers(const float* x, const std::int32_t* labels, std::
   State& s = *state_;
   RT_CHECK(batch <= options_.max_batch, "batch {} exceeds the model's max_batch {}", batch,
            options_.max_batch);
+  // The data arrive NCHW, as stored: channels-last starts here, once, on the
+  // model's device.
+  if (layout_ == Layout::nhwc && batch > 0) {
+    nchw_to_nhwc(*s.ctx, x, s.nhwc_input.data_as<float>(), batch, input_shape_[0],
+                 input_shape_[1] * input_shape_[2]);
+    x = s.nhwc_input.data_as<float>();
+  }
   const Precision precision = options_.precision;
   if (precision != Precision::fp32) {
     // The low-precision weights are cast from the master weights at every

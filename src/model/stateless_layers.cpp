@@ -3,6 +3,7 @@
 
 #include "ringtrain/ops/activation.h"
 #include "ringtrain/ops/dropout.h"
+#include "ringtrain/ops/layout_transpose.h"
 
 namespace ringtrain {
 
@@ -15,8 +16,17 @@ void ElementwiseActivationLayer::backward(const float* x, const float* y, const 
     f_.backward(ctx_, f_.backward_reads_output ? y : x, dy, dx, batch * input_shape().numel());
 }
 
-void FlattenLayer::forward(const float*, float*, std::size_t, bool) {}
-void FlattenLayer::backward(const float*, const float*, const float*, float*, std::size_t, bool) {}
+void FlattenLayer::forward(const float* x, float* y, std::size_t batch, bool) {
+  if (!transposes_) return;
+  const Shape& in = input_shape();
+  nhwc_to_nchw(ctx_, x, y, batch, in[0], in[1] * in[2]);
+}
+void FlattenLayer::backward(const float*, const float*, const float* dy, float* dx,
+                            std::size_t batch, bool) {
+  if (!transposes_ || dx == nullptr) return;
+  const Shape& in = input_shape();
+  nchw_to_nhwc(ctx_, dy, dx, batch, in[0], in[1] * in[2]);
+}
 
 std::uint64_t DropoutLayer::key() const {
   return dropout_mask_key(context_.seed, context_.rank, context_.step, index_);
@@ -52,14 +62,20 @@ void Pool2dLayer::backward(const float* x, const float* y, const float* dy, floa
 
 void GlobalAvgPoolLayer::forward(const float* x, float* y, std::size_t batch, bool) {
   const Shape& in = input_shape();
-  global_avg_pool_forward(ctx_, x, y, batch * in[0], in[1] * in[2]);
+  if (layout_ == Layout::nhwc)
+    global_avg_pool_nhwc_forward(ctx_, x, y, batch, in[0], in[1] * in[2]);
+  else
+    global_avg_pool_forward(ctx_, x, y, batch * in[0], in[1] * in[2]);
 }
 
 void GlobalAvgPoolLayer::backward(const float*, const float*, const float* dy, float* dx,
                                   std::size_t batch, bool) {
   if (dx == nullptr) return;
   const Shape& in = input_shape();
-  global_avg_pool_backward(ctx_, dy, dx, batch * in[0], in[1] * in[2]);
+  if (layout_ == Layout::nhwc)
+    global_avg_pool_nhwc_backward(ctx_, dy, dx, batch, in[0], in[1] * in[2]);
+  else
+    global_avg_pool_backward(ctx_, dy, dx, batch * in[0], in[1] * in[2]);
 }
 
 }  // namespace ringtrain

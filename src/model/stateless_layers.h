@@ -39,14 +39,24 @@ class ElementwiseActivationLayer final : public Layer {
 };
 
 // [C, H, W] -> [C*H*W]: the same memory, so a view (no copy either way).
+// Channels-last, the graph leaves the spatial domain here: the features are
+// transposed back to NCHW order, so the layer after it (and its weights) sees
+// what it sees in NCHW; then flatten is a copy, not a view.
 class FlattenLayer final : public Layer {
  public:
-  FlattenLayer(std::string name, const Shape& input)
-      : Layer(std::move(name), input, Shape{input.numel()}) {}
-  bool is_view() const override { return true; }
+  FlattenLayer(std::string name, const Shape& input, const ComputeContext& ctx,
+               Layout layout = Layout::nchw)
+      : Layer(std::move(name), input, Shape{input.numel()}),
+        ctx_(ctx),
+        transposes_(layout == Layout::nhwc && input.rank() == 3) {}
+  bool is_view() const override { return !transposes_; }
   void forward(const float* x, float* y, std::size_t batch, bool training) override;
   void backward(const float* x, const float* y, const float* dy, float* dx, std::size_t batch,
                 bool accumulate) override;
+
+ private:
+  const ComputeContext& ctx_;
+  bool transposes_;
 };
 
 class DropoutLayer final : public Layer {
@@ -80,17 +90,20 @@ class Pool2dLayer final : public Layer {
 };
 
 // [C, H, W] -> [C]: each channel's mean (torchvision's adaptive_avg_pool2d(1)
-// followed by flatten).
+// followed by flatten). Its output is [C] in either layout, so channels-last
+// ends here with no transpose.
 class GlobalAvgPoolLayer final : public Layer {
  public:
-  GlobalAvgPoolLayer(std::string name, const Shape& input, const ComputeContext& ctx)
-      : Layer(std::move(name), input, Shape{input[0]}), ctx_(ctx) {}
+  GlobalAvgPoolLayer(std::string name, const Shape& input, const ComputeContext& ctx,
+                     Layout layout = Layout::nchw)
+      : Layer(std::move(name), input, Shape{input[0]}), ctx_(ctx), layout_(layout) {}
   void forward(const float* x, float* y, std::size_t batch, bool training) override;
   void backward(const float* x, const float* y, const float* dy, float* dx, std::size_t batch,
                 bool accumulate) override;
 
  private:
   const ComputeContext& ctx_;
+  Layout layout_;
 };
 
 }  // namespace ringtrain

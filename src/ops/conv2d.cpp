@@ -4,6 +4,8 @@
 // with the [out, C*k*k] weight. Per-sample blocks keep the workspace
 // small (it stays in cache for the GEMM) and planned once for any batch.
 // Backward recomputes the columns instead of storing them for the whole batch.
+// Channels-last activations: oneDNN and cuDNN take them as they are; the
+// im2col path transposes each sample to NCHW and back around itself.
 #include "ringtrain/ops/conv2d.h"
 
 #include <algorithm>
@@ -14,6 +16,7 @@
 #include "ringtrain/core/check.h"
 #include "ringtrain/ops/bias.h"
 #include "ringtrain/ops/gemm.h"
+#include "ringtrain/ops/layout_transpose.h"
 #include "ringtrain/tensor/device_memory.h"
 
 namespace ringtrain {
@@ -102,9 +105,16 @@ Conv2dOp::Conv2dOp(const ComputeContext& ctx, const Conv2dGeometry& geometry, st
       g_.kh() == 1 && g_.kw() == 1 && g_.sh() == 1 && g_.sw() == 1 && g_.ph() == 0 && g_.pw() == 0;
   if (ctx.is_cuda()) {
     gpu_ = detail::make_gpu_conv_plan(detail::handles_of(ctx), g_, max_batch);
-  } else if (!(cpu_ = detail::make_cpu_conv_plan(g_, max_batch)) && !direct_) {
-    col_ = Tensor::empty({g_.in_channels * g_.kh() * g_.kw(), g_.out_height() * g_.out_width()},
-                         DType::f32, Device::cpu());
+  } else if (!(cpu_ = detail::make_cpu_conv_plan(g_, max_batch))) {
+    if (!direct_)
+      col_ = Tensor::empty({g_.in_channels * g_.kh() * g_.kw(), g_.out_height() * g_.out_width()},
+                           DType::f32, Device::cpu());
+    if (g_.layout == Layout::nhwc) {
+      sample_in_ =
+          Tensor::empty({g_.in_channels * g_.height * g_.width}, DType::f32, Device::cpu());
+      sample_out_ = Tensor::empty({g_.out_channels * g_.out_height() * g_.out_width()}, DType::f32,
+                                  Device::cpu());
+    }
   }
 }
 
@@ -124,17 +134,31 @@ void Conv2dOp::forward(const float* x, const float* w, const float* b, float* y,
   } else if (cpu_) {
     cpu_->forward(x, w, y, batch);
   } else {
+    const bool nhwc = g_.layout == Layout::nhwc;
+    const std::size_t hw = g_.height * g_.width;
     for (std::size_t n = 0; n < batch; ++n) {
-      const float* col = x + n * in_size;
+      const float* x_n = x + n * in_size;
+      if (nhwc) {
+        nhwc_to_nchw(ctx_, x_n, sample_in_.data_as<float>(), 1, g_.in_channels, hw);
+        x_n = sample_in_.data_as<float>();
+      }
+      const float* col = x_n;
       if (!direct_) {
-        im2col_walk<false>(g_, const_cast<float*>(x + n * in_size), col_.data_as<float>());
+        im2col_walk<false>(g_, const_cast<float*>(x_n), col_.data_as<float>());
         col = col_.data_as<float>();
       }
-      gemm(ctx_, false, false, g_.out_channels, hwo, ckk, 1.0f, w, ckk, col, hwo, 0.0f,
-           y + n * out_size, hwo);
+      float* y_n = nhwc ? sample_out_.data_as<float>() : y + n * out_size;
+      gemm(ctx_, false, false, g_.out_channels, hwo, ckk, 1.0f, w, ckk, col, hwo, 0.0f, y_n, hwo);
+      if (nhwc) nchw_to_nhwc(ctx_, y_n, y + n * out_size, 1, g_.out_channels, hwo);
     }
   }
-  if (b != nullptr) bias_add(ctx_, y, b, batch, g_.out_channels, hwo);
+  // The bias is per channel: the pixels of NHWC are rows of [N*H*W, C].
+  if (b != nullptr) {
+    if (g_.layout == Layout::nhwc)
+      bias_add(ctx_, y, b, batch * hwo, g_.out_channels, 1);
+    else
+      bias_add(ctx_, y, b, batch, g_.out_channels, hwo);
+  }
 }
 
 void Conv2dOp::backward(const float* x, const float* w, const float* dy, float* dx, float* dw,
@@ -145,7 +169,13 @@ void Conv2dOp::backward(const float* x, const float* w, const float* dy, float* 
   const std::size_t ckk = g_.in_channels * g_.kh() * g_.kw();
   const std::size_t in_size = g_.in_channels * g_.height * g_.width;
   const std::size_t out_size = g_.out_channels * hwo;
-  if (db != nullptr) bias_grad(ctx_, dy, db, batch, g_.out_channels, hwo, accumulate);
+  const bool nhwc = g_.layout == Layout::nhwc;
+  if (db != nullptr) {
+    if (nhwc)
+      bias_grad(ctx_, dy, db, batch * hwo, g_.out_channels, 1, accumulate);
+    else
+      bias_grad(ctx_, dy, db, batch, g_.out_channels, hwo, accumulate);
+  }
   if (gpu_) {
     if (batch == 0) {
       if (!accumulate) device_zero(dw, sizeof(float) * g_.out_channels * ckk, ctx_.device());
@@ -163,17 +193,26 @@ void Conv2dOp::backward(const float* x, const float* w, const float* dy, float* 
     return;
   }
   float* col = col_.data_as<float>();
+  const std::size_t hw = g_.height * g_.width;
   for (std::size_t n = 0; n < batch; ++n) {
     const float* dy_n = dy + n * out_size;
-    const float* x_col = x + n * in_size;
+    const float* x_n = x + n * in_size;
+    if (nhwc) {
+      nhwc_to_nchw(ctx_, dy_n, sample_out_.data_as<float>(), 1, g_.out_channels, hwo);
+      nhwc_to_nchw(ctx_, x_n, sample_in_.data_as<float>(), 1, g_.in_channels, hw);
+      dy_n = sample_out_.data_as<float>();
+      x_n = sample_in_.data_as<float>();
+    }
+    const float* x_col = x_n;
     if (!direct_) {
-      im2col_walk<false>(g_, const_cast<float*>(x + n * in_size), col);
+      im2col_walk<false>(g_, const_cast<float*>(x_n), col);
       x_col = col;
     }
     const float beta = (n == 0 && !accumulate) ? 0.0f : 1.0f;
     gemm(ctx_, false, true, g_.out_channels, ckk, hwo, 1.0f, dy_n, hwo, x_col, hwo, beta, dw, ckk);
     if (dx == nullptr) continue;
-    float* dx_n = dx + n * in_size;
+    // NHWC: the sample's NCHW input is spent on dw, and takes its dx.
+    float* dx_n = nhwc ? sample_in_.data_as<float>() : dx + n * in_size;
     if (direct_) {
       gemm(ctx_, true, false, ckk, hwo, g_.out_channels, 1.0f, w, ckk, dy_n, hwo, 0.0f, dx_n, hwo);
     } else {
@@ -182,6 +221,7 @@ void Conv2dOp::backward(const float* x, const float* w, const float* dy, float* 
       std::memset(dx_n, 0, sizeof(float) * in_size);
       im2col_walk<true>(g_, dx_n, col);
     }
+    if (nhwc) nchw_to_nhwc(ctx_, dx_n, dx + n * in_size, 1, g_.in_channels, hw);
   }
 }
 

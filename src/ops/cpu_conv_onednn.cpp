@@ -2,7 +2,8 @@
 // (the last, smaller batch of an epoch its own), with oneDNN choosing the
 // blocked layouts it computes fastest in; the NCHW tensors and OIHW weights
 // are reordered into them and back around each call, as PyTorch's CPU path
-// does with the same library.
+// does with the same library. Channels-last activations are described as
+// oneDNN's nhwc, and reordered the same way.
 #include "ops/cpu_conv_plan.h"
 
 #include <cstdlib>
@@ -157,8 +158,11 @@ class OnednnConvPlan final : public CpuConvPlan {
         d((g_.out_width() - 1) * g_.sw() + g_.kw()) - d(g_.width) - d(g_.pw())};
     const memory::desc any_src(src, dt::f32, tag::any), any_wei(wei, dt::f32, tag::any),
         any_dst(dst, dt::f32, tag::any);
-    const memory::desc plain_src(src, dt::f32, tag::nchw), plain_wei(wei, dt::f32, tag::oihw),
-        plain_dst(dst, dt::f32, tag::nchw);
+    // The activations as the model keeps them (NCHW or channels-last); the
+    // weight is OIHW in either layout.
+    const tag act = g_.layout == Layout::nhwc ? tag::nhwc : tag::nchw;
+    const memory::desc plain_src(src, dt::f32, act), plain_wei(wei, dt::f32, tag::oihw),
+        plain_dst(dst, dt::f32, act);
     auto& engine = cpu_engine();
     const dnnl::convolution_forward::primitive_desc fwd(
         dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,

@@ -14,7 +14,7 @@ namespace ringtrain::detail {
 class CpuConvPlan {
  public:
   virtual ~CpuConvPlan() = default;
-  // y = conv(x, w), NCHW, no bias.
+  // y = conv(x, w), no bias; x and y in the geometry's layout, w [out, in, kh, kw].
   virtual void forward(const float* x, const float* w, float* y, std::size_t batch) = 0;
   // dw = (or += when accumulate) the weight gradient.
   virtual void backward_weights(const float* x, const float* dy, float* dw, std::size_t batch,

@@ -90,6 +90,14 @@ void gpu_global_avg_pool_forward(void* stream, const float* x, float* y, std::si
                                  std::size_t hw);
 void gpu_global_avg_pool_backward(void* stream, const float* dy, float* dx, std::size_t planes,
                                   std::size_t hw);
+// Channels-last ([N, H*W, C]) global average pool, and the batched transpose
+// between layouts (kernels/layout.h).
+void gpu_global_avg_pool_nhwc_forward(void* stream, const float* x, float* y, std::size_t batch,
+                                      std::size_t channels, std::size_t hw);
+void gpu_global_avg_pool_nhwc_backward(void* stream, const float* dy, float* dx, std::size_t batch,
+                                       std::size_t channels, std::size_t hw);
+void gpu_transpose_batched(void* stream, const float* x, float* y, std::size_t batch,
+                           std::size_t rows, std::size_t cols);
 // y += a x; x *= f.
 void gpu_axpy(void* stream, float a, const float* x, float* y, std::size_t n);
 void gpu_scale(void* stream, float* x, std::size_t n, float f);

@@ -109,6 +109,17 @@ void gpu_global_avg_pool_forward(void*, const float*, float*, std::size_t, std::
 void gpu_global_avg_pool_backward(void*, const float*, float*, std::size_t, std::size_t) {
   no_cuda("global_avg_pool");
 }
+void gpu_global_avg_pool_nhwc_forward(void*, const float*, float*, std::size_t, std::size_t,
+                                      std::size_t) {
+  no_cuda("global_avg_pool");
+}
+void gpu_global_avg_pool_nhwc_backward(void*, const float*, float*, std::size_t, std::size_t,
+                                       std::size_t) {
+  no_cuda("global_avg_pool");
+}
+void gpu_transpose_batched(void*, const float*, float*, std::size_t, std::size_t, std::size_t) {
+  no_cuda("a layout transpose");
+}
 void gpu_axpy(void*, float, const float*, float*, std::size_t) {
   no_cuda("an axpy");
 }

@@ -4,10 +4,44 @@
 #include <cstddef>
 #include <cstring>
 
+#include "kernels/layout.cuh"
 #include "ops/gpu_ops.h"
 #include "ringtrain/core/check.h"
 
 namespace ringtrain {
+
+namespace {
+
+// One channel of one sample: pixel i at p[i * pixel] (pixel is 1 in NCHW, C
+// in NHWC), so one loop serves both layouts, with the same arithmetic.
+template <typename T>
+struct StridedPlane {
+  T* p;
+  std::size_t pixel;
+  template <typename I>
+  T& operator[](I i) const {
+    return p[static_cast<std::size_t>(i) * pixel];
+  }
+};
+
+struct Strides {
+  std::size_t channels, in_hw, out_hw, pixel;
+  bool nhwc;
+  std::size_t in_base(std::size_t plane) const { return base(plane, in_hw); }
+  std::size_t out_base(std::size_t plane) const { return base(plane, out_hw); }
+  std::size_t base(std::size_t plane, std::size_t hw) const {
+    return nhwc ? kernels::nhwc_index(plane / channels, plane % channels, 0, channels, hw)
+                : kernels::nchw_index(plane / channels, plane % channels, 0, channels, hw);
+  }
+};
+
+Strides strides_of(const Pool2dGeometry& g) {
+  const bool nhwc = g.layout == Layout::nhwc;
+  return {g.channels, g.height * g.width, g.out_height() * g.out_width(), nhwc ? g.channels : 1,
+          nhwc};
+}
+
+}  // namespace
 
 void Pool2dGeometry::validate() const {
   RT_CHECK(channels > 0 && height > 0 && width > 0, "pool2d input must be non-empty, got {}x{}x{}",
@@ -46,9 +80,10 @@ void Pool2dOp::forward(const float* x, float* y, std::size_t batch) {
   const bool average = g_.mode == PoolMode::average;
   const float inv_area = 1.0f / static_cast<float>(k * k);
   std::int32_t* arg = average ? nullptr : argmax_.data_as<std::int32_t>();
+  const Strides st = strides_of(g_);
   for (std::size_t plane = 0; plane < batch * g_.channels; ++plane) {
-    const float* in = x + plane * H * W;
-    float* out = y + plane * Ho * Wo;
+    const StridedPlane in{x + st.in_base(plane), st.pixel};
+    StridedPlane out{y + st.out_base(plane), st.pixel};
     for (std::ptrdiff_t oh = 0; oh < Ho; ++oh) {
       const std::ptrdiff_t r0 = std::max<std::ptrdiff_t>(oh * s - p, 0),
                            r1 = std::min<std::ptrdiff_t>(oh * s - p + k, H);
@@ -84,6 +119,7 @@ void Pool2dOp::backward(const float* x, const float* y, const float* dy, float* 
   if (batch == 0) return;
   if (gpu_) return gpu_->backward(x, y, dy, dx, batch);
   const std::size_t in_plane = g_.height * g_.width, out_plane = g_.out_height() * g_.out_width();
+  const Strides st = strides_of(g_);
   std::memset(dx, 0, sizeof(float) * batch * g_.channels * in_plane);
   if (g_.mode == PoolMode::average) {
     // Each output spreads dy / k^2 over the unpadded part of its window.
@@ -96,8 +132,8 @@ void Pool2dOp::backward(const float* x, const float* y, const float* dy, float* 
                p = static_cast<std::ptrdiff_t>(g_.padding);
     const float inv_area = 1.0f / static_cast<float>(k * k);
     for (std::size_t plane = 0; plane < batch * g_.channels; ++plane) {
-      float* d = dx + plane * in_plane;
-      const float* g = dy + plane * out_plane;
+      StridedPlane d{dx + st.in_base(plane), st.pixel};
+      const StridedPlane g{dy + st.out_base(plane), st.pixel};
       for (std::ptrdiff_t oh = 0; oh < Ho; ++oh) {
         const std::ptrdiff_t r0 = std::max<std::ptrdiff_t>(oh * s - p, 0),
                              r1 = std::min<std::ptrdiff_t>(oh * s - p + k, H);
@@ -115,8 +151,8 @@ void Pool2dOp::backward(const float* x, const float* y, const float* dy, float* 
   // The argmax of the matching forward routes each output gradient to its input.
   const std::int32_t* arg = argmax_.data_as<std::int32_t>();
   for (std::size_t plane = 0; plane < batch * g_.channels; ++plane) {
-    float* d = dx + plane * in_plane;
-    const float* g = dy + plane * out_plane;
+    StridedPlane d{dx + st.in_base(plane), st.pixel};
+    const StridedPlane g{dy + st.out_base(plane), st.pixel};
     const std::int32_t* a = arg + plane * out_plane;
     for (std::size_t i = 0; i < out_plane; ++i) d[a[i]] += g[i];
   }
@@ -137,6 +173,33 @@ void global_avg_pool_backward(const ComputeContext& ctx, const float* dy, float*
   if (ctx.is_cuda()) return detail::gpu_global_avg_pool_backward(ctx.stream(), dy, dx, planes, hw);
   for (std::size_t p = 0; p < planes; ++p)
     for (std::size_t i = 0; i < hw; ++i) dx[p * hw + i] = dy[p] / static_cast<float>(hw);
+}
+
+void global_avg_pool_nhwc_forward(const ComputeContext& ctx, const float* x, float* y,
+                                  std::size_t batch, std::size_t channels, std::size_t hw) {
+  if (ctx.is_cuda())
+    return detail::gpu_global_avg_pool_nhwc_forward(ctx.stream(), x, y, batch, channels, hw);
+  // Pixel by pixel for all channels at once (contiguous reads), each channel
+  // still summed in pixel order, as the NCHW loop sums it.
+  for (std::size_t n = 0; n < batch; ++n) {
+    float* out = y + n * channels;
+    for (std::size_t c = 0; c < channels; ++c) out[c] = 0.0f;
+    for (std::size_t p = 0; p < hw; ++p)
+      for (std::size_t c = 0; c < channels; ++c)
+        out[c] += x[kernels::nhwc_index(n, c, p, channels, hw)];
+    for (std::size_t c = 0; c < channels; ++c) out[c] /= static_cast<float>(hw);
+  }
+}
+
+void global_avg_pool_nhwc_backward(const ComputeContext& ctx, const float* dy, float* dx,
+                                   std::size_t batch, std::size_t channels, std::size_t hw) {
+  if (ctx.is_cuda())
+    return detail::gpu_global_avg_pool_nhwc_backward(ctx.stream(), dy, dx, batch, channels, hw);
+  for (std::size_t n = 0; n < batch; ++n)
+    for (std::size_t p = 0; p < hw; ++p)
+      for (std::size_t c = 0; c < channels; ++c)
+        dx[kernels::nhwc_index(n, c, p, channels, hw)] =
+            dy[n * channels + c] / static_cast<float>(hw);
 }
 
 }  // namespace ringtrain

@@ -37,6 +37,9 @@ std::vector<SignatureField> config_agreement_fields(const TrainConfig& c) {
       // The numbers every rank computes with, and the loss scale (a skipped
       // overflow step must be skipped everywhere).
       signature_text("--precision", c.precision),
+      // The order of activations changes the rounding of sums (BatchNorm's
+      // sums, cuDNN's algorithms): replicas would drift apart.
+      signature_text("--layout", c.layout),
       signature_real("--loss-scale-init", c.loss_scale_init),
       signature_number("--loss-scale-window", c.loss_scale_window),
       // The arithmetic of an update: a difference makes replicas drift apart.

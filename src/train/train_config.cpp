@@ -10,6 +10,7 @@
 #include "ringtrain/ops/math_mode.h"
 #include "ringtrain/ops/precision.h"
 #include "ringtrain/sync/gradient_wire.h"
+#include "ringtrain/tensor/layout.h"
 #include "ringtrain/train/nonfinite_policy.h"
 
 namespace ringtrain {
@@ -47,6 +48,7 @@ void TrainConfig::validate() const {
            "--backend: unknown value '{}' (expected auto, nccl, shm, ring or mpi)", backend);
   (void)parse_tf32_mode(tf32);
   (void)parse_precision(precision);
+  (void)parse_layout_choice(layout);
   RT_CHECK(std::isfinite(loss_scale_init) && loss_scale_init > 0,
            "--loss-scale-init must be a positive number, got {}", loss_scale_init);
   RT_CHECK(loss_scale_window >= 1, "--loss-scale-window must be at least 1");
@@ -87,6 +89,7 @@ std::string TrainConfig::to_json() const {
   j["loader_threads"] = loader_threads;
   j["tf32"] = tf32;
   j["precision"] = precision;
+  j["layout"] = layout;
   j["loss_scale_init"] = loss_scale_init;
   j["loss_scale_window"] = loss_scale_window;
   j["optimizer"] = optimizer.kind;

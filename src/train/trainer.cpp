@@ -323,6 +323,7 @@ void Trainer::open_data_and_build_model() {
   model_options.tf32 = parse_tf32_mode(cfg_.tf32);
   model_options.label_smoothing = static_cast<float>(cfg_.label_smoothing);
   model_options.precision = parse_precision(cfg_.precision);
+  model_options.layout = parse_layout_choice(cfg_.layout);
   model_ = Model::build(*spec_, train_data_->sample_shape(), classes, model_options);
   sampler_global_batch_ = sampler_->global_batch();
   global_batch_ = sampler_global_batch_ * cfg_.accum;
@@ -550,6 +551,8 @@ void Trainer::announce() const {
   log0("  model {} ({} parameters, hash {:016x}), data {} ({} samples, shape {}, {} classes)",
        spec_->to_string(), model_->param_count(), spec_->hash(), train_data_->describe(),
        train_data_->size(), shape_string(train_data_->sample_shape()), train_data_->num_classes());
+  log0("  precision {}, activations {} (--layout {})", cfg_.precision,
+       layout_name(model_->layout()), cfg_.layout);
   log0("  {}; effective lr {:g}{}", describe_batch_split(cfg_, *sampler_), base_lr_,
        cfg_.lr_scaling == "linear"
            ? fmt::format(" (linear scaling of {:g}, warmup {} steps)", cfg_.lr, cfg_.warmup)

@@ -20,6 +20,7 @@
 #include "ringtrain/model/layer.h"
 #include "ringtrain/model/model_spec.h"
 #include "ringtrain/ops/compute_context.h"
+#include "ringtrain/tensor/layout.h"
 #include "ringtrain/tensor/shape.h"
 
 namespace ringtrain {
@@ -51,6 +52,9 @@ struct LayerBuild {
   std::vector<Shape> inputs{};              // every input's shape (add, concat: several)
   const LayerSpec* spec = nullptr;          // the node as parsed (typed fields: built-ins)
   const DropoutContext* dropout = nullptr;  // outlives the layer
+  // The memory order of [C, H, W] activations, in and out (--layout); only a
+  // type with channels_last set is built with nhwc.
+  Layout layout = Layout::nchw;
 };
 
 // One argument as the spec wrote it, for a type's own checks at parse time.
@@ -66,6 +70,11 @@ struct LayerType {
   // True when forward/backward accept device pointers on a GPU context;
   // a CPU-only type used on a GPU is an Error when the model is built.
   bool gpu = false;
+  // True when the factory honours LayerBuild::layout: the layer reads and
+  // writes [C, H, W] activations channels-last when it says nhwc. A type
+  // without it fed a [C, H, W] input under --layout nhwc is an Error when the
+  // model is built (never a silent misreading of the order).
+  bool channels_last = false;
   std::string origin;  // filled in by the registry: "built-in", "program" or the plugin's file
 
   // Optional; the built-in types use them.

@@ -24,6 +24,7 @@
 #include "ringtrain/model/model_spec.h"
 #include "ringtrain/ops/math_mode.h"
 #include "ringtrain/ops/precision.h"
+#include "ringtrain/tensor/layout.h"
 
 namespace ringtrain {
 
@@ -49,6 +50,12 @@ struct ModelOptions {
   // activation gradients (ringtrain/ops/precision.h). The master weights in
   // params() stay fp32.
   Precision precision = Precision::fp32;
+  // The memory order of [C, H, W] activations (--layout). automatic: NHWC
+  // for a convolutional model in bf16/fp16 on a GPU (cuDNN's tensor-core
+  // kernels read channels-last), NCHW otherwise. Parameters, the input batch
+  // (NCHW as stored; the model transposes it once, on its device) and the
+  // outputs are the same in either.
+  LayoutChoice layout = LayoutChoice::automatic;
 };
 
 class Layer;
@@ -72,6 +79,8 @@ class Model {
   std::size_t max_batch() const { return options_.max_batch; }
   std::size_t num_classes() const { return num_classes_; }
   const std::vector<std::size_t>& input_shape() const { return input_shape_; }
+  // The order the model keeps [C, H, W] activations in (nchw when it has none).
+  Layout layout() const { return layout_; }
 
   std::size_t param_count() const { return param_count_; }
   BufferView params();  // flat f32, on the model's device
@@ -162,6 +171,7 @@ class Model {
   ModelSpec spec_;
   ModelOptions options_;
   std::vector<std::size_t> input_shape_;
+  Layout layout_ = Layout::nchw;
   std::size_t num_classes_ = 0, rows_per_sample_ = 1;
   std::size_t param_count_ = 0, buffer_count_ = 0, activation_bytes_per_sample_ = 0;
   std::vector<ParamInfo> param_info_, buffer_info_;

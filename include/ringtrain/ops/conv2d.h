@@ -1,13 +1,15 @@
 // 2-D convolution over NCHW float tensors, planned once for a maximum batch.
 // CPU: oneDNN's convolutions (where the build has them), else im2col +
 // cblas_sgemm per sample (1x1 stride-1 unpadded convs skip im2col). GPU: cuDNN, with algorithms and
-// workspace chosen at plan time.
+// workspace chosen at plan time. Activations may be channels-last (NHWC,
+// Conv2dGeometry::layout); the weight is [out, in, kh, kw] in either layout.
 #pragma once
 
 #include <cstddef>
 #include <memory>
 
 #include "ringtrain/ops/compute_context.h"
+#include "ringtrain/tensor/layout.h"
 #include "ringtrain/tensor/tensor.h"
 
 namespace ringtrain {
@@ -19,6 +21,7 @@ struct Conv2dGeometry {
   // the *_w fields say otherwise (Inception's 1x7 and 7x1 kernels).
   std::size_t out_channels = 0, kernel = 0, stride = 1, padding = 0;
   std::size_t kernel_w = kSquare, stride_w = kSquare, padding_w = kSquare;
+  Layout layout = Layout::nchw;  // of x, y and their gradients
 
   std::size_t kh() const { return kernel; }
   std::size_t kw() const { return kernel_w == kSquare ? kernel : kernel_w; }
@@ -58,6 +61,9 @@ class Conv2dOp {
   std::size_t max_batch_;
   bool direct_;  // 1x1, stride 1, no padding: the input is its own im2col
   Tensor col_;   // CPU: [C*k*k, Ho*Wo] for one sample
+  // CPU im2col path in NHWC: one sample's input and output in NCHW, which
+  // the im2col + GEMM computes in.
+  Tensor sample_in_, sample_out_;
   std::unique_ptr<detail::GpuConvPlan> gpu_;
   std::unique_ptr<detail::CpuConvPlan> cpu_;  // oneDNN, when the build has it
 };

@@ -3,7 +3,9 @@
 // positions never win (as PyTorch); the CPU forward records each window's
 // argmax, so backward is one scatter, and ties go to the first maximum. Average:
 // padded positions count as zeros in the divisor (PyTorch's default
-// count_include_pad=True). GPU: cuDNN (deterministic max mode).
+// count_include_pad=True). GPU: cuDNN (deterministic max mode). Activations
+// may be channels-last (NHWC, Pool2dGeometry::layout): the same windows, the
+// same sums in the same order.
 #pragma once
 
 #include <cstddef>
@@ -11,6 +13,7 @@
 #include <memory>
 
 #include "ringtrain/ops/compute_context.h"
+#include "ringtrain/tensor/layout.h"
 #include "ringtrain/tensor/tensor.h"
 
 namespace ringtrain {
@@ -21,6 +24,7 @@ struct Pool2dGeometry {
   std::size_t channels = 0, height = 0, width = 0;
   std::size_t kernel = 2, stride = 2, padding = 0;
   PoolMode mode = PoolMode::max;
+  Layout layout = Layout::nchw;  // of x, y and their gradients
 
   std::size_t out_height() const { return (height + 2 * padding - kernel) / stride + 1; }
   std::size_t out_width() const { return (width + 2 * padding - kernel) / stride + 1; }
@@ -57,5 +61,10 @@ void global_avg_pool_forward(const ComputeContext& ctx, const float* x, float* y
                              std::size_t planes, std::size_t hw);
 void global_avg_pool_backward(const ComputeContext& ctx, const float* dy, float* dx,
                               std::size_t planes, std::size_t hw);
+// The same over channels-last x, dx ([N, H*W, C]); y, dy are [N, C] either way.
+void global_avg_pool_nhwc_forward(const ComputeContext& ctx, const float* x, float* y,
+                                  std::size_t batch, std::size_t channels, std::size_t hw);
+void global_avg_pool_nhwc_backward(const ComputeContext& ctx, const float* dy, float* dx,
+                                   std::size_t batch, std::size_t channels, std::size_t hw);
 
 }  // namespace ringtrain

@@ -40,6 +40,9 @@ struct TrainConfig {
   // steps, halved on an overflow (whose step is skipped).
   std::string precision = "fp32";
   double loss_scale_init = 65536;
+  // auto | nchw | nhwc: the order of [C, H, W] activations
+  // (ringtrain/tensor/layout.h; auto is the model's rule).
+  std::string layout = "auto";
   std::uint64_t loss_scale_window = 2000;
 
   // Optimizer and schedule.

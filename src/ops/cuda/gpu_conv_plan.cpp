@@ -32,6 +32,16 @@
 // PyTorch does; a chosen result then runs with the math type it was measured
 // with (one convolution descriptor per math type), and results that would
 // down-convert to half are never taken.
+//
+// Channels-last (Conv2dGeometry::layout NHWC): x and y are NHWC descriptors,
+// and so is the filter. cuDNN accepts an NCHW filter with NHWC data, but its
+// NHWC tensor-core kernels (implicit GEMM over C) are for an NHWC filter
+// ([K, R, S, C]); PyTorch's channels_last makes the weight channels-last too.
+// The model's weight stays [K, C, R, S] (checkpoints, the optimizer), so the
+// plan keeps a [K, R, S, C] copy, transposed from the weight at each forward
+// and backward-data call (one small kernel: the weight, not the activations),
+// as the low-precision weight copy is refreshed at each forward; backward
+// filter writes a [K, R, S, C] gradient that is transposed back into dw.
 #include <algorithm>
 #include <array>
 #include <optional>
@@ -149,7 +159,7 @@ class CudnnConvPlan final : public GpuConvPlan {
         workspace_(*static_cast<DeviceBytes*>(h.conv_workspace.get())) {
     try {
       RT_CUDNN_CHECK(cudnnCreateFilterDescriptor(&w_desc_));
-      RT_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w_desc_, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
+      RT_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w_desc_, CUDNN_DATA_FLOAT, format(),
                                                 i(g.out_channels), i(g.in_channels), i(g.kh()),
                                                 i(g.kw())));
       for (cudnnMathType_t m : {CUDNN_DEFAULT_MATH, CUDNN_TENSOR_OP_MATH, CUDNN_FMA_MATH}) {
@@ -161,6 +171,10 @@ class CudnnConvPlan final : public GpuConvPlan {
         RT_CUDNN_CHECK(cudnnSetConvolutionMathType(d, m));
       }
       dw_scratch_ = DeviceBytes(weight_bytes());
+      if (nhwc()) {
+        w_nhwc_ = DeviceBytes(weight_bytes());
+        dw_nhwc_ = DeviceBytes(weight_bytes());
+      }
       entries_.reserve(4);
       plan_max_batch(add_entry(std::max<std::size_t>(max_batch, 1)));
     } catch (...) {
@@ -172,6 +186,7 @@ class CudnnConvPlan final : public GpuConvPlan {
   ~CudnnConvPlan() override { release(); }
 
   void forward(const float* x, const float* w, float* y, std::size_t batch) override {
+    w = filter_for_layout(w);
     Entry& e = entry(batch);
     if (!e.fwd)
       e.fwd = choose_later("forward", batch, [&](const DeviceBytes& ws, std::string* tried) {
@@ -191,14 +206,22 @@ class CudnnConvPlan final : public GpuConvPlan {
           choose_later("backward-filter", batch, [&](const DeviceBytes& ws, std::string* tried) {
             return find_backward_filter(e, x, dy, dw_scratch_.get(), ws, tried);
           });
-    const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+    const float one = 1.0f, beta = accumulate && !nhwc() ? 1.0f : 0.0f;
+    float* out = nhwc() ? static_cast<float*>(dw_nhwc_.get()) : dw;
     RT_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
         dnn_, &one, e.x, x, e.y, dy, conv_for(e.bwd_filter->math),
         static_cast<cudnnConvolutionBwdFilterAlgo_t>(e.bwd_filter->algo), workspace_.get(),
-        workspace_.size(), &beta, w_desc_, dw));
+        workspace_.size(), &beta, w_desc_, out));
+    if (!nhwc()) return;
+    // [K, R, S, C] -> [K, C, R, S]: straight into dw, or beside it and added.
+    const std::size_t rs = g_.kh() * g_.kw();
+    float* back = accumulate ? static_cast<float*>(dw_scratch_.get()) : dw;
+    gpu_transpose_batched(stream_, out, back, g_.out_channels, rs, g_.in_channels);
+    if (accumulate) gpu_axpy(stream_, 1.0f, back, dw, g_.out_channels * g_.in_channels * rs);
   }
 
   void backward_data(const float* w, const float* dy, float* dx, std::size_t batch) override {
+    w = filter_for_layout(w);
     Entry& e = entry(batch);
     if (!e.bwd_data)
       e.bwd_data =
@@ -214,6 +237,15 @@ class CudnnConvPlan final : public GpuConvPlan {
 
  private:
   static int i(std::size_t v) { return static_cast<int>(v); }
+  bool nhwc() const { return g_.layout == Layout::nhwc; }
+  cudnnTensorFormat_t format() const { return nhwc() ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW; }
+  // The filter cuDNN reads: w itself, or (NHWC) its [K, R, S, C] copy, made now.
+  const float* filter_for_layout(const float* w) {
+    if (!nhwc()) return w;
+    float* copy = static_cast<float*>(w_nhwc_.get());
+    gpu_transpose_batched(stream_, w, copy, g_.out_channels, g_.in_channels, g_.kh() * g_.kw());
+    return copy;
+  }
   std::size_t in_elements() const { return g_.in_channels * g_.height * g_.width; }
   std::size_t out_elements() const { return g_.out_channels * g_.out_height() * g_.out_width(); }
   std::size_t weight_bytes() const {
@@ -240,9 +272,9 @@ class CudnnConvPlan final : public GpuConvPlan {
     e.batch = batch;
     RT_CUDNN_CHECK(cudnnCreateTensorDescriptor(&e.x));
     RT_CUDNN_CHECK(cudnnCreateTensorDescriptor(&e.y));
-    RT_CUDNN_CHECK(cudnnSetTensor4dDescriptor(e.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(batch),
+    RT_CUDNN_CHECK(cudnnSetTensor4dDescriptor(e.x, format(), CUDNN_DATA_FLOAT, i(batch),
                                               i(g_.in_channels), i(g_.height), i(g_.width)));
-    RT_CUDNN_CHECK(cudnnSetTensor4dDescriptor(e.y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(batch),
+    RT_CUDNN_CHECK(cudnnSetTensor4dDescriptor(e.y, format(), CUDNN_DATA_FLOAT, i(batch),
                                               i(g_.out_channels), i(g_.out_height()),
                                               i(g_.out_width())));
     return e;
@@ -405,6 +437,8 @@ class CudnnConvPlan final : public GpuConvPlan {
   std::vector<Entry> entries_;
   DeviceBytes& workspace_;  // shared by the context's convolutions (GpuHandles)
   DeviceBytes dw_scratch_;  // backward filter's Find output for later batch sizes
+  // NHWC: the [K, R, S, C] weight copy and weight gradient (empty in NCHW).
+  DeviceBytes w_nhwc_, dw_nhwc_;
 };
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Max pooling on a GPU through cuDNN, in its deterministic max mode. The x
 // and y descriptors are made once per batch size seen (the first call with a
-// new size creates them), so a call only launches.
+// new size creates them), so a call only launches. Channels-last activations
+// are the same call with CUDNN_TENSOR_NHWC descriptors.
 #include <vector>
 
 #include "core/cuda/check_cuda.h"
@@ -53,6 +54,9 @@ class CudnnPoolPlan final : public GpuPoolPlan {
   };
 
   static int i(std::size_t v) { return static_cast<int>(v); }
+  cudnnTensorFormat_t format() const {
+    return g_.layout == Layout::nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+  }
 
   const Descs& descs(std::size_t batch) {
     for (const Descs& d : descs_)
@@ -61,9 +65,9 @@ class CudnnPoolPlan final : public GpuPoolPlan {
     Descs& d = descs_.back();
     RT_CUDNN_CHECK(cudnnCreateTensorDescriptor(&d.x));
     RT_CUDNN_CHECK(cudnnCreateTensorDescriptor(&d.y));
-    RT_CUDNN_CHECK(cudnnSetTensor4dDescriptor(d.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(batch),
+    RT_CUDNN_CHECK(cudnnSetTensor4dDescriptor(d.x, format(), CUDNN_DATA_FLOAT, i(batch),
                                               i(g_.channels), i(g_.height), i(g_.width)));
-    RT_CUDNN_CHECK(cudnnSetTensor4dDescriptor(d.y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(batch),
+    RT_CUDNN_CHECK(cudnnSetTensor4dDescriptor(d.y, format(), CUDNN_DATA_FLOAT, i(batch),
                                               i(g_.channels), i(g_.out_height()),
                                               i(g_.out_width())));
     return d;

@@ -1,0 +1,89 @@
+// The layout kernels: a tiled batched transpose (through shared memory, so
+// that both the reads and the writes are coalesced) and the channels-last
+// global average pool.
+#include <algorithm>
+
+#include "core/cuda/check_cuda.h"
+#include "kernels/launch_shape.cuh"
+#include "kernels/layout.cuh"
+#include "kernels/layout.h"
+
+namespace ringtrain::kernels {
+
+namespace {
+
+constexpr unsigned kTile = 32, kTileRows = 8;
+
+__global__ void transpose_batched_kernel(const float* __restrict__ x, float* __restrict__ y,
+                                         std::size_t batch, std::size_t rows, std::size_t cols) {
+  // +1: the column reads of the tile fall in different shared-memory banks.
+  __shared__ float tile[kTile][kTile + 1];
+  const std::size_t r0 = static_cast<std::size_t>(blockIdx.y) * kTile;
+  const std::size_t c0 = static_cast<std::size_t>(blockIdx.x) * kTile;
+  for (std::size_t n = blockIdx.z; n < batch; n += gridDim.z) {
+    const float* xn = x + n * rows * cols;
+    for (unsigned k = threadIdx.y; k < kTile; k += kTileRows) {
+      const std::size_t i = r0 + k, j = c0 + threadIdx.x;
+      if (i < rows && j < cols) tile[k][threadIdx.x] = xn[i * cols + j];
+    }
+    __syncthreads();
+    for (unsigned k = threadIdx.y; k < kTile; k += kTileRows) {
+      const std::size_t j = c0 + k, i = r0 + threadIdx.x;
+      if (i < rows && j < cols) y[transposed_index(n, i, j, rows, cols)] = tile[threadIdx.x][k];
+    }
+    __syncthreads();
+  }
+}
+
+__global__ void gap_nhwc_forward_kernel(const float* __restrict__ x, float* __restrict__ y,
+                                        std::size_t batch, std::size_t channels, std::size_t hw) {
+  const std::size_t planes = batch * channels;
+  for (std::size_t q = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; q < planes;
+       q += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    const std::size_t n = q / channels, c = q % channels;
+    float acc = 0.0f;
+    for (std::size_t p = 0; p < hw; ++p) acc += x[nhwc_index(n, c, p, channels, hw)];
+    y[q] = acc / static_cast<float>(hw);
+  }
+}
+
+__global__ void gap_nhwc_backward_kernel(const float* __restrict__ dy, float* __restrict__ dx,
+                                         std::size_t batch, std::size_t channels, std::size_t hw) {
+  const std::size_t total = batch * hw * channels;
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+    dx[i] = dy[(i / (hw * channels)) * channels + i % channels] / static_cast<float>(hw);
+}
+
+}  // namespace
+
+void transpose_batched_cuda(const float* x, float* y, std::size_t batch, std::size_t rows,
+                            std::size_t cols, void* stream) {
+  if (batch == 0 || rows == 0 || cols == 0) return;
+  const dim3 grid(static_cast<unsigned>((cols + kTile - 1) / kTile),
+                  static_cast<unsigned>((rows + kTile - 1) / kTile),
+                  static_cast<unsigned>(std::min<std::size_t>(batch, 65535)));
+  transpose_batched_kernel<<<grid, dim3(kTile, kTileRows), 0, static_cast<cudaStream_t>(stream)>>>(
+      x, y, batch, rows, cols);
+  RT_CUDA_CHECK_LAUNCH();
+}
+
+void global_avg_pool_nhwc_forward_cuda(const float* x, float* y, std::size_t batch,
+                                       std::size_t channels, std::size_t hw, void* stream) {
+  const std::size_t planes = batch * channels;
+  if (planes == 0) return;
+  gap_nhwc_forward_kernel<<<elementwise_blocks(planes), kElementwiseThreads, 0,
+                            static_cast<cudaStream_t>(stream)>>>(x, y, batch, channels, hw);
+  RT_CUDA_CHECK_LAUNCH();
+}
+
+void global_avg_pool_nhwc_backward_cuda(const float* dy, float* dx, std::size_t batch,
+                                        std::size_t channels, std::size_t hw, void* stream) {
+  const std::size_t total = batch * channels * hw;
+  if (total == 0) return;
+  gap_nhwc_backward_kernel<<<elementwise_blocks(total), kElementwiseThreads, 0,
+                             static_cast<cudaStream_t>(stream)>>>(dy, dx, batch, channels, hw);
+  RT_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace ringtrain::kernels
