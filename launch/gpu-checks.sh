@@ -24,8 +24,8 @@
 #             (in the background like cpusuite: its timings do not matter)
 #   speed     bench step vs launch/bench/peer_gpu_step.py; bench allreduce nccl
 #   models    the real-size presets side by side with PyTorch on the same GPU, alternating,
-#             3 rounds: resnet50 b256 fp32 and TF32, inception3 b128 and vgg16 b128 TF32
-#             (ringtrain has no bf16 yet), 0 host syncs per steady step
+#             3 rounds: resnet50 b256 fp32, TF32 and bf16 (--layout nchw and nhwc),
+#             inception3 b128 and vgg16 b128 TF32, 0 host syncs per steady step
 #   peers     PyTorch alone on the real-size models (launch/bench/peer_gpu_models.py)
 #
 # --quick     for a second, short call: no cpusuite, speed or peers unless named, a
@@ -334,10 +334,13 @@ check_models() {
   # ringtrain and PyTorch (peer_gpu_models.py) in turn, one case at a time,
   # MODELS_ROUNDS rounds; each side's samples/s goes into models.tsv.
   local tp; tp=$(torch_library_path)
-  local rounds=${MODELS_ROUNDS:-3} c model batch prec shape tf32 precision r rt pt
-  printf 'model\tbatch\tprecision\tround\tringtrain\tpytorch\n' > "$out/models.tsv"
-  for c in ${MODELS_CASES:-resnet50:256:fp32 resnet50:256:tf32 resnet50:256:bf16 inception3:128:tf32 vgg16:128:tf32}; do
-    IFS=: read -r model batch prec <<< "$c"
+  local rounds=${MODELS_ROUNDS:-3} c model batch prec layout shape tf32 precision r rt pt
+  printf 'model\tbatch\tprecision\tlayout\tround\tringtrain\tpytorch\n' > "$out/models.tsv"
+  # model:batch:precision[:layout]; the layout is ringtrain's --layout (auto:
+  # nhwc for bf16/fp16 on the GPU), PyTorch's bf16 runs channels_last always.
+  for c in ${MODELS_CASES:-resnet50:256:fp32 resnet50:256:tf32 resnet50:256:bf16:nchw resnet50:256:bf16:nhwc inception3:128:tf32 vgg16:128:tf32}; do
+    IFS=: read -r model batch prec layout <<< "$c"
+    layout=${layout:-auto}
     shape=3,224,224; [ "$model" = inception3 ] && shape=3,299,299
     tf32=off; [ "$prec" = tf32 ] && tf32=on
     # bf16/fp16: ringtrain's --precision (16-bit storage by rounding around
@@ -345,16 +348,17 @@ check_models() {
     precision=fp32
     case $prec in bf16|fp16) precision=$prec; tf32=on ;; esac
     for r in $(seq 1 "$rounds"); do
-      run "models-rt-$model-$prec-$r" 150 "$exe" bench step --device cuda --model "$model" --input "$shape" \
-        --classes 1000 --batch "$batch" --steps 10 --warmup 3 --tf32 "$tf32" --precision "$precision" --json
+      run "models-rt-$model-$prec-$layout-$r" 150 "$exe" bench step --device cuda --model "$model" --input "$shape" \
+        --classes 1000 --batch "$batch" --steps 10 --warmup 3 --tf32 "$tf32" --precision "$precision" \
+        --layout "$layout" --json
       rt=$(python3 -c 'import json,sys
 for l in open(sys.argv[1]):
     if l.startswith("{"): j=json.loads(l); print(round(j["samples_per_s"],1), j.get("host_syncs_per_step"))' \
-        "$out/models-rt-$model-$prec-$r.log" 2>/dev/null | tail -1)
+        "$out/models-rt-$model-$prec-$layout-$r.log" 2>/dev/null | tail -1)
       run "models-pt-$model-$prec-$r" 150 env LD_LIBRARY_PATH="$tp" PYTHONUNBUFFERED=1 python3 \
         launch/bench/peer_gpu_models.py --cases "$model@$batch:$prec" --steps 10 --warmup 3 --repeats 1
       pt=$(awk '/samples\/s/ {print $5}' "$out/models-pt-$model-$prec-$r.log" | tail -1)
-      printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$model" "$batch" "$prec" "$r" "${rt:-failed}" "${pt:-failed}" >> "$out/models.tsv"
+      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$model" "$batch" "$prec" "$layout" "$r" "${rt:-failed}" "${pt:-failed}" >> "$out/models.tsv"
     done
   done
   note models INFO "$(tr '\n' ';' < "$out/models.tsv" | cut -c1-600)"

@@ -354,21 +354,30 @@ TEST_CASE("gpu model forward and backward match the CPU model", "[gpu]") {
                 "model gradients");
 }
 
-TEST_CASE("gpu graph model (BatchNorm, add, concat, pools) matches the CPU model", "[gpu]") {
-  const ModelSpec spec = ModelSpec::parse(
-      "stem = conv2d(out=8, kernel=3, padding=1, bias=0); bn = batch_norm; a = relu; "
-      "b1 = conv2d(a, out=8, kernel=3, padding=1, bias=0); b2 = batch_norm(zero_init=0); "
-      "s = add(b2, a, scale=0.5); c = conv2d(a, out=4, kernel=1); cat = concat(s, c); "
-      "p = avg_pool2d(kernel=3, stride=2, padding=1); q = max_pool2d(kernel=3, stride=2, "
-      "padding=1); bnf = batch_norm; g = global_avg_pool; fc = linear(out=10)");
+namespace {
+
+const char* kGraphSpec =
+    "stem = conv2d(out=8, kernel=3, padding=1, bias=0); bn = batch_norm; a = relu; "
+    "b1 = conv2d(a, out=8, kernel=3, padding=1, bias=0); b2 = batch_norm(zero_init=0); "
+    "s = add(b2, a, scale=0.5); c = conv2d(a, out=4, kernel=1); cat = concat(s, c); "
+    "p = avg_pool2d(kernel=3, stride=2, padding=1); q = max_pool2d(kernel=3, stride=2, "
+    "padding=1); bnf = batch_norm; g = global_avg_pool; fc = linear(out=10)";
+
+// The GPU model in `gpu_layout` against the CPU model in NCHW: loss,
+// gradients, running statistics, evaluation.
+void compare_graph_model(const char* text, LayoutChoice gpu_layout) {
+  const ModelSpec spec = ModelSpec::parse(text);
   Contexts c;
   ModelOptions oc, og;
   oc.seed = og.seed = 7;
   oc.max_batch = og.max_batch = 16;
+  oc.layout = LayoutChoice::nchw;
+  og.layout = gpu_layout;
   og.device = kGpu;
   og.tf32 = Tf32Mode::off;
   auto mc = Model::build(spec, {3, 17, 15}, 10, oc);
   auto mg = Model::build(spec, {3, 17, 15}, 10, og);
+  CHECK(mg->layout() == (gpu_layout == LayoutChoice::nhwc ? Layout::nhwc : Layout::nchw));
   REQUIRE(mg->param_count() == mc->param_count());
   REQUIRE(mg->buffer_count() == mc->buffer_count());
   const std::size_t batch = 11;
@@ -386,6 +395,14 @@ TEST_CASE("gpu graph model (BatchNorm, add, concat, pools) matches the CPU model
   require_close(to_host(mg->grads().as<float>(), mg->param_count(), *c.gpu),
                 std::vector<float>(gc.as<float>(), gc.as<float>() + gc.count), 1e-3,
                 "graph model gradients");
+  // Accumulated weight gradients (NHWC: the filter gradient is transposed
+  // back and added) double them.
+  mc->backward(1.0f, true);
+  mg->backward(1.0f, true);
+  mg->synchronize();
+  require_close(to_host(mg->grads().as<float>(), mg->param_count(), *c.gpu),
+                std::vector<float>(gc.as<float>(), gc.as<float>() + gc.count), 1e-3,
+                "accumulated graph model gradients");
   const BufferView bc = mc->buffers();
   require_close(to_host(mg->buffers().as<float>(), mg->buffer_count(), *c.gpu),
                 std::vector<float>(bc.as<float>(), bc.as<float>() + bc.count), 1e-4,
@@ -394,6 +411,25 @@ TEST_CASE("gpu graph model (BatchNorm, add, concat, pools) matches the CPU model
   const auto ec = mc->forward(x.data(), labels.data(), batch, false);
   const auto eg = mg->forward(gx.data_as<float>(), gl.data_as<std::int32_t>(), batch, false);
   CHECK(eg.loss_sum == Approx(ec.loss_sum).epsilon(1e-4));
+}
+
+}  // namespace
+
+TEST_CASE("gpu graph model (BatchNorm, add, concat, pools) matches the CPU model", "[gpu]") {
+  compare_graph_model(kGraphSpec, LayoutChoice::nchw);
+}
+
+TEST_CASE("gpu graph model channels-last (--layout nhwc) matches the CPU model in NCHW",
+          "[gpu][layout]") {
+  // cuDNN NHWC convolutions with the [K, R, S, C] filter copy, NHWC pools,
+  // BatchNorm over pixel rows, the channels-last concat and global average pool.
+  compare_graph_model(kGraphSpec, LayoutChoice::nhwc);
+  // Flatten leaves channels-last by transposing back: the linear layer sees
+  // NCHW's feature order. Conv biases over NHWC pixels.
+  compare_graph_model(
+      "conv2d(out=6, kernel=3, stride=2, padding=1); relu; conv2d(out=5, kernel=1x3, "
+      "padding=0x1); max_pool2d(kernel=2); flatten; linear(out=10)",
+      LayoutChoice::nhwc);
 }
 
 int main(int argc, char** argv) {
