@@ -279,10 +279,6 @@ struct Row {
   Canonical (*canonical)(const LayerSpec&);
   std::unique_ptr<Layer> (*make)(const LayerArgs&, const LayerBuild&);
   bool gpu = true;  // false: the layer refuses a GPU model (not yet implemented there)
-  // false: the layer cannot read [C, H, W] activations channels-last. The
-  // others either take them (conv2d, pools, norms, merges, elementwise ones,
-  // flatten) or refuse any [C, H, W] input with their own message.
-  bool channels_last = true;
 };
 
 }  // namespace
@@ -387,7 +383,6 @@ void register_builtin_layers(LayerRegistry& registry) {
        parse_layer_norm,
        canonical_layer_norm,
        make_layer_norm,
-       false,
        false},
       {LayerKind::causal_self_attention,
        "causal_self_attention",
@@ -426,7 +421,11 @@ void register_builtin_layers(LayerRegistry& registry) {
     t.arg_names = r.args;
     t.make = r.make;
     t.gpu = r.gpu;
-    t.channels_last = r.channels_last;
+    // Every built-in type takes channels-last [C, H, W] activations (conv2d,
+    // pools, BatchNorm, merges, elementwise ones, flatten) or refuses any
+    // [C, H, W] input with its own message, except layer_norm, which
+    // normalises the last dimension: W in NCHW, but C in NHWC.
+    t.channels_last = r.kind != LayerKind::layer_norm;
     t.aliases = r.aliases;
     t.min_inputs = r.min_inputs;
     t.max_inputs = r.max_inputs;

@@ -404,6 +404,7 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
   for (std::size_t i = 0; i < L; ++i)
     if (!s.layers[i]->is_view()) per_sample += s.layers[i]->output_shape().numel();
   for (std::size_t n : slot_size) per_sample += n;
+  if (m->layout_ == Layout::nhwc) per_sample += Shape(input_shape).numel();  // the transposed input
   m->activation_bytes_per_sample_ = per_sample * sizeof(float);
   s.written.assign(G, false);
   const std::size_t label_rows = B * m->rows_per_sample_;
