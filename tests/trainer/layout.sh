@@ -3,7 +3,8 @@
 # runs: resnet20 (conv, BatchNorm, residual adds, global average pool) on 2
 # ranks gives the same losses, parameters and running statistics within float
 # tolerance, and so does inception3's concat path (1 rank, 75x75, 2 steps);
-# the start-up line says which layout runs; a bad --layout exits 2 naming it.
+# the start-up line says which layout runs; the checkpoint evaluates the same
+# under either layout; a bad --layout exits 2 naming it.
 # On this CPU path the two are in fact bit for bit (oneDNN reorders either
 # layout into the same blocked one; BatchNorm, the pools and the global pool
 # sum each channel in the same order), but that depends on oneDNN's choice of
@@ -34,6 +35,17 @@ for x, y in zip(a, b):
 print("resnet20 losses nchw", a, "nhwc", b)
 PY
 same "$WORK/r20-nchw" "$WORK/r20-nhwc" --rtol 1e-3 --atol 1e-5
+# The checkpoint is the same in either layout: the nhwc run's evaluates to the
+# same figures under --layout nchw and nhwc.
+ck=$(newest "$WORK/r20-nhwc/ckpt")
+for layout in nchw nhwc; do
+  "${MPIRUN[@]}" -np 1 "$RINGTRAIN_EXE" eval --device cpu --data "$DATA" --ckpt "$ck" --layout "$layout" \
+    > "$WORK/eval-$layout.txt" 2>&1 || { cat "$WORK/eval-$layout.txt"; fail "eval --layout $layout failed"; }
+done
+a=$(grep -m1 -Eo 'n=[0-9]+ loss=[0-9.]+ accuracy=[0-9.]+' "$WORK/eval-nchw.txt")
+b=$(grep -m1 -Eo 'n=[0-9]+ loss=[0-9.]+ accuracy=[0-9.]+' "$WORK/eval-nhwc.txt")
+[ -n "$a" ] && [ "$a" = "$b" ] || { cat "$WORK"/eval-*.txt; fail "eval: nchw '$a', nhwc '$b'"; }
+echo "eval of the nhwc checkpoint: $a in both layouts"
 
 # 2. inception3 (concat of four branches, factorised 1x7/7x1 convolutions,
 # average pools with padding) at its smallest input.
