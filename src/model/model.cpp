@@ -19,6 +19,7 @@
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/error.h"
 #include "ringtrain/core/host_sync.h"
+#include "ringtrain/model/layer_registry.h"
 #include "ringtrain/ops/compute_context.h"
 #include "ringtrain/ops/layout_transpose.h"
 #include "ringtrain/ops/merge.h"
@@ -83,14 +84,14 @@ struct Model::State {
 Model::Model() : state_(std::make_unique<State>()) {}
 Model::~Model() = default;
 
-namespace {
-
 // --layout auto: channels-last where it pays, i.e. where cuDNN's tensor-core
 // convolutions read 16-bit NHWC; nowhere on the CPU (oneDNN reorders either
 // layout into its own blocked one). Without [C, H, W] input there is nothing
-// to lay out.
-Layout resolve_layout(const ModelOptions& options, const ModelSpec& spec, const Shape& input) {
-  if (input.rank() != 3) return Layout::nchw;
+// to lay out. (A type that is not registered fails the build later, with its
+// own message.)
+Layout resolve_model_layout(const ModelOptions& options, const ModelSpec& spec,
+                            const std::vector<std::size_t>& input_shape) {
+  if (input_shape.size() != 3) return Layout::nchw;
   switch (options.layout) {
     case LayoutChoice::nchw:
       return Layout::nchw;
@@ -102,10 +103,21 @@ Layout resolve_layout(const ModelOptions& options, const ModelSpec& spec, const 
   const bool convolutional =
       std::any_of(spec.layers.begin(), spec.layers.end(),
                   [](const LayerSpec& l) { return l.kind == LayerKind::conv2d; });
-  return options.device.is_cuda() && options.precision != Precision::fp32 && convolutional
+  // A type that cannot take NHWC (a plugin's, layer_norm) keeps auto on NCHW:
+  // auto never picks what the build would then refuse.
+  const bool all_channels_last =
+      std::all_of(spec.layers.begin(), spec.layers.end(), [](const LayerSpec& l) {
+        const LayerRegistry& r = LayerRegistry::global();
+        const LayerType* t = l.kind == LayerKind::custom ? r.find(l.type) : r.find(l.kind);
+        return t != nullptr && t->channels_last;
+      });
+  return options.device.is_cuda() && options.precision != Precision::fp32 && convolutional &&
+                 all_channels_last
              ? Layout::nhwc
              : Layout::nchw;
 }
+
+namespace {
 
 std::string layer_base_name(LayerKind kind) {
   switch (kind) {
@@ -153,7 +165,7 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
   m->num_classes_ = static_cast<std::size_t>(num_classes);
   State& s = *m->state_;
   s.ctx = ComputeContext::create(options.device, options.tf32);
-  m->layout_ = resolve_layout(options, spec, shape);
+  m->layout_ = resolve_model_layout(options, spec, input_shape);
   s.dropout.seed = options.seed;
   const std::size_t B = options.max_batch;
 

@@ -18,6 +18,7 @@
 #include "ringtrain/model/model_spec.h"
 #include "ringtrain/ops/compute_context.h"
 #include "ringtrain/ops/layout_transpose.h"
+#include "ringtrain/ops/precision.h"
 #include "tests/model/test_data.h"
 
 using namespace ringtrain;
@@ -296,6 +297,32 @@ TEST_CASE("layout: auto is NCHW on the CPU and for models without [C, H, W] inpu
   o.layout = LayoutChoice::nhwc;
   // Nothing to lay out: a flat input stays as it is.
   CHECK(Model::build(ModelSpec::parse("mlp:12-8-3"), {12}, 3, o)->layout() == Layout::nchw);
+}
+
+TEST_CASE("layout: auto is NHWC for convolutional models in bf16/fp16 on a GPU", "[layout]") {
+  // The rule alone (no device is needed to decide).
+  const auto resolve = [](const char* spec, Device d, Precision p, LayoutChoice c,
+                          std::vector<std::size_t> input = {3, 8, 8}) {
+    ModelOptions o;
+    o.device = d;
+    o.precision = p;
+    o.layout = c;
+    return resolve_model_layout(o, ModelSpec::parse(spec), input);
+  };
+  const Device gpu = Device::cuda(0), host = Device::cpu();
+  const auto automatic = LayoutChoice::automatic;
+  CHECK(resolve(kGraph, gpu, Precision::bf16, automatic) == Layout::nhwc);
+  CHECK(resolve(kGraph, gpu, Precision::fp16, automatic) == Layout::nhwc);
+  CHECK(resolve(kGraph, gpu, Precision::fp32, automatic) == Layout::nchw);
+  CHECK(resolve(kGraph, host, Precision::bf16, automatic) == Layout::nchw);
+  CHECK(resolve(kGraph, gpu, Precision::fp32, LayoutChoice::nhwc) == Layout::nhwc);
+  CHECK(resolve(kGraph, gpu, Precision::bf16, LayoutChoice::nchw) == Layout::nchw);
+  // No convolution, no [C, H, W] input, or a layer that cannot take NHWC: NCHW.
+  CHECK(resolve("max_pool2d(kernel=2); flatten; linear(out=5)", gpu, Precision::bf16, automatic) ==
+        Layout::nchw);
+  CHECK(resolve("mlp:12-8-3", gpu, Precision::bf16, automatic, {12}) == Layout::nchw);
+  CHECK(resolve("conv2d(out=2, kernel=3, padding=1); layer_norm; flatten; linear(out=5)", gpu,
+                Precision::bf16, automatic) == Layout::nchw);
 }
 
 TEST_CASE("layout: a layer type that cannot take NHWC is an error naming it", "[layout][model]") {

@@ -58,6 +58,12 @@ struct ModelOptions {
   LayoutChoice layout = LayoutChoice::automatic;
 };
 
+// What --layout resolves to for `spec` (as Model::build expands a preset)
+// with per-sample input `input_shape`: the choice itself, or auto's rule
+// (ModelOptions::layout); nchw without [C, H, W] input.
+Layout resolve_model_layout(const ModelOptions& options, const ModelSpec& spec,
+                            const std::vector<std::size_t>& input_shape);
+
 class Layer;
 class ComputeContext;
 class BatchStatReducer;
