@@ -22,6 +22,15 @@ RT_HD uint64_t dropout_key(uint64_t seed, uint64_t rank, uint64_t step, uint64_t
   return mix64(mix64(mix64(mix64(seed) ^ rank) ^ step) ^ layer);
 }
 
+// The index whose mask element i takes: i itself, or for a channels-last
+// activation (channels > 0, hw pixels per channel) its NCHW index, so that
+// NHWC and NCHW draw the same mask for each (n, c, h, w).
+RT_HD uint64_t dropout_mask_index(uint64_t i, uint64_t channels, uint64_t hw) {
+  if (channels == 0) return i;
+  const uint64_t per_sample = channels * hw, n = i / per_sample, r = i % per_sample;
+  return (n * channels + r % channels) * hw + r / channels;
+}
+
 // 0 with probability p, else keep_scale = 1 / (1 - p) (inverted dropout, so
 // evaluation needs no rescaling). The uniform draw uses the top 24 bits.
 RT_HD float dropout_factor(uint64_t key, uint64_t index, float p, float keep_scale) {

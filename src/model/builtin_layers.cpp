@@ -189,7 +189,7 @@ Canonical canonical_dropout(const LayerSpec& l) {
 }
 std::unique_ptr<Layer> make_dropout(const LayerArgs&, const LayerBuild& b) {
   return std::make_unique<DropoutLayer>(b.name, b.input, static_cast<float>(b.spec->p), b.index,
-                                        *b.ctx, *b.dropout);
+                                        *b.ctx, *b.dropout, b.layout);
 }
 
 void no_args(const Args&, const std::string&, LayerSpec&) {}

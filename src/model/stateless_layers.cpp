@@ -34,7 +34,8 @@ std::uint64_t DropoutLayer::key() const {
 
 void DropoutLayer::forward(const float* x, float* y, std::size_t batch, bool training) {
   // Evaluation keeps everything: p = 0 makes the factor exactly 1.
-  dropout_apply(ctx_, x, y, batch * input_shape().numel(), key(), training ? p_ : 0.0f);
+  dropout_apply(ctx_, x, y, batch * input_shape().numel(), key(), training ? p_ : 0.0f,
+                nhwc_channels_, nhwc_hw_);
   last_training_ = training;
 }
 
@@ -43,7 +44,8 @@ void DropoutLayer::backward(const float*, const float*, const float* dy, float* 
   // The mask is a function of the key, recomputed: set_dropout_context must not
   // change between a forward and its backward.
   if (dx != nullptr)
-    dropout_apply(ctx_, dy, dx, batch * input_shape().numel(), key(), last_training_ ? p_ : 0.0f);
+    dropout_apply(ctx_, dy, dx, batch * input_shape().numel(), key(), last_training_ ? p_ : 0.0f,
+                  nhwc_channels_, nhwc_hw_);
 }
 
 Pool2dLayer::Pool2dLayer(std::string name, const Pool2dGeometry& g, const ComputeContext& ctx,

@@ -61,9 +61,18 @@ class FlattenLayer final : public Layer {
 
 class DropoutLayer final : public Layer {
  public:
+  // Channels-last [C, H, W] input: masked by each element's NCHW index, so
+  // the same elements drop as in NCHW.
   DropoutLayer(std::string name, const Shape& input, float p, std::size_t index,
-               const ComputeContext& ctx, const DropoutContext& context)
-      : Layer(std::move(name), input, input), ctx_(ctx), p_(p), index_(index), context_(context) {}
+               const ComputeContext& ctx, const DropoutContext& context,
+               Layout layout = Layout::nchw)
+      : Layer(std::move(name), input, input),
+        ctx_(ctx),
+        p_(p),
+        index_(index),
+        context_(context),
+        nhwc_channels_(layout == Layout::nhwc && input.rank() == 3 ? input[0] : 0),
+        nhwc_hw_(nhwc_channels_ > 0 ? input[1] * input[2] : 0) {}
   void forward(const float* x, float* y, std::size_t batch, bool training) override;
   void backward(const float* x, const float* y, const float* dy, float* dx, std::size_t batch,
                 bool accumulate) override;
@@ -74,6 +83,7 @@ class DropoutLayer final : public Layer {
   float p_;
   std::size_t index_;
   const DropoutContext& context_;
+  std::size_t nhwc_channels_, nhwc_hw_;  // 0: NCHW (or flat) order
   bool last_training_ = true;
 };
 

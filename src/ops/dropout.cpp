@@ -12,11 +12,14 @@ std::uint64_t dropout_mask_key(std::uint64_t seed, std::uint64_t rank, std::uint
 }
 
 void dropout_apply(const ComputeContext& ctx, const float* x, float* y, std::size_t n,
-                   std::uint64_t key, float p) {
+                   std::uint64_t key, float p, std::size_t channels, std::size_t hw) {
   RT_CHECK(p >= 0.0f && p < 1.0f, "dropout probability {} is outside [0, 1)", p);
   const float keep_scale = 1.0f / (1.0f - p);
-  if (ctx.is_cuda()) return detail::gpu_dropout_apply(ctx.stream(), x, y, n, key, p, keep_scale);
-  for (std::size_t i = 0; i < n; ++i) y[i] = x[i] * kernels::dropout_factor(key, i, p, keep_scale);
+  if (ctx.is_cuda())
+    return detail::gpu_dropout_apply(ctx.stream(), x, y, n, key, p, keep_scale, channels, hw);
+  for (std::size_t i = 0; i < n; ++i)
+    y[i] = x[i] * kernels::dropout_factor(key, kernels::dropout_mask_index(i, channels, hw), p,
+                                          keep_scale);
 }
 
 }  // namespace ringtrain

@@ -60,8 +60,9 @@ void gpu_softmax_ce_backward(void* stream, const float* logits, const std::int32
 // totals[0..2] += loss sum, correct count, bad-label count of the rows.
 void gpu_loss_totals_add(void* stream, const float* row_loss, const std::int32_t* row_correct,
                          std::size_t rows, double* totals);
+// channels > 0: x is channels-last with hw pixels, masked as its NCHW order.
 void gpu_dropout_apply(void* stream, const float* x, float* y, std::size_t n, std::uint64_t key,
-                       float p, float keep_scale);
+                       float p, float keep_scale, std::size_t channels = 0, std::size_t hw = 0);
 
 // BatchNorm over NCHW (features: hw = 1), in the steps of kernels/batch_norm.h.
 void gpu_batch_norm_sums(void* stream, const float* x, std::size_t n, std::size_t c, std::size_t hw,

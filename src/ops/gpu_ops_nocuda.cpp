@@ -60,7 +60,8 @@ void gpu_softmax_ce_backward(void*, const float*, const std::int32_t*, std::size
 void gpu_loss_totals_add(void*, const float*, const std::int32_t*, std::size_t, double*) {
   no_cuda("loss totals");
 }
-void gpu_dropout_apply(void*, const float*, float*, std::size_t, std::uint64_t, float, float) {
+void gpu_dropout_apply(void*, const float*, float*, std::size_t, std::uint64_t, float, float,
+                       std::size_t, std::size_t) {
   no_cuda("dropout");
 }
 std::unique_ptr<GpuConvPlan> make_gpu_conv_plan(const GpuHandles&, const Conv2dGeometry&,

@@ -105,6 +105,12 @@ TEST_CASE("gpu activations, bias and dropout match the CPU", "[gpu]") {
     dropout_apply(*c.cpu, x.data(), y.data(), n, key, 0.3f);
     dropout_apply(*c.gpu, gx.data_as<float>(), gy.data_as<float>(), n, key, 0.3f);
     require_close(to_host(gy, *c.gpu), y, 0, "dropout (same mask)");
+    // Channels-last: masked by each element's NCHW index, on both devices.
+    if (n == 256) {  // 4 samples of 4 channels x 16 pixels
+      dropout_apply(*c.cpu, x.data(), y.data(), n, key, 0.3f, 4, 16);
+      dropout_apply(*c.gpu, gx.data_as<float>(), gy.data_as<float>(), n, key, 0.3f, 4, 16);
+      require_close(to_host(gy, *c.gpu), y, 0, "channels-last dropout (same mask)");
+    }
   }
   for (std::size_t inner : {1, 49}) {
     const std::size_t outer = 7, channels = 33, n = outer * channels * inner;

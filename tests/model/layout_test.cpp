@@ -193,6 +193,8 @@ TEST_CASE("layout: pools, BatchNorm, merges and elementwise layers in NHWC equal
   // Flatten is a view in NCHW and a transpose back to NCHW order in NHWC.
   twin_check("flatten", {Shape{3, 2, 4}});
   twin_check("relu", {Shape{3, 2, 4}});
+  // Dropout draws each element's mask by its NCHW index: the same elements drop.
+  twin_check("dropout(p=0.4)", {Shape{3, 5, 4}});
   twin_check("a = relu; b = relu; add(a, b, scale=0.5)", {Shape{3, 4, 4}, Shape{3, 4, 4}});
   twin_check("a = relu; b = relu; c = relu; concat(a, b, c)",
              {Shape{3, 4, 4}, Shape{1, 4, 4}, Shape{2, 4, 4}});

@@ -45,8 +45,8 @@ void gpu_loss_totals_add(void* stream, const float* row_loss, const std::int32_t
   kernels::loss_totals_add_cuda(row_loss, row_correct, rows, totals, stream);
 }
 void gpu_dropout_apply(void* stream, const float* x, float* y, std::size_t n, std::uint64_t key,
-                       float p, float keep_scale) {
-  kernels::dropout_apply_cuda(x, y, n, key, p, keep_scale, stream);
+                       float p, float keep_scale, std::size_t channels, std::size_t hw) {
+  kernels::dropout_apply_cuda(x, y, n, key, p, keep_scale, stream, channels, hw);
 }
 
 }  // namespace ringtrain::detail
