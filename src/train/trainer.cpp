@@ -25,7 +25,6 @@
 #include "ringtrain/train/trainer.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <memory>
 #include <optional>
