@@ -6,9 +6,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
 #include <limits>
 #include <thread>
+
+#include <fmt/format.h>
 
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/input_error.h"
@@ -50,8 +51,8 @@ class Variables {
     const char* end = text->data() + text->size();
     const auto [ptr, ec] = std::from_chars(text->data(), end, value);
     RT_CHECK(ec == std::errc() && ptr == end && !text->empty() && value >= at_least,
-             "{}='{}': expected a whole number of at least {} (a test's fault injection)", name,
-             *text, at_least);
+             "{}='{}': expected a whole number{} (a test's fault injection)", name, *text,
+             at_least > 0 ? fmt::format(", at least {}", at_least) : std::string(", 0 or more"));
     return value;
   }
 

@@ -29,7 +29,7 @@ fi
 expect 3 train_runtime_failure "non-finite" env RINGTRAIN_FAULT_NAN_RANK=0 \
   "$R" train --data "$DATA" --model "$MLP" --batch 8 --max-steps 3 --device cpu
 # A test's fault variable that does not parse is bad input, named, before any work.
-expect 2 train_bad_fault "RINGTRAIN_FAULT_NAN_STEP='soon': expected a whole number" \
+expect 2 train_bad_fault "RINGTRAIN_FAULT_NAN_STEP='soon': expected a whole number, at least 1" \
   env RINGTRAIN_FAULT_NAN_RANK=0 RINGTRAIN_FAULT_NAN_STEP=soon \
   "$R" train --data "$DATA" --model "$MLP" --batch 8 --max-steps 3 --device cpu
 one_line train_bad_fault

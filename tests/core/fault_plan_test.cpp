@@ -128,9 +128,8 @@ TEST_CASE("a bad fault value or name is an error naming the variable") {
              Catch::Contains("RINGTRAIN_FAULT_NAN_RANK='one': expected a whole number"));
   CHECK_THAT(error_of("RINGTRAIN_FAULT_NAN_RANK", "-1"),
              Catch::Contains("RINGTRAIN_FAULT_NAN_RANK='-1': expected a whole number"));
-  CHECK_THAT(
-      error_of("RINGTRAIN_FAULT_NAN_STEP", "0"),
-      Catch::Contains("RINGTRAIN_FAULT_NAN_STEP='0': expected a whole number of at least 1"));
+  CHECK_THAT(error_of("RINGTRAIN_FAULT_NAN_STEP", "0"),
+             Catch::Contains("RINGTRAIN_FAULT_NAN_STEP='0': expected a whole number, at least 1"));
   CHECK_THAT(error_of("RINGTRAIN_FAULT_NAN_COUNT", "2x"),
              Catch::Contains("RINGTRAIN_FAULT_NAN_COUNT='2x'"));
   CHECK_THAT(error_of("RINGTRAIN_FAULT_NAN_WHAT", "weights"),
