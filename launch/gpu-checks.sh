@@ -400,7 +400,9 @@ mfu = "%.1f%%" % (100 * j["tflops"] / peak) if peak else "n/a"
 print("%.0f\t%s" % (j["tokens_per_s"], mfu))
 PY
 )
-    printf '%s\t%s\t%s\n' "$r" "${rt:-failed\tfailed\tfailed}" "${pt:-failed\tfailed}" >> "$out/gpt.tsv"
+    [ -n "$rt" ] || rt=$(printf 'failed\tfailed\tfailed')
+    [ -n "$pt" ] || pt=$(printf 'failed\tfailed')
+    printf '%s\t%s\t%s\n' "$r" "$rt" "$pt" >> "$out/gpt.tsv"
   done
   note gpt INFO "$gpu: $(tr '\n' ';' < "$out/gpt.tsv" | cut -c1-600)"
 }

@@ -24,7 +24,8 @@ namespace ringtrain {
 LayerWorkspace::LayerWorkspace(const ComputeContext& ctx, std::size_t per_sample,
                                std::size_t max_batch)
     : device_(ctx.device()), per_sample_(per_sample), max_batch_(max_batch) {
-  if (device_.is_cuda()) data_ = Tensor::zeros({per_sample * max_batch}, DType::f32, device_);
+  if (device_.is_cuda() && per_sample * max_batch > 0)
+    data_ = Tensor::zeros({per_sample * max_batch}, DType::f32, device_);
 }
 
 float* LayerWorkspace::get(std::size_t batch, const std::string& layer) {

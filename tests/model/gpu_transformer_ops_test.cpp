@@ -1,7 +1,8 @@
 // The transformer ops and layers on the GPU against their CPU twins: token and
 // position embeddings, layer_norm, the causal softmax, the strided-batched
-// GEMM, gelu_tanh, the attention layer with its dropout, and gpt-nano through
-// Model (loss and every gradient, with and without dropout). The token
+// GEMM, gelu_tanh, the per-token loss over a wide vocabulary, the attention
+// layer with its dropout, and gpt-nano through Model (loss and every
+// gradient, with and without dropout). The token
 // embedding's gradient is compared bit for bit (both sides add the rows of an
 // id in row order) and every GPU result is checked to repeat bit for bit.
 // Exits 77 (ctest: skipped) without CUDA or a device. --tf32 off throughout.
@@ -15,6 +16,7 @@
 #include "ringtrain/model/model_spec.h"
 #include "ringtrain/ops/activation.h"
 #include "ringtrain/ops/gemm.h"
+#include "ringtrain/ops/softmax_cross_entropy.h"
 #include "ringtrain/ops/transformer_ops.h"
 #include "ringtrain/tensor/tensor.h"
 #include "tests/model/test_data.h"
@@ -192,6 +194,44 @@ TEST_CASE("gpu position rows, layer_norm, causal softmax, batched gemm, gelu_tan
     require_close(to_host(gy, *c.gpu), y, 1e-6, "gelu_tanh");
     require_close(to_host(gdx, *c.gpu), dx, 1e-6, "gelu_tanh backward");
   }
+}
+
+TEST_CASE("gpu per-token cross-entropy over a wide vocabulary (a warp per row) matches the CPU",
+          "[gpu][transformer]") {
+  Contexts c;
+  const std::size_t rows = 70, classes = 5003;
+  auto z = test::hashed_vector(30, rows * classes, -6.0f, 6.0f);
+  z[5 * classes + 4000] = z[5 * classes + 4001] = 50.0f;  // a tie: the first index wins
+  std::vector<std::int32_t> labels(rows);
+  for (std::size_t i = 0; i < rows; ++i) labels[i] = static_cast<std::int32_t>((i * 71) % classes);
+  labels[5] = 4000;
+  labels[9] = -100;  // ignored: no loss, no gradient, not counted
+  Tensor gz = to_gpu(z), gl = to_gpu(labels), loss = Tensor::empty({rows}, DType::f32, kGpu),
+         correct = Tensor::empty({rows}, DType::i32, kGpu),
+         gdz = Tensor::empty({rows * classes}, DType::f32, kGpu);
+  const auto rc = softmax_cross_entropy_forward(*c.cpu, z.data(), labels.data(), rows, classes,
+                                                nullptr, nullptr);
+  const auto rg = softmax_cross_entropy_forward(
+      *c.gpu, gz.data_as<float>(), gl.data_as<std::int32_t>(), rows, classes, loss.data_as<float>(),
+      correct.data_as<std::int32_t>());
+  CHECK(rg.loss_sum == Approx(rc.loss_sum).epsilon(1e-5));
+  CHECK(rg.correct == rc.correct);
+  CHECK(rg.correct >= 1);
+  CHECK(rg.counted == rows - 1);
+  for (float smoothing : {0.0f, 0.1f}) {
+    std::vector<float> dz(rows * classes);
+    softmax_cross_entropy_backward(*c.cpu, z.data(), labels.data(), rows, classes, 0.01f, dz.data(),
+                                   smoothing);
+    softmax_cross_entropy_backward(*c.gpu, gz.data_as<float>(), gl.data_as<std::int32_t>(), rows,
+                                   classes, 0.01f, gdz.data_as<float>(), smoothing);
+    require_close(to_host(gdz, *c.gpu), dz, 1e-5, "wide softmax ce backward");
+  }
+  labels[17] = static_cast<std::int32_t>(classes);
+  Tensor bad = to_gpu(labels);
+  CHECK_THROWS_WITH(softmax_cross_entropy_forward(
+                        *c.gpu, gz.data_as<float>(), bad.data_as<std::int32_t>(), rows, classes,
+                        loss.data_as<float>(), correct.data_as<std::int32_t>()),
+                    Catch::Contains("of batch row 17"));
 }
 
 TEST_CASE("gpu causal_self_attention with dropout matches the CPU layer", "[gpu][transformer]") {
