@@ -1,7 +1,7 @@
 // `ringtrain bench model`: measures all-reduce time at a sweep of sizes for the
 // link tier this job spans (all ranks on one node: "intra"; one rank on each of
 // several nodes: "inter") and fits latency alpha and inverse bandwidth beta per
-// backend (sync/comm_model.h). Prints the fit and its residuals; --json merges
+// backend (perf/link_fit.h). Prints the fit and its residuals; --json merges
 // the tier into a model file that `ringtrain bench predict` reads, so the two
 // tiers come from two runs.
 #include <time.h>
@@ -19,15 +19,15 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "apps/comm_model_json.h"
 #include "apps/command.h"
-#include "apps/compute_load.h"
 #include "core/median.h"
 #include "ringtrain/comm/communicator.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/error.h"
 #include "ringtrain/core/timer.h"
-#include "ringtrain/sync/comm_model.h"
+#include "ringtrain/perf/allreduce_time.h"
+#include "ringtrain/perf/compute_load.h"
+#include "ringtrain/perf/link_fit_file.h"
 
 namespace ringtrain::apps {
 namespace {
@@ -446,7 +446,7 @@ int run_model(const ModelOptions& o, const Topology& topo) {
   if (root && !o.json.empty()) {
     // Merge: the other tier's entry (from another run) stays.
     nlohmann::json doc = {{"kind", "ringtrain comm model"}, {"tiers", nlohmann::json::object()}};
-    if (std::ifstream in(o.json); in.good()) doc = read_comm_model_file(o.json);
+    if (std::ifstream in(o.json); in.good()) doc = read_link_fit_file(o.json);
     doc["poor_bound"] = o.poor_bound;
     nlohmann::json t = {{"ranks", w}, {"nodes", topo.node_count()}, {"backends", backends_json}};
     // launch/netns-cluster describes shaped links here.

@@ -1,7 +1,7 @@
 // `ringtrain bench predict`: the step time, scaling efficiency and exposed
 // communication at other node counts, from a short run's --trace (the step
-// profile, train/step_profile.h) and a `bench model` file (alpha and beta per
-// tier), for ring and hierarchical all-reduce with overlap (sync/step_model.h).
+// profile, perf/trace_profile.h) and a `bench model` file (alpha and beta per
+// tier), for ring and hierarchical all-reduce with overlap (perf/step_predictor.h).
 // Prints a CSV and a verdict line; runs on one rank, nothing is measured.
 #include <algorithm>
 #include <cstdio>
@@ -16,15 +16,15 @@
 
 #include <fmt/format.h>
 
-#include "apps/comm_model_json.h"
 #include "apps/command.h"
-#include "apps/compute_curve_json.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/error.h"
 #include "ringtrain/data/output_guard.h"
-#include "ringtrain/sync/comm_model.h"
-#include "ringtrain/sync/step_model.h"
-#include "ringtrain/train/step_profile.h"
+#include "ringtrain/perf/allreduce_time.h"
+#include "ringtrain/perf/compute_curve_file.h"
+#include "ringtrain/perf/link_fit_file.h"
+#include "ringtrain/perf/step_predictor.h"
+#include "ringtrain/perf/trace_profile.h"
 
 namespace ringtrain::apps {
 namespace {
@@ -96,15 +96,15 @@ int run_predict(const PredictOptions& o) {
            "trace {}: no all-reduce buckets recorded (was the run on one rank with no gradient "
            "sync?)",
            o.trace);
-  const nlohmann::json doc = read_comm_model_file(o.model);
+  const nlohmann::json doc = read_link_fit_file(o.model);
   const std::vector<int> nodes = count_list("--nodes", o.nodes);
   // The fits for each predicted node count (the inter fit measured on the
   // nearest node count, where the file has several).
-  std::map<int, LoadedCommModel> by_nodes;
+  std::map<int, LoadedLinkTiers> by_nodes;
   for (int n : nodes) {
-    LoadedCommModel m;
+    LoadedLinkTiers m;
     try {
-      m = comm_model_for(doc, o.backend, n);
+      m = link_tiers_for(doc, o.backend, n);
     } catch (const nlohmann::json::exception& e) {
       throw Error(
           fmt::format("comm model {}: a field is missing or not a number ({})", o.model, e.what()));
@@ -112,15 +112,15 @@ int run_predict(const PredictOptions& o) {
       throw Error(fmt::format("comm model {}: {}", o.model, e.what()));
     }
     if (o.pricing == "fit")
-      for (LinkParams* tier : {&m.model.intra, &m.model.inter}) {
+      for (LinkParams* tier : {&m.tiers.intra, &m.tiers.inter}) {
         tier->step_curve.clear();
         tier->loaded_step_curve.clear();
       }
     by_nodes.emplace(n, std::move(m));
   }
-  const LoadedCommModel& loaded = by_nodes.at(nodes.back());
-  auto model_at = [&](const ClusterShape& shape) -> const CommModel& {
-    return by_nodes.at(shape.nodes).model;
+  const LoadedLinkTiers& loaded = by_nodes.at(nodes.back());
+  auto tiers_at = [&](const ClusterShape& shape) -> const LinkTiers& {
+    return by_nodes.at(shape.nodes).tiers;
   };
   const bool need_inter = nodes.back() > 1, need_intra = o.ranks_per_node > 1;
   RT_CHECK(loaded.inter.have || !need_inter,
@@ -150,19 +150,19 @@ int run_predict(const PredictOptions& o) {
   // communication shares the core it computes on.
   const bool shared_core = o.cores_per_node > 0 && o.ranks_per_node >= o.cores_per_node;
   check_poor(need_intra, loaded.intra.poor, "intra", loaded.intra.residual);
-  if (shared_core && loaded.model.intra.has_under_load)
+  if (shared_core && loaded.tiers.intra.has_under_load)
     check_poor(need_intra, loaded.intra.poor_under_load, "intra under-load",
                loaded.intra.residual_under_load);
   std::map<int, bool> inter_checked;  // by the node count the fit was measured on
   for (int n : nodes) {
-    const LoadedCommModel& l = by_nodes.at(n);
+    const LoadedLinkTiers& l = by_nodes.at(n);
     if (n < 2 || inter_checked[l.inter_nodes]) continue;
     inter_checked[l.inter_nodes] = true;
     const std::string tier =
         l.inter_nodes > 0 ? fmt::format("inter ({} nodes)", l.inter_nodes) : "inter";
     check_poor(true, l.inter.poor, tier, l.inter.residual);
     // The fit beside compute is used on a shared core.
-    if (shared_core && l.model.inter.has_under_load)
+    if (shared_core && l.tiers.inter.has_under_load)
       check_poor(true, l.inter.poor_under_load, tier + " under-load", l.inter.residual_under_load);
   }
   if (inter_checked.size() > 1) {
@@ -198,19 +198,19 @@ int run_predict(const PredictOptions& o) {
   // Without a measurement beside compute, a rank's communication takes its
   // measured CPU share from compute while it overlaps.
   auto share_at = [&](const ClusterShape& shape, AllreduceAlgorithm a) {
-    return shared_core ? allreduce_cpu_share(shape, a, model_at(shape)) : 0.0;
+    return shared_core ? allreduce_cpu_share(shape, a, tiers_at(shape)) : 0.0;
   };
   // On a shared core, with the all-reduce measured beside compute (bench model
   // --under-load) for the tiers a shape uses, the timeline where each slows
   // the other; otherwise the cpu share charged to compute.
   auto under_load_for = [&](const ClusterShape& shape, AllreduceAlgorithm a) {
-    return shared_core && shape.world() > 1 && under_load_model(shape, a, model_at(shape)).complete;
+    return shared_core && shape.world() > 1 && under_load_links(shape, a, tiers_at(shape)).complete;
   };
   auto step_at = [&](const StepProfile& profile, const ClusterShape& shape, AllreduceAlgorithm a) {
     const double scale = scale_at(shape.world());
     return under_load_for(shape, a)
-               ? predict_step_shared_core(profile, shape, a, model_at(shape), scale)
-               : predict_step(profile, shape, a, model_at(shape), scale, share_at(shape, a));
+               ? predict_step_shared_core(profile, shape, a, tiers_at(shape), scale)
+               : predict_step(profile, shape, a, tiers_at(shape), scale, share_at(shape, a));
   };
   const double base_step = step_at(prof, {1, 1}, AllreduceAlgorithm::ring).step_s;
 
@@ -260,7 +260,7 @@ int run_predict(const PredictOptions& o) {
           ? fmt::format("communication-bound from {} nodes", points.front().shape.nodes)
           : fmt::format("communication-bound above {} nodes", hidden_up_to);
   bound_text += fmt::format(" with buckets of {:.2f} MiB", cap_bytes / mib);
-  const double suggested = suggest_bucket_bytes(last.shape, a, model_at(last.shape));
+  const double suggested = suggest_bucket_bytes(last.shape, a, tiers_at(last.shape));
   std::string cap_text =
       "; no bucket cap suggestion: the model has no latency or no bandwidth term here";
   if (suggested > 0) {
@@ -316,7 +316,7 @@ int run_predict(const PredictOptions& o) {
   }
   {
     const LinkParams& tier =
-        last.shape.nodes > 1 ? model_at(last.shape).inter : model_at(last.shape).intra;
+        last.shape.nodes > 1 ? tiers_at(last.shape).inter : tiers_at(last.shape).intra;
     if (!tier.step_curve.empty())
       std::printf(
           "# all-reduce times: each ring step priced from the measured sizes around its chunk "
@@ -327,14 +327,14 @@ int run_predict(const PredictOptions& o) {
                   o.pricing == "fit" ? "" : " (the model file keeps no samples)");
   }
   if (shared_core && under_load_for(last.shape, a)) {
-    const UnderLoadModel u = under_load_model(last.shape, a, model_at(last.shape));
+    const UnderLoadLinks u = under_load_links(last.shape, a, tiers_at(last.shape));
     std::printf(
         "# %d rank(s) per node on %d core(s): communication shares the core it computes on; "
         "measured beside compute, a %.2f MiB all-reduce at %d node(s) takes %.3f ms (%.3f ms "
         "alone) and compute loses %.0f%% of its rate while one runs\n",
         o.ranks_per_node, o.cores_per_node, cap_bytes / mib, last.shape.nodes,
-        1e3 * allreduce_seconds(cap_bytes, last.shape, a, u.model),
-        1e3 * allreduce_seconds(cap_bytes, last.shape, a, model_at(last.shape)),
+        1e3 * allreduce_seconds(cap_bytes, last.shape, a, u.tiers),
+        1e3 * allreduce_seconds(cap_bytes, last.shape, a, tiers_at(last.shape)),
         100 * u.compute_loss);
   } else if (shared_core) {
     std::printf(
@@ -346,8 +346,8 @@ int run_predict(const PredictOptions& o) {
   // on each and grows with the ranks that share a machine.
   for (std::size_t i = 0; i < nodes.size(); ++i) {  // the verdict's algorithm only
     const Point& pt = points[i];
-    const double lag = allreduce_arrival_lag(pt.shape, a, model_at(pt.shape));
-    const double wait = allreduce_arrival_wait(pt.shape, a, model_at(pt.shape));
+    const double lag = allreduce_arrival_lag(pt.shape, a, tiers_at(pt.shape));
+    const double wait = allreduce_arrival_wait(pt.shape, a, tiers_at(pt.shape));
     if (lag > 0)
       std::printf(
           "# %d node(s): ranks end their compute apart, the last %.3f ms after the ranks' mean, "

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "ringtrain/core/error.h"
-#include "ringtrain/sync/comm_model.h"
+#include "ringtrain/perf/allreduce_time.h"
 
 using namespace ringtrain;
 
@@ -56,7 +56,7 @@ TEST_CASE("the fit rejects what cannot determine a line") {
 }
 
 TEST_CASE("all-reduce time: ring and hierarchical formulas") {
-  CommModel m;
+  LinkTiers m;
   m.intra = {10e-6, 1e-9};
   m.inter = {100e-6, 1e-8};
   const double n = 1e5;
@@ -74,7 +74,7 @@ TEST_CASE("all-reduce time: ring and hierarchical formulas") {
 }
 
 TEST_CASE("bucket suggestion: latency within 5% of the transfer time") {
-  CommModel m;
+  LinkTiers m;
   m.inter = {100e-6, 1e-8};
   // 2 nodes x 1 rank: latency 2*100us, transfer n*1e-8 s: n >= 200us / (0.05 * 1e-8).
   const double b = suggest_bucket_bytes({2, 1}, AllreduceAlgorithm::ring, m);
@@ -96,7 +96,7 @@ TEST_CASE("step curve: measured sizes price the ring steps between them") {
   CHECK(curve[0].seconds == Approx(50e-6));
   CHECK(curve[2].bytes == Approx(1e6));
   CHECK(curve[2].seconds == Approx(8.5e-3));
-  CommModel m;
+  LinkTiers m;
   m.inter = {5e-6, 8e-9};
   m.inter.step_curve = curve;
   auto ring = [&](double n, int nodes) {
@@ -122,9 +122,9 @@ TEST_CASE("step curve: timings on the fit's own line price as the fit") {
   const double alpha = 40e-6, beta = 1e-9;
   for (int ranks : {2, 3}) {
     const std::vector<TimingSample> samples = ring_samples(alpha, beta, ranks);
-    CommModel m;
+    LinkTiers m;
     m.inter = {alpha, beta};
-    CommModel measured = m;
+    LinkTiers measured = m;
     measured.inter.step_curve = ring_step_curve(samples, ranks);
     for (double n : {0.0, 100.0, 5e3, 3e5, 7.7e6, 1e9})
       for (int nodes : {2, 3, 8})
@@ -146,17 +146,17 @@ TEST_CASE("step curve: a size measured twice counts at its mean; bad samples are
 }
 
 TEST_CASE("step curve: beside compute the loaded curve prices; the bucket cap uses the fits") {
-  CommModel m;
+  LinkTiers m;
   m.inter = {100e-6, 1e-8};
   m.inter.has_under_load = true;
   m.inter.loaded_alpha_s = 200e-6;
   m.inter.loaded_beta_s_per_byte = 2e-8;
   m.inter.step_curve = {{1e3, 1e-3}, {1e6, 2e-3}};
   m.inter.loaded_step_curve = {{1e3, 3e-3}, {1e6, 5e-3}};
-  const UnderLoadModel u = under_load_model({2, 1}, AllreduceAlgorithm::ring, m);
+  const UnderLoadLinks u = under_load_links({2, 1}, AllreduceAlgorithm::ring, m);
   REQUIRE(u.complete);
   // 2 MB over 2 ranks: steps of the measured 1 MB chunk.
-  CHECK(allreduce_seconds(2e6, {2, 1}, AllreduceAlgorithm::ring, u.model) == Approx(2 * 5e-3));
+  CHECK(allreduce_seconds(2e6, {2, 1}, AllreduceAlgorithm::ring, u.tiers) == Approx(2 * 5e-3));
   CHECK(allreduce_seconds(2e6, {2, 1}, AllreduceAlgorithm::ring, m) == Approx(2 * 2e-3));
   // The cap suggestion of the fit alone: 2 x 100 us of latency against 1e-8 s/B.
   CHECK(suggest_bucket_bytes({2, 1}, AllreduceAlgorithm::ring, m) == Approx(4e5));

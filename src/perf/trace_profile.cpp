@@ -1,5 +1,5 @@
-// See step_profile.h: step phases and bucket launches, per step, from a trace.
-#include "ringtrain/train/step_profile.h"
+// See trace_profile.h: step phases and bucket launches, per step, from a trace.
+#include "ringtrain/perf/trace_profile.h"
 
 #include <algorithm>
 #include <fstream>
