@@ -12,7 +12,7 @@ namespace ringtrain {
 namespace {
 // What the last rank's lateness adds after the last all-reduce: with a
 // measured lag it is already in the timeline (every all-reduce starts that
-// late); a model without one adds the wait measured at the end of compute.
+// late); tiers without one add the wait measured at the end of compute.
 double end_of_step_wait(const ClusterShape& shape, AllreduceAlgorithm algorithm,
                         const LinkTiers& links) {
   return allreduce_arrival_lag(shape, algorithm, links) > 0

@@ -1,15 +1,15 @@
-// The alpha-beta model of all-reduce time, fitted from measurements. A link
+// The alpha-beta fit of a link's all-reduce time, from measurements. A link
 // tier (inside a node, or across nodes) is described by a latency alpha per
 // message step and an inverse bandwidth beta per byte; a ring all-reduce of
 // n bytes over W ranks takes 2(W-1) steps of n/W bytes each:
 //   t(n) = 2(W-1) alpha + 2(W-1)/W n beta.
 // Measured times at several sizes give intercept and slope by weighted least
 // squares (relative error, so small and large messages weigh alike), hence
-// alpha and beta. Pure arithmetic: no communicator, no device.
+// alpha and beta (allreduce_time.h prices an all-reduce with them). Pure
+// arithmetic: no communicator, no device.
 #pragma once
 
 #include <cstddef>
-#include <string>
 #include <vector>
 
 namespace ringtrain {

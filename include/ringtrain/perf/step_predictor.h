@@ -7,7 +7,7 @@
 // they do not move in step: the last is behind the ranks' mean by the measured
 // lag (LinkParams::arrival_lag_s), so each bucket's all-reduce starts that
 // long after the mean rank produced it (the last bucket's too: the lag is
-// exposed at the end). A model from before the lag was measured adds the wait
+// exposed at the end). A fit from before the lag was measured adds the wait
 // for the last rank (LinkParams::arrival_wait_s) to the exposed time instead.
 // When the communication has no core of its own (comm_cpu_share > 0: the rank's
 // communication thread and its compute share a core), the overlap hides only
