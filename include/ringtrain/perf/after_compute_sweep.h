@@ -1,9 +1,10 @@
-// The all-reduce a step exposes ('ringtrain bench model --after-compute'): each
-// call comes right after the same amount of compute on every rank (sized to take
-// LinkBenchOptions::after_compute_ms on a core of its own). Where ranks share cores the compute
-// curve prices a step's compute at the ranks' mean rate, but the ranks end it apart and the
-// all-reduce waits for the last: a cycle of compute and all-reduce takes longer than the compute at
-// the mean rate plus the all-reduce alone. That excess is the wait.
+// The all-reduce a step exposes ('ringtrain bench model --after-compute'):
+// each call comes right after the same amount of compute on every rank (sized
+// to take LinkBenchOptions::after_compute_ms on a core of its own). Where ranks
+// share cores the compute curve prices a step's compute at the ranks' mean
+// rate, but the ranks end it apart and the all-reduce waits for the last: a
+// cycle of compute and all-reduce takes longer than the compute at the mean
+// rate plus the all-reduce alone. That excess is the wait.
 #pragma once
 
 #include <cstddef>
