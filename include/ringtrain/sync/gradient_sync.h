@@ -35,7 +35,7 @@ struct BucketTiming {
 };
 
 // When backward finished a bucket's gradients (on one rank too, where nothing
-// is exchanged): what the step model (step_model.h) needs to know when a
+// is exchanged): what the step predictor (perf/step_predictor.h) needs to know when a
 // bucket's all-reduce could start.
 struct BucketReady {
   std::size_t bucket = 0;
