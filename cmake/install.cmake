@@ -11,7 +11,10 @@ install(TARGETS ringtrain ringtrain_cli EXPORT ringtrainTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(DIRECTORY ${CMAKE_SOURCE_DIR}/include/ringtrain DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# The perf layer's headers belong to the command-line tool's own library, which
+# is not installed.
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/include/ringtrain DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+        PATTERN perf EXCLUDE)
 install(FILES ${CMAKE_BINARY_DIR}/generated/ringtrain/config.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ringtrain)
 

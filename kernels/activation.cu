@@ -26,6 +26,14 @@ __global__ void gelu_backward_kernel(const float* __restrict__ x, const float* _
                                      float* __restrict__ dx, std::size_t n) {
   RT_GRID_STRIDE(i, n) dx[i] = gelu_backward_element(x[i], dy[i]);
 }
+__global__ void gelu_tanh_forward_kernel(const float* __restrict__ x, float* __restrict__ y,
+                                         std::size_t n) {
+  RT_GRID_STRIDE(i, n) y[i] = gelu_tanh_forward_element(x[i]);
+}
+__global__ void gelu_tanh_backward_kernel(const float* __restrict__ x, const float* __restrict__ dy,
+                                          float* __restrict__ dx, std::size_t n) {
+  RT_GRID_STRIDE(i, n) dx[i] = gelu_tanh_backward_element(x[i], dy[i]);
+}
 #undef RT_GRID_STRIDE
 }  // namespace
 
@@ -48,6 +56,13 @@ void gelu_forward_cuda(const float* x, float* y, std::size_t n, void* stream) {
 }
 void gelu_backward_cuda(const float* x, const float* dy, float* dx, std::size_t n, void* stream) {
   RT_LAUNCH_ELEMENTWISE(gelu_backward_kernel, n, stream, x, dy, dx, n);
+}
+void gelu_tanh_forward_cuda(const float* x, float* y, std::size_t n, void* stream) {
+  RT_LAUNCH_ELEMENTWISE(gelu_tanh_forward_kernel, n, stream, x, y, n);
+}
+void gelu_tanh_backward_cuda(const float* x, const float* dy, float* dx, std::size_t n,
+                             void* stream) {
+  RT_LAUNCH_ELEMENTWISE(gelu_tanh_backward_kernel, n, stream, x, dy, dx, n);
 }
 #undef RT_LAUNCH_ELEMENTWISE
 

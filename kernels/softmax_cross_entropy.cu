@@ -1,3 +1,5 @@
+#include <math.h>
+
 #include "core/cuda/check_cuda.h"
 #include "kernels/launch_shape.cuh"
 #include "kernels/softmax_cross_entropy.cuh"
@@ -26,6 +28,100 @@ __global__ void softmax_ce_backward_kernel(const float* __restrict__ logits,
   if (r >= rows) return;
   softmax_ce_row_backward(logits + r * classes, classes, labels[r], scale, dlogits + r * classes,
                           smoothing);
+}
+
+// One warp per row for wide rows (a language model's vocabulary: 50257 for
+// GPT-2), where a thread per row would walk 150k elements alone with strided
+// reads. The same arithmetic as softmax_ce_row_forward/backward, its sums
+// lane-strided then combined by shuffles (a fixed order: bit-for-bit repeats).
+constexpr int kWideClasses = 512;
+constexpr unsigned kWarp = 32, kWideThreads = 256;
+
+__device__ __forceinline__ float warp_sum(float v) {
+  for (unsigned o = kWarp / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+// Maximum and its first index over the warp (ties: the lower index, as the
+// serial loop's strict >).
+__device__ __forceinline__ void warp_argmax(float& m, int& arg) {
+  for (unsigned o = kWarp / 2; o > 0; o /= 2) {
+    const float om = __shfl_xor_sync(0xffffffffu, m, o);
+    const int oa = __shfl_xor_sync(0xffffffffu, arg, o);
+    if (om > m || (om == m && oa < arg)) {
+      m = om;
+      arg = oa;
+    }
+  }
+}
+
+__global__ void softmax_ce_forward_wide_kernel(const float* __restrict__ logits,
+                                               const int* __restrict__ labels, std::size_t rows,
+                                               int classes, float* __restrict__ row_loss,
+                                               int* __restrict__ row_correct, float smoothing) {
+  const std::size_t r = (blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x) / kWarp;
+  const int lane = static_cast<int>(threadIdx.x % kWarp);
+  if (r >= rows) return;
+  const int label = labels[r];
+  if (label == kIgnoredLabel || label < 0 || label >= classes) {
+    if (lane == 0)  // the row function's verdicts for these
+      softmax_ce_row_forward(logits + r * classes, classes, label, &row_loss[r], &row_correct[r],
+                             smoothing);
+    return;
+  }
+  const float* z = logits + r * classes;
+  float m = -INFINITY;
+  int arg = classes;
+  for (int j = lane; j < classes; j += kWarp)
+    if (z[j] > m) {
+      m = z[j];
+      arg = j;
+    }
+  warp_argmax(m, arg);
+  float s = 0.0f, sum_z = 0.0f;
+  for (int j = lane; j < classes; j += kWarp) {
+    s += expf(z[j] - m);
+    sum_z += z[j];
+  }
+  s = warp_sum(s);
+  sum_z = warp_sum(sum_z);
+  if (lane != 0) return;
+  const float lse = logf(s) + m;
+  float loss = lse - z[label];
+  if (smoothing > 0.0f)
+    loss = (1.0f - smoothing) * loss + smoothing * (lse - sum_z / static_cast<float>(classes));
+  row_loss[r] = loss;
+  row_correct[r] = arg == label ? 1 : 0;
+}
+
+__global__ void softmax_ce_backward_wide_kernel(const float* __restrict__ logits,
+                                                const int* __restrict__ labels, std::size_t rows,
+                                                int classes, float scale,
+                                                float* __restrict__ dlogits, float smoothing) {
+  const std::size_t r = (blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x) / kWarp;
+  const int lane = static_cast<int>(threadIdx.x % kWarp);
+  if (r >= rows) return;
+  const int label = labels[r];
+  const float* z = logits + r * classes;
+  float* dz = dlogits + r * classes;
+  if (label == kIgnoredLabel) {
+    for (int j = lane; j < classes; j += kWarp) dz[j] = 0.0f;
+    return;
+  }
+  float m = -INFINITY;
+  for (int j = lane; j < classes; j += kWarp) m = fmaxf(m, z[j]);
+  for (unsigned o = kWarp / 2; o > 0; o /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+  float s = 0.0f;
+  for (int j = lane; j < classes; j += kWarp) s += expf(z[j] - m);
+  s = warp_sum(s);
+  const float inv = scale / s;
+  const float off = scale * smoothing / static_cast<float>(classes);
+  const float on = scale * (1.0f - smoothing) + off;
+  for (int j = lane; j < classes; j += kWarp)
+    dz[j] = expf(z[j] - m) * inv - (j == label ? on : off);
+}
+
+unsigned wide_blocks(std::size_t rows) {
+  return static_cast<unsigned>((rows * kWarp + kWideThreads - 1) / kWideThreads);
 }
 
 constexpr unsigned kTotalsThreads = 256;
@@ -58,6 +154,13 @@ void softmax_ce_forward_cuda(const float* logits, const std::int32_t* labels, st
                              std::size_t classes, float* row_loss, std::int32_t* row_correct,
                              float smoothing, void* stream) {
   if (rows == 0) return;
+  if (classes >= kWideClasses) {
+    softmax_ce_forward_wide_kernel<<<wide_blocks(rows), kWideThreads, 0,
+                                     static_cast<cudaStream_t>(stream)>>>(
+        logits, labels, rows, static_cast<int>(classes), row_loss, row_correct, smoothing);
+    RT_CUDA_CHECK_LAUNCH();
+    return;
+  }
   softmax_ce_forward_kernel<<<row_blocks(rows), kElementwiseThreads, 0,
                               static_cast<cudaStream_t>(stream)>>>(
       logits, labels, rows, static_cast<int>(classes), row_loss, row_correct, smoothing);
@@ -68,6 +171,13 @@ void softmax_ce_backward_cuda(const float* logits, const std::int32_t* labels, s
                               std::size_t classes, float scale, float* dlogits, float smoothing,
                               void* stream) {
   if (rows == 0) return;
+  if (classes >= kWideClasses) {
+    softmax_ce_backward_wide_kernel<<<wide_blocks(rows), kWideThreads, 0,
+                                      static_cast<cudaStream_t>(stream)>>>(
+        logits, labels, rows, static_cast<int>(classes), scale, dlogits, smoothing);
+    RT_CUDA_CHECK_LAUNCH();
+    return;
+  }
   softmax_ce_backward_kernel<<<row_blocks(rows), kElementwiseThreads, 0,
                                static_cast<cudaStream_t>(stream)>>>(
       logits, labels, rows, static_cast<int>(classes), scale, dlogits, smoothing);

@@ -27,6 +27,9 @@
 #             3 rounds: resnet50 b256 fp32, TF32 and bf16 (--layout nchw and nhwc),
 #             inception3 b128 and vgg16 b128 TF32, 0 host syncs per steady step
 #   peers     PyTorch alone on the real-size models (launch/bench/peer_gpu_models.py)
+#   gpt       gpt2 (124M) at 16 x 1024 tokens in bf16 side by side with PyTorch (bf16
+#             autocast, F.scaled_dot_product_attention, fused AdamW), alternating, 2
+#             rounds: tokens/s and model FLOPs utilisation of each, host syncs
 #
 # --quick     for a second, short call: no cpusuite, speed or peers unless named, a
 #             2-epoch accuracy run (>= 0.88), and CTEST_REGEX=... limits 'ctest'
@@ -65,7 +68,7 @@ summary=$out/summary.txt
 deadline=$((SECONDS + budget))
 checks=("$@")
 if [ ${#checks[@]} -eq 0 ]; then
-  checks=(env cpusuite sanitize ctest nccl2 train latency speed models peers)
+  checks=(env cpusuite sanitize ctest nccl2 train latency speed gpt models peers)
   [ $quick = 1 ] && checks=(env ctest nccl2 train sanitize)
 fi
 wants() { local c; for c in "${checks[@]}"; do [ "$c" = "$1" ] && return 0; done; return 1; }
@@ -370,6 +373,44 @@ check_peers() {
   pass_if peers $? "$(grep -cE '^(resnet50|inception3|vgg16|gpt2) ' "$out/peers.log") rows"
 }
 
+check_gpt() {
+  # Both sides without dropout (the peer's gpt2 has none: gpt2:dropout=0), AdamW,
+  # bf16 (ringtrain: its --precision bf16 rounding around TF32 GEMMs). The FLOPs
+  # per step are peer_gpu_models.py's: 6 N per token plus causal attention's 6 L T C.
+  local tp; tp=$(torch_library_path)
+  local rounds=${GPT_ROUNDS:-2} r rt pt gpu
+  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+  printf 'round\tringtrain_tokens_s\tringtrain_mfu\thost_syncs\tpytorch_tokens_s\tpytorch_mfu\n' > "$out/gpt.tsv"
+  for r in $(seq 1 "$rounds"); do
+    run "gpt-rt-$r" 240 "$exe" bench step --device cuda --model gpt2:dropout=0 --batch 16 --steps 5 --warmup 2 \
+      --precision bf16 --tf32 on --optimizer adamw --json
+    rt=$(python3 - "$out/gpt-rt-$r.log" "$gpu" <<'PY' 2>/dev/null
+import json, sys
+peak = next((v for k, v in {"H100": 989.0, "H200": 989.0, "A100": 312.0}.items() if k in sys.argv[2]), None)
+j = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")][-1]
+tokens = j["samples_per_s"] * 1024
+flops = tokens * (6 * j["params"] + 6 * 12 * 1024 * 768)
+mfu = "%.1f%%" % (100 * flops / 1e12 / peak) if peak else "n/a"
+print("%.0f\t%s\t%s" % (tokens, mfu, j.get("host_syncs_per_step")))
+PY
+)
+    run "gpt-pt-$r" 240 env LD_LIBRARY_PATH="$tp" PYTHONUNBUFFERED=1 python3 launch/bench/peer_gpu_models.py \
+      --cases gpt2@16:bf16 --steps 5 --warmup 2 --repeats 1 --json "$work/gpt-pt-$r.json"
+    pt=$(python3 - "$work/gpt-pt-$r.json" "$gpu" <<'PY' 2>/dev/null
+import json, sys
+peak = next((v for k, v in {"H100": 989.0, "H200": 989.0, "A100": 312.0}.items() if k in sys.argv[2]), None)
+[j] = json.load(open(sys.argv[1]))
+mfu = "%.1f%%" % (100 * j["tflops"] / peak) if peak else "n/a"
+print("%.0f\t%s" % (j["tokens_per_s"], mfu))
+PY
+)
+    [ -n "$rt" ] || rt=$(printf 'failed\tfailed\tfailed')
+    [ -n "$pt" ] || pt=$(printf 'failed\tfailed')
+    printf '%s\t%s\t%s\n' "$r" "$rt" "$pt" >> "$out/gpt.tsv"
+  done
+  note gpt INFO "$gpu: $(tr '\n' ';' < "$out/gpt.tsv" | cut -c1-600)"
+}
+
 # The GPU bundle stores a library's SONAME link where Debian's merged /usr has it
 # (lib/...) and its target under usr/lib/...: ldconfig -n makes the links beside
 # the targets (iproute2's libbpf.so.1, without which netns-cluster cannot run);
@@ -391,7 +432,7 @@ pack() { [ -n "$tarball" ] && tar czf "$tarball.tmp" -C "$out" . 2>/dev/null && 
 note start INFO "$(date -u +%FT%TZ) checks: ${checks[*]}; budget $budget s; quick $quick; dry $dry"
 for c in "${checks[@]}"; do
   declare -F "check_$c" > /dev/null || { note "$c" FAIL "no such check"; continue; }
-  case $c in latency|speed|models|peers) wait_background ;; esac
+  case $c in latency|speed|gpt|models|peers) wait_background ;; esac
   if [ "$(left)" -lt 25 ]; then note "$c" SKIP "budget spent"; continue; fi
   case $c in cpusuite|sanitize) background "$c"; continue ;; esac
   t0=$SECONDS

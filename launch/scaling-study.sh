@@ -57,7 +57,7 @@ Runs:
   --oversubscribe       allow more ranks than cores or slots (ranks then unbound)
   --exe PATH            ringtrain binary (default \$RINGTRAIN_EXE, else
                         \${BUILD_DIR:-<repo>/build}/ringtrain)
-Prediction (the step model; see README "Predicting scaling"):
+Prediction (the step model; see docs/scaling.md):
   --predict LIST        node counts to predict, e.g. 1,2,4,8,16,32,64,128,256: adds
                         predicted rows (ring and hierarchical all-reduce) to the CSV
                         and dashed lines to the plot, and a verdict line at the end.

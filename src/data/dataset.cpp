@@ -18,7 +18,7 @@
 #include <optional>
 
 #include "comm/broadcast_text.h"
-#include "core/fault_stall.h"
+#include "core/fault_plan.h"
 #include "core/hdf5.h"
 #include "data/image_decode.h"
 #include "data/loader_threads.h"
@@ -440,7 +440,7 @@ Dataset Dataset::open_on_all_ranks(const std::string& path, const std::string& s
                                    Communicator& control, Labels labels) {
   std::optional<Dataset> ds;
   std::string message;
-  fault_stall_point("open", control.rank());
+  if (const FaultPlan* faults = FaultPlan::planned()) faults->stall_at("open", control.rank(), 0);
   try {
     ds.emplace(open(path, split, labels));
   } catch (const Error& e) {

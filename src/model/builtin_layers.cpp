@@ -199,7 +199,7 @@ Canonical no_canonical(const LayerSpec&) {
 
 constexpr std::size_t kMany = static_cast<std::size_t>(-1);
 
-// ---- the GPT-2 class layers (model/transformer_layers.h); CPU only for now
+// ---- the GPT-2 class layers (model/transformer_layers.h)
 void parse_token_embedding(const Args& a, const std::string& at, LayerSpec& l) {
   const SpecArg& vocab = required(a, 0, "vocab", "token_embedding", at);
   const SpecArg& dim = required(a, 1, "dim", "token_embedding", at);
@@ -211,7 +211,8 @@ Canonical canonical_token_embedding(const LayerSpec& l) {
 }
 std::unique_ptr<Layer> make_token_embedding(const LayerArgs&, const LayerBuild& b) {
   need_rank(b, b.input.rank() == 1, "[T] token ids");
-  return std::make_unique<TokenEmbeddingLayer>(b.name, b.input, b.spec->vocab, b.spec->out, *b.ctx);
+  return std::make_unique<TokenEmbeddingLayer>(b.name, b.input, b.spec->vocab, b.spec->out, *b.ctx,
+                                               b.max_batch);
 }
 void parse_position_embedding(const Args& a, const std::string& at, LayerSpec& l) {
   const SpecArg& context = required(a, 0, "context", "position_embedding", at);
@@ -241,14 +242,18 @@ std::unique_ptr<Layer> make_layer_norm(const LayerArgs&, const LayerBuild& b) {
 void parse_attention(const Args& a, const std::string& at, LayerSpec& l) {
   const SpecArg& heads = required(a, 0, "heads", "causal_self_attention", at);
   l.heads = parse_count(heads.value, "causal_self_attention 'heads'", heads.where, false);
+  if (!a[1].value.empty())
+    l.p = parse_probability(a[1].value, "causal_self_attention 'dropout'", a[1].where);
 }
 Canonical canonical_attention(const LayerSpec& l) {
+  if (l.p > 0) return {fmt::format("heads={}", l.heads), fmt::format("dropout={}", l.p)};
   return {fmt::format("heads={}", l.heads)};
 }
 std::unique_ptr<Layer> make_attention(const LayerArgs&, const LayerBuild& b) {
   need_rank(b, b.input.rank() == 2, "[T, C] rows");
   return std::make_unique<CausalSelfAttentionLayer>(b.name, b.input, b.spec->heads, *b.ctx,
-                                                    b.max_batch);
+                                                    b.max_batch, static_cast<float>(b.spec->p),
+                                                    b.index, b.dropout);
 }
 std::unique_ptr<Layer> make_gelu_tanh(const LayerArgs&, const LayerBuild& b) {
   return std::make_unique<ElementwiseActivationLayer>(b.name, b.input, *b.ctx, kGeluTanhActivation);
@@ -362,8 +367,7 @@ void register_builtin_layers(LayerRegistry& registry) {
        1,
        parse_token_embedding,
        canonical_token_embedding,
-       make_token_embedding,
-       false},
+       make_token_embedding},
       {LayerKind::position_embedding,
        "position_embedding",
        {"context"},
@@ -372,8 +376,7 @@ void register_builtin_layers(LayerRegistry& registry) {
        1,
        parse_position_embedding,
        canonical_position_embedding,
-       make_position_embedding,
-       false},
+       make_position_embedding},
       {LayerKind::layer_norm,
        "layer_norm",
        {"eps"},
@@ -382,28 +385,17 @@ void register_builtin_layers(LayerRegistry& registry) {
        1,
        parse_layer_norm,
        canonical_layer_norm,
-       make_layer_norm,
-       false},
+       make_layer_norm},
       {LayerKind::causal_self_attention,
        "causal_self_attention",
-       {"heads"},
+       {"heads", "dropout"},
        {},
        1,
        1,
        parse_attention,
        canonical_attention,
-       make_attention,
-       false},
-      {LayerKind::gelu_tanh,
-       "gelu_tanh",
-       {},
-       {},
-       1,
-       1,
-       no_args,
-       no_canonical,
-       make_gelu_tanh,
-       false},
+       make_attention},
+      {LayerKind::gelu_tanh, "gelu_tanh", {}, {}, 1, 1, no_args, no_canonical, make_gelu_tanh},
       {LayerKind::lm_head,
        "lm_head",
        {"tied"},
@@ -412,8 +404,7 @@ void register_builtin_layers(LayerRegistry& registry) {
        1,
        parse_lm_head,
        canonical_lm_head,
-       make_lm_head,
-       false},
+       make_lm_head},
   };
   for (const Row& r : rows) {
     LayerType t;

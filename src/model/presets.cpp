@@ -4,6 +4,9 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+
+#include "model/spec_values.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/model/graph_builder.h"
 
@@ -256,20 +259,35 @@ ModelSpec inception3(std::size_t classes) {
 // are h.0.attn.c_attn.weight, h.0.mlp.c_fc.bias, ln_f.weight, wte.weight.
 struct GptLayout {
   std::size_t layers, width, heads, context, vocab;  // vocab 0: from the data
+  double dropout;  // GPT-2's, on the embeddings, attention weights and residual branches
 };
 
-const GptLayout* gpt_layout(std::string_view name) {
-  static const GptLayout nano{4, 128, 4, 128, 0};
-  static const GptLayout gpt2{12, 768, 12, 1024, 50257};
-  static const GptLayout medium{24, 1024, 16, 1024, 50257};
-  if (name == "gpt-nano") return &nano;
-  if (name == "gpt2") return &gpt2;
-  if (name == "gpt2-medium") return &medium;
-  return nullptr;
+// "gpt2" or "gpt2:dropout=P": the layout, its dropout replaced when given.
+// nullopt when the name is not a gpt preset; an Error when the suffix is bad.
+std::optional<GptLayout> gpt_layout(std::string_view name) {
+  // gpt-nano trains the CPU tests' small corpora, where the 1 x 4B = 2 x 2B
+  // = 4 x B equivalence must hold (dropout masks depend on the rank): off.
+  static const GptLayout nano{4, 128, 4, 128, 0, 0.0};
+  static const GptLayout gpt2{12, 768, 12, 1024, 50257, 0.1};
+  static const GptLayout medium{24, 1024, 16, 1024, 50257, 0.1};
+  const std::string_view base = name.substr(0, name.find(':'));
+  std::optional<GptLayout> l;
+  if (base == "gpt-nano") l = nano;
+  if (base == "gpt2") l = gpt2;
+  if (base == "gpt2-medium") l = medium;
+  if (!l || base.size() == name.size()) return l;
+  const std::string_view suffix = name.substr(base.size() + 1);
+  constexpr std::string_view kKey = "dropout=";
+  RT_CHECK(suffix.rfind(kKey, 0) == 0,
+           "preset '{}': after '{}:' only dropout=P is known (as in {}:dropout=0)", name, base,
+           base);
+  l->dropout = parse_probability(suffix.substr(kKey.size()), "preset dropout", std::string(name));
+  return l;
 }
 
 ModelSpec gpt(const GptLayout& l, std::size_t vocab) {
   GraphBuilder g;
+  const double p = l.dropout;
   LayerSpec wte{LayerKind::token_embedding};
   wte.vocab = vocab;
   wte.out = l.width;
@@ -277,18 +295,24 @@ ModelSpec gpt(const GptLayout& l, std::size_t vocab) {
   LayerSpec wpe{LayerKind::position_embedding};
   wpe.context = l.context;
   std::string x = g.node(wpe, {}, "wpe");
+  // Dropout nodes only where it is on, so a model without dropout has the
+  // very graph (and node numbering) it had before dropout existed.
+  if (p > 0) x = g.dropout(p, "drop");
   LayerSpec attn{LayerKind::causal_self_attention};
   attn.heads = l.heads;
+  attn.p = p;  // on the attention weights (GPT-2's attn_dropout)
   for (std::size_t i = 0; i < l.layers; ++i) {
-    const std::string p = fmt::format("h.{}", i);
-    g.node(LayerSpec{LayerKind::layer_norm}, {x}, p + ".ln_1");
-    const std::string a = g.node(attn, {}, p + ".attn");
-    x = g.add({x, a}, p + ".attn_residual");
-    g.node(LayerSpec{LayerKind::layer_norm}, {x}, p + ".ln_2");
-    g.linear(4 * l.width, p + ".mlp.c_fc");
-    g.node(LayerSpec{LayerKind::gelu_tanh}, {}, p + ".mlp.gelu");
-    const std::string m = g.linear(l.width, p + ".mlp.c_proj");
-    x = g.add({x, m}, p + ".mlp_residual");
+    const std::string h = fmt::format("h.{}", i);
+    g.node(LayerSpec{LayerKind::layer_norm}, {x}, h + ".ln_1");
+    std::string a = g.node(attn, {}, h + ".attn");
+    if (p > 0) a = g.dropout(p, h + ".attn.resid_dropout");
+    x = g.add({x, a}, h + ".attn_residual");
+    g.node(LayerSpec{LayerKind::layer_norm}, {x}, h + ".ln_2");
+    g.linear(4 * l.width, h + ".mlp.c_fc");
+    g.node(LayerSpec{LayerKind::gelu_tanh}, {}, h + ".mlp.gelu");
+    std::string m = g.linear(l.width, h + ".mlp.c_proj");
+    if (p > 0) m = g.dropout(p, h + ".mlp.dropout");
+    x = g.add({x, m}, h + ".mlp_residual");
   }
   g.node(LayerSpec{LayerKind::layer_norm}, {x}, "ln_f");
   LayerSpec head{LayerKind::lm_head};
@@ -302,8 +326,8 @@ ModelSpec gpt(const GptLayout& l, std::size_t vocab) {
 }  // namespace
 
 std::optional<LanguageModelShape> language_model_shape(std::string_view name) {
-  const GptLayout* l = gpt_layout(name);
-  if (l == nullptr) return std::nullopt;
+  const std::optional<GptLayout> l = gpt_layout(name);
+  if (!l) return std::nullopt;
   return LanguageModelShape{l->context, l->vocab};
 }
 
@@ -322,19 +346,19 @@ std::vector<std::pair<std::string, std::string>> graph_preset_list() {
            "(23,834,568; 299x299 input, 75x75 at the least)"},
           {"gpt-nano",
            "GPT-2 style language model for CPU runs: 4 layers, 128 wide, 4 heads, context 128, "
-           "vocabulary from the data"},
+           "vocabulary from the data, no dropout (gpt-nano:dropout=P sets one)"},
           {"gpt2",
            "GPT-2 124M: 12 layers, 768 wide, 12 heads, context 1024, vocabulary 50257 "
-           "(124,439,808 parameters, head tied)"},
+           "(124,439,808 parameters, head tied), dropout 0.1 (gpt2:dropout=0 turns it off)"},
           {"gpt2-medium",
            "GPT-2 medium: 24 layers, 1024 wide, 16 heads, context 1024, "
-           "vocabulary 50257 (354,823,168)"}};
+           "vocabulary 50257 (354,823,168), dropout 0.1"}};
 }
 
 bool is_graph_preset(std::string_view name) {
   for (const auto& [n, _] : graph_preset_list())
     if (n == name) return true;
-  return false;
+  return gpt_layout(name).has_value();
 }
 
 ModelSpec graph_preset(std::string_view name, std::size_t classes) {
@@ -360,7 +384,7 @@ ModelSpec graph_preset(std::string_view name, std::size_t classes) {
     spec = vgg16(true, classes);
   else if (name == "inception3")
     spec = inception3(classes);
-  else if (const GptLayout* l = gpt_layout(name))
+  else if (const std::optional<GptLayout> l = gpt_layout(name))
     spec = gpt(*l, l->vocab > 0 ? l->vocab : classes);
   else
     RT_CHECK(false, "unknown model preset '{}'", name);

@@ -1,40 +1,59 @@
-// CPU implementations of the transformer layers: plain loops and the gemm op,
-// written for correctness first (the attention forms the whole T x T score
-// matrix and masks it).
+// The transformer layers, one code path for the CPU and a GPU: the ops of
+// ringtrain/ops/transformer_ops.h, the GEMMs and the bias ops dispatch on the
+// context. The CPU is written for correctness first (the attention forms the
+// whole T x T score matrix and masks it); so, for now, is the GPU (cuBLAS
+// strided-batched GEMMs around a warp-per-row causal softmax, no fused
+// flash-attention kernel yet).
 #include "model/transformer_layers.h"
 
-#include <algorithm>
 #include <cmath>
-#include <cstring>
 
-#include "kernels/causal_attention.cuh"
-#include "kernels/layer_norm.cuh"
+#include "kernels/dropout.cuh"
 #include "ringtrain/core/check.h"
 #include "ringtrain/ops/bias.h"
+#include "ringtrain/ops/dropout.h"
 #include "ringtrain/ops/gemm.h"
+#include "ringtrain/ops/merge.h"
+#include "ringtrain/ops/transformer_ops.h"
 
 namespace ringtrain {
 
-namespace {
-void require_cpu(const ComputeContext& ctx, const std::string& layer, const char* kind) {
-  RT_CHECK(!ctx.is_cuda(),
-           "layer '{}': {} is not yet implemented on the GPU (transformer layers run on the CPU "
-           "for now: pass --device cpu)",
-           layer, kind);
+// ---------------------------------------------------------------------------
+// workspaces
+
+LayerWorkspace::LayerWorkspace(const ComputeContext& ctx, std::size_t per_sample,
+                               std::size_t max_batch)
+    : device_(ctx.device()), per_sample_(per_sample), max_batch_(max_batch) {
+  if (device_.is_cuda() && per_sample * max_batch > 0)
+    data_ = Tensor::zeros({per_sample * max_batch}, DType::f32, device_);
 }
-}  // namespace
+
+float* LayerWorkspace::get(std::size_t batch, const std::string& layer) {
+  const std::size_t need = per_sample_ * batch;
+  if (device_.is_cuda()) {
+    RT_CHECK(batch <= max_batch_, "layer '{}': batch {} is larger than the {} it was built for",
+             layer, batch, max_batch_);
+  } else if (data_.numel() < need) {
+    data_ = Tensor::zeros({need}, DType::f32, device_);
+  }
+  return data_.data_as<float>();
+}
 
 // ---------------------------------------------------------------------------
 // token embedding
 
 TokenEmbeddingLayer::TokenEmbeddingLayer(std::string name, const Shape& input, std::size_t vocab,
-                                         std::size_t dim, const ComputeContext& ctx)
+                                         std::size_t dim, const ComputeContext& ctx,
+                                         std::size_t max_batch)
     : Layer(std::move(name), input, Shape{input.numel(), dim}),
       ctx_(ctx),
       t_(input.numel()),
       vocab_(vocab),
       dim_(dim) {
-  require_cpu(ctx, this->name(), "token_embedding");
+  const std::size_t bytes = token_embedding_backward_workspace_bytes(ctx, max_batch * t_, vocab);
+  if (bytes > 0)
+    sort_workspace_ =
+        Tensor::zeros({(bytes + sizeof(float) - 1) / sizeof(float)}, DType::f32, ctx.device());
 }
 
 std::vector<ParamDesc> TokenEmbeddingLayer::param_descs() const {
@@ -47,26 +66,16 @@ void TokenEmbeddingLayer::bind(float* params, float* grads) {
 }
 
 void TokenEmbeddingLayer::forward(const float* x, float* y, std::size_t batch, bool) {
-  for (std::size_t r = 0; r < batch * t_; ++r) {
-    const float v = x[r];
-    const auto id = static_cast<long long>(v);
-    RT_CHECK(v >= 0.0f && static_cast<float>(id) == v && static_cast<std::size_t>(id) < vocab_,
-             "layer '{}': input {} of sample {} position {} is not a token id in [0, {})", name(),
-             v, r / t_, r % t_, vocab_);
-    std::memcpy(y + r * dim_, w_ + static_cast<std::size_t>(id) * dim_, dim_ * sizeof(float));
-  }
+  token_embedding_forward(ctx_, x, w_, batch * t_, t_, vocab_, dim_, y, name());
 }
 
 void TokenEmbeddingLayer::backward(const float* x, const float*, const float* dy, float* dx,
                                    std::size_t batch, bool accumulate) {
-  if (!accumulate && !shared_) std::fill_n(dw_, vocab_ * dim_, 0.0f);
-  for (std::size_t r = 0; r < batch * t_; ++r) {
-    float* row = dw_ + static_cast<std::size_t>(x[r]) * dim_;
-    const float* g = dy + r * dim_;
-    for (std::size_t j = 0; j < dim_; ++j) row[j] += g[j];
-  }
+  // A tied head wrote its part of dW already: add to it.
+  token_embedding_backward(ctx_, x, dy, batch * t_, vocab_, dim_, dw_, accumulate || shared_,
+                           sort_workspace_.data_as<float>(), sort_workspace_.bytes());
   // Token ids have no gradient.
-  if (dx != nullptr) std::fill_n(dx, batch * t_, 0.0f);
+  if (dx != nullptr) zero_floats(ctx_, dx, batch * t_);
 }
 
 // ---------------------------------------------------------------------------
@@ -78,9 +87,7 @@ PositionEmbeddingLayer::PositionEmbeddingLayer(std::string name, const Shape& in
       ctx_(ctx),
       t_(input[0]),
       c_(input[1]),
-      context_(context) {
-  require_cpu(ctx, this->name(), "position_embedding");
-}
+      context_(context) {}
 
 std::vector<ParamDesc> PositionEmbeddingLayer::param_descs() const {
   return {{"weight", Shape{context_, c_}, kGpt2InitFanIn}};
@@ -92,18 +99,13 @@ void PositionEmbeddingLayer::bind(float* params, float* grads) {
 }
 
 void PositionEmbeddingLayer::forward(const float* x, float* y, std::size_t batch, bool) {
-  const std::size_t n = t_ * c_;
-  for (std::size_t b = 0; b < batch; ++b)
-    for (std::size_t i = 0; i < n; ++i) y[b * n + i] = x[b * n + i] + w_[i];
+  add_broadcast_rows(ctx_, x, w_, y, batch, t_ * c_);
 }
 
 void PositionEmbeddingLayer::backward(const float*, const float*, const float* dy, float* dx,
                                       std::size_t batch, bool accumulate) {
-  const std::size_t n = t_ * c_;
-  if (!accumulate) std::fill_n(dw_, context_ * c_, 0.0f);
-  for (std::size_t b = 0; b < batch; ++b)
-    for (std::size_t i = 0; i < n; ++i) dw_[i] += dy[b * n + i];
-  if (dx != nullptr) std::copy_n(dy, batch * n, dx);
+  broadcast_rows_grad(ctx_, dy, dw_, batch, t_ * c_, context_ * c_, accumulate);
+  if (dx != nullptr) copy_floats(ctx_, dx, dy, batch * t_ * c_);
 }
 
 // ---------------------------------------------------------------------------
@@ -116,10 +118,9 @@ LayerNormLayer::LayerNormLayer(std::string name, const Shape& input, float eps,
       rows_(input.numel() / input[input.rank() - 1]),
       c_(input[input.rank() - 1]),
       eps_(eps),
-      mean_(max_batch * rows_),
-      rstd_(max_batch * rows_) {
-  require_cpu(ctx, this->name(), "layer_norm");
-}
+      mean_(ctx, rows_, max_batch),
+      rstd_(ctx, rows_, max_batch),
+      scratch_(ctx, ctx.is_cuda() ? rows_ * c_ : 0, max_batch) {}
 
 std::vector<ParamDesc> LayerNormLayer::param_descs() const {
   return {{"weight", Shape{c_}, 0, 1.0f}, {"bias", Shape{c_}, 0, 0.0f}};
@@ -133,18 +134,15 @@ void LayerNormLayer::bind(float* params, float* grads) {
 }
 
 void LayerNormLayer::forward(const float* x, float* y, std::size_t batch, bool) {
-  const int c = static_cast<int>(c_);
-  for (std::size_t r = 0; r < batch * rows_; ++r)
-    kernels::layer_norm_row_forward(x + r * c_, w_, b_, c, eps_, y + r * c_, &mean_[r], &rstd_[r]);
+  layer_norm_forward(ctx_, x, w_, b_, batch * rows_, c_, eps_, y, mean_.get(batch, name()),
+                     rstd_.get(batch, name()));
 }
 
 void LayerNormLayer::backward(const float* x, const float*, const float* dy, float* dx,
                               std::size_t batch, bool accumulate) {
-  if (!accumulate) std::fill_n(dw_, 2 * c_, 0.0f);  // weight and bias are adjacent
-  const int c = static_cast<int>(c_);
-  for (std::size_t r = 0; r < batch * rows_; ++r)
-    kernels::layer_norm_row_backward(x + r * c_, w_, dy + r * c_, c, mean_[r], rstd_[r],
-                                     dx ? dx + r * c_ : nullptr, dw_, db_);
+  layer_norm_backward(ctx_, x, w_, dy, batch * rows_, c_, mean_.get(batch, name()),
+                      rstd_.get(batch, name()), dx, dw_, db_, accumulate,
+                      ctx_.is_cuda() ? scratch_.get(batch, name()) : nullptr);
 }
 
 // ---------------------------------------------------------------------------
@@ -152,17 +150,30 @@ void LayerNormLayer::backward(const float* x, const float*, const float* dy, flo
 
 CausalSelfAttentionLayer::CausalSelfAttentionLayer(std::string name, const Shape& input,
                                                    std::size_t heads, const ComputeContext& ctx,
-                                                   std::size_t max_batch)
+                                                   std::size_t max_batch, float dropout,
+                                                   std::size_t index,
+                                                   const DropoutContext* dropout_context)
     : Layer(std::move(name), input, input),
       ctx_(ctx),
       t_(input[0]),
       c_(input[1]),
       heads_(heads),
-      d_(input[1] / heads) {
-  require_cpu(ctx, this->name(), "causal_self_attention");
+      d_(heads > 0 ? input[1] / heads : 0),
+      dropout_(dropout),
+      index_(index),
+      dropout_context_(dropout_context) {
   RT_CHECK(heads >= 1 && c_ % heads == 0, "layer '{}': width {} is not a multiple of {} heads",
            this->name(), c_, heads);
-  (void)max_batch;  // workspaces grow with the batches seen (model show builds gpt2 cheaply)
+  RT_CHECK(dropout >= 0.0f && dropout < 1.0f && (dropout == 0.0f || dropout_context != nullptr),
+           "layer '{}': attention dropout {} is outside [0, 1)", this->name(), dropout);
+  const std::size_t rows = t_, tt = t_ * t_;
+  qkv_ = LayerWorkspace(ctx, rows * 3 * c_, max_batch);
+  d_qkv_ = LayerWorkspace(ctx, rows * 3 * c_, max_batch);
+  o_ = LayerWorkspace(ctx, rows * c_, max_batch);
+  d_o_ = LayerWorkspace(ctx, rows * c_, max_batch);
+  p_ = LayerWorkspace(ctx, heads_ * tt, max_batch);
+  d_p_ = LayerWorkspace(ctx, tt, max_batch);
+  p_drop_ = LayerWorkspace(ctx, dropout > 0.0f ? tt : 0, max_batch);
 }
 
 std::vector<ParamDesc> CausalSelfAttentionLayer::param_descs() const {
@@ -183,71 +194,91 @@ void CausalSelfAttentionLayer::bind(float* params, float* grads) {
   db_o_ = dw_o_ + c_ * c_;
 }
 
-void CausalSelfAttentionLayer::forward(const float* x, float* y, std::size_t batch, bool) {
-  const std::size_t rows = batch * t_, c3 = 3 * c_;
-  if (qkv_.size() < rows * c3) {
-    qkv_.assign(rows * c3, 0.0f);
-    p_.assign(batch * heads_ * t_ * t_, 0.0f);
-    o_.assign(rows * c_, 0.0f);
-    d_o_.assign(rows * c_, 0.0f);
-    d_qkv_.assign(rows * c3, 0.0f);
-    d_p_.assign(t_ * t_, 0.0f);
-  }
+// One mask per head: the node's key (as a dropout layer's) mixed with the head.
+std::uint64_t CausalSelfAttentionLayer::head_key(std::size_t head) const {
+  const DropoutContext& c = *dropout_context_;
+  return kernels::mix64(dropout_mask_key(c.seed, c.rank, c.step, index_) ^ (head + 1));
+}
+
+void CausalSelfAttentionLayer::forward(const float* x, float* y, std::size_t batch, bool training) {
+  const std::size_t rows = batch * t_, c3 = 3 * c_, tt = t_ * t_;
+  float* qkv = qkv_.get(batch, name());
+  float* p = p_.get(batch, name());
+  float* o = o_.get(batch, name());
+  dropped_ = training && dropout_ > 0.0f;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d_));
-  gemm(ctx_, false, true, rows, c3, c_, 1.0f, x, c_, w_qkv_, c_, 0.0f, qkv_.data(), c3);
-  bias_add(ctx_, qkv_.data(), b_qkv_, rows, c3, 1);
-  const int t = static_cast<int>(t_);
-  for (std::size_t b = 0; b < batch; ++b)
-    for (std::size_t h = 0; h < heads_; ++h) {
-      const float* q = qkv_.data() + b * t_ * c3 + h * d_;
-      const float* k = q + c_;
-      const float* v = q + 2 * c_;
-      float* p = p_.data() + (b * heads_ + h) * t_ * t_;
-      // S = scale Q K^T (the whole square; the mask drops the upper triangle).
-      gemm(ctx_, false, true, t_, t_, d_, scale, q, c3, k, c3, 0.0f, p, t_);
-      for (int i = 0; i < t; ++i) kernels::causal_softmax_row(p + i * t_, i, t, p + i * t_);
-      gemm(ctx_, false, false, t_, d_, t_, 1.0f, p, t_, v, c3, 0.0f,
-           o_.data() + b * t_ * c_ + h * d_, c_);
+  gemm(ctx_, false, true, rows, c3, c_, 1.0f, x, c_, w_qkv_, c_, 0.0f, qkv, c3);
+  bias_add(ctx_, qkv, b_qkv_, rows, c3, 1);
+  // Per head h, over the samples b: S[h, b] = scale Q K^T (the whole square;
+  // the causal softmax masks the upper triangle), then O = P V.
+  for (std::size_t h = 0; h < heads_; ++h) {
+    const float* q = qkv + h * d_;
+    gemm_strided_batched(ctx_, false, true, t_, t_, d_, scale, q, c3, t_ * c3, q + c_, c3, t_ * c3,
+                         0.0f, p + h * batch * tt, t_, tt, batch);
+  }
+  causal_softmax_forward(ctx_, p, p, heads_ * batch, t_);
+  for (std::size_t h = 0; h < heads_; ++h) {
+    const float* ph = p + h * batch * tt;
+    if (dropped_) {
+      float* pd = p_drop_.get(batch, name());
+      dropout_apply(ctx_, ph, pd, batch * tt, head_key(h), dropout_);
+      ph = pd;
     }
-  gemm(ctx_, false, true, rows, c_, c_, 1.0f, o_.data(), c_, w_o_, c_, 0.0f, y, c_);
+    gemm_strided_batched(ctx_, false, false, t_, d_, t_, 1.0f, ph, t_, tt, qkv + 2 * c_ + h * d_,
+                         c3, t_ * c3, 0.0f, o + h * d_, c_, t_ * c_, batch);
+  }
+  gemm(ctx_, false, true, rows, c_, c_, 1.0f, o, c_, w_o_, c_, 0.0f, y, c_);
   bias_add(ctx_, y, b_o_, rows, c_, 1);
 }
 
 void CausalSelfAttentionLayer::backward(const float* x, const float*, const float* dy, float* dx,
                                         std::size_t batch, bool accumulate) {
-  const std::size_t rows = batch * t_, c3 = 3 * c_;
+  const std::size_t rows = batch * t_, c3 = 3 * c_, tt = t_ * t_;
   const float beta = accumulate ? 1.0f : 0.0f;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d_));
+  const float* qkv = qkv_.get(batch, name());
+  const float* p = p_.get(batch, name());
+  float* d_qkv = d_qkv_.get(batch, name());
+  float* d_o = d_o_.get(batch, name());
+  float* dp = d_p_.get(batch, name());
   // Output projection: dWo = dy^T O, dbo = sum dy, dO = dy Wo.
   bias_grad(ctx_, dy, db_o_, rows, c_, 1, accumulate);
-  gemm(ctx_, true, false, c_, c_, rows, 1.0f, dy, c_, o_.data(), c_, beta, dw_o_, c_);
-  gemm(ctx_, false, false, rows, c_, c_, 1.0f, dy, c_, w_o_, c_, 0.0f, d_o_.data(), c_);
-  const int t = static_cast<int>(t_);
-  for (std::size_t b = 0; b < batch; ++b)
-    for (std::size_t h = 0; h < heads_; ++h) {
-      const std::size_t at = b * t_ * c3 + h * d_;
-      const float* q = qkv_.data() + at;
-      const float* k = q + c_;
-      const float* v = q + 2 * c_;
-      float* dq = d_qkv_.data() + at;
-      float* dk = dq + c_;
-      float* dv = dq + 2 * c_;
-      const float* p = p_.data() + (b * heads_ + h) * t_ * t_;
-      const float* d_o = d_o_.data() + b * t_ * c_ + h * d_;
-      float* dp = d_p_.data();
-      // dV = P^T dO; dP = dO V^T; dS = softmax'(dP) * scale; dQ = dS K; dK = dS^T Q.
-      gemm(ctx_, true, false, t_, d_, t_, 1.0f, p, t_, d_o, c_, 0.0f, dv, c3);
-      gemm(ctx_, false, true, t_, t_, d_, 1.0f, d_o, c_, v, c3, 0.0f, dp, t_);
-      for (int i = 0; i < t; ++i)
-        kernels::causal_softmax_row_backward(p + i * t_, dp + i * t_, i, t, scale, dp + i * t_);
-      gemm(ctx_, false, false, t_, d_, t_, 1.0f, dp, t_, k, c3, 0.0f, dq, c3);
-      gemm(ctx_, true, false, t_, d_, t_, 1.0f, dp, t_, q, c3, 0.0f, dk, c3);
+  gemm(ctx_, true, false, c_, c_, rows, 1.0f, dy, c_, o_.get(batch, name()), c_, beta, dw_o_, c_);
+  gemm(ctx_, false, false, rows, c_, c_, 1.0f, dy, c_, w_o_, c_, 0.0f, d_o, c_);
+  for (std::size_t h = 0; h < heads_; ++h) {
+    const float* q = qkv + h * d_;
+    const float* k = q + c_;
+    const float* v = q + 2 * c_;
+    float* dq = d_qkv + h * d_;
+    float* dk = dq + c_;
+    float* dv = dq + 2 * c_;
+    const float* ph = p + h * batch * tt;
+    const float* d_oh = d_o + h * d_;
+    float* pd = dropped_ ? p_drop_.get(batch, name()) : nullptr;
+    // The dropped P that forward multiplied V by, recomputed from its key.
+    if (dropped_) dropout_apply(ctx_, ph, pd, batch * tt, head_key(h), dropout_);
+    // dV = Pd^T dO; dPd = dO V^T; dP = mask * dPd; dS = softmax'(dP) * scale;
+    // dQ = dS K; dK = dS^T Q.
+    gemm_strided_batched(ctx_, true, false, t_, d_, t_, 1.0f, dropped_ ? pd : ph, t_, tt, d_oh, c_,
+                         t_ * c_, 0.0f, dv, c3, t_ * c3, batch);
+    gemm_strided_batched(ctx_, false, true, t_, t_, d_, 1.0f, d_oh, c_, t_ * c_, v, c3, t_ * c3,
+                         0.0f, dp, t_, tt, batch);
+    const float* dp_in = dp;
+    if (dropped_) {
+      dropout_apply(ctx_, dp, pd, batch * tt, head_key(h), dropout_);
+      dp_in = pd;
     }
+    causal_softmax_backward(ctx_, ph, dp_in, dp, batch, t_, scale);
+    gemm_strided_batched(ctx_, false, false, t_, d_, t_, 1.0f, dp, t_, tt, k, c3, t_ * c3, 0.0f, dq,
+                         c3, t_ * c3, batch);
+    gemm_strided_batched(ctx_, true, false, t_, d_, t_, 1.0f, dp, t_, tt, q, c3, t_ * c3, 0.0f, dk,
+                         c3, t_ * c3, batch);
+  }
   // QKV projection: dWqkv = dqkv^T x, dbqkv = sum dqkv, dx = dqkv Wqkv.
-  bias_grad(ctx_, d_qkv_.data(), db_qkv_, rows, c3, 1, accumulate);
-  gemm(ctx_, true, false, c3, c_, rows, 1.0f, d_qkv_.data(), c3, x, c_, beta, dw_qkv_, c_);
+  bias_grad(ctx_, d_qkv, db_qkv_, rows, c3, 1, accumulate);
+  gemm(ctx_, true, false, c3, c_, rows, 1.0f, d_qkv, c3, x, c_, beta, dw_qkv_, c_);
   if (dx != nullptr)
-    gemm(ctx_, false, false, rows, c_, c3, 1.0f, d_qkv_.data(), c3, w_qkv_, c_, 0.0f, dx, c_);
+    gemm(ctx_, false, false, rows, c_, c3, 1.0f, d_qkv, c3, w_qkv_, c_, 0.0f, dx, c_);
 }
 
 // ---------------------------------------------------------------------------
@@ -260,9 +291,7 @@ TiedLmHeadLayer::TiedLmHeadLayer(std::string name, const Shape& input, std::stri
       embedding_(std::move(embedding)),
       t_(input[0]),
       c_(input[1]),
-      vocab_(vocab) {
-  require_cpu(ctx, this->name(), "lm_head");
-}
+      vocab_(vocab) {}
 
 void TiedLmHeadLayer::bind(float* params, float* grads) {
   e_ = params;

@@ -12,7 +12,6 @@ extern "C" __attribute__((__simd__("notinbranch"))) float expf(float) noexcept;
 
 #include "kernels/activation.cuh"
 #include "ops/gpu_ops.h"
-#include "ringtrain/core/check.h"
 
 namespace ringtrain {
 
@@ -43,16 +42,14 @@ void gelu_backward(const ComputeContext& ctx, const float* x, const float* dy, f
   for (std::size_t i = 0; i < n; ++i) dx[i] = kernels::gelu_backward_element(x[i], dy[i]);
 }
 
-// The tanh form has no CUDA kernel yet: the transformer layers refuse a GPU
-// model before they get here (src/model/transformer_layers.cpp).
 void gelu_tanh_forward(const ComputeContext& ctx, const float* x, float* y, std::size_t n) {
-  RT_CHECK(!ctx.is_cuda(), "gelu_tanh is not yet implemented on the GPU");
+  if (ctx.is_cuda()) return detail::gpu_gelu_tanh_forward(ctx.stream(), x, y, n);
   for (std::size_t i = 0; i < n; ++i) y[i] = kernels::gelu_tanh_forward_element(x[i]);
 }
 
 void gelu_tanh_backward(const ComputeContext& ctx, const float* x, const float* dy, float* dx,
                         std::size_t n) {
-  RT_CHECK(!ctx.is_cuda(), "gelu_tanh is not yet implemented on the GPU");
+  if (ctx.is_cuda()) return detail::gpu_gelu_tanh_backward(ctx.stream(), x, dy, dx, n);
   for (std::size_t i = 0; i < n; ++i) dx[i] = kernels::gelu_tanh_backward_element(x[i], dy[i]);
 }
 

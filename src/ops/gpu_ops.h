@@ -46,6 +46,9 @@ void gpu_relu_forward(void* stream, const float* x, float* y, std::size_t n);
 void gpu_relu_backward(void* stream, const float* y, const float* dy, float* dx, std::size_t n);
 void gpu_gelu_forward(void* stream, const float* x, float* y, std::size_t n);
 void gpu_gelu_backward(void* stream, const float* x, const float* dy, float* dx, std::size_t n);
+void gpu_gelu_tanh_forward(void* stream, const float* x, float* y, std::size_t n);
+void gpu_gelu_tanh_backward(void* stream, const float* x, const float* dy, float* dx,
+                            std::size_t n);
 void gpu_bias_add(void* stream, float* y, const float* bias, std::size_t outer,
                   std::size_t channels, std::size_t inner);
 // Deterministic (fixed summation order, no float atomics); uses h.scratch.
@@ -63,6 +66,35 @@ void gpu_loss_totals_add(void* stream, const float* row_loss, const std::int32_t
 // channels > 0: x is channels-last with hw pixels, masked as its NCHW order.
 void gpu_dropout_apply(void* stream, const float* x, float* y, std::size_t n, std::uint64_t key,
                        float p, float keep_scale, std::size_t channels = 0, std::size_t hw = 0);
+
+// Row-major GEMMs over `batch` matrices, the i-th at a + i stride_a, ... (one
+// cublasSgemmStridedBatched).
+void gpu_gemm_strided_batched(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m,
+                              std::size_t n, std::size_t k, float alpha, const float* a,
+                              std::size_t lda, std::size_t stride_a, const float* b,
+                              std::size_t ldb, std::size_t stride_b, float beta, float* c,
+                              std::size_t ldc, std::size_t stride_c, std::size_t batch);
+// The transformer layers' kernels (kernels/transformer.h says what each does).
+void gpu_token_embedding_forward(void* stream, const float* ids, const float* w, std::size_t rows,
+                                 std::size_t vocab, std::size_t dim, float* y);
+std::size_t gpu_token_embedding_backward_workspace_bytes(std::size_t rows, std::size_t vocab);
+void gpu_token_embedding_backward(void* stream, const float* ids, const float* dy, std::size_t rows,
+                                  std::size_t vocab, std::size_t dim, float* dw, bool accumulate,
+                                  void* workspace, std::size_t workspace_bytes);
+void gpu_add_broadcast_rows(void* stream, const float* x, const float* w, float* y,
+                            std::size_t batch, std::size_t n);
+void gpu_layer_norm_forward(void* stream, const float* x, const float* w, const float* b,
+                            std::size_t rows, std::size_t c, float eps, float* y, float* mean,
+                            float* rstd);
+void gpu_layer_norm_backward(void* stream, const float* x, const float* w, const float* dy,
+                             std::size_t rows, std::size_t c, const float* mean, const float* rstd,
+                             float* dx, float* dy_xhat);
+void gpu_causal_softmax_forward(void* stream, const float* s, float* p, std::size_t matrices,
+                                std::size_t t);
+void gpu_causal_softmax_backward(void* stream, const float* p, const float* dp, float* ds,
+                                 std::size_t matrices, std::size_t t, float scale);
+// dst = 0, in stream order.
+void gpu_zero(void* stream, void* dst, std::size_t bytes);
 
 // BatchNorm over NCHW (features: hw = 1), in the steps of kernels/batch_norm.h.
 void gpu_batch_norm_sums(void* stream, const float* x, std::size_t n, std::size_t c, std::size_t hw,

@@ -64,6 +64,50 @@ void gpu_dropout_apply(void*, const float*, float*, std::size_t, std::uint64_t, 
                        std::size_t, std::size_t) {
   no_cuda("dropout");
 }
+void gpu_gelu_tanh_forward(void*, const float*, float*, std::size_t) {
+  no_cuda("gelu_tanh");
+}
+void gpu_gelu_tanh_backward(void*, const float*, const float*, float*, std::size_t) {
+  no_cuda("gelu_tanh");
+}
+void gpu_gemm_strided_batched(const GpuHandles&, bool, bool, std::size_t, std::size_t, std::size_t,
+                              float, const float*, std::size_t, std::size_t, const float*,
+                              std::size_t, std::size_t, float, float*, std::size_t, std::size_t,
+                              std::size_t) {
+  no_cuda("a batched gemm");
+}
+void gpu_token_embedding_forward(void*, const float*, const float*, std::size_t, std::size_t,
+                                 std::size_t, float*) {
+  no_cuda("token_embedding");
+}
+std::size_t gpu_token_embedding_backward_workspace_bytes(std::size_t, std::size_t) {
+  no_cuda("token_embedding");
+}
+void gpu_token_embedding_backward(void*, const float*, const float*, std::size_t, std::size_t,
+                                  std::size_t, float*, bool, void*, std::size_t) {
+  no_cuda("token_embedding");
+}
+void gpu_add_broadcast_rows(void*, const float*, const float*, float*, std::size_t, std::size_t) {
+  no_cuda("position_embedding");
+}
+void gpu_layer_norm_forward(void*, const float*, const float*, const float*, std::size_t,
+                            std::size_t, float, float*, float*, float*) {
+  no_cuda("layer_norm");
+}
+void gpu_layer_norm_backward(void*, const float*, const float*, const float*, std::size_t,
+                             std::size_t, const float*, const float*, float*, float*) {
+  no_cuda("layer_norm");
+}
+void gpu_causal_softmax_forward(void*, const float*, float*, std::size_t, std::size_t) {
+  no_cuda("causal_self_attention");
+}
+void gpu_causal_softmax_backward(void*, const float*, const float*, float*, std::size_t,
+                                 std::size_t, float) {
+  no_cuda("causal_self_attention");
+}
+void gpu_zero(void*, void*, std::size_t) {
+  no_cuda("a device fill");
+}
 std::unique_ptr<GpuConvPlan> make_gpu_conv_plan(const GpuHandles&, const Conv2dGeometry&,
                                                 std::size_t) {
   no_cuda("conv2d");

@@ -1,5 +1,7 @@
 #include "ringtrain/sync/gradient_sync.h"
 
+#include <algorithm>
+
 #include "ringtrain/comm/flight_recorder.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/timer.h"
@@ -157,6 +159,16 @@ void GradientSynchronizer::finish() {
     t.finished_s = ran.finished_s;
   }
   exposed_s_ = monotonic_seconds() - start;
+}
+
+double GradientSynchronizer::comm_span_seconds() const {
+  if (timings_.empty()) return 0;
+  double first = timings_.front().launched_s, last_done = 0;
+  for (const BucketTiming& b : timings_) {
+    first = std::min(first, b.launched_s);
+    last_done = std::max(last_done, b.done_s);
+  }
+  return last_done - first;
 }
 
 }  // namespace ringtrain

@@ -9,6 +9,7 @@
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/log.h"
 #include "ringtrain/core/timer.h"
+#include "ringtrain/sync/gradient_sync.h"
 #include "ringtrain/train/metrics_log.h"
 #include "ringtrain/train/progress.h"
 #include "ringtrain/train/straggler_monitor.h"
@@ -189,14 +190,31 @@ void RunRecorder::on_stragglers(const StragglerReport& report) {
   }
 }
 
-void RunRecorder::trace_span(std::string_view name, std::string_view lane, double start_s,
-                             double end_s) {
-  trace_->span(name, lane, start_s, end_s);
+void RunRecorder::trace_micro_batch(const MicroBatchTimes& t) {
+  if (!trace_->enabled()) return;
+  trace_->span("forward", "compute", t.forward, t.backward);
+  trace_->span("backward", "compute", t.backward, t.end);
+  trace_->span("data wait", "data", t.data, t.forward);
 }
 
-void RunRecorder::trace_span(std::string_view name, std::string_view lane, double start_s,
-                             double end_s, const nlohmann::json& args) {
-  trace_->span(name, lane, start_s, end_s, args);
+void RunRecorder::trace_gradient_sync(const GradientSynchronizer& sync) {
+  if (!trace_->enabled()) return;
+  // The gradient buffer is f32 (--grad-dtype changes only what travels).
+  for (const BucketReady& r : sync.ready())
+    trace_->span(fmt::format("bucket {} ready", r.bucket), "gradients", r.ready_s, r.ready_s,
+                 {{"bytes", sync.plan().buckets()[r.bucket].count * dtype_size(DType::f32)}});
+  for (const BucketTiming& b : sync.timings()) {
+    trace_->span(fmt::format("allreduce bucket {}", b.bucket), "comm", b.launched_s, b.done_s);
+    // Where the backend can tell, when it really ran: the span above ends
+    // only when this rank looked, after its backward.
+    if (b.finished_s >= 0)
+      trace_->span(fmt::format("allreduce bucket {} ran", b.bucket), "comm thread", b.began_s,
+                   b.finished_s);
+  }
+}
+
+void RunRecorder::trace_optimizer(double start_s, double end_s) {
+  trace_->span("optimizer", "compute", start_s, end_s);
 }
 
 void RunRecorder::finish(Communicator& control, const TrainSummary& summary) {

@@ -25,16 +25,12 @@
 #include "ringtrain/train/trainer.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
-#include <cstdlib>
-#include <limits>
 #include <memory>
 #include <optional>
-#include <thread>
 #include <vector>
 
-#include "core/fault_stall.h"
+#include "core/fault_plan.h"
 #include "core/median.h"
 #include "data/device_widening.h"
 #include "ringtrain/comm/communicator.h"
@@ -80,6 +76,7 @@
 #include "train/comm_batch_stat_reducer.h"
 #include "train/flight_dir.h"
 #include "train/nonfinite_guard.h"
+#include "train/training_faults.h"
 
 namespace ringtrain {
 
@@ -139,6 +136,8 @@ class Trainer {
   void announce() const;
   // step
   StepOutcome step();
+  std::size_t forward_backward(std::size_t micro, float loss_scale, StepTiming& timing);
+  void update(float lr, float loss_scale, std::uint64_t step_samples, StepTiming& timing);
   BufferView averaged_gradients();
   double clip_gradients(float loss_scale);
   void sum_over_ranks(BufferView value);
@@ -149,11 +148,7 @@ class Trainer {
   std::string checkpoint(bool finished);
   EvalResult evaluate_now();
   void average_buffers();
-  void inject_faults();
-  bool nan_fault_now() const;
-  void inject_nonfinite_gradient(std::size_t layer);
-  void inject_nonfinite_loss();
-  // Names the phase for the flight recorder (and the stall fault hook).
+  // Names the phase for the flight recorder (and the fault hooks).
   void phase(std::string_view name);
   bool loss_scaling() const { return cfg_.precision == "fp16"; }
 
@@ -189,6 +184,7 @@ class Trainer {
   std::optional<RunRecorder> recorder_;
   std::optional<StopSignalHandler> stop_handler_;
   std::optional<Prefetcher> prefetcher_;
+  std::unique_ptr<TrainingFaults> faults_;  // null unless a test plants a fault (fault_plan.h)
 
   // loop state
   DataCursor cursor_;
@@ -210,16 +206,13 @@ class Trainer {
   EvalResult last_eval_;
   bool have_eval_ = false;
   TrainSummary summary_;
-  int diverge_rank_ = -1;
-  int nan_rank_ = -1;                                 // RINGTRAIN_FAULT_NAN_RANK
-  bool nan_in_loss_ = false;                          // RINGTRAIN_FAULT_NAN_WHAT=loss
-  std::uint64_t nan_first_step_ = 0, nan_steps_ = 0;  // RINGTRAIN_FAULT_NAN_STEP, _COUNT
-  int step_delay_ms_ = 0;
 };
 
 Trainer::Trainer(const TrainConfig& cfg, const Topology& topo)
     : cfg_(cfg), topo_(topo), device_(topo.device()) {
   as_input_error([&] { cfg_.validate(); });
+  // A bad RINGTRAIN_FAULT_* value is bad input too (exit 2), found before any work.
+  const FaultPlan* const fault_plan = FaultPlan::planned();
   // First (unless `ringtrain train` installed it before MPI started): a
   // SIGTERM or SIGUSR1 during start-up (Slurm can signal a requeued job at
   // once) then only sets the flag, and the run stops with a checkpoint after
@@ -260,29 +253,7 @@ Trainer::Trainer(const TrainConfig& cfg, const Topology& topo)
          train_data_->transform() ? " and normalised" : "");
   cursor_ = sampler_->normalize(start_.cursor);
   step_ = start_.step;
-  // RINGTRAIN_FAULT_DIVERGE_RANK=r perturbs rank r's parameters after step 1, so
-  // tests can check that --check-every catches diverged replicas.
-  if (const char* diverge = std::getenv("RINGTRAIN_FAULT_DIVERGE_RANK"))
-    diverge_rank_ = std::atoi(diverge);
-  // RINGTRAIN_FAULT_NAN_RANK=r [RINGTRAIN_FAULT_NAN_STEP=s, default 1]
-  // [RINGTRAIN_FAULT_NAN_COUNT=n, default 1] puts a NaN into rank r's first
-  // parameter gradient in steps s..s+n-1, before the all-reduce, so tests can
-  // check that --nonfinite names the rank and the tensor, and skips or stops.
-  // RINGTRAIN_FAULT_NAN_WHAT=loss puts it into that rank's loss of those steps
-  // instead, leaving the gradients finite.
-  if (const char* nan = std::getenv("RINGTRAIN_FAULT_NAN_RANK")) {
-    nan_rank_ = std::atoi(nan);
-    const char* what = std::getenv("RINGTRAIN_FAULT_NAN_WHAT");
-    nan_in_loss_ = what != nullptr && std::string_view(what) == "loss";
-    const char* at = std::getenv("RINGTRAIN_FAULT_NAN_STEP");
-    const char* count = std::getenv("RINGTRAIN_FAULT_NAN_COUNT");
-    nan_first_step_ = at ? std::strtoull(at, nullptr, 10) : 1;
-    nan_steps_ = count ? std::strtoull(count, nullptr, 10) : 1;
-  }
-  // RINGTRAIN_FAULT_STEP_DELAY_MS=d makes every step d ms longer, so that
-  // scheduler tests (time limits, scancel) meet a run that is still going.
-  if (const char* delay = std::getenv("RINGTRAIN_FAULT_STEP_DELAY_MS"))
-    step_delay_ms_ = std::atoi(delay);
+  faults_ = make_training_faults(fault_plan, topo_.rank(), *model_, grads_);
 }
 
 void Trainer::prove_outputs_writable() const {
@@ -585,105 +556,98 @@ void Trainer::announce() const {
 
 StepOutcome Trainer::step() {
   StepOutcome out;
-  StepTiming& timing = out.timing;
   const std::uint64_t syncs_before = host_sync::count();
   out.started_s = monotonic_seconds();
   out.epoch = cursor_.epoch;
-  Model& model = *model_;
-  nonfinite_->begin_step(model.compute_stream());
+  nonfinite_->begin_step(model_->compute_stream());
   // fp16: backward differentiates the loss times this; the gradients are
   // divided by it before the update. (On a GPU the scale is read back from
   // the device's decision: one host sync per step.)
   const float loss_scale = loss_scaling() ? nonfinite_->loss_scaler(/*current=*/true).scale : 1.0f;
   std::uint64_t step_samples = 0;
-  for (std::size_t micro = 0; micro < cfg_.accum; ++micro) {
-    const double t_data = monotonic_seconds();
-    phase("data");  // (a fault stall here counts as data wait)
-    Batch batch = prefetcher_->next(previous_batch_done_);
-    timing.data_wait += monotonic_seconds() - t_data;
-    RT_CHECK(batch.cursor == cursor_,
-             "internal: prefetcher at epoch {} step {}, trainer at epoch {} step {}",
-             batch.cursor.epoch, batch.cursor.step, cursor_.epoch, cursor_.step);
-    model.set_dropout_context(static_cast<std::uint64_t>(topo_.rank()), step_ * cfg_.accum + micro);
-    const double t_fwd = monotonic_seconds();
-    phase("forward");
-    model.forward_accumulate(batch.x.as<const float>(), batch.y.as<const std::int32_t>(),
-                             batch.size,
-                             /*training=*/true);
-    if (micro + 1 == cfg_.accum) inject_nonfinite_loss();
-    const double t_bwd = monotonic_seconds();
-    timing.forward += t_bwd - t_fwd;
-    phase("backward");
-    sync_->begin_step(/*sync=*/micro + 1 == cfg_.accum);
-    model.backward(micro_batch_grad_scale(cfg_, batch.size) * loss_scale,
-                   /*accumulate=*/micro > 0, [this](std::size_t layer) {
-                     inject_nonfinite_gradient(layer);
-                     sync_->on_layer_ready(layer);
-                   });
-    // The batch's slot may be refilled once backward's kernels have read it.
-    previous_batch_done_ = OrderingPoint::record(device_, model.compute_stream());
-    timing.backward += monotonic_seconds() - t_bwd;
-    const double t_end = monotonic_seconds();
-    recorder_->trace_span("forward", "compute", t_fwd, t_bwd);
-    recorder_->trace_span("backward", "compute", t_bwd, t_end);
-    recorder_->trace_span("data wait", "data", t_data, t_fwd);
-    window_.samples += static_cast<double>(batch.size);
-    step_samples += batch.size;
-    cursor_ = sampler_->next(cursor_);
-  }
+  for (std::size_t micro = 0; micro < cfg_.accum; ++micro)
+    step_samples += forward_backward(micro, loss_scale, out.timing);
   phase("all-reduce wait");
   sync_->finish();
-  timing.exposed_comm = sync_->exposed_seconds();
-  // When each bucket's gradients were complete, with its size: the step model
-  // (ringtrain bench predict) reads these back from the trace.
-  for (const BucketReady& r : sync_->ready())
-    recorder_->trace_span(
-        fmt::format("bucket {} ready", r.bucket), "gradients", r.ready_s, r.ready_s,
-        {{"bytes", sync_->plan().buckets()[r.bucket].count * dtype_size(grads_.dtype)}});
-  if (!sync_->timings().empty()) {
-    double first = sync_->timings().front().launched_s, last_done = 0;
-    for (const BucketTiming& b : sync_->timings()) {
-      recorder_->trace_span(fmt::format("allreduce bucket {}", b.bucket), "comm", b.launched_s,
-                            b.done_s);
-      // Where the backend can tell, when it really ran: the span above ends
-      // only when this rank looked, after its backward.
-      if (b.finished_s >= 0)
-        recorder_->trace_span(fmt::format("allreduce bucket {} ran", b.bucket), "comm thread",
-                              b.began_s, b.finished_s);
-      first = std::min(first, b.launched_s);
-      last_done = std::max(last_done, b.done_s);
-    }
-    timing.comm_span = last_done - first;
-  }
+  out.timing.exposed_comm = sync_->exposed_seconds();
+  out.timing.comm_span = sync_->comm_span_seconds();
+  recorder_->trace_gradient_sync(*sync_);
 
   const double t_opt = monotonic_seconds();
   phase("optimizer");
   out.lr = schedule_->lr_at(step_);
-  // A skipped step leaves the parameters and the optimizer state as they were
-  // (on a GPU the update is issued and is a no-op on the device); its loss is
-  // rolled back, and its samples leave the window when it is reported.
+  update(out.lr, loss_scale, step_samples, out.timing);
+  out.timing.allreduce_bytes =
+      sync_->wire_bytes() + (zero_ != nullptr ? zero_->gathered_bytes() : 0);
+  out.timing.skipped_steps = nonfinite_->skipped();
+  out.timing.optimizer = monotonic_seconds() - t_opt;
+  recorder_->trace_optimizer(t_opt, t_opt + out.timing.optimizer);
+
+  ++step_;
+  out.timing.host_syncs = host_sync::count() - syncs_before;
+  out.timing.total = monotonic_seconds() - out.started_s;
+  run_seconds_ += out.timing.total;
+  run_samples_ += global_batch_;
+  return out;
+}
+
+// One micro-batch of the step: forward adds its loss to the totals, backward
+// its gradients; on the last one each bucket's all-reduce starts as soon as
+// backward has completed the bucket. Returns the batch's samples.
+std::size_t Trainer::forward_backward(std::size_t micro, float loss_scale, StepTiming& timing) {
+  Model& model = *model_;
+  const bool last = micro + 1 == cfg_.accum;
+  MicroBatchTimes t;
+  t.data = monotonic_seconds();
+  phase("data");  // (a fault stall here counts as data wait)
+  Batch batch = prefetcher_->next(previous_batch_done_);
+  timing.data_wait += monotonic_seconds() - t.data;
+  RT_CHECK(batch.cursor == cursor_,
+           "internal: prefetcher at epoch {} step {}, trainer at epoch {} step {}",
+           batch.cursor.epoch, batch.cursor.step, cursor_.epoch, cursor_.step);
+  model.set_dropout_context(static_cast<std::uint64_t>(topo_.rank()), step_ * cfg_.accum + micro);
+  t.forward = monotonic_seconds();
+  phase("forward");
+  model.forward_accumulate(batch.x.as<const float>(), batch.y.as<const std::int32_t>(), batch.size,
+                           /*training=*/true);
+  if (faults_ && last) faults_->after_forward(step_ + 1);
+  t.backward = monotonic_seconds();
+  timing.forward += t.backward - t.forward;
+  phase("backward");
+  sync_->begin_step(/*sync=*/last);
+  model.backward(micro_batch_grad_scale(cfg_, batch.size) * loss_scale,
+                 /*accumulate=*/micro > 0, [this](std::size_t layer) {
+                   if (faults_) faults_->after_backward_layer(layer, step_ + 1);
+                   sync_->on_layer_ready(layer);
+                 });
+  // The batch's slot may be refilled once backward's kernels have read it.
+  previous_batch_done_ = OrderingPoint::record(device_, model.compute_stream());
+  t.end = monotonic_seconds();
+  timing.backward += t.end - t.backward;
+  recorder_->trace_micro_batch(t);
+  window_.samples += static_cast<double>(batch.size);
+  cursor_ = sampler_->next(cursor_);
+  return batch.size;
+}
+
+// The update, unless the --nonfinite guard rejects the step. A skipped step
+// leaves the parameters and the optimizer state as they were (on a GPU the
+// update is issued and is a no-op on the device); its loss is rolled back,
+// and its samples leave the window when it is reported.
+void Trainer::update(float lr, float loss_scale, std::uint64_t step_samples, StepTiming& timing) {
+  Model& model = *model_;
   // (Under ZeRO-1 a stand-in past the buffer's end: no element to name.)
   const BufferView averaged = averaged_gradients();
   const std::size_t averaged_offset = zero_ != nullptr ? model.param_count() : 0;
-  if (nonfinite_->admit(step_ + 1, averaged, step_samples, model.compute_stream(),
-                        averaged_offset)) {
-    // fp16: the gradients are loss_scale times too large until divided here;
-    // clipping them at loss_scale times the norm first is the same clip.
-    if (cfg_.clip_norm > 0) timing.grad_norm = clip_gradients(loss_scale);
-    if (loss_scale != 1.0f)
-      scale_buffer(zero_ != nullptr ? zero_->shard_gradients() : grads_, 1.0f / loss_scale);
-    optimizer_->step(model.params(), grads_, out.lr);
-  }
-  timing.allreduce_bytes = sync_->wire_bytes() + (zero_ != nullptr ? zero_->gathered_bytes() : 0);
-  timing.skipped_steps = nonfinite_->skipped();
-  timing.optimizer = monotonic_seconds() - t_opt;
-  recorder_->trace_span("optimizer", "compute", t_opt, t_opt + timing.optimizer);
-  ++step_;
-  timing.host_syncs = host_sync::count() - syncs_before;
-  timing.total = monotonic_seconds() - out.started_s;
-  run_seconds_ += timing.total;
-  run_samples_ += global_batch_;
-  return out;
+  if (!nonfinite_->admit(step_ + 1, averaged, step_samples, model.compute_stream(),
+                         averaged_offset))
+    return;
+  // fp16: the gradients are loss_scale times too large until divided here;
+  // clipping them at loss_scale times the norm first is the same clip.
+  if (cfg_.clip_norm > 0) timing.grad_norm = clip_gradients(loss_scale);
+  if (loss_scale != 1.0f)
+    scale_buffer(zero_ != nullptr ? zero_->shard_gradients() : grads_, 1.0f / loss_scale);
+  optimizer_->step(model.params(), grads_, lr);
 }
 
 // What the --nonfinite guard checks after the reduction: the averaged
@@ -810,7 +774,7 @@ bool Trainer::after_step(StepOutcome& outcome) {
     last_eval_ = evaluate_now();
     have_eval_ = true;
   }
-  inject_faults();
+  if (faults_) faults_->after_step(step_);
   if (cfg_.check_every > 0 && (step_ % cfg_.check_every == 0 || last)) {
     nonfinite_->sync_and_report();
     average_buffers();
@@ -891,40 +855,7 @@ EvalResult Trainer::evaluate_now() {
 
 void Trainer::phase(std::string_view name) {
   flight::enter_phase(name, step_ + 1);
-  fault_stall_point(name, topo_.rank(), step_ + 1);
-}
-
-bool Trainer::nan_fault_now() const {
-  const std::uint64_t step = step_ + 1;
-  return nan_rank_ == topo_.rank() && step >= nan_first_step_ &&
-         step < nan_first_step_ + nan_steps_;
-}
-
-void Trainer::inject_nonfinite_loss() {
-  if (!nan_in_loss_ || !nan_fault_now()) return;
-  // The step's loss, once its last forward has added it to the totals.
-  double nan = std::numeric_limits<double>::quiet_NaN();
-  copy_view(model_->loss_totals_view().slice(0, 1), BufferView{&nan, 1, DType::f64, Device::cpu()});
-}
-
-void Trainer::inject_nonfinite_gradient(std::size_t layer) {
-  if (nan_in_loss_ || !nan_fault_now() || model_->param_info().empty()) return;
-  // The first parameter tensor's gradient, once backward has written it.
-  const ParamInfo& first = model_->param_info().front();
-  if (layer != first.layer) return;
-  float nan = std::numeric_limits<float>::quiet_NaN();
-  copy_view(grads_.slice(first.offset, 1), view_of(&nan, 1));
-}
-
-void Trainer::inject_faults() {
-  if (step_delay_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(step_delay_ms_));
-  if (diverge_rank_ != topo_.rank() || step_ != 1) return;
-  // Fault injection for the replica check's own test: nudge one weight.
-  const BufferView params = model_->params();
-  float nudge = 0;
-  copy_view(view_of(&nudge, 1), params.slice(0, 1));
-  nudge += 1e-3f;
-  copy_view(params.slice(0, 1), view_of(&nudge, 1));
+  if (faults_) faults_->at_phase(name, step_ + 1);
 }
 
 TrainSummary Trainer::run() {

@@ -28,6 +28,11 @@ fi
 # A runtime failure: non-finite gradients stop the job (exit 3, retried).
 expect 3 train_runtime_failure "non-finite" env RINGTRAIN_FAULT_NAN_RANK=0 \
   "$R" train --data "$DATA" --model "$MLP" --batch 8 --max-steps 3 --device cpu
+# A test's fault variable that does not parse is bad input, named, before any work.
+expect 2 train_bad_fault "RINGTRAIN_FAULT_NAN_STEP='soon': expected a whole number, at least 1" \
+  env RINGTRAIN_FAULT_NAN_RANK=0 RINGTRAIN_FAULT_NAN_STEP=soon \
+  "$R" train --data "$DATA" --model "$MLP" --batch 8 --max-steps 3 --device cpu
+one_line train_bad_fault
 # A signal: the run stops after the current step with a checkpoint, exit 143,
 # and says which signal it was and which rank on which host got it.
 env RINGTRAIN_FAULT_STEP_DELAY_MS=200 "$R" train --data "$DATA" --model "$MLP" --batch 8 --epochs 50 \

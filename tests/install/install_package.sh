@@ -3,7 +3,8 @@
 # Installs the build into WORK/prefix, moves the tree (the install must be
 # relocatable), and checks it from the outside: `ringtrain --version`, no build
 # or source path in the installed text files, the launch script finding the
-# installed binary, and a ten-line program built with pkg-config only.
+# installed binary, a ten-line program built with pkg-config only, and the
+# perf layer left out of the package.
 set -euo pipefail
 build=$1; src=$2; work=$3; version=$4
 rm -rf "$work"; mkdir -p "$work"
@@ -17,6 +18,13 @@ for f in bin/ringtrain lib/libringtrain.a include/ringtrain/config.h include/rin
          share/ringtrain/launch/slurm/train.sbatch share/ringtrain/machinefiles/localhost; do
   [ -e "$prefix/$f" ] || { echo "FAIL: $f not installed"; exit 1; }
 done
+
+# The scaling predictor (the perf layer) is the command's own: neither its
+# headers nor its objects are in the package's library.
+[ ! -e "$prefix/include/ringtrain/perf" ] || { echo "FAIL: include/ringtrain/perf installed"; exit 1; }
+if ar t "$prefix/lib/libringtrain.a" | grep -Eq '^(link_fit|step_predictor|trace_profile|link_bench)\.cpp\.o$'; then
+  echo "FAIL: libringtrain.a holds the perf layer"; exit 1
+fi
 
 got=$("$prefix/bin/ringtrain" --version)
 [ "$got" = "ringtrain $version" ] || { echo "FAIL: --version says '$got', CMake says $version"; exit 1; }

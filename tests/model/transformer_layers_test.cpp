@@ -101,6 +101,42 @@ TEST_CASE("causal_self_attention: gradients, and the future does not leak",
                     Catch::Contains("width 6 is not a multiple of 4 heads"));
 }
 
+TEST_CASE("causal_self_attention dropout: gradients through the mask, off in evaluation, keyed",
+          "[layer][gradient][transformer][dropout]") {
+  auto ctx = ComputeContext::create(Device::cpu());
+  // Training draws the mask from (seed, rank, step, node, head): fixed here, so
+  // finite differences see the same mask as backward's recomputed one.
+  auto dropped = build("causal_self_attention(heads=2, dropout=0.3)", Shape{5, 4}, *ctx);
+  GradientCheckOptions o;
+  o.batch = 2;
+  require_gradients(*dropped, o);
+
+  DropoutContext dc{11, 1, 7};
+  const ModelSpec with = ModelSpec::parse("causal_self_attention(heads=2, dropout=0.5)");
+  const ModelSpec without = ModelSpec::parse("causal_self_attention(heads=2)");
+  CHECK(with.layers[0].to_string() == "causal_self_attention(heads=2, dropout=0.5)");
+  auto a = make_layer(with.layers[0], Shape{6, 4}, "a", 3, *ctx, 2, dc);
+  auto b = make_layer(without.layers[0], Shape{6, 4}, "b", 3, *ctx, 2, dc);
+  std::vector<float> params = test::hashed_vector(9, 4 * 4 * 4 + 4 * 4, -0.5f, 0.5f),
+                     grads(params.size());
+  a->bind(params.data(), grads.data());
+  b->bind(params.data(), grads.data());
+  const std::vector<float> x = test::hashed_vector(10, 2 * 24);
+  std::vector<float> eval_a(48), eval_b(48), train1(48), train2(48), train3(48);
+  a->forward(x.data(), eval_a.data(), 2, false);
+  b->forward(x.data(), eval_b.data(), 2, true);
+  CHECK(eval_a == eval_b);  // evaluation (generate too) never drops
+  a->forward(x.data(), train1.data(), 2, true);
+  a->forward(x.data(), train2.data(), 2, true);
+  CHECK(train1 == train2);  // a pure function of the key: a resume repeats it
+  CHECK(train1 != eval_a);
+  dc.step = 8;
+  a->forward(x.data(), train3.data(), 2, true);
+  CHECK(train3 != train1);
+  CHECK_THROWS_WITH(ModelSpec::parse("causal_self_attention(heads=2, dropout=1)"),
+                    Catch::Contains("dropout"));
+}
+
 TEST_CASE("token_embedding: rows of the weight, scatter-added gradients", "[layer][transformer]") {
   auto ctx = ComputeContext::create(Device::cpu());
   auto emb = build("token_embedding(vocab=7, dim=3)", Shape{4}, *ctx);
@@ -287,4 +323,55 @@ TEST_CASE("gpt presets: gpt2 has 124,439,808 parameters with its head tied",
   CHECK(nano->param_info().front().name == "wte.weight");
   CHECK(nano->param_info()[2].name == "h.0.ln_1.weight");
   CHECK(nano->param_info()[4].name == "h.0.attn.c_attn.weight");
+}
+
+TEST_CASE("gpt presets: dropout as GPT-2 (0.1) on gpt2, off on gpt-nano, :dropout=P sets it",
+          "[preset][transformer][dropout]") {
+  auto count_kind = [](const ModelSpec& s, LayerKind kind) {
+    return std::count_if(s.layers.begin(), s.layers.end(),
+                         [&](const LayerSpec& l) { return l.kind == kind; });
+  };
+  auto attention_p = [](const ModelSpec& s) {
+    for (const LayerSpec& l : s.layers)
+      if (l.kind == LayerKind::causal_self_attention) return l.p;
+    return -1.0;
+  };
+  const ModelSpec gpt2 = graph_preset("gpt2", 1);
+  // drop after the embeddings, and on each block's two residual branches.
+  CHECK(count_kind(gpt2, LayerKind::dropout) == 1 + 2 * 12);
+  CHECK(attention_p(gpt2) == 0.1);
+  CHECK(count_kind(graph_preset("gpt2-medium", 1), LayerKind::dropout) == 1 + 2 * 24);
+  const ModelSpec nano = graph_preset("gpt-nano", 256);
+  CHECK(count_kind(nano, LayerKind::dropout) == 0);
+  CHECK(attention_p(nano) == 0.0);
+  const ModelSpec off = graph_preset("gpt2:dropout=0", 1);
+  CHECK(count_kind(off, LayerKind::dropout) == 0);
+  CHECK(count_parameters(off, Shape{1024}) == 124439808u);
+  const ModelSpec nano_on = ModelSpec::parse("gpt-nano:dropout=0.2");
+  CHECK(nano_on.preset == "gpt-nano:dropout=0.2");
+  CHECK(count_kind(nano_on, LayerKind::dropout) == 1 + 2 * 4);
+  CHECK(attention_p(nano_on) == Approx(0.2));
+  REQUIRE(language_model_shape("gpt2:dropout=0"));
+  CHECK(language_model_shape("gpt2:dropout=0")->vocab == 50257);
+  CHECK_THROWS_WITH(graph_preset("gpt2:dropuot=0.1", 1), Catch::Contains("only dropout=P"));
+  CHECK_THROWS_WITH(graph_preset("gpt2:dropout=1.5", 1), Catch::Contains("dropout"));
+  // Evaluation with dropout on is the same model as without: gpt-nano's
+  // loss with and without its dropout, in evaluation mode.
+  ModelOptions mo;
+  mo.max_batch = 2;
+  mo.seed = 3;
+  auto m0 = Model::build(ModelSpec::parse("gpt-nano"), {128}, 64, mo);
+  auto m1 = Model::build(nano_on, {128}, 64, mo);
+  REQUIRE(m0->param_count() == m1->param_count());
+  std::vector<float> ids(2 * 128);
+  std::vector<std::int32_t> labels(2 * 128);
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    ids[i] = static_cast<float>((i * 7) % 64);
+    labels[i] = static_cast<std::int32_t>((i * 7 + 7) % 64);
+  }
+  const double eval0 = m0->forward(ids.data(), labels.data(), 2, false).loss_sum;
+  const double eval1 = m1->forward(ids.data(), labels.data(), 2, false).loss_sum;
+  CHECK(eval0 == eval1);
+  const double train1 = m1->forward(ids.data(), labels.data(), 2, true).loss_sum;
+  CHECK(train1 != eval1);
 }

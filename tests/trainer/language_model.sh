@@ -6,7 +6,7 @@
 #   eval   the whole test split evaluated exactly: the same loss, perplexity and
 #          token count at 1 and 3 ranks, every test token counted once
 #   resume a run stopped at step 3 and resumed (with AdamW) equals the
-#          uninterrupted run bit for bit
+#          uninterrupted run bit for bit, also with dropout (gpt-nano:dropout=0.1)
 #   generate  text from the checkpoint: the prompt continued, the same seed
 #          giving the same text; a prompt longer than the context is refused
 #   language_model.sh train|eval|resume|generate
@@ -54,7 +54,21 @@ print([r for r in rows if r.get("kind")=="train"][0]["loss"])' "$WORK/base/metri
     train 2 "$WORK/part" --batch 2 --max-steps 6 "${adamw[@]}" --resume latest
     grep -q "resumed from .*ckpt-3.h5 at step 3" "$WORK/part/log.txt" || { cat "$WORK/part/log.txt"; fail "did not resume at step 3"; }
     same "$WORK/whole" "$WORK/part" --rtol 0 --atol 0
-    echo "PASS: gpt-nano resumed at step 3 equals the uninterrupted run bit for bit"
+    # With GPT-2's dropout (embeddings, attention weights, residual branches):
+    # the masks are keyed by (seed, rank, step, node), so the resumed steps
+    # draw the very masks of the uninterrupted run.
+    drop=(--model gpt-nano:dropout=0.1 "${adamw[@]:2}")
+    train 2 "$WORK/dwhole" --batch 2 --max-steps 6 "${drop[@]}"
+    train 2 "$WORK/dpart" --batch 2 --max-steps 3 "${drop[@]}"
+    train 2 "$WORK/dpart" --batch 2 --max-steps 6 "${drop[@]}" --resume latest
+    grep -q "resumed from .*ckpt-3.h5 at step 3" "$WORK/dpart/log.txt" || { cat "$WORK/dpart/log.txt"; fail "did not resume at step 3 (dropout)"; }
+    same "$WORK/dwhole" "$WORK/dpart" --rtol 0 --atol 0
+    # ... and the dropout is really on: not the run without it.
+    if "$COMPARE" "$(ls "$WORK"/whole/ckpt/ckpt-*.h5 | sort -V | tail -1)" \
+        "$(ls "$WORK"/dwhole/ckpt/ckpt-*.h5 | sort -V | tail -1)" --rtol 0 --atol 0 > /dev/null 2>&1; then
+      fail "gpt-nano:dropout=0.1 trained exactly as gpt-nano"
+    fi
+    echo "PASS: gpt-nano resumed at step 3 equals the uninterrupted run bit for bit, with dropout 0.1 too"
     ;;
   zero)
     # The transformer recipe: AdamW with no decay on norms, biases and

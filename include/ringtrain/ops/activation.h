@@ -17,7 +17,7 @@ void gelu_forward(const ComputeContext& ctx, const float* x, float* y, std::size
 void gelu_backward(const ComputeContext& ctx, const float* x, const float* dy, float* dx,
                    std::size_t n);
 
-// GELU in GPT-2's tanh form (PyTorch's approximate='tanh'); CPU only for now.
+// GELU in GPT-2's tanh form (PyTorch's approximate='tanh').
 void gelu_tanh_forward(const ComputeContext& ctx, const float* x, float* y, std::size_t n);
 void gelu_tanh_backward(const ComputeContext& ctx, const float* x, const float* dy, float* dx,
                         std::size_t n);

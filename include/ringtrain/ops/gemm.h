@@ -12,4 +12,13 @@ void gemm(const ComputeContext& ctx, bool trans_a, bool trans_b, std::size_t m, 
           std::size_t k, float alpha, const float* a, std::size_t lda, const float* b,
           std::size_t ldb, float beta, float* c, std::size_t ldc);
 
+// `batch` such GEMMs, the i-th on a + i * stride_a, b + i * stride_b and
+// c + i * stride_c (the heads or samples of an attention): one cuBLAS call on
+// a GPU, a loop of cblas_sgemm on the CPU.
+void gemm_strided_batched(const ComputeContext& ctx, bool trans_a, bool trans_b, std::size_t m,
+                          std::size_t n, std::size_t k, float alpha, const float* a,
+                          std::size_t lda, std::size_t stride_a, const float* b, std::size_t ldb,
+                          std::size_t stride_b, float beta, float* c, std::size_t ldc,
+                          std::size_t stride_c, std::size_t batch);
+
 }  // namespace ringtrain

@@ -35,7 +35,7 @@ struct BucketTiming {
 };
 
 // When backward finished a bucket's gradients (on one rank too, where nothing
-// is exchanged): what the step model (step_model.h) needs to know when a
+// is exchanged): what the step predictor (perf/step_predictor.h) needs to know when a
 // bucket's all-reduce could start.
 struct BucketReady {
   std::size_t bucket = 0;
@@ -64,6 +64,9 @@ class GradientSynchronizer {
   // Seconds finish() spent waiting: the communication backward did not hide.
   double exposed_seconds() const { return exposed_s_; }
   const std::vector<BucketTiming>& timings() const { return timings_; }
+  // First bucket launched to last bucket done, in the last step that
+  // synchronised (0 when no bucket was launched).
+  double comm_span_seconds() const;
   // This step's buckets in the order backward completed them (with or without
   // overlap, any number of ranks); empty on micro-batches that do not sync.
   const std::vector<BucketReady>& ready() const { return ready_; }

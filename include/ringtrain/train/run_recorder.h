@@ -58,6 +58,15 @@ struct StepWindow {
   double exposed_comm_s_mean = 0;
 };
 
+// When one micro-batch's phases began and ended (monotonic_seconds()).
+struct MicroBatchTimes {
+  double data = 0;  // waiting for the prefetcher
+  double forward = 0;
+  double backward = 0;
+  double end = 0;
+};
+
+class GradientSynchronizer;
 class MetricsLog;
 struct StragglerReport;
 class TensorBoardWriter;
@@ -83,11 +92,13 @@ class RunRecorder {
   // --straggler-every: the per-rank step times, the slowest rank and its
   // phases (metrics.jsonl, TensorBoard) and, when one is slow, a progress line.
   void on_stragglers(const StragglerReport& report);
-  void trace_span(std::string_view name, std::string_view lane, double start_s, double end_s);
-  // With details for the viewer (and for tools that read the trace, e.g. the
-  // bucket sizes the step model needs).
-  void trace_span(std::string_view name, std::string_view lane, double start_s, double end_s,
-                  const nlohmann::json& args);
+  // The step's spans in this rank's trace (--trace; nothing without it).
+  void trace_micro_batch(const MicroBatchTimes& times);
+  // After GradientSynchronizer::finish(): when each bucket's gradients were
+  // complete, with its size (the step model, `ringtrain bench predict`, reads
+  // these back), and each bucket's all-reduce.
+  void trace_gradient_sync(const GradientSynchronizer& sync);
+  void trace_optimizer(double start_s, double end_s);
   // Collective over `control`: gathers every rank's trace to rank 0, which
   // writes --trace; closes the logs.
   void finish(Communicator& control, const TrainSummary& summary);

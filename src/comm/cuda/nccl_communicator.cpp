@@ -26,7 +26,6 @@
 
 #include <chrono>
 #include <condition_variable>
-#include <cstdlib>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -40,6 +39,7 @@
 #include "core/check_mpi.h"
 #include "core/cuda/check_cuda.h"
 #include "core/cuda/check_nccl.h"
+#include "core/fault_plan.h"
 #include "launch/mpi_context.h"
 #include "ringtrain/comm/flight_recorder.h"
 #include "ringtrain/core/check.h"
@@ -123,14 +123,9 @@ class NcclCommunicator final : public Communicator {
     RT_CHECK(version.ok, "{}", version.message);
     RT_CUDA_CHECK(cudaSetDevice(device().index));
     RT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    // RINGTRAIN_FAULT_NCCL_LATE_RANK=r makes rank r join the communicator only
-    // after RINGTRAIN_FAULT_NCCL_LATE_SECONDS (default 600): the test of a
-    // rank that never joins (the others' init must time out, naming it).
-    if (const char* late = std::getenv("RINGTRAIN_FAULT_NCCL_LATE_RANK");
-        late && std::atoi(late) == rank()) {
-      const char* secs = std::getenv("RINGTRAIN_FAULT_NCCL_LATE_SECONDS");
-      std::this_thread::sleep_for(std::chrono::seconds(secs ? std::atoi(secs) : 600));
-    }
+    // The test of a rank that never joins (the others' init must time out,
+    // naming it): RINGTRAIN_FAULT_NCCL_LATE_RANK (fault_plan.h).
+    if (const FaultPlan* faults = FaultPlan::planned()) faults->delay_nccl_join(rank());
     ncclUniqueId id{};
     if (rank() == 0) RT_NCCL_CHECK(ncclGetUniqueId(&id));
     RT_MPI_CHECK(MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, mpi_context::world()));

@@ -1,4 +1,4 @@
-// The step profile the step model (sync/step_model.h) predicts from, read
+// The step profile the step predictor (step_predictor.h) predicts from, read
 // from a --trace file of a short training run: per step, the time before
 // backward, backward, the optimizer, and each gradient bucket's size and the
 // moment backward produced it (the "bucket k ready" spans, relative to
@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ringtrain/sync/step_model.h"
+#include "ringtrain/perf/step_predictor.h"
 
 namespace ringtrain {
 

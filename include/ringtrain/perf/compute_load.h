@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <thread>
 
-namespace ringtrain::apps {
+namespace ringtrain {
 
 class ComputeLoad {
  public:
@@ -48,4 +48,4 @@ class ComputeBurst {
   std::uint64_t gemms_;
 };
 
-}  // namespace ringtrain::apps
+}  // namespace ringtrain

@@ -1,15 +1,15 @@
-// The alpha-beta model of all-reduce time, fitted from measurements. A link
+// The alpha-beta fit of a link's all-reduce time, from measurements. A link
 // tier (inside a node, or across nodes) is described by a latency alpha per
 // message step and an inverse bandwidth beta per byte; a ring all-reduce of
 // n bytes over W ranks takes 2(W-1) steps of n/W bytes each:
 //   t(n) = 2(W-1) alpha + 2(W-1)/W n beta.
 // Measured times at several sizes give intercept and slope by weighted least
 // squares (relative error, so small and large messages weigh alike), hence
-// alpha and beta. Pure arithmetic: no communicator, no device.
+// alpha and beta (allreduce_time.h prices an all-reduce with them). Pure
+// arithmetic: no communicator, no device.
 #pragma once
 
 #include <cstddef>
-#include <string>
 #include <vector>
 
 namespace ringtrain {
@@ -24,7 +24,7 @@ struct LinkParams {
   double beta_s_per_byte = 0;  // seconds per byte (1 / bandwidth)
   // Share of one core a rank's all-reduce keeps busy while it runs (CPU time
   // over wall time, measured by `bench model`; the kernel's TCP work counts).
-  // Used only when the communication has no core of its own (step_model.h).
+  // Used only when the communication has no core of its own (step_predictor.h).
   double cpu_share = 0;
   // The same link measured with a compute thread beside the all-reduce on each
   // rank's core (`bench model --under-load`): where communication shares a
@@ -79,69 +79,5 @@ LinkFit fit_ring_allreduce(const std::vector<TimingSample>& samples, int ranks, 
 std::vector<TimingSample> ring_step_curve(const std::vector<TimingSample>& samples, int ranks);
 double ring_step_seconds(double chunk_bytes, double alpha_s, double beta_s_per_byte,
                          const std::vector<TimingSample>& step_curve);
-
-// How the ranks of a (predicted) job are placed.
-struct ClusterShape {
-  int nodes = 1;
-  int ranks_per_node = 1;
-  int world() const { return nodes * ranks_per_node; }
-};
-
-enum class AllreduceAlgorithm { ring, hierarchical };
-// "ring" | "hierarchical"; Error naming the value otherwise.
-AllreduceAlgorithm parse_allreduce_algorithm(const std::string& name);
-const char* allreduce_algorithm_name(AllreduceAlgorithm algorithm);
-
-struct CommModel {
-  LinkParams intra;  // between ranks of one node
-  LinkParams inter;  // between nodes (one rank per node measured it)
-};
-
-// Predicted seconds of one all-reduce of `bytes` per rank, each ring step
-// priced by ring_step_seconds (the fit where a tier has no step curve).
-// Assumptions: no congestion, one tier per level.
-//   ring: one flat ring over all W ranks; with more than one node every step
-//         waits for the slowest hop, an inter-node one: 2(W-1)(a_e + n/W b_e).
-//   hierarchical: reduce-scatter and all-gather inside each node (G ranks) and a
-//         ring all-reduce of each rank's n/G share across the N nodes:
-//         2(G-1)(a_i + n/G b_i) + 2(N-1)(a_e + n/(G N) b_e).
-// One rank: 0.
-double allreduce_seconds(double bytes, const ClusterShape& shape, AllreduceAlgorithm algorithm,
-                         const CommModel& model);
-
-// The CPU share (LinkParams::cpu_share) of the tiers an all-reduce of this
-// shape uses: inter across nodes, intra inside one; the larger of both for a
-// hierarchical all-reduce that uses both. One rank: 0.
-double allreduce_cpu_share(const ClusterShape& shape, AllreduceAlgorithm algorithm,
-                           const CommModel& model);
-
-// The arrival wait (LinkParams::arrival_wait_s) of the tiers an all-reduce of
-// this shape uses, the larger of both for a hierarchical one. One rank: 0.
-double allreduce_arrival_wait(const ClusterShape& shape, AllreduceAlgorithm algorithm,
-                              const CommModel& model);
-
-// The arrival lag (LinkParams::arrival_lag_s) of the tiers an all-reduce of
-// this shape uses, the larger of both for a hierarchical one. One rank: 0.
-double allreduce_arrival_lag(const ClusterShape& shape, AllreduceAlgorithm algorithm,
-                             const CommModel& model);
-
-// The same model with each tier's under-load alpha and beta, and the compute
-// loss of the tiers an all-reduce of this shape uses (the larger of both for a
-// hierarchical one that uses both). `complete` is false when a tier the shape
-// needs was not measured under load.
-struct UnderLoadModel {
-  CommModel model;
-  double compute_loss = 0;
-  bool complete = false;
-};
-UnderLoadModel under_load_model(const ClusterShape& shape, AllreduceAlgorithm algorithm,
-                                const CommModel& model);
-
-// The smallest bucket (bytes) whose latency part, allreduce_seconds(0), stays
-// within `latency_share` of its transfer part, by the fits' alpha and beta
-// (the step curves do not say what a step costs at no bytes). 0 for one rank, or when the
-// model has no bandwidth term.
-double suggest_bucket_bytes(const ClusterShape& shape, AllreduceAlgorithm algorithm,
-                            const CommModel& model, double latency_share = 0.05);
 
 }  // namespace ringtrain

@@ -1,5 +1,5 @@
-// See step_model.h: the overlap timeline of one predicted step.
-#include "ringtrain/sync/step_model.h"
+// See step_predictor.h: the overlap timeline of one predicted step.
+#include "ringtrain/perf/step_predictor.h"
 
 #include <algorithm>
 #include <limits>
@@ -12,12 +12,12 @@ namespace ringtrain {
 namespace {
 // What the last rank's lateness adds after the last all-reduce: with a
 // measured lag it is already in the timeline (every all-reduce starts that
-// late); a model without one adds the wait measured at the end of compute.
+// late); tiers without one add the wait measured at the end of compute.
 double end_of_step_wait(const ClusterShape& shape, AllreduceAlgorithm algorithm,
-                        const CommModel& model) {
-  return allreduce_arrival_lag(shape, algorithm, model) > 0
+                        const LinkTiers& links) {
+  return allreduce_arrival_lag(shape, algorithm, links) > 0
              ? 0.0
-             : allreduce_arrival_wait(shape, algorithm, model);
+             : allreduce_arrival_wait(shape, algorithm, links);
 }
 }  // namespace
 
@@ -28,7 +28,7 @@ double StepProfile::total_bytes() const {
 }
 
 StepPrediction predict_step(const StepProfile& profile, const ClusterShape& shape,
-                            AllreduceAlgorithm algorithm, const CommModel& model,
+                            AllreduceAlgorithm algorithm, const LinkTiers& links,
                             double compute_scale, double comm_cpu_share) {
   RT_CHECK(compute_scale > 0, "compute scale must be positive, got {}", compute_scale);
   RT_CHECK(comm_cpu_share >= 0 && comm_cpu_share <= 1,
@@ -36,15 +36,15 @@ StepPrediction predict_step(const StepProfile& profile, const ClusterShape& shap
   StepPrediction p;
   const double backward_end = profile.backward_s * compute_scale;
   // Ranks that share cores are apart: the last reaches each bucket this late.
-  const double lag = allreduce_arrival_lag(shape, algorithm, model);
+  const double lag = allreduce_arrival_lag(shape, algorithm, links);
   double comm_free = 0;  // when the communication thread is next idle
   for (const BucketProfile& b : profile.buckets) {
-    const double t = allreduce_seconds(b.bytes, shape, algorithm, model);
+    const double t = allreduce_seconds(b.bytes, shape, algorithm, links);
     const double start = std::max(b.ready_s * compute_scale + lag, comm_free);
     comm_free = start + t;
     p.comm_s += t;
   }
-  p.exposed_s = std::max(0.0, comm_free - backward_end) + end_of_step_wait(shape, algorithm, model);
+  p.exposed_s = std::max(0.0, comm_free - backward_end) + end_of_step_wait(shape, algorithm, links);
   p.compute_s =
       (profile.before_backward_s + profile.backward_s + profile.optimizer_s) * compute_scale;
   // The overlapped part of the all-reduces competes with backward for its core.
@@ -54,10 +54,10 @@ StepPrediction predict_step(const StepProfile& profile, const ClusterShape& shap
 }
 
 StepPrediction predict_step_shared_core(const StepProfile& profile, const ClusterShape& shape,
-                                        AllreduceAlgorithm algorithm, const CommModel& model,
+                                        AllreduceAlgorithm algorithm, const LinkTiers& links,
                                         double compute_scale) {
   RT_CHECK(compute_scale > 0, "compute scale must be positive, got {}", compute_scale);
-  const UnderLoadModel loaded = under_load_model(shape, algorithm, model);
+  const UnderLoadLinks loaded = under_load_links(shape, algorithm, links);
   RT_CHECK(loaded.complete,
            "the comm model has no under-load fit for a tier this shape uses ({} node(s) x {} "
            "rank(s), {}): measure it with 'ringtrain bench model --under-load'",
@@ -71,12 +71,12 @@ StepPrediction predict_step_shared_core(const StepProfile& profile, const Cluste
   std::vector<Transfer> transfers;
   // Ranks that share cores are apart: the last reaches each bucket this late,
   // and a bucket's all-reduce starts only then.
-  const double lag = allreduce_arrival_lag(shape, algorithm, model);
+  const double lag = allreduce_arrival_lag(shape, algorithm, links);
   for (const BucketProfile& b : profile.buckets) {
-    const double alone = allreduce_seconds(b.bytes, shape, algorithm, model);
+    const double alone = allreduce_seconds(b.bytes, shape, algorithm, links);
     p.comm_s += alone;
     transfers.push_back({std::min(b.ready_s * compute_scale, work), alone,
-                         allreduce_seconds(b.bytes, shape, algorithm, loaded.model)});
+                         allreduce_seconds(b.bytes, shape, algorithm, loaded.tiers)});
   }
   // Piecewise constant rates between events: a bucket becomes ready on the
   // mean rank, the last rank reaches it (lag later), an all-reduce ends,
@@ -136,7 +136,7 @@ StepPrediction predict_step_shared_core(const StepProfile& profile, const Cluste
     if (backward_running && done >= work) backward_end = t;
   }
   if (backward_end < 0) backward_end = t;
-  p.exposed_s = std::max(0.0, t - backward_end) + end_of_step_wait(shape, algorithm, model);
+  p.exposed_s = std::max(0.0, t - backward_end) + end_of_step_wait(shape, algorithm, links);
   p.compute_s =
       (profile.before_backward_s + profile.backward_s + profile.optimizer_s) * compute_scale;
   p.contention_s = backward_end - work;

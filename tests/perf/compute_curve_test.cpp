@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "ringtrain/core/error.h"
-#include "ringtrain/sync/compute_curve.h"
+#include "ringtrain/perf/compute_curve.h"
 
 using namespace ringtrain;
 

@@ -1,7 +1,8 @@
 // The file `ringtrain bench model` writes and `ringtrain bench predict` reads:
 // per link tier ("intra": ranks of one node, "inter": one rank per node) and
 // per backend, the fitted alpha and beta with the samples and residuals
-// behind them.
+// behind them. The kind "ringtrain comm model" is the name files have always
+// carried, kept so that every file written so far still loads.
 //   {"kind": "ringtrain comm model", "poor_bound": 0.25,
 //    "tiers": {"inter": {"ranks": 2, "nodes": 2, "link": "rate=1gbit delay=0",
 //                        "backends": {"ring": {"alpha_s": ..., "beta_s_per_byte": ...,
@@ -21,11 +22,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ringtrain/sync/comm_model.h"
+#include "ringtrain/perf/allreduce_time.h"
 
-namespace ringtrain::apps {
+namespace ringtrain {
 
-nlohmann::json read_comm_model_file(const std::string& path);
+nlohmann::json read_link_fit_file(const std::string& path);
 // How good a tier's fits are, where the file has the tier.
 struct TierQuality {
   bool have = false;
@@ -34,9 +35,9 @@ struct TierQuality {
   bool poor_under_load = false;  // the fit beside compute (bench model --under-load)
   double residual_under_load = 0;
 };
-// The backend's model, with intra and inter where the file has them.
-struct LoadedCommModel {
-  CommModel model;
+// The backend's link tiers, with intra and inter where the file has them.
+struct LoadedLinkTiers {
+  LinkTiers tiers;
   TierQuality intra, inter;
   double poor_bound = 0;
   int inter_nodes = 0;  // nodes the inter fit was measured on (0: not recorded)
@@ -44,7 +45,7 @@ struct LoadedCommModel {
 // `nodes` > 1: the inter fit measured on that many nodes where the file has
 // one ("inter_by_nodes"), else on the nearest count below it; a ring over
 // shaped links is not the same line at every ring size.
-LoadedCommModel comm_model_for(const nlohmann::json& doc, const std::string& backend,
+LoadedLinkTiers link_tiers_for(const nlohmann::json& doc, const std::string& backend,
                                int nodes = 0);
 
-}  // namespace ringtrain::apps
+}  // namespace ringtrain

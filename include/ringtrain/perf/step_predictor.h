@@ -1,5 +1,5 @@
 // Predicted training step time from a measured step profile and the all-reduce
-// model (comm_model.h). Overlap is modelled as the trainer does it: bucket k's
+// tiers (allreduce_time.h). Overlap is modelled as the trainer does it: bucket k's
 // all-reduce starts when backward has produced it and the previous bucket's
 // all-reduce is done (one communication thread, buckets in order); the
 // optimizer waits for the last one. The exposed part is what backward did not
@@ -7,7 +7,7 @@
 // they do not move in step: the last is behind the ranks' mean by the measured
 // lag (LinkParams::arrival_lag_s), so each bucket's all-reduce starts that
 // long after the mean rank produced it (the last bucket's too: the lag is
-// exposed at the end). A model from before the lag was measured adds the wait
+// exposed at the end). A fit from before the lag was measured adds the wait
 // for the last rank (LinkParams::arrival_wait_s) to the exposed time instead.
 // When the communication has no core of its own (comm_cpu_share > 0: the rank's
 // communication thread and its compute share a core), the overlap hides only
@@ -24,7 +24,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "ringtrain/sync/comm_model.h"
+#include "ringtrain/perf/allreduce_time.h"
 
 namespace ringtrain {
 
@@ -54,11 +54,11 @@ struct StepPrediction {
 // scaling, per-rank batch / profiled per-rank batch for strong scaling.
 // comm_cpu_share in [0, 1]: 0 when the communication has a core of its own.
 StepPrediction predict_step(const StepProfile& profile, const ClusterShape& shape,
-                            AllreduceAlgorithm algorithm, const CommModel& model,
+                            AllreduceAlgorithm algorithm, const LinkTiers& links,
                             double compute_scale = 1.0, double comm_cpu_share = 0.0);
 
 // The step where communication shares the core it computes on, with both
-// sides measured (comm_model.h, under_load_model): while backward runs, an
+// sides measured (allreduce_time.h, under_load_links): while backward runs, an
 // all-reduce proceeds at its under-load time and backward at (1 - compute_loss)
 // of its rate; after backward, the all-reduce proceeds at its time alone, once
 // the last rank's backward has ended too (the arrival lag after the mean
@@ -66,7 +66,7 @@ StepPrediction predict_step(const StepProfile& profile, const ClusterShape& shap
 // k is ready when backward has done the work that the profile had done by its
 // ready time. contention_s is how much longer backward took than alone.
 StepPrediction predict_step_shared_core(const StepProfile& profile, const ClusterShape& shape,
-                                        AllreduceAlgorithm algorithm, const CommModel& model,
+                                        AllreduceAlgorithm algorithm, const LinkTiers& links,
                                         double compute_scale = 1.0);
 
 // The same gradient stream cut into buckets of at most cap_bytes, with ready

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "ringtrain/sync/step_model.h"
+#include "ringtrain/perf/step_predictor.h"
 
 using namespace ringtrain;
 
@@ -15,8 +15,8 @@ StepProfile three_buckets() {
   p.buckets = {{1e5, 1e-3}, {2e5, 2e-3}, {1e5, 5e-3}};
   return p;
 }
-CommModel slow_network() {
-  CommModel m;
+LinkTiers slow_network() {
+  LinkTiers m;
   m.intra = {10e-6, 1e-9};
   m.inter = {100e-6, 1e-8};
   return m;
@@ -33,8 +33,8 @@ StepProfile two_buckets() {
 }
 // No latency, 1 ns/B alone and 2 ns/B beside compute, and compute at half its
 // rate while an all-reduce runs. A ring of 2 moves n bytes in n * beta.
-CommModel halving_link() {
-  CommModel m;
+LinkTiers halving_link() {
+  LinkTiers m;
   m.inter.beta_s_per_byte = 1e-9;
   m.inter.has_under_load = true;
   m.inter.loaded_beta_s_per_byte = 2e-9;
@@ -43,7 +43,7 @@ CommModel halving_link() {
 }
 }  // namespace
 
-TEST_CASE("step model: a hand-computed 3-bucket timeline") {
+TEST_CASE("step predictor: a hand-computed 3-bucket timeline") {
   // Bucket 0: ready 1ms, 1.2ms long -> [1, 2.2]. Bucket 1: ready 2ms, waits for
   // bucket 0, 2.2ms long -> [2.2, 4.4]. Bucket 2: ready 5ms -> [5, 6.2].
   // Backward ends at 6ms: 0.2ms exposed. Compute 3 + 6 + 1 = 10ms.
@@ -70,7 +70,7 @@ TEST_CASE("step model: a hand-computed 3-bucket timeline") {
   CHECK(one.step_s == Approx(10e-3));
 }
 
-TEST_CASE("step model: communication sharing the compute core hides less") {
+TEST_CASE("step predictor: communication sharing the compute core hides less") {
   // The timeline above: 4.6ms of all-reduce, 0.2ms after backward, so 4.4ms
   // overlapped backward. With a cpu share of 0.5 backward loses 0.5 * 4.4 =
   // 2.2ms: step 10 + 0.2 + 2.2 = 12.4ms.
@@ -90,7 +90,7 @@ TEST_CASE("step model: communication sharing the compute core hides less") {
       predict_step(three_buckets(), {2, 1}, AllreduceAlgorithm::ring, slow_network(), 1.0, 1.5));
 
   // Which tier's share applies.
-  CommModel m = slow_network();
+  LinkTiers m = slow_network();
   m.intra.cpu_share = 0.1;
   m.inter.cpu_share = 0.3;
   CHECK(allreduce_cpu_share({1, 1}, AllreduceAlgorithm::ring, m) == 0);
@@ -102,7 +102,7 @@ TEST_CASE("step model: communication sharing the compute core hides less") {
   CHECK(allreduce_cpu_share({4, 1}, AllreduceAlgorithm::hierarchical, m) == Approx(0.3));
 }
 
-TEST_CASE("step model: rebucketing interpolates ready times") {
+TEST_CASE("step predictor: rebucketing interpolates ready times") {
   // Cap 1.5e5: the first cut is 0.5e5 into bucket 1 (a quarter of its 2e5,
   // produced between 1ms and 2ms -> 1.25ms); the second is bucket 1's end
   // (2ms); the rest, 1e5, is bucket 2 (5ms).
@@ -123,14 +123,14 @@ TEST_CASE("step model: rebucketing interpolates ready times") {
   CHECK(one.buckets[0].ready_s == Approx(5e-3));
 }
 
-TEST_CASE("step model on a shared core: a hand-computed timeline with both sides slowed") {
+TEST_CASE("step predictor on a shared core: a hand-computed timeline with both sides slowed") {
   // 2 nodes x 1 rank, no latency, 1 ns/B alone and 2 ns/B beside compute, and
   // compute at half its rate while an all-reduce runs. A ring of 2 moves n
   // bytes in n * beta: bucket 0 (4 MB) 4 ms alone, 8 ms loaded; bucket 1 (2 MB)
   // 2 ms alone, 4 ms loaded. Backward is 10 ms of work; bucket 0 is ready at 4
   // ms of it, bucket 1 at 10 ms.
   const StepProfile prof = two_buckets();
-  const CommModel m = halving_link();
+  const LinkTiers m = halving_link();
   // [0, 4] backward alone. [4, 12] bucket 0 loaded, backward at half rate
   // (8 -> done 8 ms of work). [12, 14] backward alone to 10. [14, 16] bucket 1
   // alone. Backward ends at 14 (4 ms late), 2 ms exposed.
@@ -142,7 +142,7 @@ TEST_CASE("step model on a shared core: a hand-computed timeline with both sides
   CHECK(p.step_s == Approx(20e-3));
 
   // Nothing slowed under load: the timeline of predict_step without contention.
-  CommModel same = slow_network();
+  LinkTiers same = slow_network();
   for (LinkParams* l : {&same.intra, &same.inter}) {
     l->has_under_load = true;
     l->loaded_alpha_s = l->alpha_s;
@@ -166,23 +166,23 @@ TEST_CASE("step model on a shared core: a hand-computed timeline with both sides
       Catch::Contains("bench model --under-load"));
 }
 
-TEST_CASE("step model: the wait for the last rank adds to the exposed time once") {
+TEST_CASE("step predictor: the wait for the last rank adds to the exposed time once") {
   // Ranks that share cores reach the step's last all-reduce apart; the
   // measured wait (bench model --after-compute) is exposed, once per step,
   // whatever the buckets, in both timelines. One rank waits for nobody.
-  CommModel m = slow_network();
+  LinkTiers m = slow_network();
   for (LinkParams* l : {&m.intra, &m.inter}) {
     l->has_under_load = true;
     l->loaded_alpha_s = l->alpha_s;
     l->loaded_beta_s_per_byte = l->beta_s_per_byte;
   }
-  CommModel waiting = m;
+  LinkTiers waiting = m;
   waiting.inter.arrival_wait_s = 2.5e-3;
   waiting.intra.arrival_wait_s = 0.5e-3;
   using Timeline = StepPrediction (*)(const StepProfile&, const ClusterShape&, AllreduceAlgorithm,
-                                      const CommModel&, double);
+                                      const LinkTiers&, double);
   const Timeline free_overlap = [](const StepProfile& p, const ClusterShape& s,
-                                   AllreduceAlgorithm a, const CommModel& c,
+                                   AllreduceAlgorithm a, const LinkTiers& c,
                                    double scale) { return predict_step(p, s, a, c, scale); };
   for (const Timeline timeline : {free_overlap, &predict_step_shared_core}) {
     for (double scale : {1.0, 0.5}) {
@@ -208,11 +208,11 @@ TEST_CASE("step model: the wait for the last rank adds to the exposed time once"
   CHECK(one.exposed_s == 0);
 }
 
-TEST_CASE("step model: the last rank's lag delays every bucket's all-reduce") {
+TEST_CASE("step predictor: the last rank's lag delays every bucket's all-reduce") {
   // Ranks that share cores stay apart all step: the last reaches each bucket
   // `lag` after the ranks' mean, and the all-reduce starts only then. The
   // lag takes the place of the wait (which is not added on top).
-  CommModel lagging = slow_network();
+  LinkTiers lagging = slow_network();
   lagging.inter.arrival_lag_s = 1e-3;
   lagging.inter.arrival_wait_s = 2.5e-3;
   // The 3-bucket timeline with each ready time 1 ms later: bucket 0 [2, 3.2],
@@ -229,7 +229,7 @@ TEST_CASE("step model: the last rank's lag delays every bucket's all-reduce") {
   // [13, 14] backward alone to 10; bucket 1 ready at 14, started at 15.
   // [15, 17] bucket 1 alone. Backward ends at 14 (4 ms late), 3 ms exposed.
   const StepProfile prof = two_buckets();
-  CommModel m = halving_link();
+  LinkTiers m = halving_link();
   m.inter.arrival_lag_s = 1e-3;
   m.inter.arrival_wait_s = 5e-3;
   const StepPrediction s = predict_step_shared_core(prof, {2, 1}, AllreduceAlgorithm::ring, m);
@@ -246,7 +246,7 @@ TEST_CASE("step model: the last rank's lag delays every bucket's all-reduce") {
   // bucket 0 ran alone from 11).
   StepProfile late = prof;
   late.buckets[0].ready_s = 9e-3;
-  CommModel far = halving_link();
+  LinkTiers far = halving_link();
   far.inter.arrival_lag_s = 2e-3;
   const StepPrediction f = predict_step_shared_core(late, {2, 1}, AllreduceAlgorithm::ring, far);
   CHECK(f.contention_s == Approx(0).margin(1e-12));

@@ -7,9 +7,9 @@
 
 #include <string>
 
-#include "ringtrain/sync/compute_curve.h"
+#include "ringtrain/perf/compute_curve.h"
 
-namespace ringtrain::apps {
+namespace ringtrain {
 
 struct LoadedComputeCurve {
   ComputeCurve curve;
@@ -19,4 +19,4 @@ struct LoadedComputeCurve {
 // step_ms, lines of different models, or bad points (compute_curve.h).
 LoadedComputeCurve read_compute_curve_file(const std::string& path);
 
-}  // namespace ringtrain::apps
+}  // namespace ringtrain

@@ -1,4 +1,4 @@
-#include "apps/compute_curve_json.h"
+#include "ringtrain/perf/compute_curve_file.h"
 
 #include <fstream>
 #include <vector>
@@ -9,7 +9,7 @@
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/error.h"
 
-namespace ringtrain::apps {
+namespace ringtrain {
 
 LoadedComputeCurve read_compute_curve_file(const std::string& path) {
   std::ifstream in(path);
@@ -60,4 +60,4 @@ LoadedComputeCurve read_compute_curve_file(const std::string& path) {
   }
 }
 
-}  // namespace ringtrain::apps
+}  // namespace ringtrain

@@ -1,6 +1,6 @@
 // See compute_curve.h: compute per step against the per-rank batch, and the
 // number of ranks computing at once on the machine.
-#include "ringtrain/sync/compute_curve.h"
+#include "ringtrain/perf/compute_curve.h"
 
 #include <algorithm>
 #include <string>

@@ -1,5 +1,5 @@
-// See step_profile.h: step phases and bucket launches, per step, from a trace.
-#include "ringtrain/train/step_profile.h"
+// See trace_profile.h: step phases and bucket launches, per step, from a trace.
+#include "ringtrain/perf/trace_profile.h"
 
 #include <algorithm>
 #include <fstream>
@@ -107,7 +107,7 @@ TraceProfile profile_from_trace(const nlohmann::json& trace, int rank, std::size
              st.buckets.size(), warmup_steps, ready.size());
     for (std::size_t k = 0; k < st.buckets.size(); ++k) {
       // Without overlap, buckets launch after backward: their ready time is
-      // then at most backward's end, which is what the model should assume.
+      // then at most backward's end, which is what the predictor should assume.
       ready[k].push_back(std::clamp(st.buckets[k].ready_s - st.backward_start_s, 0.0, bwd));
       bytes[k].push_back(st.buckets[k].bytes);
     }

@@ -1,5 +1,5 @@
-// See comm_model_json.h.
-#include "apps/comm_model_json.h"
+// See link_fit_file.h.
+#include "ringtrain/perf/link_fit_file.h"
 
 #include <algorithm>
 #include <fstream>
@@ -11,9 +11,9 @@
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/error.h"
 
-namespace ringtrain::apps {
+namespace ringtrain {
 
-nlohmann::json read_comm_model_file(const std::string& path) {
+nlohmann::json read_link_fit_file(const std::string& path) {
   std::ifstream f(path);
   RT_CHECK(f.good(), "comm model {}: cannot open the file (write it with 'ringtrain bench model')",
            path);
@@ -72,12 +72,12 @@ bool has_backend(const nlohmann::json& tier, const std::string& backend) {
 }
 }  // namespace
 
-LoadedCommModel comm_model_for(const nlohmann::json& doc, const std::string& backend, int nodes) {
-  LoadedCommModel m;
+LoadedLinkTiers link_tiers_for(const nlohmann::json& doc, const std::string& backend, int nodes) {
+  LoadedLinkTiers m;
   m.poor_bound = doc.value("poor_bound", 0.0);
   const nlohmann::json& tiers = doc["tiers"];
   if (has_backend(tiers.value("intra", nlohmann::json()), backend))
-    m.model.intra =
+    m.tiers.intra =
         tier_fit(tiers["intra"]["backends"][backend], tiers["intra"].value("ranks", 0), m.intra);
   // Across nodes: the fit measured on `nodes` nodes where the file has one,
   // else on the nearest count below (the smallest if none is below), else the
@@ -110,8 +110,8 @@ LoadedCommModel comm_model_for(const nlohmann::json& doc, const std::string& bac
     m.inter_nodes = tiers["inter"].value("nodes", 0);
   }
   if (inter)
-    m.model.inter = tier_fit((*inter)["backends"][backend], (*inter).value("ranks", 0), m.inter);
+    m.tiers.inter = tier_fit((*inter)["backends"][backend], (*inter).value("ranks", 0), m.inter);
   return m;
 }
 
-}  // namespace ringtrain::apps
+}  // namespace ringtrain

@@ -5,7 +5,7 @@
 
 #include "ringtrain/core/error.h"
 #include "ringtrain/core/timer.h"
-#include "ringtrain/train/step_profile.h"
+#include "ringtrain/perf/trace_profile.h"
 #include "ringtrain/train/trace_writer.h"
 
 using namespace ringtrain;

@@ -1,5 +1,5 @@
 // See compute_load.h.
-#include "apps/compute_load.h"
+#include "ringtrain/perf/compute_load.h"
 
 #include <chrono>
 #include <memory>
@@ -9,7 +9,7 @@
 #include "ringtrain/ops/compute_context.h"
 #include "ringtrain/ops/gemm.h"
 
-namespace ringtrain::apps {
+namespace ringtrain {
 
 namespace {
 
@@ -81,4 +81,4 @@ double ComputeLoad::rate_alone(double seconds) const {
   return wall > 0 ? static_cast<double>(done() - before) / wall : 0;
 }
 
-}  // namespace ringtrain::apps
+}  // namespace ringtrain

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "ringtrain/core/error.h"
-#include "ringtrain/sync/comm_model.h"
+#include "ringtrain/perf/allreduce_time.h"
 
 using namespace ringtrain;
 
@@ -55,36 +55,6 @@ TEST_CASE("the fit rejects what cannot determine a line") {
   CHECK_THROWS_AS(fit_ring_allreduce({{1024, 1e-3}, {2048, 2e-3}}, 1, 0.1), Error);
 }
 
-TEST_CASE("all-reduce time: ring and hierarchical formulas") {
-  CommModel m;
-  m.intra = {10e-6, 1e-9};
-  m.inter = {100e-6, 1e-8};
-  const double n = 1e5;
-  // One rank: nothing to do.
-  CHECK(allreduce_seconds(n, {1, 1}, AllreduceAlgorithm::ring, m) == 0);
-  // One node, 4 ranks: intra link, 2*3*(10us + 25000*1ns) = 210us.
-  CHECK(allreduce_seconds(n, {1, 4}, AllreduceAlgorithm::ring, m) == Approx(210e-6));
-  // 2 nodes x 2 ranks, flat ring: every step waits on the inter link,
-  // 2*3*(100us + 25000*10ns) = 2100us.
-  CHECK(allreduce_seconds(n, {2, 2}, AllreduceAlgorithm::ring, m) == Approx(2100e-6));
-  // Hierarchical: 2*(10us + 50000*1ns) + 2*(100us + 25000*10ns) = 120us + 700us.
-  CHECK(allreduce_seconds(n, {2, 2}, AllreduceAlgorithm::hierarchical, m) == Approx(820e-6));
-  CHECK(parse_allreduce_algorithm("hierarchical") == AllreduceAlgorithm::hierarchical);
-  CHECK_THROWS_AS(parse_allreduce_algorithm("tree"), Error);
-}
-
-TEST_CASE("bucket suggestion: latency within 5% of the transfer time") {
-  CommModel m;
-  m.inter = {100e-6, 1e-8};
-  // 2 nodes x 1 rank: latency 2*100us, transfer n*1e-8 s: n >= 200us / (0.05 * 1e-8).
-  const double b = suggest_bucket_bytes({2, 1}, AllreduceAlgorithm::ring, m);
-  CHECK(b == Approx(4e5));
-  const double latency = allreduce_seconds(0, {2, 1}, AllreduceAlgorithm::ring, m);
-  CHECK(latency ==
-        Approx(0.05 * (allreduce_seconds(b, {2, 1}, AllreduceAlgorithm::ring, m) - latency)));
-  CHECK(suggest_bucket_bytes({1, 1}, AllreduceAlgorithm::ring, m) == 0);
-}
-
 TEST_CASE("step curve: measured sizes price the ring steps between them") {
   // 2 ranks: a step moves n/2 bytes and an all-reduce is 2 steps. The 20 KB
   // size is fast (a token bucket's burst), the large ones on a line of their
@@ -96,7 +66,7 @@ TEST_CASE("step curve: measured sizes price the ring steps between them") {
   CHECK(curve[0].seconds == Approx(50e-6));
   CHECK(curve[2].bytes == Approx(1e6));
   CHECK(curve[2].seconds == Approx(8.5e-3));
-  CommModel m;
+  LinkTiers m;
   m.inter = {5e-6, 8e-9};
   m.inter.step_curve = curve;
   auto ring = [&](double n, int nodes) {
@@ -122,9 +92,9 @@ TEST_CASE("step curve: timings on the fit's own line price as the fit") {
   const double alpha = 40e-6, beta = 1e-9;
   for (int ranks : {2, 3}) {
     const std::vector<TimingSample> samples = ring_samples(alpha, beta, ranks);
-    CommModel m;
+    LinkTiers m;
     m.inter = {alpha, beta};
-    CommModel measured = m;
+    LinkTiers measured = m;
     measured.inter.step_curve = ring_step_curve(samples, ranks);
     for (double n : {0.0, 100.0, 5e3, 3e5, 7.7e6, 1e9})
       for (int nodes : {2, 3, 8})
@@ -146,17 +116,17 @@ TEST_CASE("step curve: a size measured twice counts at its mean; bad samples are
 }
 
 TEST_CASE("step curve: beside compute the loaded curve prices; the bucket cap uses the fits") {
-  CommModel m;
+  LinkTiers m;
   m.inter = {100e-6, 1e-8};
   m.inter.has_under_load = true;
   m.inter.loaded_alpha_s = 200e-6;
   m.inter.loaded_beta_s_per_byte = 2e-8;
   m.inter.step_curve = {{1e3, 1e-3}, {1e6, 2e-3}};
   m.inter.loaded_step_curve = {{1e3, 3e-3}, {1e6, 5e-3}};
-  const UnderLoadModel u = under_load_model({2, 1}, AllreduceAlgorithm::ring, m);
+  const UnderLoadLinks u = under_load_links({2, 1}, AllreduceAlgorithm::ring, m);
   REQUIRE(u.complete);
   // 2 MB over 2 ranks: steps of the measured 1 MB chunk.
-  CHECK(allreduce_seconds(2e6, {2, 1}, AllreduceAlgorithm::ring, u.model) == Approx(2 * 5e-3));
+  CHECK(allreduce_seconds(2e6, {2, 1}, AllreduceAlgorithm::ring, u.tiers) == Approx(2 * 5e-3));
   CHECK(allreduce_seconds(2e6, {2, 1}, AllreduceAlgorithm::ring, m) == Approx(2 * 2e-3));
   // The cap suggestion of the fit alone: 2 x 100 us of latency against 1e-8 s/B.
   CHECK(suggest_bucket_bytes({2, 1}, AllreduceAlgorithm::ring, m) == Approx(4e5));

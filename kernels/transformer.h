@@ -1,0 +1,44 @@
+// Host-side launchers for kernels/transformer.cu, the GPT-2 class layers'
+// kernels. Streams travel as void*. Every reduction here has a fixed order
+// (warp shuffles, ordered loops; no float atomics), so a step repeats bit for
+// bit.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ringtrain::kernels {
+
+// y[r, :] = w[ids[r], :]; an id that is not an integer in [0, vocab) gives a
+// row of NaN (the non-finite guard then reports the step; the CPU path names
+// the id instead).
+void token_embedding_forward_cuda(const float* ids, const float* w, std::size_t rows,
+                                  std::size_t vocab, std::size_t dim, float* y, void* stream);
+// Bytes of device workspace token_embedding_backward_cuda needs for `rows`.
+std::size_t token_embedding_backward_workspace_bytes(std::size_t rows, std::size_t vocab);
+// dw[v, :] (+)= sum of dy[r, :] over the rows r with ids[r] == v, in row order:
+// the ids are sorted by a stable radix sort (row indices as values), then one
+// block per distinct id walks its rows. dw is zeroed first unless accumulate.
+void token_embedding_backward_cuda(const float* ids, const float* dy, std::size_t rows,
+                                   std::size_t vocab, std::size_t dim, float* dw, bool accumulate,
+                                   void* workspace, std::size_t workspace_bytes, void* stream);
+// y[b, i] = x[b, i] + w[i] for i < n (x may be y).
+void add_broadcast_rows_cuda(const float* x, const float* w, float* y, std::size_t batch,
+                             std::size_t n, void* stream);
+// One warp per row of c: y, and the row's mean and 1/std.
+void layer_norm_forward_cuda(const float* x, const float* w, const float* b, std::size_t rows,
+                             std::size_t c, float eps, float* y, float* mean, float* rstd,
+                             void* stream);
+// One warp per row: dx (skipped when null) and dy * xhat into dy_xhat, whose
+// column sums (and dy's) the caller reduces into dweight (dbias) in order.
+void layer_norm_backward_cuda(const float* x, const float* w, const float* dy, std::size_t rows,
+                              std::size_t c, const float* mean, const float* rstd, float* dx,
+                              float* dy_xhat, void* stream);
+// Rows of t x t score matrices (row i of each matrix keeps columns 0..i): one
+// warp per row. s may be p; dp may be ds.
+void causal_softmax_forward_cuda(const float* s, float* p, std::size_t matrices, std::size_t t,
+                                 void* stream);
+void causal_softmax_backward_cuda(const float* p, const float* dp, float* ds, std::size_t matrices,
+                                  std::size_t t, float scale, void* stream);
+
+}  // namespace ringtrain::kernels

@@ -1,0 +1,126 @@
+#include "ringtrain/ops/transformer_ops.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/causal_attention.cuh"
+#include "kernels/layer_norm.cuh"
+#include "ops/gpu_ops.h"
+#include "ringtrain/core/check.h"
+#include "ringtrain/ops/bias.h"
+
+namespace ringtrain {
+
+void token_embedding_forward(const ComputeContext& ctx, const float* ids, const float* w,
+                             std::size_t rows, std::size_t t, std::size_t vocab, std::size_t dim,
+                             float* y, const std::string& layer) {
+  if (ctx.is_cuda())
+    return detail::gpu_token_embedding_forward(ctx.stream(), ids, w, rows, vocab, dim, y);
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float v = ids[r];
+    const auto id = static_cast<long long>(v);
+    RT_CHECK(v >= 0.0f && static_cast<float>(id) == v && static_cast<std::size_t>(id) < vocab,
+             "layer '{}': input {} of sample {} position {} is not a token id in [0, {})", layer, v,
+             r / t, r % t, vocab);
+    std::memcpy(y + r * dim, w + static_cast<std::size_t>(id) * dim, dim * sizeof(float));
+  }
+}
+
+std::size_t token_embedding_backward_workspace_bytes(const ComputeContext& ctx, std::size_t rows,
+                                                     std::size_t vocab) {
+  return ctx.is_cuda() ? detail::gpu_token_embedding_backward_workspace_bytes(rows, vocab) : 0;
+}
+
+void token_embedding_backward(const ComputeContext& ctx, const float* ids, const float* dy,
+                              std::size_t rows, std::size_t vocab, std::size_t dim, float* dw,
+                              bool accumulate, void* workspace, std::size_t workspace_bytes) {
+  if (ctx.is_cuda())
+    return detail::gpu_token_embedding_backward(ctx.stream(), ids, dy, rows, vocab, dim, dw,
+                                                accumulate, workspace, workspace_bytes);
+  if (!accumulate) std::fill_n(dw, vocab * dim, 0.0f);
+  for (std::size_t r = 0; r < rows; ++r) {
+    float* row = dw + static_cast<std::size_t>(ids[r]) * dim;
+    const float* g = dy + r * dim;
+    for (std::size_t j = 0; j < dim; ++j) row[j] += g[j];
+  }
+}
+
+void add_broadcast_rows(const ComputeContext& ctx, const float* x, const float* w, float* y,
+                        std::size_t batch, std::size_t n) {
+  if (ctx.is_cuda()) return detail::gpu_add_broadcast_rows(ctx.stream(), x, w, y, batch, n);
+  for (std::size_t b = 0; b < batch; ++b)
+    for (std::size_t i = 0; i < n; ++i) y[b * n + i] = x[b * n + i] + w[i];
+}
+
+void broadcast_rows_grad(const ComputeContext& ctx, const float* dy, float* dw, std::size_t batch,
+                         std::size_t n, std::size_t n_total, bool accumulate) {
+  if (ctx.is_cuda()) {
+    // The ordered column sums of the bias gradient: dy is [batch, n] rows.
+    bias_grad(ctx, dy, dw, batch, n, 1, accumulate);
+    if (!accumulate) detail::gpu_zero(ctx.stream(), dw + n, (n_total - n) * sizeof(float));
+    return;
+  }
+  if (!accumulate) std::fill_n(dw, n_total, 0.0f);
+  for (std::size_t b = 0; b < batch; ++b)
+    for (std::size_t i = 0; i < n; ++i) dw[i] += dy[b * n + i];
+}
+
+void zero_floats(const ComputeContext& ctx, float* dst, std::size_t n) {
+  if (ctx.is_cuda()) return detail::gpu_zero(ctx.stream(), dst, n * sizeof(float));
+  std::fill_n(dst, n, 0.0f);
+}
+
+void layer_norm_forward(const ComputeContext& ctx, const float* x, const float* w, const float* b,
+                        std::size_t rows, std::size_t c, float eps, float* y, float* mean,
+                        float* rstd) {
+  if (ctx.is_cuda())
+    return detail::gpu_layer_norm_forward(ctx.stream(), x, w, b, rows, c, eps, y, mean, rstd);
+  const int ci = static_cast<int>(c);
+  for (std::size_t r = 0; r < rows; ++r)
+    kernels::layer_norm_row_forward(x + r * c, w, b, ci, eps, y + r * c, &mean[r], &rstd[r]);
+}
+
+void layer_norm_backward(const ComputeContext& ctx, const float* x, const float* w, const float* dy,
+                         std::size_t rows, std::size_t c, const float* mean, const float* rstd,
+                         float* dx, float* dw, float* db, bool accumulate, float* scratch) {
+  if (ctx.is_cuda()) {
+    RT_CHECK(scratch != nullptr || rows == 0, "layer_norm backward on a GPU needs its scratch");
+    detail::gpu_layer_norm_backward(ctx.stream(), x, w, dy, rows, c, mean, rstd, dx, scratch);
+    bias_grad(ctx, scratch, dw, rows, c, 1, accumulate);
+    bias_grad(ctx, dy, db, rows, c, 1, accumulate);
+    return;
+  }
+  if (!accumulate) {
+    std::fill_n(dw, c, 0.0f);
+    std::fill_n(db, c, 0.0f);
+  }
+  const int ci = static_cast<int>(c);
+  for (std::size_t r = 0; r < rows; ++r)
+    kernels::layer_norm_row_backward(x + r * c, w, dy + r * c, ci, mean[r], rstd[r],
+                                     dx ? dx + r * c : nullptr, dw, db);
+}
+
+void causal_softmax_forward(const ComputeContext& ctx, const float* s, float* p,
+                            std::size_t matrices, std::size_t t) {
+  if (ctx.is_cuda()) return detail::gpu_causal_softmax_forward(ctx.stream(), s, p, matrices, t);
+  const int ti = static_cast<int>(t);
+  for (std::size_t m = 0; m < matrices; ++m)
+    for (int i = 0; i < ti; ++i) {
+      const std::size_t at = (m * t + static_cast<std::size_t>(i)) * t;
+      kernels::causal_softmax_row(s + at, i, ti, p + at);
+    }
+}
+
+void causal_softmax_backward(const ComputeContext& ctx, const float* p, const float* dp, float* ds,
+                             std::size_t matrices, std::size_t t, float scale) {
+  if (ctx.is_cuda())
+    return detail::gpu_causal_softmax_backward(ctx.stream(), p, dp, ds, matrices, t, scale);
+  const int ti = static_cast<int>(t);
+  for (std::size_t m = 0; m < matrices; ++m)
+    for (int i = 0; i < ti; ++i) {
+      const std::size_t at = (m * t + static_cast<std::size_t>(i)) * t;
+      kernels::causal_softmax_row_backward(p + at, dp + at, i, ti, scale, ds + at);
+    }
+}
+
+}  // namespace ringtrain
