@@ -41,7 +41,9 @@ t = d["tiers"]["intra"]
 assert t["ranks"] == 2 and t["nodes"] == 1, t
 for b in ("ring", "mpi"):
     f = t["backends"][b]
-    assert f["alpha_s"] >= 0 and f["beta_s_per_byte"] > 0, f
+    # The fit clamps both at 0: on a loaded machine the times of small and
+    # large sizes can come out flat (scheduling, not bytes), and beta is 0.
+    assert f["alpha_s"] >= 0 and f["beta_s_per_byte"] >= 0, f
     assert len(f["samples"]) == 4 and all("residual" in s for s in f["samples"]), f
     assert isinstance(f["poor"], bool)
     assert 0 <= f["cpu_share"] <= 1, f
