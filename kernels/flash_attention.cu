@@ -107,7 +107,7 @@ __global__ void __launch_bounds__(kRowsPerBlock)
                       float* d_qkv, Dims m) {
   __shared__ float qs[kTile * kD];
   __shared__ float dos[kTile * kD];
-  __shared__ float ls[kTile], ds_row[kTile];
+  __shared__ float ls[kTile], deltas[kTile];
   const int b = blockIdx.z, h = blockIdx.y, k0 = blockIdx.x * kRowsPerBlock;
   const int j = k0 + static_cast<int>(threadIdx.x);
   const bool col = j < m.t;
@@ -131,7 +131,7 @@ __global__ void __launch_bounds__(kRowsPerBlock)
     load_tile(dos, dob, q0, n, m.d, static_cast<std::size_t>(m.c), 0);
     for (int r = threadIdx.x; r < n; r += blockDim.x) {
       ls[r] = lb[q0 + r];
-      ds_row[r] = db[q0 + r];
+      deltas[r] = db[q0 + r];
     }
     __syncthreads();
     if (!col) continue;
@@ -141,7 +141,7 @@ __global__ void __launch_bounds__(kRowsPerBlock)
       const float* qi = qs + r * m.d;
       const float* doi = dos + r * m.d;
       float pz, dsij;
-      flash_backward_element(m.scale * flash_dot(qi, k, m.d), ls[r], ds_row[r],
+      flash_backward_element(m.scale * flash_dot(qi, k, m.d), ls[r], deltas[r],
                              attention_dropout_factor(key, b, m.t, i, j, m.dropout, m.keep_scale),
                              flash_dot(doi, v, m.d), m.scale, &pz, &dsij);
       for (int c = 0; c < m.d; ++c) {
