@@ -1,9 +1,17 @@
-// `ringtrain generate`: text from a language-model checkpoint, on the CPU.
-// The prompt is encoded with the tokenizer of the dataset the run trained on
-// (stored in it by `convert text`), then each next token is sampled from the
-// last position's logits: temperature, then the top-k most likely, then a draw
-// from (--seed); temperature 0 takes the most likely token. A sequence longer
-// than the context keeps its last `context` tokens.
+// `ringtrain generate`: text from a language-model checkpoint; the forward runs
+// on --device (cpu, cuda or auto), the sampling on the host. The prompt is encoded with the
+// tokenizer of the dataset the run trained on (stored in it by `convert text`), then each next
+// token is sampled from the last position's logits: temperature, then the top-k most likely, then a
+// draw from (--seed); temperature 0 takes the most likely token. A sequence longer than the context
+// keeps its last `context` tokens.
+//
+// The sampler sees only the last position's logits, copied to the host, and
+// draws from its own generator (std::mt19937_64 of --seed), so the same seed
+// and the same logits give the same tokens on any device. Logits from a GPU
+// agree with the CPU's to float rounding, not bit for bit: greedy decoding
+// (--temperature 0 or --top-k 1) gives the same tokens unless two candidates
+// tie within that rounding; a random draw can also differ where it falls
+// within that rounding of a boundary between two tokens.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -13,12 +21,14 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/command.h"
+#include "ringtrain/core/buffer_copy.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/data/dataset.h"
 #include "ringtrain/data/token_data.h"
 #include "ringtrain/data/tokenizer.h"
 #include "ringtrain/model/model.h"
 #include "ringtrain/model/presets.h"
+#include "ringtrain/tensor/tensor.h"
 #include "ringtrain/train/checkpoint.h"
 
 namespace ringtrain::apps {
@@ -74,20 +84,23 @@ int run_generate(const GenerateFlags& f, const Topology& topo) {
   const std::unique_ptr<Tokenizer> tok = Tokenizer::of_dataset(data);
   const std::size_t vocab = lm && lm->vocab > 0 ? lm->vocab : tok->vocab_size();
 
+  const Device device = topo.device();
   ModelOptions options;
+  options.device = device;
   options.max_batch = 1;
   const auto model = Model::build(spec, {context}, static_cast<int>(vocab), options);
   RT_CHECK(ck.params.size() == model->param_info().size(),
            "--ckpt {}: {} parameter tensors, the model has {}", path, ck.params.size(),
            model->param_info().size());
-  auto* params = static_cast<float*>(model->params().ptr);
+  std::vector<float> params(model->params().count);
   for (std::size_t i = 0; i < ck.params.size(); ++i) {
     const ParamInfo& p = model->param_info()[i];
     RT_CHECK(ck.params[i].first == p.name && ck.params[i].second.size() == p.count,
              "--ckpt {}: tensor {} is '{}' of {} values, the model's is '{}' of {}", path, i,
              ck.params[i].first, ck.params[i].second.size(), p.name, p.count);
-    std::copy(ck.params[i].second.begin(), ck.params[i].second.end(), params + p.offset);
+    std::copy(ck.params[i].second.begin(), ck.params[i].second.end(), params.begin() + p.offset);
   }
+  copy_view(model->params(), view_of(params.data(), params.size()));
 
   RT_CHECK(!f.prompt.empty(), "--prompt is empty: give the text to continue");
   std::vector<std::int32_t> seq = tok->encode(f.prompt);
@@ -97,30 +110,40 @@ int run_generate(const GenerateFlags& f, const Topology& topo) {
            context);
   const std::size_t prompt_len = seq.size();
   std::mt19937_64 rng(f.seed);
-  std::vector<float> x(context);
+  std::vector<float> x(context), last(vocab);
   const std::vector<std::int32_t> no_labels(context, kIgnoreLabel);
+  // The window and its (ignored) labels where the model reads them.
+  Tensor x_dev = Tensor::zeros({context}, DType::f32, device);
+  Tensor labels_dev = Tensor::zeros({context}, DType::i32, device);
+  copy_view(view_of(labels_dev.data_as<std::int32_t>(), context, device),
+            view_of(no_labels.data(), context));
   for (std::size_t n = 0; n < f.tokens; ++n) {
     const std::size_t len = std::min(seq.size(), context);
     const std::size_t from = seq.size() - len;
     for (std::size_t j = 0; j < context; ++j)
       x[j] = j < len ? static_cast<float>(seq[from + j]) : 0.0f;  // causal: padding is unseen
-    model->forward(x.data(), no_labels.data(), 1, false);
-    seq.push_back(sample_token(model->logits() + (len - 1) * vocab, vocab, f, rng));
+    copy_view(view_of(x_dev.data_as<float>(), context, device), view_of(x.data(), context));
+    model->forward(x_dev.data_as<float>(), labels_dev.data_as<std::int32_t>(), 1, false);
+    model->synchronize();  // the logits are written on the model's stream
+    copy_view(view_of(last.data(), vocab),
+              view_of(model->logits() + (len - 1) * vocab, vocab, device));
+    seq.push_back(sample_token(last.data(), vocab, f, rng));
   }
   const std::string text = tok->decode(std::vector<std::int32_t>(seq.begin(), seq.end()));
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fputc('\n', stdout);
   std::fflush(stdout);
   // The figures on stderr: stdout is the text alone.
-  std::fprintf(stderr, "generate: %zu prompt token(s) + %zu sampled from %s (step %llu)\n",
-               prompt_len, f.tokens, path.c_str(), static_cast<unsigned long long>(ck.meta.step));
+  std::fprintf(stderr, "generate: %zu prompt token(s) + %zu sampled from %s (step %llu) on %s\n",
+               prompt_len, f.tokens, path.c_str(), static_cast<unsigned long long>(ck.meta.step),
+               device.is_cuda() ? "cuda" : "cpu");
   return 0;
 }
 
 CLI::App* add_generate_command(CLI::App& app, CommandContext& ctx) {
   auto f = std::make_shared<GenerateFlags>();
   CLI::App* sub = app.add_subcommand(
-      "generate", "Continue a text prompt with a language-model checkpoint (CPU)");
+      "generate", "Continue a text prompt with a language-model checkpoint (forward on --device)");
   sub->add_option("--ckpt", f->ckpt, "Checkpoint file, or a directory (its newest checkpoint)")
       ->required();
   sub->add_option("--prompt", f->prompt, "Text to continue")->required();
@@ -137,10 +160,9 @@ CLI::App* add_generate_command(CLI::App& app, CommandContext& ctx) {
       ->capture_default_str();
   sub->add_option("--data", f->data,
                   "Token dataset whose tokenizer to use (default: the checkpoint's training data)");
-  sub->parse_complete_callback([f, &ctx] {
-    ctx.topology.device = DeviceRequest::cpu;
-    ctx.action = [f](const Topology& topo) { return run_generate(*f, topo); };
-  });
+  add_device_options(sub, ctx, "cpu");
+  sub->parse_complete_callback(
+      [f, &ctx] { ctx.action = [f](const Topology& topo) { return run_generate(*f, topo); }; });
   return sub;
 }
 

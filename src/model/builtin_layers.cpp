@@ -7,12 +7,16 @@
 #include <fmt/format.h>
 
 #include "model/batch_norm_layer.h"
+#include "model/causal_self_attention_layer.h"
 #include "model/conv2d_layer.h"
+#include "model/layer_norm_layer.h"
 #include "model/linear_layer.h"
 #include "model/merge_layers.h"
+#include "model/position_embedding_layer.h"
 #include "model/spec_values.h"
 #include "model/stateless_layers.h"
-#include "model/transformer_layers.h"
+#include "model/tied_lm_head_layer.h"
+#include "model/token_embedding_layer.h"
 #include "ringtrain/core/check.h"
 
 namespace ringtrain {
@@ -199,7 +203,7 @@ Canonical no_canonical(const LayerSpec&) {
 
 constexpr std::size_t kMany = static_cast<std::size_t>(-1);
 
-// ---- the GPT-2 class layers (model/transformer_layers.h)
+// ---- the GPT-2 class layers (model/token_embedding_layer.h and its siblings)
 void parse_token_embedding(const Args& a, const std::string& at, LayerSpec& l) {
   const SpecArg& vocab = required(a, 0, "vocab", "token_embedding", at);
   const SpecArg& dim = required(a, 1, "dim", "token_embedding", at);

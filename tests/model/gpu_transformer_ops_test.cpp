@@ -1,20 +1,23 @@
 // The transformer ops and layers on the GPU against their CPU twins: token and
 // position embeddings, layer_norm, the causal softmax, the strided-batched
 // GEMM, gelu_tanh, the per-token loss over a wide vocabulary, the attention
-// layer with its dropout, and gpt-nano through Model (loss and every
-// gradient, with and without dropout). The token
-// embedding's gradient is compared bit for bit (both sides add the rows of an
-// id in row order) and every GPU result is checked to repeat bit for bit.
-// Exits 77 (ctest: skipped) without CUDA or a device. --tf32 off throughout.
+// layer with its dropout (fused, the GPU's default, and unfused, against the
+// CPU and each other; the fused kernels against their CPU emulation), and gpt-nano through Model
+// (loss and every gradient, with and without dropout). The token embedding's gradient is compared
+// bit for bit (both sides add the rows of an id in row order) and every GPU result is checked to
+// repeat bit for bit. Exits 77 (ctest: skipped) without CUDA or a device. --tf32 off throughout.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 #include <cmath>
 
+#include "model/causal_self_attention_layer.h"
 #include "model/layer.h"
 #include "ringtrain/launch/gpu_runtime.h"
 #include "ringtrain/model/model.h"
 #include "ringtrain/model/model_spec.h"
 #include "ringtrain/ops/activation.h"
+#include "ringtrain/ops/dropout.h"
+#include "ringtrain/ops/fused_attention.h"
 #include "ringtrain/ops/gemm.h"
 #include "ringtrain/ops/softmax_cross_entropy.h"
 #include "ringtrain/ops/transformer_ops.h"
@@ -262,6 +265,86 @@ TEST_CASE("gpu causal_self_attention with dropout matches the CPU layer", "[gpu]
                batch, false);
   require_close(to_host(gdx, *c.gpu), dx, 1e-4, "attention dx");
   require_close(to_host(ggrads, *c.gpu), grads, 1e-4, "attention parameter gradients");
+}
+
+TEST_CASE("gpu fused attention: the unfused GPU path and the CPU agree; the kernels repeat",
+          "[gpu][transformer][fused_attention]") {
+  Contexts c;
+  const DropoutContext dc{3, 1, 17};
+  const Shape in{70, 128};  // T = 70 spans a partial tile of 64 queries and of 32 keys
+  const std::size_t batch = 2, n = batch * 70 * 128;
+  for (float dropout : {0.0f, 0.1f}) {
+    CAPTURE(dropout);
+    auto make = [&](const ComputeContext& ctx, AttentionKernel k) {
+      return std::make_unique<CausalSelfAttentionLayer>("attn", in, 2, ctx, batch, dropout, 4, &dc,
+                                                        k);
+    };
+    auto lc = make(*c.cpu, AttentionKernel::automatic);
+    auto lf = make(*c.gpu, AttentionKernel::automatic);
+    auto lu = make(*c.gpu, AttentionKernel::unfused);
+    CHECK_FALSE(lc->fused());
+    CHECK(lf->fused());  // the GPU's default
+    const std::size_t np = 4 * 128 * 128 + 4 * 128;
+    const auto params = test::hashed_vector(30, np, -0.1f, 0.1f);
+    std::vector<float> params_c = params, grads(np);
+    lc->bind(params_c.data(), grads.data());
+    Tensor pf = to_gpu(params), gf = to_gpu(grads), pu = to_gpu(params), gu = to_gpu(grads);
+    lf->bind(pf.data_as<float>(), gf.data_as<float>());
+    lu->bind(pu.data_as<float>(), gu.data_as<float>());
+    const auto x = test::hashed_vector(31, n), dy = test::hashed_vector(32, n);
+    std::vector<float> y(n), dx(n);
+    Tensor gx = to_gpu(x), gdy = to_gpu(dy);
+    Tensor yf = to_gpu(y), yu = to_gpu(y), dxf = to_gpu(dx), dxu = to_gpu(dx);
+    lc->forward(x.data(), y.data(), batch, true);
+    lf->forward(gx.data_as<float>(), yf.data_as<float>(), batch, true);
+    lu->forward(gx.data_as<float>(), yu.data_as<float>(), batch, true);
+    lc->backward(x.data(), y.data(), dy.data(), dx.data(), batch, false);
+    lf->backward(gx.data_as<float>(), yf.data_as<float>(), gdy.data_as<float>(),
+                 dxf.data_as<float>(), batch, false);
+    lu->backward(gx.data_as<float>(), yu.data_as<float>(), gdy.data_as<float>(),
+                 dxu.data_as<float>(), batch, false);
+    require_close(to_host(yf, *c.gpu), y, 1e-4, "fused y vs CPU");
+    require_close(to_host(yu, *c.gpu), y, 1e-4, "unfused y vs CPU");
+    require_close(to_host(yf, *c.gpu), to_host(yu, *c.gpu), 1e-4, "fused y vs unfused");
+    require_close(to_host(dxf, *c.gpu), dx, 1e-4, "fused dx vs CPU");
+    require_close(to_host(dxf, *c.gpu), to_host(dxu, *c.gpu), 1e-4, "fused dx vs unfused");
+    require_close(to_host(gf, *c.gpu), grads, 1e-4, "fused gradients vs CPU");
+    require_close(to_host(gf, *c.gpu), to_host(gu, *c.gpu), 1e-4, "fused gradients vs unfused");
+  }
+  // The kernels against their CPU emulation (heads of 32, 64 and 128), twice
+  // on the GPU: the same bits.
+  for (std::size_t d : {32, 64, 128}) {
+    CAPTURE(d);
+    const FusedAttentionShape s{2, 100, 2 * d, 2, 0.2f, dropout_mask_key(1, 0, 2, 3)};
+    const auto qkv = test::hashed_vector(40, s.batch * s.t * 3 * s.c, -1.0f, 1.0f);
+    const auto d_o = test::hashed_vector(41, s.batch * s.t * s.c);
+    const std::size_t rows = s.batch * s.heads * s.t;
+    std::vector<float> o(s.batch * s.t * s.c), lse(rows), delta(rows), d_qkv(qkv.size());
+    fused_attention_forward(*c.cpu, s, qkv.data(), o.data(), lse.data(), "attn");
+    fused_attention_backward(*c.cpu, s, qkv.data(), o.data(), d_o.data(), lse.data(), delta.data(),
+                             d_qkv.data());
+    Tensor gqkv = to_gpu(qkv), gdo = to_gpu(d_o), go = to_gpu(o), gl = to_gpu(lse),
+           gdelta = to_gpu(delta), gdqkv = to_gpu(d_qkv);
+    std::vector<float> first_o, first_d;
+    for (int repeat = 0; repeat < 2; ++repeat) {
+      fused_attention_forward(*c.gpu, s, gqkv.data_as<float>(), go.data_as<float>(),
+                              gl.data_as<float>(), "attn");
+      fused_attention_backward(*c.gpu, s, gqkv.data_as<float>(), go.data_as<float>(),
+                               gdo.data_as<float>(), gl.data_as<float>(), gdelta.data_as<float>(),
+                               gdqkv.data_as<float>());
+      const auto ho = to_host(go, *c.gpu), hd = to_host(gdqkv, *c.gpu);
+      if (repeat == 0) {
+        require_close(ho, o, 1e-4, "fused O vs its CPU emulation");
+        require_close(to_host(gl, *c.gpu), lse, 1e-4, "log-sum-exp vs the CPU emulation");
+        require_close(hd, d_qkv, 1e-4, "fused dQ, dK, dV vs the CPU emulation");
+        first_o = ho;
+        first_d = hd;
+      } else {
+        CHECK(ho == first_o);
+        CHECK(hd == first_d);
+      }
+    }
+  }
 }
 
 TEST_CASE("gpu gpt-nano forward and backward match the CPU model, and repeat bit for bit",

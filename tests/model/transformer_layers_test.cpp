@@ -9,7 +9,7 @@
 #include <map>
 
 #include "model/layer.h"
-#include "model/transformer_layers.h"
+#include "model/tied_lm_head_layer.h"
 #include "ringtrain/data/token_data.h"
 #include "ringtrain/model/gradient_check.h"
 #include "ringtrain/model/model.h"

@@ -7,8 +7,9 @@
 #   - a second GPU run equals the first bit for bit (no float atomics), and a
 #     run stopped at step 2 and resumed equals it too (dropout masks included);
 #   - steady steps take no host sync;
-#   - generate (which samples on the CPU) continues a prompt from the GPU's
-#     checkpoint.
+#   - generate continues a prompt from the GPU's checkpoint, and greedy
+#     decoding with the forward on the GPU (--device cuda) gives the CPU's
+#     tokens.
 # Skipped (77) without an NVIDIA device.
 [ -e /dev/nvidiactl ] || { echo "SKIPPED: no NVIDIA device"; exit 77; }
 source "$(dirname "$0")/lib.sh"
@@ -38,4 +39,10 @@ PY
 out=$("$RINGTRAIN_EXE" generate --ckpt "$WORK/gpu-$m/ckpt" --prompt "The GNU" \
   --tokens 20 --seed 1 2>"$WORK/generate.log") || { cat "$WORK/generate.log"; fail "generate from the GPU checkpoint"; }
 case "$out" in "The GNU"*) ;; *) fail "generate from the GPU checkpoint did not continue the prompt: $out" ;; esac
-echo "PASS: gpt-nano trains on the GPU as on the CPU (with dropout too), repeats and resumes bit for bit"
+greedy() { "$RINGTRAIN_EXE" generate --ckpt "$WORK/gpu-$m/ckpt" --prompt "The GNU" --tokens 40 \
+  --temperature 0 "$@"; }
+on_cpu=$(greedy --device cpu 2>"$WORK/greedy-cpu.log") || { cat "$WORK/greedy-cpu.log"; fail "greedy generate on the CPU"; }
+on_gpu=$(greedy --device cuda 2>"$WORK/greedy-gpu.log") || { cat "$WORK/greedy-gpu.log"; fail "greedy generate --device cuda"; }
+grep -q " on cuda" "$WORK/greedy-gpu.log" || { cat "$WORK/greedy-gpu.log"; fail "generate --device cuda did not run on the GPU"; }
+[ "$on_cpu" = "$on_gpu" ] || fail "greedy generate: the GPU gave '$on_gpu', the CPU '$on_cpu'"
+echo "PASS: gpt-nano trains on the GPU as on the CPU (with dropout too), repeats and resumes bit for bit; greedy generate on the GPU gives the CPU's tokens"

@@ -117,6 +117,18 @@ PY
     rc=0
     "$RINGTRAIN_EXE" generate --ckpt "$WORK/nothere" --prompt x > "$WORK/missing.log" 2>&1 || rc=$?
     [ $rc -eq 2 ] || { cat "$WORK/missing.log"; fail "a missing checkpoint: exit $rc"; }
+    c=$(gen --seed 3 --temperature 0.8 --top-k 20 --device cpu 2>/dev/null) || fail "generate --device cpu"
+    [ "$a" = "$c" ] || fail "--device cpu (the default) gave different text: '$a' vs '$c'"
+    if [ ! -e /dev/nvidiactl ]; then
+      rc=0
+      gen --device cuda > "$WORK/nogpu.log" 2>&1 || rc=$?
+      if [ $rc -ne 2 ] || ! grep -q -- "--device cuda: no CUDA device is visible" "$WORK/nogpu.log"; then
+        cat "$WORK/nogpu.log"
+        fail "generate --device cuda without a GPU: exit $rc"
+      fi
+      auto=$(gen --seed 3 --temperature 0.8 --top-k 20 --device auto 2>/dev/null) || fail "generate --device auto"
+      [ "$a" = "$auto" ] || fail "--device auto without a GPU differs from the CPU: '$a' vs '$auto'"
+    fi
     echo "PASS: generate continues the prompt reproducibly: '$a' (greedy: '$greedy')"
     ;;
   *) fail "mode train, eval, resume or generate" ;;

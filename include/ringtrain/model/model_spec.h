@@ -79,7 +79,7 @@ enum class LayerKind {
   batch_norm,
   add,
   concat,
-  // A GPT-2 class language model's layers (src/model/transformer_layers.h).
+  // A GPT-2 class language model's layers (src/model/token_embedding_layer.h etc.).
   token_embedding,
   position_embedding,
   layer_norm,

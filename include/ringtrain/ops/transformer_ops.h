@@ -1,4 +1,4 @@
-// The ops of the GPT-2 class layers (model/transformer_layers.h), on the CPU
+// The ops of the GPT-2 class layers (src/model/*_layer.h), on the CPU
 // or a GPU by the context, like every op: token and position embeddings,
 // layer_norm over rows, and the causal softmax of attention scores. The CPU
 // and GPU share the row arithmetic (kernels/layer_norm.cuh,

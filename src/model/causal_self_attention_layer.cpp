@@ -1,0 +1,210 @@
+// The unfused path forms the whole T x T score matrix and masks it (cuBLAS
+// strided-batched GEMMs around a warp-per-row causal softmax on a GPU): the
+// CPU's plain, correct implementation. The fused path (the GPU's default)
+// never forms it: ringtrain/ops/fused_attention.h.
+#include "model/causal_self_attention_layer.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <string_view>
+
+#include "kernels/dropout.cuh"
+#include "kernels/flash_attention.cuh"
+#include "model/gpt2_init.h"
+#include "ringtrain/core/check.h"
+#include "ringtrain/ops/bias.h"
+#include "ringtrain/ops/dropout.h"
+#include "ringtrain/ops/fused_attention.h"
+#include "ringtrain/ops/gemm.h"
+#include "ringtrain/ops/transformer_ops.h"
+
+namespace ringtrain {
+
+namespace {
+
+// automatic: RINGTRAIN_ATTENTION if set, else fused exactly on a GPU.
+bool use_fused(AttentionKernel kernel, const ComputeContext& ctx, const std::string& layer) {
+  if (kernel == AttentionKernel::automatic) {
+    if (const char* env = std::getenv("RINGTRAIN_ATTENTION"); env != nullptr && *env != '\0') {
+      const std::string_view v(env);
+      RT_CHECK(v == "fused" || v == "unfused",
+               "layer '{}': RINGTRAIN_ATTENTION='{}' is neither 'fused' nor 'unfused'", layer, v);
+      return v == "fused";
+    }
+    return ctx.is_cuda();
+  }
+  return kernel == AttentionKernel::fused;
+}
+
+}  // namespace
+
+CausalSelfAttentionLayer::CausalSelfAttentionLayer(std::string name, const Shape& input,
+                                                   std::size_t heads, const ComputeContext& ctx,
+                                                   std::size_t max_batch, float dropout,
+                                                   std::size_t index,
+                                                   const DropoutContext* dropout_context,
+                                                   AttentionKernel kernel)
+    : Layer(std::move(name), input, input),
+      ctx_(ctx),
+      t_(input[0]),
+      c_(input[1]),
+      heads_(heads),
+      d_(heads > 0 ? input[1] / heads : 0),
+      dropout_(dropout),
+      index_(index),
+      dropout_context_(dropout_context),
+      fused_(use_fused(kernel, ctx, this->name())) {
+  RT_CHECK(heads >= 1 && c_ % heads == 0, "layer '{}': width {} is not a multiple of {} heads",
+           this->name(), c_, heads);
+  RT_CHECK(dropout >= 0.0f && dropout < 1.0f && (dropout == 0.0f || dropout_context != nullptr),
+           "layer '{}': attention dropout {} is outside [0, 1)", this->name(), dropout);
+  const std::size_t rows = t_, tt = t_ * t_;
+  qkv_ = LayerWorkspace(ctx, rows * 3 * c_, max_batch);
+  d_qkv_ = LayerWorkspace(ctx, rows * 3 * c_, max_batch);
+  o_ = LayerWorkspace(ctx, rows * c_, max_batch);
+  d_o_ = LayerWorkspace(ctx, rows * c_, max_batch);
+  if (fused_) {
+    lse_ = LayerWorkspace(ctx, heads_ * t_, max_batch);
+    delta_ = LayerWorkspace(ctx, heads_ * t_, max_batch);
+  } else {
+    p_ = LayerWorkspace(ctx, heads_ * tt, max_batch);
+    d_p_ = LayerWorkspace(ctx, tt, max_batch);
+    p_drop_ = LayerWorkspace(ctx, dropout > 0.0f ? tt : 0, max_batch);
+  }
+}
+
+std::vector<ParamDesc> CausalSelfAttentionLayer::param_descs() const {
+  return {{"c_attn.weight", Shape{3 * c_, c_}, kGpt2InitFanIn},
+          {"c_attn.bias", Shape{3 * c_}, 0},
+          {"c_proj.weight", Shape{c_, c_}, kGpt2InitFanIn},
+          {"c_proj.bias", Shape{c_}, 0}};
+}
+
+void CausalSelfAttentionLayer::bind(float* params, float* grads) {
+  w_qkv_ = params;
+  b_qkv_ = w_qkv_ + 3 * c_ * c_;
+  w_o_ = b_qkv_ + 3 * c_;
+  b_o_ = w_o_ + c_ * c_;
+  dw_qkv_ = grads;
+  db_qkv_ = dw_qkv_ + 3 * c_ * c_;
+  dw_o_ = db_qkv_ + 3 * c_;
+  db_o_ = dw_o_ + c_ * c_;
+}
+
+// The node's dropout key (as a dropout layer's); each head mixes in its index
+// (kernels::attention_head_key), on both paths.
+std::uint64_t CausalSelfAttentionLayer::node_key() const {
+  const DropoutContext& c = *dropout_context_;
+  return dropout_mask_key(c.seed, c.rank, c.step, index_);
+}
+
+void CausalSelfAttentionLayer::forward(const float* x, float* y, std::size_t batch, bool training) {
+  const std::size_t rows = batch * t_, c3 = 3 * c_;
+  float* qkv = qkv_.get(batch, name());
+  float* o = o_.get(batch, name());
+  dropped_ = training && dropout_ > 0.0f;
+  gemm(ctx_, false, true, rows, c3, c_, 1.0f, x, c_, w_qkv_, c_, 0.0f, qkv, c3);
+  bias_add(ctx_, qkv, b_qkv_, rows, c3, 1);
+  if (fused_) {
+    const FusedAttentionShape s{
+        batch, t_, c_, heads_, dropped_ ? dropout_ : 0.0f, dropped_ ? node_key() : 0};
+    fused_attention_forward(ctx_, s, qkv, o, lse_.get(batch, name()), name());
+  } else {
+    forward_unfused(qkv, o, batch);
+  }
+  gemm(ctx_, false, true, rows, c_, c_, 1.0f, o, c_, w_o_, c_, 0.0f, y, c_);
+  bias_add(ctx_, y, b_o_, rows, c_, 1);
+}
+
+void CausalSelfAttentionLayer::forward_unfused(float* qkv, float* o, std::size_t batch) {
+  const std::size_t c3 = 3 * c_, tt = t_ * t_;
+  float* p = p_.get(batch, name());
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d_));
+  const std::uint64_t key = dropped_ ? node_key() : 0;
+  // Per head h, over the samples b: S[h, b] = scale Q K^T (the whole square;
+  // the causal softmax masks the upper triangle), then O = P V.
+  for (std::size_t h = 0; h < heads_; ++h) {
+    const float* q = qkv + h * d_;
+    gemm_strided_batched(ctx_, false, true, t_, t_, d_, scale, q, c3, t_ * c3, q + c_, c3, t_ * c3,
+                         0.0f, p + h * batch * tt, t_, tt, batch);
+  }
+  causal_softmax_forward(ctx_, p, p, heads_ * batch, t_);
+  for (std::size_t h = 0; h < heads_; ++h) {
+    const float* ph = p + h * batch * tt;
+    if (dropped_) {
+      float* pd = p_drop_.get(batch, name());
+      dropout_apply(ctx_, ph, pd, batch * tt, kernels::attention_head_key(key, h), dropout_);
+      ph = pd;
+    }
+    gemm_strided_batched(ctx_, false, false, t_, d_, t_, 1.0f, ph, t_, tt, qkv + 2 * c_ + h * d_,
+                         c3, t_ * c3, 0.0f, o + h * d_, c_, t_ * c_, batch);
+  }
+}
+
+void CausalSelfAttentionLayer::backward(const float* x, const float*, const float* dy, float* dx,
+                                        std::size_t batch, bool accumulate) {
+  const std::size_t rows = batch * t_, c3 = 3 * c_;
+  const float beta = accumulate ? 1.0f : 0.0f;
+  const float* qkv = qkv_.get(batch, name());
+  const float* o = o_.get(batch, name());
+  float* d_qkv = d_qkv_.get(batch, name());
+  float* d_o = d_o_.get(batch, name());
+  // Output projection: dWo = dy^T O, dbo = sum dy, dO = dy Wo.
+  bias_grad(ctx_, dy, db_o_, rows, c_, 1, accumulate);
+  gemm(ctx_, true, false, c_, c_, rows, 1.0f, dy, c_, o, c_, beta, dw_o_, c_);
+  gemm(ctx_, false, false, rows, c_, c_, 1.0f, dy, c_, w_o_, c_, 0.0f, d_o, c_);
+  if (fused_) {
+    const FusedAttentionShape s{
+        batch, t_, c_, heads_, dropped_ ? dropout_ : 0.0f, dropped_ ? node_key() : 0};
+    fused_attention_backward(ctx_, s, qkv, o, d_o, lse_.get(batch, name()),
+                             delta_.get(batch, name()), d_qkv);
+  } else {
+    backward_unfused(qkv, d_o, d_qkv, batch);
+  }
+  // QKV projection: dWqkv = dqkv^T x, dbqkv = sum dqkv, dx = dqkv Wqkv.
+  bias_grad(ctx_, d_qkv, db_qkv_, rows, c3, 1, accumulate);
+  gemm(ctx_, true, false, c3, c_, rows, 1.0f, d_qkv, c3, x, c_, beta, dw_qkv_, c_);
+  if (dx != nullptr)
+    gemm(ctx_, false, false, rows, c_, c3, 1.0f, d_qkv, c3, w_qkv_, c_, 0.0f, dx, c_);
+}
+
+void CausalSelfAttentionLayer::backward_unfused(const float* qkv, const float* d_o, float* d_qkv,
+                                                std::size_t batch) {
+  const std::size_t c3 = 3 * c_, tt = t_ * t_;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d_));
+  const float* p = p_.get(batch, name());
+  float* dp = d_p_.get(batch, name());
+  const std::uint64_t key = dropped_ ? node_key() : 0;
+  for (std::size_t h = 0; h < heads_; ++h) {
+    const float* q = qkv + h * d_;
+    const float* k = q + c_;
+    const float* v = q + 2 * c_;
+    float* dq = d_qkv + h * d_;
+    float* dk = dq + c_;
+    float* dv = dq + 2 * c_;
+    const float* ph = p + h * batch * tt;
+    const float* d_oh = d_o + h * d_;
+    float* pd = dropped_ ? p_drop_.get(batch, name()) : nullptr;
+    const std::uint64_t head_key = kernels::attention_head_key(key, h);
+    // The dropped P that forward multiplied V by, recomputed from its key.
+    if (dropped_) dropout_apply(ctx_, ph, pd, batch * tt, head_key, dropout_);
+    // dV = Pd^T dO; dPd = dO V^T; dP = mask * dPd; dS = softmax'(dP) * scale;
+    // dQ = dS K; dK = dS^T Q.
+    gemm_strided_batched(ctx_, true, false, t_, d_, t_, 1.0f, dropped_ ? pd : ph, t_, tt, d_oh, c_,
+                         t_ * c_, 0.0f, dv, c3, t_ * c3, batch);
+    gemm_strided_batched(ctx_, false, true, t_, t_, d_, 1.0f, d_oh, c_, t_ * c_, v, c3, t_ * c3,
+                         0.0f, dp, t_, tt, batch);
+    const float* dp_in = dp;
+    if (dropped_) {
+      dropout_apply(ctx_, dp, pd, batch * tt, head_key, dropout_);
+      dp_in = pd;
+    }
+    causal_softmax_backward(ctx_, ph, dp_in, dp, batch, t_, scale);
+    gemm_strided_batched(ctx_, false, false, t_, d_, t_, 1.0f, dp, t_, tt, k, c3, t_ * c3, 0.0f, dq,
+                         c3, t_ * c3, batch);
+    gemm_strided_batched(ctx_, true, false, t_, d_, t_, 1.0f, dp, t_, tt, q, c3, t_ * c3, 0.0f, dk,
+                         c3, t_ * c3, batch);
+  }
+}
+
+}  // namespace ringtrain

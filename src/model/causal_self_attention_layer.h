@@ -1,0 +1,67 @@
+// A layer of a GPT-2 class language model over per-sample [T, C] rows. It
+// runs on the CPU or a GPU through the ops of ringtrain/ops/transformer_ops.h
+// and the (batched) GEMM, the same code for both.
+// The row arithmetic lives in kernels/causal_attention.cuh, shared by the
+// CPU loops and the CUDA kernels.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/layer.h"
+#include "model/layer_workspace.h"
+
+namespace ringtrain {
+
+// Which attention the layer runs. automatic: the fused kernel on a GPU, the
+// plain unfused one on the CPU, unless the environment variable
+// RINGTRAIN_ATTENTION says `unfused` or `fused` (for comparisons; on the CPU
+// `fused` runs the GPU's tiled algorithm as loops).
+enum class AttentionKernel { automatic, unfused, fused };
+
+// Causal multi-head self-attention on [T, C] with `heads` heads of C/heads:
+// qkv = x Wqkv^T + b (GPT-2's c_attn, [3C, C]), per head P = causal
+// softmax(Q K^T / sqrt(d)), O = dropout(P) V, y = O Wo^T + bo (c_proj).
+// Unfused, forward keeps qkv, P ([heads, batch, T, T]) and O for backward;
+// the GEMMs run per head, batched over the samples. Fused
+// (ringtrain/ops/fused_attention.h), it keeps qkv, O and each row's
+// log-sum-exp ([batch, heads, T]) and no T x T matrix. Attention dropout
+// (GPT-2's attn_dropout, probability `dropout`, training only) draws its mask
+// from the counter-based hash of kernels/dropout.cuh keyed by (seed, rank,
+// step, node, head), the same on both paths, so backward recomputes it and a
+// resume repeats it.
+class CausalSelfAttentionLayer final : public Layer {
+ public:
+  CausalSelfAttentionLayer(std::string name, const Shape& input, std::size_t heads,
+                           const ComputeContext& ctx, std::size_t max_batch, float dropout = 0.0f,
+                           std::size_t index = 0, const DropoutContext* dropout_context = nullptr,
+                           AttentionKernel kernel = AttentionKernel::automatic);
+  bool fused() const { return fused_; }
+  bool matmul_weights() const override { return true; }
+  std::vector<ParamDesc> param_descs() const override;
+  void bind(float* params, float* grads) override;
+  void forward(const float* x, float* y, std::size_t batch, bool training) override;
+  void backward(const float* x, const float* y, const float* dy, float* dx, std::size_t batch,
+                bool accumulate) override;
+
+ private:
+  std::uint64_t node_key() const;
+  void forward_unfused(float* qkv, float* o, std::size_t batch);
+  void backward_unfused(const float* qkv, const float* d_o, float* d_qkv, std::size_t batch);
+  const ComputeContext& ctx_;
+  std::size_t t_, c_, heads_, d_;
+  float dropout_;
+  std::size_t index_;
+  const DropoutContext* dropout_context_;
+  bool fused_;
+  bool dropped_ = false;  // the last forward applied the attention dropout
+  // qkv and O per sample. Unfused: P per sample (all heads); one head's
+  // worth of dropped P and of dP (reused head after head). Fused: each row's
+  // log-sum-exp and the backward's D = rowsum(dO o O), per head.
+  LayerWorkspace qkv_, o_, d_o_, d_qkv_, p_, p_drop_, d_p_, lse_, delta_;
+  float *w_qkv_ = nullptr, *b_qkv_ = nullptr, *w_o_ = nullptr, *b_o_ = nullptr;
+  float *dw_qkv_ = nullptr, *db_qkv_ = nullptr, *dw_o_ = nullptr, *db_o_ = nullptr;
+};
+
+}  // namespace ringtrain

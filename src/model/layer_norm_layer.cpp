@@ -1,0 +1,41 @@
+#include "model/layer_norm_layer.h"
+
+#include "ringtrain/ops/transformer_ops.h"
+
+namespace ringtrain {
+
+LayerNormLayer::LayerNormLayer(std::string name, const Shape& input, float eps,
+                               const ComputeContext& ctx, std::size_t max_batch)
+    : Layer(std::move(name), input, input),
+      ctx_(ctx),
+      rows_(input.numel() / input[input.rank() - 1]),
+      c_(input[input.rank() - 1]),
+      eps_(eps),
+      mean_(ctx, rows_, max_batch),
+      rstd_(ctx, rows_, max_batch),
+      scratch_(ctx, ctx.is_cuda() ? rows_ * c_ : 0, max_batch) {}
+
+std::vector<ParamDesc> LayerNormLayer::param_descs() const {
+  return {{"weight", Shape{c_}, 0, 1.0f}, {"bias", Shape{c_}, 0, 0.0f}};
+}
+
+void LayerNormLayer::bind(float* params, float* grads) {
+  w_ = params;
+  b_ = params + c_;
+  dw_ = grads;
+  db_ = grads + c_;
+}
+
+void LayerNormLayer::forward(const float* x, float* y, std::size_t batch, bool) {
+  layer_norm_forward(ctx_, x, w_, b_, batch * rows_, c_, eps_, y, mean_.get(batch, name()),
+                     rstd_.get(batch, name()));
+}
+
+void LayerNormLayer::backward(const float* x, const float*, const float* dy, float* dx,
+                              std::size_t batch, bool accumulate) {
+  layer_norm_backward(ctx_, x, w_, dy, batch * rows_, c_, mean_.get(batch, name()),
+                      rstd_.get(batch, name()), dx, dw_, db_, accumulate,
+                      ctx_.is_cuda() ? scratch_.get(batch, name()) : nullptr);
+}
+
+}  // namespace ringtrain

@@ -1,0 +1,30 @@
+// A layer of a GPT-2 class language model over per-sample [T, C] rows. It
+// runs on the CPU or a GPU through the ops of ringtrain/ops/transformer_ops.h
+// and the (batched) GEMM, the same code for both.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model/layer.h"
+
+namespace ringtrain {
+
+// [T, C] + the learned position rows [context, C] (GPT-2's wpe), T <= context.
+class PositionEmbeddingLayer final : public Layer {
+ public:
+  PositionEmbeddingLayer(std::string name, const Shape& input, std::size_t context,
+                         const ComputeContext& ctx);
+  std::vector<ParamDesc> param_descs() const override;
+  void bind(float* params, float* grads) override;
+  void forward(const float* x, float* y, std::size_t batch, bool training) override;
+  void backward(const float* x, const float* y, const float* dy, float* dx, std::size_t batch,
+                bool accumulate) override;
+
+ private:
+  const ComputeContext& ctx_;
+  std::size_t t_, c_, context_;
+  float *w_ = nullptr, *dw_ = nullptr;
+};
+
+}  // namespace ringtrain
