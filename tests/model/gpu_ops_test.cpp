@@ -21,51 +21,11 @@
 #include "ringtrain/ops/softmax_cross_entropy.h"
 #include "ringtrain/tensor/tensor.h"
 #include "tests/model/test_data.h"
+#include "tests/support/gpu_compare.h"
 #include "tests/support/gpu_test.h"
 
 using namespace ringtrain;
-
-namespace {
-
-const Device kGpu = Device::cuda(0);
-
-Tensor to_gpu(const std::vector<float>& v) {
-  Tensor t = Tensor::empty({v.size()}, DType::f32, kGpu);
-  t.copy_from(Tensor::borrow(const_cast<float*>(v.data()), {v.size()}, DType::f32, Device::cpu()));
-  return t;
-}
-Tensor to_gpu(const std::vector<std::int32_t>& v) {
-  Tensor t = Tensor::empty({v.size()}, DType::i32, kGpu);
-  t.copy_from(
-      Tensor::borrow(const_cast<std::int32_t*>(v.data()), {v.size()}, DType::i32, Device::cpu()));
-  return t;
-}
-std::vector<float> to_host(const Tensor& t, const ComputeContext& ctx) {
-  ctx.synchronize();
-  std::vector<float> v(t.numel());
-  Tensor::borrow(v.data(), {v.size()}, DType::f32, Device::cpu()).copy_from(t);
-  return v;
-}
-std::vector<float> to_host(const float* p, std::size_t n, const ComputeContext& ctx) {
-  return to_host(Tensor::borrow(const_cast<float*>(p), {n}, DType::f32, kGpu), ctx);
-}
-
-void require_close(const std::vector<float>& gpu, const std::vector<float>& cpu, double tol,
-                   const char* what) {
-  REQUIRE(gpu.size() == cpu.size());
-  std::size_t wrong = 0;
-  for (std::size_t i = 0; i < gpu.size(); ++i)
-    if (!(std::abs(gpu[i] - cpu[i]) <= tol * (1.0 + std::abs(cpu[i])))) ++wrong;
-  INFO(what << ": " << wrong << " of " << gpu.size() << " elements differ by more than " << tol);
-  CHECK(wrong == 0);
-}
-
-struct Contexts {
-  std::unique_ptr<ComputeContext> cpu = ComputeContext::create(Device::cpu());
-  std::unique_ptr<ComputeContext> gpu = ComputeContext::create(kGpu, Tf32Mode::off);
-};
-
-}  // namespace
+using namespace ringtrain::test;
 
 TEST_CASE("gpu gemm matches cblas", "[gpu]") {
   Contexts c;
