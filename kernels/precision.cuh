@@ -27,4 +27,15 @@ RT_HD float round_to_precision_grid(float x, int precision) {
                                        : x;
 }
 
+// The 16-bit encoding of x in `precision` (bf16 or fp16 bits), rounded as
+// round_to_precision_grid rounds: a value already on that grid converts
+// exactly, so the GPU's tensor-core products can read 16-bit copies of the
+// fp32 buffers that hold on-grid values, and give the rounding path's numbers.
+RT_HD std::uint16_t to_precision_bits(float x, int precision) {
+  return precision == kPrecisionFp16 ? float_to_half(x) : float_to_bf16(x);
+}
+RT_HD float from_precision_bits(std::uint16_t bits, int precision) {
+  return precision == kPrecisionFp16 ? half_to_float(bits) : bf16_to_float(bits);
+}
+
 }  // namespace ringtrain::kernels

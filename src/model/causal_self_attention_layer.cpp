@@ -103,7 +103,10 @@ void CausalSelfAttentionLayer::forward(const float* x, float* y, std::size_t bat
   float* qkv = qkv_.get(batch, name());
   float* o = o_.get(batch, name());
   dropped_ = training && dropout_ > 0.0f;
-  gemm(ctx_, false, true, rows, c3, c_, 1.0f, x, c_, w_qkv_, c_, 0.0f, qkv, c3);
+  // x and the weights are stored on the --precision grid: 16-bit inputs on a
+  // GPU (gemm.h). O, Q, K, V, P are the layer's own fp32 buffers, off the
+  // grid, so their products stay fp32.
+  gemm(ctx_, false, true, rows, c3, c_, 1.0f, x, c_, w_qkv_, c_, 0.0f, qkv, c3, ctx_.precision());
   bias_add(ctx_, qkv, b_qkv_, rows, c3, 1);
   if (fused_) {
     const FusedAttentionShape s{
@@ -152,7 +155,7 @@ void CausalSelfAttentionLayer::backward(const float* x, const float*, const floa
   // Output projection: dWo = dy^T O, dbo = sum dy, dO = dy Wo.
   bias_grad(ctx_, dy, db_o_, rows, c_, 1, accumulate);
   gemm(ctx_, true, false, c_, c_, rows, 1.0f, dy, c_, o, c_, beta, dw_o_, c_);
-  gemm(ctx_, false, false, rows, c_, c_, 1.0f, dy, c_, w_o_, c_, 0.0f, d_o, c_);
+  gemm(ctx_, false, false, rows, c_, c_, 1.0f, dy, c_, w_o_, c_, 0.0f, d_o, c_, ctx_.precision());
   if (fused_) {
     const FusedAttentionShape s{
         batch, t_, c_, heads_, dropped_ ? dropout_ : 0.0f, dropped_ ? node_key() : 0};

@@ -28,9 +28,12 @@ void LinearLayer::bind(float* params, float* grads) {
   db_ = grads + out_ * in_;
 }
 
+// Under --precision bf16|fp16 the model stores x, dy and the weights this
+// layer reads on the 16-bit grid, so all three products may run on 16-bit
+// copies (tensor cores on a GPU; gemm.h).
 void LinearLayer::forward(const float* x, float* y, std::size_t samples, bool) {
   const std::size_t batch = samples * rows_;
-  gemm(ctx_, false, true, batch, out_, in_, 1.0f, x, in_, w_, in_, 0.0f, y, out_);
+  gemm(ctx_, false, true, batch, out_, in_, 1.0f, x, in_, w_, in_, 0.0f, y, out_, ctx_.precision());
   bias_add(ctx_, y, b_, batch, out_, 1);
 }
 
@@ -44,10 +47,11 @@ void LinearLayer::backward(const float* x, const float*, const float* dy, float*
   bias_grad(ctx_, dy, db_, batch, out_, 1, accumulate);
   // dW = dy^T x
   gemm(ctx_, true, false, out_, in_, batch, 1.0f, dy, out_, x, in_, accumulate ? 1.0f : 0.0f, dw_,
-       in_);
+       in_, ctx_.precision());
   // dx = dy W
   if (dx != nullptr)
-    gemm(ctx_, false, false, batch, in_, out_, 1.0f, dy, out_, w_, in_, 0.0f, dx, in_);
+    gemm(ctx_, false, false, batch, in_, out_, 1.0f, dy, out_, w_, in_, 0.0f, dx, in_,
+         ctx_.precision());
 }
 
 }  // namespace ringtrain

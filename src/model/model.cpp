@@ -164,7 +164,7 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
   m->input_shape_ = input_shape;
   m->num_classes_ = static_cast<std::size_t>(num_classes);
   State& s = *m->state_;
-  s.ctx = ComputeContext::create(options.device, options.tf32);
+  s.ctx = ComputeContext::create(options.device, options.tf32, options.precision);
   m->layout_ = resolve_model_layout(options, spec, input_shape);
   s.dropout.seed = options.seed;
   const std::size_t B = options.max_batch;
@@ -311,6 +311,16 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
       else
         s.refresh_runs.push_back({begin, end, p});
     }
+    // The GPU's tensor-core products read 16-bit copies of their operands,
+    // each an activation, an activation gradient (the size of an activation)
+    // or a layer's weights: the largest of those bounds the scratch, reserved
+    // once here so that no step allocates.
+    std::size_t largest = options.max_batch * Shape(input_shape).numel();
+    for (std::size_t i = 0; i < s.layers.size(); ++i) {
+      largest = std::max(largest, options.max_batch * s.layers[i]->output_shape().numel());
+      largest = std::max(largest, s.layer_ranges[i].second - s.layer_ranges[i].first);
+    }
+    s.ctx->reserve_tensor_core_scratch(largest);
   }
   // Weight tying: the tied layer reads its owner's range.
   s.bind_from.resize(s.layers.size());

@@ -28,8 +28,11 @@ void TiedLmHeadLayer::backward(const float* x, const float*, const float* dy, fl
                                std::size_t batch, bool accumulate) {
   const std::size_t rows = batch * t_;
   // dE = dy^T x (written first: the embedding adds its own after), dx = dy E.
+  // dy and x are stored on the --precision grid, so dE may take 16-bit inputs
+  // (gemm.h); E is the embedding's fp32 table (docs/precision.md), so the
+  // forward and dx stay fp32 products.
   gemm(ctx_, true, false, vocab_, c_, rows, 1.0f, dy, vocab_, x, c_, accumulate ? 1.0f : 0.0f, de_,
-       c_);
+       c_, ctx_.precision());
   if (dx != nullptr)
     gemm(ctx_, false, false, rows, c_, vocab_, 1.0f, dy, vocab_, e_, c_, 0.0f, dx, c_);
 }

@@ -26,13 +26,22 @@ struct GpuHandles {
   // The cuDNN workspace every convolution of the context shares (they run in
   // stream order); grown by the plans, freed with the handles.
   std::shared_ptr<void> conv_workspace;
+  // --precision bf16|fp16 (kernels/precision.cuh's codes; 0 for fp32): the
+  // tensor-core path's 16-bit copies of two inputs and an output, each
+  // half_capacity values, owned, reserved at model build
+  // (ComputeContext::reserve_tensor_core_scratch); ops share them in stream order.
+  int precision = 0;
+  std::uint16_t* half_scratch[3] = {nullptr, nullptr, nullptr};
+  std::size_t half_capacity = 0;
 };
 // An empty shared convolution workspace (gpu_conv_plan.cpp).
 std::shared_ptr<void> make_conv_workspace();
 constexpr std::size_t kGpuScratchFloats = std::size_t{1} << 16;  // 256 KiB
 
 // On failure, whatever was already created is released before the Error.
-GpuHandles gpu_handles_create(int ordinal, Tf32Mode tf32);
+GpuHandles gpu_handles_create(int ordinal, Tf32Mode tf32, int precision = 0);
+// Grows h.half_scratch to `elements` values each (never shrinks).
+void gpu_reserve_half_scratch(GpuHandles& h, std::size_t elements);
 void gpu_handles_destroy(const GpuHandles& handles) noexcept;
 void gpu_stream_synchronize(void* stream);
 // Synchronous copy of bytes from device to host after the stream's work.
@@ -40,7 +49,14 @@ void gpu_copy_to_host(void* dst, const void* src, std::size_t bytes, void* strea
 
 void gpu_gemm(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
               std::size_t k, float alpha, const float* a, std::size_t lda, const float* b,
-              std::size_t ldb, float beta, float* c, std::size_t ldc);
+              std::size_t ldb, float beta, float* c, std::size_t ldc, int precision = 0);
+
+// precision bf16/fp16: y[i] = the 16-bit encoding of x[i] (exact for on-grid
+// values), and back (kernels/precision.cuh).
+void gpu_to_precision_bits(void* stream, std::uint16_t* y, const float* x, std::size_t n,
+                           int precision);
+void gpu_from_precision_bits(void* stream, float* y, const std::uint16_t* x, std::size_t n,
+                             int precision);
 
 void gpu_relu_forward(void* stream, const float* x, float* y, std::size_t n);
 void gpu_relu_backward(void* stream, const float* y, const float* dy, float* dx, std::size_t n);

@@ -12,7 +12,7 @@ namespace {
 }
 }  // namespace
 
-GpuHandles gpu_handles_create(int ordinal, Tf32Mode) {
+GpuHandles gpu_handles_create(int ordinal, Tf32Mode, int) {
   RT_CHECK(false,
            "cannot create a compute context on cuda:{}: this ringtrain was built without CUDA "
            "(use --device cpu, or rebuild with -DRINGTRAIN_CUDA=ON)",
@@ -20,6 +20,9 @@ GpuHandles gpu_handles_create(int ordinal, Tf32Mode) {
   __builtin_unreachable();
 }
 void gpu_handles_destroy(const GpuHandles&) noexcept {}
+void gpu_reserve_half_scratch(GpuHandles&, std::size_t) {
+  no_cuda("the 16-bit operand scratch");
+}
 void gpu_stream_synchronize(void*) {
   no_cuda("a stream synchronize");
 }
@@ -27,8 +30,15 @@ void gpu_copy_to_host(void*, const void*, std::size_t, void*) {
   no_cuda("a device-to-host copy");
 }
 void gpu_gemm(const GpuHandles&, bool, bool, std::size_t, std::size_t, std::size_t, float,
-              const float*, std::size_t, const float*, std::size_t, float, float*, std::size_t) {
+              const float*, std::size_t, const float*, std::size_t, float, float*, std::size_t,
+              int) {
   no_cuda("gemm");
+}
+void gpu_to_precision_bits(void*, std::uint16_t*, const float*, std::size_t, int) {
+  no_cuda("a 16-bit cast");
+}
+void gpu_from_precision_bits(void*, float*, const std::uint16_t*, std::size_t, int) {
+  no_cuda("a 16-bit cast");
 }
 void gpu_relu_forward(void*, const float*, float*, std::size_t) {
   no_cuda("relu");

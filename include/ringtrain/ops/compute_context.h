@@ -3,10 +3,12 @@
 // it and dispatches on its device, so model code never asks which backend it is.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 
 #include "ringtrain/core/device.h"
 #include "ringtrain/ops/math_mode.h"
+#include "ringtrain/ops/precision_type.h"
 
 namespace ringtrain {
 
@@ -21,9 +23,13 @@ class ComputeContext {
   // (blocking, so it orders with the legacy default stream) and the handles.
   // A CPU-only build answers a CUDA device with an Error. `tf32` sets the
   // cuBLAS math mode and the cuDNN convolution math type (math_mode.h); the
-  // CPU ignores it.
+  // CPU ignores it. `precision` is the model's --precision: on a GPU with
+  // bf16/fp16, the matrix products and convolutions whose inputs the model
+  // stores on that grid run on 16-bit copies of them (tensor cores) with fp32
+  // accumulation and output; the CPU computes in fp32 on the same values.
   static std::unique_ptr<ComputeContext> create(Device device,
-                                                Tf32Mode tf32 = Tf32Mode::pytorch_default);
+                                                Tf32Mode tf32 = Tf32Mode::pytorch_default,
+                                                Precision precision = Precision::fp32);
   ~ComputeContext();
   ComputeContext(const ComputeContext&) = delete;
   ComputeContext& operator=(const ComputeContext&) = delete;
@@ -31,6 +37,13 @@ class ComputeContext {
   Device device() const { return device_; }
   bool is_cuda() const { return device_.is_cuda(); }
   Tf32Mode tf32() const { return tf32_; }
+  Precision precision() const { return precision_; }
+  // The 16-bit operand copies of the tensor-core path: on a GPU context with
+  // bf16/fp16, grows the context's three device buffers (two inputs, one
+  // output) to `elements` 16-bit values each. The model calls it once at
+  // build time for its largest operand, so that no step allocates; a CPU or
+  // fp32 context ignores it.
+  void reserve_tensor_core_scratch(std::size_t elements);
   // cudaStream_t, cublasHandle_t, cudnnHandle_t as void*; nullptr on the CPU.
   void* stream() const;
   void* blas_handle() const;
@@ -41,9 +54,11 @@ class ComputeContext {
   void synchronize() const;
 
  private:
-  ComputeContext(Device device, Tf32Mode tf32);  // in the .cpp, where GpuHandles is complete
+  ComputeContext(Device device, Tf32Mode tf32,
+                 Precision precision);  // in the .cpp, where GpuHandles is complete
   Device device_;
   Tf32Mode tf32_;
+  Precision precision_;
   std::unique_ptr<detail::GpuHandles> gpu_;
 };
 

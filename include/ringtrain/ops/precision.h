@@ -6,17 +6,18 @@
 //
 // Low precision is rounding to the low-precision grid (round to nearest even)
 // at the points where a mixed-precision run stores a low-precision tensor, on
-// the CPU and (as of now) on the GPU alike, so both compute the same numbers.
+// the CPU and on the GPU alike, so both compute the same numbers. On a GPU the
+// matrix products and convolutions whose inputs are such stored tensors read
+// exact 16-bit copies of them (tensor cores; docs/precision.md).
 #pragma once
 
 #include <cstddef>
 #include <string_view>
 
 #include "ringtrain/ops/compute_context.h"
+#include "ringtrain/ops/precision_type.h"
 
 namespace ringtrain {
-
-enum class Precision { fp32 = 0, bf16 = 1, fp16 = 2 };
 
 // "fp32", "bf16", "fp16" (the --precision flag); an Error naming the flag otherwise.
 Precision parse_precision(std::string_view text);

@@ -42,15 +42,29 @@
 // and backward-data call (one small kernel: the weight, not the activations),
 // as the low-precision weight copy is refreshed at each forward; backward
 // filter writes a [K, R, S, C] gradient that is transposed back into dw.
+//
+// --precision bf16|fp16 (the context's precision): forward and backward data
+// run on 16-bit tensors on tensor cores. x (or dy) and the filter are cast to
+// 16-bit copies in the context's scratch (exact: the model stores them on the
+// grid), cuDNN computes in fp32 (PSEUDO_BFLOAT16 / PSEUDO_HALF configurations:
+// 16-bit descriptors, an fp32 convolution descriptor) and writes a 16-bit y
+// (or dx), which is cast back to the fp32 buffer the model keeps. The entry
+// holds the 16-bit descriptors and their own algorithms, chosen under the same
+// rules with tensor-core math allowed (TF32 does not apply to 16-bit data).
+// Backward filter stays on the fp32 path above (TF32 per --tf32): cuDNN's
+// legacy API writes dw in the data type, and the policy keeps weight
+// gradients fp32 (docs/precision.md).
 #include <algorithm>
 #include <array>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "core/cuda/check_cuda.h"
 #include "core/cuda/check_cudnn.h"
+#include "kernels/precision.cuh"
 #include "ops/conv_algo_choice.h"
 #include "ops/gpu_ops.h"
 #include "ringtrain/core/check.h"
@@ -147,6 +161,9 @@ struct Entry {
   std::size_t batch = 0;
   cudnnTensorDescriptor_t x = nullptr, y = nullptr;
   std::optional<Choice> fwd, bwd_filter, bwd_data;
+  // --precision bf16|fp16: the 16-bit x and y, and the 16-bit algorithms.
+  cudnnTensorDescriptor_t x16 = nullptr, y16 = nullptr;
+  std::optional<Choice> fwd16, bwd_data16;
 };
 
 class CudnnConvPlan final : public GpuConvPlan {
@@ -156,12 +173,19 @@ class CudnnConvPlan final : public GpuConvPlan {
         stream_(static_cast<cudaStream_t>(h.stream)),
         g_(g),
         tf32_(h.conv_tf32),
+        handles_(&h),
+        precision_(h.precision),
         workspace_(*static_cast<DeviceBytes*>(h.conv_workspace.get())) {
     try {
       RT_CUDNN_CHECK(cudnnCreateFilterDescriptor(&w_desc_));
       RT_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w_desc_, CUDNN_DATA_FLOAT, format(),
                                                 i(g.out_channels), i(g.in_channels), i(g.kh()),
                                                 i(g.kw())));
+      if (sixteen_bit()) {
+        RT_CUDNN_CHECK(cudnnCreateFilterDescriptor(&w16_desc_));
+        RT_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w16_desc_, data16(), format(), i(g.out_channels),
+                                                  i(g.in_channels), i(g.kh()), i(g.kw())));
+      }
       for (cudnnMathType_t m : {CUDNN_DEFAULT_MATH, CUDNN_TENSOR_OP_MATH, CUDNN_FMA_MATH}) {
         cudnnConvolutionDescriptor_t& d = conv_[static_cast<std::size_t>(m)];
         RT_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&d));
@@ -188,9 +212,10 @@ class CudnnConvPlan final : public GpuConvPlan {
   void forward(const float* x, const float* w, float* y, std::size_t batch) override {
     w = filter_for_layout(w);
     Entry& e = entry(batch);
+    if (sixteen_bit()) return forward16(e, x, w, y);
     if (!e.fwd)
       e.fwd = choose_later("forward", batch, [&](const DeviceBytes& ws, std::string* tried) {
-        return find_forward(e, x, w, y, ws, tried);
+        return find_forward(e, false, x, w, y, ws, tried);
       });
     const float one = 1.0f, zero = 0.0f;
     RT_CUDNN_CHECK(cudnnConvolutionForward(dnn_, &one, e.x, x, w_desc_, w, conv_for(e.fwd->math),
@@ -223,10 +248,11 @@ class CudnnConvPlan final : public GpuConvPlan {
   void backward_data(const float* w, const float* dy, float* dx, std::size_t batch) override {
     w = filter_for_layout(w);
     Entry& e = entry(batch);
+    if (sixteen_bit()) return backward_data16(e, w, dy, dx);
     if (!e.bwd_data)
       e.bwd_data =
           choose_later("backward-data", batch, [&](const DeviceBytes& ws, std::string* tried) {
-            return find_backward_data(e, w, dy, dx, ws, tried);
+            return find_backward_data(e, false, w, dy, dx, ws, tried);
           });
     const float one = 1.0f, zero = 0.0f;
     RT_CUDNN_CHECK(
@@ -237,6 +263,67 @@ class CudnnConvPlan final : public GpuConvPlan {
 
  private:
   static int i(std::size_t v) { return static_cast<int>(v); }
+  bool sixteen_bit() const { return precision_ != kernels::kPrecisionFp32; }
+  cudnnDataType_t data16() const {
+    return precision_ == kernels::kPrecisionFp16 ? CUDNN_DATA_HALF : CUDNN_DATA_BFLOAT16;
+  }
+  const char* precision_label() const {
+    return precision_ == kernels::kPrecisionFp16 ? "fp16" : "bf16";
+  }
+
+  // The context's 16-bit scratch, checked against what one call casts.
+  void require_scratch(std::size_t batch, std::size_t elements) const {
+    RT_CHECK(elements <= handles_->half_capacity,
+             "conv2d {}x{}x{} -> {}, batch {}: a {} operand of {} elements exceeds the "
+             "tensor-core scratch of {} reserved at model build",
+             g_.in_channels, g_.height, g_.width, g_.out_channels, batch, precision_label(),
+             elements, handles_->half_capacity);
+  }
+
+  // y = conv(x, w) on 16-bit copies of x and the filter, y cast back to fp32.
+  void forward16(Entry& e, const float* x, const float* w, float* y) {
+    const std::size_t nx = e.batch * in_elements(), ny = e.batch * out_elements();
+    const std::size_t nw = weight_elements();
+    require_scratch(e.batch, std::max({nx, ny, nw}));
+    std::uint16_t* x16 = handles_->half_scratch[0];
+    std::uint16_t* w16 = handles_->half_scratch[1];
+    std::uint16_t* y16 = handles_->half_scratch[2];
+    gpu_to_precision_bits(stream_, x16, x, nx, precision_);
+    gpu_to_precision_bits(stream_, w16, w, nw, precision_);
+    if (!e.fwd16)
+      e.fwd16 = choose_later("16-bit forward", e.batch, [&](const DeviceBytes& ws, std::string* t) {
+        return find_forward(e, true, x16, w16, y16, ws, t);
+      });
+    const float one = 1.0f, zero = 0.0f;
+    RT_CUDNN_CHECK(cudnnConvolutionForward(dnn_, &one, e.x16, x16, w16_desc_, w16,
+                                           conv_for(e.fwd16->math),
+                                           static_cast<cudnnConvolutionFwdAlgo_t>(e.fwd16->algo),
+                                           workspace_.get(), workspace_.size(), &zero, e.y16, y16));
+    gpu_from_precision_bits(stream_, y, y16, ny, precision_);
+  }
+
+  // dx = conv^T(dy, w) on 16-bit copies of dy and the filter, dx cast back to fp32.
+  void backward_data16(Entry& e, const float* w, const float* dy, float* dx) {
+    const std::size_t nx = e.batch * in_elements(), ny = e.batch * out_elements();
+    const std::size_t nw = weight_elements();
+    require_scratch(e.batch, std::max({nx, ny, nw}));
+    std::uint16_t* dy16 = handles_->half_scratch[0];
+    std::uint16_t* w16 = handles_->half_scratch[1];
+    std::uint16_t* dx16 = handles_->half_scratch[2];
+    gpu_to_precision_bits(stream_, dy16, dy, ny, precision_);
+    gpu_to_precision_bits(stream_, w16, w, nw, precision_);
+    if (!e.bwd_data16)
+      e.bwd_data16 =
+          choose_later("16-bit backward-data", e.batch, [&](const DeviceBytes& ws, std::string* t) {
+            return find_backward_data(e, true, w16, dy16, dx16, ws, t);
+          });
+    const float one = 1.0f, zero = 0.0f;
+    RT_CUDNN_CHECK(cudnnConvolutionBackwardData(
+        dnn_, &one, w16_desc_, w16, e.y16, dy16, conv_for(e.bwd_data16->math),
+        static_cast<cudnnConvolutionBwdDataAlgo_t>(e.bwd_data16->algo), workspace_.get(),
+        workspace_.size(), &zero, e.x16, dx16));
+    gpu_from_precision_bits(stream_, dx, dx16, nx, precision_);
+  }
   bool nhwc() const { return g_.layout == Layout::nhwc; }
   cudnnTensorFormat_t format() const { return nhwc() ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW; }
   // The filter cuDNN reads: w itself, or (NHWC) its [K, R, S, C] copy, made now.
@@ -248,13 +335,15 @@ class CudnnConvPlan final : public GpuConvPlan {
   }
   std::size_t in_elements() const { return g_.in_channels * g_.height * g_.width; }
   std::size_t out_elements() const { return g_.out_channels * g_.out_height() * g_.out_width(); }
-  std::size_t weight_bytes() const {
-    return sizeof(float) * g_.out_channels * g_.in_channels * g_.kh() * g_.kw();
+  std::size_t weight_elements() const {
+    return g_.out_channels * g_.in_channels * g_.kh() * g_.kw();
   }
+  std::size_t weight_bytes() const { return sizeof(float) * weight_elements(); }
 
-  // The descriptor Find runs on (PyTorch's choice for float data).
-  cudnnConvolutionDescriptor_t find_conv() const {
-    return conv_[static_cast<std::size_t>(tf32_ ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH)];
+  // The descriptor Find runs on (PyTorch's choice for float data); 16-bit data
+  // always on tensor cores (CUDNN_DEFAULT_MATH allows them for bf16/fp16).
+  cudnnConvolutionDescriptor_t find_conv(bool half = false) const {
+    return conv_[static_cast<std::size_t>(tf32_ || half ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH)];
   }
   cudnnConvolutionDescriptor_t conv_for(cudnnMathType_t m) const {
     return conv_[static_cast<std::size_t>(m)];
@@ -277,6 +366,15 @@ class CudnnConvPlan final : public GpuConvPlan {
     RT_CUDNN_CHECK(cudnnSetTensor4dDescriptor(e.y, format(), CUDNN_DATA_FLOAT, i(batch),
                                               i(g_.out_channels), i(g_.out_height()),
                                               i(g_.out_width())));
+    if (sixteen_bit()) {
+      RT_CUDNN_CHECK(cudnnCreateTensorDescriptor(&e.x16));
+      RT_CUDNN_CHECK(cudnnCreateTensorDescriptor(&e.y16));
+      RT_CUDNN_CHECK(cudnnSetTensor4dDescriptor(e.x16, format(), data16(), i(batch),
+                                                i(g_.in_channels), i(g_.height), i(g_.width)));
+      RT_CUDNN_CHECK(cudnnSetTensor4dDescriptor(e.y16, format(), data16(), i(batch),
+                                                i(g_.out_channels), i(g_.out_height()),
+                                                i(g_.out_width())));
+    }
     return e;
   }
 
@@ -290,13 +388,22 @@ class CudnnConvPlan final : public GpuConvPlan {
       RT_CUDA_CHECK(cudaMemsetAsync(b->get(), 0, b->size(), stream_));
     const DeviceBytes trial = DeviceBytes::up_to(kWorkspaceCap, kMinTrialWorkspace);
     std::string tried;
-    e.fwd = find_forward(e, x.get(), w.get(), y.get(), trial, &tried);
+    e.fwd = find_forward(e, false, x.get(), w.get(), y.get(), trial, &tried);
     require(e.fwd, "forward", e.batch, trial.size(), tried);
     e.bwd_filter = find_backward_filter(e, x.get(), y.get(), w.get(), trial, &tried);
     require(e.bwd_filter, "backward-filter", e.batch, trial.size(), tried);
-    e.bwd_data = find_backward_data(e, w.get(), y.get(), x.get(), trial, &tried);
+    e.bwd_data = find_backward_data(e, false, w.get(), y.get(), x.get(), trial, &tried);
     require(e.bwd_data, "backward-data", e.batch, trial.size(), tried);
-    const std::size_t need = std::max({e.fwd->memory, e.bwd_filter->memory, e.bwd_data->memory});
+    std::size_t need = std::max({e.fwd->memory, e.bwd_filter->memory, e.bwd_data->memory});
+    if (sixteen_bit()) {
+      // The fp32 scratch buffers are larger than the 16-bit tensors (used
+      // only when Find measures).
+      e.fwd16 = find_forward(e, true, x.get(), w.get(), y.get(), trial, &tried);
+      require(e.fwd16, "16-bit forward", e.batch, trial.size(), tried);
+      e.bwd_data16 = find_backward_data(e, true, w.get(), y.get(), x.get(), trial, &tried);
+      require(e.bwd_data16, "16-bit backward-data", e.batch, trial.size(), tried);
+      need = std::max({need, e.fwd16->memory, e.bwd_data16->memory});
+    }
     if (need > workspace_.size()) {
       // Another convolution's queued launches may still read the old one.
       RT_CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -335,13 +442,16 @@ class CudnnConvPlan final : public GpuConvPlan {
              "within a {:.1f} MiB workspace{}; cuDNN measured: {}",
              g_.in_channels, g_.height, g_.width, g_.out_channels, g_.kh(), g_.kw(), g_.sh(),
              g_.sw(), g_.ph(), g_.pw(), batch, kDeterministicOnly ? "deterministic " : "", op,
-             static_cast<double>(limit) / (1 << 20), tf32_ ? "" : " with FMA math (TF32 off)",
+             static_cast<double>(limit) / (1 << 20),
+             tf32_ || std::string_view(op).starts_with("16-bit") ? "" : " with FMA math (TF32 off)",
              tried);
   }
 
   // One Find: `run(workspace, bytes, requested, &returned, perf)`, then the rules.
+  // `tensor_math`: results on tensor cores may be taken (TF32 on, or 16-bit data).
   template <typename Perf, int kCount, typename Run>
-  std::optional<Choice> measure(const DeviceBytes& ws, std::string* tried, Run&& run) const {
+  std::optional<Choice> measure(const DeviceBytes& ws, std::string* tried, bool tensor_math,
+                                Run&& run) const {
     std::array<Perf, kCount> perf{};
     int returned = 0;
     run(ws.get(), ws.size(), kCount, &returned, perf.data());
@@ -358,7 +468,7 @@ class CudnnConvPlan final : public GpuConvPlan {
           math_of(perf[r].mathType)};
     const std::span<const ConvAlgoRecord> found(records.data(), static_cast<std::size_t>(returned));
     const std::optional<std::size_t> pick = choose_conv_algorithm(
-        found, {std::min(ws.size(), kWorkspaceCap), kDeterministicOnly, tf32_});
+        found, {std::min(ws.size(), kWorkspaceCap), kDeterministicOnly, tensor_math});
     if (!pick) {
       if (tried != nullptr) *tried = describe_conv_algorithms(found);
       return std::nullopt;
@@ -367,19 +477,22 @@ class CudnnConvPlan final : public GpuConvPlan {
     return Choice{static_cast<int>(p.algo), p.mathType, p.memory};
   }
 
-  std::optional<Choice> find_forward(const Entry& e, const void* x, const void* w, void* y,
-                                     const DeviceBytes& ws, std::string* tried) const {
+  // half: on the entry's 16-bit descriptors.
+  std::optional<Choice> find_forward(const Entry& e, bool half, const void* x, const void* w,
+                                     void* y, const DeviceBytes& ws, std::string* tried) const {
+    const cudnnTensorDescriptor_t xd = half ? e.x16 : e.x, yd = half ? e.y16 : e.y;
+    const cudnnFilterDescriptor_t wd = half ? w16_desc_ : w_desc_;
     return measure<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT>(
-        ws, tried,
+        ws, tried, tf32_ || half,
         [&](void* space, std::size_t bytes, int n, int* returned,
             cudnnConvolutionFwdAlgoPerf_t* perf) {
           if (!kMeasureAlgorithms) {
-            RT_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(dnn_, e.x, w_desc_, find_conv(),
-                                                                  e.y, n, returned, perf));
+            RT_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(dnn_, xd, wd, find_conv(half), yd,
+                                                                  n, returned, perf));
             return;
           }
           RT_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
-              dnn_, e.x, x, w_desc_, w, find_conv(), e.y, y, n, returned, perf, space, bytes));
+              dnn_, xd, x, wd, w, find_conv(half), yd, y, n, returned, perf, space, bytes));
         });
   }
 
@@ -387,7 +500,7 @@ class CudnnConvPlan final : public GpuConvPlan {
                                              void* dw, const DeviceBytes& ws,
                                              std::string* tried) const {
     return measure<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT>(
-        ws, tried,
+        ws, tried, tf32_,
         [&](void* space, std::size_t bytes, int n, int* returned,
             cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
           if (!kMeasureAlgorithms) {
@@ -400,38 +513,45 @@ class CudnnConvPlan final : public GpuConvPlan {
         });
   }
 
-  std::optional<Choice> find_backward_data(const Entry& e, const void* w, const void* dy, void* dx,
-                                           const DeviceBytes& ws, std::string* tried) const {
+  std::optional<Choice> find_backward_data(const Entry& e, bool half, const void* w, const void* dy,
+                                           void* dx, const DeviceBytes& ws,
+                                           std::string* tried) const {
+    const cudnnTensorDescriptor_t xd = half ? e.x16 : e.x, yd = half ? e.y16 : e.y;
+    const cudnnFilterDescriptor_t wd = half ? w16_desc_ : w_desc_;
     return measure<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT>(
-        ws, tried,
+        ws, tried, tf32_ || half,
         [&](void* space, std::size_t bytes, int n, int* returned,
             cudnnConvolutionBwdDataAlgoPerf_t* perf) {
           if (!kMeasureAlgorithms) {
             RT_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-                dnn_, w_desc_, e.y, find_conv(), e.x, n, returned, perf));
+                dnn_, wd, yd, find_conv(half), xd, n, returned, perf));
             return;
           }
           RT_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
-              dnn_, w_desc_, w, e.y, dy, find_conv(), e.x, dx, n, returned, perf, space, bytes));
+              dnn_, wd, w, yd, dy, find_conv(half), xd, dx, n, returned, perf, space, bytes));
         });
   }
 
   void release() noexcept {
-    for (Entry& e : entries_) {
-      if (e.y != nullptr) (void)cudnnDestroyTensorDescriptor(e.y);
-      if (e.x != nullptr) (void)cudnnDestroyTensorDescriptor(e.x);
-    }
+    for (Entry& e : entries_)
+      for (cudnnTensorDescriptor_t d : {e.y16, e.x16, e.y, e.x})
+        if (d != nullptr) (void)cudnnDestroyTensorDescriptor(d);
     entries_.clear();
     for (cudnnConvolutionDescriptor_t& d : conv_)
       if (d != nullptr) (void)cudnnDestroyConvolutionDescriptor(std::exchange(d, nullptr));
     if (w_desc_ != nullptr) (void)cudnnDestroyFilterDescriptor(std::exchange(w_desc_, nullptr));
+    if (w16_desc_ != nullptr) (void)cudnnDestroyFilterDescriptor(std::exchange(w16_desc_, nullptr));
   }
 
   cudnnHandle_t dnn_;
   cudaStream_t stream_;
   Conv2dGeometry g_;
   bool tf32_;
-  cudnnFilterDescriptor_t w_desc_ = nullptr;
+  // The context (for its 16-bit scratch, reserved after the plan is made) and
+  // its precision (kernels/precision.cuh's codes).
+  const GpuHandles* handles_;
+  int precision_;
+  cudnnFilterDescriptor_t w_desc_ = nullptr, w16_desc_ = nullptr;
   // Indexed by cudnnMathType_t; the ALLOW_CONVERSION slot stays empty.
   std::array<cudnnConvolutionDescriptor_t, 4> conv_{};
   std::vector<Entry> entries_;

@@ -1,17 +1,22 @@
 // A GPU compute context: a blocking stream (it orders with the legacy default
 // stream, so plain cudaMemcpy by other layers stays safe) with cuBLAS and cuDNN
-// handles bound to it, the reduction scratch; and GEMM through cuBLAS.
+// handles bound to it, the reduction scratch; and GEMM through cuBLAS (fp32,
+// or 16-bit inputs on tensor cores under --precision bf16|fp16).
 #include "core/cuda/check_cublas.h"
 #include "core/cuda/check_cuda.h"
 #include "core/cuda/check_cudnn.h"
+#include "kernels/precision.cuh"
+#include "kernels/precision.h"
 #include "ops/gpu_ops.h"
+#include "ringtrain/core/check.h"
 
 namespace ringtrain::detail {
 
-GpuHandles gpu_handles_create(int ordinal, Tf32Mode tf32) {
+GpuHandles gpu_handles_create(int ordinal, Tf32Mode tf32, int precision) {
   RT_CUDA_CHECK(cudaSetDevice(ordinal));
   GpuHandles h;
   h.conv_tf32 = tf32_for_convolutions(tf32);
+  h.precision = precision;
   try {
     cudaStream_t stream = nullptr;
     RT_CUDA_CHECK(cudaStreamCreate(&stream));
@@ -42,7 +47,33 @@ GpuHandles gpu_handles_create(int ordinal, Tf32Mode tf32) {
   return h;
 }
 
+void gpu_reserve_half_scratch(GpuHandles& h, std::size_t elements) {
+  if (elements <= h.half_capacity) return;
+  for (std::uint16_t*& p : h.half_scratch) {
+    if (p != nullptr) RT_CUDA_CHECK(cudaFree(p));
+    p = nullptr;
+  }
+  h.half_capacity = 0;
+  for (std::uint16_t*& p : h.half_scratch) {
+    void* mem = nullptr;
+    RT_CUDA_CHECK(cudaMalloc(&mem, elements * sizeof(std::uint16_t)));
+    p = static_cast<std::uint16_t*>(mem);
+  }
+  h.half_capacity = elements;
+}
+
+void gpu_to_precision_bits(void* stream, std::uint16_t* y, const float* x, std::size_t n,
+                           int precision) {
+  kernels::to_precision_bits_cuda(y, x, n, precision, stream);
+}
+void gpu_from_precision_bits(void* stream, float* y, const std::uint16_t* x, std::size_t n,
+                             int precision) {
+  kernels::from_precision_bits_cuda(y, x, n, precision, stream);
+}
+
 void gpu_handles_destroy(const GpuHandles& h) noexcept {
+  for (std::uint16_t* p : h.half_scratch)
+    if (p != nullptr) (void)cudaFree(p);
   if (h.scratch != nullptr) (void)cudaFree(h.scratch);
   if (h.dnn != nullptr) (void)cudnnDestroy(static_cast<cudnnHandle_t>(h.dnn));
   if (h.blas != nullptr) (void)cublasDestroy(static_cast<cublasHandle_t>(h.blas));
@@ -61,9 +92,37 @@ void gpu_copy_to_host(void* dst, const void* src, std::size_t bytes, void* strea
 
 // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the
 // operands and the m/n extents, keep the transpose flags.
+//
+// precision bf16/fp16 (the caller vouches that A and B are on its grid): A and
+// B are cast to 16-bit copies in the context's scratch (exact), and
+// cublasGemmEx multiplies them on tensor cores with fp32 accumulation into the
+// fp32 C, so beta accumulates weight gradients in fp32 as before.
 void gpu_gemm(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
               std::size_t k, float alpha, const float* a, std::size_t lda, const float* b,
-              std::size_t ldb, float beta, float* c, std::size_t ldc) {
+              std::size_t ldb, float beta, float* c, std::size_t ldc, int precision) {
+  if (precision != 0) {
+    // The elements each operand spans in memory, row-major with its leading dimension.
+    const std::size_t a_rows = trans_a ? k : m, a_cols = trans_a ? m : k;
+    const std::size_t b_rows = trans_b ? n : k, b_cols = trans_b ? k : n;
+    const std::size_t a_span = (a_rows - 1) * lda + a_cols;
+    const std::size_t b_span = (b_rows - 1) * ldb + b_cols;
+    RT_CHECK(h.precision == precision && a_span <= h.half_capacity && b_span <= h.half_capacity,
+             "16-bit GEMM ({} x {} x {}): operands of {} and {} elements, but the context's "
+             "tensor-core scratch holds {} (reserved at model build for precision {})",
+             m, n, k, a_span, b_span, h.half_capacity, h.precision);
+    std::uint16_t* a16 = h.half_scratch[0];
+    std::uint16_t* b16 = h.half_scratch[1];
+    gpu_to_precision_bits(h.stream, a16, a, a_span, precision);
+    gpu_to_precision_bits(h.stream, b16, b, b_span, precision);
+    const cudaDataType_t type = precision == kernels::kPrecisionFp16 ? CUDA_R_16F : CUDA_R_16BF;
+    RT_CUBLAS_CHECK(
+        cublasGemmEx(static_cast<cublasHandle_t>(h.blas), trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                     trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
+                     static_cast<int>(k), &alpha, b16, type, static_cast<int>(ldb), a16, type,
+                     static_cast<int>(lda), &beta, c, CUDA_R_32F, static_cast<int>(ldc),
+                     CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    return;
+  }
   RT_CUBLAS_CHECK(
       cublasSgemm(static_cast<cublasHandle_t>(h.blas), trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
                   trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),

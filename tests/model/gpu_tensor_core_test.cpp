@@ -1,0 +1,254 @@
+// --precision bf16|fp16 on the GPU's tensor cores: the 16-bit GEMM path
+// (cublasGemmEx on exact 16-bit copies, fp32 accumulation and output) against
+// the fp32 product of the same on-grid values, and whole bf16 train steps
+// (resnet20, gpt-nano) against the CPU's bf16 run, which rounds instead.
+// Exits 77 (ctest: skipped) without CUDA or a device.
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdio>
+
+#include "kernels/precision.cuh"
+#include "ringtrain/core/error.h"
+#include "ringtrain/launch/gpu_runtime.h"
+#include "ringtrain/model/model.h"
+#include "ringtrain/ops/conv2d.h"
+#include "ringtrain/ops/gemm.h"
+#include "ringtrain/ops/precision.h"
+#include "ringtrain/tensor/tensor.h"
+#include "tests/model/test_data.h"
+#include "tests/support/gpu_compare.h"
+#include "tests/support/gpu_test.h"
+
+using namespace ringtrain;
+using namespace ringtrain::test;
+
+namespace {
+
+std::vector<float> on_grid(std::vector<float> v, Precision p) {
+  for (float& x : v) x = kernels::round_to_precision_grid(x, static_cast<int>(p));
+  return v;
+}
+
+// Relative L2 distance, for whole-model comparisons.
+double relative_l2(const std::vector<float>& got, const std::vector<float>& want) {
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    num += (static_cast<double>(got[i]) - want[i]) * (static_cast<double>(got[i]) - want[i]);
+    den += static_cast<double>(want[i]) * want[i];
+  }
+  return std::sqrt(num / den);
+}
+
+}  // namespace
+
+TEST_CASE("gpu 16-bit gemm: exact 16-bit inputs, fp32 accumulation, within fp32 rounding",
+          "[gpu][precision]") {
+  for (const Precision p : {Precision::bf16, Precision::fp16}) {
+    CAPTURE(precision_name(p));
+    auto ctx = ComputeContext::create(kGpu, Tf32Mode::off, p);
+    const std::size_t m = 37, n = 129, k = 300;
+    ctx->reserve_tensor_core_scratch(k * n);
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        CAPTURE(ta, tb);
+        const auto a = on_grid(test::hashed_vector(1, m * k), p);
+        const auto b = on_grid(test::hashed_vector(2, k * n), p);
+        const auto c0 = test::hashed_vector(3, m * n);
+        const std::size_t lda = ta ? m : k, ldb = tb ? k : n;
+        Tensor ga = to_gpu(a), gb = to_gpu(b), gc = to_gpu(c0);
+        const float alpha = 0.7f, beta = 0.3f;
+        gemm(*ctx, ta, tb, m, n, k, alpha, ga.data_as<float>(), lda, gb.data_as<float>(), ldb, beta,
+             gc.data_as<float>(), n, p);
+        const auto got = to_host(gc, *ctx);
+        // A product of two bf16 (8-bit) or fp16 (11-bit) significands is exact
+        // in fp32, so the 16-bit path differs from the exact sum only by fp32
+        // accumulation: |error| <= k u (|alpha| sum |a b| + |beta c|) with
+        // u = 2^-24 (and a factor 2 for the final scale and add).
+        std::size_t wrong = 0;
+        for (std::size_t i = 0; i < m; ++i)
+          for (std::size_t j = 0; j < n; ++j) {
+            double exact = 0, magnitude = 0;
+            for (std::size_t l = 0; l < k; ++l) {
+              const double av = a[ta ? l * lda + i : i * lda + l];
+              const double bv = b[tb ? j * ldb + l : l * ldb + j];
+              exact += av * bv;
+              magnitude += std::abs(av * bv);
+            }
+            const double c = c0[i * n + j];
+            const double want = alpha * exact + beta * c;
+            const double bound = 2.0 * static_cast<double>(k + 2) * 0x1p-24 *
+                                 (alpha * magnitude + beta * std::abs(c));
+            wrong += !(std::abs(got[i * n + j] - want) <= bound);
+          }
+        CHECK(wrong == 0);
+      }
+  }
+}
+
+TEST_CASE("gpu 16-bit gemm: fp32 operands and an fp32 context keep the fp32 product bit for bit",
+          "[gpu][precision]") {
+  auto fp32 = ComputeContext::create(kGpu, Tf32Mode::off);
+  auto bf16 = ComputeContext::create(kGpu, Tf32Mode::off, Precision::bf16);
+  bf16->reserve_tensor_core_scratch(64 * 64);
+  const auto a = test::hashed_vector(4, 64 * 64), b = test::hashed_vector(5, 64 * 64);
+  Tensor ga = to_gpu(a), gb = to_gpu(b), c1 = to_gpu(std::vector<float>(64 * 64)),
+         c2 = to_gpu(std::vector<float>(64 * 64)), c3 = to_gpu(std::vector<float>(64 * 64));
+  // Off-grid values, no grid vouched for: the plain fp32 product on either context.
+  gemm(*fp32, false, false, 64, 64, 64, 1.0f, ga.data_as<float>(), 64, gb.data_as<float>(), 64,
+       0.0f, c1.data_as<float>(), 64);
+  gemm(*bf16, false, false, 64, 64, 64, 1.0f, ga.data_as<float>(), 64, gb.data_as<float>(), 64,
+       0.0f, c2.data_as<float>(), 64);
+  // A grid that is not the context's is not taken either.
+  gemm(*bf16, false, false, 64, 64, 64, 1.0f, ga.data_as<float>(), 64, gb.data_as<float>(), 64,
+       0.0f, c3.data_as<float>(), 64, Precision::fp16);
+  const auto r1 = to_host(c1, *fp32);
+  CHECK(to_host(c2, *bf16) == r1);
+  CHECK(to_host(c3, *bf16) == r1);
+  // An operand beyond the reserved scratch is an error that names the sizes.
+  Tensor big = to_gpu(std::vector<float>(128 * 64));
+  CHECK_THROWS_WITH(gemm(*bf16, false, false, 128, 64, 64, 1.0f, big.data_as<float>(), 64,
+                         gb.data_as<float>(), 64, 0.0f, big.data_as<float>(), 64, Precision::bf16),
+                    Catch::Contains("tensor-core scratch"));
+}
+
+namespace {
+
+std::vector<float> magnitudes(std::vector<float> v) {
+  for (float& x : v) x = std::abs(x);
+  return v;
+}
+
+// |got - want| <= u16 (|want| + 2 g M) + 2 g M, where M is the same
+// convolution of the magnitudes (the sum of |x w| per output), g = terms *
+// 2^-23 bounds an fp32 accumulation's error on either side, and u16 (2^-8
+// bf16, 2^-11 fp16) the final rounding of the 16-bit output.
+std::size_t outside_bound(const std::vector<float>& got, const std::vector<float>& want,
+                          const std::vector<float>& magnitude, std::size_t terms, Precision p) {
+  const double u16 = p == Precision::bf16 ? 0x1p-8 : 0x1p-11;
+  const double g = static_cast<double>(terms) * 0x1p-23;
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double slack = 2 * g * magnitude[i];
+    wrong += !(std::abs(static_cast<double>(got[i]) - want[i]) <=
+               u16 * (std::abs(want[i]) + slack) + slack);
+  }
+  return wrong;
+}
+
+}  // namespace
+
+TEST_CASE("gpu 16-bit conv2d: forward and backward data on 16-bit tensors, dw in fp32",
+          "[gpu][precision]") {
+  auto cpu = ComputeContext::create(Device::cpu());
+  for (const Precision p : {Precision::bf16, Precision::fp16})
+    for (const Layout layout : {Layout::nchw, Layout::nhwc})
+      for (Conv2dGeometry g :
+           {Conv2dGeometry{16, 13, 11, 32, 3, 1, 1}, Conv2dGeometry{8, 9, 9, 16, 3, 2, 0},
+            Conv2dGeometry{32, 7, 7, 16, 1, 1, 0}}) {
+        g.layout = layout;
+        CAPTURE(precision_name(p), layout == Layout::nhwc, g.in_channels, g.kernel);
+        auto ctx = ComputeContext::create(kGpu, Tf32Mode::off, p);
+        const std::size_t batch = 5;
+        const std::size_t in = batch * g.in_channels * g.height * g.width;
+        const std::size_t out = batch * g.out_channels * g.out_height() * g.out_width();
+        const std::size_t wn = g.out_channels * g.in_channels * g.kernel * g.kernel;
+        ctx->reserve_tensor_core_scratch(std::max({in, out, wn}));
+        const auto x = on_grid(test::hashed_vector(9, in), p);
+        const auto w = on_grid(test::hashed_vector(10, wn), p);
+        const auto dy = on_grid(test::hashed_vector(12, out), p);
+        std::vector<float> y(out), dx(in), dw(wn), my(out), mdx(in), scratch(wn);
+        Conv2dOp cpu_op(*cpu, g, batch), gpu_op(*ctx, g, batch);
+        Tensor gx = to_gpu(x), gw = to_gpu(w), gdy = to_gpu(dy), gy = to_gpu(y), gdx = to_gpu(dx),
+               gdw = to_gpu(dw);
+        cpu_op.forward(x.data(), w.data(), nullptr, y.data(), batch);
+        cpu_op.backward(x.data(), w.data(), dy.data(), dx.data(), dw.data(), nullptr, batch, false);
+        const auto ax = magnitudes(x), aw = magnitudes(w), ady = magnitudes(dy);
+        cpu_op.forward(ax.data(), aw.data(), nullptr, my.data(), batch);
+        cpu_op.backward(ax.data(), aw.data(), ady.data(), mdx.data(), scratch.data(), nullptr,
+                        batch, false);
+        gpu_op.forward(gx.data_as<float>(), gw.data_as<float>(), nullptr, gy.data_as<float>(),
+                       batch);
+        const auto y16 = to_host(gy, *ctx);
+        // The output is cuDNN's 16-bit tensor, cast back: on the grid.
+        std::size_t off_grid = 0;
+        for (const float v : y16)
+          off_grid += kernels::round_to_precision_grid(v, static_cast<int>(p)) != v;
+        CHECK(off_grid == 0);
+        const std::size_t ckk = g.in_channels * g.kernel * g.kernel;
+        CHECK(outside_bound(y16, y, my, ckk, p) == 0);
+        gpu_op.backward(gx.data_as<float>(), gw.data_as<float>(), gdy.data_as<float>(),
+                        gdx.data_as<float>(), gdw.data_as<float>(), nullptr, batch, false);
+        const std::size_t dx_terms = g.out_channels * g.kernel * g.kernel;
+        CHECK(outside_bound(to_host(gdx, *ctx), dx, mdx, dx_terms, p) == 0);
+        // Backward filter stays fp32 (FMA with --tf32 off): as tight as fp32's test.
+        require_close(to_host(gdw, *ctx), dw, 1e-4, "16-bit conv dw");
+      }
+}
+
+namespace {
+
+// One bf16 train step's loss and gradients, on the GPU (16-bit GEMMs) and on
+// the CPU (rounding around fp32 products), from the same master weights.
+void compare_bf16_step(const char* preset, const std::vector<std::size_t>& input_shape, int classes,
+                       const std::vector<float>& x, const std::vector<std::int32_t>& labels,
+                       std::size_t batch) {
+  CAPTURE(preset);
+  const ModelSpec spec = ModelSpec::parse(preset);
+  ModelOptions oc, og;
+  oc.seed = og.seed = 11;
+  oc.max_batch = og.max_batch = batch;
+  oc.precision = og.precision = Precision::bf16;
+  oc.layout = LayoutChoice::nchw;
+  og.device = kGpu;
+  og.tf32 = Tf32Mode::off;
+  auto mc = Model::build(spec, input_shape, classes, oc);
+  auto mg = Model::build(spec, input_shape, classes, og);
+  REQUIRE(mg->param_count() == mc->param_count());
+  Tensor gx = to_gpu(x), gl = to_gpu(labels);
+  const auto rc = mc->forward(x.data(), labels.data(), batch, true);
+  const auto rg = mg->forward(gx.data_as<float>(), gl.data_as<std::int32_t>(), batch, true);
+  // Tolerance: both runs hold every activation on the bf16 grid, and an fp32
+  // accumulation-order difference (cuBLAS/cuDNN against OpenBLAS/oneDNN) can
+  // move a value across a rounding boundary, i.e. by one bf16 step (2^-8
+  // relative); such flips are rare and uncorrelated, so the loss and the
+  // gradients as a whole stay within a few steps of 2^-8.
+  CHECK(rg.loss_sum == Approx(rc.loss_sum).epsilon(1e-2));
+  mc->backward(1.0f, false);
+  mg->backward(1.0f, false);
+  mg->synchronize();
+  const BufferView gc = mc->grads();
+  const std::vector<float> cpu(gc.as<float>(), gc.as<float>() + gc.count);
+  const auto gpu =
+      to_host(mg->grads().as<float>(), mg->param_count(), *ComputeContext::create(kGpu));
+  CHECK(relative_l2(gpu, cpu) <= 3e-2);
+}
+
+}  // namespace
+
+TEST_CASE("gpu bf16 train steps on tensor cores match the CPU's bf16 rounding run",
+          "[gpu][precision]") {
+  {
+    const std::size_t batch = 8;
+    const auto x = test::hashed_vector(21, batch * 3 * 32 * 32, -1.0f, 1.0f);
+    std::vector<std::int32_t> labels(batch);
+    for (std::size_t i = 0; i < batch; ++i) labels[i] = static_cast<std::int32_t>((i * 7) % 10);
+    compare_bf16_step("resnet20", {3, 32, 32}, 10, x, labels, batch);
+  }
+  {
+    const std::size_t batch = 2, tokens = batch * 128;
+    std::vector<float> ids(tokens);
+    std::vector<std::int32_t> labels(tokens);
+    for (std::size_t i = 0; i < tokens; ++i) {
+      ids[i] = static_cast<float>((i * 13 + i / 7) % 61);
+      labels[i] = static_cast<std::int32_t>((i * 13 + 5) % 61);
+    }
+    compare_bf16_step("gpt-nano", {128}, 61, ids, labels, batch);
+  }
+}
+
+int main(int argc, char** argv) {
+  if (!ringtrain::test::cuda_device_available()) return ringtrain::test::kSkippedExitCode;
+  cuda_set_device(0);
+  return Catch::Session().run(argc, argv);
+}
