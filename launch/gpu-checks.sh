@@ -20,7 +20,8 @@
 #   train     cnn on Fashion-MNIST to >= 0.91 and 0 host syncs per steady step;
 #             GPU vs CPU after 20 steps; accum 2 --cache vs the doubled batch;
 #             resume on GPU, eval on CPU; SIGTERM; 2 ranks sharing the GPU; repeat
-#   sanitize  compute-sanitizer memcheck and racecheck: gpu_ops_test, 20 steps
+#   sanitize  compute-sanitizer memcheck and racecheck: gpu_ops_test,
+#             gpu_tensor_core_test, 20 steps of cnn and of resnet20 (fp32 and bf16)
 #             (in the background like cpusuite: its timings do not matter)
 #   speed     bench step vs launch/bench/peer_gpu_step.py; bench allreduce nccl
 #   models    the real-size presets side by side with PyTorch on the same GPU, alternating,
@@ -312,6 +313,13 @@ check_sanitize() {
     run "san-resnet-$tool" 240 compute-sanitizer --tool "$tool" "${api[@]}" --error-exitcode 9 "$exe" train \
       --data "$data" --model resnet20 --device cuda --batch 32 --max-steps 20 --timeout 100
     pass_if "san-resnet-$tool" $? "$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/san-resnet-$tool.log" | tail -1)"
+    # --precision bf16's tensor-core path: the 16-bit casts into the context's
+    # scratch and the 16-bit cuDNN/cuBLAS calls, op by op and in a model (NHWC)
+    run "san-tc-$tool" 120 compute-sanitizer --tool "$tool" --error-exitcode 9 build/tests/model/gpu_tensor_core_test
+    pass_if "san-tc-$tool" $? "$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/san-tc-$tool.log" | tail -1)"
+    run "san-resnet-bf16-$tool" 240 compute-sanitizer --tool "$tool" "${api[@]}" --error-exitcode 9 "$exe" train \
+      --data "$data" --model resnet20 --device cuda --batch 32 --max-steps 20 --timeout 100 --precision bf16
+    pass_if "san-resnet-bf16-$tool" $? "$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/san-resnet-bf16-$tool.log" | tail -1)"
   done
 }
 

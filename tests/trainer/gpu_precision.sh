@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # On a GPU: --precision bf16 gives the CPU's bf16 run within float tolerance
-# (the same rounding kernels, kernels/precision.cuh; --tf32 off so the fp32
-# arithmetic between them is the CPU's); its steady steps take no host sync;
+# (the same rounding kernels, kernels/precision.cuh; the GPU's convolutions and
+# matrix products read exact 16-bit copies of the same on-grid values and
+# accumulate in fp32, and --tf32 off keeps the fp32 ones, backward filter, the
+# CPU's arithmetic); its steady steps take no host sync;
 # fp16's loss scaler follows the same rule as on the CPU with an injected
 # overflow (the scale is read back once per step). Skipped (77) without an
 # NVIDIA device.
