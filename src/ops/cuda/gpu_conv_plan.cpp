@@ -50,7 +50,8 @@
 // 16-bit descriptors, an fp32 convolution descriptor) and writes a 16-bit y
 // (or dx), which is cast back to the fp32 buffer the model keeps. The entry
 // holds the 16-bit descriptors and their own algorithms, chosen under the same
-// rules with tensor-core math allowed (TF32 does not apply to 16-bit data).
+// rules with tensor-core math allowed (TF32 does not apply to 16-bit data);
+// where cuDNN offers none for a shape, that operation stays fp32 (same numbers).
 // Backward filter stays on the fp32 path above (TF32 per --tf32): cuDNN's
 // legacy API writes dw in the data type, and the policy keeps weight
 // gradients fp32 (docs/precision.md).
@@ -212,7 +213,7 @@ class CudnnConvPlan final : public GpuConvPlan {
   void forward(const float* x, const float* w, float* y, std::size_t batch) override {
     w = filter_for_layout(w);
     Entry& e = entry(batch);
-    if (sixteen_bit()) return forward16(e, x, w, y);
+    if (forward16_) return forward16(e, x, w, y);
     if (!e.fwd)
       e.fwd = choose_later("forward", batch, [&](const DeviceBytes& ws, std::string* tried) {
         return find_forward(e, false, x, w, y, ws, tried);
@@ -248,7 +249,7 @@ class CudnnConvPlan final : public GpuConvPlan {
   void backward_data(const float* w, const float* dy, float* dx, std::size_t batch) override {
     w = filter_for_layout(w);
     Entry& e = entry(batch);
-    if (sixteen_bit()) return backward_data16(e, w, dy, dx);
+    if (backward_data16_) return backward_data16(e, w, dy, dx);
     if (!e.bwd_data)
       e.bwd_data =
           choose_later("backward-data", batch, [&](const DeviceBytes& ws, std::string* tried) {
@@ -398,11 +399,15 @@ class CudnnConvPlan final : public GpuConvPlan {
     if (sixteen_bit()) {
       // The fp32 scratch buffers are larger than the 16-bit tensors (used
       // only when Find measures).
-      e.fwd16 = find_forward(e, true, x.get(), w.get(), y.get(), trial, &tried);
-      require(e.fwd16, "16-bit forward", e.batch, trial.size(), tried);
-      e.bwd_data16 = find_backward_data(e, true, w.get(), y.get(), x.get(), trial, &tried);
-      require(e.bwd_data16, "16-bit backward-data", e.batch, trial.size(), tried);
-      need = std::max({need, e.fwd16->memory, e.bwd_data16->memory});
+      // Where cuDNN offers no deterministic 16-bit algorithm for this shape,
+      // that operation stays on the fp32 path: the same numbers (its inputs
+      // are on the grid, and the model rounds its output), without tensor cores.
+      e.fwd16 = find_forward(e, true, x.get(), w.get(), y.get(), trial, nullptr);
+      e.bwd_data16 = find_backward_data(e, true, w.get(), y.get(), x.get(), trial, nullptr);
+      forward16_ = e.fwd16.has_value();
+      backward_data16_ = e.bwd_data16.has_value();
+      if (forward16_) need = std::max(need, e.fwd16->memory);
+      if (backward_data16_) need = std::max(need, e.bwd_data16->memory);
     }
     if (need > workspace_.size()) {
       // Another convolution's queued launches may still read the old one.
@@ -551,6 +556,9 @@ class CudnnConvPlan final : public GpuConvPlan {
   // its precision (kernels/precision.cuh's codes).
   const GpuHandles* handles_;
   int precision_;
+  // Whether forward and backward data run on 16-bit tensors: under bf16/fp16,
+  // where cuDNN has a deterministic 16-bit algorithm at the maximum batch.
+  bool forward16_ = false, backward_data16_ = false;
   cudnnFilterDescriptor_t w_desc_ = nullptr, w16_desc_ = nullptr;
   // Indexed by cudnnMathType_t; the ALLOW_CONVERSION slot stays empty.
   std::array<cudnnConvolutionDescriptor_t, 4> conv_{};
