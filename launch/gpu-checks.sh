@@ -8,7 +8,7 @@
 # CHECK names, all run in the order below (the longest last, so that a cut-off run
 # has the important answers):
 #   env       nvidia-smi, library versions, ringtrain info --device cuda
-#   cpusuite  the CPU suite on this GPU host (ctest -LE 'gpu|long|slurm|netns'), in
+#   cpusuite  the CPU suite on this GPU host (ctest -LE 'gpu|long|timing|slurm|netns'), in
 #             the background beside ctest, nccl2 and train; awaited before latency
 #   ctest     ctest -L gpu: every gpu test must pass, none skip (non-finite guard,
 #             NCCL faults nan/stall/kill9 on 2 netns nodes, accumulation, ...)
@@ -141,9 +141,9 @@ wait_background() {
 check_cpusuite() {
   # The CPU tests name --device cpu, so they run on a GPU host as they do in CI.
   # In the background: it needs CPUs only, and the GPU checks leave most idle.
-  local args=(ctest -LE 'gpu|long|slurm|netns' --output-on-failure --timeout 300 -j 8)
+  local args=(ctest -LE 'gpu|long|timing|slurm|netns' --output-on-failure --timeout 300 -j 8)
   [ -n "${CPUSUITE_REGEX:-}" ] && args+=(-R "$CPUSUITE_REGEX")
-  [ $dry = 1 ] && args=(ctest -N -LE 'gpu|long|slurm|netns')
+  [ $dry = 1 ] && args=(ctest -N -LE 'gpu|long|timing|slurm|netns')
   (cd build && run cpusuite 420 "${args[@]}")
   local rc=$?
   pass_if cpusuite "$rc" "$(grep -E 'tests passed|tests failed|Total Tests' "$out/cpusuite.log" | tail -1)"
