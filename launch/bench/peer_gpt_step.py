@@ -21,9 +21,10 @@ import argparse
 import json
 import math
 import os
-import subprocess
 import sys
 import time
+
+from ringtrain_bench import run_ringtrain_bench
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -92,14 +93,8 @@ def run_ringtrain(exe, batch, steps, warmup):
     cmd = [exe, "bench", "step", "--model", "gpt-nano", "--batch", str(batch), "--steps",
            str(steps), "--warmup", str(warmup), "--classes", str(VOCAB), "--optimizer", "sgd",
            "--device", "cpu", "--json"]
-    env = dict(os.environ)
-    if os.geteuid() == 0:
-        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    if out.returncode != 0:
-        raise RuntimeError("%s failed (%d):\n%s%s" % (" ".join(cmd), out.returncode, out.stdout, out.stderr))
-    r = json.loads([l for l in out.stdout.splitlines() if l.startswith("{")][-1])
+    stdout = run_ringtrain_bench(cmd)
+    r = json.loads([l for l in stdout.splitlines() if l.startswith("{")][-1])
     return r["samples_per_s"] * CONTEXT, r["params"]
 
 

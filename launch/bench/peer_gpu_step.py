@@ -38,9 +38,10 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
+
+from ringtrain_bench import run_ringtrain_bench
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -99,14 +100,8 @@ def median_ratio(ringtrain_rates, torch_rates):
 
 def run_ringtrain(exe, model, batch, steps, warmup, input_shape, classes, tf32):
     cmd = ringtrain_command(exe, model, batch, steps, warmup, input_shape, classes, tf32)
-    env = dict(os.environ)
-    if os.geteuid() == 0:
-        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    if out.returncode != 0:
-        raise RuntimeError("%s failed (%d):\n%s%s" % (" ".join(cmd), out.returncode, out.stdout, out.stderr))
-    r = parse_bench_json(out.stdout)
+    stdout = run_ringtrain_bench(cmd)
+    r = parse_bench_json(stdout)
     if r.get("tf32") not in (None, tf32):
         raise RuntimeError("ringtrain ran with --tf32 %s, expected %s" % (r.get("tf32"), tf32))
     return float(r["samples_per_s"]), int(r["params"])

@@ -19,9 +19,10 @@ import argparse
 import json
 import os
 import re
-import subprocess
 import sys
 import time
+
+from ringtrain_bench import run_ringtrain_bench
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -198,14 +199,8 @@ def run_ringtrain(exe, spec, batch, steps, warmup, input_shape, classes):
     cmd = [exe, "bench", "step", "--model", spec, "--batch", str(batch), "--steps", str(steps),
            "--warmup", str(warmup), "--input", ",".join(map(str, input_shape)),
            "--classes", str(classes), "--optimizer", "sgd", "--device", "cpu", "--json"]
-    env = dict(os.environ)
-    if os.geteuid() == 0:
-        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    if out.returncode != 0:
-        raise RuntimeError("%s failed (%d):\n%s%s" % (" ".join(cmd), out.returncode, out.stdout, out.stderr))
-    line = [l for l in out.stdout.splitlines() if l.startswith("{")][-1]
+    stdout = run_ringtrain_bench(cmd)
+    line = [l for l in stdout.splitlines() if l.startswith("{")][-1]
     r = json.loads(line)
     return r["samples_per_s"], r["params"]
 
