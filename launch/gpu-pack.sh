@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# gpu-pack.sh [--build DIR] [--train-images N] [--pack SCRIPT]
+#
+# Packs a CUDA build for a lent GPU machine, small enough to travel: the
+# workplace's bundle script (../shared/gpu/pack.sh --fashion) gives about 73 MiB,
+# and what travels (the working tree and .gpu/ together) is limited to 64 MiB.
+# This repacks its bundle, in the format and layout that bundle's run.sh unpacks:
+#   - Fashion-MNIST's training set cut to its first N images (default 40000; the
+#     test set stays whole), as valid IDX files in gzip's stored (uncompressed)
+#     form, which xz compresses better than deflate's output; so everything that
+#     reads /usr/share/datasets/fashion-mnist there sees a smaller but real set,
+#     and gpu-checks.sh's accuracy goal follows the count it finds in the header
+#   - libraries stored twice (merged /usr: lib/ and usr/lib/) as hard links
+#   - xz -9 instead of -6: its 64 MiB window finds the statically linked test
+#     binaries' common code (17 MB of binaries become 11 MB)
+# and fails (exit 1) if the result and the working tree do not fit.
+# RINGTRAIN_GPU_DIR: where the bundle script leaves bundle.tar.xz (default .gpu/;
+# set by the test, whose stand-in for the bundle script writes there).
+#
+# Then, with the device tool: run with carry [".gpu"] and
+#   bash .gpu/run.sh 'launch/gpu-checks.sh --budget 460 --tar $OUT/gpu-checks.tgz /tmp/gc'
+set -euo pipefail
+build=build train_images=40000
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+pack=$root/../shared/gpu/pack.sh
+while [ $# -gt 0 ]; do
+  case $1 in
+    --build) build=$2; shift 2 ;;
+    --train-images) train_images=$2; shift 2 ;;
+    --pack) pack=$2; shift 2 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "gpu-pack.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+[[ $train_images =~ ^[0-9]+$ ]] && [ "$train_images" -ge 1000 ] && [ "$train_images" -le 60000 ] \
+  || { echo "gpu-pack.sh: --train-images must be 1000..60000, not '$train_images'" >&2; exit 2; }
+[ -x "$pack" ] || { echo "gpu-pack.sh: no bundle script at $pack (--pack SCRIPT)" >&2; exit 2; }
+cd "$root"
+limit=$((64 * 1024 * 1024))
+
+"$pack" --build "$build" --fashion
+bundle=${RINGTRAIN_GPU_DIR:-$root/.gpu}/bundle.tar.xz
+[ -s "$bundle" ] || { echo "gpu-pack.sh: $pack left no $bundle" >&2; exit 1; }
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+tar xJf "$bundle" -C "$stage"
+
+python3 - "$stage/data" "$train_images" <<'PY'
+import glob, gzip, struct, sys
+folder, keep = sys.argv[1], int(sys.argv[2])
+for path in sorted(glob.glob(f"{folder}/*-idx*-ubyte.gz")):
+    with gzip.open(path, "rb") as f:
+        raw = f.read()
+    header = bytearray(raw[:4 + 4 * raw[3]])
+    count = struct.unpack(">I", header[4:8])[0]
+    item_bytes = (len(raw) - len(header)) // count
+    if "/train-" in path and keep < count:
+        header[4:8] = struct.pack(">I", keep)
+        raw = bytes(header) + raw[len(header):len(header) + keep * item_bytes]
+        print(f"gpu-pack.sh: {path.rsplit('/', 1)[1]}: first {keep} of {count}")
+    # stored, not deflated: xz then compresses the pixels themselves (a fifth
+    # smaller than xz over deflate's output), and it is still a gzip file
+    with gzip.open(path, "wb", compresslevel=0) as f:
+        f.write(raw)
+PY
+
+# Where merged /usr gave the same library twice, keep one copy (tar stores the
+# second as a hard link, and unpacks it as one).
+while IFS= read -r -d '' f; do
+  twin=$stage/sys/usr/${f#"$stage/sys/"}
+  if [ -f "$twin" ] && cmp -s "$f" "$twin"; then ln -f "$twin" "$f"; fi
+done < <(find "$stage/sys/lib" "$stage/sys/bin" "$stage/sys/sbin" -type f -print0 2>/dev/null)
+
+tar -C "$stage" -cf - . | xz -T0 -9 > "$bundle.tmp"
+mv "$bundle.tmp" "$bundle"
+
+size=$(stat -c %s "$bundle")
+tree=$(git ls-files -co --exclude-standard -z | xargs -0 stat -c %s 2>/dev/null | awk '{s += $1} END {print s + 0}')
+mib() { awk -v b="$1" 'BEGIN {printf "%.1f MiB", b / 1048576}'; }
+echo "gpu-pack.sh: bundle $(mib "$size") + working tree $(mib "$tree") = $(mib $((size + tree))) (limit 64 MiB)"
+[ $((size + tree)) -le $limit ] || { echo "gpu-pack.sh: too large to travel: pass a smaller --train-images" >&2; exit 1; }
