@@ -8,6 +8,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -57,13 +59,39 @@ bool same_on_all_ranks(const void* data, std::size_t bytes) {
   return mm[0] == ~mm[1];
 }
 
-// A buffer either from the backend's allocate() (collective) or the heap.
+// Backend memory for the checks, allocated once per communicator and slot and
+// handed out as views: allocate() is collective and costly (a shared-memory
+// window per call on shm, kept until the communicator goes), and thousands of
+// checks each allocating their own would spend the test on that, not on the
+// collectives. A slot grows when a larger view is asked for; every rank runs
+// the same checks in the same order, so every rank grows it at the same time.
+class BackendMemory {
+ public:
+  explicit BackendMemory(Communicator& c) : c_(c) {}
+  // A view of `count` elements at the start of slot `slot`, its bytes set to a
+  // pattern no check expects, so that an element a collective failed to write
+  // cannot pass for a value left by an earlier check.
+  BufferView take(int slot, std::size_t count, DType dt) {
+    BufferView& s = slots_[static_cast<std::size_t>(slot)];
+    const std::size_t bytes = count * dtype_size(dt);
+    if (s.ptr == nullptr || s.bytes() < bytes)
+      s = c_.allocate(std::max<std::size_t>(bytes, 8) / 8 + 1, DType::f64);
+    std::memset(s.ptr, 0xA5, bytes);
+    return {s.ptr, count, dt, Device::cpu()};
+  }
+
+ private:
+  Communicator& c_;
+  BufferView slots_[4];
+};
+
+// A buffer either from the backend's memory or the heap.
 struct Buffer {
   std::vector<char> heap;
   BufferView view;
-  Buffer(Communicator& c, bool backend_memory, std::size_t count, DType dt) {
+  Buffer(BackendMemory& memory, int slot, bool backend_memory, std::size_t count, DType dt) {
     if (backend_memory) {
-      view = c.allocate(count, dt);
+      view = memory.take(slot, count, dt);
     } else {
       heap.resize(count * dtype_size(dt) + 8);
       view = {heap.data(), count, dt, Device::cpu()};
@@ -71,9 +99,9 @@ struct Buffer {
   }
 };
 
-void check_allreduce(Communicator& c, std::size_t count, DType dt, ReduceOp op, bool in_place,
-                     bool backend_memory, std::uint64_t seed) {
-  Buffer in(c, backend_memory, count, dt), out(c, backend_memory, count, dt);
+void check_allreduce(Communicator& c, BackendMemory& memory, std::size_t count, DType dt,
+                     ReduceOp op, bool in_place, bool backend_memory, std::uint64_t seed) {
+  Buffer in(memory, 0, backend_memory, count, dt), out(memory, 1, backend_memory, count, dt);
   collective_reference::fill_input(dt, in.view.ptr, count, seed, c.rank());
   BufferView vout = in_place ? in.view : out.view;
   c.allreduce(in.view, vout, op);
@@ -100,13 +128,14 @@ TEST_CASE("allreduce: every backend, dtype, op, small uneven size, in and out of
   const int n = test::topology().world_size();
   for (const Backend& b : backends()) {
     auto c = make_communicator(b.kind, test::topology(), b.options);
+    BackendMemory memory(*c);
     for (std::size_t count : small_sizes(n))
       for (DType dt : kAllDTypes)
         for (ReduceOp op : kAllReduceOps)
           for (bool in_place : {false, true})
             for (bool backend_memory : {false, true}) {
               INFO(b.label);
-              check_allreduce(*c, count, dt, op, in_place, backend_memory, count * 3 + 1);
+              check_allreduce(*c, memory, count, dt, op, in_place, backend_memory, count * 3 + 1);
             }
   }
 }
@@ -115,14 +144,15 @@ TEST_CASE("allreduce: 1,000,003 elements (larger than the shm staging area)") {
   for (const Backend& b : backends()) {
     if (!b.large) continue;
     auto c = make_communicator(b.kind, test::topology(), b.options);
+    BackendMemory memory(*c);
     INFO(b.label);
-    check_allreduce(*c, 1000003, DType::f32, ReduceOp::sum, false, false, 11);
-    check_allreduce(*c, 1000003, DType::f32, ReduceOp::sum, true, true, 12);
-    check_allreduce(*c, 1000003, DType::bf16, ReduceOp::avg, true, false, 13);
-    check_allreduce(*c, 1000003, DType::f64, ReduceOp::max, false, true, 14);
-    check_allreduce(*c, 1000003, DType::i64, ReduceOp::min, true, false, 15);
-    check_allreduce(*c, 1000003, DType::f16, ReduceOp::sum, false, true, 16);
-    check_allreduce(*c, 1000003, DType::i32, ReduceOp::avg, false, false, 17);
+    check_allreduce(*c, memory, 1000003, DType::f32, ReduceOp::sum, false, false, 11);
+    check_allreduce(*c, memory, 1000003, DType::f32, ReduceOp::sum, true, true, 12);
+    check_allreduce(*c, memory, 1000003, DType::bf16, ReduceOp::avg, true, false, 13);
+    check_allreduce(*c, memory, 1000003, DType::f64, ReduceOp::max, false, true, 14);
+    check_allreduce(*c, memory, 1000003, DType::i64, ReduceOp::min, true, false, 15);
+    check_allreduce(*c, memory, 1000003, DType::f16, ReduceOp::sum, false, true, 16);
+    check_allreduce(*c, memory, 1000003, DType::i32, ReduceOp::avg, false, false, 17);
   }
 }
 
@@ -131,6 +161,7 @@ TEST_CASE("broadcast, allgather, reduce_scatter, barrier: every backend and dtyp
   const std::size_t un = static_cast<std::size_t>(n);
   for (const Backend& b : backends()) {
     auto c = make_communicator(b.kind, test::topology(), b.options);
+    BackendMemory memory(*c);
     const std::size_t r = static_cast<std::size_t>(c->rank());
     std::vector<std::size_t> counts = small_sizes(n);
     if (b.large) counts.push_back(1000003);
@@ -148,7 +179,8 @@ TEST_CASE("broadcast, allgather, reduce_scatter, barrier: every backend and dtyp
             // broadcast from every rank (the hierarchical path routes by the
             // root's group and column); large sizes from the last rank only
             for (int root = count > 5000 ? n - 1 : 0; root < n; ++root) {
-              Buffer src(*c, backend_memory, count, dt), dst(*c, backend_memory, count, dt);
+              Buffer src(memory, 0, backend_memory, count, dt),
+                  dst(memory, 1, backend_memory, count, dt);
               if (c->rank() == root)
                 collective_reference::fill_input(dt, src.view.ptr, count, seed, root);
               BufferView out = in_place ? src.view : dst.view;
@@ -161,7 +193,8 @@ TEST_CASE("broadcast, allgather, reduce_scatter, barrier: every backend and dtyp
             }
             // allgather
             {
-              Buffer all(*c, backend_memory, count * un, dt), mine(*c, backend_memory, count, dt);
+              Buffer all(memory, 2, backend_memory, count * un, dt),
+                  mine(memory, 3, backend_memory, count, dt);
               BufferView in = in_place ? all.view.slice(r * count, count) : mine.view;
               collective_reference::fill_input(dt, in.ptr, count, seed + 1, c->rank());
               c->allgather(in, all.view);
@@ -175,7 +208,8 @@ TEST_CASE("broadcast, allgather, reduce_scatter, barrier: every backend and dtyp
             // reduce_scatter, every op
             for (ReduceOp op : kAllReduceOps) {
               if (count > 5000 && op != ReduceOp::avg) continue;
-              Buffer all(*c, backend_memory, count * un, dt), mine(*c, backend_memory, count, dt);
+              Buffer all(memory, 2, backend_memory, count * un, dt),
+                  mine(memory, 3, backend_memory, count, dt);
               collective_reference::fill_input(dt, all.view.ptr, count * un, seed + 2, c->rank());
               BufferView out = in_place ? all.view.slice(r * count, count) : mine.view;
               c->reduce_scatter(all.view, out, op);
@@ -201,12 +235,15 @@ TEST_CASE("allreduce: ranks mixing window and heap buffers agree on how to split
   for (const Backend& b : backends()) {
     if (!b.large) continue;
     auto c = make_communicator(b.kind, test::topology(), b.options);
+    BackendMemory memory(*c);
     INFO(b.label);
     for (int variant = 0; variant < 3; ++variant) {
       // allocate() is collective: every rank allocates, odd ranks then swap
       // in heap memory for the input (variant 0, 2) and/or output (1, 2).
-      Buffer in_window(*c, true, count, DType::f32), out_window(*c, true, count, DType::f32);
-      Buffer in_heap(*c, false, count, DType::f32), out_heap(*c, false, count, DType::f32);
+      Buffer in_window(memory, 0, true, count, DType::f32),
+          out_window(memory, 1, true, count, DType::f32);
+      Buffer in_heap(memory, 2, false, count, DType::f32),
+          out_heap(memory, 3, false, count, DType::f32);
       const bool odd = rank % 2 == 1;
       BufferView in = odd && variant != 1 ? in_heap.view : in_window.view;
       BufferView out = odd && variant != 0 ? out_heap.view : out_window.view;

@@ -1,7 +1,9 @@
 #include <mpi.h>
 
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <set>
+#include <string>
 
 #include "launch/mpi_context.h"
 #include "tests/support/mpi_test.h"
@@ -45,4 +47,31 @@ TEST_CASE("the table has a row per rank") {
   for (char c : table) rows += c == '\n';
   CHECK(rows == t.world_size() + 1);
   CHECK(table.find("local_rank") != std::string::npos);
+}
+
+// Read through MPI's tool interface, what the library itself uses: Open MPI
+// yields when idle only where mpirun starts more ranks than the node has
+// slots (it tells the ranks with OMPI_MCA_mpi_oversubscribe). Nothing of
+// ringtrain's, the test environment included, forces the yield on: with it,
+// each idle poll of a ring step gives the core away until the next scheduler
+// tick (see launch/env.sh).
+TEST_CASE("Open MPI yields when idle only where the ranks oversubscribe the node") {
+  int provided = 0;
+  REQUIRE(MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) == MPI_SUCCESS);
+  int index = -1;
+  INFO("Open MPI, ringtrain's MPI, names this variable mpi_yield_when_idle");
+  REQUIRE(MPI_T_cvar_get_index("mpi_yield_when_idle", &index) == MPI_SUCCESS);
+  MPI_T_cvar_handle handle;
+  int count = 0;
+  REQUIRE(MPI_T_cvar_handle_alloc(index, nullptr, &handle, &count) == MPI_SUCCESS);
+  // Open MPI hands a bool variable over as MPI_C_BOOL (one byte): read it into
+  // zeroed room wide enough for any integer type.
+  long long value = 0;
+  REQUIRE(MPI_T_cvar_read(handle, &value) == MPI_SUCCESS);
+  MPI_T_cvar_handle_free(&handle);
+  MPI_T_finalize();
+  const char* over = std::getenv("OMPI_MCA_mpi_oversubscribe");
+  const bool oversubscribed = over != nullptr && std::string(over) == "1";
+  INFO("OMPI_MCA_mpi_oversubscribe=" << (over != nullptr ? over : "(unset)"));
+  CHECK((value != 0) == oversubscribed);
 }
