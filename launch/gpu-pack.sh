@@ -75,7 +75,12 @@ tar -C "$stage" -cf - . | xz -T0 -9 > "$bundle.tmp"
 mv "$bundle.tmp" "$bundle"
 
 size=$(stat -c %s "$bundle")
-tree=$(git ls-files -co --exclude-standard -z | xargs -0 stat -c %s 2>/dev/null | awk '{s += $1} END {print s + 0}')
+tree=0
+if git rev-parse --git-dir > /dev/null 2>&1; then
+  tree=$(git ls-files -co --exclude-standard -z | xargs -0 stat -c %s 2>/dev/null | awk '{s += $1} END {print s + 0}')
+else
+  echo "gpu-pack.sh: warning: not a git checkout, so the working tree's size is not counted" >&2
+fi
 mib() { awk -v b="$1" 'BEGIN {printf "%.1f MiB", b / 1048576}'; }
 echo "gpu-pack.sh: bundle $(mib "$size") + working tree $(mib "$tree") = $(mib $((size + tree))) (limit 64 MiB)"
 [ $((size + tree)) -le $limit ] || { echo "gpu-pack.sh: too large to travel: pass a smaller --train-images" >&2; exit 1; }
