@@ -8,7 +8,6 @@
 
 #include <catch2/catch.hpp>
 
-#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -74,8 +73,7 @@ class BackendMemory {
   BufferView take(int slot, std::size_t count, DType dt) {
     BufferView& s = slots_[static_cast<std::size_t>(slot)];
     const std::size_t bytes = count * dtype_size(dt);
-    if (s.ptr == nullptr || s.bytes() < bytes)
-      s = c_.allocate(std::max<std::size_t>(bytes, 8) / 8 + 1, DType::f64);
+    if (s.ptr == nullptr || s.bytes() < bytes) s = c_.allocate(bytes / 8 + 1, DType::f64);
     std::memset(s.ptr, 0xA5, bytes);
     return {s.ptr, count, dt, Device::cpu()};
   }
