@@ -26,8 +26,10 @@
 #             (in the background like cpusuite: its timings do not matter)
 #   speed     bench step vs launch/bench/peer_gpu_step.py; bench allreduce nccl
 #   models    the real-size presets side by side with PyTorch on the same GPU, alternating,
-#             3 rounds: resnet50 b256 fp32, TF32 and bf16 (--layout nchw and nhwc),
-#             inception3 b128 and vgg16 b128 TF32, 0 host syncs per steady step
+#             3 rounds (1 where ringtrain is below 0.25x): resnet50 b256 bf16 and TF32,
+#             inception3 b128 and vgg16 b128 bf16, then resnet50 fp32 and bf16 NCHW
+#             (MODELS_CASES); 0 host syncs per steady step; a case below 1.0x gets
+#             one `bench step --layers` (time per layer, cuDNN's algorithms)
 #   peers     PyTorch alone on the real-size models (launch/bench/peer_gpu_models.py)
 #   gpt       gpt2 (124M) at 16 x 1024 tokens in bf16 side by side with PyTorch (bf16
 #             autocast, F.scaled_dot_product_attention, fused AdamW), alternating, 2
@@ -109,8 +111,12 @@ rows=[json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 print([r for r in rows if r.get("kind")==sys.argv[2]][-1][sys.argv[3]])' "$1/metrics.jsonl" "$2" "$3" 2>/dev/null || echo none
 }
 MPI=(mpirun --oversubscribe --bind-to none)
-# Exact float comparisons with the CPU need TF32 off where the build has the flag.
-tf32=(); "$exe" train --help 2>/dev/null | grep -q -- --tf32 && tf32=(--tf32 off)
+# Exact float comparisons with the CPU need TF32 off (the default lets cuDNN's
+# convolutions use TF32, as PyTorch does). Not probed from `train --help | grep -q`:
+# under pipefail grep's early exit fails the pipe, which left TF32 on (2026-11-26).
+tf32=(--tf32 off)
+# bench step --layers (the time per layer), where this build has it
+has_layers=0; [[ $("$exe" bench step --help 2>/dev/null) == *--layers* ]] && has_layers=1
 
 fashion() {
   [ -s "$work/fashion.h5" ] || "$exe" convert idx -o "$work/fashion.h5" > "$out/convert.log" 2>&1
@@ -119,7 +125,9 @@ fashion() {
 
 check_env() {
   { nvidia-smi; nvidia-smi -q | grep -iE 'driver version|cuda version|product name|uuid'
-    python3 -c 'import torch; print("torch", torch.__version__, "cuDNN", torch.backends.cudnn.version())'
+    LD_LIBRARY_PATH=$(torch_library_path) python3 -c \
+      'import torch; print("torch", torch.__version__, "cuDNN", torch.backends.cudnn.version())'
+    echo "PyTorch's own cuDNN: ${torch_cudnn:-none found}"
     nproc; free -g; } > "$out/env.log" 2>&1
   run env-info 60 "$exe" info --device cuda
   pass_if env-info $? "$(grep -iE 'nccl|cudnn|driver' "$out/env-info.log" | tr '\n' ' ' | cut -c1-300)"
@@ -147,7 +155,13 @@ check_cpusuite() {
   [ $dry = 1 ] && args=(ctest -N -LE 'gpu|long|timing|slurm|netns')
   (cd build && run cpusuite 420 "${args[@]}")
   local rc=$?
-  pass_if cpusuite "$rc" "$(grep -E 'tests passed|tests failed|Total Tests' "$out/cpusuite.log" | tail -1)"
+  # A failure that the host's environment explains (a Python module, gnuplot or
+  # CMake that the bundle does not carry) is listed, not counted against the run.
+  if [ "$rc" != 0 ] && [ $dry = 0 ]; then
+    python3 launch/ctest_host_failures.py "$out/cpusuite.log" > "$out/cpusuite-failures.txt" 2>&1 && rc=0
+  fi
+  pass_if cpusuite "$rc" "$(grep -E 'tests passed|tests failed|Total Tests' "$out/cpusuite.log" | tail -1);" \
+    "$(tail -1 "$out/cpusuite-failures.txt" 2>/dev/null)"
   cp build/tests/eval/work/sigTERM/mpirun.log "$out/cpusuite-eval-watch-mpirun.log" 2>/dev/null
   grep -E '^\s+[0-9]+ - .*\((Failed|Timeout|Not Run|SEGFAULT|Subprocess)' "$out/cpusuite.log" | head -30 >> "$summary"
 }
@@ -346,16 +360,30 @@ check_speed() {
 torch_library_path() {
   tr ':' '\n' <<< "${LD_LIBRARY_PATH:-}" | grep -vE '^/usr/lib/x86_64-linux-gnu$|cuda' | paste -sd:
 }
+# The folder of the cuDNN that PyTorch's wheel carries (nvidia-cudnn-cu*), if any
+torch_cudnn=$(LD_LIBRARY_PATH=$(torch_library_path) python3 -c \
+  'import os, nvidia.cudnn as c; d = os.path.join(list(c.__path__)[0], "lib"); print(d if os.path.isdir(d) else "")' \
+  2>/dev/null)
 
 check_models() {
   # ringtrain and PyTorch (peer_gpu_models.py) in turn, one case at a time,
   # MODELS_ROUNDS rounds; each side's samples/s goes into models.tsv.
   local tp; tp=$(torch_library_path)
+  # Both sides on one cuDNN: the host's libcudnn.so.9 (9.14 on 2026-11-26)
+  # is older than the one PyTorch carries (9.19), and cuDNN's heuristics
+  # change between versions; ringtrain loads PyTorch's where there is one
+  # (MODELS_SAME_CUDNN=0: the host's). The tsv's header says which.
+  local rt_env=()
+  if [ "${MODELS_SAME_CUDNN:-1}" = 1 ] && [ -n "$torch_cudnn" ]; then
+    rt_env=(env LD_LIBRARY_PATH="$torch_cudnn:${LD_LIBRARY_PATH:-}")
+  fi
+  echo "# ringtrain's cuDNN: ${rt_env[*]:-from the host}" > "$out/models-cudnn.txt"
   local rounds=${MODELS_ROUNDS:-3} c model batch prec layout shape tf32 precision r rt pt
   printf 'model\tbatch\tprecision\tlayout\tround\tringtrain\tpytorch\n' > "$out/models.tsv"
   # model:batch:precision[:layout]; the layout is ringtrain's --layout (auto:
   # nhwc for bf16/fp16 on the GPU), PyTorch's bf16 runs channels_last always.
-  for c in ${MODELS_CASES:-resnet50:256:fp32 resnet50:256:tf32 resnet50:256:bf16:nchw resnet50:256:bf16:nhwc inception3:128:tf32 vgg16:128:tf32}; do
+  # The issue's table first (a cut-off call keeps those), then fp32 and bf16 NCHW.
+  for c in ${MODELS_CASES:-resnet50:256:bf16 resnet50:256:tf32 inception3:128:bf16 vgg16:128:bf16 resnet50:256:fp32 resnet50:256:bf16:nchw}; do
     IFS=: read -r model batch prec layout <<< "$c"
     layout=${layout:-auto}
     shape=3,224,224; [ "$model" = inception3 ] && shape=3,299,299
@@ -365,7 +393,7 @@ check_models() {
     precision=fp32
     case $prec in bf16|fp16) precision=$prec; tf32=on ;; esac
     for r in $(seq 1 "$rounds"); do
-      run "models-rt-$model-$prec-$layout-$r" 150 "$exe" bench step --device cuda --model "$model" --input "$shape" \
+      run "models-rt-$model-$prec-$layout-$r" 150 "${rt_env[@]}" "$exe" bench step --device cuda --model "$model" --input "$shape" \
         --classes 1000 --batch "$batch" --steps 10 --warmup 3 --tf32 "$tf32" --precision "$precision" \
         --layout "$layout" --json
       rt=$(python3 -c 'import json,sys
@@ -376,7 +404,19 @@ for l in open(sys.argv[1]):
         launch/bench/peer_gpu_models.py --cases "$model@$batch:$prec" --steps 10 --warmup 3 --repeats 1
       pt=$(awk '/samples\/s/ {print $5}' "$out/models-pt-$model-$prec-$r.log" | tail -1)
       printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$model" "$batch" "$prec" "$layout" "$r" "${rt:-failed}" "${pt:-failed}" >> "$out/models.tsv"
+      # Below a quarter of PyTorch's speed one round says it (bf16 NCHW on an
+      # H100, 2026-11-26: 117 against 3990 samples/s, 53 s a round): the
+      # budget goes to the other cases and to the layer profile instead.
+      python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) < 0.25 * float(sys.argv[2]) else 1)' \
+        "${rt%% *}" "$pt" 2>/dev/null && break
     done
+    # Where ringtrain is behind: the time per layer (and cuDNN's algorithms), once.
+    if [ "${has_layers:-0}" = 1 ] && python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) < float(sys.argv[2]) else 1)' \
+        "${rt%% *}" "$pt" 2>/dev/null; then
+      run "models-layers-$model-$prec-$layout" 150 "${rt_env[@]}" "$exe" bench step --device cuda --model "$model" --input "$shape" \
+        --classes 1000 --batch "$batch" --steps 3 --warmup 3 --tf32 "$tf32" --precision "$precision" \
+        --layout "$layout" --layers
+    fi
   done
   note models INFO "$(tr '\n' ';' < "$out/models.tsv" | cut -c1-600)"
 }
@@ -428,11 +468,16 @@ PY
 # The GPU bundle stores a library's SONAME link where Debian's merged /usr has it
 # (lib/...) and its target under usr/lib/...: ldconfig -n makes the links beside
 # the targets (iproute2's libbpf.so.1, without which netns-cluster cannot run);
-# gnuplot is an alternatives link the bundle does not carry.
+# gnuplot is an alternatives link the bundle does not carry. The bundle's PMIx
+# looks for its plugins at Debian's absolute path, where a GPU host may have
+# another PMIx's: they fail to load and say so on every process's stderr, which
+# fails the tests that read a one-line error (2026-11-26); point it at its own.
 bundle_fixups() {
   local d
   for d in ${LD_LIBRARY_PATH//:/ }; do
     case $d in /tmp/ringtrain-gpu/*) [ -d "$d" ] && ldconfig -n "$d" 2>/dev/null ;; esac
+    case $d in /tmp/ringtrain-gpu/*) [ -d "$d/pmix2/lib/pmix" ] &&
+      export PMIX_MCA_mca_base_component_path=$d/pmix2/lib/pmix ;; esac
   done
   if ! command -v gnuplot > /dev/null && command -v gnuplot-nox > /dev/null; then
     ln -s "$(command -v gnuplot-nox)" "$(dirname "$(command -v gnuplot-nox)")/gnuplot"
