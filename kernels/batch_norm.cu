@@ -1,62 +1,204 @@
+#include <cstdint>
+
 #include "core/cuda/check_cuda.h"
 #include "kernels/batch_norm.cuh"
 #include "kernels/batch_norm.h"
+#include "kernels/bias.cuh"
 #include "kernels/launch_shape.cuh"
 
 namespace ringtrain::kernels {
 
 namespace {
 
-constexpr int kThreads = 256;
+// The per-channel reductions (sums of x, squared deviations, and backward's sum
+// of dy and dy * xhat) over an [outer, channels, inner] tensor: NCHW is
+// [N, C, H*W], NHWC [N*H*W, C, 1]. They split the work as the bias gradient
+// does (kernels/bias.cuh): thread blocks over (channel group, row slice), each
+// summing its part in a fixed order, then the slices' partials added in slice
+// order from the context's scratch. No float atomics: bit-for-bit repeatable,
+// and a function of the shape alone. One block per channel striding over
+// N*H*W (what this replaced) left most of a GPU idle at 64 channels and, in
+// NHWC, read every element C floats apart from its neighbour's.
+template <int K>
+struct Sums {
+  float v[K];
+};
 
-// The block's sum of v, in a fixed tree order; every thread gets it.
-__device__ float block_sum(float v, float* shared) {
-  shared[threadIdx.x] = v;
+struct XValue {  // sum of x
+  const float* x;
+  __device__ Sums<1> operator()(std::size_t a, std::size_t) const { return {{x[a]}}; }
+};
+
+struct SqDevValue {  // sum of (x - mean)^2
+  const float* x;
+  const float* mean;
+  __device__ Sums<1> operator()(std::size_t a, std::size_t c) const {
+    const float d = x[a] - mean[c];
+    return {{d * d}};
+  }
+};
+
+struct BackwardValue {  // sum of dy, and of dy * xhat
+  const float* x;
+  const float* dy;
+  const float* mean;
+  const float* invstd;
+  __device__ Sums<2> operator()(std::size_t a, std::size_t c) const {
+    const float g = dy[a];
+    return {{g, g * (x[a] - mean[c]) * invstd[c]}};
+  }
+};
+
+// What a channel's totals become.
+struct SumsFinish {  // sums[c]; sums[channels] = the sample count
+  float* sums;
+  std::size_t channels;
+  float count;
+  __device__ void operator()(std::size_t c, const Sums<1>& t) const {
+    sums[c] = t.v[0];
+    if (c == 0) sums[channels] = count;
+  }
+};
+
+struct StoreFinish {
+  float* out;
+  __device__ void operator()(std::size_t c, const Sums<1>& t) const { out[c] = t.v[0]; }
+};
+
+struct BackwardFinish {  // sums[c] = sum(dy), sums[C + c] = sum(dy xhat); dgamma, dbeta
+  float* sums;
+  std::size_t channels;
+  float* dgamma;
+  float* dbeta;
+  bool accumulate;
+  __device__ void operator()(std::size_t c, const Sums<2>& t) const {
+    sums[c] = t.v[0];
+    sums[channels + c] = t.v[1];
+    if (dgamma != nullptr) dgamma[c] = accumulate ? dgamma[c] + t.v[1] : t.v[1];
+    if (dbeta != nullptr) dbeta[c] = accumulate ? dbeta[c] + t.v[0] : t.v[0];
+  }
+};
+
+// inner == 1: block (channel tile, slice); thread (x, y) sums rows begin + y,
+// begin + y + 8, ... of channel tile * 32 + x (a warp reads 32 consecutive
+// floats of a row), then row 0 of threads adds the 8 partials in order. With
+// `partial` null the block finishes its channels; else it writes
+// partial[(slice * K + k) * channels + c].
+template <int K, typename Value, typename Finish>
+__global__ void channel_rows_kernel(std::size_t outer, std::size_t channels,
+                                    std::size_t rows_per_slice, Value value, Finish finish,
+                                    float* __restrict__ partial) {
+  __shared__ float part[K][kBiasTileRows][kBiasTileChannels + 1];
+  const std::size_t c = blockIdx.x * kBiasTileChannels + threadIdx.x;
+  const std::size_t slice = blockIdx.y;
+  const std::size_t begin = bias_slice_begin(slice, rows_per_slice);
+  const std::size_t end = bias_slice_end(slice, rows_per_slice, outer);
+  Sums<K> sum{};
+  if (c < channels)
+    for (std::size_t r = begin + threadIdx.y; r < end; r += kBiasTileRows) {
+      const Sums<K> v = value(r * channels + c, c);
+      for (int k = 0; k < K; ++k) sum.v[k] += v.v[k];
+    }
+  for (int k = 0; k < K; ++k) part[k][threadIdx.y][threadIdx.x] = sum.v[k];
   __syncthreads();
-  for (int s = kThreads / 2; s > 0; s >>= 1) {
-    if (static_cast<int>(threadIdx.x) < s) shared[threadIdx.x] += shared[threadIdx.x + s];
+  if (threadIdx.y != 0 || c >= channels) return;
+  for (int k = 0; k < K; ++k)
+    for (unsigned j = 1; j < kBiasTileRows; ++j) sum.v[k] += part[k][j][threadIdx.x];
+  if (partial == nullptr) {
+    finish(c, sum);
+  } else {
+    for (int k = 0; k < K; ++k) partial[(slice * K + k) * channels + c] = sum.v[k];
+  }
+}
+
+// inner > 1: block (channel, slice) walks the slice's rows of that channel's
+// planes in memory order, blockDim.x elements apart per thread (no division
+// per element), then a tree in shared memory.
+template <int K, typename Value, typename Finish>
+__global__ void channel_planes_kernel(std::size_t outer, std::size_t channels, std::size_t inner,
+                                      std::size_t rows_per_slice, Value value, Finish finish,
+                                      float* __restrict__ partial) {
+  __shared__ float part[K][kBiasPlaneThreads];
+  const std::size_t c = blockIdx.x;
+  const std::size_t slice = blockIdx.y;
+  const std::size_t end = bias_slice_end(slice, rows_per_slice, outer);
+  const std::size_t step_rows = blockDim.x / inner, step_i = blockDim.x % inner;
+  std::size_t o = bias_slice_begin(slice, rows_per_slice) + threadIdx.x / inner;
+  std::size_t i = threadIdx.x % inner;
+  Sums<K> sum{};
+  while (o < end) {
+    const Sums<K> v = value((o * channels + c) * inner + i, c);
+    for (int k = 0; k < K; ++k) sum.v[k] += v.v[k];
+    o += step_rows;
+    i += step_i;
+    if (i >= inner) {
+      i -= inner;
+      ++o;
+    }
+  }
+  for (int k = 0; k < K; ++k) part[k][threadIdx.x] = sum.v[k];
+  __syncthreads();
+  for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s)
+      for (int k = 0; k < K; ++k) part[k][threadIdx.x] += part[k][threadIdx.x + s];
     __syncthreads();
   }
-  const float total = shared[0];
-  __syncthreads();
-  return total;
-}
-
-__device__ std::size_t at(std::size_t i, std::size_t ch, std::size_t c, std::size_t hw) {
-  return ((i / hw) * c + ch) * hw + i % hw;
-}
-
-__global__ void sums_kernel(const float* __restrict__ x, std::size_t n, std::size_t c,
-                            std::size_t hw, float* sums) {
-  __shared__ float shared[kThreads];
-  const std::size_t ch = blockIdx.x, count = n * hw;
-  float acc = 0.0f;
-  for (std::size_t i = threadIdx.x; i < count; i += kThreads) acc += x[at(i, ch, c, hw)];
-  const float total = block_sum(acc, shared);
-  if (threadIdx.x == 0) {
-    sums[ch] = total;
-    if (ch == 0) sums[c] = static_cast<float>(count);
+  if (threadIdx.x != 0) return;
+  for (int k = 0; k < K; ++k) sum.v[k] = part[k][0];
+  if (partial == nullptr) {
+    finish(c, sum);
+  } else {
+    for (int k = 0; k < K; ++k) partial[(slice * K + k) * channels + c] = sum.v[k];
   }
+}
+
+// A channel's partials added in slice order, then finished.
+template <int K, typename Finish>
+__global__ void channel_finish_kernel(const float* __restrict__ partial, std::size_t channels,
+                                      std::size_t slices, Finish finish) {
+  const std::size_t c = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (c >= channels) return;
+  Sums<K> sum{};
+  for (std::size_t s = 0; s < slices; ++s)
+    for (int k = 0; k < K; ++k) sum.v[k] += partial[(s * K + k) * channels + c];
+  finish(c, sum);
+}
+
+cudaStream_t s_of(void* stream) {
+  return static_cast<cudaStream_t>(stream);
+}
+
+template <int K, typename Value, typename Finish>
+void reduce_channels(std::size_t outer, std::size_t channels, std::size_t inner, Value value,
+                     Finish finish, float* scratch, std::size_t scratch_floats, void* stream) {
+  if (channels == 0) return;
+  if (inner == 0) {  // nothing to sum: the totals are 0
+    inner = 1;
+    outer = 0;
+  }
+  const BiasGradSplit split =
+      bias_grad_split(outer, channels, inner, scratch != nullptr ? scratch_floats / K : 0);
+  float* partial = split.slices == 1 ? nullptr : scratch;
+  const dim3 grid(static_cast<unsigned>(split.channel_blocks), static_cast<unsigned>(split.slices));
+  if (inner == 1)
+    channel_rows_kernel<K><<<grid, dim3(kBiasTileChannels, kBiasTileRows), 0, s_of(stream)>>>(
+        outer, channels, split.rows_per_slice, value, finish, partial);
+  else
+    channel_planes_kernel<K><<<grid, kBiasPlaneThreads, 0, s_of(stream)>>>(
+        outer, channels, inner, split.rows_per_slice, value, finish, partial);
+  RT_CUDA_CHECK_LAUNCH();
+  if (partial == nullptr) return;
+  constexpr unsigned kFinishThreads = 256;
+  channel_finish_kernel<K>
+      <<<static_cast<unsigned>((channels + kFinishThreads - 1) / kFinishThreads), kFinishThreads, 0,
+         s_of(stream)>>>(partial, channels, split.slices, finish);
+  RT_CUDA_CHECK_LAUNCH();
 }
 
 __global__ void mean_kernel(const float* sums, std::size_t c, float* mean, float* count_keep) {
   const std::size_t ch = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   if (ch < c) mean[ch] = sums[ch] / sums[c];
   if (ch == 0) *count_keep = sums[c];
-}
-
-__global__ void sqdev_kernel(const float* __restrict__ x, std::size_t n, std::size_t c,
-                             std::size_t hw, const float* mean, float* out) {
-  __shared__ float shared[kThreads];
-  const std::size_t ch = blockIdx.x, count = n * hw;
-  const float m = mean[ch];
-  float acc = 0.0f;
-  for (std::size_t i = threadIdx.x; i < count; i += kThreads) {
-    const float d = x[at(i, ch, c, hw)] - m;
-    acc += d * d;
-  }
-  const float total = block_sum(acc, shared);
-  if (threadIdx.x == 0) out[ch] = total;
 }
 
 __global__ void finalize_kernel(const float* sqdev, const float* count_ptr, std::size_t c,
@@ -82,50 +224,40 @@ __global__ void eval_stats_kernel(const float* running_mean, const float* runnin
   }
 }
 
-__global__ void apply_kernel(const float* __restrict__ x, float* __restrict__ y, std::size_t total,
-                             std::size_t c, std::size_t hw, const float* mean, const float* invstd,
+// The elementwise passes: Index is 32-bit where the element count allows (a
+// 64-bit division per element would make these memory-bound kernels
+// compute-bound), the channel as the bias finds it.
+template <typename Index>
+__global__ void apply_kernel(const float* __restrict__ x, float* __restrict__ y, Index total,
+                             Index c, Index hw, const float* mean, const float* invstd,
                              const float* gamma, const float* beta) {
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
-    const int ch = static_cast<int>((i / hw) % c);
-    y[i] = bn_apply_element(x[i], mean[ch], invstd[ch], gamma, beta, ch);
+  const Index stride = static_cast<Index>(gridDim.x) * static_cast<Index>(blockDim.x);
+  for (Index i = static_cast<Index>(blockIdx.x) * static_cast<Index>(blockDim.x) + threadIdx.x;
+       i < total; i += stride) {
+    const Index ch = bias_channel_of(i, c, hw);
+    y[i] = bn_apply_element(x[i], mean[ch], invstd[ch], gamma, beta, static_cast<int>(ch));
   }
 }
 
-__global__ void backward_reduce_kernel(const float* __restrict__ x, const float* __restrict__ dy,
-                                       std::size_t n, std::size_t c, std::size_t hw,
-                                       const float* mean, const float* invstd, float* sums,
-                                       float* dgamma, float* dbeta, bool accumulate) {
-  __shared__ float shared[kThreads];
-  const std::size_t ch = blockIdx.x, count = n * hw;
-  const float m = mean[ch], is = invstd[ch];
-  float s_dy = 0.0f, s_dy_xhat = 0.0f;
-  for (std::size_t i = threadIdx.x; i < count; i += kThreads) {
-    const std::size_t a = at(i, ch, c, hw);
-    s_dy += dy[a];
-    s_dy_xhat += dy[a] * (x[a] - m) * is;
-  }
-  const float sum_dy = block_sum(s_dy, shared);
-  const float sum_dy_xhat = block_sum(s_dy_xhat, shared);
-  if (threadIdx.x == 0) {
-    sums[ch] = sum_dy;
-    sums[c + ch] = sum_dy_xhat;
-    if (dgamma != nullptr) dgamma[ch] = accumulate ? dgamma[ch] + sum_dy_xhat : sum_dy_xhat;
-    if (dbeta != nullptr) dbeta[ch] = accumulate ? dbeta[ch] + sum_dy : sum_dy;
-  }
-}
-
+template <typename Index>
 __global__ void backward_dx_kernel(const float* __restrict__ x, const float* __restrict__ dy,
-                                   float* __restrict__ dx, std::size_t total, std::size_t c,
-                                   std::size_t hw, const float* count_ptr, const float* mean,
-                                   const float* invstd, const float* gamma, const float* sums) {
+                                   float* __restrict__ dx, Index total, Index c, Index hw,
+                                   const float* count_ptr, const float* mean, const float* invstd,
+                                   const float* gamma, const float* sums) {
   const float count = *count_ptr;
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
-    const std::size_t ch = (i / hw) % c;
+  const Index stride = static_cast<Index>(gridDim.x) * static_cast<Index>(blockDim.x);
+  for (Index i = static_cast<Index>(blockIdx.x) * static_cast<Index>(blockDim.x) + threadIdx.x;
+       i < total; i += stride) {
+    const Index ch = bias_channel_of(i, c, hw);
     dx[i] = bn_backward_element(x[i], dy[i], mean[ch], invstd[ch],
                                 gamma != nullptr ? gamma[ch] : 1.0f, sums[ch], sums[c + ch], count);
   }
+}
+
+// Whether a grid-stride loop over n elements can count in 32 bits (its index
+// reaches n plus the grid's size).
+bool fits_32_bits(std::size_t n) {
+  return n + static_cast<std::size_t>(elementwise_blocks(n)) * kElementwiseThreads <= UINT32_MAX;
 }
 
 __global__ void gap_forward_kernel(const float* __restrict__ x, float* __restrict__ y,
@@ -145,9 +277,6 @@ __global__ void gap_backward_kernel(const float* __restrict__ dy, float* __restr
     dx[i] = dy[i / hw] / static_cast<float>(hw);
 }
 
-cudaStream_t s_of(void* stream) {
-  return static_cast<cudaStream_t>(stream);
-}
 unsigned per_channel_blocks(std::size_t c) {
   return static_cast<unsigned>((c + 255) / 256);
 }
@@ -155,10 +284,9 @@ unsigned per_channel_blocks(std::size_t c) {
 }  // namespace
 
 void batch_norm_sums_cuda(const float* x, std::size_t n, std::size_t c, std::size_t hw, float* sums,
-                          void* stream) {
-  if (c == 0) return;
-  sums_kernel<<<static_cast<unsigned>(c), kThreads, 0, s_of(stream)>>>(x, n, c, hw, sums);
-  RT_CUDA_CHECK_LAUNCH();
+                          float* scratch, std::size_t scratch_floats, void* stream) {
+  reduce_channels<1>(n, c, hw, XValue{x}, SumsFinish{sums, c, static_cast<float>(n * hw)}, scratch,
+                     scratch_floats, stream);
 }
 
 void batch_norm_mean_cuda(const float* sums, std::size_t c, float* mean, float* count_keep,
@@ -169,10 +297,10 @@ void batch_norm_mean_cuda(const float* sums, std::size_t c, float* mean, float* 
 }
 
 void batch_norm_sqdev_cuda(const float* x, std::size_t n, std::size_t c, std::size_t hw,
-                           const float* mean, float* out, void* stream) {
-  if (c == 0) return;
-  sqdev_kernel<<<static_cast<unsigned>(c), kThreads, 0, s_of(stream)>>>(x, n, c, hw, mean, out);
-  RT_CUDA_CHECK_LAUNCH();
+                           const float* mean, float* out, float* scratch,
+                           std::size_t scratch_floats, void* stream) {
+  reduce_channels<1>(n, c, hw, SqDevValue{x, mean}, StoreFinish{out}, scratch, scratch_floats,
+                     stream);
 }
 
 void batch_norm_finalize_cuda(const float* sqdev, const float* count_ptr, std::size_t c, float eps,
@@ -197,19 +325,24 @@ void batch_norm_apply_cuda(const float* x, float* y, std::size_t n, std::size_t 
                            const float* beta, void* stream) {
   const std::size_t total = n * c * hw;
   if (total == 0) return;
-  apply_kernel<<<elementwise_blocks(total), kElementwiseThreads, 0, s_of(stream)>>>(
-      x, y, total, c, hw, mean, invstd, gamma, beta);
+  const auto blocks = elementwise_blocks(total);
+  if (fits_32_bits(total))
+    apply_kernel<std::uint32_t><<<blocks, kElementwiseThreads, 0, s_of(stream)>>>(
+        x, y, static_cast<std::uint32_t>(total), static_cast<std::uint32_t>(c),
+        static_cast<std::uint32_t>(hw), mean, invstd, gamma, beta);
+  else
+    apply_kernel<std::size_t><<<blocks, kElementwiseThreads, 0, s_of(stream)>>>(
+        x, y, total, c, hw, mean, invstd, gamma, beta);
   RT_CUDA_CHECK_LAUNCH();
 }
 
 void batch_norm_backward_reduce_cuda(const float* x, const float* dy, std::size_t n, std::size_t c,
                                      std::size_t hw, const float* mean, const float* invstd,
                                      float* sums, float* dgamma, float* dbeta, bool accumulate,
-                                     void* stream) {
-  if (c == 0) return;
-  backward_reduce_kernel<<<static_cast<unsigned>(c), kThreads, 0, s_of(stream)>>>(
-      x, dy, n, c, hw, mean, invstd, sums, dgamma, dbeta, accumulate);
-  RT_CUDA_CHECK_LAUNCH();
+                                     float* scratch, std::size_t scratch_floats, void* stream) {
+  reduce_channels<2>(n, c, hw, BackwardValue{x, dy, mean, invstd},
+                     BackwardFinish{sums, c, dgamma, dbeta, accumulate}, scratch, scratch_floats,
+                     stream);
 }
 
 void batch_norm_backward_dx_cuda(const float* x, const float* dy, float* dx, std::size_t n,
@@ -218,8 +351,14 @@ void batch_norm_backward_dx_cuda(const float* x, const float* dy, float* dx, std
                                  const float* count_ptr, void* stream) {
   const std::size_t total = n * c * hw;
   if (total == 0) return;
-  backward_dx_kernel<<<elementwise_blocks(total), kElementwiseThreads, 0, s_of(stream)>>>(
-      x, dy, dx, total, c, hw, count_ptr, mean, invstd, gamma, sums);
+  const auto blocks = elementwise_blocks(total);
+  if (fits_32_bits(total))
+    backward_dx_kernel<std::uint32_t><<<blocks, kElementwiseThreads, 0, s_of(stream)>>>(
+        x, dy, dx, static_cast<std::uint32_t>(total), static_cast<std::uint32_t>(c),
+        static_cast<std::uint32_t>(hw), count_ptr, mean, invstd, gamma, sums);
+  else
+    backward_dx_kernel<std::size_t><<<blocks, kElementwiseThreads, 0, s_of(stream)>>>(
+        x, dy, dx, total, c, hw, count_ptr, mean, invstd, gamma, sums);
   RT_CUDA_CHECK_LAUNCH();
 }
 

@@ -1,6 +1,8 @@
 // Host-side launchers for kernels/batch_norm.cu. Streams travel as void*.
-// Layout NCHW (features: HW = 1); one thread block per channel for the
-// reductions, in a fixed order, so results repeat bit for bit. The statistics
+// An [n, c, hw] tensor: NCHW (features: hw = 1), or NHWC as [N*H*W, C, 1]. The
+// reductions sum in a fixed order (blocks over channel groups and row slices,
+// the slices' partials in `scratch` when it holds them: kernels/batch_norm.cu),
+// so results repeat bit for bit. The statistics
 // come in steps, so that partial sums can be summed over ranks in between
 // (--sync-bn): sums -> mean -> squared deviations -> invstd.
 #pragma once
@@ -11,13 +13,14 @@ namespace ringtrain::kernels {
 
 // sums[i] = sum of x over (n, hw) for channel i < c; sums[c] = n * hw.
 void batch_norm_sums_cuda(const float* x, std::size_t n, std::size_t c, std::size_t hw, float* sums,
-                          void* stream);
+                          float* scratch, std::size_t scratch_floats, void* stream);
 // mean[i] = sums[i] / sums[c]; *count_keep = sums[c] (kept for finalize and backward).
 void batch_norm_mean_cuda(const float* sums, std::size_t c, float* mean, float* count_keep,
                           void* stream);
 // out[c] = sum of (x - mean[c])^2.
 void batch_norm_sqdev_cuda(const float* x, std::size_t n, std::size_t c, std::size_t hw,
-                           const float* mean, float* out, void* stream);
+                           const float* mean, float* out, float* scratch,
+                           std::size_t scratch_floats, void* stream);
 // invstd[c] from sqdev[c] / count (count = *count_ptr); the running update too.
 void batch_norm_finalize_cuda(const float* sqdev, const float* count_ptr, std::size_t c, float eps,
                               float momentum, bool update_running, const float* mean, float* invstd,
@@ -33,7 +36,7 @@ void batch_norm_apply_cuda(const float* x, float* y, std::size_t n, std::size_t 
 void batch_norm_backward_reduce_cuda(const float* x, const float* dy, std::size_t n, std::size_t c,
                                      std::size_t hw, const float* mean, const float* invstd,
                                      float* sums, float* dgamma, float* dbeta, bool accumulate,
-                                     void* stream);
+                                     float* scratch, std::size_t scratch_floats, void* stream);
 // dx from the (possibly all-ranks) sums and the batch's sample count *count_ptr.
 void batch_norm_backward_dx_cuda(const float* x, const float* dy, float* dx, std::size_t n,
                                  std::size_t c, std::size_t hw, const float* mean,

@@ -73,10 +73,11 @@ void batch_norm_forward(const ComputeContext& ctx, const BatchNormShape& s, cons
   if (ctx.is_cuda()) {
     void* st = ctx.stream();
     if (training) {
-      detail::gpu_batch_norm_sums(st, x, batch, C, HW, saved.sums);
+      detail::gpu_batch_norm_sums(detail::handles_of(ctx), x, batch, C, HW, saved.sums);
       if (sync != nullptr) sync->sum(saved.sums, C + 1);
       detail::gpu_batch_norm_mean(st, saved.sums, C, saved.mean, count_slot(saved, C));
-      detail::gpu_batch_norm_sqdev(st, x, batch, C, HW, saved.mean, saved.sums);
+      detail::gpu_batch_norm_sqdev(detail::handles_of(ctx), x, batch, C, HW, saved.mean,
+                                   saved.sums);
       if (sync != nullptr) sync->sum(saved.sums, C);
       detail::gpu_batch_norm_finalize(st, saved.sums, count_slot(saved, C), C, eps, momentum,
                                       update_running, saved.mean, saved.invstd, running_mean,
@@ -112,8 +113,8 @@ void batch_norm_backward(const ComputeContext& ctx, const BatchNormShape& s, con
   const std::size_t C = s.channels, HW = s.inner;
   if (ctx.is_cuda()) {
     void* st = ctx.stream();
-    detail::gpu_batch_norm_backward_reduce(st, x, dy, batch, C, HW, saved.mean, saved.invstd,
-                                           saved.sums, dgamma, dbeta, accumulate);
+    detail::gpu_batch_norm_backward_reduce(detail::handles_of(ctx), x, dy, batch, C, HW, saved.mean,
+                                           saved.invstd, saved.sums, dgamma, dbeta, accumulate);
     if (sync != nullptr) sync->sum(saved.sums, 2 * C);
     if (dx != nullptr && batch > 0)
       detail::gpu_batch_norm_backward_dx(st, x, dy, dx, batch, C, HW, saved.mean, saved.invstd,

@@ -11,17 +11,17 @@
 
 namespace ringtrain::detail {
 
-void gpu_batch_norm_sums(void* stream, const float* x, std::size_t n, std::size_t c, std::size_t hw,
-                         float* sums) {
-  kernels::batch_norm_sums_cuda(x, n, c, hw, sums, stream);
+void gpu_batch_norm_sums(const GpuHandles& h, const float* x, std::size_t n, std::size_t c,
+                         std::size_t hw, float* sums) {
+  kernels::batch_norm_sums_cuda(x, n, c, hw, sums, h.scratch, kGpuScratchFloats, h.stream);
 }
 void gpu_batch_norm_mean(void* stream, const float* sums, std::size_t c, float* mean,
                          float* count_keep) {
   kernels::batch_norm_mean_cuda(sums, c, mean, count_keep, stream);
 }
-void gpu_batch_norm_sqdev(void* stream, const float* x, std::size_t n, std::size_t c,
+void gpu_batch_norm_sqdev(const GpuHandles& h, const float* x, std::size_t n, std::size_t c,
                           std::size_t hw, const float* mean, float* out) {
-  kernels::batch_norm_sqdev_cuda(x, n, c, hw, mean, out, stream);
+  kernels::batch_norm_sqdev_cuda(x, n, c, hw, mean, out, h.scratch, kGpuScratchFloats, h.stream);
 }
 void gpu_batch_norm_finalize(void* stream, const float* sqdev, const float* count, std::size_t c,
                              float eps, float momentum, bool update_running, const float* mean,
@@ -38,12 +38,12 @@ void gpu_batch_norm_apply(void* stream, const float* x, float* y, std::size_t n,
                           const float* gamma, const float* beta) {
   kernels::batch_norm_apply_cuda(x, y, n, c, hw, mean, invstd, gamma, beta, stream);
 }
-void gpu_batch_norm_backward_reduce(void* stream, const float* x, const float* dy, std::size_t n,
-                                    std::size_t c, std::size_t hw, const float* mean,
+void gpu_batch_norm_backward_reduce(const GpuHandles& h, const float* x, const float* dy,
+                                    std::size_t n, std::size_t c, std::size_t hw, const float* mean,
                                     const float* invstd, float* sums, float* dgamma, float* dbeta,
                                     bool accumulate) {
   kernels::batch_norm_backward_reduce_cuda(x, dy, n, c, hw, mean, invstd, sums, dgamma, dbeta,
-                                           accumulate, stream);
+                                           accumulate, h.scratch, kGpuScratchFloats, h.stream);
 }
 void gpu_batch_norm_backward_dx(void* stream, const float* x, const float* dy, float* dx,
                                 std::size_t n, std::size_t c, std::size_t hw, const float* mean,
