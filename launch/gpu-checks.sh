@@ -26,8 +26,9 @@
 #             (in the background like cpusuite: its timings do not matter)
 #   speed     bench step vs launch/bench/peer_gpu_step.py; bench allreduce nccl
 #   models    the real-size presets side by side with PyTorch on the same GPU, alternating,
-#             3 rounds (1 where ringtrain is below 0.25x): resnet50 b256 bf16 and TF32,
-#             inception3 b128 and vgg16 b128 bf16, then resnet50 fp32 and bf16 NCHW
+#             3 rounds (1 where ringtrain is below 0.25x): resnet50 b256 bf16 and TF32
+#             (NCHW and NHWC), inception3 b128 and vgg16 b128 bf16, then resnet50 fp32
+#             and bf16 NCHW
 #             (MODELS_CASES); 0 host syncs per steady step; a case below 1.0x gets
 #             one `bench step --layers` (time per layer, cuDNN's algorithms)
 #   peers     PyTorch alone on the real-size models (launch/bench/peer_gpu_models.py)
@@ -383,7 +384,7 @@ check_models() {
   # model:batch:precision[:layout]; the layout is ringtrain's --layout (auto:
   # nhwc for bf16/fp16 on the GPU), PyTorch's bf16 runs channels_last always.
   # The issue's table first (a cut-off call keeps those), then fp32 and bf16 NCHW.
-  for c in ${MODELS_CASES:-resnet50:256:bf16 resnet50:256:tf32 inception3:128:bf16 vgg16:128:bf16 resnet50:256:fp32 resnet50:256:bf16:nchw}; do
+  for c in ${MODELS_CASES:-resnet50:256:bf16 resnet50:256:tf32 resnet50:256:tf32:nhwc inception3:128:bf16 vgg16:128:bf16 resnet50:256:fp32 resnet50:256:bf16:nchw}; do
     IFS=: read -r model batch prec layout <<< "$c"
     layout=${layout:-auto}
     shape=3,224,224; [ "$model" = inception3 ] && shape=3,299,299
@@ -400,9 +401,9 @@ check_models() {
 for l in open(sys.argv[1]):
     if l.startswith("{"): j=json.loads(l); print(round(j["samples_per_s"],1), j.get("host_syncs_per_step"))' \
         "$out/models-rt-$model-$prec-$layout-$r.log" 2>/dev/null | tail -1)
-      run "models-pt-$model-$prec-$r" 150 env LD_LIBRARY_PATH="$tp" PYTHONUNBUFFERED=1 python3 \
+      run "models-pt-$model-$prec-$layout-$r" 150 env LD_LIBRARY_PATH="$tp" PYTHONUNBUFFERED=1 python3 \
         launch/bench/peer_gpu_models.py --cases "$model@$batch:$prec" --steps 10 --warmup 3 --repeats 1
-      pt=$(awk '/samples\/s/ {print $5}' "$out/models-pt-$model-$prec-$r.log" | tail -1)
+      pt=$(awk '/samples\/s/ {print $5}' "$out/models-pt-$model-$prec-$layout-$r.log" | tail -1)
       printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$model" "$batch" "$prec" "$layout" "$r" "${rt:-failed}" "${pt:-failed}" >> "$out/models.tsv"
       # Below a quarter of PyTorch's speed one round says it (bf16 NCHW on an
       # H100, 2026-11-26: 117 against 3990 samples/s, 53 s a round): the
