@@ -38,6 +38,21 @@ wait_for_line() {
   done
 }
 
+# describe_tree PID: PID and its descendants with the signals each blocks,
+# catches and has pending (/proc's hex masks; bit n-1 is signal n: SIGUSR1 is
+# 0x200, SIGTERM 0x4000), and the Open MPI settings of the environment: what a
+# stop that never arrived needs to be explained (eval_watch_sigTERM on GPU hosts).
+describe_tree() {
+  local p kids
+  echo "--- process tree of $1 (pid ppid stat command; SigBlk SigCgt SigPnd ShdPnd):"
+  for p in $1 $(pgrep -P "$1") $(for k in $(pgrep -P "$1"); do pgrep -P "$k"; done); do
+    [ -r "/proc/$p/status" ] || continue
+    kids=$(awk '/^(SigBlk|SigCgt|SigPnd|ShdPnd):/ {printf "%s %s ", $1, $2}' "/proc/$p/status")
+    echo "$(ps -o pid=,ppid=,stat=,comm= -p "$p") $kids"
+  done
+  env | grep -E '^(OMPI_MCA|PMIX_MCA|OMPI_)' | sort | sed 's/^/env: /'
+}
+
 # wait_for_exit PID SECONDS: sets `rc` to the exit code of background job PID
 # (not in a subshell: only this shell can wait for its children); fails the
 # test (killing the job) if it is still running after SECONDS.
@@ -46,6 +61,7 @@ wait_for_exit() {
   local deadline=$((SECONDS + $2))
   while kill -0 "$1" 2>/dev/null; do
     if [ "$SECONDS" -ge "$deadline" ]; then
+      describe_tree "$1" >&2
       kill -KILL "$1" 2>/dev/null || true
       fail "process $1 still running after $2 s"
     fi
