@@ -4,6 +4,7 @@
 #include "kernels/batch_norm.cuh"
 #include "kernels/batch_norm.h"
 #include "kernels/bias.cuh"
+#include "kernels/fast_divide.cuh"
 #include "kernels/launch_shape.cuh"
 
 namespace ringtrain::kernels {
@@ -224,31 +225,31 @@ __global__ void eval_stats_kernel(const float* running_mean, const float* runnin
   }
 }
 
-// The elementwise passes: Index is 32-bit where the element count allows (a
-// 64-bit division per element would make these memory-bound kernels
-// compute-bound), the channel as the bias finds it.
-template <typename Index>
+// The elementwise passes: 32-bit indices and no division where the element
+// count allows (kernels/fast_divide.cuh; a 64-bit division per element made
+// these memory-bound kernels compute-bound).
+template <typename Index, typename ChannelOf>
 __global__ void apply_kernel(const float* __restrict__ x, float* __restrict__ y, Index total,
-                             Index c, Index hw, const float* mean, const float* invstd,
+                             ChannelOf channel_of, const float* mean, const float* invstd,
                              const float* gamma, const float* beta) {
   const Index stride = static_cast<Index>(gridDim.x) * static_cast<Index>(blockDim.x);
   for (Index i = static_cast<Index>(blockIdx.x) * static_cast<Index>(blockDim.x) + threadIdx.x;
        i < total; i += stride) {
-    const Index ch = bias_channel_of(i, c, hw);
+    const Index ch = channel_of(i);
     y[i] = bn_apply_element(x[i], mean[ch], invstd[ch], gamma, beta, static_cast<int>(ch));
   }
 }
 
-template <typename Index>
+template <typename Index, typename ChannelOf>
 __global__ void backward_dx_kernel(const float* __restrict__ x, const float* __restrict__ dy,
-                                   float* __restrict__ dx, Index total, Index c, Index hw,
-                                   const float* count_ptr, const float* mean, const float* invstd,
-                                   const float* gamma, const float* sums) {
+                                   float* __restrict__ dx, Index total, Index c,
+                                   ChannelOf channel_of, const float* count_ptr, const float* mean,
+                                   const float* invstd, const float* gamma, const float* sums) {
   const float count = *count_ptr;
   const Index stride = static_cast<Index>(gridDim.x) * static_cast<Index>(blockDim.x);
   for (Index i = static_cast<Index>(blockIdx.x) * static_cast<Index>(blockDim.x) + threadIdx.x;
        i < total; i += stride) {
-    const Index ch = bias_channel_of(i, c, hw);
+    const Index ch = channel_of(i);
     dx[i] = bn_backward_element(x[i], dy[i], mean[ch], invstd[ch],
                                 gamma != nullptr ? gamma[ch] : 1.0f, sums[ch], sums[c + ch], count);
   }
@@ -328,11 +329,12 @@ void batch_norm_apply_cuda(const float* x, float* y, std::size_t n, std::size_t 
   const auto blocks = elementwise_blocks(total);
   if (fits_32_bits(total))
     apply_kernel<std::uint32_t><<<blocks, kElementwiseThreads, 0, s_of(stream)>>>(
-        x, y, static_cast<std::uint32_t>(total), static_cast<std::uint32_t>(c),
-        static_cast<std::uint32_t>(hw), mean, invstd, gamma, beta);
+        x, y, static_cast<std::uint32_t>(total),
+        ChannelOf32(static_cast<std::uint32_t>(c), static_cast<std::uint32_t>(hw)), mean, invstd,
+        gamma, beta);
   else
     apply_kernel<std::size_t><<<blocks, kElementwiseThreads, 0, s_of(stream)>>>(
-        x, y, total, c, hw, mean, invstd, gamma, beta);
+        x, y, total, ChannelOfWide{c, hw}, mean, invstd, gamma, beta);
   RT_CUDA_CHECK_LAUNCH();
 }
 
@@ -355,10 +357,11 @@ void batch_norm_backward_dx_cuda(const float* x, const float* dy, float* dx, std
   if (fits_32_bits(total))
     backward_dx_kernel<std::uint32_t><<<blocks, kElementwiseThreads, 0, s_of(stream)>>>(
         x, dy, dx, static_cast<std::uint32_t>(total), static_cast<std::uint32_t>(c),
-        static_cast<std::uint32_t>(hw), count_ptr, mean, invstd, gamma, sums);
+        ChannelOf32(static_cast<std::uint32_t>(c), static_cast<std::uint32_t>(hw)), count_ptr, mean,
+        invstd, gamma, sums);
   else
     backward_dx_kernel<std::size_t><<<blocks, kElementwiseThreads, 0, s_of(stream)>>>(
-        x, dy, dx, total, c, hw, count_ptr, mean, invstd, gamma, sums);
+        x, dy, dx, total, c, ChannelOfWide{c, hw}, count_ptr, mean, invstd, gamma, sums);
   RT_CUDA_CHECK_LAUNCH();
 }
 

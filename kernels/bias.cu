@@ -1,8 +1,8 @@
 // Bias forward and backward on a GPU.
 //
-// Forward: an elementwise add (grid-stride, 32-bit index arithmetic when the
-// element count allows). Fusing it into the producer instead (a cuBLASLt
-// CUBLASLT_EPILOGUE_BIAS for Linear, cuDNN's conv-bias-activation for Conv2d)
+// Forward: an elementwise add (grid-stride; 32-bit index arithmetic without a
+// division when the element count allows, kernels/fast_divide.cuh). Fusing it into the producer
+// instead (a cuBLASLt CUBLASLT_EPILOGUE_BIAS for Linear, cuDNN's conv-bias-activation for Conv2d)
 // saves one pass over the output, a few microseconds for these models, at the
 // price of a second GEMM path with its own plans and heuristics beside
 // cublasSgemm; not worth it until a profile says so.
@@ -23,19 +23,20 @@
 #include "core/cuda/check_cuda.h"
 #include "kernels/bias.cuh"
 #include "kernels/bias.h"
+#include "kernels/fast_divide.cuh"
 #include "kernels/launch_shape.cuh"
 
 namespace ringtrain::kernels {
 
 namespace {
 
-template <typename Index>
+template <typename Index, typename ChannelOf>
 __global__ void bias_add_kernel(float* __restrict__ y, const float* __restrict__ bias, Index n,
-                                Index channels, Index inner) {
+                                ChannelOf channel_of) {
   const Index stride = static_cast<Index>(gridDim.x) * static_cast<Index>(blockDim.x);
   for (Index i = static_cast<Index>(blockIdx.x) * static_cast<Index>(blockDim.x) + threadIdx.x;
        i < n; i += stride)
-    y[i] = bias_add_element(y[i], bias[bias_channel_of(i, channels, inner)]);
+    y[i] = bias_add_element(y[i], bias[channel_of(i)]);
 }
 
 // inner == 1, dy is [outer, channels]. Block (tile, slice): thread (x, y)
@@ -123,11 +124,11 @@ void bias_add_cuda(float* y, const float* bias, std::size_t outer, std::size_t c
       n + static_cast<std::size_t>(elementwise_blocks(n)) * kElementwiseThreads;
   if (reach <= UINT32_MAX)
     bias_add_kernel<std::uint32_t><<<elementwise_blocks(n), kElementwiseThreads, 0, s>>>(
-        y, bias, static_cast<std::uint32_t>(n), static_cast<std::uint32_t>(channels),
-        static_cast<std::uint32_t>(inner));
+        y, bias, static_cast<std::uint32_t>(n),
+        ChannelOf32(static_cast<std::uint32_t>(channels), static_cast<std::uint32_t>(inner)));
   else
-    bias_add_kernel<std::size_t>
-        <<<elementwise_blocks(n), kElementwiseThreads, 0, s>>>(y, bias, n, channels, inner);
+    bias_add_kernel<std::size_t><<<elementwise_blocks(n), kElementwiseThreads, 0, s>>>(
+        y, bias, n, ChannelOfWide{channels, inner});
   RT_CUDA_CHECK_LAUNCH();
 }
 

@@ -12,13 +12,6 @@ RT_HD float bias_add_element(float y, float bias) {
   return y + bias;
 }
 
-// The channel of flat element i (Index: std::size_t, or a 32-bit type where
-// the element count fits, which divides much faster on a GPU).
-template <typename Index>
-RT_HD Index bias_channel_of(Index i, Index channels, Index inner) {
-  return (i / inner) % channels;
-}
-
 // The gradient of one bias entry accumulated onto `previous` (0 to overwrite).
 RT_HD float bias_grad_combine(float previous, float sum) {
   return previous + sum;
