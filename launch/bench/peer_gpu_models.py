@@ -155,12 +155,18 @@ def run_case(torch, model, batch, precision, dev, steps, warmup, repeats):
         step()
     sync()
     windows = []
+    # The timed steps are what a profiler started with --profile-from-start off
+    # records (ringtrain's bench step marks the same), for a kernel-by-kernel table.
+    if dev.type == "cuda":
+        torch.cuda.profiler.start()
     for _ in range(repeats):
         start = time.perf_counter()
         for _ in range(steps):
             last = step()
         sync()
         windows.append(time.perf_counter() - start)
+    if dev.type == "cuda":
+        torch.cuda.profiler.stop()
     if not math.isfinite(float(last)):
         raise RuntimeError("%s: non-finite loss %s" % (model, float(last)))
     seconds = statistics.median(windows) / steps

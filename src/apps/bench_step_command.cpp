@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -20,6 +21,7 @@
 
 #include "apps/command.h"
 #include "core/median.h"
+#include "core/profiled_region.h"
 #include "ringtrain/comm/control_channel.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/host_sync.h"
@@ -279,6 +281,10 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
   const bool side_by_side = o.side_by_side > 0 && topo.world_size() > 1;
   const double half_s =
       side_by_side ? o.min_time / static_cast<double>(o.side_by_side) : o.min_time;
+  // What a profiler started with --profile-from-start off records (the steady
+  // steps only: launch/gpu-checks.sh's kernel table).
+  std::optional<ProfiledRegion> profiled;
+  profiled.emplace(mo.device.is_cuda());
   for (std::size_t round = 0; round < (side_by_side ? o.side_by_side : 1); ++round) {
     if (side_by_side) {
       control->barrier();
@@ -305,6 +311,8 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
       slowdowns.push_back(beside_ms.back() / alone_ms.back());
     }
   }
+  profiled.reset();
+
   const double steady_n = static_cast<double>(steady_steps);
   const std::uint64_t steady_syncs = host_sync::count() - syncs_before - clock_waits;
   // The loss totals count rank 0's steps alone too.
