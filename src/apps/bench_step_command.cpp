@@ -5,6 +5,9 @@
 // where each ends with a stream synchronize; samples/s comes from a second
 // pass of the same steps queued back to back, as training runs them, with one
 // host wait at the end (and the host syncs it asked for, which should be 0).
+// --layers then profiles a few more steps node by node (see profile_layers):
+// on a GPU with CUDA events on the model's stream, read after each step, on
+// the CPU with a steady clock around each node's call.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -25,6 +28,7 @@
 #include "ringtrain/comm/control_channel.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/host_sync.h"
+#include "ringtrain/core/interval_timer.h"
 #include "ringtrain/core/log.h"
 #include "ringtrain/core/timer.h"
 #include "ringtrain/data/dataset.h"
@@ -70,6 +74,8 @@ struct BenchStepOptions {
   std::string precision = "fp32";
   std::string layout = "auto";
   bool json = false;
+  bool layers = false;          // --layers: the per-node profile after the timed passes
+  std::size_t layer_steps = 5;  // profiled steps (medians over them)
   double timeout = 300;
   double min_time = 0;  // the steady pass runs at least this long (seconds)
   // > 0 with several ranks: the steady pass as this many rounds of rank 0
@@ -106,6 +112,135 @@ struct PhaseTimes {
   double forward = 0, backward = 0, optimizer = 0;
   double total() const { return forward + backward + optimizer; }
 };
+
+// --layers: per node of the graph, the median forward and backward time over
+// the profiled steps, and the model's own work around the nodes.
+struct LayerRow {
+  std::string name, kind, kernels;
+  std::vector<std::size_t> output;  // per sample
+  double forward_ms = 0, backward_ms = 0;
+};
+struct LayerProfile {
+  std::vector<LayerRow> rows;  // one per node, in graph order
+  // Before the first node (channels-last transpose, 16-bit casts of weights
+  // and input), and the loss's forward and backward.
+  double prepare_ms = 0, loss_forward_ms = 0, loss_backward_ms = 0;
+  // Forward and backward of a profiled step, end to end (the host waits for
+  // the device once, behind backward), median: what the marks cost shows
+  // against the phased pass.
+  double step_ms = 0;
+  std::size_t steps = 0;
+  double forward_ms() const {
+    double t = prepare_ms + loss_forward_ms;
+    for (const LayerRow& r : rows) t += r.forward_ms;
+    return t;
+  }
+  double backward_ms() const {
+    double t = loss_backward_ms;
+    for (const LayerRow& r : rows) t += r.backward_ms;
+    return t;
+  }
+};
+
+// `steps` more training steps with the model marking every node on an
+// IntervalTimer. On a GPU the marks are events recorded on the model's stream
+// between its launches, so the step is queued as it always is; the host
+// waits once per step, after backward, to read them (and once more after the
+// optimizer, which runs outside the marks, so that each step starts on an
+// idle device). On the CPU each mark reads a steady clock.
+LayerProfile profile_layers(Model& model, Optimizer& optimizer, const float* x,
+                            const std::int32_t* y, std::size_t batch, float lr, std::uint64_t rank,
+                            std::size_t& step_index, std::size_t steps) {
+  const Model::ProfileSlots slots = model.profile_slots();
+  IntervalTimer timer(model.device(), model.compute_stream(), slots.count());
+  std::vector<std::vector<double>> samples(slots.count());
+  std::vector<double> walls;
+  struct Unset {
+    Model& m;
+    ~Unset() { m.set_interval_timer(nullptr); }
+  } unset{model};
+  model.set_interval_timer(&timer);
+  for (std::size_t k = 0; k < steps; ++k) {
+    model.set_dropout_context(rank, step_index++);
+    Stopwatch sw;
+    model.forward_accumulate(x, y, batch, true);
+    model.backward(1.0f, false);
+    const std::vector<double> ms = timer.collect("bench step --layers: read the layer timers");
+    walls.push_back(1e3 * sw.seconds());
+    optimizer.step(model.params(), model.grads(), lr);
+    // The next step's clock starts on an idle device.
+    device_synchronize(model.device());
+    for (std::size_t i = 0; i < ms.size(); ++i) samples[i].push_back(ms[i]);
+  }
+  LayerProfile p;
+  p.steps = steps;
+  p.step_ms = median(walls);
+  for (std::size_t i = 0; i < model.layer_count(); ++i)
+    p.rows.push_back({model.layer_name(i), model.layer_kind(i), model.layer_kernels(i),
+                      model.layer_output_shape(i), median(samples[Model::ProfileSlots::forward(i)]),
+                      median(samples[Model::ProfileSlots::backward(i)])});
+  p.prepare_ms = median(samples[slots.prepare()]);
+  p.loss_forward_ms = median(samples[slots.loss_forward()]);
+  p.loss_backward_ms = median(samples[slots.loss_backward()]);
+  return p;
+}
+
+// The per-node table: graph order, then the slowest nodes. `step_ms` is the
+// phased step (forward + backward + optimizer) the shares are of.
+std::string layer_table(const LayerProfile& p, double step_ms, double phased_fb_ms,
+                        double optimizer_ms, bool gpu) {
+  std::size_t name_w = 10, kind_w = 8, shape_w = 12;
+  auto shape_text = [](const std::vector<std::size_t>& s) {
+    return fmt::format("[{}]", fmt::join(s, ","));
+  };
+  for (const LayerRow& r : p.rows) {
+    name_w = std::max(name_w, r.name.size());
+    kind_w = std::max(kind_w, r.kind.size());
+    shape_w = std::max(shape_w, shape_text(r.output).size());
+  }
+  std::string out = fmt::format(
+      "# layers: median of {} profiled steps; {}; share: of the phased step ({:.3f} ms)\n", p.steps,
+      gpu ? "CUDA events on the model's stream around each node"
+          : "a steady clock around each node's call",
+      step_ms);
+  out +=
+      fmt::format("# {:>4} {:<{}} {:<{}} {:<{}} {:>10} {:>10} {:>7}  {}\n", "node", "layer", name_w,
+                  "kind", kind_w, "output", shape_w, "fwd ms", "bwd ms", "share", "kernels");
+  auto share = [&](double ms) { return step_ms > 0 ? 100.0 * ms / step_ms : 0.0; };
+  for (std::size_t i = 0; i < p.rows.size(); ++i) {
+    const LayerRow& r = p.rows[i];
+    out += fmt::format("  {:>4} {:<{}} {:<{}} {:<{}} {:>10.3f} {:>10.3f} {:>6.1f}%{}\n", i, r.name,
+                       name_w, r.kind, kind_w, shape_text(r.output), shape_w, r.forward_ms,
+                       r.backward_ms, share(r.forward_ms + r.backward_ms),
+                       r.kernels.empty() ? "" : "  " + r.kernels);
+  }
+  auto extra = [&](const char* what, double f, double b) {
+    out += fmt::format("  {:>4} {:<{}} {:>10.3f} {:>10.3f} {:>6.1f}%\n", "-", what,
+                       name_w + kind_w + shape_w + 2, f, b, share(f + b));
+  };
+  extra("(input: layout, casts)", p.prepare_ms, 0);
+  extra("(loss)", p.loss_forward_ms, p.loss_backward_ms);
+  const double rows_ms = p.forward_ms() + p.backward_ms();
+  out += fmt::format(
+      "# sum of the rows: forward {:.3f} ms, backward {:.3f} ms, {:.3f} ms = {:.1f}% of the "
+      "phased forward+backward ({:.3f} ms; the optimizer's {:.3f} ms is in no row); a profiled "
+      "step's forward+backward: {:.3f} ms end to end\n",
+      p.forward_ms(), p.backward_ms(), rows_ms,
+      phased_fb_ms > 0 ? 100.0 * rows_ms / phased_fb_ms : 0.0, phased_fb_ms, optimizer_ms,
+      p.step_ms);
+  std::vector<std::size_t> order(p.rows.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  auto total = [&](std::size_t i) { return p.rows[i].forward_ms + p.rows[i].backward_ms; };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return total(a) > total(b); });
+  order.resize(std::min<std::size_t>(order.size(), 10));
+  std::string slowest;
+  for (std::size_t i : order)
+    slowest += fmt::format("{}{} {:.3f} ms ({:.1f}%)", slowest.empty() ? "" : ", ", p.rows[i].name,
+                           total(i), share(total(i)));
+  out += fmt::format("# the slowest nodes: {}\n", slowest);
+  return out;
+}
 
 int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
   // Every wait goes through a communicator with --timeout: a missing rank
@@ -326,7 +461,18 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
   control->allreduce(view_of(&total_rate, 1), view_of(&total_rate, 1), ReduceOp::sum);
   const double mean_rate = total_rate / topo.world_size();
   const double synchronous_rate = oversubscribed > 0 ? mean_rate : min_rate;
+  // After every figure above, so that its marks and host waits change none
+  // of them. Every rank profiles (the machine is loaded as in the timed
+  // passes); rank 0 reports its own.
+  LayerProfile profile;
+  if (o.layers) {
+    control->barrier();
+    profile =
+        profile_layers(*model, *optimizer, xd.data_as<float>(), yd.data_as<std::int32_t>(), o.batch,
+                       o.lr, static_cast<std::uint64_t>(topo.rank()), step_index, o.layer_steps);
+  }
   if (topo.rank() != 0) return 0;
+  const double phased_step_ms = 1e3 * sum.total() / n;
 
   std::string out;
   if (o.json) {
@@ -344,7 +490,7 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
         {"optimizer_ms", 1e3 * sum.optimizer / n},
         {"step_ms", 1e3 * steady_s / steady_n},
         {"steady_steps", steady_steps},
-        {"phased_step_ms", 1e3 * sum.total() / n},
+        {"phased_step_ms", phased_step_ms},
         {"host_syncs_per_step", syncs_per_step},
         {"samples_per_s", rate},
         {"samples_per_s_min_rank", min_rate},
@@ -365,6 +511,32 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
       j["slowdown_beside"] = median(slowdowns);
       j["rounds_alone_ms"] = alone_ms;
       j["rounds_beside_ms"] = beside_ms;
+    }
+    if (o.layers) {
+      // One entry per node of the graph, in graph order; share is of the
+      // phased step (phased_step_ms).
+      nlohmann::json rows = nlohmann::json::array();
+      for (std::size_t i = 0; i < profile.rows.size(); ++i) {
+        const LayerRow& r = profile.rows[i];
+        rows.push_back(
+            {{"index", i},
+             {"name", r.name},
+             {"kind", r.kind},
+             {"output", r.output},
+             {"forward_ms", r.forward_ms},
+             {"backward_ms", r.backward_ms},
+             {"share", phased_step_ms > 0 ? (r.forward_ms + r.backward_ms) / phased_step_ms : 0.0},
+             {"kernels", r.kernels}});
+      }
+      j["layers"] = std::move(rows);
+      j["layers_profile"] = {{"steps", profile.steps},
+                             {"clock", mo.device.is_cuda() ? "cuda events" : "steady clock"},
+                             {"prepare_ms", profile.prepare_ms},
+                             {"loss_forward_ms", profile.loss_forward_ms},
+                             {"loss_backward_ms", profile.loss_backward_ms},
+                             {"forward_ms", profile.forward_ms()},
+                             {"backward_ms", profile.backward_ms()},
+                             {"step_ms", profile.step_ms}};
     }
     out = j.dump() + "\n";
   } else {
@@ -394,6 +566,9 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
           "{:.3f} ms at once (medians); slowdown beside the others x{:.3f} (median of the rounds' "
           "ratios)\n",
           o.side_by_side, median(alone_ms), median(beside_ms), median(slowdowns));
+    if (o.layers)
+      out += layer_table(profile, phased_step_ms, 1e3 * (sum.forward + sum.backward) / n,
+                         1e3 * sum.optimizer / n, mo.device.is_cuda());
   }
   std::fputs(out.c_str(), stdout);
   std::fflush(stdout);
@@ -445,6 +620,23 @@ CLI::App* add_bench_step(CLI::App& parent, CommandContext& ctx) {
       ->capture_default_str();
   sub->add_option("--lr", o->lr, "Learning rate of the update")->capture_default_str();
   sub->add_option("--seed", o->seed, "Parameter initialisation seed")->capture_default_str();
+  auto* layers = sub->add_flag(
+      "--layers", o->layers,
+      "After the timed passes, profile --layer-steps more steps node by node and print "
+      "a table: per node of the graph (name, kind, output shape per sample) the median "
+      "forward and backward ms and the share of the phased step, with the model's own "
+      "work (input layout and 16-bit casts, loss) in rows of their own and the 10 "
+      "slowest nodes; a convolution's row names its kernels (on a GPU the cuDNN "
+      "algorithms chosen for forward, backward filter and backward data, the 16-bit "
+      "ones under --precision bf16|fp16, math type and workspace; on the CPU its "
+      "path). GPU: CUDA events on the model's stream around each node, read once per "
+      "step after backward (no host wait inside the step); CPU: a steady clock around "
+      "each node's call. With --json: a \"layers\" array (one entry per node) and a "
+      "\"layers_profile\" object");
+  sub->add_option("--layer-steps", o->layer_steps, "Steps profiled by --layers (medians over them)")
+      ->check(CLI::PositiveNumber)
+      ->needs(layers)
+      ->capture_default_str();
   sub->add_flag("--json", o->json,
                 "Print one JSON object (rank 0) on stdout instead of the table (the description "
                 "line goes to stderr)");

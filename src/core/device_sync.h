@@ -18,4 +18,12 @@ void record_event(void* event, void* stream);
 void stream_wait_event(void* stream, void* event);
 bool event_reached(void* event);
 
+// Timing events (IntervalTimer, bench step --layers): a cudaEvent_t with
+// timing on the current device, owned by the caller (not pooled: the pool's
+// events have timing off, which is what makes them cheap to record and wait).
+void* create_timing_event();
+void destroy_timing_event(void* event) noexcept;
+// Milliseconds between two recorded timing events that the device has passed.
+double elapsed_ms(void* start, void* end);
+
 }  // namespace ringtrain::detail

@@ -33,5 +33,12 @@ void stream_wait_event(void*, void*) {
 bool event_reached(void*) {
   no_cuda("CUDA event");
 }
+void* create_timing_event() {
+  no_cuda("CUDA timing event");
+}
+void destroy_timing_event(void*) noexcept {}
+double elapsed_ms(void*, void*) {
+  no_cuda("CUDA timing event");
+}
 
 }  // namespace ringtrain::detail

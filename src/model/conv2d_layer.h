@@ -5,11 +5,12 @@
 
 namespace ringtrain {
 
-class Conv2dLayer final : public Layer {
+class Conv2dLayer final : public Layer, public DescribesKernels {
  public:
   Conv2dLayer(std::string name, const Conv2dGeometry& g, const ComputeContext& ctx,
               std::size_t max_batch, bool bias = true);
   bool matmul_weights() const override { return true; }
+  std::string describe_kernels() const override { return op_.describe(); }
   std::vector<ParamDesc> param_descs() const override;
   void bind(float* params, float* grads) override;
   void forward(const float* x, float* y, std::size_t batch, bool training) override;

@@ -16,6 +16,18 @@
 
 namespace ringtrain {
 
+// A built-in layer that can say which kernels run it, as one line for bench
+// step --layers (a convolution: the cuDNN algorithms chosen, or the CPU path).
+// A separate interface, not a virtual of Layer: plugins implement Layer, and
+// its vtable stays as they were built against.
+class DescribesKernels {
+ public:
+  virtual std::string describe_kernels() const = 0;
+
+ protected:
+  ~DescribesKernels() = default;
+};
+
 // Builds the layer `spec` for its per-sample input shapes (one for most
 // layers; add and concat take several); the Error names the layer and the
 // shapes when they do not fit. `index` is the node's position (dropout mixes it

@@ -19,6 +19,7 @@
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/error.h"
 #include "ringtrain/core/host_sync.h"
+#include "ringtrain/core/interval_timer.h"
 #include "ringtrain/model/layer_registry.h"
 #include "ringtrain/ops/compute_context.h"
 #include "ringtrain/ops/layout_transpose.h"
@@ -34,6 +35,7 @@ struct Model::State {
   std::unique_ptr<ComputeContext> ctx;
   DropoutContext dropout;
   std::vector<std::unique_ptr<Layer>> layers;  // the graph's nodes, in topological order
+  std::vector<std::string> kinds;              // per node: its LayerKind's name or registered type
   std::vector<std::vector<int>> inputs;        // per node: the nodes it reads (-1: the model input)
   std::vector<std::pair<std::size_t, std::size_t>>
       layer_ranges;  // [begin, end) in the flat parameter buffers
@@ -79,7 +81,20 @@ struct Model::State {
   const float* last_input = nullptr;
   std::size_t last_batch = 0;
   bool forward_done = false;
+  IntervalTimer* timer = nullptr;  // bench step --layers; null: no marks
 };
+
+namespace {
+// The start and the end of an interval of the model's work on its timer
+// (bench step --layers), when one is set. An interval that an exception
+// leaves unfinished is never stopped, and the timer reads it as 0.
+void mark_start(IntervalTimer* timer, std::size_t slot) {
+  if (timer != nullptr) timer->start(slot);
+}
+void mark_stop(IntervalTimer* timer, std::size_t slot) {
+  if (timer != nullptr) timer->stop(slot);
+}
+}  // namespace
 
 Model::Model() : state_(std::make_unique<State>()) {}
 Model::~Model() = default;
@@ -233,6 +248,7 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
     }
     if (!l.name.empty()) by_name[l.name] = static_cast<int>(i);
     s.inputs.push_back(std::move(in));
+    s.kinds.push_back(l.kind == LayerKind::custom ? l.type : std::string(layer_kind_name(l.kind)));
     shapes.push_back(s.layers.back()->output_shape());
     descs.push_back(s.layers.back()->param_descs());
     buffer_descs.push_back(s.layers.back()->buffer_descs());
@@ -469,6 +485,21 @@ std::string Model::layer_name(std::size_t layer) const {
   RT_CHECK(layer < layer_count(), "layer {} out of range (the model has {})", layer, layer_count());
   return state_->layers[layer]->name();
 }
+std::string Model::layer_kind(std::size_t layer) const {
+  RT_CHECK(layer < layer_count(), "layer {} out of range (the model has {})", layer, layer_count());
+  return state_->kinds[layer];
+}
+std::string Model::layer_kernels(std::size_t layer) const {
+  RT_CHECK(layer < layer_count(), "layer {} out of range (the model has {})", layer, layer_count());
+  const auto* d = dynamic_cast<const DescribesKernels*>(state_->layers[layer].get());
+  return d != nullptr ? d->describe_kernels() : std::string();
+}
+void Model::set_interval_timer(IntervalTimer* timer) {
+  RT_CHECK(timer == nullptr || timer->size() >= profile_slots().count(),
+           "the layer timer has {} intervals; the model marks {}", timer ? timer->size() : 0,
+           profile_slots().count());
+  state_->timer = timer;
+}
 std::vector<std::size_t> Model::layer_output_shape(std::size_t layer) const {
   RT_CHECK(layer < layer_count(), "layer {} out of range (the model has {})", layer, layer_count());
   return state_->layers[layer]->output_shape().to_vector();
@@ -527,6 +558,7 @@ const float* Model::run_layers(const float* x, const std::int32_t* labels, std::
   State& s = *state_;
   RT_CHECK(batch <= options_.max_batch, "batch {} exceeds the model's max_batch {}", batch,
            options_.max_batch);
+  mark_start(s.timer, profile_slots().prepare());
   // The data arrive NCHW, as stored: channels-last starts here, once, on the
   // model's device.
   if (layout_ == Layout::nhwc && batch > 0) {
@@ -550,9 +582,11 @@ const float* Model::run_layers(const float* x, const std::int32_t* labels, std::
       x = s.rounded_input.data_as<float>();
     }
   }
+  mark_stop(s.timer, profile_slots().prepare());
   std::vector<const float*>& xs = s.xs;
   for (std::size_t i = 0; i < s.layers.size(); ++i) {
     Layer& layer = *s.layers[i];
+    mark_start(s.timer, ProfileSlots::forward(i));
     xs.clear();
     for (int j : s.inputs[i]) xs.push_back(j < 0 ? x : s.outputs[static_cast<std::size_t>(j)]);
     float* out = layer.is_view() ? const_cast<float*>(xs[0]) : s.activations[i].data_as<float>();
@@ -566,6 +600,7 @@ const float* Model::run_layers(const float* x, const std::int32_t* labels, std::
         round_to_precision(*s.ctx, out, out, batch * layer.output_shape().numel(), precision);
     }
     s.outputs[i] = out;
+    mark_stop(s.timer, ProfileSlots::forward(i));
   }
   const float* in = s.outputs.back();
   s.last_input = x;
@@ -583,9 +618,11 @@ Model::LossResult Model::forward(const float* x, const std::int32_t* labels, std
   const float* logits = run_layers(x, labels, batch, training);
   if (batch == 0) return {};
   if (options_.device.is_cuda()) host_sync::note(options_.device, "model: read the loss");
+  mark_start(s.timer, profile_slots().loss_forward());
   const SoftmaxCrossEntropyResult r = softmax_cross_entropy_forward(
       *s.ctx, logits, s.labels.data_as<std::int32_t>(), batch * rows_per_sample_, num_classes_,
       s.row_loss.data_as<float>(), s.row_correct.data_as<std::int32_t>());
+  mark_stop(s.timer, profile_slots().loss_forward());
   return {r.loss_sum, r.correct, r.counted};
 }
 
@@ -593,10 +630,12 @@ void Model::forward_accumulate(const float* x, const std::int32_t* labels, std::
                                bool training) {
   State& s = *state_;
   const float* logits = run_layers(x, labels, batch, training);
+  mark_start(s.timer, profile_slots().loss_forward());
   softmax_cross_entropy_accumulate(
       *s.ctx, logits, s.labels.data_as<std::int32_t>(), batch * rows_per_sample_, num_classes_,
       s.row_loss.data_as<float>(), s.row_correct.data_as<std::int32_t>(),
       s.loss_totals.data_as<double>(), options_.label_smoothing);
+  mark_stop(s.timer, profile_slots().loss_forward());
 }
 
 Model::LossResult Model::take_loss_totals() {
@@ -636,9 +675,11 @@ void Model::backward(float grad_scale, bool accumulate,
   // The mean over the batch's rows: a language model's sample loss is the
   // mean over its T tokens (ignored labels add 0).
   const std::size_t rows = batch * rows_per_sample_;
+  mark_start(s.timer, profile_slots().loss_backward());
   softmax_cross_entropy_backward(*s.ctx, s.outputs[L - 1], s.labels.data_as<std::int32_t>(), rows,
                                  num_classes_, grad_scale / static_cast<float>(rows),
                                  grad_buffer(L - 1), options_.label_smoothing);
+  mark_stop(s.timer, profile_slots().loss_backward());
   s.written[static_cast<std::size_t>(s.grad_of[L - 1])] = true;
   std::vector<const float*>& xs = s.xs;
   std::vector<float*>& dxs = s.dxs;
@@ -646,6 +687,7 @@ void Model::backward(float grad_scale, bool accumulate,
   for (std::size_t i = L; i-- > 0;) {
     Layer& layer = *s.layers[i];
     if (!layer.is_view() && s.grad_of[i] >= 0) {
+      mark_start(s.timer, ProfileSlots::backward(i));
       // A view's gradient is its input's buffer: nothing to do.
       float* dy = grad_buffer(i);
       // Activation gradients are stored in the low precision too (every
@@ -685,6 +727,7 @@ void Model::backward(float grad_scale, bool accumulate,
         add_scaled(*s.ctx, s.grad_buffers[static_cast<std::size_t>(g)],
                    s.scratch[k].data_as<float>(), 1.0f,
                    batch * s.grad_elements[static_cast<std::size_t>(g)]);
+      mark_stop(s.timer, ProfileSlots::backward(i));
     }
     if (on_layer_ready) on_layer_ready(i);
   }

@@ -120,6 +120,13 @@ Conv2dOp::Conv2dOp(const ComputeContext& ctx, const Conv2dGeometry& geometry, st
 
 Conv2dOp::~Conv2dOp() = default;
 
+std::string Conv2dOp::describe() const {
+  if (gpu_) return gpu_->describe();
+  if (cpu_) return detail::cpu_conv_backend_name();
+  const char* path = direct_ ? "gemm (1x1, no im2col)" : "im2col+gemm";
+  return g_.layout == Layout::nhwc ? std::string(path) + ", nhwc transposed per sample" : path;
+}
+
 void Conv2dOp::forward(const float* x, const float* w, const float* b, float* y,
                        std::size_t batch) {
   RT_CHECK(batch <= max_batch_, "conv2d batch {} exceeds the planned maximum {}", batch,

@@ -36,4 +36,45 @@ std::string describe_conv_algorithms(std::span<const ConvAlgoRecord> records) {
   return out.empty() ? "none returned" : out;
 }
 
+std::string conv_algo_name(ConvAlgoOp op, int algo) {
+  // cudnnConvolutionFwdAlgo_t, cudnnConvolutionBwdFilterAlgo_t and
+  // cudnnConvolutionBwdDataAlgo_t, in their enum order.
+  static constexpr const char* kForward[] = {
+      "IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT", "FFT", "FFT_TILING",
+      "WINOGRAD",      "WINOGRAD_NONFUSED"};
+  static constexpr const char* kFilter[] = {
+      "ALGO_0", "ALGO_1", "FFT", "ALGO_3", "WINOGRAD", "WINOGRAD_NONFUSED", "FFT_TILING"};
+  static constexpr const char* kData[] = {"ALGO_0",     "ALGO_1",   "FFT",
+                                          "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"};
+  std::span<const char* const> names;
+  switch (op) {
+    case ConvAlgoOp::forward:
+      names = kForward;
+      break;
+    case ConvAlgoOp::backward_filter:
+      names = kFilter;
+      break;
+    case ConvAlgoOp::backward_data:
+      names = kData;
+      break;
+  }
+  if (algo >= 0 && static_cast<std::size_t>(algo) < names.size())
+    return names[static_cast<std::size_t>(algo)];
+  return fmt::format("algo {}", algo);
+}
+
+std::string describe_conv_choice(ConvAlgoOp op, int algo, ConvAlgoMath math,
+                                 std::size_t workspace_bytes) {
+  const char* m = math == ConvAlgoMath::fma      ? "fma"
+                  : math == ConvAlgoMath::tensor ? "tensor"
+                                                 : "tensor+half";
+  const auto bytes = static_cast<double>(workspace_bytes);
+  const std::string ws =
+      workspace_bytes < 1024 ? fmt::format("{}B", workspace_bytes)
+      : workspace_bytes < (std::size_t{1} << 20)
+          ? fmt::format("{:.1f}KiB", bytes / 1024)
+          : fmt::format("{:.{}f}MiB", bytes / (1 << 20), bytes < 10 << 20 ? 2 : 0);
+  return fmt::format("{} {} ws={}", conv_algo_name(op, algo), m, ws);
+}
+
 }  // namespace ringtrain::detail

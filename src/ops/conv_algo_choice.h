@@ -41,4 +41,20 @@ std::optional<std::size_t> choose_conv_algorithm(std::span<const ConvAlgoRecord>
 // error when none passes.
 std::string describe_conv_algorithms(std::span<const ConvAlgoRecord> records);
 
+// The three operations of a convolution, each with its own cuDNN algorithms.
+enum class ConvAlgoOp { forward, backward_filter, backward_data };
+
+// cuDNN's name of algorithm `algo` of `op`, without the
+// CUDNN_CONVOLUTION_*_ALGO_ prefix ("IMPLICIT_PRECOMP_GEMM", "ALGO_1"), or
+// "algo N" for a value this build does not know. The values are cuDNN's enums (cudnn_ops.h),
+// written out here so that the names are tested without cuDNN.
+std::string conv_algo_name(ConvAlgoOp op, int algo);
+
+// One chosen algorithm as bench step --layers shows it:
+// "IMPLICIT_PRECOMP_GEMM tensor ws=1.50MiB" (tensor: tensor cores allowed,
+// TF32 for float data; fma: not; ws: the workspace it asks for, in B, KiB or
+// MiB).
+std::string describe_conv_choice(ConvAlgoOp op, int algo, ConvAlgoMath math,
+                                 std::size_t workspace_bytes);
+
 }  // namespace ringtrain::detail

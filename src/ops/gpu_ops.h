@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "ringtrain/ops/conv2d.h"
 #include "ringtrain/ops/pool2d.h"
@@ -167,6 +168,10 @@ class GpuConvPlan {
   virtual void backward_filter(const float* x, const float* dy, float* dw, std::size_t batch,
                                bool accumulate) = 0;
   virtual void backward_data(const float* w, const float* dy, float* dx, std::size_t batch) = 0;
+  // The algorithms chosen so far, per batch size, as one line: operation,
+  // cuDNN algorithm, math type and workspace bytes, with the 16-bit ones that
+  // run under --precision bf16|fp16 (bench step --layers shows it).
+  virtual std::string describe() const = 0;
 };
 std::unique_ptr<GpuConvPlan> make_gpu_conv_plan(const GpuHandles& h, const Conv2dGeometry& g,
                                                 std::size_t max_batch);

@@ -58,6 +58,25 @@ TEST_CASE("conv algorithm choice: the fastest record that passes every rule", "[
   }
 }
 
+TEST_CASE("conv algorithm names: cuDNN's enums, and the line bench step --layers shows", "[ops]") {
+  using detail::ConvAlgoOp;
+  CHECK(detail::conv_algo_name(ConvAlgoOp::forward, 1) == "IMPLICIT_PRECOMP_GEMM");
+  CHECK(detail::conv_algo_name(ConvAlgoOp::forward, 7) == "WINOGRAD_NONFUSED");
+  CHECK(detail::conv_algo_name(ConvAlgoOp::backward_filter, 1) == "ALGO_1");
+  CHECK(detail::conv_algo_name(ConvAlgoOp::backward_filter, 6) == "FFT_TILING");
+  CHECK(detail::conv_algo_name(ConvAlgoOp::backward_data, 3) == "FFT_TILING");
+  CHECK(detail::conv_algo_name(ConvAlgoOp::backward_data, 6) == "algo 6");
+  CHECK(detail::conv_algo_name(ConvAlgoOp::forward, -1) == "algo -1");
+  CHECK(detail::describe_conv_choice(ConvAlgoOp::forward, 1, ConvAlgoMath::tensor, 3 << 19) ==
+        "IMPLICIT_PRECOMP_GEMM tensor ws=1.50MiB");
+  CHECK(detail::describe_conv_choice(ConvAlgoOp::backward_data, 1, ConvAlgoMath::fma, 0) ==
+        "ALGO_1 fma ws=0B");
+  CHECK(detail::describe_conv_choice(ConvAlgoOp::backward_data, 5, ConvAlgoMath::tensor, 6144) ==
+        "WINOGRAD_NONFUSED tensor ws=6.0KiB");
+  CHECK(detail::describe_conv_choice(ConvAlgoOp::backward_filter, 0, ConvAlgoMath::fma,
+                                     std::size_t{1200} << 20) == "ALGO_0 fma ws=1200MiB");
+}
+
 namespace {
 // The GPU's bias-gradient scheme replayed on the CPU: per (channel, slice) a
 // partial sum over the slice's rows, then the slices' partials in order.

@@ -66,6 +66,7 @@ Layout resolve_model_layout(const ModelOptions& options, const ModelSpec& spec,
 
 class Layer;
 class ComputeContext;
+class IntervalTimer;
 class BatchStatReducer;
 class Tensor;
 
@@ -99,7 +100,11 @@ class Model {
   // The names of the nodes a node reads ("input": the model's input).
   std::vector<std::string> node_inputs(std::size_t layer) const;
   std::size_t layer_count() const;
-  std::string layer_name(std::size_t layer) const;                       // "conv1", "relu2", ...
+  std::string layer_name(std::size_t layer) const;  // "conv1", "relu2", ...
+  std::string layer_kind(std::size_t layer) const;  // "conv2d", "relu", a registered type's name
+  // Which kernels run the node, as one line (a convolution: the cuDNN
+  // algorithms chosen so far, or the CPU path); empty where the layer says nothing.
+  std::string layer_kernels(std::size_t layer) const;
   std::vector<std::size_t> layer_output_shape(std::size_t layer) const;  // per sample
   // [offset, offset + count) of the layer's parameters in the flat buffers;
   // empty (offset, offset) for a layer without parameters.
@@ -157,6 +162,27 @@ class Model {
                 const std::function<void(std::size_t layer)>& on_layer_ready = {});
   const float* logits() const;  // batch x num_classes of the last forward (device memory on a GPU)
   void zero_grads();
+
+  // Per-node timing (bench step --layers): while a timer is set (null: off,
+  // the default), forward_accumulate/forward and backward mark on it, in the
+  // model's stream order, the intervals that ProfileSlots numbers. A node's
+  // forward includes the rounding of its output to --precision, its backward
+  // the rounding of its output gradient and the summing of a second
+  // contribution into an input's gradient. The timer must have count() slots
+  // and run on compute_stream(); the model never reads it.
+  struct ProfileSlots {
+    std::size_t layers = 0;
+    static std::size_t forward(std::size_t layer) { return 2 * layer; }
+    static std::size_t backward(std::size_t layer) { return 2 * layer + 1; }
+    // The work of forward before the first node: the input's transpose to
+    // channels-last, the 16-bit casts of the weights and the input.
+    std::size_t prepare() const { return 2 * layers; }
+    std::size_t loss_forward() const { return 2 * layers + 1; }
+    std::size_t loss_backward() const { return 2 * layers + 2; }
+    std::size_t count() const { return 2 * layers + 3; }
+  };
+  ProfileSlots profile_slots() const { return {layer_count()}; }
+  void set_interval_timer(IntervalTimer* timer);
 
   // cudaStream_t as void* on a GPU (nullptr on the CPU); all model work is
   // queued there, in order.

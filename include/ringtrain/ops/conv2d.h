@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 
 #include "ringtrain/ops/compute_context.h"
 #include "ringtrain/tensor/layout.h"
@@ -54,6 +55,11 @@ class Conv2dOp {
   // not null) is overwritten.
   void backward(const float* x, const float* w, const float* dy, float* dx, float* dw, float* db,
                 std::size_t batch, bool accumulate);
+  // Which kernels run it, as one line: on a GPU the cuDNN algorithms chosen
+  // (forward, backward filter, backward data; the 16-bit ones under
+  // --precision bf16|fp16), their math type and workspace; on the CPU the path
+  // ("onednn", "im2col+gemm", "gemm (1x1, no im2col)").
+  std::string describe() const;
 
  private:
   const ComputeContext& ctx_;

@@ -79,4 +79,21 @@ bool event_reached(void* event) {
   return cuda_poll_event(static_cast<cudaEvent_t>(event));
 }
 
+void* create_timing_event() {
+  cudaEvent_t e = nullptr;
+  RT_CUDA_CHECK(cudaEventCreate(&e));
+  return e;
+}
+
+void destroy_timing_event(void* event) noexcept {
+  if (event != nullptr) (void)cudaEventDestroy(static_cast<cudaEvent_t>(event));
+}
+
+double elapsed_ms(void* start, void* end) {
+  float ms = 0;
+  RT_CUDA_CHECK(
+      cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start), static_cast<cudaEvent_t>(end)));
+  return static_cast<double>(ms);
+}
+
 }  // namespace ringtrain::detail

@@ -63,6 +63,8 @@
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "core/cuda/check_cuda.h"
 #include "core/cuda/check_cudnn.h"
 #include "kernels/precision.cuh"
@@ -260,6 +262,35 @@ class CudnnConvPlan final : public GpuConvPlan {
         cudnnConvolutionBackwardData(dnn_, &one, w_desc_, w, e.y, dy, conv_for(e.bwd_data->math),
                                      static_cast<cudnnConvolutionBwdDataAlgo_t>(e.bwd_data->algo),
                                      workspace_.get(), workspace_.size(), &zero, e.x, dx));
+  }
+
+  std::string describe() const override {
+    const auto one = [](const char* label, ConvAlgoOp op, const std::optional<Choice>& c) {
+      return c ? fmt::format("{}={}", label,
+                             describe_conv_choice(op, c->algo, math_of(c->math), c->memory))
+               : fmt::format("{}=(not chosen yet)", label);
+    };
+    const std::string p = sixteen_bit() ? precision_label() : "";
+    std::string out;
+    for (const Entry& e : entries_) {
+      if (!out.empty()) out += " | ";
+      if (entries_.size() > 1) out += fmt::format("batch {}: ", e.batch);
+      // What runs: the 16-bit algorithm where the plan has one, else fp32.
+      if (forward16_)
+        out += one(fmt::format("{} fwd", p).c_str(), ConvAlgoOp::forward, e.fwd16);
+      else
+        out += one(sixteen_bit() ? "fwd(fp32)" : "fwd", ConvAlgoOp::forward, e.fwd);
+      out += "; " + one(sixteen_bit() ? "bwd-filter(fp32)" : "bwd-filter",
+                        ConvAlgoOp::backward_filter, e.bwd_filter);
+      if (backward_data16_)
+        out += "; " +
+               one(fmt::format("{} bwd-data", p).c_str(), ConvAlgoOp::backward_data, e.bwd_data16);
+      else
+        out += "; " + one(sixteen_bit() ? "bwd-data(fp32)" : "bwd-data", ConvAlgoOp::backward_data,
+                          e.bwd_data);
+    }
+    if (nhwc()) out += "; nhwc (filter transposed per call)";
+    return out;
   }
 
  private:

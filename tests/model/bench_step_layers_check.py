@@ -1,0 +1,60 @@
+#!/usr/bin/python3
+"""bench step --layers --json: the "layers" array has one entry per node of the
+graph (the names, kinds and shapes `model show --json` gives, in its order),
+each with non-negative times, and the rows add up to the phased step within a
+sane factor. A sanity check of the profile, not a timing test: the factor only
+catches a profile that misses or double-counts most of the step.
+
+usage: bench_step_layers_check.py [--gpu] BENCH_JSON MODEL_SHOW_JSON
+--gpu: the profile of a CUDA run (CUDA events; a convolution's row names its
+cuDNN algorithms, the 16-bit ones under --precision bf16|fp16).
+"""
+import json
+import sys
+
+
+def main():
+    args = sys.argv[1:]
+    gpu = "--gpu" in args
+    args = [a for a in args if a != "--gpu"]
+    with open(args[0]) as f:
+        [bench] = [json.loads(line) for line in f if line.strip()]
+    with open(args[1]) as f:
+        show = json.load(f)
+    layers = bench["layers"]
+    nodes = show["layers"]
+    assert len(layers) == len(nodes), (len(layers), len(nodes))
+    for i, (row, node) in enumerate(zip(layers, nodes)):
+        assert row["index"] == i, row
+        assert row["name"] == node["name"], (row, node)
+        assert row["output"] == node["output"], (row, node)
+        assert isinstance(row["kind"], str) and row["kind"], row
+        for key in ("forward_ms", "backward_ms", "share"):
+            assert row[key] >= 0, row
+        if row["kind"] == "conv2d":
+            # On the CPU, the convolution's path (oneDNN or im2col + GEMM); on
+            # a GPU the three cuDNN algorithms, each with math and workspace.
+            assert row["kernels"], row
+            if gpu:
+                for op in ("fwd", "bwd-filter", "bwd-data"):
+                    assert op in row["kernels"] and "ws=" in row["kernels"], row
+                if bench["precision"] in ("bf16", "fp16"):
+                    assert bench["precision"] + " " in row["kernels"], row
+    profile = bench["layers_profile"]
+    clock = "cuda events" if gpu else "steady clock"
+    assert profile["steps"] >= 1 and profile["clock"] == clock, profile
+    rows_ms = sum(r["forward_ms"] + r["backward_ms"] for r in layers)
+    marked_ms = profile["forward_ms"] + profile["backward_ms"]
+    assert rows_ms <= marked_ms * (1 + 1e-9) + 1e-12, (rows_ms, marked_ms)
+    for key in ("prepare_ms", "loss_forward_ms", "loss_backward_ms", "step_ms"):
+        assert profile[key] >= 0, profile
+    phased = bench["phased_step_ms"]
+    ratio = marked_ms / phased
+    assert 0.3 <= ratio <= 3.0, (marked_ms, phased, ratio)
+    assert any(r["forward_ms"] > 0 for r in layers), layers
+    print(f"PASS: {len(layers)} layers, rows {rows_ms:.3f} ms, marked {marked_ms:.3f} ms, "
+          f"phased step {phased:.3f} ms (x{ratio:.2f})")
+
+
+if __name__ == "__main__":
+    main()
