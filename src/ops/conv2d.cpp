@@ -17,6 +17,7 @@
 #include "ringtrain/ops/bias.h"
 #include "ringtrain/ops/gemm.h"
 #include "ringtrain/ops/layout_transpose.h"
+#include "ringtrain/ops/precision.h"
 #include "ringtrain/tensor/device_memory.h"
 
 namespace ringtrain {
@@ -136,6 +137,12 @@ void Conv2dOp::forward(const float* x, const float* w, const float* b, float* y,
   const std::size_t in_size = g_.in_channels * g_.height * g_.width;
   const std::size_t out_size = g_.out_channels * hwo;
   if (batch == 0) return;
+  // Under --precision bf16|fp16 the convolution's output is a 16-bit tensor
+  // on every device, before any bias: the GPU's cuDNN writes a 16-bit y
+  // (and its fp32 fallback rounds), so the CPU rounds here too; the model then
+  // rounds y + b. Without a bias that rounding is the model's own (skipped).
+  const Precision p = ctx_.precision();
+  const bool round_y = p != Precision::fp32 && b != nullptr && !gpu_;
   if (gpu_) {
     gpu_->forward(x, w, y, batch);
   } else if (cpu_) {
@@ -159,6 +166,7 @@ void Conv2dOp::forward(const float* x, const float* w, const float* b, float* y,
       if (nhwc) nchw_to_nhwc(ctx_, y_n, y + n * out_size, 1, g_.out_channels, hwo);
     }
   }
+  if (round_y) round_to_precision(ctx_, y, y, batch * out_size, p);
   // The bias is per channel: the pixels of NHWC are rows of [N*H*W, C].
   if (b != nullptr) {
     if (g_.layout == Layout::nhwc)
@@ -193,10 +201,17 @@ void Conv2dOp::backward(const float* x, const float* w, const float* dy, float* 
     return;
   }
   if (batch == 0 && !accumulate) std::memset(dw, 0, sizeof(float) * g_.out_channels * ckk);
+  // Under --precision bf16|fp16, dx is a 16-bit tensor on every device, as
+  // the GPU's cuDNN writes it: it matters where the model adds another
+  // consumer's gradient to it before its own rounding (a residual block's input).
+  const Precision p = ctx_.precision();
   if (cpu_) {
     if (batch == 0) return;
     cpu_->backward_weights(x, dy, dw, batch, accumulate);
-    if (dx != nullptr) cpu_->backward_data(w, dy, dx, batch);
+    if (dx != nullptr) {
+      cpu_->backward_data(w, dy, dx, batch);
+      if (p != Precision::fp32) round_to_precision(ctx_, dx, dx, batch * in_size, p);
+    }
     return;
   }
   float* col = col_.data_as<float>();
@@ -230,6 +245,7 @@ void Conv2dOp::backward(const float* x, const float* w, const float* dy, float* 
     }
     if (nhwc) nchw_to_nhwc(ctx_, dx_n, dx + n * in_size, 1, g_.in_channels, hw);
   }
+  if (dx != nullptr && p != Precision::fp32) round_to_precision(ctx_, dx, dx, batch * in_size, p);
 }
 
 }  // namespace ringtrain

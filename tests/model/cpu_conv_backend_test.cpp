@@ -2,7 +2,9 @@
 // the build has them) against ringtrain's own im2col + GEMM, forward, the
 // weight gradient (overwritten and accumulated) and the input gradient, over
 // geometries that exercise strides, padding, rectangular kernels, 1x1
-// convolutions and a last window that leaves input unused.
+// convolutions and a last window that leaves input unused; and, under a
+// bf16/fp16 context, the 16-bit output (before the bias) and input gradient
+// that the GPU's cuDNN writes.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -10,9 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "kernels/precision.cuh"
 #include "ops/cpu_conv_plan.h"
 #include "ringtrain/ops/compute_context.h"
 #include "ringtrain/ops/conv2d.h"
+#include "ringtrain/ops/precision.h"
 #include "tests/model/test_data.h"
 
 using namespace ringtrain;
@@ -90,4 +94,59 @@ TEST_CASE("cpu convolutions: a bad RINGTRAIN_CPU_CONV is named", "[ops][conv]") 
   CHECK_THROWS_WITH(Conv2dOp(*ctx, Conv2dGeometry{1, 4, 4, 1, 3, 1, 1}, 2),
                     Catch::Contains("RINGTRAIN_CPU_CONV=fast"));
   unsetenv("RINGTRAIN_CPU_CONV");
+}
+
+// The GPU's 16-bit convolutions (cuDNN on bf16/fp16 tensors) write a 16-bit y
+// and dx; the conv layer adds its bias to that y and the model rounds the sum.
+// The CPU rounds at the same points, so that a biased conv gives the GPU's
+// numbers (one rounding before the bias, one after: a single rounding of
+// conv + b differs by one step of the grid on a good part of the elements) and
+// a gradient summed from two consumers sums the same 16-bit terms. dw stays fp32.
+TEST_CASE("cpu convolutions under bf16/fp16: y before the bias and dx on the grid, dw fp32",
+          "[ops][conv][precision]") {
+  const Conv2dGeometry g{3, 9, 8, 5, 3, 1, 1};
+  const std::size_t batch = 3;
+  const std::size_t in = batch * g.in_channels * g.height * g.width;
+  const std::size_t hw = g.out_height() * g.out_width();
+  const std::size_t out = batch * g.out_channels * hw;
+  const std::size_t wn = g.out_channels * g.in_channels * g.kh() * g.kw();
+  for (const char* backend : {"im2col", "onednn"}) {
+    if (std::string(backend) == "onednn") {
+      setenv("RINGTRAIN_CPU_CONV", "onednn", 1);
+      const bool have = std::string(detail::cpu_conv_backend_name()) == "onednn";
+      unsetenv("RINGTRAIN_CPU_CONV");
+      if (!have) continue;
+    }
+    for (const Precision p : {Precision::bf16, Precision::fp16}) {
+      INFO(backend << " " << precision_name(p));
+      const int kind = static_cast<int>(p);
+      std::vector<float> x = test::hashed_vector(5, in), w = test::hashed_vector(6, wn),
+                         dy = test::hashed_vector(7, out), b = test::hashed_vector(8, 5);
+      for (auto* v : {&x, &w, &dy, &b})
+        for (float& e : *v) e = kernels::round_to_precision_grid(e, kind);
+      setenv("RINGTRAIN_CPU_CONV", backend, 1);
+      auto fp32 = ComputeContext::create(Device::cpu());
+      auto low = ComputeContext::create(Device::cpu(), Tf32Mode::pytorch_default, p);
+      Conv2dOp ref(*fp32, g, batch), op(*low, g, batch);
+      unsetenv("RINGTRAIN_CPU_CONV");
+      std::vector<float> y_ref(out), dx_ref(in), dw_ref(wn), y(out), dx(in), dw(wn);
+      ref.forward(x.data(), w.data(), nullptr, y_ref.data(), batch);
+      ref.backward(x.data(), w.data(), dy.data(), dx_ref.data(), dw_ref.data(), nullptr, batch,
+                   false);
+      op.forward(x.data(), w.data(), b.data(), y.data(), batch);
+      op.backward(x.data(), w.data(), dy.data(), dx.data(), dw.data(), nullptr, batch, false);
+      std::size_t wrong_y = 0, off_grid_y = 0, wrong_dx = 0;
+      for (std::size_t i = 0; i < out; ++i) {
+        const float conv16 = kernels::round_to_precision_grid(y_ref[i], kind);
+        wrong_y += y[i] != conv16 + b[(i / hw) % g.out_channels];
+        off_grid_y += kernels::round_to_precision_grid(y_ref[i], kind) != y_ref[i];
+      }
+      for (std::size_t i = 0; i < in; ++i)
+        wrong_dx += dx[i] != kernels::round_to_precision_grid(dx_ref[i], kind);
+      CHECK(off_grid_y > 0);  // the rounding is not vacuous
+      CHECK(wrong_y == 0);
+      CHECK(wrong_dx == 0);
+      CHECK(dw == dw_ref);
+    }
+  }
 }

@@ -51,7 +51,9 @@
 // (or dx), which is cast back to the fp32 buffer the model keeps. The entry
 // holds the 16-bit descriptors and their own algorithms, chosen under the same
 // rules with tensor-core math allowed (TF32 does not apply to 16-bit data);
-// where cuDNN offers none for a shape, that operation stays fp32 (same numbers).
+// where cuDNN offers none for a shape, that operation stays fp32 and rounds
+// its y (or dx) to the grid (the same numbers). The CPU rounds y (before a
+// bias) and dx at the same points (ops/conv2d.cpp).
 // Backward filter stays on the fp32 path above (TF32 per --tf32): cuDNN's
 // legacy API writes dw in the data type, and the policy keeps weight
 // gradients fp32 (docs/precision.md).
@@ -224,6 +226,9 @@ class CudnnConvPlan final : public GpuConvPlan {
     RT_CUDNN_CHECK(cudnnConvolutionForward(dnn_, &one, e.x, x, w_desc_, w, conv_for(e.fwd->math),
                                            static_cast<cudnnConvolutionFwdAlgo_t>(e.fwd->algo),
                                            workspace_.get(), workspace_.size(), &zero, e.y, y));
+    // The fp32 fallback of a 16-bit context: y on the grid, as forward16 writes
+    // it (and as the CPU rounds it), before the layer adds any bias.
+    if (sixteen_bit()) gpu_round_to_precision(stream_, y, y, batch * out_elements(), precision_);
   }
 
   void backward_filter(const float* x, const float* dy, float* dw, std::size_t batch,
@@ -262,6 +267,8 @@ class CudnnConvPlan final : public GpuConvPlan {
         cudnnConvolutionBackwardData(dnn_, &one, w_desc_, w, e.y, dy, conv_for(e.bwd_data->math),
                                      static_cast<cudnnConvolutionBwdDataAlgo_t>(e.bwd_data->algo),
                                      workspace_.get(), workspace_.size(), &zero, e.x, dx));
+    // As backward_data16 writes it (and as the CPU rounds it).
+    if (sixteen_bit()) gpu_round_to_precision(stream_, dx, dx, batch * in_elements(), precision_);
   }
 
   std::string describe() const override {
@@ -431,8 +438,8 @@ class CudnnConvPlan final : public GpuConvPlan {
       // The fp32 scratch buffers are larger than the 16-bit tensors (used
       // only when Find measures).
       // Where cuDNN offers no deterministic 16-bit algorithm for this shape,
-      // that operation stays on the fp32 path: the same numbers (its inputs
-      // are on the grid, and the model rounds its output), without tensor cores.
+      // that operation stays on the fp32 path, which rounds its output: the
+      // same numbers (its inputs are on the grid), without tensor cores.
       e.fwd16 = find_forward(e, true, x.get(), w.get(), y.get(), trial, nullptr);
       e.bwd_data16 = find_backward_data(e, true, w.get(), y.get(), x.get(), trial, nullptr);
       forward16_ = e.fwd16.has_value();
