@@ -6,19 +6,53 @@
 
 namespace ringtrain::detail {
 
+namespace {
+
+std::string gib(std::size_t bytes) {
+  return fmt::format("{:.1f} GiB", static_cast<double>(bytes) / (1 << 30));
+}
+
+// Why `r` fails the rules, or "" if it passes.
+std::string rejection(const ConvAlgoRecord& r, const ConvAlgoRules& rules) {
+  if (!r.success) return "not supported";
+  if (r.memory > rules.workspace_limit)
+    return fmt::format("workspace {} over {}", gib(r.memory), gib(rules.workspace_limit));
+  if (rules.require_deterministic && !r.deterministic) return "nondeterministic";
+  if (r.math == ConvAlgoMath::tensor_down_conversion) return "down-converts to half";
+  if (r.math == ConvAlgoMath::tensor && !rules.allow_tf32) return "TF32 (off)";
+  if (!std::isfinite(r.time_ms) || r.time_ms < 0) return "no time";
+  return {};
+}
+
+}  // namespace
+
 std::optional<std::size_t> choose_conv_algorithm(std::span<const ConvAlgoRecord> records,
                                                  const ConvAlgoRules& rules) {
   std::optional<std::size_t> best;
   for (std::size_t i = 0; i < records.size(); ++i) {
     const ConvAlgoRecord& r = records[i];
-    if (!r.success || r.memory > rules.workspace_limit) continue;
-    if (rules.require_deterministic && !r.deterministic) continue;
-    if (r.math == ConvAlgoMath::tensor_down_conversion) continue;
-    if (r.math == ConvAlgoMath::tensor && !rules.allow_tf32) continue;
-    if (!std::isfinite(r.time_ms) || r.time_ms < 0) continue;
+    if (!rejection(r, rules).empty()) continue;
     if (!best || r.time_ms < records[*best].time_ms) best = i;
   }
   return best;
+}
+
+std::string describe_passed_over(ConvAlgoOp op, std::span<const ConvAlgoRecord> records,
+                                 std::size_t pick, const ConvAlgoRules& rules) {
+  std::string out;
+  if (pick >= records.size()) return out;
+  const float chosen = records[pick].time_ms;
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const ConvAlgoRecord& r = records[i];
+    const bool ahead =
+        std::isfinite(r.time_ms) && (r.time_ms < chosen || (r.time_ms == chosen && i < pick));
+    if (i == pick || !ahead) continue;
+    const std::string why = rejection(r, rules);
+    if (why.empty()) continue;  // cannot happen for the rules' own pick
+    if (!out.empty()) out += "; ";
+    out += fmt::format("{} {}", conv_algo_name(op, r.algo), why);
+  }
+  return out;
 }
 
 std::string describe_conv_algorithms(std::span<const ConvAlgoRecord> records) {

@@ -50,6 +50,13 @@ enum class ConvAlgoOp { forward, backward_filter, backward_data };
 // written out here so that the names are tested without cuDNN.
 std::string conv_algo_name(ConvAlgoOp op, int algo);
 
+// The records that rank ahead of the chosen one (faster, or earlier in
+// cuDNN's heuristic order at an equal rank) and why each was passed over:
+// "ALGO_0 nondeterministic; FFT workspace 3.0 GiB over 2.0 GiB", or "" when
+// the choice is cuDNN's first. What the rules (determinism above all) cost.
+std::string describe_passed_over(ConvAlgoOp op, std::span<const ConvAlgoRecord> records,
+                                 std::size_t pick, const ConvAlgoRules& rules);
+
 // One chosen algorithm as bench step --layers shows it:
 // "IMPLICIT_PRECOMP_GEMM tensor ws=1.50MiB" (tensor: tensor cores allowed,
 // TF32 for float data; fma: not; ws: the workspace it asks for, in B, KiB or

@@ -77,6 +77,28 @@ TEST_CASE("conv algorithm names: cuDNN's enums, and the line bench step --layers
                                      std::size_t{1200} << 20) == "ALGO_0 fma ws=1200MiB");
 }
 
+TEST_CASE("conv algorithm choice: what the rules passed over to reach it", "[ops]") {
+  using detail::ConvAlgoOp;
+  const ConvAlgoRules rules{std::size_t{2} << 30, true, true};
+  // cuDNN's heuristic order (time = rank): ALGO_0 nondeterministic, FFT over the
+  // workspace, then ALGO_1 chosen; WINOGRAD after it is not "ahead".
+  const std::vector<ConvAlgoRecord> r{rec(0, 0, 0, false, ConvAlgoMath::tensor),
+                                      rec(2, 1, std::size_t{3} << 30), rec(1, 2),
+                                      rec(4, 3, 0, false)};
+  const auto pick = choose_conv_algorithm(r, rules);
+  REQUIRE(pick == std::optional<std::size_t>(2));
+  CHECK(detail::describe_passed_over(ConvAlgoOp::backward_filter, r, *pick, rules) ==
+        "ALGO_0 nondeterministic; FFT workspace 3.0 GiB over 2.0 GiB");
+  // cuDNN's first choice passes: nothing was passed over
+  const std::vector<ConvAlgoRecord> first{rec(1, 0), rec(0, 1, 0, false)};
+  CHECK(detail::describe_passed_over(ConvAlgoOp::forward, first, 0, rules).empty());
+  // TF32 off: a tensor-core algorithm ahead is named as such
+  const ConvAlgoRules fp32{std::size_t{2} << 30, true, false};
+  const std::vector<ConvAlgoRecord> t{rec(1, 0, 0, true, ConvAlgoMath::tensor), rec(0, 1)};
+  CHECK(detail::describe_passed_over(ConvAlgoOp::forward, t, 1, fp32) ==
+        "IMPLICIT_PRECOMP_GEMM TF32 (off)");
+}
+
 namespace {
 // The GPU's bias-gradient scheme replayed on the CPU: per (channel, slice) a
 // partial sum over the slice's rows, then the slices' partials in order.

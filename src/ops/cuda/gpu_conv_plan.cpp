@@ -160,6 +160,9 @@ struct Choice {
   int algo = 0;
   cudnnMathType_t math = CUDNN_FMA_MATH;
   std::size_t memory = 0;
+  // cuDNN's better-ranked algorithms that the rules passed over, and why
+  // (bench step --layers shows it: what determinism costs a layer).
+  std::string passed_over;
 };
 
 struct Entry {
@@ -273,9 +276,10 @@ class CudnnConvPlan final : public GpuConvPlan {
 
   std::string describe() const override {
     const auto one = [](const char* label, ConvAlgoOp op, const std::optional<Choice>& c) {
-      return c ? fmt::format("{}={}", label,
-                             describe_conv_choice(op, c->algo, math_of(c->math), c->memory))
-               : fmt::format("{}=(not chosen yet)", label);
+      if (!c) return fmt::format("{}=(not chosen yet)", label);
+      return fmt::format(
+          "{}={}{}", label, describe_conv_choice(op, c->algo, math_of(c->math), c->memory),
+          c->passed_over.empty() ? std::string() : fmt::format(" (over {})", c->passed_over));
     };
     const std::string p = sixteen_bit() ? precision_label() : "";
     std::string out;
@@ -493,8 +497,8 @@ class CudnnConvPlan final : public GpuConvPlan {
   // One Find: `run(workspace, bytes, requested, &returned, perf)`, then the rules.
   // `tensor_math`: results on tensor cores may be taken (TF32 on, or 16-bit data).
   template <typename Perf, int kCount, typename Run>
-  std::optional<Choice> measure(const DeviceBytes& ws, std::string* tried, bool tensor_math,
-                                Run&& run) const {
+  std::optional<Choice> measure(ConvAlgoOp op, const DeviceBytes& ws, std::string* tried,
+                                bool tensor_math, Run&& run) const {
     std::array<Perf, kCount> perf{};
     int returned = 0;
     run(ws.get(), ws.size(), kCount, &returned, perf.data());
@@ -510,14 +514,15 @@ class CudnnConvPlan final : public GpuConvPlan {
           kMeasureAlgorithms ? perf[r].time : static_cast<float>(r),
           math_of(perf[r].mathType)};
     const std::span<const ConvAlgoRecord> found(records.data(), static_cast<std::size_t>(returned));
-    const std::optional<std::size_t> pick = choose_conv_algorithm(
-        found, {std::min(ws.size(), kWorkspaceCap), kDeterministicOnly, tensor_math});
+    const ConvAlgoRules rules{std::min(ws.size(), kWorkspaceCap), kDeterministicOnly, tensor_math};
+    const std::optional<std::size_t> pick = choose_conv_algorithm(found, rules);
     if (!pick) {
       if (tried != nullptr) *tried = describe_conv_algorithms(found);
       return std::nullopt;
     }
     const Perf& p = perf[*pick];
-    return Choice{static_cast<int>(p.algo), p.mathType, p.memory};
+    return Choice{static_cast<int>(p.algo), p.mathType, p.memory,
+                  describe_passed_over(op, found, *pick, rules)};
   }
 
   // half: on the entry's 16-bit descriptors.
@@ -526,7 +531,7 @@ class CudnnConvPlan final : public GpuConvPlan {
     const cudnnTensorDescriptor_t xd = half ? e.x16 : e.x, yd = half ? e.y16 : e.y;
     const cudnnFilterDescriptor_t wd = half ? w16_desc_ : w_desc_;
     return measure<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT>(
-        ws, tried, tf32_ || half,
+        ConvAlgoOp::forward, ws, tried, tf32_ || half,
         [&](void* space, std::size_t bytes, int n, int* returned,
             cudnnConvolutionFwdAlgoPerf_t* perf) {
           if (!kMeasureAlgorithms) {
@@ -543,7 +548,7 @@ class CudnnConvPlan final : public GpuConvPlan {
                                              void* dw, const DeviceBytes& ws,
                                              std::string* tried) const {
     return measure<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT>(
-        ws, tried, tf32_,
+        ConvAlgoOp::backward_filter, ws, tried, tf32_,
         [&](void* space, std::size_t bytes, int n, int* returned,
             cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
           if (!kMeasureAlgorithms) {
@@ -562,7 +567,7 @@ class CudnnConvPlan final : public GpuConvPlan {
     const cudnnTensorDescriptor_t xd = half ? e.x16 : e.x, yd = half ? e.y16 : e.y;
     const cudnnFilterDescriptor_t wd = half ? w16_desc_ : w_desc_;
     return measure<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT>(
-        ws, tried, tf32_ || half,
+        ConvAlgoOp::backward_data, ws, tried, tf32_ || half,
         [&](void* space, std::size_t bytes, int n, int* returned,
             cudnnConvolutionBwdDataAlgoPerf_t* perf) {
           if (!kMeasureAlgorithms) {
