@@ -3,7 +3,7 @@
 #include "core/cuda/check_cuda.h"
 #include "kernels/batch_norm.cuh"
 #include "kernels/batch_norm.h"
-#include "kernels/bias.cuh"
+#include "kernels/channel_reduce.cuh"
 #include "kernels/fast_divide.cuh"
 #include "kernels/launch_shape.cuh"
 
@@ -11,20 +11,8 @@ namespace ringtrain::kernels {
 
 namespace {
 
-// The per-channel reductions (sums of x, squared deviations, and backward's sum
-// of dy and dy * xhat) over an [outer, channels, inner] tensor: NCHW is
-// [N, C, H*W], NHWC [N*H*W, C, 1]. They split the work as the bias gradient
-// does (kernels/bias.cuh): thread blocks over (channel group, row slice), each
-// summing its part in a fixed order, then the slices' partials added in slice
-// order from the context's scratch. No float atomics: bit-for-bit repeatable,
-// and a function of the shape alone. One block per channel striding over
-// N*H*W (what this replaced) left most of a GPU idle at 64 channels and, in
-// NHWC, read every element C floats apart from its neighbour's.
-template <int K>
-struct Sums {
-  float v[K];
-};
-
+// BatchNorm's reductions (kernels/channel_reduce.cuh): the sums of x, of the
+// squared deviations, and backward's sums of dy and dy * xhat.
 struct XValue {  // sum of x
   const float* x;
   __device__ Sums<1> operator()(std::size_t a, std::size_t) const { return {{x[a]}}; }
@@ -80,120 +68,8 @@ struct BackwardFinish {  // sums[c] = sum(dy), sums[C + c] = sum(dy xhat); dgamm
   }
 };
 
-// inner == 1: block (channel tile, slice); thread (x, y) sums rows begin + y,
-// begin + y + 8, ... of channel tile * 32 + x (a warp reads 32 consecutive
-// floats of a row), then row 0 of threads adds the 8 partials in order. With
-// `partial` null the block finishes its channels; else it writes
-// partial[(slice * K + k) * channels + c].
-template <int K, typename Value, typename Finish>
-__global__ void channel_rows_kernel(std::size_t outer, std::size_t channels,
-                                    std::size_t rows_per_slice, Value value, Finish finish,
-                                    float* __restrict__ partial) {
-  __shared__ float part[K][kBiasTileRows][kBiasTileChannels + 1];
-  const std::size_t c = blockIdx.x * kBiasTileChannels + threadIdx.x;
-  const std::size_t slice = blockIdx.y;
-  const std::size_t begin = bias_slice_begin(slice, rows_per_slice);
-  const std::size_t end = bias_slice_end(slice, rows_per_slice, outer);
-  Sums<K> sum{};
-  if (c < channels)
-    for (std::size_t r = begin + threadIdx.y; r < end; r += kBiasTileRows) {
-      const Sums<K> v = value(r * channels + c, c);
-      for (int k = 0; k < K; ++k) sum.v[k] += v.v[k];
-    }
-  for (int k = 0; k < K; ++k) part[k][threadIdx.y][threadIdx.x] = sum.v[k];
-  __syncthreads();
-  if (threadIdx.y != 0 || c >= channels) return;
-  for (int k = 0; k < K; ++k)
-    for (unsigned j = 1; j < kBiasTileRows; ++j) sum.v[k] += part[k][j][threadIdx.x];
-  if (partial == nullptr) {
-    finish(c, sum);
-  } else {
-    for (int k = 0; k < K; ++k) partial[(slice * K + k) * channels + c] = sum.v[k];
-  }
-}
-
-// inner > 1: block (channel, slice) walks the slice's rows of that channel's
-// planes in memory order, blockDim.x elements apart per thread (no division
-// per element), then a tree in shared memory.
-template <int K, typename Value, typename Finish>
-__global__ void channel_planes_kernel(std::size_t outer, std::size_t channels, std::size_t inner,
-                                      std::size_t rows_per_slice, Value value, Finish finish,
-                                      float* __restrict__ partial) {
-  __shared__ float part[K][kBiasPlaneThreads];
-  const std::size_t c = blockIdx.x;
-  const std::size_t slice = blockIdx.y;
-  const std::size_t end = bias_slice_end(slice, rows_per_slice, outer);
-  const std::size_t step_rows = blockDim.x / inner, step_i = blockDim.x % inner;
-  std::size_t o = bias_slice_begin(slice, rows_per_slice) + threadIdx.x / inner;
-  std::size_t i = threadIdx.x % inner;
-  Sums<K> sum{};
-  while (o < end) {
-    const Sums<K> v = value((o * channels + c) * inner + i, c);
-    for (int k = 0; k < K; ++k) sum.v[k] += v.v[k];
-    o += step_rows;
-    i += step_i;
-    if (i >= inner) {
-      i -= inner;
-      ++o;
-    }
-  }
-  for (int k = 0; k < K; ++k) part[k][threadIdx.x] = sum.v[k];
-  __syncthreads();
-  for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
-    if (threadIdx.x < s)
-      for (int k = 0; k < K; ++k) part[k][threadIdx.x] += part[k][threadIdx.x + s];
-    __syncthreads();
-  }
-  if (threadIdx.x != 0) return;
-  for (int k = 0; k < K; ++k) sum.v[k] = part[k][0];
-  if (partial == nullptr) {
-    finish(c, sum);
-  } else {
-    for (int k = 0; k < K; ++k) partial[(slice * K + k) * channels + c] = sum.v[k];
-  }
-}
-
-// A channel's partials added in slice order, then finished.
-template <int K, typename Finish>
-__global__ void channel_finish_kernel(const float* __restrict__ partial, std::size_t channels,
-                                      std::size_t slices, Finish finish) {
-  const std::size_t c = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
-  if (c >= channels) return;
-  Sums<K> sum{};
-  for (std::size_t s = 0; s < slices; ++s)
-    for (int k = 0; k < K; ++k) sum.v[k] += partial[(s * K + k) * channels + c];
-  finish(c, sum);
-}
-
 cudaStream_t s_of(void* stream) {
   return static_cast<cudaStream_t>(stream);
-}
-
-template <int K, typename Value, typename Finish>
-void reduce_channels(std::size_t outer, std::size_t channels, std::size_t inner, Value value,
-                     Finish finish, float* scratch, std::size_t scratch_floats, void* stream) {
-  if (channels == 0) return;
-  if (inner == 0) {  // nothing to sum: the totals are 0
-    inner = 1;
-    outer = 0;
-  }
-  const BiasGradSplit split =
-      bias_grad_split(outer, channels, inner, scratch != nullptr ? scratch_floats / K : 0);
-  float* partial = split.slices == 1 ? nullptr : scratch;
-  const dim3 grid(static_cast<unsigned>(split.channel_blocks), static_cast<unsigned>(split.slices));
-  if (inner == 1)
-    channel_rows_kernel<K><<<grid, dim3(kBiasTileChannels, kBiasTileRows), 0, s_of(stream)>>>(
-        outer, channels, split.rows_per_slice, value, finish, partial);
-  else
-    channel_planes_kernel<K><<<grid, kBiasPlaneThreads, 0, s_of(stream)>>>(
-        outer, channels, inner, split.rows_per_slice, value, finish, partial);
-  RT_CUDA_CHECK_LAUNCH();
-  if (partial == nullptr) return;
-  constexpr unsigned kFinishThreads = 256;
-  channel_finish_kernel<K>
-      <<<static_cast<unsigned>((channels + kFinishThreads - 1) / kFinishThreads), kFinishThreads, 0,
-         s_of(stream)>>>(partial, channels, split.slices, finish);
-  RT_CUDA_CHECK_LAUNCH();
 }
 
 __global__ void mean_kernel(const float* sums, std::size_t c, float* mean, float* count_keep) {
