@@ -112,6 +112,10 @@ __global__ void channel_finish_kernel(const float* __restrict__ partial, std::si
   finish(c, sum);
 }
 
+// The launches on `stream`: one kernel when a single slice suffices (small
+// tensors, or no scratch), else the blocks' partials in scratch (which must
+// hold slices * K * channels floats; bias_grad_split keeps within
+// scratch_floats / K) and a finishing kernel that adds them in slice order.
 template <int K, typename Value, typename Finish>
 void reduce_channels(std::size_t outer, std::size_t channels, std::size_t inner, Value value,
                      Finish finish, float* scratch, std::size_t scratch_floats, void* stream) {
