@@ -120,8 +120,6 @@ MPI=(mpirun --oversubscribe --bind-to none)
 # convolutions use TF32, as PyTorch does). Not probed from `train --help | grep -q`:
 # under pipefail grep's early exit fails the pipe, which left TF32 on (2026-11-26).
 tf32=(--tf32 off)
-# bench step --layers (the time per layer), where this build has it
-has_layers=0; [[ $("$exe" bench step --help 2>/dev/null) == *--layers* ]] && has_layers=1
 
 fashion() {
   [ -s "$work/fashion.h5" ] || "$exe" convert idx -o "$work/fashion.h5" > "$out/convert.log" 2>&1
@@ -416,7 +414,7 @@ for l in open(sys.argv[1]):
         "${rt%% *}" "$pt" 2>/dev/null && break
     done
     # Where ringtrain is behind: the time per layer (and cuDNN's algorithms), once.
-    if [ "${has_layers:-0}" = 1 ] && python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) < float(sys.argv[2]) else 1)' \
+    if python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) < float(sys.argv[2]) else 1)' \
         "${rt%% *}" "$pt" 2>/dev/null; then
       run "models-layers-$model-$prec-$layout" 150 "${rt_env[@]}" "$exe" bench step --device cuda --model "$model" --input "$shape" \
         --classes 1000 --batch "$batch" --steps 3 --warmup 3 --tf32 "$tf32" --precision "$precision" \
@@ -495,10 +493,8 @@ PY
   run gpt-rt-unfused 240 env RINGTRAIN_ATTENTION=unfused "$exe" bench step --device cuda \
     --model gpt2:dropout=0 --batch 16 --steps 5 --warmup 2 --precision bf16 --tf32 on --optimizer adamw --json
   note gpt-unfused INFO "$(grep -o '"samples_per_s":[0-9.]*' "$out/gpt-rt-unfused.log" | tail -1) (x 1024 tokens)"
-  if [ "${has_layers:-0}" = 1 ]; then
-    run gpt-layers 150 "$exe" bench step --device cuda --model gpt2:dropout=0 --batch 16 --steps 3 \
-      --warmup 2 --precision bf16 --tf32 on --optimizer adamw --layers
-  fi
+  run gpt-layers 150 "$exe" bench step --device cuda --model gpt2:dropout=0 --batch 16 --steps 3 \
+    --warmup 2 --precision bf16 --tf32 on --optimizer adamw --layers
   note gpt INFO "$gpu: $(tr '\n' ';' < "$out/gpt.tsv" | cut -c1-600)"
 }
 
