@@ -74,6 +74,8 @@ exe=$root/build/ringtrain
 cmp=$root/build/tests/trainer/compare_checkpoints
 work=$(mktemp -d /tmp/gpu-checks.XXXXXX)
 summary=$out/summary.txt
+# a rerun into the same OUTDIR appends; the final tally counts this run's lines only
+summary_from=$(($( [ -f "$summary" ] && wc -l < "$summary" || echo 0) + 1))
 deadline=$((SECONDS + budget))
 checks=("$@")
 if [ ${#checks[@]} -eq 0 ]; then
@@ -535,5 +537,6 @@ for c in "${checks[@]}"; do
 done
 wait_background
 rm -rf "$work"
-echo "=== done ($(date +%T)): $(grep -c ' PASS' "$summary") PASS, $(grep -c ' FAIL' "$summary") FAIL, $(grep -c ' SKIP' "$summary") SKIP, $(grep -c ' BADFLAGS' "$summary") BADFLAGS" | tee -a "$summary"
+tally() { tail -n "+$summary_from" "$summary" | awk -v s="$1" '$2 == s' | wc -l; }
+echo "=== done ($(date +%T)): $(tally PASS) PASS, $(tally FAIL) FAIL, $(tally SKIP) SKIP, $(tally BADFLAGS) BADFLAGS" | tee -a "$summary"
 pack
