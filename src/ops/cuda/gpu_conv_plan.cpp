@@ -383,10 +383,17 @@ class CudnnConvPlan final : public GpuConvPlan {
   }
   std::size_t weight_bytes() const { return sizeof(float) * weight_elements(); }
 
-  // The descriptor Find runs on (PyTorch's choice for float data); 16-bit data
-  // always on tensor cores (CUDNN_DEFAULT_MATH allows them for bf16/fp16).
+  // The descriptor Find runs on: PyTorch's choice for float data (DEFAULT
+  // allows TF32), and TENSOR_OP for 16-bit data, as PyTorch sets it. DEFAULT
+  // does not admit tensor cores for bf16/fp16: on an H200 cuDNN's heuristics
+  // then ranked kernels that widen x and y to fp32 in the workspace (its size
+  // was exactly their fp32 bytes), 10x slower forward and 100x slower backward
+  // data than TF32 (resnet50 bf16 at 58 img/s, 2026-11-26).
   cudnnConvolutionDescriptor_t find_conv(bool half = false) const {
-    return conv_[static_cast<std::size_t>(tf32_ || half ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH)];
+    const cudnnMathType_t m = half ? CUDNN_TENSOR_OP_MATH
+                              : tf32_ ? CUDNN_DEFAULT_MATH
+                                      : CUDNN_FMA_MATH;
+    return conv_[static_cast<std::size_t>(m)];
   }
   cudnnConvolutionDescriptor_t conv_for(cudnnMathType_t m) const {
     return conv_[static_cast<std::size_t>(m)];
