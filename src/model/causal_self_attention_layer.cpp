@@ -1,7 +1,8 @@
 // The unfused path forms the whole T x T score matrix and masks it (cuBLAS
 // strided-batched GEMMs around a warp-per-row causal softmax on a GPU): the
-// CPU's plain, correct implementation. The fused path (the GPU's default)
-// never forms it: ringtrain/ops/fused_attention.h.
+// CPU's plain, correct implementation, and the GPU's default where P fits
+// kUnfusedScoreBudget (cuBLAS's tensor cores). The fused path never forms it:
+// ringtrain/ops/fused_attention.h.
 #include "model/causal_self_attention_layer.h"
 
 #include <cmath>
@@ -22,8 +23,9 @@ namespace ringtrain {
 
 namespace {
 
-// automatic: RINGTRAIN_ATTENTION if set, else fused exactly on a GPU.
-bool use_fused(AttentionKernel kernel, const ComputeContext& ctx, const std::string& layer) {
+// automatic: RINGTRAIN_ATTENTION if set, else attention_fused_by_default.
+bool use_fused(AttentionKernel kernel, const ComputeContext& ctx, const std::string& layer,
+               std::size_t score_bytes) {
   if (kernel == AttentionKernel::automatic) {
     if (const char* env = std::getenv("RINGTRAIN_ATTENTION"); env != nullptr && *env != '\0') {
       const std::string_view v(env);
@@ -31,12 +33,16 @@ bool use_fused(AttentionKernel kernel, const ComputeContext& ctx, const std::str
                "layer '{}': RINGTRAIN_ATTENTION='{}' is neither 'fused' nor 'unfused'", layer, v);
       return v == "fused";
     }
-    return ctx.is_cuda();
+    return attention_fused_by_default(ctx.is_cuda(), score_bytes);
   }
   return kernel == AttentionKernel::fused;
 }
 
 }  // namespace
+
+bool attention_fused_by_default(bool on_gpu, std::size_t score_bytes) {
+  return on_gpu && score_bytes > kUnfusedScoreBudget;
+}
 
 CausalSelfAttentionLayer::CausalSelfAttentionLayer(std::string name, const Shape& input,
                                                    std::size_t heads, const ComputeContext& ctx,
@@ -53,7 +59,8 @@ CausalSelfAttentionLayer::CausalSelfAttentionLayer(std::string name, const Shape
       dropout_(dropout),
       index_(index),
       dropout_context_(dropout_context),
-      fused_(use_fused(kernel, ctx, this->name())) {
+      fused_(use_fused(kernel, ctx, this->name(),
+                       sizeof(float) * heads * max_batch * input[0] * input[0])) {
   RT_CHECK(heads >= 1 && c_ % heads == 0, "layer '{}': width {} is not a multiple of {} heads",
            this->name(), c_, heads);
   RT_CHECK(dropout >= 0.0f && dropout < 1.0f && (dropout == 0.0f || dropout_context != nullptr),

@@ -5,6 +5,7 @@
 // CPU loops and the CUDA kernels.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -14,11 +15,24 @@
 
 namespace ringtrain {
 
-// Which attention the layer runs. automatic: the fused kernel on a GPU, the
-// plain unfused one on the CPU, unless the environment variable
-// RINGTRAIN_ATTENTION says `unfused` or `fused` (for comparisons; on the CPU
-// `fused` runs the GPU's tiled algorithm as loops).
+// Which attention the layer runs. automatic: the unfused path (cuBLAS GEMMs
+// around a row softmax) where its score matrices fit kUnfusedScoreBudget, the
+// fused kernel on a GPU beyond that, and the plain unfused one on the CPU,
+// unless the environment variable RINGTRAIN_ATTENTION says `unfused` or
+// `fused` (for comparisons; on the CPU `fused` runs the GPU's tiled algorithm
+// as loops).
 enum class AttentionKernel { automatic, unfused, fused };
+
+// The unfused path's P per layer ([heads, batch, T, T] floats) that the
+// automatic choice accepts: 1 GiB (gpt2 at 16 x 1024 needs 768 MiB a layer,
+// 9 GiB over its 12). Why not always fused: the fused kernel has no tensor
+// cores, and on an H200 gpt2's step ran at 20.8k tokens/s fused against
+// 119.6k unfused (docs/gpu.md, round 4); it stays for what does not fit.
+inline constexpr std::size_t kUnfusedScoreBudget = std::size_t{1} << 30;
+
+// automatic's choice without the environment: fused only on a GPU and only
+// when the unfused P of `score_bytes` exceeds kUnfusedScoreBudget.
+bool attention_fused_by_default(bool on_gpu, std::size_t score_bytes);
 
 // Causal multi-head self-attention on [T, C] with `heads` heads of C/heads:
 // qkv = x Wqkv^T + b (GPT-2's c_attn, [3C, C]), per head P = causal

@@ -209,6 +209,17 @@ TEST_CASE("causal_self_attention fused: finite-difference gradients, with dropou
   }
 }
 
+TEST_CASE("automatic attention: fused only on a GPU and only past the unfused score budget",
+          "[fused_attention][transformer][layer]") {
+  CHECK_FALSE(attention_fused_by_default(false, kUnfusedScoreBudget * 8));
+  CHECK_FALSE(attention_fused_by_default(true, kUnfusedScoreBudget));
+  CHECK(attention_fused_by_default(true, kUnfusedScoreBudget + 1));
+  // gpt2 (12 heads) at 16 x 1024 runs unfused on a GPU; at 32 x 1024, fused.
+  const std::size_t gpt2_p = sizeof(float) * 12 * 1024 * 1024;
+  CHECK_FALSE(attention_fused_by_default(true, 16 * gpt2_p));
+  CHECK(attention_fused_by_default(true, 32 * gpt2_p));
+}
+
 TEST_CASE("RINGTRAIN_ATTENTION selects the path; by default the CPU runs unfused",
           "[fused_attention][transformer][layer]") {
   auto ctx = ComputeContext::create(Device::cpu());

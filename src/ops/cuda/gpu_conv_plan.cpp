@@ -390,7 +390,7 @@ class CudnnConvPlan final : public GpuConvPlan {
   // was exactly their fp32 bytes), 10x slower forward and 100x slower backward
   // data than TF32 (resnet50 bf16 at 58 img/s, 2026-11-26).
   cudnnConvolutionDescriptor_t find_conv(bool half = false) const {
-    const cudnnMathType_t m = half ? CUDNN_TENSOR_OP_MATH
+    const cudnnMathType_t m = half    ? CUDNN_TENSOR_OP_MATH
                               : tf32_ ? CUDNN_DEFAULT_MATH
                                       : CUDNN_FMA_MATH;
     return conv_[static_cast<std::size_t>(m)];
