@@ -28,6 +28,24 @@ class DescribesKernels {
   ~DescribesKernels() = default;
 };
 
+// A built-in layer that can say, under --precision bf16|fp16, when what it
+// writes is on the 16-bit grid already, so that the model skips its rounding
+// pass there (on a GPU one full read and write of the tensor; the numbers are
+// the same, as rounding a grid value returns it). Both given inputs on the
+// grid, as the model stores every activation and activation gradient.
+// Internal, as DescribesKernels, so that plugins' vtables stay as built.
+class KeepsPrecisionGrid {
+ public:
+  // y, given x on the grid (relu, max pooling, a convolution without a bias).
+  virtual bool output_on_grid() const = 0;
+  // dx, given dy (and x, y) on the grid (relu; a convolution's dx, which its
+  // 16-bit cuDNN call writes and its other paths round).
+  virtual bool input_grad_on_grid() const = 0;
+
+ protected:
+  ~KeepsPrecisionGrid() = default;
+};
+
 // Builds the layer `spec` for its per-sample input shapes (one for most
 // layers; add and concat take several); the Error names the layer and the
 // shapes when they do not fit. `index` is the node's position (dropout mixes it

@@ -70,6 +70,11 @@ struct Model::State {
   std::vector<Tensor> grad_slots;
   std::vector<std::size_t> grad_elements;  // per sample, per grad buffer
   std::vector<bool> written;
+  // --precision bf16|fp16: per node, whether its output, and its dx, are on
+  // the grid already (KeepsPrecisionGrid); per gradient buffer, whether this
+  // backward's contributions so far leave it there (one, from such a dx).
+  // The model skips its rounding pass where they do.
+  std::vector<bool> output_on_grid, dx_on_grid, grad_on_grid;
   std::vector<Tensor> scratch;  // per input slot: a second contribution before it is added
   // Reused by every forward and backward, so that the step allocates nothing.
   std::vector<const float*> xs;
@@ -445,6 +450,13 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
   if (m->layout_ == Layout::nhwc) per_sample += Shape(input_shape).numel();  // the transposed input
   m->activation_bytes_per_sample_ = per_sample * sizeof(float);
   s.written.assign(G, false);
+  s.grad_on_grid.assign(G, false);
+  for (const std::unique_ptr<Layer>& layer : s.layers) {
+    const auto* keeps = dynamic_cast<const KeepsPrecisionGrid*>(layer.get());
+    s.output_on_grid.push_back(keeps != nullptr && keeps->output_on_grid());
+    s.dx_on_grid.push_back(keeps != nullptr && keeps->input_grad_on_grid() &&
+                           !layer->takes_many_inputs());
+  }
   const std::size_t label_rows = B * m->rows_per_sample_;
   s.labels = Tensor::empty({label_rows}, DType::i32, dev);
   if (dev.is_cuda()) {
@@ -596,7 +608,7 @@ const float* Model::run_layers(const float* x, const std::int32_t* labels, std::
       else
         layer.forward(xs[0], out, batch, training);
       // Every activation is stored in the low precision.
-      if (precision != Precision::fp32 && !layer.is_view())
+      if (precision != Precision::fp32 && !layer.is_view() && !s.output_on_grid[i])
         round_to_precision(*s.ctx, out, out, batch * layer.output_shape().numel(), precision);
     }
     s.outputs[i] = out;
@@ -681,6 +693,7 @@ void Model::backward(float grad_scale, bool accumulate,
                                  grad_buffer(L - 1), options_.label_smoothing);
   mark_stop(s.timer, profile_slots().loss_backward());
   s.written[static_cast<std::size_t>(s.grad_of[L - 1])] = true;
+  s.grad_on_grid[static_cast<std::size_t>(s.grad_of[L - 1])] = false;
   std::vector<const float*>& xs = s.xs;
   std::vector<float*>& dxs = s.dxs;
   std::vector<std::pair<std::size_t, int>>& to_add = s.to_add;
@@ -692,7 +705,8 @@ void Model::backward(float grad_scale, bool accumulate,
       float* dy = grad_buffer(i);
       // Activation gradients are stored in the low precision too (every
       // contribution to this one is summed by now).
-      if (options_.precision != Precision::fp32)
+      if (options_.precision != Precision::fp32 &&
+          !s.grad_on_grid[static_cast<std::size_t>(s.grad_of[i])])
         round_to_precision(*s.ctx, dy, dy,
                            batch * s.grad_elements[static_cast<std::size_t>(s.grad_of[i])],
                            options_.precision);
@@ -708,9 +722,11 @@ void Model::backward(float grad_scale, bool accumulate,
         } else if (!s.written[static_cast<std::size_t>(g)]) {
           dxs.push_back(s.grad_buffers[static_cast<std::size_t>(g)]);
           s.written[static_cast<std::size_t>(g)] = true;
+          s.grad_on_grid[static_cast<std::size_t>(g)] = s.dx_on_grid[i];
         } else {
           dxs.push_back(s.scratch[k].data_as<float>());
           to_add.emplace_back(k, g);
+          s.grad_on_grid[static_cast<std::size_t>(g)] = false;
         }
       }
       const bool has_params = s.layer_ranges[i].second > s.layer_ranges[i].first;

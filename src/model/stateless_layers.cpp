@@ -52,7 +52,8 @@ Pool2dLayer::Pool2dLayer(std::string name, const Pool2dGeometry& g, const Comput
                          std::size_t max_batch)
     : Layer(std::move(name), Shape{g.channels, g.height, g.width},
             (g.validate(), Shape{g.channels, g.out_height(), g.out_width()})),
-      op_(ctx, g, max_batch) {}
+      op_(ctx, g, max_batch),
+      max_(g.mode == PoolMode::max) {}
 
 void Pool2dLayer::forward(const float* x, float* y, std::size_t batch, bool) {
   op_.forward(x, y, batch);

@@ -17,14 +17,17 @@ struct ElementwiseActivation {
   Forward forward;
   Backward backward;
   bool backward_reads_output;
+  // f and its derivative's product with dy map grid values to grid values
+  // (relu: x or 0, dy or 0).
+  bool keeps_grid = false;
 };
 
-inline constexpr ElementwiseActivation kReluActivation{relu_forward, relu_backward, true};
+inline constexpr ElementwiseActivation kReluActivation{relu_forward, relu_backward, true, true};
 inline constexpr ElementwiseActivation kGeluActivation{gelu_forward, gelu_backward, false};
 inline constexpr ElementwiseActivation kGeluTanhActivation{gelu_tanh_forward, gelu_tanh_backward,
                                                            false};
 
-class ElementwiseActivationLayer final : public Layer {
+class ElementwiseActivationLayer final : public Layer, public KeepsPrecisionGrid {
  public:
   ElementwiseActivationLayer(std::string name, const Shape& input, const ComputeContext& ctx,
                              const ElementwiseActivation& f)
@@ -32,6 +35,8 @@ class ElementwiseActivationLayer final : public Layer {
   void forward(const float* x, float* y, std::size_t batch, bool training) override;
   void backward(const float* x, const float* y, const float* dy, float* dx, std::size_t batch,
                 bool accumulate) override;
+  bool output_on_grid() const override { return f_.keeps_grid; }
+  bool input_grad_on_grid() const override { return f_.keeps_grid; }
 
  private:
   const ComputeContext& ctx_;
@@ -87,16 +92,20 @@ class DropoutLayer final : public Layer {
   bool last_training_ = true;
 };
 
-class Pool2dLayer final : public Layer {
+class Pool2dLayer final : public Layer, public KeepsPrecisionGrid {
  public:
   Pool2dLayer(std::string name, const Pool2dGeometry& g, const ComputeContext& ctx,
               std::size_t max_batch);
   void forward(const float* x, float* y, std::size_t batch, bool training) override;
   void backward(const float* x, const float* y, const float* dy, float* dx, std::size_t batch,
                 bool accumulate) override;
+  // Max pooling picks an input element; its dx adds where windows overlap.
+  bool output_on_grid() const override { return max_; }
+  bool input_grad_on_grid() const override { return false; }
 
  private:
   Pool2dOp op_;
+  bool max_;
 };
 
 // [C, H, W] -> [C]: each channel's mean (torchvision's adaptive_avg_pool2d(1)

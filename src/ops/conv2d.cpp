@@ -140,9 +140,10 @@ void Conv2dOp::forward(const float* x, const float* w, const float* b, float* y,
   // Under --precision bf16|fp16 the convolution's output is a 16-bit tensor
   // on every device, before any bias: the GPU's cuDNN writes a 16-bit y
   // (and its fp32 fallback rounds), so the CPU rounds here too; the model then
-  // rounds y + b. Without a bias that rounding is the model's own (skipped).
+  // rounds y + b, and skips its rounding of a y without a bias
+  // (KeepsPrecisionGrid).
   const Precision p = ctx_.precision();
-  const bool round_y = p != Precision::fp32 && b != nullptr && !gpu_;
+  const bool round_y = p != Precision::fp32 && !gpu_;
   if (gpu_) {
     gpu_->forward(x, w, y, batch);
   } else if (cpu_) {
