@@ -6,6 +6,7 @@
 #include "kernels/channel_reduce.cuh"
 #include "kernels/fast_divide.cuh"
 #include "kernels/launch_shape.cuh"
+#include "kernels/precision.cuh"
 
 namespace ringtrain::kernels {
 
@@ -107,12 +108,13 @@ __global__ void eval_stats_kernel(const float* running_mean, const float* runnin
 template <typename Index, typename ChannelOf>
 __global__ void apply_kernel(const float* __restrict__ x, float* __restrict__ y, Index total,
                              ChannelOf channel_of, const float* mean, const float* invstd,
-                             const float* gamma, const float* beta) {
+                             const float* gamma, const float* beta, int precision) {
   const Index stride = static_cast<Index>(gridDim.x) * static_cast<Index>(blockDim.x);
   for (Index i = static_cast<Index>(blockIdx.x) * static_cast<Index>(blockDim.x) + threadIdx.x;
        i < total; i += stride) {
     const Index ch = channel_of(i);
-    y[i] = bn_apply_element(x[i], mean[ch], invstd[ch], gamma, beta, static_cast<int>(ch));
+    y[i] = round_to_precision_grid(
+        bn_apply_element(x[i], mean[ch], invstd[ch], gamma, beta, static_cast<int>(ch)), precision);
   }
 }
 
@@ -199,7 +201,7 @@ void batch_norm_eval_stats_cuda(const float* running_mean, const float* running_
 
 void batch_norm_apply_cuda(const float* x, float* y, std::size_t n, std::size_t c, std::size_t hw,
                            const float* mean, const float* invstd, const float* gamma,
-                           const float* beta, void* stream) {
+                           const float* beta, int precision, void* stream) {
   const std::size_t total = n * c * hw;
   if (total == 0) return;
   const auto blocks = elementwise_blocks(total);
@@ -207,10 +209,10 @@ void batch_norm_apply_cuda(const float* x, float* y, std::size_t n, std::size_t 
     apply_kernel<std::uint32_t><<<blocks, kElementwiseThreads, 0, s_of(stream)>>>(
         x, y, static_cast<std::uint32_t>(total),
         ChannelOf32(static_cast<std::uint32_t>(c), static_cast<std::uint32_t>(hw)), mean, invstd,
-        gamma, beta);
+        gamma, beta, precision);
   else
     apply_kernel<std::size_t><<<blocks, kElementwiseThreads, 0, s_of(stream)>>>(
-        x, y, total, ChannelOfWide{c, hw}, mean, invstd, gamma, beta);
+        x, y, total, ChannelOfWide{c, hw}, mean, invstd, gamma, beta, precision);
   RT_CUDA_CHECK_LAUNCH();
 }
 

@@ -28,9 +28,11 @@ void batch_norm_finalize_cuda(const float* sqdev, const float* count_ptr, std::s
 // invstd[c] from the running variance, mean[c] = running mean: evaluation mode.
 void batch_norm_eval_stats_cuda(const float* running_mean, const float* running_var, std::size_t c,
                                 float eps, float* mean, float* invstd, void* stream);
+// y rounded to `precision`'s grid (kernels/precision.cuh codes; fp32: as is),
+// as the model stores it, in the same pass.
 void batch_norm_apply_cuda(const float* x, float* y, std::size_t n, std::size_t c, std::size_t hw,
                            const float* mean, const float* invstd, const float* gamma,
-                           const float* beta, void* stream);
+                           const float* beta, int precision, void* stream);
 // sums[0..c) = sum(dy), sums[c..2c) = sum(dy * xhat) of this rank's samples;
 // dgamma/dbeta (if not null) overwritten or added to.
 void batch_norm_backward_reduce_cuda(const float* x, const float* dy, std::size_t n, std::size_t c,

@@ -11,7 +11,7 @@ namespace ringtrain {
 // Channels-last [C, H, W] is [H*W, C] per sample: every pixel a row of
 // features, so the same statistics come from the features case (inner 1)
 // over batch * H * W rows, summed in the same order.
-class BatchNormLayer final : public Layer {
+class BatchNormLayer final : public Layer, public KeepsPrecisionGrid {
  public:
   BatchNormLayer(std::string name, const Shape& input, const LayerSpec& spec,
                  const ComputeContext& ctx, Layout layout = Layout::nchw);
@@ -23,6 +23,9 @@ class BatchNormLayer final : public Layer {
   void forward(const float* x, float* y, std::size_t batch, bool training) override;
   void backward(const float* x, const float* y, const float* dy, float* dx, std::size_t batch,
                 bool accumulate) override;
+  // batch_norm_forward writes y on the context's grid; dx is left to the model.
+  bool output_on_grid() const override { return true; }
+  bool input_grad_on_grid() const override { return false; }
 
  private:
   const ComputeContext& ctx_;

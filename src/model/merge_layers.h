@@ -7,7 +7,7 @@
 namespace ringtrain {
 
 // y = x0 + scale * (x1 + x2 + ...); every input of the same shape.
-class AddLayer final : public Layer {
+class AddLayer final : public Layer, public KeepsPrecisionGrid {
  public:
   AddLayer(std::string name, const std::vector<Shape>& inputs, float scale,
            const ComputeContext& ctx);
@@ -19,6 +19,10 @@ class AddLayer final : public Layer {
                     bool training) override;
   void backward_many(const std::vector<const float*>& xs, const float* y, const float* dy,
                      const std::vector<float*>& dxs, std::size_t batch, bool accumulate) override;
+  // Two inputs: summed and rounded in one pass (sum_two_stored). dx: dy, or
+  // dy scaled.
+  bool output_on_grid() const override { return inputs_ == 2; }
+  bool input_grad_on_grid() const override { return scale_ == 1.0f; }
 
  private:
   const ComputeContext& ctx_;
@@ -29,7 +33,7 @@ class AddLayer final : public Layer {
 // [C_i, H, W] inputs -> [sum C_i, H, W] (or [F_i] -> [sum F_i]). NCHW: a
 // sample's inputs are blocks one after another; channels-last: each pixel's
 // channel vectors are, so the blocks are per pixel.
-class ConcatLayer final : public Layer {
+class ConcatLayer final : public Layer, public KeepsPrecisionGrid {
  public:
   ConcatLayer(std::string name, const std::vector<Shape>& inputs, const ComputeContext& ctx,
               Layout layout = Layout::nchw);
@@ -41,6 +45,9 @@ class ConcatLayer final : public Layer {
                     bool training) override;
   void backward_many(const std::vector<const float*>& xs, const float* y, const float* dy,
                      const std::vector<float*>& dxs, std::size_t batch, bool accumulate) override;
+  // Copies both ways.
+  bool output_on_grid() const override { return true; }
+  bool input_grad_on_grid() const override { return true; }
 
  private:
   const ComputeContext& ctx_;

@@ -454,8 +454,7 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
   for (const std::unique_ptr<Layer>& layer : s.layers) {
     const auto* keeps = dynamic_cast<const KeepsPrecisionGrid*>(layer.get());
     s.output_on_grid.push_back(keeps != nullptr && keeps->output_on_grid());
-    s.dx_on_grid.push_back(keeps != nullptr && keeps->input_grad_on_grid() &&
-                           !layer->takes_many_inputs());
+    s.dx_on_grid.push_back(keeps != nullptr && keeps->input_grad_on_grid());
   }
   const std::size_t label_rows = B * m->rows_per_sample_;
   s.labels = Tensor::empty({label_rows}, DType::i32, dev);

@@ -6,6 +6,7 @@
 #include "ringtrain/ops/batch_norm.h"
 
 #include "kernels/batch_norm.cuh"
+#include "kernels/precision.cuh"
 #include "ops/gpu_ops.h"
 #include "ringtrain/tensor/device_memory.h"
 
@@ -68,6 +69,8 @@ void batch_norm_forward(const ComputeContext& ctx, const BatchNormShape& s, cons
                         float momentum, const float* gamma, const float* beta, float* running_mean,
                         float* running_var, const BatchNormSaved& saved, BatchStatReducer* sync) {
   const std::size_t C = s.channels, HW = s.inner;
+  // y as the model stores it: on the context's 16-bit grid under bf16/fp16.
+  const int precision = static_cast<int>(ctx.precision());
   // A rank with no samples still takes part in the statistics' sums.
   if (batch == 0 && (!training || sync == nullptr)) return;
   if (ctx.is_cuda()) {
@@ -87,7 +90,8 @@ void batch_norm_forward(const ComputeContext& ctx, const BatchNormShape& s, cons
                                         saved.invstd);
     }
     if (batch > 0)
-      detail::gpu_batch_norm_apply(st, x, y, batch, C, HW, saved.mean, saved.invstd, gamma, beta);
+      detail::gpu_batch_norm_apply(st, x, y, batch, C, HW, saved.mean, saved.invstd, gamma, beta,
+                                   precision);
     return;
   }
   if (training) {
@@ -101,8 +105,10 @@ void batch_norm_forward(const ComputeContext& ctx, const BatchNormShape& s, cons
   }
   for (std::size_t c = 0; c < C; ++c)
     for_channel(x, batch, C, HW, c, [&](float v, std::size_t at) {
-      y[at] = kernels::bn_apply_element(v, saved.mean[c], saved.invstd[c], gamma, beta,
-                                        static_cast<int>(c));
+      y[at] = kernels::round_to_precision_grid(
+          kernels::bn_apply_element(v, saved.mean[c], saved.invstd[c], gamma, beta,
+                                    static_cast<int>(c)),
+          precision);
     });
 }
 

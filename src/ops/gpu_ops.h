@@ -128,7 +128,7 @@ void gpu_batch_norm_eval_stats(void* stream, const float* running_mean, const fl
                                std::size_t c, float eps, float* mean, float* invstd);
 void gpu_batch_norm_apply(void* stream, const float* x, float* y, std::size_t n, std::size_t c,
                           std::size_t hw, const float* mean, const float* invstd,
-                          const float* gamma, const float* beta);
+                          const float* gamma, const float* beta, int precision);
 void gpu_batch_norm_backward_reduce(const GpuHandles& h, const float* x, const float* dy,
                                     std::size_t n, std::size_t c, std::size_t hw, const float* mean,
                                     const float* invstd, float* sums, float* dgamma, float* dbeta,
@@ -151,6 +151,9 @@ void gpu_transpose_batched(void* stream, const float* x, float* y, std::size_t b
                            std::size_t rows, std::size_t cols);
 // y += a x; x *= f.
 void gpu_axpy(void* stream, float a, const float* x, float* y, std::size_t n);
+// out = a x + y on the grid of precision (kernels/precision.cuh codes).
+void gpu_axpy_rounded(void* stream, float a, const float* x, const float* y, float* out,
+                      std::size_t n, int precision);
 void gpu_scale(void* stream, float* x, std::size_t n, float f);
 // y = x rounded to the grid of precision (kernels/precision.cuh); y may be x.
 void gpu_round_to_precision(void* stream, float* y, const float* x, std::size_t n, int precision);

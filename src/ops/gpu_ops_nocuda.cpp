@@ -146,7 +146,7 @@ void gpu_batch_norm_eval_stats(void*, const float*, const float*, std::size_t, f
   no_cuda("batch_norm");
 }
 void gpu_batch_norm_apply(void*, const float*, float*, std::size_t, std::size_t, std::size_t,
-                          const float*, const float*, const float*, const float*) {
+                          const float*, const float*, const float*, const float*, int) {
   no_cuda("batch_norm");
 }
 void gpu_batch_norm_backward_reduce(const GpuHandles&, const float*, const float*, std::size_t,
@@ -177,6 +177,9 @@ void gpu_transpose_batched(void*, const float*, float*, std::size_t, std::size_t
   no_cuda("a layout transpose");
 }
 void gpu_axpy(void*, float, const float*, float*, std::size_t) {
+  no_cuda("an axpy");
+}
+void gpu_axpy_rounded(void*, float, const float*, const float*, float*, std::size_t, int) {
   no_cuda("an axpy");
 }
 void gpu_scale(void*, float*, std::size_t, float) {

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "kernels/axpy.cuh"
+#include "kernels/precision.cuh"
 #include "kernels/scale.cuh"
 #include "ops/gpu_ops.h"
 
@@ -21,6 +22,14 @@ void add_scaled(const ComputeContext& ctx, float* y, const float* x, float a, st
   float* __restrict__ ys = y;
   const float* __restrict__ xs = x;
   for (std::size_t i = 0; i < n; ++i) ys[i] = kernels::axpy_element(a, xs[i], ys[i]);
+}
+
+void sum_two_stored(const ComputeContext& ctx, float* y, const float* x0, const float* x1, float a,
+                    std::size_t n) {
+  const int precision = static_cast<int>(ctx.precision());
+  if (ctx.is_cuda()) return detail::gpu_axpy_rounded(ctx.stream(), a, x1, x0, y, n, precision);
+  for (std::size_t i = 0; i < n; ++i)
+    y[i] = kernels::round_to_precision_grid(kernels::axpy_element(a, x1[i], x0[i]), precision);
 }
 
 void scale_floats(const ComputeContext& ctx, float* x, std::size_t n, float a) {

@@ -38,7 +38,8 @@ struct BatchNormSaved {
 
 // Forward. gamma and beta are null without affine. running_* are read in
 // evaluation and updated in training when update_running. With `sync`, the
-// training statistics are those of the whole batch over the ranks.
+// training statistics are those of the whole batch over the ranks. Under a
+// bf16/fp16 context y is written on that 16-bit grid (as activations are stored).
 void batch_norm_forward(const ComputeContext& ctx, const BatchNormShape& s, const float* x,
                         float* y, std::size_t batch, bool training, bool update_running, float eps,
                         float momentum, const float* gamma, const float* beta, float* running_mean,

@@ -14,6 +14,10 @@ namespace ringtrain {
 void copy_floats(const ComputeContext& ctx, float* y, const float* x, std::size_t n);
 // y += a x
 void add_scaled(const ComputeContext& ctx, float* y, const float* x, float a, std::size_t n);
+// y = x0 + a x1 as the model stores it (on the context's 16-bit grid under
+// bf16/fp16): add_scaled's arithmetic, and the rounding, in one pass.
+void sum_two_stored(const ComputeContext& ctx, float* y, const float* x0, const float* x1, float a,
+                    std::size_t n);
 // x *= a
 void scale_floats(const ComputeContext& ctx, float* x, std::size_t n, float a);
 // rows blocks of `width` floats: dst[r * dst_pitch + i] = src[r * src_pitch + i]

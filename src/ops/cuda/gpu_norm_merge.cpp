@@ -35,8 +35,8 @@ void gpu_batch_norm_eval_stats(void* stream, const float* running_mean, const fl
 }
 void gpu_batch_norm_apply(void* stream, const float* x, float* y, std::size_t n, std::size_t c,
                           std::size_t hw, const float* mean, const float* invstd,
-                          const float* gamma, const float* beta) {
-  kernels::batch_norm_apply_cuda(x, y, n, c, hw, mean, invstd, gamma, beta, stream);
+                          const float* gamma, const float* beta, int precision) {
+  kernels::batch_norm_apply_cuda(x, y, n, c, hw, mean, invstd, gamma, beta, precision, stream);
 }
 void gpu_batch_norm_backward_reduce(const GpuHandles& h, const float* x, const float* dy,
                                     std::size_t n, std::size_t c, std::size_t hw, const float* mean,
@@ -62,6 +62,10 @@ void gpu_global_avg_pool_backward(void* stream, const float* dy, float* dx, std:
 }
 void gpu_axpy(void* stream, float a, const float* x, float* y, std::size_t n) {
   kernels::axpy_f32_cuda(a, x, y, n, stream);
+}
+void gpu_axpy_rounded(void* stream, float a, const float* x, const float* y, float* out,
+                      std::size_t n, int precision) {
+  kernels::axpy_rounded_f32_cuda(a, x, y, out, n, precision, stream);
 }
 void gpu_scale(void* stream, float* x, std::size_t n, float f) {
   kernels::scale_f32_cuda(x, n, f, stream);
