@@ -388,7 +388,7 @@ check_models() {
   # model:batch:precision[:layout]; the layout is ringtrain's --layout (auto:
   # nhwc for bf16/fp16 on the GPU), PyTorch's bf16 runs channels_last always.
   # The issue's table first (a cut-off call keeps those), then fp32 and bf16 NCHW.
-  for c in ${MODELS_CASES:-resnet50:256:bf16 resnet50:256:tf32 resnet50:256:tf32:nhwc inception3:128:bf16 vgg16:128:bf16 resnet50:256:fp32 resnet50:256:bf16:nchw}; do
+  for c in ${MODELS_CASES:-resnet50:256:bf16 resnet50:256:tf32 resnet50:256:tf32:nchw inception3:128:bf16 vgg16:128:bf16 resnet50:256:fp32 resnet50:256:bf16:nchw}; do
     IFS=: read -r model batch prec layout <<< "$c"
     layout=${layout:-auto}
     shape=3,224,224; [ "$model" = inception3 ] && shape=3,299,299

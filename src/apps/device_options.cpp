@@ -30,8 +30,8 @@ void add_layout_option(CLI::App* sub, std::string& value) {
                   "auto, nchw or nhwc: the memory order of [C, H, W] activations. nhwc "
                   "(channels-last) is what cuDNN's tensor-core convolutions read; weights, "
                   "checkpoints and the data stay NCHW (the model transposes its input once, on "
-                  "its device). auto: nhwc for a convolutional model in bf16/fp16 on a GPU, "
-                  "nchw otherwise (docs/layout.md)")
+                  "its device). auto: nhwc for a convolutional model on a GPU in bf16/fp16 or "
+                  "with TF32 convolutions (the default --tf32), nchw otherwise (docs/layout.md)")
       ->check(CLI::IsMember({"auto", "nchw", "nhwc"}))
       ->capture_default_str();
 }

@@ -104,9 +104,11 @@ void mark_stop(IntervalTimer* timer, std::size_t slot) {
 Model::Model() : state_(std::make_unique<State>()) {}
 Model::~Model() = default;
 
-// --layout auto: channels-last where it pays, i.e. where cuDNN's tensor-core
-// convolutions read 16-bit NHWC; nowhere on the CPU (oneDNN reorders either
-// layout into its own blocked one). Without [C, H, W] input there is nothing
+// --layout auto: channels-last where it pays, i.e. where cuDNN's convolutions
+// run on tensor cores: 16-bit data, or fp32 with TF32 (on an H200 resnet50's
+// TF32 step ran at 2346 images/s NHWC against 1894 NCHW, docs/gpu.md round 4);
+// not fp32 without TF32 (not measured), and nowhere on the CPU (oneDNN
+// reorders either layout into its own blocked one). Without [C, H, W] input there is nothing
 // to lay out. (A type that is not registered fails the build later, with its
 // own message.)
 Layout resolve_model_layout(const ModelOptions& options, const ModelSpec& spec,
@@ -131,8 +133,9 @@ Layout resolve_model_layout(const ModelOptions& options, const ModelSpec& spec,
         const LayerType* t = l.kind == LayerKind::custom ? r.find(l.type) : r.find(l.kind);
         return t != nullptr && t->channels_last;
       });
-  return options.device.is_cuda() && options.precision != Precision::fp32 && convolutional &&
-                 all_channels_last
+  const bool tensor_core_convolutions =
+      options.precision != Precision::fp32 || tf32_for_convolutions(options.tf32);
+  return options.device.is_cuda() && tensor_core_convolutions && convolutional && all_channels_last
              ? Layout::nhwc
              : Layout::nchw;
 }

@@ -301,21 +301,28 @@ TEST_CASE("layout: auto is NCHW on the CPU and for models without [C, H, W] inpu
   CHECK(Model::build(ModelSpec::parse("mlp:12-8-3"), {12}, 3, o)->layout() == Layout::nchw);
 }
 
-TEST_CASE("layout: auto is NHWC for convolutional models in bf16/fp16 on a GPU", "[layout]") {
+TEST_CASE("layout: auto is NHWC for convolutional models on tensor cores on a GPU", "[layout]") {
   // The rule alone (no device is needed to decide).
   const auto resolve = [](const char* spec, Device d, Precision p, LayoutChoice c,
-                          std::vector<std::size_t> input = {3, 8, 8}) {
+                          std::vector<std::size_t> input = {3, 8, 8},
+                          Tf32Mode tf32 = Tf32Mode::off) {
     ModelOptions o;
     o.device = d;
     o.precision = p;
     o.layout = c;
+    o.tf32 = tf32;
     return resolve_model_layout(o, ModelSpec::parse(spec), input);
   };
   const Device gpu = Device::cuda(0), host = Device::cpu();
   const auto automatic = LayoutChoice::automatic;
   CHECK(resolve(kGraph, gpu, Precision::bf16, automatic) == Layout::nhwc);
   CHECK(resolve(kGraph, gpu, Precision::fp16, automatic) == Layout::nhwc);
-  CHECK(resolve(kGraph, gpu, Precision::fp32, automatic) == Layout::nchw);
+  CHECK(resolve(kGraph, gpu, Precision::fp32, automatic) == Layout::nchw);  // --tf32 off
+  // TF32 convolutions: the default --tf32, and on.
+  CHECK(resolve(kGraph, gpu, Precision::fp32, automatic, {3, 8, 8}, Tf32Mode::pytorch_default) ==
+        Layout::nhwc);
+  CHECK(resolve(kGraph, gpu, Precision::fp32, automatic, {3, 8, 8}, Tf32Mode::on) == Layout::nhwc);
+  CHECK(resolve(kGraph, host, Precision::fp32, automatic, {3, 8, 8}, Tf32Mode::on) == Layout::nchw);
   CHECK(resolve(kGraph, host, Precision::bf16, automatic) == Layout::nchw);
   CHECK(resolve(kGraph, gpu, Precision::fp32, LayoutChoice::nhwc) == Layout::nhwc);
   CHECK(resolve(kGraph, gpu, Precision::bf16, LayoutChoice::nchw) == Layout::nchw);

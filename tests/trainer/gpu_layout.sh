@@ -3,8 +3,9 @@
 # copy, the channels-last BatchNorm, pools, concat and global average pool)
 # trains resnet20 and an inception-like block to the parameters of --layout
 # nchw on the GPU and of nhwc on the CPU, within float tolerance (--tf32 off,
-# so the arithmetic is fp32 on both); --layout auto picks nhwc for bf16 on the
-# GPU and nchw for fp32; steady nhwc steps take no host sync. Skipped (77)
+# so the arithmetic is fp32 on both); --layout auto picks nhwc for bf16 and for
+# TF32 convolutions on the GPU and nchw for fp32 with --tf32 off; steady nhwc
+# steps take no host sync. Skipped (77)
 # without an NVIDIA device.
 [ -e /dev/nvidiactl ] || { echo "SKIPPED: no NVIDIA device"; exit 77; }
 source "$(dirname "$0")/lib.sh"
@@ -32,6 +33,8 @@ done
 common=(--model resnet20 --max-steps 2 --batch 16 --epochs 100 --lr 0.05 --seed 5)
 TRAIN_DEVICE=cuda train 1 "$WORK/auto-bf16" --precision bf16 "${common[@]}"
 grep -q "activations nhwc (--layout auto)" "$WORK/auto-bf16/log.txt" || fail "auto did not pick nhwc for bf16 on the GPU"
-TRAIN_DEVICE=cuda train 1 "$WORK/auto-fp32" "${common[@]}"
-grep -q "activations nchw (--layout auto)" "$WORK/auto-fp32/log.txt" || fail "auto did not pick nchw for fp32"
+TRAIN_DEVICE=cuda train 1 "$WORK/auto-tf32" "${common[@]}"
+grep -q "activations nhwc (--layout auto)" "$WORK/auto-tf32/log.txt" || fail "auto did not pick nhwc for TF32 convolutions"
+TRAIN_DEVICE=cuda train 1 "$WORK/auto-fp32" --tf32 off "${common[@]}"
+grep -q "activations nchw (--layout auto)" "$WORK/auto-fp32/log.txt" || fail "auto did not pick nchw for fp32 without TF32"
 echo "PASS: nhwc on the GPU matches nchw on the GPU and nhwc on the CPU; auto follows its rule"

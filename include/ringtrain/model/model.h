@@ -51,8 +51,8 @@ struct ModelOptions {
   // params() stay fp32.
   Precision precision = Precision::fp32;
   // The memory order of [C, H, W] activations (--layout). automatic: NHWC
-  // for a convolutional model in bf16/fp16 on a GPU (cuDNN's tensor-core
-  // kernels read channels-last), NCHW otherwise. Parameters, the input batch
+  // for a convolutional model on a GPU in bf16/fp16 or with TF32 convolutions
+  // (cuDNN's tensor-core kernels read channels-last), NCHW otherwise. Parameters, the input batch
   // (NCHW as stored; the model transposes it once, on its device) and the
   // outputs are the same in either.
   LayoutChoice layout = LayoutChoice::automatic;
