@@ -12,7 +12,7 @@ namespace ringtrain {
 enum class Layout { nchw = 0, nhwc = 1 };
 
 // --layout: auto lets the model decide (Model::build: NHWC for a convolutional
-// model in bf16/fp16 on a GPU, NCHW otherwise).
+// model on a GPU in bf16/fp16 or with TF32 convolutions, NCHW otherwise).
 enum class LayoutChoice { automatic = 0, nchw = 1, nhwc = 2 };
 
 // "auto", "nchw", "nhwc"; an Error naming the flag otherwise.
