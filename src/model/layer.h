@@ -36,10 +36,11 @@ class DescribesKernels {
 // Internal, as DescribesKernels, so that plugins' vtables stay as built.
 class KeepsPrecisionGrid {
  public:
-  // y, given x on the grid (relu, max pooling, a convolution without a bias).
+  // y, given x on the grid (relu, max pooling, a convolution without a bias,
+  // concat; BatchNorm and a two-input add, which round as they write).
   virtual bool output_on_grid() const = 0;
   // dx, given dy (and x, y) on the grid (relu; a convolution's dx, which its
-  // 16-bit cuDNN call writes and its other paths round).
+  // 16-bit cuDNN call writes and its other paths round; concat; an unscaled add).
   virtual bool input_grad_on_grid() const = 0;
 
  protected:
