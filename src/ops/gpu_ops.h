@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "kernels/pool2d.cuh"
 #include "ringtrain/ops/conv2d.h"
 #include "ringtrain/ops/pool2d.h"
 
@@ -179,14 +180,14 @@ class GpuConvPlan {
 std::unique_ptr<GpuConvPlan> make_gpu_conv_plan(const GpuHandles& h, const Conv2dGeometry& g,
                                                 std::size_t max_batch);
 
-class GpuPoolPlan {
- public:
-  virtual ~GpuPoolPlan() = default;
-  virtual void forward(const float* x, float* y, std::size_t batch) = 0;
-  virtual void backward(const float* x, const float* y, const float* dy, float* dx,
-                        std::size_t batch) = 0;
-};
-std::unique_ptr<GpuPoolPlan> make_gpu_pool_plan(const GpuHandles& h, const Pool2dGeometry& g);
+// Max and average pooling (kernels/pool2d.cu): max writes each output's
+// argmax, laid out as y, which its backward reads; dx is overwritten.
+void gpu_pool2d_forward(void* stream, const kernels::PoolShape& shape, std::size_t channels,
+                        bool max, bool nhwc, const float* x, float* y, std::int32_t* argmax,
+                        std::size_t batch);
+void gpu_pool2d_backward(void* stream, const kernels::PoolShape& shape, std::size_t channels,
+                         bool max, bool nhwc, const float* dy, const std::int32_t* argmax,
+                         float* dx, std::size_t batch);
 
 // The handles of a GPU context, for the calls above.
 inline const GpuHandles& handles_of(const ComputeContext& ctx) {

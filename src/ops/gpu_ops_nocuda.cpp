@@ -122,8 +122,13 @@ std::unique_ptr<GpuConvPlan> make_gpu_conv_plan(const GpuHandles&, const Conv2dG
                                                 std::size_t) {
   no_cuda("conv2d");
 }
-std::unique_ptr<GpuPoolPlan> make_gpu_pool_plan(const GpuHandles&, const Pool2dGeometry&) {
-  no_cuda("max_pool2d");
+void gpu_pool2d_forward(void*, const kernels::PoolShape&, std::size_t, bool, bool, const float*,
+                        float*, std::int32_t*, std::size_t) {
+  no_cuda("pool2d");
+}
+void gpu_pool2d_backward(void*, const kernels::PoolShape&, std::size_t, bool, bool, const float*,
+                         const std::int32_t*, float*, std::size_t) {
+  no_cuda("pool2d");
 }
 
 void gpu_batch_norm_sums(const GpuHandles&, const float*, std::size_t, std::size_t, std::size_t,

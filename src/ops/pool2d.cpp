@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "kernels/layout.cuh"
+#include "kernels/pool2d.cuh"
 #include "ops/gpu_ops.h"
 #include "ringtrain/core/check.h"
 
@@ -12,33 +13,24 @@ namespace ringtrain {
 
 namespace {
 
-// One channel of one sample: pixel i at p[i * pixel] (pixel is 1 in NCHW, C
-// in NHWC), so one loop serves both layouts, with the same arithmetic.
-template <typename T>
-struct StridedPlane {
-  T* p;
-  std::size_t pixel;
-  template <typename I>
-  T& operator[](I i) const {
-    return p[static_cast<std::size_t>(i) * pixel];
-  }
-};
+// Offset of plane (sample, channel) within a tensor of plane_pixels pixels a
+// plane, in the geometry's layout.
+std::size_t plane_base(const Pool2dGeometry& g, std::size_t plane, std::size_t plane_pixels) {
+  return g.layout == Layout::nhwc ? kernels::nhwc_index(plane / g.channels, plane % g.channels, 0,
+                                                        g.channels, plane_pixels)
+                                  : kernels::nchw_index(plane / g.channels, plane % g.channels, 0,
+                                                        g.channels, plane_pixels);
+}
 
-struct Strides {
-  std::size_t channels, in_hw, out_hw, pixel;
-  bool nhwc;
-  std::size_t in_base(std::size_t plane) const { return base(plane, in_hw); }
-  std::size_t out_base(std::size_t plane) const { return base(plane, out_hw); }
-  std::size_t base(std::size_t plane, std::size_t hw) const {
-    return nhwc ? kernels::nhwc_index(plane / channels, plane % channels, 0, channels, hw)
-                : kernels::nchw_index(plane / channels, plane % channels, 0, channels, hw);
-  }
-};
+// The kernels' 32-bit view (validate() keeps a plane's indices in range).
+kernels::PoolShape shape_of(const Pool2dGeometry& g) {
+  const auto u = [](std::size_t v) { return static_cast<std::uint32_t>(v); };
+  return {u(g.height), u(g.width),  u(g.out_height()), u(g.out_width()),
+          u(g.kernel), u(g.stride), u(g.padding)};
+}
 
-Strides strides_of(const Pool2dGeometry& g) {
-  const bool nhwc = g.layout == Layout::nhwc;
-  return {g.channels, g.height * g.width, g.out_height() * g.out_width(), nhwc ? g.channels : 1,
-          nhwc};
+std::uint32_t pixel_stride(const Pool2dGeometry& g) {
+  return g.layout == Layout::nhwc ? static_cast<std::uint32_t>(g.channels) : 1u;
 }
 
 }  // namespace
@@ -53,16 +45,16 @@ void Pool2dGeometry::validate() const {
   RT_CHECK(kernel <= height + 2 * padding && kernel <= width + 2 * padding,
            "pool2d kernel {} does not fit the input {}x{} with padding {}", kernel, height, width,
            padding);
+  RT_CHECK((height + 2 * padding) * (width + 2 * padding) <= INT32_MAX,
+           "pool2d input plane {}x{} is too large (its indices are 32-bit)", height, width);
 }
 
 Pool2dOp::Pool2dOp(const ComputeContext& ctx, const Pool2dGeometry& geometry, std::size_t max_batch)
     : ctx_(ctx), g_(geometry), max_batch_(max_batch) {
   g_.validate();
-  if (ctx.is_cuda())
-    gpu_ = detail::make_gpu_pool_plan(detail::handles_of(ctx), g_);
-  else if (g_.mode == PoolMode::max)
+  if (g_.mode == PoolMode::max)
     argmax_ = Tensor::empty({max_batch * g_.channels * g_.out_height() * g_.out_width()},
-                            DType::i32, Device::cpu());
+                            DType::i32, ctx.device());
 }
 
 Pool2dOp::~Pool2dOp() = default;
@@ -71,90 +63,68 @@ void Pool2dOp::forward(const float* x, float* y, std::size_t batch) {
   RT_CHECK(batch <= max_batch_, "pool2d batch {} exceeds the planned maximum {}", batch,
            max_batch_);
   if (batch == 0) return;
-  if (gpu_) return gpu_->forward(x, y, batch);
-  const auto H = static_cast<std::ptrdiff_t>(g_.height), W = static_cast<std::ptrdiff_t>(g_.width);
-  const auto Ho = static_cast<std::ptrdiff_t>(g_.out_height()),
-             Wo = static_cast<std::ptrdiff_t>(g_.out_width());
-  const auto k = static_cast<std::ptrdiff_t>(g_.kernel), s = static_cast<std::ptrdiff_t>(g_.stride),
-             p = static_cast<std::ptrdiff_t>(g_.padding);
-  const bool average = g_.mode == PoolMode::average;
-  const float inv_area = 1.0f / static_cast<float>(k * k);
-  std::int32_t* arg = average ? nullptr : argmax_.data_as<std::int32_t>();
-  const Strides st = strides_of(g_);
+  const bool max = g_.mode == PoolMode::max;
+  std::int32_t* arg = max ? argmax_.data_as<std::int32_t>() : nullptr;
+  const kernels::PoolShape s = shape_of(g_);
+  if (ctx_.is_cuda())
+    return detail::gpu_pool2d_forward(ctx_.stream(), s, g_.channels, max, g_.layout == Layout::nhwc,
+                                      x, y, arg, batch);
+  const std::size_t in_plane = g_.height * g_.width, out_plane = g_.out_height() * g_.out_width();
+  const std::uint32_t pixel = pixel_stride(g_);
   for (std::size_t plane = 0; plane < batch * g_.channels; ++plane) {
-    const StridedPlane in{x + st.in_base(plane), st.pixel};
-    StridedPlane out{y + st.out_base(plane), st.pixel};
-    for (std::ptrdiff_t oh = 0; oh < Ho; ++oh) {
-      const std::ptrdiff_t r0 = std::max<std::ptrdiff_t>(oh * s - p, 0),
-                           r1 = std::min<std::ptrdiff_t>(oh * s - p + k, H);
-      for (std::ptrdiff_t ow = 0; ow < Wo; ++ow) {
-        const std::ptrdiff_t c0 = std::max<std::ptrdiff_t>(ow * s - p, 0),
-                             c1 = std::min<std::ptrdiff_t>(ow * s - p + k, W);
-        if (average) {
-          float sum = 0.0f;
-          for (std::ptrdiff_t r = r0; r < r1; ++r)
-            for (std::ptrdiff_t c = c0; c < c1; ++c) sum += in[r * W + c];
-          out[oh * Wo + ow] = sum * inv_area;
-          continue;
-        }
-        std::ptrdiff_t best_at = r0 * W + c0;
-        float best = in[best_at];
-        for (std::ptrdiff_t r = r0; r < r1; ++r)
-          for (std::ptrdiff_t c = c0; c < c1; ++c)
-            if (in[r * W + c] > best) {
-              best = in[r * W + c];
-              best_at = r * W + c;
-            }
-        out[oh * Wo + ow] = best;
-        arg[plane * Ho * Wo + oh * Wo + ow] = static_cast<std::int32_t>(best_at);
+    const kernels::StridedPlane<const float> in{x + plane_base(g_, plane, in_plane), pixel};
+    const std::size_t out = plane_base(g_, plane, out_plane);
+    for (std::uint32_t oh = 0; oh < s.out_height; ++oh) {
+      const kernels::PoolSpan rows = kernels::pool_window_span(oh, s.height, s);
+      for (std::uint32_t ow = 0; ow < s.out_width; ++ow) {
+        const kernels::PoolSpan cols = kernels::pool_window_span(ow, s.width, s);
+        const std::size_t o = out + std::size_t{oh * s.out_width + ow} * pixel;
+        if (max)
+          y[o] = kernels::max_pool_output(in, s, rows, cols, &arg[o]);
+        else
+          y[o] = kernels::avg_pool_output(in, s, rows, cols);
       }
     }
   }
 }
 
-void Pool2dOp::backward(const float* x, const float* y, const float* dy, float* dx,
+void Pool2dOp::backward(const float* /*x*/, const float* /*y*/, const float* dy, float* dx,
                         std::size_t batch) {
   RT_CHECK(batch <= max_batch_, "pool2d batch {} exceeds the planned maximum {}", batch,
            max_batch_);
   if (batch == 0) return;
-  if (gpu_) return gpu_->backward(x, y, dy, dx, batch);
+  const bool max = g_.mode == PoolMode::max;
+  const std::int32_t* arg = max ? argmax_.data_as<std::int32_t>() : nullptr;
+  const kernels::PoolShape s = shape_of(g_);
+  if (ctx_.is_cuda())
+    return detail::gpu_pool2d_backward(ctx_.stream(), s, g_.channels, max,
+                                       g_.layout == Layout::nhwc, dy, arg, dx, batch);
+  // The CPU scatters each output's gradient into its window (or its argmax),
+  // in output order, which gives the bits of the GPU's gather
+  // (kernels/pool2d.cuh: pool2d_test checks the two against each other) at
+  // a quarter of the gather's loop trips for 2 x 2 windows.
   const std::size_t in_plane = g_.height * g_.width, out_plane = g_.out_height() * g_.out_width();
-  const Strides st = strides_of(g_);
+  const std::uint32_t pixel = pixel_stride(g_);
   std::memset(dx, 0, sizeof(float) * batch * g_.channels * in_plane);
-  if (g_.mode == PoolMode::average) {
-    // Each output spreads dy / k^2 over the unpadded part of its window.
-    const auto H = static_cast<std::ptrdiff_t>(g_.height),
-               W = static_cast<std::ptrdiff_t>(g_.width);
-    const auto Ho = static_cast<std::ptrdiff_t>(g_.out_height()),
-               Wo = static_cast<std::ptrdiff_t>(g_.out_width());
-    const auto k = static_cast<std::ptrdiff_t>(g_.kernel),
-               s = static_cast<std::ptrdiff_t>(g_.stride),
-               p = static_cast<std::ptrdiff_t>(g_.padding);
-    const float inv_area = 1.0f / static_cast<float>(k * k);
-    for (std::size_t plane = 0; plane < batch * g_.channels; ++plane) {
-      StridedPlane d{dx + st.in_base(plane), st.pixel};
-      const StridedPlane g{dy + st.out_base(plane), st.pixel};
-      for (std::ptrdiff_t oh = 0; oh < Ho; ++oh) {
-        const std::ptrdiff_t r0 = std::max<std::ptrdiff_t>(oh * s - p, 0),
-                             r1 = std::min<std::ptrdiff_t>(oh * s - p + k, H);
-        for (std::ptrdiff_t ow = 0; ow < Wo; ++ow) {
-          const std::ptrdiff_t c0 = std::max<std::ptrdiff_t>(ow * s - p, 0),
-                               c1 = std::min<std::ptrdiff_t>(ow * s - p + k, W);
-          const float share = g[oh * Wo + ow] * inv_area;
-          for (std::ptrdiff_t r = r0; r < r1; ++r)
-            for (std::ptrdiff_t c = c0; c < c1; ++c) d[r * W + c] += share;
-        }
+  const float inv_area = 1.0f / static_cast<float>(s.kernel * s.kernel);
+  for (std::size_t plane = 0; plane < batch * g_.channels; ++plane) {
+    const std::size_t out = plane_base(g_, plane, out_plane);
+    const kernels::StridedPlane<float> d{dx + plane_base(g_, plane, in_plane), pixel};
+    if (max) {
+      for (std::size_t i = 0; i < out_plane; ++i)
+        d[static_cast<std::uint32_t>(arg[out + i * pixel])] += dy[out + i * pixel];
+      continue;
+    }
+    for (std::uint32_t oh = 0; oh < s.out_height; ++oh) {
+      const kernels::PoolSpan rows = kernels::pool_window_span(oh, s.height, s);
+      for (std::uint32_t ow = 0; ow < s.out_width; ++ow) {
+        const kernels::PoolSpan cols = kernels::pool_window_span(ow, s.width, s);
+        const float share = kernels::unfused_product(
+            dy[out + std::size_t{oh * s.out_width + ow} * pixel], inv_area);
+        for (std::uint32_t r = rows.begin; r < rows.end; ++r)
+          for (std::uint32_t c = cols.begin; c < cols.end; ++c) d[r * s.width + c] += share;
       }
     }
-    return;
-  }
-  // The argmax of the matching forward routes each output gradient to its input.
-  const std::int32_t* arg = argmax_.data_as<std::int32_t>();
-  for (std::size_t plane = 0; plane < batch * g_.channels; ++plane) {
-    StridedPlane d{dx + st.in_base(plane), st.pixel};
-    const StridedPlane g{dy + st.out_base(plane), st.pixel};
-    const std::int32_t* a = arg + plane * out_plane;
-    for (std::size_t i = 0; i < out_plane; ++i) d[a[i]] += g[i];
   }
 }
 

@@ -1,11 +1,12 @@
 // 2-D max and average pooling over NCHW float tensors, with zero padding per
 // side (the output size rounds down, as PyTorch's ceil_mode=False). Max: padded
-// positions never win (as PyTorch); the CPU forward records each window's
-// argmax, so backward is one scatter, and ties go to the first maximum. Average:
+// positions never win (as PyTorch); the forward records each window's argmax,
+// so backward is one gather, and ties go to the first maximum. Average:
 // padded positions count as zeros in the divisor (PyTorch's default
-// count_include_pad=True). GPU: cuDNN (deterministic max mode). Activations
-// may be channels-last (NHWC, Pool2dGeometry::layout): the same windows, the
-// same sums in the same order.
+// count_include_pad=True). The GPU runs the same arithmetic
+// (kernels/pool2d.cuh), so both sides give the same bits. Activations may be
+// channels-last (NHWC, Pool2dGeometry::layout): the same windows, the same
+// sums in the same order.
 #pragma once
 
 #include <cstddef>
@@ -31,10 +32,6 @@ struct Pool2dGeometry {
   void validate() const;
 };
 
-namespace detail {
-class GpuPoolPlan;
-}
-
 class Pool2dOp {
  public:
   Pool2dOp(const ComputeContext& ctx, const Pool2dGeometry& geometry, std::size_t max_batch);
@@ -51,8 +48,9 @@ class Pool2dOp {
   const ComputeContext& ctx_;
   Pool2dGeometry g_;
   std::size_t max_batch_;
-  Tensor argmax_;  // CPU, max: int32 index within the sample's plane, per output
-  std::unique_ptr<detail::GpuPoolPlan> gpu_;
+  // Max: each output's argmax (an int32 index within its input plane), laid
+  // out as y, on the context's device; written by forward, read by backward.
+  Tensor argmax_;
 };
 
 // [N, C, H, W] -> [N, C]: the mean of each plane (planes = N C, hw = H W);
