@@ -22,7 +22,8 @@
 #             GPU vs CPU after 20 steps; accum 2 --cache vs the doubled batch;
 #             resume on GPU, eval on CPU; SIGTERM; 2 ranks sharing the GPU; repeat
 #   sanitize  compute-sanitizer memcheck and racecheck: gpu_ops_test,
-#             gpu_tensor_core_test, 20 steps of cnn and of resnet20 (fp32 and bf16)
+#             gpu_tensor_core_test, 20 steps of cnn and of resnet20 (fp32 and bf16;
+#             racecheck: 3 steps at batch 8)
 #             (in the background like cpusuite: its timings do not matter)
 #   speed     bench step vs launch/bench/peer_gpu_step.py; bench allreduce nccl
 #   models    the real-size presets side by side with PyTorch on the same GPU, alternating,
@@ -282,13 +283,16 @@ print(v)' "$work/acc/metrics.jsonl" 2>/dev/null || echo none)
     --ckpt-dir "$work/g20" --logdir "$work/g20"
   run train-cpu20 60 "$exe" train "${common[@]}" --device cpu --batch 64 --max-steps 20 --ckpt-dir "$work/c20" \
     --logdir "$work/c20"
-  run cmp-gpu-cpu 30 "$cmp" "$(last_ckpt "$work/g20")" "$(last_ckpt "$work/c20")" --rtol 1e-3 --atol 1e-5
+  run cmp-gpu-cpu 30 "$cmp" "$(last_ckpt "$work/g20")" "$(last_ckpt "$work/c20")" --rtol 1e-3 --atol 1e-5 --report
   pass_if cmp-gpu-cpu $? "$(tail -3 "$out/cmp-gpu-cpu.log" | tr '\n' ' ')"
+  # the cuDNN algorithms those 20 steps ran (FFT and Winograd ones round more than GEMMs)
+  run train-gpu20-algos 60 "$exe" bench step --device cuda "${tf32[@]}" --model cnn --batch 64 \
+    --steps 2 --warmup 1 --layers
   # --accum 2 --cache against the doubled batch (batch 32 and 64 may get
   # different cuDNN algorithms: the tolerance is that of GPU against CPU)
   run train-accum 60 "$exe" train "${common[@]}" --device cuda "${tf32[@]}" --batch 32 --accum 2 --cache \
     --max-steps 20 --ckpt-dir "$work/a2" --logdir "$work/a2"
-  run cmp-accum 30 "$cmp" "$(last_ckpt "$work/a2")" "$work/g20/ckpt-20.h5" --rtol 1e-3 --atol 1e-5
+  run cmp-accum 30 "$cmp" "$(last_ckpt "$work/a2")" "$work/g20/ckpt-20.h5" --rtol 1e-3 --atol 1e-5 --report
   pass_if cmp-accum $? "$(tail -3 "$out/cmp-accum.log" | tr '\n' ' ')"
   # resume a GPU checkpoint on the GPU, evaluate it on the CPU
   mkdir -p "$work/g40"; cp "$work/g20/ckpt-20.h5" "$work/g40/" 2>/dev/null
@@ -329,21 +333,25 @@ check_sanitize() {
   # API errors are not reported; memory and race errors in kernels are.
   local api=(--report-api-errors no)
   for tool in ${SANITIZE_TOOLS:-memcheck racecheck}; do
+    # racecheck slows a step far more than memcheck (resnet20's 20 steps ran past
+    # 240 s in round 3): every kernel is launched in the first steps already
+    local steps=20 rbatch=32
+    [ "$tool" = racecheck ] && steps=3 rbatch=8
     run "san-ops-$tool" 90 compute-sanitizer --tool "$tool" --error-exitcode 9 build/tests/model/gpu_ops_test
     pass_if "san-ops-$tool" $? "$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/san-ops-$tool.log" | tail -1)"
     run "san-train-$tool" 240 compute-sanitizer --tool "$tool" "${api[@]}" --error-exitcode 9 "$exe" train \
-      --data "$data" --model cnn --device cuda --batch 64 --max-steps 20 --timeout 100
+      --data "$data" --model cnn --device cuda --batch 64 --max-steps $steps --timeout 100
     pass_if "san-train-$tool" $? "$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/san-train-$tool.log" | tail -1)"
     # a residual BatchNorm model (add, BN kernels, global pool), small input
     run "san-resnet-$tool" 240 compute-sanitizer --tool "$tool" "${api[@]}" --error-exitcode 9 "$exe" train \
-      --data "$data" --model resnet20 --device cuda --batch 32 --max-steps 20 --timeout 100
+      --data "$data" --model resnet20 --device cuda --batch $rbatch --max-steps $steps --timeout 100
     pass_if "san-resnet-$tool" $? "$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/san-resnet-$tool.log" | tail -1)"
     # --precision bf16's tensor-core path: the 16-bit casts into the context's
     # scratch and the 16-bit cuDNN/cuBLAS calls, op by op and in a model (NHWC)
     run "san-tc-$tool" 120 compute-sanitizer --tool "$tool" --error-exitcode 9 build/tests/model/gpu_tensor_core_test
     pass_if "san-tc-$tool" $? "$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/san-tc-$tool.log" | tail -1)"
     run "san-resnet-bf16-$tool" 240 compute-sanitizer --tool "$tool" "${api[@]}" --error-exitcode 9 "$exe" train \
-      --data "$data" --model resnet20 --device cuda --batch 32 --max-steps 20 --timeout 100 --precision bf16
+      --data "$data" --model resnet20 --device cuda --batch $rbatch --max-steps $steps --timeout 100 --precision bf16
     pass_if "san-resnet-bf16-$tool" $? "$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/san-resnet-bf16-$tool.log" | tail -1)"
   done
 }

@@ -4,13 +4,18 @@
 // bit for bit with --exact, else |a - b| <= rtol * max(|a|, |b|) + atol.
 // --any-step compares the tensors of checkpoints taken at different steps (a
 // skipped update leaves the state of the step before).
-// Prints the largest difference, so a failing test shows by how much.
+// Prints the largest difference, so a failing test shows by how much, and for
+// every tensor with an element outside the tolerance (every tensor with
+// --report) a line: elements outside, the largest |a - b|, the tensor's RMS,
+// the relative L2 distance |a - b| / |b| and the worst element's values. A
+// flat optimizer state the size of the parameters is split by parameter.
 // --hash prints the hash of A's parameters in model order: the hash a resumed
 // `ringtrain train` logs for the parameters every rank starts from.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -37,17 +42,20 @@ int main(int argc, char** argv) {
   }
   if (argc < 3) {
     std::fprintf(stderr,
-                 "usage: compare_checkpoints A.h5 B.h5 [--exact | --rtol R --atol A] [--any-step]\n"
+                 "usage: compare_checkpoints A.h5 B.h5 [--exact | --rtol R --atol A] [--any-step] "
+                 "[--report]\n"
                  "       compare_checkpoints --hash A.h5\n");
     return 2;
   }
-  bool exact = false, any_step = false;
+  bool exact = false, any_step = false, report = false;
   double rtol = 1e-5, atol = 1e-6;
   for (int i = 3; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--exact"))
       exact = true;
     else if (!std::strcmp(argv[i], "--any-step"))
       any_step = true;
+    else if (!std::strcmp(argv[i], "--report"))
+      report = true;
     else if (!std::strcmp(argv[i], "--rtol") && i + 1 < argc)
       rtol = std::atof(argv[++i]);
     else if (!std::strcmp(argv[i], "--atol") && i + 1 < argc)
@@ -65,6 +73,39 @@ int main(int argc, char** argv) {
     std::size_t bad = 0, total = 0;
     double worst = 0;
     std::string worst_name;
+    // One tensor's elements [begin, end), reported under name.
+    auto compare_range = [&](const std::string& name, const std::vector<float>& va,
+                             const std::vector<float>& vb, std::size_t begin, std::size_t end) {
+      std::size_t outside = 0, worst_at = begin;
+      double max_diff = 0, sq_diff = 0, sq_b = 0;
+      for (std::size_t i = begin; i < end; ++i) {
+        ++total;
+        const double x = va[i], y = vb[i];
+        const double diff = std::fabs(x - y);
+        const bool ok = exact ? std::memcmp(&va[i], &vb[i], sizeof(float)) == 0
+                              : diff <= rtol * std::max(std::fabs(x), std::fabs(y)) + atol;
+        if (!ok) ++outside;
+        sq_diff += diff * diff;
+        sq_b += y * y;
+        if (diff > max_diff) max_diff = diff, worst_at = i;
+        const double rel = diff / std::max(1e-12, std::max(std::fabs(x), std::fabs(y)));
+        if (diff > 0 && rel > worst) {
+          worst = rel;
+          worst_name = name + "[" + std::to_string(i - begin) + "]";
+        }
+      }
+      bad += outside;
+      if (outside > 0 || report)
+        std::printf("  %-28s %8zu of %8zu outside; max |a-b| %.3g (a %.6g, b %.6g); rms(b) %.3g; "
+                    "|a-b|/|b| %.3g\n",
+                    name.c_str(), outside, end - begin, max_diff,
+                    static_cast<double>(va[worst_at]), static_cast<double>(vb[worst_at]),
+                    std::sqrt(sq_b / static_cast<double>(std::max<std::size_t>(1, end - begin))),
+                    sq_b > 0 ? std::sqrt(sq_diff / sq_b) : std::sqrt(sq_diff));
+    };
+    const std::size_t param_count =
+        std::accumulate(a.params.begin(), a.params.end(), std::size_t{0},
+                        [](std::size_t n, const auto& t) { return n + t.second.size(); });
     auto compare = [&](const auto& ta, const auto& tb) {
       for (std::size_t t = 0; t < ta.size(); ++t) {
         const auto& va = ta[t].second;
@@ -75,19 +116,16 @@ int main(int argc, char** argv) {
           ++bad;
           continue;
         }
-        for (std::size_t i = 0; i < va.size(); ++i) {
-          ++total;
-          const double x = va[i], y = vb[i];
-          const double diff = std::fabs(x - y);
-          const bool ok = exact ? std::memcmp(&va[i], &vb[i], sizeof(float)) == 0
-                                : diff <= rtol * std::max(std::fabs(x), std::fabs(y)) + atol;
-          if (!ok) ++bad;
-          const double rel = diff / std::max(1e-12, std::max(std::fabs(x), std::fabs(y)));
-          if (diff > 0 && rel > worst) {
-            worst = rel;
-            worst_name = ta[t].first + "[" + std::to_string(i) + "]";
+        if (&ta != &a.params && va.size() == param_count && a.params.size() > 1) {
+          // A flat state per parameter (momentum, Adam's moments): one line each.
+          std::size_t at = 0;
+          for (const auto& param : a.params) {
+            compare_range(ta[t].first + "/" + param.first, va, vb, at, at + param.second.size());
+            at += param.second.size();
           }
+          continue;
         }
+        compare_range(ta[t].first, va, vb, 0, va.size());
       }
     };
     compare(a.params, b.params);
