@@ -34,7 +34,7 @@
 #             one `bench step --layers` (time per layer, cuDNN's algorithms)
 #   peers     PyTorch alone on the real-size models (launch/bench/peer_gpu_models.py)
 #   kernels   (named only) ncu kernel times of 2 steady steps of each side, summed
-#             per kernel, heaviest first: KERNELS_CASE=resnet50:256:bf16
+#             per kernel, heaviest first: KERNELS_CASES="resnet50:256:bf16 ..."
 #   gpt       gpt2 (124M) at 16 x 1024 tokens in bf16 side by side with PyTorch (bf16
 #             autocast, F.scaled_dot_product_attention, fused AdamW), alternating, 2
 #             rounds: tokens/s and model FLOPs utilisation of each, host syncs; then
@@ -439,21 +439,25 @@ check_kernels() {
   # for --profile-from-start off): ncu's kernel times summed per kernel name,
   # the heaviest first (launch/ncu_kernel_table.py). Named explicitly, not in
   # the default list: ncu serialises every launch, so only the table's shares
-  # mean anything, not its step time. KERNELS_CASE: model:batch:precision.
+  # mean anything, not its step time. KERNELS_CASES: model:batch:precision ...
+  # (KERNELS_CASE, one of them, as before).
   local tp; tp=$(torch_library_path)
-  local model batch prec shape tf32=on precision
-  IFS=: read -r model batch prec <<< "${KERNELS_CASE:-resnet50:256:bf16}"
-  shape=3,224,224; [ "$model" = inception3 ] && shape=3,299,299
-  precision=$prec; [ "$prec" = tf32 ] && precision=fp32
-  local ncu=(ncu --profile-from-start off --metrics gpu__time_duration.sum --csv --page raw)
-  run kernels-rt 240 "${ncu[@]}" "$exe" bench step --device cuda --model "$model" --input "$shape" \
-    --classes 1000 --batch "$batch" --steps 2 --warmup 3 --tf32 $tf32 --precision "$precision"
-  python3 launch/ncu_kernel_table.py "$out/kernels-rt.log" > "$out/kernels-rt.txt" 2>&1
-  pass_if kernels-rt $? "$(tail -1 "$out/kernels-rt.txt")"
-  run kernels-pt 240 env LD_LIBRARY_PATH="$tp" "${ncu[@]}" python3 launch/bench/peer_gpu_models.py \
-    --cases "$model@$batch:$prec" --steps 2 --warmup 3 --repeats 1
-  python3 launch/ncu_kernel_table.py "$out/kernels-pt.log" > "$out/kernels-pt.txt" 2>&1
-  pass_if kernels-pt $? "$(tail -1 "$out/kernels-pt.txt")"
+  local case model batch prec shape tf32=on precision tag
+  for case in ${KERNELS_CASES:-${KERNELS_CASE:-resnet50:256:bf16}}; do
+    IFS=: read -r model batch prec <<< "$case"
+    shape=3,224,224; [ "$model" = inception3 ] && shape=3,299,299
+    precision=$prec; [ "$prec" = tf32 ] && precision=fp32
+    tag=$model-$batch-$prec
+    local ncu=(ncu --profile-from-start off --metrics gpu__time_duration.sum --csv --page raw)
+    run "kernels-rt-$tag" 240 "${ncu[@]}" "$exe" bench step --device cuda --model "$model" --input "$shape" \
+      --classes 1000 --batch "$batch" --steps 2 --warmup 3 --tf32 $tf32 --precision "$precision"
+    python3 launch/ncu_kernel_table.py "$out/kernels-rt-$tag.log" > "$out/kernels-rt-$tag.txt" 2>&1
+    pass_if "kernels-rt-$tag" $? "$(tail -1 "$out/kernels-rt-$tag.txt")"
+    run "kernels-pt-$tag" 240 env LD_LIBRARY_PATH="$tp" "${ncu[@]}" python3 launch/bench/peer_gpu_models.py \
+      --cases "$model@$batch:$prec" --steps 2 --warmup 3 --repeats 1
+    python3 launch/ncu_kernel_table.py "$out/kernels-pt-$tag.log" > "$out/kernels-pt-$tag.txt" 2>&1
+    pass_if "kernels-pt-$tag" $? "$(tail -1 "$out/kernels-pt-$tag.txt")"
+  done
 }
 
 check_peers() {
