@@ -28,7 +28,7 @@ RT_HD float bias_grad_combine(float previous, float sum) {
 constexpr std::size_t kBiasTileChannels = 32;           // inner == 1: a warp spans 32 channels
 constexpr std::size_t kBiasTileRows = 8;                // ... and 8 warps share the rows
 constexpr std::size_t kBiasPlaneThreads = 256;          // inner > 1: threads of one block
-constexpr std::size_t kBiasTargetBlocks = 512;          // a few waves on any current GPU
+constexpr std::size_t kBiasTargetBlocks = 2048;         // a few waves on any current GPU
 constexpr std::size_t kBiasMinRowsPerBlock = 64;        // inner == 1
 constexpr std::size_t kBiasMinElementsPerBlock = 4096;  // inner > 1
 

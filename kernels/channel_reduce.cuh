@@ -42,11 +42,24 @@ __global__ void channel_rows_kernel(std::size_t outer, std::size_t channels,
   const std::size_t begin = bias_slice_begin(slice, rows_per_slice);
   const std::size_t end = bias_slice_end(slice, rows_per_slice, outer);
   Sums<K> sum{};
-  if (c < channels)
-    for (std::size_t r = begin + threadIdx.y; r < end; r += kBiasTileRows) {
+  if (c < channels) {
+    // Four rows' values loaded before any is added (four loads in flight per
+    // thread: one at a time left the memory system idle), then added in row
+    // order, as the one-row loop adds them.
+    constexpr std::size_t kStep = kBiasTileRows;
+    std::size_t r = begin + threadIdx.y;
+    for (; r + 3 * kStep < end; r += 4 * kStep) {
+      const Sums<K> v0 = value(r * channels + c, c);
+      const Sums<K> v1 = value((r + kStep) * channels + c, c);
+      const Sums<K> v2 = value((r + 2 * kStep) * channels + c, c);
+      const Sums<K> v3 = value((r + 3 * kStep) * channels + c, c);
+      for (int k = 0; k < K; ++k) sum.v[k] = (((sum.v[k] + v0.v[k]) + v1.v[k]) + v2.v[k]) + v3.v[k];
+    }
+    for (; r < end; r += kStep) {
       const Sums<K> v = value(r * channels + c, c);
       for (int k = 0; k < K; ++k) sum.v[k] += v.v[k];
     }
+  }
   for (int k = 0; k < K; ++k) part[k][threadIdx.y][threadIdx.x] = sum.v[k];
   __syncthreads();
   if (threadIdx.y != 0 || c >= channels) return;

@@ -38,7 +38,7 @@ struct GpuHandles {
 };
 // An empty shared convolution workspace (gpu_conv_plan.cpp).
 std::shared_ptr<void> make_conv_workspace();
-constexpr std::size_t kGpuScratchFloats = std::size_t{1} << 16;  // 256 KiB
+constexpr std::size_t kGpuScratchFloats = std::size_t{1} << 18;  // 1 MiB
 
 // On failure, whatever was already created is released before the Error.
 GpuHandles gpu_handles_create(int ordinal, Tf32Mode tf32, int precision = 0);
