@@ -47,6 +47,20 @@ class KeepsPrecisionGrid {
   ~KeepsPrecisionGrid() = default;
 };
 
+// A built-in layer one of whose inputs gets exactly the output's gradient
+// (dx_k = dy: a residual add's unscaled input), so that the model can let
+// that input's gradient buffer be the output's, where the input has no other
+// consumer, and skip the copy (on a GPU one read and one write of the tensor
+// per residual block). The layer is then called with a null dx for it.
+// Internal, as DescribesKernels.
+class PassesGradientThrough {
+ public:
+  virtual std::size_t gradient_passthrough_input() const = 0;
+
+ protected:
+  ~PassesGradientThrough() = default;
+};
+
 // Builds the layer `spec` for its per-sample input shapes (one for most
 // layers; add and concat take several); the Error names the layer and the
 // shapes when they do not fit. `index` is the node's position (dropout mixes it

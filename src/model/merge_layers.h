@@ -7,7 +7,7 @@
 namespace ringtrain {
 
 // y = x0 + scale * (x1 + x2 + ...); every input of the same shape.
-class AddLayer final : public Layer, public KeepsPrecisionGrid {
+class AddLayer final : public Layer, public KeepsPrecisionGrid, public PassesGradientThrough {
  public:
   AddLayer(std::string name, const std::vector<Shape>& inputs, float scale,
            const ComputeContext& ctx);
@@ -23,6 +23,8 @@ class AddLayer final : public Layer, public KeepsPrecisionGrid {
   // dy scaled.
   bool output_on_grid() const override { return inputs_ == 2; }
   bool input_grad_on_grid() const override { return scale_ == 1.0f; }
+  // x0 enters unscaled: dx0 = dy.
+  std::size_t gradient_passthrough_input() const override { return 0; }
 
  private:
   const ComputeContext& ctx_;

@@ -63,6 +63,8 @@ struct Model::State {
   // view shares its input's); written[] says whether backward has put the
   // first contribution there, so that a node read by several nodes sums them.
   std::vector<int> grad_of;  // per node: index into grad_buffers, or -1
+  // per node: an input shares this node's gradient buffer (PassesGradientThrough)
+  std::vector<bool> passes_through;
   // Each gradient buffer lives from its first contribution (the backward of
   // its last reader) to its node's own backward; buffers whose lives do not
   // overlap share memory (a slot), planned once here.
@@ -400,6 +402,45 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
       s.grad_elements.push_back(n);
     }
   }
+  // A node whose only consumer passes its output gradient through to it
+  // (PassesGradientThrough: a residual add's first input) shares that
+  // consumer's gradient buffer: its gradient is exactly the consumer's, and
+  // nothing else adds to it. Later nodes first, so a chain of them shares one.
+  std::vector<std::size_t> consumers(L, 0);
+  for (std::size_t i = 0; i < L; ++i)
+    for (int j : s.inputs[i])
+      if (j >= 0) ++consumers[static_cast<std::size_t>(j)];
+  s.passes_through.assign(L, false);
+  for (std::size_t i = L; i-- > 0;) {
+    const auto* through = dynamic_cast<const PassesGradientThrough*>(s.layers[i].get());
+    if (through == nullptr || s.grad_of[i] < 0) continue;
+    const std::size_t k = through->gradient_passthrough_input();
+    if (k >= s.inputs[i].size() || s.inputs[i][k] < 0) continue;
+    const auto j = static_cast<std::size_t>(s.inputs[i][k]);
+    const int from = s.grad_of[j];
+    if (from < 0 || from == s.grad_of[i] || consumers[j] != 1 || !s.below_params[j] ||
+        s.layers[j]->is_view() ||
+        s.grad_elements[static_cast<std::size_t>(from)] !=
+            s.grad_elements[static_cast<std::size_t>(s.grad_of[i])])
+      continue;
+    for (int& g : s.grad_of)  // j and the views that share its buffer
+      if (g == from) g = s.grad_of[i];
+    s.passes_through[i] = true;
+  }
+  {  // renumber the buffers still in use, in their first node's order
+    std::vector<int> renumber(s.grad_elements.size(), -1);
+    std::vector<std::size_t> elements;
+    for (int& g : s.grad_of) {
+      if (g < 0) continue;
+      int& to = renumber[static_cast<std::size_t>(g)];
+      if (to < 0) {
+        to = static_cast<int>(elements.size());
+        elements.push_back(s.grad_elements[static_cast<std::size_t>(g)]);
+      }
+      g = to;
+    }
+    s.grad_elements = std::move(elements);
+  }
   // Each buffer's life in node indices, [lo, hi]: backward runs from the last
   // node down, so the buffer is first written by the backward of its last
   // reader (hi; the loss writes the last node's, before node L-1) and last read
@@ -721,6 +762,8 @@ void Model::backward(float grad_scale, bool accumulate,
         const int g = j < 0 ? -1 : s.grad_of[static_cast<std::size_t>(j)];
         if (g < 0 || !s.below_params[static_cast<std::size_t>(j)]) {
           dxs.push_back(nullptr);
+        } else if (s.passes_through[i] && g == s.grad_of[i]) {
+          dxs.push_back(nullptr);  // its gradient is dy, in dy's buffer (rounded above)
         } else if (!s.written[static_cast<std::size_t>(g)]) {
           dxs.push_back(s.grad_buffers[static_cast<std::size_t>(g)]);
           s.written[static_cast<std::size_t>(g)] = true;
