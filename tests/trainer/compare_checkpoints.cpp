@@ -96,12 +96,13 @@ int main(int argc, char** argv) {
       }
       bad += outside;
       if (outside > 0 || report)
-        std::printf("  %-28s %8zu of %8zu outside; max |a-b| %.3g (a %.6g, b %.6g); rms(b) %.3g; "
-                    "|a-b|/|b| %.3g\n",
-                    name.c_str(), outside, end - begin, max_diff,
-                    static_cast<double>(va[worst_at]), static_cast<double>(vb[worst_at]),
-                    std::sqrt(sq_b / static_cast<double>(std::max<std::size_t>(1, end - begin))),
-                    sq_b > 0 ? std::sqrt(sq_diff / sq_b) : std::sqrt(sq_diff));
+        std::printf(
+            "  %-28s %8zu of %8zu outside; max |a-b| %.3g (a %.6g, b %.6g); rms(b) %.3g; "
+            "|a-b|/|b| %.3g\n",
+            name.c_str(), outside, end - begin, max_diff, static_cast<double>(va[worst_at]),
+            static_cast<double>(vb[worst_at]),
+            std::sqrt(sq_b / static_cast<double>(std::max<std::size_t>(1, end - begin))),
+            sq_b > 0 ? std::sqrt(sq_diff / sq_b) : std::sqrt(sq_diff));
     };
     const std::size_t param_count =
         std::accumulate(a.params.begin(), a.params.end(), std::size_t{0},
