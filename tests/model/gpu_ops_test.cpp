@@ -210,6 +210,40 @@ TEST_CASE("gpu conv2d (cuDNN) and max-pool match im2col and the CPU pool", "[gpu
   require_close(to_host(gdx, *c.gpu), dx, 0, "max pool backward");
 }
 
+TEST_CASE("gpu pools give the CPU's bits: max and average, both layouts, ties, overlap, padding",
+          "[gpu]") {
+  Contexts c;
+  struct Case {
+    std::size_t channels, height, width, kernel, stride, padding;
+  };
+  for (const Case& k : {Case{3, 9, 8, 2, 2, 0}, Case{5, 11, 11, 3, 2, 1}, Case{4, 7, 7, 3, 1, 1},
+                        Case{6, 13, 12, 5, 3, 2}, Case{64, 14, 14, 2, 2, 0}})
+    for (const PoolMode mode : {PoolMode::max, PoolMode::average})
+      for (const Layout layout : {Layout::nchw, Layout::nhwc}) {
+        Pool2dGeometry pg{k.channels, k.height, k.width, k.kernel, k.stride, k.padding};
+        pg.mode = mode;
+        pg.layout = layout;
+        CAPTURE(k.channels, k.height, k.kernel, k.stride, k.padding, mode == PoolMode::max,
+                layout == Layout::nhwc);
+        const std::size_t batch = 3, in = batch * k.channels * k.height * k.width,
+                          out = batch * k.channels * pg.out_height() * pg.out_width();
+        std::vector<float> x(in);
+        for (std::size_t i = 0; i < in; ++i)  // few levels: windows hold ties
+          x[i] = 0.5f * static_cast<float>(static_cast<int>((i * 2654435761u) % 7) - 3);
+        const auto dy = test::hashed_vector(14, out);
+        std::vector<float> y(out), dx(in);
+        Pool2dOp cpu(*c.cpu, pg, batch), gpu(*c.gpu, pg, batch);
+        Tensor gx = to_gpu(x), gy = to_gpu(y), gdy = to_gpu(dy), gdx = to_gpu(dx);
+        cpu.forward(x.data(), y.data(), batch);
+        gpu.forward(gx.data_as<float>(), gy.data_as<float>(), batch);
+        require_close(to_host(gy, *c.gpu), y, 0, "pool forward");
+        cpu.backward(x.data(), y.data(), dy.data(), dx.data(), batch);
+        gpu.backward(gx.data_as<float>(), gy.data_as<float>(), gdy.data_as<float>(),
+                     gdx.data_as<float>(), batch);
+        require_close(to_host(gdx, *c.gpu), dx, 0, "pool backward");
+      }
+}
+
 TEST_CASE("gpu conv2d: smaller batches get their own plan entries; results repeat bit for bit",
           "[gpu]") {
   Contexts c;

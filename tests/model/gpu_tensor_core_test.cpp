@@ -7,8 +7,10 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 #include "kernels/precision.cuh"
+#include "ops/gpu_ops.h"
 #include "ringtrain/core/error.h"
 #include "ringtrain/launch/gpu_runtime.h"
 #include "ringtrain/model/model.h"
@@ -41,6 +43,42 @@ double relative_l2(const std::vector<float>& got, const std::vector<float>& want
 }
 
 }  // namespace
+
+TEST_CASE("gpu rounding and 16-bit casts give the CPU's bits at every alignment and length",
+          "[gpu][precision]") {
+  // The kernels move four values at a time where the pointers allow and take
+  // the rest one by one: offsets 0-3 floats and lengths around multiples of 4.
+  const std::size_t most = 4100;
+  std::vector<float> x = test::hashed_vector(21, most + 4);
+  x[5] = 65519.0f, x[6] = 1e-8f, x[7] = -0.0f, x[8] = 3.0e38f;  // fp16 edges, bf16 overflow
+  const Tensor gx = to_gpu(x);
+  for (const Precision p : {Precision::bf16, Precision::fp16}) {
+    auto ctx = ComputeContext::create(kGpu, Tf32Mode::off, p);
+    const int code = static_cast<int>(p);
+    for (std::size_t offset = 0; offset < 4; ++offset)
+      for (const std::size_t n : {std::size_t{1}, std::size_t{3}, std::size_t{4}, std::size_t{5},
+                                  std::size_t{1023}, most}) {
+        CAPTURE(precision_name(p), offset, n);
+        const float* src = gx.data_as<float>() + offset;
+        std::vector<float> want(n);
+        for (std::size_t i = 0; i < n; ++i)
+          want[i] = kernels::round_to_precision_grid(x[offset + i], code);
+        Tensor rounded = to_gpu(std::vector<float>(n + 4, 0.0f));
+        round_to_precision(*ctx, rounded.data_as<float>() + offset, src, n, p);
+        const auto got = to_host(rounded.data_as<float>() + offset, n, *ctx);
+        REQUIRE(std::memcmp(got.data(), want.data(), n * sizeof(float)) == 0);
+        // 16-bit bits out and back: the grid values again, at a shifted destination too.
+        Tensor bits = Tensor::empty({(n + 8) / 2 + 1}, DType::f32, kGpu);  // n + 8 uint16
+        auto* b16 = reinterpret_cast<std::uint16_t*>(bits.data()) + offset;
+        detail::gpu_to_precision_bits(ctx->stream(), b16, src, n, code);
+        Tensor back = to_gpu(std::vector<float>(n + 4, 0.0f));
+        detail::gpu_from_precision_bits(ctx->stream(), back.data_as<float>() + (3 - offset), b16, n,
+                                        code);
+        const auto round_trip = to_host(back.data_as<float>() + (3 - offset), n, *ctx);
+        REQUIRE(std::memcmp(round_trip.data(), want.data(), n * sizeof(float)) == 0);
+      }
+  }
+}
 
 TEST_CASE("gpu 16-bit gemm: exact 16-bit inputs, fp32 accumulation, within fp32 rounding",
           "[gpu][precision]") {
