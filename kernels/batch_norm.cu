@@ -122,14 +122,17 @@ template <typename Index, typename ChannelOf>
 __global__ void backward_dx_kernel(const float* __restrict__ x, const float* __restrict__ dy,
                                    float* __restrict__ dx, Index total, Index c,
                                    ChannelOf channel_of, const float* count_ptr, const float* mean,
-                                   const float* invstd, const float* gamma, const float* sums) {
+                                   const float* invstd, const float* gamma, const float* sums,
+                                   int precision) {
   const float count = *count_ptr;
   const Index stride = static_cast<Index>(gridDim.x) * static_cast<Index>(blockDim.x);
   for (Index i = static_cast<Index>(blockIdx.x) * static_cast<Index>(blockDim.x) + threadIdx.x;
        i < total; i += stride) {
     const Index ch = channel_of(i);
-    dx[i] = bn_backward_element(x[i], dy[i], mean[ch], invstd[ch],
-                                gamma != nullptr ? gamma[ch] : 1.0f, sums[ch], sums[c + ch], count);
+    dx[i] = round_to_precision_grid(
+        bn_backward_element(x[i], dy[i], mean[ch], invstd[ch], gamma != nullptr ? gamma[ch] : 1.0f,
+                            sums[ch], sums[c + ch], count),
+        precision);
   }
 }
 
@@ -228,7 +231,7 @@ void batch_norm_backward_reduce_cuda(const float* x, const float* dy, std::size_
 void batch_norm_backward_dx_cuda(const float* x, const float* dy, float* dx, std::size_t n,
                                  std::size_t c, std::size_t hw, const float* mean,
                                  const float* invstd, const float* gamma, const float* sums,
-                                 const float* count_ptr, void* stream) {
+                                 const float* count_ptr, int precision, void* stream) {
   const std::size_t total = n * c * hw;
   if (total == 0) return;
   const auto blocks = elementwise_blocks(total);
@@ -236,10 +239,10 @@ void batch_norm_backward_dx_cuda(const float* x, const float* dy, float* dx, std
     backward_dx_kernel<std::uint32_t><<<blocks, kElementwiseThreads, 0, s_of(stream)>>>(
         x, dy, dx, static_cast<std::uint32_t>(total), static_cast<std::uint32_t>(c),
         ChannelOf32(static_cast<std::uint32_t>(c), static_cast<std::uint32_t>(hw)), count_ptr, mean,
-        invstd, gamma, sums);
+        invstd, gamma, sums, precision);
   else
     backward_dx_kernel<std::size_t><<<blocks, kElementwiseThreads, 0, s_of(stream)>>>(
-        x, dy, dx, total, c, ChannelOfWide{c, hw}, count_ptr, mean, invstd, gamma, sums);
+        x, dy, dx, total, c, ChannelOfWide{c, hw}, count_ptr, mean, invstd, gamma, sums, precision);
   RT_CUDA_CHECK_LAUNCH();
 }
 

@@ -43,7 +43,7 @@ void batch_norm_backward_reduce_cuda(const float* x, const float* dy, std::size_
 void batch_norm_backward_dx_cuda(const float* x, const float* dy, float* dx, std::size_t n,
                                  std::size_t c, std::size_t hw, const float* mean,
                                  const float* invstd, const float* gamma, const float* sums,
-                                 const float* count_ptr, void* stream);
+                                 const float* count_ptr, int precision, void* stream);
 
 // [N, C, HW] -> [N, C]: the mean over HW; backward spreads dy / HW.
 void global_avg_pool_forward_cuda(const float* x, float* y, std::size_t planes, std::size_t hw,

@@ -23,9 +23,9 @@ class BatchNormLayer final : public Layer, public KeepsPrecisionGrid {
   void forward(const float* x, float* y, std::size_t batch, bool training) override;
   void backward(const float* x, const float* y, const float* dy, float* dx, std::size_t batch,
                 bool accumulate) override;
-  // batch_norm_forward writes y on the context's grid; dx is left to the model.
+  // batch_norm_forward and _backward write y and dx on the context's grid.
   bool output_on_grid() const override { return true; }
-  bool input_grad_on_grid() const override { return false; }
+  bool input_grad_on_grid() const override { return true; }
 
  private:
   const ComputeContext& ctx_;

@@ -40,7 +40,8 @@ class KeepsPrecisionGrid {
   // concat; BatchNorm and a two-input add, which round as they write).
   virtual bool output_on_grid() const = 0;
   // dx, given dy (and x, y) on the grid (relu; a convolution's dx, which its
-  // 16-bit cuDNN call writes and its other paths round; concat; an unscaled add).
+  // 16-bit cuDNN call writes and its other paths round; concat; an unscaled
+  // add; BatchNorm, which rounds as it writes).
   virtual bool input_grad_on_grid() const = 0;
 
  protected:

@@ -117,6 +117,8 @@ void batch_norm_backward(const ComputeContext& ctx, const BatchNormShape& s, con
                          const BatchNormSaved& saved, float* dgamma, float* dbeta, bool accumulate,
                          BatchStatReducer* sync) {
   const std::size_t C = s.channels, HW = s.inner;
+  // dx as the model stores activation gradients: on the 16-bit grid under bf16/fp16.
+  const int precision = static_cast<int>(ctx.precision());
   if (ctx.is_cuda()) {
     void* st = ctx.stream();
     detail::gpu_batch_norm_backward_reduce(detail::handles_of(ctx), x, dy, batch, C, HW, saved.mean,
@@ -124,7 +126,7 @@ void batch_norm_backward(const ComputeContext& ctx, const BatchNormShape& s, con
     if (sync != nullptr) sync->sum(saved.sums, 2 * C);
     if (dx != nullptr && batch > 0)
       detail::gpu_batch_norm_backward_dx(st, x, dy, dx, batch, C, HW, saved.mean, saved.invstd,
-                                         gamma, saved.sums, count_slot(saved, C));
+                                         gamma, saved.sums, count_slot(saved, C), precision);
     return;
   }
   float* sums = saved.sums;
@@ -146,8 +148,10 @@ void batch_norm_backward(const ComputeContext& ctx, const BatchNormShape& s, con
   for (std::size_t c = 0; c < C; ++c) {
     const float g = gamma != nullptr ? gamma[c] : 1.0f;
     for_channel(x, batch, C, HW, c, [&](float v, std::size_t at) {
-      dx[at] = kernels::bn_backward_element(v, dy[at], saved.mean[c], saved.invstd[c], g, sums[c],
-                                            sums[C + c], count);
+      dx[at] = kernels::round_to_precision_grid(
+          kernels::bn_backward_element(v, dy[at], saved.mean[c], saved.invstd[c], g, sums[c],
+                                       sums[C + c], count),
+          precision);
     });
   }
 }

@@ -137,7 +137,7 @@ void gpu_batch_norm_backward_reduce(const GpuHandles& h, const float* x, const f
 void gpu_batch_norm_backward_dx(void* stream, const float* x, const float* dy, float* dx,
                                 std::size_t n, std::size_t c, std::size_t hw, const float* mean,
                                 const float* invstd, const float* gamma, const float* sums,
-                                const float* count);
+                                const float* count, int precision);
 void gpu_global_avg_pool_forward(void* stream, const float* x, float* y, std::size_t planes,
                                  std::size_t hw);
 void gpu_global_avg_pool_backward(void* stream, const float* dy, float* dx, std::size_t planes,

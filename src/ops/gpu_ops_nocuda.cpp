@@ -161,7 +161,7 @@ void gpu_batch_norm_backward_reduce(const GpuHandles&, const float*, const float
 }
 void gpu_batch_norm_backward_dx(void*, const float*, const float*, float*, std::size_t, std::size_t,
                                 std::size_t, const float*, const float*, const float*, const float*,
-                                const float*) {
+                                const float*, int) {
   no_cuda("batch_norm");
 }
 void gpu_global_avg_pool_forward(void*, const float*, float*, std::size_t, std::size_t) {

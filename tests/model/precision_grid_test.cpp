@@ -1,12 +1,12 @@
 // Under --precision bf16|fp16 the model rounds every activation and activation
 // gradient to the 16-bit grid, and skips that pass where a layer says that what
 // it wrote is on the grid already (KeepsPrecisionGrid: relu, max pooling, a
-// convolution's y without a bias and its dx, BatchNorm's y and a two-input
-// add's y, which round as they write, the gradients of add and concat). Skipping
+// convolution's y without a bias and its dx, BatchNorm's y and dx and a
+// two-input add's y, which round as they write, the gradients of add and concat). Skipping
 // is exact only if the claims hold: each claim is checked here on the CPU, with
 // inputs on the grid, against a non-vacuous case (the same layer in fp32 writes
 // values off it), and the layers that must not claim (a bias, average pooling,
-// GELU, BatchNorm's dx, a scaled add's dx) do not.
+// GELU, a scaled add's dx) do not.
 #include <catch2/catch.hpp>
 
 #include <memory>
@@ -104,7 +104,7 @@ Pass run_many(Layer& layer, std::size_t k, std::size_t batch, Precision p) {
 
 }  // namespace
 
-TEST_CASE("precision grid: BatchNorm's y and a two-input add's y are rounded as written",
+TEST_CASE("precision grid: BatchNorm's y and dx and a two-input add's y are rounded as written",
           "[model][precision]") {
   const Shape s{4, 5, 3};
   for (const Precision p : {Precision::bf16, Precision::fp16}) {
@@ -114,7 +114,7 @@ TEST_CASE("precision grid: BatchNorm's y and a two-input add's y are rounded as 
     for (const bool training : {true, false}) {
       Node bn = node("batch_norm", {s}, *low, p), ref = node("batch_norm", {s}, *fp32, p);
       CHECK(claims(*bn.layer).output_on_grid());
-      CHECK_FALSE(claims(*bn.layer).input_grad_on_grid());
+      CHECK(claims(*bn.layer).input_grad_on_grid());
       const auto x = on_grid(50, 2 * s.numel(), p);
       std::vector<float> y(x.size()), y_ref(x.size());
       bn.layer->forward(x.data(), y.data(), 2, training);
@@ -124,8 +124,13 @@ TEST_CASE("precision grid: BatchNorm's y and a two-input add's y are rounded as 
       // The same numbers as fp32 arithmetic rounded once.
       for (float& e : y_ref) e = kernels::round_to_precision_grid(e, static_cast<int>(p));
       CHECK(y == y_ref);
+      // dx too: fp32's dx rounded once, on the grid where fp32's is not.
       const Pass b = run(*bn.layer, 2, p);
-      CHECK(off_grid(b.dx, p) > 0);  // why BatchNorm's dx may not claim
+      Pass b_ref = run(*ref.layer, 2, p);
+      CHECK(off_grid(b_ref.dx, p) > 0);
+      CHECK(off_grid(b.dx, p) == 0);
+      for (float& e : b_ref.dx) e = kernels::round_to_precision_grid(e, static_cast<int>(p));
+      CHECK(b.dx == b_ref.dx);
     }
 
     const std::string two = "a = relu; b = relu; y = add(a, b)";

@@ -46,7 +46,8 @@ void batch_norm_forward(const ComputeContext& ctx, const BatchNormShape& s, cons
                         float* running_var, const BatchNormSaved& saved,
                         BatchStatReducer* sync = nullptr);
 
-// Backward of a training-mode forward. dx (if not null) overwritten; dgamma,
+// Backward of a training-mode forward. dx (if not null) overwritten, on the
+// context's 16-bit grid under bf16/fp16 as y is; dgamma,
 // dbeta (if not null) overwritten or added to, from this rank's samples (the
 // gradient all-reduce sums them over the ranks).
 void batch_norm_backward(const ComputeContext& ctx, const BatchNormShape& s, const float* x,
