@@ -20,73 +20,56 @@ namespace ringtrain::kernels {
 
 namespace {
 
+// One value's conversion, the precision fixed at compile time.
 template <int P>
-__device__ __forceinline__ float round_value(float x) {
-  return round_to_precision_grid(x, P);
+struct RoundOp {
+  __device__ float operator()(float x) const { return round_to_precision_grid(x, P); }
+};
+template <int P>
+struct ToBitsOp {
+  __device__ std::uint16_t operator()(float x) const { return to_precision_bits(x, P); }
+};
+template <int P>
+struct FromBitsOp {
+  __device__ float operator()(std::uint16_t b) const { return from_precision_bits(b, P); }
+};
+
+// Group i of four values as one 16-byte (float) or 8-byte (16-bit) access.
+__device__ __forceinline__ void load4(const float* p, std::size_t i, float v[4]) {
+  const float4 q = reinterpret_cast<const float4*>(p)[i];
+  v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
 }
-template <int P>
-__device__ __forceinline__ std::uint16_t bits_of(float x) {
-  return to_precision_bits(x, P);
+__device__ __forceinline__ void load4(const std::uint16_t* p, std::size_t i, std::uint16_t v[4]) {
+  const ushort4 q = reinterpret_cast<const ushort4*>(p)[i];
+  v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
 }
-template <int P>
-__device__ __forceinline__ float value_of(std::uint16_t b) {
-  return from_precision_bits(b, P);
+__device__ __forceinline__ void store4(float* p, std::size_t i, const float v[4]) {
+  reinterpret_cast<float4*>(p)[i] = make_float4(v[0], v[1], v[2], v[3]);
+}
+__device__ __forceinline__ void store4(std::uint16_t* p, std::size_t i, const std::uint16_t v[4]) {
+  reinterpret_cast<ushort4*>(p)[i] = make_ushort4(v[0], v[1], v[2], v[3]);
 }
 
-// n4 groups of four through vector accesses, then elements [4 n4, n) one by one.
-template <int P>
-__global__ void round_to_precision_kernel(float* y, const float* x, std::size_t n, bool vector) {
+// y[i] = op(x[i]): groups of four through vector accesses when `vector` (the
+// pointers are aligned for them), then elements [4 (n / 4), n) one by one. y
+// may be x (each thread reads a group before it writes it).
+template <typename In, typename Out, typename Op>
+__global__ void convert_kernel(Out* y, const In* x, std::size_t n, bool vector, Op op) {
   const std::size_t first = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   std::size_t done = 0;
   if (vector) {
-    const std::size_t n4 = n / 4;
-    for (std::size_t i = first; i < n4; i += stride) {
-      float4 v = reinterpret_cast<const float4*>(x)[i];
-      v.x = round_value<P>(v.x), v.y = round_value<P>(v.y), v.z = round_value<P>(v.z),
-      v.w = round_value<P>(v.w);
-      reinterpret_cast<float4*>(y)[i] = v;
+    const std::size_t groups = n / 4;
+    for (std::size_t i = first; i < groups; i += stride) {
+      In v[4];
+      Out o[4];
+      load4(x, i, v);
+      for (int k = 0; k < 4; ++k) o[k] = op(v[k]);
+      store4(y, i, o);
     }
-    done = n4 * 4;
+    done = groups * 4;
   }
-  for (std::size_t i = done + first; i < n; i += stride) y[i] = round_value<P>(x[i]);
-}
-
-template <int P>
-__global__ void to_precision_bits_kernel(std::uint16_t* __restrict__ y, const float* __restrict__ x,
-                                         std::size_t n, bool vector) {
-  const std::size_t first = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
-  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  std::size_t done = 0;
-  if (vector) {
-    const std::size_t n4 = n / 4;
-    for (std::size_t i = first; i < n4; i += stride) {
-      const float4 v = reinterpret_cast<const float4*>(x)[i];
-      reinterpret_cast<ushort4*>(y)[i] =
-          make_ushort4(bits_of<P>(v.x), bits_of<P>(v.y), bits_of<P>(v.z), bits_of<P>(v.w));
-    }
-    done = n4 * 4;
-  }
-  for (std::size_t i = done + first; i < n; i += stride) y[i] = bits_of<P>(x[i]);
-}
-
-template <int P>
-__global__ void from_precision_bits_kernel(float* __restrict__ y,
-                                           const std::uint16_t* __restrict__ x, std::size_t n,
-                                           bool vector) {
-  const std::size_t first = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
-  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  std::size_t done = 0;
-  if (vector) {
-    const std::size_t n4 = n / 4;
-    for (std::size_t i = first; i < n4; i += stride) {
-      const ushort4 b = reinterpret_cast<const ushort4*>(x)[i];
-      reinterpret_cast<float4*>(y)[i] =
-          make_float4(value_of<P>(b.x), value_of<P>(b.y), value_of<P>(b.z), value_of<P>(b.w));
-    }
-    done = n4 * 4;
-  }
-  for (std::size_t i = done + first; i < n; i += stride) y[i] = value_of<P>(x[i]);
+  for (std::size_t i = done + first; i < n; i += stride) y[i] = op(x[i]);
 }
 
 bool aligned(const void* p, std::size_t bytes) {
@@ -105,14 +88,14 @@ void round_to_precision_cuda(float* y, const float* x, std::size_t n, int precis
   const auto s = static_cast<cudaStream_t>(stream);
   const bool vector = aligned(x, 16) && aligned(y, 16);
   if (precision == kPrecisionBf16)
-    round_to_precision_kernel<kPrecisionBf16>
-        <<<blocks_for(n), kOptimThreads, 0, s>>>(y, x, n, vector);
+    convert_kernel<<<blocks_for(n), kOptimThreads, 0, s>>>(y, x, n, vector,
+                                                           RoundOp<kPrecisionBf16>{});
   else if (precision == kPrecisionFp16)
-    round_to_precision_kernel<kPrecisionFp16>
-        <<<blocks_for(n), kOptimThreads, 0, s>>>(y, x, n, vector);
+    convert_kernel<<<blocks_for(n), kOptimThreads, 0, s>>>(y, x, n, vector,
+                                                           RoundOp<kPrecisionFp16>{});
   else
-    round_to_precision_kernel<kPrecisionFp32>
-        <<<blocks_for(n), kOptimThreads, 0, s>>>(y, x, n, vector);
+    convert_kernel<<<blocks_for(n), kOptimThreads, 0, s>>>(y, x, n, vector,
+                                                           RoundOp<kPrecisionFp32>{});
   RT_CUDA_CHECK_LAUNCH();
 }
 
@@ -122,11 +105,11 @@ void to_precision_bits_cuda(std::uint16_t* y, const float* x, std::size_t n, int
   const auto s = static_cast<cudaStream_t>(stream);
   const bool vector = aligned(x, 16) && aligned(y, 8);
   if (precision == kPrecisionFp16)
-    to_precision_bits_kernel<kPrecisionFp16>
-        <<<blocks_for(n), kOptimThreads, 0, s>>>(y, x, n, vector);
+    convert_kernel<<<blocks_for(n), kOptimThreads, 0, s>>>(y, x, n, vector,
+                                                           ToBitsOp<kPrecisionFp16>{});
   else
-    to_precision_bits_kernel<kPrecisionBf16>
-        <<<blocks_for(n), kOptimThreads, 0, s>>>(y, x, n, vector);
+    convert_kernel<<<blocks_for(n), kOptimThreads, 0, s>>>(y, x, n, vector,
+                                                           ToBitsOp<kPrecisionBf16>{});
   RT_CUDA_CHECK_LAUNCH();
 }
 
@@ -136,11 +119,11 @@ void from_precision_bits_cuda(float* y, const std::uint16_t* x, std::size_t n, i
   const auto s = static_cast<cudaStream_t>(stream);
   const bool vector = aligned(x, 8) && aligned(y, 16);
   if (precision == kPrecisionFp16)
-    from_precision_bits_kernel<kPrecisionFp16>
-        <<<blocks_for(n), kOptimThreads, 0, s>>>(y, x, n, vector);
+    convert_kernel<<<blocks_for(n), kOptimThreads, 0, s>>>(y, x, n, vector,
+                                                           FromBitsOp<kPrecisionFp16>{});
   else
-    from_precision_bits_kernel<kPrecisionBf16>
-        <<<blocks_for(n), kOptimThreads, 0, s>>>(y, x, n, vector);
+    convert_kernel<<<blocks_for(n), kOptimThreads, 0, s>>>(y, x, n, vector,
+                                                           FromBitsOp<kPrecisionBf16>{});
   RT_CUDA_CHECK_LAUNCH();
 }
 
