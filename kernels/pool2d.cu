@@ -127,17 +127,12 @@ void pool2d_forward_cuda(const float* x, float* y, std::int32_t* argmax, std::si
   if (batch == 0) return;
   const std::uint32_t per_sample =
       checked_per_sample(channels, std::size_t{shape.out_height} * shape.out_width);
-  checked_per_sample(channels, std::size_t{shape.height} * shape.width);
   const SampleIndex out{FastDivide(static_cast<std::uint32_t>(channels)),
                         FastDivide(shape.out_height), FastDivide(shape.out_width), nhwc};
-  const auto s = static_cast<cudaStream_t>(stream);
-  const dim3 grid = sample_grid(batch, per_sample);
-  if (max)
-    pool2d_forward_kernel<true><<<grid, kElementwiseThreads, 0, s>>>(
-        x, y, argmax, static_cast<std::uint32_t>(batch), per_sample, out, shape);
-  else
-    pool2d_forward_kernel<false><<<grid, kElementwiseThreads, 0, s>>>(
-        x, y, nullptr, static_cast<std::uint32_t>(batch), per_sample, out, shape);
+  const auto kernel = max ? pool2d_forward_kernel<true> : pool2d_forward_kernel<false>;
+  kernel<<<sample_grid(batch, per_sample), kElementwiseThreads, 0,
+           static_cast<cudaStream_t>(stream)>>>(
+      x, y, max ? argmax : nullptr, static_cast<std::uint32_t>(batch), per_sample, out, shape);
   RT_CUDA_CHECK_LAUNCH();
 }
 
@@ -149,14 +144,10 @@ void pool2d_backward_cuda(const float* dy, const std::int32_t* argmax, float* dx
       checked_per_sample(channels, std::size_t{shape.height} * shape.width);
   const SampleIndex in{FastDivide(static_cast<std::uint32_t>(channels)), FastDivide(shape.height),
                        FastDivide(shape.width), nhwc};
-  const auto s = static_cast<cudaStream_t>(stream);
-  const dim3 grid = sample_grid(batch, per_sample);
-  if (max)
-    pool2d_backward_kernel<true><<<grid, kElementwiseThreads, 0, s>>>(
-        dy, argmax, dx, static_cast<std::uint32_t>(batch), per_sample, in, shape);
-  else
-    pool2d_backward_kernel<false><<<grid, kElementwiseThreads, 0, s>>>(
-        dy, nullptr, dx, static_cast<std::uint32_t>(batch), per_sample, in, shape);
+  const auto kernel = max ? pool2d_backward_kernel<true> : pool2d_backward_kernel<false>;
+  kernel<<<sample_grid(batch, per_sample), kElementwiseThreads, 0,
+           static_cast<cudaStream_t>(stream)>>>(
+      dy, max ? argmax : nullptr, dx, static_cast<std::uint32_t>(batch), per_sample, in, shape);
   RT_CUDA_CHECK_LAUNCH();
 }
 

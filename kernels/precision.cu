@@ -76,55 +76,45 @@ bool aligned(const void* p, std::size_t bytes) {
   return reinterpret_cast<std::uintptr_t>(p) % bytes == 0;
 }
 
-// Blocks for n values moved four at a time (optim_launch.cuh's cap).
-unsigned blocks_for(std::size_t n) {
-  return optim_blocks((n + 3) / 4);
+// y[i] = op(x[i]) for i < n on `stream`, four at a time where both pointers
+// are aligned for a four-value access.
+template <typename In, typename Out, typename Op>
+void convert(Out* y, const In* x, std::size_t n, void* stream, Op op) {
+  const bool vector = aligned(x, 4 * sizeof(In)) && aligned(y, 4 * sizeof(Out));
+  const unsigned blocks = optim_blocks((n + 3) / 4);  // optim_launch.cuh's cap
+  convert_kernel<<<blocks, kOptimThreads, 0, static_cast<cudaStream_t>(stream)>>>(y, x, n, vector,
+                                                                                  op);
+  RT_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace
 
 void round_to_precision_cuda(float* y, const float* x, std::size_t n, int precision, void* stream) {
   if (n == 0 || (precision == kPrecisionFp32 && y == x)) return;
-  const auto s = static_cast<cudaStream_t>(stream);
-  const bool vector = aligned(x, 16) && aligned(y, 16);
   if (precision == kPrecisionBf16)
-    convert_kernel<<<blocks_for(n), kOptimThreads, 0, s>>>(y, x, n, vector,
-                                                           RoundOp<kPrecisionBf16>{});
+    convert(y, x, n, stream, RoundOp<kPrecisionBf16>{});
   else if (precision == kPrecisionFp16)
-    convert_kernel<<<blocks_for(n), kOptimThreads, 0, s>>>(y, x, n, vector,
-                                                           RoundOp<kPrecisionFp16>{});
+    convert(y, x, n, stream, RoundOp<kPrecisionFp16>{});
   else
-    convert_kernel<<<blocks_for(n), kOptimThreads, 0, s>>>(y, x, n, vector,
-                                                           RoundOp<kPrecisionFp32>{});
-  RT_CUDA_CHECK_LAUNCH();
+    convert(y, x, n, stream, RoundOp<kPrecisionFp32>{});
 }
 
 void to_precision_bits_cuda(std::uint16_t* y, const float* x, std::size_t n, int precision,
                             void* stream) {
   if (n == 0) return;
-  const auto s = static_cast<cudaStream_t>(stream);
-  const bool vector = aligned(x, 16) && aligned(y, 8);
   if (precision == kPrecisionFp16)
-    convert_kernel<<<blocks_for(n), kOptimThreads, 0, s>>>(y, x, n, vector,
-                                                           ToBitsOp<kPrecisionFp16>{});
+    convert(y, x, n, stream, ToBitsOp<kPrecisionFp16>{});
   else
-    convert_kernel<<<blocks_for(n), kOptimThreads, 0, s>>>(y, x, n, vector,
-                                                           ToBitsOp<kPrecisionBf16>{});
-  RT_CUDA_CHECK_LAUNCH();
+    convert(y, x, n, stream, ToBitsOp<kPrecisionBf16>{});
 }
 
 void from_precision_bits_cuda(float* y, const std::uint16_t* x, std::size_t n, int precision,
                               void* stream) {
   if (n == 0) return;
-  const auto s = static_cast<cudaStream_t>(stream);
-  const bool vector = aligned(x, 8) && aligned(y, 16);
   if (precision == kPrecisionFp16)
-    convert_kernel<<<blocks_for(n), kOptimThreads, 0, s>>>(y, x, n, vector,
-                                                           FromBitsOp<kPrecisionFp16>{});
+    convert(y, x, n, stream, FromBitsOp<kPrecisionFp16>{});
   else
-    convert_kernel<<<blocks_for(n), kOptimThreads, 0, s>>>(y, x, n, vector,
-                                                           FromBitsOp<kPrecisionBf16>{});
-  RT_CUDA_CHECK_LAUNCH();
+    convert(y, x, n, stream, FromBitsOp<kPrecisionBf16>{});
 }
 
 }  // namespace ringtrain::kernels

@@ -423,7 +423,7 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
         s.grad_elements[static_cast<std::size_t>(from)] !=
             s.grad_elements[static_cast<std::size_t>(s.grad_of[i])])
       continue;
-    for (int& g : s.grad_of)  // j and the views that share its buffer
+    for (int& g : s.grad_of)  // j (whose only reader is i, so no view shares it)
       if (g == from) g = s.grad_of[i];
     s.passes_through[i] = true;
   }
