@@ -9,7 +9,7 @@ packages=(cmake g++ make pkg-config openmpi-bin libopenmpi-dev libhdf5-dev hdf5-
           catch2 libopenblas-dev libcli11-dev nlohmann-json3-dev libfmt-dev
           zlib1g-dev dataset-fashion-mnist iproute2 shellcheck clang-format gnuplot-nox
           libjpeg-dev libpng-dev                   # convert images (libjpeg-turbo, libpng)
-          libdnnl-dev                              # CPU convolutions (oneDNN, as PyTorch)
+          libdnnl-dev ocl-icd-opencl-dev           # CPU convolutions (oneDNN, as PyTorch; its CMake config wants OpenCL)
           libsentencepiece-dev                     # convert text --tokenizer sentencepiece
           fortunes                                 # the language-model demo's English corpus
           python3-pil python3-sklearn              # image tests: PIL as the reference, real photos
