@@ -1,5 +1,6 @@
 // compare_checkpoints A.h5 B.h5 [--exact | --rtol R --atol A] [--any-step]
 // compare_checkpoints --hash A.h5
+// compare_checkpoints --tensor-hashes A.h5
 // Exit 0 when every parameter (and optimizer state, and model state) tensor of A matches B:
 // bit for bit with --exact, else |a - b| <= rtol * max(|a|, |b|) + atol.
 // --any-step compares the tensors of checkpoints taken at different steps (a
@@ -11,6 +12,10 @@
 // flat optimizer state the size of the parameters is split by parameter.
 // --hash prints the hash of A's parameters in model order: the hash a resumed
 // `ringtrain train` logs for the parameters every rank starts from.
+// --tensor-hashes prints one line per tensor, "group/name hash", for the
+// parameters, the optimizer state (a flat state split by parameter) and the
+// model state: a record that names the tensor that moves when a change was
+// meant to keep every bit (tests/model/storage_reference.sh).
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -40,11 +45,42 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (argc == 3 && !std::strcmp(argv[1], "--tensor-hashes")) {
+    try {
+      const LoadedCheckpoint a = read_checkpoint(argv[2]);
+      const auto line = [](const std::string& name, const float* v, std::size_t n) {
+        std::printf("%s %016llx\n", name.c_str(),
+                    static_cast<unsigned long long>(hash_bytes(v, n * sizeof(float))));
+      };
+      std::size_t param_count = 0;
+      for (const auto& [name, v] : a.params) {
+        line("params/" + name, v.data(), v.size());
+        param_count += v.size();
+      }
+      for (const auto& [name, v] : a.optimizer) {
+        if (v.size() != param_count || a.params.size() < 2) {
+          line("optimizer/" + name, v.data(), v.size());
+          continue;
+        }
+        std::size_t at = 0;
+        for (const auto& param : a.params) {
+          line("optimizer/" + name + "/" + param.first, v.data() + at, param.second.size());
+          at += param.second.size();
+        }
+      }
+      for (const auto& [name, v] : a.buffers) line("buffers/" + name, v.data(), v.size());
+      return 0;
+    } catch (const Error& e) {
+      std::fprintf(stderr, "compare_checkpoints: %s\n", e.what());
+      return 2;
+    }
+  }
   if (argc < 3) {
     std::fprintf(stderr,
                  "usage: compare_checkpoints A.h5 B.h5 [--exact | --rtol R --atol A] [--any-step] "
                  "[--report]\n"
-                 "       compare_checkpoints --hash A.h5\n");
+                 "       compare_checkpoints --hash A.h5\n"
+                 "       compare_checkpoints --tensor-hashes A.h5\n");
     return 2;
   }
   bool exact = false, any_step = false, report = false;
