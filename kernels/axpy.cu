@@ -16,7 +16,7 @@ __global__ void axpy_f32_kernel(float a, const float* __restrict__ x, float* __r
 }
 __global__ void axpy_rounded_f32_kernel(float a, const float* __restrict__ x,
                                         const float* __restrict__ y, float* __restrict__ out,
-                                        std::size_t n, int precision) {
+                                        std::size_t n, DType precision) {
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
     out[i] = round_to_precision_grid(axpy_element(a, x[i], y[i]), precision);
@@ -35,7 +35,7 @@ void axpy_f32_cuda(float a, const float* x, float* y, std::size_t n, void* strea
 }
 
 void axpy_rounded_f32_cuda(float a, const float* x, const float* y, float* out, std::size_t n,
-                           int precision, void* stream) {
+                           DType precision, void* stream) {
   if (n == 0) return;
   const unsigned threads = 256;
   axpy_rounded_f32_kernel<<<axpy_blocks(n, threads), threads, 0,

@@ -108,7 +108,7 @@ __global__ void eval_stats_kernel(const float* running_mean, const float* runnin
 template <typename Index, typename ChannelOf>
 __global__ void apply_kernel(const float* __restrict__ x, float* __restrict__ y, Index total,
                              ChannelOf channel_of, const float* mean, const float* invstd,
-                             const float* gamma, const float* beta, int precision) {
+                             const float* gamma, const float* beta, DType precision) {
   const Index stride = static_cast<Index>(gridDim.x) * static_cast<Index>(blockDim.x);
   for (Index i = static_cast<Index>(blockIdx.x) * static_cast<Index>(blockDim.x) + threadIdx.x;
        i < total; i += stride) {
@@ -123,7 +123,7 @@ __global__ void backward_dx_kernel(const float* __restrict__ x, const float* __r
                                    float* __restrict__ dx, Index total, Index c,
                                    ChannelOf channel_of, const float* count_ptr, const float* mean,
                                    const float* invstd, const float* gamma, const float* sums,
-                                   int precision) {
+                                   DType precision) {
   const float count = *count_ptr;
   const Index stride = static_cast<Index>(gridDim.x) * static_cast<Index>(blockDim.x);
   for (Index i = static_cast<Index>(blockIdx.x) * static_cast<Index>(blockDim.x) + threadIdx.x;
@@ -204,7 +204,7 @@ void batch_norm_eval_stats_cuda(const float* running_mean, const float* running_
 
 void batch_norm_apply_cuda(const float* x, float* y, std::size_t n, std::size_t c, std::size_t hw,
                            const float* mean, const float* invstd, const float* gamma,
-                           const float* beta, int precision, void* stream) {
+                           const float* beta, DType precision, void* stream) {
   const std::size_t total = n * c * hw;
   if (total == 0) return;
   const auto blocks = elementwise_blocks(total);
@@ -231,7 +231,7 @@ void batch_norm_backward_reduce_cuda(const float* x, const float* dy, std::size_
 void batch_norm_backward_dx_cuda(const float* x, const float* dy, float* dx, std::size_t n,
                                  std::size_t c, std::size_t hw, const float* mean,
                                  const float* invstd, const float* gamma, const float* sums,
-                                 const float* count_ptr, int precision, void* stream) {
+                                 const float* count_ptr, DType precision, void* stream) {
   const std::size_t total = n * c * hw;
   if (total == 0) return;
   const auto blocks = elementwise_blocks(total);

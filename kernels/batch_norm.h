@@ -9,6 +9,8 @@
 
 #include <cstddef>
 
+#include "ringtrain/core/dtype.h"
+
 namespace ringtrain::kernels {
 
 // sums[i] = sum of x over (n, hw) for channel i < c; sums[c] = n * hw.
@@ -32,7 +34,7 @@ void batch_norm_eval_stats_cuda(const float* running_mean, const float* running_
 // as the model stores it, in the same pass.
 void batch_norm_apply_cuda(const float* x, float* y, std::size_t n, std::size_t c, std::size_t hw,
                            const float* mean, const float* invstd, const float* gamma,
-                           const float* beta, int precision, void* stream);
+                           const float* beta, DType precision, void* stream);
 // sums[0..c) = sum(dy), sums[c..2c) = sum(dy * xhat) of this rank's samples;
 // dgamma/dbeta (if not null) overwritten or added to.
 void batch_norm_backward_reduce_cuda(const float* x, const float* dy, std::size_t n, std::size_t c,
@@ -43,7 +45,7 @@ void batch_norm_backward_reduce_cuda(const float* x, const float* dy, std::size_
 void batch_norm_backward_dx_cuda(const float* x, const float* dy, float* dx, std::size_t n,
                                  std::size_t c, std::size_t hw, const float* mean,
                                  const float* invstd, const float* gamma, const float* sums,
-                                 const float* count_ptr, int precision, void* stream);
+                                 const float* count_ptr, DType precision, void* stream);
 
 // [N, C, HW] -> [N, C]: the mean over HW; backward spreads dy / HW.
 void global_avg_pool_forward_cuda(const float* x, float* y, std::size_t planes, std::size_t hw,

@@ -21,15 +21,15 @@ namespace ringtrain::kernels {
 namespace {
 
 // One value's conversion, the precision fixed at compile time.
-template <int P>
+template <DType P>
 struct RoundOp {
   __device__ float operator()(float x) const { return round_to_precision_grid(x, P); }
 };
-template <int P>
+template <DType P>
 struct ToBitsOp {
   __device__ std::uint16_t operator()(float x) const { return to_precision_bits(x, P); }
 };
-template <int P>
+template <DType P>
 struct FromBitsOp {
   __device__ float operator()(std::uint16_t b) const { return from_precision_bits(b, P); }
 };
@@ -89,32 +89,33 @@ void convert(Out* y, const In* x, std::size_t n, void* stream, Op op) {
 
 }  // namespace
 
-void round_to_precision_cuda(float* y, const float* x, std::size_t n, int precision, void* stream) {
-  if (n == 0 || (precision == kPrecisionFp32 && y == x)) return;
-  if (precision == kPrecisionBf16)
-    convert(y, x, n, stream, RoundOp<kPrecisionBf16>{});
-  else if (precision == kPrecisionFp16)
-    convert(y, x, n, stream, RoundOp<kPrecisionFp16>{});
+void round_to_precision_cuda(float* y, const float* x, std::size_t n, DType precision,
+                             void* stream) {
+  if (n == 0 || (precision == DType::f32 && y == x)) return;
+  if (precision == DType::bf16)
+    convert(y, x, n, stream, RoundOp<DType::bf16>{});
+  else if (precision == DType::f16)
+    convert(y, x, n, stream, RoundOp<DType::f16>{});
   else
-    convert(y, x, n, stream, RoundOp<kPrecisionFp32>{});
+    convert(y, x, n, stream, RoundOp<DType::f32>{});
 }
 
-void to_precision_bits_cuda(std::uint16_t* y, const float* x, std::size_t n, int precision,
+void to_precision_bits_cuda(std::uint16_t* y, const float* x, std::size_t n, DType precision,
                             void* stream) {
   if (n == 0) return;
-  if (precision == kPrecisionFp16)
-    convert(y, x, n, stream, ToBitsOp<kPrecisionFp16>{});
+  if (precision == DType::f16)
+    convert(y, x, n, stream, ToBitsOp<DType::f16>{});
   else
-    convert(y, x, n, stream, ToBitsOp<kPrecisionBf16>{});
+    convert(y, x, n, stream, ToBitsOp<DType::bf16>{});
 }
 
-void from_precision_bits_cuda(float* y, const std::uint16_t* x, std::size_t n, int precision,
+void from_precision_bits_cuda(float* y, const std::uint16_t* x, std::size_t n, DType precision,
                               void* stream) {
   if (n == 0) return;
-  if (precision == kPrecisionFp16)
-    convert(y, x, n, stream, FromBitsOp<kPrecisionFp16>{});
+  if (precision == DType::f16)
+    convert(y, x, n, stream, FromBitsOp<DType::f16>{});
   else
-    convert(y, x, n, stream, FromBitsOp<kPrecisionBf16>{});
+    convert(y, x, n, stream, FromBitsOp<DType::bf16>{});
 }
 
 }  // namespace ringtrain::kernels

@@ -52,7 +52,7 @@ struct Model::State {
   Tensor nhwc_input;
   struct RefreshRun {
     std::size_t begin, end;
-    Precision precision;
+    DType precision;
   };
   std::vector<RefreshRun> refresh_runs;  // consecutive ranges of one policy, merged
   bool round_input = false;              // not when the input is token ids
@@ -136,7 +136,7 @@ Layout resolve_model_layout(const ModelOptions& options, const ModelSpec& spec,
         return t != nullptr && t->channels_last;
       });
   const bool tensor_core_convolutions =
-      options.precision != Precision::fp32 || tf32_for_convolutions(options.tf32);
+      options.precision != DType::f32 || tf32_for_convolutions(options.tf32);
   return options.device.is_cuda() && tensor_core_convolutions && convolutional && all_channels_last
              ? Layout::nhwc
              : Layout::nchw;
@@ -319,7 +319,7 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
   s.params.copy_from(Tensor::borrow(host.data(), {offset}, DType::f32, Device::cpu()));
   if (m->layout_ == Layout::nhwc)
     s.nhwc_input = Tensor::empty({options.max_batch * Shape(input_shape).numel()}, DType::f32, dev);
-  if (options.precision != Precision::fp32) {
+  if (options.precision != DType::f32) {
     s.round_input = true;
     for (std::size_t i = 0; i < s.layers.size(); ++i)
       for (int j : s.inputs[i])
@@ -330,7 +330,7 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
     for (std::size_t i = 0; i < s.layers.size(); ++i) {
       const auto [begin, end] = s.layer_ranges[i];
       if (begin == end) continue;
-      const Precision p = s.layers[i]->matmul_weights() ? options.precision : Precision::fp32;
+      const DType p = s.layers[i]->matmul_weights() ? options.precision : DType::f32;
       if (!s.refresh_runs.empty() && s.refresh_runs.back().end == begin &&
           s.refresh_runs.back().precision == p)
         s.refresh_runs.back().end = end;
@@ -517,8 +517,8 @@ BufferView Model::params() {
 }
 float* Model::layer_params() {
   State& s = *state_;
-  return options_.precision == Precision::fp32 ? s.params.data_as<float>()
-                                               : s.compute_params.data_as<float>();
+  return options_.precision == DType::f32 ? s.params.data_as<float>()
+                                          : s.compute_params.data_as<float>();
 }
 BufferView Model::grads() {
   return state_->grads;
@@ -621,8 +621,8 @@ const float* Model::run_layers(const float* x, const std::int32_t* labels, std::
                  input_shape_[1] * input_shape_[2]);
     x = s.nhwc_input.data_as<float>();
   }
-  const Precision precision = options_.precision;
-  if (precision != Precision::fp32) {
+  const DType precision = options_.precision;
+  if (precision != DType::f32) {
     // The low-precision weights are cast from the master weights at every
     // forward: one pass over the flat buffer, and nothing that writes the
     // master weights (optimizer, resume, broadcast, --init-from) can leave
@@ -651,7 +651,7 @@ const float* Model::run_layers(const float* x, const std::int32_t* labels, std::
       else
         layer.forward(xs[0], out, batch, training);
       // Every activation is stored in the low precision.
-      if (precision != Precision::fp32 && !layer.is_view() && !s.output_on_grid[i])
+      if (precision != DType::f32 && !layer.is_view() && !s.output_on_grid[i])
         round_to_precision(*s.ctx, out, out, batch * layer.output_shape().numel(), precision);
     }
     s.outputs[i] = out;
@@ -748,7 +748,7 @@ void Model::backward(float grad_scale, bool accumulate,
       float* dy = grad_buffer(i);
       // Activation gradients are stored in the low precision too (every
       // contribution to this one is summed by now).
-      if (options_.precision != Precision::fp32 &&
+      if (options_.precision != DType::f32 &&
           !s.grad_on_grid[static_cast<std::size_t>(s.grad_of[i])])
         round_to_precision(*s.ctx, dy, dy,
                            batch * s.grad_elements[static_cast<std::size_t>(s.grad_of[i])],

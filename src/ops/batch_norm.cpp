@@ -70,7 +70,7 @@ void batch_norm_forward(const ComputeContext& ctx, const BatchNormShape& s, cons
                         float* running_var, const BatchNormSaved& saved, BatchStatReducer* sync) {
   const std::size_t C = s.channels, HW = s.inner;
   // y as the model stores it: on the context's 16-bit grid under bf16/fp16.
-  const int precision = static_cast<int>(ctx.precision());
+  const DType precision = ctx.precision();
   // A rank with no samples still takes part in the statistics' sums.
   if (batch == 0 && (!training || sync == nullptr)) return;
   if (ctx.is_cuda()) {
@@ -118,7 +118,7 @@ void batch_norm_backward(const ComputeContext& ctx, const BatchNormShape& s, con
                          BatchStatReducer* sync) {
   const std::size_t C = s.channels, HW = s.inner;
   // dx as the model stores activation gradients: on the 16-bit grid under bf16/fp16.
-  const int precision = static_cast<int>(ctx.precision());
+  const DType precision = ctx.precision();
   if (ctx.is_cuda()) {
     void* st = ctx.stream();
     detail::gpu_batch_norm_backward_reduce(detail::handles_of(ctx), x, dy, batch, C, HW, saved.mean,

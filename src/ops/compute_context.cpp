@@ -8,15 +8,15 @@
 
 namespace ringtrain {
 
-ComputeContext::ComputeContext(Device device, Tf32Mode tf32, Precision precision)
+ComputeContext::ComputeContext(Device device, Tf32Mode tf32, DType precision)
     : device_(device), tf32_(tf32), precision_(precision) {}
 
 std::unique_ptr<ComputeContext> ComputeContext::create(Device device, Tf32Mode tf32,
-                                                       Precision precision) {
+                                                       DType precision) {
   std::unique_ptr<ComputeContext> ctx(new ComputeContext(device, tf32, precision));
   if (device.is_cuda()) {
     ctx->gpu_ = std::make_unique<detail::GpuHandles>(
-        detail::gpu_handles_create(device.index, tf32, static_cast<int>(precision)));
+        detail::gpu_handles_create(device.index, tf32, precision));
   } else if (std::getenv("OPENBLAS_NUM_THREADS") == nullptr) {
     // One BLAS thread per rank unless the user asked for more: ranks are the
     // parallelism, and a threaded BLAS under every rank oversubscribes cores.
@@ -40,7 +40,7 @@ void* ComputeContext::dnn_handle() const {
 }
 
 void ComputeContext::reserve_tensor_core_scratch(std::size_t elements) {
-  if (gpu_ && precision_ != Precision::fp32) detail::gpu_reserve_half_scratch(*gpu_, elements);
+  if (gpu_ && precision_ != DType::f32) detail::gpu_reserve_half_scratch(*gpu_, elements);
 }
 
 void ComputeContext::synchronize() const {

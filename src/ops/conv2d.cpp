@@ -142,8 +142,8 @@ void Conv2dOp::forward(const float* x, const float* w, const float* b, float* y,
   // (and its fp32 fallback rounds), so the CPU rounds here too; the model then
   // rounds y + b, and skips its rounding of a y without a bias
   // (KeepsPrecisionGrid).
-  const Precision p = ctx_.precision();
-  const bool round_y = p != Precision::fp32 && !gpu_;
+  const DType p = ctx_.precision();
+  const bool round_y = p != DType::f32 && !gpu_;
   if (gpu_) {
     gpu_->forward(x, w, y, batch);
   } else if (cpu_) {
@@ -205,13 +205,13 @@ void Conv2dOp::backward(const float* x, const float* w, const float* dy, float* 
   // Under --precision bf16|fp16, dx is a 16-bit tensor on every device, as
   // the GPU's cuDNN writes it: it matters where the model adds another
   // consumer's gradient to it before its own rounding (a residual block's input).
-  const Precision p = ctx_.precision();
+  const DType p = ctx_.precision();
   if (cpu_) {
     if (batch == 0) return;
     cpu_->backward_weights(x, dy, dw, batch, accumulate);
     if (dx != nullptr) {
       cpu_->backward_data(w, dy, dx, batch);
-      if (p != Precision::fp32) round_to_precision(ctx_, dx, dx, batch * in_size, p);
+      if (p != DType::f32) round_to_precision(ctx_, dx, dx, batch * in_size, p);
     }
     return;
   }
@@ -246,7 +246,7 @@ void Conv2dOp::backward(const float* x, const float* w, const float* dy, float* 
     }
     if (nhwc) nchw_to_nhwc(ctx_, dx_n, dx + n * in_size, 1, g_.in_channels, hw);
   }
-  if (dx != nullptr && p != Precision::fp32) round_to_precision(ctx_, dx, dx, batch * in_size, p);
+  if (dx != nullptr && p != DType::f32) round_to_precision(ctx_, dx, dx, batch * in_size, p);
 }
 
 }  // namespace ringtrain

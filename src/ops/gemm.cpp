@@ -8,14 +8,14 @@ namespace ringtrain {
 
 void gemm(const ComputeContext& ctx, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
           std::size_t k, float alpha, const float* a, std::size_t lda, const float* b,
-          std::size_t ldb, float beta, float* c, std::size_t ldc, Precision operands) {
+          std::size_t ldb, float beta, float* c, std::size_t ldc, DType operands) {
   if (m == 0 || n == 0) return;
   if (ctx.is_cuda()) {
     // 16-bit inputs only where the caller vouches for the grid and the
     // context computes in it: a cast of an off-grid value would round it.
-    const bool sixteen_bit = operands != Precision::fp32 && operands == ctx.precision() && k > 0;
+    const bool sixteen_bit = operands != DType::f32 && operands == ctx.precision() && k > 0;
     detail::gpu_gemm(detail::handles_of(ctx), trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
-                     beta, c, ldc, sixteen_bit ? static_cast<int>(operands) : 0);
+                     beta, c, ldc, sixteen_bit ? operands : DType::f32);
     return;
   }
   cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,

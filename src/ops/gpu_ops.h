@@ -32,7 +32,7 @@ struct GpuHandles {
   // tensor-core path's 16-bit copies of two inputs and an output, each
   // half_capacity values, owned, reserved at model build
   // (ComputeContext::reserve_tensor_core_scratch); ops share them in stream order.
-  int precision = 0;
+  DType precision = DType::f32;
   std::uint16_t* half_scratch[3] = {nullptr, nullptr, nullptr};
   std::size_t half_capacity = 0;
 };
@@ -41,7 +41,7 @@ std::shared_ptr<void> make_conv_workspace();
 constexpr std::size_t kGpuScratchFloats = std::size_t{1} << 18;  // 1 MiB
 
 // On failure, whatever was already created is released before the Error.
-GpuHandles gpu_handles_create(int ordinal, Tf32Mode tf32, int precision = 0);
+GpuHandles gpu_handles_create(int ordinal, Tf32Mode tf32, DType precision = DType::f32);
 // Grows h.half_scratch to `elements` values each (never shrinks).
 void gpu_reserve_half_scratch(GpuHandles& h, std::size_t elements);
 void gpu_handles_destroy(const GpuHandles& handles) noexcept;
@@ -51,14 +51,14 @@ void gpu_copy_to_host(void* dst, const void* src, std::size_t bytes, void* strea
 
 void gpu_gemm(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
               std::size_t k, float alpha, const float* a, std::size_t lda, const float* b,
-              std::size_t ldb, float beta, float* c, std::size_t ldc, int precision = 0);
+              std::size_t ldb, float beta, float* c, std::size_t ldc, DType precision = DType::f32);
 
 // precision bf16/fp16: y[i] = the 16-bit encoding of x[i] (exact for on-grid
 // values), and back (kernels/precision.cuh).
 void gpu_to_precision_bits(void* stream, std::uint16_t* y, const float* x, std::size_t n,
-                           int precision);
+                           DType precision);
 void gpu_from_precision_bits(void* stream, float* y, const std::uint16_t* x, std::size_t n,
-                             int precision);
+                             DType precision);
 
 void gpu_relu_forward(void* stream, const float* x, float* y, std::size_t n);
 void gpu_relu_backward(void* stream, const float* y, const float* dy, float* dx, std::size_t n);
@@ -129,7 +129,7 @@ void gpu_batch_norm_eval_stats(void* stream, const float* running_mean, const fl
                                std::size_t c, float eps, float* mean, float* invstd);
 void gpu_batch_norm_apply(void* stream, const float* x, float* y, std::size_t n, std::size_t c,
                           std::size_t hw, const float* mean, const float* invstd,
-                          const float* gamma, const float* beta, int precision);
+                          const float* gamma, const float* beta, DType precision);
 void gpu_batch_norm_backward_reduce(const GpuHandles& h, const float* x, const float* dy,
                                     std::size_t n, std::size_t c, std::size_t hw, const float* mean,
                                     const float* invstd, float* sums, float* dgamma, float* dbeta,
@@ -137,7 +137,7 @@ void gpu_batch_norm_backward_reduce(const GpuHandles& h, const float* x, const f
 void gpu_batch_norm_backward_dx(void* stream, const float* x, const float* dy, float* dx,
                                 std::size_t n, std::size_t c, std::size_t hw, const float* mean,
                                 const float* invstd, const float* gamma, const float* sums,
-                                const float* count, int precision);
+                                const float* count, DType precision);
 void gpu_global_avg_pool_forward(void* stream, const float* x, float* y, std::size_t planes,
                                  std::size_t hw);
 void gpu_global_avg_pool_backward(void* stream, const float* dy, float* dx, std::size_t planes,
@@ -154,10 +154,10 @@ void gpu_transpose_batched(void* stream, const float* x, float* y, std::size_t b
 void gpu_axpy(void* stream, float a, const float* x, float* y, std::size_t n);
 // out = a x + y on the grid of precision (kernels/precision.cuh codes).
 void gpu_axpy_rounded(void* stream, float a, const float* x, const float* y, float* out,
-                      std::size_t n, int precision);
+                      std::size_t n, DType precision);
 void gpu_scale(void* stream, float* x, std::size_t n, float f);
 // y = x rounded to the grid of precision (kernels/precision.cuh); y may be x.
-void gpu_round_to_precision(void* stream, float* y, const float* x, std::size_t n, int precision);
+void gpu_round_to_precision(void* stream, float* y, const float* x, std::size_t n, DType precision);
 // rows blocks of width bytes, from src every spitch bytes to dst every dpitch bytes.
 void gpu_copy_blocks(void* stream, void* dst, std::size_t dpitch, const void* src,
                      std::size_t spitch, std::size_t width, std::size_t rows);

@@ -12,7 +12,7 @@ namespace {
 }
 }  // namespace
 
-GpuHandles gpu_handles_create(int ordinal, Tf32Mode, int) {
+GpuHandles gpu_handles_create(int ordinal, Tf32Mode, DType) {
   RT_CHECK(false,
            "cannot create a compute context on cuda:{}: this ringtrain was built without CUDA "
            "(use --device cpu, or rebuild with -DRINGTRAIN_CUDA=ON)",
@@ -31,13 +31,13 @@ void gpu_copy_to_host(void*, const void*, std::size_t, void*) {
 }
 void gpu_gemm(const GpuHandles&, bool, bool, std::size_t, std::size_t, std::size_t, float,
               const float*, std::size_t, const float*, std::size_t, float, float*, std::size_t,
-              int) {
+              DType) {
   no_cuda("gemm");
 }
-void gpu_to_precision_bits(void*, std::uint16_t*, const float*, std::size_t, int) {
+void gpu_to_precision_bits(void*, std::uint16_t*, const float*, std::size_t, DType) {
   no_cuda("a 16-bit cast");
 }
-void gpu_from_precision_bits(void*, float*, const std::uint16_t*, std::size_t, int) {
+void gpu_from_precision_bits(void*, float*, const std::uint16_t*, std::size_t, DType) {
   no_cuda("a 16-bit cast");
 }
 void gpu_relu_forward(void*, const float*, float*, std::size_t) {
@@ -151,7 +151,7 @@ void gpu_batch_norm_eval_stats(void*, const float*, const float*, std::size_t, f
   no_cuda("batch_norm");
 }
 void gpu_batch_norm_apply(void*, const float*, float*, std::size_t, std::size_t, std::size_t,
-                          const float*, const float*, const float*, const float*, int) {
+                          const float*, const float*, const float*, const float*, DType) {
   no_cuda("batch_norm");
 }
 void gpu_batch_norm_backward_reduce(const GpuHandles&, const float*, const float*, std::size_t,
@@ -161,7 +161,7 @@ void gpu_batch_norm_backward_reduce(const GpuHandles&, const float*, const float
 }
 void gpu_batch_norm_backward_dx(void*, const float*, const float*, float*, std::size_t, std::size_t,
                                 std::size_t, const float*, const float*, const float*, const float*,
-                                const float*, int) {
+                                const float*, DType) {
   no_cuda("batch_norm");
 }
 void gpu_global_avg_pool_forward(void*, const float*, float*, std::size_t, std::size_t) {
@@ -184,13 +184,13 @@ void gpu_transpose_batched(void*, const float*, float*, std::size_t, std::size_t
 void gpu_axpy(void*, float, const float*, float*, std::size_t) {
   no_cuda("an axpy");
 }
-void gpu_axpy_rounded(void*, float, const float*, const float*, float*, std::size_t, int) {
+void gpu_axpy_rounded(void*, float, const float*, const float*, float*, std::size_t, DType) {
   no_cuda("an axpy");
 }
 void gpu_scale(void*, float*, std::size_t, float) {
   no_cuda("a scale");
 }
-void gpu_round_to_precision(void*, float*, const float*, std::size_t, int) {
+void gpu_round_to_precision(void*, float*, const float*, std::size_t, DType) {
   no_cuda("low-precision rounding");
 }
 void gpu_copy_blocks(void*, void*, std::size_t, const void*, std::size_t, std::size_t,

@@ -26,7 +26,7 @@ void add_scaled(const ComputeContext& ctx, float* y, const float* x, float a, st
 
 void sum_two_stored(const ComputeContext& ctx, float* y, const float* x0, const float* x1, float a,
                     std::size_t n) {
-  const int precision = static_cast<int>(ctx.precision());
+  const DType precision = ctx.precision();
   if (ctx.is_cuda()) return detail::gpu_axpy_rounded(ctx.stream(), a, x1, x0, y, n, precision);
   for (std::size_t i = 0; i < n; ++i)
     y[i] = kernels::round_to_precision_grid(kernels::axpy_element(a, x1[i], x0[i]), precision);

@@ -150,11 +150,12 @@ class Trainer {
   void average_buffers();
   // Names the phase for the flight recorder (and the fault hooks).
   void phase(std::string_view name);
-  bool loss_scaling() const { return cfg_.precision == "fp16"; }
+  bool loss_scaling() const { return precision_ == DType::f16; }
 
   const TrainConfig& cfg_;
   const Topology& topo_;
   const Device device_;
+  const DType precision_;  // --precision, parsed once
   CommOptions comm_options_;
   std::unique_ptr<Communicator> control_;
 
@@ -209,7 +210,7 @@ class Trainer {
 };
 
 Trainer::Trainer(const TrainConfig& cfg, const Topology& topo)
-    : cfg_(cfg), topo_(topo), device_(topo.device()) {
+    : cfg_(cfg), topo_(topo), device_(topo.device()), precision_(parse_precision(cfg.precision)) {
   as_input_error([&] { cfg_.validate(); });
   // A bad RINGTRAIN_FAULT_* value is bad input too (exit 2), found before any work.
   const FaultPlan* const fault_plan = FaultPlan::planned();
@@ -293,7 +294,7 @@ void Trainer::open_data_and_build_model() {
   model_options.max_batch = sampler_->max_batch_per_rank();
   model_options.tf32 = parse_tf32_mode(cfg_.tf32);
   model_options.label_smoothing = static_cast<float>(cfg_.label_smoothing);
-  model_options.precision = parse_precision(cfg_.precision);
+  model_options.precision = precision_;
   model_options.layout = parse_layout_choice(cfg_.layout);
   model_ = Model::build(*spec_, train_data_->sample_shape(), classes, model_options);
   sampler_global_batch_ = sampler_->global_batch();

@@ -117,9 +117,9 @@ TEST_CASE("cpu convolutions under bf16/fp16: y before the bias and dx on the gri
       unsetenv("RINGTRAIN_CPU_CONV");
       if (!have) continue;
     }
-    for (const Precision p : {Precision::bf16, Precision::fp16}) {
+    for (const DType p : {DType::bf16, DType::f16}) {
       INFO(backend << " " << precision_name(p));
-      const int kind = static_cast<int>(p);
+      const DType kind = p;
       std::vector<float> x = test::hashed_vector(5, in), w = test::hashed_vector(6, wn),
                          dy = test::hashed_vector(7, out), b = test::hashed_vector(8, 5);
       for (auto* v : {&x, &w, &dy, &b})

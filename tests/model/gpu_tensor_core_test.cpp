@@ -27,8 +27,8 @@ using namespace ringtrain::test;
 
 namespace {
 
-std::vector<float> on_grid(std::vector<float> v, Precision p) {
-  for (float& x : v) x = kernels::round_to_precision_grid(x, static_cast<int>(p));
+std::vector<float> on_grid(std::vector<float> v, DType p) {
+  for (float& x : v) x = kernels::round_to_precision_grid(x, p);
   return v;
 }
 
@@ -52,9 +52,9 @@ TEST_CASE("gpu rounding and 16-bit casts give the CPU's bits at every alignment 
   std::vector<float> x = test::hashed_vector(21, most + 4);
   x[5] = 65519.0f, x[6] = 1e-8f, x[7] = -0.0f, x[8] = 3.0e38f;  // fp16 edges, bf16 overflow
   const Tensor gx = to_gpu(x);
-  for (const Precision p : {Precision::bf16, Precision::fp16}) {
+  for (const DType p : {DType::bf16, DType::f16}) {
     auto ctx = ComputeContext::create(kGpu, Tf32Mode::off, p);
-    const int code = static_cast<int>(p);
+    const DType code = p;
     for (std::size_t offset = 0; offset < 4; ++offset)
       for (const std::size_t n : {std::size_t{1}, std::size_t{3}, std::size_t{4}, std::size_t{5},
                                   std::size_t{1023}, most}) {
@@ -82,7 +82,7 @@ TEST_CASE("gpu rounding and 16-bit casts give the CPU's bits at every alignment 
 
 TEST_CASE("gpu 16-bit gemm: exact 16-bit inputs, fp32 accumulation, within fp32 rounding",
           "[gpu][precision]") {
-  for (const Precision p : {Precision::bf16, Precision::fp16}) {
+  for (const DType p : {DType::bf16, DType::f16}) {
     CAPTURE(precision_name(p));
     auto ctx = ComputeContext::create(kGpu, Tf32Mode::off, p);
     const std::size_t m = 37, n = 129, k = 300;
@@ -127,7 +127,7 @@ TEST_CASE("gpu 16-bit gemm: exact 16-bit inputs, fp32 accumulation, within fp32 
 TEST_CASE("gpu 16-bit gemm: fp32 operands and an fp32 context keep the fp32 product bit for bit",
           "[gpu][precision]") {
   auto fp32 = ComputeContext::create(kGpu, Tf32Mode::off);
-  auto bf16 = ComputeContext::create(kGpu, Tf32Mode::off, Precision::bf16);
+  auto bf16 = ComputeContext::create(kGpu, Tf32Mode::off, DType::bf16);
   bf16->reserve_tensor_core_scratch(64 * 64);
   const auto a = test::hashed_vector(4, 64 * 64), b = test::hashed_vector(5, 64 * 64);
   Tensor ga = to_gpu(a), gb = to_gpu(b), c1 = to_gpu(std::vector<float>(64 * 64)),
@@ -139,14 +139,14 @@ TEST_CASE("gpu 16-bit gemm: fp32 operands and an fp32 context keep the fp32 prod
        0.0f, c2.data_as<float>(), 64);
   // A grid that is not the context's is not taken either.
   gemm(*bf16, false, false, 64, 64, 64, 1.0f, ga.data_as<float>(), 64, gb.data_as<float>(), 64,
-       0.0f, c3.data_as<float>(), 64, Precision::fp16);
+       0.0f, c3.data_as<float>(), 64, DType::f16);
   const auto r1 = to_host(c1, *fp32);
   CHECK(to_host(c2, *bf16) == r1);
   CHECK(to_host(c3, *bf16) == r1);
   // An operand beyond the reserved scratch is an error that names the sizes.
   Tensor big = to_gpu(std::vector<float>(128 * 64));
   CHECK_THROWS_WITH(gemm(*bf16, false, false, 128, 64, 64, 1.0f, big.data_as<float>(), 64,
-                         gb.data_as<float>(), 64, 0.0f, big.data_as<float>(), 64, Precision::bf16),
+                         gb.data_as<float>(), 64, 0.0f, big.data_as<float>(), 64, DType::bf16),
                     Catch::Contains("tensor-core scratch"));
 }
 
@@ -162,8 +162,8 @@ std::vector<float> magnitudes(std::vector<float> v) {
 // 2^-23 bounds an fp32 accumulation's error on either side, and u16 (2^-8
 // bf16, 2^-11 fp16) the final rounding of the 16-bit output.
 std::size_t outside_bound(const std::vector<float>& got, const std::vector<float>& want,
-                          const std::vector<float>& magnitude, std::size_t terms, Precision p) {
-  const double u16 = p == Precision::bf16 ? 0x1p-8 : 0x1p-11;
+                          const std::vector<float>& magnitude, std::size_t terms, DType p) {
+  const double u16 = p == DType::bf16 ? 0x1p-8 : 0x1p-11;
   const double g = static_cast<double>(terms) * 0x1p-23;
   std::size_t wrong = 0;
   for (std::size_t i = 0; i < got.size(); ++i) {
@@ -179,7 +179,7 @@ std::size_t outside_bound(const std::vector<float>& got, const std::vector<float
 TEST_CASE("gpu 16-bit conv2d: forward and backward data on 16-bit tensors, dw in fp32",
           "[gpu][precision]") {
   auto cpu = ComputeContext::create(Device::cpu());
-  for (const Precision p : {Precision::bf16, Precision::fp16})
+  for (const DType p : {DType::bf16, DType::f16})
     for (const Layout layout : {Layout::nchw, Layout::nhwc})
       for (Conv2dGeometry g :
            {Conv2dGeometry{16, 13, 11, 32, 3, 1, 1}, Conv2dGeometry{8, 9, 9, 16, 3, 2, 0},
@@ -210,8 +210,7 @@ TEST_CASE("gpu 16-bit conv2d: forward and backward data on 16-bit tensors, dw in
         const auto y16 = to_host(gy, *ctx);
         // The output is cuDNN's 16-bit tensor, cast back: on the grid.
         std::size_t off_grid = 0;
-        for (const float v : y16)
-          off_grid += kernels::round_to_precision_grid(v, static_cast<int>(p)) != v;
+        for (const float v : y16) off_grid += kernels::round_to_precision_grid(v, p) != v;
         CHECK(off_grid == 0);
         const std::size_t ckk = g.in_channels * g.kernel * g.kernel;
         CHECK(outside_bound(y16, y, my, ckk, p) == 0);
@@ -237,7 +236,7 @@ void compare_bf16_step(const char* preset, const std::vector<std::size_t>& input
   ModelOptions oc, og;
   oc.seed = og.seed = 11;
   oc.max_batch = og.max_batch = batch;
-  oc.precision = og.precision = Precision::bf16;
+  oc.precision = og.precision = DType::bf16;
   oc.layout = LayoutChoice::nchw;
   og.device = kGpu;
   og.tf32 = Tf32Mode::off;

@@ -303,7 +303,7 @@ TEST_CASE("layout: auto is NCHW on the CPU and for models without [C, H, W] inpu
 
 TEST_CASE("layout: auto is NHWC for convolutional models on tensor cores on a GPU", "[layout]") {
   // The rule alone (no device is needed to decide).
-  const auto resolve = [](const char* spec, Device d, Precision p, LayoutChoice c,
+  const auto resolve = [](const char* spec, Device d, DType p, LayoutChoice c,
                           std::vector<std::size_t> input = {3, 8, 8},
                           Tf32Mode tf32 = Tf32Mode::off) {
     ModelOptions o;
@@ -315,23 +315,23 @@ TEST_CASE("layout: auto is NHWC for convolutional models on tensor cores on a GP
   };
   const Device gpu = Device::cuda(0), host = Device::cpu();
   const auto automatic = LayoutChoice::automatic;
-  CHECK(resolve(kGraph, gpu, Precision::bf16, automatic) == Layout::nhwc);
-  CHECK(resolve(kGraph, gpu, Precision::fp16, automatic) == Layout::nhwc);
-  CHECK(resolve(kGraph, gpu, Precision::fp32, automatic) == Layout::nchw);  // --tf32 off
+  CHECK(resolve(kGraph, gpu, DType::bf16, automatic) == Layout::nhwc);
+  CHECK(resolve(kGraph, gpu, DType::f16, automatic) == Layout::nhwc);
+  CHECK(resolve(kGraph, gpu, DType::f32, automatic) == Layout::nchw);  // --tf32 off
   // TF32 convolutions: the default --tf32, and on.
-  CHECK(resolve(kGraph, gpu, Precision::fp32, automatic, {3, 8, 8}, Tf32Mode::pytorch_default) ==
+  CHECK(resolve(kGraph, gpu, DType::f32, automatic, {3, 8, 8}, Tf32Mode::pytorch_default) ==
         Layout::nhwc);
-  CHECK(resolve(kGraph, gpu, Precision::fp32, automatic, {3, 8, 8}, Tf32Mode::on) == Layout::nhwc);
-  CHECK(resolve(kGraph, host, Precision::fp32, automatic, {3, 8, 8}, Tf32Mode::on) == Layout::nchw);
-  CHECK(resolve(kGraph, host, Precision::bf16, automatic) == Layout::nchw);
-  CHECK(resolve(kGraph, gpu, Precision::fp32, LayoutChoice::nhwc) == Layout::nhwc);
-  CHECK(resolve(kGraph, gpu, Precision::bf16, LayoutChoice::nchw) == Layout::nchw);
+  CHECK(resolve(kGraph, gpu, DType::f32, automatic, {3, 8, 8}, Tf32Mode::on) == Layout::nhwc);
+  CHECK(resolve(kGraph, host, DType::f32, automatic, {3, 8, 8}, Tf32Mode::on) == Layout::nchw);
+  CHECK(resolve(kGraph, host, DType::bf16, automatic) == Layout::nchw);
+  CHECK(resolve(kGraph, gpu, DType::f32, LayoutChoice::nhwc) == Layout::nhwc);
+  CHECK(resolve(kGraph, gpu, DType::bf16, LayoutChoice::nchw) == Layout::nchw);
   // No convolution, no [C, H, W] input, or a layer that cannot take NHWC: NCHW.
-  CHECK(resolve("max_pool2d(kernel=2); flatten; linear(out=5)", gpu, Precision::bf16, automatic) ==
+  CHECK(resolve("max_pool2d(kernel=2); flatten; linear(out=5)", gpu, DType::bf16, automatic) ==
         Layout::nchw);
-  CHECK(resolve("mlp:12-8-3", gpu, Precision::bf16, automatic, {12}) == Layout::nchw);
+  CHECK(resolve("mlp:12-8-3", gpu, DType::bf16, automatic, {12}) == Layout::nchw);
   CHECK(resolve("conv2d(out=2, kernel=3, padding=1); layer_norm; flatten; linear(out=5)", gpu,
-                Precision::bf16, automatic) == Layout::nchw);
+                DType::bf16, automatic) == Layout::nchw);
 }
 
 TEST_CASE("layout: a layer type that cannot take NHWC is an error naming it", "[layout][model]") {

@@ -237,7 +237,7 @@ TEST_CASE("model: bf16 and fp16 store the matmul weights, activations and gradie
   const double ref_loss = ref->forward(x.data(), labels.data(), batch, true).loss_sum;
   ref->backward(1.0f, false);
   const auto ref_grads = copy_of(ref->grads());
-  for (const Precision p : {Precision::bf16, Precision::fp16}) {
+  for (const DType p : {DType::bf16, DType::f16}) {
     INFO(precision_name(p));
     ModelOptions o = cpu_options(5);
     o.precision = p;
@@ -253,12 +253,12 @@ TEST_CASE("model: bf16 and fp16 store the matmul weights, activations and gradie
     std::size_t differ = 0;
     const float* ref_logits = ref->logits();
     for (std::size_t i = 0; i < batch * 5; ++i) {
-      CHECK(kernels::round_to_precision_grid(logits[i], static_cast<int>(p)) == logits[i]);
+      CHECK(kernels::round_to_precision_grid(logits[i], p) == logits[i]);
       differ += logits[i] != ref_logits[i];
     }
     CHECK(differ > 0);
     // Within the format's tolerance of fp32: 8 (bf16) or 11 (fp16) significant bits.
-    const double tol = p == Precision::bf16 ? 3e-2 : 4e-3;
+    const double tol = p == DType::bf16 ? 3e-2 : 4e-3;
     CHECK(std::abs(loss - ref_loss) <= tol * std::abs(ref_loss));
     const auto grads = copy_of(m->grads());
     double num = 0, den = 0;

@@ -50,8 +50,8 @@ std::vector<float> sample_values() {
 
 TEST_CASE("precision bits: on-grid values convert to 16 bits exactly and back",
           "[precision][tensor_core]") {
-  for (const int p : {kernels::kPrecisionBf16, kernels::kPrecisionFp16}) {
-    INFO("precision " << p);
+  for (const DType p : {DType::bf16, DType::f16}) {
+    INFO("precision " << dtype_name(p));
     std::size_t checked = 0;
     for (const float x : sample_values()) {
       const float on_grid = round_to_precision_grid(x, p);
@@ -65,16 +65,16 @@ TEST_CASE("precision bits: on-grid values convert to 16 bits exactly and back",
     CHECK(checked > 2000);
   }
   // A few encodings by value: 1.0 and fp16's largest finite, smallest subnormal.
-  CHECK(to_precision_bits(1.0f, kernels::kPrecisionBf16) == 0x3f80u);
-  CHECK(to_precision_bits(1.0f, kernels::kPrecisionFp16) == 0x3c00u);
-  CHECK(to_precision_bits(65504.0f, kernels::kPrecisionFp16) == 0x7bffu);
-  CHECK(to_precision_bits(5.9604644775390625e-8f, kernels::kPrecisionFp16) == 0x0001u);
+  CHECK(to_precision_bits(1.0f, DType::bf16) == 0x3f80u);
+  CHECK(to_precision_bits(1.0f, DType::f16) == 0x3c00u);
+  CHECK(to_precision_bits(65504.0f, DType::f16) == 0x7bffu);
+  CHECK(to_precision_bits(5.9604644775390625e-8f, DType::f16) == 0x0001u);
 }
 
 TEST_CASE("precision bits: off-grid values round as the rounding kernels round",
           "[precision][tensor_core]") {
-  for (const int p : {kernels::kPrecisionBf16, kernels::kPrecisionFp16}) {
-    INFO("precision " << p);
+  for (const DType p : {DType::bf16, DType::f16}) {
+    INFO("precision " << dtype_name(p));
     std::size_t off_grid = 0;
     for (const float x : sample_values()) {
       const float converted = from_precision_bits(to_precision_bits(x, p), p);
@@ -84,14 +84,11 @@ TEST_CASE("precision bits: off-grid values round as the rounding kernels round",
     CHECK(off_grid > 1000);  // most samples were off the grid: rounding was exercised
   }
   // Ties to even: 1 + 2^-8 lies halfway between bf16's 1 and 1 + 2^-7.
-  CHECK(from_precision_bits(to_precision_bits(1.0f + 0x1p-8f, kernels::kPrecisionBf16),
-                            kernels::kPrecisionBf16) == 1.0f);
+  CHECK(from_precision_bits(to_precision_bits(1.0f + 0x1p-8f, DType::bf16), DType::bf16) == 1.0f);
   // fp16 overflows to Inf from 65520 on; NaN stays NaN.
-  CHECK(std::isinf(from_precision_bits(to_precision_bits(65520.0f, kernels::kPrecisionFp16),
-                                       kernels::kPrecisionFp16)));
+  CHECK(std::isinf(from_precision_bits(to_precision_bits(65520.0f, DType::f16), DType::f16)));
   CHECK(std::isnan(from_precision_bits(
-      to_precision_bits(std::numeric_limits<float>::quiet_NaN(), kernels::kPrecisionFp16),
-      kernels::kPrecisionFp16)));
+      to_precision_bits(std::numeric_limits<float>::quiet_NaN(), DType::f16), DType::f16)));
 }
 
 }  // namespace ringtrain

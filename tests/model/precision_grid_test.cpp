@@ -26,15 +26,15 @@ using namespace ringtrain;
 
 namespace {
 
-std::vector<float> on_grid(std::uint64_t salt, std::size_t n, Precision p) {
+std::vector<float> on_grid(std::uint64_t salt, std::size_t n, DType p) {
   std::vector<float> v = test::hashed_vector(salt, n);
-  for (float& e : v) e = kernels::round_to_precision_grid(e, static_cast<int>(p));
+  for (float& e : v) e = kernels::round_to_precision_grid(e, p);
   return v;
 }
 
-std::size_t off_grid(const std::vector<float>& v, Precision p) {
+std::size_t off_grid(const std::vector<float>& v, DType p) {
   std::size_t n = 0;
-  for (float e : v) n += kernels::round_to_precision_grid(e, static_cast<int>(p)) != e;
+  for (float e : v) n += kernels::round_to_precision_grid(e, p) != e;
   return n;
 }
 
@@ -49,7 +49,7 @@ const KeepsPrecisionGrid& claims(const Layer& l) {
 struct Pass {
   std::vector<float> y, dx;
 };
-Pass run(Layer& layer, std::size_t batch, Precision p) {
+Pass run(Layer& layer, std::size_t batch, DType p) {
   const std::size_t in = batch * layer.input_shape().numel();
   const std::size_t out = batch * layer.output_shape().numel();
   const auto x = on_grid(11, in, p), dy = on_grid(12, out, p);
@@ -67,7 +67,7 @@ struct Node {
   std::vector<float> params, grads, buffers;
 };
 Node node(const std::string& graph, const std::vector<Shape>& inputs, const ComputeContext& ctx,
-          Precision p) {
+          DType p) {
   static const DropoutContext dropout{};
   const ModelSpec spec = ModelSpec::parse(graph);
   Node n;
@@ -83,7 +83,7 @@ Node node(const std::string& graph, const std::vector<Shape>& inputs, const Comp
   return n;
 }
 // forward_many and backward_many over `k` grid inputs of the layer's input shape.
-Pass run_many(Layer& layer, std::size_t k, std::size_t batch, Precision p) {
+Pass run_many(Layer& layer, std::size_t k, std::size_t batch, DType p) {
   const std::size_t in = batch * layer.input_shape().numel();
   const std::size_t out = batch * layer.output_shape().numel();
   std::vector<std::vector<float>> x, dx(k, std::vector<float>(in));
@@ -107,7 +107,7 @@ Pass run_many(Layer& layer, std::size_t k, std::size_t batch, Precision p) {
 TEST_CASE("precision grid: BatchNorm's y and dx and a two-input add's y are rounded as written",
           "[model][precision]") {
   const Shape s{4, 5, 3};
-  for (const Precision p : {Precision::bf16, Precision::fp16}) {
+  for (const DType p : {DType::bf16, DType::f16}) {
     INFO(precision_name(p));
     auto low = ComputeContext::create(Device::cpu(), Tf32Mode::pytorch_default, p);
     auto fp32 = ComputeContext::create(Device::cpu());
@@ -122,14 +122,14 @@ TEST_CASE("precision grid: BatchNorm's y and dx and a two-input add's y are roun
       CHECK(off_grid(y_ref, p) > 0);
       CHECK(off_grid(y, p) == 0);
       // The same numbers as fp32 arithmetic rounded once.
-      for (float& e : y_ref) e = kernels::round_to_precision_grid(e, static_cast<int>(p));
+      for (float& e : y_ref) e = kernels::round_to_precision_grid(e, p);
       CHECK(y == y_ref);
       // dx too: fp32's dx rounded once, on the grid where fp32's is not.
       const Pass b = run(*bn.layer, 2, p);
       Pass b_ref = run(*ref.layer, 2, p);
       CHECK(off_grid(b_ref.dx, p) > 0);
       CHECK(off_grid(b.dx, p) == 0);
-      for (float& e : b_ref.dx) e = kernels::round_to_precision_grid(e, static_cast<int>(p));
+      for (float& e : b_ref.dx) e = kernels::round_to_precision_grid(e, p);
       CHECK(b.dx == b_ref.dx);
     }
 
@@ -142,7 +142,7 @@ TEST_CASE("precision grid: BatchNorm's y and dx and a two-input add's y are roun
     CHECK(off_grid(a.y, p) == 0);
     CHECK(off_grid(a.dx, p) == 0);
     std::vector<float> rounded = a_ref.y;
-    for (float& e : rounded) e = kernels::round_to_precision_grid(e, static_cast<int>(p));
+    for (float& e : rounded) e = kernels::round_to_precision_grid(e, p);
     CHECK(a.y == rounded);
 
     Node three = node("a = relu; b = relu; c = relu; y = add(a, b, c)", {s, s, s}, *low, p);
@@ -162,7 +162,7 @@ TEST_CASE("precision grid: BatchNorm's y and dx and a two-input add's y are roun
 
 TEST_CASE("precision grid: relu and max pooling keep it; GELU and average pooling do not",
           "[model][precision]") {
-  for (const Precision p : {Precision::bf16, Precision::fp16}) {
+  for (const DType p : {DType::bf16, DType::f16}) {
     INFO(precision_name(p));
     auto ctx = ComputeContext::create(Device::cpu(), Tf32Mode::pytorch_default, p);
     ElementwiseActivationLayer relu("relu", Shape{3, 5, 4}, *ctx, kReluActivation);
@@ -196,7 +196,7 @@ TEST_CASE("precision grid: a convolution's y without a bias and its dx keep it",
           "[model][precision][conv]") {
   const Conv2dGeometry g{3, 7, 6, 4, 3, 1, 1};
   const std::size_t wn = 4 * 3 * 3 * 3;
-  for (const Precision p : {Precision::bf16, Precision::fp16}) {
+  for (const DType p : {DType::bf16, DType::f16}) {
     for (const bool bias : {false, true}) {
       INFO(precision_name(p) << (bias ? " with a bias" : " without a bias"));
       auto low = ComputeContext::create(Device::cpu(), Tf32Mode::pytorch_default, p);

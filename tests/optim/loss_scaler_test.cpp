@@ -103,6 +103,6 @@ TEST_CASE("rounding to the bf16 and fp16 grids", "[ops][precision]") {
   CHECK(round_to_fp16_grid(std::ldexp(1.0f, -24)) == std::ldexp(1.0f, -24));  // smallest subnormal
   CHECK(round_to_fp16_grid(std::ldexp(1.0f, -26)) == 0.0f);
   // fp32 is left as it is.
-  CHECK(kernels::round_to_precision_grid(1.0f + std::ldexp(1.0f, -20), kernels::kPrecisionFp32) ==
+  CHECK(kernels::round_to_precision_grid(1.0f + std::ldexp(1.0f, -20), DType::f32) ==
         1.0f + std::ldexp(1.0f, -20));
 }

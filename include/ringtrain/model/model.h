@@ -49,7 +49,7 @@ struct ModelOptions {
   // fp32, or bf16/fp16 storage of the matmul weights, activations and
   // activation gradients (ringtrain/ops/precision.h). The master weights in
   // params() stay fp32.
-  Precision precision = Precision::fp32;
+  DType precision = DType::f32;
   // The memory order of [C, H, W] activations (--layout). automatic: NHWC
   // for a convolutional model on a GPU in bf16/fp16 or with TF32 convolutions
   // (cuDNN's tensor-core kernels read channels-last), NCHW otherwise. Parameters, the input batch

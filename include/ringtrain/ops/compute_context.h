@@ -7,8 +7,8 @@
 #include <memory>
 
 #include "ringtrain/core/device.h"
+#include "ringtrain/core/dtype.h"
 #include "ringtrain/ops/math_mode.h"
-#include "ringtrain/ops/precision_type.h"
 
 namespace ringtrain {
 
@@ -29,7 +29,7 @@ class ComputeContext {
   // accumulation and output; the CPU computes in fp32 on the same values.
   static std::unique_ptr<ComputeContext> create(Device device,
                                                 Tf32Mode tf32 = Tf32Mode::pytorch_default,
-                                                Precision precision = Precision::fp32);
+                                                DType precision = DType::f32);
   ~ComputeContext();
   ComputeContext(const ComputeContext&) = delete;
   ComputeContext& operator=(const ComputeContext&) = delete;
@@ -37,7 +37,7 @@ class ComputeContext {
   Device device() const { return device_; }
   bool is_cuda() const { return device_.is_cuda(); }
   Tf32Mode tf32() const { return tf32_; }
-  Precision precision() const { return precision_; }
+  DType precision() const { return precision_; }
   // The 16-bit operand copies of the tensor-core path: on a GPU context with
   // bf16/fp16, grows the context's three device buffers (two inputs, one
   // output) to `elements` 16-bit values each. The model calls it once at
@@ -55,10 +55,10 @@ class ComputeContext {
 
  private:
   ComputeContext(Device device, Tf32Mode tf32,
-                 Precision precision);  // in the .cpp, where GpuHandles is complete
+                 DType precision);  // in the .cpp, where GpuHandles is complete
   Device device_;
   Tf32Mode tf32_;
-  Precision precision_;
+  DType precision_;
   std::unique_ptr<detail::GpuHandles> gpu_;
 };
 

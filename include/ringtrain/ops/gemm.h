@@ -11,15 +11,14 @@
 
 #include <cstddef>
 
+#include "ringtrain/core/dtype.h"
 #include "ringtrain/ops/compute_context.h"
-#include "ringtrain/ops/precision_type.h"
 
 namespace ringtrain {
 
 void gemm(const ComputeContext& ctx, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
           std::size_t k, float alpha, const float* a, std::size_t lda, const float* b,
-          std::size_t ldb, float beta, float* c, std::size_t ldc,
-          Precision operands = Precision::fp32);
+          std::size_t ldb, float beta, float* c, std::size_t ldc, DType operands = DType::f32);
 
 // `batch` such GEMMs, the i-th on a + i * stride_a, b + i * stride_b and
 // c + i * stride_c (the heads or samples of an attention): one cuBLAS call on

@@ -14,17 +14,22 @@
 #include <cstddef>
 #include <string_view>
 
+#include "ringtrain/core/dtype.h"
 #include "ringtrain/ops/compute_context.h"
-#include "ringtrain/ops/precision_type.h"
 
 namespace ringtrain {
 
-// "fp32", "bf16", "fp16" (the --precision flag); an Error naming the flag otherwise.
-Precision parse_precision(std::string_view text);
-const char* precision_name(Precision p);
+// The --precision flag's values name the dtypes the compute path stores:
+// "fp32", "bf16", "fp16" (DType::f32, bf16, f16); an Error naming the flag otherwise.
+DType parse_precision(std::string_view text);
+// The flag's spelling of f32, bf16 or f16; an Error for another dtype.
+const char* precision_name(DType p);
+constexpr bool is_compute_precision(DType t) {
+  return t == DType::f32 || t == DType::bf16 || t == DType::f16;
+}
 
 // y[i] = x[i] rounded to the grid of `p` (a copy for fp32); y may be x.
 void round_to_precision(const ComputeContext& ctx, float* y, const float* x, std::size_t n,
-                        Precision p);
+                        DType p);
 
 }  // namespace ringtrain

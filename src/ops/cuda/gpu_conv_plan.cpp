@@ -306,13 +306,11 @@ class CudnnConvPlan final : public GpuConvPlan {
 
  private:
   static int i(std::size_t v) { return static_cast<int>(v); }
-  bool sixteen_bit() const { return precision_ != kernels::kPrecisionFp32; }
+  bool sixteen_bit() const { return precision_ != DType::f32; }
   cudnnDataType_t data16() const {
-    return precision_ == kernels::kPrecisionFp16 ? CUDNN_DATA_HALF : CUDNN_DATA_BFLOAT16;
+    return precision_ == DType::f16 ? CUDNN_DATA_HALF : CUDNN_DATA_BFLOAT16;
   }
-  const char* precision_label() const {
-    return precision_ == kernels::kPrecisionFp16 ? "fp16" : "bf16";
-  }
+  const char* precision_label() const { return precision_ == DType::f16 ? "fp16" : "bf16"; }
 
   // The context's 16-bit scratch, checked against what one call casts.
   void require_scratch(std::size_t batch, std::size_t elements) const {
@@ -605,7 +603,7 @@ class CudnnConvPlan final : public GpuConvPlan {
   // The context (for its 16-bit scratch, reserved after the plan is made) and
   // its precision (kernels/precision.cuh's codes).
   const GpuHandles* handles_;
-  int precision_;
+  DType precision_;
   // Whether forward and backward data run on 16-bit tensors: under bf16/fp16,
   // where cuDNN has a deterministic 16-bit algorithm at the maximum batch.
   bool forward16_ = false, backward_data16_ = false;

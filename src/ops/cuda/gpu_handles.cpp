@@ -12,7 +12,7 @@
 
 namespace ringtrain::detail {
 
-GpuHandles gpu_handles_create(int ordinal, Tf32Mode tf32, int precision) {
+GpuHandles gpu_handles_create(int ordinal, Tf32Mode tf32, DType precision) {
   RT_CUDA_CHECK(cudaSetDevice(ordinal));
   GpuHandles h;
   h.conv_tf32 = tf32_for_convolutions(tf32);
@@ -63,11 +63,11 @@ void gpu_reserve_half_scratch(GpuHandles& h, std::size_t elements) {
 }
 
 void gpu_to_precision_bits(void* stream, std::uint16_t* y, const float* x, std::size_t n,
-                           int precision) {
+                           DType precision) {
   kernels::to_precision_bits_cuda(y, x, n, precision, stream);
 }
 void gpu_from_precision_bits(void* stream, float* y, const std::uint16_t* x, std::size_t n,
-                             int precision) {
+                             DType precision) {
   kernels::from_precision_bits_cuda(y, x, n, precision, stream);
 }
 
@@ -99,8 +99,8 @@ void gpu_copy_to_host(void* dst, const void* src, std::size_t bytes, void* strea
 // fp32 C, so beta accumulates weight gradients in fp32 as before.
 void gpu_gemm(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
               std::size_t k, float alpha, const float* a, std::size_t lda, const float* b,
-              std::size_t ldb, float beta, float* c, std::size_t ldc, int precision) {
-  if (precision != 0) {
+              std::size_t ldb, float beta, float* c, std::size_t ldc, DType precision) {
+  if (precision != DType::f32) {
     // The elements each operand spans in memory, row-major with its leading dimension.
     const std::size_t a_rows = trans_a ? k : m, a_cols = trans_a ? m : k;
     const std::size_t b_rows = trans_b ? n : k, b_cols = trans_b ? k : n;
@@ -109,12 +109,12 @@ void gpu_gemm(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m, st
     RT_CHECK(h.precision == precision && a_span <= h.half_capacity && b_span <= h.half_capacity,
              "16-bit GEMM ({} x {} x {}): operands of {} and {} elements, but the context's "
              "tensor-core scratch holds {} (reserved at model build for precision {})",
-             m, n, k, a_span, b_span, h.half_capacity, h.precision);
+             m, n, k, a_span, b_span, h.half_capacity, dtype_name(h.precision));
     std::uint16_t* a16 = h.half_scratch[0];
     std::uint16_t* b16 = h.half_scratch[1];
     gpu_to_precision_bits(h.stream, a16, a, a_span, precision);
     gpu_to_precision_bits(h.stream, b16, b, b_span, precision);
-    const cudaDataType_t type = precision == kernels::kPrecisionFp16 ? CUDA_R_16F : CUDA_R_16BF;
+    const cudaDataType_t type = precision == DType::f16 ? CUDA_R_16F : CUDA_R_16BF;
     RT_CUBLAS_CHECK(
         cublasGemmEx(static_cast<cublasHandle_t>(h.blas), trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
                      trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),

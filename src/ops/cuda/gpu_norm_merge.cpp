@@ -35,7 +35,7 @@ void gpu_batch_norm_eval_stats(void* stream, const float* running_mean, const fl
 }
 void gpu_batch_norm_apply(void* stream, const float* x, float* y, std::size_t n, std::size_t c,
                           std::size_t hw, const float* mean, const float* invstd,
-                          const float* gamma, const float* beta, int precision) {
+                          const float* gamma, const float* beta, DType precision) {
   kernels::batch_norm_apply_cuda(x, y, n, c, hw, mean, invstd, gamma, beta, precision, stream);
 }
 void gpu_batch_norm_backward_reduce(const GpuHandles& h, const float* x, const float* dy,
@@ -48,7 +48,7 @@ void gpu_batch_norm_backward_reduce(const GpuHandles& h, const float* x, const f
 void gpu_batch_norm_backward_dx(void* stream, const float* x, const float* dy, float* dx,
                                 std::size_t n, std::size_t c, std::size_t hw, const float* mean,
                                 const float* invstd, const float* gamma, const float* sums,
-                                const float* count, int precision) {
+                                const float* count, DType precision) {
   kernels::batch_norm_backward_dx_cuda(x, dy, dx, n, c, hw, mean, invstd, gamma, sums, count,
                                        precision, stream);
 }
@@ -64,13 +64,14 @@ void gpu_axpy(void* stream, float a, const float* x, float* y, std::size_t n) {
   kernels::axpy_f32_cuda(a, x, y, n, stream);
 }
 void gpu_axpy_rounded(void* stream, float a, const float* x, const float* y, float* out,
-                      std::size_t n, int precision) {
+                      std::size_t n, DType precision) {
   kernels::axpy_rounded_f32_cuda(a, x, y, out, n, precision, stream);
 }
 void gpu_scale(void* stream, float* x, std::size_t n, float f) {
   kernels::scale_f32_cuda(x, n, f, stream);
 }
-void gpu_round_to_precision(void* stream, float* y, const float* x, std::size_t n, int precision) {
+void gpu_round_to_precision(void* stream, float* y, const float* x, std::size_t n,
+                            DType precision) {
   kernels::round_to_precision_cuda(y, x, n, precision, stream);
 }
 void gpu_copy_blocks(void* stream, void* dst, std::size_t dpitch, const void* src,
