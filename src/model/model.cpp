@@ -31,18 +31,51 @@
 
 namespace ringtrain {
 
+// One node of the model's plan: its layer, the nodes it reads and the nodes
+// that read it, where its parameters lie, and the buffers of its output and
+// of its output's gradient. Forward and backward walk the list in order.
+struct PlanNode {
+  std::unique_ptr<Layer> layer;
+  std::string kind;                    // its LayerKind's name or registered type
+  std::vector<int> inputs;             // the nodes it reads (-1: the model input)
+  std::vector<std::size_t> consumers;  // the nodes that read it, in order
+  std::pair<std::size_t, std::size_t> param_range, buffer_range;  // in the flat buffers
+  std::size_t bind_from = 0;  // whose parameter range it binds (itself, or its tied owner)
+  // It, or a node it reads (directly or not), has parameters: backward needs
+  // its output's gradient.
+  bool below_params = false;
+  // The output: its own buffer (max_batch rows), or its input's for a view.
+  Tensor activation;
+  const float* output = nullptr;    // of the last forward
+  DType output_dtype = DType::f32;  // what the output buffer holds
+  // The output's gradient: index into the plan's gradient buffers (a view
+  // shares its input's), or -1 where backward needs none.
+  int grad = -1;
+  // An input shares this node's gradient buffer (PassesGradientThrough).
+  bool passes_through = false;
+  // --precision bf16|fp16: whether its output, and its dx, are on the grid
+  // already (KeepsPrecisionGrid), so that the model skips its rounding pass.
+  bool output_on_grid = false, dx_on_grid = false;
+  // The side interfaces the layer implements, found once at build.
+  const DescribesKernels* describes = nullptr;
+  const PassesGradientThrough* passes = nullptr;
+};
+
+// A buffer of activation gradients. Buffers whose lives do not overlap share
+// memory (a slot), planned once at build.
+struct GradientBuffer {
+  float* data = nullptr;
+  std::size_t elements = 0;  // per sample
+  // This backward has put the first contribution there (a node read by
+  // several nodes sums them), and whether its contributions so far leave it
+  // on the 16-bit grid (one, from such a dx).
+  bool written = false, on_grid = false;
+};
+
 struct Model::State {
   std::unique_ptr<ComputeContext> ctx;
   DropoutContext dropout;
-  std::vector<std::unique_ptr<Layer>> layers;  // the graph's nodes, in topological order
-  std::vector<std::string> kinds;              // per node: its LayerKind's name or registered type
-  std::vector<std::vector<int>> inputs;        // per node: the nodes it reads (-1: the model input)
-  std::vector<std::pair<std::size_t, std::size_t>>
-      layer_ranges;  // [begin, end) in the flat parameter buffers
-  std::vector<std::pair<std::size_t, std::size_t>> buffer_ranges;  // in the flat state buffer
-  std::vector<bool> below_params;
-  std::vector<std::size_t> bind_from;  // per node: whose parameter range it binds (tying)  // the
-                                       // node or one it reads, directly or not, has parameters
+  std::vector<PlanNode> nodes;  // the graph, in topological order
   Tensor params, grads_owned, buffers;
   // --precision bf16|fp16: what the layers read instead of the master
   // weights (the matmul layers' ranges rounded, the others copied), and the
@@ -57,26 +90,8 @@ struct Model::State {
   std::vector<RefreshRun> refresh_runs;  // consecutive ranges of one policy, merged
   bool round_input = false;              // not when the input is token ids
   BufferView grads;
-  std::vector<Tensor> activations;    // output of each non-view node, max_batch rows
-  std::vector<const float*> outputs;  // output pointer of each node (views share)
-  // The gradient of each node's output: a buffer per node that needs one (a
-  // view shares its input's); written[] says whether backward has put the
-  // first contribution there, so that a node read by several nodes sums them.
-  std::vector<int> grad_of;  // per node: index into grad_buffers, or -1
-  // per node: an input shares this node's gradient buffer (PassesGradientThrough)
-  std::vector<bool> passes_through;
-  // Each gradient buffer lives from its first contribution (the backward of
-  // its last reader) to its node's own backward; buffers whose lives do not
-  // overlap share memory (a slot), planned once here.
-  std::vector<float*> grad_buffers;
+  std::vector<GradientBuffer> grad_buffers;
   std::vector<Tensor> grad_slots;
-  std::vector<std::size_t> grad_elements;  // per sample, per grad buffer
-  std::vector<bool> written;
-  // --precision bf16|fp16: per node, whether its output, and its dx, are on
-  // the grid already (KeepsPrecisionGrid); per gradient buffer, whether this
-  // backward's contributions so far leave it there (one, from such a dx).
-  // The model skips its rounding pass where they do.
-  std::vector<bool> output_on_grid, dx_on_grid, grad_on_grid;
   std::vector<Tensor> scratch;  // per input slot: a second contribution before it is added
   // Reused by every forward and backward, so that the step allocates nothing.
   std::vector<const float*> xs;
@@ -89,6 +104,10 @@ struct Model::State {
   std::size_t last_batch = 0;
   bool forward_done = false;
   IntervalTimer* timer = nullptr;  // bench step --layers; null: no marks
+
+  GradientBuffer& grad_of(std::size_t node) {
+    return grad_buffers[static_cast<std::size_t>(nodes[node].grad)];
+  }
 };
 
 namespace {
@@ -202,7 +221,6 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
   std::map<std::string, std::size_t> taken;
   std::vector<std::vector<ParamDesc>> descs, buffer_descs;
   std::vector<Shape> shapes;  // output shape per node
-  std::vector<std::size_t> readers(spec.layers.size(), 0);
   // " at 3:5" where the node was written (a spec parsed from text).
   const auto written_at = [&spec](std::size_t i) {
     return i < spec.origins.size() ? " at " + spec.origins[i] : std::string();
@@ -237,7 +255,7 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
     std::vector<Shape> in_shapes;
     for (int j : in) {
       in_shapes.push_back(j < 0 ? Shape(input_shape) : shapes[static_cast<std::size_t>(j)]);
-      if (j >= 0) ++readers[static_cast<std::size_t>(j)];
+      if (j >= 0) s.nodes[static_cast<std::size_t>(j)].consumers.push_back(i);
     }
     LayerSpec made = l;
     if (l.kind == LayerKind::lm_head) {
@@ -250,24 +268,32 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
                name, l.to_string(), l.tied);
       made.vocab = spec.layers[static_cast<std::size_t>(it->second)].vocab;
     }
+    PlanNode node;
     try {
-      s.layers.push_back(make_layer(made, in_shapes, name, i, *s.ctx, B, s.dropout, m->layout_));
+      node.layer = make_layer(made, in_shapes, name, i, *s.ctx, B, s.dropout, m->layout_);
     } catch (const Error& e) {
       RT_CHECK(false, "model spec: node '{}' ({}){}: {}", name, l.to_string(), written_at(i),
                e.what());
     }
     if (!l.name.empty()) by_name[l.name] = static_cast<int>(i);
-    s.inputs.push_back(std::move(in));
-    s.kinds.push_back(l.kind == LayerKind::custom ? l.type : std::string(layer_kind_name(l.kind)));
-    shapes.push_back(s.layers.back()->output_shape());
-    descs.push_back(s.layers.back()->param_descs());
-    buffer_descs.push_back(s.layers.back()->buffer_descs());
+    node.inputs = std::move(in);
+    node.kind = l.kind == LayerKind::custom ? l.type : std::string(layer_kind_name(l.kind));
+    node.describes = dynamic_cast<const DescribesKernels*>(node.layer.get());
+    node.passes = dynamic_cast<const PassesGradientThrough*>(node.layer.get());
+    if (const auto* keeps = dynamic_cast<const KeepsPrecisionGrid*>(node.layer.get())) {
+      node.output_on_grid = keeps->output_on_grid();
+      node.dx_on_grid = keeps->input_grad_on_grid();
+    }
+    shapes.push_back(node.layer->output_shape());
+    descs.push_back(node.layer->param_descs());
+    buffer_descs.push_back(node.layer->buffer_descs());
+    s.nodes.push_back(std::move(node));
   }
   for (std::size_t i = 0; i + 1 < spec.layers.size(); ++i)
-    RT_CHECK(readers[i] > 0,
+    RT_CHECK(!s.nodes[i].consumers.empty(),
              "model spec: node '{}' ({}){} is read by no later node: every node but the last "
              "must feed another",
-             s.layers[i]->name(), spec.layers[i].to_string(), written_at(i));
+             s.nodes[i].layer->name(), spec.layers[i].to_string(), written_at(i));
   shape = shapes.back();
   // [classes] per sample, or [T, classes]: one label per row (a language
   // model's per-token loss).
@@ -284,19 +310,19 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
     const std::size_t begin = at;
     for (const ParamDesc& d : tensors) {
       infos.push_back(
-          {s.layers[i]->name() + "." + d.name, at, d.shape.numel(), d.shape.to_vector(), i});
+          {s.nodes[i].layer->name() + "." + d.name, at, d.shape.numel(), d.shape.to_vector(), i});
       at += d.shape.numel();
     }
     return std::pair<std::size_t, std::size_t>(begin, at);
   };
-  for (std::size_t i = 0; i < s.layers.size(); ++i) {
-    const std::size_t begin = offset;
-    s.layer_ranges.push_back(place(i, descs[i], offset, m->param_info_));
-    s.buffer_ranges.push_back(place(i, buffer_descs[i], buffer_offset, m->buffer_info_));
-    bool below = offset > begin;
-    for (int j : s.inputs[i])
-      if (j >= 0) below = below || s.below_params[static_cast<std::size_t>(j)];
-    s.below_params.push_back(below);
+  for (std::size_t i = 0; i < s.nodes.size(); ++i) {
+    PlanNode& node = s.nodes[i];
+    node.param_range = place(i, descs[i], offset, m->param_info_);
+    node.buffer_range = place(i, buffer_descs[i], buffer_offset, m->buffer_info_);
+    node.below_params = node.param_range.second > node.param_range.first;
+    for (int j : node.inputs)
+      if (j >= 0)
+        node.below_params = node.below_params || s.nodes[static_cast<std::size_t>(j)].below_params;
   }
   m->param_count_ = offset;
   const Device dev = options.device;
@@ -307,8 +333,8 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
   // Seeded Kaiming init on the host, then one copy to the device.
   std::vector<float> host(offset);
   std::size_t tensor_index = 0;
-  for (std::size_t i = 0; i < s.layers.size(); ++i) {
-    std::size_t at = s.layer_ranges[i].first;
+  for (std::size_t i = 0; i < s.nodes.size(); ++i) {
+    std::size_t at = s.nodes[i].param_range.first;
     for (const ParamDesc& d : descs[i]) {
       kaiming_normal_fill(host.data() + at, d.shape.numel(), d.fan_in, options.seed,
                           tensor_index++);
@@ -321,16 +347,16 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
     s.nhwc_input = Tensor::empty({options.max_batch * Shape(input_shape).numel()}, DType::f32, dev);
   if (options.precision != DType::f32) {
     s.round_input = true;
-    for (std::size_t i = 0; i < s.layers.size(); ++i)
-      for (int j : s.inputs[i])
-        if (j < 0 && s.layers[i]->reads_token_ids()) s.round_input = false;
+    for (const PlanNode& node : s.nodes)
+      for (int j : node.inputs)
+        if (j < 0 && node.layer->reads_token_ids()) s.round_input = false;
     s.compute_params = Tensor::empty({std::max<std::size_t>(offset, 1)}, DType::f32, dev);
     s.rounded_input =
         Tensor::empty({options.max_batch * Shape(input_shape).numel()}, DType::f32, dev);
-    for (std::size_t i = 0; i < s.layers.size(); ++i) {
-      const auto [begin, end] = s.layer_ranges[i];
+    for (const PlanNode& node : s.nodes) {
+      const auto [begin, end] = node.param_range;
       if (begin == end) continue;
-      const DType p = s.layers[i]->matmul_weights() ? options.precision : DType::f32;
+      const DType p = node.layer->matmul_weights() ? options.precision : DType::f32;
       if (!s.refresh_runs.empty() && s.refresh_runs.back().end == begin &&
           s.refresh_runs.back().precision == p)
         s.refresh_runs.back().end = end;
@@ -342,31 +368,31 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
     // or a layer's weights: the largest of those bounds the scratch, reserved
     // once here so that no step allocates.
     std::size_t largest = options.max_batch * Shape(input_shape).numel();
-    for (std::size_t i = 0; i < s.layers.size(); ++i) {
-      largest = std::max(largest, options.max_batch * s.layers[i]->output_shape().numel());
-      largest = std::max(largest, s.layer_ranges[i].second - s.layer_ranges[i].first);
+    for (const PlanNode& node : s.nodes) {
+      largest = std::max(largest, options.max_batch * node.layer->output_shape().numel());
+      largest = std::max(largest, node.param_range.second - node.param_range.first);
     }
     s.ctx->reserve_tensor_core_scratch(largest);
   }
   // Weight tying: the tied layer reads its owner's range.
-  s.bind_from.resize(s.layers.size());
-  for (std::size_t i = 0; i < s.layers.size(); ++i) {
-    s.bind_from[i] = i;
-    const std::string& owner = s.layers[i]->tied_to();
+  for (std::size_t i = 0; i < s.nodes.size(); ++i) {
+    PlanNode& node = s.nodes[i];
+    node.bind_from = i;
+    const std::string& owner = node.layer->tied_to();
     if (owner.empty()) continue;
     const auto it = by_name.find(owner);
     RT_CHECK(it != by_name.end(), "model spec: node '{}' is tied to '{}', which is not a node",
-             s.layers[i]->name(), owner);
-    s.bind_from[i] = static_cast<std::size_t>(it->second);
-    s.layers[s.bind_from[i]]->set_gradient_shared();
+             node.layer->name(), owner);
+    node.bind_from = static_cast<std::size_t>(it->second);
+    s.nodes[node.bind_from].layer->set_gradient_shared();
   }
   m->bind_layers(static_cast<float*>(s.grads.ptr));
 
   // Non-trainable state, at its constants (running mean 0, variance 1).
   m->buffer_count_ = buffer_offset;
   std::vector<float> host_buffers(buffer_offset);
-  for (std::size_t i = 0; i < s.layers.size(); ++i) {
-    std::size_t at = s.buffer_ranges[i].first;
+  for (std::size_t i = 0; i < s.nodes.size(); ++i) {
+    std::size_t at = s.nodes[i].buffer_range.first;
     for (const ParamDesc& d : buffer_descs[i]) {
       std::fill_n(host_buffers.data() + at, d.shape.numel(), d.constant);
       at += d.shape.numel();
@@ -376,85 +402,81 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
   if (buffer_offset > 0)
     copy_view(BufferView{s.buffers.data(), buffer_offset, DType::f32, dev},
               view_of(host_buffers.data(), buffer_offset));
-  for (std::size_t i = 0; i < s.layers.size(); ++i)
-    if (s.buffer_ranges[i].second > s.buffer_ranges[i].first)
-      s.layers[i]->bind_buffers(s.buffers.data_as<float>() + s.buffer_ranges[i].first);
+  for (PlanNode& node : s.nodes)
+    if (node.buffer_range.second > node.buffer_range.first)
+      node.layer->bind_buffers(s.buffers.data_as<float>() + node.buffer_range.first);
 
   // Activations: one buffer per node that is not a view. Gradients: one per
   // node whose gradient backward needs (a view shares its input's), and a
   // scratch per input slot for a node's second contribution.
-  const std::size_t L = s.layers.size();
+  const std::size_t L = s.nodes.size();
   std::size_t largest = shape.numel(), slots = 1;
-  s.activations.resize(L);
-  s.grad_of.assign(L, -1);
+  std::vector<std::size_t> grad_elements;  // per sample, per gradient buffer
   for (std::size_t i = 0; i < L; ++i) {
-    const std::size_t n = s.layers[i]->output_shape().numel();
+    PlanNode& node = s.nodes[i];
+    const std::size_t n = node.layer->output_shape().numel();
     largest = std::max(largest, n);
-    slots = std::max(slots, s.inputs[i].size());
-    if (!s.layers[i]->is_view()) s.activations[i] = Tensor::empty({B * n}, DType::f32, dev);
-    const bool wanted = s.below_params[i] || i + 1 == L;
+    slots = std::max(slots, node.inputs.size());
+    if (!node.layer->is_view()) node.activation = Tensor::empty({B * n}, DType::f32, dev);
+    const bool wanted = node.below_params || i + 1 == L;
     if (!wanted) continue;
-    const int in = s.inputs[i][0];
-    if (s.layers[i]->is_view() && in >= 0 && s.grad_of[static_cast<std::size_t>(in)] >= 0) {
-      s.grad_of[i] = s.grad_of[static_cast<std::size_t>(in)];
+    const int in = node.inputs[0];
+    if (node.layer->is_view() && in >= 0 && s.nodes[static_cast<std::size_t>(in)].grad >= 0) {
+      node.grad = s.nodes[static_cast<std::size_t>(in)].grad;
     } else {
-      s.grad_of[i] = static_cast<int>(s.grad_elements.size());
-      s.grad_elements.push_back(n);
+      node.grad = static_cast<int>(grad_elements.size());
+      grad_elements.push_back(n);
     }
   }
   // A node whose only consumer passes its output gradient through to it
   // (PassesGradientThrough: a residual add's first input) shares that
   // consumer's gradient buffer: its gradient is exactly the consumer's, and
   // nothing else adds to it. Later nodes first, so a chain of them shares one.
-  std::vector<std::size_t> consumers(L, 0);
-  for (std::size_t i = 0; i < L; ++i)
-    for (int j : s.inputs[i])
-      if (j >= 0) ++consumers[static_cast<std::size_t>(j)];
-  s.passes_through.assign(L, false);
   for (std::size_t i = L; i-- > 0;) {
-    const auto* through = dynamic_cast<const PassesGradientThrough*>(s.layers[i].get());
-    if (through == nullptr || s.grad_of[i] < 0) continue;
-    const std::size_t k = through->gradient_passthrough_input();
-    if (k >= s.inputs[i].size() || s.inputs[i][k] < 0) continue;
-    const auto j = static_cast<std::size_t>(s.inputs[i][k]);
-    const int from = s.grad_of[j];
-    if (from < 0 || from == s.grad_of[i] || consumers[j] != 1 || !s.below_params[j] ||
-        s.layers[j]->is_view() ||
-        s.grad_elements[static_cast<std::size_t>(from)] !=
-            s.grad_elements[static_cast<std::size_t>(s.grad_of[i])])
+    PlanNode& node = s.nodes[i];
+    if (node.passes == nullptr || node.grad < 0) continue;
+    const std::size_t k = node.passes->gradient_passthrough_input();
+    if (k >= node.inputs.size() || node.inputs[k] < 0) continue;
+    const PlanNode& input = s.nodes[static_cast<std::size_t>(node.inputs[k])];
+    const int from = input.grad;
+    if (from < 0 || from == node.grad || input.consumers.size() != 1 || !input.below_params ||
+        input.layer->is_view() ||
+        grad_elements[static_cast<std::size_t>(from)] !=
+            grad_elements[static_cast<std::size_t>(node.grad)])
       continue;
-    for (int& g : s.grad_of)  // j (whose only reader is i, so no view shares it)
-      if (g == from) g = s.grad_of[i];
-    s.passes_through[i] = true;
+    for (PlanNode& other : s.nodes)  // the input (whose only reader is i, so no view shares it)
+      if (other.grad == from) other.grad = node.grad;
+    node.passes_through = true;
   }
   {  // renumber the buffers still in use, in their first node's order
-    std::vector<int> renumber(s.grad_elements.size(), -1);
+    std::vector<int> renumber(grad_elements.size(), -1);
     std::vector<std::size_t> elements;
-    for (int& g : s.grad_of) {
-      if (g < 0) continue;
-      int& to = renumber[static_cast<std::size_t>(g)];
+    for (PlanNode& node : s.nodes) {
+      if (node.grad < 0) continue;
+      int& to = renumber[static_cast<std::size_t>(node.grad)];
       if (to < 0) {
         to = static_cast<int>(elements.size());
-        elements.push_back(s.grad_elements[static_cast<std::size_t>(g)]);
+        elements.push_back(grad_elements[static_cast<std::size_t>(node.grad)]);
       }
-      g = to;
+      node.grad = to;
     }
-    s.grad_elements = std::move(elements);
+    grad_elements = std::move(elements);
   }
   // Each buffer's life in node indices, [lo, hi]: backward runs from the last
   // node down, so the buffer is first written by the backward of its last
   // reader (hi; the loss writes the last node's, before node L-1) and last read
   // by the backward of its earliest node (lo).
-  const std::size_t G = s.grad_elements.size();
+  const std::size_t G = grad_elements.size();
   std::vector<std::size_t> lo(G, L), hi(G, 0);
   for (std::size_t i = 0; i < L; ++i) {
-    if (s.grad_of[i] < 0) continue;
-    const auto g = static_cast<std::size_t>(s.grad_of[i]);
+    const PlanNode& node = s.nodes[i];
+    if (node.grad < 0) continue;
+    const auto g = static_cast<std::size_t>(node.grad);
     lo[g] = std::min(lo[g], i);
     hi[g] = std::max(hi[g], i + 1 == L ? L : i);
-    for (int j : s.inputs[i])
-      if (j >= 0 && s.grad_of[static_cast<std::size_t>(j)] >= 0) {
-        const auto gj = static_cast<std::size_t>(s.grad_of[static_cast<std::size_t>(j)]);
+    for (int j : node.inputs)
+      if (j >= 0 && s.nodes[static_cast<std::size_t>(j)].grad >= 0) {
+        const auto gj = static_cast<std::size_t>(s.nodes[static_cast<std::size_t>(j)].grad);
         hi[gj] = std::max(hi[gj], i);
       }
   }
@@ -471,35 +493,28 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
         best = k;
     if (best == slot_lo.size()) {
       slot_lo.push_back(lo[g]);
-      slot_size.push_back(s.grad_elements[g]);
+      slot_size.push_back(grad_elements[g]);
     } else {
       slot_lo[best] = lo[g];
-      slot_size[best] = std::max(slot_size[best], s.grad_elements[g]);
+      slot_size[best] = std::max(slot_size[best], grad_elements[g]);
     }
     slot_of[g] = best;
   }
   for (std::size_t k = 0; k < slot_size.size(); ++k)
     s.grad_slots.push_back(Tensor::empty({B * slot_size[k]}, DType::f32, dev));
   for (std::size_t g = 0; g < G; ++g)
-    s.grad_buffers.push_back(s.grad_slots[slot_of[g]].data_as<float>());
+    s.grad_buffers.push_back({s.grad_slots[slot_of[g]].data_as<float>(), grad_elements[g]});
   for (std::size_t k = 0; k < slots; ++k)
     s.scratch.push_back(Tensor::empty({B * largest}, DType::f32, dev));
   s.xs.reserve(slots);
   s.dxs.reserve(slots);
   s.to_add.reserve(slots);
   std::size_t per_sample = slots * largest;
-  for (std::size_t i = 0; i < L; ++i)
-    if (!s.layers[i]->is_view()) per_sample += s.layers[i]->output_shape().numel();
+  for (const PlanNode& node : s.nodes)
+    if (!node.layer->is_view()) per_sample += node.layer->output_shape().numel();
   for (std::size_t n : slot_size) per_sample += n;
   if (m->layout_ == Layout::nhwc) per_sample += Shape(input_shape).numel();  // the transposed input
   m->activation_bytes_per_sample_ = per_sample * sizeof(float);
-  s.written.assign(G, false);
-  s.grad_on_grid.assign(G, false);
-  for (const std::unique_ptr<Layer>& layer : s.layers) {
-    const auto* keeps = dynamic_cast<const KeepsPrecisionGrid*>(layer.get());
-    s.output_on_grid.push_back(keeps != nullptr && keeps->output_on_grid());
-    s.dx_on_grid.push_back(keeps != nullptr && keeps->input_grad_on_grid());
-  }
   const std::size_t label_rows = B * m->rows_per_sample_;
   s.labels = Tensor::empty({label_rows}, DType::i32, dev);
   if (dev.is_cuda()) {
@@ -508,7 +523,6 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
   }
   s.loss_totals = Tensor::empty({kernels::kLossTotalsCount}, DType::f64, dev);
   device_zero(s.loss_totals.data(), s.loss_totals.buffer().bytes(), dev);
-  s.outputs.assign(s.layers.size(), nullptr);
   return m;
 }
 
@@ -529,24 +543,24 @@ BufferView Model::buffers() {
 std::vector<std::string> Model::node_inputs(std::size_t layer) const {
   RT_CHECK(layer < layer_count(), "layer {} out of range (the model has {})", layer, layer_count());
   std::vector<std::string> names;
-  for (int j : state_->inputs[layer])
-    names.push_back(j < 0 ? "input" : state_->layers[static_cast<std::size_t>(j)]->name());
+  for (int j : state_->nodes[layer].inputs)
+    names.push_back(j < 0 ? "input" : state_->nodes[static_cast<std::size_t>(j)].layer->name());
   return names;
 }
 std::size_t Model::layer_count() const {
-  return state_->layers.size();
+  return state_->nodes.size();
 }
 std::string Model::layer_name(std::size_t layer) const {
   RT_CHECK(layer < layer_count(), "layer {} out of range (the model has {})", layer, layer_count());
-  return state_->layers[layer]->name();
+  return state_->nodes[layer].layer->name();
 }
 std::string Model::layer_kind(std::size_t layer) const {
   RT_CHECK(layer < layer_count(), "layer {} out of range (the model has {})", layer, layer_count());
-  return state_->kinds[layer];
+  return state_->nodes[layer].kind;
 }
 std::string Model::layer_kernels(std::size_t layer) const {
   RT_CHECK(layer < layer_count(), "layer {} out of range (the model has {})", layer, layer_count());
-  const auto* d = dynamic_cast<const DescribesKernels*>(state_->layers[layer].get());
+  const DescribesKernels* d = state_->nodes[layer].describes;
   return d != nullptr ? d->describe_kernels() : std::string();
 }
 void Model::set_interval_timer(IntervalTimer* timer) {
@@ -557,20 +571,21 @@ void Model::set_interval_timer(IntervalTimer* timer) {
 }
 std::vector<std::size_t> Model::layer_output_shape(std::size_t layer) const {
   RT_CHECK(layer < layer_count(), "layer {} out of range (the model has {})", layer, layer_count());
-  return state_->layers[layer]->output_shape().to_vector();
+  return state_->nodes[layer].layer->output_shape().to_vector();
 }
 
 std::pair<std::size_t, std::size_t> Model::layer_param_range(std::size_t layer) const {
   RT_CHECK(layer < layer_count(), "layer {} out of range (the model has {})", layer, layer_count());
-  return state_->layer_ranges[layer];
+  return state_->nodes[layer].param_range;
 }
 
 std::string Model::summary() const {
   std::string out = fmt::format("{:<4} {:<10} {:<18} {:>10}\n", "#", "layer", "output", "params");
   for (std::size_t i = 0; i < layer_count(); ++i) {
-    const auto [b, e] = state_->layer_ranges[i];
-    out += fmt::format("{:<4} {:<10} {:<18} {:>10}\n", i, state_->layers[i]->name(),
-                       state_->layers[i]->output_shape().to_string(), e - b);
+    const PlanNode& node = state_->nodes[i];
+    const auto [b, e] = node.param_range;
+    out += fmt::format("{:<4} {:<10} {:<18} {:>10}\n", i, node.layer->name(),
+                       node.layer->output_shape().to_string(), e - b);
   }
   out += fmt::format("total parameters: {}  (spec hash {:016x})\n", param_count_, spec_.hash());
   return out;
@@ -593,14 +608,14 @@ void Model::bind_gradient_buffer(BufferView grads) {
 
 void Model::bind_layers(float* grads) {
   State& s = *state_;
-  for (std::size_t i = 0; i < s.layers.size(); ++i) {
-    const std::size_t from = s.layer_ranges[s.bind_from[i]].first;
-    s.layers[i]->bind(layer_params() + from, grads + from);
+  for (PlanNode& node : s.nodes) {
+    const std::size_t from = s.nodes[node.bind_from].param_range.first;
+    node.layer->bind(layer_params() + from, grads + from);
   }
 }
 
 void Model::set_batch_stat_reducer(BatchStatReducer* reducer) {
-  for (auto& layer : state_->layers) layer->set_batch_stat_reducer(reducer);
+  for (PlanNode& node : state_->nodes) node.layer->set_batch_stat_reducer(reducer);
 }
 
 void Model::set_dropout_context(std::uint64_t rank, std::uint64_t step) {
@@ -639,25 +654,26 @@ const float* Model::run_layers(const float* x, const std::int32_t* labels, std::
   }
   mark_stop(s.timer, profile_slots().prepare());
   std::vector<const float*>& xs = s.xs;
-  for (std::size_t i = 0; i < s.layers.size(); ++i) {
-    Layer& layer = *s.layers[i];
+  for (std::size_t i = 0; i < s.nodes.size(); ++i) {
+    PlanNode& node = s.nodes[i];
+    Layer& layer = *node.layer;
     mark_start(s.timer, ProfileSlots::forward(i));
     xs.clear();
-    for (int j : s.inputs[i]) xs.push_back(j < 0 ? x : s.outputs[static_cast<std::size_t>(j)]);
-    float* out = layer.is_view() ? const_cast<float*>(xs[0]) : s.activations[i].data_as<float>();
+    for (int j : node.inputs) xs.push_back(j < 0 ? x : s.nodes[static_cast<std::size_t>(j)].output);
+    float* out = layer.is_view() ? const_cast<float*>(xs[0]) : node.activation.data_as<float>();
     if (batch > 0) {
       if (layer.takes_many_inputs())
         layer.forward_many(xs, out, batch, training);
       else
         layer.forward(xs[0], out, batch, training);
       // Every activation is stored in the low precision.
-      if (precision != DType::f32 && !layer.is_view() && !s.output_on_grid[i])
+      if (precision != DType::f32 && !layer.is_view() && !node.output_on_grid)
         round_to_precision(*s.ctx, out, out, batch * layer.output_shape().numel(), precision);
     }
-    s.outputs[i] = out;
+    node.output = out;
     mark_stop(s.timer, ProfileSlots::forward(i));
   }
-  const float* in = s.outputs.back();
+  const float* in = s.nodes.back().output;
   s.last_input = x;
   s.last_batch = batch;
   s.forward_done = true;
@@ -716,78 +732,78 @@ void Model::backward(float grad_scale, bool accumulate,
   State& s = *state_;
   RT_CHECK(s.forward_done, "backward called without a forward");
   const std::size_t batch = s.last_batch;
-  const std::size_t L = s.layers.size();
+  const std::size_t L = s.nodes.size();
   if (batch == 0) {
     if (!accumulate) zero_grads();
     for (std::size_t i = L; i-- > 0;)
       if (on_layer_ready) on_layer_ready(i);
     return;
   }
-  std::fill(s.written.begin(), s.written.end(), false);
-  const auto grad_buffer = [&](std::size_t node) {
-    return s.grad_buffers[static_cast<std::size_t>(s.grad_of[node])];
-  };
+  for (GradientBuffer& g : s.grad_buffers) g.written = false;
   // The mean over the batch's rows: a language model's sample loss is the
   // mean over its T tokens (ignored labels add 0).
   const std::size_t rows = batch * rows_per_sample_;
   mark_start(s.timer, profile_slots().loss_backward());
-  softmax_cross_entropy_backward(*s.ctx, s.outputs[L - 1], s.labels.data_as<std::int32_t>(), rows,
-                                 num_classes_, grad_scale / static_cast<float>(rows),
-                                 grad_buffer(L - 1), options_.label_smoothing);
+  GradientBuffer& logits_grad = s.grad_of(L - 1);
+  softmax_cross_entropy_backward(*s.ctx, s.nodes[L - 1].output, s.labels.data_as<std::int32_t>(),
+                                 rows, num_classes_, grad_scale / static_cast<float>(rows),
+                                 logits_grad.data, options_.label_smoothing);
   mark_stop(s.timer, profile_slots().loss_backward());
-  s.written[static_cast<std::size_t>(s.grad_of[L - 1])] = true;
-  s.grad_on_grid[static_cast<std::size_t>(s.grad_of[L - 1])] = false;
+  logits_grad.written = true;
+  logits_grad.on_grid = false;
   std::vector<const float*>& xs = s.xs;
   std::vector<float*>& dxs = s.dxs;
   std::vector<std::pair<std::size_t, int>>& to_add = s.to_add;
   for (std::size_t i = L; i-- > 0;) {
-    Layer& layer = *s.layers[i];
-    if (!layer.is_view() && s.grad_of[i] >= 0) {
+    PlanNode& node = s.nodes[i];
+    Layer& layer = *node.layer;
+    if (!layer.is_view() && node.grad >= 0) {
       mark_start(s.timer, ProfileSlots::backward(i));
       // A view's gradient is its input's buffer: nothing to do.
-      float* dy = grad_buffer(i);
+      GradientBuffer& out_grad = s.grad_of(i);
+      float* dy = out_grad.data;
       // Activation gradients are stored in the low precision too (every
       // contribution to this one is summed by now).
-      if (options_.precision != DType::f32 &&
-          !s.grad_on_grid[static_cast<std::size_t>(s.grad_of[i])])
-        round_to_precision(*s.ctx, dy, dy,
-                           batch * s.grad_elements[static_cast<std::size_t>(s.grad_of[i])],
-                           options_.precision);
+      if (options_.precision != DType::f32 && !out_grad.on_grid)
+        round_to_precision(*s.ctx, dy, dy, batch * out_grad.elements, options_.precision);
       xs.clear();
       dxs.clear();
       to_add.clear();
-      for (std::size_t k = 0; k < s.inputs[i].size(); ++k) {
-        const int j = s.inputs[i][k];
-        xs.push_back(j < 0 ? s.last_input : s.outputs[static_cast<std::size_t>(j)]);
-        const int g = j < 0 ? -1 : s.grad_of[static_cast<std::size_t>(j)];
-        if (g < 0 || !s.below_params[static_cast<std::size_t>(j)]) {
+      for (std::size_t k = 0; k < node.inputs.size(); ++k) {
+        const int j = node.inputs[k];
+        const PlanNode* input = j < 0 ? nullptr : &s.nodes[static_cast<std::size_t>(j)];
+        xs.push_back(input == nullptr ? s.last_input : input->output);
+        const int g = input == nullptr ? -1 : input->grad;
+        if (g < 0 || !input->below_params) {
           dxs.push_back(nullptr);
-        } else if (s.passes_through[i] && g == s.grad_of[i]) {
+        } else if (node.passes_through && g == node.grad) {
           dxs.push_back(nullptr);  // its gradient is dy, in dy's buffer (rounded above)
-        } else if (!s.written[static_cast<std::size_t>(g)]) {
-          dxs.push_back(s.grad_buffers[static_cast<std::size_t>(g)]);
-          s.written[static_cast<std::size_t>(g)] = true;
-          s.grad_on_grid[static_cast<std::size_t>(g)] = s.dx_on_grid[i];
+        } else if (GradientBuffer& in_grad = s.grad_buffers[static_cast<std::size_t>(g)];
+                   !in_grad.written) {
+          dxs.push_back(in_grad.data);
+          in_grad.written = true;
+          in_grad.on_grid = node.dx_on_grid;
         } else {
           dxs.push_back(s.scratch[k].data_as<float>());
           to_add.emplace_back(k, g);
-          s.grad_on_grid[static_cast<std::size_t>(g)] = false;
+          in_grad.on_grid = false;
         }
       }
-      const bool has_params = s.layer_ranges[i].second > s.layer_ranges[i].first;
+      const bool has_params = node.param_range.second > node.param_range.first;
       const bool any_dx =
           std::any_of(dxs.begin(), dxs.end(), [](float* p) { return p != nullptr; });
       // A node with no parameters and no consumer of its dx has nothing to do.
       if (any_dx || has_params) {
         if (layer.takes_many_inputs())
-          layer.backward_many(xs, s.outputs[i], dy, dxs, batch, accumulate);
+          layer.backward_many(xs, node.output, dy, dxs, batch, accumulate);
         else
-          layer.backward(xs[0], s.outputs[i], dy, dxs[0], batch, accumulate);
+          layer.backward(xs[0], node.output, dy, dxs[0], batch, accumulate);
       }
-      for (const auto& [k, g] : to_add)
-        add_scaled(*s.ctx, s.grad_buffers[static_cast<std::size_t>(g)],
-                   s.scratch[k].data_as<float>(), 1.0f,
-                   batch * s.grad_elements[static_cast<std::size_t>(g)]);
+      for (const auto& [k, g] : to_add) {
+        const GradientBuffer& in_grad = s.grad_buffers[static_cast<std::size_t>(g)];
+        add_scaled(*s.ctx, in_grad.data, s.scratch[k].data_as<float>(), 1.0f,
+                   batch * in_grad.elements);
+      }
       mark_stop(s.timer, ProfileSlots::backward(i));
     }
     if (on_layer_ready) on_layer_ready(i);
@@ -796,7 +812,7 @@ void Model::backward(float grad_scale, bool accumulate,
 
 const float* Model::logits() const {
   RT_CHECK(state_->forward_done, "logits() called before any forward");
-  return state_->outputs.back();
+  return state_->nodes.back().output;
 }
 
 void Model::zero_grads() {
