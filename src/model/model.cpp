@@ -38,7 +38,7 @@ struct PlanNode {
   std::unique_ptr<Layer> layer;
   std::string kind;                    // its LayerKind's name or registered type
   std::vector<int> inputs;             // the nodes it reads (-1: the model input)
-  std::vector<std::size_t> consumers;  // the nodes that read it, in order
+  std::vector<std::size_t> consumers;  // the nodes that read it, one entry per input slot
   std::pair<std::size_t, std::size_t> param_range, buffer_range;  // in the flat buffers
   std::size_t bind_from = 0;  // whose parameter range it binds (itself, or its tied owner)
   // It, or a node it reads (directly or not), has parameters: backward needs
