@@ -16,7 +16,11 @@ window between two torch.cuda.synchronize(); the row gives the median window.
 
   /usr/bin/python3 launch/bench/peer_gpu_models.py
       [--cases resnet50@256:bf16,resnet50@256:tf32,inception3@128:bf16,vgg16@128:bf16,gpt2@16:bf16]
-      [--steps 10] [--warmup 5] [--repeats 3] [--json FILE]
+      [--steps 10] [--warmup 5] [--repeats 3] [--json FILE] [--kernel-table FILE]
+  --kernel-table FILE  after the timed windows, one more window of --steps steps under
+      torch.profiler: each GPU kernel's time summed over its launches, heaviest first,
+      in launch/ncu_kernel_table.py's format (one case; on the CPU, the operators'
+      self times). Far cheaper than ncu, which serialises and instruments every launch.
   --device cpu --cases resnet50@2:fp32 --steps 1 --warmup 0 --repeats 1   (a check
       on a machine without a GPU: builds each model and takes a step)
 
@@ -123,7 +127,35 @@ def build(torch, model, batch, dev):
     return m, x, y, torch.nn.CrossEntropyLoss(), lambda ps: torch.optim.SGD(ps, lr=0.01, momentum=0.9), None
 
 
-def run_case(torch, model, batch, precision, dev, steps, warmup, repeats):
+def kernel_times(torch, prof, dev):
+    """[(kernel name, total ms, launches)] of a finished torch.profiler run: the
+    GPU kernels on a GPU, the operators' self times on the CPU."""
+    rows = []
+    for e in prof.key_averages():
+        if dev.type == "cuda":
+            if getattr(e, "device_type", None) != torch.autograd.DeviceType.CUDA:
+                continue
+            us = getattr(e, "self_device_time_total", None)
+            if us is None:
+                us = getattr(e, "self_cuda_time_total", 0)
+        else:
+            us = e.self_cpu_time_total
+        if us > 0:
+            rows.append((e.key, us / 1e3, e.count))
+    return rows
+
+
+def kernel_table_text(rows, top=25):
+    """The table of launch/ncu_kernel_table.py: total ms, share, calls, kernel."""
+    whole = sum(ms for _, ms, _ in rows) or 1.0
+    out = ["%9s %6s %6s  %s" % ("total ms", "share", "calls", "kernel")]
+    for name, ms, count in sorted(rows, key=lambda r: -r[1])[:top]:
+        out.append("%9.3f %5.1f%% %6d  %s" % (ms, 100 * ms / whole, count, name[:160]))
+    out.append("%9.3f %5.1f%% %6d  (all %d kernels)" % (whole, 100.0, sum(c for _, _, c in rows), len(rows)))
+    return "\n".join(out)
+
+
+def run_case(torch, model, batch, precision, dev, steps, warmup, repeats, kernel_table=None):
     torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
     torch.backends.cudnn.allow_tf32 = precision in ("tf32", "bf16", "fp16")
     torch.backends.cudnn.benchmark = False
@@ -167,6 +199,17 @@ def run_case(torch, model, batch, precision, dev, steps, warmup, repeats):
         windows.append(time.perf_counter() - start)
     if dev.type == "cuda":
         torch.cuda.profiler.stop()
+    if kernel_table:
+        activities = [torch.profiler.ProfilerActivity.CPU]
+        if dev.type == "cuda":
+            activities.append(torch.profiler.ProfilerActivity.CUDA)
+        with torch.profiler.profile(activities=activities) as prof:
+            for _ in range(steps):
+                step()
+            sync()
+        with open(kernel_table, "w") as f:
+            f.write("# %s batch %d %s, %d step(s) under torch.profiler\n" % (model, batch, precision, steps))
+            f.write(kernel_table_text(kernel_times(torch, prof, dev)) + "\n")
     if not math.isfinite(float(last)):
         raise RuntimeError("%s: non-finite loss %s" % (model, float(last)))
     seconds = statistics.median(windows) / steps
@@ -199,6 +242,7 @@ def main():
     ap.add_argument("--repeats", type=int, default=3, help="timed windows (the median is reported)")
     ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     ap.add_argument("--json", help="also write the rows to this file")
+    ap.add_argument("--kernel-table", help="write the kernel-by-kernel table of one more window (one case)")
     ap.add_argument("--self-test", action="store_true", help="check the argument parsing and exit")
     args = ap.parse_args()
     if args.self_test:
@@ -220,10 +264,14 @@ def main():
     name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu"
     peak = next((v for k, v in PEAK_BF16_TFLOPS.items() if k in name), None)
     print("# PyTorch %s, cuDNN %s, %s" % (torch.__version__, torch.backends.cudnn.version(), name), flush=True)
+    if args.kernel_table and len(cases) != 1:
+        print("peer_gpu_models: --kernel-table takes one case, not %d" % len(cases), file=sys.stderr)
+        return 2
     rows = []
     for model, batch, precision in cases:
         try:
-            r = run_case(torch, model, batch, precision, dev, args.steps, args.warmup, args.repeats)
+            r = run_case(torch, model, batch, precision, dev, args.steps, args.warmup, args.repeats,
+                         args.kernel_table)
         except Exception as e:  # one case failing must not hide the others
             print("%-10s batch %4d %-4s FAILED: %s" % (model, batch, precision, e), flush=True)
             rows.append({"model": model, "batch": batch, "precision": precision, "error": str(e)})
