@@ -12,6 +12,7 @@
 #include "ringtrain/data/dataset.h"
 #include "ringtrain/model/model.h"
 #include "ringtrain/model/presets.h"
+#include "ringtrain/ops/precision.h"
 #include "ringtrain/optim/optimizer.h"
 #include "ringtrain/sync/bucket_plan.h"
 #include "ringtrain/sync/zero_layout.h"
@@ -27,6 +28,7 @@ struct ShowOptions {
   std::size_t batch = 1;
   double bucket_mb = 25;
   bool json = false;
+  std::string precision = "fp32";  // what the plan stores activations in, as for train
   // The optimizer-state figure: which optimizer, over how many ranks, sharded or not.
   OptimizerConfig optimizer;
   int world = 1;
@@ -66,6 +68,7 @@ int run_show(const ShowOptions& o, const Topology& topo) {
   ModelOptions mo;
   mo.device = Device::cpu();
   mo.max_batch = o.batch;
+  mo.precision = parse_precision(o.precision);
   const ModelSpec spec = ModelSpec::parse(o.model);
   // A language-model preset fixes its context (gpt2 its vocabulary too): no
   // data flags needed. gpt-nano takes its vocabulary from the data: bytes here.
@@ -103,6 +106,7 @@ int run_show(const ShowOptions& o, const Topology& topo) {
       layers.push_back({{"name", m->layer_name(i)},
                         {"inputs", m->node_inputs(i)},
                         {"output", m->layer_output_shape(i)},
+                        {"dtype", dtype_name(m->layer_output_dtype(i))},
                         {"params", e - b}});
     }
     nlohmann::json buckets = nlohmann::json::array();
@@ -116,6 +120,7 @@ int run_show(const ShowOptions& o, const Topology& topo) {
                                 {"classes", classes},
                                 {"params", m->param_count()},
                                 {"buffers", m->buffer_count()},
+                                {"precision", precision_name(mo.precision)},
                                 {"activation_bytes_per_sample", act},
                                 {"optimizer_state_bytes", state_bytes},
                                 {"layers", layers},
@@ -135,8 +140,8 @@ int run_show(const ShowOptions& o, const Topology& topo) {
   s += fmt::format("parameters: {} ({:.1f} MiB f32)\n", m->param_count(),
                    static_cast<double>(m->param_count()) * 4.0 / (1 << 20));
   s += fmt::format("non-trainable state: {} (BatchNorm running statistics)\n", m->buffer_count());
-  s += fmt::format("activations and their gradients: {:.2f} MiB per sample\n",
-                   static_cast<double>(act) / (1 << 20));
+  s += fmt::format("activations and their gradients: {:.2f} MiB per sample (--precision {})\n",
+                   static_cast<double>(act) / (1 << 20), precision_name(mo.precision));
   s += fmt::format("optimizer state ({}): {} bytes ({:.1f} MiB) per rank{}\n", optimizer_text,
                    state_bytes, static_cast<double>(state_bytes) / (1 << 20),
                    o.zero == 1 ? fmt::format(" with --zero 1 over {} ranks", o.world)
@@ -187,10 +192,14 @@ CLI::App* add_model_show(CLI::App& parent, CommandContext& ctx) {
   sub->add_option("--zero", o->zero, "1: the optimizer-state bytes per rank under ZeRO-1")
       ->check(CLI::IsMember({0, 1}))
       ->capture_default_str();
-  sub->add_flag(
-      "--json", o->json,
-      "One JSON object: params, buffers, activation_bytes_per_sample, optimizer_state_bytes, "
-      "layers, buckets");
+  sub->add_option("--precision", o->precision,
+                  "fp32, bf16 or fp16, as for train: the activation bytes and each node's "
+                  "stored dtype of that plan")
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))
+      ->capture_default_str();
+  sub->add_flag("--json", o->json,
+                "One JSON object: params, buffers, precision, activation_bytes_per_sample, "
+                "optimizer_state_bytes, layers (each with its output's dtype), buckets");
   sub->add_flag("--text", o->text,
                 "Print the graph in the model language instead, one node per line (blocks and "
                 "repeats expanded, a preset written out for --classes): a spec to copy and edit")

@@ -574,6 +574,11 @@ std::vector<std::size_t> Model::layer_output_shape(std::size_t layer) const {
   return state_->nodes[layer].layer->output_shape().to_vector();
 }
 
+DType Model::layer_output_dtype(std::size_t layer) const {
+  RT_CHECK(layer < layer_count(), "layer {} out of range (the model has {})", layer, layer_count());
+  return state_->nodes[layer].output_dtype;
+}
+
 std::pair<std::size_t, std::size_t> Model::layer_param_range(std::size_t layer) const {
   RT_CHECK(layer < layer_count(), "layer {} out of range (the model has {})", layer, layer_count());
   return state_->nodes[layer].param_range;
