@@ -16,7 +16,7 @@ cmp -s "$WORK/inspect_default.log" "$WORK/inspect42.log" || fail "data inspect's
 expect 0 train_empty_test "warning: --eval-split test: .*empty_test.h5:/test is empty" \
   "$R" train --data "$FX/empty_test.h5" --model mlp:12-10 --batch 8 --device cpu --logdir "$WORK/empty-logs"
 # The summary record says null, not 0, and n=0.
-python3 - "$WORK/empty-logs/metrics.jsonl" <<'PY' || fail "the summary record reports an accuracy of nothing"
+"$PYTHON" - "$WORK/empty-logs/metrics.jsonl" <<'PY' || fail "the summary record reports an accuracy of nothing"
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 s = [r for r in rows if r.get("kind") == "summary"]

@@ -10,7 +10,7 @@ train 2 "$WORK/warn" "${common[@]}" --lr 1e6 --momentum 0
 grep -Eq "loss diverging at step [0-9]+: loss [0-9.e+]+ is [0-9.e+]+x the median [0-9.e+-]+ of the last [0-9]+ logged losses" \
   "$WORK/warn/log.txt" || { cat "$WORK/warn/log.txt"; fail "no divergence warning at --lr 1e6"; }
 grep -q "step 30/30" "$WORK/warn/log.txt" || fail "--on-divergence warn did not train to the end"
-python3 - "$WORK/warn/metrics.jsonl" <<'PY' || fail "the loss did not explode while staying finite"
+"$PYTHON" - "$WORK/warn/metrics.jsonl" <<'PY' || fail "the loss did not explode while staying finite"
 import json, math, sys
 losses = [r["loss"] for r in map(json.loads, open(sys.argv[1])) if r.get("kind") == "train"]
 assert all(math.isfinite(l) for l in losses), losses
