@@ -69,6 +69,7 @@
 #include "ringtrain/train/config_agreement.h"
 #include "ringtrain/train/divergence_monitor.h"
 #include "ringtrain/train/evaluator.h"
+#include "ringtrain/train/run_lock.h"
 #include "ringtrain/train/run_recorder.h"
 #include "ringtrain/train/stop_signal.h"
 #include "ringtrain/train/straggler_monitor.h"
@@ -125,6 +126,7 @@ class Trainer {
  private:
   // set-up
   void prove_outputs_writable() const;
+  void lock_output_directories();
   void open_data_and_build_model();
   void set_image_transforms();
   int open_token_windows();
@@ -181,6 +183,7 @@ class Trainer {
   std::optional<StragglerMonitor> stragglers_;
   ResumePoint start_;
 
+  std::optional<RunLock> run_lock_;  // rank 0: --logdir and --ckpt-dir are this run's
   std::optional<RunRecorder> recorder_;
   std::optional<StopSignalHandler> stop_handler_;
   std::optional<Prefetcher> prefetcher_;
@@ -222,8 +225,11 @@ Trainer::Trainer(const TrainConfig& cfg, const Topology& topo)
   flight::set_identity(topo_.rank(), topo_.world_size(), topo_.host(), device_name(device_));
   // Every output is proven writable on the ranks that write it, before any
   // work: bad input (exit 2), not a failure after the last step that a
-  // restarting wrapper would retry.
-  as_input_error([&] { prove_outputs_writable(); });
+  // restarting wrapper would retry. Then no other run may write there.
+  as_input_error([&] {
+    prove_outputs_writable();
+    lock_output_directories();
+  });
   if (const std::string dir = flight_dir(cfg_); !dir.empty()) flight::start(dir);
   flight::enter_phase("setup", 0);
   // The control channel: small host messages, always over MPI.
@@ -269,6 +275,15 @@ void Trainer::prove_outputs_writable() const {
                               : !cfg_.logdir.empty()   ? "--logdir (its flight/)"
                                                        : "--ckpt-dir (the flight/ beside it)",
                               dir);
+}
+
+// Two jobs on one directory would interleave metrics.jsonl and overwrite each
+// other's checkpoints: the second is refused (run_lock.h). Rank 0 writes
+// both directories; its refusal ends the job on every rank.
+void Trainer::lock_output_directories() {
+  if (topo_.rank() != 0) return;
+  run_lock_.emplace(std::vector<std::string>{"--ckpt-dir", "--logdir"},
+                    std::vector<std::string>{cfg_.ckpt_dir, cfg_.logdir});
 }
 
 void Trainer::open_data_and_build_model() {
