@@ -14,6 +14,7 @@
 
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/log.h"
+#include "ringtrain/core/timer.h"
 
 namespace ringtrain {
 
@@ -61,7 +62,8 @@ bool write_all(int fd, const std::string& text) {
 
 }  // namespace
 
-RunLock::RunLock(const std::vector<std::string>& flags, const std::vector<std::string>& dirs) {
+RunLock::RunLock(const std::vector<std::string>& flags, const std::vector<std::string>& dirs,
+                 double wait_for_other_host_s) {
   namespace fs = std::filesystem;
   RT_CHECK(flags.size() == dirs.size(), "internal: run lock: {} flags for {} directories",
            flags.size(), dirs.size());
@@ -78,6 +80,8 @@ RunLock::RunLock(const std::vector<std::string>& flags, const std::vector<std::s
       const std::string path = (fs::path(dirs[i]) / kFileName).string();
       // The file may be replaced between open and lock (a finishing holder
       // removes it): the lock counts only on the file that is still there.
+      const double started = monotonic_seconds();
+      bool told_waiting = false;
       for (int attempt = 0;; ++attempt) {
         const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
         RT_CHECK(fd >= 0, "{} {}: cannot create the run lock {}: {}", flags[i], dirs[i], path,
@@ -91,6 +95,19 @@ RunLock::RunLock(const std::vector<std::string>& flags, const std::vector<std::s
           ::close(fd);
           RT_CHECK(err == EACCES || err == EAGAIN, "{} {}: cannot lock {}: {}", flags[i], dirs[i],
                    path, std::strerror(err));
+          // A holder on another host may be a lost node whose lock the file
+          // server has not yet released (an NFS lease): a restarted job waits.
+          const bool elsewhere =
+              !holder.empty() && holder.rfind(fmt::format("host {} ", this_host()), 0) != 0;
+          if (elsewhere && monotonic_seconds() - started < wait_for_other_host_s) {
+            if (!told_waiting)
+              log_info("{} {}: waiting up to {:g} s for the run lock of {}", flags[i], dirs[i],
+                       wait_for_other_host_s, holder);
+            told_waiting = true;
+            attempt = 0;
+            ::usleep(500 * 1000);
+            continue;
+          }
           throw Error(fmt::format(
               "{} {} is in use by another run ({}): two runs there would interleave "
               "metrics.jsonl and overwrite each other's checkpoints; wait for it to end, or "

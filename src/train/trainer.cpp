@@ -285,8 +285,11 @@ void Trainer::prove_outputs_writable() const {
 // both directories; its refusal ends the job on every rank.
 void Trainer::lock_output_directories() {
   if (topo_.rank() != 0) return;
+  // A holder on another host may be a node lost before this restart: waited
+  // for within the other ranks' patience (--timeout).
   run_lock_.emplace(std::vector<std::string>{"--ckpt-dir", "--logdir"},
-                    std::vector<std::string>{cfg_.ckpt_dir, cfg_.logdir});
+                    std::vector<std::string>{cfg_.ckpt_dir, cfg_.logdir},
+                    std::min(120.0, cfg_.timeout / 2));
 }
 
 void Trainer::open_data_and_build_model() {

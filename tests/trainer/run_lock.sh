@@ -6,7 +6,8 @@
 #      with exit 2, naming the flag and the holder's host and pid;
 #   2. the first job is untouched: it ends with exit 0 and valid metrics;
 #   3. a lock left by a job that died (SIGKILL) is taken over, saying whose it
-#      was, and a finished run leaves no lock file.
+#      was, and a finished run leaves no lock file;
+#   4. a holder on another host is waited for (a lost node's lease), then named.
 source "$(dirname "$0")/lib.sh"
 slow=(env RINGTRAIN_FAULT_STEP_DELAY_MS=100)
 a=$WORK/a
@@ -73,4 +74,31 @@ grep -q "taking over the run lock of a run that is no longer running (host $(hos
   || { cat "$b/log.txt"; fail "the stale lock was not taken over by name"; }
 [ ! -e "$b/.ringtrain.lock" ] || fail "the run that took over left its lock file"
 echo "ok: a stale lock (pid $killed, killed) was taken over"
+
+# A holder on another host may be a lost node whose lock a file server keeps
+# until its lease runs out: waited for (up to half of --timeout), then refused.
+c=$WORK/c
+mkdir -p "$c"
+"$PYTHON" - "$c/.ringtrain.lock" "$c/held" <<'HOLD' &
+import fcntl, sys, time
+f = open(sys.argv[1], "a+")
+fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+f.write("host elsewhere-60 pid 4242 since 2026-01-01T00:00:00Z\n")
+f.flush()
+open(sys.argv[2], "w").close()
+time.sleep(60)
+HOLD
+holder_pid=$!
+for _ in $(seq 1 100); do [ -e "$c/held" ] && break; sleep 0.1; done
+rc=0
+timeout -k 5 60 "$RINGTRAIN_EXE" train --data "$DATA" --model "$MLP" --batch 8 --max-steps 2 --logdir "$c" \
+  --timeout 4 --device cpu >"$c/log.txt" 2>&1 || rc=$?
+kill "$holder_pid" 2>/dev/null || true
+wait "$holder_pid" 2>/dev/null || true
+[ "$rc" -eq 2 ] || { cat "$c/log.txt"; fail "other host: exit code $rc, expected 2"; }
+grep -q "waiting up to 2 s for the run lock of host elsewhere-60 pid 4242" "$c/log.txt" \
+  || { cat "$c/log.txt"; fail "other host: no word on the wait"; }
+grep -q "is in use by another run (host elsewhere-60 pid 4242 since" "$c/log.txt" \
+  || { cat "$c/log.txt"; fail "other host: the holder is not named"; }
+echo "ok: a holder on another host was waited for, then named"
 echo "PASS"

@@ -23,8 +23,11 @@ class RunLock {
   // entries are skipped); `flags` names each one's flag for the messages
   // ("--logdir"). Throws Error naming the flag, the directory and the
   // holder's host and pid when another live process holds one (the locks
-  // taken so far are released).
-  RunLock(const std::vector<std::string>& flags, const std::vector<std::string>& dirs);
+  // taken so far are released). A holder on another host is waited for up to
+  // `wait_for_other_host_s` first: a lost node's lock on a shared file system
+  // lasts until the file server's lease for it runs out.
+  RunLock(const std::vector<std::string>& flags, const std::vector<std::string>& dirs,
+          double wait_for_other_host_s = 0);
   // Removes the lock files and releases the locks.
   ~RunLock();
   RunLock(const RunLock&) = delete;
