@@ -77,68 +77,73 @@ RunLock::RunLock(const std::vector<std::string>& flags, const std::vector<std::s
       if (std::find(seen.begin(), seen.end(), key) != seen.end())
         continue;  // --logdir = --ckpt-dir
       seen.push_back(key);
-      const std::string path = (fs::path(dirs[i]) / kFileName).string();
-      // The file may be replaced between open and lock (a finishing holder
-      // removes it): the lock counts only on the file that is still there.
-      const double started = monotonic_seconds();
-      bool told_waiting = false;
-      for (int attempt = 0;; ++attempt) {
-        const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-        RT_CHECK(fd >= 0, "{} {}: cannot create the run lock {}: {}", flags[i], dirs[i], path,
-                 std::strerror(errno));
-        struct flock lock {};
-        lock.l_type = F_WRLCK;
-        lock.l_whence = SEEK_SET;
-        if (::fcntl(fd, F_SETLK, &lock) != 0) {
-          const int err = errno;
-          const std::string holder = read_all(fd);
-          ::close(fd);
-          RT_CHECK(err == EACCES || err == EAGAIN, "{} {}: cannot lock {}: {}", flags[i], dirs[i],
-                   path, std::strerror(err));
-          // A holder on another host may be a lost node whose lock the file
-          // server has not yet released (an NFS lease): a restarted job waits.
-          const bool elsewhere =
-              !holder.empty() && holder.rfind(fmt::format("host {} ", this_host()), 0) != 0;
-          if (elsewhere && monotonic_seconds() - started < wait_for_other_host_s) {
-            if (!told_waiting)
-              log_info("{} {}: waiting up to {:g} s for the run lock of {}", flags[i], dirs[i],
-                       wait_for_other_host_s, holder);
-            told_waiting = true;
-            attempt = 0;
-            ::usleep(500 * 1000);
-            continue;
-          }
-          throw Error(fmt::format(
-              "{} {} is in use by another run ({}): two runs there would interleave "
-              "metrics.jsonl and overwrite each other's checkpoints; wait for it to end, or "
-              "choose another directory",
-              flags[i], dirs[i], holder.empty() ? "its holder is starting" : holder));
-        }
-        struct stat by_fd {
-        }, by_path{};
-        if (::fstat(fd, &by_fd) != 0 || ::stat(path.c_str(), &by_path) != 0 ||
-            by_fd.st_ino != by_path.st_ino || by_fd.st_dev != by_path.st_dev) {
-          ::close(fd);
-          RT_CHECK(attempt < 10, "{} {}: the run lock {} keeps changing", flags[i], dirs[i], path);
-          continue;
-        }
-        // Text with nobody's lock on it: a run that died without removing it.
-        if (const std::string stale = read_all(fd); !stale.empty())
-          log_info("{} {}: taking over the run lock of a run that is no longer running ({})",
-                   flags[i], dirs[i], stale);
-        if (!write_all(fd, holder_text())) {
-          const int err = errno;
-          ::close(fd);
-          RT_CHECK(false, "{} {}: cannot write the run lock {}: {}", flags[i], dirs[i], path,
-                   std::strerror(err));
-        }
-        held_.push_back({path, fd});
-        break;
-      }
+      lock_directory(flags[i], dirs[i], wait_for_other_host_s);
     }
   } catch (...) {
     release();  // the locks taken so far
     throw;
+  }
+}
+
+void RunLock::lock_directory(const std::string& flag, const std::string& dir,
+                             double wait_for_other_host_s) {
+  const std::string path = (std::filesystem::path(dir) / kFileName).string();
+  const double started = monotonic_seconds();
+  bool told_waiting = false;
+  // The file may be replaced between open and lock (a finishing holder
+  // removes it): the lock counts only on the file that is still there.
+  for (int attempt = 0;; ++attempt) {
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    RT_CHECK(fd >= 0, "{} {}: cannot create the run lock {}: {}", flag, dir, path,
+             std::strerror(errno));
+    struct flock lock {};
+    lock.l_type = F_WRLCK;
+    lock.l_whence = SEEK_SET;
+    if (::fcntl(fd, F_SETLK, &lock) != 0) {
+      const int err = errno;
+      const std::string holder = read_all(fd);
+      ::close(fd);
+      RT_CHECK(err == EACCES || err == EAGAIN, "{} {}: cannot lock {}: {}", flag, dir, path,
+               std::strerror(err));
+      // A holder on another host may be a lost node whose lock the file
+      // server has not yet released (an NFS lease): a restarted job waits.
+      const bool elsewhere =
+          !holder.empty() && holder.rfind(fmt::format("host {} ", this_host()), 0) != 0;
+      if (elsewhere && monotonic_seconds() - started < wait_for_other_host_s) {
+        if (!told_waiting)
+          log_info("{} {}: waiting up to {:g} s for the run lock of {}", flag, dir,
+                   wait_for_other_host_s, holder);
+        told_waiting = true;
+        attempt = 0;
+        ::usleep(500 * 1000);
+        continue;
+      }
+      throw Error(fmt::format(
+          "{} {} is in use by another run ({}): two runs there would interleave metrics.jsonl "
+          "and overwrite each other's checkpoints; wait for it to end, or choose another "
+          "directory",
+          flag, dir, holder.empty() ? "its holder is starting" : holder));
+    }
+    struct stat by_fd {};
+    struct stat by_path {};
+    if (::fstat(fd, &by_fd) != 0 || ::stat(path.c_str(), &by_path) != 0 ||
+        by_fd.st_ino != by_path.st_ino || by_fd.st_dev != by_path.st_dev) {
+      ::close(fd);
+      RT_CHECK(attempt < 10, "{} {}: the run lock {} keeps changing", flag, dir, path);
+      continue;
+    }
+    // Text with nobody's lock on it: a run that died without removing it.
+    if (const std::string stale = read_all(fd); !stale.empty())
+      log_info("{} {}: taking over the run lock of a run that is no longer running ({})", flag, dir,
+               stale);
+    if (!write_all(fd, holder_text())) {
+      const int err = errno;
+      ::close(fd);
+      RT_CHECK(false, "{} {}: cannot write the run lock {}: {}", flag, dir, path,
+               std::strerror(err));
+    }
+    held_.push_back({path, fd});
+    return;
   }
 }
 

@@ -36,6 +36,8 @@ class RunLock {
   static constexpr const char* kFileName = ".ringtrain.lock";
 
  private:
+  void lock_directory(const std::string& flag, const std::string& dir,
+                      double wait_for_other_host_s);
   void release();
 
   struct Held {
