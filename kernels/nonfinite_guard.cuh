@@ -14,6 +14,7 @@
 
 #include "kernels/host_device.cuh"
 #include "kernels/loss_scaler.cuh"
+#include "kernels/step_divergence.cuh"
 
 namespace ringtrain::kernels {
 
@@ -48,6 +49,8 @@ struct NonfiniteGuardState {
   unsigned long long index_at_last_bad = kNoNonfiniteIndex;
   // --precision fp16: the loss scale, decided with the step (loss_scaler.cuh).
   LossScalerState scaler;
+  // Every step's loss per sample against the steps before (step_divergence.cuh).
+  StepDivergence divergence;
 };
 
 RT_HD bool nonfinite_value(float x) {
@@ -68,6 +71,9 @@ RT_HD bool nonfinite_guard_decide(NonfiniteGuardState& s, unsigned long long ste
   const bool local_grads_bad = s.local_first_bad != kNoNonfiniteIndex;
   const bool bad = s.average_first_bad != kNoNonfiniteIndex || local_grads_bad || s.local_loss_bad;
   ++s.decided;
+  if (loss_totals != nullptr && samples > 0)
+    step_divergence_observe(s.divergence, step,
+                            (loss_totals[0] - s.loss_before[0]) / static_cast<double>(samples));
   if (!s.stopped) {
     if (!bad) {
       s.consecutive = 0;

@@ -15,3 +15,15 @@ export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
 # off by itself before MPI_Init where a container forbids process_vm_readv.
 RINGTRAIN_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export RINGTRAIN_ROOT
+# The one Python that ringtrain's tests and scripts run: Debian's, which
+# install-deps.sh gives PIL, h5py, NumPy and PyTorch. Never the `python3` first
+# on PATH: a pyenv or conda one there lacks those modules ("No module named
+# 'PIL'"). Set RINGTRAIN_PYTHON to use another (CMake takes it from here too).
+if [ -z "${RINGTRAIN_PYTHON:-}" ]; then
+  if [ -x /usr/bin/python3 ]; then
+    RINGTRAIN_PYTHON=/usr/bin/python3
+  else
+    RINGTRAIN_PYTHON=$(command -v python3 || echo python3)
+  fi
+fi
+export RINGTRAIN_PYTHON

@@ -72,6 +72,13 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root" || exit 2
 # shellcheck source=launch/env.sh
 source launch/env.sh
+# The peers need PyTorch: on a lent GPU machine it lives in the python3 first on
+# PATH (its own environment), not in Debian's, which launch/env.sh chose.
+if ! "$RINGTRAIN_PYTHON" -c 'import torch' 2> /dev/null && command -v python3 > /dev/null \
+  && python3 -c 'import torch' 2> /dev/null; then
+  RINGTRAIN_PYTHON=$(command -v python3)
+  export RINGTRAIN_PYTHON
+fi
 exe=$root/build/ringtrain
 cmp=$root/build/tests/trainer/compare_checkpoints
 work=$(mktemp -d /tmp/gpu-checks.XXXXXX)
@@ -115,7 +122,7 @@ pass_if() { if [ "$2" = 0 ]; then note "$1" PASS "${@:3}"; else note "$1" FAIL "
 last_ckpt() { find "$1" -maxdepth 1 -name 'ckpt-*.h5' 2>/dev/null | sort -V | tail -1; }
 # metric DIR KIND FIELD: FIELD of the last KIND row of DIR/metrics.jsonl
 metric() {
-  python3 -c 'import json,sys
+  "$RINGTRAIN_PYTHON" -c 'import json,sys
 rows=[json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 print([r for r in rows if r.get("kind")==sys.argv[2]][-1][sys.argv[3]])' "$1/metrics.jsonl" "$2" "$3" 2>/dev/null || echo none
 }
@@ -132,7 +139,7 @@ fashion() {
 
 check_env() {
   { nvidia-smi; nvidia-smi -q | grep -iE 'driver version|cuda version|product name|uuid'
-    LD_LIBRARY_PATH=$(torch_library_path) python3 -c \
+    LD_LIBRARY_PATH=$(torch_library_path) "$RINGTRAIN_PYTHON" -c \
       'import torch; print("torch", torch.__version__, "cuDNN", torch.backends.cudnn.version())'
     echo "PyTorch's own cuDNN: ${torch_cudnn:-none found}"
     nproc; free -g; } > "$out/env.log" 2>&1
@@ -165,7 +172,7 @@ check_cpusuite() {
   # A failure that the host's environment explains (a Python module, gnuplot or
   # CMake that the bundle does not carry) is listed, not counted against the run.
   if [ "$rc" != 0 ] && [ $dry = 0 ]; then
-    python3 launch/ctest_host_failures.py "$out/cpusuite.log" > "$out/cpusuite-failures.txt" 2>&1 && rc=0
+    "$RINGTRAIN_PYTHON" launch/ctest_host_failures.py "$out/cpusuite.log" > "$out/cpusuite-failures.txt" 2>&1 && rc=0
   fi
   pass_if cpusuite "$rc" "$(grep -E 'tests passed|tests failed|Total Tests' "$out/cpusuite.log" | tail -1);" \
     "$(tail -1 "$out/cpusuite-failures.txt" 2>/dev/null)"
@@ -261,7 +268,7 @@ check_train() {
   local epochs=8 goal=0.91 n
   # launch/gpu-pack.sh may carry only the first 40000 training images (the CPU
   # reaches 0.9163 on those with this recipe, against 0.92-0.925 on all 60000)
-  n=$(python3 -c 'import gzip,struct,sys; print(struct.unpack(">I", gzip.open(sys.argv[1]).read(8)[4:])[0])' \
+  n=$("$RINGTRAIN_PYTHON" -c 'import gzip,struct,sys; print(struct.unpack(">I", gzip.open(sys.argv[1]).read(8)[4:])[0])' \
     /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz 2>/dev/null || echo 0)
   [ "$n" -lt 40000 ] && goal=0.90
   [ $quick = 1 ] && epochs=2 goal=0.88
@@ -270,10 +277,10 @@ check_train() {
     --warmup 100 --logdir "$work/acc" --log-every 200
   local rc=$? acc syncs
   acc=$(metric "$work/acc" eval accuracy)
-  python3 -c "import sys; sys.exit(0 if float('$acc') >= $goal and $rc == 0 else 1)" 2>/dev/null
+  "$RINGTRAIN_PYTHON" -c "import sys; sys.exit(0 if float('$acc') >= $goal and $rc == 0 else 1)" 2>/dev/null
   pass_if train-acc $? "accuracy $acc after $epochs epochs on $n training images (goal $goal)"
   # the non-finite guard is on by default: a steady step still waits on nothing
-  syncs=$(python3 -c 'import json,sys
+  syncs=$("$RINGTRAIN_PYTHON" -c 'import json,sys
 rows=[json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 v=sorted({r["host_syncs_between_logs"] for r in rows if "host_syncs_between_logs" in r})
 print(v)' "$work/acc/metrics.jsonl" 2>/dev/null || echo none)
@@ -363,7 +370,7 @@ check_speed() {
     # that ringtrain's LD_LIBRARY_PATH names; ringtrain keeps them (a wrapper).
     printf '#!/bin/sh\nLD_LIBRARY_PATH="%s" exec "%s" "$@"\n' "${LD_LIBRARY_PATH:-}" "$exe" > "$work/ringtrain"
     chmod +x "$work/ringtrain"
-    run speed-peer 150 env LD_LIBRARY_PATH="$(torch_library_path)" PYTHONUNBUFFERED=1 python3 \
+    run speed-peer 150 env LD_LIBRARY_PATH="$(torch_library_path)" PYTHONUNBUFFERED=1 "$RINGTRAIN_PYTHON" \
       launch/bench/peer_gpu_step.py --ringtrain "$work/ringtrain" --repeats 3
     pass_if speed-peer $? "$(grep -cE '^ *(cnn|mlp)' "$out/speed-peer.log") rows"
   fi
@@ -375,7 +382,7 @@ torch_library_path() {
   tr ':' '\n' <<< "${LD_LIBRARY_PATH:-}" | grep -vE '^/usr/lib/x86_64-linux-gnu$|cuda' | paste -sd:
 }
 # The folder of the cuDNN that PyTorch's wheel carries (nvidia-cudnn-cu*), if any
-torch_cudnn=$(LD_LIBRARY_PATH=$(torch_library_path) python3 -c \
+torch_cudnn=$(LD_LIBRARY_PATH=$(torch_library_path) "$RINGTRAIN_PYTHON" -c \
   'import os, nvidia.cudnn as c; d = os.path.join(list(c.__path__)[0], "lib"); print(d if os.path.isdir(d) else "")' \
   2>/dev/null)
 
@@ -410,22 +417,22 @@ check_models() {
       run "models-rt-$model-$prec-$layout-$r" 150 "${rt_env[@]}" "$exe" bench step --device cuda --model "$model" --input "$shape" \
         --classes 1000 --batch "$batch" --steps 10 --warmup 3 --tf32 "$tf32" --precision "$precision" \
         --layout "$layout" --json
-      rt=$(python3 -c 'import json,sys
+      rt=$("$RINGTRAIN_PYTHON" -c 'import json,sys
 for l in open(sys.argv[1]):
     if l.startswith("{"): j=json.loads(l); print(round(j["samples_per_s"],1), j.get("host_syncs_per_step"))' \
         "$out/models-rt-$model-$prec-$layout-$r.log" 2>/dev/null | tail -1)
-      run "models-pt-$model-$prec-$layout-$r" 150 env LD_LIBRARY_PATH="$tp" PYTHONUNBUFFERED=1 python3 \
+      run "models-pt-$model-$prec-$layout-$r" 150 env LD_LIBRARY_PATH="$tp" PYTHONUNBUFFERED=1 "$RINGTRAIN_PYTHON" \
         launch/bench/peer_gpu_models.py --cases "$model@$batch:$prec" --steps 10 --warmup 3 --repeats 1
       pt=$(awk '/samples\/s/ {print $5}' "$out/models-pt-$model-$prec-$layout-$r.log" | tail -1)
       printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$model" "$batch" "$prec" "$layout" "$r" "${rt:-failed}" "${pt:-failed}" >> "$out/models.tsv"
       # Below a quarter of PyTorch's speed one round says it (bf16 NCHW on an
       # H100, 2026-11-26: 117 against 3990 samples/s, 53 s a round): the
       # budget goes to the other cases and to the layer profile instead.
-      python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) < 0.25 * float(sys.argv[2]) else 1)' \
+      "$RINGTRAIN_PYTHON" -c 'import sys; sys.exit(0 if float(sys.argv[1]) < 0.25 * float(sys.argv[2]) else 1)' \
         "${rt%% *}" "$pt" 2>/dev/null && break
     done
     # Where ringtrain is behind: the time per layer (and cuDNN's algorithms), once.
-    if python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) < float(sys.argv[2]) else 1)' \
+    if "$RINGTRAIN_PYTHON" -c 'import sys; sys.exit(0 if float(sys.argv[1]) < float(sys.argv[2]) else 1)' \
         "${rt%% *}" "$pt" 2>/dev/null; then
       run "models-layers-$model-$prec-$layout" 150 "${rt_env[@]}" "$exe" bench step --device cuda --model "$model" --input "$shape" \
         --classes 1000 --batch "$batch" --steps 3 --warmup 3 --tf32 "$tf32" --precision "$precision" \
@@ -451,19 +458,19 @@ check_kernels() {
     shape=3,224,224; [ "$model" = inception3 ] && shape=3,299,299
     precision=$prec; [ "$prec" = tf32 ] && precision=fp32
     tag=$model-$batch-$prec
-    run "kernels-pt-$tag" 120 env LD_LIBRARY_PATH="$tp" python3 launch/bench/peer_gpu_models.py \
+    run "kernels-pt-$tag" 120 env LD_LIBRARY_PATH="$tp" "$RINGTRAIN_PYTHON" launch/bench/peer_gpu_models.py \
       --cases "$model@$batch:$prec" --steps 2 --warmup 3 --repeats 1 --kernel-table "$out/kernels-pt-$tag.txt"
     pass_if "kernels-pt-$tag" $? "$(tail -1 "$out/kernels-pt-$tag.txt" 2>/dev/null)"
     local ncu=(ncu --profile-from-start off --metrics gpu__time_duration.sum --csv --page raw)
     run "kernels-rt-$tag" 180 "${ncu[@]}" "$exe" bench step --device cuda --model "$model" --input "$shape" \
       --classes 1000 --batch "$batch" --steps 1 --warmup 2 --tf32 $tf32 --precision "$precision"
-    python3 launch/ncu_kernel_table.py "$out/kernels-rt-$tag.log" > "$out/kernels-rt-$tag.txt" 2>&1
+    "$RINGTRAIN_PYTHON" launch/ncu_kernel_table.py "$out/kernels-rt-$tag.log" > "$out/kernels-rt-$tag.txt" 2>&1
     pass_if "kernels-rt-$tag" $? "$(tail -1 "$out/kernels-rt-$tag.txt")"
   done
 }
 
 check_peers() {
-  run peers 150 env LD_LIBRARY_PATH="$(torch_library_path)" PYTHONUNBUFFERED=1 python3 \
+  run peers 150 env LD_LIBRARY_PATH="$(torch_library_path)" PYTHONUNBUFFERED=1 "$RINGTRAIN_PYTHON" \
     launch/bench/peer_gpu_models.py --json "$out/peers.json"
   pass_if peers $? "$(grep -cE '^(resnet50|inception3|vgg16|gpt2) ' "$out/peers.log") rows"
 }
@@ -479,7 +486,7 @@ check_gpt() {
   for r in $(seq 1 "$rounds"); do
     run "gpt-rt-$r" 240 "$exe" bench step --device cuda --model gpt2:dropout=0 --batch 16 --steps 5 --warmup 2 \
       --precision bf16 --tf32 on --optimizer adamw --json
-    rt=$(python3 - "$out/gpt-rt-$r.log" "$gpu" <<'PY' 2>/dev/null
+    rt=$("$RINGTRAIN_PYTHON" - "$out/gpt-rt-$r.log" "$gpu" <<'PY' 2>/dev/null
 import json, sys
 peak = next((v for k, v in {"H100": 989.0, "H200": 989.0, "A100": 312.0}.items() if k in sys.argv[2]), None)
 j = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")][-1]
@@ -489,9 +496,9 @@ mfu = "%.1f%%" % (100 * flops / 1e12 / peak) if peak else "n/a"
 print("%.0f\t%s\t%s" % (tokens, mfu, j.get("host_syncs_per_step")))
 PY
 )
-    run "gpt-pt-$r" 240 env LD_LIBRARY_PATH="$tp" PYTHONUNBUFFERED=1 python3 launch/bench/peer_gpu_models.py \
+    run "gpt-pt-$r" 240 env LD_LIBRARY_PATH="$tp" PYTHONUNBUFFERED=1 "$RINGTRAIN_PYTHON" launch/bench/peer_gpu_models.py \
       --cases gpt2@16:bf16 --steps 5 --warmup 2 --repeats 1 --json "$work/gpt-pt-$r.json"
-    pt=$(python3 - "$work/gpt-pt-$r.json" "$gpu" <<'PY' 2>/dev/null
+    pt=$("$RINGTRAIN_PYTHON" - "$work/gpt-pt-$r.json" "$gpu" <<'PY' 2>/dev/null
 import json, sys
 peak = next((v for k, v in {"H100": 989.0, "H200": 989.0, "A100": 312.0}.items() if k in sys.argv[2]), None)
 [j] = json.load(open(sys.argv[1]))

@@ -22,6 +22,8 @@
 set -euo pipefail
 build=build train_images=40000
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=launch/env.sh
+source "$root/launch/env.sh"  # RINGTRAIN_PYTHON
 pack=$root/../shared/gpu/pack.sh
 while [ $# -gt 0 ]; do
   case $1 in
@@ -45,7 +47,7 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage" "$bundle.tmp"' EXIT
 tar xJf "$bundle" -C "$stage"
 
-python3 - "$stage/data" "$train_images" <<'PY'
+"$RINGTRAIN_PYTHON" - "$stage/data" "$train_images" <<'PY'
 import glob, gzip, struct, sys
 folder, keep = sys.argv[1], int(sys.argv[2])
 for path in sorted(glob.glob(f"{folder}/*-idx*-ubyte.gz")):

@@ -8,6 +8,7 @@ set -euo pipefail
 packages=(cmake g++ make pkg-config openmpi-bin libopenmpi-dev libhdf5-dev hdf5-tools
           catch2 libopenblas-dev libcli11-dev nlohmann-json3-dev libfmt-dev
           zlib1g-dev dataset-fashion-mnist iproute2 shellcheck clang-format gnuplot-nox
+          procps xz-utils                          # tests: pgrep/pkill/ps; gpu-pack.sh and its test (xz)
           libjpeg-dev libpng-dev                   # convert images (libjpeg-turbo, libpng)
           libdnnl-dev ocl-icd-opencl-dev           # CPU convolutions (oneDNN, as PyTorch; its CMake config wants OpenCL)
           libsentencepiece-dev                     # convert text --tokenizer sentencepiece

@@ -22,7 +22,7 @@ rt_run() {  # ranks -> "samples_per_s exposed_share"
   mpirun -np "$np" --bind-to core "$exe" train --data "$data" --model "$model" --batch 64 \
     --max-steps "$steps" --epochs 100 --lr 0.05 --momentum 0.9 --log-every 50 \
     --logdir "$work/logs-$np" --check-every 0 --eval-every 0 > "$log" 2>&1 || { cat "$log"; exit 1; }
-  python3 - "$work/logs-$np/metrics.jsonl" "$log" <<'PY'
+  "$RINGTRAIN_PYTHON" - "$work/logs-$np/metrics.jsonl" "$log" <<'PY'
 import json, re, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if '"kind": "train"' in l or '"kind":"train"' in l]
 rows = rows[1:] or rows  # the first window includes start-up
@@ -34,13 +34,13 @@ PY
 
 read -r rt1 _ < <(rt_run 1)
 read -r rt2 exposed2 < <(rt_run 2)
-peer=$(/usr/bin/python3 "$here/peer_ddp.py" --steps "$steps" --worlds 1,2)
+peer=$("$RINGTRAIN_PYTHON" "$here/peer_ddp.py" --steps "$steps" --worlds 1,2)
 peer_rate() {  # line number (0 or 1) -> samples/s of that peer run
-  echo "$peer" | python3 -c 'import json,sys; r=[json.loads(l) for l in sys.stdin]; print(round(r[int(sys.argv[1])]["samples_per_s"]))' "$1"
+  echo "$peer" | "$RINGTRAIN_PYTHON" -c 'import json,sys; r=[json.loads(l) for l in sys.stdin]; print(round(r[int(sys.argv[1])]["samples_per_s"]))' "$1"
 }
 pt1=$(peer_rate 0)
 pt2=$(peer_rate 1)
-python3 - "$rt1" "$rt2" "$pt1" "$pt2" "$exposed2" <<'PY'
+"$RINGTRAIN_PYTHON" - "$rt1" "$rt2" "$pt1" "$pt2" "$exposed2" <<'PY'
 import sys
 rt1, rt2, pt1, pt2, ex = map(float, sys.argv[1:])
 print(f"{'':24}{'1 rank':>12}{'2 ranks':>12}{'2-rank eff.':>14}")

@@ -7,6 +7,8 @@ set -euo pipefail
 
 prog=validate-scaling.sh
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=launch/env.sh
+source "$here/../env.sh"  # RINGTRAIN_PYTHON
 study=$here/../scaling-study.sh
 
 die() { echo "$prog: error: $*" >&2; exit 2; }
@@ -110,7 +112,7 @@ for r in "${links[@]}"; do
 done
 [[ $repeats =~ ^[0-9]+$ ]] && [ "$repeats" -ge 1 ] || die "--repeats must be a positive whole number, got '$repeats'"
 [ "$dry_run" -eq 0 ] || [ "$table_only" -eq 0 ] || die "--dry-run and --table-only exclude each other"
-command -v python3 >/dev/null || die "python3 is needed to write the table"
+command -v "$RINGTRAIN_PYTHON" >/dev/null || die "$RINGTRAIN_PYTHON (Python 3) is needed to write the table"
 
 case_name() { echo "n$1-$2-$3-$4"; }
 
@@ -171,7 +173,7 @@ fi
 
 # The table, from each case's scaling.csv, runs.csv, comm-model.json and log.
 [ -d "$out" ] || die "no directory $out: run the studies first (without --table-only)"
-python3 - "$out" "$nodes_list" "$links_list" "$models_list" "$scalings_list" >"$out/validation.md" <<'PY' || failed=1
+"$RINGTRAIN_PYTHON" - "$out" "$nodes_list" "$links_list" "$models_list" "$scalings_list" >"$out/validation.md" <<'PY' || failed=1
 import csv, json, os, re, statistics, sys
 
 out, nodes, links, models, scalings = sys.argv[1], *[a.split(",") for a in sys.argv[2:6]]

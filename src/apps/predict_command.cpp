@@ -2,13 +2,21 @@
 // split (index, predicted class, its probability, the true label, the class
 // names when the set has them, and with --logits every class's logit), or on a
 // folder of new images that have no labels (--images: path, predicted class,
-// its name, probability). Inputs get the evaluation transform the checkpoint
-// was trained with.
+// its probability, its name when the set has names, and with --logits every
+// class's logit: the split's columns, with the path for the index and no
+// label). Inputs get the evaluation transform the checkpoint was trained
+// with. The CSV is written under a temporary name and renamed at the end: a
+// failed or interrupted run leaves neither a half-written file nor the
+// temporary.
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+
+#include <nlohmann/json.hpp>
 
 #include "apps/command.h"
 #include "apps/eval_transform_choice.h"
@@ -19,6 +27,7 @@
 #include "ringtrain/core/buffer_copy.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/log.h"
+#include "ringtrain/core/temp_file_guard.h"
 #include "ringtrain/data/dataset.h"
 #include "ringtrain/data/output_guard.h"
 #include "ringtrain/data/prefetcher.h"
@@ -54,22 +63,40 @@ std::pair<std::size_t, double> top1(const float* row, std::size_t nc) {
   return {best, 1.0 / denom};
 }
 
-// --images DIR: every .jpg/.jpeg/.png under DIR (sorted paths), decoded and
-// fitted to the stored size of --data's split as `convert images` would,
-// then the evaluation transform. No labels: the rows say what the model sees.
-void predict_folder(const PredictFlags& f, Dataset& data, Model& model, Device device,
-                    std::ofstream& out) {
+// --logits: one column per class, at the end of the header and of each row.
+void write_logit_header(std::ofstream& out, bool logits, std::size_t nc) {
+  if (logits)
+    for (std::size_t k = 0; k < nc; ++k) out << ",logit_" << k;
+  out << '\n';
+}
+void write_logits(std::ofstream& out, const float* row, std::size_t nc) {
+  for (std::size_t k = 0; k < nc; ++k) out << ',' << fmt::format("{:.9g}", row[k]);
+}
+
+// --images DIR: every .jpg/.jpeg/.png under DIR (sorted paths). Listed before
+// anything is written, so a file path or an empty folder is refused at once.
+std::vector<std::string> list_images(const std::string& dir) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  RT_CHECK(fs::is_directory(f.images, ec), "--images {}: not a folder", f.images);
+  RT_CHECK(fs::exists(dir, ec), "--images {}: no such folder", dir);
+  RT_CHECK(fs::is_directory(dir, ec),
+           "--images {}: not a folder (give the folder that holds the images)", dir);
   std::vector<std::string> paths;
-  for (auto it = fs::recursive_directory_iterator(f.images, ec);
+  for (auto it = fs::recursive_directory_iterator(dir, ec);
        !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
     if (it->is_regular_file(ec) && has_image_extension(it->path().filename().string()))
       paths.push_back(it->path().string());
-  RT_CHECK(!ec, "--images {}: cannot list: {}", f.images, ec.message());
-  RT_CHECK(!paths.empty(), "--images {}: no .jpg, .jpeg or .png file", f.images);
+  RT_CHECK(!ec, "--images {}: cannot list: {}", dir, ec.message());
+  RT_CHECK(!paths.empty(), "--images {}: no .jpg, .jpeg or .png file", dir);
   std::sort(paths.begin(), paths.end());
+  return paths;
+}
+
+// Each image decoded and fitted to the stored size of the data set's split as
+// `convert images` would, then the evaluation transform. No labels: the rows
+// say what the model sees.
+void predict_folder(const PredictFlags& f, const std::vector<std::string>& paths, Dataset& data,
+                    Model& model, Device device, std::ofstream& out) {
   const std::vector<std::size_t>& stored = data.stored_shape();
   RT_CHECK(data.stored_dtype() == SampleDType::u8 && stored.size() == 3,
            "--images needs --data to be an image set (uint8 C x H x W); {} holds {} {}",
@@ -82,7 +109,10 @@ void predict_folder(const PredictFlags& f, Dataset& data, Model& model, Device d
   const std::size_t raw = stored[0] * stored[1] * stored[2], elems = data.sample_elements();
   const auto nc = static_cast<std::size_t>(data.num_classes());
   const std::vector<std::string>& names = data.class_names();
-  out << "path,predicted,predicted_name,probability\n";
+  // The split's column order: the path stands where the index does, and
+  // there is no label.
+  out << "path,predicted,probability" << (names.empty() ? "" : ",predicted_name");
+  write_logit_header(out, f.logits, nc);
   std::vector<std::uint8_t> bytes(raw), scratch;
   Image sized;
   std::vector<float> x(f.batch * elems), logits;
@@ -119,9 +149,12 @@ void predict_folder(const PredictFlags& f, Dataset& data, Model& model, Device d
       copy_view(view_of(logits.data(), logits.size()),
                 view_of(model.logits(), logits.size(), device));
       for (std::size_t i = 0; i < n; ++i) {
-        const auto [best, p] = top1(logits.data() + i * nc, nc);
-        out << paths[b + i] << ',' << best << ',' << (best < names.size() ? names[best] : "") << ','
-            << fmt::format("{:.6f}", p) << '\n';
+        const float* row = logits.data() + i * nc;
+        const auto [best, p] = top1(row, nc);
+        out << paths[b + i] << ',' << best << ',' << fmt::format("{:.6f}", p);
+        if (!names.empty()) out << ',' << (best < names.size() ? names[best] : "");
+        if (f.logits) write_logits(out, row, nc);
+        out << '\n';
       }
     }
   } catch (...) {
@@ -131,7 +164,63 @@ void predict_folder(const PredictFlags& f, Dataset& data, Model& model, Device d
   }
   if (dx) device_free(dx, device);
   if (dy) device_free(dy, device);
-  log0("wrote {} predictions for the images under {} to {}", paths.size(), f.images, f.out);
+}
+
+// The data set that gives --images the stored size and the class names: --data,
+// else the one the checkpoint's training run read (recorded in its config).
+std::string data_for_images(const PredictFlags& f, const std::string& checkpoint_path) {
+  if (!f.data.empty()) return f.data;
+  const nlohmann::json config =
+      nlohmann::json::parse(read_checkpoint(checkpoint_path).meta.config_json, nullptr, false);
+  const std::string trained_on =
+      config.is_object() && config.contains("data") && config["data"].is_string()
+          ? config["data"].get<std::string>()
+          : std::string();
+  std::error_code ec;
+  RT_CHECK(!trained_on.empty() && std::filesystem::is_regular_file(trained_on, ec),
+           "--images without --data: checkpoint {} was trained on '{}', which is not a file here; "
+           "pass --data with that data set (it gives the image size and class names)",
+           checkpoint_path, trained_on);
+  log0("--images: image size and class names from {}, the checkpoint's training data", trained_on);
+  return trained_on;
+}
+
+// The split's rows: index, predicted class, its probability, the label (empty
+// without labels); the class names where the set has them; --logits. Returns
+// the row count.
+std::uint64_t predict_split(const PredictFlags& f, Dataset& data, Model& model, Device device,
+                            std::ofstream& out) {
+  const std::vector<std::string>& names = data.class_names();
+  const auto nc = static_cast<std::size_t>(data.num_classes());
+  // Names are extra columns after the first four, which keep their meaning.
+  out << "index,predicted,probability,label" << (names.empty() ? "" : ",predicted_name,label_name");
+  write_logit_header(out, f.logits, nc);
+  EvalBatches batches(data, eval_shard(data.size(), 0, 1), f.batch, 2, device);
+  std::vector<float> logits;
+  std::vector<std::int32_t> labels;
+  std::uint64_t index = 0;
+  while (auto b = batches.next()) {
+    model.forward(b->x.as<const float>(), b->y.as<const std::int32_t>(), b->size,
+                  /*training=*/false);
+    model.synchronize();
+    logits.resize(b->size * nc);
+    labels.resize(b->size);
+    copy_view(view_of(logits.data(), logits.size()),
+              view_of(model.logits(), logits.size(), device));
+    copy_view(view_of(labels.data(), labels.size()), b->y.slice(0, b->size));
+    for (std::size_t i = 0; i < b->size; ++i, ++index) {
+      const float* row = logits.data() + i * nc;
+      const auto [best, p] = top1(row, nc);
+      out << index << ',' << best << ',' << fmt::format("{:.6f}", p) << ',';
+      if (data.has_labels()) out << labels[i];  // else the label column stays empty
+      if (!names.empty())
+        out << ',' << names[best] << ','
+            << (data.has_labels() ? names[static_cast<std::size_t>(labels[i])] : std::string());
+      if (f.logits) write_logits(out, row, nc);
+      out << '\n';
+    }
+  }
+  return index;
 }
 
 int run_predict(const PredictFlags& f, const Topology& topo) {
@@ -139,18 +228,25 @@ int run_predict(const PredictFlags& f, const Topology& topo) {
            "predict runs on one rank (it writes one file); start it without mpirun or with -np 1, "
            "not {}",
            topo.world_size());
-  guard_output(f.out, {{"--data", f.data}, {"--ckpt", f.ckpt}}, f.force, "-o");
-  std::unique_ptr<Communicator> control = make_control_communicator(topo);
-  // Predictions need no labels: data nobody has labelled is what they are for.
-  Dataset data = Dataset::open_on_all_ranks(f.data, f.split, *control, Dataset::Labels::optional);
-  RT_CHECK(!data.is_tokens(),
-           "{} holds tokens: predict writes per-sample class predictions; for a language model "
-           "use 'ringtrain eval' (loss, perplexity) or 'ringtrain generate'",
-           data.describe());
+  RT_CHECK(!f.data.empty() || !f.images.empty(),
+           "--data is required: the data set whose --split to predict (or --images FOLDER for "
+           "new images)");
   std::string path = f.ckpt;
   // The newest checkpoint that reads (a damaged newest file is skipped with a
   // warning, as `train --resume latest` does).
   if (std::filesystem::is_directory(path)) path = newest_intact_checkpoint_path(path, "--ckpt");
+  const std::string data_path = f.images.empty() ? f.data : data_for_images(f, path);
+  guard_output(f.out, {{"--data", data_path}, {"--ckpt", f.ckpt}}, f.force, "-o");
+  const std::vector<std::string> images =
+      f.images.empty() ? std::vector<std::string>() : list_images(f.images);
+  std::unique_ptr<Communicator> control = make_control_communicator(topo);
+  // Predictions need no labels: data nobody has labelled is what they are for.
+  Dataset data =
+      Dataset::open_on_all_ranks(data_path, f.split, *control, Dataset::Labels::optional);
+  RT_CHECK(!data.is_tokens(),
+           "{} holds tokens: predict writes per-sample class predictions; for a language model "
+           "use 'ringtrain eval' (loss, perplexity) or 'ringtrain generate'",
+           data.describe());
   use_eval_transform(data, f.eval_transform, path, f.loader_threads);
   ModelOptions options;
   options.device = topo.device();
@@ -162,56 +258,38 @@ int run_predict(const PredictFlags& f, const Topology& topo) {
   Model& model = *cm.model;
 
   // A temporary name, renamed at the end: an interrupted run leaves no
-  // half-written file under the name asked for.
+  // half-written file under the name asked for, and a failed one (a bad
+  // image, a full disk) removes it (TempFileGuard: on a signal).
   const std::string tmp = fmt::format("{}.tmp-{}", f.out, static_cast<long>(::getpid()));
+  TempFileGuard interrupted(tmp);
   std::ofstream out(tmp);
-  RT_CHECK(out.good(), "-o {}: cannot open {} for writing", f.out, tmp);
-  const std::vector<std::string>& names = data.class_names();
-  const auto nc = static_cast<std::size_t>(data.num_classes());
+  RT_CHECK(out.good(), "-o {}: cannot open {} for writing: {}", f.out, tmp, std::strerror(errno));
   std::uint64_t index = 0;
-  if (!f.images.empty()) {
-    predict_folder(f, data, model, topo.device(), out);
-  } else {
-    // Names are extra columns after the first four, which keep their meaning.
-    out << "index,predicted,probability,label"
-        << (names.empty() ? "" : ",predicted_name,label_name");
-    if (f.logits)
-      for (std::size_t k = 0; k < nc; ++k) out << ",logit_" << k;
-    out << '\n';
-    EvalBatches batches(data, eval_shard(data.size(), 0, 1), f.batch, 2, topo.device());
-    std::vector<float> logits;
-    std::vector<std::int32_t> labels;
-    while (auto b = batches.next()) {
-      model.forward(b->x.as<const float>(), b->y.as<const std::int32_t>(), b->size,
-                    /*training=*/false);
-      model.synchronize();
-      logits.resize(b->size * nc);
-      labels.resize(b->size);
-      copy_view(view_of(logits.data(), logits.size()),
-                view_of(model.logits(), logits.size(), topo.device()));
-      copy_view(view_of(labels.data(), labels.size()), b->y.slice(0, b->size));
-      for (std::size_t i = 0; i < b->size; ++i, ++index) {
-        const float* row = logits.data() + i * nc;
-        const auto [best, p] = top1(row, nc);
-        out << index << ',' << best << ',' << fmt::format("{:.6f}", p) << ',';
-        if (data.has_labels()) out << labels[i];  // else the label column stays empty
-        if (!names.empty())
-          out << ',' << names[best] << ','
-              << (data.has_labels() ? names[static_cast<std::size_t>(labels[i])] : std::string());
-        if (f.logits)
-          for (std::size_t k = 0; k < nc; ++k) out << ',' << fmt::format("{:.9g}", row[k]);
-        out << '\n';
-      }
+  try {
+    if (f.images.empty()) {
+      index = predict_split(f, data, model, topo.device(), out);
+    } else {
+      predict_folder(f, images, data, model, topo.device(), out);
+      index = images.size();
     }
+    out.close();
+    RT_CHECK(static_cast<bool>(out), "-o {}: write failed: {}", f.out, std::strerror(errno));
+    std::error_code ec;
+    std::filesystem::rename(tmp, f.out, ec);
+    RT_CHECK(!ec, "-o {}: cannot rename {} to it: {}", f.out, tmp, ec.message());
+  } catch (...) {
+    out.close();
+    std::error_code ec;
+    std::filesystem::remove(tmp, ec);
+    throw;
   }
-  out.close();
-  if (!out) std::filesystem::remove(tmp);
-  RT_CHECK(static_cast<bool>(out), "-o {}: write failed", f.out);
-  std::error_code ec;
-  std::filesystem::rename(tmp, f.out, ec);
-  RT_CHECK(!ec, "-o {}: cannot rename {} to it: {}", f.out, tmp, ec.message());
-  log0("wrote {} predictions of {} (step {}) on {}{} to {}", index, path, cm.meta.step,
-       data.describe(), data.has_labels() ? "" : " (no labels: the label column is empty)", f.out);
+  if (!f.images.empty())
+    log0("wrote {} predictions of {} (step {}) for the images under {} to {}", index, path,
+         cm.meta.step, f.images, f.out);
+  else
+    log0("wrote {} predictions of {} (step {}) on {}{} to {}", index, path, cm.meta.step,
+         data.describe(), data.has_labels() ? "" : " (no labels: the label column is empty)",
+         f.out);
   return 0;
 }
 
@@ -224,7 +302,10 @@ CLI::App* add_predict_command(CLI::App& app, CommandContext& ctx) {
                                      "a folder of images (--images)");
   sub->add_option("--ckpt", f->ckpt, "Checkpoint file, or a directory (its newest checkpoint)")
       ->required();
-  sub->add_option("--data", f->data, "HDF5 dataset file")->required()->check(CLI::ExistingFile);
+  sub->add_option("--data", f->data,
+                  "HDF5 dataset file (with --images: optional, default the checkpoint's training "
+                  "data, for the image size and class names)")
+      ->check(CLI::ExistingFile);
   sub->add_option("--split", f->split, "Split to predict")->capture_default_str();
   sub->add_option("-o,--out", f->out, "CSV file to write")->required();
   sub->add_flag("--force", f->force, "Replace an existing -o file");
@@ -237,7 +318,9 @@ CLI::App* add_predict_command(CLI::App& app, CommandContext& ctx) {
                   "Shared library of layer types the checkpoint's model uses (repeatable)");
   sub->add_option("--images", f->images,
                   "Predict the images under this folder (no labels needed) instead of a split: "
-                  "--data then gives the stored size and class names");
+                  "the data set (--data, else the checkpoint's training data) gives the stored "
+                  "size and class names; columns path, predicted, probability, predicted_name, "
+                  "and with --logits the logits");
   sub->add_option("--fit", f->fit, "With --images: crop, pad or stretch, as at conversion")
       ->check(CLI::IsMember({"crop", "pad", "stretch"}))
       ->capture_default_str();

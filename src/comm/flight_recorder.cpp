@@ -110,9 +110,13 @@ void write_atomic(const std::string& path, const std::string& text) {
   {
     std::ofstream out(tmp, std::ios::trunc);
     out << text;
-    if (!out) return;  // best effort: a full disk must not hide the real error
+    out.flush();
+    if (!out) {  // best effort: a full disk must not hide the real error
+      std::remove(tmp.c_str());
+      return;
+    }
   }
-  std::rename(tmp.c_str(), path.c_str());
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) std::remove(tmp.c_str());
 }
 
 std::string rank_file(const std::string& dir, int rank) {

@@ -11,6 +11,7 @@
 #include <array>
 #include <bit>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -26,6 +27,7 @@
 #include "data/token_split.h"
 #include "ringtrain/comm/communicator.h"
 #include "ringtrain/core/check.h"
+#include "ringtrain/core/input_error.h"
 #include "ringtrain/core/log.h"
 #include "ringtrain/data/sample_transform.h"
 
@@ -719,7 +721,37 @@ Dataset::ByteWidening Dataset::byte_widening() const {
 }
 
 namespace {
+void read_rows(Dataset::Impl& d, std::span<const std::uint64_t> indices, const ReadOutput& x,
+               std::int32_t* y, std::uint64_t epoch);
+
+// Float32 samples are checked as they are read: a NaN or Inf in the data
+// would otherwise surface steps later as "non-finite gradients" (a runtime
+// failure, exit 3, which a restarting wrapper retries) far from its cause.
+// Bad data is bad input (exit 2), named by its sample. (Bytes are finite.)
+void check_finite(const Dataset::Impl& d, std::span<const std::uint64_t> indices, const float* x) {
+  for (std::size_t i = 0; i < indices.size(); ++i) {
+    const float* row = x + i * d.out_elems;
+    // x * 0 is 0 for every finite x, NaN for NaN and Inf: one sum, no branch.
+    float poison = 0.f;
+    for (std::size_t e = 0; e < d.out_elems; ++e) poison += row[e] * 0.f;
+    if (poison == 0.f) continue;
+    std::size_t e = 0;
+    while (e + 1 < d.out_elems && std::isfinite(row[e])) ++e;
+    throw InputError(fmt::format(
+        "{}: sample {} holds a non-finite value ({} at element {}): the data is bad, not the "
+        "training; 'ringtrain data check --data {}' lists every such sample",
+        d.where("x"), indices[i], row[e], e, d.path));
+  }
+}
+
 void read_into(Dataset::Impl& d, std::span<const std::uint64_t> indices, const ReadOutput& x,
+               std::int32_t* y, std::uint64_t epoch) {
+  read_rows(d, indices, x, y, epoch);
+  if (x.floats != nullptr && d.dtype == SampleDType::f32 && !d.tokens)
+    check_finite(d, indices, x.floats);
+}
+
+void read_rows(Dataset::Impl& d, std::span<const std::uint64_t> indices, const ReadOutput& x,
                std::int32_t* y, std::uint64_t epoch) {
   const std::size_t count = indices.size();
   if (count == 0) return;

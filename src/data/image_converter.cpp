@@ -105,6 +105,7 @@ SplitResult write_split(DatasetWriter& writer, const char* name,
   std::vector<std::vector<std::uint8_t>> encoded(jpeg ? slab : 0);
   std::vector<std::int32_t> y(slab);
   std::vector<std::string> errors(slab);
+  std::vector<char> other_size(slab);  // an error that --skip-bad must not skip
   struct WorkerScratch {
     std::vector<std::uint8_t> resample, planes;
     Image sized;
@@ -118,14 +119,17 @@ SplitResult write_split(DatasetWriter& writer, const char* name,
     parallel_for(count, workers, [&](int me, std::size_t i) {
       const ImageFile& f = files[begin + i];
       errors[i].clear();
+      other_size[i] = 0;
       try {
         std::vector<std::uint8_t> bytes = read_file_bytes(f.path);
         const Image img = decode_image(f.path, bytes, g.channels);
-        if (o.height == 0 && !jpeg)
-          RT_CHECK(img.height == g.height && img.width == g.width,
-                   "{}: {}x{} pixels, but the first image is {}x{}: give --size H,W to resize "
-                   "them all",
+        if (o.height == 0 && !jpeg && (img.height != g.height || img.width != g.width)) {
+          other_size[i] = 1;  // it reads: not a case for --skip-bad
+          RT_CHECK(false,
+                   "{}: {}x{} pixels, but the first image is {}x{}: the sizes differ; give "
+                   "--size H,W to resize them all",
                    f.path, img.height, img.width, g.height, g.width);
+        }
         if (!jpeg) {
           fit_image(img, g, x.data() + i * sample, scratch[me].resample, scratch[me].sized);
         } else if (o.height == 0) {
@@ -166,6 +170,7 @@ SplitResult write_split(DatasetWriter& writer, const char* name,
     std::size_t kept = 0;
     for (std::size_t i = 0; i < count; ++i) {
       if (!errors[i].empty()) {
+        if (other_size[i]) throw Error(errors[i]);
         if (!o.skip_bad) throw Error(errors[i] + " (pass --skip-bad to skip unreadable images)");
         std::fprintf(stderr, "convert: skipped %s\n", errors[i].c_str());
         ++r.skipped;
@@ -191,6 +196,44 @@ SplitResult write_split(DatasetWriter& writer, const char* name,
   RT_CHECK(r.written > 0, "{}: every image of the {} split was unreadable", o.train, name);
   writer.end_split();
   return r;
+}
+
+// Raw storage holds one size. Without --size, images of several sizes are
+// refused before anything is written, naming the sizes: --skip-bad once
+// dropped every image that differed from the first as "unreadable" (203 of
+// 215 photos), which they are not.
+void refuse_mixed_sizes(const std::vector<ImageFile>& all, const std::vector<ImageInfo>& info,
+                        const std::vector<std::string>& errors, const ImageConvertOptions& o) {
+  struct SizeCount {
+    int height, width;
+    std::size_t count, first;  // images of this size, and the first one's index
+  };
+  std::vector<SizeCount> sizes;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (!errors[i].empty()) continue;
+    auto it = std::find_if(sizes.begin(), sizes.end(), [&](const SizeCount& c) {
+      return c.height == info[i].height && c.width == info[i].width;
+    });
+    if (it == sizes.end())
+      sizes.push_back({info[i].height, info[i].width, 1, i});
+    else
+      ++it->count;
+  }
+  if (sizes.size() <= 1) return;
+  std::stable_sort(sizes.begin(), sizes.end(),
+                   [](const SizeCount& a, const SizeCount& b) { return a.count > b.count; });
+  std::string listed;
+  const std::size_t shown = std::min<std::size_t>(sizes.size(), 4);
+  for (std::size_t k = 0; k < shown; ++k)
+    listed += fmt::format("{}{} of {}x{} (e.g. {})", k ? ", " : "", sizes[k].count, sizes[k].height,
+                          sizes[k].width, all[sizes[k].first].path);
+  if (shown < sizes.size()) listed += fmt::format(", and {} other sizes", sizes.size() - shown);
+  throw Error(fmt::format(
+      "{}: the images have {} different sizes (HxW), and --store raw stores one: {}. Give "
+      "--size H,W to resize them all (--fit {}), or --store jpeg to keep each image's own "
+      "size{}",
+      o.train, sizes.size(), listed, o.fit,
+      o.skip_bad ? "; --skip-bad skips unreadable images, never a size that differs" : ""));
 }
 
 std::string class_counts(const std::vector<std::string>& classes,
@@ -291,6 +334,7 @@ ConvertSummary convert_images(const ImageConvertOptions& o) {
       }
     }
     RT_CHECK(sized, "{}: no readable image", o.train);
+    if (o.height == 0 && o.store == "raw") refuse_mixed_sizes(all, info, errors, o);
     if (g.channels == 0) g.channels = colour ? 3 : 1;
   }
 

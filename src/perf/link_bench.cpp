@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -265,14 +266,21 @@ int run_link_bench(const LinkBenchOptions& o, const Topology& topo) {
     // the fit of each node count measured ('bench predict' takes the nearest).
     if (tier == "inter") doc["tiers"]["inter_by_nodes"][std::to_string(topo.node_count())] = t;
     const std::string tmp = o.json + ".tmp";
+    bool written = false;
     {
       std::ofstream out(tmp);
       RT_CHECK(out.good(), "--json {}: cannot open the file for writing", o.json);
       out << doc.dump(1) << "\n";
-      RT_CHECK(out.good(), "--json {}: write failed", o.json);
+      out.flush();
+      written = out.good();
     }
-    RT_CHECK(std::rename(tmp.c_str(), o.json.c_str()) == 0, "--json {}: cannot replace the file",
-             o.json);
+    // A failed write or rename leaves no temporary beside the file.
+    if (!written || std::rename(tmp.c_str(), o.json.c_str()) != 0) {
+      const int err = errno;
+      std::remove(tmp.c_str());
+      RT_CHECK(false, "--json {}: {}: {}", o.json,
+               written ? "cannot replace the file" : "write failed", std::strerror(err));
+    }
     std::printf("# wrote the %s tier to %s\n", tier.c_str(), o.json.c_str());
   }
   if (root && poor > 0)

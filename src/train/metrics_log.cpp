@@ -65,11 +65,20 @@ void keep_records_through(const std::string& path, std::uint64_t resume_step) {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     out.write(kept.data(), static_cast<std::streamsize>(kept.size()));
     out.flush();
-    RT_CHECK(out.good(), "metrics: cannot write {}", tmp);
+    if (!out.good()) {
+      const int err = errno;
+      std::error_code ignored;
+      fs::remove(tmp, ignored);  // a failed run leaves no temporary
+      RT_CHECK(false, "metrics: cannot write {}: {}", tmp, std::strerror(err));
+    }
   }
   std::error_code ec;
   fs::rename(tmp, path, ec);
-  RT_CHECK(!ec, "metrics: cannot rename {} to {}: {}", tmp, path, ec.message());
+  if (ec) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    RT_CHECK(false, "metrics: cannot rename {} to {}: {}", tmp, path, ec.message());
+  }
 }
 
 }  // namespace

@@ -44,8 +44,12 @@ kernels::LossScalerState NonfiniteGuard::loss_scaler(bool current) {
 }
 
 void NonfiniteGuard::sync_and_report() {
-  host_sync::wait_device(device_, "non-finite guard: read the decision");
+  sync();
   report();
+}
+
+void NonfiniteGuard::sync() {
+  host_sync::wait_device(device_, "non-finite guard: read the decision");
 }
 
 std::uint64_t NonfiniteGuard::take_skipped_samples() {

@@ -57,6 +57,12 @@ class NonfiniteGuard {
   // The same where the host has not synchronised: waits for the device first
   // (a counted host sync; for checkpoint, eval and the end of the run only).
   void sync_and_report();
+  // Only the wait of sync_and_report(), for a caller that reads the state
+  // (step_divergence()) before report() may throw.
+  void sync();
+  // --on-divergence's watch of every step's loss (kernels/step_divergence.cuh),
+  // as of the host's last synchronisation with the device (no sync here).
+  kernels::StepDivergence step_divergence() const { return tracker_.observed().divergence; }
   // --precision fp16's loss scaler (kernels/loss_scaler.cuh): set at start-up
   // and on resume; decided with every step.
   void set_loss_scaler(const kernels::LossScalerState& scaler) { tracker_.set_loss_scaler(scaler); }

@@ -1,7 +1,9 @@
 #include "ringtrain/train/trace_writer.h"
 
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -44,14 +46,23 @@ void write_text_file(const std::string& path, const std::string& text, const cha
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    RT_CHECK(out.good(), "trace: cannot create {} ({})", tmp, what);
+    RT_CHECK(out.good(), "trace: cannot create {} ({}): {}", tmp, what, std::strerror(errno));
     out.write(text.data(), static_cast<std::streamsize>(text.size()));
     out.flush();
-    RT_CHECK(out.good(), "trace: cannot write {} ({})", tmp, what);
+    if (!out.good()) {
+      const int err = errno;
+      std::error_code ignored;
+      fs::remove(tmp, ignored);  // a failed run leaves no temporary
+      RT_CHECK(false, "trace: cannot write {} ({}): {}", tmp, what, std::strerror(err));
+    }
   }
   std::error_code ec;
   fs::rename(tmp, path, ec);
-  RT_CHECK(!ec, "trace: cannot rename {} to {}: {}", tmp, path, ec.message());
+  if (ec) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    RT_CHECK(false, "trace: cannot rename {} to {}: {}", tmp, path, ec.message());
+  }
 }
 
 }  // namespace

@@ -26,6 +26,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -69,6 +70,7 @@
 #include "ringtrain/train/config_agreement.h"
 #include "ringtrain/train/divergence_monitor.h"
 #include "ringtrain/train/evaluator.h"
+#include "ringtrain/train/run_lock.h"
 #include "ringtrain/train/run_recorder.h"
 #include "ringtrain/train/stop_signal.h"
 #include "ringtrain/train/straggler_monitor.h"
@@ -125,6 +127,7 @@ class Trainer {
  private:
   // set-up
   void prove_outputs_writable() const;
+  void lock_output_directories();
   void open_data_and_build_model();
   void set_image_transforms();
   int open_token_windows();
@@ -144,6 +147,7 @@ class Trainer {
   // after-step; false when the run stops here
   bool after_step(StepOutcome& outcome);
   void log_step(StepOutcome& outcome);
+  void report_divergence();
   bool stop_agreed();
   std::string checkpoint(bool finished);
   EvalResult evaluate_now();
@@ -178,10 +182,12 @@ class Trainer {
   std::unique_ptr<GradClipper> clipper_;     // --clip-norm, or --zero 1's norm
   std::unique_ptr<DeviceArray> decay_mask_;  // --no-decay
   DivergenceMonitor divergence_;
+  std::uint64_t divergence_reported_step_ = 0;  // the device watch's, once warned
   std::optional<NonfiniteGuard> nonfinite_;
   std::optional<StragglerMonitor> stragglers_;
   ResumePoint start_;
 
+  std::optional<RunLock> run_lock_;  // rank 0: --logdir and --ckpt-dir are this run's
   std::optional<RunRecorder> recorder_;
   std::optional<StopSignalHandler> stop_handler_;
   std::optional<Prefetcher> prefetcher_;
@@ -223,8 +229,11 @@ Trainer::Trainer(const TrainConfig& cfg, const Topology& topo)
   flight::set_identity(topo_.rank(), topo_.world_size(), topo_.host(), device_name(device_));
   // Every output is proven writable on the ranks that write it, before any
   // work: bad input (exit 2), not a failure after the last step that a
-  // restarting wrapper would retry.
-  as_input_error([&] { prove_outputs_writable(); });
+  // restarting wrapper would retry. Then no other run may write there.
+  as_input_error([&] {
+    prove_outputs_writable();
+    lock_output_directories();
+  });
   if (const std::string dir = flight_dir(cfg_); !dir.empty()) flight::start(dir);
   flight::enter_phase("setup", 0);
   // The control channel: small host messages, always over MPI.
@@ -270,6 +279,18 @@ void Trainer::prove_outputs_writable() const {
                               : !cfg_.logdir.empty()   ? "--logdir (its flight/)"
                                                        : "--ckpt-dir (the flight/ beside it)",
                               dir);
+}
+
+// Two jobs on one directory would interleave metrics.jsonl and overwrite each
+// other's checkpoints: the second is refused (run_lock.h). Rank 0 writes
+// both directories; its refusal ends the job on every rank.
+void Trainer::lock_output_directories() {
+  if (topo_.rank() != 0) return;
+  // A holder on another host may be a node lost before this restart: waited
+  // for within the other ranks' patience (--timeout).
+  run_lock_.emplace(std::vector<std::string>{"--ckpt-dir", "--logdir"},
+                    std::vector<std::string>{cfg_.ckpt_dir, cfg_.logdir},
+                    std::min(120.0, cfg_.timeout / 2));
 }
 
 void Trainer::open_data_and_build_model() {
@@ -715,7 +736,9 @@ void Trainer::log_step(StepOutcome& outcome) {
   window_.loss_sum = model_->take_loss_totals().loss_sum;
   outcome.timing.host_syncs += host_sync::count() - syncs_before;
   // The loss read synchronised with the device: the guard's state is current
-  // (on a GPU, this is where a bad step is reported or the run stops).
+  // (on a GPU, this is where a bad step is reported or the run stops). An
+  // explosion comes before the NaN it turns into: it is named first.
+  report_divergence();
   nonfinite_->report();
   window_.samples -= static_cast<double>(nonfinite_->take_skipped_samples());
   outcome.timing.skipped_steps = nonfinite_->skipped();
@@ -751,6 +774,35 @@ void Trainer::log_step(StepOutcome& outcome) {
   window_ = {};
   window_step_s_.clear();
   window_exposed_s_ = 0;
+}
+
+// --on-divergence on every step's loss: the device watches each step's loss
+// as the --nonfinite decision takes it (kernels/step_divergence.cuh), with no
+// host sync; here, where the host has just synchronised, the ranks agree on
+// the first diverging step any of them saw (two small messages; a third only
+// when there is one), and all warn once or stop alike. Call on every rank at
+// the same point.
+void Trainer::report_divergence() {
+  const kernels::StepDivergence d = nonfinite_->step_divergence();
+  constexpr double kNone = std::numeric_limits<double>::infinity();
+  double first = d.first_step != 0 ? static_cast<double>(d.first_step) : kNone;
+  control_->allreduce(view_of(&first, 1), view_of(&first, 1), ReduceOp::min);
+  if (first == kNone || first <= static_cast<double>(divergence_reported_step_)) return;
+  // That step's numbers, from the lowest rank that saw it.
+  const bool mine = d.first_step != 0 && static_cast<double>(d.first_step) == first;
+  double seen[3] = {mine ? -static_cast<double>(topo_.rank()) : -kNone,
+                    mine ? d.first_loss : -kNone, mine ? d.first_mean : -kNone};
+  control_->allreduce(view_of(seen, 3), view_of(seen, 3), ReduceOp::max);
+  divergence_reported_step_ = static_cast<std::uint64_t>(first);
+  const std::string message = fmt::format(
+      "loss diverging at step {}: rank {}'s loss {:.4g} per sample is {:.3g}x the running mean "
+      "{:.4g} of its steps before (every step's loss is checked on the device; lower --lr, add "
+      "--warmup or --clip-norm)",
+      divergence_reported_step_, static_cast<int>(-seen[0]), seen[1],
+      seen[2] > 0 ? seen[1] / seen[2] : kNone, seen[2]);
+  if (cfg_.on_divergence == "stop")
+    throw Error(fmt::format("{}; stopping (--on-divergence stop)", message));
+  if (topo_.rank() == 0) log_warn("{}", message);
 }
 
 bool Trainer::after_step(StepOutcome& outcome) {
@@ -804,8 +856,11 @@ bool Trainer::after_step(StepOutcome& outcome) {
 std::string Trainer::checkpoint(bool finished) {
   if (cfg_.ckpt_dir.empty()) return {};
   // Never a checkpoint from a state after a bad step: on a GPU the host learns
-  // of one here at the latest (the run stops with its message).
-  nonfinite_->sync_and_report();
+  // of one here at the latest (the run stops with its message); nor, under
+  // --on-divergence stop, after a diverging one.
+  nonfinite_->sync();
+  report_divergence();
+  nonfinite_->report();
   flight::enter_phase("checkpoint", step_);
   average_buffers();
   // ZeRO-1: the whole state, gathered from every rank's shard, is saved.
@@ -865,7 +920,9 @@ TrainSummary Trainer::run() {
     if (!after_step(outcome)) break;
   }
   if (stop_in_flight_) stop_request_.wait();
-  nonfinite_->sync_and_report();
+  nonfinite_->sync();
+  report_divergence();
+  nonfinite_->report();
   if (!have_eval_ && eval_data_->size() > 0) last_eval_ = evaluate_now();
   summary_.steps = step_;
   summary_.epochs = static_cast<double>(step_ * cfg_.accum) / static_cast<double>(micro_per_epoch_);

@@ -4,7 +4,8 @@
 # line: an empty file, a missing file or tokenizer model, an existing output
 # without --force. A non-UTF-8 file is fine with the bytes tokenizer.
 source "$(dirname "$0")/lib.sh"
-py() { /usr/bin/python3 -c "$@"; }
+need_python_modules h5py
+py() { "$PYTHON" -c "$@"; }
 
 # bytes: the tokens are the file's bytes, train then test, in order.
 printf 'Hello, tokens.\nA second line, with more words in it.\n' > "$WORK/a.txt"

@@ -3,6 +3,8 @@
 # and expect CODE NAME REGEX COMMAND... which runs COMMAND (at most 120 s) and
 # checks its exit code and output.
 set -euo pipefail
+# shellcheck source=tests/support/python.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../support/python.sh"  # PYTHON: the tests' one Python
 : "${RINGTRAIN_EXE:?}"
 R=$RINGTRAIN_EXE
 # shellcheck disable=SC2034 # (MPIRUN and MLP are for the scripts that source this)

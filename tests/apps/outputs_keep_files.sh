@@ -7,6 +7,7 @@
 # name (nothing is left beside it). data inspect's --out and --dump
 # directories must be new or empty without --force.
 source "$(dirname "$0")/lib.sh"
+need_python_modules PIL
 cd "$WORK" || exit 1
 CKPT=$WORK/ck
 "$R" train --data "$DATA" --model "$MLP" --batch 8 --max-steps 3 --device cpu --ckpt-dir "$CKPT" > train.log 2>&1 ||
@@ -23,7 +24,7 @@ kept eval_json_exists e.json e.orig
 expect 2 eval_json_is_data "--json .*data.h5 is also the input --data" \
   "$R" eval --ckpt "$CKPT" --data "$DATA" --json "$DATA" --force
 expect 0 eval_json_force "accuracy" "$R" eval --ckpt "$CKPT" --data "$DATA" --json e.json --force
-python3 -c 'import json,sys; assert "accuracy" in json.load(open("e.json"))' || fail "eval --json --force did not write the result"
+"$PYTHON" -c 'import json,sys; assert "accuracy" in json.load(open("e.json"))' || fail "eval --json --force did not write the result"
 expect 2 eval_json_exists_np2 "\[rank 0/[^]]*\] error: .*--json e.json already exists.*\[the same on ranks 0,1 \(all\)\]" \
   "${MPIRUN[@]}" -np 2 "$R" eval --ckpt "$CKPT" --data "$DATA" --json e.json
 
@@ -31,7 +32,7 @@ cp e.json b.json && cp b.json b.orig
 expect 2 bench_json_exists "--json b.json already exists: pass --force" "$R" bench allreduce -b 8 -e 64 --json b.json
 kept bench_json_exists b.json b.orig
 expect 0 bench_json_force "busbw" "$R" bench allreduce -b 8 -e 64 --json b.json --force
-python3 -c 'import json; assert len(json.load(open("b.json"))) > 0' || fail "bench --json --force did not write the rows"
+"$PYTHON" -c 'import json; assert len(json.load(open("b.json"))) > 0' || fail "bench --json --force did not write the rows"
 
 echo "nodes,ranks" > p.csv && cp p.csv p.orig
 expect 2 bench_csv_exists "--csv p.csv already exists: pass --force" \
@@ -51,7 +52,7 @@ expect 2 import_exists "ckpt-0.h5 already exists: pass --force" \
   "$R" weights import w.safetensors --model "$MLP" --input 1,4,4 --classes 3 -o imported
 
 # convert images: the tree's own files and folder are inputs.
-python3 - <<'PY' || fail "cannot write the PNG tree"
+"$PYTHON" - <<'PY' || fail "cannot write the PNG tree"
 import os
 from PIL import Image
 for c in ("cat", "dog"):

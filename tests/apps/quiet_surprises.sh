@@ -16,7 +16,7 @@ cmp -s "$WORK/inspect_default.log" "$WORK/inspect42.log" || fail "data inspect's
 expect 0 train_empty_test "warning: --eval-split test: .*empty_test.h5:/test is empty" \
   "$R" train --data "$FX/empty_test.h5" --model mlp:12-10 --batch 8 --device cpu --logdir "$WORK/empty-logs"
 # The summary record says null, not 0, and n=0.
-python3 - "$WORK/empty-logs/metrics.jsonl" <<'PY' || fail "the summary record reports an accuracy of nothing"
+"$PYTHON" - "$WORK/empty-logs/metrics.jsonl" <<'PY' || fail "the summary record reports an accuracy of nothing"
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 s = [r for r in rows if r.get("kind") == "summary"]
@@ -92,6 +92,16 @@ expect 0 check_good "/train: 103 samples of \[1,4,4\] uint8, 10 classes" "$R" da
 grep -q "/test: 17 samples" "$WORK/check_good.log" || fail "data check does not report /test"
 expect 2 check_nonfinite "problem in /train: 2 value\(s\) are NaN or Inf; the first is element 5 of sample 7" \
   "$R" data check "$FX/nonfinite.h5"
+# Training on that NaN: bad input (exit 2) naming the sample, not "non-finite
+# gradients" (exit 3, which ringtrain-mpirun --max-restarts retries).
+nan_flags=(train --data "$FX/nonfinite.h5" --eval-split train --model mlp:12-8-10 --batch 8
+           --epochs 1 --device cpu)
+expect 2 train_data_nan "nonfinite.h5:/train/x: sample (7|30) holds a non-finite value \((nan|inf) at element (5|0)\): the data is bad" \
+  "$R" "${nan_flags[@]}"
+! grep -q "non-finite gradients" "$WORK/train_data_nan.log" || fail "train_data_nan: reported as gradients"
+expect 2 train_data_nan_np2 "sample (7|30) holds a non-finite value" "${MPIRUN[@]}" -np 2 "$R" "${nan_flags[@]}"
+expect 2 eval_data_nan "sample (7|30) holds a non-finite value" \
+  "$R" eval --data "$FX/nonfinite.h5" --split train --ckpt "$WORK/empty-ckpt" --device cpu
 expect 2 check_empty "problem in /test: the split is empty" "$R" data check "$FX/empty_test.h5"
 expect 2 check_labels "problem in /train: .*label 10 at index 17 is outside" "$R" data check "$FX/label_range.h5"
 expect 2 check_missing "nothere.h5 does not exist" "$R" data check "$WORK/nothere.h5"

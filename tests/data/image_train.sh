@@ -8,6 +8,8 @@
 # reproduces the run's final test accuracy, and predict on the test folder
 # itself (new images, no labels) predicts the same as on the converted split.
 set -euo pipefail
+# shellcheck source=tests/support/python.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../support/python.sh"  # PYTHON: the tests' one Python
 exe=$1 fixtures=$2
 shift 2
 work=$fixtures/train
@@ -34,7 +36,7 @@ grep -q "evaluation transform center_crop(32), normalize.*(from the checkpoint's
 "$exe" predict --ckpt "$work/ckpt" --data "$work/set.h5" -o "$work/split.csv"
 "$exe" predict --ckpt "$work/ckpt" --data "$work/set.h5" --images "$fixtures/fashion/test" \
   -o "$work/folder.csv"
-python3 - "$work/eval.json" "$work/split.csv" "$work/folder.csv" "$acc" <<'PY' || fail "eval/predict"
+"$PYTHON" - "$work/eval.json" "$work/split.csv" "$work/folder.csv" "$acc" <<'PY' || fail "eval/predict"
 import csv, json, sys
 ev = json.load(open(sys.argv[1]))
 split = list(csv.DictReader(open(sys.argv[2])))

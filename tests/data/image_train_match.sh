@@ -9,13 +9,16 @@
 # an augmentation: the checkpoints are bit for bit the same, and so are the
 # loss traces.
 set -euo pipefail
+# shellcheck source=tests/support/python.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../support/python.sh"  # PYTHON: the tests' one Python
+need_python_modules PIL
 exe=$1 compare=$2
 shift 2
 work=$(mktemp -d "${TMPDIR:-/tmp}/ringtrain-match.XXXXXX")
 trap 'rm -rf "$work"' EXIT; [ -z "${KEEP:-}" ] || trap - EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-/usr/bin/python3 - "$work" <<'PY' || fail "cannot write the PNG tree and the IDX subset"
+"$PYTHON" - "$work" <<'PY' || fail "cannot write the PNG tree and the IDX subset"
 import gzip, os, struct, sys
 from PIL import Image
 out = sys.argv[1]
@@ -68,7 +71,7 @@ for variant in plain augmented; do
   run "idx-$variant" "$work/idx.h5"
   "$compare" "$work/png-$variant/ckpt/ckpt-24.h5" "$work/idx-$variant/ckpt/ckpt-24.h5" --exact ||
     fail "$variant: the PNG tree and the IDX files trained to different parameters"
-  losses() { python3 -c 'import json,sys; print([r["loss"] for r in map(json.loads, open(sys.argv[1])) if r.get("kind") == "train"])' "$1"; }
+  losses() { "$PYTHON" -c 'import json,sys; print([r["loss"] for r in map(json.loads, open(sys.argv[1])) if r.get("kind") == "train"])' "$1"; }
   a=$(losses "$work/png-$variant/metrics.jsonl") b=$(losses "$work/idx-$variant/metrics.jsonl")
   [ "$a" = "$b" ] && [ ${#a} -gt 20 ] || fail "$variant: loss traces differ or are missing: $a / $b"
   echo "ok: $variant: bit-identical parameters after 24 steps, loss trace ${a:0:60}..."

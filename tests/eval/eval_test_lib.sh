@@ -2,6 +2,8 @@
 # Shared by the tests/eval scripts (sourced). Each script gets its own work
 # directory; the fixture (make_eval_fixture.sh) is read-only to them.
 set -euo pipefail
+# shellcheck source=tests/support/python.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../support/python.sh"  # PYTHON: the tests' one Python
 
 fail() {
   echo "FAIL: $*" >&2
@@ -11,7 +13,7 @@ fail() {
 # json_check FILE PYTHON: runs PYTHON with `j` bound to the parsed FILE; an
 # AssertionError (or any error) fails the test with its message.
 json_check() {
-  python3 - "$1" "$2" <<'PY' || fail "check on $1 failed"
+  "$PYTHON" - "$1" "$2" <<'PY' || fail "check on $1 failed"
 import json, sys
 j = json.load(open(sys.argv[1]))
 exec(sys.argv[2])
@@ -20,7 +22,7 @@ PY
 
 # The trainer's own evaluation records (LOGDIR/metrics.jsonl) as "step accuracy n" lines.
 trainer_evals() {
-  python3 - "$1" <<'PY'
+  "$PYTHON" - "$1" <<'PY'
 import json, sys
 for line in open(sys.argv[1]):
     r = json.loads(line)
@@ -73,5 +75,5 @@ wait_for_exit() {
 
 # Steps of the records in a metrics.jsonl file, space-separated, in file order.
 record_steps() {
-  python3 -c 'import json,sys; print(" ".join(str(json.loads(l)["step"]) for l in open(sys.argv[1]) if l.strip()))' "$1"
+  "$PYTHON" -c 'import json,sys; print(" ".join(str(json.loads(l)["step"]) for l in open(sys.argv[1]) if l.strip()))' "$1"
 }

@@ -71,7 +71,7 @@ steps=$(record_steps "$logdir/eval/metrics.jsonl")
 [ "$steps" = "5 15 20 25 30" ] || fail "evaluated steps '$steps', expected '5 15 20 25 30'"
 
 # Every result equals the trainer's own evaluation at that step.
-python3 - "$logdir/eval/metrics.jsonl" "$fixture/run/metrics.jsonl" <<'PY' || fail "results differ from the trainer's"
+"$PYTHON" - "$logdir/eval/metrics.jsonl" "$fixture/run/metrics.jsonl" <<'PY' || fail "results differ from the trainer's"
 import json, sys
 watched = [json.loads(l) for l in open(sys.argv[1])]
 trainer = {r["step"]: r for r in map(json.loads, open(sys.argv[2])) if r.get("kind") == "eval"}

@@ -11,7 +11,7 @@ ck=$fixture/run/ckpt/ckpt-20.h5
 "$exe" predict --device cpu --ckpt "$ck" --data "$fixture/d.h5" --split test --batch 32 -o "$work/preds.csv"
 "$exe" eval --device cpu --ckpt "$ck" --data "$fixture/d.h5" --json "$work/eval.json" >/dev/null
 head -3 "$work/preds.csv"
-python3 - "$work/preds.csv" "$work/eval.json" <<'PY' || fail "predictions"
+"$PYTHON" - "$work/preds.csv" "$work/eval.json" <<'PY' || fail "predictions"
 import csv, json, sys
 rows = list(csv.reader(open(sys.argv[1])))
 ev = json.load(open(sys.argv[2]))

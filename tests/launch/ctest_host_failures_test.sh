@@ -4,6 +4,8 @@
 # fixture failed so) is the host's; any other failure, or one whose only sign is
 # PMIx's stderr warnings, is not, and makes the script exit 1.
 set -euo pipefail
+# shellcheck source=tests/support/python.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../support/python.sh"  # PYTHON: the tests' one Python
 root=${1:?usage: ctest_host_failures_test.sh SOURCE_DIR}
 tool=$root/launch/ctest_host_failures.py
 work=$(mktemp -d "${TMPDIR:-/tmp}/ringtrain-hostfail.XXXXXX")
@@ -26,7 +28,7 @@ FAIL: gnuplot is not installed (launch/install-deps.sh installs gnuplot-nox)
       Start 10: comm_backend_choice_test
   7/9 Test  #10: comm_backend_choice_test .................   Passed    0.01 sec
 LOG
-"$tool" "$work/host.log" > "$work/host.out" || { cat "$work/host.out"; fail "host-only failures: exit $?"; }
+"$PYTHON" "$tool" "$work/host.log" > "$work/host.out" || { cat "$work/host.out"; fail "host-only failures: exit $?"; }
 grep -q '^host image_fixtures: Python module PIL$' "$work/host.out" || fail "PIL not named"
 grep -q '^host image_convert_test: its fixture image_fixtures' "$work/host.out" || fail "Not Run by fixture"
 grep -q '^host image_convert_memory: /usr/bin/cmake$' "$work/host.out" || fail "cmake not named"
@@ -42,7 +44,7 @@ FAIL: train_bad_model: more than one line
   9/9 Test  #83: eval_watch_sigTERM .......................***Failed   30.68 sec
 FAIL: process 15278 still running after 30 s
 LOG
-rc=0; "$tool" "$work/mixed.log" > "$work/mixed.out" || rc=$?
+rc=0; "$PYTHON" "$tool" "$work/mixed.log" > "$work/mixed.out" || rc=$?
 [ $rc = 1 ] || { cat "$work/mixed.out"; fail "a real failure among the host's: exit $rc, expected 1"; }
 grep -q '^other app_exit_codes (Failed): Open MPI' "$work/mixed.out" || fail "PMIx warnings alone excused a failure"
 grep -q '^other eval_watch_sigTERM (Failed)$' "$work/mixed.out" || fail "eval_watch_sigTERM not 'other'"

@@ -5,6 +5,8 @@
 # a library stored twice must unpack as one file with two names; a bad count is
 # refused with exit 2.
 set -euo pipefail
+# shellcheck source=tests/support/python.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../support/python.sh"  # PYTHON: the tests' one Python
 root=$1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -18,7 +20,7 @@ mkdir -p "$s/proj" "$s/sys/lib/x86_64-linux-gnu" "$s/sys/usr/lib/x86_64-linux-gn
 echo /nowhere > "$s/proj/.origin"
 head -c 200000 /dev/urandom > "$s/sys/usr/lib/x86_64-linux-gnu/libtwin.so.1"
 cp "$s/sys/usr/lib/x86_64-linux-gnu/libtwin.so.1" "$s/sys/lib/x86_64-linux-gnu/libtwin.so.1"
-python3 - "$s/data" <<'PY'
+"$RINGTRAIN_PYTHON" - "$s/data" <<'PY'
 import gzip, struct, sys
 def write(path, dims, items):
     with gzip.open(path, "wb") as f:
@@ -37,7 +39,7 @@ chmod +x "$work/pack.sh"
 grep -q "bundle .* MiB + working tree .* MiB = .* MiB (limit 64 MiB)" "$work/pack.log"
 mkdir "$work/out"
 tar xJf "$RINGTRAIN_GPU_DIR/bundle.tar.xz" -C "$work/out"
-python3 - "$work/out/data" <<'PY'
+"$PYTHON" - "$work/out/data" <<'PY'
 import gzip, struct, sys
 def read(path):
     raw = gzip.open(path).read()

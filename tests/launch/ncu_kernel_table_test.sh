@@ -4,6 +4,8 @@
 # summed per kernel in the unit the units row names, heaviest first, with the
 # launch counts and the total; --skip-launches drops the first launches.
 set -euo pipefail
+# shellcheck source=tests/support/python.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../support/python.sh"  # PYTHON: the tests' one Python
 root=${1:?usage: ncu_kernel_table_test.sh SOURCE_DIR}
 tool=$root/launch/ncu_kernel_table.py
 work=$(mktemp -d "${TMPDIR:-/tmp}/ringtrain-ncu.XXXXXX")
@@ -23,16 +25,16 @@ bench step: model resnet50 ...
 {"samples_per_s": 1.0}
 ==PROF== Disconnected from process 123
 LOG
-"$tool" "$work/raw.log" > "$work/out.txt" || fail "exit $?"
+"$PYTHON" "$tool" "$work/raw.log" > "$work/out.txt" || fail "exit $?"
 cat "$work/out.txt"
 sed -n 2p "$work/out.txt" | grep -qE '^ +3\.000 +85\.7% +2  conv_fwd\(int, float\)$' || fail "heaviest row"
 sed -n 3p "$work/out.txt" | grep -qE '^ +0\.500 +14\.3% +2  bn_apply$' || fail "second row"
 tail -1 "$work/out.txt" | grep -qE '^ +3\.500 100\.0% +4  \(all 2 kernels\)$' || fail "total row"
-"$tool" "$work/raw.log" --skip-launches 2 | tail -1 | grep -qE '^ +1\.750 100\.0% +2  \(all 2 kernels\)$' \
+"$PYTHON" "$tool" "$work/raw.log" --skip-launches 2 | tail -1 | grep -qE '^ +1\.750 100\.0% +2  \(all 2 kernels\)$' \
   || fail "--skip-launches 2"
 sed 's/usecond/nsecond/' "$work/raw.log" > "$work/ns.log"
-"$tool" "$work/ns.log" | tail -1 | grep -qE '^ +0\.00[34] ' || fail "nanoseconds: $("$tool" "$work/ns.log" | tail -1)"
+"$PYTHON" "$tool" "$work/ns.log" | tail -1 | grep -qE '^ +0\.00[34] ' || fail "nanoseconds: $("$PYTHON" "$tool" "$work/ns.log" | tail -1)"
 echo 'no csv here' > "$work/none.log"
-if "$tool" "$work/none.log" 2> "$work/err.txt"; then fail "a file without ncu's CSV was accepted"; fi
+if "$PYTHON" "$tool" "$work/none.log" 2> "$work/err.txt"; then fail "a file without ncu's CSV was accepted"; fi
 grep -q 'no ncu raw CSV header' "$work/err.txt" || fail "error: $(cat "$work/err.txt")"
 echo "PASS: kernel times summed per kernel"

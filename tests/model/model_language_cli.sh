@@ -11,7 +11,7 @@ SHOW=("$R" model show --input 1,12,12 --classes 10)
 expect 0 resnet20_text "parameters: 272186" "${SHOW[@]}" --model "@$MODELS/resnet20.txt"
 "${SHOW[@]}" --model "@$MODELS/resnet20.txt" --json > "$WORK/text.json"
 "${SHOW[@]}" --model resnet20 --json > "$WORK/preset.json"
-python3 - "$WORK/text.json" "$WORK/preset.json" <<'PY'
+"$PYTHON" - "$WORK/text.json" "$WORK/preset.json" <<'PY'
 import json, sys
 a, b = (json.load(open(p)) for p in sys.argv[1:])
 assert a["layers"] == b["layers"], "the text's nodes differ from the preset's"

@@ -4,12 +4,14 @@
 # parameters with its head tied; gpt-nano shows byte tokens by default.
 #   model_show_gpt.sh RINGTRAIN_EXE
 set -euo pipefail
+# shellcheck source=tests/support/python.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../support/python.sh"  # PYTHON: the tests' one Python
 exe=$1
 check() {  # PRESET PARAMS INPUT CLASSES [flags...]
   local preset=$1 params=$2 input=$3 classes=$4 out
   shift 4
   out=$("$exe" model show --model "$preset" --json "$@") || { echo "FAIL: model show $preset exited $?"; exit 1; }
-  /usr/bin/python3 -c 'import json,sys
+  "$PYTHON" -c 'import json,sys
 j=json.loads(sys.argv[1]); want=(int(sys.argv[2]), [int(sys.argv[3])], int(sys.argv[4]))
 got=(j["params"], j["input"], j["classes"])
 assert got==want, "%s: got %s, want %s" % (sys.argv[5], got, want)

@@ -8,6 +8,8 @@
 #          with messages that say what to run
 # Needs RINGTRAIN_EXE and mpirun. Timings are never judged, only their shape.
 set -uo pipefail
+# shellcheck source=tests/support/python.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../support/python.sh"  # PYTHON: the tests' one Python
 exe=${RINGTRAIN_EXE:?RINGTRAIN_EXE must name the ringtrain binary}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -33,7 +35,7 @@ case ${1:-} in
       grep -Eq "^intra $b: an all-reduce keeps [0-9]+% of a core busy" "$tmp/m.log" || fail "no cpu share line for $b"
       [ "$(grep -Ec "^ +[0-9]+ +[0-9.]+ +[0-9.]+ +-?[0-9.]+% +[0-9]+%$" "$tmp/m.log")" -eq 8 ] || fail "expected 4 sizes x 2 backends of rows"
     done
-    python3 - "$tmp/model.json" <<'PY' || fail "the model file is not what bench predict reads"
+    "$PYTHON" - "$tmp/model.json" <<'PY' || fail "the model file is not what bench predict reads"
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["kind"] == "ringtrain comm model", d
@@ -64,7 +66,7 @@ PY
     small_sweep "$tmp/m3.log" --under-load
     grep -Eq "^intra ring under load: alpha [0-9.]+ us per step, beta [0-9.e+-]+ ns/B .*compute beside an all-reduce loses [0-9]+% of its rate" "$tmp/m3.log" ||
       fail "no under-load fit line"
-    python3 - "$tmp/model.json" <<'PY' || fail "the model file has no under-load fit"
+    "$PYTHON" - "$tmp/model.json" <<'PY' || fail "the model file has no under-load fit"
 import json, sys
 f = json.load(open(sys.argv[1]))["tiers"]["intra"]["backends"]["ring"]
 u = f["under_load"]
@@ -77,7 +79,7 @@ PY
     small_sweep "$tmp/m4.log" --after-compute 0.5
     grep -Eq "^intra ring after compute: the ranks ended their compute [0-9.]+ ms apart .*, the last [0-9.]+ ms after the ranks' mean .* waits [0-9.]+ ms for the last" "$tmp/m4.log" ||
       fail "no after-compute line"
-    python3 - "$tmp/model.json" <<'PY' || fail "the model file has no after-compute entry"
+    "$PYTHON" - "$tmp/model.json" <<'PY' || fail "the model file has no after-compute entry"
 import json, sys
 f = json.load(open(sys.argv[1]))["tiers"]["intra"]["backends"]["ring"]
 a = f["after_compute"]
@@ -99,7 +101,7 @@ PY
     run "$tmp/m6.log" mpirun --oversubscribe -np 2 "$exe" bench model --device cpu --backend ring \
       --sizes 64K,20522,16K,64K -n 2 --rounds 2 -w 1 --json "$tmp/sizes.json"
     [ "$rc" -eq 0 ] || fail "bench model --sizes exited with $rc"
-    python3 - "$tmp/sizes.json" <<'PY' || fail "--sizes did not time exactly the sizes given"
+    "$PYTHON" - "$tmp/sizes.json" <<'PY' || fail "--sizes did not time exactly the sizes given"
 import json, sys
 f = json.load(open(sys.argv[1]))["tiers"]["intra"]["backends"]["ring"]
 assert [s["bytes"] for s in f["samples"]] == [16384, 20520, 65536], f["samples"]
@@ -147,7 +149,7 @@ JSON
     # load and no compute lost, it is the prediction of free overlap; with
     # all-reduces twice as slow and compute at half its rate beside them, every
     # multi-node step is slower, and the CSV adds up.
-    python3 - "$tmp/model.json" "$tmp/same.json" "$tmp/slow.json" <<'PY' || fail "could not write the under-load models"
+    "$PYTHON" - "$tmp/model.json" "$tmp/same.json" "$tmp/slow.json" <<'PY' || fail "could not write the under-load models"
 import json, sys
 d = json.load(open(sys.argv[1]))
 ring = d["tiers"]["inter"]["backends"]["ring"]
@@ -178,7 +180,7 @@ PY
     # Inter fits measured on several node counts: each prediction takes the one
     # of its node count, or the nearest below. "2" is the plain inter fit, "4"
     # twice as slow per byte: 2 and 3 nodes predict as before, 4 and 8 slower.
-    python3 - "$tmp/model.json" "$tmp/bynodes.json" <<'PY' || fail "could not write the by-nodes model"
+    "$PYTHON" - "$tmp/model.json" "$tmp/bynodes.json" <<'PY' || fail "could not write the by-nodes model"
 import copy, json, sys
 d = json.load(open(sys.argv[1]))
 inter = d["tiers"]["inter"]
@@ -197,7 +199,7 @@ PY
       fail "2 and 3 nodes did not keep the plain fit, or 4 and 8 did not take the slower one"
     # A wait for the last rank measured after compute (an after_compute entry):
     # every multi-node step exposes 2 ms more, and says so per node count.
-    python3 - "$tmp/model.json" "$tmp/wait.json" <<'PY' || fail "could not write the model with a wait"
+    "$PYTHON" - "$tmp/model.json" "$tmp/wait.json" <<'PY' || fail "could not write the model with a wait"
 import json, sys
 d = json.load(open(sys.argv[1]))
 d["tiers"]["inter"]["backends"]["ring"]["after_compute"] = {"compute_s": 0.003, "arrival_wait_s": 0.002, "arrival_spread_s": 0.004, "samples": []}
@@ -214,7 +216,7 @@ PY
     [ "$(grep -c "^# 4 node(s): ranks end their compute apart" "$tmp/w2.log")" -eq 1 ] ||
       fail "the arrival wait at 4 nodes is not said exactly once with two algorithms"
     # A lag measured beside the wait: the lag is said (and used), not the wait.
-    python3 - "$tmp/wait.json" "$tmp/lag.json" <<'PY' || fail "could not write the model with a lag"
+    "$PYTHON" - "$tmp/wait.json" "$tmp/lag.json" <<'PY' || fail "could not write the model with a lag"
 import json, sys
 d = json.load(open(sys.argv[1]))
 d["tiers"]["inter"]["backends"]["ring"]["after_compute"]["arrival_lag_s"] = 0.003
@@ -234,7 +236,7 @@ PY
     # default): measured at twice the fit's line, from a step of 1 byte to
     # 1 MB, every bucket's all-reduce takes twice as long at 2 and 4 nodes;
     # --pricing fit keeps the line. A file without samples says so.
-    python3 - "$tmp/model.json" "$tmp/samples.json" <<'PY' || fail "could not write the model with samples"
+    "$PYTHON" - "$tmp/model.json" "$tmp/samples.json" <<'PY' || fail "could not write the model with samples"
 import json, sys
 d = json.load(open(sys.argv[1]))
 ring = d["tiers"]["inter"]["backends"]["ring"]
@@ -263,7 +265,7 @@ PY
     run "$tmp/c3.log" "$exe" bench predict --trace "$tmp/t.json" --comm-model "$tmp/samples.json" --pricing line
     [ "$rc" -ne 0 ] && grep -q -- "--pricing" "$tmp/c3.log" || fail "--pricing line was accepted"
     # A sample that is not a time, or not there, is named with the file.
-    python3 - "$tmp/samples.json" "$tmp/badsample.json" "$tmp/nosecs.json" <<'PY' || fail "could not write the bad sample models"
+    "$PYTHON" - "$tmp/samples.json" "$tmp/badsample.json" "$tmp/nosecs.json" <<'PY' || fail "could not write the bad sample models"
 import json, sys
 d = json.load(open(sys.argv[1]))
 samples = d["tiers"]["inter"]["backends"]["ring"]["samples"]

@@ -61,6 +61,6 @@ grep -q "split over 2 rank(s): 12 per rank" "$out/log.txt" || fail "the relaunch
 same "$WORK/ref" "$out" --rtol 1e-3 --atol 1e-5
 ref_acc=$(final_accuracy "$WORK/ref")
 acc=$(final_accuracy "$out")
-python3 -c "import sys; sys.exit(abs($acc - $ref_acc) > 0.005)" || fail "accuracy $acc vs $ref_acc of the uninterrupted run"
+"$PYTHON" -c "import sys; sys.exit(abs($acc - $ref_acc) > 0.005)" || fail "accuracy $acc vs $ref_acc of the uninterrupted run"
 ! ip netns list | grep -q "^$id-" || fail "namespaces of $id left behind"
 echo "PASS: lost node2 at step >= 60, resumed at step $step on 2 nodes, finished: accuracy $acc vs $ref_acc uninterrupted"

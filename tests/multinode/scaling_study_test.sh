@@ -24,6 +24,8 @@
 # Needs RINGTRAIN_EXE (the built ringtrain binary) and gnuplot (gnuplot-nox,
 # installed by launch/install-deps.sh).
 set -uo pipefail
+# shellcheck source=tests/support/python.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../support/python.sh"  # PYTHON: the tests' one Python
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 study=$root/launch/scaling-study.sh
@@ -130,7 +132,7 @@ EOF
     grep -Eq "^predicted efficiency at 4 nodes: " "$tmp/study.log" || fail "no verdict line"
     # The fit covers the bucket sizes: half to twice the default 1 MiB cap,
     # and the smallest bucket the trace recorded where it is below that.
-    python3 - "$tmp/out/comm-model.json" "$tmp"/out/runs/np1/r1/trace.json <<'PY' || fail "the comm model was not measured over the bucket sizes"
+    "$PYTHON" - "$tmp/out/comm-model.json" "$tmp"/out/runs/np1/r1/trace.json <<'PY' || fail "the comm model was not measured over the bucket sizes"
 import json, sys
 s = json.load(open(sys.argv[1]))["tiers"]["inter"]["backends"]["ring"]["samples"]
 trace = json.load(open(sys.argv[2]))["traceEvents"]
@@ -142,7 +144,7 @@ assert [x["bytes"] for x in s] == want, (s, smallest, want)
 PY
     # The nodes are this machine: the link is also timed beside compute.
     grep -q -- "--under-load" "$tmp/out/comm-model-inter.log.command" || fail "bench model was not run --under-load"
-    python3 - "$tmp/out/comm-model.json" <<'PY' || fail "the comm model has no under-load fit"
+    "$PYTHON" - "$tmp/out/comm-model.json" <<'PY' || fail "the comm model has no under-load fit"
 import json, sys
 ring = json.load(open(sys.argv[1]))["tiers"]["inter"]["backends"]["ring"]
 u = ring["under_load"]
@@ -154,7 +156,7 @@ PY
     # ...and right after the compute of a step at the largest point's batch
     # (this study's own timing of it), for the wait for the last rank.
     grep -Eq -- "--after-compute [0-9.]+" "$tmp/out/comm-model-inter.log.command" || fail "bench model was not run --after-compute"
-    python3 - "$tmp/out/comm-model.json" <<'PY' || fail "the comm model has no after-compute entry"
+    "$PYTHON" - "$tmp/out/comm-model.json" <<'PY' || fail "the comm model has no after-compute entry"
 import json, sys
 ring = json.load(open(sys.argv[1]))["tiers"]["inter"]["backends"]["ring"]
 a = ring["after_compute"]
@@ -167,7 +169,7 @@ PY
     for k in 1 2; do
       [ -s "$tmp/out/rounds/r$k/comm-model.json" ] && [ -s "$tmp/out/rounds/r$k/predicted.csv" ] ||
         fail "round $k has no comm model or prediction of its own"
-      ms=$(python3 -c 'import json, sys; print("%.3f" % json.loads(open(sys.argv[1]).readlines()[int(sys.argv[2]) - 1])["step_ms_synchronous"])' \
+      ms=$("$PYTHON" -c 'import json, sys; print("%.3f" % json.loads(open(sys.argv[1]).readlines()[int(sys.argv[2]) - 1])["step_ms_synchronous"])' \
            "$tmp/out/compute-curve/b8.jsonl" "$k")
       grep -q -- "--after-compute $ms" "$tmp/out/rounds/r$k/comm-model-inter.log.command" ||
         fail "round $k's bench model did not run after that round's compute ($ms ms): $(cat "$tmp/out/rounds/r$k/comm-model-inter.log.command")"
@@ -177,7 +179,7 @@ PY
     chosen=$(sed -n "s/^scaling-study.sh: prediction from round \([12]\)'s communication model, the median of the rounds' predicted efficiencies at np=2: .*$/\1/p" "$tmp/study.log")
     [ -n "$chosen" ] || fail "the study did not say which round's prediction it kept"
     # Of two rounds the median is the lower prediction at np=2.
-    python3 - "$tmp/out" "$chosen" <<'PY' || fail "the study did not keep the round with the lower prediction at np=2"
+    "$PYTHON" - "$tmp/out" "$chosen" <<'PY' || fail "the study did not keep the round with the lower prediction at np=2"
 import csv, sys
 out, chosen = sys.argv[1], int(sys.argv[2])
 eff = {}
@@ -211,7 +213,7 @@ PY
 EOF
     run_study --np 1,2 --repeats 2 --global-batch 16 --predict 1,3,4,16 --ranks-per-node 1 --comm-model "$tmp/model.json" -- --accum 1
     [ "$rc" -eq 0 ] || fail "the study with --predict exited with $rc"
-    python3 - "$tmp/out/compute-curve.jsonl" <<'PY' || fail "compute-curve.jsonl does not hold batches 16, 8, 4, 1 alone and 8 with 2 ranks at once"
+    "$PYTHON" - "$tmp/out/compute-curve.jsonl" <<'PY' || fail "compute-curve.jsonl does not hold batches 16, 8, 4, 1 alone and 8 with 2 ranks at once"
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 alone = [r for r in rows if r["ranks_per_host"] == 1]

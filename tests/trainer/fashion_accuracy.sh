@@ -11,5 +11,5 @@ train 2 "$WORK/cnn" --model cnn --batch 64 --epochs "${EPOCHS:-8}" --lr 0.05 --m
   --warmup 100
 grep "ringtrain: done" "$WORK/cnn/log.txt"
 acc=$(final_accuracy "$WORK/cnn")
-python3 -c "import sys; sys.exit(0 if float('$acc') >= 0.90 else 1)" || fail "test accuracy $acc < 0.90"
+"$PYTHON" -c "import sys; sys.exit(0 if float('$acc') >= 0.90 else 1)" || fail "test accuracy $acc < 0.90"
 echo "PASS: cnn on Fashion-MNIST, 2 ranks: test accuracy $acc"

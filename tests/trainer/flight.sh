@@ -61,8 +61,8 @@ unset RINGTRAIN_FAULT_STALL_PHASE RINGTRAIN_FAULT_STALL_RANK
 rank_pid() {
   local f=$WORK/$1/flight/rank-$2.json waited=0
   while [ $waited -lt 300 ]; do
-    if [ -f "$f" ] && python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); sys.exit(0 if s["step"] >= 3 else 1)' "$f" 2>/dev/null; then
-      python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pid"])' "$f"
+    if [ -f "$f" ] && "$PYTHON" -c 'import json,sys; s=json.load(open(sys.argv[1])); sys.exit(0 if s["step"] >= 3 else 1)' "$f" 2>/dev/null; then
+      "$PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["pid"])' "$f"
       return
     fi
     sleep 0.2; waited=$((waited + 1))
@@ -85,7 +85,7 @@ launch kill9
 pid=$(rank_pid kill9 1)
 # Killed once its record says it is in the data loader at step 4 (the stall).
 waited=0
-until python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); sys.exit(0 if s["step"] == 4 and s["phase"] == "data" else 1)' \
+until "$PYTHON" -c 'import json,sys; s=json.load(open(sys.argv[1])); sys.exit(0 if s["step"] == 4 and s["phase"] == "data" else 1)' \
     "$WORK/kill9/flight/rank-1.json" 2>/dev/null; do
   [ $waited -lt 300 ] || fail "kill9: rank 1 never stalled in data at step 4"
   sleep 0.1; waited=$((waited + 1))

@@ -20,7 +20,7 @@ for backend in shm ring mpi; do
       train "$np" "$out" "${common[@]}" --max-steps 10 --backend "$backend" --accum "$accum"
       same "$WORK/base" "$out" "${tol[@]}"
       acc=$(final_accuracy "$out")
-      python3 -c "import sys; sys.exit(abs($acc - $base_acc) > 1.5 / 101)" \
+      "$PYTHON" -c "import sys; sys.exit(abs($acc - $base_acc) > 1.5 / 101)" \
         || fail "$backend accum $accum np $np: accuracy $acc vs $base_acc"
     done
   done

@@ -13,7 +13,7 @@ common=(--model "$CNN" --max-steps 15 --epochs 100 --lr 0.05 --momentum 0.9 --se
 train 1 "$WORK/b16" --batch 16 "${common[@]}"
 # The --nonfinite guard decides on the device: a steady GPU step asks the host
 # for no sync, a logged one for one (the loss read, where the guard is read too).
-python3 - "$WORK/b16/metrics.jsonl" <<'PY' || fail "host syncs on the GPU: a steady step synchronised"
+"$PYTHON" - "$WORK/b16/metrics.jsonl" <<'PY' || fail "host syncs on the GPU: a steady step synchronised"
 import json, sys
 train = [r for r in map(json.loads, open(sys.argv[1])) if r["kind"] == "train"]
 assert train, "no train rows"

@@ -16,7 +16,7 @@ common=(--model "$RES" --max-steps 10 --epochs 100 --lr 0.05 --momentum 0.9 --se
 TRAIN_DEVICE=cpu train 1 "$WORK/cpu" --batch 16 "${common[@]}"
 TRAIN_DEVICE=cuda train 1 "$WORK/gpu" --batch 16 "${common[@]}"
 same "$WORK/cpu" "$WORK/gpu" --rtol 1e-3 --atol 1e-5
-python3 - "$WORK/gpu/metrics.jsonl" <<'PY' || fail "a steady GPU step of the graph model synchronised"
+"$PYTHON" - "$WORK/gpu/metrics.jsonl" <<'PY' || fail "a steady GPU step of the graph model synchronised"
 import json, sys
 train = [r for r in map(json.loads, open(sys.argv[1])) if r["kind"] == "train"]
 assert train and all(r["host_syncs_between_logs"] == 0 for r in train), train

@@ -31,7 +31,7 @@ same "$WORK/gpu-$m" "$WORK/again" --exact
 TRAIN_DEVICE=cuda train 1 "$WORK/part" --batch 4 --model "$m" --max-steps 2 "${base[@]}"
 TRAIN_DEVICE=cuda train 1 "$WORK/part" --batch 4 --model "$m" "${common[@]}" --resume latest
 same "$WORK/gpu-$m" "$WORK/part" --exact
-python3 - "$WORK/gpu-$m/metrics.jsonl" <<'PY' || fail "a steady GPU step of gpt-nano synchronised"
+"$PYTHON" - "$WORK/gpu-$m/metrics.jsonl" <<'PY' || fail "a steady GPU step of gpt-nano synchronised"
 import json, sys
 train = [r for r in map(json.loads, open(sys.argv[1])) if r["kind"] == "train"]
 assert train and all(r["host_syncs_between_logs"] == 0 for r in train), train

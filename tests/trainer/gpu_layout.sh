@@ -24,7 +24,7 @@ for model in resnet20 "$INCEPTION"; do
   grep -q "activations nhwc" "$WORK/$name-gpu-nhwc/log.txt" || fail "$name: the GPU run is not nhwc"
   same "$WORK/$name-gpu-nchw" "$WORK/$name-gpu-nhwc" --rtol 1e-3 --atol 1e-5
   same "$WORK/$name-cpu-nhwc" "$WORK/$name-gpu-nhwc" --rtol 1e-3 --atol 1e-5
-  python3 - "$WORK/$name-gpu-nhwc/metrics.jsonl" <<'PY' || fail "$name: a steady nhwc step synchronised"
+  "$PYTHON" - "$WORK/$name-gpu-nhwc/metrics.jsonl" <<'PY' || fail "$name: a steady nhwc step synchronised"
 import json, sys
 train = [r for r in map(json.loads, open(sys.argv[1])) if r["kind"] == "train"]
 assert train and all(r["host_syncs_between_logs"] == 0 for r in train[1:]), train

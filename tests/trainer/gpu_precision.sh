@@ -14,7 +14,7 @@ common=(--model "$CNN" --max-steps 12 --batch 16 --epochs 100 --lr 0.05 --moment
 TRAIN_DEVICE=cpu train 1 "$WORK/cpu" --precision bf16 "${common[@]}"
 TRAIN_DEVICE=cuda train 1 "$WORK/gpu" --precision bf16 "${common[@]}"
 same "$WORK/cpu" "$WORK/gpu" --rtol 2e-2 --atol 1e-3
-python3 - "$WORK/gpu/metrics.jsonl" <<'PY' || fail "bf16 on the GPU: a steady step synchronised"
+"$PYTHON" - "$WORK/gpu/metrics.jsonl" <<'PY' || fail "bf16 on the GPU: a steady step synchronised"
 import json, sys
 train = [r for r in map(json.loads, open(sys.argv[1])) if r["kind"] == "train"]
 assert train and all(r["host_syncs_between_logs"] == 0 for r in train), train
@@ -24,7 +24,7 @@ MPIRUN+=(-x RINGTRAIN_FAULT_NAN_RANK -x RINGTRAIN_FAULT_NAN_STEP -x RINGTRAIN_FA
 # shellcheck disable=SC2034 # read by train() in lib.sh
 TRAIN_LOG_FLAGS=(--log-every 1 --check-every 1)
 TRAIN_DEVICE=cuda train 1 "$WORK/fp16" --precision fp16 --loss-scale-window 2 "${common[@]}"
-python3 - "$WORK/fp16/metrics.jsonl" <<'PY' || fail "fp16 on the GPU: the loss scale does not follow the scaler's rule"
+"$PYTHON" - "$WORK/fp16/metrics.jsonl" <<'PY' || fail "fp16 on the GPU: the loss scale does not follow the scaler's rule"
 import json, sys
 t = {r["step"]: r for r in map(json.loads, open(sys.argv[1])) if r["kind"] == "train"}
 assert [t[s]["loss_scale"] for s in range(1, 7)] == [65536, 131072, 65536, 65536, 131072, 131072], t

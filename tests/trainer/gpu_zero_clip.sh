@@ -12,7 +12,7 @@ TRAIN_DEVICE=cuda
 common=(--model "$CNN" --max-steps 15 --epochs 100 --optimizer adamw --lr 0.01 --seed 5
         --bucket-mb 0.0005 --cache --prefetch 3 --clip-norm 0.05)
 no_syncs() {
-  python3 - "$1/metrics.jsonl" <<'PY' || fail "$1: a steady clipped step synchronised with the host"
+  "$PYTHON" - "$1/metrics.jsonl" <<'PY' || fail "$1: a steady clipped step synchronised with the host"
 import json, sys
 train = [r for r in map(json.loads, open(sys.argv[1])) if r["kind"] == "train"]
 assert train, "no train rows"

@@ -7,7 +7,7 @@
 source "$(dirname "$0")/lib.sh"
 common=(--model "$MLP" --epochs 100 --max-steps 10 --seed 11 --momentum 0.9 --lr 0.05)
 bytes() {
-  python3 -c 'import json,sys
+  "$PYTHON" -c 'import json,sys
 rows=[r for r in map(json.loads, open(sys.argv[1])) if r.get("kind")=="train"]
 vals={r["allreduce_bytes"] for r in rows}
 assert len(vals)==1, vals

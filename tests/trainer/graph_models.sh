@@ -15,7 +15,7 @@ RES="a = conv2d(out=4, kernel=3, padding=1, bias=0); b = batch_norm; c = relu; \
 d = conv2d(out=4, kernel=3, padding=1, bias=0); e = batch_norm(zero_init=0); \
 p = conv2d(c, out=4, kernel=1, bias=0); s = add(e, p); relu; global_avg_pool; linear(out=4)"
 loss_at() {  # the logged training loss at the first and the last logged step
-  python3 -c 'import json,sys
+  "$PYTHON" -c 'import json,sys
 rows=[json.loads(l) for l in open(sys.argv[1]) if l.strip() and json.loads(l).get("kind")=="train"]
 print(rows[0]["loss"], rows[-1]["loss"])' "$1/metrics.jsonl"
 }
@@ -26,10 +26,10 @@ case ${1:-} in
     TRAIN_LOG_FLAGS=(--log-every 20 --check-every 20)
     train 2 "$out" --model resnet20 --batch 16 --epochs 100 --max-steps 80 --lr 0.05 --momentum 0.9
     read -r first last < <(loss_at "$out")
-    python3 -c "import sys; sys.exit(0 if $last < 0.8 * $first else 1)" \
+    "$PYTHON" -c "import sys; sys.exit(0 if $last < 0.8 * $first else 1)" \
       || fail "resnet20: the loss went from $first to $last"
     acc=$(final_accuracy "$out")
-    python3 -c "import sys; sys.exit(0 if $acc > 0.4 else 1)" || fail "resnet20: test accuracy $acc"
+    "$PYTHON" -c "import sys; sys.exit(0 if $acc > 0.4 else 1)" || fail "resnet20: test accuracy $acc"
     echo "PASS: resnet20 on 2 ranks, loss $first -> $last, test accuracy $acc" ;;
   eval)
     out=$WORK/bn

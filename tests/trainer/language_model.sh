@@ -11,6 +11,7 @@
 #          giving the same text; a prompt longer than the context is refused
 #   language_model.sh train|eval|resume|generate
 source "$(dirname "$0")/lib.sh"
+need_python_modules h5py
 TEXT=/usr/share/common-licenses/GPL-3
 [ -r "$TEXT" ] || { echo "SKIPPED: $TEXT is missing"; exit 77; }
 DATA=$WORK/gpl.h5
@@ -27,16 +28,16 @@ case "$1" in
     same "$WORK/base" "$WORK/np2" --rtol 1e-4 --atol 1e-6
     same "$WORK/base" "$WORK/np4" --rtol 1e-4 --atol 1e-6
     # The first step's loss per token starts near ln(256) = 5.55 (untrained, byte tokens).
-    first=$(/usr/bin/python3 -c 'import json,sys
+    first=$("$PYTHON" -c 'import json,sys
 rows=[json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 print([r for r in rows if r.get("kind")=="train"][0]["loss"])' "$WORK/base/metrics.jsonl")
-    /usr/bin/python3 -c "import sys; sys.exit(0 if 4.5 < $first < 6.5 else 1)" || fail "first loss $first is not per token"
+    "$PYTHON" -c "import sys; sys.exit(0 if 4.5 < $first < 6.5 else 1)" || fail "first loss $first is not per token"
     echo "PASS: gpt-nano equivalent at 1x4, 2x2, 4x1 windows (first loss $first per token)"
     ;;
   eval)
     train 1 "$WORK/base" --batch 4 "${common[@]}"
     ck=$(ls "$WORK"/base/ckpt/ckpt-*.h5 | sort -V | tail -1)
-    tokens=$(/usr/bin/python3 -c 'import h5py,sys; print(len(h5py.File(sys.argv[1])["test/tokens"]) - 1)' "$DATA")
+    tokens=$("$PYTHON" -c 'import h5py,sys; print(len(h5py.File(sys.argv[1])["test/tokens"]) - 1)' "$DATA")
     for np in 1 3; do
       "${MPIRUN[@]}" -np $np "$RINGTRAIN_EXE" eval --device cpu --data "$DATA" --ckpt "$ck" --batch 2 \
         > "$WORK/eval$np.log" 2>&1 || { cat "$WORK/eval$np.log"; fail "eval -np $np"; }
@@ -88,7 +89,7 @@ print([r for r in rows if r.get("kind")=="train"][0]["loss"])' "$WORK/base/metri
     grep -q "no weight decay on" "$WORK/zero/log.txt" || grep -qi "no-decay" "$WORK/zero/log.txt" \
       || { cat "$WORK/zero/log.txt"; fail "the start-up lines do not say what does not decay"; }
     train 2 "$WORK/bf16" --batch 2 "${recipe[@]}" --zero 1 --precision bf16
-    /usr/bin/python3 - "$WORK/plain/metrics.jsonl" "$WORK/bf16/metrics.jsonl" <<'PY' || fail "bf16 gpt-nano is far from fp32"
+    "$PYTHON" - "$WORK/plain/metrics.jsonl" "$WORK/bf16/metrics.jsonl" <<'PY' || fail "bf16 gpt-nano is far from fp32"
 import json, sys
 def last(p):
     return [json.loads(l) for l in open(p) if l.strip() and json.loads(l).get("kind") == "train"][-1]["loss"]

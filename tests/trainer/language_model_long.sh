@@ -6,6 +6,7 @@
 # of the corpus; then `generate` writes recognisable English words.
 #   language_model_long.sh [STEPS]
 source "$(dirname "$0")/lib.sh"
+need_python_modules h5py numpy
 CORPUS=/usr/share/games/fortunes
 [ -d "$CORPUS" ] || { echo "SKIPPED: $CORPUS is missing (apt-get install fortunes)"; exit 77; }
 STEPS=${1:-1200}
@@ -14,7 +15,7 @@ mapfile -t files < <(find "$CORPUS" -maxdepth 1 -type f ! -name '*.*' ! -name 'a
 [ ${#files[@]} -gt 10 ] || fail "fewer than 10 fortune files in $CORPUS"
 DATA=$WORK/fortunes.h5
 "$RINGTRAIN_EXE" convert text "${files[@]}" -o "$DATA" --test-fraction 0.02 | tee "$WORK/convert.log"
-unigram=$(/usr/bin/python3 -c 'import h5py,numpy as np,sys
+unigram=$("$PYTHON" -c 'import h5py,numpy as np,sys
 t=h5py.File(sys.argv[1])["train/tokens"][:]
 p=np.bincount(t, minlength=256)/len(t); p=p[p>0]
 print("%.4f" % float(-(p*np.log(p)).sum()))' "$DATA")
@@ -23,11 +24,11 @@ TRAIN_LOG_FLAGS=(--log-every 50 --check-every 100)
 train 2 "$WORK/run" --model gpt-nano --batch 8 --optimizer adamw --lr 2e-3 --weight-decay 0.01 \
   --schedule cosine --warmup 20 --max-steps "$STEPS" --eval-every 0 --seed 1
 grep -E "tokens/s|eval at step" "$WORK/run/log.txt" | tail -3
-loss=$(/usr/bin/python3 -c 'import json,sys
+loss=$("$PYTHON" -c 'import json,sys
 rows=[json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 print([r for r in rows if r.get("kind")=="eval"][-1]["loss"])' "$WORK/run/metrics.jsonl")
 echo "test loss $loss nats per byte; unigram entropy of the training bytes $unigram"
-/usr/bin/python3 -c "import sys; sys.exit(0 if $loss < $unigram - 0.5 else 1)" \
+"$PYTHON" -c "import sys; sys.exit(0 if $loss < $unigram - 0.5 else 1)" \
   || fail "test loss $loss is not clearly below the unigram entropy $unigram"
 text=$("$RINGTRAIN_EXE" generate --ckpt "$WORK/run/ckpt" --prompt "The " --tokens 400 --temperature 0.7 --seed 2)
 echo "generated: $text"

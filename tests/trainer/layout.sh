@@ -13,7 +13,7 @@ source "$(dirname "$0")/lib.sh"
 
 # The logged training losses, one per step.
 losses() {
-  python3 -c 'import json,sys
+  "$PYTHON" -c 'import json,sys
 print(" ".join(str(r["loss"]) for r in map(json.loads, open(sys.argv[1])) if r["kind"] == "train"))' \
     "$1/metrics.jsonl"
 }
@@ -26,7 +26,7 @@ for layout in nchw nhwc; do train 2 "$WORK/r20-$layout" --layout "$layout" "${r2
 grep -q "activations nhwc (--layout nhwc)" "$WORK/r20-nhwc/log.txt" \
   || { cat "$WORK/r20-nhwc/log.txt"; fail "the start-up lines do not say nhwc"; }
 grep -q "activations nchw (--layout nchw)" "$WORK/r20-nchw/log.txt" || fail "the start-up lines do not say nchw"
-python3 - "$(losses "$WORK/r20-nchw")" "$(losses "$WORK/r20-nhwc")" <<'PY' || fail "resnet20: the losses differ"
+"$PYTHON" - "$(losses "$WORK/r20-nchw")" "$(losses "$WORK/r20-nhwc")" <<'PY' || fail "resnet20: the losses differ"
 import sys
 a, b = ([float(v) for v in s.split()] for s in sys.argv[1:3])
 assert len(a) == len(b) == 6, (a, b)
@@ -56,7 +56,7 @@ for layout in nchw nhwc; do
   DATA=$INC train 1 "$WORK/inc-$layout" --model inception3 --layout "$layout" --batch 2 --max-steps 2 \
     --lr 0.01 --momentum 0.9 --seed 4
 done
-python3 - "$(losses "$WORK/inc-nchw")" "$(losses "$WORK/inc-nhwc")" <<'PY' || fail "inception3: the losses differ"
+"$PYTHON" - "$(losses "$WORK/inc-nchw")" "$(losses "$WORK/inc-nhwc")" <<'PY' || fail "inception3: the losses differ"
 import sys
 a, b = ([float(v) for v in s.split()] for s in sys.argv[1:3])
 assert len(a) == len(b) == 2, (a, b)

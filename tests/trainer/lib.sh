@@ -2,6 +2,8 @@
 # and helpers that run `ringtrain train` under mpirun and compare checkpoints.
 # Sourced by each test script; RINGTRAIN_EXE and COMPARE are set by ctest.
 set -euo pipefail
+# shellcheck source=tests/support/python.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../support/python.sh"  # PYTHON: the tests' one Python
 : "${RINGTRAIN_EXE:?}" "${COMPARE:?}"
 MPIRUN=(mpirun --oversubscribe --bind-to none)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ringtrain-test.XXXXXX")
@@ -58,7 +60,7 @@ same() {
 
 # The test accuracy of a run's last evaluation, from metrics.jsonl.
 final_accuracy() {
-  python3 -c 'import json,sys
+  "$PYTHON" -c 'import json,sys
 rows=[json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 print([r for r in rows if r.get("kind")=="eval"][-1]["accuracy"])' "$1/metrics.jsonl"
 }

@@ -5,6 +5,7 @@
 # the decay and no --no-decay; the same under --zero 1 on 3 ranks, for SGD
 # and AdamW. A bad group is refused with exit 2.
 source "$(dirname "$0")/lib.sh"
+need_python_modules h5py numpy
 model="conv2d(out=4, kernel=3, padding=1, bias=false); batch_norm; relu; max_pool2d(kernel=2); flatten; linear(out=4)"
 # --sync-bn: BatchNorm normalises the same 12 samples at 1 and 3 ranks.
 common=(--model "$model" --epochs 100 --max-steps 1 --global-batch 12 --seed 9 --lr 0.5 --sync-bn)
@@ -18,7 +19,7 @@ for opt in "sgd --momentum 0.9" "adamw"; do
   grep -q -- "--no-decay norm,bias: 3 of 5 parameter tensors without weight decay" "$WORK/$name-nd/log.txt" \
     || { cat "$WORK/$name-nd/log.txt"; fail "no --no-decay start-up line"; }
   for run in nd nd-zero; do
-    /usr/bin/python3 - "$WORK/$name-$run" "$WORK/$name-wd" "$WORK/$name-wd0" "$run" <<'PY' || fail "$name $run: --no-decay"
+    "$PYTHON" - "$WORK/$name-$run" "$WORK/$name-wd" "$WORK/$name-wd0" "$run" <<'PY' || fail "$name $run: --no-decay"
 import glob, sys
 import h5py, numpy as np
 def params(d):

@@ -50,7 +50,7 @@ train 3 "$out" --model "$MLP" --batch 8 --epochs 100 --max-steps 6 --ckpt-every 
 grep -Eq "non-finite gradients at step 3: the local gradients of rank 1 were non-finite.*update skipped \(1 of at most 3 consecutive, 1 skipped in all\)" "$out/log.txt" \
   || { cat "$out/log.txt"; fail "skip: no skip message"; }
 grep -Eq "step 6/6 .*skipped 1 non-finite" "$out/log.txt" || { cat "$out/log.txt"; fail "skip: the progress line does not count the skip"; }
-python3 - "$out/metrics.jsonl" <<'PY' || fail "skip: metrics.jsonl does not count the skipped step"
+"$PYTHON" - "$out/metrics.jsonl" <<'PY' || fail "skip: metrics.jsonl does not count the skipped step"
 import json, math, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 train = {r["step"]: r for r in rows if r["kind"] == "train"}
@@ -81,7 +81,7 @@ train 3 "$out" --model "$MLP" --batch 8 --epochs 100 --max-steps 5 --ckpt-every 
   || fail "loss_skip: the skipped step 3 changed the state of step 2"
 grep -Eq "non-finite loss at step 3: the local loss of rank 2 was non-finite.*update skipped \(1 of at most 1 consecutive, 1 skipped in all\)" "$out/log.txt" \
   || { cat "$out/log.txt"; fail "loss_skip: no skip message"; }
-python3 - "$out/metrics.jsonl" <<'PY' || fail "loss_skip: a logged loss is not finite or the skip is not counted"
+"$PYTHON" - "$out/metrics.jsonl" <<'PY' || fail "loss_skip: a logged loss is not finite or the skip is not counted"
 import json, math, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 train = {r["step"]: r for r in rows if r["kind"] == "train"}

@@ -12,7 +12,7 @@ grep -Eq "global batch 16 = 8 per rank x 2 rank\(s\) x 1 accumulation" "$log" ||
 grep -Eq "step 12/12 .*loss [0-9.]+ .*samples/s .*compute .*comm .*data" "$log" || fail "no progress line"
 grep -Eq "ringtrain: done after 12 steps .*test accuracy [0-9.]+ .*samples/s global" "$log" || fail "no summary line"
 ls "$WORK"/run/events.out.tfevents.* > /dev/null || fail "no TensorBoard events file"
-python3 - "$WORK/run" <<'PY'
+"$PYTHON" - "$WORK/run" <<'PY'
 import json, sys
 d = sys.argv[1]
 rows = [json.loads(l) for l in open(d + "/metrics.jsonl")]
@@ -69,7 +69,7 @@ TRAIN_LOG_FLAGS=(--log-every 16 --check-every 0)
 train 2 "$WORK/epochs" --model "$MLP" --batch 8 --epochs 2 --eval-every 0
 grep -Eq "epoch 2/2 +step 32/32 " "$WORK/epochs/log.txt" || { cat "$WORK/epochs/log.txt"; fail "last step not shown as epoch 2/2"; }
 ! grep -q "epoch 3/2" "$WORK/epochs/log.txt" || fail "a step reported past the last epoch"
-python3 - "$WORK/epochs/metrics.jsonl" <<'PY'
+"$PYTHON" - "$WORK/epochs/metrics.jsonl" <<'PY'
 import json, sys
 train = [json.loads(l) for l in open(sys.argv[1]) if '"train"' in l]
 got = [(r["step"], r["epoch"]) for r in train]

@@ -5,6 +5,7 @@
 # real one from too large an initial scale) without counting it as
 # non-finite; resume is bit-exact with the scaler's state; bad values exit 2.
 source "$(dirname "$0")/lib.sh"
+need_python_modules h5py numpy
 common=(--model "$CNN" --batch 8 --epochs 100 --lr 0.05 --momentum 0.9 --seed 5)
 # shellcheck disable=SC2034 # read by train() in lib.sh
 TRAIN_LOG_FLAGS=(--log-every 1 --check-every 4)
@@ -14,7 +15,7 @@ TRAIN_LOG_FLAGS=(--log-every 1 --check-every 4)
 for p in fp32 bf16 fp16; do
   train 2 "$WORK/$p" --max-steps 24 --precision "$p" "${common[@]}"
 done
-python3 - "$WORK" <<'PY' || fail "low-precision training does not track fp32"
+"$PYTHON" - "$WORK" <<'PY' || fail "low-precision training does not track fp32"
 import json, sys
 def losses(p):
     rows = [json.loads(l) for l in open(f"{sys.argv[1]}/{p}/metrics.jsonl") if l.strip()]
@@ -29,7 +30,7 @@ for p in ("bf16", "fp16"):
     assert abs(last - ref_last) < 0.15 * ref_last + 0.05, (p, "far from fp32", last, ref_last)
     print(f"{p}: loss {first:.4f} -> {last:.4f} (fp32 {ref_last:.4f})")
 PY
-/usr/bin/python3 - "$(newest "$WORK/fp32/ckpt")" "$(newest "$WORK/bf16/ckpt")" "$(newest "$WORK/fp16/ckpt")" <<'PY' \
+"$PYTHON" - "$(newest "$WORK/fp32/ckpt")" "$(newest "$WORK/bf16/ckpt")" "$(newest "$WORK/fp16/ckpt")" <<'PY' \
   || fail "low-precision parameters are not near fp32's"
 import sys, h5py, numpy as np
 def params(path):
@@ -61,7 +62,7 @@ train 2 "$WORK/overflow" --max-steps 6 --ckpt-every 1 --precision fp16 --loss-sc
 "$COMPARE" "$WORK/overflow/ckpt/ckpt-4.h5" "$WORK/overflow/ckpt/ckpt-3.h5" --exact --any-step > /dev/null \
   && fail "overflow: step 4 did not update the parameters"
 grep -q "non-finite" "$WORK/overflow/log.txt" && { cat "$WORK/overflow/log.txt"; fail "overflow: reported as a non-finite failure"; }
-python3 - "$WORK/overflow/metrics.jsonl" <<'PY' || fail "overflow: the loss scale does not follow the scaler's rule"
+"$PYTHON" - "$WORK/overflow/metrics.jsonl" <<'PY' || fail "overflow: the loss scale does not follow the scaler's rule"
 import json, math, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 t = {r["step"]: r for r in rows if r["kind"] == "train"}
@@ -77,7 +78,7 @@ MPIRUN=(mpirun --oversubscribe --bind-to none)
 # 3. A real overflow: an initial scale of 2^24 overflows fp16's activation
 # gradients; the scaler backs off until they fit, then training proceeds.
 train 2 "$WORK/real" --max-steps 16 --precision fp16 --loss-scale-init 16777216 "${common[@]}"
-python3 - "$WORK/real/metrics.jsonl" <<'PY' || fail "real overflow: the scaler did not back off into range"
+"$PYTHON" - "$WORK/real/metrics.jsonl" <<'PY' || fail "real overflow: the scaler did not back off into range"
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 t = [r for r in rows if r["kind"] == "train"]
@@ -107,7 +108,7 @@ TRAIN_LOG_FLAGS=(--log-every 4 --check-every 4)
 train 2 "$WORK/clip" --max-steps 8 --precision fp16 --clip-norm 0.5 --optimizer adamw --lr 0.01 "${common[@]:0:6}"
 train 2 "$WORK/clip_zero" --max-steps 8 --precision fp16 --clip-norm 0.5 --optimizer adamw --lr 0.01 --zero 1 "${common[@]:0:6}"
 same "$WORK/clip" "$WORK/clip_zero" --rtol 1e-5 --atol 1e-7
-python3 - "$WORK/clip/metrics.jsonl" <<'PY' || fail "clip: the logged norm is not the unscaled gradients' norm"
+"$PYTHON" - "$WORK/clip/metrics.jsonl" <<'PY' || fail "clip: the logged norm is not the unscaled gradients' norm"
 import json, sys
 t = [r for r in map(json.loads, open(sys.argv[1])) if r["kind"] == "train"]
 assert all(0 < r["grad_norm"] < 100 for r in t), [r["grad_norm"] for r in t]

@@ -11,5 +11,5 @@ train 2 "$WORK/r20" --model resnet20 --batch 64 --epochs "${EPOCHS:-2}" --lr 0.1
   --schedule cosine --warmup 100 --weight-decay 0.0001
 grep "ringtrain: done" "$WORK/r20/log.txt"
 acc=$(final_accuracy "$WORK/r20")
-python3 -c "import sys; sys.exit(0 if float('$acc') >= 0.90 else 1)" || fail "test accuracy $acc < 0.90"
+"$PYTHON" -c "import sys; sys.exit(0 if float('$acc') >= 0.90 else 1)" || fail "test accuracy $acc < 0.90"
 echo "PASS: resnet20 on Fashion-MNIST, 2 ranks: test accuracy $acc"

@@ -12,7 +12,7 @@ run() {  # NAME NP: 30 steps, a report every 10
 }
 # reports NAME: the slowest rank of each report in metrics.jsonl, and whether it was named
 reports() {
-  python3 - "$WORK/$1/metrics.jsonl" <<'PY'
+  "$PYTHON" - "$WORK/$1/metrics.jsonl" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 reps = [r for r in rows if r["kind"] == "stragglers"]

@@ -39,7 +39,7 @@ same "$WORK/accum-base" "$WORK/accum-zero" --rtol 1e-5
 train 1 "$WORK/clip-base" "${common[@]}" "${adamw[@]}" --clip-norm 0.05
 train 4 "$WORK/clip-zero" "${common[@]}" "${adamw[@]}" --clip-norm 0.05 --zero 1 --backend mpi
 same "$WORK/clip-base" "$WORK/clip-zero" --rtol 1e-5
-python3 - "$WORK/clip-base/metrics.jsonl" "$WORK/clip-zero/metrics.jsonl" <<'PY' || fail "clip: the norms differ or never clip"
+"$PYTHON" - "$WORK/clip-base/metrics.jsonl" "$WORK/clip-zero/metrics.jsonl" <<'PY' || fail "clip: the norms differ or never clip"
 import json, sys
 norms = [[r["grad_norm"] for r in map(json.loads, open(p)) if r.get("kind") == "train"] for p in sys.argv[1:]]
 assert norms[0] and len(norms[0]) == len(norms[1]), norms
@@ -51,7 +51,7 @@ PY
 # --grad-dtype bf16 under ZeRO: close to fp32, the reduce-scatter bytes halved.
 train 2 "$WORK/bf16-zero" "${common[@]}" "${sgd[@]}" --zero 1 --grad-dtype bf16
 same "$WORK/sgd-base" "$WORK/bf16-zero" --rtol 0.05 --atol 2e-3
-python3 - "$WORK/sgd-zero-2/metrics.jsonl" "$WORK/bf16-zero/metrics.jsonl" "$WORK/sgd-base/metrics.jsonl" $params <<'PY' \
+"$PYTHON" - "$WORK/sgd-zero-2/metrics.jsonl" "$WORK/bf16-zero/metrics.jsonl" "$WORK/sgd-base/metrics.jsonl" $params <<'PY' \
   || fail "ZeRO's bytes or optimizer-state bytes are not as expected"
 import json, sys
 rows = [[r for r in map(json.loads, open(p)) if r.get("kind") == "train"] for p in sys.argv[1:4]]
@@ -94,9 +94,9 @@ unset RINGTRAIN_FAULT_NAN_RANK
 
 # model show reports the optimizer-state bytes per rank: about 1/world under ZeRO.
 full=$("$RINGTRAIN_EXE" model show --model "$model" --input 64 --classes 4 --optimizer adamw --json \
-  | python3 -c 'import json,sys; print(json.load(sys.stdin)["optimizer_state_bytes"])')
+  | "$PYTHON" -c 'import json,sys; print(json.load(sys.stdin)["optimizer_state_bytes"])')
 sharded=$("$RINGTRAIN_EXE" model show --model "$model" --input 64 --classes 4 --optimizer adamw --world 4 --zero 1 --json \
-  | python3 -c 'import json,sys; print(json.load(sys.stdin)["optimizer_state_bytes"])')
+  | "$PYTHON" -c 'import json,sys; print(json.load(sys.stdin)["optimizer_state_bytes"])')
 [ "$full" = $((params * 8)) ] || fail "model show: adamw state $full bytes, expected $((params * 8))"
 [ "$sharded" -ge $((params * 2)) ] && [ "$sharded" -lt $((params * 2 + 100)) ] \
   || fail "model show: adamw state under --zero 1 over 4 ranks is $sharded bytes"
