@@ -72,11 +72,12 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root" || exit 2
 # shellcheck source=launch/env.sh
 source launch/env.sh
-# The peers need PyTorch: on a lent GPU machine it lives in the python3 first on
+# The peers need PyTorch: on a lent GPU machine it lives in the Python first on
 # PATH (its own environment), not in Debian's, which launch/env.sh chose.
-if ! "$RINGTRAIN_PYTHON" -c 'import torch' 2> /dev/null && command -v python3 > /dev/null \
-  && python3 -c 'import torch' 2> /dev/null; then
-  RINGTRAIN_PYTHON=$(command -v python3)
+path_python=$(command -v "python3" || true)
+if ! "$RINGTRAIN_PYTHON" -c 'import torch' 2> /dev/null && [ -n "$path_python" ] \
+  && "$path_python" -c 'import torch' 2> /dev/null; then
+  RINGTRAIN_PYTHON=$path_python
   export RINGTRAIN_PYTHON
 fi
 exe=$root/build/ringtrain
