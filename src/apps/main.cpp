@@ -35,6 +35,14 @@ int refuse_flags(const std::string& message, int argc, char** argv) {
   return kInputErrorExitCode;
 }
 
+// Bad input is said in the user's terms only; a runtime failure (exit 3) also
+// names the check in the source that raised it, for a bug report.
+[[noreturn]] void fatal_error(const ringtrain::Error& e, int exit_code) {
+  using namespace ringtrain;
+  if (exit_code == kInputErrorExitCode || e.where().empty()) fatal(e.what(), exit_code);
+  fatal(fmt::format("{} (raised at {})", e.what(), e.where()), exit_code);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -56,6 +64,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::Success& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    if (const std::string typo = apps::command_line_typo(app, argc, argv); !typo.empty())
+      return refuse_flags(typo, argc, argv);
     return refuse_flags(
         fmt::format(
             "{}\nRun 'ringtrain {}--help' for the flags.", e.what(),
@@ -80,10 +90,10 @@ int main(int argc, char** argv) {
   } catch (const InputError& e) {
     fatal(e.what(), kInputErrorExitCode);
   } catch (const LibraryError& e) {
-    fatal(e.what(),
-          ctx.errors_are_input && e.about_a_file() ? kInputErrorExitCode : kFatalExitCode);
+    fatal_error(e, ctx.errors_are_input && e.about_a_file() ? kInputErrorExitCode
+                                                            : kFatalExitCode);
   } catch (const Error& e) {
-    fatal(e.what(), ctx.errors_are_input ? kInputErrorExitCode : kFatalExitCode);
+    fatal_error(e, ctx.errors_are_input ? kInputErrorExitCode : kFatalExitCode);
   } catch (const std::exception& e) {
     fatal(std::string("unexpected exception: ") + e.what());
   }

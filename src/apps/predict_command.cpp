@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -205,8 +207,12 @@ int run_predict(const PredictFlags& f, const Topology& topo) {
     }
   }
   out.close();
+  // The write(2) that failed left errno (a full disk: ENOSPC); the stream
+  // makes no system call after its first failure.
+  const int write_errno = errno;
   if (!out) std::filesystem::remove(tmp);
-  RT_CHECK(static_cast<bool>(out), "-o {}: write failed", f.out);
+  RT_CHECK(static_cast<bool>(out), "-o {}: write failed: {}", f.out,
+           std::strerror(write_errno != 0 ? write_errno : EIO));
   std::error_code ec;
   std::filesystem::rename(tmp, f.out, ec);
   RT_CHECK(!ec, "-o {}: cannot rename {} to it: {}", f.out, tmp, ec.message());

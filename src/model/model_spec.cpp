@@ -16,6 +16,7 @@
 
 #include "model/spec_values.h"
 #include "ringtrain/core/check.h"
+#include "ringtrain/core/nearest_name.h"
 #include "ringtrain/model/layer_registry.h"
 #include "ringtrain/model/presets.h"
 
@@ -886,6 +887,34 @@ ModelSpec parse_mlp(std::string_view sizes, std::string_view whole) {
   return spec;
 }
 
+// A single word with no layer syntax ("resnet51", "myres.txt"): what a user
+// types for a preset or a file, never a layer list worth building.
+bool looks_like_a_name(std::string_view text) {
+  if (text.empty()) return false;
+  for (const char c : text)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' ||
+          c == '/' || c == ':' || c == '='))
+      return false;
+  return LayerRegistry::global().find(text) == nullptr && text != "input";
+}
+
+// "'resnet51' is not a known preset (did you mean 'resnet50'?) ...", or, for
+// a word that names a file, how to read a model from it.
+[[noreturn]] void fail_unknown_preset(const std::string& text) {
+  std::vector<std::string> names;
+  for (const auto& [name, _] : model_preset_list()) names.push_back(name);
+  const bool file_like = text.find('/') != std::string::npos ||
+                         text.find('.') != std::string::npos ||
+                         std::ifstream(text).good();
+  if (file_like)
+    fail(fmt::format("--model '{}' is not a known preset; to read a model from the file {}, write "
+                     "--model @{}",
+                     text, text, text));
+  fail(fmt::format("--model '{}' is not a known preset{} (presets: {}; 'ringtrain model list' "
+                   "describes them), nor a layer list such as 'flatten; linear(out=10)'",
+                   text, did_you_mean(text, names), fmt::join(names, ", ")));
+}
+
 std::string trim(std::string_view s) {
   std::size_t b = 0, e = s.size();
   while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
@@ -941,6 +970,7 @@ ModelSpec ModelSpec::parse(std::string_view text_or_preset_or_file) {
   if (text == "mlp") fail("'mlp' needs its layer sizes, as in mlp:784-512-512-10");
   if (text == "cnn") return parse_layer_list(kCnnPreset, "cnn preset ");
   if (is_graph_preset(text)) return graph_preset(text, 1000);
+  if (looks_like_a_name(text)) fail_unknown_preset(text);
   return parse_layer_list(text, "");
 }
 

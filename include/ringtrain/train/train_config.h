@@ -19,6 +19,9 @@ struct TrainConfig {
   std::string data_path;
   std::string split = "train";
   std::string eval_split = "test";
+  // False when --eval-split was not given: a file without that split then
+  // trains without evaluation (with a note) instead of being refused.
+  bool eval_split_required = true;
   bool cache = false;
   std::string model = "cnn";
   std::size_t batch = 64;  // per rank
@@ -84,7 +87,7 @@ struct TrainConfig {
   std::string logdir;
   std::string trace;
   std::string flight_dir;
-  std::uint64_t straggler_every = 100;  // 0: off  // "": <logdir>/flight, else beside --ckpt-dir
+  std::uint64_t straggler_every = 100;  // 0: off  // "": <logdir>/flight, else <ckpt-dir>/flight
 
   // Checkpoints.
   std::string ckpt_dir;
@@ -93,6 +96,9 @@ struct TrainConfig {
   std::string resume;  // "" none, "latest" (in --ckpt-dir) or a file
   // A safetensors file the model starts from (rank 0 reads it; broadcast).
   std::string init_from;
+  // --init-skip-mismatched: tensors of --init-from whose shape differs (a new
+  // head), or that one side lacks, keep the model's initialisation.
+  bool init_skip_mismatched = false;
   std::uint64_t check_every = 100;
 
   // Throws Error naming the flag and the value.
