@@ -59,13 +59,12 @@ for entry in "${compared[@]}"; do
   mapfile -t on0 < <(side "$flag" "$a")
   mapfile -t on1 < <(side "$flag" "$b")
   log=$WORK/agree$flag.log
-  start=$(date +%s)
   rc=0
+  # A hang ends in timeout's 124 (the run's --timeout 300 outlasts the 120 s
+  # given here), so the exit code alone tells it apart, with no clock.
   timeout -k 5 120 "${MPIRUN[@]}" -np 1 "$RINGTRAIN_EXE" train "${base[@]}" "${extra[@]}" "${on0[@]}" : \
     -np 1 "$RINGTRAIN_EXE" train "${base[@]}" "${extra[@]}" "${on1[@]}" > "$log" 2>&1 || rc=$?
-  elapsed=$(( $(date +%s) - start ))
   [ $rc -eq 2 ] || { cat "$log"; fail "$flag: exit code $rc, expected 2"; }
-  [ $elapsed -lt 60 ] || { cat "$log"; fail "$flag: took ${elapsed}s (a hang until --timeout?)"; }
   # The values as written; a flag left out or without a value prints its state.
   show() { case "$1" in -) echo "not given" ;; +) echo given ;; *) echo "$1" ;; esac; }
   case "$flag" in
