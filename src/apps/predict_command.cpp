@@ -39,7 +39,8 @@ struct PredictFlags {
   bool logits = false;  // also every class's logit
   std::vector<std::string> plugins;
   bool force = false;
-  std::string eval_transform, images, fit = "crop";
+  std::string eval_transform, fit = "crop";
+  std::vector<std::string> images;  // files and folders, in the order given
   std::string precision = "fp32";
   std::string layout = "auto";
   std::size_t loader_threads = 1;
@@ -56,22 +57,38 @@ std::pair<std::size_t, double> top1(const float* row, std::size_t nc) {
   return {best, 1.0 / denom};
 }
 
-// --images DIR: every .jpg/.jpeg/.png under DIR (sorted paths), decoded and
+// The image files --images names: a file as it is (whatever its extension:
+// the decoder says if it is no image), a folder as every .jpg/.jpeg/.png
+// under it (sorted paths), in the order given.
+std::vector<std::string> image_paths(const std::vector<std::string>& given) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> paths;
+  for (const std::string& item : given) {
+    std::error_code ec;
+    if (fs::is_regular_file(item, ec)) {
+      paths.push_back(item);
+      continue;
+    }
+    RT_CHECK(fs::is_directory(item, ec), "--images {}: no such file or folder", item);
+    std::vector<std::string> found;
+    for (auto it = fs::recursive_directory_iterator(item, ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+      if (it->is_regular_file(ec) && has_image_extension(it->path().filename().string()))
+        found.push_back(it->path().string());
+    RT_CHECK(!ec, "--images {}: cannot list: {}", item, ec.message());
+    RT_CHECK(!found.empty(), "--images {}: no .jpg, .jpeg or .png file in the folder", item);
+    std::sort(found.begin(), found.end());
+    paths.insert(paths.end(), found.begin(), found.end());
+  }
+  return paths;
+}
+
+// --images FILE|DIR...: the images (image_paths), decoded and
 // fitted to the stored size of --data's split as `convert images` would,
 // then the evaluation transform. No labels: the rows say what the model sees.
 void predict_folder(const PredictFlags& f, Dataset& data, Model& model, Device device,
                     std::ofstream& out) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  RT_CHECK(fs::is_directory(f.images, ec), "--images {}: not a folder", f.images);
-  std::vector<std::string> paths;
-  for (auto it = fs::recursive_directory_iterator(f.images, ec);
-       !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
-    if (it->is_regular_file(ec) && has_image_extension(it->path().filename().string()))
-      paths.push_back(it->path().string());
-  RT_CHECK(!ec, "--images {}: cannot list: {}", f.images, ec.message());
-  RT_CHECK(!paths.empty(), "--images {}: no .jpg, .jpeg or .png file", f.images);
-  std::sort(paths.begin(), paths.end());
+  const std::vector<std::string> paths = image_paths(f.images);
   const std::vector<std::size_t>& stored = data.stored_shape();
   RT_CHECK(data.stored_dtype() == SampleDType::u8 && stored.size() == 3,
            "--images needs --data to be an image set (uint8 C x H x W); {} holds {} {}",
@@ -133,7 +150,8 @@ void predict_folder(const PredictFlags& f, Dataset& data, Model& model, Device d
   }
   if (dx) device_free(dx, device);
   if (dy) device_free(dy, device);
-  log0("wrote {} predictions for the images under {} to {}", paths.size(), f.images, f.out);
+  log0("wrote {} predictions for the images of {} to {}", paths.size(), fmt::join(f.images, ", "),
+       f.out);
 }
 
 int run_predict(const PredictFlags& f, const Topology& topo) {
@@ -242,7 +260,8 @@ CLI::App* add_predict_command(CLI::App& app, CommandContext& ctx) {
   sub->add_option("--plugin", f->plugins,
                   "Shared library of layer types the checkpoint's model uses (repeatable)");
   sub->add_option("--images", f->images,
-                  "Predict the images under this folder (no labels needed) instead of a split: "
+                  "Predict these images, files or folders (every .jpg/.jpeg/.png under a folder; "
+                  "no labels needed) instead of a split: "
                   "--data then gives the stored size and class names");
   sub->add_option("--fit", f->fit, "With --images: crop, pad or stretch, as at conversion")
       ->check(CLI::IsMember({"crop", "pad", "stretch"}))

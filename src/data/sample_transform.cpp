@@ -15,6 +15,7 @@
 #include "kernels/image_resample.cuh"
 #include "kernels/widen_bytes.cuh"
 #include "ringtrain/core/check.h"
+#include "ringtrain/core/nearest_name.h"
 
 namespace ringtrain {
 
@@ -312,8 +313,11 @@ std::vector<Step> parse_steps(const std::string& spec, const std::string& flag) 
       for (float d : s.std) RT_CHECK(d > 0, "{} '{}': normalize: std must be > 0", flag, spec);
       have_size = true;
     } else {
-      parser.fail("unknown step '" + name +
-                  "' (known: random_resized_crop, random_crop, hflip, vflip, rotation, "
+      parser.fail("unknown step '" + name + "'" +
+                  did_you_mean(name, {"random_resized_crop", "random_crop", "hflip", "vflip",
+                                      "rotation", "color_jitter", "grayscale", "resize",
+                                      "center_crop", "normalize", "imagenet", "cifar", "none"}) +
+                  " (known: random_resized_crop, random_crop, hflip, vflip, rotation, "
                   "color_jitter, grayscale, resize, center_crop, normalize, presets imagenet and "
                   "cifar, none)");
     }
