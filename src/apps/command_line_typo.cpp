@@ -66,8 +66,7 @@ std::string command_line_typo(const CLI::App& app, int argc, char** argv) {
       const CLI::Option* opt = find_flag(at, name);
       if (opt == nullptr)
         return fmt::format("unknown flag '{}' for '{}'{}\nRun '{} --help' for the flags.", name,
-                           command_path(at), did_you_mean(name, flag_names(at)),
-                           command_path(at));
+                           command_path(at), did_you_mean(name, flag_names(at)), command_path(at));
       // Its value, when it takes one and it was not written as --flag=value.
       if (opt->get_expected_min() > 0 && word.find('=') == std::string::npos) i += 1;
       continue;
@@ -83,10 +82,11 @@ std::string command_line_typo(const CLI::App& app, int argc, char** argv) {
     }
     if (found) continue;
     if (!subs.empty() && !takes_positionals(at))
-      return fmt::format("unknown subcommand '{}' of '{}'{} (subcommands: {})\nRun '{} --help' "
-                         "for what each does.",
-                         word, command_path(at), did_you_mean(word, subs), fmt::join(subs, ", "),
-                         command_path(at));
+      return fmt::format(
+          "unknown subcommand '{}' of '{}'{} (subcommands: {})\nRun '{} --help' "
+          "for what each does.",
+          word, command_path(at), did_you_mean(word, subs), fmt::join(subs, ", "),
+          command_path(at));
   }
   return {};
 }

@@ -136,9 +136,10 @@ int run_inspect(const InspectOptions& o, const Topology& topo) {
   std::fflush(file ? file.get() : stdout);
   if (file) log0("data: wrote {}/rank-<r>.txt for {} rank(s)", o.out, topo.world_size());
   if (!o.dump.empty())
-    log0("data: wrote each sample's {} float32 values to {}/<index>.npy (shape {}: "
-         "numpy.load reads it)",
-         ds.sample_elements(), o.dump, shape_string(ds.sample_shape()));
+    log0(
+        "data: wrote each sample's {} float32 values to {}/<index>.npy (shape {}: "
+        "numpy.load reads it)",
+        ds.sample_elements(), o.dump, shape_string(ds.sample_shape()));
   return 0;
 }
 

@@ -108,8 +108,7 @@ int run_generate(const GenerateFlags& f, const Topology& topo) {
   std::vector<std::int32_t> seq = tok->encode(unprompted ? std::string("\n") : f.prompt);
   RT_CHECK(!seq.empty(), "--prompt '{}' encodes to no tokens", unprompted ? "\\n" : f.prompt);
   const std::size_t start_tokens = unprompted ? seq.size() : 0;
-  if (unprompted)
-    std::fprintf(stderr, "generate: no --prompt: starting from a newline\n");
+  if (unprompted) std::fprintf(stderr, "generate: no --prompt: starting from a newline\n");
   // The model sees its last `context` tokens at each step (the loop below
   // slides the window): a longer prompt is cut to its end, and said so.
   if (seq.size() > context)
@@ -138,8 +137,8 @@ int run_generate(const GenerateFlags& f, const Topology& topo) {
               view_of(model->logits() + (len - 1) * vocab, vocab, device));
     seq.push_back(sample_token(last.data(), vocab, f, rng));
   }
-  const std::string text = tok->decode(
-      std::vector<std::int32_t>(seq.begin() + static_cast<std::ptrdiff_t>(start_tokens), seq.end()));
+  const std::string text = tok->decode(std::vector<std::int32_t>(
+      seq.begin() + static_cast<std::ptrdiff_t>(start_tokens), seq.end()));
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fputc('\n', stdout);
   std::fflush(stdout);

@@ -209,7 +209,8 @@ CLI::App* add_model_show(CLI::App& parent, CommandContext& ctx) {
 // torchvision's list_models() and timm's list_models() show them.
 int run_list() {
   std::string s = "presets (--model NAME; 'ringtrain model show --model NAME' for the graph):\n";
-  for (const auto& [name, what] : model_preset_list()) s += fmt::format("  {:<14} {}\n", name, what);
+  for (const auto& [name, what] : model_preset_list())
+    s += fmt::format("  {:<14} {}\n", name, what);
   s += "a layer list or a file of one: --model 'conv2d(out=8, kernel=3); relu; ...' or --model "
        "@model.txt (docs/models.md)\n";
   std::fputs(s.c_str(), stdout);

@@ -6,8 +6,8 @@
 // was trained with.
 #include <unistd.h>
 
-#include <cmath>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>

@@ -25,9 +25,10 @@ int run_train(const TrainFlags& flags, const Topology& topo) {
   cfg.overlap = !flags.no_overlap;
   const TrainSummary s = train(cfg, topo);
   // No accuracy of nothing: an empty eval split was warned about at start-up.
-  std::string test = s.test_n > 0 ? fmt::format("test accuracy {:.4f} (loss {:.4f}, n={})",
-                                                s.test_accuracy, s.test_loss, s.test_n)
-                                  : std::string("no test accuracy (the eval split is empty or absent)");
+  std::string test = s.test_n > 0
+                         ? fmt::format("test accuracy {:.4f} (loss {:.4f}, n={})", s.test_accuracy,
+                                       s.test_loss, s.test_n)
+                         : std::string("no test accuracy (the eval split is empty or absent)");
   if (s.test_tokens > 0)
     test = fmt::format("test loss {:.4f} per token, perplexity {:.3f} over {} tokens", s.test_loss,
                        s.test_perplexity, s.test_tokens);
@@ -233,7 +234,8 @@ CLI::App* add_train_command(CLI::App& app, CommandContext& ctx) {
       ->capture_default_str();
   sub->add_option("--flight-dir", c.flight_dir,
                   "Where each rank keeps its flight record (last collectives, current phase) for "
-                  "'ringtrain doctor flight' (default: <logdir>/flight, else <ckpt-dir>/flight: each run its own)");
+                  "'ringtrain doctor flight' (default: <logdir>/flight, else <ckpt-dir>/flight: "
+                  "each run its own)");
 
   // Checkpoints.
   sub->add_option("--ckpt-dir", c.ckpt_dir, "Directory for atomic HDF5 checkpoints ckpt-<step>.h5");

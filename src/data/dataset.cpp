@@ -85,7 +85,7 @@ struct Dataset::Impl {
   std::vector<std::int32_t> labels;
   bool has_labels = true;
   Dataset::OutOfRangeLabels out_of_range;  // Labels::inspect only
-  std::vector<unsigned char> cache;  // whole x in stored dtype, when enabled
+  std::vector<unsigned char> cache;        // whole x in stored dtype, when enabled
   bool cached = false;
   std::mutex read_mutex;  // read() reuses the scratch buffers below
   std::vector<unsigned char> staging;

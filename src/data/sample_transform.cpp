@@ -39,7 +39,7 @@ struct SampleTransform::Step {
   double p = 0.5;                                 // hflip, vflip, grayscale (default 1)
   double degrees = 0;                             // rotation: uniform in [-degrees, degrees]
   double brightness = 0, contrast = 0, saturation = 0;  // color_jitter: factor 1 +- this
-  std::vector<float> mean, std;                   // normalize
+  std::vector<float> mean, std;                         // normalize
 };
 
 namespace {
@@ -455,8 +455,7 @@ Planes grayscaled(const Planes& in, Scratch& s) {
 // contrast blends them with the image's mean luma, saturation with each
 // pixel's own luma, each by a factor drawn from [max(0, 1-x), 1+x], in that
 // order (torchvision draws the order too), rounded to bytes after each.
-Planes color_jittered(const Planes& in, const Step& st, data_random::Xoshiro256& rng,
-                      Scratch& s) {
+Planes color_jittered(const Planes& in, const Step& st, data_random::Xoshiro256& rng, Scratch& s) {
   const auto factor = [&](double x) {
     const double lo = std::max(0.0, 1 - x);
     return lo + (1 + x - lo) * rng.uniform();

@@ -273,9 +273,10 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
   // model's per-token loss).
   // Named by where its last node was written (a file's line), not by the
   // whole expanded spec, which for a 30-line file is a screenful.
-  const std::string last_node = spec.origins.size() == spec.layers.size()
-                                    ? "'" + s.layers.back()->name() + "'" + written_at(spec.layers.size() - 1)
-                                    : "'" + s.layers.back()->name() + "'";
+  const std::string last_node =
+      spec.origins.size() == spec.layers.size()
+          ? "'" + s.layers.back()->name() + "'" + written_at(spec.layers.size() - 1)
+          : "'" + s.layers.back()->name() + "'";
   RT_CHECK((shape.rank() == 1 || shape.rank() == 2) && shape[shape.rank() - 1] == m->num_classes_,
            "model {} ends at node {} with outputs of shape {} but the data has {} classes: the "
            "last layer should be linear(out={})",

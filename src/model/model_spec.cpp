@@ -904,15 +904,16 @@ bool looks_like_a_name(std::string_view text) {
   std::vector<std::string> names;
   for (const auto& [name, _] : model_preset_list()) names.push_back(name);
   const bool file_like = text.find('/') != std::string::npos ||
-                         text.find('.') != std::string::npos ||
-                         std::ifstream(text).good();
+                         text.find('.') != std::string::npos || std::ifstream(text).good();
   if (file_like)
-    fail(fmt::format("--model '{}' is not a known preset; to read a model from the file {}, write "
-                     "--model @{}",
-                     text, text, text));
-  fail(fmt::format("--model '{}' is not a known preset{} (presets: {}; 'ringtrain model list' "
-                   "describes them), nor a layer list such as 'flatten; linear(out=10)'",
-                   text, did_you_mean(text, names), fmt::join(names, ", ")));
+    fail(
+        fmt::format("--model '{}' is not a known preset; to read a model from the file {}, write "
+                    "--model @{}",
+                    text, text, text));
+  fail(
+      fmt::format("--model '{}' is not a known preset{} (presets: {}; 'ringtrain model list' "
+                  "describes them), nor a layer list such as 'flatten; linear(out=10)'",
+                  text, did_you_mean(text, names), fmt::join(names, ", ")));
 }
 
 std::string trim(std::string_view s) {

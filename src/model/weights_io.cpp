@@ -83,9 +83,10 @@ ImportReport import_weights(Model& model, const std::vector<NamedTensor>& given,
     const std::string hint =
         options.skip_flag.empty()
             ? std::string()
-            : fmt::format(" (to fine-tune with a new head, pass {}: these then keep their fresh "
-                          "initialisation)",
-                          options.skip_flag);
+            : fmt::format(
+                  " (to fine-tune with a new head, pass {}: these then keep their fresh "
+                  "initialisation)",
+                  options.skip_flag);
     RT_CHECK(report.wrong_shape.empty(), "weights {}: shapes differ from model '{}': {}{}", origin,
              model.spec().to_string(), name_list(report.wrong_shape), hint);
     RT_CHECK(report.missing.empty(), "weights {}: model '{}' needs tensors the file lacks: {}{}",

@@ -596,9 +596,10 @@ void Trainer::announce() const {
            : std::string());
   // (Every rank agreed on the eval split's size: they all skip evaluation.)
   if (!eval_data_)
-    log0("  {} has no /{} split: training only, evaluation skipped (give --eval-split to name "
-         "another split)",
-         train_data_->path(), cfg_.eval_split);
+    log0(
+        "  {} has no /{} split: training only, evaluation skipped (give --eval-split to name "
+        "another split)",
+        train_data_->path(), cfg_.eval_split);
   else if (eval_data_->size() == 0 && topo_.rank() == 0)
     log_warn(
         "--eval-split {}: {} is empty: this run evaluates nothing and reports no test "
@@ -826,8 +827,7 @@ bool Trainer::after_step(StepOutcome& outcome) {
   else
     host_syncs_between_logs_ += outcome.timing.host_syncs;
   const bool epoch_end = cursor_.epoch != outcome.epoch;
-  if (((cfg_.eval_every > 0 && step_ % cfg_.eval_every == 0) || epoch_end || last) &&
-      evaluates()) {
+  if (((cfg_.eval_every > 0 && step_ % cfg_.eval_every == 0) || epoch_end || last) && evaluates()) {
     last_eval_ = evaluate_now();
     have_eval_ = true;
   }

@@ -5,10 +5,10 @@
 using namespace ringtrain;
 
 TEST_CASE("nearest_name finds the typo's intended name") {
-  const std::vector<std::string> commands = {"train", "eval", "predict", "generate", "convert",
-                                             "data",  "model", "weights", "bench",   "doctor"};
-  CHECK(nearest_name("trian", commands) == "train");   // a transposition
-  CHECK(nearest_name("tran", commands) == "train");    // a letter missing
+  const std::vector<std::string> commands = {"train", "eval",  "predict", "generate", "convert",
+                                             "data",  "model", "weights", "bench",    "doctor"};
+  CHECK(nearest_name("trian", commands) == "train");  // a transposition
+  CHECK(nearest_name("tran", commands) == "train");   // a letter missing
   CHECK(nearest_name("predcit", commands) == "predict");
   CHECK(nearest_name("TRAIN", commands) == "train");   // case
   CHECK(nearest_name("gen", commands) == "generate");  // a prefix

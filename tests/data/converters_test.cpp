@@ -177,8 +177,9 @@ TEST_CASE("the real Fashion-MNIST round-trips byte-exact") {
   const std::string src = kFashionMnistDir;
   // Debian's dataset-fashion-mnist, which launch/install-deps.sh installs
   // (image_convert_test reads it too): missing, the test fails, not passes.
-  INFO("Fashion-MNIST is not in " << src << ": install Debian's dataset-fashion-mnist "
-                                  "(launch/install-deps.sh)");
+  INFO("Fashion-MNIST is not in " << src
+                                  << ": install Debian's dataset-fashion-mnist "
+                                     "(launch/install-deps.sh)");
   REQUIRE(std::filesystem::exists(src + "/train-images-idx3-ubyte.gz"));
   IdxConvertOptions o;
   o.train_images = src + "/train-images-idx3-ubyte.gz";

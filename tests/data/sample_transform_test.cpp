@@ -1,8 +1,8 @@
 // The augmentation language: parsing and its errors, output shapes, the
 // presets' eval forms, each step's geometry, and determinism: a sample's
 // bytes depend on (seed, epoch, index) only.
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <numeric>
 #include <vector>
@@ -173,8 +173,8 @@ TEST_CASE("vflip, grayscale, rotation and color_jitter: parsed, their geometry a
   CHECK(run(*SampleTransform::parse("rotation(0)", 0), img, shape, 3, 9) == same);
   CHECK(run(*SampleTransform::parse("color_jitter", 0), img, shape, 3, 9) == same);
   // Brightness only scales: every byte by one factor, within [0.5, 1.5].
-  const auto bright = run(*SampleTransform::parse("color_jitter(brightness=0.5)", 4), img, shape,
-                          1, 2);
+  const auto bright =
+      run(*SampleTransform::parse("color_jitter(brightness=0.5)", 4), img, shape, 1, 2);
   // The factor, read off the brightest byte that cannot saturate (170 x 1.5 < 255).
   std::size_t ref = 0;
   for (std::size_t i = 0; i < same.size(); ++i)

@@ -14,9 +14,9 @@
 
 #include "kernels/precision.cuh"
 #include "ops/cpu_conv_plan.h"
+#include "ringtrain/config.h"
 #include "ringtrain/ops/compute_context.h"
 #include "ringtrain/ops/conv2d.h"
-#include "ringtrain/config.h"
 #include "ringtrain/ops/precision.h"
 #include "tests/model/test_data.h"
 

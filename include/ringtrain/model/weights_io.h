@@ -27,10 +27,10 @@ struct ImportOptions {
   std::string skip_flag{};
 };
 struct ImportReport {
-  std::size_t loaded = 0;                 // tensors copied from the file
-  std::vector<std::string> wrong_shape;   // "fc.weight is [1000, 512] in the file, [4, 512] ..."
-  std::vector<std::string> missing;       // the model's tensors the file lacks
-  std::vector<std::string> unexpected;    // the file's tensors the model lacks
+  std::size_t loaded = 0;                // tensors copied from the file
+  std::vector<std::string> wrong_shape;  // "fc.weight is [1000, 512] in the file, [4, 512] ..."
+  std::vector<std::string> missing;      // the model's tensors the file lacks
+  std::vector<std::string> unexpected;   // the file's tensors the model lacks
   // "loaded 62 of 64 tensors; kept the initialisation of 2 whose shape differs: ..."
   std::string describe() const;
 };
