@@ -35,14 +35,6 @@ int refuse_flags(const std::string& message, int argc, char** argv) {
   return kInputErrorExitCode;
 }
 
-// Bad input is said in the user's terms only; a runtime failure (exit 3) also
-// names the check in the source that raised it, for a bug report.
-[[noreturn]] void fatal_error(const ringtrain::Error& e, int exit_code) {
-  using namespace ringtrain;
-  if (exit_code == kInputErrorExitCode || e.where().empty()) fatal(e.what(), exit_code);
-  fatal(fmt::format("{} (raised at {})", e.what(), e.where()), exit_code);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -92,7 +84,7 @@ int main(int argc, char** argv) {
   } catch (const LibraryError& e) {
     fatal_error(e, ctx.errors_are_input && e.about_a_file() ? kInputErrorExitCode : kFatalExitCode);
   } catch (const Error& e) {
-    fatal_error(e, ctx.errors_are_input ? kInputErrorExitCode : kFatalExitCode);
+    fatal(e.what(), ctx.errors_are_input ? kInputErrorExitCode : kFatalExitCode);
   } catch (const std::exception& e) {
     fatal(std::string("unexpected exception: ") + e.what());
   }

@@ -1,8 +1,8 @@
 // ringtrain::Error is what bad input throws: a missing file, a bad flag, a
 // shape mismatch. what() is the message a user reads; where() is the place in
-// the source that raised it (RT_CHECK's file:line), kept apart so that a
-// message about the user's input does not open with a source path, while a
-// runtime failure can still show it for a bug report. main() turns an Error
+// the source that raised it (RT_CHECK's file:line), kept apart so that no
+// message opens with a source path ("convert: skipped src/data/...cpp:303:")
+// while tests and debuggers can still find the check. main() turns an Error
 // into a fatal() so that every peer of the failing rank is released too.
 #pragma once
 
