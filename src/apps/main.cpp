@@ -82,7 +82,8 @@ int main(int argc, char** argv) {
   } catch (const InputError& e) {
     fatal(e.what(), kInputErrorExitCode);
   } catch (const LibraryError& e) {
-    fatal_error(e, ctx.errors_are_input && e.about_a_file() ? kInputErrorExitCode : kFatalExitCode);
+    fatal(e.what(),
+          ctx.errors_are_input && e.about_a_file() ? kInputErrorExitCode : kFatalExitCode);
   } catch (const Error& e) {
     fatal(e.what(), ctx.errors_are_input ? kInputErrorExitCode : kFatalExitCode);
   } catch (const std::exception& e) {
