@@ -179,8 +179,8 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
   if (!spec.input_shape.empty()) {
     const bool ok = spec.input_shape.size() == 1 ? spec.input_shape[0] == shape.numel()
                                                  : Shape(spec.input_shape) == shape;
-    RT_CHECK(ok, "model spec '{}' expects input {} but the data has samples of shape {}",
-             spec.to_string(), Shape(spec.input_shape).to_string(), shape.to_string());
+    RT_CHECK(ok, "model '{}' expects input {} but the data has samples of shape {}",
+             spec.describe(), Shape(spec.input_shape).to_string(), shape.to_string());
   }
 
   std::unique_ptr<Model> m(new Model());

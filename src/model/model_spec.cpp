@@ -965,7 +965,9 @@ ModelSpec ModelSpec::parse(std::string_view text_or_preset_or_file) {
     const std::string body = trim(buffer.str());
     // A file may hold a preset name too.
     if (body.rfind("mlp:", 0) == 0 || body == "cnn" || is_graph_preset(body)) return parse(body);
-    return parse_layer_list(body, path + ":");
+    ModelSpec spec = parse_layer_list(body, path + ":");
+    spec.source = "@" + path;
+    return spec;
   }
   if (text.rfind("mlp:", 0) == 0) return parse_mlp(std::string_view(text).substr(4), text);
   if (text == "mlp") fail("'mlp' needs its layer sizes, as in mlp:784-512-512-10");
@@ -981,6 +983,14 @@ std::string ModelSpec::to_string() const {
   if (!input_shape.empty()) s = fmt::format("input({})", fmt::join(input_shape, ", "));
   for (const LayerSpec& l : layers) s += (s.empty() ? "" : "; ") + l.to_string();
   return s;
+}
+
+std::string ModelSpec::describe() const {
+  if (!preset.empty()) return preset;
+  if (!source.empty()) return source;
+  const std::string text = to_string();
+  constexpr std::size_t kLongest = 60;
+  return text.size() <= kLongest ? text : text.substr(0, kLongest) + "...";
 }
 
 bool ModelSpec::operator==(const ModelSpec& o) const {

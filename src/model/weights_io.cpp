@@ -88,14 +88,14 @@ ImportReport import_weights(Model& model, const std::vector<NamedTensor>& given,
                   "initialisation)",
                   options.skip_flag);
     RT_CHECK(report.wrong_shape.empty(), "weights {}: shapes differ from model '{}': {}{}", origin,
-             model.spec().to_string(), name_list(report.wrong_shape), hint);
+             model.spec().describe(), name_list(report.wrong_shape), hint);
     RT_CHECK(report.missing.empty(), "weights {}: model '{}' needs tensors the file lacks: {}{}",
-             origin, model.spec().to_string(), name_list(report.missing), hint);
+             origin, model.spec().describe(), name_list(report.missing), hint);
     RT_CHECK(report.unexpected.empty(), "weights {}: tensors that model '{}' does not have: {}{}",
-             origin, model.spec().to_string(), name_list(report.unexpected), hint);
+             origin, model.spec().describe(), name_list(report.unexpected), hint);
   }
   RT_CHECK(report.loaded > 0, "weights {}: not one tensor fits model '{}' (names or shapes)",
-           origin, model.spec().to_string());
+           origin, model.spec().describe());
   copy_view(model.params(), view_of(params.data(), params.size()));
   if (!buffers.empty()) copy_view(model.buffers(), view_of(buffers.data(), buffers.size()));
   return report;

@@ -340,7 +340,7 @@ int Trainer::open_token_windows() {
   RT_CHECK(context > 0,
            "{} holds tokens, and model '{}' does not fix a context: use a language-model preset "
            "(gpt-nano, gpt2, gpt2-medium) or begin the layer list with input(T)",
-           train_data_->describe(), spec_->to_string());
+           train_data_->describe(), spec_->describe());
   RT_CHECK(!eval_data_ || eval_data_->is_tokens(), "{} holds tokens but {} does not",
            train_data_->describe(), eval_data_->describe());
   RT_CHECK(!eval_data_ || eval_data_->num_classes() == train_data_->num_classes(),
