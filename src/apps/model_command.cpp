@@ -26,7 +26,7 @@ struct ShowOptions {
   std::string input = "1,28,28";
   int classes = 10;
   std::size_t batch = 1;
-  double bucket_mb = TrainConfig{}.bucket_mb;  // train's default, whatever it becomes
+  double bucket_mb = kDefaultBucketMb;  // train's
   bool json = false;
   // The optimizer-state figure: which optimizer, over how many ranks, sharded or not.
   OptimizerConfig optimizer;

@@ -14,6 +14,9 @@ namespace ringtrain {
 // shows the sharding `train` will use.
 inline constexpr std::uint64_t kDefaultSeed = 42;
 
+// --bucket-mb's default, which `model show` uses too.
+inline constexpr double kDefaultBucketMb = 1.0;
+
 struct TrainConfig {
   // Model and data.
   std::string data_path;
@@ -67,7 +70,7 @@ struct TrainConfig {
 
   // Distribution.
   std::string backend = "auto";
-  double bucket_mb = 1.0;
+  double bucket_mb = kDefaultBucketMb;
   bool overlap = true;
   // BatchNorm normalises with the statistics of the whole batch over the ranks
   // (their sums all-reduced in forward and backward), not this rank's.
