@@ -33,11 +33,19 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
   return d[n][m];
 }
 
-bool is_prefix_of(std::string_view typed, std::string_view name) {
-  if (typed.size() < 3 || typed.size() >= name.size()) return false;
-  for (std::size_t i = 0; i < typed.size(); ++i)
-    if (lower(typed[i]) != lower(name[i])) return false;
-  return true;
+std::size_t common_prefix(std::string_view a, std::string_view b) {
+  std::size_t n = 0;
+  while (n < a.size() && n < b.size() && lower(a[n]) == lower(b[n])) ++n;
+  return n;
+}
+
+// "gen" for "generate" (a word cut short), "rotate" for "rotation" (the same
+// stem, ended otherwise): the name begins with all of the typed word, or with
+// all but its last letter when that is at least 4 letters.
+bool begins_like(std::string_view typed, std::string_view name) {
+  const std::size_t shared = common_prefix(typed, name);
+  if (typed.size() >= 3 && shared == typed.size() && typed.size() < name.size()) return true;
+  return shared >= 4 && shared + 1 >= typed.size();
 }
 
 }  // namespace
@@ -50,7 +58,7 @@ std::optional<std::string> nearest_name(std::string_view typed,
     const std::size_t distance = edit_distance(typed, name);
     const std::size_t longer = std::max(typed.size(), name.size());
     const std::size_t allowed = std::clamp<std::size_t>(longer / 3, 1, 3);
-    const bool close = distance <= allowed || is_prefix_of(typed, name);
+    const bool close = distance <= allowed || begins_like(typed, name);
     if (close && distance < best_distance) {
       best = name;
       best_distance = distance;

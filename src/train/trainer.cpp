@@ -391,12 +391,12 @@ void Trainer::require_fixed_image_size() const {
   RT_CHECK(!varying(*train_data_),
            "{} holds images of different sizes (converted without --size): training needs one "
            "size per batch: give --augment with a crop or resize that ends at a fixed size (e.g. "
-           "--augment 'random_resized_crop(224), hflip' or --augment 'resize(32, 32)'), or "
+           "--augment 'random_resized_crop(224), hflip' or --augment 'resize((32,32))'), or "
            "convert again with --size H,W",
            train_data_->describe());
   RT_CHECK(!eval_data_ || !varying(*eval_data_),
            "{} holds images of different sizes (converted without --size): evaluation needs one "
-           "size: give --eval-transform 'resize(H, W)' or 'resize(S), center_crop(C)', or convert "
+           "size: give --eval-transform 'resize((H,W))' or 'resize(S), center_crop(C)', or convert "
            "again with --size H,W",
            eval_data_->describe());
 }

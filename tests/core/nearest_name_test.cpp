@@ -10,8 +10,9 @@ TEST_CASE("nearest_name finds the typo's intended name") {
   CHECK(nearest_name("trian", commands) == "train");  // a transposition
   CHECK(nearest_name("tran", commands) == "train");   // a letter missing
   CHECK(nearest_name("predcit", commands) == "predict");
-  CHECK(nearest_name("TRAIN", commands) == "train");   // case
-  CHECK(nearest_name("gen", commands) == "generate");  // a prefix
+  CHECK(nearest_name("TRAIN", commands) == "train");                    // case
+  CHECK(nearest_name("gen", commands) == "generate");                   // a prefix
+  CHECK(nearest_name("rotate", {"rotation", "resize"}) == "rotation");  // another ending
   CHECK_FALSE(nearest_name("xyzzy", commands).has_value());
   CHECK_FALSE(nearest_name("", commands).has_value());
   CHECK_FALSE(nearest_name("train", {}).has_value());

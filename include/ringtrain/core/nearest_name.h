@@ -11,7 +11,8 @@ namespace ringtrain {
 
 // The candidate with the smallest edit distance to `typed` (case-insensitive),
 // if that distance is at most a third of the longer name (at least 1, at
-// most 3), or `typed` is a prefix of it; nullopt when none is that close.
+// most 3), or the candidate begins with `typed` (or with all of it but its
+// last letter: "rotate", "rotation"); nullopt when none is that close.
 std::optional<std::string> nearest_name(std::string_view typed,
                                         const std::vector<std::string>& candidates);
 
