@@ -626,7 +626,7 @@ void read_encoded(Dataset::Impl& d, std::span<const std::uint64_t> indices, cons
   std::lock_guard scratch_lock(d.read_mutex);
   RT_CHECK(d.out_elems > 0,
            "{}: images of varying size need a transform that ends at a fixed size (--augment or "
-           "--eval-transform with a crop or resize(H,W))",
+           "--eval-transform with a crop or resize((H,W)))",
            d.where("x"));
   const std::size_t count = indices.size();
   std::vector<hvl_t> bytes(count);

@@ -333,6 +333,11 @@ std::vector<Step> parse_steps(const std::string& spec, const std::string& flag) 
 std::string size_text(int h, int w) {
   return h == w ? std::to_string(h) : fmt::format("({},{})", h, w);
 }
+// resize's exact H x W, which is never written as one number: resize(S) is
+// the short side.
+std::string exact_size_text(int h, int w) {
+  return fmt::format("({},{})", h, w);
+}
 
 // --- applying --------------------------------------------------------------
 
@@ -529,7 +534,7 @@ std::string SampleTransform::eval_spec_of(const std::string& train_spec) {
         if (s.p >= 1) add("grayscale");
         break;
       case Step::resize:
-        add(fmt::format("resize({})", s.w == 0 ? std::to_string(s.h) : size_text(s.h, s.w)));
+        add(fmt::format("resize({})", s.w == 0 ? std::to_string(s.h) : exact_size_text(s.h, s.w)));
         break;
       case Step::center_crop:
         add(fmt::format("center_crop({})", size_text(s.h, s.w)));
@@ -585,7 +590,7 @@ std::string SampleTransform::describe() const {
         t = s.p >= 1 ? std::string("grayscale") : fmt::format("grayscale(p={})", s.p);
         break;
       case Step::resize:
-        t = fmt::format("resize({})", s.w == 0 ? std::to_string(s.h) : size_text(s.h, s.w));
+        t = fmt::format("resize({})", s.w == 0 ? std::to_string(s.h) : exact_size_text(s.h, s.w));
         break;
       case Step::center_crop:
         t = fmt::format("center_crop({})", size_text(s.h, s.w));
@@ -656,7 +661,7 @@ std::vector<std::size_t> SampleTransform::output_shape(
   }
   RT_CHECK(known,
            "{}: the images vary in size and no step fixes it (end with random_resized_crop, a "
-           "crop or resize(H,W))",
+           "crop or resize((H,W)))",
            spec_);
   return {c, static_cast<std::size_t>(h), static_cast<std::size_t>(w)};
 }

@@ -188,6 +188,14 @@ TEST_CASE("vflip, grayscale, rotation and color_jitter: parsed, their geometry a
     CHECK(std::abs(bright[i] - std::min(255.0, std::nearbyint(same[i] * f))) <= 2.0);
 }
 
+TEST_CASE("an exact resize is written as (H,W), also when square: resize(S) is the short side") {
+  CHECK(SampleTransform::parse("resize((8,8))", 0)->describe() == "resize((8,8))");
+  CHECK(SampleTransform::eval_spec_of("resize((8,8)), hflip") == "resize((8,8))");
+  // Images of varying size (0 x 0): the derived evaluation still fixes the size.
+  CHECK(SampleTransform::parse(SampleTransform::eval_spec_of("resize((8,8))"), 0)
+            ->output_shape({3, 0, 0}) == std::vector<std::size_t>{3, 8, 8});
+}
+
 TEST_CASE("the new random steps are functions of (seed, epoch, index) only") {
   const auto img = image(3, 24, 20);
   const std::vector<std::size_t> shape{3, 24, 20};
