@@ -35,7 +35,7 @@ grep -q "done after 48 steps (3.00 epochs)" "$WORK/both/log.txt" \
   || { cat "$WORK/both/log.txt"; fail "--epochs 3 --max-steps 48"; }
 
 # run_id: one per launch, in every record; the resumed launch has its own.
-python3 - "$WORK/both/metrics.jsonl" <<'PY' || fail "run_id in metrics.jsonl"
+/usr/bin/python3 - "$WORK/both/metrics.jsonl" <<'PY' || fail "run_id in metrics.jsonl"
 import json, re, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 ids = [r.get("run_id") for r in rows]
@@ -55,17 +55,17 @@ grep -q "at step 40" "$WORK/export.log" || { cat "$WORK/export.log"; fail "expor
   || fail "cannot make the 5-class data set"
 run_exit2 strict "${MPIRUN[@]}" -np 2 "$RINGTRAIN_EXE" train --data "$WORK/five.h5" --model mlp:64-32-5 --batch 8 \
   --max-steps 2 --device cpu --init-from "$WORK/w.safetensors"
-grep -Eq "shapes differ .*linear2.weight is \[4, 32\] in the file, \[5, 32\] in the model.*--init-skip-mismatched" "$WORK/strict/log.txt" \
+grep -Eq "shapes differ .*fc2.weight is \[4, 32\] in the file, \[5, 32\] in the model.*--init-skip-mismatched" "$WORK/strict/log.txt" \
   || { cat "$WORK/strict/log.txt"; fail "the strict --init-from does not name the shapes and the flag"; }
 mkdir -p "$WORK/tuned"
 "${MPIRUN[@]}" -np 2 "$RINGTRAIN_EXE" train --data "$WORK/five.h5" --model mlp:64-32-5 --batch 8 --max-steps 1 \
   --lr 1e-30 --device cpu --init-from "$WORK/w.safetensors" --init-skip-mismatched --ckpt-dir "$WORK/tuned/ckpt" \
   > "$WORK/tuned/log.txt" 2>&1 || { cat "$WORK/tuned/log.txt"; fail "--init-skip-mismatched"; }
-grep -Eq -- "--init-from .*w.safetensors: loaded 2 of the model's 4 tensors; kept the initialisation of 2 whose shape differs: linear2.weight is \[4, 32\] in the file, \[5, 32\] in the model, linear2.bias" \
+grep -Eq -- "--init-from .*w.safetensors: loaded 2 of the model's 4 tensors; kept the initialisation of 2 whose shape differs: fc2.weight is \[4, 32\] in the file, \[5, 32\] in the model, fc2.bias" \
   "$WORK/tuned/log.txt" || { cat "$WORK/tuned/log.txt"; fail "no report of what --init-from loaded"; }
 # The body really came from the file (lr 1e-30: one step leaves it as loaded).
 "$RINGTRAIN_EXE" weights export --ckpt "$WORK/tuned/ckpt" -o "$WORK/tuned.safetensors" >/dev/null 2>&1 || fail "export tuned"
-python3 - "$WORK/w.safetensors" "$WORK/tuned.safetensors" <<'PY' || fail "the loaded tensors differ from the file's"
+/usr/bin/python3 - "$WORK/w.safetensors" "$WORK/tuned.safetensors" <<'PY' || fail "the loaded tensors differ from the file's"
 import json, struct, sys
 def load(path):
     raw = open(path, "rb").read()
@@ -77,15 +77,15 @@ def load(path):
     return header, get
 h1, g1 = load(sys.argv[1])
 h2, g2 = load(sys.argv[2])
-for name in ("linear1.weight", "linear1.bias"):
+for name in ("fc1.weight", "fc1.bias"):
     assert g1(name) == g2(name), name
-assert h2["linear2.weight"]["shape"] == [5, 32], h2["linear2.weight"]
-print("linear1 as loaded; linear2 new")
+assert h2["fc2.weight"]["shape"] == [5, 32], h2["fc2.weight"]
+print("fc1 as loaded; fc2 new")
 PY
 
 # A training split only: trains, says evaluation is skipped.
 cp "$DATA" "$WORK/trainonly.h5"
-python3 -c 'import h5py, sys; f = h5py.File(sys.argv[1], "a"); del f["test"]; f.close()' "$WORK/trainonly.h5" \
+/usr/bin/python3 -c 'import h5py, sys; f = h5py.File(sys.argv[1], "a"); del f["test"]; f.close()' "$WORK/trainonly.h5" \
   || fail "cannot drop the test split"
 mkdir -p "$WORK/trainonly"
 "${MPIRUN[@]}" -np 2 "$RINGTRAIN_EXE" train --data "$WORK/trainonly.h5" --model "$MLP" --batch 8 --max-steps 4 --device cpu \
