@@ -93,6 +93,7 @@ grep -q "/test: 17 samples" "$WORK/check_good.log" || fail "data check does not 
 expect 2 check_nonfinite "problem in /train: 2 value\(s\) are NaN or Inf; the first is element 5 of sample 7" \
   "$R" data check "$FX/nonfinite.h5"
 expect 2 check_empty "problem in /test: the split is empty" "$R" data check "$FX/empty_test.h5"
-expect 2 check_labels "problem in /train: .*label 10 at index 17 is outside" "$R" data check "$FX/label_range.h5"
+expect 2 check_labels "problem in /train: 1 label\(s\) in y are outside \[0, 10\) \(num_classes = 10\): sample 17 has 10" \
+  "$R" data check "$FX/label_range.h5"
 expect 2 check_missing "nothere.h5 does not exist" "$R" data check "$WORK/nothere.h5"
 echo "PASS: each quiet surprise now says what it is"
