@@ -277,15 +277,18 @@ void Trainer::prove_outputs_writable() const {
 // Whether the file holds the evaluation split. A file with a training split
 // only (the user holds no test set) trains without evaluation when
 // --eval-split was not given; a split the user named must exist. The ranks
-// agree (their files may differ), so that all open it collectively or none.
+// agree (their files may differ, and one rank may have named the split while
+// another did not), so that all open it collectively or none: every rank takes
+// part in the all-reduce, and a rank that must open it says yes.
 bool Trainer::eval_split_present() {
-  if (cfg_.eval_split_required) return true;
   std::int32_t present = 1;
-  try {
-    const std::vector<std::string> splits = Dataset::splits(cfg_.data_path);
-    present = std::find(splits.begin(), splits.end(), cfg_.eval_split) != splits.end() ? 1 : 0;
-  } catch (const Error&) {
-    // Said by the collective open that follows.
+  if (!cfg_.eval_split_required) {
+    try {
+      const std::vector<std::string> splits = Dataset::splits(cfg_.data_path);
+      present = std::find(splits.begin(), splits.end(), cfg_.eval_split) != splits.end() ? 1 : 0;
+    } catch (const Error&) {
+      // Said by the collective open that follows.
+    }
   }
   BufferView flag{&present, 1, DType::i32, Device::cpu()};
   control_->allreduce(flag, flag, ReduceOp::max);

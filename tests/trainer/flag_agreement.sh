@@ -26,7 +26,7 @@ compared=(
 # buffering) or that are compared in another form (--model by its spec hash,
 # --plugin by the layers it registers, --data by the data set's shape and size).
 not_compared=(--help --data --model --plugin --logdir --flight-dir --keep --timeout --prefetch
-              --device --allow-gpu-sharing --init-from --loader-threads)
+              --device --allow-gpu-sharing --init-from --init-skip-mismatched --loader-threads)
 
 # Compared at start-up, but exercised where image sets are made (tests/data):
 # the synthetic set here has no images to augment.
