@@ -908,8 +908,8 @@ bool looks_like_a_name(std::string_view text) {
   if (file_like)
     fail(
         fmt::format("--model '{}' is not a known preset; to read a model from the file {}, write "
-                    "--model @{}",
-                    text, text, text));
+                    "--model @{} (presets: {}; 'ringtrain model list' describes them)",
+                    text, text, text, fmt::join(names, ", ")));
   fail(
       fmt::format("--model '{}' is not a known preset{} (presets: {}; 'ringtrain model list' "
                   "describes them), nor a layer list such as 'flatten; linear(out=10)'",
