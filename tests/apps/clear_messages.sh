@@ -91,6 +91,12 @@ expect 2 mixed_sizes "jpegs.h5:/train holds images of different sizes \(converte
 expect 0 mixed_sizes_augmented "done after 1 steps" \
   "$R" train --data jpegs.h5 --model "flatten; linear(out=2)" --batch 1 --max-steps 1 --device cpu --augment "resize((8,8))"
 
+# A file that is no image, skipped: the reason, without the check's source line.
+mkdir -p skip/a skip/b
+cp photos/a/x.jpg skip/a/ && cp photos/b/y.jpg skip/b/ && echo "not an image" > skip/b/notes.jpg
+expect 0 convert_skipped "convert: skipped skip/b/notes.jpg: not a JPEG or PNG file" \
+  "$R" convert images --train skip --test skip --size 8 --skip-bad --no-progress -o skip.h5
+
 # Not one message above opens with (or holds) a source file:line.
 if grep -El "(src|include|kernels)/[a-z_/]+\.(cpp|h|cu|cuh):[0-9]+" "$WORK"/*.log; then
   fail "a message names a source file:line"
