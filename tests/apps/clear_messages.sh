@@ -11,7 +11,7 @@
 #   JPEG images of different sizes say so, and what to do;
 #   no message carries a source file:line.
 source "$(dirname "$0")/lib.sh"
-cd "$WORK"
+cd "$WORK" || exit 1
 
 expect 2 subcommand_typo "unknown subcommand 'trian' of 'ringtrain' \(did you mean 'train'\?\)" "$R" trian
 expect 2 nested_typo "unknown subcommand 'shwo' of 'ringtrain model' \(did you mean 'show'\?\)" \

@@ -3,7 +3,7 @@
 # `predict --images` takes one image file, a list of files and folders (the
 # rows in the order given); a name that is neither is refused, naming it.
 source "$(dirname "$0")/lib.sh"
-cd "$WORK"
+cd "$WORK" || exit 1
 mkdir -p photos/red photos/blue
 /usr/bin/python3 - photos <<'PY'
 import sys
