@@ -895,7 +895,8 @@ bool looks_like_a_name(std::string_view text) {
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' ||
           c == '/' || c == ':' || c == '='))
       return false;
-  return LayerRegistry::global().find(text) == nullptr && text != "input";
+  const std::string lower = lower_case(text);
+  return LayerRegistry::global().find(lower) == nullptr && lower != "input";
 }
 
 // "'resnet51' is not a known preset (did you mean 'resnet50'?) ...", or, for
@@ -910,10 +911,14 @@ bool looks_like_a_name(std::string_view text) {
         fmt::format("--model '{}' is not a known preset; to read a model from the file {}, write "
                     "--model @{} (presets: {}; 'ringtrain model list' describes them)",
                     text, text, text, fmt::join(names, ", ")));
+  // Nor a layer: it may be a plugin's that is not loaded.
+  std::vector<std::string> candidates = names;
+  for (const std::string& layer : LayerRegistry::global().names()) candidates.push_back(layer);
   fail(
       fmt::format("--model '{}' is not a known preset{} (presets: {}; 'ringtrain model list' "
-                  "describes them), nor a layer list such as 'flatten; linear(out=10)'",
-                  text, did_you_mean(text, names), fmt::join(names, ", ")));
+                  "describes them), nor a known layer (known: {}; a layer from a plugin needs "
+                  "--plugin)",
+                  text, did_you_mean(text, candidates), fmt::join(names, ", "), known_kinds()));
 }
 
 std::string trim(std::string_view s) {
