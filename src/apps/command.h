@@ -55,6 +55,11 @@ void build_commands(CLI::App& app, CommandContext& ctx);
 // Makes every option of `app` and its subcommands that takes an unsigned count
 // refuse a negative value, naming the flag and its range (unsigned_options.cpp).
 void refuse_negative_counts(CLI::App& app);
+// After CLI11 refused the command line: the first word that is neither a
+// subcommand nor a flag of where it stands, said with the nearest known name
+// ("unknown subcommand 'trian' ... (did you mean 'train'?)"); "" when every
+// word is known (the error is about a value, said by CLI11 itself).
+std::string command_line_typo(const CLI::App& app, int argc, char** argv);
 
 }  // namespace ringtrain::apps
 

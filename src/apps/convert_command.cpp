@@ -198,8 +198,8 @@ CLI::App* add_convert_images(CLI::App& parent, CommandContext& ctx) {
                   "1 (gray) or 3 (RGB); default: 3 if any image has colour, else 1")
       ->check(CLI::IsMember({1, 3}));
   sub->add_option("--size", *size,
-                  "H,W of every sample (default: the images' own size, which must then be "
-                  "the same for all)");
+                  "H,W of every sample, or S for S,S (default: the images' own size, which must "
+                  "then be the same for all)");
   sub->add_option("--fit", o->fit,
                   "With --size: crop (resize to cover, then center crop: keeps the aspect ratio), "
                   "pad (resize to fit, black borders) or stretch")
@@ -233,9 +233,12 @@ CLI::App* add_convert_images(CLI::App& parent, CommandContext& ctx) {
     if (o->train.empty())
       throw CLI::RequiredError("--train DIR (a folder with one subfolder of images per class)");
     if (!size->empty()) {
-      const std::vector<std::size_t> hw = parse_shape(*size, "--size");
+      std::vector<std::size_t> hw = parse_shape(*size, "--size");
+      // One number is a square, as torchvision's Resize((S, S)) and timm's img_size.
+      if (hw.size() == 1) hw.push_back(hw[0]);
       if (hw.size() != 2 || hw[0] > 65535 || hw[1] > 65535)
-        throw CLI::ValidationError("--size", "expected H,W (e.g. 64,64), got '" + *size + "'");
+        throw CLI::ValidationError("--size",
+                                   "expected H,W or S (e.g. 64,64 or 64), got '" + *size + "'");
       o->height = static_cast<int>(hw[0]);
       o->width = static_cast<int>(hw[1]);
     }

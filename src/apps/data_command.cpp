@@ -1,10 +1,10 @@
 // `ringtrain data inspect`: under mpirun, every rank prints the sample indices
 // it reads in one epoch, one line per step, so users can check the sharding of
 // their own job (no two ranks share a sample; every rank runs the same steps).
-// With --dump DIR, every rank also writes the float32 bytes it would feed the
-// model for each sample (after --augment or --eval-transform), one file per
-// sample index, so runs at different world sizes or thread counts compare
-// file by file.
+// With --dump DIR, every rank also writes the float32 values it would feed the
+// model for each sample (after --augment or --eval-transform), one .npy file
+// per sample index (numpy.load gives it with its shape), so runs at
+// different world sizes or thread counts compare file by file.
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -14,6 +14,7 @@
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/log.h"
 #include "ringtrain/data/dataset.h"
+#include "ringtrain/data/npy_file.h"
 #include "ringtrain/data/output_guard.h"
 #include "ringtrain/data/sample_transform.h"
 #include "ringtrain/data/sharded_sampler.h"
@@ -21,6 +22,16 @@
 
 namespace ringtrain::apps {
 namespace {
+
+// Runs f; its Error comes back naming `flag` first ("--dump: cannot create ...").
+template <typename F>
+void as_flag_error(const char* flag, F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    throw Error(fmt::format("{}: {}", flag, e.what()));
+  }
+}
 
 struct InspectOptions {
   std::string data, split = "train", out, expect_shape;
@@ -72,18 +83,15 @@ int run_inspect(const InspectOptions& o, const Topology& topo) {
     RT_CHECK(!ec, "--dump {}: cannot create the directory: {}", o.dump, ec.message());
   }
   std::vector<float> x;
-  // The model's bytes of these samples, one file each: DIR/<index>.f32.
+  // The model's input of these samples, one file each: DIR/<index>.npy.
   auto dump = [&](const std::vector<std::uint64_t>& idx, std::uint64_t epoch) {
     if (o.dump.empty()) return;
     x.resize(idx.size() * ds.sample_elements());
     ds.read(idx, x.data(), nullptr, epoch);
+    const std::size_t n = ds.sample_elements();
     for (std::size_t i = 0; i < idx.size(); ++i) {
-      const std::string path = fmt::format("{}/{}.f32", o.dump, idx[i]);
-      std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "wb"), std::fclose);
-      RT_CHECK(f != nullptr, "--dump: cannot create {}", path);
-      const std::size_t n = ds.sample_elements();
-      RT_CHECK(std::fwrite(x.data() + i * n, sizeof(float), n, f.get()) == n,
-               "--dump: write error on {}", path);
+      const std::string path = fmt::format("{}/{}.npy", o.dump, idx[i]);
+      as_flag_error("--dump", [&] { write_npy(path, x.data() + i * n, ds.sample_shape()); });
     }
   };
   if (!o.expect_shape.empty()) ds.check_sample_shape(parse_shape(o.expect_shape, "--expect-shape"));
@@ -128,8 +136,10 @@ int run_inspect(const InspectOptions& o, const Topology& topo) {
   std::fflush(file ? file.get() : stdout);
   if (file) log0("data: wrote {}/rank-<r>.txt for {} rank(s)", o.out, topo.world_size());
   if (!o.dump.empty())
-    log0("data: wrote each sample's {} float32 values to {}/<index>.f32", ds.sample_elements(),
-         o.dump);
+    log0(
+        "data: wrote each sample's {} float32 values to {}/<index>.npy (shape {}: "
+        "numpy.load reads it)",
+        ds.sample_elements(), o.dump, shape_string(ds.sample_shape()));
   return 0;
 }
 
@@ -167,8 +177,9 @@ CLI::App* add_data_inspect(CLI::App& parent, CommandContext& ctx) {
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
   sub->add_option("--dump", o->dump,
-                  "Write the float32 bytes each rank feeds the model, one file DIR/<index>.f32 "
-                  "per sample (DIR new or empty, or --force)");
+                  "Write the float32 values each rank feeds the model, one NumPy file "
+                  "DIR/<index>.npy per sample (numpy.load reads its shape; DIR new or empty, or "
+                  "--force)");
   sub->add_flag("--force", o->force,
                 "Write into an --out or --dump directory that already holds files");
   sub->add_option("--timeout", o->timeout,

@@ -139,7 +139,7 @@ int use_checkpoint_context(const std::string& path, Dataset& data, Communicator&
                               : spec.input_shape.size() == 1 ? spec.input_shape[0]
                                                              : 0;
   RT_CHECK(context > 0, "{} holds tokens but checkpoint {}'s model '{}' fixes no context",
-           data.describe(), path, spec.to_string());
+           data.describe(), path, spec.describe());
   data.set_token_context(context, /*keep_partial=*/true);
   RT_CHECK(data.size() > 0, "{}: {} token(s): nothing to evaluate", data.describe(),
            data.token_count());

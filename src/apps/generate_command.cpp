@@ -102,13 +102,21 @@ int run_generate(const GenerateFlags& f, const Topology& topo) {
   }
   copy_view(model->params(), view_of(params.data(), params.size()));
 
-  RT_CHECK(!f.prompt.empty(), "--prompt is empty: give the text to continue");
-  std::vector<std::int32_t> seq = tok->encode(f.prompt);
-  RT_CHECK(!seq.empty(), "--prompt '{}' encodes to no tokens", f.prompt);
-  RT_CHECK(seq.size() <= context,
-           "--prompt is {} tokens, longer than the model's context of {}: shorten it", seq.size(),
-           context);
-  const std::size_t prompt_len = seq.size();
+  // No prompt: start from a newline, as nanoGPT's sample.py does, and leave
+  // it out of the text printed (the text is all the model's).
+  const bool unprompted = f.prompt.empty();
+  std::vector<std::int32_t> seq = tok->encode(unprompted ? std::string("\n") : f.prompt);
+  RT_CHECK(!seq.empty(), "--prompt '{}' encodes to no tokens", unprompted ? "\\n" : f.prompt);
+  const std::size_t start_tokens = unprompted ? seq.size() : 0;
+  if (unprompted) std::fprintf(stderr, "generate: no --prompt: starting from a newline\n");
+  // The model sees its last `context` tokens at each step (the loop below
+  // slides the window): a longer prompt is cut to its end, and said so.
+  if (seq.size() > context)
+    std::fprintf(stderr,
+                 "generate: --prompt is %zu tokens, longer than the model's context of %zu: the "
+                 "model sees only its last %zu (the whole prompt is printed)\n",
+                 seq.size(), context, context);
+  const std::size_t prompt_len = unprompted ? 0 : seq.size();
   std::mt19937_64 rng(f.seed);
   std::vector<float> x(context), last(vocab);
   const std::vector<std::int32_t> no_labels(context, kIgnoreLabel);
@@ -129,7 +137,8 @@ int run_generate(const GenerateFlags& f, const Topology& topo) {
               view_of(model->logits() + (len - 1) * vocab, vocab, device));
     seq.push_back(sample_token(last.data(), vocab, f, rng));
   }
-  const std::string text = tok->decode(std::vector<std::int32_t>(seq.begin(), seq.end()));
+  const std::string text = tok->decode(std::vector<std::int32_t>(
+      seq.begin() + static_cast<std::ptrdiff_t>(start_tokens), seq.end()));
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fputc('\n', stdout);
   std::fflush(stdout);
@@ -146,7 +155,9 @@ CLI::App* add_generate_command(CLI::App& app, CommandContext& ctx) {
       "generate", "Continue a text prompt with a language-model checkpoint (forward on --device)");
   sub->add_option("--ckpt", f->ckpt, "Checkpoint file, or a directory (its newest checkpoint)")
       ->required();
-  sub->add_option("--prompt", f->prompt, "Text to continue")->required();
+  sub->add_option("--prompt", f->prompt,
+                  "Text to continue (none: start from a newline; longer than the model's "
+                  "context: it sees the prompt's end)");
   sub->add_option("--tokens", f->tokens, "Tokens to sample")
       ->check(CLI::Range(0, 1 << 20))
       ->capture_default_str();

@@ -56,6 +56,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::Success& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    if (const std::string typo = apps::command_line_typo(app, argc, argv); !typo.empty())
+      return refuse_flags(typo, argc, argv);
     return refuse_flags(
         fmt::format(
             "{}\nRun 'ringtrain {}--help' for the flags.", e.what(),

@@ -16,6 +16,7 @@
 #include "ringtrain/optim/optimizer.h"
 #include "ringtrain/sync/bucket_plan.h"
 #include "ringtrain/sync/zero_layout.h"
+#include "ringtrain/train/train_config.h"
 
 namespace ringtrain::apps {
 
@@ -26,7 +27,7 @@ struct ShowOptions {
   std::string input = "1,28,28";
   int classes = 10;
   std::size_t batch = 1;
-  double bucket_mb = 25;
+  double bucket_mb = kDefaultBucketMb;  // train's
   bool json = false;
   std::string precision = "fp32";  // what the plan stores activations in, as for train
   // The optimizer-state figure: which optimizer, over how many ranks, sharded or not.
@@ -213,8 +214,30 @@ CLI::App* add_model_show(CLI::App& parent, CommandContext& ctx) {
   return sub;
 }
 
+// `ringtrain model list`: every preset --model takes, with what it is, as
+// torchvision's list_models() and timm's list_models() show them.
+int run_list() {
+  std::string s = "presets (--model NAME; 'ringtrain model show --model NAME' for the graph):\n";
+  for (const auto& [name, what] : model_preset_list())
+    s += fmt::format("  {:<14} {}\n", name, what);
+  s += "a layer list or a file of one: --model 'conv2d(out=8, kernel=3); relu; ...' or --model "
+       "@model.txt (docs/models.md)\n";
+  std::fputs(s.c_str(), stdout);
+  return 0;
+}
+
+CLI::App* add_model_list(CLI::App& parent, CommandContext& ctx) {
+  CLI::App* sub = parent.add_subcommand("list", "List the model presets --model takes");
+  sub->parse_complete_callback([&ctx] {
+    ctx.topology.device = DeviceRequest::cpu;
+    ctx.action = [](const Topology& t) { return t.rank() == 0 ? run_list() : 0; };
+  });
+  return sub;
+}
+
 }  // namespace
 }  // namespace ringtrain::apps
 
 RINGTRAIN_REGISTER_COMMAND("", "model", 45, ringtrain::apps::add_model)
+RINGTRAIN_REGISTER_COMMAND("model", "list", 5, ringtrain::apps::add_model_list)
 RINGTRAIN_REGISTER_COMMAND("model", "show", 10, ringtrain::apps::add_model_show)

@@ -46,7 +46,8 @@ struct PredictFlags {
   bool logits = false;  // also every class's logit
   std::vector<std::string> plugins;
   bool force = false;
-  std::string eval_transform, images, fit = "crop";
+  std::string eval_transform, fit = "crop";
+  std::vector<std::string> images;  // files and folders, in the order given
   std::string precision = "fp32";
   std::string layout = "auto";
   std::size_t loader_threads = 1;
@@ -73,22 +74,30 @@ void write_logits(std::ofstream& out, const float* row, std::size_t nc) {
   for (std::size_t k = 0; k < nc; ++k) out << ',' << fmt::format("{:.9g}", row[k]);
 }
 
-// --images DIR: every .jpg/.jpeg/.png under DIR (sorted paths). Listed before
-// anything is written, so a file path or an empty folder is refused at once.
-std::vector<std::string> list_images(const std::string& dir) {
+// The image files --images names: a file as it is (whatever its extension:
+// the decoder says if it is no image), a folder as every .jpg/.jpeg/.png
+// under it (sorted paths), in the order given. Listed before anything is
+// written, so a missing path or an empty folder is refused at once.
+std::vector<std::string> image_paths(const std::vector<std::string>& given) {
   namespace fs = std::filesystem;
-  std::error_code ec;
-  RT_CHECK(fs::exists(dir, ec), "--images {}: no such folder", dir);
-  RT_CHECK(fs::is_directory(dir, ec),
-           "--images {}: not a folder (give the folder that holds the images)", dir);
   std::vector<std::string> paths;
-  for (auto it = fs::recursive_directory_iterator(dir, ec);
-       !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
-    if (it->is_regular_file(ec) && has_image_extension(it->path().filename().string()))
-      paths.push_back(it->path().string());
-  RT_CHECK(!ec, "--images {}: cannot list: {}", dir, ec.message());
-  RT_CHECK(!paths.empty(), "--images {}: no .jpg, .jpeg or .png file", dir);
-  std::sort(paths.begin(), paths.end());
+  for (const std::string& item : given) {
+    std::error_code ec;
+    if (fs::is_regular_file(item, ec)) {
+      paths.push_back(item);
+      continue;
+    }
+    RT_CHECK(fs::is_directory(item, ec), "--images {}: no such file or folder", item);
+    std::vector<std::string> found;
+    for (auto it = fs::recursive_directory_iterator(item, ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+      if (it->is_regular_file(ec) && has_image_extension(it->path().filename().string()))
+        found.push_back(it->path().string());
+    RT_CHECK(!ec, "--images {}: cannot list: {}", item, ec.message());
+    RT_CHECK(!found.empty(), "--images {}: no .jpg, .jpeg or .png file in the folder", item);
+    std::sort(found.begin(), found.end());
+    paths.insert(paths.end(), found.begin(), found.end());
+  }
   return paths;
 }
 
@@ -229,8 +238,8 @@ int run_predict(const PredictFlags& f, const Topology& topo) {
            "not {}",
            topo.world_size());
   RT_CHECK(!f.data.empty() || !f.images.empty(),
-           "--data is required: the data set whose --split to predict (or --images FOLDER for "
-           "new images)");
+           "--data is required: the data set whose --split to predict (or --images FILE|FOLDER... "
+           "for new images)");
   std::string path = f.ckpt;
   // The newest checkpoint that reads (a damaged newest file is skipped with a
   // warning, as `train --resume latest` does).
@@ -238,7 +247,7 @@ int run_predict(const PredictFlags& f, const Topology& topo) {
   const std::string data_path = f.images.empty() ? f.data : data_for_images(f, path);
   guard_output(f.out, {{"--data", data_path}, {"--ckpt", f.ckpt}}, f.force, "-o");
   const std::vector<std::string> images =
-      f.images.empty() ? std::vector<std::string>() : list_images(f.images);
+      f.images.empty() ? std::vector<std::string>() : image_paths(f.images);
   std::unique_ptr<Communicator> control = make_control_communicator(topo);
   // Predictions need no labels: data nobody has labelled is what they are for.
   Dataset data =
@@ -284,8 +293,8 @@ int run_predict(const PredictFlags& f, const Topology& topo) {
     throw;
   }
   if (!f.images.empty())
-    log0("wrote {} predictions of {} (step {}) for the images under {} to {}", index, path,
-         cm.meta.step, f.images, f.out);
+    log0("wrote {} predictions of {} (step {}) for the images of {} to {}", index, path,
+         cm.meta.step, fmt::join(f.images, ", "), f.out);
   else
     log0("wrote {} predictions of {} (step {}) on {}{} to {}", index, path, cm.meta.step,
          data.describe(), data.has_labels() ? "" : " (no labels: the label column is empty)",
@@ -317,8 +326,9 @@ CLI::App* add_predict_command(CLI::App& app, CommandContext& ctx) {
   sub->add_option("--plugin", f->plugins,
                   "Shared library of layer types the checkpoint's model uses (repeatable)");
   sub->add_option("--images", f->images,
-                  "Predict the images under this folder (no labels needed) instead of a split: "
-                  "the data set (--data, else the checkpoint's training data) gives the stored "
+                  "Predict these images, files or folders (every .jpg/.jpeg/.png under a folder; "
+                  "no labels needed) instead of a split: the data set (--data, else the "
+                  "checkpoint's training data) gives the stored "
                   "size and class names; columns path, predicted, probability, predicted_name, "
                   "and with --logits the logits");
   sub->add_option("--fit", f->fit, "With --images: crop, pad or stretch, as at conversion")

@@ -25,9 +25,10 @@ int run_train(const TrainFlags& flags, const Topology& topo) {
   cfg.overlap = !flags.no_overlap;
   const TrainSummary s = train(cfg, topo);
   // No accuracy of nothing: an empty eval split was warned about at start-up.
-  std::string test = s.test_n > 0 ? fmt::format("test accuracy {:.4f} (loss {:.4f}, n={})",
-                                                s.test_accuracy, s.test_loss, s.test_n)
-                                  : std::string("no test accuracy (the eval split is empty)");
+  std::string test = s.test_n > 0
+                         ? fmt::format("test accuracy {:.4f} (loss {:.4f}, n={})", s.test_accuracy,
+                                       s.test_loss, s.test_n)
+                         : std::string("no test accuracy (the eval split is empty or absent)");
   if (s.test_tokens > 0)
     test = fmt::format("test loss {:.4f} per token, perplexity {:.3f} over {} tokens", s.test_loss,
                        s.test_perplexity, s.test_tokens);
@@ -67,8 +68,11 @@ CLI::App* add_train_command(CLI::App& app, CommandContext& ctx) {
       ->required()
       ->check(CLI::ExistingFile);
   sub->add_option("--split", c.split, "Training split in the file")->capture_default_str();
-  sub->add_option("--eval-split", c.eval_split, "Evaluation split (test or val)")
-      ->capture_default_str();
+  CLI::Option* eval_split =
+      sub->add_option("--eval-split", c.eval_split,
+                      "Evaluation split (test or val); without it, a file with no test split "
+                      "trains without evaluation")
+          ->capture_default_str();
   sub->add_flag("--cache", c.cache, "Hold the dataset in memory when it fits");
   sub->add_option("--plugin", flags->plugins,
                   "Shared library of layer types to load before the model is built (repeatable; "
@@ -84,9 +88,16 @@ CLI::App* add_train_command(CLI::App& app, CommandContext& ctx) {
                   "(instead of --batch): the same step at any world size, resumable on any")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30))
       ->excludes(batch);
-  sub->add_option("--epochs", c.epochs, "Passes over the training split")->capture_default_str();
-  sub->add_option("--max-steps", c.max_steps, "Stop after this many optimizer steps (0: no cap)")
-      ->capture_default_str();
+  CLI::Option* epochs =
+      sub->add_option("--epochs", c.epochs,
+                      "Passes over the training split (default 1; with --max-steps, whichever "
+                      "ends first)");
+  CLI::Option* max_steps =
+      sub->add_option("--max-steps", c.max_steps,
+                      "Train this many optimizer steps, over as many epochs as they take (as "
+                      "max_steps in Lightning and Hugging Face's Trainer); with --epochs too, "
+                      "whichever ends first (0: no cap)")
+          ->capture_default_str();
   sub->add_option("--seed", c.seed, "Seed for initialisation, sampling and dropout")
       ->capture_default_str();
   sub->add_option("--prefetch", c.prefetch_depth, "Batches the loader thread keeps ready")
@@ -187,6 +198,11 @@ CLI::App* add_train_command(CLI::App& app, CommandContext& ctx) {
                   "Start from these weights (safetensors, by name: torchvision's for the presets; "
                   "ringtrain weights export writes them)")
       ->check(CLI::ExistingFile);
+  sub->add_flag("--init-skip-mismatched", c.init_skip_mismatched,
+                "Fine-tuning with a new head: tensors of --init-from whose shape differs from "
+                "the model's (fc [1000, 512] into [4, 512]), or that one side lacks, keep their "
+                "fresh initialisation instead of refusing; what loaded and what did not is "
+                "printed either way");
   sub->add_option("--label-smoothing", c.label_smoothing,
                   "Label smoothing of the training loss, in [0, 1) (0.1 in NVIDIA's ResNet-50 "
                   "recipe); evaluation reports the plain cross-entropy")
@@ -218,7 +234,8 @@ CLI::App* add_train_command(CLI::App& app, CommandContext& ctx) {
       ->capture_default_str();
   sub->add_option("--flight-dir", c.flight_dir,
                   "Where each rank keeps its flight record (last collectives, current phase) for "
-                  "'ringtrain doctor flight' (default: <logdir>/flight, else beside --ckpt-dir)");
+                  "'ringtrain doctor flight' (default: <logdir>/flight, else <ckpt-dir>/flight: "
+                  "each run its own)");
 
   // Checkpoints.
   sub->add_option("--ckpt-dir", c.ckpt_dir, "Directory for atomic HDF5 checkpoints ckpt-<step>.h5");
@@ -234,7 +251,12 @@ CLI::App* add_train_command(CLI::App& app, CommandContext& ctx) {
                   "Compare parameter checksums across ranks every this many steps (0: off)")
       ->capture_default_str();
 
-  sub->parse_complete_callback([flags, &ctx] {
+  sub->parse_complete_callback([flags, &ctx, epochs, max_steps, eval_split] {
+    flags->config.eval_split_required = eval_split->count() > 0;
+    // --max-steps alone sets the run's length; the default of one epoch
+    // applies only when neither is given.
+    if (max_steps->count() > 0 && epochs->count() == 0 && flags->config.max_steps > 0)
+      flags->config.epochs = 0;
     // Before MPI starts: a bad plugin is an error on every rank, each naming
     // the file, and nothing has begun that could hang.
     load_layer_plugins(flags->plugins);

@@ -40,8 +40,12 @@ struct ImportOptions {
 
 int run_export(const ExportOptions& o, const Topology& topo) {
   if (topo.rank() != 0) return 0;
-  guard_output(o.output, {{"--ckpt", o.ckpt}}, o.force, "-o");
-  const LoadedCheckpoint ck = read_checkpoint(o.ckpt);
+  // A directory means its newest checkpoint that reads, as for eval, predict
+  // and generate (a damaged newest file is skipped with a warning).
+  const std::string path =
+      fs::is_directory(o.ckpt) ? newest_intact_checkpoint_path(o.ckpt, "--ckpt") : o.ckpt;
+  guard_output(o.output, {{"--ckpt", path}}, o.force, "-o");
+  const LoadedCheckpoint ck = read_checkpoint(path);
   std::vector<NamedTensor> tensors;
   std::vector<std::pair<std::string, std::int64_t>> counters;
   for (std::size_t i = 0; i < ck.params.size(); ++i)
@@ -110,7 +114,9 @@ CLI::App* add_weights_export(CLI::App& parent, CommandContext& ctx) {
   auto o = std::make_shared<ExportOptions>();
   CLI::App* sub = parent.add_subcommand(
       "export", "A checkpoint's parameters and BatchNorm state as a safetensors file");
-  sub->add_option("--ckpt", o->ckpt, "Checkpoint file (ckpt-<step>.h5)")->required();
+  sub->add_option("--ckpt", o->ckpt,
+                  "Checkpoint file (ckpt-<step>.h5), or a --ckpt-dir (its newest checkpoint)")
+      ->required();
   sub->add_option("-o,--output", o->output, "Output .safetensors file")->required();
   sub->add_option("--names", o->names,
                   "Tensor names: ringtrain's (torchvision's for the image presets), or hf-gpt2 "

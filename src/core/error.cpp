@@ -16,14 +16,13 @@ const char* short_path(const char* file) {
 }  // namespace
 
 void throw_check_failed(const char* file, int line, const std::string& message) {
-  throw Error(fmt::format("{}:{}: {}", short_path(file), line, message));
+  throw Error(message, fmt::format("{}:{}", short_path(file), line));
 }
 
 void throw_library_error(const char* library, const char* file, int line,
                          const std::string& library_message) {
-  throw LibraryError(
-      fmt::format("{}:{}: {} error: {}", short_path(file), line, library, library_message),
-      library);
+  throw LibraryError(fmt::format("{} error: {}", library, library_message), library,
+                     fmt::format("{}:{}", short_path(file), line));
 }
 
 }  // namespace ringtrain::detail

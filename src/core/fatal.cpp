@@ -31,6 +31,8 @@ std::vector<std::pair<AbortHookId, std::function<void()>>>& hooks() {
 std::atomic<bool> g_in_fatal{false};
 std::string g_fatal_message;  // written once, before the hooks run
 std::atomic<std::thread::id> g_fatal_thread{};
+std::atomic<bool> g_termination_signal{false};
+static_assert(std::atomic<bool>::is_always_lock_free, "set from a signal handler");
 
 // Ranks that find the same bad input fail within milliseconds of each other,
 // a slower node's read within a second or so; a rank that fails alone pays
@@ -39,6 +41,10 @@ std::atomic<std::thread::id> g_fatal_thread{};
 // while the launcher is already ending the job, and must be said at once.
 constexpr double kAgreementSeconds = 2.0;
 }  // namespace
+
+void note_termination_signal() noexcept {
+  g_termination_signal.store(true);
+}
 
 std::string fatal_message() {
   return g_in_fatal.load() ? g_fatal_message : std::string();
@@ -78,10 +84,16 @@ void fatal_as(const char* label, const std::string& message, int exit_code) {
   g_fatal_thread = std::this_thread::get_id();
   g_fatal_message = message;
   std::fflush(stdout);
-  const FatalAgreement agreed = exit_code == kInputErrorExitCode
+  // After the launcher's SIGTERM, a runtime failure here is the job being
+  // torn down for another rank's error: one message per job, that rank's.
+  const bool torn_down = g_termination_signal.load() && exit_code != kInputErrorExitCode;
+  const FatalAgreement agreed = torn_down ? FatalAgreement{}
+                                : exit_code == kInputErrorExitCode
                                     ? agree_on_fatal(message, exit_code, kAgreementSeconds)
                                     : FatalAgreement{};
-  if (agreed.speaks) {
+  if (torn_down) {
+    // Said by the rank that ended the job.
+  } else if (agreed.speaks) {
     std::string text = message;
     if (agreed.same_ranks.size() > 1) {
       // At the end of the first line, where the message itself ends (a hint may follow).

@@ -159,10 +159,13 @@ const FaultPlan* FaultPlan::planned() {
   return plan ? &*plan : nullptr;
 }
 
+bool FaultPlan::stalls_at(std::string_view point, int rank, std::uint64_t step) const {
+  return stall && stall->rank == rank && stall->phase == point &&
+         (!stall->step || *stall->step == step);
+}
+
 void FaultPlan::stall_at(std::string_view point, int rank, std::uint64_t step) const {
-  if (!stall || stall->rank != rank || stall->phase != point ||
-      (stall->step && *stall->step != step))
-    return;
+  if (!stalls_at(point, rank, step)) return;
   std::this_thread::sleep_for(std::chrono::duration<double>(stall->seconds));
 }
 

@@ -69,8 +69,10 @@ struct FaultPlan {
   // InputError then, and on every later call); null when nothing is planned.
   static const FaultPlan* planned();
 
-  // Sleeps when the stall fault names this rank, point and step (step 0: a
-  // point outside the step loop, e.g. "open").
+  // Whether the stall fault names this rank, point and step (step 0: a point
+  // outside the step loop, e.g. "open").
+  bool stalls_at(std::string_view point, int rank, std::uint64_t step) const;
+  // Sleeps for the stall's seconds when stalls_at().
   void stall_at(std::string_view point, int rank, std::uint64_t step) const;
   // Sleeps before this rank joins the NCCL communicator, when planned.
   void delay_nccl_join(int rank) const;

@@ -13,13 +13,28 @@ herr_t keep_innermost(unsigned n, const H5E_error2_t* err, void* out) {
   if (n == 0 && err->desc) *text = err->desc;
   return 0;
 }
+// A failed read or write of HDF5's file driver describes itself as "file write
+// failed: time = ..., filename = ..., file descriptor = 5, errno = 28, error
+// message = 'No space left on device', buf = ..., offset = ...": a user needs
+// the first words and the system's reason ("file write failed: No space left
+// on device").
+std::string system_reason(const std::string& desc) {
+  const std::string key = "error message = '";
+  const std::size_t at = desc.find(key);
+  if (at == std::string::npos) return desc;
+  const std::size_t begin = at + key.size(), end = desc.find('\'', begin);
+  if (end == std::string::npos) return desc;
+  const std::size_t colon = desc.find(':');
+  const std::string what = colon < at ? desc.substr(0, colon) : std::string("file I/O failed");
+  return what + ": " + desc.substr(begin, end - begin);
+}
 }  // namespace
 
 std::string hdf5_error_string() {
   std::string text;
   H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, keep_innermost, &text);
   H5Eclear2(H5E_DEFAULT);
-  return text.empty() ? std::string("HDF5 call failed") : text;
+  return text.empty() ? std::string("HDF5 call failed") : system_reason(text);
 }
 
 }  // namespace ringtrain::detail

@@ -86,7 +86,8 @@ struct Dataset::Impl {
   std::vector<std::string> class_names;
   std::vector<std::int32_t> labels;
   bool has_labels = true;
-  std::vector<unsigned char> cache;  // whole x in stored dtype, when enabled
+  Dataset::OutOfRangeLabels out_of_range;  // Labels::inspect only
+  std::vector<unsigned char> cache;        // whole x in stored dtype, when enabled
   bool cached = false;
   std::mutex read_mutex;  // read() reuses the scratch buffers below
   std::vector<unsigned char> staging;
@@ -321,7 +322,7 @@ Dataset Dataset::open(const std::string& path, const std::string& split, Labels 
   d.has_labels = h5::link_exists(group.get(), "y");
   for (const char* name : {"x", "y"})
     RT_CHECK(h5::link_exists(group.get(), name) ||
-                 (std::string_view(name) == "y" && labels == Labels::optional),
+                 (std::string_view(name) == "y" && labels != Labels::required),
              "{}: no dataset '{}' in split /{} (expected /{}/x and /{}/y)", path, name, split,
              split, split);
 
@@ -429,6 +430,12 @@ Dataset Dataset::open(const std::string& path, const std::string& split, Labels 
              "{}: cannot read labels {}..{}: {} (truncated or corrupt file?)", d.where("y"), begin,
              begin + count, detail::hdf5_error_string());
     for (hsize_t i = 0; i < count; ++i) {
+      if (labels == Labels::inspect && (buf[i] < 0 || buf[i] >= d.num_classes)) {
+        if (d.out_of_range.count++ < kMaxOutOfRangeListed)
+          d.out_of_range.first.emplace_back(begin + i, buf[i]);
+        d.labels[begin + i] = 0;
+        continue;
+      }
       RT_CHECK(buf[i] >= 0 && buf[i] < d.num_classes,
                "{}: label {} at index {} is outside [0, {}) (num_classes = {})", d.where("y"),
                buf[i], begin + i, d.num_classes, d.num_classes);
@@ -570,6 +577,9 @@ const std::vector<std::int32_t>& Dataset::labels() const {
 bool Dataset::has_labels() const {
   return impl_->has_labels;
 }
+const Dataset::OutOfRangeLabels& Dataset::out_of_range_labels() const {
+  return impl_->out_of_range;
+}
 bool Dataset::direct_reads() const {
   return impl_->direct;
 }
@@ -618,7 +628,7 @@ void read_encoded(Dataset::Impl& d, std::span<const std::uint64_t> indices, cons
   std::lock_guard scratch_lock(d.read_mutex);
   RT_CHECK(d.out_elems > 0,
            "{}: images of varying size need a transform that ends at a fixed size (--augment or "
-           "--eval-transform with a crop or resize(H,W))",
+           "--eval-transform with a crop or resize((H,W)))",
            d.where("x"));
   const std::size_t count = indices.size();
   std::vector<hvl_t> bytes(count);

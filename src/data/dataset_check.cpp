@@ -44,6 +44,20 @@ void scan_values(Dataset& ds, SplitReport& r) {
                     r.first_nonfinite_element, r.first_nonfinite_sample));
 }
 
+// Every label outside [0, num_classes), counted, the first ones named by
+// sample index and value: a user fixes them all in one go.
+void report_out_of_range_labels(const Dataset& ds, SplitReport& r) {
+  const Dataset::OutOfRangeLabels& bad = ds.out_of_range_labels();
+  if (bad.count == 0) return;
+  std::vector<std::string> listed;
+  for (const auto& [index, value] : bad.first)
+    listed.push_back(fmt::format("sample {} has {}", index, value));
+  r.problems.push_back(fmt::format(
+      "{} label(s) in y are outside [0, {}) (num_classes = {}): {}{}", bad.count, ds.num_classes(),
+      ds.num_classes(), fmt::join(listed, ", "),
+      bad.count > listed.size() ? fmt::format(" (the first {} shown)", listed.size()) : ""));
+}
+
 std::string shape_text(const std::vector<std::size_t>& shape) {
   return fmt::format("[{}]", fmt::join(shape, ","));
 }
@@ -64,7 +78,7 @@ DatasetReport check_dataset(const std::string& path) {
     r.split = name;
     try {
       // Opening checks the layout, the dtypes and every label's range.
-      Dataset ds = Dataset::open(path, name, Dataset::Labels::optional);
+      Dataset ds = Dataset::open(path, name, Dataset::Labels::inspect);
       if (ds.is_tokens()) {
         // A token split: n counts tokens, each of which must lie in the vocabulary.
         r.labelled = false;
@@ -88,6 +102,7 @@ DatasetReport check_dataset(const std::string& path) {
       if (r.labelled)
         for (std::int32_t label : ds.labels()) ++r.label_counts[static_cast<std::size_t>(label)];
       if (r.n == 0) r.problems.push_back("the split is empty");
+      report_out_of_range_labels(ds, r);
       scan_values(ds, r);
     } catch (const Error& e) {
       r.problems.push_back(e.what());
@@ -117,7 +132,7 @@ std::string format_dataset_report(const DatasetReport& report) {
   std::string out;
   for (const auto& s : report.splits) {
     if (s.shape.empty()) {
-      out += fmt::format("/{}: cannot be read\n", s.split);
+      out += fmt::format("/{}: cannot be read (the problem below)\n", s.split);
     } else {
       std::uint64_t fewest = 0;
       int rarest = -1;

@@ -2,6 +2,9 @@
 
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -65,13 +68,18 @@ void write_output_text(const std::string& output, const std::string& text,
                        const std::string& output_flag) {
   const std::string tmp = fmt::format("{}.tmp-{}", output, static_cast<long>(::getpid()));
   TempFileGuard guard(tmp);
-  std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-  RT_CHECK(f.good(), "{} {}: cannot open {} for writing", output_flag, output, tmp);
-  f << text;
-  f.close();
+  // stdio rather than a stream: a failed write or close leaves errno, so a
+  // full disk is said as "No space left on device", not a bare "write failed".
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  RT_CHECK(f != nullptr, "{} {}: cannot open {} for writing: {}", output_flag, output, tmp,
+           std::strerror(errno));
+  const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  int err = written ? 0 : errno;
+  if (std::fclose(f) != 0 && err == 0) err = errno;
   std::error_code ec;
-  if (!f) fs::remove(tmp, ec);
-  RT_CHECK(static_cast<bool>(f), "{} {}: write failed", output_flag, output);
+  if (!written || err != 0) fs::remove(tmp, ec);
+  RT_CHECK(written && err == 0, "{} {}: write failed: {}", output_flag, output,
+           std::strerror(err != 0 ? err : EIO));
   fs::rename(tmp, output, ec);
   if (!ec) return;
   const std::string why = ec.message();

@@ -15,17 +15,31 @@
 #include "kernels/image_resample.cuh"
 #include "kernels/widen_bytes.cuh"
 #include "ringtrain/core/check.h"
+#include "ringtrain/core/nearest_name.h"
 
 namespace ringtrain {
 
 struct SampleTransform::Step {
-  enum Kind { random_resized_crop, random_crop, hflip, resize, center_crop, normalize } kind;
+  enum Kind {
+    random_resized_crop,
+    random_crop,
+    hflip,
+    vflip,
+    rotation,
+    color_jitter,
+    grayscale,
+    resize,
+    center_crop,
+    normalize
+  } kind;
   int h = 0, w = 0;                               // output size; resize with w == 0: short side h
   double lo = 0.08, hi = 1.0;                     // random_resized_crop: scale range
   double ratio_lo = 3.0 / 4, ratio_hi = 4.0 / 3;  // and aspect ratio range
   int padding = 0;                                // random_crop
-  double p = 0.5;                                 // hflip
-  std::vector<float> mean, std;                   // normalize
+  double p = 0.5;                                 // hflip, vflip, grayscale (default 1)
+  double degrees = 0;                             // rotation: uniform in [-degrees, degrees]
+  double brightness = 0, contrast = 0, saturation = 0;  // color_jitter: factor 1 +- this
+  std::vector<float> mean, std;                         // normalize
 };
 
 namespace {
@@ -242,6 +256,42 @@ std::vector<Step> parse_steps(const std::string& spec, const std::string& flag) 
         s.p = v.v[0];
       }
       have_size = true;
+    } else if (name == "vflip" || name == "grayscale") {
+      // grayscale is torchvision's Grayscale (p=1) and RandomGrayscale (p<1).
+      s.kind = name == "vflip" ? Step::vflip : Step::grayscale;
+      s.p = name == "vflip" ? 0.5 : 1.0;
+      for (auto& [key, v] : args) {
+        RT_CHECK((key.empty() || key == "p") && v.v.size() == 1 && v.v[0] >= 0 && v.v[0] <= 1,
+                 "{} '{}': {} takes (p) with 0 <= p <= 1", flag, spec, name);
+        s.p = v.v[0];
+      }
+      have_size = true;
+    } else if (name == "rotation") {
+      s.kind = Step::rotation;
+      RT_CHECK(args.size() == 1 && (args[0].first.empty() || args[0].first == "degrees") &&
+                   args[0].second.v.size() == 1 && args[0].second.v[0] >= 0 &&
+                   args[0].second.v[0] <= 180,
+               "{} '{}': rotation takes (degrees) in [0, 180]: an angle uniform in [-degrees, "
+               "degrees]",
+               flag, spec);
+      s.degrees = args[0].second.v[0];
+      have_size = true;
+    } else if (name == "color_jitter") {
+      s.kind = Step::color_jitter;
+      const char* names[] = {"brightness", "contrast", "saturation"};
+      double* fields[] = {&s.brightness, &s.contrast, &s.saturation};
+      for (auto& [key, v] : args) {
+        std::size_t slot = 3;
+        if (key.empty()) slot = positional++;
+        for (std::size_t k = 0; k < 3; ++k)
+          if (key == names[k]) slot = k;
+        RT_CHECK(slot < 3 && v.v.size() == 1 && v.v[0] >= 0 && v.v[0] <= 1,
+                 "{} '{}': color_jitter takes (brightness=B, contrast=C, saturation=S), each in "
+                 "[0, 1] (the factor is drawn from [1-x, 1+x])",
+                 flag, spec);
+        *fields[slot] = v.v[0];
+      }
+      have_size = true;
     } else if (name == "resize" || name == "center_crop") {
       s.kind = name == "resize" ? Step::resize : Step::center_crop;
       RT_CHECK(args.size() == 1 && args[0].first.empty(), "{} '{}': {} takes one size", flag, spec,
@@ -263,9 +313,13 @@ std::vector<Step> parse_steps(const std::string& spec, const std::string& flag) 
       for (float d : s.std) RT_CHECK(d > 0, "{} '{}': normalize: std must be > 0", flag, spec);
       have_size = true;
     } else {
-      parser.fail("unknown step '" + name +
-                  "' (known: random_resized_crop, random_crop, hflip, resize, center_crop, "
-                  "normalize, presets imagenet and cifar, none)");
+      parser.fail("unknown step '" + name + "'" +
+                  did_you_mean(name, {"random_resized_crop", "random_crop", "hflip", "vflip",
+                                      "rotation", "color_jitter", "grayscale", "resize",
+                                      "center_crop", "normalize", "imagenet", "cifar", "none"}) +
+                  " (known: random_resized_crop, random_crop, hflip, vflip, rotation, "
+                  "color_jitter, grayscale, resize, center_crop, normalize, presets imagenet and "
+                  "cifar, none)");
     }
     RT_CHECK(have_size, "{} '{}': {} needs a size", flag, spec, name);
     steps.push_back(s);
@@ -278,6 +332,11 @@ std::vector<Step> parse_steps(const std::string& spec, const std::string& flag) 
 
 std::string size_text(int h, int w) {
   return h == w ? std::to_string(h) : fmt::format("({},{})", h, w);
+}
+// resize's exact H x W, which is never written as one number: resize(S) is
+// the short side.
+std::string exact_size_text(int h, int w) {
+  return fmt::format("({},{})", h, w);
 }
 
 // --- applying --------------------------------------------------------------
@@ -345,6 +404,95 @@ void resized_crop_box(const Step& s, int H, int W, data_random::Xoshiro256& rng,
   j = (W - w) / 2;
 }
 
+// A contiguous copy of `in` in new scratch, for the steps that change pixels.
+Planes copied(const Planes& in, Scratch& s) {
+  std::uint8_t* o = s.next(static_cast<std::size_t>(in.c) * in.h * in.w);
+  for (int k = 0; k < in.c; ++k)
+    for (int y = 0; y < in.h; ++y)
+      std::memcpy(o + (static_cast<std::size_t>(k) * in.h + y) * in.w, in.at(k, y),
+                  static_cast<std::size_t>(in.w));
+  return {o, in.c, in.h, in.w, in.w, static_cast<std::ptrdiff_t>(in.h) * in.w};
+}
+
+std::uint8_t to_byte(double v) {
+  return static_cast<std::uint8_t>(std::clamp(std::nearbyint(v), 0.0, 255.0));
+}
+
+// ITU-R 601-2 luma, as PIL's convert("L") and torchvision's rgb_to_grayscale.
+double luma(double r, double g, double b) {
+  return 0.299 * r + 0.587 * g + 0.114 * b;
+}
+
+// torchvision's RandomRotation: the angle (degrees, counter-clockwise) about
+// the centre, nearest neighbour, the corners filled with 0, the size kept.
+Planes rotated(const Planes& in, double degrees, Scratch& s) {
+  std::uint8_t* o = s.next(static_cast<std::size_t>(in.c) * in.h * in.w);
+  const double a = degrees * M_PI / 180.0, cos_a = std::cos(a), sin_a = std::sin(a);
+  const double cy = (in.h - 1) / 2.0, cx = (in.w - 1) / 2.0;
+  for (int y = 0; y < in.h; ++y)
+    for (int x = 0; x < in.w; ++x) {
+      // Where this output pixel comes from: the inverse rotation (y grows down).
+      const double dx = x - cx, dy = y - cy;
+      const long sx = std::lround(cx + cos_a * dx - sin_a * dy);
+      const long sy = std::lround(cy + sin_a * dx + cos_a * dy);
+      const bool inside = sx >= 0 && sx < in.w && sy >= 0 && sy < in.h;
+      for (int k = 0; k < in.c; ++k)
+        o[(static_cast<std::size_t>(k) * in.h + y) * in.w + x] =
+            inside ? in.at(k, static_cast<int>(sy))[sx] : 0;
+    }
+  return {o, in.c, in.h, in.w, in.w, static_cast<std::ptrdiff_t>(in.h) * in.w};
+}
+
+// Every channel becomes the luma of the pixel (one channel: unchanged).
+Planes grayscaled(const Planes& in, Scratch& s) {
+  if (in.c != 3) return in;
+  Planes o = copied(in, s);
+  auto* d = const_cast<std::uint8_t*>(o.data);
+  const std::size_t n = static_cast<std::size_t>(o.h) * o.w;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint8_t l = to_byte(luma(d[i], d[n + i], d[2 * n + i]));
+    d[i] = d[n + i] = d[2 * n + i] = l;
+  }
+  return o;
+}
+
+// torchvision's ColorJitter without hue: brightness scales the pixels,
+// contrast blends them with the image's mean luma, saturation with each
+// pixel's own luma, each by a factor drawn from [max(0, 1-x), 1+x], in that
+// order (torchvision draws the order too), rounded to bytes after each.
+Planes color_jittered(const Planes& in, const Step& st, data_random::Xoshiro256& rng, Scratch& s) {
+  const auto factor = [&](double x) {
+    const double lo = std::max(0.0, 1 - x);
+    return lo + (1 + x - lo) * rng.uniform();
+  };
+  const double fb = st.brightness > 0 ? factor(st.brightness) : 1;
+  const double fc = st.contrast > 0 ? factor(st.contrast) : 1;
+  const double fs = st.saturation > 0 ? factor(st.saturation) : 1;
+  Planes o = copied(in, s);
+  auto* d = const_cast<std::uint8_t*>(o.data);
+  const std::size_t n = static_cast<std::size_t>(o.h) * o.w, all = n * o.c;
+  const auto gray = [&](std::size_t i) {
+    return o.c == 3 ? luma(d[i], d[n + i], d[2 * n + i]) : static_cast<double>(d[i]);
+  };
+  if (fb != 1)
+    for (std::size_t i = 0; i < all; ++i) d[i] = to_byte(d[i] * fb);
+  if (fc != 1) {
+    double mean = 0;
+    for (std::size_t i = 0; i < n; ++i) mean += gray(i);
+    mean /= static_cast<double>(std::max<std::size_t>(n, 1));
+    for (std::size_t i = 0; i < all; ++i) d[i] = to_byte(fc * d[i] + (1 - fc) * mean);
+  }
+  if (fs != 1 && o.c == 3)
+    for (std::size_t i = 0; i < n; ++i) {
+      const double g = gray(i);
+      for (int k = 0; k < 3; ++k) {
+        std::uint8_t& v = d[static_cast<std::size_t>(k) * n + i];
+        v = to_byte(fs * v + (1 - fs) * g);
+      }
+    }
+  return o;
+}
+
 }  // namespace
 
 SampleTransform::SampleTransform(std::string spec, std::uint64_t seed, std::vector<Step> steps)
@@ -377,9 +525,16 @@ std::string SampleTransform::eval_spec_of(const std::string& train_spec) {
         add(fmt::format("center_crop({})", size_text(s.h, s.w)));
         break;
       case Step::hflip:
+      case Step::vflip:
+      case Step::rotation:
+      case Step::color_jitter:
+        break;  // random: evaluation sees the image as it is
+      case Step::grayscale:
+        // Always applied in training (p=1): the model only knows gray images.
+        if (s.p >= 1) add("grayscale");
         break;
       case Step::resize:
-        add(fmt::format("resize({})", s.w == 0 ? std::to_string(s.h) : size_text(s.h, s.w)));
+        add(fmt::format("resize({})", s.w == 0 ? std::to_string(s.h) : exact_size_text(s.h, s.w)));
         break;
       case Step::center_crop:
         add(fmt::format("center_crop({})", size_text(s.h, s.w)));
@@ -401,7 +556,8 @@ std::string SampleTransform::eval_spec_of(const std::string& train_spec) {
 bool SampleTransform::random() const {
   return std::any_of(steps_.begin(), steps_.end(), [](const Step& s) {
     return s.kind == Step::random_resized_crop || s.kind == Step::random_crop ||
-           s.kind == Step::hflip;
+           s.kind == Step::hflip || s.kind == Step::vflip || s.kind == Step::rotation ||
+           s.kind == Step::color_jitter || (s.kind == Step::grayscale && s.p < 1);
   });
 }
 
@@ -420,8 +576,21 @@ std::string SampleTransform::describe() const {
       case Step::hflip:
         t = fmt::format("hflip(p={})", s.p);
         break;
+      case Step::vflip:
+        t = fmt::format("vflip(p={})", s.p);
+        break;
+      case Step::rotation:
+        t = fmt::format("rotation({})", s.degrees);
+        break;
+      case Step::color_jitter:
+        t = fmt::format("color_jitter(brightness={}, contrast={}, saturation={})", s.brightness,
+                        s.contrast, s.saturation);
+        break;
+      case Step::grayscale:
+        t = s.p >= 1 ? std::string("grayscale") : fmt::format("grayscale(p={})", s.p);
+        break;
       case Step::resize:
-        t = fmt::format("resize({})", s.w == 0 ? std::to_string(s.h) : size_text(s.h, s.w));
+        t = fmt::format("resize({})", s.w == 0 ? std::to_string(s.h) : exact_size_text(s.h, s.w));
         break;
       case Step::center_crop:
         t = fmt::format("center_crop({})", size_text(s.h, s.w));
@@ -479,6 +648,10 @@ std::vector<std::size_t> SampleTransform::output_shape(
         }
         break;
       case Step::hflip:
+      case Step::vflip:
+      case Step::rotation:
+      case Step::color_jitter:
+      case Step::grayscale:
         break;
       case Step::normalize:
         RT_CHECK(s.mean.size() == c, "{}: normalize has {} values per channel but images have {}",
@@ -488,7 +661,7 @@ std::vector<std::size_t> SampleTransform::output_shape(
   }
   RT_CHECK(known,
            "{}: the images vary in size and no step fixes it (end with random_resized_crop, a "
-           "crop or resize(H,W))",
+           "crop or resize((H,W)))",
            spec_);
   return {c, static_cast<std::size_t>(h), static_cast<std::size_t>(w)};
 }
@@ -558,6 +731,25 @@ void SampleTransform::run(const std::uint8_t* stored, const std::vector<std::siz
         p = {o, p.c, p.h, p.w, p.w, static_cast<std::ptrdiff_t>(p.h) * p.w};
         break;
       }
+      case Step::vflip: {
+        if (rng.uniform() >= s.p) break;
+        std::uint8_t* o = scratch.next(static_cast<std::size_t>(p.c) * p.h * p.w);
+        for (int k = 0; k < p.c; ++k)
+          for (int y = 0; y < p.h; ++y)
+            std::memcpy(o + (static_cast<std::size_t>(k) * p.h + y) * p.w, p.at(k, p.h - 1 - y),
+                        static_cast<std::size_t>(p.w));
+        p = {o, p.c, p.h, p.w, p.w, static_cast<std::ptrdiff_t>(p.h) * p.w};
+        break;
+      }
+      case Step::rotation:
+        p = rotated(p, s.degrees * (2 * rng.uniform() - 1), scratch);
+        break;
+      case Step::color_jitter:
+        p = color_jittered(p, s, rng, scratch);
+        break;
+      case Step::grayscale:
+        if (rng.uniform() < s.p) p = grayscaled(p, scratch);
+        break;
       case Step::resize: {
         int h = s.h, w = s.w;
         if (s.w == 0) short_side_size(p.h, p.w, s.h, h, w);

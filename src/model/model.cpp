@@ -198,8 +198,8 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
   if (!spec.input_shape.empty()) {
     const bool ok = spec.input_shape.size() == 1 ? spec.input_shape[0] == shape.numel()
                                                  : Shape(spec.input_shape) == shape;
-    RT_CHECK(ok, "model spec '{}' expects input {} but the data has samples of shape {}",
-             spec.to_string(), Shape(spec.input_shape).to_string(), shape.to_string());
+    RT_CHECK(ok, "model '{}' expects input {} but the data has samples of shape {}",
+             spec.describe(), Shape(spec.input_shape).to_string(), shape.to_string());
   }
 
   std::unique_ptr<Model> m(new Model());
@@ -297,10 +297,17 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
   shape = shapes.back();
   // [classes] per sample, or [T, classes]: one label per row (a language
   // model's per-token loss).
+  // Named by where its last node was written (a file's line), not by the
+  // whole expanded spec, which for a 30-line file is a screenful.
+  const std::string last_node =
+      spec.origins.size() == spec.layers.size()
+          ? "'" + s.nodes.back().layer->name() + "'" + written_at(spec.layers.size() - 1)
+          : "'" + s.nodes.back().layer->name() + "'";
   RT_CHECK((shape.rank() == 1 || shape.rank() == 2) && shape[shape.rank() - 1] == m->num_classes_,
-           "model spec '{}' ends with outputs of shape {} but the data has {} classes: the last "
-           "layer should be linear(out={})",
-           spec.to_string(), shape.to_string(), num_classes, num_classes);
+           "model {} ends at node {} with outputs of shape {} but the data has {} classes: the "
+           "last layer should be linear(out={})",
+           spec.preset.empty() ? std::string("spec") : "preset " + spec.preset, last_node,
+           shape.to_string(), num_classes, num_classes);
   m->rows_per_sample_ = shape.rank() == 2 ? shape[0] : 1;
   // Flat layout: node order, and weight before bias inside a layer.
   std::size_t offset = 0, buffer_offset = 0;

@@ -16,6 +16,7 @@
 
 #include "model/spec_values.h"
 #include "ringtrain/core/check.h"
+#include "ringtrain/core/nearest_name.h"
 #include "ringtrain/model/layer_registry.h"
 #include "ringtrain/model/presets.h"
 
@@ -886,6 +887,40 @@ ModelSpec parse_mlp(std::string_view sizes, std::string_view whole) {
   return spec;
 }
 
+// A single word with no layer syntax ("resnet51", "myres.txt"): what a user
+// types for a preset or a file, never a layer list worth building.
+bool looks_like_a_name(std::string_view text) {
+  if (text.empty()) return false;
+  for (const char c : text)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' ||
+          c == '/' || c == ':' || c == '='))
+      return false;
+  const std::string lower = lower_case(text);
+  return LayerRegistry::global().find(lower) == nullptr && lower != "input";
+}
+
+// "'resnet51' is not a known preset (did you mean 'resnet50'?) ...", or, for
+// a word that names a file, how to read a model from it.
+[[noreturn]] void fail_unknown_preset(const std::string& text) {
+  std::vector<std::string> names;
+  for (const auto& [name, _] : model_preset_list()) names.push_back(name);
+  const bool file_like = text.find('/') != std::string::npos ||
+                         text.find('.') != std::string::npos || std::ifstream(text).good();
+  if (file_like)
+    fail(
+        fmt::format("--model '{}' is not a known preset; to read a model from the file {}, write "
+                    "--model @{} (presets: {}; 'ringtrain model list' describes them)",
+                    text, text, text, fmt::join(names, ", ")));
+  // Nor a layer: it may be a plugin's that is not loaded.
+  std::vector<std::string> candidates = names;
+  for (const std::string& layer : LayerRegistry::global().names()) candidates.push_back(layer);
+  fail(
+      fmt::format("--model '{}' is not a known preset{} (presets: {}; 'ringtrain model list' "
+                  "describes them), nor a known layer (known: {}; a layer from a plugin needs "
+                  "--plugin)",
+                  text, did_you_mean(text, candidates), fmt::join(names, ", "), known_kinds()));
+}
+
 std::string trim(std::string_view s) {
   std::size_t b = 0, e = s.size();
   while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
@@ -935,12 +970,15 @@ ModelSpec ModelSpec::parse(std::string_view text_or_preset_or_file) {
     const std::string body = trim(buffer.str());
     // A file may hold a preset name too.
     if (body.rfind("mlp:", 0) == 0 || body == "cnn" || is_graph_preset(body)) return parse(body);
-    return parse_layer_list(body, path + ":");
+    ModelSpec spec = parse_layer_list(body, path + ":");
+    spec.source = "@" + path;
+    return spec;
   }
   if (text.rfind("mlp:", 0) == 0) return parse_mlp(std::string_view(text).substr(4), text);
   if (text == "mlp") fail("'mlp' needs its layer sizes, as in mlp:784-512-512-10");
   if (text == "cnn") return parse_layer_list(kCnnPreset, "cnn preset ");
   if (is_graph_preset(text)) return graph_preset(text, 1000);
+  if (looks_like_a_name(text)) fail_unknown_preset(text);
   return parse_layer_list(text, "");
 }
 
@@ -950,6 +988,14 @@ std::string ModelSpec::to_string() const {
   if (!input_shape.empty()) s = fmt::format("input({})", fmt::join(input_shape, ", "));
   for (const LayerSpec& l : layers) s += (s.empty() ? "" : "; ") + l.to_string();
   return s;
+}
+
+std::string ModelSpec::describe() const {
+  if (!preset.empty()) return preset;
+  if (!source.empty()) return source;
+  const std::string text = to_string();
+  constexpr std::size_t kLongest = 60;
+  return text.size() <= kLongest ? text : text.substr(0, kLongest) + "...";
 }
 
 bool ModelSpec::operator==(const ModelSpec& o) const {

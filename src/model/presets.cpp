@@ -355,6 +355,14 @@ std::vector<std::pair<std::string, std::string>> graph_preset_list() {
            "vocabulary 50257 (354,823,168), dropout 0.1"}};
 }
 
+std::vector<std::pair<std::string, std::string>> model_preset_list() {
+  std::vector<std::pair<std::string, std::string>> all = {
+      {"cnn", "2 conv + 2 pool + 2 FC for 1x28x28 (421,642 parameters)"},
+      {"mlp:784-512-10", "fully connected: input, hidden sizes..., classes; ReLU between"}};
+  for (auto& preset : graph_preset_list()) all.push_back(std::move(preset));
+  return all;
+}
+
 bool is_graph_preset(std::string_view name) {
   for (const auto& [n, _] : graph_preset_list())
     if (n == name) return true;

@@ -97,6 +97,7 @@ const std::vector<std::pair<std::string, std::string>>& config_flags_not_compare
       {"--keep", "applied by rank 0, which writes the checkpoints"},
       {"--timeout", "each rank's own watchdog"},
       {"--init-from", "read by rank 0 only; the other ranks get its weights in the broadcast"},
+      {"--init-skip-mismatched", "applied by rank 0, which reads --init-from"},
       {"--loader-threads", "a rank's own decoding threads; the samples do not depend on them"},
   };
   return flags;

@@ -114,8 +114,10 @@ MetricsLog::~MetricsLog() {
 void MetricsLog::write(const nlohmann::json& record) {
   RT_CHECK(record.is_object(), "metrics: a record must be a JSON object, got {}",
            record.type_name());
+  nlohmann::json stamped = record;
+  if (!run_id_.empty()) stamped["run_id"] = run_id_;
   // Invalid UTF-8 in a string (a tag, a path) is replaced rather than thrown.
-  std::string line = record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string line = stamped.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   line += '\n';
   std::lock_guard lock(mutex_);
   const std::size_t written = std::fwrite(line.data(), 1, line.size(), file_);

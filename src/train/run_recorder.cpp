@@ -2,7 +2,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
+#include <random>
 
 #include <nlohmann/json.hpp>
 
@@ -18,6 +20,18 @@
 
 namespace ringtrain {
 
+// "20261128T063300Z-3f9a1c2e": when this launch started (UTC), and 32 random
+// bits, so that two launches in one second differ too.
+std::string make_run_id() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char when[32] = {};
+  std::strftime(when, sizeof(when), "%Y%m%dT%H%M%SZ", &utc);
+  std::random_device random;
+  return fmt::format("{}-{:08x}", when, static_cast<std::uint32_t>(random()));
+}
+
 RunRecorder::RunRecorder(const TrainConfig& config, const Topology& topology,
                          std::uint64_t total_steps, std::optional<std::uint64_t> resume_step)
     : config_(config),
@@ -30,6 +44,7 @@ RunRecorder::RunRecorder(const TrainConfig& config, const Topology& topology,
   if (rank_ == 0 && !config.logdir.empty()) {
     std::filesystem::create_directories(config.logdir);
     metrics_ = std::make_unique<MetricsLog>(config.logdir + "/metrics.jsonl", resume_step);
+    metrics_->set_run_id(make_run_id());
     tensorboard_ = std::make_unique<TensorBoardWriter>(config.logdir, resume_step);
   }
 }

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "ringtrain/core/check.h"
+#include "ringtrain/core/fatal.h"
 #include "ringtrain/core/log.h"
 
 namespace ringtrain {
@@ -36,10 +37,17 @@ void build_message(char* out, std::size_t& length, const std::string& text) {
 extern "C" void on_stop_signal(int sig) {
   const int saved_errno = errno;
   int expected = 0;
+  // SIGTERM is also how mpirun ends every rank after one rank's fatal error:
+  // said at once, it would follow that error on every surviving rank as if
+  // the job were stopping cleanly. The training loop says it instead, once,
+  // when the ranks agree to stop ("stop requested (SIGTERM)").
+  if (sig == SIGTERM) note_termination_signal();
   if (g_signal.compare_exchange_strong(expected, sig)) {
     // Async-signal-safe: write(2) of a prepared buffer. The result is ignored
     // on purpose: nothing can be done about a closed stderr here.
-    [[maybe_unused]] auto n = ::write(STDERR_FILENO, g_first_message[sig], g_first_length[sig]);
+    if (sig != SIGTERM) {
+      [[maybe_unused]] auto n = ::write(STDERR_FILENO, g_first_message[sig], g_first_length[sig]);
+    }
   } else if (sig == SIGINT) {
     [[maybe_unused]] auto n = ::write(STDERR_FILENO, g_again_message, g_again_length);
     std::signal(SIGINT, SIG_DFL);

@@ -41,6 +41,8 @@ void TrainConfig::validate() const {
   RT_CHECK(prefetch_depth >= 1 && prefetch_depth <= 64, "--prefetch must be in [1, 64]");
   RT_CHECK(loader_threads >= 1 && loader_threads <= 256, "--loader-threads must be in [1, 256]");
   RT_CHECK(ckpt_every == 0 || !ckpt_dir.empty(), "--ckpt-every needs --ckpt-dir");
+  RT_CHECK(!init_skip_mismatched || !init_from.empty(),
+           "--init-skip-mismatched needs --init-from (the weights it filters)");
   RT_CHECK(resume.empty() || resume != "latest" || !ckpt_dir.empty(),
            "--resume latest needs --ckpt-dir (or give a checkpoint file)");
   RT_CHECK(backend == "auto" || backend == "nccl" || backend == "shm" || backend == "ring" ||
@@ -113,6 +115,7 @@ std::string TrainConfig::to_json() const {
   j["bucket_mb"] = bucket_mb;
   j["overlap"] = overlap;
   j["init_from"] = init_from;
+  j["init_skip_mismatched"] = init_skip_mismatched;
   j["sync_bn"] = sync_bn;
   j["label_smoothing"] = label_smoothing;
   j["accum"] = accum;

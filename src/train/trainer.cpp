@@ -130,6 +130,9 @@ class Trainer {
   void lock_output_directories();
   void open_data_and_build_model();
   void set_image_transforms();
+  void require_fixed_image_size() const;
+  bool eval_split_present();
+  bool evaluates() const;
   int open_token_windows();
   void agree_on_run();
   void plan_steps_and_schedule();
@@ -277,7 +280,7 @@ void Trainer::prove_outputs_writable() const {
   if (const std::string dir = flight_dir(cfg_); !dir.empty())
     ensure_writable_directory(!cfg_.flight_dir.empty() ? "--flight-dir"
                               : !cfg_.logdir.empty()   ? "--logdir (its flight/)"
-                                                       : "--ckpt-dir (the flight/ beside it)",
+                                                       : "--ckpt-dir (its flight/)",
                               dir);
 }
 
@@ -293,20 +296,47 @@ void Trainer::lock_output_directories() {
                     std::min(120.0, cfg_.timeout / 2));
 }
 
+// Whether the file holds the evaluation split. A file with a training split
+// only (the user holds no test set) trains without evaluation when
+// --eval-split was not given; a split the user named must exist. The ranks
+// agree (their files may differ, and one rank may have named the split while
+// another did not), so that all open it collectively or none: every rank takes
+// part in the all-reduce, and a rank that must open it says yes.
+bool Trainer::eval_split_present() {
+  std::int32_t present = 1;
+  if (!cfg_.eval_split_required) {
+    try {
+      const std::vector<std::string> splits = Dataset::splits(cfg_.data_path);
+      present = std::find(splits.begin(), splits.end(), cfg_.eval_split) != splits.end() ? 1 : 0;
+    } catch (const Error&) {
+      // Said by the collective open that follows.
+    }
+  }
+  BufferView flag{&present, 1, DType::i32, Device::cpu()};
+  control_->allreduce(flag, flag, ReduceOp::max);
+  return present != 0;
+}
+
+bool Trainer::evaluates() const {
+  return eval_data_ && eval_data_->size() > 0;
+}
+
 void Trainer::open_data_and_build_model() {
   train_data_.emplace(Dataset::open_on_all_ranks(cfg_.data_path, cfg_.split, *control_));
-  eval_data_.emplace(Dataset::open_on_all_ranks(cfg_.data_path, cfg_.eval_split, *control_));
+  if (eval_split_present())
+    eval_data_.emplace(Dataset::open_on_all_ranks(cfg_.data_path, cfg_.eval_split, *control_));
   spec_.emplace(ModelSpec::parse(cfg_.model));
   int classes = train_data_->num_classes();
   if (train_data_->is_tokens()) classes = open_token_windows();
   set_image_transforms();
-  RT_CHECK(eval_data_->sample_shape() == train_data_->sample_shape(),
+  require_fixed_image_size();
+  RT_CHECK(!eval_data_ || eval_data_->sample_shape() == train_data_->sample_shape(),
            "{}: sample shape {} differs from {}'s {}", eval_data_->describe(),
            shape_string(eval_data_->sample_shape()), train_data_->describe(),
            shape_string(train_data_->sample_shape()));
   if (cfg_.cache) {
     train_data_->enable_cache(0, topo_.local_size());
-    eval_data_->enable_cache(0, topo_.local_size());
+    if (eval_data_) eval_data_->enable_cache(0, topo_.local_size());
   }
   sampler_.emplace(make_train_sampler(cfg_, train_data_->size(), topo_.rank(), topo_.world_size()));
   ModelOptions model_options;
@@ -335,17 +365,17 @@ int Trainer::open_token_windows() {
   RT_CHECK(context > 0,
            "{} holds tokens, and model '{}' does not fix a context: use a language-model preset "
            "(gpt-nano, gpt2, gpt2-medium) or begin the layer list with input(T)",
-           train_data_->describe(), spec_->to_string());
-  RT_CHECK(eval_data_->is_tokens(), "{} holds tokens but {} does not", train_data_->describe(),
-           eval_data_->describe());
-  RT_CHECK(eval_data_->num_classes() == train_data_->num_classes(),
+           train_data_->describe(), spec_->describe());
+  RT_CHECK(!eval_data_ || eval_data_->is_tokens(), "{} holds tokens but {} does not",
+           train_data_->describe(), eval_data_->describe());
+  RT_CHECK(!eval_data_ || eval_data_->num_classes() == train_data_->num_classes(),
            "{}: vocab_size {} differs from {}'s {}", eval_data_->describe(),
            eval_data_->num_classes(), train_data_->describe(), train_data_->num_classes());
   RT_CHECK(cfg_.augment.empty() && cfg_.eval_transform.empty(),
            "{} holds tokens: --augment and --eval-transform apply to images only",
            train_data_->describe());
   train_data_->set_token_context(context, /*keep_partial=*/false);
-  eval_data_->set_token_context(context, /*keep_partial=*/true);
+  if (eval_data_) eval_data_->set_token_context(context, /*keep_partial=*/true);
   RT_CHECK(train_data_->size() > 0,
            "{}: {} tokens make no full window of {} + 1 tokens: the training split is too short "
            "for this model's context",
@@ -371,11 +401,29 @@ void Trainer::set_image_transforms() {
   const std::string eval = !cfg_.eval_transform.empty() ? cfg_.eval_transform
                            : !cfg_.augment.empty() ? SampleTransform::eval_spec_of(cfg_.augment)
                                                    : "";
-  if (!eval.empty() && eval != "none") {
+  if (eval_data_ && !eval.empty() && eval != "none") {
     eval_data_->set_transform(SampleTransform::parse(eval, cfg_.seed, "--eval-transform"),
                               cfg_.loader_threads);
     log0("data: evaluation transform {}", eval_data_->transform()->describe());
   }
+}
+
+// JPEG images converted without --size keep their own sizes (stored 0 x 0):
+// a batch needs one size, which only a transform gives. Said as such, before
+// the model is built for a [3, 0, 0] input.
+void Trainer::require_fixed_image_size() const {
+  const auto varying = [](const Dataset& d) { return d.sample_elements() == 0; };
+  RT_CHECK(!varying(*train_data_),
+           "{} holds images of different sizes (converted without --size): training needs one "
+           "size per batch: give --augment with a crop or resize that ends at a fixed size (e.g. "
+           "--augment 'random_resized_crop(224), hflip' or --augment 'resize((32,32))'), or "
+           "convert again with --size H,W",
+           train_data_->describe());
+  RT_CHECK(!eval_data_ || !varying(*eval_data_),
+           "{} holds images of different sizes (converted without --size): evaluation needs one "
+           "size: give --eval-transform 'resize((H,W))' or 'resize(S), center_crop(C)', or convert "
+           "again with --size H,W",
+           eval_data_->describe());
 }
 
 void Trainer::agree_on_run() {
@@ -388,7 +436,7 @@ void Trainer::agree_on_run() {
        signature_text("dataset sample shape", shape_string(train_data_->sample_shape())),
        signature_number("dataset classes", static_cast<std::uint64_t>(train_data_->num_classes())),
        signature_number("dataset train samples", train_data_->size()),
-       signature_number("dataset eval samples", eval_data_->size()),
+       signature_number("dataset eval samples", eval_data_ ? eval_data_->size() : 0),
        {"layer plugins", LayerRegistry::global().signature()}});
 }
 
@@ -496,8 +544,16 @@ void Trainer::resume_and_replicate() {
   RT_CHECK(cfg_.init_from.empty() || cfg_.resume.empty(),
            "--init-from and --resume both give the starting weights: choose one");
   // Rank 0's weights are everyone's after the broadcast below.
-  if (!cfg_.init_from.empty() && topo_.rank() == 0)
-    import_weights(*model_, read_safetensors(cfg_.init_from), cfg_.init_from);
+  if (!cfg_.init_from.empty() && topo_.rank() == 0) {
+    ImportOptions import;
+    import.skip_mismatched = cfg_.init_skip_mismatched;
+    import.skip_flag = "--init-skip-mismatched";
+    const ImportReport loaded =
+        import_weights(*model_, read_safetensors(cfg_.init_from), cfg_.init_from, import);
+    // Always said: a fine-tuning run whose head (or more) kept its fresh
+    // weights must not pass for one that loaded everything.
+    log0("--init-from {}: {}", cfg_.init_from, loaded.describe());
+  }
   if (!cfg_.resume.empty())
     start_ =
         resume_training_state(cfg_, *control_, *spec_, *model_, *optimizer_, sampler_global_batch_);
@@ -564,7 +620,12 @@ void Trainer::announce() const {
                          zero_->master_bytes())
            : std::string());
   // (Every rank agreed on the eval split's size: they all skip evaluation.)
-  if (eval_data_->size() == 0 && topo_.rank() == 0)
+  if (!eval_data_)
+    log0(
+        "  {} has no /{} split: training only, evaluation skipped (give --eval-split to name "
+        "another split)",
+        train_data_->path(), cfg_.eval_split);
+  else if (eval_data_->size() == 0 && topo_.rank() == 0)
     log_warn(
         "--eval-split {}: {} is empty: this run evaluates nothing and reports no test "
         "accuracy",
@@ -822,8 +883,7 @@ bool Trainer::after_step(StepOutcome& outcome) {
   else
     host_syncs_between_logs_ += outcome.timing.host_syncs;
   const bool epoch_end = cursor_.epoch != outcome.epoch;
-  if (((cfg_.eval_every > 0 && step_ % cfg_.eval_every == 0) || epoch_end || last) &&
-      eval_data_->size() > 0) {
+  if (((cfg_.eval_every > 0 && step_ % cfg_.eval_every == 0) || epoch_end || last) && evaluates()) {
     last_eval_ = evaluate_now();
     have_eval_ = true;
   }
@@ -923,7 +983,7 @@ TrainSummary Trainer::run() {
   nonfinite_->sync();
   report_divergence();
   nonfinite_->report();
-  if (!have_eval_ && eval_data_->size() > 0) last_eval_ = evaluate_now();
+  if (!have_eval_ && evaluates()) last_eval_ = evaluate_now();
   summary_.steps = step_;
   summary_.epochs = static_cast<double>(step_ * cfg_.accum) / static_cast<double>(micro_per_epoch_);
   summary_.test_accuracy = last_eval_.accuracy;

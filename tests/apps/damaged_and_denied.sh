@@ -20,7 +20,7 @@ cp "$WORK/ckpt-3.good" "$CKPT/ckpt-3.h5"
 # Permission denied, as a user who is not root (root reads anything).
 if [ "$(id -u)" -eq 0 ]; then as_user=(setpriv --reuid=65534 --regid=65534 --clear-groups -- env HOME="$WORK"); else as_user=(); fi
 chmod 755 "$WORK" "$WORK/run"
-chmod 777 "$CKPT" "$WORK/run/flight"
+chmod 777 "$CKPT" "$CKPT/flight"  # the run's flight records live in its --ckpt-dir
 chmod 644 "$DATA" "$CKPT"/*.h5
 chmod 600 "$CKPT/ckpt-3.h5"
 expect 2 resume_denied "ckpt-3.h5: permission denied .*not falling back to an older checkpoint" \

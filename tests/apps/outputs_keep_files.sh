@@ -74,7 +74,7 @@ expect 0 images_force "/train: 4 images of 1x8x8 uint8, 2 classes" "$R" convert 
 # data inspect fills directories: an earlier run's files would mix with this
 # run's, so a directory that holds files is refused without --force.
 expect 0 inspect_dump "wrote each sample's" "$R" data inspect --data "$DATA" --batch 8 --dump dump
-n=$(find dump -name '*.f32' | wc -l)
+n=$(find dump -name '*.npy' | wc -l)
 expect 2 inspect_dump_again "--dump dump already holds $n file\(s\).*pass --force" \
   "$R" data inspect --data "$DATA" --batch 8 --dump dump --epoch 1
 expect 2 inspect_dump_np2 "already holds .*\[the same on ranks 0,1 \(all\)\]" \

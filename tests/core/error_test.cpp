@@ -2,18 +2,29 @@
 
 #include "ringtrain/core/buffer_view.h"
 #include "ringtrain/core/check.h"
+#include "ringtrain/core/input_error.h"
 #include "ringtrain/core/log.h"
 
 using namespace ringtrain;
 
-TEST_CASE("RT_CHECK throws Error with file:line and the message") {
+TEST_CASE("RT_CHECK throws Error with the message, and file:line apart from it") {
   try {
     RT_CHECK(1 + 1 == 3, "bad value {} for --batch", 7);
     FAIL("did not throw");
   } catch (const Error& e) {
-    std::string what = e.what();
-    CHECK(what.find("tests/core/error_test.cpp:") == 0);
-    CHECK(what.find("bad value 7 for --batch") != std::string::npos);
+    // What a user reads names the flag, not a source file.
+    CHECK(std::string(e.what()) == "bad value 7 for --batch");
+    CHECK(e.where().find("tests/core/error_test.cpp:") == 0);
+  }
+}
+
+TEST_CASE("as_input_error keeps the message and the place") {
+  try {
+    as_input_error([] { RT_CHECK(false, "--data x.h5 does not exist"); });
+    FAIL("did not throw");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()) == "--data x.h5 does not exist");
+    CHECK(e.where().find("tests/core/error_test.cpp:") == 0);
   }
 }
 

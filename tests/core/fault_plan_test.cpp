@@ -106,15 +106,17 @@ TEST_CASE("a stall sleeps only at its rank, point and step") {
                                            {"RINGTRAIN_FAULT_STALL_PHASE", "forward"},
                                            {"RINGTRAIN_FAULT_STALL_STEP", "2"},
                                            {"RINGTRAIN_FAULT_STALL_SECONDS", "0.2"}});
-  const auto seconds_of = [&](std::string_view point, int rank, std::uint64_t step) {
-    const auto t0 = std::chrono::steady_clock::now();
-    plan.stall_at(point, rank, step);
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  };
-  CHECK(seconds_of("forward", 0, 2) < 0.1);
-  CHECK(seconds_of("backward", 1, 2) < 0.1);
-  CHECK(seconds_of("forward", 1, 3) < 0.1);
-  CHECK(seconds_of("forward", 1, 2) >= 0.2);
+  // Where it stalls is decided without a clock (a busy machine cannot make a
+  // point that does not stall look like one that does) ...
+  CHECK_FALSE(plan.stalls_at("forward", 0, 2));
+  CHECK_FALSE(plan.stalls_at("backward", 1, 2));
+  CHECK_FALSE(plan.stalls_at("forward", 1, 3));
+  CHECK(plan.stalls_at("forward", 1, 2));
+  // ... and where it does, it sleeps at least that long (a lower bound, which
+  // load can only lengthen).
+  const auto t0 = std::chrono::steady_clock::now();
+  plan.stall_at("forward", 1, 2);
+  CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() >= 0.2);
 }
 
 TEST_CASE("a bad fault value or name is an error naming the variable") {

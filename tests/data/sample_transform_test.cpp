@@ -1,7 +1,9 @@
 // The augmentation language: parsing and its errors, output shapes, the
 // presets' eval forms, each step's geometry, and determinism: a sample's
 // bytes depend on (seed, epoch, index) only.
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <numeric>
 #include <vector>
 
@@ -134,4 +136,76 @@ TEST_CASE("a sample's augmentation is a function of (seed, epoch, index) only") 
   CHECK(run(*t, img, shape, 3, 17) != a);
   CHECK(run(*t, img, shape, 2, 18) != a);
   CHECK(run(*other_seed, img, shape, 2, 17) != a);
+}
+
+TEST_CASE("vflip, grayscale, rotation and color_jitter: parsed, their geometry and colour") {
+  CHECK(SampleTransform::parse("vflip, grayscale(p=0.2), rotation(15), color_jitter(0.4, 0.3)", 0)
+            ->describe() ==
+        "vflip(p=0.5), grayscale(p=0.2), rotation(15), color_jitter(brightness=0.4, "
+        "contrast=0.3, saturation=0)");
+  CHECK(SampleTransform::eval_spec_of("rotation(10), vflip, grayscale, color_jitter(0.2)") ==
+        "grayscale");
+  CHECK_THROWS_WITH(SampleTransform::parse("rotation(200)", 0), Contains("in [0, 180]"));
+  CHECK_THROWS_WITH(SampleTransform::parse("color_jitter(hue=0.1)", 0),
+                    Contains("color_jitter takes (brightness=B, contrast=C, saturation=S)"));
+  CHECK_THROWS_WITH(SampleTransform::parse("rotate(30)", 0), Contains("did you mean 'rotation'"));
+
+  const auto img = image(3, 6, 5);
+  const std::vector<std::size_t> shape{3, 6, 5};
+  const auto at = [&](const std::vector<float>& x, int k, int y, int xx) {
+    return x[static_cast<std::size_t>((k * 6 + y) * 5 + xx)];
+  };
+  // p=1: always flipped, row y from row 5 - y.
+  const auto flipped = run(*SampleTransform::parse("vflip(p=1)", 0), img, shape, 0, 0);
+  for (int k = 0; k < 3; ++k)
+    for (int y = 0; y < 6; ++y)
+      for (int x = 0; x < 5; ++x) CHECK(at(flipped, k, y, x) == img[(k * 6 + (5 - y)) * 5 + x]);
+  // Every channel the luma of the pixel, rounded.
+  const auto gray = run(*SampleTransform::parse("grayscale", 0), img, shape, 0, 0);
+  for (int y = 0; y < 6; ++y)
+    for (int x = 0; x < 5; ++x) {
+      const double l = 0.299 * img[(0 * 6 + y) * 5 + x] + 0.587 * img[(1 * 6 + y) * 5 + x] +
+                       0.114 * img[(2 * 6 + y) * 5 + x];
+      for (int k = 0; k < 3; ++k) CHECK(at(gray, k, y, x) == static_cast<float>(std::nearbyint(l)));
+    }
+  // rotation(0) and color_jitter with no range leave the image as it is.
+  const auto same = run(*SampleTransform::parse("none", 0), img, shape, 0, 0);
+  CHECK(run(*SampleTransform::parse("rotation(0)", 0), img, shape, 3, 9) == same);
+  CHECK(run(*SampleTransform::parse("color_jitter", 0), img, shape, 3, 9) == same);
+  // Brightness only scales: every byte by one factor, within [0.5, 1.5].
+  const auto bright =
+      run(*SampleTransform::parse("color_jitter(brightness=0.5)", 4), img, shape, 1, 2);
+  // The factor, read off the brightest byte that cannot saturate (170 x 1.5 < 255).
+  std::size_t ref = 0;
+  for (std::size_t i = 0; i < same.size(); ++i)
+    if (same[i] <= 170 && same[i] > same[ref]) ref = i;
+  REQUIRE(same[ref] >= 100);
+  const double f = bright[ref] / same[ref];
+  CHECK(f >= 0.5 - 0.01);
+  CHECK(f <= 1.5 + 0.01);
+  CHECK(f != 1.0);
+  for (std::size_t i = 0; i < same.size(); ++i)
+    CHECK(std::abs(bright[i] - std::min(255.0, std::nearbyint(same[i] * f))) <= 2.0);
+}
+
+TEST_CASE("an exact resize is written as (H,W), also when square: resize(S) is the short side") {
+  CHECK(SampleTransform::parse("resize((8,8))", 0)->describe() == "resize((8,8))");
+  CHECK(SampleTransform::eval_spec_of("resize((8,8)), hflip") == "resize((8,8))");
+  // Images of varying size (0 x 0): the derived evaluation still fixes the size.
+  CHECK(SampleTransform::parse(SampleTransform::eval_spec_of("resize((8,8))"), 0)
+            ->output_shape({3, 0, 0}) == std::vector<std::size_t>{3, 8, 8});
+}
+
+TEST_CASE("the new random steps are functions of (seed, epoch, index) only") {
+  const auto img = image(3, 24, 20);
+  const std::vector<std::size_t> shape{3, 24, 20};
+  const auto t = SampleTransform::parse(
+      "rotation(30), vflip, color_jitter(0.4, 0.4, 0.4), grayscale(p=0.5)", 7);
+  const std::vector<float> a = run(*t, img, shape, 1, 5);
+  run(*t, img, shape, 2, 6);
+  CHECK(run(*t, img, shape, 1, 5) == a);
+  CHECK(run(*t, img, shape, 2, 5) != a);
+  CHECK(run(*t, img, shape, 1, 6) != a);
+  CHECK(t->random());
+  CHECK_FALSE(SampleTransform::parse("grayscale", 7)->random());
 }

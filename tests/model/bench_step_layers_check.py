@@ -2,12 +2,14 @@
 """bench step --layers --json: the "layers" array has one entry per node of the
 graph (the names, kinds and shapes `model show --json` gives, in its order),
 each with non-negative times, and the rows add up to the phased step within a
-sane factor. A sanity check of the profile, not a timing test: the factor only
-catches a profile that misses or double-counts most of the step.
+sane factor (with --bounds). The factor only catches a profile that misses or
+double-counts most of the step, but it compares two wall-clock figures, which
+a busy machine can push apart: only the test labelled `timing` asks for it.
 
-usage: bench_step_layers_check.py [--gpu] BENCH_JSON MODEL_SHOW_JSON
+usage: bench_step_layers_check.py [--gpu] [--bounds] BENCH_JSON MODEL_SHOW_JSON
 --gpu: the profile of a CUDA run (CUDA events; a convolution's row names its
 cuDNN algorithms, the 16-bit ones under --precision bf16|fp16).
+--bounds: the marked forward and backward time is within 0.3x-3x of the phased step.
 """
 import json
 import sys
@@ -16,7 +18,8 @@ import sys
 def main():
     args = sys.argv[1:]
     gpu = "--gpu" in args
-    args = [a for a in args if a != "--gpu"]
+    bounds = "--bounds" in args
+    args = [a for a in args if a not in ("--gpu", "--bounds")]
     with open(args[0]) as f:
         [bench] = [json.loads(line) for line in f if line.strip()]
     with open(args[1]) as f:
@@ -49,8 +52,9 @@ def main():
     for key in ("prepare_ms", "loss_forward_ms", "loss_backward_ms", "step_ms"):
         assert profile[key] >= 0, profile
     phased = bench["phased_step_ms"]
-    ratio = marked_ms / phased
-    assert 0.3 <= ratio <= 3.0, (marked_ms, phased, ratio)
+    ratio = marked_ms / phased if phased > 0 else float("inf")
+    if bounds:
+        assert 0.3 <= ratio <= 3.0, (marked_ms, phased, ratio)
     assert any(r["forward_ms"] > 0 for r in layers), layers
     print(f"PASS: {len(layers)} layers, rows {rows_ms:.3f} ms, marked {marked_ms:.3f} ms, "
           f"phased step {phased:.3f} ms (x{ratio:.2f})")

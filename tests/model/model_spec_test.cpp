@@ -113,6 +113,31 @@ TEST_CASE("model spec: @file", "[spec]") {
              Catch::Contains("'does/not/exist.txt' cannot be read"));
 }
 
+TEST_CASE("model spec: a bare name that is no preset says so, not 'unknown layer'", "[spec]") {
+  const std::string typo = parse_error("resnet51");
+  CHECK_THAT(typo, Catch::Contains("--model 'resnet51' is not a known preset (did you mean "
+                                   "'resnet50'?)") &&
+                       Catch::Contains("presets: cnn, mlp:784-512-10, resnet18") &&
+                       Catch::Contains("ringtrain model list"));
+  CHECK_THAT(typo, !Catch::Contains("unknown layer"));
+  CHECK_THAT(parse_error("myres.txt"),
+             Catch::Contains("--model 'myres.txt' is not a known preset; to read a model from "
+                             "the file myres.txt, write --model @myres.txt"));
+  CHECK_THAT(parse_error("transformer"), !Catch::Contains("did you mean"));
+  // A single built-in layer stays a (one-layer) spec.
+  CHECK(ModelSpec::parse("flatten").layers.size() == 1);
+  // Messages name a file's spec by its file, a preset by its name.
+  const std::string path = "model_spec_describe.txt";
+  {
+    std::ofstream f(path);
+    f << "flatten\nlinear(out=10)\n";
+  }
+  CHECK(ModelSpec::parse("@" + path).describe() == "@" + path);
+  std::remove(path.c_str());
+  CHECK(ModelSpec::parse("resnet18").describe() == "resnet18");
+  CHECK(ModelSpec::parse("flatten; linear(out=10)").describe() == "flatten; linear(out=10)");
+}
+
 TEST_CASE("model spec: malformed specs name the bad token", "[spec]") {
   using Catch::Contains;
   CHECK_THAT(parse_error("mlp:784-abc-10"), Contains("'abc'"));

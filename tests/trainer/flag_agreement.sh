@@ -26,7 +26,7 @@ compared=(
 # buffering) or that are compared in another form (--model by its spec hash,
 # --plugin by the layers it registers, --data by the data set's shape and size).
 not_compared=(--help --data --model --plugin --logdir --flight-dir --keep --timeout --prefetch
-              --device --allow-gpu-sharing --init-from --loader-threads)
+              --device --allow-gpu-sharing --init-from --init-skip-mismatched --loader-threads)
 
 # Compared at start-up, but exercised where image sets are made (tests/data):
 # the synthetic set here has no images to augment.
@@ -59,13 +59,12 @@ for entry in "${compared[@]}"; do
   mapfile -t on0 < <(side "$flag" "$a")
   mapfile -t on1 < <(side "$flag" "$b")
   log=$WORK/agree$flag.log
-  start=$(date +%s)
   rc=0
+  # A hang ends in timeout's 124 (the run's --timeout 300 outlasts the 120 s
+  # given here), so the exit code alone tells it apart, with no clock.
   timeout -k 5 120 "${MPIRUN[@]}" -np 1 "$RINGTRAIN_EXE" train "${base[@]}" "${extra[@]}" "${on0[@]}" : \
     -np 1 "$RINGTRAIN_EXE" train "${base[@]}" "${extra[@]}" "${on1[@]}" > "$log" 2>&1 || rc=$?
-  elapsed=$(( $(date +%s) - start ))
   [ $rc -eq 2 ] || { cat "$log"; fail "$flag: exit code $rc, expected 2"; }
-  [ $elapsed -lt 60 ] || { cat "$log"; fail "$flag: took ${elapsed}s (a hang until --timeout?)"; }
   # The values as written; a flag left out or without a value prints its state.
   show() { case "$1" in -) echo "not given" ;; +) echo given ;; *) echo "$1" ;; esac; }
   case "$flag" in
@@ -77,6 +76,6 @@ for entry in "${compared[@]}"; do
   # Said once, by rank 0, not once per rank (every rank finds the same mismatch).
   [ "$(grep -c "ranks disagree on the run" "$log")" -eq 1 ] && grep -qE -- "\[rank 0/.*ranks disagree" "$log" \
     || { cat "$log"; fail "$flag: the mismatch is not said exactly once, by rank 0"; }
-  echo "ok: $flag in ${elapsed}s: $want"
+  echo "ok: $flag: $want"
 done
-echo "PASS: every compared flag fails fast, naming the flag, values and ranks"
+echo "PASS: every compared flag fails at start-up (exit 2, not a hang), naming the flag, values and ranks"

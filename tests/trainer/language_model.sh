@@ -8,7 +8,8 @@
 #   resume a run stopped at step 3 and resumed (with AdamW) equals the
 #          uninterrupted run bit for bit, also with dropout (gpt-nano:dropout=0.1)
 #   generate  text from the checkpoint: the prompt continued, the same seed
-#          giving the same text; a prompt longer than the context is refused
+#          giving the same text; a prompt longer than the context is cut to
+#          its end (said on stderr); no prompt starts from a newline
 #   language_model.sh train|eval|resume|generate
 source "$(dirname "$0")/lib.sh"
 need_python_modules h5py
@@ -110,11 +111,18 @@ PY
     greedy=$(gen --temperature 0 2>/dev/null) || fail "greedy generate"
     long=$(head -c 200 "$TEXT" | tr '\n' ' ')
     rc=0
-    "$RINGTRAIN_EXE" generate --ckpt "$WORK/base/ckpt" --prompt "$long" --tokens 5 > "$WORK/long.log" 2>&1 || rc=$?
-    if [ $rc -ne 2 ] || ! grep -q "longer than the model's context of 128" "$WORK/long.log"; then
+    "$RINGTRAIN_EXE" generate --ckpt "$WORK/base/ckpt" --prompt "$long" --tokens 5 > "$WORK/long.txt" 2> "$WORK/long.log" || rc=$?
+    if [ $rc -ne 0 ] || ! grep -q "longer than the model's context of 128: the model sees only its last 128" "$WORK/long.log"; then
       cat "$WORK/long.log"
       fail "a prompt longer than the context: exit $rc"
     fi
+    [ "$(head -c 200 "$WORK/long.txt")" = "$long" ] || fail "the long prompt is not printed whole: $(cat "$WORK/long.txt")"
+    [ "$(wc -c < "$WORK/long.txt")" -ge 206 ] || fail "no tokens after the long prompt: $(cat "$WORK/long.txt")"
+    rc=0
+    "$RINGTRAIN_EXE" generate --ckpt "$WORK/base/ckpt" --tokens 20 --seed 1 > "$WORK/empty.txt" 2> "$WORK/empty.log" || rc=$?
+    { [ $rc -eq 0 ] && grep -q "no --prompt: starting from a newline" "$WORK/empty.log"; } \
+      || { cat "$WORK/empty.log"; fail "generate without a prompt: exit $rc"; }
+    [ "$(wc -c < "$WORK/empty.txt")" -ge 21 ] || fail "generate without a prompt wrote too little: $(cat "$WORK/empty.txt")"
     rc=0
     "$RINGTRAIN_EXE" generate --ckpt "$WORK/nothere" --prompt x > "$WORK/missing.log" 2>&1 || rc=$?
     [ $rc -eq 2 ] || { cat "$WORK/missing.log"; fail "a missing checkpoint: exit $rc"; }

@@ -4,17 +4,15 @@
 # written ends the job at start-up with exit 2 (bad input, never retried),
 # naming the flag and the path, and nothing is trained.
 source "$(dirname "$0")/lib.sh"
-base=(--data "$DATA" --model "$MLP" --batch 8 --max-steps 4 --device cpu --timeout 60)
+# --timeout 300 outlasts the 60 s each run is given: a run that hangs ends in
+# timeout's 124, not in the 2 the checks want, with no clock read.
+base=(--data "$DATA" --model "$MLP" --batch 8 --max-steps 4 --device cpu --timeout 300)
 echo "not a directory" > "$WORK/file"
 expect_exit2() {  # NAME REGEX COMMAND...
   local name=$1 regex=$2 rc=0
   shift 2
-  local start
-  start=$(date +%s)
   timeout -k 5 60 "$@" > "$WORK/$name.log" 2>&1 || rc=$?
-  local elapsed=$(( $(date +%s) - start ))
   [ $rc -eq 2 ] || { cat "$WORK/$name.log"; fail "$name: exit code $rc, expected 2"; }
-  [ $elapsed -lt 30 ] || { cat "$WORK/$name.log"; fail "$name: took ${elapsed}s"; }
   grep -Eq -- "$regex" "$WORK/$name.log" || { cat "$WORK/$name.log"; fail "$name: no /$regex/"; }
   # Nothing was trained: the start-up table and the summary never appear.
   ! grep -qE "optimizer steps|done after" "$WORK/$name.log" \

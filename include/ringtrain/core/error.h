@@ -1,6 +1,9 @@
 // ringtrain::Error is what bad input throws: a missing file, a bad flag, a
-// shape mismatch. It carries the place it was raised, and main() turns it into
-// a fatal() so that every peer of the failing rank is released too.
+// shape mismatch. what() is the message a user reads; where() is the place in
+// the source that raised it (RT_CHECK's file:line), kept apart so that no
+// message opens with a source path ("convert: skipped src/data/...cpp:303:")
+// while tests and debuggers can still find the check. main() turns an Error
+// into a fatal() so that every peer of the failing rank is released too.
 #pragma once
 
 #include <stdexcept>
@@ -11,15 +14,21 @@ namespace ringtrain {
 
 class Error : public std::runtime_error {
  public:
-  explicit Error(const std::string& what) : std::runtime_error(what) {}
+  explicit Error(const std::string& what, std::string where = {})
+      : std::runtime_error(what), where_(std::move(where)) {}
+  // "src/data/dataset.cpp:303", or empty when no check in the code raised it.
+  const std::string& where() const { return where_; }
+
+ private:
+  std::string where_;
 };
 
 // A library (MPI, CUDA, NCCL, HDF5, cuBLAS, cuDNN) reported failure. The message
-// holds file:line and the library's own error string.
+// holds the library's own error string; where() the call that failed.
 class LibraryError : public Error {
  public:
-  explicit LibraryError(const std::string& what, std::string library = {})
-      : Error(what), library_(std::move(library)) {}
+  explicit LibraryError(const std::string& what, std::string library = {}, std::string where = {})
+      : Error(what, std::move(where)), library_(std::move(library)) {}
   // "MPI", "CUDA", "NCCL", "HDF5", ...
   const std::string& library() const { return library_; }
   // HDF5 fails on what it reads or writes: a damaged or foreign file given as

@@ -23,6 +23,13 @@ using AbortHookId = int;
 AbortHookId register_abort_hook(std::function<void()> hook);
 void unregister_abort_hook(AbortHookId id);
 
+// A SIGTERM reached this rank: mpirun sends one to every rank when another
+// rank aborts the job, and a failure that follows here (a lost peer) is that
+// teardown, already said by the rank that ended the job. fatal() then ends the
+// process without a second message. Async-signal-safe (a lock-free atomic),
+// for the stop-signal handler.
+void note_termination_signal() noexcept;
+
 // The message fatal() is ending the job with, for the abort hooks (the flight
 // recorder stores it); empty before fatal() is called.
 std::string fatal_message();

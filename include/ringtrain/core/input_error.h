@@ -25,12 +25,12 @@ void as_input_error(F&& f) {
   try {
     f();
   } catch (const LibraryError& e) {
-    if (e.about_a_file()) throw InputError(e.what());
+    if (e.about_a_file()) throw InputError(e.what(), e.where());
     throw;
   } catch (const InputError&) {
     throw;
   } catch (const Error& e) {
-    throw InputError(e.what());
+    throw InputError(e.what(), e.where());
   }
 }
 

@@ -36,7 +36,10 @@ class Dataset {
   // Labels are required unless `labels` is Labels::optional (predict reads
   // data nobody has labelled); a split without y then reads as has_labels()
   // false, with every label 0 so that a forward pass may still take them.
-  enum class Labels { required, optional };
+  // Labels::inspect (data check) is optional's leniency plus this: a label
+  // outside [0, num_classes) is recorded in out_of_range_labels() and read as
+  // 0, instead of refusing the split at the first one.
+  enum class Labels { required, optional, inspect };
   static Dataset open(const std::string& path, const std::string& split,
                       Labels labels = Labels::required);
   // The names of the splits (top-level groups) in a dataset file.
@@ -119,6 +122,14 @@ class Dataset {
   const std::vector<std::int32_t>& labels() const;
   // False for a split without y opened with Labels::optional.
   bool has_labels() const;
+  // Labels::inspect: how many labels lie outside [0, num_classes), and the
+  // first kMaxOutOfRangeListed of them as (sample index, stored value).
+  static constexpr std::size_t kMaxOutOfRangeListed = 20;
+  struct OutOfRangeLabels {
+    std::uint64_t count = 0;
+    std::vector<std::pair<std::uint64_t, long long>> first;
+  };
+  const OutOfRangeLabels& out_of_range_labels() const;
   // Whether read() takes samples straight from their file offsets (unfiltered
   // x in whole-sample chunks or contiguous, host byte order), or reads by
   // hyperslab through HDF5. use_hdf5_reads() forces the latter (tests, comparisons).

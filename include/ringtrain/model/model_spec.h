@@ -135,11 +135,17 @@ struct ModelSpec {
   // Where each node was written ("3:5", and the block calls it came from), for
   // the messages of Model::build; not part of the spec's value (==, to_string).
   std::vector<std::string> origins{};
+  // The file the spec was read from ("@myres.txt"), for messages; not part of
+  // the spec's value either.
+  std::string source{};
 
   // A preset, "@file", or a layer list. Throws Error naming the bad token and
   // its line:column.
   static ModelSpec parse(std::string_view text_or_preset_or_file);
-  std::string to_string() const;            // canonical layer list, one line, ';' separated
+  std::string to_string() const;  // canonical layer list, one line, ';' separated
+  // For messages: the preset's name, the file ("@myres.txt"), else the layer
+  // list, cut after 60 characters (never a screenful of expanded blocks).
+  std::string describe() const;
   std::uint64_t hash() const;               // FNV-1a 64 of to_string(): stable across builds
   bool operator==(const ModelSpec&) const;  // the graph: input shape, nodes, preset
 };

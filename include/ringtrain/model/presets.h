@@ -30,5 +30,9 @@ struct LanguageModelShape {
 std::optional<LanguageModelShape> language_model_shape(std::string_view name);
 // name: one-line description, for --help and the README.
 std::vector<std::pair<std::string, std::string>> graph_preset_list();
+// Every preset --model takes (cnn and mlp:... too), name: one-line
+// description, for `ringtrain model list` and the messages about a name that
+// is not one.
+std::vector<std::pair<std::string, std::string>> model_preset_list();
 
 }  // namespace ringtrain

@@ -16,8 +16,26 @@ namespace ringtrain {
 // differs, or a tensor the model does not have (other than BatchNorm's
 // num_batches_tracked counters) is an Error naming them and `origin`. Hugging
 // Face GPT-2 names are recognised and mapped (ringtrain/model/hf_gpt2_names.h).
-void import_weights(Model& model, const std::vector<NamedTensor>& tensors,
-                    const std::string& origin);
+//
+// With skip_mismatched (fine-tuning with a new head, as Hugging Face's
+// ignore_mismatched_sizes): a tensor whose shape differs, one the file lacks
+// and one the model lacks are skipped instead, the model keeping its own
+// initialisation for them; the report lists them.
+struct ImportOptions {
+  bool skip_mismatched = false;
+  // The flag that sets skip_mismatched, named when a strict import refuses.
+  std::string skip_flag{};
+};
+struct ImportReport {
+  std::size_t loaded = 0;                // tensors copied from the file
+  std::vector<std::string> wrong_shape;  // "fc.weight is [1000, 512] in the file, [4, 512] ..."
+  std::vector<std::string> missing;      // the model's tensors the file lacks
+  std::vector<std::string> unexpected;   // the file's tensors the model lacks
+  // "loaded 62 of 64 tensors; kept the initialisation of 2 whose shape differs: ..."
+  std::string describe() const;
+};
+ImportReport import_weights(Model& model, const std::vector<NamedTensor>& tensors,
+                            const std::string& origin, ImportOptions options = {});
 
 // The model's parameters and state, on the host, in model order.
 std::vector<NamedTensor> export_weights(Model& model);

@@ -29,9 +29,14 @@ class MetricsLog {
   void write(const nlohmann::json& record);
 
   const std::string& path() const { return path_; }
+  // Every record written after this carries "run_id": `id`, so that the
+  // records of the launches that append to one file (resumes, restarts) are
+  // told apart, as W&B's and MLflow's run ids do.
+  void set_run_id(std::string id) { run_id_ = std::move(id); }
 
  private:
   std::string path_;
+  std::string run_id_;
   std::FILE* file_ = nullptr;
   std::mutex mutex_;
 };

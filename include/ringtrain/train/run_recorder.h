@@ -19,6 +19,10 @@
 
 namespace ringtrain {
 
+// A new id per launch of a training run, written into every metrics.jsonl
+// record ("run_id").
+std::string make_run_id();
+
 // Seconds spent in each phase of one optimizer step, on this rank.
 struct StepTiming {
   double total = 0;

@@ -14,11 +14,17 @@ namespace ringtrain {
 // shows the sharding `train` will use.
 inline constexpr std::uint64_t kDefaultSeed = 42;
 
+// --bucket-mb's default, which `model show` uses too.
+inline constexpr double kDefaultBucketMb = 1.0;
+
 struct TrainConfig {
   // Model and data.
   std::string data_path;
   std::string split = "train";
   std::string eval_split = "test";
+  // False when --eval-split was not given: a file without that split then
+  // trains without evaluation (with a note) instead of being refused.
+  bool eval_split_required = true;
   bool cache = false;
   std::string model = "cnn";
   std::size_t batch = 64;  // per rank
@@ -64,7 +70,7 @@ struct TrainConfig {
 
   // Distribution.
   std::string backend = "auto";
-  double bucket_mb = 1.0;
+  double bucket_mb = kDefaultBucketMb;
   bool overlap = true;
   // BatchNorm normalises with the statistics of the whole batch over the ranks
   // (their sums all-reduced in forward and backward), not this rank's.
@@ -84,7 +90,7 @@ struct TrainConfig {
   std::string logdir;
   std::string trace;
   std::string flight_dir;
-  std::uint64_t straggler_every = 100;  // 0: off  // "": <logdir>/flight, else beside --ckpt-dir
+  std::uint64_t straggler_every = 100;  // 0: off  // "": <logdir>/flight, else <ckpt-dir>/flight
 
   // Checkpoints.
   std::string ckpt_dir;
@@ -93,6 +99,9 @@ struct TrainConfig {
   std::string resume;  // "" none, "latest" (in --ckpt-dir) or a file
   // A safetensors file the model starts from (rank 0 reads it; broadcast).
   std::string init_from;
+  // --init-skip-mismatched: tensors of --init-from whose shape differs (a new
+  // head), or that one side lacks, keep the model's initialisation.
+  bool init_skip_mismatched = false;
   std::uint64_t check_every = 100;
 
   // Throws Error naming the flag and the value.
