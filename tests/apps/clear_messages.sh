@@ -61,7 +61,7 @@ fi
 
 # Labels out of range: every one counted, the first 20 named.
 cp "$DATA" badlabels.h5
-/usr/bin/python3 - badlabels.h5 <<'PY'
+"$PYTHON" - badlabels.h5 <<'PY'
 import sys
 import h5py
 with h5py.File(sys.argv[1], "a") as f:
@@ -77,7 +77,7 @@ grep -q "/test: 21 samples of" "$WORK/data_check_labels.log" || { cat "$WORK/dat
 
 # JPEG images of two sizes, stored as they are (no --size), one class each.
 mkdir -p photos/a photos/b
-/usr/bin/python3 - photos <<'PY'
+"$PYTHON" - photos <<'PY'
 import sys
 from PIL import Image
 Image.new("RGB", (20, 16), (200, 10, 10)).save(f"{sys.argv[1]}/a/x.jpg")

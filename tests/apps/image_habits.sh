@@ -5,7 +5,7 @@
 source "$(dirname "$0")/lib.sh"
 cd "$WORK" || exit 1
 mkdir -p photos/red photos/blue
-/usr/bin/python3 - photos <<'PY'
+"$PYTHON" - photos <<'PY'
 import sys
 from PIL import Image
 for i in range(6):
@@ -17,10 +17,10 @@ expect 0 size_square "/train: 12 images of 3x8x8 uint8, 2 classes" \
 "$R" train --data set.h5 --model "flatten; linear(out=2)" --batch 4 --max-steps 6 --device cpu --ckpt-dir ck \
   > train.log 2>&1 || { cat train.log; fail "cannot train on the images"; }
 
-expect 0 predict_one_file "wrote 1 predictions for the images of photos/red/r0.png to one.csv" \
+expect 0 predict_one_file "wrote 1 predictions of .* for the images of photos/red/r0.png to one.csv" \
   "$R" predict --ckpt ck --data set.h5 --images photos/red/r0.png -o one.csv
 [ "$(sed -n 2p one.csv | cut -d, -f1)" = "photos/red/r0.png" ] || { cat one.csv; fail "one.csv does not name the file"; }
-expect 0 predict_list "wrote 8 predictions for the images of photos/blue/b1.png, photos/red/r2.png, photos/blue to list.csv" \
+expect 0 predict_list "wrote 8 predictions of .* for the images of photos/blue/b1.png, photos/red/r2.png, photos/blue to list.csv" \
   "$R" predict --ckpt ck --data set.h5 --images photos/blue/b1.png photos/red/r2.png photos/blue -o list.csv
 [ "$(cut -d, -f1 list.csv | tr '\n' ' ')" = "path photos/blue/b1.png photos/red/r2.png photos/blue/b0.png photos/blue/b1.png photos/blue/b2.png photos/blue/b3.png photos/blue/b4.png photos/blue/b5.png " ] \
   || { cat list.csv; fail "list.csv rows are not in the order given"; }

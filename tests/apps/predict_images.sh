@@ -3,8 +3,9 @@
 # <out>.tmp-PID behind; --logits was ignored; a false "wrote 0 predictions"
 # line; columns in another order than the split's; --data required though the
 # checkpoint names its training data):
-#   - a file path, an empty folder, a bad image: exit 2 naming it, and no file
-#     at all under -o's name or a temporary beside it;
+#   - a missing path, an empty folder, a file that is no image, a bad image in
+#     a folder: exit 2 naming it, and no file at all under -o's name or a
+#     temporary beside it (a file path is an image to predict: image_habits.sh);
 #   - a folder: the split's column order (path for index, no label), --logits
 #     columns, one "wrote N predictions" line;
 #   - without --data: the checkpoint's training data gives the size and names;
@@ -34,9 +35,12 @@ no_output_left() {  # NAME: nothing under out.csv's name, no temporary beside it
   left=$(find . -maxdepth 1 -name 'out.csv*')
   [ -z "$left" ] || fail "$1: left $left"
 }
-expect 2 images_file "--images pngs/cat/0.png: not a folder" \
-  "$R" predict --ckpt ck --data i.h5 --images pngs/cat/0.png -o out.csv
-no_output_left images_file
+expect 2 images_missing "--images nothere: no such file or folder" \
+  "$R" predict --ckpt ck --data i.h5 --images nothere -o out.csv
+no_output_left images_missing
+echo "not an image" > notes.txt
+expect 2 images_not_image "notes.txt" "$R" predict --ckpt ck --data i.h5 --images notes.txt -o out.csv
+no_output_left images_not_image
 expect 2 images_empty "--images empty: no .jpg, .jpeg or .png file" \
   "$R" predict --ckpt ck --data i.h5 --images empty -o out.csv
 no_output_left images_empty
@@ -45,7 +49,7 @@ no_output_left images_bad
 expect 2 split_needs_data "--data is required" "$R" predict --ckpt ck -o out.csv
 no_output_left split_needs_data
 
-expect 0 images_logits "wrote 8 predictions of .* for the images under pngs to out.csv" \
+expect 0 images_logits "wrote 8 predictions of .* for the images of pngs to out.csv" \
   "$R" predict --ckpt ck --data i.h5 --images pngs --logits -o out.csv
 ! grep -q "wrote 0" "$WORK/images_logits.log" || fail "images_logits: a false 'wrote 0 predictions' line"
 [ "$(grep -c "wrote" "$WORK/images_logits.log")" -eq 1 ] || fail "images_logits: more than one 'wrote' line"

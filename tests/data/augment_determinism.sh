@@ -5,6 +5,8 @@
 # same file for every sample both runs read; another epoch must differ. The
 # same holds for JPEG storage (decoded on the loader threads).
 set -euo pipefail
+# shellcheck source=tests/support/python.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../support/python.sh"  # PYTHON: the tests' one Python
 exe=$1 fixtures=$2 spec=$3
 shift 3
 work=$fixtures/augment
@@ -34,7 +36,7 @@ echo "samples equal at 1 and 3 ranks: $same, different: $differ; changed in epoc
 # 128 bytes of .npy header, then the values.
 [ "$same" -ge 250 ] && [ "$differ" -eq 0 ] && [ "$other" -ge 250 ] && [ "$size" -eq $((128 + 3 * 24 * 24 * 4)) ] ||
   { echo FAIL; exit 1; }
-/usr/bin/python3 -c 'import numpy, sys; a = numpy.load(sys.argv[1]); assert a.shape == (3, 24, 24) and a.dtype == numpy.float32, (a.shape, a.dtype); print("numpy.load:", a.shape, a.dtype)' "$work/np1/0.npy" ||
+"$PYTHON" -c 'import numpy, sys; a = numpy.load(sys.argv[1]); assert a.shape == (3, 24, 24) and a.dtype == numpy.float32, (a.shape, a.dtype); print("numpy.load:", a.shape, a.dtype)' "$work/np1/0.npy" ||
   { echo "FAIL: numpy.load of a --dump file"; exit 1; }
 
 "$exe" convert images --train "$fixtures/fashion/train" --test "$fixtures/fashion/test" \

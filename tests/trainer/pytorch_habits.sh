@@ -35,7 +35,7 @@ grep -q "done after 48 steps (3.00 epochs)" "$WORK/both/log.txt" \
   || { cat "$WORK/both/log.txt"; fail "--epochs 3 --max-steps 48"; }
 
 # run_id: one per launch, in every record; the resumed launch has its own.
-/usr/bin/python3 - "$WORK/both/metrics.jsonl" <<'PY' || fail "run_id in metrics.jsonl"
+"$PYTHON" - "$WORK/both/metrics.jsonl" <<'PY' || fail "run_id in metrics.jsonl"
 import json, re, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 ids = [r.get("run_id") for r in rows]
@@ -65,7 +65,7 @@ grep -Eq -- "--init-from .*w.safetensors: loaded 2 of the model's 4 tensors; kep
   "$WORK/tuned/log.txt" || { cat "$WORK/tuned/log.txt"; fail "no report of what --init-from loaded"; }
 # The body really came from the file (lr 1e-30: one step leaves it as loaded).
 "$RINGTRAIN_EXE" weights export --ckpt "$WORK/tuned/ckpt" -o "$WORK/tuned.safetensors" >/dev/null 2>&1 || fail "export tuned"
-/usr/bin/python3 - "$WORK/w.safetensors" "$WORK/tuned.safetensors" <<'PY' || fail "the loaded tensors differ from the file's"
+"$PYTHON" - "$WORK/w.safetensors" "$WORK/tuned.safetensors" <<'PY' || fail "the loaded tensors differ from the file's"
 import json, struct, sys
 def load(path):
     raw = open(path, "rb").read()
@@ -85,7 +85,7 @@ PY
 
 # A training split only: trains, says evaluation is skipped.
 cp "$DATA" "$WORK/trainonly.h5"
-/usr/bin/python3 -c 'import h5py, sys; f = h5py.File(sys.argv[1], "a"); del f["test"]; f.close()' "$WORK/trainonly.h5" \
+"$PYTHON" -c 'import h5py, sys; f = h5py.File(sys.argv[1], "a"); del f["test"]; f.close()' "$WORK/trainonly.h5" \
   || fail "cannot drop the test split"
 mkdir -p "$WORK/trainonly"
 "${MPIRUN[@]}" -np 2 "$RINGTRAIN_EXE" train --data "$WORK/trainonly.h5" --model "$MLP" --batch 8 --max-steps 4 --device cpu \
