@@ -36,7 +36,8 @@ rc=0
 [ $rc -eq 3 ] || { cat "$WORK/every.log"; fail "--on-divergence stop, --log-every 50: exit code $rc, expected 3"; }
 grep -Eq "loss diverging at step ([1-9]|1[0-9]|2[0-9]): rank [01]'s loss [0-9.e+]+ per sample is [0-9.e+]+x the running mean [0-9.e+-]+ of its steps before \(every step's loss is checked on the device.*stopping \(--on-divergence stop\)" \
   "$WORK/every.log" || { cat "$WORK/every.log"; fail "--log-every 50: the diverging step is not named"; }
-[ -z "$(ls "$WORK/every/ckpt" 2>/dev/null)" ] || fail "--log-every 50: a checkpoint was written after the divergence"
+# (the directory holds the run's flight records, <ckpt-dir>/flight, and its lock)
+[ -z "$(ls "$WORK/every/ckpt"/ckpt-*.h5 2>/dev/null)" ] || fail "--log-every 50: a checkpoint was written after the divergence"
 echo "ok: $(grep -m1 -o "loss diverging at step [0-9]*: [^(]*" "$WORK/every.log")"
 # A healthy run: no warning.
 train 2 "$WORK/healthy" "${common[@]}" --lr 0.05
