@@ -54,11 +54,18 @@ def table(launches, top):
     for name, ms in launches:
         count, total = totals.get(name, (0, 0.0))
         totals[name] = (count + 1, total + ms)
+    return totals_table(totals, top)
+
+
+def totals_table(totals, top):
+    """{kernel name: (launches, total ms)} as the table, heaviest first (also the
+    format of launch/bench/peer_gpu_models.py --kernel-table)."""
     whole = sum(t for _, t in totals.values()) or 1.0
     out = ["%9s %6s %6s  %s" % ("total ms", "share", "calls", "kernel")]
     for name, (count, total) in sorted(totals.items(), key=lambda kv: -kv[1][1])[:top]:
         out.append("%9.3f %5.1f%% %6d  %s" % (total, 100 * total / whole, count, name[:160]))
-    out.append("%9.3f %5.1f%% %6d  (all %d kernels)" % (whole, 100.0, len(launches), len(totals)))
+    launches = sum(c for c, _ in totals.values())
+    out.append("%9.3f %5.1f%% %6d  (all %d kernels)" % (whole, 100.0, launches, len(totals)))
     return "\n".join(out)
 
 

@@ -31,9 +31,14 @@ import argparse
 import contextlib
 import json
 import math
+import os
 import statistics
 import sys
 import time
+
+# The table format is launch/ncu_kernel_table.py's, so both sides read alike.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from ncu_kernel_table import totals_table  # noqa: E402
 
 MODELS = ("resnet50", "inception3", "vgg16", "gpt2")
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
@@ -127,10 +132,10 @@ def build(torch, model, batch, dev):
     return m, x, y, torch.nn.CrossEntropyLoss(), lambda ps: torch.optim.SGD(ps, lr=0.01, momentum=0.9), None
 
 
-def kernel_times(torch, prof, dev):
-    """[(kernel name, total ms, launches)] of a finished torch.profiler run: the
+def kernel_totals(torch, prof, dev):
+    """{kernel name: (launches, total ms)} of a finished torch.profiler run: the
     GPU kernels on a GPU, the operators' self times on the CPU."""
-    rows = []
+    totals = {}
     for e in prof.key_averages():
         if dev.type == "cuda":
             if getattr(e, "device_type", None) != torch.autograd.DeviceType.CUDA:
@@ -141,18 +146,8 @@ def kernel_times(torch, prof, dev):
         else:
             us = e.self_cpu_time_total
         if us > 0:
-            rows.append((e.key, us / 1e3, e.count))
-    return rows
-
-
-def kernel_table_text(rows, top=25):
-    """The table of launch/ncu_kernel_table.py: total ms, share, calls, kernel."""
-    whole = sum(ms for _, ms, _ in rows) or 1.0
-    out = ["%9s %6s %6s  %s" % ("total ms", "share", "calls", "kernel")]
-    for name, ms, count in sorted(rows, key=lambda r: -r[1])[:top]:
-        out.append("%9.3f %5.1f%% %6d  %s" % (ms, 100 * ms / whole, count, name[:160]))
-    out.append("%9.3f %5.1f%% %6d  (all %d kernels)" % (whole, 100.0, sum(c for _, _, c in rows), len(rows)))
-    return "\n".join(out)
+            totals[e.key] = (e.count, us / 1e3)
+    return totals
 
 
 def run_case(torch, model, batch, precision, dev, steps, warmup, repeats, kernel_table=None):
@@ -209,7 +204,7 @@ def run_case(torch, model, batch, precision, dev, steps, warmup, repeats, kernel
             sync()
         with open(kernel_table, "w") as f:
             f.write("# %s batch %d %s, %d step(s) under torch.profiler\n" % (model, batch, precision, steps))
-            f.write(kernel_table_text(kernel_times(torch, prof, dev)) + "\n")
+            f.write(totals_table(kernel_totals(torch, prof, dev), 25) + "\n")
     if not math.isfinite(float(last)):
         raise RuntimeError("%s: non-finite loss %s" % (model, float(last)))
     seconds = statistics.median(windows) / steps
