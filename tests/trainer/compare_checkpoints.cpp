@@ -20,7 +20,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <numeric>
 #include <string>
 #include <vector>
 
@@ -29,6 +28,28 @@
 #include "ringtrain/train/checkpoint.h"
 
 using namespace ringtrain;
+
+namespace {
+// Calls part(name, begin, end) for the ranges of tensor `name` (size elements)
+// that the reports name: an optimizer state the size of the parameters
+// (momentum, Adam's moments) split by parameter as "name/param", any other
+// tensor whole.
+template <typename Part>
+void for_each_part(const LoadedCheckpoint& c, const std::string& name, std::size_t size,
+                   bool optimizer_state, Part&& part) {
+  std::size_t param_count = 0;
+  for (const auto& param : c.params) param_count += param.second.size();
+  if (!optimizer_state || size != param_count || c.params.size() < 2) {
+    part(name, std::size_t{0}, size);
+    return;
+  }
+  std::size_t at = 0;
+  for (const auto& param : c.params) {
+    part(name + "/" + param.first, at, at + param.second.size());
+    at += param.second.size();
+  }
+}
+}  // namespace
 
 int main(int argc, char** argv) {
   if (argc == 3 && !std::strcmp(argv[1], "--hash")) {
@@ -52,22 +73,12 @@ int main(int argc, char** argv) {
         std::printf("%s %016llx\n", name.c_str(),
                     static_cast<unsigned long long>(hash_bytes(v, n * sizeof(float))));
       };
-      std::size_t param_count = 0;
-      for (const auto& [name, v] : a.params) {
-        line("params/" + name, v.data(), v.size());
-        param_count += v.size();
-      }
-      for (const auto& [name, v] : a.optimizer) {
-        if (v.size() != param_count || a.params.size() < 2) {
-          line("optimizer/" + name, v.data(), v.size());
-          continue;
-        }
-        std::size_t at = 0;
-        for (const auto& param : a.params) {
-          line("optimizer/" + name + "/" + param.first, v.data() + at, param.second.size());
-          at += param.second.size();
-        }
-      }
+      for (const auto& [name, v] : a.params) line("params/" + name, v.data(), v.size());
+      for (const auto& [name, v] : a.optimizer)
+        for_each_part(a, "optimizer/" + name, v.size(), true,
+                      [&, &v = v](const std::string& part, std::size_t begin, std::size_t end) {
+                        line(part, v.data() + begin, end - begin);
+                      });
       for (const auto& [name, v] : a.buffers) line("buffers/" + name, v.data(), v.size());
       return 0;
     } catch (const Error& e) {
@@ -140,9 +151,6 @@ int main(int argc, char** argv) {
             std::sqrt(sq_b / static_cast<double>(std::max<std::size_t>(1, end - begin))),
             sq_b > 0 ? std::sqrt(sq_diff / sq_b) : std::sqrt(sq_diff));
     };
-    const std::size_t param_count =
-        std::accumulate(a.params.begin(), a.params.end(), std::size_t{0},
-                        [](std::size_t n, const auto& t) { return n + t.second.size(); });
     auto compare = [&](const auto& ta, const auto& tb) {
       for (std::size_t t = 0; t < ta.size(); ++t) {
         const auto& va = ta[t].second;
@@ -153,16 +161,10 @@ int main(int argc, char** argv) {
           ++bad;
           continue;
         }
-        if (&ta != &a.params && va.size() == param_count && a.params.size() > 1) {
-          // A flat state per parameter (momentum, Adam's moments): one line each.
-          std::size_t at = 0;
-          for (const auto& param : a.params) {
-            compare_range(ta[t].first + "/" + param.first, va, vb, at, at + param.second.size());
-            at += param.second.size();
-          }
-          continue;
-        }
-        compare_range(ta[t].first, va, vb, 0, va.size());
+        for_each_part(a, ta[t].first, va.size(), &ta == &a.optimizer,
+                      [&](const std::string& part, std::size_t begin, std::size_t end) {
+                        compare_range(part, va, vb, begin, end);
+                      });
       }
     };
     compare(a.params, b.params);
