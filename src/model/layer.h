@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "ringtrain/core/buffer_view.h"
 #include "ringtrain/model/layer.h"
 #include "ringtrain/model/model_spec.h"
 #include "ringtrain/ops/compute_context.h"
@@ -46,6 +47,26 @@ class KeepsPrecisionGrid {
 
  protected:
   ~KeepsPrecisionGrid() = default;
+};
+
+// A built-in layer that reads and writes activations and their gradients in
+// the model's storage dtype (fp32, or bf16/fp16 under --precision) itself,
+// through typed views (count: elements of the whole batch). The model gives
+// it every input, its output and its output's gradient in the storage dtype;
+// each dx is in the storage dtype, or fp32 where the model sums several
+// contributions (a null ptr: not wanted). A layer without it (a plugin, a
+// layer not converted yet) sees fp32: the model widens its inputs and
+// narrows what it writes (the adapter). Internal, as DescribesKernels.
+class StoresActivations {
+ public:
+  virtual void forward_stored(const std::vector<BufferView>& xs, BufferView y, std::size_t batch,
+                              bool training) = 0;
+  virtual void backward_stored(const std::vector<BufferView>& xs, BufferView y, BufferView dy,
+                               const std::vector<BufferView>& dxs, std::size_t batch,
+                               bool accumulate) = 0;
+
+ protected:
+  ~StoresActivations() = default;
 };
 
 // A built-in layer one of whose inputs gets exactly the output's gradient

@@ -46,30 +46,37 @@ struct PlanNode {
   bool below_params = false;
   // The output: its own buffer (max_batch rows), or its input's for a view.
   Tensor activation;
-  const float* output = nullptr;    // of the last forward
+  BufferView output;                // of the last forward
   DType output_dtype = DType::f32;  // what the output buffer holds
   // The output's gradient: index into the plan's gradient buffers (a view
   // shares its input's), or -1 where backward needs none.
   int grad = -1;
   // An input shares this node's gradient buffer (PassesGradientThrough).
   bool passes_through = false;
-  // --precision bf16|fp16: whether its output, and its dx, are on the grid
-  // already (KeepsPrecisionGrid), so that the model skips its rounding pass.
-  bool output_on_grid = false, dx_on_grid = false;
+  // The layer reads and writes the storage dtype itself (StoresActivations);
+  // null: the model widens its inputs to fp32 and narrows its output.
+  StoresActivations* stores = nullptr;
+  // It runs through the adapter: its layer takes only fp32, or an edge of it
+  // is not in the storage dtype (the logits, token ids). Set at build.
+  bool adapted = false;
   // The side interfaces the layer implements, found once at build.
   const DescribesKernels* describes = nullptr;
   const PassesGradientThrough* passes = nullptr;
 };
 
 // A buffer of activation gradients. Buffers whose lives do not overlap share
-// memory (a slot), planned once at build.
+// memory (a slot), planned once at build. It holds the storage dtype, or fp32
+// where several contributions are summed (a node read by several nodes, the
+// loss's gradient): summed in fp32 and rounded once, when read.
 struct GradientBuffer {
-  float* data = nullptr;
+  void* data = nullptr;
+  DType dtype = DType::f32;
   std::size_t elements = 0;  // per sample
-  // This backward has put the first contribution there (a node read by
-  // several nodes sums them), and whether its contributions so far leave it
-  // on the 16-bit grid (one, from such a dx).
-  bool written = false, on_grid = false;
+  // This backward has put the first contribution there.
+  bool written = false;
+  BufferView view(std::size_t batch, Device device) const {
+    return {data, batch * elements, dtype, device};
+  }
 };
 
 struct Model::State {
@@ -78,9 +85,15 @@ struct Model::State {
   std::vector<PlanNode> nodes;  // the graph, in topological order
   Tensor params, grads_owned, buffers;
   // --precision bf16|fp16: what the layers read instead of the master
-  // weights (the matmul layers' ranges rounded, the others copied), and the
-  // rounded input batch.
-  Tensor compute_params, rounded_input;
+  // weights (the matmul layers' ranges rounded, the others copied).
+  Tensor compute_params;
+  // The storage dtype of activations and their gradients (--precision).
+  DType storage = DType::f32;
+  // --precision bf16|fp16: the input batch narrowed to the storage dtype
+  // (not when the input is token ids, which stay fp32).
+  Tensor stored_input;
+  bool narrow_input = false;
+  BufferView input;  // what the first nodes read, of the last forward
   // --layout nhwc: the input batch, transposed to channels-last on the device.
   Tensor nhwc_input;
   struct RefreshRun {
@@ -88,25 +101,36 @@ struct Model::State {
     DType precision;
   };
   std::vector<RefreshRun> refresh_runs;  // consecutive ranges of one policy, merged
-  bool round_input = false;              // not when the input is token ids
   BufferView grads;
   std::vector<GradientBuffer> grad_buffers;
   std::vector<Tensor> grad_slots;
-  std::vector<Tensor> scratch;  // per input slot: a second contribution before it is added
+  std::vector<Tensor> scratch;  // per input slot, fp32: a contribution before it is added or narrowed
+  // The adapter around a layer that takes only fp32 (under bf16/fp16): its
+  // inputs widened (one per input slot), its output (or, in backward, its
+  // output widened), and its output gradient widened; fp32, sized for the
+  // largest such layer. Also where a stored layer reads a summed fp32
+  // gradient narrowed (wide_grad).
+  std::vector<Tensor> widened;
+  Tensor wide_output, wide_grad;
   // Reused by every forward and backward, so that the step allocates nothing.
   std::vector<const float*> xs;
   std::vector<float*> dxs;
-  std::vector<std::pair<std::size_t, int>> to_add;  // (input slot, grad buffer)
-  Tensor labels;                                    // copy of the last forward's labels
-  Tensor row_loss, row_correct;                     // GPU loss workspaces
-  Tensor loss_totals;                               // running [loss sum, correct, bad labels], f64
-  const float* last_input = nullptr;
+  std::vector<BufferView> x_views, dx_views;
+  std::vector<std::pair<std::size_t, int>> to_add;     // (input slot, grad buffer)
+  std::vector<std::pair<std::size_t, int>> to_narrow;  // (input slot, grad buffer)
+  Tensor labels;                                       // copy of the last forward's labels
+  Tensor row_loss, row_correct;                        // GPU loss workspaces
+  Tensor loss_totals;  // running [loss sum, correct, bad labels], f64
   std::size_t last_batch = 0;
   bool forward_done = false;
   IntervalTimer* timer = nullptr;  // bench step --layers; null: no marks
 
   GradientBuffer& grad_of(std::size_t node) {
     return grad_buffers[static_cast<std::size_t>(nodes[node].grad)];
+  }
+  // What node j's readers see: its output, or the model's input (j < 0).
+  const BufferView& read(int j) const {
+    return j < 0 ? input : nodes[static_cast<std::size_t>(j)].output;
   }
 };
 
@@ -280,10 +304,7 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
     node.kind = l.kind == LayerKind::custom ? l.type : std::string(layer_kind_name(l.kind));
     node.describes = dynamic_cast<const DescribesKernels*>(node.layer.get());
     node.passes = dynamic_cast<const PassesGradientThrough*>(node.layer.get());
-    if (const auto* keeps = dynamic_cast<const KeepsPrecisionGrid*>(node.layer.get())) {
-      node.output_on_grid = keeps->output_on_grid();
-      node.dx_on_grid = keeps->input_grad_on_grid();
-    }
+    node.stores = dynamic_cast<StoresActivations*>(node.layer.get());
     shapes.push_back(node.layer->output_shape());
     descs.push_back(node.layer->param_descs());
     buffer_descs.push_back(node.layer->buffer_descs());
@@ -352,14 +373,16 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
   s.params.copy_from(Tensor::borrow(host.data(), {offset}, DType::f32, Device::cpu()));
   if (m->layout_ == Layout::nhwc)
     s.nhwc_input = Tensor::empty({options.max_batch * Shape(input_shape).numel()}, DType::f32, dev);
+  s.storage = options.precision;
   if (options.precision != DType::f32) {
-    s.round_input = true;
+    s.narrow_input = true;
     for (const PlanNode& node : s.nodes)
       for (int j : node.inputs)
-        if (j < 0 && node.layer->reads_token_ids()) s.round_input = false;
+        if (j < 0 && node.layer->reads_token_ids()) s.narrow_input = false;
     s.compute_params = Tensor::empty({std::max<std::size_t>(offset, 1)}, DType::f32, dev);
-    s.rounded_input =
-        Tensor::empty({options.max_batch * Shape(input_shape).numel()}, DType::f32, dev);
+    if (s.narrow_input)
+      s.stored_input =
+          Tensor::empty({options.max_batch * Shape(input_shape).numel()}, s.storage, dev);
     for (const PlanNode& node : s.nodes) {
       const auto [begin, end] = node.param_range;
       if (begin == end) continue;
@@ -413,10 +436,12 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
     if (node.buffer_range.second > node.buffer_range.first)
       node.layer->bind_buffers(s.buffers.data_as<float>() + node.buffer_range.first);
 
-  // Activations: one buffer per node that is not a view. Gradients: one per
+  // Activations: one buffer per node that is not a view, in the storage
+  // dtype (the last node's in fp32: the loss reads it). Gradients: one per
   // node whose gradient backward needs (a view shares its input's), and a
-  // scratch per input slot for a node's second contribution.
+  // scratch per input slot for a contribution before it is added or narrowed.
   const std::size_t L = s.nodes.size();
+  const DType input_dtype = s.narrow_input ? s.storage : DType::f32;
   std::size_t largest = shape.numel(), slots = 1;
   std::vector<std::size_t> grad_elements;  // per sample, per gradient buffer
   for (std::size_t i = 0; i < L; ++i) {
@@ -424,10 +449,15 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
     const std::size_t n = node.layer->output_shape().numel();
     largest = std::max(largest, n);
     slots = std::max(slots, node.inputs.size());
-    if (!node.layer->is_view()) node.activation = Tensor::empty({B * n}, DType::f32, dev);
+    const int in = node.inputs[0];
+    if (node.layer->is_view()) {
+      node.output_dtype = in < 0 ? input_dtype : s.nodes[static_cast<std::size_t>(in)].output_dtype;
+    } else {
+      node.output_dtype = i + 1 == L ? DType::f32 : s.storage;
+      node.activation = Tensor::empty({B * n}, node.output_dtype, dev);
+    }
     const bool wanted = node.below_params || i + 1 == L;
     if (!wanted) continue;
-    const int in = node.inputs[0];
     if (node.layer->is_view() && in >= 0 && s.nodes[static_cast<std::size_t>(in)].grad >= 0) {
       node.grad = s.nodes[static_cast<std::size_t>(in)].grad;
     } else {
@@ -469,6 +499,15 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
     }
     grad_elements = std::move(elements);
   }
+  // A gradient buffer holds the storage dtype, but fp32 where contributions
+  // are summed (a node read by several nodes: the sum rounded once, as an
+  // fp32 run adds) and for the loss's gradient of the logits.
+  std::vector<DType> grad_dtype(grad_elements.size(), s.storage);
+  for (std::size_t i = 0; i < L; ++i) {
+    const PlanNode& node = s.nodes[i];
+    if (node.grad >= 0 && (node.consumers.size() > 1 || i + 1 == L))
+      grad_dtype[static_cast<std::size_t>(node.grad)] = DType::f32;
+  }
   // Each buffer's life in node indices, [lo, hi]: backward runs from the last
   // node down, so the buffer is first written by the backward of its last
   // reader (hi; the loss writes the last node's, before node L-1) and last read
@@ -500,28 +539,72 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
         best = k;
     if (best == slot_lo.size()) {
       slot_lo.push_back(lo[g]);
-      slot_size.push_back(grad_elements[g]);
+      slot_size.push_back(grad_elements[g] * dtype_size(grad_dtype[g]));
     } else {
       slot_lo[best] = lo[g];
-      slot_size[best] = std::max(slot_size[best], grad_elements[g]);
+      slot_size[best] = std::max(slot_size[best], grad_elements[g] * dtype_size(grad_dtype[g]));
     }
     slot_of[g] = best;
   }
+  // slot_size is in bytes per sample.
   for (std::size_t k = 0; k < slot_size.size(); ++k)
-    s.grad_slots.push_back(Tensor::empty({B * slot_size[k]}, DType::f32, dev));
+    s.grad_slots.push_back(
+        Tensor::empty({B * ((slot_size[k] + sizeof(float) - 1) / sizeof(float))}, DType::f32, dev));
   for (std::size_t g = 0; g < G; ++g)
-    s.grad_buffers.push_back({s.grad_slots[slot_of[g]].data_as<float>(), grad_elements[g]});
+    s.grad_buffers.push_back({s.grad_slots[slot_of[g]].data(), grad_dtype[g], grad_elements[g]});
   for (std::size_t k = 0; k < slots; ++k)
     s.scratch.push_back(Tensor::empty({B * largest}, DType::f32, dev));
+  std::size_t bytes = slots * largest * sizeof(float);
+  // The adapter's fp32 scratch, for the largest layer that takes only fp32
+  // (and a summed fp32 gradient narrowed for a layer that stores its own).
+  for (PlanNode& node : s.nodes) {
+    node.adapted = !node.layer->is_view() &&
+                   (node.stores == nullptr || node.output_dtype != s.storage ||
+                    std::any_of(node.inputs.begin(), node.inputs.end(), [&](int j) {
+                      return (j < 0 ? input_dtype
+                                    : s.nodes[static_cast<std::size_t>(j)].output_dtype) !=
+                             s.storage;
+                    }));
+  }
+  if (s.storage != DType::f32) {
+    std::size_t widest = 0, wide_inputs = 0, widest_grad = 0;
+    for (std::size_t i = 0; i < L; ++i) {
+      const PlanNode& node = s.nodes[i];
+      if (node.layer->is_view()) continue;
+      const std::size_t n = node.layer->output_shape().numel();
+      if (node.adapted) {
+        widest = std::max(widest, n);
+        for (int j : node.inputs)
+          widest = std::max(widest, j < 0 ? Shape(input_shape).numel()
+                                          : s.nodes[static_cast<std::size_t>(j)]
+                                                .layer->output_shape()
+                                                .numel());
+        wide_inputs = std::max(wide_inputs, node.inputs.size());
+      }
+      if (node.grad >= 0 && (node.adapted || s.grad_of(i).dtype != s.storage))
+        widest_grad = std::max(widest_grad, n);
+    }
+    for (std::size_t k = 0; k < wide_inputs; ++k)
+      s.widened.push_back(Tensor::empty({B * widest}, DType::f32, dev));
+    if (widest > 0) s.wide_output = Tensor::empty({B * widest}, DType::f32, dev);
+    if (widest_grad > 0) s.wide_grad = Tensor::empty({B * widest_grad}, DType::f32, dev);
+    bytes += (wide_inputs + (widest > 0 ? 1 : 0)) * widest * sizeof(float) +
+             widest_grad * sizeof(float);
+    if (s.narrow_input) bytes += Shape(input_shape).numel() * dtype_size(s.storage);
+  }
+  s.x_views.reserve(slots);
+  s.dx_views.reserve(slots);
   s.xs.reserve(slots);
   s.dxs.reserve(slots);
   s.to_add.reserve(slots);
-  std::size_t per_sample = slots * largest;
+  s.to_narrow.reserve(slots);
   for (const PlanNode& node : s.nodes)
-    if (!node.layer->is_view()) per_sample += node.layer->output_shape().numel();
-  for (std::size_t n : slot_size) per_sample += n;
-  if (m->layout_ == Layout::nhwc) per_sample += Shape(input_shape).numel();  // the transposed input
-  m->activation_bytes_per_sample_ = per_sample * sizeof(float);
+    if (!node.layer->is_view())
+      bytes += node.layer->output_shape().numel() * dtype_size(node.output_dtype);
+  for (std::size_t n : slot_size) bytes += n;
+  // the transposed input
+  if (m->layout_ == Layout::nhwc) bytes += Shape(input_shape).numel() * sizeof(float);
+  m->activation_bytes_per_sample_ = bytes;
   const std::size_t label_rows = B * m->rows_per_sample_;
   s.labels = Tensor::empty({label_rows}, DType::i32, dev);
   if (dev.is_cuda()) {
@@ -635,6 +718,17 @@ void Model::set_dropout_context(std::uint64_t rank, std::uint64_t step) {
   state_->dropout.step = step;
 }
 
+namespace {
+// The fp32 form of `v` for a layer that takes only fp32: v itself, or v
+// widened into `wide`.
+const float* widen_for_layer(const ComputeContext& ctx, const BufferView& v, Tensor& wide) {
+  if (v.dtype == DType::f32) return v.as<const float>();
+  BufferView to = wide.buffer().slice(0, v.count);
+  convert_storage(ctx, to, v);
+  return to.as<const float>();
+}
+}  // namespace
+
 const float* Model::run_layers(const float* x, const std::int32_t* labels, std::size_t batch,
                                bool training) {
   State& s = *state_;
@@ -643,11 +737,13 @@ const float* Model::run_layers(const float* x, const std::int32_t* labels, std::
   mark_start(s.timer, profile_slots().prepare());
   // The data arrive NCHW, as stored: channels-last starts here, once, on the
   // model's device.
+  const std::size_t input_elements = batch * Shape(input_shape_).numel();
   if (layout_ == Layout::nhwc && batch > 0) {
     nchw_to_nhwc(*s.ctx, x, s.nhwc_input.data_as<float>(), batch, input_shape_[0],
                  input_shape_[1] * input_shape_[2]);
     x = s.nhwc_input.data_as<float>();
   }
+  s.input = BufferView{const_cast<float*>(x), input_elements, DType::f32, options_.device};
   const DType precision = options_.precision;
   if (precision != DType::f32) {
     // The low-precision weights are cast from the master weights at every
@@ -658,41 +754,56 @@ const float* Model::run_layers(const float* x, const std::int32_t* labels, std::
     float* copy = s.compute_params.data_as<float>();
     for (const State::RefreshRun& r : s.refresh_runs)
       round_to_precision(*s.ctx, copy + r.begin, master + r.begin, r.end - r.begin, r.precision);
-    if (batch > 0 && s.round_input) {
-      round_to_precision(*s.ctx, s.rounded_input.data_as<float>(), x,
-                         batch * Shape(input_shape_).numel(), precision);
-      x = s.rounded_input.data_as<float>();
+    if (s.narrow_input) {
+      const BufferView stored = s.stored_input.buffer().slice(0, input_elements);
+      if (batch > 0) convert_storage(*s.ctx, stored, s.input);
+      s.input = stored;
     }
   }
   mark_stop(s.timer, profile_slots().prepare());
-  std::vector<const float*>& xs = s.xs;
   for (std::size_t i = 0; i < s.nodes.size(); ++i) {
     PlanNode& node = s.nodes[i];
     Layer& layer = *node.layer;
     mark_start(s.timer, ProfileSlots::forward(i));
-    xs.clear();
-    for (int j : node.inputs) xs.push_back(j < 0 ? x : s.nodes[static_cast<std::size_t>(j)].output);
-    float* out = layer.is_view() ? const_cast<float*>(xs[0]) : node.activation.data_as<float>();
-    if (batch > 0) {
-      if (layer.takes_many_inputs())
-        layer.forward_many(xs, out, batch, training);
-      else
-        layer.forward(xs[0], out, batch, training);
-      // Every activation is stored in the low precision.
-      if (precision != DType::f32 && !layer.is_view() && !node.output_on_grid)
-        round_to_precision(*s.ctx, out, out, batch * layer.output_shape().numel(), precision);
+    const std::size_t n = batch * layer.output_shape().numel();
+    if (layer.is_view()) {
+      node.output = s.read(node.inputs[0]);
+      node.output.count = n;
+      mark_stop(s.timer, ProfileSlots::forward(i));
+      continue;
     }
-    node.output = out;
+    node.output = node.activation.buffer().slice(0, n);
+    std::vector<BufferView>& xs = s.x_views;
+    xs.clear();
+    for (int j : node.inputs) xs.push_back(s.read(j));
+    if (batch > 0 && !node.adapted) {
+      node.stores->forward_stored(xs, node.output, batch, training);
+    } else if (batch > 0) {
+      // The adapter: fp32 in, fp32 out, narrowed into the node's storage.
+      std::vector<const float*>& wide = s.xs;
+      wide.clear();
+      for (std::size_t k = 0; k < xs.size(); ++k)
+        wide.push_back(widen_for_layer(*s.ctx, xs[k], s.widened.empty() ? s.wide_output
+                                                                        : s.widened[k]));
+      float* out = node.output_dtype == DType::f32 ? node.output.as<float>()
+                                                   : s.wide_output.data_as<float>();
+      if (layer.takes_many_inputs())
+        layer.forward_many(wide, out, batch, training);
+      else
+        layer.forward(wide[0], out, batch, training);
+      if (node.output_dtype != DType::f32)
+        convert_storage(*s.ctx, node.output, view_of(out, n, options_.device));
+      else if (precision != DType::f32)  // the logits, fp32 on the grid
+        round_to_precision(*s.ctx, out, out, n, precision);
+    }
     mark_stop(s.timer, ProfileSlots::forward(i));
   }
-  const float* in = s.nodes.back().output;
-  s.last_input = x;
   s.last_batch = batch;
   s.forward_done = true;
   if (batch > 0)
     copy_view(s.labels.buffer().slice(0, batch * rows_per_sample_),
               view_of(labels, batch * rows_per_sample_, options_.device));
-  return in;
+  return s.nodes.back().output.as<const float>();
 }
 
 Model::LossResult Model::forward(const float* x, const std::int32_t* labels, std::size_t batch,
@@ -745,6 +856,7 @@ void Model::backward(float grad_scale, bool accumulate,
   RT_CHECK(s.forward_done, "backward called without a forward");
   const std::size_t batch = s.last_batch;
   const std::size_t L = s.nodes.size();
+  const Device dev = options_.device;
   if (batch == 0) {
     if (!accumulate) zero_grads();
     for (std::size_t i = L; i-- > 0;)
@@ -757,63 +869,96 @@ void Model::backward(float grad_scale, bool accumulate,
   const std::size_t rows = batch * rows_per_sample_;
   mark_start(s.timer, profile_slots().loss_backward());
   GradientBuffer& logits_grad = s.grad_of(L - 1);
-  softmax_cross_entropy_backward(*s.ctx, s.nodes[L - 1].output, s.labels.data_as<std::int32_t>(),
-                                 rows, num_classes_, grad_scale / static_cast<float>(rows),
-                                 logits_grad.data, options_.label_smoothing);
+  softmax_cross_entropy_backward(*s.ctx, s.nodes[L - 1].output.as<const float>(),
+                                 s.labels.data_as<std::int32_t>(), rows, num_classes_,
+                                 grad_scale / static_cast<float>(rows),
+                                 static_cast<float*>(logits_grad.data), options_.label_smoothing);
   mark_stop(s.timer, profile_slots().loss_backward());
   logits_grad.written = true;
-  logits_grad.on_grid = false;
-  std::vector<const float*>& xs = s.xs;
-  std::vector<float*>& dxs = s.dxs;
+  std::vector<BufferView>& xs = s.x_views;
+  std::vector<BufferView>& dxs = s.dx_views;
   std::vector<std::pair<std::size_t, int>>& to_add = s.to_add;
+  std::vector<std::pair<std::size_t, int>>& to_narrow = s.to_narrow;
   for (std::size_t i = L; i-- > 0;) {
     PlanNode& node = s.nodes[i];
     Layer& layer = *node.layer;
     if (!layer.is_view() && node.grad >= 0) {
       mark_start(s.timer, ProfileSlots::backward(i));
       // A view's gradient is its input's buffer: nothing to do.
-      GradientBuffer& out_grad = s.grad_of(i);
-      float* dy = out_grad.data;
-      // Activation gradients are stored in the low precision too (every
-      // contribution to this one is summed by now).
-      if (options_.precision != DType::f32 && !out_grad.on_grid)
-        round_to_precision(*s.ctx, dy, dy, batch * out_grad.elements, options_.precision);
+      const GradientBuffer& out_grad = s.grad_of(i);
+      BufferView dy = out_grad.view(batch, dev);
+      // A summed fp32 gradient is rounded to the storage grid once, now that
+      // every contribution is in (a stored gradient is on it already).
+      if (s.storage != DType::f32 && dy.dtype == DType::f32)
+        round_to_precision(*s.ctx, dy.as<float>(), dy.as<float>(), dy.count, s.storage);
       xs.clear();
       dxs.clear();
       to_add.clear();
+      to_narrow.clear();
       for (std::size_t k = 0; k < node.inputs.size(); ++k) {
         const int j = node.inputs[k];
         const PlanNode* input = j < 0 ? nullptr : &s.nodes[static_cast<std::size_t>(j)];
-        xs.push_back(input == nullptr ? s.last_input : input->output);
+        xs.push_back(s.read(j));
         const int g = input == nullptr ? -1 : input->grad;
+        const BufferView none{nullptr, 0, DType::f32, dev};
         if (g < 0 || !input->below_params) {
-          dxs.push_back(nullptr);
+          dxs.push_back(none);
         } else if (node.passes_through && g == node.grad) {
-          dxs.push_back(nullptr);  // its gradient is dy, in dy's buffer (rounded above)
+          dxs.push_back(none);  // its gradient is dy, in dy's buffer
         } else if (GradientBuffer& in_grad = s.grad_buffers[static_cast<std::size_t>(g)];
-                   !in_grad.written) {
-          dxs.push_back(in_grad.data);
-          in_grad.written = true;
-          in_grad.on_grid = node.dx_on_grid;
-        } else {
-          dxs.push_back(s.scratch[k].data_as<float>());
+                   in_grad.written) {
+          // A later contribution to a summed (fp32) gradient.
+          dxs.push_back(s.scratch[k].buffer().slice(0, batch * in_grad.elements));
           to_add.emplace_back(k, g);
-          in_grad.on_grid = false;
+        } else if (node.adapted && in_grad.dtype != DType::f32) {
+          // Computed in fp32 by the layer, narrowed into the buffer.
+          dxs.push_back(s.scratch[k].buffer().slice(0, batch * in_grad.elements));
+          to_narrow.emplace_back(k, g);
+          in_grad.written = true;
+        } else {
+          dxs.push_back(in_grad.view(batch, dev));
+          in_grad.written = true;
         }
       }
       const bool has_params = node.param_range.second > node.param_range.first;
-      const bool any_dx =
-          std::any_of(dxs.begin(), dxs.end(), [](float* p) { return p != nullptr; });
+      const bool any_dx = std::any_of(dxs.begin(), dxs.end(),
+                                      [](const BufferView& v) { return v.ptr != nullptr; });
       // A node with no parameters and no consumer of its dx has nothing to do.
-      if (any_dx || has_params) {
+      if ((any_dx || has_params) && !node.adapted) {
+        if (dy.dtype != s.storage) {  // a summed gradient, narrowed for the layer
+          const BufferView narrowed{s.wide_grad.data(), dy.count, s.storage, dev};
+          convert_storage(*s.ctx, narrowed, dy);
+          dy = narrowed;
+        }
+        node.stores->backward_stored(xs, node.output, dy, dxs, batch, accumulate);
+      } else if (any_dx || has_params) {
+        // The adapter: the layer sees fp32 x, y and dy and writes fp32 dx.
+        std::vector<const float*>& wide = s.xs;
+        std::vector<float*>& dx = s.dxs;
+        wide.clear();
+        dx.clear();
+        for (std::size_t k = 0; k < xs.size(); ++k) {
+          wide.push_back(widen_for_layer(*s.ctx, xs[k], s.widened.empty() ? s.wide_output
+                                                                          : s.widened[k]));
+          dx.push_back(dxs[k].as<float>());
+        }
+        const float* y = widen_for_layer(*s.ctx, node.output, s.wide_output);
+        const float* dy_wide = widen_for_layer(*s.ctx, dy, s.wide_grad);
         if (layer.takes_many_inputs())
-          layer.backward_many(xs, node.output, dy, dxs, batch, accumulate);
+          layer.backward_many(wide, y, dy_wide, dx, batch, accumulate);
         else
-          layer.backward(xs[0], node.output, dy, dxs[0], batch, accumulate);
+          layer.backward(wide[0], y, dy_wide, dx[0], batch, accumulate);
+      }
+      for (const auto& [k, g] : to_narrow) {
+        const GradientBuffer& in_grad = s.grad_buffers[static_cast<std::size_t>(g)];
+        convert_storage(*s.ctx, in_grad.view(batch, dev),
+                        s.scratch[k].buffer().slice(0, batch * in_grad.elements));
       }
       for (const auto& [k, g] : to_add) {
         const GradientBuffer& in_grad = s.grad_buffers[static_cast<std::size_t>(g)];
-        add_scaled(*s.ctx, in_grad.data, s.scratch[k].data_as<float>(), 1.0f,
+        RT_CHECK(in_grad.dtype == DType::f32, "model: a second contribution to a {} gradient",
+                 dtype_name(in_grad.dtype));
+        add_scaled(*s.ctx, static_cast<float*>(in_grad.data), s.scratch[k].data_as<float>(), 1.0f,
                    batch * in_grad.elements);
       }
       mark_stop(s.timer, ProfileSlots::backward(i));
@@ -824,7 +969,7 @@ void Model::backward(float grad_scale, bool accumulate,
 
 const float* Model::logits() const {
   RT_CHECK(state_->forward_done, "logits() called before any forward");
-  return state_->nodes.back().output;
+  return state_->nodes.back().output.as<const float>();
 }
 
 void Model::zero_grads() {

@@ -1,6 +1,8 @@
 #include "ringtrain/ops/precision.h"
 
 #include "kernels/precision.cuh"
+#include "kernels/storage.cuh"
+#include "ringtrain/core/buffer_copy.h"
 #include "ops/gpu_ops.h"
 #include "ringtrain/core/check.h"
 
@@ -24,6 +26,33 @@ void round_to_precision(const ComputeContext& ctx, float* y, const float* x, std
   if (n == 0) return;
   if (ctx.is_cuda()) return detail::gpu_round_to_precision(ctx.stream(), y, x, n, p);
   for (std::size_t i = 0; i < n; ++i) y[i] = kernels::round_to_precision_grid(x[i], p);
+}
+
+void convert_storage(const ComputeContext& ctx, BufferView dst, BufferView src) {
+  RT_CHECK(dst.count == src.count, "convert_storage: {} elements into {}", src.count, dst.count);
+  RT_CHECK(is_compute_precision(dst.dtype) && is_compute_precision(src.dtype) &&
+               (dst.dtype == src.dtype || dst.dtype == DType::f32 || src.dtype == DType::f32),
+           "convert_storage: {} into {} is not a storage conversion", dtype_name(src.dtype),
+           dtype_name(dst.dtype));
+  const std::size_t n = src.count;
+  if (n == 0) return;
+  if (dst.dtype == src.dtype) return copy_view(dst, src);
+  if (ctx.is_cuda()) {
+    if (dst.dtype == DType::f32)
+      return detail::gpu_from_precision_bits(ctx.stream(), dst.as<float>(),
+                                             src.as<std::uint16_t>(), n, src.dtype);
+    return detail::gpu_to_precision_bits(ctx.stream(), dst.as<std::uint16_t>(), src.as<float>(),
+                                         n, dst.dtype);
+  }
+  kernels::with_storage(dst.dtype, [&](auto d) {
+    kernels::with_storage(src.dtype, [&](auto s) {
+      using D = decltype(d);
+      using S = decltype(s);
+      D* __restrict__ y = dst.as<D>();
+      const S* __restrict__ x = src.as<const S>();
+      for (std::size_t i = 0; i < n; ++i) kernels::store(y, i, kernels::load(x, i));
+    });
+  });
 }
 
 }  // namespace ringtrain

@@ -106,8 +106,8 @@ class Model {
   // algorithms chosen so far, or the CPU path); empty where the layer says nothing.
   std::string layer_kernels(std::size_t layer) const;
   std::vector<std::size_t> layer_output_shape(std::size_t layer) const;  // per sample
-  // What the node's output buffer holds (f32; under --precision bf16|fp16 the
-  // values are on that grid).
+  // What the node's output buffer holds: the storage dtype of --precision
+  // (f32, bf16, f16), but f32 for the last node's (the logits the loss reads).
   DType layer_output_dtype(std::size_t layer) const;
   // [offset, offset + count) of the layer's parameters in the flat buffers;
   // empty (offset, offset) for a layer without parameters.

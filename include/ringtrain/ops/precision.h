@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <string_view>
 
+#include "ringtrain/core/buffer_view.h"
 #include "ringtrain/core/dtype.h"
 #include "ringtrain/ops/compute_context.h"
 
@@ -31,5 +32,11 @@ constexpr bool is_compute_precision(DType t) {
 // y[i] = x[i] rounded to the grid of `p` (a copy for fp32); y may be x.
 void round_to_precision(const ComputeContext& ctx, float* y, const float* x, std::size_t n,
                         DType p);
+
+// dst = src, element by element, between the storage dtypes (f32, bf16, f16)
+// of equal counts on the context's device: narrowing rounds to nearest even
+// (kernels/storage.cuh), widening is exact, equal dtypes copy. An Error for
+// another dtype, or bf16 <-> f16.
+void convert_storage(const ComputeContext& ctx, BufferView dst, BufferView src);
 
 }  // namespace ringtrain
