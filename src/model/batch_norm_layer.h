@@ -11,7 +11,7 @@ namespace ringtrain {
 // Channels-last [C, H, W] is [H*W, C] per sample: every pixel a row of
 // features, so the same statistics come from the features case (inner 1)
 // over batch * H * W rows, summed in the same order.
-class BatchNormLayer final : public Layer, public KeepsPrecisionGrid {
+class BatchNormLayer final : public Layer {
  public:
   BatchNormLayer(std::string name, const Shape& input, const LayerSpec& spec,
                  const ComputeContext& ctx, Layout layout = Layout::nchw);
@@ -24,8 +24,6 @@ class BatchNormLayer final : public Layer, public KeepsPrecisionGrid {
   void backward(const float* x, const float* y, const float* dy, float* dx, std::size_t batch,
                 bool accumulate) override;
   // batch_norm_forward and _backward write y and dx on the context's grid.
-  bool output_on_grid() const override { return true; }
-  bool input_grad_on_grid() const override { return true; }
 
  private:
   const ComputeContext& ctx_;

@@ -5,15 +5,13 @@
 
 namespace ringtrain {
 
-class Conv2dLayer final : public Layer, public DescribesKernels, public KeepsPrecisionGrid {
+class Conv2dLayer final : public Layer, public DescribesKernels {
  public:
   Conv2dLayer(std::string name, const Conv2dGeometry& g, const ComputeContext& ctx,
               std::size_t max_batch, bool bias = true);
   bool matmul_weights() const override { return true; }
   std::string describe_kernels() const override { return op_.describe(); }
   // Conv2dOp writes a 16-bit y before any bias, and a 16-bit dx, on every path.
-  bool output_on_grid() const override { return !bias_; }
-  bool input_grad_on_grid() const override { return true; }
   std::vector<ParamDesc> param_descs() const override;
   void bind(float* params, float* grads) override;
   void forward(const float* x, float* y, std::size_t batch, bool training) override;

@@ -29,26 +29,6 @@ class DescribesKernels {
   ~DescribesKernels() = default;
 };
 
-// A built-in layer that can say, under --precision bf16|fp16, when what it
-// writes is on the 16-bit grid already, so that the model skips its rounding
-// pass there (on a GPU one full read and write of the tensor; the numbers are
-// the same, as rounding a grid value returns it). Both given inputs on the
-// grid, as the model stores every activation and activation gradient.
-// Internal, as DescribesKernels, so that plugins' vtables stay as built.
-class KeepsPrecisionGrid {
- public:
-  // y, given x on the grid (relu, max pooling, a convolution without a bias,
-  // concat; BatchNorm and a two-input add, which round as they write).
-  virtual bool output_on_grid() const = 0;
-  // dx, given dy (and x, y) on the grid (relu; a convolution's dx, which its
-  // 16-bit cuDNN call writes and its other paths round; concat; an unscaled
-  // add; BatchNorm, which rounds as it writes).
-  virtual bool input_grad_on_grid() const = 0;
-
- protected:
-  ~KeepsPrecisionGrid() = default;
-};
-
 // A built-in layer that reads and writes activations and their gradients in
 // the model's storage dtype (fp32, or bf16/fp16 under --precision) itself,
 // through typed views (count: elements of the whole batch). The model gives
@@ -59,6 +39,9 @@ class KeepsPrecisionGrid {
 // narrows what it writes (the adapter). Internal, as DescribesKernels.
 class StoresActivations {
  public:
+  // Whether this instance takes the typed path (a layer type may store only
+  // some of its forms: relu of the activations, a two-input add).
+  virtual bool stores_activations() const { return true; }
   virtual void forward_stored(const std::vector<BufferView>& xs, BufferView y, std::size_t batch,
                               bool training) = 0;
   virtual void backward_stored(const std::vector<BufferView>& xs, BufferView y, BufferView dy,

@@ -69,6 +69,17 @@ void AddLayer::backward_many(const std::vector<const float*>&, const float*, con
   }
 }
 
+void AddLayer::forward_stored(const std::vector<BufferView>& xs, BufferView y, std::size_t,
+                              bool) {
+  sum_two_stored(ctx_, y, xs.at(0), xs.at(1), scale_);
+}
+
+void AddLayer::backward_stored(const std::vector<BufferView>&, BufferView, BufferView dy,
+                               const std::vector<BufferView>& dxs, std::size_t, bool) {
+  for (std::size_t k = 0; k < dxs.size(); ++k)
+    if (dxs[k].ptr != nullptr) scale_stored(ctx_, dxs[k], dy, k == 0 ? 1.0f : scale_);
+}
+
 ConcatLayer::ConcatLayer(std::string name, const std::vector<Shape>& inputs,
                          const ComputeContext& ctx, Layout layout)
     : Layer(std::move(name), inputs.at(0), concat_shape(inputs)), ctx_(ctx) {

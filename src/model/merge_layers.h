@@ -7,7 +7,7 @@
 namespace ringtrain {
 
 // y = x0 + scale * (x1 + x2 + ...); every input of the same shape.
-class AddLayer final : public Layer, public KeepsPrecisionGrid, public PassesGradientThrough {
+class AddLayer final : public Layer, public StoresActivations, public PassesGradientThrough {
  public:
   AddLayer(std::string name, const std::vector<Shape>& inputs, float scale,
            const ComputeContext& ctx);
@@ -19,10 +19,14 @@ class AddLayer final : public Layer, public KeepsPrecisionGrid, public PassesGra
                     bool training) override;
   void backward_many(const std::vector<const float*>& xs, const float* y, const float* dy,
                      const std::vector<float*>& dxs, std::size_t batch, bool accumulate) override;
-  // Two inputs: summed and rounded in one pass (sum_two_stored). dx: dy, or
-  // dy scaled.
-  bool output_on_grid() const override { return inputs_ == 2; }
-  bool input_grad_on_grid() const override { return scale_ == 1.0f; }
+  // Two inputs: summed in one pass in the storage dtype (sum_two_stored);
+  // more go through the model's fp32 adapter.
+  bool stores_activations() const override { return inputs_ == 2; }
+  void forward_stored(const std::vector<BufferView>& xs, BufferView y, std::size_t batch,
+                      bool training) override;
+  void backward_stored(const std::vector<BufferView>& xs, BufferView y, BufferView dy,
+                       const std::vector<BufferView>& dxs, std::size_t batch,
+                       bool accumulate) override;
   // x0 enters unscaled: dx0 = dy.
   std::size_t gradient_passthrough_input() const override { return 0; }
 
@@ -35,7 +39,7 @@ class AddLayer final : public Layer, public KeepsPrecisionGrid, public PassesGra
 // [C_i, H, W] inputs -> [sum C_i, H, W] (or [F_i] -> [sum F_i]). NCHW: a
 // sample's inputs are blocks one after another; channels-last: each pixel's
 // channel vectors are, so the blocks are per pixel.
-class ConcatLayer final : public Layer, public KeepsPrecisionGrid {
+class ConcatLayer final : public Layer {
  public:
   ConcatLayer(std::string name, const std::vector<Shape>& inputs, const ComputeContext& ctx,
               Layout layout = Layout::nchw);
@@ -47,9 +51,6 @@ class ConcatLayer final : public Layer, public KeepsPrecisionGrid {
                     bool training) override;
   void backward_many(const std::vector<const float*>& xs, const float* y, const float* dy,
                      const std::vector<float*>& dxs, std::size_t batch, bool accumulate) override;
-  // Copies both ways.
-  bool output_on_grid() const override { return true; }
-  bool input_grad_on_grid() const override { return true; }
 
  private:
   const ComputeContext& ctx_;

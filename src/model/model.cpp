@@ -305,6 +305,7 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
     node.describes = dynamic_cast<const DescribesKernels*>(node.layer.get());
     node.passes = dynamic_cast<const PassesGradientThrough*>(node.layer.get());
     node.stores = dynamic_cast<StoresActivations*>(node.layer.get());
+    if (node.stores != nullptr && !node.stores->stores_activations()) node.stores = nullptr;
     shapes.push_back(node.layer->output_shape());
     descs.push_back(node.layer->param_descs());
     buffer_descs.push_back(node.layer->buffer_descs());

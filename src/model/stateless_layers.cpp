@@ -16,6 +16,17 @@ void ElementwiseActivationLayer::backward(const float* x, const float* y, const 
     f_.backward(ctx_, f_.backward_reads_output ? y : x, dy, dx, batch * input_shape().numel());
 }
 
+void ElementwiseActivationLayer::forward_stored(const std::vector<BufferView>& xs, BufferView y,
+                                                std::size_t, bool) {
+  f_.forward_stored(ctx_, xs.at(0), y);
+}
+void ElementwiseActivationLayer::backward_stored(const std::vector<BufferView>& xs, BufferView y,
+                                                 BufferView dy, const std::vector<BufferView>& dxs,
+                                                 std::size_t, bool) {
+  if (dxs.at(0).ptr != nullptr)
+    f_.backward_stored(ctx_, f_.backward_reads_output ? y : xs.at(0), dy, dxs[0]);
+}
+
 void FlattenLayer::forward(const float* x, float* y, std::size_t batch, bool) {
   if (!transposes_) return;
   const Shape& in = input_shape();

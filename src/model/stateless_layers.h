@@ -17,17 +17,21 @@ struct ElementwiseActivation {
   Forward forward;
   Backward backward;
   bool backward_reads_output;
-  // f and its derivative's product with dy map grid values to grid values
-  // (relu: x or 0, dy or 0).
-  bool keeps_grid = false;
+  // The stored forms (StoresActivations), where the function has them.
+  using ForwardStored = void (*)(const ComputeContext&, BufferView x, BufferView y);
+  using BackwardStored = void (*)(const ComputeContext&, BufferView x_or_y, BufferView dy,
+                                  BufferView dx);
+  ForwardStored forward_stored = nullptr;
+  BackwardStored backward_stored = nullptr;
 };
 
-inline constexpr ElementwiseActivation kReluActivation{relu_forward, relu_backward, true, true};
+inline constexpr ElementwiseActivation kReluActivation{relu_forward, relu_backward, true,
+                                                       relu_forward, relu_backward};
 inline constexpr ElementwiseActivation kGeluActivation{gelu_forward, gelu_backward, false};
 inline constexpr ElementwiseActivation kGeluTanhActivation{gelu_tanh_forward, gelu_tanh_backward,
                                                            false};
 
-class ElementwiseActivationLayer final : public Layer, public KeepsPrecisionGrid {
+class ElementwiseActivationLayer final : public Layer, public StoresActivations {
  public:
   ElementwiseActivationLayer(std::string name, const Shape& input, const ComputeContext& ctx,
                              const ElementwiseActivation& f)
@@ -35,8 +39,12 @@ class ElementwiseActivationLayer final : public Layer, public KeepsPrecisionGrid
   void forward(const float* x, float* y, std::size_t batch, bool training) override;
   void backward(const float* x, const float* y, const float* dy, float* dx, std::size_t batch,
                 bool accumulate) override;
-  bool output_on_grid() const override { return f_.keeps_grid; }
-  bool input_grad_on_grid() const override { return f_.keeps_grid; }
+  bool stores_activations() const override { return f_.forward_stored != nullptr; }
+  void forward_stored(const std::vector<BufferView>& xs, BufferView y, std::size_t batch,
+                      bool training) override;
+  void backward_stored(const std::vector<BufferView>& xs, BufferView y, BufferView dy,
+                       const std::vector<BufferView>& dxs, std::size_t batch,
+                       bool accumulate) override;
 
  private:
   const ComputeContext& ctx_;
@@ -92,16 +100,13 @@ class DropoutLayer final : public Layer {
   bool last_training_ = true;
 };
 
-class Pool2dLayer final : public Layer, public KeepsPrecisionGrid {
+class Pool2dLayer final : public Layer {
  public:
   Pool2dLayer(std::string name, const Pool2dGeometry& g, const ComputeContext& ctx,
               std::size_t max_batch);
   void forward(const float* x, float* y, std::size_t batch, bool training) override;
   void backward(const float* x, const float* y, const float* dy, float* dx, std::size_t batch,
                 bool accumulate) override;
-  // Max pooling picks an input element; its dx adds where windows overlap.
-  bool output_on_grid() const override { return max_; }
-  bool input_grad_on_grid() const override { return false; }
 
  private:
   Pool2dOp op_;

@@ -11,6 +11,7 @@
 extern "C" __attribute__((__simd__("notinbranch"))) float expf(float) noexcept;
 
 #include "kernels/activation.cuh"
+#include "kernels/storage.cuh"
 #include "ops/gpu_ops.h"
 
 namespace ringtrain {
@@ -29,6 +30,33 @@ void relu_backward(const ComputeContext& ctx, const float* y, const float* dy, f
   const float* __restrict__ dys = dy;
   float* __restrict__ dxs = dx;
   for (std::size_t i = 0; i < n; ++i) dxs[i] = kernels::relu_backward_element(ys[i], dys[i]);
+}
+
+void relu_forward(const ComputeContext& ctx, BufferView x, BufferView y) {
+  if (ctx.is_cuda()) return detail::gpu_relu_forward_stored(ctx.stream(), x, y);
+  kernels::with_storage(y.dtype, [&](auto s) {
+    using T = decltype(s);
+    const T* __restrict__ xs = x.as<const T>();
+    T* __restrict__ ys = y.as<T>();
+    for (std::size_t i = 0; i < y.count; ++i)
+      kernels::store(ys, i, kernels::relu_forward_element(kernels::load(xs, i)));
+  });
+}
+
+void relu_backward(const ComputeContext& ctx, BufferView y, BufferView dy, BufferView dx) {
+  if (ctx.is_cuda()) return detail::gpu_relu_backward_stored(ctx.stream(), y, dy, dx);
+  kernels::with_storage(dy.dtype, [&](auto s) {
+    kernels::with_storage(dx.dtype, [&](auto d) {
+      using T = decltype(s);
+      using D = decltype(d);
+      const T* __restrict__ ys = y.as<const T>();
+      const T* __restrict__ dys = dy.as<const T>();
+      D* __restrict__ dxs = dx.as<D>();
+      for (std::size_t i = 0; i < dx.count; ++i)
+        kernels::store(dxs, i,
+                       kernels::relu_backward_element(kernels::load(ys, i), kernels::load(dys, i)));
+    });
+  });
 }
 
 void gelu_forward(const ComputeContext& ctx, const float* x, float* y, std::size_t n) {

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "kernels/pool2d.cuh"
+#include "ringtrain/core/buffer_view.h"
 #include "ringtrain/ops/conv2d.h"
 #include "ringtrain/ops/pool2d.h"
 
@@ -61,6 +62,11 @@ void gpu_from_precision_bits(void* stream, float* y, const std::uint16_t* x, std
                              DType precision);
 
 void gpu_relu_forward(void* stream, const float* x, float* y, std::size_t n);
+// The stored forms (kernels/stored_elementwise.h): views of the storage dtype.
+void gpu_relu_forward_stored(void* stream, BufferView x, BufferView y);
+void gpu_relu_backward_stored(void* stream, BufferView y, BufferView dy, BufferView dx);
+void gpu_sum_two_stored(void* stream, BufferView y, BufferView x0, BufferView x1, float a);
+void gpu_scale_stored(void* stream, BufferView y, BufferView x, float a);
 void gpu_relu_backward(void* stream, const float* y, const float* dy, float* dx, std::size_t n);
 void gpu_gelu_forward(void* stream, const float* x, float* y, std::size_t n);
 void gpu_gelu_backward(void* stream, const float* x, const float* dy, float* dx, std::size_t n);

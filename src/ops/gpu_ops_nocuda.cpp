@@ -181,6 +181,18 @@ void gpu_global_avg_pool_nhwc_backward(void*, const float*, float*, std::size_t,
 void gpu_transpose_batched(void*, const float*, float*, std::size_t, std::size_t, std::size_t) {
   no_cuda("a layout transpose");
 }
+void gpu_relu_forward_stored(void*, BufferView, BufferView) {
+  no_cuda("relu");
+}
+void gpu_relu_backward_stored(void*, BufferView, BufferView, BufferView) {
+  no_cuda("relu");
+}
+void gpu_sum_two_stored(void*, BufferView, BufferView, BufferView, float) {
+  no_cuda("an add");
+}
+void gpu_scale_stored(void*, BufferView, BufferView, float) {
+  no_cuda("a scale");
+}
 void gpu_axpy(void*, float, const float*, float*, std::size_t) {
   no_cuda("an axpy");
 }

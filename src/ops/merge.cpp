@@ -5,6 +5,7 @@
 #include "kernels/axpy.cuh"
 #include "kernels/precision.cuh"
 #include "kernels/scale.cuh"
+#include "kernels/storage.cuh"
 #include "ops/gpu_ops.h"
 
 namespace ringtrain {
@@ -30,6 +31,33 @@ void sum_two_stored(const ComputeContext& ctx, float* y, const float* x0, const 
   if (ctx.is_cuda()) return detail::gpu_axpy_rounded(ctx.stream(), a, x1, x0, y, n, precision);
   for (std::size_t i = 0; i < n; ++i)
     y[i] = kernels::round_to_precision_grid(kernels::axpy_element(a, x1[i], x0[i]), precision);
+}
+
+void sum_two_stored(const ComputeContext& ctx, BufferView y, BufferView x0, BufferView x1,
+                    float a) {
+  if (ctx.is_cuda()) return detail::gpu_sum_two_stored(ctx.stream(), y, x0, x1, a);
+  kernels::with_storage(y.dtype, [&](auto s) {
+    using T = decltype(s);
+    const T* __restrict__ a0 = x0.as<const T>();
+    const T* __restrict__ a1 = x1.as<const T>();
+    T* __restrict__ out = y.as<T>();
+    for (std::size_t i = 0; i < y.count; ++i)
+      kernels::store(out, i, kernels::axpy_element(a, kernels::load(a1, i), kernels::load(a0, i)));
+  });
+}
+
+void scale_stored(const ComputeContext& ctx, BufferView y, BufferView x, float a) {
+  if (ctx.is_cuda()) return detail::gpu_scale_stored(ctx.stream(), y, x, a);
+  kernels::with_storage(x.dtype, [&](auto s) {
+    kernels::with_storage(y.dtype, [&](auto d) {
+      using T = decltype(s);
+      using D = decltype(d);
+      const T* __restrict__ in = x.as<const T>();
+      D* __restrict__ out = y.as<D>();
+      for (std::size_t i = 0; i < y.count; ++i)
+        kernels::store(out, i, kernels::scale_element(kernels::load(in, i), a));
+    });
+  });
 }
 
 void scale_floats(const ComputeContext& ctx, float* x, std::size_t n, float a) {

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 
+#include "ringtrain/core/buffer_view.h"
 #include "ringtrain/ops/compute_context.h"
 
 namespace ringtrain {
@@ -12,6 +13,10 @@ void relu_forward(const ComputeContext& ctx, const float* x, float* y, std::size
 // dx = dy where y > 0, else 0 (y is relu's output).
 void relu_backward(const ComputeContext& ctx, const float* y, const float* dy, float* dx,
                    std::size_t n);
+// The stored forms: x, y and dy in the model's storage dtype (f32, bf16,
+// f16), dx in that dtype or f32; computed in fp32, each output rounded once.
+void relu_forward(const ComputeContext& ctx, BufferView x, BufferView y);
+void relu_backward(const ComputeContext& ctx, BufferView y, BufferView dy, BufferView dx);
 void gelu_forward(const ComputeContext& ctx, const float* x, float* y, std::size_t n);
 // dx = dy * gelu'(x) (x is gelu's input).
 void gelu_backward(const ComputeContext& ctx, const float* x, const float* dy, float* dx,

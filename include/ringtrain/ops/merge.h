@@ -6,6 +6,7 @@
 
 #include <cstddef>
 
+#include "ringtrain/core/buffer_view.h"
 #include "ringtrain/ops/compute_context.h"
 
 namespace ringtrain {
@@ -18,6 +19,12 @@ void add_scaled(const ComputeContext& ctx, float* y, const float* x, float a, st
 // bf16/fp16): add_scaled's arithmetic, and the rounding, in one pass.
 void sum_two_stored(const ComputeContext& ctx, float* y, const float* x0, const float* x1, float a,
                     std::size_t n);
+// The stored forms, on views of the model's storage dtype (f32, bf16, f16),
+// computed in fp32 and rounded once: y = x0 + a x1 (all of one dtype), and
+// y = a x converted to y's dtype (an add's gradient).
+void sum_two_stored(const ComputeContext& ctx, BufferView y, BufferView x0, BufferView x1,
+                    float a);
+void scale_stored(const ComputeContext& ctx, BufferView y, BufferView x, float a);
 // x *= a
 void scale_floats(const ComputeContext& ctx, float* x, std::size_t n, float a);
 // rows blocks of `width` floats: dst[r * dst_pitch + i] = src[r * src_pitch + i]

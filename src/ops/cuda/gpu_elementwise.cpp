@@ -3,6 +3,7 @@
 #include "kernels/bias.h"
 #include "kernels/dropout.h"
 #include "kernels/softmax_cross_entropy.h"
+#include "kernels/stored_elementwise.h"
 #include "ops/gpu_ops.h"
 
 namespace ringtrain::detail {
@@ -12,6 +13,18 @@ void gpu_relu_forward(void* stream, const float* x, float* y, std::size_t n) {
 }
 void gpu_relu_backward(void* stream, const float* y, const float* dy, float* dx, std::size_t n) {
   kernels::relu_backward_cuda(y, dy, dx, n, stream);
+}
+void gpu_relu_forward_stored(void* stream, BufferView x, BufferView y) {
+  kernels::relu_forward_stored_cuda(x.ptr, y.ptr, y.dtype, y.count, stream);
+}
+void gpu_relu_backward_stored(void* stream, BufferView y, BufferView dy, BufferView dx) {
+  kernels::relu_backward_stored_cuda(y.ptr, dy.ptr, dy.dtype, dx.ptr, dx.dtype, dx.count, stream);
+}
+void gpu_sum_two_stored(void* stream, BufferView y, BufferView x0, BufferView x1, float a) {
+  kernels::sum_two_stored_cuda(x0.ptr, x1.ptr, a, y.ptr, y.dtype, y.count, stream);
+}
+void gpu_scale_stored(void* stream, BufferView y, BufferView x, float a) {
+  kernels::scale_stored_cuda(x.ptr, x.dtype, a, y.ptr, y.dtype, y.count, stream);
 }
 void gpu_gelu_forward(void* stream, const float* x, float* y, std::size_t n) {
   kernels::gelu_forward_cuda(x, y, n, stream);

@@ -1,0 +1,90 @@
+#include "core/cuda/check_cuda.h"
+#include "kernels/activation.cuh"
+#include "kernels/axpy.cuh"
+#include "kernels/launch_shape.cuh"
+#include "kernels/scale.cuh"
+#include "kernels/storage.cuh"
+#include "kernels/stored_elementwise.h"
+
+namespace ringtrain::kernels {
+
+namespace {
+#define RT_GRID_STRIDE(i, n)                                                                     \
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < (n); \
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+
+template <typename T>
+__global__ void relu_forward_kernel(const T* __restrict__ x, T* __restrict__ y, std::size_t n) {
+  RT_GRID_STRIDE(i, n) store(y, i, relu_forward_element(load(x, i)));
+}
+template <typename T, typename D>
+__global__ void relu_backward_kernel(const T* __restrict__ y, const T* __restrict__ dy,
+                                     D* __restrict__ dx, std::size_t n) {
+  RT_GRID_STRIDE(i, n) store(dx, i, relu_backward_element(load(y, i), load(dy, i)));
+}
+template <typename T>
+__global__ void sum_two_kernel(const T* __restrict__ x0, const T* __restrict__ x1, float a,
+                               T* __restrict__ y, std::size_t n) {
+  RT_GRID_STRIDE(i, n) store(y, i, axpy_element(a, load(x1, i), load(x0, i)));
+}
+template <typename T, typename D>
+__global__ void scale_kernel(const T* __restrict__ x, float a, D* __restrict__ y, std::size_t n) {
+  RT_GRID_STRIDE(i, n) store(y, i, scale_element(load(x, i), a));
+}
+#undef RT_GRID_STRIDE
+
+cudaStream_t as_stream(void* stream) {
+  return static_cast<cudaStream_t>(stream);
+}
+}  // namespace
+
+void relu_forward_stored_cuda(const void* x, void* y, DType t, std::size_t n, void* stream) {
+  if (n == 0) return;
+  with_storage(t, [&](auto s) {
+    using T = decltype(s);
+    relu_forward_kernel<<<elementwise_blocks(n), kElementwiseThreads, 0, as_stream(stream)>>>(
+        static_cast<const T*>(x), static_cast<T*>(y), n);
+  });
+  RT_CUDA_CHECK_LAUNCH();
+}
+
+void relu_backward_stored_cuda(const void* y, const void* dy, DType t, void* dx, DType dx_type,
+                               std::size_t n, void* stream) {
+  if (n == 0) return;
+  with_storage(t, [&](auto s) {
+    with_storage(dx_type, [&](auto d) {
+      using T = decltype(s);
+      using D = decltype(d);
+      relu_backward_kernel<<<elementwise_blocks(n), kElementwiseThreads, 0, as_stream(stream)>>>(
+          static_cast<const T*>(y), static_cast<const T*>(dy), static_cast<D*>(dx), n);
+    });
+  });
+  RT_CUDA_CHECK_LAUNCH();
+}
+
+void sum_two_stored_cuda(const void* x0, const void* x1, float a, void* y, DType t, std::size_t n,
+                         void* stream) {
+  if (n == 0) return;
+  with_storage(t, [&](auto s) {
+    using T = decltype(s);
+    sum_two_kernel<<<elementwise_blocks(n), kElementwiseThreads, 0, as_stream(stream)>>>(
+        static_cast<const T*>(x0), static_cast<const T*>(x1), a, static_cast<T*>(y), n);
+  });
+  RT_CUDA_CHECK_LAUNCH();
+}
+
+void scale_stored_cuda(const void* x, DType t, float a, void* y, DType y_type, std::size_t n,
+                       void* stream) {
+  if (n == 0) return;
+  with_storage(t, [&](auto s) {
+    with_storage(y_type, [&](auto d) {
+      using T = decltype(s);
+      using D = decltype(d);
+      scale_kernel<<<elementwise_blocks(n), kElementwiseThreads, 0, as_stream(stream)>>>(
+          static_cast<const T*>(x), a, static_cast<D*>(y), n);
+    });
+  });
+  RT_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace ringtrain::kernels

@@ -1,0 +1,27 @@
+// Host-side launchers for kernels/stored_elementwise.cu: the elementwise
+// passes of layers that keep their activations in the model's storage dtype
+// (f32, bf16, f16; ringtrain/model's StoresActivations). Each loads the
+// storage type, computes in fp32 with the arithmetic the CPU loops use
+// (kernels/activation.cuh, axpy.cuh, scale.cuh) and stores its output's type.
+// Pointers are untyped with their DType beside them; streams travel as void*.
+#pragma once
+
+#include <cstddef>
+
+#include "ringtrain/core/dtype.h"
+
+namespace ringtrain::kernels {
+
+// y = relu(x); x and y of dtype t.
+void relu_forward_stored_cuda(const void* x, void* y, DType t, std::size_t n, void* stream);
+// dx = dy where y > 0, else 0; y and dy of dtype t, dx of dx_type (t or f32).
+void relu_backward_stored_cuda(const void* y, const void* dy, DType t, void* dx, DType dx_type,
+                               std::size_t n, void* stream);
+// y = x0 + a x1, all of dtype t (a residual add as the model stores it).
+void sum_two_stored_cuda(const void* x0, const void* x1, float a, void* y, DType t, std::size_t n,
+                         void* stream);
+// y = a x, x of dtype t, y of y_type (an add's gradient to a scaled input).
+void scale_stored_cuda(const void* x, DType t, float a, void* y, DType y_type, std::size_t n,
+                       void* stream);
+
+}  // namespace ringtrain::kernels

@@ -1,0 +1,157 @@
+// A layer that stores its activations in the model's 16-bit dtype
+// (StoresActivations) must give the numbers of its fp32 form followed by
+// narrowing, bit for bit: that is what keeps a bf16/fp16 run's numbers when
+// the model stops widening around it. Each stored layer is run both ways on
+// the CPU, on inputs on the 16-bit grid, under bf16 and fp16, with its input
+// gradients in the storage dtype and in fp32 (a node read by several nodes,
+// where the model sums in fp32), and in both layouts where it has [C, H, W]
+// input. Layers that do not store (a three-input add) say so.
+#include <catch2/catch.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/precision.cuh"
+#include "model/layer.h"
+#include "ringtrain/model/model_spec.h"
+#include "ringtrain/ops/compute_context.h"
+#include "ringtrain/ops/precision.h"
+#include "tests/model/test_data.h"
+
+using namespace ringtrain;
+
+namespace {
+
+std::vector<float> on_grid(std::uint64_t salt, std::size_t n, DType p) {
+  std::vector<float> v = test::hashed_vector(salt, n);
+  for (float& e : v) e = kernels::round_to_precision_grid(e, p);
+  return v;
+}
+
+// The 16-bit words of v in dtype p (v on its grid: exact).
+std::vector<std::uint16_t> narrow(const ComputeContext& ctx, const std::vector<float>& v, DType p) {
+  std::vector<std::uint16_t> out(v.size());
+  convert_storage(ctx, BufferView{out.data(), out.size(), p, Device::cpu()}, view_of(v.data(), v.size()));
+  return out;
+}
+
+// The last node of `graph` (the others only name its inputs), built for
+// `inputs`, with its parameters (if any) on the grid and its buffers at their
+// initial values.
+struct Node {
+  std::unique_ptr<Layer> layer;
+  std::vector<float> params, grads, buffers;
+};
+Node node(const std::string& graph, const std::vector<Shape>& inputs, const ComputeContext& ctx,
+          DType p, Layout layout) {
+  static const DropoutContext dropout{};
+  const ModelSpec spec = ModelSpec::parse(graph);
+  Node n;
+  n.layer = make_layer(spec.layers.back(), inputs, "l", 0, ctx, 2, dropout, layout);
+  std::size_t np = 0;
+  for (const ParamDesc& d : n.layer->param_descs()) np += d.shape.numel();
+  n.params = on_grid(21, np, p);
+  n.grads.assign(np, 0.0f);
+  n.layer->bind(n.params.data(), n.grads.data());
+  for (const ParamDesc& d : n.layer->buffer_descs())
+    n.buffers.insert(n.buffers.end(), d.shape.numel(), d.constant);
+  if (!n.buffers.empty()) n.layer->bind_buffers(n.buffers.data());
+  return n;
+}
+
+// Runs `graph`'s last node on `inputs` (per-sample shapes) both ways and
+// checks the stored form against the fp32 form plus narrowing.
+void check_stored(const std::string& graph, const std::vector<Shape>& inputs,
+                  Layout layout = Layout::nchw) {
+  const std::size_t batch = 2;
+  for (const DType p : {DType::bf16, DType::f16}) {
+    for (const bool fp32_dx : {false, true}) {
+      INFO(graph << " " << dtype_name(p) << (fp32_dx ? " dx fp32" : " dx stored")
+                 << (layout == Layout::nhwc ? " nhwc" : " nchw"));
+      const auto ctx = ComputeContext::create(Device::cpu(), Tf32Mode::pytorch_default, p);
+      // The fp32 form, then the reference: its outputs narrowed.
+      Node wide = node(graph, inputs, *ctx, p, layout);
+      Node typed = node(graph, inputs, *ctx, p, layout);
+      auto* stores = dynamic_cast<StoresActivations*>(typed.layer.get());
+      REQUIRE(stores != nullptr);
+      REQUIRE(stores->stores_activations());
+      const std::size_t out = batch * wide.layer->output_shape().numel();
+      std::vector<std::vector<float>> x, dx;
+      std::vector<const float*> xs;
+      std::vector<float*> dxs;
+      for (std::size_t k = 0; k < inputs.size(); ++k) {
+        x.push_back(on_grid(30 + k, batch * inputs[k].numel(), p));
+        dx.emplace_back(batch * inputs[k].numel());
+      }
+      for (std::size_t k = 0; k < inputs.size(); ++k) {
+        xs.push_back(x[k].data());
+        dxs.push_back(dx[k].data());
+      }
+      const auto dy = on_grid(40, out, p);
+      std::vector<float> y(out);
+      if (inputs.size() == 1) {
+        wide.layer->forward(xs[0], y.data(), batch, true);
+        for (float& e : y) e = kernels::round_to_precision_grid(e, p);
+        wide.layer->backward(xs[0], y.data(), dy.data(), dxs[0], batch, false);
+      } else {
+        wide.layer->forward_many(xs, y.data(), batch, true);
+        for (float& e : y) e = kernels::round_to_precision_grid(e, p);
+        wide.layer->backward_many(xs, y.data(), dy.data(), dxs, batch, false);
+      }
+      // The stored form on the 16-bit words.
+      std::vector<std::vector<std::uint16_t>> x16;
+      std::vector<BufferView> xv, dxv;
+      std::vector<std::vector<std::uint16_t>> dx16;
+      std::vector<std::vector<float>> dx32;
+      for (std::size_t k = 0; k < inputs.size(); ++k) {
+        x16.push_back(narrow(*ctx, x[k], p));
+        dx16.emplace_back(x[k].size(), 0x7fff);
+        dx32.emplace_back(x[k].size(), -1.0f);
+      }
+      for (std::size_t k = 0; k < inputs.size(); ++k) {
+        xv.push_back({x16[k].data(), x16[k].size(), p, Device::cpu()});
+        dxv.push_back(fp32_dx ? view_of(dx32[k].data(), dx32[k].size())
+                              : BufferView{dx16[k].data(), dx16[k].size(), p, Device::cpu()});
+      }
+      std::vector<std::uint16_t> y16(out), dy16 = narrow(*ctx, dy, p);
+      const BufferView yv{y16.data(), out, p, Device::cpu()};
+      stores->forward_stored(xv, yv, batch, true);
+      stores->backward_stored(xv, yv, {dy16.data(), out, p, Device::cpu()}, dxv, batch, false);
+      CHECK(y16 == narrow(*ctx, y, p));
+      for (std::size_t k = 0; k < inputs.size(); ++k) {
+        INFO("input " << k);
+        if (fp32_dx) {
+          CHECK(dx32[k] == dx[k]);
+        } else {
+          for (float& e : dx[k]) e = kernels::round_to_precision_grid(e, p);
+          CHECK(dx16[k] == narrow(*ctx, dx[k], p));
+        }
+      }
+      CHECK(typed.grads == wide.grads);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("stored layers: relu", "[model][precision]") {
+  check_stored("relu", {Shape{3, 4, 5}});
+  check_stored("relu", {Shape{3, 4, 5}}, Layout::nhwc);
+}
+
+TEST_CASE("stored layers: a two-input add, unscaled and scaled", "[model][precision]") {
+  check_stored("a = relu; b = relu; y = add(a, b)", {Shape{4, 3, 3}, Shape{4, 3, 3}});
+  check_stored("a = relu; b = relu; y = add(a, b, scale=0.3)", {Shape{7}, Shape{7}});
+}
+
+TEST_CASE("stored layers: the layers that do not store say so", "[model][precision]") {
+  const auto ctx = ComputeContext::create(Device::cpu(), Tf32Mode::pytorch_default, DType::bf16);
+  Node three = node("a = relu; b = relu; c = relu; y = add(a, b, c)", {Shape{5}, Shape{5}, Shape{5}}, *ctx,
+                    DType::bf16, Layout::nchw);
+  const auto* stores = dynamic_cast<StoresActivations*>(three.layer.get());
+  CHECK((stores == nullptr || !stores->stores_activations()));
+  Node gelu = node("gelu", {Shape{5}}, *ctx, DType::bf16, Layout::nchw);
+  stores = dynamic_cast<StoresActivations*>(gelu.layer.get());
+  CHECK((stores == nullptr || !stores->stores_activations()));
+}
