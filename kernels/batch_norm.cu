@@ -7,6 +7,7 @@
 #include "kernels/fast_divide.cuh"
 #include "kernels/launch_shape.cuh"
 #include "kernels/precision.cuh"
+#include "kernels/storage.cuh"
 
 namespace ringtrain::kernels {
 
@@ -14,28 +15,32 @@ namespace {
 
 // BatchNorm's reductions (kernels/channel_reduce.cuh): the sums of x, of the
 // squared deviations, and backward's sums of dy and dy * xhat.
+// x and dy are of the storage type T (kernels/storage.cuh), summed in fp32.
+template <typename T>
 struct XValue {  // sum of x
-  const float* x;
-  __device__ Sums<1> operator()(std::size_t a, std::size_t) const { return {{x[a]}}; }
+  const T* x;
+  __device__ Sums<1> operator()(std::size_t a, std::size_t) const { return {{load(x, a)}}; }
 };
 
+template <typename T>
 struct SqDevValue {  // sum of (x - mean)^2
-  const float* x;
+  const T* x;
   const float* mean;
   __device__ Sums<1> operator()(std::size_t a, std::size_t c) const {
-    const float d = x[a] - mean[c];
+    const float d = load(x, a) - mean[c];
     return {{d * d}};
   }
 };
 
+template <typename T>
 struct BackwardValue {  // sum of dy, and of dy * xhat
-  const float* x;
-  const float* dy;
+  const T* x;
+  const T* dy;
   const float* mean;
   const float* invstd;
   __device__ Sums<2> operator()(std::size_t a, std::size_t c) const {
-    const float g = dy[a];
-    return {{g, g * (x[a] - mean[c]) * invstd[c]}};
+    const float g = load(dy, a);
+    return {{g, g * (load(x, a) - mean[c]) * invstd[c]}};
   }
 };
 
@@ -105,22 +110,27 @@ __global__ void eval_stats_kernel(const float* running_mean, const float* runnin
 // The elementwise passes: 32-bit indices and no division where the element
 // count allows (kernels/fast_divide.cuh; a 64-bit division per element made
 // these memory-bound kernels compute-bound).
-template <typename Index, typename ChannelOf>
-__global__ void apply_kernel(const float* __restrict__ x, float* __restrict__ y, Index total,
+// x and y of the storage type T; precision: the grid an fp32 y is rounded to
+// (a 16-bit T rounds as it stores).
+template <typename Index, typename ChannelOf, typename T>
+__global__ void apply_kernel(const T* __restrict__ x, T* __restrict__ y, Index total,
                              ChannelOf channel_of, const float* mean, const float* invstd,
                              const float* gamma, const float* beta, DType precision) {
   const Index stride = static_cast<Index>(gridDim.x) * static_cast<Index>(blockDim.x);
   for (Index i = static_cast<Index>(blockIdx.x) * static_cast<Index>(blockDim.x) + threadIdx.x;
        i < total; i += stride) {
     const Index ch = channel_of(i);
-    y[i] = round_to_precision_grid(
-        bn_apply_element(x[i], mean[ch], invstd[ch], gamma, beta, static_cast<int>(ch)), precision);
+    store(y, i,
+          round_to_precision_grid(bn_apply_element(load(x, i), mean[ch], invstd[ch], gamma, beta,
+                                                   static_cast<int>(ch)),
+                                  precision));
   }
 }
 
-template <typename Index, typename ChannelOf>
-__global__ void backward_dx_kernel(const float* __restrict__ x, const float* __restrict__ dy,
-                                   float* __restrict__ dx, Index total, Index c,
+// x and dy of the storage type T, dx of D (T, or fp32 where the model sums).
+template <typename Index, typename ChannelOf, typename T, typename D>
+__global__ void backward_dx_kernel(const T* __restrict__ x, const T* __restrict__ dy,
+                                   D* __restrict__ dx, Index total, Index c,
                                    ChannelOf channel_of, const float* count_ptr, const float* mean,
                                    const float* invstd, const float* gamma, const float* sums,
                                    DType precision) {
@@ -129,10 +139,12 @@ __global__ void backward_dx_kernel(const float* __restrict__ x, const float* __r
   for (Index i = static_cast<Index>(blockIdx.x) * static_cast<Index>(blockDim.x) + threadIdx.x;
        i < total; i += stride) {
     const Index ch = channel_of(i);
-    dx[i] = round_to_precision_grid(
-        bn_backward_element(x[i], dy[i], mean[ch], invstd[ch], gamma != nullptr ? gamma[ch] : 1.0f,
-                            sums[ch], sums[c + ch], count),
-        precision);
+    store(dx, i,
+          round_to_precision_grid(
+              bn_backward_element(load(x, i), load(dy, i), mean[ch], invstd[ch],
+                                  gamma != nullptr ? gamma[ch] : 1.0f, sums[ch], sums[c + ch],
+                                  count),
+              precision));
   }
 }
 
@@ -165,10 +177,14 @@ unsigned per_channel_blocks(std::size_t c) {
 
 }  // namespace
 
-void batch_norm_sums_cuda(const float* x, std::size_t n, std::size_t c, std::size_t hw, float* sums,
-                          float* scratch, std::size_t scratch_floats, void* stream) {
-  reduce_channels<1>(n, c, hw, XValue{x}, SumsFinish{sums, c, static_cast<float>(n * hw)}, scratch,
-                     scratch_floats, stream);
+void batch_norm_sums_cuda(const void* x, DType t, std::size_t n, std::size_t c, std::size_t hw,
+                          float* sums, float* scratch, std::size_t scratch_floats, void* stream) {
+  with_storage(t, [&](auto s) {
+    using T = decltype(s);
+    reduce_channels<1>(n, c, hw, XValue<T>{static_cast<const T*>(x)},
+                       SumsFinish{sums, c, static_cast<float>(n * hw)}, scratch, scratch_floats,
+                       stream);
+  });
 }
 
 void batch_norm_mean_cuda(const float* sums, std::size_t c, float* mean, float* count_keep,
@@ -178,11 +194,14 @@ void batch_norm_mean_cuda(const float* sums, std::size_t c, float* mean, float* 
   RT_CUDA_CHECK_LAUNCH();
 }
 
-void batch_norm_sqdev_cuda(const float* x, std::size_t n, std::size_t c, std::size_t hw,
+void batch_norm_sqdev_cuda(const void* x, DType t, std::size_t n, std::size_t c, std::size_t hw,
                            const float* mean, float* out, float* scratch,
                            std::size_t scratch_floats, void* stream) {
-  reduce_channels<1>(n, c, hw, SqDevValue{x, mean}, StoreFinish{out}, scratch, scratch_floats,
-                     stream);
+  with_storage(t, [&](auto s) {
+    using T = decltype(s);
+    reduce_channels<1>(n, c, hw, SqDevValue<T>{static_cast<const T*>(x), mean}, StoreFinish{out},
+                       scratch, scratch_floats, stream);
+  });
 }
 
 void batch_norm_finalize_cuda(const float* sqdev, const float* count_ptr, std::size_t c, float eps,
@@ -202,47 +221,67 @@ void batch_norm_eval_stats_cuda(const float* running_mean, const float* running_
   RT_CUDA_CHECK_LAUNCH();
 }
 
-void batch_norm_apply_cuda(const float* x, float* y, std::size_t n, std::size_t c, std::size_t hw,
-                           const float* mean, const float* invstd, const float* gamma,
-                           const float* beta, DType precision, void* stream) {
+void batch_norm_apply_cuda(const void* x, void* y, DType t, std::size_t n, std::size_t c,
+                           std::size_t hw, const float* mean, const float* invstd,
+                           const float* gamma, const float* beta, DType precision, void* stream) {
   const std::size_t total = n * c * hw;
   if (total == 0) return;
   const auto blocks = elementwise_blocks(total);
-  if (fits_32_bits(total))
-    apply_kernel<std::uint32_t><<<blocks, kElementwiseThreads, 0, s_of(stream)>>>(
-        x, y, static_cast<std::uint32_t>(total),
-        ChannelOf32(static_cast<std::uint32_t>(c), static_cast<std::uint32_t>(hw)), mean, invstd,
-        gamma, beta, precision);
-  else
-    apply_kernel<std::size_t><<<blocks, kElementwiseThreads, 0, s_of(stream)>>>(
-        x, y, total, ChannelOfWide{c, hw}, mean, invstd, gamma, beta, precision);
+  with_storage(t, [&](auto s) {
+    using T = decltype(s);
+    const auto* xs = static_cast<const T*>(x);
+    auto* ys = static_cast<T*>(y);
+    if (fits_32_bits(total))
+      apply_kernel<std::uint32_t><<<blocks, kElementwiseThreads, 0, s_of(stream)>>>(
+          xs, ys, static_cast<std::uint32_t>(total),
+          ChannelOf32(static_cast<std::uint32_t>(c), static_cast<std::uint32_t>(hw)), mean,
+          invstd, gamma, beta, precision);
+    else
+      apply_kernel<std::size_t><<<blocks, kElementwiseThreads, 0, s_of(stream)>>>(
+          xs, ys, total, ChannelOfWide{c, hw}, mean, invstd, gamma, beta, precision);
+  });
   RT_CUDA_CHECK_LAUNCH();
 }
 
-void batch_norm_backward_reduce_cuda(const float* x, const float* dy, std::size_t n, std::size_t c,
-                                     std::size_t hw, const float* mean, const float* invstd,
-                                     float* sums, float* dgamma, float* dbeta, bool accumulate,
-                                     float* scratch, std::size_t scratch_floats, void* stream) {
-  reduce_channels<2>(n, c, hw, BackwardValue{x, dy, mean, invstd},
-                     BackwardFinish{sums, c, dgamma, dbeta, accumulate}, scratch, scratch_floats,
-                     stream);
+void batch_norm_backward_reduce_cuda(const void* x, const void* dy, DType t, std::size_t n,
+                                     std::size_t c, std::size_t hw, const float* mean,
+                                     const float* invstd, float* sums, float* dgamma, float* dbeta,
+                                     bool accumulate, float* scratch, std::size_t scratch_floats,
+                                     void* stream) {
+  with_storage(t, [&](auto s) {
+    using T = decltype(s);
+    reduce_channels<2>(
+        n, c, hw,
+        BackwardValue<T>{static_cast<const T*>(x), static_cast<const T*>(dy), mean, invstd},
+        BackwardFinish{sums, c, dgamma, dbeta, accumulate}, scratch, scratch_floats, stream);
+  });
 }
 
-void batch_norm_backward_dx_cuda(const float* x, const float* dy, float* dx, std::size_t n,
-                                 std::size_t c, std::size_t hw, const float* mean,
+void batch_norm_backward_dx_cuda(const void* x, const void* dy, DType t, void* dx, DType dx_type,
+                                 std::size_t n, std::size_t c, std::size_t hw, const float* mean,
                                  const float* invstd, const float* gamma, const float* sums,
                                  const float* count_ptr, DType precision, void* stream) {
   const std::size_t total = n * c * hw;
   if (total == 0) return;
   const auto blocks = elementwise_blocks(total);
-  if (fits_32_bits(total))
-    backward_dx_kernel<std::uint32_t><<<blocks, kElementwiseThreads, 0, s_of(stream)>>>(
-        x, dy, dx, static_cast<std::uint32_t>(total), static_cast<std::uint32_t>(c),
-        ChannelOf32(static_cast<std::uint32_t>(c), static_cast<std::uint32_t>(hw)), count_ptr, mean,
-        invstd, gamma, sums, precision);
-  else
-    backward_dx_kernel<std::size_t><<<blocks, kElementwiseThreads, 0, s_of(stream)>>>(
-        x, dy, dx, total, c, ChannelOfWide{c, hw}, count_ptr, mean, invstd, gamma, sums, precision);
+  with_storage(t, [&](auto s) {
+    with_storage(dx_type, [&](auto d) {
+      using T = decltype(s);
+      using D = decltype(d);
+      const auto* xs = static_cast<const T*>(x);
+      const auto* dys = static_cast<const T*>(dy);
+      auto* dxs = static_cast<D*>(dx);
+      if (fits_32_bits(total))
+        backward_dx_kernel<std::uint32_t><<<blocks, kElementwiseThreads, 0, s_of(stream)>>>(
+            xs, dys, dxs, static_cast<std::uint32_t>(total), static_cast<std::uint32_t>(c),
+            ChannelOf32(static_cast<std::uint32_t>(c), static_cast<std::uint32_t>(hw)), count_ptr,
+            mean, invstd, gamma, sums, precision);
+      else
+        backward_dx_kernel<std::size_t><<<blocks, kElementwiseThreads, 0, s_of(stream)>>>(
+            xs, dys, dxs, total, c, ChannelOfWide{c, hw}, count_ptr, mean, invstd, gamma, sums,
+            precision);
+    });
+  });
   RT_CUDA_CHECK_LAUNCH();
 }
 

@@ -66,4 +66,17 @@ void BatchNormLayer::backward(const float* x, const float*, const float* dy, flo
                       dbeta_, accumulate, sync_);
 }
 
+void BatchNormLayer::forward_stored(const std::vector<BufferView>& xs, BufferView y,
+                                    std::size_t batch, bool training) {
+  batch_norm_forward(ctx_, shape_, xs.at(0), y, batch * rows_per_sample_, training, training, eps_,
+                     momentum_, gamma_, beta_, running_mean_, running_var_, saved_, sync_);
+}
+
+void BatchNormLayer::backward_stored(const std::vector<BufferView>& xs, BufferView, BufferView dy,
+                                     const std::vector<BufferView>& dxs, std::size_t batch,
+                                     bool accumulate) {
+  batch_norm_backward(ctx_, shape_, xs.at(0), dy, dxs.at(0), batch * rows_per_sample_, gamma_,
+                      saved_, dgamma_, dbeta_, accumulate, sync_);
+}
+
 }  // namespace ringtrain

@@ -11,7 +11,7 @@ namespace ringtrain {
 // Channels-last [C, H, W] is [H*W, C] per sample: every pixel a row of
 // features, so the same statistics come from the features case (inner 1)
 // over batch * H * W rows, summed in the same order.
-class BatchNormLayer final : public Layer {
+class BatchNormLayer final : public Layer, public StoresActivations {
  public:
   BatchNormLayer(std::string name, const Shape& input, const LayerSpec& spec,
                  const ComputeContext& ctx, Layout layout = Layout::nchw);
@@ -23,6 +23,11 @@ class BatchNormLayer final : public Layer {
   void forward(const float* x, float* y, std::size_t batch, bool training) override;
   void backward(const float* x, const float* y, const float* dy, float* dx, std::size_t batch,
                 bool accumulate) override;
+  void forward_stored(const std::vector<BufferView>& xs, BufferView y, std::size_t batch,
+                      bool training) override;
+  void backward_stored(const std::vector<BufferView>& xs, BufferView y, BufferView dy,
+                       const std::vector<BufferView>& dxs, std::size_t batch,
+                       bool accumulate) override;
   // batch_norm_forward and _backward write y and dx on the context's grid.
 
  private:

@@ -7,6 +7,7 @@
 
 #include "kernels/batch_norm.cuh"
 #include "kernels/precision.cuh"
+#include "kernels/storage.cuh"
 #include "ops/gpu_ops.h"
 #include "ringtrain/tensor/device_memory.h"
 
@@ -21,16 +22,18 @@ float* count_slot(const BatchNormSaved& saved, std::size_t C) {
   return saved.sums + 2 * C;
 }
 
-template <typename PerElement>
-void for_channel(const float* x, std::size_t batch, std::size_t C, std::size_t HW, std::size_t c,
+// f(x widened to fp32, its index) over channel c's elements; x of a storage type.
+template <typename T, typename PerElement>
+void for_channel(const T* x, std::size_t batch, std::size_t C, std::size_t HW, std::size_t c,
                  PerElement&& f) {
   for (std::size_t n = 0; n < batch; ++n) {
-    const float* p = x + (n * C + c) * HW;
-    for (std::size_t i = 0; i < HW; ++i) f(p[i], (n * C + c) * HW + i);
+    const std::size_t base = (n * C + c) * HW;
+    for (std::size_t i = 0; i < HW; ++i) f(kernels::load(x, base + i), base + i);
   }
 }
 
-void cpu_statistics(const BatchNormShape& s, const float* x, std::size_t batch, float eps,
+template <typename T>
+void cpu_statistics(const BatchNormShape& s, const T* x, std::size_t batch, float eps,
                     float momentum, bool update_running, float* running_mean, float* running_var,
                     const BatchNormSaved& saved, BatchStatReducer* sync) {
   const std::size_t C = s.channels, HW = s.inner;
@@ -62,14 +65,61 @@ void cpu_statistics(const BatchNormShape& s, const float* x, std::size_t batch, 
   }
 }
 
+template <typename T, typename D>
+void cpu_backward(const BatchNormShape& s, const T* x, const T* dy, D* dx, std::size_t batch,
+                  const float* gamma, const BatchNormSaved& saved, float* dgamma, float* dbeta,
+                  bool accumulate, BatchStatReducer* sync, DType precision) {
+  const std::size_t C = s.channels, HW = s.inner;
+  float* sums = saved.sums;
+  for (std::size_t c = 0; c < C; ++c) {
+    double sum_dy = 0, sum_dy_xhat = 0;
+    const double m = saved.mean[c], is = saved.invstd[c];
+    for_channel(x, batch, C, HW, c, [&](float v, std::size_t at) {
+      const float g = kernels::load(dy, at);
+      sum_dy += g;
+      sum_dy_xhat += static_cast<double>(g) * (v - m) * is;
+    });
+    sums[c] = static_cast<float>(sum_dy);
+    sums[C + c] = static_cast<float>(sum_dy_xhat);
+    if (dgamma != nullptr) dgamma[c] = (accumulate ? dgamma[c] : 0.0f) + sums[C + c];
+    if (dbeta != nullptr) dbeta[c] = (accumulate ? dbeta[c] : 0.0f) + sums[c];
+  }
+  if (sync != nullptr) sync->sum(sums, 2 * C);
+  if (dx == nullptr) return;
+  const float count = *count_slot(saved, C);
+  for (std::size_t c = 0; c < C; ++c) {
+    const float g = gamma != nullptr ? gamma[c] : 1.0f;
+    for_channel(x, batch, C, HW, c, [&](float v, std::size_t at) {
+      kernels::store(dx, at,
+                     kernels::round_to_precision_grid(
+                         kernels::bn_backward_element(v, kernels::load(dy, at), saved.mean[c],
+                                                      saved.invstd[c], g, sums[c], sums[C + c],
+                                                      count),
+                         precision));
+    });
+  }
+}
+
 }  // namespace
 
 void batch_norm_forward(const ComputeContext& ctx, const BatchNormShape& s, const float* x,
                         float* y, std::size_t batch, bool training, bool update_running, float eps,
                         float momentum, const float* gamma, const float* beta, float* running_mean,
                         float* running_var, const BatchNormSaved& saved, BatchStatReducer* sync) {
+  const std::size_t n = batch * s.channels * s.inner;
+  batch_norm_forward(ctx, s, view_of(x, n, ctx.device()), view_of(y, n, ctx.device()), batch,
+                     training, update_running, eps, momentum, gamma, beta, running_mean,
+                     running_var, saved, sync);
+}
+
+void batch_norm_forward(const ComputeContext& ctx, const BatchNormShape& s, BufferView x,
+                        BufferView y, std::size_t batch, bool training, bool update_running,
+                        float eps, float momentum, const float* gamma, const float* beta,
+                        float* running_mean, float* running_var, const BatchNormSaved& saved,
+                        BatchStatReducer* sync) {
   const std::size_t C = s.channels, HW = s.inner;
-  // y as the model stores it: on the context's 16-bit grid under bf16/fp16.
+  // y as the model stores it: on the context's 16-bit grid under bf16/fp16
+  // (an fp32 y rounded; a 16-bit one rounds as it is stored).
   const DType precision = ctx.precision();
   // A rank with no samples still takes part in the statistics' sums.
   if (batch == 0 && (!training || sync == nullptr)) return;
@@ -94,26 +144,42 @@ void batch_norm_forward(const ComputeContext& ctx, const BatchNormShape& s, cons
                                    precision);
     return;
   }
-  if (training) {
-    cpu_statistics(s, x, batch, eps, momentum, update_running, running_mean, running_var, saved,
-                   sync);
-  } else {
-    for (std::size_t c = 0; c < C; ++c) {
-      saved.mean[c] = running_mean[c];
-      saved.invstd[c] = kernels::bn_invstd(running_var[c], eps);
+  kernels::with_storage(x.dtype, [&](auto storage) {
+    using T = decltype(storage);
+    const T* xs = x.as<const T>();
+    T* ys = y.as<T>();
+    if (training) {
+      cpu_statistics(s, xs, batch, eps, momentum, update_running, running_mean, running_var, saved,
+                     sync);
+    } else {
+      for (std::size_t c = 0; c < C; ++c) {
+        saved.mean[c] = running_mean[c];
+        saved.invstd[c] = kernels::bn_invstd(running_var[c], eps);
+      }
     }
-  }
-  for (std::size_t c = 0; c < C; ++c)
-    for_channel(x, batch, C, HW, c, [&](float v, std::size_t at) {
-      y[at] = kernels::round_to_precision_grid(
-          kernels::bn_apply_element(v, saved.mean[c], saved.invstd[c], gamma, beta,
-                                    static_cast<int>(c)),
-          precision);
-    });
+    for (std::size_t c = 0; c < C; ++c)
+      for_channel(xs, batch, C, HW, c, [&](float v, std::size_t at) {
+        kernels::store(ys, at,
+                       kernels::round_to_precision_grid(
+                           kernels::bn_apply_element(v, saved.mean[c], saved.invstd[c], gamma,
+                                                     beta, static_cast<int>(c)),
+                           precision));
+      });
+  });
 }
 
 void batch_norm_backward(const ComputeContext& ctx, const BatchNormShape& s, const float* x,
                          const float* dy, float* dx, std::size_t batch, const float* gamma,
+                         const BatchNormSaved& saved, float* dgamma, float* dbeta, bool accumulate,
+                         BatchStatReducer* sync) {
+  const std::size_t n = batch * s.channels * s.inner;
+  batch_norm_backward(ctx, s, view_of(x, n, ctx.device()), view_of(dy, n, ctx.device()),
+                      view_of(dx, dx != nullptr ? n : 0, ctx.device()), batch, gamma, saved,
+                      dgamma, dbeta, accumulate, sync);
+}
+
+void batch_norm_backward(const ComputeContext& ctx, const BatchNormShape& s, BufferView x,
+                         BufferView dy, BufferView dx, std::size_t batch, const float* gamma,
                          const BatchNormSaved& saved, float* dgamma, float* dbeta, bool accumulate,
                          BatchStatReducer* sync) {
   const std::size_t C = s.channels, HW = s.inner;
@@ -124,36 +190,19 @@ void batch_norm_backward(const ComputeContext& ctx, const BatchNormShape& s, con
     detail::gpu_batch_norm_backward_reduce(detail::handles_of(ctx), x, dy, batch, C, HW, saved.mean,
                                            saved.invstd, saved.sums, dgamma, dbeta, accumulate);
     if (sync != nullptr) sync->sum(saved.sums, 2 * C);
-    if (dx != nullptr && batch > 0)
+    if (dx.ptr != nullptr && batch > 0)
       detail::gpu_batch_norm_backward_dx(st, x, dy, dx, batch, C, HW, saved.mean, saved.invstd,
                                          gamma, saved.sums, count_slot(saved, C), precision);
     return;
   }
-  float* sums = saved.sums;
-  for (std::size_t c = 0; c < C; ++c) {
-    double sum_dy = 0, sum_dy_xhat = 0;
-    const double m = saved.mean[c], is = saved.invstd[c];
-    for_channel(x, batch, C, HW, c, [&](float v, std::size_t at) {
-      sum_dy += dy[at];
-      sum_dy_xhat += static_cast<double>(dy[at]) * (v - m) * is;
+  kernels::with_storage(dy.dtype, [&](auto storage) {
+    using T = decltype(storage);
+    kernels::with_storage(dx.dtype, [&](auto dx_storage) {
+      using D = decltype(dx_storage);
+      cpu_backward(s, x.as<const T>(), dy.as<const T>(), dx.as<D>(), batch, gamma, saved, dgamma,
+                   dbeta, accumulate, sync, precision);
     });
-    sums[c] = static_cast<float>(sum_dy);
-    sums[C + c] = static_cast<float>(sum_dy_xhat);
-    if (dgamma != nullptr) dgamma[c] = (accumulate ? dgamma[c] : 0.0f) + sums[C + c];
-    if (dbeta != nullptr) dbeta[c] = (accumulate ? dbeta[c] : 0.0f) + sums[c];
-  }
-  if (sync != nullptr) sync->sum(sums, 2 * C);
-  if (dx == nullptr) return;
-  const float count = *count_slot(saved, C);
-  for (std::size_t c = 0; c < C; ++c) {
-    const float g = gamma != nullptr ? gamma[c] : 1.0f;
-    for_channel(x, batch, C, HW, c, [&](float v, std::size_t at) {
-      dx[at] = kernels::round_to_precision_grid(
-          kernels::bn_backward_element(v, dy[at], saved.mean[c], saved.invstd[c], g, sums[c],
-                                       sums[C + c], count),
-          precision);
-    });
-  }
+  });
 }
 
 }  // namespace ringtrain

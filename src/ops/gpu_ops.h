@@ -122,25 +122,26 @@ void gpu_zero(void* stream, void* dst, std::size_t bytes);
 
 // BatchNorm over [n, c, hw] (NCHW; features and NHWC: hw = 1), in the steps of
 // kernels/batch_norm.h; the reductions use h.scratch for their partial sums.
-void gpu_batch_norm_sums(const GpuHandles& h, const float* x, std::size_t n, std::size_t c,
+// x, y, dy: views of the storage dtype; dx of it or f32.
+void gpu_batch_norm_sums(const GpuHandles& h, BufferView x, std::size_t n, std::size_t c,
                          std::size_t hw, float* sums);
 void gpu_batch_norm_mean(void* stream, const float* sums, std::size_t c, float* mean,
                          float* count_keep);
-void gpu_batch_norm_sqdev(const GpuHandles& h, const float* x, std::size_t n, std::size_t c,
+void gpu_batch_norm_sqdev(const GpuHandles& h, BufferView x, std::size_t n, std::size_t c,
                           std::size_t hw, const float* mean, float* out);
 void gpu_batch_norm_finalize(void* stream, const float* sqdev, const float* count, std::size_t c,
                              float eps, float momentum, bool update_running, const float* mean,
                              float* invstd, float* running_mean, float* running_var);
 void gpu_batch_norm_eval_stats(void* stream, const float* running_mean, const float* running_var,
                                std::size_t c, float eps, float* mean, float* invstd);
-void gpu_batch_norm_apply(void* stream, const float* x, float* y, std::size_t n, std::size_t c,
+void gpu_batch_norm_apply(void* stream, BufferView x, BufferView y, std::size_t n, std::size_t c,
                           std::size_t hw, const float* mean, const float* invstd,
                           const float* gamma, const float* beta, DType precision);
-void gpu_batch_norm_backward_reduce(const GpuHandles& h, const float* x, const float* dy,
+void gpu_batch_norm_backward_reduce(const GpuHandles& h, BufferView x, BufferView dy,
                                     std::size_t n, std::size_t c, std::size_t hw, const float* mean,
                                     const float* invstd, float* sums, float* dgamma, float* dbeta,
                                     bool accumulate);
-void gpu_batch_norm_backward_dx(void* stream, const float* x, const float* dy, float* dx,
+void gpu_batch_norm_backward_dx(void* stream, BufferView x, BufferView dy, BufferView dx,
                                 std::size_t n, std::size_t c, std::size_t hw, const float* mean,
                                 const float* invstd, const float* gamma, const float* sums,
                                 const float* count, DType precision);

@@ -131,14 +131,14 @@ void gpu_pool2d_backward(void*, const kernels::PoolShape&, std::size_t, bool, bo
   no_cuda("pool2d");
 }
 
-void gpu_batch_norm_sums(const GpuHandles&, const float*, std::size_t, std::size_t, std::size_t,
+void gpu_batch_norm_sums(const GpuHandles&, BufferView, std::size_t, std::size_t, std::size_t,
                          float*) {
   no_cuda("batch_norm");
 }
 void gpu_batch_norm_mean(void*, const float*, std::size_t, float*, float*) {
   no_cuda("batch_norm");
 }
-void gpu_batch_norm_sqdev(const GpuHandles&, const float*, std::size_t, std::size_t, std::size_t,
+void gpu_batch_norm_sqdev(const GpuHandles&, BufferView, std::size_t, std::size_t, std::size_t,
                           const float*, float*) {
   no_cuda("batch_norm");
 }
@@ -150,16 +150,16 @@ void gpu_batch_norm_eval_stats(void*, const float*, const float*, std::size_t, f
                                float*) {
   no_cuda("batch_norm");
 }
-void gpu_batch_norm_apply(void*, const float*, float*, std::size_t, std::size_t, std::size_t,
+void gpu_batch_norm_apply(void*, BufferView, BufferView, std::size_t, std::size_t, std::size_t,
                           const float*, const float*, const float*, const float*, DType) {
   no_cuda("batch_norm");
 }
-void gpu_batch_norm_backward_reduce(const GpuHandles&, const float*, const float*, std::size_t,
+void gpu_batch_norm_backward_reduce(const GpuHandles&, BufferView, BufferView, std::size_t,
                                     std::size_t, std::size_t, const float*, const float*, float*,
                                     float*, float*, bool) {
   no_cuda("batch_norm");
 }
-void gpu_batch_norm_backward_dx(void*, const float*, const float*, float*, std::size_t, std::size_t,
+void gpu_batch_norm_backward_dx(void*, BufferView, BufferView, BufferView, std::size_t, std::size_t,
                                 std::size_t, const float*, const float*, const float*, const float*,
                                 const float*, DType) {
   no_cuda("batch_norm");

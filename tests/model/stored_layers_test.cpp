@@ -155,3 +155,10 @@ TEST_CASE("stored layers: the layers that do not store say so", "[model][precisi
   stores = dynamic_cast<StoresActivations*>(gelu.layer.get());
   CHECK((stores == nullptr || !stores->stores_activations()));
 }
+
+TEST_CASE("stored layers: batch_norm over images in both layouts, and over features",
+          "[model][precision]") {
+  check_stored("batch_norm", {Shape{3, 4, 5}});
+  check_stored("batch_norm", {Shape{3, 4, 5}}, Layout::nhwc);
+  check_stored("batch_norm", {Shape{6}});
+}

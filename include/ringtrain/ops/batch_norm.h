@@ -12,6 +12,7 @@
 
 #include <cstddef>
 
+#include "ringtrain/core/buffer_view.h"
 #include "ringtrain/ops/compute_context.h"
 
 namespace ringtrain {
@@ -52,6 +53,20 @@ void batch_norm_forward(const ComputeContext& ctx, const BatchNormShape& s, cons
 // gradient all-reduce sums them over the ranks).
 void batch_norm_backward(const ComputeContext& ctx, const BatchNormShape& s, const float* x,
                          const float* dy, float* dx, std::size_t batch, const float* gamma,
+                         const BatchNormSaved& saved, float* dgamma, float* dbeta, bool accumulate,
+                         BatchStatReducer* sync = nullptr);
+
+// The stored forms: x, y and dy are views of the model's storage dtype (f32,
+// bf16, f16), dx of it or f32 (a null ptr: not wanted); the statistics and
+// the arithmetic are fp32, each output rounded once. The fp32 forms above are
+// these with f32 views.
+void batch_norm_forward(const ComputeContext& ctx, const BatchNormShape& s, BufferView x,
+                        BufferView y, std::size_t batch, bool training, bool update_running,
+                        float eps, float momentum, const float* gamma, const float* beta,
+                        float* running_mean, float* running_var, const BatchNormSaved& saved,
+                        BatchStatReducer* sync = nullptr);
+void batch_norm_backward(const ComputeContext& ctx, const BatchNormShape& s, BufferView x,
+                         BufferView dy, BufferView dx, std::size_t batch, const float* gamma,
                          const BatchNormSaved& saved, float* dgamma, float* dbeta, bool accumulate,
                          BatchStatReducer* sync = nullptr);
 

@@ -11,17 +11,19 @@
 
 namespace ringtrain::detail {
 
-void gpu_batch_norm_sums(const GpuHandles& h, const float* x, std::size_t n, std::size_t c,
+void gpu_batch_norm_sums(const GpuHandles& h, BufferView x, std::size_t n, std::size_t c,
                          std::size_t hw, float* sums) {
-  kernels::batch_norm_sums_cuda(x, n, c, hw, sums, h.scratch, kGpuScratchFloats, h.stream);
+  kernels::batch_norm_sums_cuda(x.ptr, x.dtype, n, c, hw, sums, h.scratch, kGpuScratchFloats,
+                                h.stream);
 }
 void gpu_batch_norm_mean(void* stream, const float* sums, std::size_t c, float* mean,
                          float* count_keep) {
   kernels::batch_norm_mean_cuda(sums, c, mean, count_keep, stream);
 }
-void gpu_batch_norm_sqdev(const GpuHandles& h, const float* x, std::size_t n, std::size_t c,
+void gpu_batch_norm_sqdev(const GpuHandles& h, BufferView x, std::size_t n, std::size_t c,
                           std::size_t hw, const float* mean, float* out) {
-  kernels::batch_norm_sqdev_cuda(x, n, c, hw, mean, out, h.scratch, kGpuScratchFloats, h.stream);
+  kernels::batch_norm_sqdev_cuda(x.ptr, x.dtype, n, c, hw, mean, out, h.scratch, kGpuScratchFloats,
+                                 h.stream);
 }
 void gpu_batch_norm_finalize(void* stream, const float* sqdev, const float* count, std::size_t c,
                              float eps, float momentum, bool update_running, const float* mean,
@@ -33,24 +35,26 @@ void gpu_batch_norm_eval_stats(void* stream, const float* running_mean, const fl
                                std::size_t c, float eps, float* mean, float* invstd) {
   kernels::batch_norm_eval_stats_cuda(running_mean, running_var, c, eps, mean, invstd, stream);
 }
-void gpu_batch_norm_apply(void* stream, const float* x, float* y, std::size_t n, std::size_t c,
+void gpu_batch_norm_apply(void* stream, BufferView x, BufferView y, std::size_t n, std::size_t c,
                           std::size_t hw, const float* mean, const float* invstd,
                           const float* gamma, const float* beta, DType precision) {
-  kernels::batch_norm_apply_cuda(x, y, n, c, hw, mean, invstd, gamma, beta, precision, stream);
+  kernels::batch_norm_apply_cuda(x.ptr, y.ptr, y.dtype, n, c, hw, mean, invstd, gamma, beta,
+                                 precision, stream);
 }
-void gpu_batch_norm_backward_reduce(const GpuHandles& h, const float* x, const float* dy,
+void gpu_batch_norm_backward_reduce(const GpuHandles& h, BufferView x, BufferView dy,
                                     std::size_t n, std::size_t c, std::size_t hw, const float* mean,
                                     const float* invstd, float* sums, float* dgamma, float* dbeta,
                                     bool accumulate) {
-  kernels::batch_norm_backward_reduce_cuda(x, dy, n, c, hw, mean, invstd, sums, dgamma, dbeta,
-                                           accumulate, h.scratch, kGpuScratchFloats, h.stream);
+  kernels::batch_norm_backward_reduce_cuda(x.ptr, dy.ptr, dy.dtype, n, c, hw, mean, invstd, sums,
+                                           dgamma, dbeta, accumulate, h.scratch,
+                                           kGpuScratchFloats, h.stream);
 }
-void gpu_batch_norm_backward_dx(void* stream, const float* x, const float* dy, float* dx,
+void gpu_batch_norm_backward_dx(void* stream, BufferView x, BufferView dy, BufferView dx,
                                 std::size_t n, std::size_t c, std::size_t hw, const float* mean,
                                 const float* invstd, const float* gamma, const float* sums,
                                 const float* count, DType precision) {
-  kernels::batch_norm_backward_dx_cuda(x, dy, dx, n, c, hw, mean, invstd, gamma, sums, count,
-                                       precision, stream);
+  kernels::batch_norm_backward_dx_cuda(x.ptr, dy.ptr, dy.dtype, dx.ptr, dx.dtype, n, c, hw, mean,
+                                       invstd, gamma, sums, count, precision, stream);
 }
 void gpu_global_avg_pool_forward(void* stream, const float* x, float* y, std::size_t planes,
                                  std::size_t hw) {
