@@ -5,7 +5,7 @@
 
 namespace ringtrain {
 
-class Conv2dLayer final : public Layer, public DescribesKernels {
+class Conv2dLayer final : public Layer, public DescribesKernels, public StoresActivations {
  public:
   Conv2dLayer(std::string name, const Conv2dGeometry& g, const ComputeContext& ctx,
               std::size_t max_batch, bool bias = true);
@@ -17,6 +17,14 @@ class Conv2dLayer final : public Layer, public DescribesKernels {
   void forward(const float* x, float* y, std::size_t batch, bool training) override;
   void backward(const float* x, const float* y, const float* dy, float* dx, std::size_t batch,
                 bool accumulate) override;
+  // Stored (16-bit activations read and written by cuDNN) where the op can,
+  // and without a bias.
+  bool stores_activations() const override { return !bias_ && op_.stores_activations(); }
+  void forward_stored(const std::vector<BufferView>& xs, BufferView y, std::size_t batch,
+                      bool training) override;
+  void backward_stored(const std::vector<BufferView>& xs, BufferView y, BufferView dy,
+                       const std::vector<BufferView>& dxs, std::size_t batch,
+                       bool accumulate) override;
 
  private:
   Conv2dOp op_;

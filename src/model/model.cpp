@@ -591,6 +591,18 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
     if (widest_grad > 0) s.wide_grad = Tensor::empty({B * widest_grad}, DType::f32, dev);
     bytes += (wide_inputs + (widest > 0 ? 1 : 0)) * widest * sizeof(float) +
              widest_grad * sizeof(float);
+    // A stored layer's weight gradient on a GPU (a convolution's) reads its
+    // x and dy widened to fp32, in the context's two buffers.
+    std::size_t widest_operand = 0;
+    for (const PlanNode& node : s.nodes) {
+      if (node.adapted || !node.layer->matmul_weights()) continue;
+      widest_operand = std::max({widest_operand, node.layer->input_shape().numel(),
+                                 node.layer->output_shape().numel()});
+    }
+    if (dev.is_cuda() && widest_operand > 0) {
+      s.ctx->reserve_widening_scratch(B * widest_operand);
+      bytes += 2 * widest_operand * sizeof(float);
+    }
     if (s.narrow_input) bytes += Shape(input_shape).numel() * dtype_size(s.storage);
   }
   s.x_views.reserve(slots);

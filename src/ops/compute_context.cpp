@@ -43,6 +43,10 @@ void ComputeContext::reserve_tensor_core_scratch(std::size_t elements) {
   if (gpu_ && precision_ != DType::f32) detail::gpu_reserve_half_scratch(*gpu_, elements);
 }
 
+void ComputeContext::reserve_widening_scratch(std::size_t elements) {
+  if (gpu_ && precision_ != DType::f32) detail::gpu_reserve_wide_scratch(*gpu_, elements);
+}
+
 void ComputeContext::synchronize() const {
   if (gpu_) detail::gpu_stream_synchronize(gpu_->stream);
 }

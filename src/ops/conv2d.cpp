@@ -128,6 +128,32 @@ std::string Conv2dOp::describe() const {
   return g_.layout == Layout::nhwc ? std::string(path) + ", nhwc transposed per sample" : path;
 }
 
+bool Conv2dOp::stores_activations() const {
+  return gpu_ && ctx_.precision() != DType::f32 && gpu_->stores_16bit();
+}
+
+void Conv2dOp::forward(BufferView x, const float* w, BufferView y, std::size_t batch) {
+  RT_CHECK(stores_activations(), "conv2d: the stored form runs on a GPU under bf16/fp16 only");
+  RT_CHECK(batch <= max_batch_, "conv2d batch {} exceeds the planned maximum {}", batch,
+           max_batch_);
+  if (batch > 0) gpu_->forward_stored(x, w, y, batch);
+}
+
+void Conv2dOp::backward(BufferView x, const float* w, BufferView dy, BufferView dx, float* dw,
+                        std::size_t batch, bool accumulate) {
+  RT_CHECK(stores_activations(), "conv2d: the stored form runs on a GPU under bf16/fp16 only");
+  RT_CHECK(batch <= max_batch_, "conv2d batch {} exceeds the planned maximum {}", batch,
+           max_batch_);
+  if (batch == 0) {
+    if (!accumulate)
+      device_zero(dw, sizeof(float) * g_.out_channels * g_.in_channels * g_.kh() * g_.kw(),
+                  ctx_.device());
+    return;
+  }
+  gpu_->backward_filter_stored(x, dy, dw, batch, accumulate);
+  if (dx.ptr != nullptr) gpu_->backward_data_stored(w, dy, dx, batch);
+}
+
 void Conv2dOp::forward(const float* x, const float* w, const float* b, float* y,
                        std::size_t batch) {
   RT_CHECK(batch <= max_batch_, "conv2d batch {} exceeds the planned maximum {}", batch,
@@ -140,8 +166,7 @@ void Conv2dOp::forward(const float* x, const float* w, const float* b, float* y,
   // Under --precision bf16|fp16 the convolution's output is a 16-bit tensor
   // on every device, before any bias: the GPU's cuDNN writes a 16-bit y
   // (and its fp32 fallback rounds), so the CPU rounds here too; the model then
-  // rounds y + b, and skips its rounding of a y without a bias
-  // (KeepsPrecisionGrid).
+  // stores y + b, rounded once more.
   const DType p = ctx_.precision();
   const bool round_y = p != DType::f32 && !gpu_;
   if (gpu_) {

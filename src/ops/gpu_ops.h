@@ -36,6 +36,11 @@ struct GpuHandles {
   DType precision = DType::f32;
   std::uint16_t* half_scratch[3] = {nullptr, nullptr, nullptr};
   std::size_t half_capacity = 0;
+  // The fp32 operands of a stored convolution's weight gradient (its 16-bit x
+  // and dy widened: cuDNN's legacy API computes dW in its inputs' dtype),
+  // wide_capacity floats each, owned, reserved at model build.
+  float* wide_scratch[2] = {nullptr, nullptr};
+  std::size_t wide_capacity = 0;
 };
 // An empty shared convolution workspace (gpu_conv_plan.cpp).
 std::shared_ptr<void> make_conv_workspace();
@@ -45,6 +50,8 @@ constexpr std::size_t kGpuScratchFloats = std::size_t{1} << 18;  // 1 MiB
 GpuHandles gpu_handles_create(int ordinal, Tf32Mode tf32, DType precision = DType::f32);
 // Grows h.half_scratch to `elements` values each (never shrinks).
 void gpu_reserve_half_scratch(GpuHandles& h, std::size_t elements);
+// Grows h.wide_scratch to `elements` floats each (never shrinks).
+void gpu_reserve_wide_scratch(GpuHandles& h, std::size_t elements);
 void gpu_handles_destroy(const GpuHandles& handles) noexcept;
 void gpu_stream_synchronize(void* stream);
 // Synchronous copy of bytes from device to host after the stream's work.
@@ -179,6 +186,16 @@ class GpuConvPlan {
   virtual void backward_filter(const float* x, const float* dy, float* dw, std::size_t batch,
                                bool accumulate) = 0;
   virtual void backward_data(const float* w, const float* dy, float* dx, std::size_t batch) = 0;
+  // The stored forms, under bf16/fp16 where cuDNN has 16-bit forward and
+  // backward-data algorithms for the shape (stores_16bit): x, y and dy are
+  // 16-bit tensors that cuDNN reads and writes directly, dx 16-bit or f32;
+  // the weight gradient widens x and dy into the context's fp32 scratch.
+  virtual bool stores_16bit() const = 0;
+  virtual void forward_stored(BufferView x, const float* w, BufferView y, std::size_t batch) = 0;
+  virtual void backward_filter_stored(BufferView x, BufferView dy, float* dw, std::size_t batch,
+                                      bool accumulate) = 0;
+  virtual void backward_data_stored(const float* w, BufferView dy, BufferView dx,
+                                    std::size_t batch) = 0;
   // The algorithms chosen so far, per batch size, as one line: operation,
   // cuDNN algorithm, math type and workspace bytes, with the 16-bit ones that
   // run under --precision bf16|fp16 (bench step --layers shows it).

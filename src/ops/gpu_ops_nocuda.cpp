@@ -23,6 +23,9 @@ void gpu_handles_destroy(const GpuHandles&) noexcept {}
 void gpu_reserve_half_scratch(GpuHandles&, std::size_t) {
   no_cuda("the 16-bit operand scratch");
 }
+void gpu_reserve_wide_scratch(GpuHandles&, std::size_t) {
+  no_cuda("a widening scratch");
+}
 void gpu_stream_synchronize(void*) {
   no_cuda("a stream synchronize");
 }

@@ -44,6 +44,11 @@ class ComputeContext {
   // build time for its largest operand, so that no step allocates; a CPU or
   // fp32 context ignores it.
   void reserve_tensor_core_scratch(std::size_t elements);
+  // The fp32 operands of the weight gradient of a convolution that stores
+  // 16-bit activations (its x and dy widened): on a GPU context with
+  // bf16/fp16, grows the context's two such buffers to `elements` floats
+  // each; a CPU or fp32 context ignores it.
+  void reserve_widening_scratch(std::size_t elements);
   // cudaStream_t, cublasHandle_t, cudnnHandle_t as void*; nullptr on the CPU.
   void* stream() const;
   void* blas_handle() const;

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "ringtrain/core/buffer_view.h"
 #include "ringtrain/ops/compute_context.h"
 #include "ringtrain/tensor/layout.h"
 #include "ringtrain/tensor/tensor.h"
@@ -54,6 +55,16 @@ class Conv2dOp {
   // dw, db (if not null) are overwritten, or added to when accumulate; dx (if
   // not null) is overwritten.
   void backward(const float* x, const float* w, const float* dy, float* dx, float* dw, float* db,
+                std::size_t batch, bool accumulate);
+  // The stored forms, without a bias: on a GPU under bf16/fp16 where cuDNN
+  // has 16-bit forward and backward-data algorithms for the shape
+  // (stores_activations), x, y and dy are views of the context's 16-bit dtype
+  // that cuDNN reads and writes with no cast, dx of it or f32; the weight
+  // gradient widens x and dy into the context's fp32 scratch
+  // (reserve_widening_scratch). Elsewhere the fp32 forms run.
+  bool stores_activations() const;
+  void forward(BufferView x, const float* w, BufferView y, std::size_t batch);
+  void backward(BufferView x, const float* w, BufferView dy, BufferView dx, float* dw,
                 std::size_t batch, bool accumulate);
   // Which kernels run it, as one line: on a GPU the cuDNN algorithms chosen
   // (forward, backward filter, backward data; the 16-bit ones under

@@ -274,6 +274,69 @@ class CudnnConvPlan final : public GpuConvPlan {
     if (sixteen_bit()) gpu_round_to_precision(stream_, dx, dx, batch * in_elements(), precision_);
   }
 
+  bool stores_16bit() const override { return forward16_ && backward_data16_; }
+
+  void forward_stored(BufferView x, const float* w, BufferView y, std::size_t batch) override {
+    require_stored(x, "x");
+    require_stored(y, "y");
+    w = filter_for_layout(w);
+    Entry& e = entry(batch);
+    const std::uint16_t* w16 = weights16(e, w);
+    if (!e.fwd16)
+      e.fwd16 = choose_later("16-bit forward", e.batch, [&](const DeviceBytes& ws, std::string* t) {
+        return find_forward(e, true, x.ptr, w16, y.ptr, ws, t);
+      });
+    const float one = 1.0f, zero = 0.0f;
+    RT_CUDNN_CHECK(cudnnConvolutionForward(dnn_, &one, e.x16, x.ptr, w16_desc_, w16,
+                                           conv_for(e.fwd16->math),
+                                           static_cast<cudnnConvolutionFwdAlgo_t>(e.fwd16->algo),
+                                           workspace_.get(), workspace_.size(), &zero, e.y16,
+                                           y.ptr));
+  }
+
+  void backward_filter_stored(BufferView x, BufferView dy, float* dw, std::size_t batch,
+                              bool accumulate) override {
+    require_stored(x, "x");
+    require_stored(dy, "dy");
+    RT_CHECK(std::max(x.count, dy.count) <= handles_->wide_capacity,
+             "conv2d {}x{}x{} -> {}, batch {}: an operand of {} elements exceeds the widening "
+             "scratch of {} reserved at model build",
+             g_.in_channels, g_.height, g_.width, g_.out_channels, batch,
+             std::max(x.count, dy.count), handles_->wide_capacity);
+    float* x32 = handles_->wide_scratch[0];
+    float* dy32 = handles_->wide_scratch[1];
+    gpu_from_precision_bits(stream_, x32, x.as<const std::uint16_t>(), x.count, precision_);
+    gpu_from_precision_bits(stream_, dy32, dy.as<const std::uint16_t>(), dy.count, precision_);
+    backward_filter(x32, dy32, dw, batch, accumulate);
+  }
+
+  void backward_data_stored(const float* w, BufferView dy, BufferView dx,
+                            std::size_t batch) override {
+    require_stored(dy, "dy");
+    w = filter_for_layout(w);
+    Entry& e = entry(batch);
+    const std::uint16_t* w16 = weights16(e, w);
+    // An fp32 dx (where the model sums several gradients) is cuDNN's 16-bit
+    // dx widened.
+    const bool wide = dx.dtype == DType::f32;
+    if (wide) require_scratch(e.batch, dx.count);
+    void* out = wide ? static_cast<void*>(handles_->half_scratch[2]) : dx.ptr;
+    if (!wide) require_stored(dx, "dx");
+    if (!e.bwd_data16)
+      e.bwd_data16 =
+          choose_later("16-bit backward-data", e.batch, [&](const DeviceBytes& ws, std::string* t) {
+            return find_backward_data(e, true, w16, dy.ptr, out, ws, t);
+          });
+    const float one = 1.0f, zero = 0.0f;
+    RT_CUDNN_CHECK(cudnnConvolutionBackwardData(
+        dnn_, &one, w16_desc_, w16, e.y16, dy.ptr, conv_for(e.bwd_data16->math),
+        static_cast<cudnnConvolutionBwdDataAlgo_t>(e.bwd_data16->algo), workspace_.get(),
+        workspace_.size(), &zero, e.x16, out));
+    if (wide)
+      gpu_from_precision_bits(stream_, dx.as<float>(), handles_->half_scratch[2], dx.count,
+                              precision_);
+  }
+
   std::string describe() const override {
     const auto one = [](const char* label, ConvAlgoOp op, const std::optional<Choice>& c) {
       if (!c) return fmt::format("{}=(not chosen yet)", label);
@@ -319,6 +382,21 @@ class CudnnConvPlan final : public GpuConvPlan {
              "tensor-core scratch of {} reserved at model build",
              g_.in_channels, g_.height, g_.width, g_.out_channels, batch, precision_label(),
              elements, handles_->half_capacity);
+  }
+
+  // A stored tensor is of the context's 16-bit dtype.
+  void require_stored(const BufferView& v, const char* what) const {
+    RT_CHECK(v.dtype == precision_, "conv2d: its {} is {}, not the context's {}", what,
+             dtype_name(v.dtype), precision_label());
+  }
+  // The filter's 16-bit copy, in the context's scratch (the layer's fp32
+  // compute weights, already on the grid, convert exactly).
+  const std::uint16_t* weights16(const Entry& e, const float* w) {
+    const std::size_t nw = weight_elements();
+    require_scratch(e.batch, nw);
+    std::uint16_t* w16 = handles_->half_scratch[1];
+    gpu_to_precision_bits(stream_, w16, w, nw, precision_);
+    return w16;
   }
 
   // y = conv(x, w) on 16-bit copies of x and the filter, y cast back to fp32.

@@ -71,8 +71,25 @@ void gpu_from_precision_bits(void* stream, float* y, const std::uint16_t* x, std
   kernels::from_precision_bits_cuda(y, x, n, precision, stream);
 }
 
+void gpu_reserve_wide_scratch(GpuHandles& h, std::size_t elements) {
+  if (elements <= h.wide_capacity) return;
+  for (float*& p : h.wide_scratch) {
+    if (p != nullptr) RT_CUDA_CHECK(cudaFree(p));
+    p = nullptr;
+  }
+  h.wide_capacity = 0;
+  for (float*& p : h.wide_scratch) {
+    void* mem = nullptr;
+    RT_CUDA_CHECK(cudaMalloc(&mem, elements * sizeof(float)));
+    p = static_cast<float*>(mem);
+  }
+  h.wide_capacity = elements;
+}
+
 void gpu_handles_destroy(const GpuHandles& h) noexcept {
   for (std::uint16_t* p : h.half_scratch)
+    if (p != nullptr) (void)cudaFree(p);
+  for (float* p : h.wide_scratch)
     if (p != nullptr) (void)cudaFree(p);
   if (h.scratch != nullptr) (void)cudaFree(h.scratch);
   if (h.dnn != nullptr) (void)cudnnDestroy(static_cast<cudnnHandle_t>(h.dnn));
