@@ -51,8 +51,10 @@ struct SampleIndex {
   RT_HD std::uint32_t pixel() const { return nhwc ? channels.divisor : 1u; }
 };
 
-template <bool Max>
-__global__ void pool2d_forward_kernel(const float* __restrict__ x, float* __restrict__ y,
+// x and y of a storage type T, dy of T and dx of D (T, or fp32 where the model
+// sums): loaded to fp32, each output stored once.
+template <bool Max, typename T>
+__global__ void pool2d_forward_kernel(const T* __restrict__ x, T* __restrict__ y,
                                       std::int32_t* __restrict__ argmax, std::uint32_t batch,
                                       std::uint32_t per_sample, SampleIndex out, PoolShape s) {
   const std::uint32_t in_pixels = s.height * s.width;
@@ -62,26 +64,25 @@ __global__ void pool2d_forward_kernel(const float* __restrict__ x, float* __rest
          e += gridDim.x * blockDim.x) {
       std::uint32_t c, oh, ow;
       out.split(e, &c, &oh, &ow);
-      const StridedPlane<const float> plane{x + n * in_sample + out.plane(c, in_pixels),
-                                            out.pixel()};
+      const StoredPlane<T> plane{x + n * in_sample + out.plane(c, in_pixels), out.pixel()};
       const std::size_t o = static_cast<std::size_t>(n) * per_sample + e;
       const PoolSpan rows = pool_window_span(oh, s.height, s),
                      cols = pool_window_span(ow, s.width, s);
       if constexpr (Max) {
         std::int32_t at;
-        y[o] = max_pool_output(plane, s, rows, cols, &at);
+        store(y, o, max_pool_output(plane, s, rows, cols, &at));
         argmax[o] = at;
       } else {
-        y[o] = avg_pool_output(plane, s, rows, cols);
+        store(y, o, avg_pool_output(plane, s, rows, cols));
       }
     }
   }
 }
 
-template <bool Max>
-__global__ void pool2d_backward_kernel(const float* __restrict__ dy,
+template <bool Max, typename T, typename D>
+__global__ void pool2d_backward_kernel(const T* __restrict__ dy,
                                        const std::int32_t* __restrict__ argmax,
-                                       float* __restrict__ dx, std::uint32_t batch,
+                                       D* __restrict__ dx, std::uint32_t batch,
                                        std::uint32_t per_sample, SampleIndex in, PoolShape s) {
   const std::uint32_t out_pixels = s.out_height * s.out_width;
   const std::size_t out_sample = static_cast<std::size_t>(in.channels.divisor) * out_pixels;
@@ -91,15 +92,16 @@ __global__ void pool2d_backward_kernel(const float* __restrict__ dy,
       std::uint32_t c, h, w;
       in.split(e, &c, &h, &w);
       const std::size_t at = static_cast<std::size_t>(n) * out_sample + in.plane(c, out_pixels);
-      const StridedPlane<const float> g{dy + at, in.pixel()};
+      const StoredPlane<T> g{dy + at, in.pixel()};
       const std::size_t i = static_cast<std::size_t>(n) * per_sample + e;
       const PoolSpan rows = pool_covering_span(h, s.out_height, s),
                      cols = pool_covering_span(w, s.out_width, s);
       if constexpr (Max)
-        dx[i] = max_pool_input_grad(g, StridedPlane<const std::int32_t>{argmax + at, in.pixel()}, s,
-                                    h, w, rows, cols);
+        store(dx, i,
+              max_pool_input_grad(g, StridedPlane<const std::int32_t>{argmax + at, in.pixel()}, s,
+                                  h, w, rows, cols));
       else
-        dx[i] = avg_pool_input_grad(g, s, rows, cols);
+        store(dx, i, avg_pool_input_grad(g, s, rows, cols));
     }
   }
 }
@@ -121,33 +123,46 @@ std::uint32_t checked_per_sample(std::size_t channels, std::size_t pixels) {
 
 }  // namespace
 
-void pool2d_forward_cuda(const float* x, float* y, std::int32_t* argmax, std::size_t batch,
-                         std::size_t channels, const PoolShape& shape, bool max, bool nhwc,
-                         void* stream) {
+void pool2d_forward_cuda(const void* x, void* y, DType t, std::int32_t* argmax,
+                         std::size_t batch, std::size_t channels, const PoolShape& shape, bool max,
+                         bool nhwc, void* stream) {
   if (batch == 0) return;
   const std::uint32_t per_sample =
       checked_per_sample(channels, std::size_t{shape.out_height} * shape.out_width);
   const SampleIndex out{FastDivide(static_cast<std::uint32_t>(channels)),
                         FastDivide(shape.out_height), FastDivide(shape.out_width), nhwc};
-  const auto kernel = max ? pool2d_forward_kernel<true> : pool2d_forward_kernel<false>;
-  kernel<<<sample_grid(batch, per_sample), kElementwiseThreads, 0,
-           static_cast<cudaStream_t>(stream)>>>(
-      x, y, max ? argmax : nullptr, static_cast<std::uint32_t>(batch), per_sample, out, shape);
+  with_storage(t, [&](auto storage) {
+    using T = decltype(storage);
+    const auto kernel = max ? pool2d_forward_kernel<true, T> : pool2d_forward_kernel<false, T>;
+    kernel<<<sample_grid(batch, per_sample), kElementwiseThreads, 0,
+             static_cast<cudaStream_t>(stream)>>>(static_cast<const T*>(x), static_cast<T*>(y),
+                                                  max ? argmax : nullptr,
+                                                  static_cast<std::uint32_t>(batch), per_sample,
+                                                  out, shape);
+  });
   RT_CUDA_CHECK_LAUNCH();
 }
 
-void pool2d_backward_cuda(const float* dy, const std::int32_t* argmax, float* dx, std::size_t batch,
-                          std::size_t channels, const PoolShape& shape, bool max, bool nhwc,
-                          void* stream) {
+void pool2d_backward_cuda(const void* dy, DType t, const std::int32_t* argmax, void* dx,
+                          DType dx_type, std::size_t batch, std::size_t channels,
+                          const PoolShape& shape, bool max, bool nhwc, void* stream) {
   if (batch == 0) return;
   const std::uint32_t per_sample =
       checked_per_sample(channels, std::size_t{shape.height} * shape.width);
   const SampleIndex in{FastDivide(static_cast<std::uint32_t>(channels)), FastDivide(shape.height),
                        FastDivide(shape.width), nhwc};
-  const auto kernel = max ? pool2d_backward_kernel<true> : pool2d_backward_kernel<false>;
-  kernel<<<sample_grid(batch, per_sample), kElementwiseThreads, 0,
-           static_cast<cudaStream_t>(stream)>>>(
-      dy, max ? argmax : nullptr, dx, static_cast<std::uint32_t>(batch), per_sample, in, shape);
+  with_storage(t, [&](auto storage) {
+    with_storage(dx_type, [&](auto dx_storage) {
+      using T = decltype(storage);
+      using D = decltype(dx_storage);
+      const auto kernel =
+          max ? pool2d_backward_kernel<true, T, D> : pool2d_backward_kernel<false, T, D>;
+      kernel<<<sample_grid(batch, per_sample), kElementwiseThreads, 0,
+               static_cast<cudaStream_t>(stream)>>>(
+          static_cast<const T*>(dy), max ? argmax : nullptr, static_cast<D*>(dx),
+          static_cast<std::uint32_t>(batch), per_sample, in, shape);
+    });
+  });
   RT_CUDA_CHECK_LAUNCH();
 }
 

@@ -17,6 +17,7 @@
 #include <cstdint>
 
 #include "kernels/host_device.cuh"
+#include "kernels/storage.cuh"
 
 namespace ringtrain::kernels {
 
@@ -117,6 +118,16 @@ struct StridedPlane {
   T* p;
   std::uint32_t pixel;
   RT_HD T& operator[](std::uint32_t i) const { return p[static_cast<std::size_t>(i) * pixel]; }
+};
+
+// The same, read from a storage type (kernels/storage.cuh) widened to fp32.
+template <typename T>
+struct StoredPlane {
+  const T* p;
+  std::uint32_t pixel;
+  RT_HD float operator[](std::uint32_t i) const {
+    return load(p, static_cast<std::size_t>(i) * pixel);
+  }
 };
 
 }  // namespace ringtrain::kernels

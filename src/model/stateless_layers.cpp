@@ -63,8 +63,7 @@ Pool2dLayer::Pool2dLayer(std::string name, const Pool2dGeometry& g, const Comput
                          std::size_t max_batch)
     : Layer(std::move(name), Shape{g.channels, g.height, g.width},
             (g.validate(), Shape{g.channels, g.out_height(), g.out_width()})),
-      op_(ctx, g, max_batch),
-      max_(g.mode == PoolMode::max) {}
+      op_(ctx, g, max_batch) {}
 
 void Pool2dLayer::forward(const float* x, float* y, std::size_t batch, bool) {
   op_.forward(x, y, batch);
@@ -72,6 +71,15 @@ void Pool2dLayer::forward(const float* x, float* y, std::size_t batch, bool) {
 void Pool2dLayer::backward(const float* x, const float* y, const float* dy, float* dx,
                            std::size_t batch, bool) {
   if (dx != nullptr) op_.backward(x, y, dy, dx, batch);
+}
+
+void Pool2dLayer::forward_stored(const std::vector<BufferView>& xs, BufferView y,
+                                 std::size_t batch, bool) {
+  op_.forward(xs.at(0), y, batch);
+}
+void Pool2dLayer::backward_stored(const std::vector<BufferView>&, BufferView, BufferView dy,
+                                  const std::vector<BufferView>& dxs, std::size_t batch, bool) {
+  if (dxs.at(0).ptr != nullptr) op_.backward(dy, dxs[0], batch);
 }
 
 void GlobalAvgPoolLayer::forward(const float* x, float* y, std::size_t batch, bool) {

@@ -100,17 +100,21 @@ class DropoutLayer final : public Layer {
   bool last_training_ = true;
 };
 
-class Pool2dLayer final : public Layer {
+class Pool2dLayer final : public Layer, public StoresActivations {
  public:
   Pool2dLayer(std::string name, const Pool2dGeometry& g, const ComputeContext& ctx,
               std::size_t max_batch);
   void forward(const float* x, float* y, std::size_t batch, bool training) override;
   void backward(const float* x, const float* y, const float* dy, float* dx, std::size_t batch,
                 bool accumulate) override;
+  void forward_stored(const std::vector<BufferView>& xs, BufferView y, std::size_t batch,
+                      bool training) override;
+  void backward_stored(const std::vector<BufferView>& xs, BufferView y, BufferView dy,
+                       const std::vector<BufferView>& dxs, std::size_t batch,
+                       bool accumulate) override;
 
  private:
   Pool2dOp op_;
-  bool max_;
 };
 
 // [C, H, W] -> [C]: each channel's mean (torchvision's adaptive_avg_pool2d(1)

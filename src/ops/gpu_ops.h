@@ -207,11 +207,11 @@ std::unique_ptr<GpuConvPlan> make_gpu_conv_plan(const GpuHandles& h, const Conv2
 // Max and average pooling (kernels/pool2d.cu): max writes each output's
 // argmax, laid out as y, which its backward reads; dx is overwritten.
 void gpu_pool2d_forward(void* stream, const kernels::PoolShape& shape, std::size_t channels,
-                        bool max, bool nhwc, const float* x, float* y, std::int32_t* argmax,
+                        bool max, bool nhwc, BufferView x, BufferView y, std::int32_t* argmax,
                         std::size_t batch);
 void gpu_pool2d_backward(void* stream, const kernels::PoolShape& shape, std::size_t channels,
-                         bool max, bool nhwc, const float* dy, const std::int32_t* argmax,
-                         float* dx, std::size_t batch);
+                         bool max, bool nhwc, BufferView dy, const std::int32_t* argmax,
+                         BufferView dx, std::size_t batch);
 
 // The handles of a GPU context, for the calls above.
 inline const GpuHandles& handles_of(const ComputeContext& ctx) {

@@ -125,12 +125,12 @@ std::unique_ptr<GpuConvPlan> make_gpu_conv_plan(const GpuHandles&, const Conv2dG
                                                 std::size_t) {
   no_cuda("conv2d");
 }
-void gpu_pool2d_forward(void*, const kernels::PoolShape&, std::size_t, bool, bool, const float*,
-                        float*, std::int32_t*, std::size_t) {
+void gpu_pool2d_forward(void*, const kernels::PoolShape&, std::size_t, bool, bool, BufferView,
+                        BufferView, std::int32_t*, std::size_t) {
   no_cuda("pool2d");
 }
-void gpu_pool2d_backward(void*, const kernels::PoolShape&, std::size_t, bool, bool, const float*,
-                         const std::int32_t*, float*, std::size_t) {
+void gpu_pool2d_backward(void*, const kernels::PoolShape&, std::size_t, bool, bool, BufferView,
+                         const std::int32_t*, BufferView, std::size_t) {
   no_cuda("pool2d");
 }
 

@@ -6,6 +6,7 @@
 
 #include "kernels/layout.cuh"
 #include "kernels/pool2d.cuh"
+#include "kernels/storage.cuh"
 #include "ops/gpu_ops.h"
 #include "ringtrain/core/check.h"
 
@@ -60,6 +61,19 @@ Pool2dOp::Pool2dOp(const ComputeContext& ctx, const Pool2dGeometry& geometry, st
 Pool2dOp::~Pool2dOp() = default;
 
 void Pool2dOp::forward(const float* x, float* y, std::size_t batch) {
+  const std::size_t in = g_.channels * g_.height * g_.width;
+  const std::size_t out = g_.channels * g_.out_height() * g_.out_width();
+  forward(view_of(x, batch * in, ctx_.device()), view_of(y, batch * out, ctx_.device()), batch);
+}
+
+void Pool2dOp::backward(const float*, const float*, const float* dy, float* dx,
+                        std::size_t batch) {
+  const std::size_t in = g_.channels * g_.height * g_.width;
+  const std::size_t out = g_.channels * g_.out_height() * g_.out_width();
+  backward(view_of(dy, batch * out, ctx_.device()), view_of(dx, batch * in, ctx_.device()), batch);
+}
+
+void Pool2dOp::forward(BufferView x, BufferView y, std::size_t batch) {
   RT_CHECK(batch <= max_batch_, "pool2d batch {} exceeds the planned maximum {}", batch,
            max_batch_);
   if (batch == 0) return;
@@ -71,25 +85,93 @@ void Pool2dOp::forward(const float* x, float* y, std::size_t batch) {
                                       x, y, arg, batch);
   const std::size_t in_plane = g_.height * g_.width, out_plane = g_.out_height() * g_.out_width();
   const std::uint32_t pixel = pixel_stride(g_);
-  for (std::size_t plane = 0; plane < batch * g_.channels; ++plane) {
-    const kernels::StridedPlane<const float> in{x + plane_base(g_, plane, in_plane), pixel};
-    const std::size_t out = plane_base(g_, plane, out_plane);
+  kernels::with_storage(y.dtype, [&](auto storage) {
+    using T = decltype(storage);
+    const T* xs = x.as<const T>();
+    T* ys = y.as<T>();
+    for (std::size_t plane = 0; plane < batch * g_.channels; ++plane) {
+      const kernels::StoredPlane<T> in{xs + plane_base(g_, plane, in_plane), pixel};
+      const std::size_t out = plane_base(g_, plane, out_plane);
+      for (std::uint32_t oh = 0; oh < s.out_height; ++oh) {
+        const kernels::PoolSpan rows = kernels::pool_window_span(oh, s.height, s);
+        for (std::uint32_t ow = 0; ow < s.out_width; ++ow) {
+          const kernels::PoolSpan cols = kernels::pool_window_span(ow, s.width, s);
+          const std::size_t o = out + std::size_t{oh * s.out_width + ow} * pixel;
+          if (max)
+            kernels::store(ys, o, kernels::max_pool_output(in, s, rows, cols, &arg[o]));
+          else
+            kernels::store(ys, o, kernels::avg_pool_output(in, s, rows, cols));
+        }
+      }
+    }
+  });
+}
+
+namespace {
+// The CPU's backward into an fp32 dx: it scatters each output's gradient into
+// its window (or its argmax), in output order, which gives the bits of the
+// GPU's gather (kernels/pool2d.cuh: pool2d_test checks the two against each
+// other) at a quarter of the gather's loop trips for 2 x 2 windows.
+template <typename T>
+void scatter_backward(const Pool2dGeometry& g, const kernels::PoolShape& s, const std::int32_t* arg,
+                      const T* dy, float* dx, std::size_t batch) {
+  const bool max = g.mode == PoolMode::max;
+  const std::size_t in_plane = g.height * g.width, out_plane = g.out_height() * g.out_width();
+  const std::uint32_t pixel = pixel_stride(g);
+  std::memset(dx, 0, sizeof(float) * batch * g.channels * in_plane);
+  const float inv_area = 1.0f / static_cast<float>(s.kernel * s.kernel);
+  for (std::size_t plane = 0; plane < batch * g.channels; ++plane) {
+    const std::size_t out = plane_base(g, plane, out_plane);
+    const kernels::StridedPlane<float> d{dx + plane_base(g, plane, in_plane), pixel};
+    if (max) {
+      for (std::size_t i = 0; i < out_plane; ++i)
+        d[static_cast<std::uint32_t>(arg[out + i * pixel])] += kernels::load(dy, out + i * pixel);
+      continue;
+    }
     for (std::uint32_t oh = 0; oh < s.out_height; ++oh) {
       const kernels::PoolSpan rows = kernels::pool_window_span(oh, s.height, s);
       for (std::uint32_t ow = 0; ow < s.out_width; ++ow) {
         const kernels::PoolSpan cols = kernels::pool_window_span(ow, s.width, s);
-        const std::size_t o = out + std::size_t{oh * s.out_width + ow} * pixel;
-        if (max)
-          y[o] = kernels::max_pool_output(in, s, rows, cols, &arg[o]);
-        else
-          y[o] = kernels::avg_pool_output(in, s, rows, cols);
+        const float share = kernels::unfused_product(
+            kernels::load(dy, out + std::size_t{oh * s.out_width + ow} * pixel), inv_area);
+        for (std::uint32_t r = rows.begin; r < rows.end; ++r)
+          for (std::uint32_t c = cols.begin; c < cols.end; ++c) d[r * s.width + c] += share;
       }
     }
   }
 }
 
-void Pool2dOp::backward(const float* /*x*/, const float* /*y*/, const float* dy, float* dx,
-                        std::size_t batch) {
+// Into a 16-bit dx: each input's gradient gathered in fp32 from the outputs
+// that cover it, as the GPU kernel does, and rounded once.
+template <typename T, typename D>
+void gather_backward(const Pool2dGeometry& g, const kernels::PoolShape& s, const std::int32_t* arg,
+                     const T* dy, D* dx, std::size_t batch) {
+  const bool max = g.mode == PoolMode::max;
+  const std::size_t in_plane = g.height * g.width, out_plane = g.out_height() * g.out_width();
+  const std::uint32_t pixel = pixel_stride(g);
+  for (std::size_t plane = 0; plane < batch * g.channels; ++plane) {
+    const std::size_t out = plane_base(g, plane, out_plane);
+    const std::size_t in = plane_base(g, plane, in_plane);
+    const kernels::StoredPlane<T> grad{dy + out, pixel};
+    for (std::uint32_t h = 0; h < s.height; ++h) {
+      const kernels::PoolSpan rows = kernels::pool_covering_span(h, s.out_height, s);
+      for (std::uint32_t w = 0; w < s.width; ++w) {
+        const kernels::PoolSpan cols = kernels::pool_covering_span(w, s.out_width, s);
+        const std::size_t i = in + std::size_t{h * s.width + w} * pixel;
+        if (max)
+          kernels::store(dx, i,
+                         kernels::max_pool_input_grad(
+                             grad, kernels::StridedPlane<const std::int32_t>{arg + out, pixel}, s,
+                             h, w, rows, cols));
+        else
+          kernels::store(dx, i, kernels::avg_pool_input_grad(grad, s, rows, cols));
+      }
+    }
+  }
+}
+}  // namespace
+
+void Pool2dOp::backward(BufferView dy, BufferView dx, std::size_t batch) {
   RT_CHECK(batch <= max_batch_, "pool2d batch {} exceeds the planned maximum {}", batch,
            max_batch_);
   if (batch == 0) return;
@@ -99,33 +181,15 @@ void Pool2dOp::backward(const float* /*x*/, const float* /*y*/, const float* dy,
   if (ctx_.is_cuda())
     return detail::gpu_pool2d_backward(ctx_.stream(), s, g_.channels, max,
                                        g_.layout == Layout::nhwc, dy, arg, dx, batch);
-  // The CPU scatters each output's gradient into its window (or its argmax),
-  // in output order, which gives the bits of the GPU's gather
-  // (kernels/pool2d.cuh: pool2d_test checks the two against each other) at
-  // a quarter of the gather's loop trips for 2 x 2 windows.
-  const std::size_t in_plane = g_.height * g_.width, out_plane = g_.out_height() * g_.out_width();
-  const std::uint32_t pixel = pixel_stride(g_);
-  std::memset(dx, 0, sizeof(float) * batch * g_.channels * in_plane);
-  const float inv_area = 1.0f / static_cast<float>(s.kernel * s.kernel);
-  for (std::size_t plane = 0; plane < batch * g_.channels; ++plane) {
-    const std::size_t out = plane_base(g_, plane, out_plane);
-    const kernels::StridedPlane<float> d{dx + plane_base(g_, plane, in_plane), pixel};
-    if (max) {
-      for (std::size_t i = 0; i < out_plane; ++i)
-        d[static_cast<std::uint32_t>(arg[out + i * pixel])] += dy[out + i * pixel];
-      continue;
-    }
-    for (std::uint32_t oh = 0; oh < s.out_height; ++oh) {
-      const kernels::PoolSpan rows = kernels::pool_window_span(oh, s.height, s);
-      for (std::uint32_t ow = 0; ow < s.out_width; ++ow) {
-        const kernels::PoolSpan cols = kernels::pool_window_span(ow, s.width, s);
-        const float share = kernels::unfused_product(
-            dy[out + std::size_t{oh * s.out_width + ow} * pixel], inv_area);
-        for (std::uint32_t r = rows.begin; r < rows.end; ++r)
-          for (std::uint32_t c = cols.begin; c < cols.end; ++c) d[r * s.width + c] += share;
-      }
-    }
-  }
+  kernels::with_storage(dy.dtype, [&](auto storage) {
+    using T = decltype(storage);
+    if (dx.dtype == DType::f32)
+      return scatter_backward(g_, s, arg, dy.as<const T>(), dx.as<float>(), batch);
+    kernels::with_storage(dx.dtype, [&](auto dx_storage) {
+      using D = decltype(dx_storage);
+      gather_backward(g_, s, arg, dy.as<const T>(), dx.as<D>(), batch);
+    });
+  });
 }
 
 void global_avg_pool_forward(const ComputeContext& ctx, const float* x, float* y,

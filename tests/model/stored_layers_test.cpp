@@ -162,3 +162,12 @@ TEST_CASE("stored layers: batch_norm over images in both layouts, and over featu
   check_stored("batch_norm", {Shape{3, 4, 5}}, Layout::nhwc);
   check_stored("batch_norm", {Shape{6}});
 }
+
+TEST_CASE("stored layers: max and average pooling with overlapping windows, in both layouts",
+          "[model][precision]") {
+  for (const Layout layout : {Layout::nchw, Layout::nhwc}) {
+    check_stored("max_pool2d(kernel=3, stride=2, padding=1)", {Shape{3, 7, 6}}, layout);
+    check_stored("avg_pool2d(kernel=3, stride=2, padding=1)", {Shape{3, 7, 6}}, layout);
+    check_stored("max_pool2d(kernel=2, stride=2)", {Shape{2, 4, 4}}, layout);
+  }
+}

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "ringtrain/core/buffer_view.h"
 #include "ringtrain/ops/compute_context.h"
 #include "ringtrain/tensor/layout.h"
 #include "ringtrain/tensor/tensor.h"
@@ -43,6 +44,12 @@ class Pool2dOp {
   void forward(const float* x, float* y, std::size_t batch);
   // dx is overwritten. Needs the x and y of the matching forward.
   void backward(const float* x, const float* y, const float* dy, float* dx, std::size_t batch);
+  // The stored forms: x, y and dy are views of the model's storage dtype
+  // (f32, bf16, f16), dx of it or f32; each output is computed in fp32 (a
+  // max, a window's mean, the sum of the gradients an input receives) and
+  // rounded once. The fp32 forms above are these with f32 views.
+  void forward(BufferView x, BufferView y, std::size_t batch);
+  void backward(BufferView dy, BufferView dx, std::size_t batch);
 
  private:
   const ComputeContext& ctx_;
