@@ -154,21 +154,23 @@ bool fits_32_bits(std::size_t n) {
   return n + static_cast<std::size_t>(elementwise_blocks(n)) * kElementwiseThreads <= UINT32_MAX;
 }
 
-__global__ void gap_forward_kernel(const float* __restrict__ x, float* __restrict__ y,
-                                   std::size_t planes, std::size_t hw) {
+template <typename T>
+__global__ void gap_forward_kernel(const T* __restrict__ x, T* __restrict__ y, std::size_t planes,
+                                   std::size_t hw) {
   for (std::size_t p = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; p < planes;
        p += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
     float acc = 0.0f;
-    for (std::size_t i = 0; i < hw; ++i) acc += x[p * hw + i];
-    y[p] = acc / static_cast<float>(hw);
+    for (std::size_t i = 0; i < hw; ++i) acc += load(x, p * hw + i);
+    store(y, p, acc / static_cast<float>(hw));
   }
 }
 
-__global__ void gap_backward_kernel(const float* __restrict__ dy, float* __restrict__ dx,
+template <typename T, typename D>
+__global__ void gap_backward_kernel(const T* __restrict__ dy, D* __restrict__ dx,
                                     std::size_t total, std::size_t hw) {
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
-    dx[i] = dy[i / hw] / static_cast<float>(hw);
+    store(dx, i, load(dy, i / hw) / static_cast<float>(hw));
 }
 
 unsigned per_channel_blocks(std::size_t c) {
@@ -285,20 +287,29 @@ void batch_norm_backward_dx_cuda(const void* x, const void* dy, DType t, void* d
   RT_CUDA_CHECK_LAUNCH();
 }
 
-void global_avg_pool_forward_cuda(const float* x, float* y, std::size_t planes, std::size_t hw,
-                                  void* stream) {
+void global_avg_pool_forward_cuda(const void* x, void* y, DType t, std::size_t planes,
+                                  std::size_t hw, void* stream) {
   if (planes == 0) return;
-  gap_forward_kernel<<<elementwise_blocks(planes), kElementwiseThreads, 0, s_of(stream)>>>(
-      x, y, planes, hw);
+  with_storage(t, [&](auto storage) {
+    using T = decltype(storage);
+    gap_forward_kernel<<<elementwise_blocks(planes), kElementwiseThreads, 0, s_of(stream)>>>(
+        static_cast<const T*>(x), static_cast<T*>(y), planes, hw);
+  });
   RT_CUDA_CHECK_LAUNCH();
 }
 
-void global_avg_pool_backward_cuda(const float* dy, float* dx, std::size_t planes, std::size_t hw,
-                                   void* stream) {
+void global_avg_pool_backward_cuda(const void* dy, DType t, void* dx, DType dx_type,
+                                   std::size_t planes, std::size_t hw, void* stream) {
   const std::size_t total = planes * hw;
   if (total == 0) return;
-  gap_backward_kernel<<<elementwise_blocks(total), kElementwiseThreads, 0, s_of(stream)>>>(
-      dy, dx, total, hw);
+  with_storage(t, [&](auto storage) {
+    with_storage(dx_type, [&](auto dx_storage) {
+      using T = decltype(storage);
+      using D = decltype(dx_storage);
+      gap_backward_kernel<<<elementwise_blocks(total), kElementwiseThreads, 0, s_of(stream)>>>(
+          static_cast<const T*>(dy), static_cast<D*>(dx), total, hw);
+    });
+  });
   RT_CUDA_CHECK_LAUNCH();
 }
 

@@ -52,9 +52,10 @@ void batch_norm_backward_dx_cuda(const void* x, const void* dy, DType t, void* d
                                  const float* count_ptr, DType precision, void* stream);
 
 // [N, C, HW] -> [N, C]: the mean over HW; backward spreads dy / HW.
-void global_avg_pool_forward_cuda(const float* x, float* y, std::size_t planes, std::size_t hw,
-                                  void* stream);
-void global_avg_pool_backward_cuda(const float* dy, float* dx, std::size_t planes, std::size_t hw,
-                                   void* stream);
+// x, y, dy of the storage dtype t, dx of dx_type (t or f32).
+void global_avg_pool_forward_cuda(const void* x, void* y, DType t, std::size_t planes,
+                                  std::size_t hw, void* stream);
+void global_avg_pool_backward_cuda(const void* dy, DType t, void* dx, DType dx_type,
+                                   std::size_t planes, std::size_t hw, void* stream);
 
 }  // namespace ringtrain::kernels

@@ -7,6 +7,7 @@
 #include "kernels/launch_shape.cuh"
 #include "kernels/layout.cuh"
 #include "kernels/layout.h"
+#include "kernels/storage.cuh"
 
 namespace ringtrain::kernels {
 
@@ -35,24 +36,26 @@ __global__ void transpose_batched_kernel(const float* __restrict__ x, float* __r
   }
 }
 
-__global__ void gap_nhwc_forward_kernel(const float* __restrict__ x, float* __restrict__ y,
+template <typename T>
+__global__ void gap_nhwc_forward_kernel(const T* __restrict__ x, T* __restrict__ y,
                                         std::size_t batch, std::size_t channels, std::size_t hw) {
   const std::size_t planes = batch * channels;
   for (std::size_t q = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; q < planes;
        q += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
     const std::size_t n = q / channels, c = q % channels;
     float acc = 0.0f;
-    for (std::size_t p = 0; p < hw; ++p) acc += x[nhwc_index(n, c, p, channels, hw)];
-    y[q] = acc / static_cast<float>(hw);
+    for (std::size_t p = 0; p < hw; ++p) acc += load(x, nhwc_index(n, c, p, channels, hw));
+    store(y, q, acc / static_cast<float>(hw));
   }
 }
 
-__global__ void gap_nhwc_backward_kernel(const float* __restrict__ dy, float* __restrict__ dx,
+template <typename T, typename D>
+__global__ void gap_nhwc_backward_kernel(const T* __restrict__ dy, D* __restrict__ dx,
                                          std::size_t batch, std::size_t channels, std::size_t hw) {
   const std::size_t total = batch * hw * channels;
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
-    dx[i] = dy[(i / (hw * channels)) * channels + i % channels] / static_cast<float>(hw);
+    store(dx, i, load(dy, (i / (hw * channels)) * channels + i % channels) / static_cast<float>(hw));
 }
 
 }  // namespace
@@ -68,21 +71,33 @@ void transpose_batched_cuda(const float* x, float* y, std::size_t batch, std::si
   RT_CUDA_CHECK_LAUNCH();
 }
 
-void global_avg_pool_nhwc_forward_cuda(const float* x, float* y, std::size_t batch,
+void global_avg_pool_nhwc_forward_cuda(const void* x, void* y, DType t, std::size_t batch,
                                        std::size_t channels, std::size_t hw, void* stream) {
   const std::size_t planes = batch * channels;
   if (planes == 0) return;
-  gap_nhwc_forward_kernel<<<elementwise_blocks(planes), kElementwiseThreads, 0,
-                            static_cast<cudaStream_t>(stream)>>>(x, y, batch, channels, hw);
+  with_storage(t, [&](auto storage) {
+    using T = decltype(storage);
+    gap_nhwc_forward_kernel<<<elementwise_blocks(planes), kElementwiseThreads, 0,
+                              static_cast<cudaStream_t>(stream)>>>(
+        static_cast<const T*>(x), static_cast<T*>(y), batch, channels, hw);
+  });
   RT_CUDA_CHECK_LAUNCH();
 }
 
-void global_avg_pool_nhwc_backward_cuda(const float* dy, float* dx, std::size_t batch,
-                                        std::size_t channels, std::size_t hw, void* stream) {
+void global_avg_pool_nhwc_backward_cuda(const void* dy, DType t, void* dx, DType dx_type,
+                                        std::size_t batch, std::size_t channels, std::size_t hw,
+                                        void* stream) {
   const std::size_t total = batch * channels * hw;
   if (total == 0) return;
-  gap_nhwc_backward_kernel<<<elementwise_blocks(total), kElementwiseThreads, 0,
-                             static_cast<cudaStream_t>(stream)>>>(dy, dx, batch, channels, hw);
+  with_storage(t, [&](auto storage) {
+    with_storage(dx_type, [&](auto dx_storage) {
+      using T = decltype(storage);
+      using D = decltype(dx_storage);
+      gap_nhwc_backward_kernel<<<elementwise_blocks(total), kElementwiseThreads, 0,
+                                 static_cast<cudaStream_t>(stream)>>>(
+          static_cast<const T*>(dy), static_cast<D*>(dx), batch, channels, hw);
+    });
+  });
   RT_CUDA_CHECK_LAUNCH();
 }
 

@@ -82,22 +82,33 @@ void Pool2dLayer::backward_stored(const std::vector<BufferView>&, BufferView, Bu
   if (dxs.at(0).ptr != nullptr) op_.backward(dy, dxs[0], batch);
 }
 
-void GlobalAvgPoolLayer::forward(const float* x, float* y, std::size_t batch, bool) {
+void GlobalAvgPoolLayer::forward(const float* x, float* y, std::size_t batch, bool training) {
   const Shape& in = input_shape();
-  if (layout_ == Layout::nhwc)
-    global_avg_pool_nhwc_forward(ctx_, x, y, batch, in[0], in[1] * in[2]);
-  else
-    global_avg_pool_forward(ctx_, x, y, batch * in[0], in[1] * in[2]);
+  forward_stored({view_of(x, batch * in.numel(), ctx_.device())},
+                 view_of(y, batch * in[0], ctx_.device()), batch, training);
 }
 
 void GlobalAvgPoolLayer::backward(const float*, const float*, const float* dy, float* dx,
                                   std::size_t batch, bool) {
   if (dx == nullptr) return;
   const Shape& in = input_shape();
-  if (layout_ == Layout::nhwc)
-    global_avg_pool_nhwc_backward(ctx_, dy, dx, batch, in[0], in[1] * in[2]);
-  else
-    global_avg_pool_backward(ctx_, dy, dx, batch * in[0], in[1] * in[2]);
+  global_avg_pool_backward(ctx_, view_of(dy, batch * in[0], ctx_.device()),
+                           view_of(dx, batch * in.numel(), ctx_.device()), batch, in[0],
+                           in[1] * in[2], layout_);
+}
+
+void GlobalAvgPoolLayer::forward_stored(const std::vector<BufferView>& xs, BufferView y,
+                                        std::size_t batch, bool) {
+  const Shape& in = input_shape();
+  global_avg_pool_forward(ctx_, xs.at(0), y, batch, in[0], in[1] * in[2], layout_);
+}
+
+void GlobalAvgPoolLayer::backward_stored(const std::vector<BufferView>&, BufferView,
+                                         BufferView dy, const std::vector<BufferView>& dxs,
+                                         std::size_t batch, bool) {
+  if (dxs.at(0).ptr == nullptr) return;
+  const Shape& in = input_shape();
+  global_avg_pool_backward(ctx_, dy, dxs[0], batch, in[0], in[1] * in[2], layout_);
 }
 
 }  // namespace ringtrain

@@ -120,7 +120,7 @@ class Pool2dLayer final : public Layer, public StoresActivations {
 // [C, H, W] -> [C]: each channel's mean (torchvision's adaptive_avg_pool2d(1)
 // followed by flatten). Its output is [C] in either layout, so channels-last
 // ends here with no transpose.
-class GlobalAvgPoolLayer final : public Layer {
+class GlobalAvgPoolLayer final : public Layer, public StoresActivations {
  public:
   GlobalAvgPoolLayer(std::string name, const Shape& input, const ComputeContext& ctx,
                      Layout layout = Layout::nchw)
@@ -128,6 +128,11 @@ class GlobalAvgPoolLayer final : public Layer {
   void forward(const float* x, float* y, std::size_t batch, bool training) override;
   void backward(const float* x, const float* y, const float* dy, float* dx, std::size_t batch,
                 bool accumulate) override;
+  void forward_stored(const std::vector<BufferView>& xs, BufferView y, std::size_t batch,
+                      bool training) override;
+  void backward_stored(const std::vector<BufferView>& xs, BufferView y, BufferView dy,
+                       const std::vector<BufferView>& dxs, std::size_t batch,
+                       bool accumulate) override;
 
  private:
   const ComputeContext& ctx_;

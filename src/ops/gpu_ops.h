@@ -152,16 +152,13 @@ void gpu_batch_norm_backward_dx(void* stream, BufferView x, BufferView dy, Buffe
                                 std::size_t n, std::size_t c, std::size_t hw, const float* mean,
                                 const float* invstd, const float* gamma, const float* sums,
                                 const float* count, DType precision);
-void gpu_global_avg_pool_forward(void* stream, const float* x, float* y, std::size_t planes,
-                                 std::size_t hw);
-void gpu_global_avg_pool_backward(void* stream, const float* dy, float* dx, std::size_t planes,
-                                  std::size_t hw);
-// Channels-last ([N, H*W, C]) global average pool, and the batched transpose
-// between layouts (kernels/layout.h).
-void gpu_global_avg_pool_nhwc_forward(void* stream, const float* x, float* y, std::size_t batch,
-                                      std::size_t channels, std::size_t hw);
-void gpu_global_avg_pool_nhwc_backward(void* stream, const float* dy, float* dx, std::size_t batch,
-                                       std::size_t channels, std::size_t hw);
+// Global average pool over [N, C, HW] (NCHW) or [N, HW, C] (nhwc): x, y, dy of
+// the storage dtype, dx of it or f32.
+void gpu_global_avg_pool_forward(void* stream, BufferView x, BufferView y, std::size_t batch,
+                                 std::size_t channels, std::size_t hw, bool nhwc);
+void gpu_global_avg_pool_backward(void* stream, BufferView dy, BufferView dx, std::size_t batch,
+                                  std::size_t channels, std::size_t hw, bool nhwc);
+// The batched transpose of the layout ops.
 void gpu_transpose_batched(void* stream, const float* x, float* y, std::size_t batch,
                            std::size_t rows, std::size_t cols);
 // y += a x; x *= f.

@@ -167,18 +167,12 @@ void gpu_batch_norm_backward_dx(void*, BufferView, BufferView, BufferView, std::
                                 const float*, DType) {
   no_cuda("batch_norm");
 }
-void gpu_global_avg_pool_forward(void*, const float*, float*, std::size_t, std::size_t) {
+void gpu_global_avg_pool_forward(void*, BufferView, BufferView, std::size_t, std::size_t,
+                                 std::size_t, bool) {
   no_cuda("global_avg_pool");
 }
-void gpu_global_avg_pool_backward(void*, const float*, float*, std::size_t, std::size_t) {
-  no_cuda("global_avg_pool");
-}
-void gpu_global_avg_pool_nhwc_forward(void*, const float*, float*, std::size_t, std::size_t,
-                                      std::size_t) {
-  no_cuda("global_avg_pool");
-}
-void gpu_global_avg_pool_nhwc_backward(void*, const float*, float*, std::size_t, std::size_t,
-                                       std::size_t) {
+void gpu_global_avg_pool_backward(void*, BufferView, BufferView, std::size_t, std::size_t,
+                                  std::size_t, bool) {
   no_cuda("global_avg_pool");
 }
 void gpu_transpose_batched(void*, const float*, float*, std::size_t, std::size_t, std::size_t) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <vector>
 
 #include "kernels/layout.cuh"
 #include "kernels/pool2d.cuh"
@@ -192,48 +193,61 @@ void Pool2dOp::backward(BufferView dy, BufferView dx, std::size_t batch) {
   });
 }
 
-void global_avg_pool_forward(const ComputeContext& ctx, const float* x, float* y,
-                             std::size_t planes, std::size_t hw) {
-  if (ctx.is_cuda()) return detail::gpu_global_avg_pool_forward(ctx.stream(), x, y, planes, hw);
-  for (std::size_t p = 0; p < planes; ++p) {
-    float acc = 0.0f;
-    for (std::size_t i = 0; i < hw; ++i) acc += x[p * hw + i];
-    y[p] = acc / static_cast<float>(hw);
-  }
-}
-
-void global_avg_pool_backward(const ComputeContext& ctx, const float* dy, float* dx,
-                              std::size_t planes, std::size_t hw) {
-  if (ctx.is_cuda()) return detail::gpu_global_avg_pool_backward(ctx.stream(), dy, dx, planes, hw);
-  for (std::size_t p = 0; p < planes; ++p)
-    for (std::size_t i = 0; i < hw; ++i) dx[p * hw + i] = dy[p] / static_cast<float>(hw);
-}
-
-void global_avg_pool_nhwc_forward(const ComputeContext& ctx, const float* x, float* y,
-                                  std::size_t batch, std::size_t channels, std::size_t hw) {
+void global_avg_pool_forward(const ComputeContext& ctx, BufferView x, BufferView y,
+                             std::size_t batch, std::size_t channels, std::size_t hw,
+                             Layout layout) {
+  const bool nhwc = layout == Layout::nhwc;
   if (ctx.is_cuda())
-    return detail::gpu_global_avg_pool_nhwc_forward(ctx.stream(), x, y, batch, channels, hw);
-  // Pixel by pixel for all channels at once (contiguous reads), each channel
-  // still summed in pixel order, as the NCHW loop sums it.
-  for (std::size_t n = 0; n < batch; ++n) {
-    float* out = y + n * channels;
-    for (std::size_t c = 0; c < channels; ++c) out[c] = 0.0f;
-    for (std::size_t p = 0; p < hw; ++p)
+    return detail::gpu_global_avg_pool_forward(ctx.stream(), x, y, batch, channels, hw, nhwc);
+  kernels::with_storage(y.dtype, [&](auto storage) {
+    using T = decltype(storage);
+    const T* xs = x.as<const T>();
+    T* ys = y.as<T>();
+    if (!nhwc) {
+      for (std::size_t p = 0; p < batch * channels; ++p) {
+        float acc = 0.0f;
+        for (std::size_t i = 0; i < hw; ++i) acc += kernels::load(xs, p * hw + i);
+        kernels::store(ys, p, acc / static_cast<float>(hw));
+      }
+      return;
+    }
+    // Pixel by pixel for all channels at once (contiguous reads), each channel
+    // still summed in pixel order, as the NCHW loop sums it.
+    std::vector<float> acc(channels);
+    for (std::size_t n = 0; n < batch; ++n) {
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      for (std::size_t p = 0; p < hw; ++p)
+        for (std::size_t c = 0; c < channels; ++c)
+          acc[c] += kernels::load(xs, kernels::nhwc_index(n, c, p, channels, hw));
       for (std::size_t c = 0; c < channels; ++c)
-        out[c] += x[kernels::nhwc_index(n, c, p, channels, hw)];
-    for (std::size_t c = 0; c < channels; ++c) out[c] /= static_cast<float>(hw);
-  }
+        kernels::store(ys, n * channels + c, acc[c] / static_cast<float>(hw));
+    }
+  });
 }
 
-void global_avg_pool_nhwc_backward(const ComputeContext& ctx, const float* dy, float* dx,
-                                   std::size_t batch, std::size_t channels, std::size_t hw) {
+void global_avg_pool_backward(const ComputeContext& ctx, BufferView dy, BufferView dx,
+                              std::size_t batch, std::size_t channels, std::size_t hw,
+                              Layout layout) {
+  const bool nhwc = layout == Layout::nhwc;
   if (ctx.is_cuda())
-    return detail::gpu_global_avg_pool_nhwc_backward(ctx.stream(), dy, dx, batch, channels, hw);
-  for (std::size_t n = 0; n < batch; ++n)
-    for (std::size_t p = 0; p < hw; ++p)
-      for (std::size_t c = 0; c < channels; ++c)
-        dx[kernels::nhwc_index(n, c, p, channels, hw)] =
-            dy[n * channels + c] / static_cast<float>(hw);
+    return detail::gpu_global_avg_pool_backward(ctx.stream(), dy, dx, batch, channels, hw, nhwc);
+  kernels::with_storage(dy.dtype, [&](auto storage) {
+    kernels::with_storage(dx.dtype, [&](auto dx_storage) {
+      using T = decltype(storage);
+      using D = decltype(dx_storage);
+      const T* g = dy.as<const T>();
+      D* out = dx.as<D>();
+      for (std::size_t n = 0; n < batch; ++n)
+        for (std::size_t c = 0; c < channels; ++c) {
+          const float share = kernels::load(g, n * channels + c) / static_cast<float>(hw);
+          for (std::size_t p = 0; p < hw; ++p)
+            kernels::store(out,
+                           nhwc ? kernels::nhwc_index(n, c, p, channels, hw)
+                                : (n * channels + c) * hw + p,
+                           share);
+        }
+    });
+  });
 }
 
 }  // namespace ringtrain

@@ -171,3 +171,8 @@ TEST_CASE("stored layers: max and average pooling with overlapping windows, in b
     check_stored("max_pool2d(kernel=2, stride=2)", {Shape{2, 4, 4}}, layout);
   }
 }
+
+TEST_CASE("stored layers: global_avg_pool in both layouts", "[model][precision]") {
+  check_stored("global_avg_pool", {Shape{5, 3, 4}});
+  check_stored("global_avg_pool", {Shape{5, 3, 4}}, Layout::nhwc);
+}

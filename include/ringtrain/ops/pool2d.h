@@ -60,16 +60,16 @@ class Pool2dOp {
   Tensor argmax_;
 };
 
-// [N, C, H, W] -> [N, C]: the mean of each plane (planes = N C, hw = H W);
-// backward spreads dy / hw over the plane (dx overwritten).
-void global_avg_pool_forward(const ComputeContext& ctx, const float* x, float* y,
-                             std::size_t planes, std::size_t hw);
-void global_avg_pool_backward(const ComputeContext& ctx, const float* dy, float* dx,
-                              std::size_t planes, std::size_t hw);
-// The same over channels-last x, dx ([N, H*W, C]); y, dy are [N, C] either way.
-void global_avg_pool_nhwc_forward(const ComputeContext& ctx, const float* x, float* y,
-                                  std::size_t batch, std::size_t channels, std::size_t hw);
-void global_avg_pool_nhwc_backward(const ComputeContext& ctx, const float* dy, float* dx,
-                                   std::size_t batch, std::size_t channels, std::size_t hw);
+// [N, C, H, W] (or channels-last [N, H*W, C]) -> [N, C]: the mean of each
+// channel's plane, summed in pixel order in either layout; backward spreads
+// dy / hw over the plane (dx overwritten). x, y, dy are views of the model's
+// storage dtype (f32, bf16, f16), dx of it or f32; each output is computed in
+// fp32 and rounded once.
+void global_avg_pool_forward(const ComputeContext& ctx, BufferView x, BufferView y,
+                             std::size_t batch, std::size_t channels, std::size_t hw,
+                             Layout layout);
+void global_avg_pool_backward(const ComputeContext& ctx, BufferView dy, BufferView dx,
+                              std::size_t batch, std::size_t channels, std::size_t hw,
+                              Layout layout);
 
 }  // namespace ringtrain

@@ -56,14 +56,6 @@ void gpu_batch_norm_backward_dx(void* stream, BufferView x, BufferView dy, Buffe
   kernels::batch_norm_backward_dx_cuda(x.ptr, dy.ptr, dy.dtype, dx.ptr, dx.dtype, n, c, hw, mean,
                                        invstd, gamma, sums, count, precision, stream);
 }
-void gpu_global_avg_pool_forward(void* stream, const float* x, float* y, std::size_t planes,
-                                 std::size_t hw) {
-  kernels::global_avg_pool_forward_cuda(x, y, planes, hw, stream);
-}
-void gpu_global_avg_pool_backward(void* stream, const float* dy, float* dx, std::size_t planes,
-                                  std::size_t hw) {
-  kernels::global_avg_pool_backward_cuda(dy, dx, planes, hw, stream);
-}
 void gpu_axpy(void* stream, float a, const float* x, float* y, std::size_t n) {
   kernels::axpy_f32_cuda(a, x, y, n, stream);
 }
