@@ -443,12 +443,11 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
   // scratch per input slot for a contribution before it is added or narrowed.
   const std::size_t L = s.nodes.size();
   const DType input_dtype = s.narrow_input ? s.storage : DType::f32;
-  std::size_t largest = shape.numel(), slots = 1;
+  std::size_t slots = 1;
   std::vector<std::size_t> grad_elements;  // per sample, per gradient buffer
   for (std::size_t i = 0; i < L; ++i) {
     PlanNode& node = s.nodes[i];
     const std::size_t n = node.layer->output_shape().numel();
-    largest = std::max(largest, n);
     slots = std::max(slots, node.inputs.size());
     const int in = node.inputs[0];
     if (node.layer->is_view()) {
@@ -553,9 +552,7 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
         Tensor::empty({B * ((slot_size[k] + sizeof(float) - 1) / sizeof(float))}, DType::f32, dev));
   for (std::size_t g = 0; g < G; ++g)
     s.grad_buffers.push_back({s.grad_slots[slot_of[g]].data(), grad_dtype[g], grad_elements[g]});
-  for (std::size_t k = 0; k < slots; ++k)
-    s.scratch.push_back(Tensor::empty({B * largest}, DType::f32, dev));
-  std::size_t bytes = slots * largest * sizeof(float);
+  std::size_t bytes = 0;
   // The adapter's fp32 scratch, for the largest layer that takes only fp32
   // (and a summed fp32 gradient narrowed for a layer that stores its own).
   for (PlanNode& node : s.nodes) {
@@ -566,6 +563,26 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
                                     : s.nodes[static_cast<std::size_t>(j)].output_dtype) !=
                              s.storage;
                     }));
+  }
+  // The fp32 scratch per input slot: where a contribution lands before it is
+  // added to a summed (fp32) gradient, or narrowed into a stored one from a
+  // layer that writes fp32 (the adapter).
+  std::vector<std::size_t> scratch_size(slots, 0);
+  for (const PlanNode& node : s.nodes) {
+    if (node.layer->is_view() || node.grad < 0) continue;
+    for (std::size_t k = 0; k < node.inputs.size(); ++k) {
+      const int j = node.inputs[k];
+      if (j < 0) continue;
+      const PlanNode& input = s.nodes[static_cast<std::size_t>(j)];
+      if (input.grad < 0 || !input.below_params) continue;
+      const GradientBuffer& g = s.grad_buffers[static_cast<std::size_t>(input.grad)];
+      if (g.dtype == DType::f32 || node.adapted)
+        scratch_size[k] = std::max(scratch_size[k], g.elements);
+    }
+  }
+  for (std::size_t k = 0; k < slots; ++k) {
+    s.scratch.push_back(Tensor::empty({B * scratch_size[k]}, DType::f32, dev));
+    bytes += scratch_size[k] * sizeof(float);
   }
   if (s.storage != DType::f32) {
     std::size_t widest = 0, wide_inputs = 0, widest_grad = 0;
