@@ -1,6 +1,8 @@
 // Mixup and CutMix of a batch on the GPU, on the model's compute stream after
 // the batch is resident; arithmetic from batch_mix.cuh, the same functions
 // the CPU path runs.
+#include <algorithm>
+
 #include "core/cuda/check_cuda.h"
 #include "kernels/batch_mix.cuh"
 #include "kernels/batch_mix.h"
@@ -9,30 +11,31 @@
 namespace ringtrain::kernels {
 
 namespace {
-// Grid-stride over the batch's elements; the first `rows` threads of the
-// walk also write the second labels.
+// One row per blockIdx.y (striding over rows), its elements spread over
+// blockIdx.x and the threads: each thread finds its row's partner once.
 __global__ void batch_mix_kernel(const float* __restrict__ x,
                                  const std::int32_t* __restrict__ labels, float* __restrict__ out,
                                  std::int32_t* __restrict__ second, BatchMix m) {
-  const std::size_t n = static_cast<std::size_t>(m.rows) * m.sample;
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += stride) {
-    const auto row = static_cast<std::uint32_t>(i / m.sample);
-    out[i] = mixed_element(x, i, mix_partner(row, m.rows, m.key), m);
+  for (std::uint32_t r = blockIdx.y; r < m.rows; r += gridDim.y) {
+    const std::uint32_t p = mix_partner(r, m.rows, m.key);
+    if (blockIdx.x == 0 && threadIdx.x == 0) second[r] = labels[p];
+    const std::size_t base = static_cast<std::size_t>(r) * m.sample;
+    for (std::size_t e = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+         e < m.sample; e += stride)
+      out[base + e] = mixed_element(x, base + e, p, m);
   }
-  for (std::size_t r = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; r < m.rows;
-       r += stride)
-    second[r] = labels[mix_partner(static_cast<std::uint32_t>(r), m.rows, m.key)];
 }
 }  // namespace
 
 void batch_mix_cuda(const float* x, const std::int32_t* labels, float* out, std::int32_t* second,
                     const BatchMix& m, void* stream) {
   if (m.rows == 0) return;
-  const std::size_t n = std::max<std::size_t>(static_cast<std::size_t>(m.rows) * m.sample, m.rows);
-  batch_mix_kernel<<<elementwise_blocks(n), kElementwiseThreads, 0,
-                     static_cast<cudaStream_t>(stream)>>>(x, labels, out, second, m);
+  const dim3 grid(static_cast<unsigned>(std::clamp<std::size_t>(
+                      (m.sample + kElementwiseThreads - 1) / kElementwiseThreads, 1, 1024)),
+                  std::min<unsigned>(m.rows, 65535u));
+  batch_mix_kernel<<<grid, kElementwiseThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+      x, labels, out, second, m);
   RT_CUDA_CHECK_LAUNCH();
 }
 
