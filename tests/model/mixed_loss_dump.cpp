@@ -18,7 +18,7 @@ int main() {
   const std::size_t rows = 6, classes = 10;
   std::vector<float> z = test::hashed_vector(71, rows * classes, -4.0f, 4.0f);
   z[13] = 30.0f;  // a dominant logit
-  const std::vector<std::int32_t> a = {7, 0, 3, 9, 3, 1}, b = {2, 0, 8, 4, 5, 6};
+  const std::vector<std::int32_t> a = {7, 0, 3, 9, 3, 1}, b = {2, 3, 8, 4, 5, 6};
   nlohmann::json cases = nlohmann::json::array();
   for (float e : {0.0f, 0.1f, 0.3f})
     for (float lam : {1.0f, 0.9f, 0.5f, 0.37f, 0.0f}) {
