@@ -10,24 +10,31 @@ namespace ringtrain::kernels {
 namespace {
 // One thread per row: classification heads are narrow (tens of classes), so a
 // row fits one thread's registers and loop.
+// A row's second label under a mix (-1: none, with lam 1: the plain loss).
+__device__ __forceinline__ int second_label(const int* __restrict__ second, std::size_t r) {
+  return second != nullptr ? second[r] : -1;
+}
+
 __global__ void softmax_ce_forward_kernel(const float* __restrict__ logits,
                                           const int* __restrict__ labels, std::size_t rows,
                                           int classes, float* __restrict__ row_loss,
-                                          int* __restrict__ row_correct, float smoothing) {
+                                          int* __restrict__ row_correct, float smoothing,
+                                          const int* __restrict__ second, float lam) {
   const std::size_t r = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   if (r >= rows) return;
   softmax_ce_row_forward(logits + r * classes, classes, labels[r], &row_loss[r], &row_correct[r],
-                         smoothing);
+                         smoothing, second_label(second, r), lam);
 }
 
 __global__ void softmax_ce_backward_kernel(const float* __restrict__ logits,
                                            const int* __restrict__ labels, std::size_t rows,
                                            int classes, float scale, float* __restrict__ dlogits,
-                                           float smoothing) {
+                                           float smoothing, const int* __restrict__ second,
+                                           float lam) {
   const std::size_t r = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   if (r >= rows) return;
   softmax_ce_row_backward(logits + r * classes, classes, labels[r], scale, dlogits + r * classes,
-                          smoothing);
+                          smoothing, second_label(second, r), lam);
 }
 
 // One warp per row for wide rows (a language model's vocabulary: 50257 for
@@ -57,15 +64,18 @@ __device__ __forceinline__ void warp_argmax(float& m, int& arg) {
 __global__ void softmax_ce_forward_wide_kernel(const float* __restrict__ logits,
                                                const int* __restrict__ labels, std::size_t rows,
                                                int classes, float* __restrict__ row_loss,
-                                               int* __restrict__ row_correct, float smoothing) {
+                                               int* __restrict__ row_correct, float smoothing,
+                                               const int* __restrict__ second_labels, float lam) {
   const std::size_t r = (blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x) / kWarp;
   const int lane = static_cast<int>(threadIdx.x % kWarp);
   if (r >= rows) return;
   const int label = labels[r];
-  if (label == kIgnoredLabel || label < 0 || label >= classes) {
+  int second = second_label(second_labels, r);
+  if (second < 0 && lam == 1.0f) second = label;  // no mix
+  if (label == kIgnoredLabel || !softmax_ce_labels_valid(label, second, classes)) {
     if (lane == 0)  // the row function's verdicts for these
       softmax_ce_row_forward(logits + r * classes, classes, label, &row_loss[r], &row_correct[r],
-                             smoothing);
+                             smoothing, second, lam);
     return;
   }
   const float* z = logits + r * classes;
@@ -86,21 +96,21 @@ __global__ void softmax_ce_forward_wide_kernel(const float* __restrict__ logits,
   sum_z = warp_sum(sum_z);
   if (lane != 0) return;
   const float lse = logf(s) + m;
-  float loss = lse - z[label];
-  if (smoothing > 0.0f)
-    loss = (1.0f - smoothing) * loss + smoothing * (lse - sum_z / static_cast<float>(classes));
-  row_loss[r] = loss;
-  row_correct[r] = arg == label ? 1 : 0;
+  row_loss[r] = softmax_ce_row_loss(z, lse, sum_z, classes, label, second, lam, smoothing);
+  row_correct[r] = arg == softmax_ce_accuracy_label(label, second, lam) ? 1 : 0;
 }
 
 __global__ void softmax_ce_backward_wide_kernel(const float* __restrict__ logits,
                                                 const int* __restrict__ labels, std::size_t rows,
                                                 int classes, float scale,
-                                                float* __restrict__ dlogits, float smoothing) {
+                                                float* __restrict__ dlogits, float smoothing,
+                                                const int* __restrict__ second_labels, float lam) {
   const std::size_t r = (blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x) / kWarp;
   const int lane = static_cast<int>(threadIdx.x % kWarp);
   if (r >= rows) return;
   const int label = labels[r];
+  int second = second_label(second_labels, r);
+  if (second < 0 && lam == 1.0f) second = label;  // no mix
   const float* z = logits + r * classes;
   float* dz = dlogits + r * classes;
   if (label == kIgnoredLabel) {
@@ -114,10 +124,9 @@ __global__ void softmax_ce_backward_wide_kernel(const float* __restrict__ logits
   for (int j = lane; j < classes; j += kWarp) s += expf(z[j] - m);
   s = warp_sum(s);
   const float inv = scale / s;
-  const float off = scale * smoothing / static_cast<float>(classes);
-  const float on = scale * (1.0f - smoothing) + off;
+  const SoftmaxCeTarget t = softmax_ce_target(label, second, lam, scale, smoothing, classes);
   for (int j = lane; j < classes; j += kWarp)
-    dz[j] = expf(z[j] - m) * inv - (j == label ? on : off);
+    dz[j] = expf(z[j] - m) * inv - softmax_ce_target_at(t, j, label, second);
 }
 
 unsigned wide_blocks(std::size_t rows) {
@@ -152,35 +161,37 @@ unsigned row_blocks(std::size_t rows) {
 
 void softmax_ce_forward_cuda(const float* logits, const std::int32_t* labels, std::size_t rows,
                              std::size_t classes, float* row_loss, std::int32_t* row_correct,
-                             float smoothing, void* stream) {
+                             float smoothing, const std::int32_t* second, float lam, void* stream) {
   if (rows == 0) return;
   if (classes >= kWideClasses) {
     softmax_ce_forward_wide_kernel<<<wide_blocks(rows), kWideThreads, 0,
                                      static_cast<cudaStream_t>(stream)>>>(
-        logits, labels, rows, static_cast<int>(classes), row_loss, row_correct, smoothing);
+        logits, labels, rows, static_cast<int>(classes), row_loss, row_correct, smoothing, second,
+        lam);
     RT_CUDA_CHECK_LAUNCH();
     return;
   }
   softmax_ce_forward_kernel<<<row_blocks(rows), kElementwiseThreads, 0,
                               static_cast<cudaStream_t>(stream)>>>(
-      logits, labels, rows, static_cast<int>(classes), row_loss, row_correct, smoothing);
+      logits, labels, rows, static_cast<int>(classes), row_loss, row_correct, smoothing, second,
+      lam);
   RT_CUDA_CHECK_LAUNCH();
 }
 
 void softmax_ce_backward_cuda(const float* logits, const std::int32_t* labels, std::size_t rows,
                               std::size_t classes, float scale, float* dlogits, float smoothing,
-                              void* stream) {
+                              const std::int32_t* second, float lam, void* stream) {
   if (rows == 0) return;
   if (classes >= kWideClasses) {
     softmax_ce_backward_wide_kernel<<<wide_blocks(rows), kWideThreads, 0,
                                       static_cast<cudaStream_t>(stream)>>>(
-        logits, labels, rows, static_cast<int>(classes), scale, dlogits, smoothing);
+        logits, labels, rows, static_cast<int>(classes), scale, dlogits, smoothing, second, lam);
     RT_CUDA_CHECK_LAUNCH();
     return;
   }
   softmax_ce_backward_kernel<<<row_blocks(rows), kElementwiseThreads, 0,
                                static_cast<cudaStream_t>(stream)>>>(
-      logits, labels, rows, static_cast<int>(classes), scale, dlogits, smoothing);
+      logits, labels, rows, static_cast<int>(classes), scale, dlogits, smoothing, second, lam);
   RT_CUDA_CHECK_LAUNCH();
 }
 

@@ -14,19 +14,50 @@ namespace ringtrain::kernels {
 inline constexpr int kIgnoredLabel = -100;
 inline constexpr int kIgnoredRow = -2;  // `correct` of an ignored row
 
+// Mixed targets (mixup, cutmix): a row's target is lam onehot(label) +
+// (1 - lam) onehot(second). A row without a mix passes second == label and
+// lam == 1, which is the one-hot loss bit for bit (the mixed terms are only
+// computed when the two labels differ and lam != 1).
+//
+// The loss from the row's log-sum-exp and sum of logits: with label
+// smoothing e the target is (1 - e) target + e / classes (PyTorch's
+// cross_entropy with label_smoothing, on class indices or soft targets
+// alike), so the loss is (1 - e) (lam (lse - z[label]) + (1 - lam) (lse -
+// z[second])) + e (lse - mean(z)).
+RT_HD float softmax_ce_row_loss(const float* z, float lse, float sum_z, int classes, int label,
+                                int second, float lam, float smoothing) {
+  float loss = lse - z[label];
+  if (second != label && lam != 1.0f) loss = lam * loss + (1.0f - lam) * (lse - z[second]);
+  if (smoothing > 0.0f)
+    loss = (1.0f - smoothing) * loss + smoothing * (lse - sum_z / static_cast<float>(classes));
+  return loss;
+}
+// The label a mixed row's accuracy counts against: the one with the larger weight
+// (the first on a tie).
+RT_HD int softmax_ce_accuracy_label(int label, int second, float lam) {
+  return lam >= 0.5f ? label : second;
+}
+// Whether a row's labels are usable: both in [0, classes) (or the first ignored).
+RT_HD bool softmax_ce_labels_valid(int label, int second, int classes) {
+  return label >= 0 && label < classes && second >= 0 && second < classes;
+}
+
 // Loss -log softmax(z)[label] and whether argmax(z) == label (first maximum
 // wins). A label outside [0, classes) gives loss NaN and correct = -1, which the
 // host turns into an error naming the row. With label smoothing e the target
 // is (1 - e) onehot(label) + e / classes (PyTorch's label_smoothing): the loss
-// is (1 - e) (-log p[label]) + e (logsumexp(z) - mean(z)).
+// is (1 - e) (-log p[label]) + e (logsumexp(z) - mean(z)). With a mix (second,
+// lam), the target and the accuracy are softmax_ce_row_loss's and
+// softmax_ce_accuracy_label's.
 RT_HD void softmax_ce_row_forward(const float* z, int classes, int label, float* loss, int* correct,
-                                  float smoothing = 0.0f) {
+                                  float smoothing = 0.0f, int second = -1, float lam = 1.0f) {
   if (label == kIgnoredLabel) {
     *loss = 0.0f;
     *correct = kIgnoredRow;
     return;
   }
-  if (label < 0 || label >= classes) {
+  if (second < 0 && lam == 1.0f) second = label;  // no mix
+  if (!softmax_ce_labels_valid(label, second, classes)) {
     *loss = nanf("");
     *correct = -1;
     return;
@@ -41,31 +72,48 @@ RT_HD void softmax_ce_row_forward(const float* z, int classes, int label, float*
   float s = 0.0f;
   for (int j = 0; j < classes; ++j) s += expf(z[j] - m);
   const float lse = logf(s) + m;
-  *loss = lse - z[label];
-  if (smoothing > 0.0f) {
-    float sum_z = 0.0f;
+  float sum_z = 0.0f;
+  if (smoothing > 0.0f)
     for (int j = 0; j < classes; ++j) sum_z += z[j];
-    *loss = (1.0f - smoothing) * *loss + smoothing * (lse - sum_z / static_cast<float>(classes));
-  }
-  *correct = arg == label ? 1 : 0;
+  *loss = softmax_ce_row_loss(z, lse, sum_z, classes, label, second, lam, smoothing);
+  *correct = arg == softmax_ce_accuracy_label(label, second, lam) ? 1 : 0;
 }
 
-// dz = scale * (softmax(z) - target), target the (smoothed) one-hot label;
-// scale is grad_scale / batch for a mean reduction.
+// What backward subtracts from scale * softmax(z)[j]: scale times the
+// (smoothed, mixed) target. off for every class, on_label at the label and
+// on_second at the second label (the same as on_label when there is no mix).
+struct SoftmaxCeTarget {
+  float off, on_label, on_second;
+};
+RT_HD SoftmaxCeTarget softmax_ce_target(int label, int second, float lam, float scale,
+                                        float smoothing, int classes) {
+  const float off = scale * smoothing / static_cast<float>(classes);
+  const float on = scale * (1.0f - smoothing) + off;
+  if (second == label || lam == 1.0f) return {off, on, second == label ? on : off};
+  return {off, scale * (1.0f - smoothing) * lam + off,
+          scale * (1.0f - smoothing) * (1.0f - lam) + off};
+}
+RT_HD float softmax_ce_target_at(const SoftmaxCeTarget& t, int j, int label, int second) {
+  return j == label ? t.on_label : j == second ? t.on_second : t.off;
+}
+
+// dz = scale * (softmax(z) - target), target the (smoothed, mixed) one-hot
+// label; scale is grad_scale / batch for a mean reduction.
 RT_HD void softmax_ce_row_backward(const float* z, int classes, int label, float scale, float* dz,
-                                   float smoothing = 0.0f) {
+                                   float smoothing = 0.0f, int second = -1, float lam = 1.0f) {
   if (label == kIgnoredLabel) {
     for (int j = 0; j < classes; ++j) dz[j] = 0.0f;
     return;
   }
+  if (second < 0 && lam == 1.0f) second = label;  // no mix
   float m = z[0];
   for (int j = 1; j < classes; ++j) m = z[j] > m ? z[j] : m;
   float s = 0.0f;
   for (int j = 0; j < classes; ++j) s += expf(z[j] - m);
   const float inv = scale / s;
-  const float off = scale * smoothing / static_cast<float>(classes);
-  const float on = scale * (1.0f - smoothing) + off;
-  for (int j = 0; j < classes; ++j) dz[j] = expf(z[j] - m) * inv - (j == label ? on : off);
+  const SoftmaxCeTarget t = softmax_ce_target(label, second, lam, scale, smoothing, classes);
+  for (int j = 0; j < classes; ++j)
+    dz[j] = expf(z[j] - m) * inv - softmax_ce_target_at(t, j, label, second);
 }
 
 // Running loss totals kept where the model runs: [0] loss sum, [1] correct

@@ -71,11 +71,18 @@ int run_inspect(const InspectOptions& o, const Topology& topo) {
                            : !o.augment.empty()        ? SampleTransform::eval_spec_of(o.augment)
                                                        : "";
   if (!spec.empty() && spec != "none") {
-    ds.set_transform(
-        SampleTransform::parse(spec, o.seed, o.eval ? "--eval-transform" : "--augment"),
-        o.loader_threads);
-    log0("data: {} {} -> samples {}", o.eval ? "evaluation transform" : "augmentation",
-         ds.transform()->describe(), shape_string(ds.sample_shape()));
+    auto transform =
+        SampleTransform::parse(spec, o.seed, o.eval ? "--eval-transform" : "--augment");
+    const BatchMixSpec batch = transform->batch_mix();
+    // Batch steps alone leave the samples as stored (as in training).
+    if (!transform->per_sample_empty() || !batch.any()) {
+      ds.set_transform(std::move(transform), o.loader_threads);
+      log0("data: {} {} -> samples {}", o.eval ? "evaluation transform" : "augmentation",
+           ds.transform()->describe(), shape_string(ds.sample_shape()));
+    }
+    if (batch.any())
+      log0("data: {} mix each training batch on the model's device; these samples are before it",
+           batch.describe());
   }
   if (!o.dump.empty()) {
     std::error_code ec;

@@ -105,7 +105,8 @@ CLI::App* add_train_command(CLI::App& app, CommandContext& ctx) {
       ->capture_default_str();
   sub->add_option("--augment", c.augment,
                   "Augmentation of training images, e.g. imagenet, cifar, or "
-                  "'random_crop(32, padding=4), hflip' (README: the augmentation language)");
+                  "'random_crop(32, padding=4), hflip', ending in the batch steps "
+                  "mixup(alpha=A) and/or cutmix(alpha=A) (README: the augmentation language)");
   sub->add_option("--eval-transform", c.eval_transform,
                   "Transform of evaluation images (default: derived from --augment, e.g. resize "
                   "+ center crop for random_resized_crop)");

@@ -187,10 +187,49 @@ bool is_preset(const std::string& name) {
   return name == "imagenet" || name == "cifar";
 }
 
-std::vector<Step> parse_steps(const std::string& spec, const std::string& flag) {
+bool is_batch_step(const std::string& name) {
+  return name == "mixup" || name == "cutmix";
+}
+
+// mixup(alpha=A) / cutmix(alpha=A), A > 0 (torchvision's default 1), into `batch`.
+void parse_batch_step(const std::string& name,
+                      const std::vector<std::pair<std::string, Value>>& args,
+                      const std::string& spec, const std::string& flag, BatchMixSpec& batch) {
+  double alpha = 1.0;
+  for (std::size_t k = 0; k < args.size(); ++k) {
+    const auto& [key, v] = args[k];
+    RT_CHECK(args.size() == 1 && (key.empty() || key == "alpha") && v.v.size() == 1 && !v.list &&
+                 std::isfinite(v.v[0]) && v.v[0] > 0,
+             "{} '{}': {} takes (alpha=A) with A > 0 (lam ~ Beta(A, A)); default alpha=1", flag,
+             spec, name);
+    alpha = v.v[0];
+  }
+  double& slot = name == "mixup" ? batch.mixup_alpha : batch.cutmix_alpha;
+  RT_CHECK(slot == 0, "{} '{}': {} is given twice", flag, spec, name);
+  slot = alpha;
+}
+
+// The per-sample steps of `spec`; its batch steps (mixup, cutmix) go to
+// `batch`, or are an Error where there is none (evaluation, presets).
+std::vector<Step> parse_steps(const std::string& spec, const std::string& flag,
+                              BatchMixSpec* batch = nullptr) {
   Parser parser(spec, flag);
   std::vector<Step> steps;
+  bool batch_seen = false;
   for (auto& [name, args] : parser.items()) {
+    if (is_batch_step(name)) {
+      RT_CHECK(batch != nullptr,
+               "{} '{}': {} mixes the samples of a training batch: it belongs in --augment, not "
+               "{}",
+               flag, spec, name, flag);
+      parse_batch_step(name, args, spec, flag, *batch);
+      batch_seen = true;
+      continue;
+    }
+    RT_CHECK(!batch_seen,
+             "{} '{}': {} comes after a batch step: mixup and cutmix apply to the whole batch, "
+             "after every per-sample step, so they come last",
+             flag, spec, name);
     if (name == "none") {
       RT_CHECK(args.empty(), "{} '{}': none takes no arguments", flag, spec);
       continue;
@@ -313,13 +352,14 @@ std::vector<Step> parse_steps(const std::string& spec, const std::string& flag) 
       for (float d : s.std) RT_CHECK(d > 0, "{} '{}': normalize: std must be > 0", flag, spec);
       have_size = true;
     } else {
-      parser.fail("unknown step '" + name + "'" +
-                  did_you_mean(name, {"random_resized_crop", "random_crop", "hflip", "vflip",
-                                      "rotation", "color_jitter", "grayscale", "resize",
-                                      "center_crop", "normalize", "imagenet", "cifar", "none"}) +
-                  " (known: random_resized_crop, random_crop, hflip, vflip, rotation, "
-                  "color_jitter, grayscale, resize, center_crop, normalize, presets imagenet and "
-                  "cifar, none)");
+      parser.fail(
+          "unknown step '" + name + "'" +
+          did_you_mean(name, {"random_resized_crop", "random_crop", "hflip", "vflip", "rotation",
+                              "color_jitter", "grayscale", "resize", "center_crop", "normalize",
+                              "imagenet", "cifar", "none", "mixup", "cutmix"}) +
+          " (known: random_resized_crop, random_crop, hflip, vflip, rotation, "
+          "color_jitter, grayscale, resize, center_crop, normalize, presets imagenet and "
+          "cifar, none; batch steps mixup and cutmix)");
     }
     RT_CHECK(have_size, "{} '{}': {} needs a size", flag, spec, name);
     steps.push_back(s);
@@ -502,19 +542,31 @@ SampleTransform::~SampleTransform() = default;
 std::shared_ptr<const SampleTransform> SampleTransform::parse(const std::string& spec,
                                                               std::uint64_t seed,
                                                               const std::string& flag) {
-  return std::make_shared<const SampleTransform>(spec, seed, parse_steps(spec, flag));
+  BatchMixSpec batch;
+  auto steps = parse_steps(spec, flag, flag == "--augment" ? &batch : nullptr);
+  auto t = std::make_shared<SampleTransform>(spec, seed, std::move(steps));
+  t->batch_mix_ = batch;
+  return t;
+}
+
+BatchMixSpec SampleTransform::batch_mix_of(const std::string& spec, const std::string& flag) {
+  BatchMixSpec batch;
+  parse_steps(spec, flag, &batch);
+  return batch;
 }
 
 std::string SampleTransform::eval_spec_of(const std::string& train_spec) {
   Parser parser(train_spec, "--augment");
-  const auto items = parser.items();
+  auto items = parser.items();
+  std::erase_if(items, [](const auto& item) { return is_batch_step(item.first); });
   if (items.size() == 1 && is_preset(items[0].first)) {
     const std::string eval = preset(items[0].first, true);
     return eval.empty() ? "none" : eval;
   }
   std::string out;
   auto add = [&](const std::string& s) { out += (out.empty() ? "" : ", ") + s; };
-  for (const Step& s : parse_steps(train_spec, "--augment")) {
+  BatchMixSpec batch;  // never in evaluation
+  for (const Step& s : parse_steps(train_spec, "--augment", &batch)) {
     switch (s.kind) {
       case Step::random_resized_crop:
         add(fmt::format("resize({})", s.h == s.w ? std::to_string(s.h * 256 / 224)

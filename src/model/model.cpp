@@ -858,7 +858,7 @@ void Model::forward_accumulate(const float* x, const std::int32_t* labels, std::
   softmax_cross_entropy_accumulate(
       *s.ctx, logits, s.labels.data_as<std::int32_t>(), batch * rows_per_sample_, num_classes_,
       s.row_loss.data_as<float>(), s.row_correct.data_as<std::int32_t>(),
-      s.loss_totals.data_as<double>(), options_.label_smoothing);
+      s.loss_totals.data_as<double>(), options_.label_smoothing, label_mix_);
   mark_stop(s.timer, profile_slots().loss_forward());
 }
 
@@ -899,10 +899,10 @@ void Model::backward(float grad_scale, bool accumulate,
   const std::size_t rows = batch * rows_per_sample_;
   mark_start(s.timer, profile_slots().loss_backward());
   GradientBuffer& logits_grad = s.grad_of(L - 1);
-  softmax_cross_entropy_backward(*s.ctx, s.nodes[L - 1].output.as<const float>(),
-                                 s.labels.data_as<std::int32_t>(), rows, num_classes_,
-                                 grad_scale / static_cast<float>(rows),
-                                 static_cast<float*>(logits_grad.data), options_.label_smoothing);
+  softmax_cross_entropy_backward(
+      *s.ctx, s.nodes[L - 1].output.as<const float>(), s.labels.data_as<std::int32_t>(), rows,
+      num_classes_, grad_scale / static_cast<float>(rows), static_cast<float*>(logits_grad.data),
+      options_.label_smoothing, label_mix_);
   mark_stop(s.timer, profile_slots().loss_backward());
   logits_grad.written = true;
   std::vector<BufferView>& xs = s.x_views;

@@ -87,10 +87,12 @@ void gpu_bias_grad(const GpuHandles& h, const float* dy, float* dbias, std::size
                    std::size_t channels, std::size_t inner, bool accumulate);
 void gpu_softmax_ce_forward(void* stream, const float* logits, const std::int32_t* labels,
                             std::size_t rows, std::size_t classes, float* row_loss,
-                            std::int32_t* row_correct, float smoothing = 0.0f);
+                            std::int32_t* row_correct, float smoothing = 0.0f,
+                            const std::int32_t* second = nullptr, float lam = 1.0f);
 void gpu_softmax_ce_backward(void* stream, const float* logits, const std::int32_t* labels,
                              std::size_t rows, std::size_t classes, float scale, float* dlogits,
-                             float smoothing = 0.0f);
+                             float smoothing = 0.0f, const std::int32_t* second = nullptr,
+                             float lam = 1.0f);
 // totals[0..2] += loss sum, correct count, bad-label count of the rows.
 void gpu_loss_totals_add(void* stream, const float* row_loss, const std::int32_t* row_correct,
                          std::size_t rows, double* totals);

@@ -63,11 +63,11 @@ void gpu_bias_grad(const GpuHandles&, const float*, float*, std::size_t, std::si
   no_cuda("bias_grad");
 }
 void gpu_softmax_ce_forward(void*, const float*, const std::int32_t*, std::size_t, std::size_t,
-                            float*, std::int32_t*, float) {
+                            float*, std::int32_t*, float, const std::int32_t*, float) {
   no_cuda("softmax cross-entropy");
 }
 void gpu_softmax_ce_backward(void*, const float*, const std::int32_t*, std::size_t, std::size_t,
-                             float, float*, float) {
+                             float, float*, float, const std::int32_t*, float) {
   no_cuda("softmax cross-entropy");
 }
 void gpu_loss_totals_add(void*, const float*, const std::int32_t*, std::size_t, double*) {

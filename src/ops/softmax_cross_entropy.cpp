@@ -18,6 +18,10 @@ void check_label(std::int32_t label, std::size_t row, std::size_t classes) {
            "classes",
            label, row, classes, classes);
 }
+// Row i's second label under `mix`, or -1 (no mix: the plain loss).
+int second_label(const LabelMix& mix, std::size_t i) {
+  return mix.active() ? mix.second[i] : -1;
+}
 }  // namespace
 
 SoftmaxCrossEntropyResult softmax_cross_entropy_forward(
@@ -68,20 +72,22 @@ SoftmaxCrossEntropyResult softmax_cross_entropy_forward(
 void softmax_cross_entropy_accumulate(const ComputeContext& ctx, const float* logits,
                                       const std::int32_t* labels, std::size_t rows,
                                       std::size_t classes, float* row_loss,
-                                      std::int32_t* row_correct, double* totals, float smoothing) {
+                                      std::int32_t* row_correct, double* totals, float smoothing,
+                                      const LabelMix& mix) {
   if (rows == 0) return;
   if (ctx.is_cuda()) {
     detail::gpu_softmax_ce_forward(ctx.stream(), logits, labels, rows, classes, row_loss,
-                                   row_correct, smoothing);
+                                   row_correct, smoothing, mix.second, mix.lam);
     detail::gpu_loss_totals_add(ctx.stream(), row_loss, row_correct, rows, totals);
     return;
   }
   for (std::size_t i = 0; i < rows; ++i) {
     check_label(labels[i], i, classes);
+    if (mix.active()) check_label(mix.second[i], i, classes);
     float loss = 0.0f;
     int correct = 0;
     kernels::softmax_ce_row_forward(logits + i * classes, static_cast<int>(classes), labels[i],
-                                    &loss, &correct, smoothing);
+                                    &loss, &correct, smoothing, second_label(mix, i), mix.lam);
     kernels::loss_totals_add_row(loss, correct, totals);
   }
 }
@@ -89,14 +95,16 @@ void softmax_cross_entropy_accumulate(const ComputeContext& ctx, const float* lo
 void softmax_cross_entropy_backward(const ComputeContext& ctx, const float* logits,
                                     const std::int32_t* labels, std::size_t rows,
                                     std::size_t classes, float scale, float* dlogits,
-                                    float smoothing) {
+                                    float smoothing, const LabelMix& mix) {
   if (ctx.is_cuda())
     return detail::gpu_softmax_ce_backward(ctx.stream(), logits, labels, rows, classes, scale,
-                                           dlogits, smoothing);
+                                           dlogits, smoothing, mix.second, mix.lam);
   for (std::size_t i = 0; i < rows; ++i) {
     check_label(labels[i], i, classes);
+    if (mix.active()) check_label(mix.second[i], i, classes);
     kernels::softmax_ce_row_backward(logits + i * classes, static_cast<int>(classes), labels[i],
-                                     scale, dlogits + i * classes, smoothing);
+                                     scale, dlogits + i * classes, smoothing, second_label(mix, i),
+                                     mix.lam);
   }
 }
 

@@ -45,6 +45,7 @@
 #include "ringtrain/core/ordering_point.h"
 #include "ringtrain/core/timer.h"
 #include "ringtrain/core/writable_path.h"
+#include "ringtrain/data/batch_mix.h"
 #include "ringtrain/data/dataset.h"
 #include "ringtrain/data/prefetcher.h"
 #include "ringtrain/data/sample_transform.h"
@@ -94,10 +95,11 @@ kernels::LossScalerState initial_loss_scaler(const TrainConfig& cfg) {
   s.growth_interval = cfg.loss_scale_window;
   return s;
 }
-// The --no-decay mask where the optimizer reads it (the model's device).
+// Memory on the model's device: the --no-decay mask where the optimizer reads
+// it, the mixed batch and its second labels (--augment mixup / cutmix).
 struct DeviceArray {
-  DeviceArray(std::size_t count, Device device)
-      : view{device_allocate(count * sizeof(float), device), count, DType::f32, device} {}
+  DeviceArray(std::size_t count, Device device, DType dtype = DType::f32)
+      : view{device_allocate(count * dtype_size(dtype), device), count, dtype, device} {}
   ~DeviceArray() { device_free(view.ptr, view.device); }
   DeviceArray(const DeviceArray&) = delete;
   DeviceArray& operator=(const DeviceArray&) = delete;
@@ -131,6 +133,7 @@ class Trainer {
   void open_data_and_build_model();
   void set_image_transforms();
   void require_fixed_image_size() const;
+  void set_batch_mix();
   bool eval_split_present();
   bool evaluates() const;
   int open_token_windows();
@@ -184,6 +187,11 @@ class Trainer {
   ShardedOptimizer* zero_ = nullptr;         // optimizer_, under --zero 1
   std::unique_ptr<GradClipper> clipper_;     // --clip-norm, or --zero 1's norm
   std::unique_ptr<DeviceArray> decay_mask_;  // --no-decay
+  // --augment mixup / cutmix: the draws, and where the mixed batch and its
+  // second labels are written (max_batch rows, on the model's device).
+  BatchMixSpec batch_mix_spec_;
+  std::optional<BatchMixer> mixer_;
+  std::unique_ptr<DeviceArray> mixed_x_, mixed_second_;
   DivergenceMonitor divergence_;
   std::uint64_t divergence_reported_step_ = 0;  // the device watch's, once warned
   std::optional<NonfiniteGuard> nonfinite_;
@@ -348,6 +356,7 @@ void Trainer::open_data_and_build_model() {
   model_options.precision = precision_;
   model_options.layout = parse_layout_choice(cfg_.layout);
   model_ = Model::build(*spec_, train_data_->sample_shape(), classes, model_options);
+  set_batch_mix();
   sampler_global_batch_ = sampler_->global_batch();
   global_batch_ = sampler_global_batch_ * cfg_.accum;
   micro_per_epoch_ = sampler_->steps_per_epoch();
@@ -392,11 +401,16 @@ void Trainer::set_image_transforms() {
   // Random choices come from (--seed, epoch, index): the same on every rank
   // and thread, and after a resume.
   if (!cfg_.augment.empty()) {
-    train_data_->set_transform(SampleTransform::parse(cfg_.augment, cfg_.seed, "--augment"),
-                               cfg_.loader_threads);
-    log0("data: --augment {} (on {} loader thread(s) per rank): samples {}",
-         train_data_->transform()->describe(), cfg_.loader_threads,
-         shape_string(train_data_->sample_shape()));
+    auto transform = SampleTransform::parse(cfg_.augment, cfg_.seed, "--augment");
+    batch_mix_spec_ = transform->batch_mix();
+    // Batch steps alone leave the samples as stored: no per-sample transform
+    // (and then any float samples, not only images, may be mixed up).
+    if (!transform->per_sample_empty() || !batch_mix_spec_.any()) {
+      train_data_->set_transform(std::move(transform), cfg_.loader_threads);
+      log0("data: --augment {} (on {} loader thread(s) per rank): samples {}",
+           train_data_->transform()->describe(), cfg_.loader_threads,
+           shape_string(train_data_->sample_shape()));
+    }
   }
   const std::string eval = !cfg_.eval_transform.empty() ? cfg_.eval_transform
                            : !cfg_.augment.empty() ? SampleTransform::eval_spec_of(cfg_.augment)
@@ -406,6 +420,28 @@ void Trainer::set_image_transforms() {
                               cfg_.loader_threads);
     log0("data: evaluation transform {}", eval_data_->transform()->describe());
   }
+}
+
+// --augment's batch steps: mixup blends input floats, so a model that reads
+// token ids (a language model) is refused; cutmix cuts boxes out of images
+// (BatchMixer refuses other samples). Evaluation is never mixed.
+void Trainer::set_batch_mix() {
+  if (!batch_mix_spec_.any()) return;
+  const bool reads_tokens = model_->rows_per_sample() != 1 || [&] {
+    for (std::size_t i = 0; i < model_->layer_count(); ++i)
+      if (model_->layer_kind(i) == "token_embedding") return true;
+    return false;
+  }();
+  RT_CHECK(!reads_tokens,
+           "--augment {}: mixup and cutmix blend input floats, and model '{}' reads token ids (a "
+           "language model)",
+           batch_mix_spec_.describe(), spec_->describe());
+  mixer_.emplace(batch_mix_spec_, cfg_.seed, train_data_->sample_shape(), "--augment");
+  const std::size_t rows = model_->max_batch();
+  mixed_x_ = std::make_unique<DeviceArray>(rows * mixer_->sample_elements(), device_);
+  mixed_second_ = std::make_unique<DeviceArray>(rows, device_, DType::i32);
+  log0("data: --augment batch step(s) {}, drawn from (--seed, step, rank); evaluation unmixed",
+       batch_mix_spec_.describe());
 }
 
 // JPEG images converted without --size keep their own sizes (stored 0 x 0):
@@ -691,8 +727,19 @@ std::size_t Trainer::forward_backward(std::size_t micro, float loss_scale, StepT
   model.set_dropout_context(static_cast<std::uint64_t>(topo_.rank()), step_ * cfg_.accum + micro);
   t.forward = monotonic_seconds();
   phase("forward");
-  model.forward_accumulate(batch.x.as<const float>(), batch.y.as<const std::int32_t>(), batch.size,
-                           /*training=*/true);
+  const float* x = batch.x.as<const float>();
+  if (mixer_) {
+    // Mixed where the batch already is (the model's device, on its compute
+    // stream, so before the forward that reads it), into the trainer's own
+    // buffers: the loader's slot stays as loaded.
+    const BatchMixDraw draw =
+        mixer_->draw(step_ * cfg_.accum + micro, static_cast<std::uint64_t>(topo_.rank()));
+    mixer_->apply(draw, batch.x, batch.y, batch.size, mixed_x_->view, mixed_second_->view,
+                  model.compute_stream());
+    model.set_label_mix({mixed_second_->view.as<const std::int32_t>(), draw.lam});
+    x = mixed_x_->view.as<const float>();
+  }
+  model.forward_accumulate(x, batch.y.as<const std::int32_t>(), batch.size, /*training=*/true);
   if (faults_ && last) faults_->after_forward(step_ + 1);
   t.backward = monotonic_seconds();
   timing.forward += t.backward - t.forward;

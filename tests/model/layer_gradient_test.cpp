@@ -5,7 +5,9 @@
 // of the difference quotient leaves room for.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <numeric>
 
@@ -426,4 +428,106 @@ TEST_CASE("softmax cross-entropy with label smoothing: PyTorch's loss and its gr
       softmax_cross_entropy_forward(*ctx, z.data(), labels.data(), rows, classes, nullptr, nullptr)
           .loss_sum;
   CHECK(plain / rows != Approx(ref / rows).epsilon(1e-4));
+}
+
+// Mixup / CutMix targets: lam onehot(a) + (1 - lam) onehot(b), smoothed as
+// PyTorch's cross_entropy smooths soft targets.
+TEST_CASE("softmax cross-entropy with a mixed target: two CEs, its gradient, lam 1 unchanged",
+          "[loss][gradient][mixup]") {
+  auto ctx = ComputeContext::create(Device::cpu());
+  const std::size_t rows = 5, classes = 6;
+  std::vector<float> z = test::hashed_vector(47, rows * classes, -3.0f, 3.0f);
+  z[8] = 60.0f;  // a large logit must not overflow
+  const std::vector<std::int32_t> a = {0, 5, 2, 2, 4}, b = {3, 1, 2, 0, 5};  // row 2: a == b
+  auto totals_of = [&](const std::vector<float>& logits, float e, const LabelMix& mix) {
+    std::vector<double> t(3, 0.0);
+    softmax_cross_entropy_accumulate(*ctx, logits.data(), a.data(), rows, classes, nullptr, nullptr,
+                                     t.data(), e, mix);
+    return t;
+  };
+  // Reference in double: -sum_k q_k log p_k, q = (1 - e) (lam 1_a + (1 - lam) 1_b) + e / K.
+  auto reference = [&](float lam, float e) {
+    double ref = 0;
+    for (std::size_t r = 0; r < rows; ++r) {
+      double m = -1e30, s = 0;
+      for (std::size_t j = 0; j < classes; ++j) m = std::max<double>(m, z[r * classes + j]);
+      for (std::size_t j = 0; j < classes; ++j) s += std::exp(z[r * classes + j] - m);
+      for (std::size_t j = 0; j < classes; ++j) {
+        const double logp = z[r * classes + j] - m - std::log(s);
+        const double t = (j == static_cast<std::size_t>(a[r]) ? lam : 0.0) +
+                         (j == static_cast<std::size_t>(b[r]) ? 1.0 - lam : 0.0);
+        ref -= ((1.0 - e) * t + e / classes) * logp;
+      }
+    }
+    return ref;
+  };
+  for (float e : {0.0f, 0.1f}) {
+    for (float lam : {0.3f, 0.5f, 0.85f}) {
+      INFO("smoothing " << e << ", lam " << lam);
+      const LabelMix mix{b.data(), lam};
+      const double loss = totals_of(z, e, mix)[0];
+      CHECK(loss == Approx(reference(lam, e)).epsilon(1e-5));
+      // The two-CE formula: lam CE(a) + (1 - lam) CE(b), each with smoothing e.
+      const double ce_a = totals_of(z, e, {})[0];
+      double ce_b = 0;
+      {
+        std::vector<double> t(3, 0.0);
+        softmax_cross_entropy_accumulate(*ctx, z.data(), b.data(), rows, classes, nullptr, nullptr,
+                                         t.data(), e);
+        ce_b = t[0];
+      }
+      CHECK(loss == Approx(lam * ce_a + (1.0 - lam) * ce_b).epsilon(1e-5));
+
+      std::vector<float> dz(rows * classes);
+      const float grad_scale = 2.0f;
+      softmax_cross_entropy_backward(*ctx, z.data(), a.data(), rows, classes, grad_scale / rows,
+                                     dz.data(), e, mix);
+      const float eps = 1e-2f;
+      for (std::size_t i = 0; i < z.size(); ++i) {
+        std::vector<float> zp = z, zm = z;
+        zp[i] += eps;
+        zm[i] -= eps;
+        const double numeric =
+            grad_scale * (totals_of(zp, e, mix)[0] - totals_of(zm, e, mix)[0]) / (2.0 * eps * rows);
+        check_close(dz[i], numeric, 2e-3, 2e-2, "mixed dlogits[" + std::to_string(i) + "]");
+      }
+      for (std::size_t r = 0; r < rows; ++r)  // softmax minus a distribution
+        CHECK(std::accumulate(dz.begin() + static_cast<long>(r * classes),
+                              dz.begin() + static_cast<long>((r + 1) * classes),
+                              0.0) == Approx(0.0).margin(1e-6));
+    }
+    // lam 1, or no second label: today's loss and gradient, bit for bit.
+    const std::vector<double> plain = totals_of(z, e, {});
+    CHECK(totals_of(z, e, {b.data(), 1.0f}) == plain);
+    std::vector<float> d_plain(rows * classes), d_one(rows * classes);
+    softmax_cross_entropy_backward(*ctx, z.data(), a.data(), rows, classes, 0.2f, d_plain.data(),
+                                   e);
+    softmax_cross_entropy_backward(*ctx, z.data(), a.data(), rows, classes, 0.2f, d_one.data(), e,
+                                   {b.data(), 1.0f});
+    CHECK(std::memcmp(d_plain.data(), d_one.data(), d_plain.size() * sizeof(float)) == 0);
+    // The same second label as the first is the plain loss too, whatever lam.
+    CHECK(totals_of(z, e, {a.data(), 0.3f}) == plain);
+  }
+  // Accuracy counts against the label with the larger weight (the first on a tie).
+  std::vector<std::int32_t> argmax(rows);
+  for (std::size_t r = 0; r < rows; ++r)
+    argmax[r] = static_cast<std::int32_t>(
+        std::max_element(z.begin() + static_cast<long>(r * classes),
+                         z.begin() + static_cast<long>((r + 1) * classes)) -
+        (z.begin() + static_cast<long>(r * classes)));
+  auto correct_against = [&](const std::vector<std::int32_t>& labels) {
+    double c = 0;
+    for (std::size_t r = 0; r < rows; ++r) c += argmax[r] == labels[r];
+    return c;
+  };
+  CHECK(totals_of(z, 0.0f, {b.data(), 0.5f})[1] == correct_against(a));
+  CHECK(totals_of(z, 0.0f, {b.data(), 0.4f})[1] == correct_against(b));
+  // A second label outside the classes is named like a first one.
+  std::vector<std::int32_t> bad = b;
+  bad[3] = 6;
+  std::vector<double> t(3, 0.0);
+  CHECK_THROWS_WITH(
+      softmax_cross_entropy_accumulate(*ctx, z.data(), a.data(), rows, classes, nullptr, nullptr,
+                                       t.data(), 0.0f, {bad.data(), 0.5f}),
+      Catch::Contains("label 6 of batch row 3"));
 }

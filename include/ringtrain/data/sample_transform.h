@@ -23,17 +23,25 @@
 #include <string>
 #include <vector>
 
+#include "ringtrain/data/batch_mix.h"
+
 namespace ringtrain {
 
 class SampleTransform {
  public:
-  // Throws Error naming `flag` and the bad text.
+  // Throws Error naming `flag` and the bad text. The batch steps (mixup,
+  // cutmix: batch_mix.h) are taken under --augment only, last in the list;
+  // they are not part of the transform's per-sample work but kept in
+  // batch_mix() for the trainer.
   static std::shared_ptr<const SampleTransform> parse(const std::string& spec, std::uint64_t seed,
                                                       const std::string& flag = "--augment");
+  // The batch steps of a training spec (none: BatchMixSpec::any() is false).
+  static BatchMixSpec batch_mix_of(const std::string& spec, const std::string& flag = "--augment");
   // The evaluation counterpart of a training spec: random_resized_crop(S)
   // becomes resize(S*256/224) + center_crop(S), random_crop(S) center_crop(S),
-  // hflip is dropped; the rest is kept. The presets' eval forms are
-  // torchvision's (imagenet: resize 256, center crop 224, same normalisation).
+  // hflip is dropped; the rest is kept; mixup and cutmix are dropped. The
+  // presets' eval forms are torchvision's (imagenet: resize 256, center crop
+  // 224, same normalisation).
   static std::string eval_spec_of(const std::string& train_spec);
 
   // The output shape for stored samples of `stored` (C, H, W); throws Error
@@ -60,6 +68,10 @@ class SampleTransform {
   // The steps as parsed, with every default written out.
   std::string describe() const;
   bool random() const;  // whether any step draws random numbers
+  // Whether there is no per-sample step (none, or batch steps only): the
+  // samples reach the model as stored.
+  bool per_sample_empty() const { return steps_.empty(); }
+  const BatchMixSpec& batch_mix() const { return batch_mix_; }
 
   struct Step;  // src/data/sample_transform.cpp
   SampleTransform(std::string spec, std::uint64_t seed, std::vector<Step> steps);
@@ -73,6 +85,7 @@ class SampleTransform {
   std::string spec_;
   std::uint64_t seed_;
   std::vector<Step> steps_;
+  BatchMixSpec batch_mix_;
 };
 
 }  // namespace ringtrain

@@ -24,6 +24,7 @@
 #include "ringtrain/model/model_spec.h"
 #include "ringtrain/ops/math_mode.h"
 #include "ringtrain/ops/precision.h"
+#include "ringtrain/ops/softmax_cross_entropy.h"
 #include "ringtrain/tensor/layout.h"
 
 namespace ringtrain {
@@ -129,6 +130,12 @@ class Model {
   // Set it before a forward and keep it until the matching backward, which
   // recomputes the same masks.
   void set_dropout_context(std::uint64_t rank, std::uint64_t step);
+  // The training loss's mixed target (--augment mixup / cutmix): the second
+  // label of each row (on the model's device) and the weight lam of the
+  // first. forward_accumulate and backward use it, forward (evaluation)
+  // never does. Set it before a forward and keep the labels unchanged until
+  // the matching backward; a default LabelMix is the plain loss.
+  void set_label_mix(const LabelMix& mix) { label_mix_ = mix; }
 
   // A model whose last node gives [T, classes] per sample (a language model)
   // has T labels per sample, one per row, and its loss is per row (token).
@@ -211,6 +218,7 @@ class Model {
   std::size_t param_count_ = 0, buffer_count_ = 0, activation_bytes_per_sample_ = 0;
   std::vector<ParamInfo> param_info_, buffer_info_;
   std::unique_ptr<State> state_;
+  LabelMix label_mix_;
 };
 
 }  // namespace ringtrain

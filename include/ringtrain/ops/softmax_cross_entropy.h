@@ -10,6 +10,17 @@
 
 namespace ringtrain {
 
+// A mixed target (mixup, cutmix: data/batch_mix.h): row i's target is
+// lam * onehot(labels[i]) + (1 - lam) * onehot(second[i]), label smoothing
+// applied to that soft target as PyTorch's cross_entropy does. `correct`
+// counts against labels[i] when lam >= 0.5, else against second[i]. No
+// second labels (the default) is the plain one-hot loss, bit for bit.
+struct LabelMix {
+  const std::int32_t* second = nullptr;  // rows int32, on ctx's device; null: no mix
+  float lam = 1.0f;
+  bool active() const { return second != nullptr; }
+};
+
 struct SoftmaxCrossEntropyResult {
   double loss_sum = 0;      // sum over rows of -log softmax(z)[label]
   std::size_t correct = 0;  // rows whose argmax is the label
@@ -32,13 +43,13 @@ void softmax_cross_entropy_accumulate(const ComputeContext& ctx, const float* lo
                                       const std::int32_t* labels, std::size_t rows,
                                       std::size_t classes, float* row_loss,
                                       std::int32_t* row_correct, double* totals,
-                                      float smoothing = 0.0f);
-// dlogits = scale * (softmax(logits) - target), target the one-hot label or,
-// with label smoothing e, (1 - e) onehot + e / classes; for the gradient of
-// grad_scale * mean loss, scale = grad_scale / rows.
+                                      float smoothing = 0.0f, const LabelMix& mix = {});
+// dlogits = scale * (softmax(logits) - target), target the one-hot label (or
+// the mix's soft target) or, with label smoothing e, (1 - e) target + e /
+// classes; for the gradient of grad_scale * mean loss, scale = grad_scale / rows.
 void softmax_cross_entropy_backward(const ComputeContext& ctx, const float* logits,
                                     const std::int32_t* labels, std::size_t rows,
                                     std::size_t classes, float scale, float* dlogits,
-                                    float smoothing = 0.0f);
+                                    float smoothing = 0.0f, const LabelMix& mix = {});
 
 }  // namespace ringtrain

@@ -43,15 +43,16 @@ void gpu_bias_grad(const GpuHandles& h, const float* dy, float* dbias, std::size
 }
 void gpu_softmax_ce_forward(void* stream, const float* logits, const std::int32_t* labels,
                             std::size_t rows, std::size_t classes, float* row_loss,
-                            std::int32_t* row_correct, float smoothing) {
+                            std::int32_t* row_correct, float smoothing, const std::int32_t* second,
+                            float lam) {
   kernels::softmax_ce_forward_cuda(logits, labels, rows, classes, row_loss, row_correct, smoothing,
-                                   stream);
+                                   second, lam, stream);
 }
 void gpu_softmax_ce_backward(void* stream, const float* logits, const std::int32_t* labels,
                              std::size_t rows, std::size_t classes, float scale, float* dlogits,
-                             float smoothing) {
+                             float smoothing, const std::int32_t* second, float lam) {
   kernels::softmax_ce_backward_cuda(logits, labels, rows, classes, scale, dlogits, smoothing,
-                                    stream);
+                                    second, lam, stream);
 }
 void gpu_loss_totals_add(void* stream, const float* row_loss, const std::int32_t* row_correct,
                          std::size_t rows, double* totals) {
