@@ -121,30 +121,28 @@ __global__ void apply_kernel(const T* __restrict__ x, T* __restrict__ y, Index t
        i < total; i += stride) {
     const Index ch = channel_of(i);
     store(y, i,
-          round_to_precision_grid(bn_apply_element(load(x, i), mean[ch], invstd[ch], gamma, beta,
-                                                   static_cast<int>(ch)),
-                                  precision));
+          round_to_precision_grid(
+              bn_apply_element(load(x, i), mean[ch], invstd[ch], gamma, beta, static_cast<int>(ch)),
+              precision));
   }
 }
 
 // x and dy of the storage type T, dx of D (T, or fp32 where the model sums).
 template <typename Index, typename ChannelOf, typename T, typename D>
 __global__ void backward_dx_kernel(const T* __restrict__ x, const T* __restrict__ dy,
-                                   D* __restrict__ dx, Index total, Index c,
-                                   ChannelOf channel_of, const float* count_ptr, const float* mean,
-                                   const float* invstd, const float* gamma, const float* sums,
-                                   DType precision) {
+                                   D* __restrict__ dx, Index total, Index c, ChannelOf channel_of,
+                                   const float* count_ptr, const float* mean, const float* invstd,
+                                   const float* gamma, const float* sums, DType precision) {
   const float count = *count_ptr;
   const Index stride = static_cast<Index>(gridDim.x) * static_cast<Index>(blockDim.x);
   for (Index i = static_cast<Index>(blockIdx.x) * static_cast<Index>(blockDim.x) + threadIdx.x;
        i < total; i += stride) {
     const Index ch = channel_of(i);
     store(dx, i,
-          round_to_precision_grid(
-              bn_backward_element(load(x, i), load(dy, i), mean[ch], invstd[ch],
-                                  gamma != nullptr ? gamma[ch] : 1.0f, sums[ch], sums[c + ch],
-                                  count),
-              precision));
+          round_to_precision_grid(bn_backward_element(load(x, i), load(dy, i), mean[ch], invstd[ch],
+                                                      gamma != nullptr ? gamma[ch] : 1.0f, sums[ch],
+                                                      sums[c + ch], count),
+                                  precision));
   }
 }
 
@@ -166,8 +164,8 @@ __global__ void gap_forward_kernel(const T* __restrict__ x, T* __restrict__ y, s
 }
 
 template <typename T, typename D>
-__global__ void gap_backward_kernel(const T* __restrict__ dy, D* __restrict__ dx,
-                                    std::size_t total, std::size_t hw) {
+__global__ void gap_backward_kernel(const T* __restrict__ dy, D* __restrict__ dx, std::size_t total,
+                                    std::size_t hw) {
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
     store(dx, i, load(dy, i / hw) / static_cast<float>(hw));
@@ -236,8 +234,8 @@ void batch_norm_apply_cuda(const void* x, void* y, DType t, std::size_t n, std::
     if (fits_32_bits(total))
       apply_kernel<std::uint32_t><<<blocks, kElementwiseThreads, 0, s_of(stream)>>>(
           xs, ys, static_cast<std::uint32_t>(total),
-          ChannelOf32(static_cast<std::uint32_t>(c), static_cast<std::uint32_t>(hw)), mean,
-          invstd, gamma, beta, precision);
+          ChannelOf32(static_cast<std::uint32_t>(c), static_cast<std::uint32_t>(hw)), mean, invstd,
+          gamma, beta, precision);
     else
       apply_kernel<std::size_t><<<blocks, kElementwiseThreads, 0, s_of(stream)>>>(
           xs, ys, total, ChannelOfWide{c, hw}, mean, invstd, gamma, beta, precision);

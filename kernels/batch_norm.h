@@ -34,20 +34,18 @@ void batch_norm_eval_stats_cuda(const float* running_mean, const float* running_
                                 float eps, float* mean, float* invstd, void* stream);
 // An fp32 y rounded to `precision`'s grid (fp32: as is), in the same pass.
 void batch_norm_apply_cuda(const void* x, void* y, DType t, std::size_t n, std::size_t c,
-                           std::size_t hw,
-                           const float* mean, const float* invstd, const float* gamma,
-                           const float* beta, DType precision, void* stream);
+                           std::size_t hw, const float* mean, const float* invstd,
+                           const float* gamma, const float* beta, DType precision, void* stream);
 // sums[0..c) = sum(dy), sums[c..2c) = sum(dy * xhat) of this rank's samples;
 // dgamma/dbeta (if not null) overwritten or added to.
 void batch_norm_backward_reduce_cuda(const void* x, const void* dy, DType t, std::size_t n,
-                                     std::size_t c,
-                                     std::size_t hw, const float* mean, const float* invstd,
-                                     float* sums, float* dgamma, float* dbeta, bool accumulate,
-                                     float* scratch, std::size_t scratch_floats, void* stream);
+                                     std::size_t c, std::size_t hw, const float* mean,
+                                     const float* invstd, float* sums, float* dgamma, float* dbeta,
+                                     bool accumulate, float* scratch, std::size_t scratch_floats,
+                                     void* stream);
 // dx from the (possibly all-ranks) sums and the batch's sample count *count_ptr.
 void batch_norm_backward_dx_cuda(const void* x, const void* dy, DType t, void* dx, DType dx_type,
-                                 std::size_t n,
-                                 std::size_t c, std::size_t hw, const float* mean,
+                                 std::size_t n, std::size_t c, std::size_t hw, const float* mean,
                                  const float* invstd, const float* gamma, const float* sums,
                                  const float* count_ptr, DType precision, void* stream);
 

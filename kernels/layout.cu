@@ -55,7 +55,8 @@ __global__ void gap_nhwc_backward_kernel(const T* __restrict__ dy, D* __restrict
   const std::size_t total = batch * hw * channels;
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
-    store(dx, i, load(dy, (i / (hw * channels)) * channels + i % channels) / static_cast<float>(hw));
+    store(dx, i,
+          load(dy, (i / (hw * channels)) * channels + i % channels) / static_cast<float>(hw));
 }
 
 }  // namespace

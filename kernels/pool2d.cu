@@ -81,9 +81,9 @@ __global__ void pool2d_forward_kernel(const T* __restrict__ x, T* __restrict__ y
 
 template <bool Max, typename T, typename D>
 __global__ void pool2d_backward_kernel(const T* __restrict__ dy,
-                                       const std::int32_t* __restrict__ argmax,
-                                       D* __restrict__ dx, std::uint32_t batch,
-                                       std::uint32_t per_sample, SampleIndex in, PoolShape s) {
+                                       const std::int32_t* __restrict__ argmax, D* __restrict__ dx,
+                                       std::uint32_t batch, std::uint32_t per_sample,
+                                       SampleIndex in, PoolShape s) {
   const std::uint32_t out_pixels = s.out_height * s.out_width;
   const std::size_t out_sample = static_cast<std::size_t>(in.channels.divisor) * out_pixels;
   for (std::uint32_t n = blockIdx.y; n < batch; n += gridDim.y) {
@@ -123,9 +123,9 @@ std::uint32_t checked_per_sample(std::size_t channels, std::size_t pixels) {
 
 }  // namespace
 
-void pool2d_forward_cuda(const void* x, void* y, DType t, std::int32_t* argmax,
-                         std::size_t batch, std::size_t channels, const PoolShape& shape, bool max,
-                         bool nhwc, void* stream) {
+void pool2d_forward_cuda(const void* x, void* y, DType t, std::int32_t* argmax, std::size_t batch,
+                         std::size_t channels, const PoolShape& shape, bool max, bool nhwc,
+                         void* stream) {
   if (batch == 0) return;
   const std::uint32_t per_sample =
       checked_per_sample(channels, std::size_t{shape.out_height} * shape.out_width);
@@ -135,10 +135,9 @@ void pool2d_forward_cuda(const void* x, void* y, DType t, std::int32_t* argmax,
     using T = decltype(storage);
     const auto kernel = max ? pool2d_forward_kernel<true, T> : pool2d_forward_kernel<false, T>;
     kernel<<<sample_grid(batch, per_sample), kElementwiseThreads, 0,
-             static_cast<cudaStream_t>(stream)>>>(static_cast<const T*>(x), static_cast<T*>(y),
-                                                  max ? argmax : nullptr,
-                                                  static_cast<std::uint32_t>(batch), per_sample,
-                                                  out, shape);
+             static_cast<cudaStream_t>(stream)>>>(
+        static_cast<const T*>(x), static_cast<T*>(y), max ? argmax : nullptr,
+        static_cast<std::uint32_t>(batch), per_sample, out, shape);
   });
   RT_CUDA_CHECK_LAUNCH();
 }

@@ -31,6 +31,15 @@ template <typename T, typename D>
 __global__ void scale_kernel(const T* __restrict__ x, float a, D* __restrict__ y, std::size_t n) {
   RT_GRID_STRIDE(i, n) store(y, i, scale_element(load(x, i), a));
 }
+template <typename T, typename D>
+__global__ void convert_blocks_kernel(D* __restrict__ dst, std::size_t dst_pitch,
+                                      const T* __restrict__ src, std::size_t src_pitch,
+                                      std::size_t width, std::size_t n) {
+  RT_GRID_STRIDE(i, n) {
+    const std::size_t r = i / width, c = i - r * width;
+    store(dst, r * dst_pitch + c, load(src, r * src_pitch + c));
+  }
+}
 #undef RT_GRID_STRIDE
 
 cudaStream_t as_stream(void* stream) {
@@ -82,6 +91,22 @@ void scale_stored_cuda(const void* x, DType t, float a, void* y, DType y_type, s
       using D = decltype(d);
       scale_kernel<<<elementwise_blocks(n), kElementwiseThreads, 0, as_stream(stream)>>>(
           static_cast<const T*>(x), a, static_cast<D*>(y), n);
+    });
+  });
+  RT_CUDA_CHECK_LAUNCH();
+}
+
+void convert_blocks_cuda(void* dst, DType dst_type, std::size_t dst_pitch, const void* src,
+                         DType src_type, std::size_t src_pitch, std::size_t width, std::size_t rows,
+                         void* stream) {
+  const std::size_t n = width * rows;
+  if (n == 0) return;
+  with_storage(src_type, [&](auto s) {
+    with_storage(dst_type, [&](auto d) {
+      using T = decltype(s);
+      using D = decltype(d);
+      convert_blocks_kernel<<<elementwise_blocks(n), kElementwiseThreads, 0, as_stream(stream)>>>(
+          static_cast<D*>(dst), dst_pitch, static_cast<const T*>(src), src_pitch, width, n);
     });
   });
   RT_CUDA_CHECK_LAUNCH();

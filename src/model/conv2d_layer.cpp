@@ -41,8 +41,8 @@ void Conv2dLayer::backward(const float* x, const float*, const float* dy, float*
   op_.backward(x, w_, dy, dx, dw_, db_, batch, accumulate);
 }
 
-void Conv2dLayer::forward_stored(const std::vector<BufferView>& xs, BufferView y,
-                                 std::size_t batch, bool) {
+void Conv2dLayer::forward_stored(const std::vector<BufferView>& xs, BufferView y, std::size_t batch,
+                                 bool) {
   op_.forward(xs.at(0), w_, y, batch);
 }
 

@@ -69,8 +69,7 @@ void AddLayer::backward_many(const std::vector<const float*>&, const float*, con
   }
 }
 
-void AddLayer::forward_stored(const std::vector<BufferView>& xs, BufferView y, std::size_t,
-                              bool) {
+void AddLayer::forward_stored(const std::vector<BufferView>& xs, BufferView y, std::size_t, bool) {
   sum_two_stored(ctx_, y, xs.at(0), xs.at(1), scale_);
 }
 
@@ -101,20 +100,40 @@ void ConcatLayer::backward(const float*, const float*, const float*, float*, std
 
 // Per sample (per pixel channels-last), input k's block sits at its offset in the output's.
 void ConcatLayer::forward_many(const std::vector<const float*>& xs, float* y, std::size_t batch,
-                               bool) {
-  std::size_t offset = 0;
-  for (std::size_t k = 0; k < xs.size(); ++k) {
-    copy_blocks(ctx_, y + offset, total_, xs[k], sizes_[k], sizes_[k], batch * blocks_per_sample_);
-    offset += sizes_[k];
-  }
+                               bool training) {
+  const Device d = ctx_.device();
+  std::vector<BufferView> views;
+  for (std::size_t k = 0; k < xs.size(); ++k)
+    views.push_back(view_of(xs[k], batch * blocks_per_sample_ * sizes_[k], d));
+  forward_stored(views, view_of(y, batch * blocks_per_sample_ * total_, d), batch, training);
 }
 
 void ConcatLayer::backward_many(const std::vector<const float*>&, const float*, const float* dy,
                                 const std::vector<float*>& dxs, std::size_t batch, bool) {
+  const Device d = ctx_.device();
+  std::vector<BufferView> views;
+  for (std::size_t k = 0; k < dxs.size(); ++k)
+    views.push_back(
+        view_of(dxs[k], dxs[k] != nullptr ? batch * blocks_per_sample_ * sizes_[k] : 0, d));
+  backward_stored({}, {}, view_of(dy, batch * blocks_per_sample_ * total_, d), views, batch, false);
+}
+
+void ConcatLayer::forward_stored(const std::vector<BufferView>& xs, BufferView y, std::size_t batch,
+                                 bool) {
+  std::size_t offset = 0;
+  for (std::size_t k = 0; k < xs.size(); ++k) {
+    copy_blocks(ctx_, y.slice(offset, y.count - offset), total_, xs[k], sizes_[k], sizes_[k],
+                batch * blocks_per_sample_);
+    offset += sizes_[k];
+  }
+}
+
+void ConcatLayer::backward_stored(const std::vector<BufferView>&, BufferView, BufferView dy,
+                                  const std::vector<BufferView>& dxs, std::size_t batch, bool) {
   std::size_t offset = 0;
   for (std::size_t k = 0; k < dxs.size(); ++k) {
-    if (dxs[k] != nullptr)
-      copy_blocks(ctx_, dxs[k], sizes_[k], dy + offset, total_, sizes_[k],
+    if (dxs[k].ptr != nullptr)
+      copy_blocks(ctx_, dxs[k], sizes_[k], dy.slice(offset, dy.count - offset), total_, sizes_[k],
                   batch * blocks_per_sample_);
     offset += sizes_[k];
   }

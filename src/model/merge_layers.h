@@ -39,7 +39,7 @@ class AddLayer final : public Layer, public StoresActivations, public PassesGrad
 // [C_i, H, W] inputs -> [sum C_i, H, W] (or [F_i] -> [sum F_i]). NCHW: a
 // sample's inputs are blocks one after another; channels-last: each pixel's
 // channel vectors are, so the blocks are per pixel.
-class ConcatLayer final : public Layer {
+class ConcatLayer final : public Layer, public StoresActivations {
  public:
   ConcatLayer(std::string name, const std::vector<Shape>& inputs, const ComputeContext& ctx,
               Layout layout = Layout::nchw);
@@ -51,6 +51,11 @@ class ConcatLayer final : public Layer {
                     bool training) override;
   void backward_many(const std::vector<const float*>& xs, const float* y, const float* dy,
                      const std::vector<float*>& dxs, std::size_t batch, bool accumulate) override;
+  void forward_stored(const std::vector<BufferView>& xs, BufferView y, std::size_t batch,
+                      bool training) override;
+  void backward_stored(const std::vector<BufferView>& xs, BufferView y, BufferView dy,
+                       const std::vector<BufferView>& dxs, std::size_t batch,
+                       bool accumulate) override;
 
  private:
   const ComputeContext& ctx_;

@@ -104,7 +104,8 @@ struct Model::State {
   BufferView grads;
   std::vector<GradientBuffer> grad_buffers;
   std::vector<Tensor> grad_slots;
-  std::vector<Tensor> scratch;  // per input slot, fp32: a contribution before it is added or narrowed
+  std::vector<Tensor>
+      scratch;  // per input slot, fp32: a contribution before it is added or narrowed
   // The adapter around a layer that takes only fp32 (under bf16/fp16): its
   // inputs widened (one per input slot), its output (or, in backward, its
   // output widened), and its output gradient widened; fp32, sized for the
@@ -556,13 +557,13 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
   // The adapter's fp32 scratch, for the largest layer that takes only fp32
   // (and a summed fp32 gradient narrowed for a layer that stores its own).
   for (PlanNode& node : s.nodes) {
-    node.adapted = !node.layer->is_view() &&
-                   (node.stores == nullptr || node.output_dtype != s.storage ||
-                    std::any_of(node.inputs.begin(), node.inputs.end(), [&](int j) {
-                      return (j < 0 ? input_dtype
-                                    : s.nodes[static_cast<std::size_t>(j)].output_dtype) !=
-                             s.storage;
-                    }));
+    node.adapted =
+        !node.layer->is_view() &&
+        (node.stores == nullptr || node.output_dtype != s.storage ||
+         std::any_of(node.inputs.begin(), node.inputs.end(), [&](int j) {
+           return (j < 0 ? input_dtype : s.nodes[static_cast<std::size_t>(j)].output_dtype) !=
+                  s.storage;
+         }));
   }
   // The fp32 scratch per input slot: where a contribution lands before it is
   // added to a summed (fp32) gradient, or narrowed into a stored one from a
@@ -593,10 +594,9 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
       if (node.adapted) {
         widest = std::max(widest, n);
         for (int j : node.inputs)
-          widest = std::max(widest, j < 0 ? Shape(input_shape).numel()
-                                          : s.nodes[static_cast<std::size_t>(j)]
-                                                .layer->output_shape()
-                                                .numel());
+          widest = std::max(
+              widest, j < 0 ? Shape(input_shape).numel()
+                            : s.nodes[static_cast<std::size_t>(j)].layer->output_shape().numel());
         wide_inputs = std::max(wide_inputs, node.inputs.size());
       }
       if (node.grad >= 0 && (node.adapted || s.grad_of(i).dtype != s.storage))
@@ -606,15 +606,15 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
       s.widened.push_back(Tensor::empty({B * widest}, DType::f32, dev));
     if (widest > 0) s.wide_output = Tensor::empty({B * widest}, DType::f32, dev);
     if (widest_grad > 0) s.wide_grad = Tensor::empty({B * widest_grad}, DType::f32, dev);
-    bytes += (wide_inputs + (widest > 0 ? 1 : 0)) * widest * sizeof(float) +
-             widest_grad * sizeof(float);
+    bytes +=
+        (wide_inputs + (widest > 0 ? 1 : 0)) * widest * sizeof(float) + widest_grad * sizeof(float);
     // A stored layer's weight gradient on a GPU (a convolution's) reads its
     // x and dy widened to fp32, in the context's two buffers.
     std::size_t widest_operand = 0;
     for (const PlanNode& node : s.nodes) {
       if (node.adapted || !node.layer->matmul_weights()) continue;
-      widest_operand = std::max({widest_operand, node.layer->input_shape().numel(),
-                                 node.layer->output_shape().numel()});
+      widest_operand = std::max(
+          {widest_operand, node.layer->input_shape().numel(), node.layer->output_shape().numel()});
     }
     if (dev.is_cuda() && widest_operand > 0) {
       s.ctx->reserve_widening_scratch(B * widest_operand);
@@ -813,8 +813,8 @@ const float* Model::run_layers(const float* x, const std::int32_t* labels, std::
       std::vector<const float*>& wide = s.xs;
       wide.clear();
       for (std::size_t k = 0; k < xs.size(); ++k)
-        wide.push_back(widen_for_layer(*s.ctx, xs[k], s.widened.empty() ? s.wide_output
-                                                                        : s.widened[k]));
+        wide.push_back(
+            widen_for_layer(*s.ctx, xs[k], s.widened.empty() ? s.wide_output : s.widened[k]));
       float* out = node.output_dtype == DType::f32 ? node.output.as<float>()
                                                    : s.wide_output.data_as<float>();
       if (layer.takes_many_inputs())
@@ -951,8 +951,8 @@ void Model::backward(float grad_scale, bool accumulate,
         }
       }
       const bool has_params = node.param_range.second > node.param_range.first;
-      const bool any_dx = std::any_of(dxs.begin(), dxs.end(),
-                                      [](const BufferView& v) { return v.ptr != nullptr; });
+      const bool any_dx =
+          std::any_of(dxs.begin(), dxs.end(), [](const BufferView& v) { return v.ptr != nullptr; });
       // A node with no parameters and no consumer of its dx has nothing to do.
       if ((any_dx || has_params) && !node.adapted) {
         if (dy.dtype != s.storage) {  // a summed gradient, narrowed for the layer
@@ -968,8 +968,8 @@ void Model::backward(float grad_scale, bool accumulate,
         wide.clear();
         dx.clear();
         for (std::size_t k = 0; k < xs.size(); ++k) {
-          wide.push_back(widen_for_layer(*s.ctx, xs[k], s.widened.empty() ? s.wide_output
-                                                                          : s.widened[k]));
+          wide.push_back(
+              widen_for_layer(*s.ctx, xs[k], s.widened.empty() ? s.wide_output : s.widened[k]));
           dx.push_back(dxs[k].as<float>());
         }
         const float* y = widen_for_layer(*s.ctx, node.output, s.wide_output);

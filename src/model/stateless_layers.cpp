@@ -59,6 +59,18 @@ void DropoutLayer::backward(const float*, const float*, const float* dy, float* 
                   nhwc_channels_, nhwc_hw_);
 }
 
+void DropoutLayer::forward_stored(const std::vector<BufferView>& xs, BufferView y, std::size_t,
+                                  bool training) {
+  dropout_apply(ctx_, xs.at(0), y, key(), training ? p_ : 0.0f, nhwc_channels_, nhwc_hw_);
+  last_training_ = training;
+}
+
+void DropoutLayer::backward_stored(const std::vector<BufferView>&, BufferView, BufferView dy,
+                                   const std::vector<BufferView>& dxs, std::size_t, bool) {
+  if (dxs.at(0).ptr != nullptr)
+    dropout_apply(ctx_, dy, dxs[0], key(), last_training_ ? p_ : 0.0f, nhwc_channels_, nhwc_hw_);
+}
+
 Pool2dLayer::Pool2dLayer(std::string name, const Pool2dGeometry& g, const ComputeContext& ctx,
                          std::size_t max_batch)
     : Layer(std::move(name), Shape{g.channels, g.height, g.width},
@@ -73,8 +85,8 @@ void Pool2dLayer::backward(const float* x, const float* y, const float* dy, floa
   if (dx != nullptr) op_.backward(x, y, dy, dx, batch);
 }
 
-void Pool2dLayer::forward_stored(const std::vector<BufferView>& xs, BufferView y,
-                                 std::size_t batch, bool) {
+void Pool2dLayer::forward_stored(const std::vector<BufferView>& xs, BufferView y, std::size_t batch,
+                                 bool) {
   op_.forward(xs.at(0), y, batch);
 }
 void Pool2dLayer::backward_stored(const std::vector<BufferView>&, BufferView, BufferView dy,
@@ -103,9 +115,9 @@ void GlobalAvgPoolLayer::forward_stored(const std::vector<BufferView>& xs, Buffe
   global_avg_pool_forward(ctx_, xs.at(0), y, batch, in[0], in[1] * in[2], layout_);
 }
 
-void GlobalAvgPoolLayer::backward_stored(const std::vector<BufferView>&, BufferView,
-                                         BufferView dy, const std::vector<BufferView>& dxs,
-                                         std::size_t batch, bool) {
+void GlobalAvgPoolLayer::backward_stored(const std::vector<BufferView>&, BufferView, BufferView dy,
+                                         const std::vector<BufferView>& dxs, std::size_t batch,
+                                         bool) {
   if (dxs.at(0).ptr == nullptr) return;
   const Shape& in = input_shape();
   global_avg_pool_backward(ctx_, dy, dxs[0], batch, in[0], in[1] * in[2], layout_);

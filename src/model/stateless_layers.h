@@ -72,7 +72,7 @@ class FlattenLayer final : public Layer {
   bool transposes_;
 };
 
-class DropoutLayer final : public Layer {
+class DropoutLayer final : public Layer, public StoresActivations {
  public:
   // Channels-last [C, H, W] input: masked by each element's NCHW index, so
   // the same elements drop as in NCHW.
@@ -89,6 +89,11 @@ class DropoutLayer final : public Layer {
   void forward(const float* x, float* y, std::size_t batch, bool training) override;
   void backward(const float* x, const float* y, const float* dy, float* dx, std::size_t batch,
                 bool accumulate) override;
+  void forward_stored(const std::vector<BufferView>& xs, BufferView y, std::size_t batch,
+                      bool training) override;
+  void backward_stored(const std::vector<BufferView>& xs, BufferView y, BufferView dy,
+                       const std::vector<BufferView>& dxs, std::size_t batch,
+                       bool accumulate) override;
 
  private:
   std::uint64_t key() const;

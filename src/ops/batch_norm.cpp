@@ -90,12 +90,12 @@ void cpu_backward(const BatchNormShape& s, const T* x, const T* dy, D* dx, std::
   for (std::size_t c = 0; c < C; ++c) {
     const float g = gamma != nullptr ? gamma[c] : 1.0f;
     for_channel(x, batch, C, HW, c, [&](float v, std::size_t at) {
-      kernels::store(dx, at,
-                     kernels::round_to_precision_grid(
-                         kernels::bn_backward_element(v, kernels::load(dy, at), saved.mean[c],
-                                                      saved.invstd[c], g, sums[c], sums[C + c],
-                                                      count),
-                         precision));
+      kernels::store(
+          dx, at,
+          kernels::round_to_precision_grid(
+              kernels::bn_backward_element(v, kernels::load(dy, at), saved.mean[c], saved.invstd[c],
+                                           g, sums[c], sums[C + c], count),
+              precision));
     });
   }
 }
@@ -161,8 +161,8 @@ void batch_norm_forward(const ComputeContext& ctx, const BatchNormShape& s, Buff
       for_channel(xs, batch, C, HW, c, [&](float v, std::size_t at) {
         kernels::store(ys, at,
                        kernels::round_to_precision_grid(
-                           kernels::bn_apply_element(v, saved.mean[c], saved.invstd[c], gamma,
-                                                     beta, static_cast<int>(c)),
+                           kernels::bn_apply_element(v, saved.mean[c], saved.invstd[c], gamma, beta,
+                                                     static_cast<int>(c)),
                            precision));
       });
   });
@@ -174,8 +174,8 @@ void batch_norm_backward(const ComputeContext& ctx, const BatchNormShape& s, con
                          BatchStatReducer* sync) {
   const std::size_t n = batch * s.channels * s.inner;
   batch_norm_backward(ctx, s, view_of(x, n, ctx.device()), view_of(dy, n, ctx.device()),
-                      view_of(dx, dx != nullptr ? n : 0, ctx.device()), batch, gamma, saved,
-                      dgamma, dbeta, accumulate, sync);
+                      view_of(dx, dx != nullptr ? n : 0, ctx.device()), batch, gamma, saved, dgamma,
+                      dbeta, accumulate, sync);
 }
 
 void batch_norm_backward(const ComputeContext& ctx, const BatchNormShape& s, BufferView x,

@@ -1,6 +1,7 @@
 #include "ringtrain/ops/dropout.h"
 
 #include "kernels/dropout.cuh"
+#include "kernels/storage.cuh"
 #include "ops/gpu_ops.h"
 #include "ringtrain/core/check.h"
 
@@ -13,13 +14,29 @@ std::uint64_t dropout_mask_key(std::uint64_t seed, std::uint64_t rank, std::uint
 
 void dropout_apply(const ComputeContext& ctx, const float* x, float* y, std::size_t n,
                    std::uint64_t key, float p, std::size_t channels, std::size_t hw) {
+  dropout_apply(ctx, view_of(x, n, ctx.device()), view_of(y, n, ctx.device()), key, p, channels,
+                hw);
+}
+
+void dropout_apply(const ComputeContext& ctx, BufferView x, BufferView y, std::uint64_t key,
+                   float p, std::size_t channels, std::size_t hw) {
   RT_CHECK(p >= 0.0f && p < 1.0f, "dropout probability {} is outside [0, 1)", p);
   const float keep_scale = 1.0f / (1.0f - p);
   if (ctx.is_cuda())
-    return detail::gpu_dropout_apply(ctx.stream(), x, y, n, key, p, keep_scale, channels, hw);
-  for (std::size_t i = 0; i < n; ++i)
-    y[i] = x[i] * kernels::dropout_factor(key, kernels::dropout_mask_index(i, channels, hw), p,
-                                          keep_scale);
+    return detail::gpu_dropout_apply(ctx.stream(), x, y, key, p, keep_scale, channels, hw);
+  kernels::with_storage(x.dtype, [&](auto storage) {
+    kernels::with_storage(y.dtype, [&](auto y_storage) {
+      using T = decltype(storage);
+      using D = decltype(y_storage);
+      const T* xs = x.as<const T>();
+      D* ys = y.as<D>();
+      for (std::size_t i = 0; i < y.count; ++i)
+        kernels::store(ys, i,
+                       kernels::load(xs, i) *
+                           kernels::dropout_factor(
+                               key, kernels::dropout_mask_index(i, channels, hw), p, keep_scale));
+    });
+  });
 }
 
 }  // namespace ringtrain

@@ -74,6 +74,9 @@ void gpu_relu_forward_stored(void* stream, BufferView x, BufferView y);
 void gpu_relu_backward_stored(void* stream, BufferView y, BufferView dy, BufferView dx);
 void gpu_sum_two_stored(void* stream, BufferView y, BufferView x0, BufferView x1, float a);
 void gpu_scale_stored(void* stream, BufferView y, BufferView x, float a);
+// Pitches and width in elements; dst and src of different storage dtypes.
+void gpu_convert_blocks(void* stream, BufferView dst, std::size_t dst_pitch, BufferView src,
+                        std::size_t src_pitch, std::size_t width, std::size_t rows);
 void gpu_relu_backward(void* stream, const float* y, const float* dy, float* dx, std::size_t n);
 void gpu_gelu_forward(void* stream, const float* x, float* y, std::size_t n);
 void gpu_gelu_backward(void* stream, const float* x, const float* dy, float* dx, std::size_t n);
@@ -97,8 +100,8 @@ void gpu_softmax_ce_backward(void* stream, const float* logits, const std::int32
 void gpu_loss_totals_add(void* stream, const float* row_loss, const std::int32_t* row_correct,
                          std::size_t rows, double* totals);
 // channels > 0: x is channels-last with hw pixels, masked as its NCHW order.
-void gpu_dropout_apply(void* stream, const float* x, float* y, std::size_t n, std::uint64_t key,
-                       float p, float keep_scale, std::size_t channels = 0, std::size_t hw = 0);
+void gpu_dropout_apply(void* stream, BufferView x, BufferView y, std::uint64_t key, float p,
+                       float keep_scale, std::size_t channels = 0, std::size_t hw = 0);
 
 // Row-major GEMMs over `batch` matrices, the i-th at a + i stride_a, ... (one
 // cublasSgemmStridedBatched).
@@ -146,8 +149,8 @@ void gpu_batch_norm_eval_stats(void* stream, const float* running_mean, const fl
 void gpu_batch_norm_apply(void* stream, BufferView x, BufferView y, std::size_t n, std::size_t c,
                           std::size_t hw, const float* mean, const float* invstd,
                           const float* gamma, const float* beta, DType precision);
-void gpu_batch_norm_backward_reduce(const GpuHandles& h, BufferView x, BufferView dy,
-                                    std::size_t n, std::size_t c, std::size_t hw, const float* mean,
+void gpu_batch_norm_backward_reduce(const GpuHandles& h, BufferView x, BufferView dy, std::size_t n,
+                                    std::size_t c, std::size_t hw, const float* mean,
                                     const float* invstd, float* sums, float* dgamma, float* dbeta,
                                     bool accumulate);
 void gpu_batch_norm_backward_dx(void* stream, BufferView x, BufferView dy, BufferView dx,

@@ -73,8 +73,8 @@ void gpu_softmax_ce_backward(void*, const float*, const std::int32_t*, std::size
 void gpu_loss_totals_add(void*, const float*, const std::int32_t*, std::size_t, double*) {
   no_cuda("loss totals");
 }
-void gpu_dropout_apply(void*, const float*, float*, std::size_t, std::uint64_t, float, float,
-                       std::size_t, std::size_t) {
+void gpu_dropout_apply(void*, BufferView, BufferView, std::uint64_t, float, float, std::size_t,
+                       std::size_t) {
   no_cuda("dropout");
 }
 void gpu_gelu_tanh_forward(void*, const float*, float*, std::size_t) {
@@ -189,6 +189,10 @@ void gpu_sum_two_stored(void*, BufferView, BufferView, BufferView, float) {
 }
 void gpu_scale_stored(void*, BufferView, BufferView, float) {
   no_cuda("a scale");
+}
+void gpu_convert_blocks(void*, BufferView, std::size_t, BufferView, std::size_t, std::size_t,
+                        std::size_t) {
+  no_cuda("a block conversion");
 }
 void gpu_axpy(void*, float, const float*, float*, std::size_t) {
   no_cuda("an axpy");

@@ -75,4 +75,31 @@ void copy_blocks(const ComputeContext& ctx, float* dst, std::size_t dst_pitch, c
     std::memcpy(dst + r * dst_pitch, src + r * src_pitch, width * sizeof(float));
 }
 
+void copy_blocks(const ComputeContext& ctx, BufferView dst, std::size_t dst_pitch, BufferView src,
+                 std::size_t src_pitch, std::size_t width, std::size_t rows) {
+  if (dst.dtype == src.dtype) {
+    const std::size_t e = dtype_size(dst.dtype);
+    if (ctx.is_cuda())
+      return detail::gpu_copy_blocks(ctx.stream(), dst.ptr, dst_pitch * e, src.ptr, src_pitch * e,
+                                     width * e, rows);
+    for (std::size_t r = 0; r < rows; ++r)
+      std::memcpy(static_cast<char*>(dst.ptr) + r * dst_pitch * e,
+                  static_cast<const char*>(src.ptr) + r * src_pitch * e, width * e);
+    return;
+  }
+  if (ctx.is_cuda())
+    return detail::gpu_convert_blocks(ctx.stream(), dst, dst_pitch, src, src_pitch, width, rows);
+  kernels::with_storage(src.dtype, [&](auto s) {
+    kernels::with_storage(dst.dtype, [&](auto d) {
+      using T = decltype(s);
+      using D = decltype(d);
+      const T* in = src.as<const T>();
+      D* out = dst.as<D>();
+      for (std::size_t r = 0; r < rows; ++r)
+        for (std::size_t i = 0; i < width; ++i)
+          kernels::store(out, r * dst_pitch + i, kernels::load(in, r * src_pitch + i));
+    });
+  });
+}
+
 }  // namespace ringtrain

@@ -67,8 +67,7 @@ void Pool2dOp::forward(const float* x, float* y, std::size_t batch) {
   forward(view_of(x, batch * in, ctx_.device()), view_of(y, batch * out, ctx_.device()), batch);
 }
 
-void Pool2dOp::backward(const float*, const float*, const float* dy, float* dx,
-                        std::size_t batch) {
+void Pool2dOp::backward(const float*, const float*, const float* dy, float* dx, std::size_t batch) {
   const std::size_t in = g_.channels * g_.height * g_.width;
   const std::size_t out = g_.channels * g_.out_height() * g_.out_width();
   backward(view_of(dy, batch * out, ctx_.device()), view_of(dx, batch * in, ctx_.device()), batch);
@@ -212,10 +211,12 @@ void global_avg_pool_forward(const ComputeContext& ctx, BufferView x, BufferView
       return;
     }
     // Pixel by pixel for all channels at once (contiguous reads), each channel
-    // still summed in pixel order, as the NCHW loop sums it.
-    std::vector<float> acc(channels);
+    // still summed in pixel order, as the NCHW loop sums it, into fp32 sums
+    // kept per thread (a step allocates nothing once they have grown).
+    thread_local std::vector<float> acc;
+    if (acc.size() < channels) acc.resize(channels);
     for (std::size_t n = 0; n < batch; ++n) {
-      std::fill(acc.begin(), acc.end(), 0.0f);
+      std::fill_n(acc.begin(), channels, 0.0f);
       for (std::size_t p = 0; p < hw; ++p)
         for (std::size_t c = 0; c < channels; ++c)
           acc[c] += kernels::load(xs, kernels::nhwc_index(n, c, p, channels, hw));
@@ -241,10 +242,10 @@ void global_avg_pool_backward(const ComputeContext& ctx, BufferView dy, BufferVi
         for (std::size_t c = 0; c < channels; ++c) {
           const float share = kernels::load(g, n * channels + c) / static_cast<float>(hw);
           for (std::size_t p = 0; p < hw; ++p)
-            kernels::store(out,
-                           nhwc ? kernels::nhwc_index(n, c, p, channels, hw)
-                                : (n * channels + c) * hw + p,
-                           share);
+            kernels::store(
+                out,
+                nhwc ? kernels::nhwc_index(n, c, p, channels, hw) : (n * channels + c) * hw + p,
+                share);
         }
     });
   });

@@ -2,8 +2,8 @@
 
 #include "kernels/precision.cuh"
 #include "kernels/storage.cuh"
-#include "ringtrain/core/buffer_copy.h"
 #include "ops/gpu_ops.h"
+#include "ringtrain/core/buffer_copy.h"
 #include "ringtrain/core/check.h"
 
 namespace ringtrain {
@@ -39,10 +39,10 @@ void convert_storage(const ComputeContext& ctx, BufferView dst, BufferView src) 
   if (dst.dtype == src.dtype) return copy_view(dst, src);
   if (ctx.is_cuda()) {
     if (dst.dtype == DType::f32)
-      return detail::gpu_from_precision_bits(ctx.stream(), dst.as<float>(),
-                                             src.as<std::uint16_t>(), n, src.dtype);
-    return detail::gpu_to_precision_bits(ctx.stream(), dst.as<std::uint16_t>(), src.as<float>(),
-                                         n, dst.dtype);
+      return detail::gpu_from_precision_bits(ctx.stream(), dst.as<float>(), src.as<std::uint16_t>(),
+                                             n, src.dtype);
+    return detail::gpu_to_precision_bits(ctx.stream(), dst.as<std::uint16_t>(), src.as<float>(), n,
+                                         dst.dtype);
   }
   kernels::with_storage(dst.dtype, [&](auto d) {
     kernels::with_storage(src.dtype, [&](auto s) {

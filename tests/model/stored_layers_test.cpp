@@ -32,7 +32,8 @@ std::vector<float> on_grid(std::uint64_t salt, std::size_t n, DType p) {
 // The 16-bit words of v in dtype p (v on its grid: exact).
 std::vector<std::uint16_t> narrow(const ComputeContext& ctx, const std::vector<float>& v, DType p) {
   std::vector<std::uint16_t> out(v.size());
-  convert_storage(ctx, BufferView{out.data(), out.size(), p, Device::cpu()}, view_of(v.data(), v.size()));
+  convert_storage(ctx, BufferView{out.data(), out.size(), p, Device::cpu()},
+                  view_of(v.data(), v.size()));
   return out;
 }
 
@@ -147,8 +148,8 @@ TEST_CASE("stored layers: a two-input add, unscaled and scaled", "[model][precis
 
 TEST_CASE("stored layers: the layers that do not store say so", "[model][precision]") {
   const auto ctx = ComputeContext::create(Device::cpu(), Tf32Mode::pytorch_default, DType::bf16);
-  Node three = node("a = relu; b = relu; c = relu; y = add(a, b, c)", {Shape{5}, Shape{5}, Shape{5}}, *ctx,
-                    DType::bf16, Layout::nchw);
+  Node three = node("a = relu; b = relu; c = relu; y = add(a, b, c)",
+                    {Shape{5}, Shape{5}, Shape{5}}, *ctx, DType::bf16, Layout::nchw);
   const auto* stores = dynamic_cast<StoresActivations*>(three.layer.get());
   CHECK((stores == nullptr || !stores->stores_activations()));
   Node gelu = node("gelu", {Shape{5}}, *ctx, DType::bf16, Layout::nchw);
@@ -175,4 +176,12 @@ TEST_CASE("stored layers: max and average pooling with overlapping windows, in b
 TEST_CASE("stored layers: global_avg_pool in both layouts", "[model][precision]") {
   check_stored("global_avg_pool", {Shape{5, 3, 4}});
   check_stored("global_avg_pool", {Shape{5, 3, 4}}, Layout::nhwc);
+}
+
+TEST_CASE("stored layers: dropout and concat in both layouts", "[model][precision]") {
+  for (const Layout layout : {Layout::nchw, Layout::nhwc}) {
+    check_stored("dropout(p=0.3)", {Shape{3, 4, 5}}, layout);
+    check_stored("a = relu; b = relu; y = concat(a, b)", {Shape{2, 3, 4}, Shape{3, 3, 4}}, layout);
+  }
+  check_stored("a = relu; b = relu; y = concat(a, b)", {Shape{5}, Shape{2}});
 }

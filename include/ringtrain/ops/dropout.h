@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "ringtrain/core/buffer_view.h"
 #include "ringtrain/ops/compute_context.h"
 
 namespace ringtrain {
@@ -18,5 +19,9 @@ std::uint64_t dropout_mask_key(std::uint64_t seed, std::uint64_t rank, std::uint
 // so both layouts drop the same (n, c, h, w).
 void dropout_apply(const ComputeContext& ctx, const float* x, float* y, std::size_t n,
                    std::uint64_t key, float p, std::size_t channels = 0, std::size_t hw = 0);
+// The stored form: x of the model's storage dtype (f32, bf16, f16), y of it or
+// f32 (a gradient the model sums), the product in fp32 rounded once.
+void dropout_apply(const ComputeContext& ctx, BufferView x, BufferView y, std::uint64_t key,
+                   float p, std::size_t channels = 0, std::size_t hw = 0);
 
 }  // namespace ringtrain

@@ -22,11 +22,15 @@ void sum_two_stored(const ComputeContext& ctx, float* y, const float* x0, const 
 // The stored forms, on views of the model's storage dtype (f32, bf16, f16),
 // computed in fp32 and rounded once: y = x0 + a x1 (all of one dtype), and
 // y = a x converted to y's dtype (an add's gradient).
-void sum_two_stored(const ComputeContext& ctx, BufferView y, BufferView x0, BufferView x1,
-                    float a);
+void sum_two_stored(const ComputeContext& ctx, BufferView y, BufferView x0, BufferView x1, float a);
 void scale_stored(const ComputeContext& ctx, BufferView y, BufferView x, float a);
 // x *= a
 void scale_floats(const ComputeContext& ctx, float* x, std::size_t n, float a);
+// The stored form, on views of the storage dtypes (f32, bf16, f16), pitches
+// and width in elements: a byte copy where the dtypes agree, else each
+// element converted (a concat's gradient into an fp32 sum).
+void copy_blocks(const ComputeContext& ctx, BufferView dst, std::size_t dst_pitch, BufferView src,
+                 std::size_t src_pitch, std::size_t width, std::size_t rows);
 // rows blocks of `width` floats: dst[r * dst_pitch + i] = src[r * src_pitch + i]
 void copy_blocks(const ComputeContext& ctx, float* dst, std::size_t dst_pitch, const float* src,
                  std::size_t src_pitch, std::size_t width, std::size_t rows);

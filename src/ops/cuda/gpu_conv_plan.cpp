@@ -287,11 +287,10 @@ class CudnnConvPlan final : public GpuConvPlan {
         return find_forward(e, true, x.ptr, w16, y.ptr, ws, t);
       });
     const float one = 1.0f, zero = 0.0f;
-    RT_CUDNN_CHECK(cudnnConvolutionForward(dnn_, &one, e.x16, x.ptr, w16_desc_, w16,
-                                           conv_for(e.fwd16->math),
-                                           static_cast<cudnnConvolutionFwdAlgo_t>(e.fwd16->algo),
-                                           workspace_.get(), workspace_.size(), &zero, e.y16,
-                                           y.ptr));
+    RT_CUDNN_CHECK(
+        cudnnConvolutionForward(dnn_, &one, e.x16, x.ptr, w16_desc_, w16, conv_for(e.fwd16->math),
+                                static_cast<cudnnConvolutionFwdAlgo_t>(e.fwd16->algo),
+                                workspace_.get(), workspace_.size(), &zero, e.y16, y.ptr));
   }
 
   void backward_filter_stored(BufferView x, BufferView dy, float* dw, std::size_t batch,

@@ -26,6 +26,11 @@ void gpu_sum_two_stored(void* stream, BufferView y, BufferView x0, BufferView x1
 void gpu_scale_stored(void* stream, BufferView y, BufferView x, float a) {
   kernels::scale_stored_cuda(x.ptr, x.dtype, a, y.ptr, y.dtype, y.count, stream);
 }
+void gpu_convert_blocks(void* stream, BufferView dst, std::size_t dst_pitch, BufferView src,
+                        std::size_t src_pitch, std::size_t width, std::size_t rows) {
+  kernels::convert_blocks_cuda(dst.ptr, dst.dtype, dst_pitch, src.ptr, src.dtype, src_pitch, width,
+                               rows, stream);
+}
 void gpu_gelu_forward(void* stream, const float* x, float* y, std::size_t n) {
   kernels::gelu_forward_cuda(x, y, n, stream);
 }
@@ -58,9 +63,10 @@ void gpu_loss_totals_add(void* stream, const float* row_loss, const std::int32_t
                          std::size_t rows, double* totals) {
   kernels::loss_totals_add_cuda(row_loss, row_correct, rows, totals, stream);
 }
-void gpu_dropout_apply(void* stream, const float* x, float* y, std::size_t n, std::uint64_t key,
-                       float p, float keep_scale, std::size_t channels, std::size_t hw) {
-  kernels::dropout_apply_cuda(x, y, n, key, p, keep_scale, stream, channels, hw);
+void gpu_dropout_apply(void* stream, BufferView x, BufferView y, std::uint64_t key, float p,
+                       float keep_scale, std::size_t channels, std::size_t hw) {
+  kernels::dropout_apply_cuda(x.ptr, x.dtype, y.ptr, y.dtype, y.count, key, p, keep_scale, stream,
+                              channels, hw);
 }
 
 }  // namespace ringtrain::detail

@@ -41,13 +41,13 @@ void gpu_batch_norm_apply(void* stream, BufferView x, BufferView y, std::size_t 
   kernels::batch_norm_apply_cuda(x.ptr, y.ptr, y.dtype, n, c, hw, mean, invstd, gamma, beta,
                                  precision, stream);
 }
-void gpu_batch_norm_backward_reduce(const GpuHandles& h, BufferView x, BufferView dy,
-                                    std::size_t n, std::size_t c, std::size_t hw, const float* mean,
+void gpu_batch_norm_backward_reduce(const GpuHandles& h, BufferView x, BufferView dy, std::size_t n,
+                                    std::size_t c, std::size_t hw, const float* mean,
                                     const float* invstd, float* sums, float* dgamma, float* dbeta,
                                     bool accumulate) {
   kernels::batch_norm_backward_reduce_cuda(x.ptr, dy.ptr, dy.dtype, n, c, hw, mean, invstd, sums,
-                                           dgamma, dbeta, accumulate, h.scratch,
-                                           kGpuScratchFloats, h.stream);
+                                           dgamma, dbeta, accumulate, h.scratch, kGpuScratchFloats,
+                                           h.stream);
 }
 void gpu_batch_norm_backward_dx(void* stream, BufferView x, BufferView dy, BufferView dx,
                                 std::size_t n, std::size_t c, std::size_t hw, const float* mean,
