@@ -26,24 +26,28 @@
 #include "kernels/channel_reduce.cuh"
 #include "kernels/fast_divide.cuh"
 #include "kernels/launch_shape.cuh"
+#include "kernels/storage.cuh"
 
 namespace ringtrain::kernels {
 
 namespace {
 
-template <typename Index, typename ChannelOf>
-__global__ void bias_add_kernel(float* __restrict__ y, const float* __restrict__ bias, Index n,
+// y and dy of a storage type T (kernels/storage.cuh): loaded to fp32, y
+// stored once.
+template <typename Index, typename ChannelOf, typename S, typename T>
+__global__ void bias_add_kernel(const S* x, T* y, const float* __restrict__ bias, Index n,
                                 ChannelOf channel_of) {
   const Index stride = static_cast<Index>(gridDim.x) * static_cast<Index>(blockDim.x);
   for (Index i = static_cast<Index>(blockIdx.x) * static_cast<Index>(blockDim.x) + threadIdx.x;
        i < n; i += stride)
-    y[i] = bias_add_element(y[i], bias[channel_of(i)]);
+    store(y, i, bias_add_element(load(x, i), bias[channel_of(i)]));
 }
 
 // The bias gradient as a channel reduction (kernels/channel_reduce.cuh).
+template <typename T>
 struct DyValue {
-  const float* dy;
-  __device__ Sums<1> operator()(std::size_t a, std::size_t) const { return {{dy[a]}}; }
+  const T* dy;
+  __device__ Sums<1> operator()(std::size_t a, std::size_t) const { return {{load(dy, a)}}; }
 };
 
 struct BiasGradFinish {
@@ -56,29 +60,40 @@ struct BiasGradFinish {
 
 }  // namespace
 
-void bias_add_cuda(float* y, const float* bias, std::size_t outer, std::size_t channels,
-                   std::size_t inner, void* stream) {
+void bias_add_cuda(const void* x, DType x_type, void* y, DType t, const float* bias,
+                   std::size_t outer, std::size_t channels, std::size_t inner, void* stream) {
   const std::size_t n = outer * channels * inner;
   if (n == 0) return;
   const auto s = static_cast<cudaStream_t>(stream);
   // The grid-stride index reaches n + grid size: it must not wrap.
   const std::size_t reach =
       n + static_cast<std::size_t>(elementwise_blocks(n)) * kElementwiseThreads;
-  if (reach <= UINT32_MAX)
-    bias_add_kernel<std::uint32_t><<<elementwise_blocks(n), kElementwiseThreads, 0, s>>>(
-        y, bias, static_cast<std::uint32_t>(n),
-        ChannelOf32(static_cast<std::uint32_t>(channels), static_cast<std::uint32_t>(inner)));
-  else
-    bias_add_kernel<std::size_t><<<elementwise_blocks(n), kElementwiseThreads, 0, s>>>(
-        y, bias, n, ChannelOfWide{channels, inner});
+  with_storage(x_type, [&](auto source) {
+    with_storage(t, [&](auto storage) {
+      using S = decltype(source);
+      using T = decltype(storage);
+      const S* xs = static_cast<const S*>(x);
+      T* ys = static_cast<T*>(y);
+      if (reach <= UINT32_MAX)
+        bias_add_kernel<std::uint32_t><<<elementwise_blocks(n), kElementwiseThreads, 0, s>>>(
+            xs, ys, bias, static_cast<std::uint32_t>(n),
+            ChannelOf32(static_cast<std::uint32_t>(channels), static_cast<std::uint32_t>(inner)));
+      else
+        bias_add_kernel<std::size_t><<<elementwise_blocks(n), kElementwiseThreads, 0, s>>>(
+            xs, ys, bias, n, ChannelOfWide{channels, inner});
+    });
+  });
   RT_CUDA_CHECK_LAUNCH();
 }
 
-void bias_grad_cuda(const float* dy, float* dbias, std::size_t outer, std::size_t channels,
+void bias_grad_cuda(const void* dy, DType t, float* dbias, std::size_t outer, std::size_t channels,
                     std::size_t inner, bool accumulate, float* scratch, std::size_t scratch_floats,
                     void* stream) {
-  reduce_channels<1>(outer, channels, inner, DyValue{dy}, BiasGradFinish{dbias, accumulate},
-                     scratch, scratch_floats, stream);
+  with_storage(t, [&](auto storage) {
+    using T = decltype(storage);
+    reduce_channels<1>(outer, channels, inner, DyValue<T>{static_cast<const T*>(dy)},
+                       BiasGradFinish{dbias, accumulate}, scratch, scratch_floats, stream);
+  });
 }
 
 }  // namespace ringtrain::kernels

@@ -6,44 +6,49 @@
 #include <math.h>
 
 #include "kernels/host_device.cuh"
+#include "kernels/storage.cuh"
 
 namespace ringtrain::kernels {
 
-// Writes y and keeps the row's mean and 1/std for backward.
-RT_HD void layer_norm_row_forward(const float* x, const float* weight, const float* bias, int c,
-                                  float eps, float* y, float* mean_out, float* rstd_out) {
+// Writes y and keeps the row's mean and 1/std for backward. x and y are of
+// storage types (kernels/storage.cuh: fp32, or the model's 16-bit buffers),
+// the arithmetic fp32.
+template <typename T, typename Y>
+RT_HD void layer_norm_row_forward(const T* x, const float* weight, const float* bias, int c,
+                                  float eps, Y* y, float* mean_out, float* rstd_out) {
   float mean = 0.0f;
-  for (int j = 0; j < c; ++j) mean += x[j];
+  for (int j = 0; j < c; ++j) mean += load(x, j);
   mean /= static_cast<float>(c);
   float var = 0.0f;
-  for (int j = 0; j < c; ++j) var += (x[j] - mean) * (x[j] - mean);
+  for (int j = 0; j < c; ++j) var += (load(x, j) - mean) * (load(x, j) - mean);
   var /= static_cast<float>(c);
   const float rstd = 1.0f / sqrtf(var + eps);
-  for (int j = 0; j < c; ++j) y[j] = (x[j] - mean) * rstd * weight[j] + bias[j];
+  for (int j = 0; j < c; ++j) store(y, j, (load(x, j) - mean) * rstd * weight[j] + bias[j]);
   *mean_out = mean;
   *rstd_out = rstd;
 }
 
 // dx = rstd (g - mean(g) - xhat mean(g xhat)), g = dy * weight; the weight
 // and bias gradients of this row are added to dweight and dbias.
-RT_HD void layer_norm_row_backward(const float* x, const float* weight, const float* dy, int c,
-                                   float mean, float rstd, float* dx, float* dweight,
-                                   float* dbias) {
+// x and dy of a storage type T, dx of D (T, or fp32 where the model sums).
+template <typename T, typename D>
+RT_HD void layer_norm_row_backward(const T* x, const float* weight, const T* dy, int c, float mean,
+                                   float rstd, D* dx, float* dweight, float* dbias) {
   float g_mean = 0.0f, gx_mean = 0.0f;
   for (int j = 0; j < c; ++j) {
-    const float xhat = (x[j] - mean) * rstd;
-    const float g = dy[j] * weight[j];
+    const float xhat = (load(x, j) - mean) * rstd;
+    const float g = load(dy, j) * weight[j];
     g_mean += g;
     gx_mean += g * xhat;
-    dweight[j] += dy[j] * xhat;
-    dbias[j] += dy[j];
+    dweight[j] += load(dy, j) * xhat;
+    dbias[j] += load(dy, j);
   }
   g_mean /= static_cast<float>(c);
   gx_mean /= static_cast<float>(c);
   if (dx == nullptr) return;
   for (int j = 0; j < c; ++j) {
-    const float xhat = (x[j] - mean) * rstd;
-    dx[j] = rstd * (dy[j] * weight[j] - g_mean - xhat * gx_mean);
+    const float xhat = (load(x, j) - mean) * rstd;
+    store(dx, j, rstd * (load(dy, j) * weight[j] - g_mean - xhat * gx_mean));
   }
 }
 

@@ -23,6 +23,16 @@ __global__ void relu_backward_kernel(const T* __restrict__ y, const T* __restric
   RT_GRID_STRIDE(i, n) store(dx, i, relu_backward_element(load(y, i), load(dy, i)));
 }
 template <typename T>
+__global__ void gelu_tanh_forward_kernel(const T* __restrict__ x, T* __restrict__ y,
+                                         std::size_t n) {
+  RT_GRID_STRIDE(i, n) store(y, i, gelu_tanh_forward_element(load(x, i)));
+}
+template <typename T, typename D>
+__global__ void gelu_tanh_backward_kernel(const T* __restrict__ x, const T* __restrict__ dy,
+                                          D* __restrict__ dx, std::size_t n) {
+  RT_GRID_STRIDE(i, n) store(dx, i, gelu_tanh_backward_element(load(x, i), load(dy, i)));
+}
+template <typename T>
 __global__ void sum_two_kernel(const T* __restrict__ x0, const T* __restrict__ x1, float a,
                                T* __restrict__ y, std::size_t n) {
   RT_GRID_STRIDE(i, n) store(y, i, axpy_element(a, load(x1, i), load(x0, i)));
@@ -66,6 +76,31 @@ void relu_backward_stored_cuda(const void* y, const void* dy, DType t, void* dx,
       using D = decltype(d);
       relu_backward_kernel<<<elementwise_blocks(n), kElementwiseThreads, 0, as_stream(stream)>>>(
           static_cast<const T*>(y), static_cast<const T*>(dy), static_cast<D*>(dx), n);
+    });
+  });
+  RT_CUDA_CHECK_LAUNCH();
+}
+
+void gelu_tanh_forward_stored_cuda(const void* x, void* y, DType t, std::size_t n, void* stream) {
+  if (n == 0) return;
+  with_storage(t, [&](auto s) {
+    using T = decltype(s);
+    gelu_tanh_forward_kernel<<<elementwise_blocks(n), kElementwiseThreads, 0, as_stream(stream)>>>(
+        static_cast<const T*>(x), static_cast<T*>(y), n);
+  });
+  RT_CUDA_CHECK_LAUNCH();
+}
+
+void gelu_tanh_backward_stored_cuda(const void* x, const void* dy, DType t, void* dx, DType dx_type,
+                                    std::size_t n, void* stream) {
+  if (n == 0) return;
+  with_storage(t, [&](auto s) {
+    with_storage(dx_type, [&](auto d) {
+      using T = decltype(s);
+      using D = decltype(d);
+      gelu_tanh_backward_kernel<<<elementwise_blocks(n), kElementwiseThreads, 0,
+                                  as_stream(stream)>>>(
+          static_cast<const T*>(x), static_cast<const T*>(dy), static_cast<D*>(dx), n);
     });
   });
   RT_CUDA_CHECK_LAUNCH();

@@ -17,6 +17,11 @@ void relu_forward_stored_cuda(const void* x, void* y, DType t, std::size_t n, vo
 // dx = dy where y > 0, else 0; y and dy of dtype t, dx of dx_type (t or f32).
 void relu_backward_stored_cuda(const void* y, const void* dy, DType t, void* dx, DType dx_type,
                                std::size_t n, void* stream);
+// GPT-2's tanh GELU: y = f(x) of dtype t; dx = f'(x) dy, x and dy of t, dx of
+// dx_type.
+void gelu_tanh_forward_stored_cuda(const void* x, void* y, DType t, std::size_t n, void* stream);
+void gelu_tanh_backward_stored_cuda(const void* x, const void* dy, DType t, void* dx, DType dx_type,
+                                    std::size_t n, void* stream);
 // y = x0 + a x1, all of dtype t (a residual add as the model stores it).
 void sum_two_stored_cuda(const void* x0, const void* x1, float a, void* y, DType t, std::size_t n,
                          void* stream);

@@ -10,6 +10,7 @@
 
 #include "core/cuda/check_cuda.h"
 #include "kernels/launch_shape.cuh"
+#include "kernels/storage.cuh"
 #include "kernels/transformer.h"
 #include "ringtrain/core/check.h"
 
@@ -89,56 +90,61 @@ __global__ void add_broadcast_rows_kernel(const float* x, const float* __restric
 }
 
 // kernels/layer_norm.cuh's row arithmetic, with the sums spread over a warp.
-__global__ void layer_norm_forward_kernel(const float* __restrict__ x, const float* __restrict__ w,
+// x and y of a storage type T (kernels/storage.cuh), the sums in fp32.
+template <typename T>
+__global__ void layer_norm_forward_kernel(const T* __restrict__ x, const float* __restrict__ w,
                                           const float* __restrict__ b, std::size_t rows, unsigned c,
-                                          float eps, float* __restrict__ y,
+                                          float eps, T* __restrict__ y,
                                           float* __restrict__ mean_out,
                                           float* __restrict__ rstd_out) {
   const std::size_t row = (blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x) / kWarp;
   const unsigned lane = threadIdx.x % kWarp;
   if (row >= rows) return;
-  const float* xr = x + row * c;
+  const T* xr = x + row * c;
   float s = 0.0f;
-  for (unsigned j = lane; j < c; j += kWarp) s += xr[j];
+  for (unsigned j = lane; j < c; j += kWarp) s += load(xr, j);
   const float mean = warp_sum(s) / static_cast<float>(c);
   float v = 0.0f;
-  for (unsigned j = lane; j < c; j += kWarp) v += (xr[j] - mean) * (xr[j] - mean);
+  for (unsigned j = lane; j < c; j += kWarp) v += (load(xr, j) - mean) * (load(xr, j) - mean);
   const float rstd = 1.0f / sqrtf(warp_sum(v) / static_cast<float>(c) + eps);
-  float* yr = y + row * c;
-  for (unsigned j = lane; j < c; j += kWarp) yr[j] = (xr[j] - mean) * rstd * w[j] + b[j];
+  T* yr = y + row * c;
+  for (unsigned j = lane; j < c; j += kWarp)
+    store(yr, j, (load(xr, j) - mean) * rstd * w[j] + b[j]);
   if (lane == 0) {
     mean_out[row] = mean;
     rstd_out[row] = rstd;
   }
 }
 
-__global__ void layer_norm_backward_kernel(const float* __restrict__ x, const float* __restrict__ w,
-                                           const float* __restrict__ dy, std::size_t rows,
-                                           unsigned c, const float* __restrict__ mean_in,
-                                           const float* __restrict__ rstd_in,
-                                           float* __restrict__ dx, float* __restrict__ dy_xhat) {
+// x and dy of a storage type T, dx of D (T, or fp32 where the model sums).
+template <typename T, typename D>
+__global__ void layer_norm_backward_kernel(const T* __restrict__ x, const float* __restrict__ w,
+                                           const T* __restrict__ dy, std::size_t rows, unsigned c,
+                                           const float* __restrict__ mean_in,
+                                           const float* __restrict__ rstd_in, D* __restrict__ dx,
+                                           float* __restrict__ dy_xhat) {
   const std::size_t row = (blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x) / kWarp;
   const unsigned lane = threadIdx.x % kWarp;
   if (row >= rows) return;
   const float mean = mean_in[row], rstd = rstd_in[row];
-  const float* xr = x + row * c;
-  const float* dyr = dy + row * c;
+  const T* xr = x + row * c;
+  const T* dyr = dy + row * c;
   float* pr = dy_xhat + row * c;
   float g_sum = 0.0f, gx_sum = 0.0f;
   for (unsigned j = lane; j < c; j += kWarp) {
-    const float xhat = (xr[j] - mean) * rstd;
-    const float g = dyr[j] * w[j];
+    const float xhat = (load(xr, j) - mean) * rstd;
+    const float g = load(dyr, j) * w[j];
     g_sum += g;
     gx_sum += g * xhat;
-    pr[j] = dyr[j] * xhat;
+    pr[j] = load(dyr, j) * xhat;
   }
   if (dx == nullptr) return;
   const float g_mean = warp_sum(g_sum) / static_cast<float>(c);
   const float gx_mean = warp_sum(gx_sum) / static_cast<float>(c);
-  float* dxr = dx + row * c;
+  D* dxr = dx + row * c;
   for (unsigned j = lane; j < c; j += kWarp) {
-    const float xhat = (xr[j] - mean) * rstd;
-    dxr[j] = rstd * (dyr[j] * w[j] - g_mean - xhat * gx_mean);
+    const float xhat = (load(xr, j) - mean) * rstd;
+    store(dxr, j, rstd * (load(dyr, j) * w[j] - g_mean - xhat * gx_mean));
   }
 }
 
@@ -251,23 +257,34 @@ void add_broadcast_rows_cuda(const float* x, const float* w, float* y, std::size
   RT_CUDA_CHECK_LAUNCH();
 }
 
-void layer_norm_forward_cuda(const float* x, const float* w, const float* b, std::size_t rows,
-                             std::size_t c, float eps, float* y, float* mean, float* rstd,
-                             void* stream) {
+void layer_norm_forward_cuda(const void* x, DType t, const float* w, const float* b,
+                             std::size_t rows, std::size_t c, float eps, void* y, float* mean,
+                             float* rstd, void* stream) {
   if (rows == 0) return;
-  layer_norm_forward_kernel<<<row_blocks(rows), kRowThreads, 0,
-                              static_cast<cudaStream_t>(stream)>>>(
-      x, w, b, rows, static_cast<unsigned>(c), eps, y, mean, rstd);
+  with_storage(t, [&](auto storage) {
+    using T = decltype(storage);
+    layer_norm_forward_kernel<<<row_blocks(rows), kRowThreads, 0,
+                                static_cast<cudaStream_t>(stream)>>>(
+        static_cast<const T*>(x), w, b, rows, static_cast<unsigned>(c), eps, static_cast<T*>(y),
+        mean, rstd);
+  });
   RT_CUDA_CHECK_LAUNCH();
 }
 
-void layer_norm_backward_cuda(const float* x, const float* w, const float* dy, std::size_t rows,
-                              std::size_t c, const float* mean, const float* rstd, float* dx,
-                              float* dy_xhat, void* stream) {
+void layer_norm_backward_cuda(const void* x, DType t, const float* w, const void* dy,
+                              std::size_t rows, std::size_t c, const float* mean, const float* rstd,
+                              void* dx, DType dx_type, float* dy_xhat, void* stream) {
   if (rows == 0) return;
-  layer_norm_backward_kernel<<<row_blocks(rows), kRowThreads, 0,
-                               static_cast<cudaStream_t>(stream)>>>(
-      x, w, dy, rows, static_cast<unsigned>(c), mean, rstd, dx, dy_xhat);
+  with_storage(t, [&](auto storage) {
+    with_storage(dx_type, [&](auto dx_storage) {
+      using T = decltype(storage);
+      using D = decltype(dx_storage);
+      layer_norm_backward_kernel<<<row_blocks(rows), kRowThreads, 0,
+                                   static_cast<cudaStream_t>(stream)>>>(
+          static_cast<const T*>(x), w, static_cast<const T*>(dy), rows, static_cast<unsigned>(c),
+          mean, rstd, static_cast<D*>(dx), dy_xhat);
+    });
+  });
   RT_CUDA_CHECK_LAUNCH();
 }
 

@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "ringtrain/core/dtype.h"
+
 namespace ringtrain::kernels {
 
 // y[r, :] = w[ids[r], :]; an id that is not an integer in [0, vocab) gives a
@@ -25,15 +27,16 @@ void token_embedding_backward_cuda(const float* ids, const float* dy, std::size_
 // y[b, i] = x[b, i] + w[i] for i < n (x may be y).
 void add_broadcast_rows_cuda(const float* x, const float* w, float* y, std::size_t batch,
                              std::size_t n, void* stream);
-// One warp per row of c: y, and the row's mean and 1/std.
-void layer_norm_forward_cuda(const float* x, const float* w, const float* b, std::size_t rows,
-                             std::size_t c, float eps, float* y, float* mean, float* rstd,
-                             void* stream);
+// One warp per row of c: y, and the row's mean and 1/std. x, y and dy are of
+// the storage dtype t (f32, bf16, f16), dx of dx_type (t or f32).
+void layer_norm_forward_cuda(const void* x, DType t, const float* w, const float* b,
+                             std::size_t rows, std::size_t c, float eps, void* y, float* mean,
+                             float* rstd, void* stream);
 // One warp per row: dx (skipped when null) and dy * xhat into dy_xhat, whose
 // column sums (and dy's) the caller reduces into dweight (dbias) in order.
-void layer_norm_backward_cuda(const float* x, const float* w, const float* dy, std::size_t rows,
-                              std::size_t c, const float* mean, const float* rstd, float* dx,
-                              float* dy_xhat, void* stream);
+void layer_norm_backward_cuda(const void* x, DType t, const float* w, const void* dy,
+                              std::size_t rows, std::size_t c, const float* mean, const float* rstd,
+                              void* dx, DType dx_type, float* dy_xhat, void* stream);
 // Rows of t x t score matrices (row i of each matrix keeps columns 0..i): one
 // warp per row. s may be p; dp may be ds.
 void causal_softmax_forward_cuda(const float* s, float* p, std::size_t matrices, std::size_t t,

@@ -43,13 +43,13 @@ void Conv2dLayer::backward(const float* x, const float*, const float* dy, float*
 
 void Conv2dLayer::forward_stored(const std::vector<BufferView>& xs, BufferView y, std::size_t batch,
                                  bool) {
-  op_.forward(xs.at(0), w_, y, batch);
+  op_.forward(xs.at(0), w_, b_, y, batch);
 }
 
 void Conv2dLayer::backward_stored(const std::vector<BufferView>& xs, BufferView, BufferView dy,
                                   const std::vector<BufferView>& dxs, std::size_t batch,
                                   bool accumulate) {
-  op_.backward(xs.at(0), w_, dy, dxs.at(0), dw_, batch, accumulate);
+  op_.backward(xs.at(0), w_, dy, dxs.at(0), dw_, db_, batch, accumulate);
 }
 
 }  // namespace ringtrain

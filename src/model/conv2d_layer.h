@@ -17,9 +17,8 @@ class Conv2dLayer final : public Layer, public DescribesKernels, public StoresAc
   void forward(const float* x, float* y, std::size_t batch, bool training) override;
   void backward(const float* x, const float* y, const float* dy, float* dx, std::size_t batch,
                 bool accumulate) override;
-  // Stored (16-bit activations read and written by cuDNN) where the op can,
-  // and without a bias.
-  bool stores_activations() const override { return !bias_ && op_.stores_activations(); }
+  // Stored (16-bit activations read and written by cuDNN) where the op can.
+  bool stores_activations() const override { return op_.stores_activations(); }
   void forward_stored(const std::vector<BufferView>& xs, BufferView y, std::size_t batch,
                       bool training) override;
   void backward_stored(const std::vector<BufferView>& xs, BufferView y, BufferView dy,

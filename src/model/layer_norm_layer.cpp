@@ -38,4 +38,18 @@ void LayerNormLayer::backward(const float* x, const float*, const float* dy, flo
                       ctx_.is_cuda() ? scratch_.get(batch, name()) : nullptr);
 }
 
+void LayerNormLayer::forward_stored(const std::vector<BufferView>& xs, BufferView y,
+                                    std::size_t batch, bool) {
+  layer_norm_forward(ctx_, xs.at(0), w_, b_, batch * rows_, c_, eps_, y, mean_.get(batch, name()),
+                     rstd_.get(batch, name()));
+}
+
+void LayerNormLayer::backward_stored(const std::vector<BufferView>& xs, BufferView, BufferView dy,
+                                     const std::vector<BufferView>& dxs, std::size_t batch,
+                                     bool accumulate) {
+  layer_norm_backward(ctx_, xs.at(0), w_, dy, batch * rows_, c_, mean_.get(batch, name()),
+                      rstd_.get(batch, name()), dxs.at(0), dw_, db_, accumulate,
+                      ctx_.is_cuda() ? scratch_.get(batch, name()) : nullptr);
+}
+
 }  // namespace ringtrain

@@ -13,7 +13,7 @@
 namespace ringtrain {
 
 // Normalises each row of the last dimension; weight starts at 1, bias at 0.
-class LayerNormLayer final : public Layer {
+class LayerNormLayer final : public Layer, public StoresActivations {
  public:
   LayerNormLayer(std::string name, const Shape& input, float eps, const ComputeContext& ctx,
                  std::size_t max_batch);
@@ -22,6 +22,11 @@ class LayerNormLayer final : public Layer {
   void forward(const float* x, float* y, std::size_t batch, bool training) override;
   void backward(const float* x, const float* y, const float* dy, float* dx, std::size_t batch,
                 bool accumulate) override;
+  void forward_stored(const std::vector<BufferView>& xs, BufferView y, std::size_t batch,
+                      bool training) override;
+  void backward_stored(const std::vector<BufferView>& xs, BufferView y, BufferView dy,
+                       const std::vector<BufferView>& dxs, std::size_t batch,
+                       bool accumulate) override;
 
  private:
   const ComputeContext& ctx_;

@@ -54,4 +54,16 @@ void LinearLayer::backward(const float* x, const float*, const float* dy, float*
          ctx_.precision());
 }
 
+void LinearLayer::forward_stored(const std::vector<BufferView>& xs, BufferView y,
+                                 std::size_t samples, bool) {
+  linear_forward_stored(ctx_, xs.at(0), w_, b_, y, samples * rows_, in_, out_);
+}
+
+void LinearLayer::backward_stored(const std::vector<BufferView>& xs, BufferView, BufferView dy,
+                                  const std::vector<BufferView>& dxs, std::size_t samples,
+                                  bool accumulate) {
+  linear_backward_stored(ctx_, xs.at(0), w_, dy, dxs.at(0), dw_, db_, samples * rows_, in_, out_,
+                         accumulate);
+}
+
 }  // namespace ringtrain

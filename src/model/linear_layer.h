@@ -1,10 +1,11 @@
 #pragma once
 
 #include "model/layer.h"
+#include "ringtrain/ops/compute_context.h"
 
 namespace ringtrain {
 
-class LinearLayer final : public Layer {
+class LinearLayer final : public Layer, public StoresActivations {
  public:
   LinearLayer(std::string name, const Shape& input, std::size_t out, const ComputeContext& ctx);
   bool matmul_weights() const override { return true; }
@@ -13,6 +14,16 @@ class LinearLayer final : public Layer {
   void forward(const float* x, float* y, std::size_t batch, bool training) override;
   void backward(const float* x, const float* y, const float* dy, float* dx, std::size_t batch,
                 bool accumulate) override;
+  // Stored on a GPU under bf16/fp16 (cuBLAS on the 16-bit buffers); the CPU's
+  // products run in fp32 through the model's adapter.
+  bool stores_activations() const override {
+    return ctx_.is_cuda() && ctx_.precision() != DType::f32;
+  }
+  void forward_stored(const std::vector<BufferView>& xs, BufferView y, std::size_t batch,
+                      bool training) override;
+  void backward_stored(const std::vector<BufferView>& xs, BufferView y, BufferView dy,
+                       const std::vector<BufferView>& dxs, std::size_t batch,
+                       bool accumulate) override;
 
  private:
   const ComputeContext& ctx_;

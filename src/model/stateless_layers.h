@@ -28,8 +28,8 @@ struct ElementwiseActivation {
 inline constexpr ElementwiseActivation kReluActivation{relu_forward, relu_backward, true,
                                                        relu_forward, relu_backward};
 inline constexpr ElementwiseActivation kGeluActivation{gelu_forward, gelu_backward, false};
-inline constexpr ElementwiseActivation kGeluTanhActivation{gelu_tanh_forward, gelu_tanh_backward,
-                                                           false};
+inline constexpr ElementwiseActivation kGeluTanhActivation{
+    gelu_tanh_forward, gelu_tanh_backward, false, gelu_tanh_forward, gelu_tanh_backward};
 
 class ElementwiseActivationLayer final : public Layer, public StoresActivations {
  public:

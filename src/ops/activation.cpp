@@ -2,6 +2,7 @@
 // plain counted loops over restrict pointers, so the compiler vectorises them.
 #include "ringtrain/ops/activation.h"
 
+#include <algorithm>
 #include <cmath>
 
 // glibc's vector expf (libmvec), declared as glibc's own headers declare it
@@ -59,6 +60,60 @@ void relu_backward(const ComputeContext& ctx, BufferView y, BufferView dy, Buffe
   });
 }
 
+namespace {
+// The tanh GELU's fp32 loops, which vectorise (4 or 8 expf at a time through
+// libmvec, whose last bit can differ from the scalar expf's): the typed forms
+// widen chunks onto the stack and run these same loops, so that every storage
+// computes the fp32 form's bits.
+void gelu_tanh_forward_floats(const float* __restrict__ x, float* __restrict__ y, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) y[i] = kernels::gelu_tanh_forward_element(x[i]);
+}
+void gelu_tanh_backward_floats(const float* __restrict__ x, const float* __restrict__ dy,
+                               float* __restrict__ dx, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) dx[i] = kernels::gelu_tanh_backward_element(x[i], dy[i]);
+}
+constexpr std::size_t kChunk = 512;
+}  // namespace
+
+void gelu_tanh_forward(const ComputeContext& ctx, BufferView x, BufferView y) {
+  if (ctx.is_cuda()) return detail::gpu_gelu_tanh_forward_stored(ctx.stream(), x, y);
+  kernels::with_storage(y.dtype, [&](auto s) {
+    using T = decltype(s);
+    const T* xs = x.as<const T>();
+    T* ys = y.as<T>();
+    float a[kChunk], out[kChunk];
+    for (std::size_t at = 0; at < y.count; at += kChunk) {
+      const std::size_t n = std::min(kChunk, y.count - at);
+      for (std::size_t i = 0; i < n; ++i) a[i] = kernels::load(xs, at + i);
+      gelu_tanh_forward_floats(a, out, n);
+      for (std::size_t i = 0; i < n; ++i) kernels::store(ys, at + i, out[i]);
+    }
+  });
+}
+
+void gelu_tanh_backward(const ComputeContext& ctx, BufferView x, BufferView dy, BufferView dx) {
+  if (ctx.is_cuda()) return detail::gpu_gelu_tanh_backward_stored(ctx.stream(), x, dy, dx);
+  kernels::with_storage(dy.dtype, [&](auto s) {
+    kernels::with_storage(dx.dtype, [&](auto d) {
+      using T = decltype(s);
+      using D = decltype(d);
+      const T* xs = x.as<const T>();
+      const T* dys = dy.as<const T>();
+      D* dxs = dx.as<D>();
+      float a[kChunk], g[kChunk], out[kChunk];
+      for (std::size_t at = 0; at < dx.count; at += kChunk) {
+        const std::size_t n = std::min(kChunk, dx.count - at);
+        for (std::size_t i = 0; i < n; ++i) {
+          a[i] = kernels::load(xs, at + i);
+          g[i] = kernels::load(dys, at + i);
+        }
+        gelu_tanh_backward_floats(a, g, out, n);
+        for (std::size_t i = 0; i < n; ++i) kernels::store(dxs, at + i, out[i]);
+      }
+    });
+  });
+}
+
 void gelu_forward(const ComputeContext& ctx, const float* x, float* y, std::size_t n) {
   if (ctx.is_cuda()) return detail::gpu_gelu_forward(ctx.stream(), x, y, n);
   for (std::size_t i = 0; i < n; ++i) y[i] = kernels::gelu_forward_element(x[i]);
@@ -72,13 +127,13 @@ void gelu_backward(const ComputeContext& ctx, const float* x, const float* dy, f
 
 void gelu_tanh_forward(const ComputeContext& ctx, const float* x, float* y, std::size_t n) {
   if (ctx.is_cuda()) return detail::gpu_gelu_tanh_forward(ctx.stream(), x, y, n);
-  for (std::size_t i = 0; i < n; ++i) y[i] = kernels::gelu_tanh_forward_element(x[i]);
+  gelu_tanh_forward_floats(x, y, n);
 }
 
 void gelu_tanh_backward(const ComputeContext& ctx, const float* x, const float* dy, float* dx,
                         std::size_t n) {
   if (ctx.is_cuda()) return detail::gpu_gelu_tanh_backward(ctx.stream(), x, dy, dx, n);
-  for (std::size_t i = 0; i < n; ++i) dx[i] = kernels::gelu_tanh_backward_element(x[i], dy[i]);
+  gelu_tanh_backward_floats(x, dy, dx, n);
 }
 
 }  // namespace ringtrain

@@ -1,29 +1,48 @@
 #include "ringtrain/ops/bias.h"
 
 #include "kernels/bias.cuh"
+#include "kernels/storage.cuh"
 #include "ops/gpu_ops.h"
+#include "ringtrain/core/check.h"
 
 namespace ringtrain {
 
 void bias_add(const ComputeContext& ctx, float* y, const float* bias, std::size_t outer,
               std::size_t channels, std::size_t inner) {
-  if (ctx.is_cuda()) return detail::gpu_bias_add(ctx.stream(), y, bias, outer, channels, inner);
-  for (std::size_t o = 0; o < outer; ++o) {
-    float* __restrict__ row = y + o * channels * inner;
-    if (inner == 1) {
-      for (std::size_t c = 0; c < channels; ++c)
-        row[c] = kernels::bias_add_element(row[c], bias[c]);
-      continue;
-    }
-    for (std::size_t c = 0; c < channels; ++c) {
-      float* __restrict__ plane = row + c * inner;
-      const float b = bias[c];
-      for (std::size_t i = 0; i < inner; ++i) plane[i] = kernels::bias_add_element(plane[i], b);
-    }
-  }
+  bias_add(ctx, view_of(y, outer * channels * inner, ctx.device()), bias, outer, channels, inner);
 }
 
 void bias_grad(const ComputeContext& ctx, const float* dy, float* dbias, std::size_t outer,
+               std::size_t channels, std::size_t inner, bool accumulate) {
+  bias_grad(ctx, view_of(dy, outer * channels * inner, ctx.device()), dbias, outer, channels, inner,
+            accumulate);
+}
+
+void bias_add(const ComputeContext& ctx, BufferView y, const float* bias, std::size_t outer,
+              std::size_t channels, std::size_t inner) {
+  if (ctx.is_cuda()) return detail::gpu_bias_add(ctx.stream(), y, y, bias, outer, channels, inner);
+  kernels::with_storage(y.dtype, [&](auto storage) {
+    using T = decltype(storage);
+    T* ys = y.as<T>();
+    for (std::size_t o = 0; o < outer; ++o) {
+      const std::size_t row = o * channels * inner;
+      if (inner == 1) {
+        for (std::size_t c = 0; c < channels; ++c)
+          kernels::store(ys, row + c,
+                         kernels::bias_add_element(kernels::load(ys, row + c), bias[c]));
+        continue;
+      }
+      for (std::size_t c = 0; c < channels; ++c) {
+        const std::size_t plane = row + c * inner;
+        const float b = bias[c];
+        for (std::size_t i = 0; i < inner; ++i)
+          kernels::store(ys, plane + i, kernels::bias_add_element(kernels::load(ys, plane + i), b));
+      }
+    }
+  });
+}
+
+void bias_grad(const ComputeContext& ctx, BufferView dy, float* dbias, std::size_t outer,
                std::size_t channels, std::size_t inner, bool accumulate) {
   if (ctx.is_cuda())
     return detail::gpu_bias_grad(detail::handles_of(ctx), dy, dbias, outer, channels, inner,
@@ -31,22 +50,45 @@ void bias_grad(const ComputeContext& ctx, const float* dy, float* dbias, std::si
   float* __restrict__ db = dbias;
   if (!accumulate)
     for (std::size_t c = 0; c < channels; ++c) db[c] = 0.0f;
-  if (inner == 1) {
-    // Row by row: the inner loop runs along contiguous channels and vectorises.
-    for (std::size_t o = 0; o < outer; ++o) {
-      const float* __restrict__ row = dy + o * channels;
-      for (std::size_t c = 0; c < channels; ++c) db[c] += row[c];
+  kernels::with_storage(dy.dtype, [&](auto storage) {
+    using T = decltype(storage);
+    const T* __restrict__ g = dy.as<const T>();
+    if (inner == 1) {
+      // Row by row: the inner loop runs along contiguous channels and vectorises.
+      for (std::size_t o = 0; o < outer; ++o)
+        for (std::size_t c = 0; c < channels; ++c) db[c] += kernels::load(g, o * channels + c);
+      return;
     }
-    return;
-  }
-  for (std::size_t c = 0; c < channels; ++c) {
-    float sum = 0.0f;
-    for (std::size_t o = 0; o < outer; ++o) {
-      const float* __restrict__ plane = dy + (o * channels + c) * inner;
-      for (std::size_t i = 0; i < inner; ++i) sum += plane[i];
+    for (std::size_t c = 0; c < channels; ++c) {
+      float sum = 0.0f;
+      for (std::size_t o = 0; o < outer; ++o) {
+        const std::size_t plane = (o * channels + c) * inner;
+        for (std::size_t i = 0; i < inner; ++i) sum += kernels::load(g, plane + i);
+      }
+      db[c] = kernels::bias_grad_combine(db[c], sum);
     }
-    db[c] = kernels::bias_grad_combine(db[c], sum);
-  }
+  });
+}
+
+void bias_add_into(const ComputeContext& ctx, BufferView y, BufferView x, const float* bias,
+                   std::size_t outer, std::size_t channels, std::size_t inner) {
+  RT_CHECK(x.count == y.count, "bias_add_into: {} elements into {}", x.count, y.count);
+  if (ctx.is_cuda()) return detail::gpu_bias_add(ctx.stream(), y, x, bias, outer, channels, inner);
+  kernels::with_storage(x.dtype, [&](auto source) {
+    kernels::with_storage(y.dtype, [&](auto storage) {
+      using S = decltype(source);
+      using T = decltype(storage);
+      const S* xs = x.as<const S>();
+      T* ys = y.as<T>();
+      for (std::size_t o = 0; o < outer; ++o)
+        for (std::size_t c = 0; c < channels; ++c) {
+          const std::size_t plane = (o * channels + c) * inner;
+          for (std::size_t i = 0; i < inner; ++i)
+            kernels::store(ys, plane + i,
+                           kernels::bias_add_element(kernels::load(xs, plane + i), bias[c]));
+        }
+    });
+  });
 }
 
 }  // namespace ringtrain

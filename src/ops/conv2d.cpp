@@ -132,18 +132,35 @@ bool Conv2dOp::stores_activations() const {
   return gpu_ && ctx_.precision() != DType::f32 && gpu_->stores_16bit();
 }
 
-void Conv2dOp::forward(BufferView x, const float* w, BufferView y, std::size_t batch) {
+void Conv2dOp::forward(BufferView x, const float* w, const float* b, BufferView y,
+                       std::size_t batch) {
   RT_CHECK(stores_activations(), "conv2d: the stored form runs on a GPU under bf16/fp16 only");
   RT_CHECK(batch <= max_batch_, "conv2d batch {} exceeds the planned maximum {}", batch,
            max_batch_);
-  if (batch > 0) gpu_->forward_stored(x, w, y, batch);
+  if (batch == 0) return;
+  gpu_->forward_stored(x, w, y, batch);
+  // The bias is per channel: the pixels of NHWC are rows of [N*H*W, C].
+  const std::size_t hwo = g_.out_height() * g_.out_width();
+  if (b != nullptr) {
+    if (g_.layout == Layout::nhwc)
+      bias_add(ctx_, y, b, batch * hwo, g_.out_channels, 1);
+    else
+      bias_add(ctx_, y, b, batch, g_.out_channels, hwo);
+  }
 }
 
 void Conv2dOp::backward(BufferView x, const float* w, BufferView dy, BufferView dx, float* dw,
-                        std::size_t batch, bool accumulate) {
+                        float* db, std::size_t batch, bool accumulate) {
   RT_CHECK(stores_activations(), "conv2d: the stored form runs on a GPU under bf16/fp16 only");
   RT_CHECK(batch <= max_batch_, "conv2d batch {} exceeds the planned maximum {}", batch,
            max_batch_);
+  const std::size_t hwo = g_.out_height() * g_.out_width();
+  if (db != nullptr) {
+    if (g_.layout == Layout::nhwc)
+      bias_grad(ctx_, dy, db, batch * hwo, g_.out_channels, 1, accumulate);
+    else
+      bias_grad(ctx_, dy, db, batch, g_.out_channels, hwo, accumulate);
+  }
   if (batch == 0) {
     if (!accumulate)
       device_zero(dw, sizeof(float) * g_.out_channels * g_.in_channels * g_.kh() * g_.kw(),

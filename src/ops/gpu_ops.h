@@ -60,6 +60,12 @@ void gpu_copy_to_host(void* dst, const void* src, std::size_t bytes, void* strea
 void gpu_gemm(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
               std::size_t k, float alpha, const float* a, std::size_t lda, const float* b,
               std::size_t ldb, float beta, float* c, std::size_t ldc, DType precision = DType::f32);
+// The same product on 16-bit tensor cores with fp32 accumulation into the
+// fp32 C, each operand given in the context's 16-bit dtype (read in place) or
+// in fp32 holding grid values (cast into the context's scratch).
+void gpu_gemm_stored(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
+                     std::size_t k, float alpha, BufferView a, std::size_t lda, BufferView b,
+                     std::size_t ldb, float beta, float* c, std::size_t ldc);
 
 // precision bf16/fp16: y[i] = the 16-bit encoding of x[i] (exact for on-grid
 // values), and back (kernels/precision.cuh).
@@ -72,6 +78,8 @@ void gpu_relu_forward(void* stream, const float* x, float* y, std::size_t n);
 // The stored forms (kernels/stored_elementwise.h): views of the storage dtype.
 void gpu_relu_forward_stored(void* stream, BufferView x, BufferView y);
 void gpu_relu_backward_stored(void* stream, BufferView y, BufferView dy, BufferView dx);
+void gpu_gelu_tanh_forward_stored(void* stream, BufferView x, BufferView y);
+void gpu_gelu_tanh_backward_stored(void* stream, BufferView x, BufferView dy, BufferView dx);
 void gpu_sum_two_stored(void* stream, BufferView y, BufferView x0, BufferView x1, float a);
 void gpu_scale_stored(void* stream, BufferView y, BufferView x, float a);
 // Pitches and width in elements; dst and src of different storage dtypes.
@@ -83,10 +91,11 @@ void gpu_gelu_backward(void* stream, const float* x, const float* dy, float* dx,
 void gpu_gelu_tanh_forward(void* stream, const float* x, float* y, std::size_t n);
 void gpu_gelu_tanh_backward(void* stream, const float* x, const float* dy, float* dx,
                             std::size_t n);
-void gpu_bias_add(void* stream, float* y, const float* bias, std::size_t outer,
+// y = x + bias (x may be y); y, dy of the storage dtype, x of it or f32.
+void gpu_bias_add(void* stream, BufferView y, BufferView x, const float* bias, std::size_t outer,
                   std::size_t channels, std::size_t inner);
 // Deterministic (fixed summation order, no float atomics); uses h.scratch.
-void gpu_bias_grad(const GpuHandles& h, const float* dy, float* dbias, std::size_t outer,
+void gpu_bias_grad(const GpuHandles& h, BufferView dy, float* dbias, std::size_t outer,
                    std::size_t channels, std::size_t inner, bool accumulate);
 void gpu_softmax_ce_forward(void* stream, const float* logits, const std::int32_t* labels,
                             std::size_t rows, std::size_t classes, float* row_loss,
@@ -119,12 +128,13 @@ void gpu_token_embedding_backward(void* stream, const float* ids, const float* d
                                   void* workspace, std::size_t workspace_bytes);
 void gpu_add_broadcast_rows(void* stream, const float* x, const float* w, float* y,
                             std::size_t batch, std::size_t n);
-void gpu_layer_norm_forward(void* stream, const float* x, const float* w, const float* b,
-                            std::size_t rows, std::size_t c, float eps, float* y, float* mean,
+// x, y, dy of the storage dtype, dx of it or f32 (a null ptr: not wanted).
+void gpu_layer_norm_forward(void* stream, BufferView x, const float* w, const float* b,
+                            std::size_t rows, std::size_t c, float eps, BufferView y, float* mean,
                             float* rstd);
-void gpu_layer_norm_backward(void* stream, const float* x, const float* w, const float* dy,
+void gpu_layer_norm_backward(void* stream, BufferView x, const float* w, BufferView dy,
                              std::size_t rows, std::size_t c, const float* mean, const float* rstd,
-                             float* dx, float* dy_xhat);
+                             BufferView dx, float* dy_xhat);
 void gpu_causal_softmax_forward(void* stream, const float* s, float* p, std::size_t matrices,
                                 std::size_t t);
 void gpu_causal_softmax_backward(void* stream, const float* p, const float* dp, float* ds,

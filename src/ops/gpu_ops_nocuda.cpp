@@ -37,6 +37,10 @@ void gpu_gemm(const GpuHandles&, bool, bool, std::size_t, std::size_t, std::size
               DType) {
   no_cuda("gemm");
 }
+void gpu_gemm_stored(const GpuHandles&, bool, bool, std::size_t, std::size_t, std::size_t, float,
+                     BufferView, std::size_t, BufferView, std::size_t, float, float*, std::size_t) {
+  no_cuda("a 16-bit GEMM");
+}
 void gpu_to_precision_bits(void*, std::uint16_t*, const float*, std::size_t, DType) {
   no_cuda("a 16-bit cast");
 }
@@ -55,10 +59,11 @@ void gpu_gelu_forward(void*, const float*, float*, std::size_t) {
 void gpu_gelu_backward(void*, const float*, const float*, float*, std::size_t) {
   no_cuda("gelu");
 }
-void gpu_bias_add(void*, float*, const float*, std::size_t, std::size_t, std::size_t) {
+void gpu_bias_add(void*, BufferView, BufferView, const float*, std::size_t, std::size_t,
+                  std::size_t) {
   no_cuda("bias_add");
 }
-void gpu_bias_grad(const GpuHandles&, const float*, float*, std::size_t, std::size_t, std::size_t,
+void gpu_bias_grad(const GpuHandles&, BufferView, float*, std::size_t, std::size_t, std::size_t,
                    bool) {
   no_cuda("bias_grad");
 }
@@ -103,12 +108,12 @@ void gpu_token_embedding_backward(void*, const float*, const float*, std::size_t
 void gpu_add_broadcast_rows(void*, const float*, const float*, float*, std::size_t, std::size_t) {
   no_cuda("position_embedding");
 }
-void gpu_layer_norm_forward(void*, const float*, const float*, const float*, std::size_t,
-                            std::size_t, float, float*, float*, float*) {
+void gpu_layer_norm_forward(void*, BufferView, const float*, const float*, std::size_t, std::size_t,
+                            float, BufferView, float*, float*) {
   no_cuda("layer_norm");
 }
-void gpu_layer_norm_backward(void*, const float*, const float*, const float*, std::size_t,
-                             std::size_t, const float*, const float*, float*, float*) {
+void gpu_layer_norm_backward(void*, BufferView, const float*, BufferView, std::size_t, std::size_t,
+                             const float*, const float*, BufferView, float*) {
   no_cuda("layer_norm");
 }
 void gpu_causal_softmax_forward(void*, const float*, float*, std::size_t, std::size_t) {
@@ -183,6 +188,12 @@ void gpu_relu_forward_stored(void*, BufferView, BufferView) {
 }
 void gpu_relu_backward_stored(void*, BufferView, BufferView, BufferView) {
   no_cuda("relu");
+}
+void gpu_gelu_tanh_forward_stored(void*, BufferView, BufferView) {
+  no_cuda("gelu");
+}
+void gpu_gelu_tanh_backward_stored(void*, BufferView, BufferView, BufferView) {
+  no_cuda("gelu");
 }
 void gpu_sum_two_stored(void*, BufferView, BufferView, BufferView, float) {
   no_cuda("an add");

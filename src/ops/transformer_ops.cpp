@@ -5,6 +5,7 @@
 
 #include "kernels/causal_attention.cuh"
 #include "kernels/layer_norm.cuh"
+#include "kernels/storage.cuh"
 #include "ops/gpu_ops.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/ops/bias.h"
@@ -73,16 +74,38 @@ void zero_floats(const ComputeContext& ctx, float* dst, std::size_t n) {
 void layer_norm_forward(const ComputeContext& ctx, const float* x, const float* w, const float* b,
                         std::size_t rows, std::size_t c, float eps, float* y, float* mean,
                         float* rstd) {
-  if (ctx.is_cuda())
-    return detail::gpu_layer_norm_forward(ctx.stream(), x, w, b, rows, c, eps, y, mean, rstd);
-  const int ci = static_cast<int>(c);
-  for (std::size_t r = 0; r < rows; ++r)
-    kernels::layer_norm_row_forward(x + r * c, w, b, ci, eps, y + r * c, &mean[r], &rstd[r]);
+  const Device d = ctx.device();
+  layer_norm_forward(ctx, view_of(x, rows * c, d), w, b, rows, c, eps, view_of(y, rows * c, d),
+                     mean, rstd);
 }
 
 void layer_norm_backward(const ComputeContext& ctx, const float* x, const float* w, const float* dy,
                          std::size_t rows, std::size_t c, const float* mean, const float* rstd,
                          float* dx, float* dw, float* db, bool accumulate, float* scratch) {
+  const Device d = ctx.device();
+  layer_norm_backward(ctx, view_of(x, rows * c, d), w, view_of(dy, rows * c, d), rows, c, mean,
+                      rstd, view_of(dx, dx != nullptr ? rows * c : 0, d), dw, db, accumulate,
+                      scratch);
+}
+
+void layer_norm_forward(const ComputeContext& ctx, BufferView x, const float* w, const float* b,
+                        std::size_t rows, std::size_t c, float eps, BufferView y, float* mean,
+                        float* rstd) {
+  if (ctx.is_cuda())
+    return detail::gpu_layer_norm_forward(ctx.stream(), x, w, b, rows, c, eps, y, mean, rstd);
+  const int ci = static_cast<int>(c);
+  kernels::with_storage(y.dtype, [&](auto storage) {
+    using T = decltype(storage);
+    const T* xs = x.as<const T>();
+    T* ys = y.as<T>();
+    for (std::size_t r = 0; r < rows; ++r)
+      kernels::layer_norm_row_forward(xs + r * c, w, b, ci, eps, ys + r * c, &mean[r], &rstd[r]);
+  });
+}
+
+void layer_norm_backward(const ComputeContext& ctx, BufferView x, const float* w, BufferView dy,
+                         std::size_t rows, std::size_t c, const float* mean, const float* rstd,
+                         BufferView dx, float* dw, float* db, bool accumulate, float* scratch) {
   if (ctx.is_cuda()) {
     RT_CHECK(scratch != nullptr || rows == 0, "layer_norm backward on a GPU needs its scratch");
     detail::gpu_layer_norm_backward(ctx.stream(), x, w, dy, rows, c, mean, rstd, dx, scratch);
@@ -95,9 +118,18 @@ void layer_norm_backward(const ComputeContext& ctx, const float* x, const float*
     std::fill_n(db, c, 0.0f);
   }
   const int ci = static_cast<int>(c);
-  for (std::size_t r = 0; r < rows; ++r)
-    kernels::layer_norm_row_backward(x + r * c, w, dy + r * c, ci, mean[r], rstd[r],
-                                     dx ? dx + r * c : nullptr, dw, db);
+  kernels::with_storage(dy.dtype, [&](auto storage) {
+    kernels::with_storage(dx.dtype, [&](auto dx_storage) {
+      using T = decltype(storage);
+      using D = decltype(dx_storage);
+      const T* xs = x.as<const T>();
+      const T* dys = dy.as<const T>();
+      D* dxs = dx.as<D>();
+      for (std::size_t r = 0; r < rows; ++r)
+        kernels::layer_norm_row_backward(xs + r * c, w, dys + r * c, ci, mean[r], rstd[r],
+                                         dxs != nullptr ? dxs + r * c : nullptr, dw, db);
+    });
+  });
 }
 
 void causal_softmax_forward(const ComputeContext& ctx, const float* s, float* p,

@@ -185,3 +185,12 @@ TEST_CASE("stored layers: dropout and concat in both layouts", "[model][precisio
   }
   check_stored("a = relu; b = relu; y = concat(a, b)", {Shape{5}, Shape{2}});
 }
+
+TEST_CASE("stored layers: layer_norm over rows", "[model][precision]") {
+  check_stored("layer_norm", {Shape{3, 16}});
+  check_stored("layer_norm", {Shape{8}});
+}
+
+TEST_CASE("stored layers: GPT-2's tanh GELU", "[model][precision]") {
+  check_stored("gelu_tanh", {Shape{3, 16}});
+}

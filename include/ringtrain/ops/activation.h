@@ -17,6 +17,8 @@ void relu_backward(const ComputeContext& ctx, const float* y, const float* dy, f
 // f16), dx in that dtype or f32; computed in fp32, each output rounded once.
 void relu_forward(const ComputeContext& ctx, BufferView x, BufferView y);
 void relu_backward(const ComputeContext& ctx, BufferView y, BufferView dy, BufferView dx);
+void gelu_tanh_forward(const ComputeContext& ctx, BufferView x, BufferView y);
+void gelu_tanh_backward(const ComputeContext& ctx, BufferView x, BufferView dy, BufferView dx);
 void gelu_forward(const ComputeContext& ctx, const float* x, float* y, std::size_t n);
 // dx = dy * gelu'(x) (x is gelu's input).
 void gelu_backward(const ComputeContext& ctx, const float* x, const float* dy, float* dx,

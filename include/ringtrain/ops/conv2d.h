@@ -56,15 +56,17 @@ class Conv2dOp {
   // not null) is overwritten.
   void backward(const float* x, const float* w, const float* dy, float* dx, float* dw, float* db,
                 std::size_t batch, bool accumulate);
-  // The stored forms, without a bias: on a GPU under bf16/fp16 where cuDNN
+  // The stored forms: on a GPU under bf16/fp16 where cuDNN
   // has 16-bit forward and backward-data algorithms for the shape
   // (stores_activations), x, y and dy are views of the context's 16-bit dtype
   // that cuDNN reads and writes with no cast, dx of it or f32; the weight
   // gradient widens x and dy into the context's fp32 scratch
-  // (reserve_widening_scratch). Elsewhere the fp32 forms run.
+  // (reserve_widening_scratch); a bias (b, db: null for none) is added to
+  // cuDNN's 16-bit y in fp32 and rounded again, as the fp32 forms round.
+  // Elsewhere the fp32 forms run.
   bool stores_activations() const;
-  void forward(BufferView x, const float* w, BufferView y, std::size_t batch);
-  void backward(BufferView x, const float* w, BufferView dy, BufferView dx, float* dw,
+  void forward(BufferView x, const float* w, const float* b, BufferView y, std::size_t batch);
+  void backward(BufferView x, const float* w, BufferView dy, BufferView dx, float* dw, float* db,
                 std::size_t batch, bool accumulate);
   // Which kernels run it, as one line: on a GPU the cuDNN algorithms chosen
   // (forward, backward filter, backward data; the 16-bit ones under

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 
+#include "ringtrain/core/buffer_view.h"
 #include "ringtrain/core/dtype.h"
 #include "ringtrain/ops/compute_context.h"
 
@@ -28,5 +29,21 @@ void gemm_strided_batched(const ComputeContext& ctx, bool trans_a, bool trans_b,
                           std::size_t lda, std::size_t stride_a, const float* b, std::size_t ldb,
                           std::size_t stride_b, float beta, float* c, std::size_t ldc,
                           std::size_t stride_c, std::size_t batch);
+
+// A linear layer's products on the model's 16-bit activations, on a GPU
+// under bf16/fp16 (an Error elsewhere: the CPU runs the fp32 products of the
+// widened values through the model's adapter). x [rows, in] and y [rows, out]
+// are views of the context's 16-bit dtype, read and written by cuBLAS with no
+// cast; W [out, in] is fp32 on the grid (cast once per call), b [out] fp32 or
+// null. Forward accumulates x Wᵀ in fp32 into the context's widening scratch,
+// adds b there and rounds y once, as the fp32 path rounds.
+void linear_forward_stored(const ComputeContext& ctx, BufferView x, const float* w, const float* b,
+                           BufferView y, std::size_t rows, std::size_t in, std::size_t out);
+// db and dW = dyᵀ x in fp32 (overwritten, or added to when accumulate); dx =
+// dy W into dx's dtype (16-bit, or fp32 where the model sums; a null ptr: not
+// wanted).
+void linear_backward_stored(const ComputeContext& ctx, BufferView x, const float* w, BufferView dy,
+                            BufferView dx, float* dw, float* db, std::size_t rows, std::size_t in,
+                            std::size_t out, bool accumulate);
 
 }  // namespace ringtrain

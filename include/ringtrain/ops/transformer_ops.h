@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <string>
 
+#include "ringtrain/core/buffer_view.h"
 #include "ringtrain/ops/compute_context.h"
 
 namespace ringtrain {
@@ -51,6 +52,16 @@ void layer_norm_forward(const ComputeContext& ctx, const float* x, const float* 
 void layer_norm_backward(const ComputeContext& ctx, const float* x, const float* w, const float* dy,
                          std::size_t rows, std::size_t c, const float* mean, const float* rstd,
                          float* dx, float* dw, float* db, bool accumulate, float* scratch);
+// The stored forms: x, y and dy are views of the model's storage dtype (f32,
+// bf16, f16), dx of it or f32 (a null ptr: not wanted); the statistics and
+// the sums are fp32, each output rounded once. The forms above are these with
+// f32 views.
+void layer_norm_forward(const ComputeContext& ctx, BufferView x, const float* w, const float* b,
+                        std::size_t rows, std::size_t c, float eps, BufferView y, float* mean,
+                        float* rstd);
+void layer_norm_backward(const ComputeContext& ctx, BufferView x, const float* w, BufferView dy,
+                         std::size_t rows, std::size_t c, const float* mean, const float* rstd,
+                         BufferView dx, float* dw, float* db, bool accumulate, float* scratch);
 
 // `matrices` t x t score matrices: row i of each becomes softmax over columns
 // 0..i, 0 after (s may be p).

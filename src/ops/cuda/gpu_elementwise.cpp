@@ -20,6 +20,13 @@ void gpu_relu_forward_stored(void* stream, BufferView x, BufferView y) {
 void gpu_relu_backward_stored(void* stream, BufferView y, BufferView dy, BufferView dx) {
   kernels::relu_backward_stored_cuda(y.ptr, dy.ptr, dy.dtype, dx.ptr, dx.dtype, dx.count, stream);
 }
+void gpu_gelu_tanh_forward_stored(void* stream, BufferView x, BufferView y) {
+  kernels::gelu_tanh_forward_stored_cuda(x.ptr, y.ptr, y.dtype, y.count, stream);
+}
+void gpu_gelu_tanh_backward_stored(void* stream, BufferView x, BufferView dy, BufferView dx) {
+  kernels::gelu_tanh_backward_stored_cuda(x.ptr, dy.ptr, dy.dtype, dx.ptr, dx.dtype, dx.count,
+                                          stream);
+}
 void gpu_sum_two_stored(void* stream, BufferView y, BufferView x0, BufferView x1, float a) {
   kernels::sum_two_stored_cuda(x0.ptr, x1.ptr, a, y.ptr, y.dtype, y.count, stream);
 }
@@ -37,13 +44,13 @@ void gpu_gelu_forward(void* stream, const float* x, float* y, std::size_t n) {
 void gpu_gelu_backward(void* stream, const float* x, const float* dy, float* dx, std::size_t n) {
   kernels::gelu_backward_cuda(x, dy, dx, n, stream);
 }
-void gpu_bias_add(void* stream, float* y, const float* bias, std::size_t outer,
+void gpu_bias_add(void* stream, BufferView y, BufferView x, const float* bias, std::size_t outer,
                   std::size_t channels, std::size_t inner) {
-  kernels::bias_add_cuda(y, bias, outer, channels, inner, stream);
+  kernels::bias_add_cuda(x.ptr, x.dtype, y.ptr, y.dtype, bias, outer, channels, inner, stream);
 }
-void gpu_bias_grad(const GpuHandles& h, const float* dy, float* dbias, std::size_t outer,
+void gpu_bias_grad(const GpuHandles& h, BufferView dy, float* dbias, std::size_t outer,
                    std::size_t channels, std::size_t inner, bool accumulate) {
-  kernels::bias_grad_cuda(dy, dbias, outer, channels, inner, accumulate, h.scratch,
+  kernels::bias_grad_cuda(dy.ptr, dy.dtype, dbias, outer, channels, inner, accumulate, h.scratch,
                           kGpuScratchFloats, h.stream);
 }
 void gpu_softmax_ce_forward(void* stream, const float* logits, const std::int32_t* labels,

@@ -118,19 +118,45 @@ void gpu_gemm(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m, st
               std::size_t k, float alpha, const float* a, std::size_t lda, const float* b,
               std::size_t ldb, float beta, float* c, std::size_t ldc, DType precision) {
   if (precision != DType::f32) {
+    RT_CHECK(h.precision == precision, "16-bit GEMM in {} on a {} context", dtype_name(precision),
+             dtype_name(h.precision));
+    return gpu_gemm_stored(h, trans_a, trans_b, m, n, k, alpha,
+                           {const_cast<float*>(a), 0, DType::f32, Device::cuda(0)}, lda,
+                           {const_cast<float*>(b), 0, DType::f32, Device::cuda(0)}, ldb, beta, c,
+                           ldc);
+  }
+  RT_CUBLAS_CHECK(
+      cublasSgemm(static_cast<cublasHandle_t>(h.blas), trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                  trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
+                  static_cast<int>(k), &alpha, b, static_cast<int>(ldb), a, static_cast<int>(lda),
+                  &beta, c, static_cast<int>(ldc)));
+}
+
+// An operand already in the context's 16-bit dtype is read in place; an fp32
+// one (on the grid: the caller vouches) is cast into scratch slot `slot`.
+void gpu_gemm_stored(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
+                     std::size_t k, float alpha, BufferView a, std::size_t lda, BufferView b,
+                     std::size_t ldb, float beta, float* c, std::size_t ldc) {
+  const DType precision = h.precision;
+  {
     // The elements each operand spans in memory, row-major with its leading dimension.
     const std::size_t a_rows = trans_a ? k : m, a_cols = trans_a ? m : k;
     const std::size_t b_rows = trans_b ? n : k, b_cols = trans_b ? k : n;
     const std::size_t a_span = (a_rows - 1) * lda + a_cols;
     const std::size_t b_span = (b_rows - 1) * ldb + b_cols;
-    RT_CHECK(h.precision == precision && a_span <= h.half_capacity && b_span <= h.half_capacity,
-             "16-bit GEMM ({} x {} x {}): operands of {} and {} elements, but the context's "
-             "tensor-core scratch holds {} (reserved at model build for precision {})",
-             m, n, k, a_span, b_span, h.half_capacity, dtype_name(h.precision));
-    std::uint16_t* a16 = h.half_scratch[0];
-    std::uint16_t* b16 = h.half_scratch[1];
-    gpu_to_precision_bits(h.stream, a16, a, a_span, precision);
-    gpu_to_precision_bits(h.stream, b16, b, b_span, precision);
+    const auto operand = [&](const BufferView& v, std::size_t span,
+                             int slot) -> const std::uint16_t* {
+      if (v.dtype == precision) return v.as<const std::uint16_t>();
+      RT_CHECK(v.dtype == DType::f32 && precision != DType::f32 && span <= h.half_capacity,
+               "16-bit GEMM ({} x {} x {}): a {} operand of {} elements, but the context's "
+               "tensor-core scratch holds {} (reserved at model build for precision {})",
+               m, n, k, dtype_name(v.dtype), span, h.half_capacity, dtype_name(precision));
+      std::uint16_t* copy = h.half_scratch[slot];
+      gpu_to_precision_bits(h.stream, copy, v.as<const float>(), span, precision);
+      return copy;
+    };
+    const std::uint16_t* a16 = operand(a, a_span, 0);
+    const std::uint16_t* b16 = operand(b, b_span, 1);
     const cudaDataType_t type = precision == DType::f16 ? CUDA_R_16F : CUDA_R_16BF;
     RT_CUBLAS_CHECK(
         cublasGemmEx(static_cast<cublasHandle_t>(h.blas), trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
@@ -138,13 +164,7 @@ void gpu_gemm(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m, st
                      static_cast<int>(k), &alpha, b16, type, static_cast<int>(ldb), a16, type,
                      static_cast<int>(lda), &beta, c, CUDA_R_32F, static_cast<int>(ldc),
                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-    return;
   }
-  RT_CUBLAS_CHECK(
-      cublasSgemm(static_cast<cublasHandle_t>(h.blas), trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-                  trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
-                  static_cast<int>(k), &alpha, b, static_cast<int>(ldb), a, static_cast<int>(lda),
-                  &beta, c, static_cast<int>(ldc)));
 }
 
 }  // namespace ringtrain::detail

@@ -51,15 +51,16 @@ void gpu_add_broadcast_rows(void* stream, const float* x, const float* w, float*
                             std::size_t batch, std::size_t n) {
   kernels::add_broadcast_rows_cuda(x, w, y, batch, n, stream);
 }
-void gpu_layer_norm_forward(void* stream, const float* x, const float* w, const float* b,
-                            std::size_t rows, std::size_t c, float eps, float* y, float* mean,
+void gpu_layer_norm_forward(void* stream, BufferView x, const float* w, const float* b,
+                            std::size_t rows, std::size_t c, float eps, BufferView y, float* mean,
                             float* rstd) {
-  kernels::layer_norm_forward_cuda(x, w, b, rows, c, eps, y, mean, rstd, stream);
+  kernels::layer_norm_forward_cuda(x.ptr, y.dtype, w, b, rows, c, eps, y.ptr, mean, rstd, stream);
 }
-void gpu_layer_norm_backward(void* stream, const float* x, const float* w, const float* dy,
+void gpu_layer_norm_backward(void* stream, BufferView x, const float* w, BufferView dy,
                              std::size_t rows, std::size_t c, const float* mean, const float* rstd,
-                             float* dx, float* dy_xhat) {
-  kernels::layer_norm_backward_cuda(x, w, dy, rows, c, mean, rstd, dx, dy_xhat, stream);
+                             BufferView dx, float* dy_xhat) {
+  kernels::layer_norm_backward_cuda(x.ptr, dy.dtype, w, dy.ptr, rows, c, mean, rstd, dx.ptr,
+                                    dx.dtype, dy_xhat, stream);
 }
 void gpu_causal_softmax_forward(void* stream, const float* s, float* p, std::size_t matrices,
                                 std::size_t t) {

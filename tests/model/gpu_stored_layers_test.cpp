@@ -1,0 +1,233 @@
+// The stored layers on a GPU against the same layers on the CPU, under bf16
+// and fp16, in both layouts: 16-bit x in, 16-bit y and dx out (and an fp32
+// dx, where the model sums several gradients), parameter gradients in fp32.
+// The elementwise layers, the pools, global_avg_pool, dropout and concat
+// compute each output in the same order on both devices and must give the
+// same words; BatchNorm and layer_norm (reductions split across threads), a convolution
+// (cuDNN against the CPU's fp32 convolution of the same 16-bit values) and a
+// linear layer (cuBLAS, likewise) agree within one 16-bit rounding plus fp32
+// accumulation error. Exits 77 (ctest:
+// skipped) without CUDA or a device.
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/precision.cuh"
+#include "model/layer.h"
+#include "ringtrain/launch/gpu_runtime.h"
+#include "ringtrain/model/model_spec.h"
+#include "ringtrain/ops/compute_context.h"
+#include "ringtrain/ops/precision.h"
+#include "ringtrain/tensor/tensor.h"
+#include "tests/model/test_data.h"
+#include "tests/support/gpu_compare.h"
+#include "tests/support/gpu_test.h"
+
+using namespace ringtrain;
+using namespace ringtrain::test;
+
+namespace {
+
+using Words = std::vector<std::uint16_t>;
+
+std::vector<float> on_grid(std::uint64_t salt, std::size_t n, DType p) {
+  std::vector<float> v = test::hashed_vector(salt, n);
+  for (float& e : v) e = kernels::round_to_precision_grid(e, p);
+  return v;
+}
+Words words_of(const std::vector<float>& v, DType p) {
+  Words w(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) w[i] = kernels::to_precision_bits(v[i], p);
+  return w;
+}
+std::vector<float> floats_of(const Words& w, DType p) {
+  std::vector<float> v(w.size());
+  for (std::size_t i = 0; i < w.size(); ++i) v[i] = kernels::from_precision_bits(w[i], p);
+  return v;
+}
+Tensor words_to_gpu(const Words& w, DType p) {
+  Tensor t = Tensor::empty({w.size()}, p, kGpu);
+  t.copy_from(Tensor::borrow(const_cast<std::uint16_t*>(w.data()), {w.size()}, p, Device::cpu()));
+  return t;
+}
+Words words_to_host(const Tensor& t, const ComputeContext& ctx) {
+  ctx.synchronize();
+  Words w(t.numel());
+  Tensor::borrow(w.data(), {w.size()}, t.dtype(), Device::cpu()).copy_from(t);
+  return w;
+}
+
+// A layer with its parameters (on the grid) and buffers on the context's device.
+struct Node {
+  std::unique_ptr<Layer> layer;
+  StoresActivations* stores = nullptr;
+  Tensor params, grads, buffers;
+};
+Node node(const std::string& graph, const std::vector<Shape>& inputs, const ComputeContext& ctx,
+          DType p, Layout layout) {
+  static const DropoutContext dropout{};
+  const ModelSpec spec = ModelSpec::parse(graph);
+  Node n;
+  n.layer = make_layer(spec.layers.back(), inputs, "l", 0, ctx, 4, dropout, layout);
+  n.stores = dynamic_cast<StoresActivations*>(n.layer.get());
+  std::size_t np = 0;
+  for (const ParamDesc& d : n.layer->param_descs()) np += d.shape.numel();
+  std::vector<float> params = on_grid(21, std::max<std::size_t>(np, 1), p);
+  std::vector<float> zeros(params.size(), 0.0f), buffers;
+  for (const ParamDesc& d : n.layer->buffer_descs())
+    buffers.insert(buffers.end(), d.shape.numel(), d.constant);
+  const Device dev = ctx.device();
+  const auto place = [&](std::vector<float>& v) {
+    Tensor t = Tensor::empty({std::max<std::size_t>(v.size(), 1)}, DType::f32, dev);
+    if (!v.empty()) t.copy_from(Tensor::borrow(v.data(), {v.size()}, DType::f32, Device::cpu()));
+    return t;
+  };
+  n.params = place(params);
+  n.grads = place(zeros);
+  n.layer->bind(n.params.data_as<float>(), n.grads.data_as<float>());
+  if (!buffers.empty()) {
+    n.buffers = place(buffers);
+    n.layer->bind_buffers(n.buffers.data_as<float>());
+  }
+  return n;
+}
+
+struct Result {
+  std::vector<float> y, dx16, dx32, grads;
+};
+
+// One stored forward and backward of `n` on its device: dx in 16 bits, and
+// again in fp32.
+Result run(Node& n, const ComputeContext& ctx, const std::vector<Shape>& inputs, DType p) {
+  const std::size_t batch = 3;
+  const Device dev = ctx.device();
+  const bool gpu = dev.is_cuda();
+  std::vector<Words> x16;
+  std::vector<Tensor> keep;
+  std::vector<BufferView> xs, dx16, dx32;
+  for (std::size_t k = 0; k < inputs.size(); ++k)
+    x16.push_back(words_of(on_grid(30 + k, batch * inputs[k].numel(), p), p));
+  const std::size_t out = batch * n.layer->output_shape().numel();
+  Words dy16 = words_of(on_grid(40, out, p), p), y16(out);
+  const auto view16 = [&](Words& w) -> BufferView {
+    if (!gpu) return {w.data(), w.size(), p, dev};
+    keep.push_back(words_to_gpu(w, p));
+    return keep.back().buffer();
+  };
+  std::vector<Words> dxw(inputs.size());
+  std::vector<std::vector<float>> dxf(inputs.size());
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
+    xs.push_back(view16(x16[k]));
+    dxw[k].assign(x16[k].size(), 0);
+    dxf[k].assign(x16[k].size(), 0.0f);
+    dx16.push_back(view16(dxw[k]));
+    if (gpu) {
+      keep.push_back(to_gpu(dxf[k]));
+      dx32.push_back(keep.back().buffer());
+    } else {
+      dx32.push_back(view_of(dxf[k].data(), dxf[k].size()));
+    }
+  }
+  const BufferView y = view16(y16), dy = view16(dy16);
+  n.stores->forward_stored(xs, y, batch, true);
+  n.stores->backward_stored(xs, y, dy, dx16, batch, false);
+  Result r;
+  r.grads = to_host(n.grads, ctx);
+  n.stores->backward_stored(xs, y, dy, dx32, batch, false);
+  ctx.synchronize();
+  const auto host16 = [&](const BufferView& v, Words& w) {
+    if (gpu) w = words_to_host(Tensor::borrow(v, {v.count}), ctx);
+    return floats_of(w, p);
+  };
+  r.y = host16(y, y16);
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
+    const std::vector<float> d16 = host16(dx16[k], dxw[k]);
+    r.dx16.insert(r.dx16.end(), d16.begin(), d16.end());
+    const std::vector<float> d32 =
+        gpu ? to_host(Tensor::borrow(dx32[k], {dx32[k].count}), ctx) : dxf[k];
+    r.dx32.insert(r.dx32.end(), d32.begin(), d32.end());
+  }
+  return r;
+}
+
+// The layer on the GPU against its stored form on the CPU (or, for a layer
+// the CPU runs through the adapter, its fp32 form narrowed), within `tol`
+// (0: the same words).
+void compare(const std::string& graph, const std::vector<Shape>& inputs, double tol,
+             Layout layout = Layout::nchw) {
+  for (const DType p : {DType::bf16, DType::f16}) {
+    INFO(graph << " " << dtype_name(p) << (layout == Layout::nhwc ? " nhwc" : " nchw"));
+    const auto cpu = ComputeContext::create(Device::cpu(), Tf32Mode::off, p);
+    const auto gpu = ComputeContext::create(kGpu, Tf32Mode::off, p);
+    gpu->reserve_tensor_core_scratch(std::size_t{1} << 16);
+    gpu->reserve_widening_scratch(std::size_t{1} << 16);
+    Node g = node(graph, inputs, *gpu, p, layout);
+    REQUIRE(g.stores != nullptr);
+    REQUIRE(g.stores->stores_activations());
+    Node c = node(graph, inputs, *cpu, p, layout);
+    const Result rg = run(g, *gpu, inputs, p);
+    Result rc;
+    if (c.stores != nullptr && c.stores->stores_activations()) {
+      rc = run(c, *cpu, inputs, p);
+    } else {  // the CPU's fp32 form on the same values, narrowed
+      REQUIRE(inputs.size() == 1);
+      const std::size_t batch = 3;
+      const auto x = on_grid(30, batch * inputs[0].numel(), p);
+      const auto dy = on_grid(40, batch * c.layer->output_shape().numel(), p);
+      rc.y.assign(dy.size(), 0.0f);
+      rc.dx32.assign(x.size(), 0.0f);
+      c.layer->forward(x.data(), rc.y.data(), batch, true);
+      for (float& e : rc.y) e = kernels::round_to_precision_grid(e, p);
+      c.layer->backward(x.data(), rc.y.data(), dy.data(), rc.dx32.data(), batch, false);
+      rc.grads = to_host(c.grads, *cpu);
+      rc.dx16 = rc.dx32;
+      for (float& e : rc.dx16) e = kernels::round_to_precision_grid(e, p);
+    }
+    require_close(rg.y, rc.y, tol, "y");
+    require_close(rg.dx16, rc.dx16, tol, "dx (16-bit)");
+    require_close(rg.dx32, rc.dx32, tol, "dx (fp32)");
+    require_close(rg.grads, rc.grads, tol == 0 ? 1e-5 : tol, "parameter gradients");
+  }
+}
+
+}  // namespace
+
+TEST_CASE(
+    "gpu stored elementwise layers, pools, global_avg_pool, dropout and concat give the "
+    "CPU's words",
+    "[gpu]") {
+  for (const Layout layout : {Layout::nchw, Layout::nhwc}) {
+    compare("relu", {Shape{3, 5, 7}}, 0, layout);
+    compare("a = relu; b = relu; y = add(a, b, scale=0.3)", {Shape{4, 3, 3}, Shape{4, 3, 3}}, 0,
+            layout);
+    compare("max_pool2d(kernel=3, stride=2, padding=1)", {Shape{3, 9, 8}}, 0, layout);
+    compare("avg_pool2d(kernel=3, stride=2, padding=1)", {Shape{3, 9, 8}}, 0, layout);
+    compare("global_avg_pool", {Shape{6, 4, 5}}, 0, layout);
+    compare("dropout(p=0.3)", {Shape{3, 4, 5}}, 0, layout);
+    compare("a = relu; b = relu; y = concat(a, b)", {Shape{2, 3, 4}, Shape{3, 3, 4}}, 0, layout);
+  }
+}
+
+TEST_CASE(
+    "gpu stored norms, convolution and linear agree with the CPU within one 16-bit "
+    "rounding",
+    "[gpu]") {
+  compare("linear(out=7)", {Shape{12}}, 2e-2);
+  compare("layer_norm", {Shape{3, 40}}, 1e-2);
+  compare("linear(out=6)", {Shape{3, 10}}, 2e-2);
+  for (const Layout layout : {Layout::nchw, Layout::nhwc}) {
+    compare("batch_norm", {Shape{5, 6, 7}}, 1e-2, layout);
+    compare("conv2d(out=8, kernel=3, padding=1, bias=0)", {Shape{4, 9, 9}}, 2e-2, layout);
+    compare("conv2d(out=8, kernel=3, stride=2, padding=1)", {Shape{4, 9, 9}}, 2e-2, layout);
+  }
+}
+
+int main(int argc, char** argv) {
+  if (!ringtrain::test::cuda_device_available()) return ringtrain::test::kSkippedExitCode;
+  cuda_set_device(0);
+  return Catch::Session().run(argc, argv);
+}
