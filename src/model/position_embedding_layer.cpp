@@ -1,6 +1,7 @@
 #include "model/position_embedding_layer.h"
 
 #include "model/gpt2_init.h"
+#include "ringtrain/ops/bias.h"
 #include "ringtrain/ops/merge.h"
 #include "ringtrain/ops/transformer_ops.h"
 
@@ -31,6 +32,20 @@ void PositionEmbeddingLayer::backward(const float*, const float*, const float* d
                                       std::size_t batch, bool accumulate) {
   broadcast_rows_grad(ctx_, dy, dw_, batch, t_ * c_, context_ * c_, accumulate);
   if (dx != nullptr) copy_floats(ctx_, dx, dy, batch * t_ * c_);
+}
+
+void PositionEmbeddingLayer::forward_stored(const std::vector<BufferView>& xs, BufferView y,
+                                            std::size_t batch, bool) {
+  bias_add_into(ctx_, y, xs.at(0), w_, batch, t_ * c_, 1);
+}
+
+void PositionEmbeddingLayer::backward_stored(const std::vector<BufferView>&, BufferView,
+                                             BufferView dy, const std::vector<BufferView>& dxs,
+                                             std::size_t batch, bool accumulate) {
+  // The rows of the table past T get no gradient: zeroed unless accumulating.
+  bias_grad(ctx_, dy, dw_, batch, t_ * c_, 1, accumulate);
+  if (!accumulate && context_ > t_) zero_floats(ctx_, dw_ + t_ * c_, (context_ - t_) * c_);
+  if (dxs.at(0).ptr != nullptr) scale_stored(ctx_, dxs[0], dy, 1.0f);
 }
 
 }  // namespace ringtrain

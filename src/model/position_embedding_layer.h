@@ -11,7 +11,7 @@
 namespace ringtrain {
 
 // [T, C] + the learned position rows [context, C] (GPT-2's wpe), T <= context.
-class PositionEmbeddingLayer final : public Layer {
+class PositionEmbeddingLayer final : public Layer, public StoresActivations {
  public:
   PositionEmbeddingLayer(std::string name, const Shape& input, std::size_t context,
                          const ComputeContext& ctx);
@@ -20,6 +20,13 @@ class PositionEmbeddingLayer final : public Layer {
   void forward(const float* x, float* y, std::size_t batch, bool training) override;
   void backward(const float* x, const float* y, const float* dy, float* dx, std::size_t batch,
                 bool accumulate) override;
+  // y = x + w[t] as a per-position bias (bias_add_into, bias_grad), in the
+  // storage dtype.
+  void forward_stored(const std::vector<BufferView>& xs, BufferView y, std::size_t batch,
+                      bool training) override;
+  void backward_stored(const std::vector<BufferView>& xs, BufferView y, BufferView dy,
+                       const std::vector<BufferView>& dxs, std::size_t batch,
+                       bool accumulate) override;
 
  private:
   const ComputeContext& ctx_;

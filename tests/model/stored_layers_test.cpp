@@ -194,3 +194,7 @@ TEST_CASE("stored layers: layer_norm over rows", "[model][precision]") {
 TEST_CASE("stored layers: GPT-2's tanh GELU", "[model][precision]") {
   check_stored("gelu_tanh", {Shape{3, 16}});
 }
+
+TEST_CASE("stored layers: the position embedding", "[model][precision]") {
+  check_stored("position_embedding(context=6)", {Shape{4, 5}});
+}
