@@ -41,14 +41,16 @@ __device__ __forceinline__ std::size_t token_of(float v, std::size_t vocab) {
   return static_cast<std::size_t>(v);
 }
 
+// y of a storage type T (kernels/storage.cuh): the fp32 row rounded as stored.
+template <typename T>
 __global__ void token_embedding_forward_kernel(const float* __restrict__ ids,
                                                const float* __restrict__ w, std::size_t n,
                                                std::size_t vocab, std::size_t dim,
-                                               float* __restrict__ y) {
+                                               T* __restrict__ y) {
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
     const std::size_t id = token_of(ids[i / dim], vocab);
-    y[i] = id < vocab ? w[id * dim + i % dim] : nanf("");
+    store(y, i, id < vocab ? w[id * dim + i % dim] : nanf(""));
   }
 }
 
@@ -65,10 +67,11 @@ __global__ void token_keys_kernel(const float* __restrict__ ids, std::size_t row
 
 // Block i: if sorted position i starts a run of one id, add that run's dy
 // rows to the id's dw row, in row order (the CPU's order too).
+template <typename T>
 __global__ void token_gather_kernel(const unsigned* __restrict__ keys,
-                                    const unsigned* __restrict__ rows_of,
-                                    const float* __restrict__ dy, std::size_t rows,
-                                    std::size_t vocab, std::size_t dim, float* __restrict__ dw) {
+                                    const unsigned* __restrict__ rows_of, const T* __restrict__ dy,
+                                    std::size_t rows, std::size_t vocab, std::size_t dim,
+                                    float* __restrict__ dw) {
   const std::size_t i = blockIdx.x;
   const unsigned key = keys[i];
   if (key >= vocab || (i > 0 && keys[i - 1] == key)) return;
@@ -77,7 +80,8 @@ __global__ void token_gather_kernel(const unsigned* __restrict__ keys,
   float* out = dw + static_cast<std::size_t>(key) * dim;
   for (std::size_t j = threadIdx.x; j < dim; j += blockDim.x) {
     float acc = out[j];
-    for (std::size_t k = i; k < end; ++k) acc += dy[static_cast<std::size_t>(rows_of[k]) * dim + j];
+    for (std::size_t k = i; k < end; ++k)
+      acc += load(dy, static_cast<std::size_t>(rows_of[k]) * dim + j);
     out[j] = acc;
   }
 }
@@ -207,11 +211,16 @@ std::size_t sort_temp_bytes(std::size_t rows, std::size_t vocab) {
 }  // namespace
 
 void token_embedding_forward_cuda(const float* ids, const float* w, std::size_t rows,
-                                  std::size_t vocab, std::size_t dim, float* y, void* stream) {
+                                  std::size_t vocab, std::size_t dim, void* y, DType t,
+                                  void* stream) {
   const std::size_t n = rows * dim;
   if (n == 0) return;
-  token_embedding_forward_kernel<<<elementwise_blocks(n), kElementwiseThreads, 0,
-                                   static_cast<cudaStream_t>(stream)>>>(ids, w, n, vocab, dim, y);
+  with_storage(t, [&](auto storage) {
+    using T = decltype(storage);
+    token_embedding_forward_kernel<<<elementwise_blocks(n), kElementwiseThreads, 0,
+                                     static_cast<cudaStream_t>(stream)>>>(ids, w, n, vocab, dim,
+                                                                          static_cast<T*>(y));
+  });
   RT_CUDA_CHECK_LAUNCH();
 }
 
@@ -220,7 +229,7 @@ std::size_t token_embedding_backward_workspace_bytes(std::size_t rows, std::size
   return 4 * aligned(rows * sizeof(unsigned)) + aligned(sort_temp_bytes(rows, vocab));
 }
 
-void token_embedding_backward_cuda(const float* ids, const float* dy, std::size_t rows,
+void token_embedding_backward_cuda(const float* ids, const void* dy, DType t, std::size_t rows,
                                    std::size_t vocab, std::size_t dim, float* dw, bool accumulate,
                                    void* workspace, std::size_t workspace_bytes, void* stream) {
   const auto s = static_cast<cudaStream_t>(stream);
@@ -243,8 +252,11 @@ void token_embedding_backward_cuda(const float* ids, const float* dy, std::size_
   RT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp, temp_bytes, keys_in, keys_out, values_in,
                                                 values_out, static_cast<int>(rows), 0,
                                                 key_bits(vocab), s));
-  token_gather_kernel<<<static_cast<unsigned>(rows), kGatherThreads, 0, s>>>(
-      keys_out, values_out, dy, rows, vocab, dim, dw);
+  with_storage(t, [&](auto storage) {
+    using T = decltype(storage);
+    token_gather_kernel<<<static_cast<unsigned>(rows), kGatherThreads, 0, s>>>(
+        keys_out, values_out, static_cast<const T*>(dy), rows, vocab, dim, dw);
+  });
   RT_CUDA_CHECK_LAUNCH();
 }
 

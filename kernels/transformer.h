@@ -14,14 +14,16 @@ namespace ringtrain::kernels {
 // y[r, :] = w[ids[r], :]; an id that is not an integer in [0, vocab) gives a
 // row of NaN (the non-finite guard then reports the step; the CPU path names
 // the id instead).
+// y (and dy below) of the storage dtype t (f32, bf16, f16).
 void token_embedding_forward_cuda(const float* ids, const float* w, std::size_t rows,
-                                  std::size_t vocab, std::size_t dim, float* y, void* stream);
+                                  std::size_t vocab, std::size_t dim, void* y, DType t,
+                                  void* stream);
 // Bytes of device workspace token_embedding_backward_cuda needs for `rows`.
 std::size_t token_embedding_backward_workspace_bytes(std::size_t rows, std::size_t vocab);
 // dw[v, :] (+)= sum of dy[r, :] over the rows r with ids[r] == v, in row order:
 // the ids are sorted by a stable radix sort (row indices as values), then one
 // block per distinct id walks its rows. dw is zeroed first unless accumulate.
-void token_embedding_backward_cuda(const float* ids, const float* dy, std::size_t rows,
+void token_embedding_backward_cuda(const float* ids, const void* dy, DType t, std::size_t rows,
                                    std::size_t vocab, std::size_t dim, float* dw, bool accumulate,
                                    void* workspace, std::size_t workspace_bytes, void* stream);
 // y[b, i] = x[b, i] + w[i] for i < n (x may be y).

@@ -556,14 +556,15 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
   std::size_t bytes = 0;
   // The adapter's fp32 scratch, for the largest layer that takes only fp32
   // (and a summed fp32 gradient narrowed for a layer that stores its own).
+  // A layer that reads token ids (fp32, never rounded) takes them as they are.
   for (PlanNode& node : s.nodes) {
-    node.adapted =
-        !node.layer->is_view() &&
-        (node.stores == nullptr || node.output_dtype != s.storage ||
-         std::any_of(node.inputs.begin(), node.inputs.end(), [&](int j) {
-           return (j < 0 ? input_dtype : s.nodes[static_cast<std::size_t>(j)].output_dtype) !=
-                  s.storage;
-         }));
+    node.adapted = !node.layer->is_view() &&
+                   (node.stores == nullptr || node.output_dtype != s.storage ||
+                    std::any_of(node.inputs.begin(), node.inputs.end(), [&](int j) {
+                      const DType in =
+                          j < 0 ? input_dtype : s.nodes[static_cast<std::size_t>(j)].output_dtype;
+                      return in != s.storage && !(j < 0 && node.layer->reads_token_ids());
+                    }));
   }
   // The fp32 scratch per input slot: where a contribution lands before it is
   // added to a summed (fp32) gradient, or narrowed into a stored one from a

@@ -42,4 +42,21 @@ void TokenEmbeddingLayer::backward(const float* x, const float*, const float* dy
   if (dx != nullptr) zero_floats(ctx_, dx, batch * t_);
 }
 
+void TokenEmbeddingLayer::forward_stored(const std::vector<BufferView>& xs, BufferView y,
+                                         std::size_t batch, bool) {
+  token_embedding_forward(ctx_, xs.at(0).as<const float>(), w_, batch * t_, t_, vocab_, dim_, y,
+                          name());
+}
+
+void TokenEmbeddingLayer::backward_stored(const std::vector<BufferView>& xs, BufferView,
+                                          BufferView dy, const std::vector<BufferView>& dxs,
+                                          std::size_t batch, bool accumulate) {
+  // A tied head wrote its part of dW already: add to it.
+  token_embedding_backward(ctx_, xs.at(0).as<const float>(), dy, batch * t_, vocab_, dim_, dw_,
+                           accumulate || shared_, sort_workspace_.data_as<float>(),
+                           sort_workspace_.bytes());
+  // Token ids have no gradient.
+  if (dxs.at(0).ptr != nullptr) zero_stored(ctx_, dxs[0]);
+}
+
 }  // namespace ringtrain

@@ -14,7 +14,7 @@ namespace ringtrain {
 // Token ids enter as floats (exact below 2^24; see
 // ringtrain/data/token_data.h), so the layer interface stays float.
 // [T] token ids -> [T, C] rows of the weight [vocab, C] (GPT-2's wte).
-class TokenEmbeddingLayer final : public Layer {
+class TokenEmbeddingLayer final : public Layer, public StoresActivations {
  public:
   TokenEmbeddingLayer(std::string name, const Shape& input, std::size_t vocab, std::size_t dim,
                       const ComputeContext& ctx, std::size_t max_batch);
@@ -25,6 +25,12 @@ class TokenEmbeddingLayer final : public Layer {
                 bool accumulate) override;
   void set_gradient_shared() override { shared_ = true; }
   bool reads_token_ids() const override { return true; }
+  // The ids in (fp32, as the data carry them), the rows out in the storage dtype.
+  void forward_stored(const std::vector<BufferView>& xs, BufferView y, std::size_t batch,
+                      bool training) override;
+  void backward_stored(const std::vector<BufferView>& xs, BufferView y, BufferView dy,
+                       const std::vector<BufferView>& dxs, std::size_t batch,
+                       bool accumulate) override;
   std::size_t vocab() const { return vocab_; }
   std::size_t dim() const { return dim_; }
 

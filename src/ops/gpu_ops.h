@@ -120,10 +120,11 @@ void gpu_gemm_strided_batched(const GpuHandles& h, bool trans_a, bool trans_b, s
                               std::size_t ldb, std::size_t stride_b, float beta, float* c,
                               std::size_t ldc, std::size_t stride_c, std::size_t batch);
 // The transformer layers' kernels (kernels/transformer.h says what each does).
+// y, dy of the storage dtype.
 void gpu_token_embedding_forward(void* stream, const float* ids, const float* w, std::size_t rows,
-                                 std::size_t vocab, std::size_t dim, float* y);
+                                 std::size_t vocab, std::size_t dim, BufferView y);
 std::size_t gpu_token_embedding_backward_workspace_bytes(std::size_t rows, std::size_t vocab);
-void gpu_token_embedding_backward(void* stream, const float* ids, const float* dy, std::size_t rows,
+void gpu_token_embedding_backward(void* stream, const float* ids, BufferView dy, std::size_t rows,
                                   std::size_t vocab, std::size_t dim, float* dw, bool accumulate,
                                   void* workspace, std::size_t workspace_bytes);
 void gpu_add_broadcast_rows(void* stream, const float* x, const float* w, float* y,

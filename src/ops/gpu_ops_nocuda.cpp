@@ -95,13 +95,13 @@ void gpu_gemm_strided_batched(const GpuHandles&, bool, bool, std::size_t, std::s
   no_cuda("a batched gemm");
 }
 void gpu_token_embedding_forward(void*, const float*, const float*, std::size_t, std::size_t,
-                                 std::size_t, float*) {
+                                 std::size_t, BufferView) {
   no_cuda("token_embedding");
 }
 std::size_t gpu_token_embedding_backward_workspace_bytes(std::size_t, std::size_t) {
   no_cuda("token_embedding");
 }
-void gpu_token_embedding_backward(void*, const float*, const float*, std::size_t, std::size_t,
+void gpu_token_embedding_backward(void*, const float*, BufferView, std::size_t, std::size_t,
                                   std::size_t, float*, bool, void*, std::size_t) {
   no_cuda("token_embedding");
 }

@@ -60,6 +60,12 @@ void scale_stored(const ComputeContext& ctx, BufferView y, BufferView x, float a
   });
 }
 
+void zero_stored(const ComputeContext& ctx, BufferView y) {
+  if (y.count == 0) return;
+  if (ctx.is_cuda()) return detail::gpu_zero(ctx.stream(), y.ptr, y.bytes());
+  std::memset(y.ptr, 0, y.bytes());
+}
+
 void scale_floats(const ComputeContext& ctx, float* x, std::size_t n, float a) {
   if (a == 1.0f) return;
   if (ctx.is_cuda()) return detail::gpu_scale(ctx.stream(), x, n, a);

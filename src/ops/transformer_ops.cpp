@@ -15,16 +15,28 @@ namespace ringtrain {
 void token_embedding_forward(const ComputeContext& ctx, const float* ids, const float* w,
                              std::size_t rows, std::size_t t, std::size_t vocab, std::size_t dim,
                              float* y, const std::string& layer) {
+  token_embedding_forward(ctx, ids, w, rows, t, vocab, dim, view_of(y, rows * dim, ctx.device()),
+                          layer);
+}
+
+void token_embedding_forward(const ComputeContext& ctx, const float* ids, const float* w,
+                             std::size_t rows, std::size_t t, std::size_t vocab, std::size_t dim,
+                             BufferView y, const std::string& layer) {
   if (ctx.is_cuda())
     return detail::gpu_token_embedding_forward(ctx.stream(), ids, w, rows, vocab, dim, y);
-  for (std::size_t r = 0; r < rows; ++r) {
-    const float v = ids[r];
-    const auto id = static_cast<long long>(v);
-    RT_CHECK(v >= 0.0f && static_cast<float>(id) == v && static_cast<std::size_t>(id) < vocab,
-             "layer '{}': input {} of sample {} position {} is not a token id in [0, {})", layer, v,
-             r / t, r % t, vocab);
-    std::memcpy(y + r * dim, w + static_cast<std::size_t>(id) * dim, dim * sizeof(float));
-  }
+  kernels::with_storage(y.dtype, [&](auto storage) {
+    using T = decltype(storage);
+    T* ys = y.as<T>();
+    for (std::size_t r = 0; r < rows; ++r) {
+      const float v = ids[r];
+      const auto id = static_cast<long long>(v);
+      RT_CHECK(v >= 0.0f && static_cast<float>(id) == v && static_cast<std::size_t>(id) < vocab,
+               "layer '{}': input {} of sample {} position {} is not a token id in [0, {})", layer,
+               v, r / t, r % t, vocab);
+      const float* row = w + static_cast<std::size_t>(id) * dim;
+      for (std::size_t j = 0; j < dim; ++j) kernels::store(ys, r * dim + j, row[j]);
+    }
+  });
 }
 
 std::size_t token_embedding_backward_workspace_bytes(const ComputeContext& ctx, std::size_t rows,
@@ -35,15 +47,25 @@ std::size_t token_embedding_backward_workspace_bytes(const ComputeContext& ctx, 
 void token_embedding_backward(const ComputeContext& ctx, const float* ids, const float* dy,
                               std::size_t rows, std::size_t vocab, std::size_t dim, float* dw,
                               bool accumulate, void* workspace, std::size_t workspace_bytes) {
+  token_embedding_backward(ctx, ids, view_of(dy, rows * dim, ctx.device()), rows, vocab, dim, dw,
+                           accumulate, workspace, workspace_bytes);
+}
+
+void token_embedding_backward(const ComputeContext& ctx, const float* ids, BufferView dy,
+                              std::size_t rows, std::size_t vocab, std::size_t dim, float* dw,
+                              bool accumulate, void* workspace, std::size_t workspace_bytes) {
   if (ctx.is_cuda())
     return detail::gpu_token_embedding_backward(ctx.stream(), ids, dy, rows, vocab, dim, dw,
                                                 accumulate, workspace, workspace_bytes);
   if (!accumulate) std::fill_n(dw, vocab * dim, 0.0f);
-  for (std::size_t r = 0; r < rows; ++r) {
-    float* row = dw + static_cast<std::size_t>(ids[r]) * dim;
-    const float* g = dy + r * dim;
-    for (std::size_t j = 0; j < dim; ++j) row[j] += g[j];
-  }
+  kernels::with_storage(dy.dtype, [&](auto storage) {
+    using T = decltype(storage);
+    const T* g = dy.as<const T>();
+    for (std::size_t r = 0; r < rows; ++r) {
+      float* row = dw + static_cast<std::size_t>(ids[r]) * dim;
+      for (std::size_t j = 0; j < dim; ++j) row[j] += kernels::load(g, r * dim + j);
+    }
+  });
 }
 
 void add_broadcast_rows(const ComputeContext& ctx, const float* x, const float* w, float* y,

@@ -198,3 +198,29 @@ TEST_CASE("stored layers: GPT-2's tanh GELU", "[model][precision]") {
 TEST_CASE("stored layers: the position embedding", "[model][precision]") {
   check_stored("position_embedding(context=6)", {Shape{4, 5}});
 }
+
+TEST_CASE("stored layers: the token embedding takes its ids in fp32", "[model][precision]") {
+  const std::size_t batch = 2, t = 5, vocab = 7, dim = 4;
+  for (const DType p : {DType::bf16, DType::f16}) {
+    const auto ctx = ComputeContext::create(Device::cpu(), Tf32Mode::pytorch_default, p);
+    Node wide = node("token_embedding(vocab=7, dim=4)", {Shape{t}}, *ctx, p, Layout::nchw);
+    Node typed = node("token_embedding(vocab=7, dim=4)", {Shape{t}}, *ctx, p, Layout::nchw);
+    auto* stores = dynamic_cast<StoresActivations*>(typed.layer.get());
+    REQUIRE(stores != nullptr);
+    std::vector<float> ids(batch * t);
+    for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<float>((i * 3) % vocab);
+    const auto dy = on_grid(40, batch * t * dim, p);
+    std::vector<float> y(batch * t * dim);
+    wide.layer->forward(ids.data(), y.data(), batch, true);
+    wide.layer->backward(ids.data(), y.data(), dy.data(), nullptr, batch, false);
+    std::vector<std::uint16_t> y16(y.size()), dy16 = narrow(*ctx, dy, p);
+    const BufferView yv{y16.data(), y16.size(), p, Device::cpu()};
+    const std::vector<BufferView> xs{view_of(ids.data(), ids.size())};
+    stores->forward_stored(xs, yv, batch, true);
+    stores->backward_stored(xs, yv, {dy16.data(), dy16.size(), p, Device::cpu()},
+                            {BufferView{nullptr, 0, DType::f32, Device::cpu()}}, batch, false);
+    for (float& e : y) e = kernels::round_to_precision_grid(e, p);
+    CHECK(y16 == narrow(*ctx, y, p));
+    CHECK(typed.grads == wide.grads);
+  }
+}

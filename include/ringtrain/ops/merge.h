@@ -24,6 +24,8 @@ void sum_two_stored(const ComputeContext& ctx, float* y, const float* x0, const 
 // y = a x converted to y's dtype (an add's gradient).
 void sum_two_stored(const ComputeContext& ctx, BufferView y, BufferView x0, BufferView x1, float a);
 void scale_stored(const ComputeContext& ctx, BufferView y, BufferView x, float a);
+// y = 0, any dtype, in the context's stream order.
+void zero_stored(const ComputeContext& ctx, BufferView y);
 // x *= a
 void scale_floats(const ComputeContext& ctx, float* x, std::size_t n, float a);
 // The stored form, on views of the storage dtypes (f32, bf16, f16), pitches

@@ -30,6 +30,14 @@ std::size_t token_embedding_backward_workspace_bytes(const ComputeContext& ctx, 
 void token_embedding_backward(const ComputeContext& ctx, const float* ids, const float* dy,
                               std::size_t rows, std::size_t vocab, std::size_t dim, float* dw,
                               bool accumulate, void* workspace, std::size_t workspace_bytes);
+// The stored forms: y and dy are views of the model's storage dtype (f32, bf16,
+// f16); the ids stay fp32, the table and its gradient fp32.
+void token_embedding_forward(const ComputeContext& ctx, const float* ids, const float* w,
+                             std::size_t rows, std::size_t t, std::size_t vocab, std::size_t dim,
+                             BufferView y, const std::string& layer);
+void token_embedding_backward(const ComputeContext& ctx, const float* ids, BufferView dy,
+                              std::size_t rows, std::size_t vocab, std::size_t dim, float* dw,
+                              bool accumulate, void* workspace, std::size_t workspace_bytes);
 
 // y[b, i] = x[b, i] + w[i], i < n.
 void add_broadcast_rows(const ComputeContext& ctx, const float* x, const float* w, float* y,

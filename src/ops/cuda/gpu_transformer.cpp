@@ -35,17 +35,17 @@ void gpu_gemm_strided_batched(const GpuHandles& h, bool trans_a, bool trans_b, s
 }
 
 void gpu_token_embedding_forward(void* stream, const float* ids, const float* w, std::size_t rows,
-                                 std::size_t vocab, std::size_t dim, float* y) {
-  kernels::token_embedding_forward_cuda(ids, w, rows, vocab, dim, y, stream);
+                                 std::size_t vocab, std::size_t dim, BufferView y) {
+  kernels::token_embedding_forward_cuda(ids, w, rows, vocab, dim, y.ptr, y.dtype, stream);
 }
 std::size_t gpu_token_embedding_backward_workspace_bytes(std::size_t rows, std::size_t vocab) {
   return kernels::token_embedding_backward_workspace_bytes(rows, vocab);
 }
-void gpu_token_embedding_backward(void* stream, const float* ids, const float* dy, std::size_t rows,
+void gpu_token_embedding_backward(void* stream, const float* ids, BufferView dy, std::size_t rows,
                                   std::size_t vocab, std::size_t dim, float* dw, bool accumulate,
                                   void* workspace, std::size_t workspace_bytes) {
-  kernels::token_embedding_backward_cuda(ids, dy, rows, vocab, dim, dw, accumulate, workspace,
-                                         workspace_bytes, stream);
+  kernels::token_embedding_backward_cuda(ids, dy.ptr, dy.dtype, rows, vocab, dim, dw, accumulate,
+                                         workspace, workspace_bytes, stream);
 }
 void gpu_add_broadcast_rows(void* stream, const float* x, const float* w, float* y,
                             std::size_t batch, std::size_t n) {
