@@ -264,23 +264,21 @@ void batch_norm_backward_dx_cuda(const void* x, const void* dy, DType t, void* d
   const std::size_t total = n * c * hw;
   if (total == 0) return;
   const auto blocks = elementwise_blocks(total);
-  with_storage(t, [&](auto s) {
-    with_storage(dx_type, [&](auto d) {
-      using T = decltype(s);
-      using D = decltype(d);
-      const auto* xs = static_cast<const T*>(x);
-      const auto* dys = static_cast<const T*>(dy);
-      auto* dxs = static_cast<D*>(dx);
-      if (fits_32_bits(total))
-        backward_dx_kernel<std::uint32_t><<<blocks, kElementwiseThreads, 0, s_of(stream)>>>(
-            xs, dys, dxs, static_cast<std::uint32_t>(total), static_cast<std::uint32_t>(c),
-            ChannelOf32(static_cast<std::uint32_t>(c), static_cast<std::uint32_t>(hw)), count_ptr,
-            mean, invstd, gamma, sums, precision);
-      else
-        backward_dx_kernel<std::size_t><<<blocks, kElementwiseThreads, 0, s_of(stream)>>>(
-            xs, dys, dxs, total, c, ChannelOfWide{c, hw}, count_ptr, mean, invstd, gamma, sums,
-            precision);
-    });
+  with_storage_pair(t, dx_type, [&](auto s, auto d) {
+    using T = decltype(s);
+    using D = decltype(d);
+    const auto* xs = static_cast<const T*>(x);
+    const auto* dys = static_cast<const T*>(dy);
+    auto* dxs = static_cast<D*>(dx);
+    if (fits_32_bits(total))
+      backward_dx_kernel<std::uint32_t><<<blocks, kElementwiseThreads, 0, s_of(stream)>>>(
+          xs, dys, dxs, static_cast<std::uint32_t>(total), static_cast<std::uint32_t>(c),
+          ChannelOf32(static_cast<std::uint32_t>(c), static_cast<std::uint32_t>(hw)), count_ptr,
+          mean, invstd, gamma, sums, precision);
+    else
+      backward_dx_kernel<std::size_t><<<blocks, kElementwiseThreads, 0, s_of(stream)>>>(
+          xs, dys, dxs, total, c, ChannelOfWide{c, hw}, count_ptr, mean, invstd, gamma, sums,
+          precision);
   });
   RT_CUDA_CHECK_LAUNCH();
 }
@@ -300,13 +298,11 @@ void global_avg_pool_backward_cuda(const void* dy, DType t, void* dx, DType dx_t
                                    std::size_t planes, std::size_t hw, void* stream) {
   const std::size_t total = planes * hw;
   if (total == 0) return;
-  with_storage(t, [&](auto storage) {
-    with_storage(dx_type, [&](auto dx_storage) {
-      using T = decltype(storage);
-      using D = decltype(dx_storage);
-      gap_backward_kernel<<<elementwise_blocks(total), kElementwiseThreads, 0, s_of(stream)>>>(
-          static_cast<const T*>(dy), static_cast<D*>(dx), total, hw);
-    });
+  with_storage_pair(t, dx_type, [&](auto storage, auto dx_storage) {
+    using T = decltype(storage);
+    using D = decltype(dx_storage);
+    gap_backward_kernel<<<elementwise_blocks(total), kElementwiseThreads, 0, s_of(stream)>>>(
+        static_cast<const T*>(dy), static_cast<D*>(dx), total, hw);
   });
   RT_CUDA_CHECK_LAUNCH();
 }

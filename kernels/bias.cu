@@ -68,20 +68,18 @@ void bias_add_cuda(const void* x, DType x_type, void* y, DType t, const float* b
   // The grid-stride index reaches n + grid size: it must not wrap.
   const std::size_t reach =
       n + static_cast<std::size_t>(elementwise_blocks(n)) * kElementwiseThreads;
-  with_storage(x_type, [&](auto source) {
-    with_storage(t, [&](auto storage) {
-      using S = decltype(source);
-      using T = decltype(storage);
-      const S* xs = static_cast<const S*>(x);
-      T* ys = static_cast<T*>(y);
-      if (reach <= UINT32_MAX)
-        bias_add_kernel<std::uint32_t><<<elementwise_blocks(n), kElementwiseThreads, 0, s>>>(
-            xs, ys, bias, static_cast<std::uint32_t>(n),
-            ChannelOf32(static_cast<std::uint32_t>(channels), static_cast<std::uint32_t>(inner)));
-      else
-        bias_add_kernel<std::size_t><<<elementwise_blocks(n), kElementwiseThreads, 0, s>>>(
-            xs, ys, bias, n, ChannelOfWide{channels, inner});
-    });
+  with_storage_pair(x_type, t, [&](auto source, auto storage) {
+    using S = decltype(source);
+    using T = decltype(storage);
+    const S* xs = static_cast<const S*>(x);
+    T* ys = static_cast<T*>(y);
+    if (reach <= UINT32_MAX)
+      bias_add_kernel<std::uint32_t><<<elementwise_blocks(n), kElementwiseThreads, 0, s>>>(
+          xs, ys, bias, static_cast<std::uint32_t>(n),
+          ChannelOf32(static_cast<std::uint32_t>(channels), static_cast<std::uint32_t>(inner)));
+    else
+      bias_add_kernel<std::size_t><<<elementwise_blocks(n), kElementwiseThreads, 0, s>>>(
+          xs, ys, bias, n, ChannelOfWide{channels, inner});
   });
   RT_CUDA_CHECK_LAUNCH();
 }

@@ -22,14 +22,12 @@ void dropout_apply_cuda(const void* x, DType t, void* y, DType y_type, std::size
                         std::uint64_t key, float p, float keep_scale, void* stream,
                         std::size_t channels, std::size_t hw) {
   if (n == 0) return;
-  with_storage(t, [&](auto storage) {
-    with_storage(y_type, [&](auto y_storage) {
-      using T = decltype(storage);
-      using D = decltype(y_storage);
-      dropout_apply_kernel<<<elementwise_blocks(n), kElementwiseThreads, 0,
-                             static_cast<cudaStream_t>(stream)>>>(
-          static_cast<const T*>(x), static_cast<D*>(y), n, key, p, keep_scale, channels, hw);
-    });
+  with_storage_pair(t, y_type, [&](auto storage, auto y_storage) {
+    using T = decltype(storage);
+    using D = decltype(y_storage);
+    dropout_apply_kernel<<<elementwise_blocks(n), kElementwiseThreads, 0,
+                           static_cast<cudaStream_t>(stream)>>>(
+        static_cast<const T*>(x), static_cast<D*>(y), n, key, p, keep_scale, channels, hw);
   });
   RT_CUDA_CHECK_LAUNCH();
 }

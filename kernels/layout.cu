@@ -90,14 +90,12 @@ void global_avg_pool_nhwc_backward_cuda(const void* dy, DType t, void* dx, DType
                                         void* stream) {
   const std::size_t total = batch * channels * hw;
   if (total == 0) return;
-  with_storage(t, [&](auto storage) {
-    with_storage(dx_type, [&](auto dx_storage) {
-      using T = decltype(storage);
-      using D = decltype(dx_storage);
-      gap_nhwc_backward_kernel<<<elementwise_blocks(total), kElementwiseThreads, 0,
-                                 static_cast<cudaStream_t>(stream)>>>(
-          static_cast<const T*>(dy), static_cast<D*>(dx), batch, channels, hw);
-    });
+  with_storage_pair(t, dx_type, [&](auto storage, auto dx_storage) {
+    using T = decltype(storage);
+    using D = decltype(dx_storage);
+    gap_nhwc_backward_kernel<<<elementwise_blocks(total), kElementwiseThreads, 0,
+                               static_cast<cudaStream_t>(stream)>>>(
+        static_cast<const T*>(dy), static_cast<D*>(dx), batch, channels, hw);
   });
   RT_CUDA_CHECK_LAUNCH();
 }

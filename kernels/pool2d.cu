@@ -150,17 +150,15 @@ void pool2d_backward_cuda(const void* dy, DType t, const std::int32_t* argmax, v
       checked_per_sample(channels, std::size_t{shape.height} * shape.width);
   const SampleIndex in{FastDivide(static_cast<std::uint32_t>(channels)), FastDivide(shape.height),
                        FastDivide(shape.width), nhwc};
-  with_storage(t, [&](auto storage) {
-    with_storage(dx_type, [&](auto dx_storage) {
-      using T = decltype(storage);
-      using D = decltype(dx_storage);
-      const auto kernel =
-          max ? pool2d_backward_kernel<true, T, D> : pool2d_backward_kernel<false, T, D>;
-      kernel<<<sample_grid(batch, per_sample), kElementwiseThreads, 0,
-               static_cast<cudaStream_t>(stream)>>>(
-          static_cast<const T*>(dy), max ? argmax : nullptr, static_cast<D*>(dx),
-          static_cast<std::uint32_t>(batch), per_sample, in, shape);
-    });
+  with_storage_pair(t, dx_type, [&](auto storage, auto dx_storage) {
+    using T = decltype(storage);
+    using D = decltype(dx_storage);
+    const auto kernel =
+        max ? pool2d_backward_kernel<true, T, D> : pool2d_backward_kernel<false, T, D>;
+    kernel<<<sample_grid(batch, per_sample), kElementwiseThreads, 0,
+             static_cast<cudaStream_t>(stream)>>>(
+        static_cast<const T*>(dy), max ? argmax : nullptr, static_cast<D*>(dx),
+        static_cast<std::uint32_t>(batch), per_sample, in, shape);
   });
   RT_CUDA_CHECK_LAUNCH();
 }

@@ -78,4 +78,12 @@ decltype(auto) with_storage(DType d, F&& f) {
   }
 }
 
+// Calls f(T{}, D{}) for the storage types of `t` and `d`: the dispatch of a
+// launch that reads one storage type and writes another (a gradient into an
+// fp32 sum, a conversion).
+template <typename F>
+decltype(auto) with_storage_pair(DType t, DType d, F&& f) {
+  return with_storage(t, [&](auto a) { return with_storage(d, [&](auto b) { return f(a, b); }); });
+}
+
 }  // namespace ringtrain::kernels

@@ -70,13 +70,11 @@ void relu_forward_stored_cuda(const void* x, void* y, DType t, std::size_t n, vo
 void relu_backward_stored_cuda(const void* y, const void* dy, DType t, void* dx, DType dx_type,
                                std::size_t n, void* stream) {
   if (n == 0) return;
-  with_storage(t, [&](auto s) {
-    with_storage(dx_type, [&](auto d) {
-      using T = decltype(s);
-      using D = decltype(d);
-      relu_backward_kernel<<<elementwise_blocks(n), kElementwiseThreads, 0, as_stream(stream)>>>(
-          static_cast<const T*>(y), static_cast<const T*>(dy), static_cast<D*>(dx), n);
-    });
+  with_storage_pair(t, dx_type, [&](auto s, auto d) {
+    using T = decltype(s);
+    using D = decltype(d);
+    relu_backward_kernel<<<elementwise_blocks(n), kElementwiseThreads, 0, as_stream(stream)>>>(
+        static_cast<const T*>(y), static_cast<const T*>(dy), static_cast<D*>(dx), n);
   });
   RT_CUDA_CHECK_LAUNCH();
 }
@@ -94,14 +92,11 @@ void gelu_tanh_forward_stored_cuda(const void* x, void* y, DType t, std::size_t 
 void gelu_tanh_backward_stored_cuda(const void* x, const void* dy, DType t, void* dx, DType dx_type,
                                     std::size_t n, void* stream) {
   if (n == 0) return;
-  with_storage(t, [&](auto s) {
-    with_storage(dx_type, [&](auto d) {
-      using T = decltype(s);
-      using D = decltype(d);
-      gelu_tanh_backward_kernel<<<elementwise_blocks(n), kElementwiseThreads, 0,
-                                  as_stream(stream)>>>(
-          static_cast<const T*>(x), static_cast<const T*>(dy), static_cast<D*>(dx), n);
-    });
+  with_storage_pair(t, dx_type, [&](auto s, auto d) {
+    using T = decltype(s);
+    using D = decltype(d);
+    gelu_tanh_backward_kernel<<<elementwise_blocks(n), kElementwiseThreads, 0, as_stream(stream)>>>(
+        static_cast<const T*>(x), static_cast<const T*>(dy), static_cast<D*>(dx), n);
   });
   RT_CUDA_CHECK_LAUNCH();
 }
@@ -120,13 +115,11 @@ void sum_two_stored_cuda(const void* x0, const void* x1, float a, void* y, DType
 void scale_stored_cuda(const void* x, DType t, float a, void* y, DType y_type, std::size_t n,
                        void* stream) {
   if (n == 0) return;
-  with_storage(t, [&](auto s) {
-    with_storage(y_type, [&](auto d) {
-      using T = decltype(s);
-      using D = decltype(d);
-      scale_kernel<<<elementwise_blocks(n), kElementwiseThreads, 0, as_stream(stream)>>>(
-          static_cast<const T*>(x), a, static_cast<D*>(y), n);
-    });
+  with_storage_pair(t, y_type, [&](auto s, auto d) {
+    using T = decltype(s);
+    using D = decltype(d);
+    scale_kernel<<<elementwise_blocks(n), kElementwiseThreads, 0, as_stream(stream)>>>(
+        static_cast<const T*>(x), a, static_cast<D*>(y), n);
   });
   RT_CUDA_CHECK_LAUNCH();
 }
@@ -136,13 +129,11 @@ void convert_blocks_cuda(void* dst, DType dst_type, std::size_t dst_pitch, const
                          void* stream) {
   const std::size_t n = width * rows;
   if (n == 0) return;
-  with_storage(src_type, [&](auto s) {
-    with_storage(dst_type, [&](auto d) {
-      using T = decltype(s);
-      using D = decltype(d);
-      convert_blocks_kernel<<<elementwise_blocks(n), kElementwiseThreads, 0, as_stream(stream)>>>(
-          static_cast<D*>(dst), dst_pitch, static_cast<const T*>(src), src_pitch, width, n);
-    });
+  with_storage_pair(src_type, dst_type, [&](auto s, auto d) {
+    using T = decltype(s);
+    using D = decltype(d);
+    convert_blocks_kernel<<<elementwise_blocks(n), kElementwiseThreads, 0, as_stream(stream)>>>(
+        static_cast<D*>(dst), dst_pitch, static_cast<const T*>(src), src_pitch, width, n);
   });
   RT_CUDA_CHECK_LAUNCH();
 }

@@ -287,15 +287,13 @@ void layer_norm_backward_cuda(const void* x, DType t, const float* w, const void
                               std::size_t rows, std::size_t c, const float* mean, const float* rstd,
                               void* dx, DType dx_type, float* dy_xhat, void* stream) {
   if (rows == 0) return;
-  with_storage(t, [&](auto storage) {
-    with_storage(dx_type, [&](auto dx_storage) {
-      using T = decltype(storage);
-      using D = decltype(dx_storage);
-      layer_norm_backward_kernel<<<row_blocks(rows), kRowThreads, 0,
-                                   static_cast<cudaStream_t>(stream)>>>(
-          static_cast<const T*>(x), w, static_cast<const T*>(dy), rows, static_cast<unsigned>(c),
-          mean, rstd, static_cast<D*>(dx), dy_xhat);
-    });
+  with_storage_pair(t, dx_type, [&](auto storage, auto dx_storage) {
+    using T = decltype(storage);
+    using D = decltype(dx_storage);
+    layer_norm_backward_kernel<<<row_blocks(rows), kRowThreads, 0,
+                                 static_cast<cudaStream_t>(stream)>>>(
+        static_cast<const T*>(x), w, static_cast<const T*>(dy), rows, static_cast<unsigned>(c),
+        mean, rstd, static_cast<D*>(dx), dy_xhat);
   });
   RT_CUDA_CHECK_LAUNCH();
 }

@@ -46,17 +46,15 @@ void relu_forward(const ComputeContext& ctx, BufferView x, BufferView y) {
 
 void relu_backward(const ComputeContext& ctx, BufferView y, BufferView dy, BufferView dx) {
   if (ctx.is_cuda()) return detail::gpu_relu_backward_stored(ctx.stream(), y, dy, dx);
-  kernels::with_storage(dy.dtype, [&](auto s) {
-    kernels::with_storage(dx.dtype, [&](auto d) {
-      using T = decltype(s);
-      using D = decltype(d);
-      const T* __restrict__ ys = y.as<const T>();
-      const T* __restrict__ dys = dy.as<const T>();
-      D* __restrict__ dxs = dx.as<D>();
-      for (std::size_t i = 0; i < dx.count; ++i)
-        kernels::store(dxs, i,
-                       kernels::relu_backward_element(kernels::load(ys, i), kernels::load(dys, i)));
-    });
+  kernels::with_storage_pair(dy.dtype, dx.dtype, [&](auto s, auto d) {
+    using T = decltype(s);
+    using D = decltype(d);
+    const T* __restrict__ ys = y.as<const T>();
+    const T* __restrict__ dys = dy.as<const T>();
+    D* __restrict__ dxs = dx.as<D>();
+    for (std::size_t i = 0; i < dx.count; ++i)
+      kernels::store(dxs, i,
+                     kernels::relu_backward_element(kernels::load(ys, i), kernels::load(dys, i)));
   });
 }
 
@@ -93,24 +91,22 @@ void gelu_tanh_forward(const ComputeContext& ctx, BufferView x, BufferView y) {
 
 void gelu_tanh_backward(const ComputeContext& ctx, BufferView x, BufferView dy, BufferView dx) {
   if (ctx.is_cuda()) return detail::gpu_gelu_tanh_backward_stored(ctx.stream(), x, dy, dx);
-  kernels::with_storage(dy.dtype, [&](auto s) {
-    kernels::with_storage(dx.dtype, [&](auto d) {
-      using T = decltype(s);
-      using D = decltype(d);
-      const T* xs = x.as<const T>();
-      const T* dys = dy.as<const T>();
-      D* dxs = dx.as<D>();
-      float a[kChunk], g[kChunk], out[kChunk];
-      for (std::size_t at = 0; at < dx.count; at += kChunk) {
-        const std::size_t n = std::min(kChunk, dx.count - at);
-        for (std::size_t i = 0; i < n; ++i) {
-          a[i] = kernels::load(xs, at + i);
-          g[i] = kernels::load(dys, at + i);
-        }
-        gelu_tanh_backward_floats(a, g, out, n);
-        for (std::size_t i = 0; i < n; ++i) kernels::store(dxs, at + i, out[i]);
+  kernels::with_storage_pair(dy.dtype, dx.dtype, [&](auto s, auto d) {
+    using T = decltype(s);
+    using D = decltype(d);
+    const T* xs = x.as<const T>();
+    const T* dys = dy.as<const T>();
+    D* dxs = dx.as<D>();
+    float a[kChunk], g[kChunk], out[kChunk];
+    for (std::size_t at = 0; at < dx.count; at += kChunk) {
+      const std::size_t n = std::min(kChunk, dx.count - at);
+      for (std::size_t i = 0; i < n; ++i) {
+        a[i] = kernels::load(xs, at + i);
+        g[i] = kernels::load(dys, at + i);
       }
-    });
+      gelu_tanh_backward_floats(a, g, out, n);
+      for (std::size_t i = 0; i < n; ++i) kernels::store(dxs, at + i, out[i]);
+    }
   });
 }
 

@@ -74,20 +74,18 @@ void bias_add_into(const ComputeContext& ctx, BufferView y, BufferView x, const 
                    std::size_t outer, std::size_t channels, std::size_t inner) {
   RT_CHECK(x.count == y.count, "bias_add_into: {} elements into {}", x.count, y.count);
   if (ctx.is_cuda()) return detail::gpu_bias_add(ctx.stream(), y, x, bias, outer, channels, inner);
-  kernels::with_storage(x.dtype, [&](auto source) {
-    kernels::with_storage(y.dtype, [&](auto storage) {
-      using S = decltype(source);
-      using T = decltype(storage);
-      const S* xs = x.as<const S>();
-      T* ys = y.as<T>();
-      for (std::size_t o = 0; o < outer; ++o)
-        for (std::size_t c = 0; c < channels; ++c) {
-          const std::size_t plane = (o * channels + c) * inner;
-          for (std::size_t i = 0; i < inner; ++i)
-            kernels::store(ys, plane + i,
-                           kernels::bias_add_element(kernels::load(xs, plane + i), bias[c]));
-        }
-    });
+  kernels::with_storage_pair(x.dtype, y.dtype, [&](auto source, auto storage) {
+    using S = decltype(source);
+    using T = decltype(storage);
+    const S* xs = x.as<const S>();
+    T* ys = y.as<T>();
+    for (std::size_t o = 0; o < outer; ++o)
+      for (std::size_t c = 0; c < channels; ++c) {
+        const std::size_t plane = (o * channels + c) * inner;
+        for (std::size_t i = 0; i < inner; ++i)
+          kernels::store(ys, plane + i,
+                         kernels::bias_add_element(kernels::load(xs, plane + i), bias[c]));
+      }
   });
 }
 

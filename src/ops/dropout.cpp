@@ -24,18 +24,16 @@ void dropout_apply(const ComputeContext& ctx, BufferView x, BufferView y, std::u
   const float keep_scale = 1.0f / (1.0f - p);
   if (ctx.is_cuda())
     return detail::gpu_dropout_apply(ctx.stream(), x, y, key, p, keep_scale, channels, hw);
-  kernels::with_storage(x.dtype, [&](auto storage) {
-    kernels::with_storage(y.dtype, [&](auto y_storage) {
-      using T = decltype(storage);
-      using D = decltype(y_storage);
-      const T* xs = x.as<const T>();
-      D* ys = y.as<D>();
-      for (std::size_t i = 0; i < y.count; ++i)
-        kernels::store(ys, i,
-                       kernels::load(xs, i) *
-                           kernels::dropout_factor(
-                               key, kernels::dropout_mask_index(i, channels, hw), p, keep_scale));
-    });
+  kernels::with_storage_pair(x.dtype, y.dtype, [&](auto storage, auto y_storage) {
+    using T = decltype(storage);
+    using D = decltype(y_storage);
+    const T* xs = x.as<const T>();
+    D* ys = y.as<D>();
+    for (std::size_t i = 0; i < y.count; ++i)
+      kernels::store(ys, i,
+                     kernels::load(xs, i) *
+                         kernels::dropout_factor(key, kernels::dropout_mask_index(i, channels, hw),
+                                                 p, keep_scale));
   });
 }
 

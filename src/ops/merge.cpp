@@ -48,15 +48,13 @@ void sum_two_stored(const ComputeContext& ctx, BufferView y, BufferView x0, Buff
 
 void scale_stored(const ComputeContext& ctx, BufferView y, BufferView x, float a) {
   if (ctx.is_cuda()) return detail::gpu_scale_stored(ctx.stream(), y, x, a);
-  kernels::with_storage(x.dtype, [&](auto s) {
-    kernels::with_storage(y.dtype, [&](auto d) {
-      using T = decltype(s);
-      using D = decltype(d);
-      const T* __restrict__ in = x.as<const T>();
-      D* __restrict__ out = y.as<D>();
-      for (std::size_t i = 0; i < y.count; ++i)
-        kernels::store(out, i, kernels::scale_element(kernels::load(in, i), a));
-    });
+  kernels::with_storage_pair(x.dtype, y.dtype, [&](auto s, auto d) {
+    using T = decltype(s);
+    using D = decltype(d);
+    const T* __restrict__ in = x.as<const T>();
+    D* __restrict__ out = y.as<D>();
+    for (std::size_t i = 0; i < y.count; ++i)
+      kernels::store(out, i, kernels::scale_element(kernels::load(in, i), a));
   });
 }
 
@@ -95,16 +93,14 @@ void copy_blocks(const ComputeContext& ctx, BufferView dst, std::size_t dst_pitc
   }
   if (ctx.is_cuda())
     return detail::gpu_convert_blocks(ctx.stream(), dst, dst_pitch, src, src_pitch, width, rows);
-  kernels::with_storage(src.dtype, [&](auto s) {
-    kernels::with_storage(dst.dtype, [&](auto d) {
-      using T = decltype(s);
-      using D = decltype(d);
-      const T* in = src.as<const T>();
-      D* out = dst.as<D>();
-      for (std::size_t r = 0; r < rows; ++r)
-        for (std::size_t i = 0; i < width; ++i)
-          kernels::store(out, r * dst_pitch + i, kernels::load(in, r * src_pitch + i));
-    });
+  kernels::with_storage_pair(src.dtype, dst.dtype, [&](auto s, auto d) {
+    using T = decltype(s);
+    using D = decltype(d);
+    const T* in = src.as<const T>();
+    D* out = dst.as<D>();
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t i = 0; i < width; ++i)
+        kernels::store(out, r * dst_pitch + i, kernels::load(in, r * src_pitch + i));
   });
 }
 

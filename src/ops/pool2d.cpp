@@ -232,22 +232,19 @@ void global_avg_pool_backward(const ComputeContext& ctx, BufferView dy, BufferVi
   const bool nhwc = layout == Layout::nhwc;
   if (ctx.is_cuda())
     return detail::gpu_global_avg_pool_backward(ctx.stream(), dy, dx, batch, channels, hw, nhwc);
-  kernels::with_storage(dy.dtype, [&](auto storage) {
-    kernels::with_storage(dx.dtype, [&](auto dx_storage) {
-      using T = decltype(storage);
-      using D = decltype(dx_storage);
-      const T* g = dy.as<const T>();
-      D* out = dx.as<D>();
-      for (std::size_t n = 0; n < batch; ++n)
-        for (std::size_t c = 0; c < channels; ++c) {
-          const float share = kernels::load(g, n * channels + c) / static_cast<float>(hw);
-          for (std::size_t p = 0; p < hw; ++p)
-            kernels::store(
-                out,
-                nhwc ? kernels::nhwc_index(n, c, p, channels, hw) : (n * channels + c) * hw + p,
-                share);
-        }
-    });
+  kernels::with_storage_pair(dy.dtype, dx.dtype, [&](auto storage, auto dx_storage) {
+    using T = decltype(storage);
+    using D = decltype(dx_storage);
+    const T* g = dy.as<const T>();
+    D* out = dx.as<D>();
+    for (std::size_t n = 0; n < batch; ++n)
+      for (std::size_t c = 0; c < channels; ++c) {
+        const float share = kernels::load(g, n * channels + c) / static_cast<float>(hw);
+        for (std::size_t p = 0; p < hw; ++p)
+          kernels::store(
+              out, nhwc ? kernels::nhwc_index(n, c, p, channels, hw) : (n * channels + c) * hw + p,
+              share);
+      }
   });
 }
 

@@ -44,14 +44,12 @@ void convert_storage(const ComputeContext& ctx, BufferView dst, BufferView src) 
     return detail::gpu_to_precision_bits(ctx.stream(), dst.as<std::uint16_t>(), src.as<float>(), n,
                                          dst.dtype);
   }
-  kernels::with_storage(dst.dtype, [&](auto d) {
-    kernels::with_storage(src.dtype, [&](auto s) {
-      using D = decltype(d);
-      using S = decltype(s);
-      D* __restrict__ y = dst.as<D>();
-      const S* __restrict__ x = src.as<const S>();
-      for (std::size_t i = 0; i < n; ++i) kernels::store(y, i, kernels::load(x, i));
-    });
+  kernels::with_storage_pair(dst.dtype, src.dtype, [&](auto d, auto s) {
+    using D = decltype(d);
+    using S = decltype(s);
+    D* __restrict__ y = dst.as<D>();
+    const S* __restrict__ x = src.as<const S>();
+    for (std::size_t i = 0; i < n; ++i) kernels::store(y, i, kernels::load(x, i));
   });
 }
 

@@ -140,17 +140,15 @@ void layer_norm_backward(const ComputeContext& ctx, BufferView x, const float* w
     std::fill_n(db, c, 0.0f);
   }
   const int ci = static_cast<int>(c);
-  kernels::with_storage(dy.dtype, [&](auto storage) {
-    kernels::with_storage(dx.dtype, [&](auto dx_storage) {
-      using T = decltype(storage);
-      using D = decltype(dx_storage);
-      const T* xs = x.as<const T>();
-      const T* dys = dy.as<const T>();
-      D* dxs = dx.as<D>();
-      for (std::size_t r = 0; r < rows; ++r)
-        kernels::layer_norm_row_backward(xs + r * c, w, dys + r * c, ci, mean[r], rstd[r],
-                                         dxs != nullptr ? dxs + r * c : nullptr, dw, db);
-    });
+  kernels::with_storage_pair(dy.dtype, dx.dtype, [&](auto storage, auto dx_storage) {
+    using T = decltype(storage);
+    using D = decltype(dx_storage);
+    const T* xs = x.as<const T>();
+    const T* dys = dy.as<const T>();
+    D* dxs = dx.as<D>();
+    for (std::size_t r = 0; r < rows; ++r)
+      kernels::layer_norm_row_backward(xs + r * c, w, dys + r * c, ci, mean[r], rstd[r],
+                                       dxs != nullptr ? dxs + r * c : nullptr, dw, db);
   });
 }
 

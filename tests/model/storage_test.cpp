@@ -10,6 +10,7 @@
 #include <cstring>
 #include <limits>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "kernels/precision.cuh"
@@ -147,6 +148,31 @@ TEST_CASE("storage: with_storage picks the element type of a dtype", "[storage]"
     store(buffer.data(), i, 0.5f * static_cast<float>(i));
   for (std::size_t i = 0; i < buffer.size(); ++i)
     CHECK(load(buffer.data(), i) == 0.5f * static_cast<float>(i));
+}
+
+TEST_CASE("storage: with_storage_pair dispatches a source and a destination type", "[storage]") {
+  const auto pair = [](DType t, DType d) {
+    return kernels::with_storage_pair(t, d, [](auto a, auto b) {
+      return std::pair<std::size_t, bool>(
+          10 * sizeof(a) + sizeof(b),
+          std::is_same_v<decltype(b), float> || !std::is_same_v<decltype(a), decltype(b)>);
+    });
+  };
+  CHECK(pair(DType::bf16, DType::f32) == std::pair<std::size_t, bool>(24, true));
+  CHECK(pair(DType::f16, DType::f16) == std::pair<std::size_t, bool>(22, false));
+  CHECK(pair(DType::f32, DType::bf16) == std::pair<std::size_t, bool>(42, true));
+  // A bf16 source narrowed into fp16 words through fp32, element by element.
+  std::vector<bf16_word> in(3);
+  std::vector<f16_word> out(3);
+  for (std::size_t i = 0; i < in.size(); ++i) store(in.data(), i, 0.25f * static_cast<float>(i));
+  kernels::with_storage_pair(DType::bf16, DType::f16, [&](auto a, auto b) {
+    using A = decltype(a);
+    using B = decltype(b);
+    if constexpr (std::is_same_v<A, bf16_word> && std::is_same_v<B, f16_word>)
+      for (std::size_t i = 0; i < in.size(); ++i) store(out.data(), i, load(in.data(), i));
+  });
+  for (std::size_t i = 0; i < out.size(); ++i)
+    CHECK(load(out.data(), i) == 0.25f * static_cast<float>(i));
 }
 
 }  // namespace ringtrain
