@@ -5,7 +5,10 @@
 
 namespace ringtrain {
 
-class Conv2dLayer final : public Layer, public DescribesKernels, public StoresActivations {
+class Conv2dLayer final : public Layer,
+                          public DescribesKernels,
+                          public StoresActivations,
+                          public IgnoresOutputInBackward {
  public:
   Conv2dLayer(std::string name, const Conv2dGeometry& g, const ComputeContext& ctx,
               std::size_t max_batch, bool bias = true);

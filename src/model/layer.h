@@ -52,6 +52,15 @@ class StoresActivations {
   ~StoresActivations() = default;
 };
 
+// A built-in layer whose backward never reads its forward's output y (a
+// convolution, a linear layer): the model's adapter then skips widening y for
+// it (one pass over the output per backward, under bf16/fp16 on the CPU) and
+// passes a null y. A marker, internal as DescribesKernels.
+class IgnoresOutputInBackward {
+ protected:
+  ~IgnoresOutputInBackward() = default;
+};
+
 // A built-in layer one of whose inputs gets exactly the output's gradient
 // (dx_k = dy: a residual add's unscaled input), so that the model can let
 // that input's gradient buffer be the output's, where the input has no other

@@ -5,7 +5,7 @@
 
 namespace ringtrain {
 
-class LinearLayer final : public Layer, public StoresActivations {
+class LinearLayer final : public Layer, public StoresActivations, public IgnoresOutputInBackward {
  public:
   LinearLayer(std::string name, const Shape& input, std::size_t out, const ComputeContext& ctx);
   bool matmul_weights() const override { return true; }

@@ -59,6 +59,8 @@ struct PlanNode {
   // It runs through the adapter: its layer takes only fp32, or an edge of it
   // is not in the storage dtype (the logits, token ids). Set at build.
   bool adapted = false;
+  // Its backward reads y (so the adapter widens it); not IgnoresOutputInBackward.
+  bool backward_reads_output = true;
   // The side interfaces the layer implements, found once at build.
   const DescribesKernels* describes = nullptr;
   const PassesGradientThrough* passes = nullptr;
@@ -305,6 +307,8 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
     node.kind = l.kind == LayerKind::custom ? l.type : std::string(layer_kind_name(l.kind));
     node.describes = dynamic_cast<const DescribesKernels*>(node.layer.get());
     node.passes = dynamic_cast<const PassesGradientThrough*>(node.layer.get());
+    node.backward_reads_output =
+        dynamic_cast<const IgnoresOutputInBackward*>(node.layer.get()) == nullptr;
     node.stores = dynamic_cast<StoresActivations*>(node.layer.get());
     if (node.stores != nullptr && !node.stores->stores_activations()) node.stores = nullptr;
     shapes.push_back(node.layer->output_shape());
@@ -973,7 +977,9 @@ void Model::backward(float grad_scale, bool accumulate,
               widen_for_layer(*s.ctx, xs[k], s.widened.empty() ? s.wide_output : s.widened[k]));
           dx.push_back(dxs[k].as<float>());
         }
-        const float* y = widen_for_layer(*s.ctx, node.output, s.wide_output);
+        const float* y = node.backward_reads_output
+                             ? widen_for_layer(*s.ctx, node.output, s.wide_output)
+                             : nullptr;
         const float* dy_wide = widen_for_layer(*s.ctx, dy, s.wide_grad);
         if (layer.takes_many_inputs())
           layer.backward_many(wide, y, dy_wide, dx, batch, accumulate);
