@@ -15,7 +15,8 @@ __device__ __forceinline__ int second_label(const int* __restrict__ second, std:
   return second != nullptr ? second[r] : -1;
 }
 
-__global__ void softmax_ce_forward_kernel(const float* __restrict__ logits,
+template <typename T>
+__global__ void softmax_ce_forward_kernel(const T* __restrict__ logits,
                                           const int* __restrict__ labels, std::size_t rows,
                                           int classes, float* __restrict__ row_loss,
                                           int* __restrict__ row_correct, float smoothing,
@@ -26,9 +27,10 @@ __global__ void softmax_ce_forward_kernel(const float* __restrict__ logits,
                          smoothing, second_label(second, r), lam);
 }
 
-__global__ void softmax_ce_backward_kernel(const float* __restrict__ logits,
+template <typename T, typename G>
+__global__ void softmax_ce_backward_kernel(const T* __restrict__ logits,
                                            const int* __restrict__ labels, std::size_t rows,
-                                           int classes, float scale, float* __restrict__ dlogits,
+                                           int classes, float scale, G* __restrict__ dlogits,
                                            float smoothing, const int* __restrict__ second,
                                            float lam) {
   const std::size_t r = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
@@ -61,7 +63,8 @@ __device__ __forceinline__ void warp_argmax(float& m, int& arg) {
   }
 }
 
-__global__ void softmax_ce_forward_wide_kernel(const float* __restrict__ logits,
+template <typename T>
+__global__ void softmax_ce_forward_wide_kernel(const T* __restrict__ logits,
                                                const int* __restrict__ labels, std::size_t rows,
                                                int classes, float* __restrict__ row_loss,
                                                int* __restrict__ row_correct, float smoothing,
@@ -78,19 +81,19 @@ __global__ void softmax_ce_forward_wide_kernel(const float* __restrict__ logits,
                              smoothing, second, lam);
     return;
   }
-  const float* z = logits + r * classes;
+  const T* z = logits + r * classes;
   float m = -INFINITY;
   int arg = classes;
   for (int j = lane; j < classes; j += kWarp)
-    if (z[j] > m) {
-      m = z[j];
+    if (load(z, j) > m) {
+      m = load(z, j);
       arg = j;
     }
   warp_argmax(m, arg);
   float s = 0.0f, sum_z = 0.0f;
   for (int j = lane; j < classes; j += kWarp) {
-    s += expf(z[j] - m);
-    sum_z += z[j];
+    s += expf(load(z, j) - m);
+    sum_z += load(z, j);
   }
   s = warp_sum(s);
   sum_z = warp_sum(sum_z);
@@ -100,10 +103,11 @@ __global__ void softmax_ce_forward_wide_kernel(const float* __restrict__ logits,
   row_correct[r] = arg == softmax_ce_accuracy_label(label, second, lam) ? 1 : 0;
 }
 
-__global__ void softmax_ce_backward_wide_kernel(const float* __restrict__ logits,
+template <typename T, typename G>
+__global__ void softmax_ce_backward_wide_kernel(const T* __restrict__ logits,
                                                 const int* __restrict__ labels, std::size_t rows,
                                                 int classes, float scale,
-                                                float* __restrict__ dlogits, float smoothing,
+                                                G* __restrict__ dlogits, float smoothing,
                                                 const int* __restrict__ second_labels, float lam) {
   const std::size_t r = (blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x) / kWarp;
   const int lane = static_cast<int>(threadIdx.x % kWarp);
@@ -111,22 +115,22 @@ __global__ void softmax_ce_backward_wide_kernel(const float* __restrict__ logits
   const int label = labels[r];
   int second = second_label(second_labels, r);
   if (second < 0 && lam == 1.0f) second = label;  // no mix
-  const float* z = logits + r * classes;
-  float* dz = dlogits + r * classes;
+  const T* z = logits + r * classes;
+  G* dz = dlogits + r * classes;
   if (label == kIgnoredLabel) {
-    for (int j = lane; j < classes; j += kWarp) dz[j] = 0.0f;
+    for (int j = lane; j < classes; j += kWarp) store(dz, j, 0.0f);
     return;
   }
   float m = -INFINITY;
-  for (int j = lane; j < classes; j += kWarp) m = fmaxf(m, z[j]);
+  for (int j = lane; j < classes; j += kWarp) m = fmaxf(m, load(z, j));
   for (unsigned o = kWarp / 2; o > 0; o /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
   float s = 0.0f;
-  for (int j = lane; j < classes; j += kWarp) s += expf(z[j] - m);
+  for (int j = lane; j < classes; j += kWarp) s += expf(load(z, j) - m);
   s = warp_sum(s);
   const float inv = scale / s;
   const SoftmaxCeTarget t = softmax_ce_target(label, second, lam, scale, smoothing, classes);
   for (int j = lane; j < classes; j += kWarp)
-    dz[j] = expf(z[j] - m) * inv - softmax_ce_target_at(t, j, label, second);
+    store(dz, j, expf(load(z, j) - m) * inv - softmax_ce_target_at(t, j, label, second));
 }
 
 unsigned wide_blocks(std::size_t rows) {
@@ -159,39 +163,45 @@ unsigned row_blocks(std::size_t rows) {
 }
 }  // namespace
 
-void softmax_ce_forward_cuda(const float* logits, const std::int32_t* labels, std::size_t rows,
-                             std::size_t classes, float* row_loss, std::int32_t* row_correct,
-                             float smoothing, const std::int32_t* second, float lam, void* stream) {
+void softmax_ce_forward_cuda(const void* logits, DType logits_type, const std::int32_t* labels,
+                             std::size_t rows, std::size_t classes, float* row_loss,
+                             std::int32_t* row_correct, float smoothing, const std::int32_t* second,
+                             float lam, void* stream) {
   if (rows == 0) return;
-  if (classes >= kWideClasses) {
-    softmax_ce_forward_wide_kernel<<<wide_blocks(rows), kWideThreads, 0,
-                                     static_cast<cudaStream_t>(stream)>>>(
-        logits, labels, rows, static_cast<int>(classes), row_loss, row_correct, smoothing, second,
-        lam);
-    RT_CUDA_CHECK_LAUNCH();
-    return;
-  }
-  softmax_ce_forward_kernel<<<row_blocks(rows), kElementwiseThreads, 0,
-                              static_cast<cudaStream_t>(stream)>>>(
-      logits, labels, rows, static_cast<int>(classes), row_loss, row_correct, smoothing, second,
-      lam);
+  const auto s = static_cast<cudaStream_t>(stream);
+  with_storage(logits_type, [&](auto t) {
+    using T = decltype(t);
+    const T* z = static_cast<const T*>(logits);
+    if (classes >= kWideClasses)
+      softmax_ce_forward_wide_kernel<<<wide_blocks(rows), kWideThreads, 0, s>>>(
+          z, labels, rows, static_cast<int>(classes), row_loss, row_correct, smoothing, second,
+          lam);
+    else
+      softmax_ce_forward_kernel<<<row_blocks(rows), kElementwiseThreads, 0, s>>>(
+          z, labels, rows, static_cast<int>(classes), row_loss, row_correct, smoothing, second,
+          lam);
+  });
   RT_CUDA_CHECK_LAUNCH();
 }
 
-void softmax_ce_backward_cuda(const float* logits, const std::int32_t* labels, std::size_t rows,
-                              std::size_t classes, float scale, float* dlogits, float smoothing,
-                              const std::int32_t* second, float lam, void* stream) {
+void softmax_ce_backward_cuda(const void* logits, DType logits_type, const std::int32_t* labels,
+                              std::size_t rows, std::size_t classes, float scale, void* dlogits,
+                              DType dlogits_type, float smoothing, const std::int32_t* second,
+                              float lam, void* stream) {
   if (rows == 0) return;
-  if (classes >= kWideClasses) {
-    softmax_ce_backward_wide_kernel<<<wide_blocks(rows), kWideThreads, 0,
-                                      static_cast<cudaStream_t>(stream)>>>(
-        logits, labels, rows, static_cast<int>(classes), scale, dlogits, smoothing, second, lam);
-    RT_CUDA_CHECK_LAUNCH();
-    return;
-  }
-  softmax_ce_backward_kernel<<<row_blocks(rows), kElementwiseThreads, 0,
-                               static_cast<cudaStream_t>(stream)>>>(
-      logits, labels, rows, static_cast<int>(classes), scale, dlogits, smoothing, second, lam);
+  const auto s = static_cast<cudaStream_t>(stream);
+  with_storage_pair(logits_type, dlogits_type, [&](auto t, auto g) {
+    using T = decltype(t);
+    using G = decltype(g);
+    const T* z = static_cast<const T*>(logits);
+    G* dz = static_cast<G*>(dlogits);
+    if (classes >= kWideClasses)
+      softmax_ce_backward_wide_kernel<<<wide_blocks(rows), kWideThreads, 0, s>>>(
+          z, labels, rows, static_cast<int>(classes), scale, dz, smoothing, second, lam);
+    else
+      softmax_ce_backward_kernel<<<row_blocks(rows), kElementwiseThreads, 0, s>>>(
+          z, labels, rows, static_cast<int>(classes), scale, dz, smoothing, second, lam);
+  });
   RT_CUDA_CHECK_LAUNCH();
 }
 

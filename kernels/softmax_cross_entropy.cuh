@@ -1,11 +1,15 @@
 // Fused softmax + cross-entropy for one row of logits. Shared by
 // kernels/softmax_cross_entropy.cu (one thread per row) and the CPU path.
-// Works from the row maximum, so large logits do not overflow exp.
+// Works from the row maximum, so large logits do not overflow exp. The logits
+// and their gradient are in a storage type (kernels/storage.cuh: fp32, or the
+// 16-bit logits of --precision bf16/fp16), read with load and written with
+// store; the arithmetic is fp32 whatever the storage.
 #pragma once
 
 #include <math.h>
 
 #include "kernels/host_device.cuh"
+#include "kernels/storage.cuh"
 
 namespace ringtrain::kernels {
 
@@ -24,10 +28,11 @@ inline constexpr int kIgnoredRow = -2;  // `correct` of an ignored row
 // cross_entropy with label_smoothing, on class indices or soft targets
 // alike), so the loss is (1 - e) (lam (lse - z[label]) + (1 - lam) (lse -
 // z[second])) + e (lse - mean(z)).
-RT_HD float softmax_ce_row_loss(const float* z, float lse, float sum_z, int classes, int label,
+template <typename T>
+RT_HD float softmax_ce_row_loss(const T* z, float lse, float sum_z, int classes, int label,
                                 int second, float lam, float smoothing) {
-  float loss = lse - z[label];
-  if (second != label && lam != 1.0f) loss = lam * loss + (1.0f - lam) * (lse - z[second]);
+  float loss = lse - load(z, label);
+  if (second != label && lam != 1.0f) loss = lam * loss + (1.0f - lam) * (lse - load(z, second));
   if (smoothing > 0.0f)
     loss = (1.0f - smoothing) * loss + smoothing * (lse - sum_z / static_cast<float>(classes));
   return loss;
@@ -49,7 +54,8 @@ RT_HD bool softmax_ce_labels_valid(int label, int second, int classes) {
 // is (1 - e) (-log p[label]) + e (logsumexp(z) - mean(z)). With a mix (second,
 // lam), the target and the accuracy are softmax_ce_row_loss's and
 // softmax_ce_accuracy_label's.
-RT_HD void softmax_ce_row_forward(const float* z, int classes, int label, float* loss, int* correct,
+template <typename T>
+RT_HD void softmax_ce_row_forward(const T* z, int classes, int label, float* loss, int* correct,
                                   float smoothing = 0.0f, int second = -1, float lam = 1.0f) {
   if (label == kIgnoredLabel) {
     *loss = 0.0f;
@@ -62,19 +68,19 @@ RT_HD void softmax_ce_row_forward(const float* z, int classes, int label, float*
     *correct = -1;
     return;
   }
-  float m = z[0];
+  float m = load(z, 0);
   int arg = 0;
   for (int j = 1; j < classes; ++j)
-    if (z[j] > m) {
-      m = z[j];
+    if (load(z, j) > m) {
+      m = load(z, j);
       arg = j;
     }
   float s = 0.0f;
-  for (int j = 0; j < classes; ++j) s += expf(z[j] - m);
+  for (int j = 0; j < classes; ++j) s += expf(load(z, j) - m);
   const float lse = logf(s) + m;
   float sum_z = 0.0f;
   if (smoothing > 0.0f)
-    for (int j = 0; j < classes; ++j) sum_z += z[j];
+    for (int j = 0; j < classes; ++j) sum_z += load(z, j);
   *loss = softmax_ce_row_loss(z, lse, sum_z, classes, label, second, lam, smoothing);
   *correct = arg == softmax_ce_accuracy_label(label, second, lam) ? 1 : 0;
 }
@@ -99,21 +105,24 @@ RT_HD float softmax_ce_target_at(const SoftmaxCeTarget& t, int j, int label, int
 
 // dz = scale * (softmax(z) - target), target the (smoothed, mixed) one-hot
 // label; scale is grad_scale / batch for a mean reduction.
-RT_HD void softmax_ce_row_backward(const float* z, int classes, int label, float scale, float* dz,
+// dz may be 16-bit: each value is computed in fp32 and rounded once, as it is
+// stored.
+template <typename T, typename G>
+RT_HD void softmax_ce_row_backward(const T* z, int classes, int label, float scale, G* dz,
                                    float smoothing = 0.0f, int second = -1, float lam = 1.0f) {
   if (label == kIgnoredLabel) {
-    for (int j = 0; j < classes; ++j) dz[j] = 0.0f;
+    for (int j = 0; j < classes; ++j) store(dz, j, 0.0f);
     return;
   }
   if (second < 0 && lam == 1.0f) second = label;  // no mix
-  float m = z[0];
-  for (int j = 1; j < classes; ++j) m = z[j] > m ? z[j] : m;
+  float m = load(z, 0);
+  for (int j = 1; j < classes; ++j) m = load(z, j) > m ? load(z, j) : m;
   float s = 0.0f;
-  for (int j = 0; j < classes; ++j) s += expf(z[j] - m);
+  for (int j = 0; j < classes; ++j) s += expf(load(z, j) - m);
   const float inv = scale / s;
   const SoftmaxCeTarget t = softmax_ce_target(label, second, lam, scale, smoothing, classes);
   for (int j = 0; j < classes; ++j)
-    dz[j] = expf(z[j] - m) * inv - softmax_ce_target_at(t, j, label, second);
+    store(dz, j, expf(load(z, j) - m) * inv - softmax_ce_target_at(t, j, label, second));
 }
 
 // Running loss totals kept where the model runs: [0] loss sum, [1] correct

@@ -4,17 +4,22 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "ringtrain/core/dtype.h"
+
 namespace ringtrain::kernels {
 
 // Per row r: row_loss[r], row_correct[r] (see softmax_ce_row_forward).
 // `second` (null: none) and `lam`: the mixed target of mixup / cutmix, row r's
-// second label second[r] with weight 1 - lam.
-void softmax_ce_forward_cuda(const float* logits, const std::int32_t* labels, std::size_t rows,
-                             std::size_t classes, float* row_loss, std::int32_t* row_correct,
-                             float smoothing, const std::int32_t* second, float lam, void* stream);
-void softmax_ce_backward_cuda(const float* logits, const std::int32_t* labels, std::size_t rows,
-                              std::size_t classes, float scale, float* dlogits, float smoothing,
-                              const std::int32_t* second, float lam, void* stream);
+// second label second[r] with weight 1 - lam. The logits and their gradient
+// are of a storage dtype each (f32, bf16, f16).
+void softmax_ce_forward_cuda(const void* logits, DType logits_type, const std::int32_t* labels,
+                             std::size_t rows, std::size_t classes, float* row_loss,
+                             std::int32_t* row_correct, float smoothing, const std::int32_t* second,
+                             float lam, void* stream);
+void softmax_ce_backward_cuda(const void* logits, DType logits_type, const std::int32_t* labels,
+                              std::size_t rows, std::size_t classes, float scale, void* dlogits,
+                              DType dlogits_type, float smoothing, const std::int32_t* second,
+                              float lam, void* stream);
 
 // totals[0..2] += the rows' loss sum, correct count and bad-label count (one
 // block, a fixed summation order: the same totals on every run).

@@ -133,8 +133,7 @@ int run_generate(const GenerateFlags& f, const Topology& topo) {
     copy_view(view_of(x_dev.data_as<float>(), context, device), view_of(x.data(), context));
     model->forward(x_dev.data_as<float>(), labels_dev.data_as<std::int32_t>(), 1, false);
     model->synchronize();  // the logits are written on the model's stream
-    copy_view(view_of(last.data(), vocab),
-              view_of(model->logits() + (len - 1) * vocab, vocab, device));
+    model->copy_logits((len - 1) * vocab, last.data(), vocab);
     seq.push_back(sample_token(last.data(), vocab, f, rng));
   }
   const std::string text = tok->decode(std::vector<std::int32_t>(

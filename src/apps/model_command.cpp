@@ -89,6 +89,7 @@ int run_show(const ShowOptions& o, const Topology& topo) {
   const BucketPlan plan(ranges, sizeof(float),
                         static_cast<std::size_t>(o.bucket_mb * 1024.0 * 1024.0));
   const std::size_t act = m->activation_bytes_per_sample();
+  const std::size_t workspace = m->workspace_bytes_per_sample();
   validate(o.optimizer);
   // Per rank: the unsharded state, or (--zero 1) the state of rank 0's shard,
   // which every rank's equals (padded blocks).
@@ -123,6 +124,7 @@ int run_show(const ShowOptions& o, const Topology& topo) {
                                 {"buffers", m->buffer_count()},
                                 {"precision", precision_name(mo.precision)},
                                 {"activation_bytes_per_sample", act},
+                                {"workspace_bytes_per_sample", workspace},
                                 {"optimizer_state_bytes", state_bytes},
                                 {"layers", layers},
                                 {"buckets", buckets}};
@@ -143,6 +145,9 @@ int run_show(const ShowOptions& o, const Topology& topo) {
   s += fmt::format("non-trainable state: {} (BatchNorm running statistics)\n", m->buffer_count());
   s += fmt::format("activations and their gradients: {:.2f} MiB per sample (--precision {})\n",
                    static_cast<double>(act) / (1 << 20), precision_name(mo.precision));
+  s += fmt::format(
+      "layer workspace (the largest layer's scratch, CPU plan): {:.2f} MiB per sample\n",
+      static_cast<double>(workspace) / (1 << 20));
   s += fmt::format("optimizer state ({}): {} bytes ({:.1f} MiB) per rank{}\n", optimizer_text,
                    state_bytes, static_cast<double>(state_bytes) / (1 << 20),
                    o.zero == 1 ? fmt::format(" with --zero 1 over {} ranks", o.world)
@@ -200,7 +205,8 @@ CLI::App* add_model_show(CLI::App& parent, CommandContext& ctx) {
       ->capture_default_str();
   sub->add_flag("--json", o->json,
                 "One JSON object: params, buffers, precision, activation_bytes_per_sample, "
-                "optimizer_state_bytes, layers (each with its output's dtype), buckets");
+                "workspace_bytes_per_sample, optimizer_state_bytes, layers (each with its output's "
+                "dtype), buckets");
   sub->add_flag("--text", o->text,
                 "Print the graph in the model language instead, one node per line (blocks and "
                 "repeats expanded, a preset written out for --classes): a spec to copy and edit")

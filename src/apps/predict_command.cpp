@@ -155,8 +155,7 @@ void predict_folder(const PredictFlags& f, const std::vector<std::string>& paths
       model.forward(in, labels, n, /*training=*/false);
       model.synchronize();
       logits.resize(n * nc);
-      copy_view(view_of(logits.data(), logits.size()),
-                view_of(model.logits(), logits.size(), device));
+      model.copy_logits(0, logits.data(), logits.size());
       for (std::size_t i = 0; i < n; ++i) {
         const float* row = logits.data() + i * nc;
         const auto [best, p] = top1(row, nc);
@@ -214,8 +213,7 @@ std::uint64_t predict_split(const PredictFlags& f, Dataset& data, Model& model, 
     model.synchronize();
     logits.resize(b->size * nc);
     labels.resize(b->size);
-    copy_view(view_of(logits.data(), logits.size()),
-              view_of(model.logits(), logits.size(), device));
+    model.copy_logits(0, logits.data(), logits.size());
     copy_view(view_of(labels.data(), labels.size()), b->y.slice(0, b->size));
     for (std::size_t i = 0; i < b->size; ++i, ++index) {
       const float* row = logits.data() + i * nc;

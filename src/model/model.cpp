@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "kernels/softmax_cross_entropy.cuh"
+#include "kernels/storage.cuh"
 #include "model/kaiming_init.h"
 #include "model/layer.h"
 #include "ringtrain/core/buffer_copy.h"
@@ -443,7 +444,7 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
       node.layer->bind_buffers(s.buffers.data_as<float>() + node.buffer_range.first);
 
   // Activations: one buffer per node that is not a view, in the storage
-  // dtype (the last node's in fp32: the loss reads it). Gradients: one per
+  // dtype (the logits too: the loss reads them widened). Gradients: one per
   // node whose gradient backward needs (a view shares its input's), and a
   // scratch per input slot for a contribution before it is added or narrowed.
   const std::size_t L = s.nodes.size();
@@ -458,7 +459,7 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
     if (node.layer->is_view()) {
       node.output_dtype = in < 0 ? input_dtype : s.nodes[static_cast<std::size_t>(in)].output_dtype;
     } else {
-      node.output_dtype = i + 1 == L ? DType::f32 : s.storage;
+      node.output_dtype = s.storage;
       node.activation = Tensor::empty({B * n}, node.output_dtype, dev);
     }
     const bool wanted = node.below_params || i + 1 == L;
@@ -506,11 +507,12 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
   }
   // A gradient buffer holds the storage dtype, but fp32 where contributions
   // are summed (a node read by several nodes: the sum rounded once, as an
-  // fp32 run adds) and for the loss's gradient of the logits.
+  // fp32 run adds). The loss writes the logits' gradient in the storage dtype,
+  // each value rounded once.
   std::vector<DType> grad_dtype(grad_elements.size(), s.storage);
   for (std::size_t i = 0; i < L; ++i) {
     const PlanNode& node = s.nodes[i];
-    if (node.grad >= 0 && (node.consumers.size() > 1 || i + 1 == L))
+    if (node.grad >= 0 && node.consumers.size() > 1)
       grad_dtype[static_cast<std::size_t>(node.grad)] = DType::f32;
   }
   // Each buffer's life in node indices, [lo, hi]: backward runs from the last
@@ -557,7 +559,11 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
         Tensor::empty({B * ((slot_size[k] + sizeof(float) - 1) / sizeof(float))}, DType::f32, dev));
   for (std::size_t g = 0; g < G; ++g)
     s.grad_buffers.push_back({s.grad_slots[slot_of[g]].data(), grad_dtype[g], grad_elements[g]});
-  std::size_t bytes = 0;
+  // Per sample: what the activations take (every node's output, the gradient
+  // slots, the input's copies), and the workspace shared by the layers (the
+  // adapter's and the widening scratch, sized for the largest layer, not for
+  // the depth).
+  std::size_t bytes = 0, workspace = 0;
   // The adapter's fp32 scratch, for the largest layer that takes only fp32
   // (and a summed fp32 gradient narrowed for a layer that stores its own).
   // A layer that reads token ids (fp32, never rounded) takes them as they are.
@@ -588,7 +594,7 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
   }
   for (std::size_t k = 0; k < slots; ++k) {
     s.scratch.push_back(Tensor::empty({B * scratch_size[k]}, DType::f32, dev));
-    bytes += scratch_size[k] * sizeof(float);
+    workspace += scratch_size[k] * sizeof(float);
   }
   if (s.storage != DType::f32) {
     std::size_t widest = 0, wide_inputs = 0, widest_grad = 0;
@@ -611,7 +617,7 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
       s.widened.push_back(Tensor::empty({B * widest}, DType::f32, dev));
     if (widest > 0) s.wide_output = Tensor::empty({B * widest}, DType::f32, dev);
     if (widest_grad > 0) s.wide_grad = Tensor::empty({B * widest_grad}, DType::f32, dev);
-    bytes +=
+    workspace +=
         (wide_inputs + (widest > 0 ? 1 : 0)) * widest * sizeof(float) + widest_grad * sizeof(float);
     // A stored layer's weight gradient on a GPU (a convolution's) reads its
     // x and dy widened to fp32, in the context's two buffers.
@@ -623,7 +629,7 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
     }
     if (dev.is_cuda() && widest_operand > 0) {
       s.ctx->reserve_widening_scratch(B * widest_operand);
-      bytes += 2 * widest_operand * sizeof(float);
+      workspace += 2 * widest_operand * sizeof(float);
     }
     if (s.narrow_input) bytes += Shape(input_shape).numel() * dtype_size(s.storage);
   }
@@ -640,6 +646,7 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
   // the transposed input
   if (m->layout_ == Layout::nhwc) bytes += Shape(input_shape).numel() * sizeof(float);
   m->activation_bytes_per_sample_ = bytes;
+  m->workspace_bytes_per_sample_ = workspace;
   const std::size_t label_rows = B * m->rows_per_sample_;
   s.labels = Tensor::empty({label_rows}, DType::i32, dev);
   if (dev.is_cuda()) {
@@ -764,8 +771,8 @@ const float* widen_for_layer(const ComputeContext& ctx, const BufferView& v, Ten
 }
 }  // namespace
 
-const float* Model::run_layers(const float* x, const std::int32_t* labels, std::size_t batch,
-                               bool training) {
+BufferView Model::run_layers(const float* x, const std::int32_t* labels, std::size_t batch,
+                             bool training) {
   State& s = *state_;
   RT_CHECK(batch <= options_.max_batch, "batch {} exceeds the model's max_batch {}", batch,
            options_.max_batch);
@@ -828,8 +835,6 @@ const float* Model::run_layers(const float* x, const std::int32_t* labels, std::
         layer.forward(wide[0], out, batch, training);
       if (node.output_dtype != DType::f32)
         convert_storage(*s.ctx, node.output, view_of(out, n, options_.device));
-      else if (precision != DType::f32)  // the logits, fp32 on the grid
-        round_to_precision(*s.ctx, out, out, n, precision);
     }
     mark_stop(s.timer, ProfileSlots::forward(i));
   }
@@ -838,13 +843,13 @@ const float* Model::run_layers(const float* x, const std::int32_t* labels, std::
   if (batch > 0)
     copy_view(s.labels.buffer().slice(0, batch * rows_per_sample_),
               view_of(labels, batch * rows_per_sample_, options_.device));
-  return s.nodes.back().output.as<const float>();
+  return s.nodes.back().output;
 }
 
 Model::LossResult Model::forward(const float* x, const std::int32_t* labels, std::size_t batch,
                                  bool training) {
   State& s = *state_;
-  const float* logits = run_layers(x, labels, batch, training);
+  const BufferView logits = run_layers(x, labels, batch, training);
   if (batch == 0) return {};
   if (options_.device.is_cuda()) host_sync::note(options_.device, "model: read the loss");
   mark_start(s.timer, profile_slots().loss_forward());
@@ -858,7 +863,7 @@ Model::LossResult Model::forward(const float* x, const std::int32_t* labels, std
 void Model::forward_accumulate(const float* x, const std::int32_t* labels, std::size_t batch,
                                bool training) {
   State& s = *state_;
-  const float* logits = run_layers(x, labels, batch, training);
+  const BufferView logits = run_layers(x, labels, batch, training);
   mark_start(s.timer, profile_slots().loss_forward());
   softmax_cross_entropy_accumulate(
       *s.ctx, logits, s.labels.data_as<std::int32_t>(), batch * rows_per_sample_, num_classes_,
@@ -904,10 +909,10 @@ void Model::backward(float grad_scale, bool accumulate,
   const std::size_t rows = batch * rows_per_sample_;
   mark_start(s.timer, profile_slots().loss_backward());
   GradientBuffer& logits_grad = s.grad_of(L - 1);
-  softmax_cross_entropy_backward(
-      *s.ctx, s.nodes[L - 1].output.as<const float>(), s.labels.data_as<std::int32_t>(), rows,
-      num_classes_, grad_scale / static_cast<float>(rows), static_cast<float*>(logits_grad.data),
-      options_.label_smoothing, label_mix_);
+  softmax_cross_entropy_backward(*s.ctx, s.nodes[L - 1].output, s.labels.data_as<std::int32_t>(),
+                                 rows, num_classes_, grad_scale / static_cast<float>(rows),
+                                 logits_grad.view(batch, dev), options_.label_smoothing,
+                                 label_mix_);
   mark_stop(s.timer, profile_slots().loss_backward());
   logits_grad.written = true;
   std::vector<BufferView>& xs = s.x_views;
@@ -1004,9 +1009,26 @@ void Model::backward(float grad_scale, bool accumulate,
   }
 }
 
-const float* Model::logits() const {
+BufferView Model::logits() const {
   RT_CHECK(state_->forward_done, "logits() called before any forward");
-  return state_->nodes.back().output.as<const float>();
+  return state_->nodes.back().output;
+}
+
+void Model::copy_logits(std::size_t first, float* host, std::size_t count) const {
+  const BufferView from = logits().slice(first, count);
+  if (from.dtype == DType::f32) {
+    copy_view(view_of(host, count), from);
+    return;
+  }
+  // The 16-bit words to the host, widened there (exact).
+  thread_local std::vector<std::uint16_t> words;
+  words.resize(count);
+  copy_view(BufferView{words.data(), count, from.dtype, Device::cpu()}, from);
+  kernels::with_storage(from.dtype, [&](auto t) {
+    using T = decltype(t);
+    const T* w = reinterpret_cast<const T*>(words.data());
+    for (std::size_t i = 0; i < count; ++i) host[i] = kernels::load(w, i);
+  });
 }
 
 void Model::zero_grads() {

@@ -97,12 +97,12 @@ void gpu_bias_add(void* stream, BufferView y, BufferView x, const float* bias, s
 // Deterministic (fixed summation order, no float atomics); uses h.scratch.
 void gpu_bias_grad(const GpuHandles& h, BufferView dy, float* dbias, std::size_t outer,
                    std::size_t channels, std::size_t inner, bool accumulate);
-void gpu_softmax_ce_forward(void* stream, const float* logits, const std::int32_t* labels,
+void gpu_softmax_ce_forward(void* stream, BufferView logits, const std::int32_t* labels,
                             std::size_t rows, std::size_t classes, float* row_loss,
                             std::int32_t* row_correct, float smoothing = 0.0f,
                             const std::int32_t* second = nullptr, float lam = 1.0f);
-void gpu_softmax_ce_backward(void* stream, const float* logits, const std::int32_t* labels,
-                             std::size_t rows, std::size_t classes, float scale, float* dlogits,
+void gpu_softmax_ce_backward(void* stream, BufferView logits, const std::int32_t* labels,
+                             std::size_t rows, std::size_t classes, float scale, BufferView dlogits,
                              float smoothing = 0.0f, const std::int32_t* second = nullptr,
                              float lam = 1.0f);
 // totals[0..2] += loss sum, correct count, bad-label count of the rows.

@@ -67,12 +67,12 @@ void gpu_bias_grad(const GpuHandles&, BufferView, float*, std::size_t, std::size
                    bool) {
   no_cuda("bias_grad");
 }
-void gpu_softmax_ce_forward(void*, const float*, const std::int32_t*, std::size_t, std::size_t,
+void gpu_softmax_ce_forward(void*, BufferView, const std::int32_t*, std::size_t, std::size_t,
                             float*, std::int32_t*, float, const std::int32_t*, float) {
   no_cuda("softmax cross-entropy");
 }
-void gpu_softmax_ce_backward(void*, const float*, const std::int32_t*, std::size_t, std::size_t,
-                             float, float*, float, const std::int32_t*, float) {
+void gpu_softmax_ce_backward(void*, BufferView, const std::int32_t*, std::size_t, std::size_t,
+                             float, BufferView, float, const std::int32_t*, float) {
   no_cuda("softmax cross-entropy");
 }
 void gpu_loss_totals_add(void*, const float*, const std::int32_t*, std::size_t, double*) {

@@ -6,6 +6,7 @@
 #include "ops/gpu_ops.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/data/token_data.h"
+#include "ringtrain/ops/precision.h"
 
 namespace ringtrain {
 
@@ -18,6 +19,14 @@ void check_label(std::int32_t label, std::size_t row, std::size_t classes) {
            "classes",
            label, row, classes, classes);
 }
+// The logits (or their gradient): rows x classes of a storage dtype.
+void check_logits(const BufferView& v, std::size_t rows, std::size_t classes) {
+  RT_CHECK(is_compute_precision(v.dtype),
+           "softmax cross-entropy: the logits are {}, not a storage dtype (f32, bf16, f16)",
+           dtype_name(v.dtype));
+  RT_CHECK(v.count >= rows * classes, "softmax cross-entropy: {} logits for {} rows of {} classes",
+           v.count, rows, classes);
+}
 // Row i's second label under `mix`, or -1 (no mix: the plain loss).
 int second_label(const LabelMix& mix, std::size_t i) {
   return mix.active() ? mix.second[i] : -1;
@@ -25,10 +34,11 @@ int second_label(const LabelMix& mix, std::size_t i) {
 }  // namespace
 
 SoftmaxCrossEntropyResult softmax_cross_entropy_forward(
-    const ComputeContext& ctx, const float* logits, const std::int32_t* labels, std::size_t rows,
+    const ComputeContext& ctx, BufferView logits, const std::int32_t* labels, std::size_t rows,
     std::size_t classes, float* row_loss, std::int32_t* row_correct) {
   SoftmaxCrossEntropyResult r;
   if (rows == 0) return r;
+  check_logits(logits, rows, classes);
   const int c = static_cast<int>(classes);
   if (ctx.is_cuda()) {
     RT_CHECK(row_loss != nullptr && row_correct != nullptr,
@@ -56,56 +66,72 @@ SoftmaxCrossEntropyResult softmax_cross_entropy_forward(
     }
     return r;
   }
-  for (std::size_t i = 0; i < rows; ++i) {
-    check_label(labels[i], i, classes);
-    float loss = 0.0f;
-    int correct = 0;
-    kernels::softmax_ce_row_forward(logits + i * classes, c, labels[i], &loss, &correct);
-    if (correct == kernels::kIgnoredRow) continue;
-    r.loss_sum += loss;
-    r.correct += static_cast<std::size_t>(correct);
-    ++r.counted;
-  }
+  kernels::with_storage(logits.dtype, [&](auto t) {
+    using T = decltype(t);
+    const T* z = static_cast<const T*>(logits.ptr);
+    for (std::size_t i = 0; i < rows; ++i) {
+      check_label(labels[i], i, classes);
+      float loss = 0.0f;
+      int correct = 0;
+      kernels::softmax_ce_row_forward(z + i * classes, c, labels[i], &loss, &correct);
+      if (correct == kernels::kIgnoredRow) continue;
+      r.loss_sum += loss;
+      r.correct += static_cast<std::size_t>(correct);
+      ++r.counted;
+    }
+  });
   return r;
 }
 
-void softmax_cross_entropy_accumulate(const ComputeContext& ctx, const float* logits,
+void softmax_cross_entropy_accumulate(const ComputeContext& ctx, BufferView logits,
                                       const std::int32_t* labels, std::size_t rows,
                                       std::size_t classes, float* row_loss,
                                       std::int32_t* row_correct, double* totals, float smoothing,
                                       const LabelMix& mix) {
   if (rows == 0) return;
+  check_logits(logits, rows, classes);
   if (ctx.is_cuda()) {
     detail::gpu_softmax_ce_forward(ctx.stream(), logits, labels, rows, classes, row_loss,
                                    row_correct, smoothing, mix.second, mix.lam);
     detail::gpu_loss_totals_add(ctx.stream(), row_loss, row_correct, rows, totals);
     return;
   }
-  for (std::size_t i = 0; i < rows; ++i) {
-    check_label(labels[i], i, classes);
-    if (mix.active()) check_label(mix.second[i], i, classes);
-    float loss = 0.0f;
-    int correct = 0;
-    kernels::softmax_ce_row_forward(logits + i * classes, static_cast<int>(classes), labels[i],
-                                    &loss, &correct, smoothing, second_label(mix, i), mix.lam);
-    kernels::loss_totals_add_row(loss, correct, totals);
-  }
+  kernels::with_storage(logits.dtype, [&](auto t) {
+    using T = decltype(t);
+    const T* z = static_cast<const T*>(logits.ptr);
+    for (std::size_t i = 0; i < rows; ++i) {
+      check_label(labels[i], i, classes);
+      if (mix.active()) check_label(mix.second[i], i, classes);
+      float loss = 0.0f;
+      int correct = 0;
+      kernels::softmax_ce_row_forward(z + i * classes, static_cast<int>(classes), labels[i], &loss,
+                                      &correct, smoothing, second_label(mix, i), mix.lam);
+      kernels::loss_totals_add_row(loss, correct, totals);
+    }
+  });
 }
 
-void softmax_cross_entropy_backward(const ComputeContext& ctx, const float* logits,
+void softmax_cross_entropy_backward(const ComputeContext& ctx, BufferView logits,
                                     const std::int32_t* labels, std::size_t rows,
-                                    std::size_t classes, float scale, float* dlogits,
+                                    std::size_t classes, float scale, BufferView dlogits,
                                     float smoothing, const LabelMix& mix) {
+  check_logits(logits, rows, classes);
+  check_logits(dlogits, rows, classes);
   if (ctx.is_cuda())
     return detail::gpu_softmax_ce_backward(ctx.stream(), logits, labels, rows, classes, scale,
                                            dlogits, smoothing, mix.second, mix.lam);
-  for (std::size_t i = 0; i < rows; ++i) {
-    check_label(labels[i], i, classes);
-    if (mix.active()) check_label(mix.second[i], i, classes);
-    kernels::softmax_ce_row_backward(logits + i * classes, static_cast<int>(classes), labels[i],
-                                     scale, dlogits + i * classes, smoothing, second_label(mix, i),
-                                     mix.lam);
-  }
+  kernels::with_storage_pair(logits.dtype, dlogits.dtype, [&](auto t, auto g) {
+    using T = decltype(t);
+    using G = decltype(g);
+    const T* z = static_cast<const T*>(logits.ptr);
+    G* dz = static_cast<G*>(dlogits.ptr);
+    for (std::size_t i = 0; i < rows; ++i) {
+      check_label(labels[i], i, classes);
+      if (mix.active()) check_label(mix.second[i], i, classes);
+      kernels::softmax_ce_row_backward(z + i * classes, static_cast<int>(classes), labels[i], scale,
+                                       dz + i * classes, smoothing, second_label(mix, i), mix.lam);
+    }
+  });
 }
 
 }  // namespace ringtrain

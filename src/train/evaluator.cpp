@@ -89,8 +89,7 @@ EvalResult evaluate(Model& model, Dataset& data, Communicator& control, std::siz
     model.synchronize();
     logits_host.resize(b->size * ncs);
     labels_host.resize(b->size);
-    copy_view(view_of(logits_host.data(), logits_host.size()),
-              view_of(model.logits(), logits_host.size(), device));
+    model.copy_logits(0, logits_host.data(), logits_host.size());
     copy_view(view_of(labels_host.data(), labels_host.size()), b->y.slice(0, b->size));
     for (std::size_t i = 0; i < b->size; ++i) {
       const float* row = logits_host.data() + i * ncs;

@@ -22,6 +22,7 @@
 #include "ringtrain/model/model_spec.h"
 #include "ringtrain/ops/compute_context.h"
 #include "ringtrain/ops/precision.h"
+#include "ringtrain/ops/softmax_cross_entropy.h"
 #include "ringtrain/tensor/tensor.h"
 #include "tests/model/test_data.h"
 #include "tests/support/gpu_compare.h"
@@ -224,6 +225,45 @@ TEST_CASE(
     compare("batch_norm", {Shape{5, 6, 7}}, 1e-2, layout);
     compare("conv2d(out=8, kernel=3, padding=1, bias=0)", {Shape{4, 9, 9}}, 2e-2, layout);
     compare("conv2d(out=8, kernel=3, stride=2, padding=1)", {Shape{4, 9, 9}}, 2e-2, layout);
+  }
+}
+
+TEST_CASE("gpu loss on 16-bit logits agrees with the CPU's within one 16-bit rounding", "[gpu]") {
+  // The narrow kernel (a thread per row) and the wide one (a warp per row).
+  for (const std::size_t classes : {std::size_t{7}, std::size_t{600}}) {
+    for (const DType p : {DType::bf16, DType::f16}) {
+      INFO(classes << " classes, " << dtype_name(p));
+      const std::size_t rows = 6;
+      const auto cpu = ComputeContext::create(Device::cpu(), Tf32Mode::pytorch_default, p);
+      const auto gpu = ComputeContext::create(kGpu, Tf32Mode::pytorch_default, p);
+      std::vector<std::int32_t> labels(rows);
+      for (std::size_t r = 0; r < rows; ++r)
+        labels[r] = static_cast<std::int32_t>((r * 5 + 1) % classes);
+      labels[2] = -100;
+      const Words z = words_of(on_grid(60, rows * classes, p), p);
+      const Tensor gz = words_to_gpu(z, p), gl = to_gpu(labels);
+      const BufferView zc{const_cast<std::uint16_t*>(z.data()), z.size(), p, Device::cpu()};
+      const BufferView zg{gz.data(), z.size(), p, kGpu};
+      Tensor row_loss = Tensor::empty({rows}, DType::f32, kGpu);
+      Tensor row_correct = Tensor::empty({rows}, DType::i32, kGpu);
+      const auto rc =
+          softmax_cross_entropy_forward(*cpu, zc, labels.data(), rows, classes, nullptr, nullptr);
+      const auto rg = softmax_cross_entropy_forward(*gpu, zg, gl.data_as<std::int32_t>(), rows,
+                                                    classes, row_loss.data_as<float>(),
+                                                    row_correct.data_as<std::int32_t>());
+      CHECK(rg.loss_sum == Approx(rc.loss_sum).epsilon(1e-5));
+      CHECK(rg.correct == rc.correct);
+      CHECK(rg.counted == rc.counted);
+      Words dc(z.size());
+      softmax_cross_entropy_backward(*cpu, zc, labels.data(), rows, classes, 0.25f,
+                                     {dc.data(), dc.size(), p, Device::cpu()});
+      Tensor dg = Tensor::empty({z.size()}, p, kGpu);
+      softmax_cross_entropy_backward(*gpu, zg, gl.data_as<std::int32_t>(), rows, classes, 0.25f,
+                                     dg.buffer());
+      const std::vector<float> a = floats_of(dc, p), b = floats_of(words_to_host(dg, *gpu), p);
+      for (std::size_t i = 0; i < a.size(); ++i)
+        CHECK(b[i] == Approx(a[i]).epsilon(1e-2).margin(1e-6));
+    }
   }
 }
 

@@ -219,7 +219,9 @@ TEST_CASE("model: dropout is reproducible per (seed, rank, step) and off in eval
   auto logits = [&](Model& m, std::uint64_t rank, std::uint64_t step, bool training) {
     m.set_dropout_context(rank, step);
     m.forward(x.data(), labels.data(), batch, training);
-    return std::vector<float>(m.logits(), m.logits() + batch * 4);
+    std::vector<float> z(batch * 4);
+    m.copy_logits(0, z.data(), z.size());
+    return z;
   };
   CHECK(logits(*a, 0, 1, true) == logits(*b, 0, 1, true));
   CHECK(logits(*a, 0, 1, true) != logits(*a, 0, 2, true));
@@ -249,9 +251,12 @@ TEST_CASE("model: bf16 and fp16 store the matmul weights, activations and gradie
     // The master weights are untouched; the logits are on the grid, and not
     // all of them are fp32's.
     CHECK(copy_of(m->params()) == master);
-    const float* logits = m->logits();
+    // Stored in 16 bits, widened exactly.
+    CHECK(m->logits().dtype == p);
+    std::vector<float> logits(batch * 5), ref_logits(batch * 5);
+    m->copy_logits(0, logits.data(), logits.size());
+    ref->copy_logits(0, ref_logits.data(), ref_logits.size());
     std::size_t differ = 0;
-    const float* ref_logits = ref->logits();
     for (std::size_t i = 0; i < batch * 5; ++i) {
       CHECK(kernels::round_to_precision_grid(logits[i], p) == logits[i]);
       differ += logits[i] != ref_logits[i];

@@ -112,10 +112,10 @@ TEST_CASE("the adapter around an fp32-only layer gives the stored path's bits",
       const Step adapted = step(spec("plain_batch_norm", "plain_relu"), p, layout, &adapted_dtypes);
       CHECK(adapted.loss == stored.loss);
       CHECK(adapted.grads == stored.grads);
-      // The adapted nodes' outputs are 16-bit buffers too; the logits are fp32.
+      // The adapted nodes' outputs are 16-bit buffers too, the logits as well.
       CHECK(adapted_dtypes == stored_dtypes);
       CHECK(adapted_dtypes.at(1) == p);
-      CHECK(adapted_dtypes.back() == DType::f32);
+      CHECK(adapted_dtypes.back() == p);
       // And the 16-bit run is not the fp32 one.
       std::vector<DType> wide_dtypes;
       const Step wide = step(spec("batch_norm", "relu"), DType::f32, layout, &wide_dtypes);

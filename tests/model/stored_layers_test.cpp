@@ -17,6 +17,7 @@
 #include "ringtrain/model/model_spec.h"
 #include "ringtrain/ops/compute_context.h"
 #include "ringtrain/ops/precision.h"
+#include "ringtrain/ops/softmax_cross_entropy.h"
 #include "tests/model/test_data.h"
 
 using namespace ringtrain;
@@ -223,4 +224,45 @@ TEST_CASE("stored layers: the token embedding takes its ids in fp32", "[model][p
     CHECK(y16 == narrow(*ctx, y, p));
     CHECK(typed.grads == wide.grads);
   }
+}
+
+TEST_CASE("stored layers: the loss reads 16-bit logits and writes a 16-bit gradient",
+          "[model][precision]") {
+  // The same loss as on the logits widened, and the gradient of the fp32
+  // loss narrowed, bit for bit; with label smoothing, a mix and an ignored row.
+  const std::size_t rows = 5, classes = 7;
+  const std::vector<std::int32_t> labels{3, 0, -100, 6, 2}, second{1, 0, 4, 6, 5};
+  for (const DType p : {DType::bf16, DType::f16}) {
+    for (const bool mixed : {false, true}) {
+      INFO(dtype_name(p) << (mixed ? " mixed" : ""));
+      const auto ctx = ComputeContext::create(Device::cpu(), Tf32Mode::pytorch_default, p);
+      const auto z = on_grid(50, rows * classes, p);
+      auto z16 = narrow(*ctx, z, p);
+      const BufferView zv{z16.data(), z16.size(), p, Device::cpu()};
+      const LabelMix mix = mixed ? LabelMix{second.data(), 0.7f} : LabelMix{};
+      const float smoothing = mixed ? 0.1f : 0.0f;
+      double wide_totals[3] = {}, typed_totals[3] = {};
+      softmax_cross_entropy_accumulate(*ctx, z.data(), labels.data(), rows, classes, nullptr,
+                                       nullptr, wide_totals, smoothing, mix);
+      softmax_cross_entropy_accumulate(*ctx, zv, labels.data(), rows, classes, nullptr, nullptr,
+                                       typed_totals, smoothing, mix);
+      CHECK(typed_totals[0] == wide_totals[0]);
+      CHECK(typed_totals[1] == wide_totals[1]);
+      std::vector<float> dz(rows * classes);
+      softmax_cross_entropy_backward(*ctx, z.data(), labels.data(), rows, classes, 0.3f, dz.data(),
+                                     smoothing, mix);
+      std::vector<std::uint16_t> dz16(dz.size());
+      softmax_cross_entropy_backward(*ctx, zv, labels.data(), rows, classes, 0.3f,
+                                     {dz16.data(), dz16.size(), p, Device::cpu()}, smoothing, mix);
+      for (float& e : dz) e = kernels::round_to_precision_grid(e, p);
+      CHECK(dz16 == narrow(*ctx, dz, p));
+    }
+  }
+  // Another dtype is refused, naming it.
+  const auto ctx = ComputeContext::create(Device::cpu(), Tf32Mode::pytorch_default, DType::f32);
+  std::vector<std::int32_t> ids(rows * classes);
+  CHECK_THROWS_WITH(softmax_cross_entropy_forward(
+                        *ctx, BufferView{ids.data(), ids.size(), DType::i32, Device::cpu()},
+                        labels.data(), rows, classes, nullptr, nullptr),
+                    Catch::Contains("not a storage dtype"));
 }

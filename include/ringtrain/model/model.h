@@ -108,7 +108,7 @@ class Model {
   std::string layer_kernels(std::size_t layer) const;
   std::vector<std::size_t> layer_output_shape(std::size_t layer) const;  // per sample
   // What the node's output buffer holds: the storage dtype of --precision
-  // (f32, bf16, f16), but f32 for the last node's (the logits the loss reads).
+  // (f32, bf16, f16), the logits included.
   DType layer_output_dtype(std::size_t layer) const;
   // [offset, offset + count) of the layer's parameters in the flat buffers;
   // empty (offset, offset) for a layer without parameters.
@@ -116,8 +116,14 @@ class Model {
   // A human-readable table: layer, output shape, parameters.
   std::string summary() const;
   // Bytes of activations and activation gradients the model holds per sample
-  // of max_batch (each node's output, each gradient buffer, the scratch).
+  // of max_batch: each node's output, the gradient buffers (planned by
+  // liveness), the input's narrowed or transposed copy. They grow with depth.
   std::size_t activation_bytes_per_sample() const { return activation_bytes_per_sample_; }
+  // Bytes per sample of the scratch the layers share, sized for the largest
+  // layer: a contribution before it is summed, and under bf16/fp16 the fp32
+  // copies that a layer taking only fp32 reads and writes (the adapter) and a
+  // GPU convolution's widened operands.
+  std::size_t workspace_bytes_per_sample() const { return workspace_bytes_per_sample_; }
 
   // Re-points the gradients at external memory (e.g. a communicator's shared
   // window): f32, param_count elements, on the model's device. The model's own
@@ -170,7 +176,11 @@ class Model {
   // event there before another stream reads the gradients.
   void backward(float grad_scale, bool accumulate,
                 const std::function<void(std::size_t layer)>& on_layer_ready = {});
-  const float* logits() const;  // batch x num_classes of the last forward (device memory on a GPU)
+  // batch x num_classes (x rows per sample) logits of the last forward, in the
+  // storage dtype of --precision, on the model's device.
+  BufferView logits() const;
+  // `count` of them from `first` on, widened to fp32 into host memory (exact).
+  void copy_logits(std::size_t first, float* host, std::size_t count) const;
   void zero_grads();
 
   // Per-node timing (bench step --layers): while a timer is set (null: off,
@@ -205,8 +215,8 @@ class Model {
   // Binds every layer to its range of the parameters and `grads` (a tied
   // layer to its owner's).
   void bind_layers(float* grads);
-  const float* run_layers(const float* x, const std::int32_t* labels, std::size_t batch,
-                          bool training);
+  BufferView run_layers(const float* x, const std::int32_t* labels, std::size_t batch,
+                        bool training);
   // What the layers are bound to: the master weights, or their low-precision copy.
   float* layer_params();
   struct State;
@@ -215,7 +225,8 @@ class Model {
   std::vector<std::size_t> input_shape_;
   Layout layout_ = Layout::nchw;
   std::size_t num_classes_ = 0, rows_per_sample_ = 1;
-  std::size_t param_count_ = 0, buffer_count_ = 0, activation_bytes_per_sample_ = 0;
+  std::size_t param_count_ = 0, buffer_count_ = 0, activation_bytes_per_sample_ = 0,
+              workspace_bytes_per_sample_ = 0;
   std::vector<ParamInfo> param_info_, buffer_info_;
   std::unique_ptr<State> state_;
   LabelMix label_mix_;

@@ -1,11 +1,15 @@
 // Fused softmax cross-entropy with mean reduction over a [rows, classes] block
 // of logits and int32 labels, both on ctx's device. A label of kIgnoreLabel
-// (-100, PyTorch's ignore_index) adds no loss and no gradient.
+// (-100, PyTorch's ignore_index) adds no loss and no gradient. The logits and
+// their gradient are fp32, or the 16-bit storage of --precision bf16/fp16
+// (read widened, the gradient rounded once as it is stored); the loss is
+// computed in fp32 either way. The float* forms are the fp32 ones.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
+#include "ringtrain/core/buffer_view.h"
 #include "ringtrain/ops/compute_context.h"
 
 namespace ringtrain {
@@ -31,25 +35,47 @@ struct SoftmaxCrossEntropyResult {
 // (used on the GPU only; may be null on the CPU). A label outside
 // [0, classes) is an Error naming the row and the label.
 SoftmaxCrossEntropyResult softmax_cross_entropy_forward(const ComputeContext& ctx,
-                                                        const float* logits,
+                                                        BufferView logits,
                                                         const std::int32_t* labels,
                                                         std::size_t rows, std::size_t classes,
                                                         float* row_loss, std::int32_t* row_correct);
+inline SoftmaxCrossEntropyResult softmax_cross_entropy_forward(
+    const ComputeContext& ctx, const float* logits, const std::int32_t* labels, std::size_t rows,
+    std::size_t classes, float* row_loss, std::int32_t* row_correct) {
+  return softmax_cross_entropy_forward(ctx, view_of(logits, rows * classes, ctx.device()), labels,
+                                       rows, classes, row_loss, row_correct);
+}
 // The same loss without a host round trip: adds the rows' loss sum, correct
 // count and bad-label count to totals[0..2] (kernels::kLossTotalsCount
 // doubles on ctx's device). On the CPU a bad label is an Error at once; on a
 // GPU it is counted, for the reader of the totals to report.
-void softmax_cross_entropy_accumulate(const ComputeContext& ctx, const float* logits,
+void softmax_cross_entropy_accumulate(const ComputeContext& ctx, BufferView logits,
                                       const std::int32_t* labels, std::size_t rows,
                                       std::size_t classes, float* row_loss,
                                       std::int32_t* row_correct, double* totals,
                                       float smoothing = 0.0f, const LabelMix& mix = {});
+inline void softmax_cross_entropy_accumulate(const ComputeContext& ctx, const float* logits,
+                                             const std::int32_t* labels, std::size_t rows,
+                                             std::size_t classes, float* row_loss,
+                                             std::int32_t* row_correct, double* totals,
+                                             float smoothing = 0.0f, const LabelMix& mix = {}) {
+  softmax_cross_entropy_accumulate(ctx, view_of(logits, rows * classes, ctx.device()), labels, rows,
+                                   classes, row_loss, row_correct, totals, smoothing, mix);
+}
 // dlogits = scale * (softmax(logits) - target), target the one-hot label (or
 // the mix's soft target) or, with label smoothing e, (1 - e) target + e /
 // classes; for the gradient of grad_scale * mean loss, scale = grad_scale / rows.
-void softmax_cross_entropy_backward(const ComputeContext& ctx, const float* logits,
+void softmax_cross_entropy_backward(const ComputeContext& ctx, BufferView logits,
                                     const std::int32_t* labels, std::size_t rows,
-                                    std::size_t classes, float scale, float* dlogits,
+                                    std::size_t classes, float scale, BufferView dlogits,
                                     float smoothing = 0.0f, const LabelMix& mix = {});
+inline void softmax_cross_entropy_backward(const ComputeContext& ctx, const float* logits,
+                                           const std::int32_t* labels, std::size_t rows,
+                                           std::size_t classes, float scale, float* dlogits,
+                                           float smoothing = 0.0f, const LabelMix& mix = {}) {
+  softmax_cross_entropy_backward(ctx, view_of(logits, rows * classes, ctx.device()), labels, rows,
+                                 classes, scale, view_of(dlogits, rows * classes, ctx.device()),
+                                 smoothing, mix);
+}
 
 }  // namespace ringtrain

@@ -53,18 +53,18 @@ void gpu_bias_grad(const GpuHandles& h, BufferView dy, float* dbias, std::size_t
   kernels::bias_grad_cuda(dy.ptr, dy.dtype, dbias, outer, channels, inner, accumulate, h.scratch,
                           kGpuScratchFloats, h.stream);
 }
-void gpu_softmax_ce_forward(void* stream, const float* logits, const std::int32_t* labels,
+void gpu_softmax_ce_forward(void* stream, BufferView logits, const std::int32_t* labels,
                             std::size_t rows, std::size_t classes, float* row_loss,
                             std::int32_t* row_correct, float smoothing, const std::int32_t* second,
                             float lam) {
-  kernels::softmax_ce_forward_cuda(logits, labels, rows, classes, row_loss, row_correct, smoothing,
-                                   second, lam, stream);
+  kernels::softmax_ce_forward_cuda(logits.ptr, logits.dtype, labels, rows, classes, row_loss,
+                                   row_correct, smoothing, second, lam, stream);
 }
-void gpu_softmax_ce_backward(void* stream, const float* logits, const std::int32_t* labels,
-                             std::size_t rows, std::size_t classes, float scale, float* dlogits,
+void gpu_softmax_ce_backward(void* stream, BufferView logits, const std::int32_t* labels,
+                             std::size_t rows, std::size_t classes, float scale, BufferView dlogits,
                              float smoothing, const std::int32_t* second, float lam) {
-  kernels::softmax_ce_backward_cuda(logits, labels, rows, classes, scale, dlogits, smoothing,
-                                    second, lam, stream);
+  kernels::softmax_ce_backward_cuda(logits.ptr, logits.dtype, labels, rows, classes, scale,
+                                    dlogits.ptr, dlogits.dtype, smoothing, second, lam, stream);
 }
 void gpu_loss_totals_add(void* stream, const float* row_loss, const std::int32_t* row_correct,
                          std::size_t rows, double* totals) {
