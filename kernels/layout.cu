@@ -15,22 +15,26 @@ namespace {
 
 constexpr unsigned kTile = 32, kTileRows = 8;
 
-__global__ void transpose_batched_kernel(const float* __restrict__ x, float* __restrict__ y,
+// x and y of storage types T and D (a 16-bit activation, or a 16-bit gradient
+// into an fp32 sum): widened into the tile, narrowed (if at all) as stored.
+template <typename T, typename D>
+__global__ void transpose_batched_kernel(const T* __restrict__ x, D* __restrict__ y,
                                          std::size_t batch, std::size_t rows, std::size_t cols) {
   // +1: the column reads of the tile fall in different shared-memory banks.
   __shared__ float tile[kTile][kTile + 1];
   const std::size_t r0 = static_cast<std::size_t>(blockIdx.y) * kTile;
   const std::size_t c0 = static_cast<std::size_t>(blockIdx.x) * kTile;
   for (std::size_t n = blockIdx.z; n < batch; n += gridDim.z) {
-    const float* xn = x + n * rows * cols;
+    const T* xn = x + n * rows * cols;
     for (unsigned k = threadIdx.y; k < kTile; k += kTileRows) {
       const std::size_t i = r0 + k, j = c0 + threadIdx.x;
-      if (i < rows && j < cols) tile[k][threadIdx.x] = xn[i * cols + j];
+      if (i < rows && j < cols) tile[k][threadIdx.x] = load(xn, i * cols + j);
     }
     __syncthreads();
     for (unsigned k = threadIdx.y; k < kTile; k += kTileRows) {
       const std::size_t j = c0 + k, i = r0 + threadIdx.x;
-      if (i < rows && j < cols) y[transposed_index(n, i, j, rows, cols)] = tile[threadIdx.x][k];
+      if (i < rows && j < cols)
+        store(y, transposed_index(n, i, j, rows, cols), tile[threadIdx.x][k]);
     }
     __syncthreads();
   }
@@ -61,14 +65,19 @@ __global__ void gap_nhwc_backward_kernel(const T* __restrict__ dy, D* __restrict
 
 }  // namespace
 
-void transpose_batched_cuda(const float* x, float* y, std::size_t batch, std::size_t rows,
-                            std::size_t cols, void* stream) {
+void transpose_batched_cuda(const void* x, DType x_type, void* y, DType y_type, std::size_t batch,
+                            std::size_t rows, std::size_t cols, void* stream) {
   if (batch == 0 || rows == 0 || cols == 0) return;
   const dim3 grid(static_cast<unsigned>((cols + kTile - 1) / kTile),
                   static_cast<unsigned>((rows + kTile - 1) / kTile),
                   static_cast<unsigned>(std::min<std::size_t>(batch, 65535)));
-  transpose_batched_kernel<<<grid, dim3(kTile, kTileRows), 0, static_cast<cudaStream_t>(stream)>>>(
-      x, y, batch, rows, cols);
+  with_storage_pair(x_type, y_type, [&](auto t, auto d) {
+    using T = decltype(t);
+    using D = decltype(d);
+    transpose_batched_kernel<<<grid, dim3(kTile, kTileRows), 0,
+                               static_cast<cudaStream_t>(stream)>>>(
+        static_cast<const T*>(x), static_cast<D*>(y), batch, rows, cols);
+  });
   RT_CUDA_CHECK_LAUNCH();
 }
 

@@ -8,9 +8,10 @@
 namespace ringtrain::kernels {
 
 // y = x transposed per batch item: [batch, rows, cols] -> [batch, cols, rows]
-// (kernels/layout.cuh). y must not overlap x.
-void transpose_batched_cuda(const float* x, float* y, std::size_t batch, std::size_t rows,
-                            std::size_t cols, void* stream);
+// (kernels/layout.cuh), x and y of storage dtypes each (f32, bf16, f16;
+// narrowing rounds, widening is exact). y must not overlap x.
+void transpose_batched_cuda(const void* x, DType x_type, void* y, DType y_type, std::size_t batch,
+                            std::size_t rows, std::size_t cols, void* stream);
 
 // Global average pool over channels-last [N, H*W, C]: y[n, c] is the mean of
 // the pixels, summed in pixel order as the NCHW kernel sums them.

@@ -39,6 +39,18 @@ void FlattenLayer::backward(const float*, const float*, const float* dy, float* 
   nchw_to_nhwc(ctx_, dy, dx, batch, in[0], in[1] * in[2]);
 }
 
+void FlattenLayer::forward_stored(const std::vector<BufferView>& xs, BufferView y,
+                                  std::size_t batch, bool) {
+  const Shape& in = input_shape();
+  transpose_batched(ctx_, xs.at(0), y, batch, in[1] * in[2], in[0]);  // NHWC -> NCHW
+}
+void FlattenLayer::backward_stored(const std::vector<BufferView>&, BufferView, BufferView dy,
+                                   const std::vector<BufferView>& dxs, std::size_t batch, bool) {
+  if (dxs.at(0).ptr == nullptr) return;
+  const Shape& in = input_shape();
+  transpose_batched(ctx_, dy, dxs[0], batch, in[0], in[1] * in[2]);  // NCHW -> NHWC
+}
+
 std::uint64_t DropoutLayer::key() const {
   return dropout_mask_key(context_.seed, context_.rank, context_.step, index_);
 }

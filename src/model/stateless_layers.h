@@ -55,7 +55,7 @@ class ElementwiseActivationLayer final : public Layer, public StoresActivations 
 // Channels-last, the graph leaves the spatial domain here: the features are
 // transposed back to NCHW order, so the layer after it (and its weights) sees
 // what it sees in NCHW; then flatten is a copy, not a view.
-class FlattenLayer final : public Layer {
+class FlattenLayer final : public Layer, public StoresActivations {
  public:
   FlattenLayer(std::string name, const Shape& input, const ComputeContext& ctx,
                Layout layout = Layout::nchw)
@@ -66,6 +66,13 @@ class FlattenLayer final : public Layer {
   void forward(const float* x, float* y, std::size_t batch, bool training) override;
   void backward(const float* x, const float* y, const float* dy, float* dx, std::size_t batch,
                 bool accumulate) override;
+  // The transpose moves 16-bit words as they are (a view has nothing to store).
+  bool stores_activations() const override { return transposes_; }
+  void forward_stored(const std::vector<BufferView>& xs, BufferView y, std::size_t batch,
+                      bool training) override;
+  void backward_stored(const std::vector<BufferView>& xs, BufferView y, BufferView dy,
+                       const std::vector<BufferView>& dxs, std::size_t batch,
+                       bool accumulate) override;
 
  private:
   const ComputeContext& ctx_;

@@ -174,9 +174,16 @@ void gpu_global_avg_pool_forward(void* stream, BufferView x, BufferView y, std::
                                  std::size_t channels, std::size_t hw, bool nhwc);
 void gpu_global_avg_pool_backward(void* stream, BufferView dy, BufferView dx, std::size_t batch,
                                   std::size_t channels, std::size_t hw, bool nhwc);
-// The batched transpose of the layout ops.
-void gpu_transpose_batched(void* stream, const float* x, float* y, std::size_t batch,
+// The batched transpose of the layout ops, x and y of storage dtypes each.
+void gpu_transpose_batched(void* stream, BufferView x, BufferView y, std::size_t batch,
                            std::size_t rows, std::size_t cols);
+// The fp32 form (a filter's copy); the launch reads no view's device.
+inline void gpu_transpose_batched(void* stream, const float* x, float* y, std::size_t batch,
+                                  std::size_t rows, std::size_t cols) {
+  const std::size_t n = batch * rows * cols;
+  gpu_transpose_batched(stream, BufferView{const_cast<float*>(x), n, DType::f32, Device::cuda(0)},
+                        BufferView{y, n, DType::f32, Device::cuda(0)}, batch, rows, cols);
+}
 // y += a x; x *= f.
 void gpu_axpy(void* stream, float a, const float* x, float* y, std::size_t n);
 // out = a x + y on the grid of precision (kernels/precision.cuh codes).

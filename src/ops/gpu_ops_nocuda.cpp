@@ -180,7 +180,7 @@ void gpu_global_avg_pool_backward(void*, BufferView, BufferView, std::size_t, st
                                   std::size_t, bool) {
   no_cuda("global_avg_pool");
 }
-void gpu_transpose_batched(void*, const float*, float*, std::size_t, std::size_t, std::size_t) {
+void gpu_transpose_batched(void*, BufferView, BufferView, std::size_t, std::size_t, std::size_t) {
   no_cuda("a layout transpose");
 }
 void gpu_relu_forward_stored(void*, BufferView, BufferView) {

@@ -209,6 +209,7 @@ TEST_CASE(
     compare("avg_pool2d(kernel=3, stride=2, padding=1)", {Shape{3, 9, 8}}, 0, layout);
     compare("global_avg_pool", {Shape{6, 4, 5}}, 0, layout);
     compare("dropout(p=0.3)", {Shape{3, 4, 5}}, 0, layout);
+    if (layout == Layout::nhwc) compare("flatten", {Shape{3, 4, 5}}, 0, layout);
     if (layout == Layout::nchw) compare("position_embedding(context=6)", {Shape{4, 5}}, 0);
     compare("a = relu; b = relu; y = concat(a, b)", {Shape{2, 3, 4}, Shape{3, 3, 4}}, 0, layout);
   }

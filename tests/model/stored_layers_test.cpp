@@ -196,6 +196,10 @@ TEST_CASE("stored layers: GPT-2's tanh GELU", "[model][precision]") {
   check_stored("gelu_tanh", {Shape{3, 16}});
 }
 
+TEST_CASE("stored layers: flatten's channels-last transpose", "[model][precision]") {
+  check_stored("flatten", {Shape{3, 4, 5}}, Layout::nhwc);
+}
+
 TEST_CASE("stored layers: the position embedding", "[model][precision]") {
   check_stored("position_embedding(context=6)", {Shape{4, 5}});
 }

@@ -5,9 +5,9 @@
 
 namespace ringtrain::detail {
 
-void gpu_transpose_batched(void* stream, const float* x, float* y, std::size_t batch,
+void gpu_transpose_batched(void* stream, BufferView x, BufferView y, std::size_t batch,
                            std::size_t rows, std::size_t cols) {
-  kernels::transpose_batched_cuda(x, y, batch, rows, cols, stream);
+  kernels::transpose_batched_cuda(x.ptr, x.dtype, y.ptr, y.dtype, batch, rows, cols, stream);
 }
 void gpu_global_avg_pool_forward(void* stream, BufferView x, BufferView y, std::size_t batch,
                                  std::size_t channels, std::size_t hw, bool nhwc) {
