@@ -3,8 +3,10 @@
 // applies it to each row.
 #include "model/linear_layer.h"
 
+#include "ringtrain/core/check.h"
 #include "ringtrain/ops/bias.h"
 #include "ringtrain/ops/gemm.h"
+#include "ringtrain/ops/precision.h"
 #include "ringtrain/tensor/device_memory.h"
 
 namespace ringtrain {
@@ -15,7 +17,9 @@ LinearLayer::LinearLayer(std::string name, const Shape& input, std::size_t out,
       ctx_(ctx),
       rows_(input.rank() == 2 ? input[0] : 1),
       in_(input.rank() == 2 ? input[1] : input.numel()),
-      out_(out) {}
+      out_(out) {
+  if (stores_activations()) w16_ = Tensor::empty({out_ * in_}, ctx_.precision(), ctx_.device());
+}
 
 std::vector<ParamDesc> LinearLayer::param_descs() const {
   return {{"weight", Shape{out_, in_}, in_}, {"bias", Shape{out_}, 0}};
@@ -56,14 +60,18 @@ void LinearLayer::backward(const float* x, const float*, const float* dy, float*
 
 void LinearLayer::forward_stored(const std::vector<BufferView>& xs, BufferView y,
                                  std::size_t samples, bool) {
-  linear_forward_stored(ctx_, xs.at(0), w_, b_, y, samples * rows_, in_, out_);
+  // W is on the grid (the model's compute copy): narrowing it is exact.
+  convert_storage(ctx_, w16_.buffer(), view_of(w_, out_ * in_, ctx_.device()));
+  w16_fresh_ = true;
+  linear_forward_stored(ctx_, xs.at(0), w16_.buffer(), b_, y, samples * rows_, in_, out_);
 }
 
 void LinearLayer::backward_stored(const std::vector<BufferView>& xs, BufferView, BufferView dy,
                                   const std::vector<BufferView>& dxs, std::size_t samples,
                                   bool accumulate) {
-  linear_backward_stored(ctx_, xs.at(0), w_, dy, dxs.at(0), dw_, db_, samples * rows_, in_, out_,
-                         accumulate);
+  RT_CHECK(w16_fresh_, "layer '{}': a stored backward without a stored forward before it", name());
+  linear_backward_stored(ctx_, xs.at(0), w16_.buffer(), dy, dxs.at(0), dw_, db_, samples * rows_,
+                         in_, out_, accumulate);
 }
 
 }  // namespace ringtrain

@@ -2,6 +2,7 @@
 
 #include "model/layer.h"
 #include "ringtrain/ops/compute_context.h"
+#include "ringtrain/tensor/tensor.h"
 
 namespace ringtrain {
 
@@ -29,6 +30,10 @@ class LinearLayer final : public Layer, public StoresActivations, public Ignores
   const ComputeContext& ctx_;
   std::size_t rows_, in_, out_;  // rows per sample: 1, or T of a [T, in] input
   float *w_ = nullptr, *b_ = nullptr, *dw_ = nullptr, *db_ = nullptr;
+  // The stored path's 16-bit copy of W, made by each forward (one narrowing
+  // pass) and read by its backward, so that no product casts W per call.
+  Tensor w16_;
+  bool w16_fresh_ = false;
 };
 
 }  // namespace ringtrain

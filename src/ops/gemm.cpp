@@ -58,13 +58,13 @@ float* wide_output(const ComputeContext& ctx, std::size_t n) {
 }
 }  // namespace
 
-void linear_forward_stored(const ComputeContext& ctx, BufferView x, const float* w, const float* b,
+void linear_forward_stored(const ComputeContext& ctx, BufferView x, BufferView w, const float* b,
                            BufferView y, std::size_t rows, std::size_t in, std::size_t out) {
   if (rows == 0) return;
   float* c = wide_output(ctx, rows * out);
   const Device d = ctx.device();
-  detail::gpu_gemm_stored(detail::handles_of(ctx), false, true, rows, out, in, 1.0f, x, in,
-                          view_of(w, out * in, d), in, 0.0f, c, out);
+  detail::gpu_gemm_stored(detail::handles_of(ctx), false, true, rows, out, in, 1.0f, x, in, w, in,
+                          0.0f, c, out);
   const BufferView product = view_of(c, rows * out, d);
   if (b != nullptr)
     bias_add_into(ctx, y, product, b, rows, out, 1);
@@ -72,7 +72,7 @@ void linear_forward_stored(const ComputeContext& ctx, BufferView x, const float*
     convert_storage(ctx, y, product);
 }
 
-void linear_backward_stored(const ComputeContext& ctx, BufferView x, const float* w, BufferView dy,
+void linear_backward_stored(const ComputeContext& ctx, BufferView x, BufferView w, BufferView dy,
                             BufferView dx, float* dw, float* db, std::size_t rows, std::size_t in,
                             std::size_t out, bool accumulate) {
   const Device d = ctx.device();
@@ -92,8 +92,7 @@ void linear_backward_stored(const ComputeContext& ctx, BufferView x, const float
   // dx = dy W: straight into an fp32 dx, else through the scratch, rounded once.
   const bool wide = dx.dtype == DType::f32;
   float* c = wide ? dx.as<float>() : wide_output(ctx, rows * in);
-  detail::gpu_gemm_stored(h, false, false, rows, in, out, 1.0f, dy, out, view_of(w, out * in, d),
-                          in, 0.0f, c, in);
+  detail::gpu_gemm_stored(h, false, false, rows, in, out, 1.0f, dy, out, w, in, 0.0f, c, in);
   if (!wide) convert_storage(ctx, dx, view_of(c, rows * in, d));
 }
 

@@ -34,15 +34,16 @@ void gemm_strided_batched(const ComputeContext& ctx, bool trans_a, bool trans_b,
 // under bf16/fp16 (an Error elsewhere: the CPU runs the fp32 products of the
 // widened values through the model's adapter). x [rows, in] and y [rows, out]
 // are views of the context's 16-bit dtype, read and written by cuBLAS with no
-// cast; W [out, in] is fp32 on the grid (cast once per call), b [out] fp32 or
-// null. Forward accumulates x Wᵀ in fp32 into the context's widening scratch,
-// adds b there and rounds y once, as the fp32 path rounds.
-void linear_forward_stored(const ComputeContext& ctx, BufferView x, const float* w, const float* b,
+// cast; W [out, in] is the layer's 16-bit copy of its weights (made once per
+// forward), b [out] fp32 or null. Forward accumulates x Wᵀ in fp32 into the
+// context's widening scratch, adds b there and rounds y once, as the fp32
+// path rounds.
+void linear_forward_stored(const ComputeContext& ctx, BufferView x, BufferView w, const float* b,
                            BufferView y, std::size_t rows, std::size_t in, std::size_t out);
 // db and dW = dyᵀ x in fp32 (overwritten, or added to when accumulate); dx =
 // dy W into dx's dtype (16-bit, or fp32 where the model sums; a null ptr: not
 // wanted).
-void linear_backward_stored(const ComputeContext& ctx, BufferView x, const float* w, BufferView dy,
+void linear_backward_stored(const ComputeContext& ctx, BufferView x, BufferView w, BufferView dy,
                             BufferView dx, float* dw, float* db, std::size_t rows, std::size_t in,
                             std::size_t out, bool accumulate);
 

@@ -207,6 +207,7 @@ class CudnnConvPlan final : public GpuConvPlan {
         w_nhwc_ = DeviceBytes(weight_bytes());
         dw_nhwc_ = DeviceBytes(weight_bytes());
       }
+      if (sixteen_bit()) w16_ = DeviceBytes(weight_elements() * sizeof(std::uint16_t));
       entries_.reserve(4);
       plan_max_batch(add_entry(std::max<std::size_t>(max_batch, 1)));
     } catch (...) {
@@ -279,9 +280,8 @@ class CudnnConvPlan final : public GpuConvPlan {
   void forward_stored(BufferView x, const float* w, BufferView y, std::size_t batch) override {
     require_stored(x, "x");
     require_stored(y, "y");
-    w = filter_for_layout(w);
     Entry& e = entry(batch);
-    const std::uint16_t* w16 = weights16(e, w);
+    const std::uint16_t* w16 = refresh_weights16(w);
     if (!e.fwd16)
       e.fwd16 = choose_later("16-bit forward", e.batch, [&](const DeviceBytes& ws, std::string* t) {
         return find_forward(e, true, x.ptr, w16, y.ptr, ws, t);
@@ -309,17 +309,24 @@ class CudnnConvPlan final : public GpuConvPlan {
     backward_filter(x32, dy32, dw, batch, accumulate);
   }
 
-  void backward_data_stored(const float* w, BufferView dy, BufferView dx,
+  void backward_data_stored(const float*, BufferView dy, BufferView dx,
                             std::size_t batch) override {
     require_stored(dy, "dy");
-    w = filter_for_layout(w);
+    // The filter's 16-bit copy of this step's forward: the weights do not
+    // change between a forward and its backward.
+    RT_CHECK(w16_fresh_, "conv2d: a stored backward without a stored forward before it");
+    const auto* w16 = static_cast<const std::uint16_t*>(w16_.get());
     Entry& e = entry(batch);
-    const std::uint16_t* w16 = weights16(e, w);
     // An fp32 dx (where the model sums several gradients) is cuDNN's 16-bit
-    // dx widened.
+    // dx widened, through the context's widening scratch (free here: the
+    // weight gradient is queued before, on the same stream).
     const bool wide = dx.dtype == DType::f32;
-    if (wide) require_scratch(e.batch, dx.count);
-    void* out = wide ? static_cast<void*>(handles_->half_scratch[2]) : dx.ptr;
+    RT_CHECK(!wide || dx.count <= handles_->wide_capacity,
+             "conv2d {}x{}x{} -> {}, batch {}: an fp32 dx of {} elements exceeds the widening "
+             "scratch of {} reserved at model build",
+             g_.in_channels, g_.height, g_.width, g_.out_channels, batch, dx.count,
+             handles_->wide_capacity);
+    void* out = wide ? static_cast<void*>(handles_->wide_scratch[0]) : dx.ptr;
     if (!wide) require_stored(dx, "dx");
     if (!e.bwd_data16)
       e.bwd_data16 =
@@ -332,8 +339,9 @@ class CudnnConvPlan final : public GpuConvPlan {
         static_cast<cudnnConvolutionBwdDataAlgo_t>(e.bwd_data16->algo), workspace_.get(),
         workspace_.size(), &zero, e.x16, out));
     if (wide)
-      gpu_from_precision_bits(stream_, dx.as<float>(), handles_->half_scratch[2], dx.count,
-                              precision_);
+      gpu_from_precision_bits(stream_, dx.as<float>(),
+                              reinterpret_cast<const std::uint16_t*>(handles_->wide_scratch[0]),
+                              dx.count, precision_);
   }
 
   std::string describe() const override {
@@ -362,7 +370,9 @@ class CudnnConvPlan final : public GpuConvPlan {
         out += "; " + one(sixteen_bit() ? "bwd-data(fp32)" : "bwd-data", ConvAlgoOp::backward_data,
                           e.bwd_data);
     }
-    if (nhwc()) out += "; nhwc (filter transposed per call)";
+    if (nhwc())
+      out += stores_16bit() ? "; nhwc (16-bit filter transposed once per forward)"
+                            : "; nhwc (filter transposed per call)";
     return out;
   }
 
@@ -388,14 +398,20 @@ class CudnnConvPlan final : public GpuConvPlan {
     RT_CHECK(v.dtype == precision_, "conv2d: its {} is {}, not the context's {}", what,
              dtype_name(v.dtype), precision_label());
   }
-  // The filter's 16-bit copy, in the context's scratch (the layer's fp32
-  // compute weights, already on the grid, convert exactly).
-  const std::uint16_t* weights16(const Entry& e, const float* w) {
+  // The stored path's filter: the layer's fp32 compute weights (on the grid:
+  // exact) narrowed into the plan's own 16-bit copy, in NHWC transposed to
+  // [K, R, S, C] in the same kernel. Made once per forward; its backward
+  // reads it as it is.
+  const std::uint16_t* refresh_weights16(const float* w) {
     const std::size_t nw = weight_elements();
-    require_scratch(e.batch, nw);
-    std::uint16_t* w16 = handles_->half_scratch[1];
-    gpu_to_precision_bits(stream_, w16, w, nw, precision_);
-    return w16;
+    const BufferView to{w16_.get(), nw, precision_, Device::cuda(0)};
+    const BufferView from{const_cast<float*>(w), nw, DType::f32, Device::cuda(0)};
+    if (nhwc())
+      gpu_transpose_batched(stream_, from, to, g_.out_channels, g_.in_channels, g_.kh() * g_.kw());
+    else
+      gpu_to_precision_bits(stream_, static_cast<std::uint16_t*>(w16_.get()), w, nw, precision_);
+    w16_fresh_ = true;
+    return static_cast<const std::uint16_t*>(w16_.get());
   }
 
   // y = conv(x, w) on 16-bit copies of x and the filter, y cast back to fp32.
@@ -692,6 +708,10 @@ class CudnnConvPlan final : public GpuConvPlan {
   DeviceBytes dw_scratch_;  // backward filter's Find output for later batch sizes
   // NHWC: the [K, R, S, C] weight copy and weight gradient (empty in NCHW).
   DeviceBytes w_nhwc_, dw_nhwc_;
+  // The stored path's 16-bit filter (refresh_weights16), and whether a
+  // forward has made it.
+  DeviceBytes w16_;
+  bool w16_fresh_ = false;
 };
 
 }  // namespace
