@@ -1,18 +1,35 @@
 #include "model/tied_lm_head_layer.h"
 
+#include <algorithm>
+
 #include "ringtrain/core/check.h"
 #include "ringtrain/ops/gemm.h"
+#include "ringtrain/ops/precision.h"
 
 namespace ringtrain {
 
+namespace {
+// The stored path's fp32 scratch: 256 MiB at most, whatever the batch (a
+// block of GPT-2's 50,257 logits is 1,315 rows). A block's product is a GEMM
+// of that many rows, long enough to keep a GPU busy.
+constexpr std::size_t kBlockFloats = std::size_t{64} << 20;
+}  // namespace
+
 TiedLmHeadLayer::TiedLmHeadLayer(std::string name, const Shape& input, std::string embedding,
-                                 std::size_t vocab, const ComputeContext& ctx)
+                                 std::size_t vocab, const ComputeContext& ctx,
+                                 std::size_t max_batch, std::size_t block_floats)
     : Layer(std::move(name), input, Shape{input[0], vocab}),
       ctx_(ctx),
       embedding_(std::move(embedding)),
       t_(input[0]),
       c_(input[1]),
-      vocab_(vocab) {}
+      vocab_(vocab) {
+  if (!stores_activations()) return;
+  const std::size_t floats = block_floats > 0 ? block_floats : kBlockFloats;
+  block_rows_ =
+      std::clamp<std::size_t>(floats / (c_ + vocab_), 1, std::max<std::size_t>(max_batch, 1) * t_);
+  block_ = Tensor::empty({block_rows_ * (c_ + vocab_)}, DType::f32, ctx_.device());
+}
 
 void TiedLmHeadLayer::bind(float* params, float* grads) {
   e_ = params;
@@ -35,6 +52,47 @@ void TiedLmHeadLayer::backward(const float* x, const float*, const float* dy, fl
        c_, ctx_.precision());
   if (dx != nullptr)
     gemm(ctx_, false, false, rows, c_, vocab_, 1.0f, dy, vocab_, e_, c_, 0.0f, dx, c_);
+}
+
+void TiedLmHeadLayer::forward_stored(const std::vector<BufferView>& xs, BufferView y,
+                                     std::size_t batch, bool) {
+  RT_CHECK(e_ != nullptr, "layer '{}': not tied to the embedding '{}'", name(), embedding_);
+  const BufferView& x = xs.at(0);
+  const std::size_t rows = batch * t_;
+  float* x32 = block_.data_as<float>();
+  float* y32 = x32 + block_rows_ * c_;
+  const Device d = ctx_.device();
+  for (std::size_t r = 0; r < rows; r += block_rows_) {
+    const std::size_t n = std::min(block_rows_, rows - r);
+    convert_storage(ctx_, view_of(x32, n * c_, d), x.slice(r * c_, n * c_));
+    gemm(ctx_, false, true, n, vocab_, c_, 1.0f, x32, c_, e_, c_, 0.0f, y32, vocab_);
+    convert_storage(ctx_, y.slice(r * vocab_, n * vocab_), view_of(y32, n * vocab_, d));
+  }
+}
+
+void TiedLmHeadLayer::backward_stored(const std::vector<BufferView>& xs, BufferView, BufferView dy,
+                                      const std::vector<BufferView>& dxs, std::size_t batch,
+                                      bool accumulate) {
+  const std::size_t rows = batch * t_;
+  // dE = dy^T x, both 16-bit in place, into the fp32 gradient (first: the
+  // embedding adds its own after).
+  gemm_stored(ctx_, true, false, vocab_, c_, rows, 1.0f, dy, vocab_, xs.at(0), c_,
+              accumulate ? 1.0f : 0.0f, de_, c_);
+  const BufferView& dx = dxs.at(0);
+  if (dx.ptr == nullptr) return;
+  // dx = dy E, a block of rows at a time: dy widened, the fp32 product
+  // straight into an fp32 dx, else narrowed into it.
+  float* dx32 = block_.data_as<float>();
+  float* dy32 = dx32 + block_rows_ * c_;
+  const Device d = ctx_.device();
+  const bool wide = dx.dtype == DType::f32;
+  for (std::size_t r = 0; r < rows; r += block_rows_) {
+    const std::size_t n = std::min(block_rows_, rows - r);
+    convert_storage(ctx_, view_of(dy32, n * vocab_, d), dy.slice(r * vocab_, n * vocab_));
+    float* out = wide ? dx.as<float>() + r * c_ : dx32;
+    gemm(ctx_, false, false, n, c_, vocab_, 1.0f, dy32, vocab_, e_, c_, 0.0f, out, c_);
+    if (!wide) convert_storage(ctx_, dx.slice(r * c_, n * c_), view_of(dx32, n * c_, d));
+  }
 }
 
 }  // namespace ringtrain

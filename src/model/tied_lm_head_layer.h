@@ -6,21 +6,45 @@
 #include <string>
 
 #include "model/layer.h"
+#include "ringtrain/tensor/tensor.h"
 
 namespace ringtrain {
 
 // [T, C] -> [T, vocab] logits = x E^T with E the token embedding's weight
 // (weight tying, as GPT-2): no parameters of its own; Model binds it to the
 // embedding's, and its weight gradient is added there.
-class TiedLmHeadLayer final : public Layer {
+//
+// On a GPU under bf16/fp16 it stores its activations: x, the logits and their
+// gradient stay the model's 16-bit buffers. E is fp32 (docs/precision.md), so
+// the logits and dx = dy E are fp32 products; they go through the layer's own
+// fp32 scratch a block of rows at a time, so that the model needs no fp32
+// copy of the whole [rows, vocab] logits (GPT-2 at 16 x 1024 tokens: 3.3 GB
+// each for the adapter's output and gradient). dE = dyᵀ x reads the two
+// 16-bit tensors in place. On the CPU the model's adapter runs it in fp32.
+class TiedLmHeadLayer final : public Layer,
+                              public StoresActivations,
+                              public IgnoresOutputInBackward {
  public:
+  // block_floats: the stored path's scratch (0: 256 MiB; tests pass less,
+  // to run several blocks).
   TiedLmHeadLayer(std::string name, const Shape& input, std::string embedding, std::size_t vocab,
-                  const ComputeContext& ctx);
+                  const ComputeContext& ctx, std::size_t max_batch = 1,
+                  std::size_t block_floats = 0);
   const std::string& tied_to() const override { return embedding_; }
   void bind(float* params, float* grads) override;
   void forward(const float* x, float* y, std::size_t batch, bool training) override;
   void backward(const float* x, const float* y, const float* dy, float* dx, std::size_t batch,
                 bool accumulate) override;
+  bool stores_activations() const override {
+    return ctx_.is_cuda() && ctx_.precision() != DType::f32;
+  }
+  void forward_stored(const std::vector<BufferView>& xs, BufferView y, std::size_t batch,
+                      bool training) override;
+  void backward_stored(const std::vector<BufferView>& xs, BufferView y, BufferView dy,
+                       const std::vector<BufferView>& dxs, std::size_t batch,
+                       bool accumulate) override;
+  // Rows per block of the stored path's fp32 scratch.
+  std::size_t block_rows() const { return block_rows_; }
 
  private:
   const ComputeContext& ctx_;
@@ -28,6 +52,10 @@ class TiedLmHeadLayer final : public Layer {
   std::size_t t_, c_, vocab_;
   const float* e_ = nullptr;
   float* de_ = nullptr;
+  // The stored path's scratch: block_rows_ x (C + vocab) floats, a block of
+  // x (or dx) widened beside its logits (or their gradient) widened.
+  std::size_t block_rows_ = 0;
+  Tensor block_;
 };
 
 }  // namespace ringtrain

@@ -44,6 +44,19 @@ void gemm_strided_batched(const ComputeContext& ctx, bool trans_a, bool trans_b,
          c + i * stride_c, ldc);
 }
 
+void gemm_stored(const ComputeContext& ctx, bool trans_a, bool trans_b, std::size_t m,
+                 std::size_t n, std::size_t k, float alpha, BufferView a, std::size_t lda,
+                 BufferView b, std::size_t ldb, float beta, float* c, std::size_t ldc) {
+  RT_CHECK(ctx.is_cuda() && ctx.precision() != DType::f32,
+           "a 16-bit product in place runs on a GPU under bf16/fp16 only");
+  RT_CHECK(a.dtype == ctx.precision() && b.dtype == ctx.precision(),
+           "a 16-bit product of {} and {} on a {} context", dtype_name(a.dtype),
+           dtype_name(b.dtype), dtype_name(ctx.precision()));
+  if (m == 0 || n == 0) return;
+  detail::gpu_gemm_stored(detail::handles_of(ctx), trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
+                          beta, c, ldc);
+}
+
 namespace {
 // The context's fp32 widening scratch (reserved at model build), for `n` values.
 float* wide_output(const ComputeContext& ctx, std::size_t n) {

@@ -18,6 +18,7 @@
 
 #include "kernels/precision.cuh"
 #include "model/layer.h"
+#include "model/tied_lm_head_layer.h"
 #include "ringtrain/launch/gpu_runtime.h"
 #include "ringtrain/model/model_spec.h"
 #include "ringtrain/ops/compute_context.h"
@@ -226,6 +227,49 @@ TEST_CASE(
     compare("batch_norm", {Shape{5, 6, 7}}, 1e-2, layout);
     compare("conv2d(out=8, kernel=3, padding=1, bias=0)", {Shape{4, 9, 9}}, 2e-2, layout);
     compare("conv2d(out=8, kernel=3, stride=2, padding=1)", {Shape{4, 9, 9}}, 2e-2, layout);
+  }
+}
+
+TEST_CASE("gpu stored tied LM head agrees with the CPU's fp32 head within one 16-bit rounding",
+          "[gpu]") {
+  // Blocks of 5 rows over 2 x 7 rows: the last block is short.
+  const std::size_t batch = 2, t = 7, c = 6, vocab = 11, rows = batch * t;
+  for (const DType p : {DType::bf16, DType::f16}) {
+    INFO(dtype_name(p));
+    const auto cpu = ComputeContext::create(Device::cpu(), Tf32Mode::off, p);
+    const auto gpu = ComputeContext::create(kGpu, Tf32Mode::off, p);
+    TiedLmHeadLayer wide("head", Shape{t, c}, "wte", vocab, *cpu, batch);
+    TiedLmHeadLayer typed("head", Shape{t, c}, "wte", vocab, *gpu, batch, 5 * (c + vocab));
+    REQUIRE(typed.stores_activations());
+    REQUIRE(typed.block_rows() == 5);
+    std::vector<float> e = test::hashed_vector(70, vocab * c);  // fp32, off the grid
+    std::vector<float> de(e.size(), 0.25f);
+    wide.bind(e.data(), de.data());
+    Tensor ge = to_gpu(e), gde = to_gpu(de);
+    typed.bind(ge.data_as<float>(), gde.data_as<float>());
+    const auto x = on_grid(71, rows * c, p), dy = on_grid(72, rows * vocab, p);
+    std::vector<float> y(rows * vocab), dx(rows * c);
+    wide.forward(x.data(), y.data(), batch, true);
+    wide.backward(x.data(), y.data(), dy.data(), dx.data(), batch, true);
+    const Tensor gx = words_to_gpu(words_of(x, p), p), gdy = words_to_gpu(words_of(dy, p), p);
+    Tensor gy = Tensor::empty({rows * vocab}, p, kGpu);
+    Tensor gdx16 = Tensor::empty({rows * c}, p, kGpu),
+           gdx32 = Tensor::empty({rows * c}, DType::f32, kGpu);
+    const std::vector<BufferView> xs{gx.buffer()};
+    typed.forward_stored(xs, gy.buffer(), batch, true);
+    typed.backward_stored(xs, gy.buffer(), gdy.buffer(), {gdx16.buffer()}, batch, true);
+    const std::vector<float> y16 = floats_of(words_to_host(gy, *gpu), p);
+    const std::vector<float> dx16 = floats_of(words_to_host(gdx16, *gpu), p);
+    for (std::size_t i = 0; i < y.size(); ++i)
+      CHECK(y16[i] == Approx(y[i]).epsilon(1e-2).margin(1e-4));
+    for (std::size_t i = 0; i < dx.size(); ++i)
+      CHECK(dx16[i] == Approx(dx[i]).epsilon(1e-2).margin(1e-4));
+    // dE accumulated onto 0.25 twice on the GPU (two backwards), once on the CPU.
+    typed.backward_stored(xs, gy.buffer(), gdy.buffer(), {gdx32.buffer()}, batch, true);
+    const std::vector<float> dx32 = to_host(gdx32, *gpu), gde_host = to_host(gde, *gpu);
+    for (std::size_t i = 0; i < dx.size(); ++i) CHECK(dx32[i] == Approx(dx[i]).epsilon(1e-4));
+    for (std::size_t i = 0; i < de.size(); ++i)
+      CHECK(gde_host[i] - 0.25f == Approx(2.0f * (de[i] - 0.25f)).epsilon(1e-4).margin(1e-5));
   }
 }
 

@@ -30,6 +30,13 @@ void gemm_strided_batched(const ComputeContext& ctx, bool trans_a, bool trans_b,
                           std::size_t stride_b, float beta, float* c, std::size_t ldc,
                           std::size_t stride_c, std::size_t batch);
 
+// C = alpha op(A) op(B) + beta C with A and B views of the context's 16-bit
+// dtype, read in place (cublasGemmEx, tensor cores), and C fp32: on a GPU
+// under bf16/fp16 only (an Error elsewhere). Row-major, as gemm.
+void gemm_stored(const ComputeContext& ctx, bool trans_a, bool trans_b, std::size_t m,
+                 std::size_t n, std::size_t k, float alpha, BufferView a, std::size_t lda,
+                 BufferView b, std::size_t ldb, float beta, float* c, std::size_t ldc);
+
 // A linear layer's products on the model's 16-bit activations, on a GPU
 // under bf16/fp16 (an Error elsewhere: the CPU runs the fp32 products of the
 // widened values through the model's adapter). x [rows, in] and y [rows, out]
