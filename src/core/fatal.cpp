@@ -1,5 +1,6 @@
 #include "ringtrain/core/fatal.h"
 
+#include <dlfcn.h>
 #include <mpi.h>
 #include <unistd.h>
 
@@ -40,6 +41,19 @@ static_assert(std::atomic<bool>::is_always_lock_free, "set from a signal handler
 // the job sets up: a runtime failure (a lost rank, a timeout) is often met
 // while the launcher is already ending the job, and must be said at once.
 constexpr double kAgreementSeconds = 2.0;
+// Open MPI 4 (ORTE) has every rank that calls MPI_Abort send mpirun an
+// 8-line "MPI_ABORT was invoked" box (with "N more processes have sent help
+// message" lines after it), and mpirun, busy killing the ranks, sometimes
+// garbles one into "ORTE_ERROR_LOG: Data unpack would read past end of buffer
+// in file util/show_help.c". The fatal line above already names the rank and
+// the cause. Open MPI's own switch for its help and error messages,
+// orte_execute_quiet (mpirun -q), is set here in this process only, just
+// before it aborts: mpirun's own messages (a rank killed by a signal, a launch
+// failure) stay. It is not writable through MPI_T (not a settable variable),
+// hence the symbol; other MPI libraries lack it, and then nothing changes.
+void quiet_mpi_abort_banner() {
+  if (void* quiet = ::dlsym(RTLD_DEFAULT, "orte_execute_quiet")) *static_cast<bool*>(quiet) = true;
+}
 }  // namespace
 
 void note_termination_signal() noexcept {
@@ -131,8 +145,10 @@ void fatal_as(const char* label, const std::string& message, int exit_code) {
     // With one process there is no peer to release: MPI_Abort would only add
     // Open MPI's banner to the one line above (convert, eval, predict run so).
     int world = 0;
-    if (MPI_Comm_size(MPI_COMM_WORLD, &world) != MPI_SUCCESS || world != 1)
+    if (MPI_Comm_size(MPI_COMM_WORLD, &world) != MPI_SUCCESS || world != 1) {
+      quiet_mpi_abort_banner();
       MPI_Abort(MPI_COMM_WORLD, exit_code);
+    }
   }
   _exit(exit_code);
 }

@@ -5,16 +5,23 @@
 # the others; where they fail differently, each distinct message is said
 # once. Every case ends at once with its exit code, under mpirun with 3 ranks.
 # (Bad input only, exit 2: a runtime failure is said at once by each rank.)
+# And nothing of Open MPI's after the message: no MPI_ABORT box, no "more
+# process has sent help message" lines, no ORTE_ERROR_LOG (Open MPI 4 printed
+# the box once per aborting rank and sometimes garbled one into an
+# ORTE_ERROR_LOG line).
 source "$(dirname "$0")/lib.sh"
 : "${MAKE_FIXTURES:?}"
 FX=$WORK/fixtures
 "$MAKE_FIXTURES" "$FX" > /dev/null || fail "cannot make the data fixtures"
 
-# lines NAME REGEX COUNT: the log holds COUNT lines matching REGEX.
+# lines NAME REGEX COUNT: the log holds COUNT lines matching REGEX, and no
+# line of Open MPI's abort noise.
 lines() {  # NAME REGEX COUNT
   local n
   n=$(grep -cE -- "$2" "$WORK/$1.log" || true)
   [ "$n" -eq "$3" ] || { cat "$WORK/$1.log"; fail "$1: $n lines match /$2/, expected $3"; }
+  ! grep -qE "MPI_ABORT|sent help message|orte_base_help_aggregate|ORTE_ERROR_LOG" "$WORK/$1.log" \
+    || { cat "$WORK/$1.log"; fail "$1: Open MPI's abort noise after the message"; }
 }
 
 # The same bad flag on every rank (found before MPI starts).
