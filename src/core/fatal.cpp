@@ -33,6 +33,8 @@ std::atomic<bool> g_in_fatal{false};
 std::string g_fatal_message;  // written once, before the hooks run
 std::atomic<std::thread::id> g_fatal_thread{};
 std::atomic<bool> g_termination_signal{false};
+std::mutex g_relay_mutex;
+std::string g_relay, g_relay_origin;  // note_relayed_error
 static_assert(std::atomic<bool>::is_always_lock_free, "set from a signal handler");
 
 // Ranks that find the same bad input fail within milliseconds of each other,
@@ -58,6 +60,12 @@ void quiet_mpi_abort_banner() {
 
 void note_termination_signal() noexcept {
   g_termination_signal.store(true);
+}
+
+void note_relayed_error(const std::string& relay, const std::string& origin) {
+  std::lock_guard lock(g_relay_mutex);
+  g_relay = relay;
+  g_relay_origin = origin;
 }
 
 std::string fatal_message() {
@@ -101,9 +109,15 @@ void fatal_as(const char* label, const std::string& message, int exit_code) {
   // After the launcher's SIGTERM, a runtime failure here is the job being
   // torn down for another rank's error: one message per job, that rank's.
   const bool torn_down = g_termination_signal.load() && exit_code != kInputErrorExitCode;
+  std::string origin;
+  {
+    std::unique_lock lock(g_relay_mutex, std::try_to_lock);
+    if (lock.owns_lock() && !g_relay.empty() && g_relay == message) origin = g_relay_origin;
+  }
   const FatalAgreement agreed = torn_down ? FatalAgreement{}
                                 : exit_code == kInputErrorExitCode
-                                    ? agree_on_fatal(message, exit_code, kAgreementSeconds)
+                                    ? agree_on_fatal(message, exit_code, kAgreementSeconds,
+                                                     origin.empty() ? nullptr : &origin)
                                     : FatalAgreement{};
   if (torn_down) {
     // Said by the rank that ended the job.
