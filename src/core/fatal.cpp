@@ -92,15 +92,19 @@ void fatal(const std::string& message, int exit_code) {
 
 void fatal_as(const char* label, const std::string& message, int exit_code) {
   // A second fatal must not recurse or deadlock. From a hook of the first
-  // (same thread) it goes straight to the exit; from another thread (the
-  // communication thread timing out too) it waits a while for the first to
-  // finish its hooks (the flight recorder's verdict) and end the process.
+  // (same thread) it is said and goes straight to the exit; from another
+  // thread (the communication thread finding the same dead peer or timing
+  // out too) it is the same failure seen twice, said already by the first,
+  // and it only waits a while for the first to finish its hooks (the flight
+  // recorder's verdict) and end the process.
   if (g_in_fatal.exchange(true)) {
+    if (g_fatal_thread.load() != std::this_thread::get_id()) {
+      std::this_thread::sleep_for(std::chrono::seconds(20));
+      _exit(exit_code);
+    }
     std::fprintf(stderr, "%s %s (while aborting): %s\n", rank_prefix().c_str(), label,
                  message.c_str());
     std::fflush(stderr);
-    if (g_fatal_thread.load() != std::this_thread::get_id())
-      std::this_thread::sleep_for(std::chrono::seconds(20));
     _exit(exit_code);
   }
   g_fatal_thread = std::this_thread::get_id();
