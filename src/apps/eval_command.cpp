@@ -296,7 +296,7 @@ int run_watch(const EvalFlags& f, const Topology& topo, Communicator& control, D
     control.broadcast(BufferView{order.data(), 2, DType::i64, Device::cpu()},
                       BufferView{order.data(), 2, DType::i64, Device::cpu()}, 0);
     if (order[0] == kStopBySignal) {
-      log0("stopped by {} after {} evaluation(s)", signal_name(stop_signal_number()), evaluated);
+      log0("stopped by {} after {} evaluation(s)", stop_reason(stop_signal_number()), evaluated);
       return 0;
     }
     if (order[0] == kAlreadyFinished) {

@@ -14,8 +14,9 @@ namespace ringtrain {
 namespace {
 
 MPI_Comm g_fatal_comm = MPI_COMM_NULL;
-constexpr int kOfferTag = 1;    // a failing rank's fingerprint
-constexpr int kPrintedTag = 2;  // the speaker's word that its line is out
+constexpr int kOfferTag = 1;       // a failing rank's fingerprint
+constexpr int kPrintedTag = 2;     // the speaker's word that its line is out
+constexpr int kRelayOfferTag = 3;  // a relay's offer: the fingerprint of its origin's message
 
 bool mpi_usable() {
   int initialized = 0;
@@ -62,7 +63,8 @@ void close_fatal_agreement() {
   g_fatal_comm = MPI_COMM_NULL;
 }
 
-FatalAgreement agree_on_fatal(const std::string& message, int exit_code, double seconds) {
+FatalAgreement agree_on_fatal(const std::string& message, int exit_code, double seconds,
+                              const std::string* origin) {
   FatalAgreement a;
   int rank = 0;
   if (!mpi_usable() || MPI_Comm_rank(g_fatal_comm, &rank) != MPI_SUCCESS ||
@@ -70,44 +72,60 @@ FatalAgreement agree_on_fatal(const std::string& message, int exit_code, double 
     a.world = 1;
     return a;
   }
-  a.same_ranks = {rank};
+  a.speaker = rank;
+  a.group = {rank};
+  if (origin == nullptr) a.same_ranks = {rank};
   if (a.world <= 1) return a;
-  g_offer = fingerprint(message, exit_code);
+  g_offer = fingerprint(origin != nullptr ? *origin : message, exit_code);
+  const int my_tag = origin != nullptr ? kRelayOfferTag : kOfferTag;
   for (int r = 0; r < a.world; ++r)
-    if (r != rank) send_to(r, &g_offer, kOfferTag);
+    if (r != rank) send_to(r, &g_offer, my_tag);
   // Listen until every other rank has offered (they all failed) or the time
   // is up (some rank goes on, or failed later than this wait).
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  std::vector<int> relays;
+  if (origin != nullptr) relays.push_back(rank);
   int heard = 0;
   while (heard < a.world - 1 && std::chrono::steady_clock::now() < deadline) {
+    // Each offer tag on its own: a speaker's word (another tag) may already
+    // be waiting, and must not hide the offers behind it.
     int flag = 0;
     MPI_Status status;
     if (MPI_Iprobe(MPI_ANY_SOURCE, kOfferTag, g_fatal_comm, &flag, &status) != MPI_SUCCESS) break;
+    if (!flag &&
+        MPI_Iprobe(MPI_ANY_SOURCE, kRelayOfferTag, g_fatal_comm, &flag, &status) != MPI_SUCCESS)
+      break;
     if (!flag) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
       continue;
     }
     std::uint64_t theirs = 0;
-    if (MPI_Recv(&theirs, 1, MPI_UINT64_T, status.MPI_SOURCE, kOfferTag, g_fatal_comm,
+    if (MPI_Recv(&theirs, 1, MPI_UINT64_T, status.MPI_SOURCE, status.MPI_TAG, g_fatal_comm,
                  MPI_STATUS_IGNORE) != MPI_SUCCESS)
       break;
     ++heard;
-    if (theirs == g_offer) a.same_ranks.push_back(status.MPI_SOURCE);
+    if (theirs != g_offer) continue;
+    a.group.push_back(status.MPI_SOURCE);
+    (status.MPI_TAG == kRelayOfferTag ? relays : a.same_ranks).push_back(status.MPI_SOURCE);
   }
+  std::sort(a.group.begin(), a.group.end());
   std::sort(a.same_ranks.begin(), a.same_ranks.end());
-  a.speaks = a.same_ranks.front() == rank;
+  std::sort(relays.begin(), relays.end());
+  // The failing rank says its own error; a relay only when none was heard.
+  a.speaker = !a.same_ranks.empty() ? a.same_ranks.front() : relays.front();
+  a.speaks = a.speaker == rank;
   return a;
 }
 
 void tell_fatal_printed(const FatalAgreement& a) {
-  if (!mpi_usable() || a.same_ranks.size() < 2) return;
-  for (std::size_t i = 1; i < a.same_ranks.size(); ++i)
-    send_to(a.same_ranks[i], &g_printed, kPrintedTag);
+  if (!mpi_usable() || a.group.size() < 2) return;
+  for (int r : a.group)
+    if (r != a.speaker) send_to(r, &g_printed, kPrintedTag);
 }
 
 bool wait_fatal_printed(const FatalAgreement& a, double seconds) {
-  if (!mpi_usable() || a.same_ranks.empty()) return false;
-  const int speaker = a.same_ranks.front();
+  if (!mpi_usable() || a.group.empty()) return false;
+  const int speaker = a.speaker;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   while (std::chrono::steady_clock::now() < deadline) {
     int flag = 0;

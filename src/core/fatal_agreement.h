@@ -7,7 +7,11 @@
 // then know each other: the lowest prints it, naming the others, and tells
 // them so; they print nothing, unless that word does not come (then each says
 // its own line, as a rank that fails alone does). fatal() asks for this for
-// bad input (exit 2) only. Internal: the public headers never see mpi.h.
+// bad input (exit 2) only. A rank that fails only because another did, and
+// says that rank's error on its behalf ("rank 1 could not open its data set:
+// ..."), is a relay: it offers the fingerprint of the origin's message, and
+// the origin speaks in its place (a relay speaks only when no origin is heard).
+// Internal: the public headers never see mpi.h.
 #pragma once
 
 #include <string>
@@ -22,13 +26,18 @@ void close_fatal_agreement();
 
 struct FatalAgreement {
   bool speaks = true;           // this rank prints the message
-  std::vector<int> same_ranks;  // the failing ranks with this rank's message (this one included)
+  int speaker = 0;              // the rank that prints it
+  std::vector<int> same_ranks;  // the failing ranks with this message, relays excluded (this one
+                                // included unless it is a relay)
+  std::vector<int> group;       // every rank with this message, relays included
   int world = 1;
 };
 
 // Offers (message, exit code) and listens for the other ranks' offers. Never
-// throws; returns after at most `seconds`.
-FatalAgreement agree_on_fatal(const std::string& message, int exit_code, double seconds);
+// throws; returns after at most `seconds`. With `origin`, this rank relays
+// another rank's error whose message is *origin.
+FatalAgreement agree_on_fatal(const std::string& message, int exit_code, double seconds,
+                              const std::string* origin = nullptr);
 
 // The speaker, after printing: tells the others of its group that the line is
 // out. The others wait for that word (at most `seconds`) and return whether it

@@ -27,6 +27,7 @@
 #include "data/token_split.h"
 #include "ringtrain/comm/communicator.h"
 #include "ringtrain/core/check.h"
+#include "ringtrain/core/fatal.h"
 #include "ringtrain/core/input_error.h"
 #include "ringtrain/core/log.h"
 #include "ringtrain/data/sample_transform.h"
@@ -467,7 +468,11 @@ Dataset Dataset::open_on_all_ranks(const std::string& path, const std::string& s
     // job before that rank's own message is out.
     const std::string cause = broadcast_text(control, message, failed_max);
     if (!message.empty()) throw Error(message);
-    throw Error(fmt::format("rank {} could not open its data set: {}", failed_max, cause));
+    // Said by the failing rank itself, unless it cannot be heard.
+    const std::string relay =
+        fmt::format("rank {} could not open its data set: {}", failed_max, cause);
+    note_relayed_error(relay, cause);
+    throw Error(relay);
   }
   return std::move(*ds);
 }

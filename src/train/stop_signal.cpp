@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -34,18 +36,40 @@ void build_message(char* out, std::size_t& length, const std::string& text) {
   std::memcpy(out, text.data(), length);
 }
 
-extern "C" void on_stop_signal(int sig) {
+// Open MPI's mpirun (4.x, ORTE) ends a job (on Ctrl-C or SIGTERM to mpirun,
+// or after a rank's failure) by sending every rank SIGCONT, then SIGTERM
+// odls_base_sigkill_timeout (1 s) later, then SIGKILL 1 s after that, and it
+// reads none of the ranks' output in between (it sleeps in that loop). A rank
+// that waited for the SIGTERM had 1 s, and one that logs every step filled
+// its output pipe meanwhile and sat blocked in write() until the SIGKILL: no
+// checkpoint, no summary. So under Open MPI a SIGCONT sent by the rank's
+// parent (mpirun, or orted on another node) is the stop request, 1 s earlier;
+// a SIGCONT from anyone else (a resume after SIGSTOP) is not.
+bool announces_job_end(int sig, const siginfo_t* info) {
+  return sig == SIGCONT && info != nullptr && info->si_code == SI_USER &&
+         info->si_pid == ::getppid();
+}
+
+extern "C" void on_stop_signal(int sig, siginfo_t* info, void* /*context*/) {
   const int saved_errno = errno;
+  if (sig == SIGCONT && !announces_job_end(sig, info)) {
+    errno = saved_errno;
+    return;
+  }
   int expected = 0;
-  // SIGTERM is also how mpirun ends every rank after one rank's fatal error:
-  // said at once, it would follow that error on every surviving rank as if
-  // the job were stopping cleanly. The training loop says it instead, once,
-  // when the ranks agree to stop ("stop requested (SIGTERM)").
+  // SIGTERM is also how mpirun ends every rank after one rank's fatal error,
+  // and SIGCONT announces it: said at once, it would follow that error on
+  // every surviving rank as if the job were stopping cleanly. The training
+  // loop says it instead, once, when the ranks agree to stop ("stop
+  // requested (SIGTERM)"). Only the SIGTERM marks a failure that follows as
+  // the teardown: in the second before it, a rank that finds a peer dead
+  // (kill -9, the OOM killer: nobody has said it) still says so.
+  const bool quiet = sig == SIGTERM || sig == SIGCONT;
   if (sig == SIGTERM) note_termination_signal();
   if (g_signal.compare_exchange_strong(expected, sig)) {
     // Async-signal-safe: write(2) of a prepared buffer. The result is ignored
     // on purpose: nothing can be done about a closed stderr here.
-    if (sig != SIGTERM) {
+    if (!quiet) {
       [[maybe_unused]] auto n = ::write(STDERR_FILENO, g_first_message[sig], g_first_length[sig]);
     }
   } else if (sig == SIGINT) {
@@ -56,7 +80,29 @@ extern "C" void on_stop_signal(int sig) {
   errno = saved_errno;
 }
 
+// A rank that Open MPI's mpirun started (ORTE marks its children's
+// environment), unless mpirun forwards job control: then a SIGCONT from it is
+// the user's "fg" after Ctrl-Z, not the end of the job.
+bool started_by_open_mpi() {
+  if (std::getenv("OMPI_MCA_orte_launch") == nullptr) return false;
+  const char* forward = std::getenv("OMPI_MCA_orte_forward_job_control");
+  if (forward == nullptr) return true;
+  const std::string_view v(forward);
+  return v.empty() || v == "0" || v == "false" || v == "no";
+}
+
 }  // namespace
+
+std::vector<int> default_stop_signals() {
+  std::vector<int> signals = {SIGINT, SIGTERM, SIGUSR1};
+  if (started_by_open_mpi()) signals.push_back(SIGCONT);
+  return signals;
+}
+
+std::string stop_reason(int signal_number) {
+  if (signal_number == SIGCONT) return "SIGCONT: mpirun is ending the job";
+  return signal_name(signal_number);
+}
 
 std::string signal_name(int signal_number) {
   switch (signal_number) {
@@ -72,6 +118,8 @@ std::string signal_name(int signal_number) {
       return "SIGUSR2";
     case SIGQUIT:
       return "SIGQUIT";
+    case SIGCONT:
+      return "SIGCONT";
     default:
       return fmt::format("signal {}", signal_number);
   }
@@ -94,11 +142,11 @@ StopSignalHandler::StopSignalHandler(std::vector<int> signals) : signals_(std::m
   g_signal.store(0);
 
   struct sigaction action {};
-  action.sa_handler = on_stop_signal;
+  action.sa_sigaction = on_stop_signal;
   sigemptyset(&action.sa_mask);
   for (int sig : signals_) sigaddset(&action.sa_mask, sig);
   // Interrupted system calls resume: MPI and file I/O never see EINTR.
-  action.sa_flags = SA_RESTART;
+  action.sa_flags = SA_RESTART | SA_SIGINFO;
   previous_.resize(signals_.size());
   for (std::size_t i = 0; i < signals_.size(); ++i) {
     if (::sigaction(signals_[i], &action, &previous_[i]) != 0) {

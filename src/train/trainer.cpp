@@ -947,7 +947,7 @@ bool Trainer::after_step(StepOutcome& outcome) {
     check_replicas(*control_, hash_bytes(host.data(), host.size() * sizeof(float)), step_);
   }
   if (stop) {
-    log0("stop requested ({}): stopping after step {}", signal_name(stop_flag_), step_);
+    log0("stop requested ({}): stopping after step {}", stop_reason(stop_flag_), step_);
     summary_.last_checkpoint = checkpoint(/*finished=*/false);
     summary_.stopped_by_signal = true;
     return false;

@@ -5,16 +5,24 @@
 # the others; where they fail differently, each distinct message is said
 # once. Every case ends at once with its exit code, under mpirun with 3 ranks.
 # (Bad input only, exit 2: a runtime failure is said at once by each rank.)
+# A data set that one rank alone cannot open is said by that rank, once: the
+# others, which learn its error to stop with it, say nothing. And nothing of
+# Open MPI's after it: no MPI_ABORT box, no "more process has sent help
+# message" lines, no ORTE_ERROR_LOG (Open MPI 4 printed the box once per
+# aborting rank and sometimes garbled one into an ORTE_ERROR_LOG line).
 source "$(dirname "$0")/lib.sh"
 : "${MAKE_FIXTURES:?}"
 FX=$WORK/fixtures
 "$MAKE_FIXTURES" "$FX" > /dev/null || fail "cannot make the data fixtures"
 
-# lines NAME REGEX COUNT: the log holds COUNT lines matching REGEX.
+# lines NAME REGEX COUNT: the log holds COUNT lines matching REGEX, and no
+# line of Open MPI's abort noise.
 lines() {  # NAME REGEX COUNT
   local n
   n=$(grep -cE -- "$2" "$WORK/$1.log" || true)
   [ "$n" -eq "$3" ] || { cat "$WORK/$1.log"; fail "$1: $n lines match /$2/, expected $3"; }
+  ! grep -qE "MPI_ABORT|sent help message|orte_base_help_aggregate|ORTE_ERROR_LOG" "$WORK/$1.log" \
+    || { cat "$WORK/$1.log"; fail "$1: Open MPI's abort noise after the message"; }
 }
 
 # The same bad flag on every rank (found before MPI starts).
@@ -49,4 +57,13 @@ expect 2 one_rank_fails "\[rank 2/[^]]*\] fatal: .*99" \
 # (the model's own words: the others' lines name rank 2's process, whose id
 # may contain 99)
 lines one_rank_fails "fatal: .*expects input \\[99\\]" 1
+# A data set that only rank 1 cannot open (a truncated copy): rank 1 says it,
+# naming its file and the cause; rank 0, which opened its own, stops with it
+# and says nothing (it said "rank 1 could not open its data set: ..." too).
+head -c 5000 "$DATA" > "$WORK/truncated.h5"
+expect 2 one_rank_bad_data "\[rank 1/[^]]*\] fatal: .*truncated.h5.*cannot be opened" \
+  "${MPIRUN[@]}" -np 1 "$R" train --data "$DATA" --model "$MLP" --batch 8 --device cpu : \
+  -np 1 "$R" train --data "$WORK/truncated.h5" --model "$MLP" --batch 8 --device cpu
+lines one_rank_bad_data "fatal" 1
+lines one_rank_bad_data "could not open its data set" 0
 echo "PASS"

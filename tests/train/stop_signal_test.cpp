@@ -1,6 +1,8 @@
 // Stop signals: raising SIGTERM/SIGINT/SIGUSR1 sets the flag and nothing else, the
-// previous handlers come back afterwards, a second SIGINT kills at once, and a
-// SIGTERM from another process stops a polling loop.
+// previous handlers come back afterwards, a second SIGINT kills at once, a
+// SIGTERM from another process stops a polling loop, and in a rank that Open
+// MPI's mpirun started, a SIGCONT from the parent (mpirun ending the job) is a
+// stop request while any other SIGCONT is not.
 #include <catch2/catch.hpp>
 
 #include <signal.h>
@@ -8,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 
 #include "ringtrain/core/error.h"
@@ -136,6 +139,65 @@ TEST_CASE("SIGTERM from another process stops a polling loop") {
   ::kill(pid, SIGTERM);
   int status = 0;
   ::waitpid(pid, &status, 0);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 7);
+}
+
+TEST_CASE("under Open MPI, a SIGCONT from the parent is a stop request, any other is not") {
+  // The child plays the rank, this process its mpirun: ORTE marks the
+  // environment of the processes it starts with OMPI_MCA_orte_launch.
+  int ready[2], resumed[2];
+  REQUIRE(::pipe(ready) == 0);
+  REQUIRE(::pipe(resumed) == 0);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::close(ready[0]);
+    ::close(resumed[1]);
+    ::setenv("OMPI_MCA_orte_launch", "1", 1);
+    StopSignalHandler stop;
+    std::raise(SIGCONT);  // from itself: a resume, not the end of the job
+    if (stop.stop_requested()) ::_exit(41);
+    [[maybe_unused]] auto n = ::write(ready[1], "r", 1);
+    char c = 0;
+    if (::read(resumed[0], &c, 1) != 1) ::_exit(42);
+    ::_exit(stop.signal_number() == SIGCONT ? 7 : 43);
+  }
+  ::close(ready[1]);
+  ::close(resumed[0]);
+  char c = 0;
+  REQUIRE(::read(ready[0], &c, 1) == 1);
+  ::close(ready[0]);
+  // The signal is pending when kill() returns, so the child handles it before
+  // its read() of the byte returns.
+  REQUIRE(::kill(pid, SIGCONT) == 0);
+  REQUIRE(::write(resumed[1], "g", 1) == 1);
+  ::close(resumed[1]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 7);
+  CHECK(stop_reason(SIGCONT) == "SIGCONT: mpirun is ending the job");
+  CHECK(stop_reason(SIGTERM) == "SIGTERM");
+}
+
+TEST_CASE("outside Open MPI, or when mpirun forwards job control, SIGCONT is left alone") {
+  const auto status = in_child([] {
+    ::unsetenv("OMPI_MCA_orte_launch");
+    {
+      StopSignalHandler stop;
+      if (current_handler(SIGCONT) != SIG_DFL) return 41;
+    }
+    ::setenv("OMPI_MCA_orte_launch", "1", 1);
+    ::setenv("OMPI_MCA_orte_forward_job_control", "1", 1);
+    {
+      StopSignalHandler stop;
+      if (current_handler(SIGCONT) != SIG_DFL) return 42;
+    }
+    ::setenv("OMPI_MCA_orte_forward_job_control", "0", 1);
+    StopSignalHandler stop;
+    return current_handler(SIGCONT) != SIG_DFL ? 7 : 43;
+  });
   REQUIRE(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 7);
 }

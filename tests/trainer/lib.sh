@@ -28,6 +28,10 @@ TRAIN_LOG_FLAGS=(--log-every 5 --check-every 5)
 train() {
   local np=$1 out=$2
   shift 2
+  # ctest -j counts a test as its PROCESSORS: more ranks than that would
+  # oversubscribe the machine into timeouts when tests run side by side.
+  [ -z "${RINGTRAIN_TEST_PROCESSORS:-}" ] || [ "$np" -le "$RINGTRAIN_TEST_PROCESSORS" ] \
+    || fail "train -np $np, but the test declares PROCESSORS $RINGTRAIN_TEST_PROCESSORS (tests/trainer/CMakeLists.txt)"
   mkdir -p "$out"
   if ! "${MPIRUN[@]}" -np "$np" "$RINGTRAIN_EXE" train --data "$DATA" --ckpt-dir "$out/ckpt" --keep 100 \
         --logdir "$out" --timeout 60 --device "${TRAIN_DEVICE:-cpu}" "${TRAIN_LOG_FLAGS[@]}" "$@" > "$out/log.txt" 2>&1; then

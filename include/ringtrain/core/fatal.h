@@ -30,6 +30,14 @@ void unregister_abort_hook(AbortHookId id);
 // for the stop-signal handler.
 void note_termination_signal() noexcept;
 
+// A rank that stops only because another rank failed, and throws that rank's
+// error on its behalf (`relay`, e.g. "rank 1 could not open its data set:
+// ..."), notes it before throwing. A fatal() of exactly `relay` (bad input,
+// exit 2) then lets the failing rank say its own line (`origin`, its message)
+// and prints the relay only when that line does not come: one message, from
+// the rank that failed, naming it.
+void note_relayed_error(const std::string& relay, const std::string& origin);
+
 // The message fatal() is ending the job with, for the abort hooks (the flight
 // recorder stores it); empty before fatal() is called.
 std::string fatal_message();

@@ -1,5 +1,5 @@
 // Clean stops: SIGINT, SIGTERM (what Slurm sends at the time limit, and what
-// mpirun forwards on Ctrl-C) and SIGUSR1 only set a flag; the training loop
+// mpirun sends the ranks on Ctrl-C) and SIGUSR1 only set a flag; the training loop
 // polls it at step boundaries, writes a final checkpoint and exits non-zero. A
 // second SIGINT (an impatient Ctrl-C) ends the process at once.
 //
@@ -7,12 +7,15 @@
 // across ranks (an all-reduce of max at the step boundary) before acting on
 // it; otherwise the ranks that stop would leave the others in a collective.
 //
-// Why SIGUSR1: Open MPI's mpirun answers SIGTERM by sending the ranks SIGTERM
-// and then SIGKILL 1 s later (odls_base_sigkill_timeout), too soon for a
-// checkpoint, but forwards SIGUSR1 and does nothing else. launch/ringtrain-mpirun
+// Why SIGUSR1: Open MPI's mpirun answers SIGTERM (and Ctrl-C) by sending the
+// ranks SIGCONT, SIGTERM 1 s later and SIGKILL 1 s after that
+// (odls_base_sigkill_timeout), too soon for a checkpoint of a large model, but
+// forwards SIGUSR1 and does nothing else. launch/ringtrain-mpirun
 // therefore turns a SIGTERM it receives into SIGUSR1 for the ranks, with a
 // grace period before the real SIGTERM; `sbatch --signal=B:USR1@120` does the
-// same under Slurm.
+// same under Slurm. Under a bare mpirun, its SIGCONT from the rank's parent
+// is taken as the stop request (see stop_signal.cpp), which gives the ranks
+// the whole 2 s.
 #pragma once
 
 #include <csignal>
@@ -29,11 +32,16 @@ namespace ringtrain {
 inline constexpr int kStoppedWithCheckpointExitCode = 143;
 inline constexpr int kStoppedUnsavedExitCode = 130;
 
+// SIGINT, SIGTERM and SIGUSR1; and SIGCONT in a rank that Open MPI's mpirun
+// started, where a SIGCONT from the rank's parent announces the end of the
+// job (a SIGCONT from anyone else is ignored).
+std::vector<int> default_stop_signals();
+
 class StopSignalHandler {
  public:
   // Installs the handler for `signals`. Only one handler may be active at a
   // time (Error otherwise). The flag starts cleared.
-  explicit StopSignalHandler(std::vector<int> signals = {SIGINT, SIGTERM, SIGUSR1});
+  explicit StopSignalHandler(std::vector<int> signals = default_stop_signals());
   // Restores the dispositions that were in place before.
   ~StopSignalHandler();
   StopSignalHandler(const StopSignalHandler&) = delete;
@@ -58,5 +66,8 @@ int stop_signal_number();
 
 // "SIGTERM", "SIGINT", or "signal N".
 std::string signal_name(int signal_number);
+// What a stop message says: the signal's name, and for SIGCONT who sent it
+// ("SIGCONT: mpirun is ending the job").
+std::string stop_reason(int signal_number);
 
 }  // namespace ringtrain
