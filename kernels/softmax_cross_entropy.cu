@@ -27,10 +27,12 @@ __global__ void softmax_ce_forward_kernel(const T* __restrict__ logits,
                          smoothing, second_label(second, r), lam);
 }
 
+// The gradient may be written over the logits (the model's in-place logits
+// gradient): each thread reads its row's logits before it writes them, so
+// logits and dlogits carry no __restrict__.
 template <typename T, typename G>
-__global__ void softmax_ce_backward_kernel(const T* __restrict__ logits,
-                                           const int* __restrict__ labels, std::size_t rows,
-                                           int classes, float scale, G* __restrict__ dlogits,
+__global__ void softmax_ce_backward_kernel(const T* logits, const int* __restrict__ labels,
+                                           std::size_t rows, int classes, float scale, G* dlogits,
                                            float smoothing, const int* __restrict__ second,
                                            float lam) {
   const std::size_t r = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
@@ -104,10 +106,9 @@ __global__ void softmax_ce_forward_wide_kernel(const T* __restrict__ logits,
 }
 
 template <typename T, typename G>
-__global__ void softmax_ce_backward_wide_kernel(const T* __restrict__ logits,
-                                                const int* __restrict__ labels, std::size_t rows,
-                                                int classes, float scale,
-                                                G* __restrict__ dlogits, float smoothing,
+__global__ void softmax_ce_backward_wide_kernel(const T* logits, const int* __restrict__ labels,
+                                                std::size_t rows, int classes, float scale,
+                                                G* dlogits, float smoothing,
                                                 const int* __restrict__ second_labels, float lam) {
   const std::size_t r = (blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x) / kWarp;
   const int lane = static_cast<int>(threadIdx.x % kWarp);

@@ -117,6 +117,9 @@ void softmax_cross_entropy_backward(const ComputeContext& ctx, BufferView logits
                                     float smoothing, const LabelMix& mix) {
   check_logits(logits, rows, classes);
   check_logits(dlogits, rows, classes);
+  RT_CHECK(dlogits.ptr != logits.ptr || dlogits.dtype == logits.dtype,
+           "softmax cross-entropy: a {} gradient written over {} logits", dtype_name(dlogits.dtype),
+           dtype_name(logits.dtype));
   if (ctx.is_cuda())
     return detail::gpu_softmax_ce_backward(ctx.stream(), logits, labels, rows, classes, scale,
                                            dlogits, smoothing, mix.second, mix.lam);

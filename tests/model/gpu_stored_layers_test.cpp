@@ -308,6 +308,10 @@ TEST_CASE("gpu loss on 16-bit logits agrees with the CPU's within one 16-bit rou
       const std::vector<float> a = floats_of(dc, p), b = floats_of(words_to_host(dg, *gpu), p);
       for (std::size_t i = 0; i < a.size(); ++i)
         CHECK(b[i] == Approx(a[i]).epsilon(1e-2).margin(1e-6));
+      // Written over the logits, as the model does: the same words.
+      softmax_cross_entropy_backward(*gpu, zg, gl.data_as<std::int32_t>(), rows, classes, 0.25f,
+                                     zg);
+      CHECK(words_to_host(gz, *gpu) == words_to_host(dg, *gpu));
     }
   }
 }

@@ -260,6 +260,10 @@ TEST_CASE("stored layers: the loss reads 16-bit logits and writes a 16-bit gradi
                                      {dz16.data(), dz16.size(), p, Device::cpu()}, smoothing, mix);
       for (float& e : dz) e = kernels::round_to_precision_grid(e, p);
       CHECK(dz16 == narrow(*ctx, dz, p));
+      // Written over the logits (the model's in-place logits gradient): the same words.
+      softmax_cross_entropy_backward(*ctx, zv, labels.data(), rows, classes, 0.3f, zv, smoothing,
+                                     mix);
+      CHECK(z16 == dz16);
     }
   }
   // Another dtype is refused, naming it.

@@ -62,6 +62,8 @@ inline void softmax_cross_entropy_accumulate(const ComputeContext& ctx, const fl
   softmax_cross_entropy_accumulate(ctx, view_of(logits, rows * classes, ctx.device()), labels, rows,
                                    classes, row_loss, row_correct, totals, smoothing, mix);
 }
+// dlogits may be the logits themselves (of the same dtype): each row is read
+// before it is written.
 // dlogits = scale * (softmax(logits) - target), target the one-hot label (or
 // the mix's soft target) or, with label smoothing e, (1 - e) target + e /
 // classes; for the gradient of grad_scale * mean loss, scale = grad_scale / rows.
