@@ -106,8 +106,8 @@ __global__ void softmax_ce_forward_wide_kernel(const T* __restrict__ logits,
 template <typename T, typename G>
 __global__ void softmax_ce_backward_wide_kernel(const T* __restrict__ logits,
                                                 const int* __restrict__ labels, std::size_t rows,
-                                                int classes, float scale,
-                                                G* __restrict__ dlogits, float smoothing,
+                                                int classes, float scale, G* __restrict__ dlogits,
+                                                float smoothing,
                                                 const int* __restrict__ second_labels, float lam) {
   const std::size_t r = (blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x) / kWarp;
   const int lane = static_cast<int>(threadIdx.x % kWarp);
