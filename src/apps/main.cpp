@@ -1,6 +1,8 @@
 // The ringtrain command. Parses flags before MPI starts (so --help and flag
 // errors are instant), then runs the chosen subcommand under the failure
 // policy: any ringtrain::Error on any rank becomes fatal(), which ends the job.
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 
@@ -39,6 +41,8 @@ int refuse_flags(const std::string& message, int argc, char** argv) {
 
 int main(int argc, char** argv) {
   using namespace ringtrain;
+  // Before anything slow: see stop_when_launcher_dies().
+  const pid_t launcher_parent = ::getppid();
   // Until MPI starts, messages (a bad flag, a signal) name the launcher's rank.
   set_log_identity_from_launcher();
   CLI::App app{
@@ -69,6 +73,7 @@ int main(int argc, char** argv) {
 
   std::optional<StopSignalHandler> stop_signals;
   if (ctx.stop_signals_from_start) stop_signals.emplace();
+  stop_when_launcher_dies(launcher_parent);
   std::optional<MpiSession> mpi;
   try {
     mpi.emplace(&argc, &argv);

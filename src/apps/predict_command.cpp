@@ -15,6 +15,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -101,23 +103,81 @@ std::vector<std::string> image_paths(const std::vector<std::string>& given) {
   return paths;
 }
 
-// Each image decoded and fitted to the stored size of the data set's split as
-// `convert images` would, then the evaluation transform. No labels: the rows
-// say what the model sees.
-void predict_folder(const PredictFlags& f, const std::vector<std::string>& paths, Dataset& data,
-                    Model& model, Device device, std::ofstream& out) {
-  const std::vector<std::size_t>& stored = data.stored_shape();
-  RT_CHECK(data.stored_dtype() == SampleDType::u8 && stored.size() == 3,
+// What --images reads new images with: the stored size they are fitted to
+// (as `convert images` did), the bytes' scale and offset, the evaluation
+// transform, the classes and their names. From a data set (--data, else the
+// checkpoint's training data), or from the record a checkpoint keeps of its
+// training data ("input" in its config), which needs no data file.
+struct ImageInput {
+  std::vector<std::size_t> stored;  // C, H, W
+  float scale = 1, offset = 0;
+  int classes = 0;
+  std::vector<std::string> names;  // empty when the data has none
+  std::shared_ptr<const SampleTransform> transform;
+  std::vector<std::size_t> sample_shape() const {
+    return transform ? transform->output_shape(stored) : stored;
+  }
+};
+
+ImageInput image_input_of(Dataset& data) {
+  RT_CHECK(data.stored_dtype() == SampleDType::u8 && data.stored_shape().size() == 3,
            "--images needs --data to be an image set (uint8 C x H x W); {} holds {} {}",
-           data.describe(), shape_string(stored), sample_dtype_name(data.stored_dtype()));
+           data.describe(), shape_string(data.stored_shape()),
+           sample_dtype_name(data.stored_dtype()));
+  return {data.stored_shape(), data.scale(),       data.offset(),
+          data.num_classes(),  data.class_names(), nullptr};
+}
+
+// The checkpoint's record of its training data, with the evaluation
+// transform (--eval-transform, else the training run's); nullopt for a
+// checkpoint written before the record existed.
+std::optional<ImageInput> recorded_image_input(const PredictFlags& f, const std::string& path) {
+  const nlohmann::json config =
+      nlohmann::json::parse(read_checkpoint(path).meta.config_json, nullptr, false);
+  if (!config.is_object() || !config.contains("input")) return std::nullopt;
+  ImageInput in;
+  try {
+    const nlohmann::json& r = config.at("input");
+    in.stored = r.at("stored_shape").get<std::vector<std::size_t>>();
+    in.scale = r.at("scale").get<float>();
+    in.offset = r.at("offset").get<float>();
+    in.classes = r.at("classes").get<int>();
+    if (r.contains("class_names")) in.names = r.at("class_names").get<std::vector<std::string>>();
+  } catch (const nlohmann::json::exception& e) {
+    RT_CHECK(false, "--ckpt {}: its record of the training data ('input') is damaged: {}", path,
+             e.what());
+  }
+  RT_CHECK(in.stored.size() == 3 && in.classes > 0 &&
+               (in.names.empty() || in.names.size() == static_cast<std::size_t>(in.classes)),
+           "--ckpt {}: its record of the training data ('input') is damaged: shape {}, {} "
+           "classes, {} names",
+           path, shape_string(in.stored), in.classes, in.names.size());
+  std::string spec = f.eval_transform;
+  if (spec.empty() && config.contains("eval_transform") && config["eval_transform"].is_string())
+    spec = config["eval_transform"].get<std::string>();
+  if (!spec.empty() && spec != "none")
+    in.transform = SampleTransform::parse(spec, 0, "--eval-transform");
+  log0("--images: image size {} and {} classes{} from checkpoint {}{}", shape_string(in.stored),
+       in.classes, in.names.empty() ? "" : " with their names", path,
+       in.transform ? fmt::format(", evaluation transform {}", in.transform->describe()) : "");
+  return in;
+}
+
+// Each image decoded and fitted to the stored size as `convert images` would,
+// then the evaluation transform. No labels: the rows say what the model sees.
+void predict_folder(const PredictFlags& f, const std::vector<std::string>& paths,
+                    const ImageInput& input, Model& model, Device device, std::ofstream& out) {
+  const std::vector<std::size_t>& stored = input.stored;
   ImageGeometry g;
   g.channels = static_cast<int>(stored[0]);
   g.height = static_cast<int>(stored[1]);
   g.width = static_cast<int>(stored[2]);
   g.fit = f.fit;
-  const std::size_t raw = stored[0] * stored[1] * stored[2], elems = data.sample_elements();
-  const auto nc = static_cast<std::size_t>(data.num_classes());
-  const std::vector<std::string>& names = data.class_names();
+  std::size_t elems = 1;
+  for (std::size_t d : input.sample_shape()) elems *= d;
+  const std::size_t raw = stored[0] * stored[1] * stored[2];
+  const auto nc = static_cast<std::size_t>(input.classes);
+  const std::vector<std::string>& names = input.names;
   // The split's column order: the path stands where the index does, and
   // there is no label.
   out << "path,predicted,probability" << (names.empty() ? "" : ",predicted_name");
@@ -137,12 +197,12 @@ void predict_folder(const PredictFlags& f, const std::vector<std::string>& paths
       for (std::size_t i = 0; i < n; ++i) {
         const Image img = decode_image(paths[b + i], read_file_bytes(paths[b + i]), g.channels);
         fit_image(img, g, bytes.data(), scratch, sized);
-        if (data.transform())
-          data.transform()->apply(bytes.data(), stored, data.scale(), data.offset(), 0, b + i,
-                                  x.data() + i * elems);
+        if (input.transform)
+          input.transform->apply(bytes.data(), stored, input.scale, input.offset, 0, b + i,
+                                 x.data() + i * elems);
         else
           for (std::size_t e = 0; e < raw; ++e)
-            x[i * elems + e] = static_cast<float>(bytes[e]) * data.scale() + data.offset();
+            x[i * elems + e] = static_cast<float>(bytes[e]) * input.scale + input.offset;
       }
       const float* in = x.data();
       const std::int32_t* labels = no_labels.data();
@@ -186,10 +246,14 @@ std::string data_for_images(const PredictFlags& f, const std::string& checkpoint
           : std::string();
   std::error_code ec;
   RT_CHECK(!trained_on.empty() && std::filesystem::is_regular_file(trained_on, ec),
-           "--images without --data: checkpoint {} was trained on '{}', which is not a file here; "
-           "pass --data with that data set (it gives the image size and class names)",
+           "--images without --data: checkpoint {} has no record of its training data's image "
+           "size and class names (it predates them), and was trained on '{}', which is not a "
+           "file here; pass --data with that data set",
            checkpoint_path, trained_on);
-  log0("--images: image size and class names from {}, the checkpoint's training data", trained_on);
+  log0(
+      "--images: image size and class names from {}, the checkpoint's training data "
+      "(a checkpoint written before it kept a record of them)",
+      trained_on);
   return trained_on;
 }
 
@@ -242,26 +306,40 @@ int run_predict(const PredictFlags& f, const Topology& topo) {
   // The newest checkpoint that reads (a damaged newest file is skipped with a
   // warning, as `train --resume latest` does).
   if (std::filesystem::is_directory(path)) path = newest_intact_checkpoint_path(path, "--ckpt");
-  const std::string data_path = f.images.empty() ? f.data : data_for_images(f, path);
+  // --images without --data: the checkpoint's own record when it has one.
+  std::optional<ImageInput> input;
+  if (!f.images.empty() && f.data.empty()) input = recorded_image_input(f, path);
+  const std::string data_path =
+      f.images.empty() ? f.data : (input ? std::string() : data_for_images(f, path));
   guard_output(f.out, {{"--data", data_path}, {"--ckpt", f.ckpt}}, f.force, "-o");
   const std::vector<std::string> images =
       f.images.empty() ? std::vector<std::string>() : image_paths(f.images);
   std::unique_ptr<Communicator> control = make_control_communicator(topo);
-  // Predictions need no labels: data nobody has labelled is what they are for.
-  Dataset data =
-      Dataset::open_on_all_ranks(data_path, f.split, *control, Dataset::Labels::optional);
-  RT_CHECK(!data.is_tokens(),
-           "{} holds tokens: predict writes per-sample class predictions; for a language model "
-           "use 'ringtrain eval' (loss, perplexity) or 'ringtrain generate'",
-           data.describe());
-  use_eval_transform(data, f.eval_transform, path, f.loader_threads);
+  std::optional<Dataset> data;
+  if (!input) {
+    // Predictions need no labels: data nobody has labelled is what they are for.
+    data.emplace(
+        Dataset::open_on_all_ranks(data_path, f.split, *control, Dataset::Labels::optional));
+    RT_CHECK(!data->is_tokens(),
+             "{} holds tokens: predict writes per-sample class predictions; for a language model "
+             "use 'ringtrain eval' (loss, perplexity) or 'ringtrain generate'",
+             data->describe());
+    const std::string spec = use_eval_transform(*data, f.eval_transform, path, f.loader_threads);
+    if (!f.images.empty()) {
+      input = image_input_of(*data);
+      // The data set keeps the transform it was given; the same spec, parsed again.
+      if (!spec.empty()) input->transform = SampleTransform::parse(spec, 0, "--eval-transform");
+    }
+  }
   ModelOptions options;
   options.device = topo.device();
   options.max_batch = f.batch;
   options.precision = parse_precision(f.precision);
   options.layout = parse_layout_choice(f.layout);
   CheckpointModel cm =
-      load_checkpoint_model(path, *control, data.sample_shape(), data.num_classes(), options);
+      input ? load_checkpoint_model(path, *control, input->sample_shape(), input->classes, options)
+            : load_checkpoint_model(path, *control, data->sample_shape(), data->num_classes(),
+                                    options);
   Model& model = *cm.model;
 
   // A temporary name, renamed at the end: an interrupted run leaves no
@@ -274,9 +352,9 @@ int run_predict(const PredictFlags& f, const Topology& topo) {
   std::uint64_t index = 0;
   try {
     if (f.images.empty()) {
-      index = predict_split(f, data, model, topo.device(), out);
+      index = predict_split(f, *data, model, topo.device(), out);
     } else {
-      predict_folder(f, images, data, model, topo.device(), out);
+      predict_folder(f, images, *input, model, topo.device(), out);
       index = images.size();
     }
     out.close();
@@ -295,7 +373,7 @@ int run_predict(const PredictFlags& f, const Topology& topo) {
          cm.meta.step, fmt::join(f.images, ", "), f.out);
   else
     log0("wrote {} predictions of {} (step {}) on {}{} to {}", index, path, cm.meta.step,
-         data.describe(), data.has_labels() ? "" : " (no labels: the label column is empty)",
+         data->describe(), data->has_labels() ? "" : " (no labels: the label column is empty)",
          f.out);
   return 0;
 }
@@ -310,8 +388,8 @@ CLI::App* add_predict_command(CLI::App& app, CommandContext& ctx) {
   sub->add_option("--ckpt", f->ckpt, "Checkpoint file, or a directory (its newest checkpoint)")
       ->required();
   sub->add_option("--data", f->data,
-                  "HDF5 dataset file (with --images: optional, default the checkpoint's training "
-                  "data, for the image size and class names)")
+                  "HDF5 dataset file (with --images: optional; the checkpoint's record of its "
+                  "training data gives the image size and class names)")
       ->check(CLI::ExistingFile);
   sub->add_option("--split", f->split, "Split to predict")->capture_default_str();
   sub->add_option("-o,--out", f->out, "CSV file to write")->required();
@@ -325,8 +403,8 @@ CLI::App* add_predict_command(CLI::App& app, CommandContext& ctx) {
                   "Shared library of layer types the checkpoint's model uses (repeatable)");
   sub->add_option("--images", f->images,
                   "Predict these images, files or folders (every .jpg/.jpeg/.png under a folder; "
-                  "no labels needed) instead of a split: the data set (--data, else the "
-                  "checkpoint's training data) gives the stored "
+                  "no labels needed) instead of a split: --data, else the checkpoint itself "
+                  "(or, for an older one, its training data file) gives the stored "
                   "size and class names; columns path, predicted, probability, predicted_name, "
                   "and with --logits the logits");
   sub->add_option("--fit", f->fit, "With --images: crop, pad or stretch, as at conversion")

@@ -164,9 +164,14 @@ bool FaultPlan::stalls_at(std::string_view point, int rank, std::uint64_t step) 
          (!stall->step || *stall->step == step);
 }
 
-void FaultPlan::stall_at(std::string_view point, int rank, std::uint64_t step) const {
+void FaultPlan::sleep_seconds(double seconds) {
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+}
+
+void FaultPlan::stall_at(std::string_view point, int rank, std::uint64_t step,
+                         const Sleeper& sleep) const {
   if (!stalls_at(point, rank, step)) return;
-  std::this_thread::sleep_for(std::chrono::duration<double>(stall->seconds));
+  sleep(stall->seconds);
 }
 
 void FaultPlan::delay_nccl_join(int rank) const {

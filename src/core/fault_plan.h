@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -72,8 +73,13 @@ struct FaultPlan {
   // Whether the stall fault names this rank, point and step (step 0: a point
   // outside the step loop, e.g. "open").
   bool stalls_at(std::string_view point, int rank, std::uint64_t step) const;
+  // How a stall waits: the thread's sleep in a run; a test passes its own, to
+  // see what was asked for without reading a clock.
+  using Sleeper = std::function<void(double seconds)>;
+  static void sleep_seconds(double seconds);
   // Sleeps for the stall's seconds when stalls_at().
-  void stall_at(std::string_view point, int rank, std::uint64_t step) const;
+  void stall_at(std::string_view point, int rank, std::uint64_t step,
+                const Sleeper& sleep = sleep_seconds) const;
   // Sleeps before this rank joins the NCCL communicator, when planned.
   void delay_nccl_join(int rank) const;
 };

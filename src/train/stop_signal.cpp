@@ -1,6 +1,9 @@
 #include "ringtrain/train/stop_signal.h"
 
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -97,6 +100,22 @@ std::vector<int> default_stop_signals() {
   std::vector<int> signals = {SIGINT, SIGTERM, SIGUSR1};
   if (started_by_open_mpi()) signals.push_back(SIGCONT);
   return signals;
+}
+
+void stop_when_launcher_dies(pid_t launcher_parent) {
+#ifdef __linux__
+  if (std::getenv("OMPI_COMM_WORLD_RANK") == nullptr && std::getenv("PMI_RANK") == nullptr) return;
+  if (::prctl(PR_SET_PDEATHSIG, SIGTERM) != 0) {
+    log_warn("cannot ask to be stopped when mpirun dies (prctl PR_SET_PDEATHSIG): {}",
+             std::strerror(errno));
+    return;
+  }
+  // The parent may have died before the request: then no signal will come,
+  // and this process was already handed to init or a subreaper.
+  if (::getppid() != launcher_parent) ::kill(::getpid(), SIGTERM);
+#else
+  (void)launcher_parent;
+#endif
 }
 
 std::string stop_reason(int signal_number) {

@@ -31,6 +31,8 @@
 #include <optional>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/fault_plan.h"
 #include "core/median.h"
 #include "data/device_widening.h"
@@ -84,6 +86,21 @@
 namespace ringtrain {
 
 namespace {
+
+// What predict --images needs from the training data to read new images with
+// the checkpoint alone: the stored size (images are fitted to it), the bytes'
+// scale and offset, and the classes with their names. Only an image set
+// (uint8 C x H x W) has one; "" otherwise.
+std::string image_input_record(const Dataset& data) {
+  const std::vector<std::size_t>& stored = data.stored_shape();
+  if (data.is_tokens() || data.stored_dtype() != SampleDType::u8 || stored.size() != 3) return "";
+  nlohmann::json record = {{"stored_shape", stored},
+                           {"scale", data.scale()},
+                           {"offset", data.offset()},
+                           {"classes", data.num_classes()}};
+  if (!data.class_names().empty()) record["class_names"] = data.class_names();
+  return record.dump();
+}
 
 // fp16's loss scaler as --loss-scale-init and --loss-scale-window set it
 // (GradScaler's defaults: 2^16, doubled after 2000 clean steps, halved on an
@@ -981,6 +998,7 @@ std::string Trainer::checkpoint(bool finished) {
     position.sampler_global_batch = sampler_global_batch_;
     position.world_size = topo_.world_size();
     position.finished = finished;
+    position.input_json = image_input_record(*train_data_);
     if (loss_scaling()) {
       const kernels::LossScalerState s = nonfinite_->loss_scaler(/*current=*/false);
       position.loss_scale = {s.scale, s.growth_tracker, s.overflows};

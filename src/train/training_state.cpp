@@ -73,6 +73,7 @@ std::string save_training_state(const TrainConfig& cfg, const ModelSpec& spec, M
     cfg_json["loss_scaler"] = {{"scale", position.loss_scale.scale},
                                {"growth_tracker", position.loss_scale.growth_tracker},
                                {"overflows", position.loss_scale.overflows}};
+  if (!position.input_json.empty()) cfg_json["input"] = nlohmann::json::parse(position.input_json);
   meta.config_json = cfg_json.dump();
   meta.finished = position.finished;
   return write_checkpoint_atomic(cfg.ckpt_dir, meta, param_records, state_records, cfg.keep,

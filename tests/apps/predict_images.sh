@@ -8,11 +8,14 @@
 #     temporary beside it (a file path is an image to predict: image_habits.sh);
 #   - a folder: the split's column order (path for index, no label), --logits
 #     columns, one "wrote N predictions" line;
-#   - without --data: the checkpoint's training data gives the size and names;
-#     gone, a clear exit 2 that asks for --data.
+#   - without --data, and with the data file gone: the checkpoint alone gives
+#     the image size, the classes and their names, and the evaluation
+#     transform (its record of the training data), as --data would;
+#   - a checkpoint written before that record: the training data file it
+#     names, and, that file gone, a clear exit 2 that asks for --data.
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
-need_python_modules PIL
+need_python_modules PIL h5py
 cd "$WORK"
 "$PYTHON" - <<'PY' || fail "cannot write the PNG tree"
 import os
@@ -71,11 +74,39 @@ for r in rows:
     assert r["predicted_name"] == ["cat", "dog"][best], r
 PY
 
-expect 0 images_without_data "image size and class names from i.h5, the checkpoint's training data" \
+expect 0 images_without_data "image size 1x8x8 and 2 classes with their names from checkpoint" \
   "$R" predict --ckpt ck --images pngs -o out2.csv
 cmp <(cut -d, -f1-4 out.csv) out2.csv || fail "images_without_data: other predictions than with --data"
 mv i.h5 moved.h5
-expect 2 images_data_gone "trained on 'i.h5', which is not a file here; pass --data" \
-  "$R" predict --ckpt ck --images pngs -o out3.csv
-[ -z "$(find . -maxdepth 1 -name 'out3.csv*')" ] || fail "images_data_gone: left a file"
+expect 0 images_data_gone "wrote 8 predictions" "$R" predict --ckpt ck --images pngs --logits -o out3.csv
+cmp out.csv out3.csv || fail "images_data_gone: other predictions (or columns) than with --data"
+cut -d, -f4 out3.csv | tail -n +2 | sort -u | grep -vxE "cat|dog" && fail "images_data_gone: a class name not the data's"
+
+# An older checkpoint, without the record: its training data file, as before.
+cp "$(ls ck/ckpt-*.h5 | sort -V | tail -1)" old.h5
+"$PYTHON" - old.h5 <<'PY' || fail "cannot strip the record from old.h5"
+import json, sys, h5py
+with h5py.File(sys.argv[1], "r+") as f:
+    config = json.loads(f.attrs["config"])
+    assert "input" in config, "the checkpoint has no 'input' record"
+    del config["input"]
+    f.attrs["config"] = json.dumps(config)
+PY
+expect 2 old_ckpt_data_gone "has no record of .* and was trained on 'i.h5', which is not a file here; pass --data" \
+  "$R" predict --ckpt old.h5 --images pngs -o out4.csv
+[ -z "$(find . -maxdepth 1 -name 'out4.csv*')" ] || fail "old_ckpt_data_gone: left a file"
+mv moved.h5 i.h5
+expect 0 old_ckpt_data_here "image size and class names from i.h5, the checkpoint's training data" \
+  "$R" predict --ckpt old.h5 --images pngs -o out5.csv
+cmp out2.csv out5.csv || fail "old_ckpt_data_here: other predictions than the record's"
+
+# An evaluation transform from --augment: the record's path applies it too
+# (random_crop(6) trains on 6x6 crops; the checkpoint's eval is center_crop(6)).
+"$R" train --data i.h5 --model "mlp:36-8-2" --augment "random_crop(6)" --batch 2 --max-steps 2 \
+  --log-every 1 --ckpt-dir ck6 >train6.log 2>&1 || { cat train6.log; fail "train --augment"; }
+expect 0 crop_with_data "wrote 8 predictions" "$R" predict --ckpt ck6 --data i.h5 --images pngs --logits -o c1.csv
+mv i.h5 moved.h5
+expect 0 crop_data_gone "evaluation transform center_crop" \
+  "$R" predict --ckpt ck6 --images pngs --logits -o c2.csv
+cmp c1.csv c2.csv || fail "crop_data_gone: other predictions than with --data"
 echo "PASS"

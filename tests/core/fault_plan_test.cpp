@@ -2,7 +2,6 @@
 // variable parsed, and a bad value or name an error that names the variable.
 #include <catch2/catch.hpp>
 
-#include <chrono>
 #include <cstdlib>
 #include <map>
 #include <string>
@@ -112,11 +111,17 @@ TEST_CASE("a stall sleeps only at its rank, point and step") {
   CHECK_FALSE(plan.stalls_at("backward", 1, 2));
   CHECK_FALSE(plan.stalls_at("forward", 1, 3));
   CHECK(plan.stalls_at("forward", 1, 2));
-  // ... and where it does, it sleeps at least that long (a lower bound, which
-  // load can only lengthen).
-  const auto t0 = std::chrono::steady_clock::now();
-  plan.stall_at("forward", 1, 2);
-  CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() >= 0.2);
+  // ... and so is how long it sleeps: the sleeper records what it was asked
+  // for, and only the stalling point asks.
+  std::vector<double> asked;
+  const FaultPlan::Sleeper record = [&asked](double seconds) { asked.push_back(seconds); };
+  plan.stall_at("forward", 0, 2, record);
+  plan.stall_at("backward", 1, 2, record);
+  plan.stall_at("forward", 1, 3, record);
+  CHECK(asked.empty());
+  plan.stall_at("forward", 1, 2, record);
+  REQUIRE(asked.size() == 1);
+  CHECK(asked[0] == Approx(0.2));
 }
 
 TEST_CASE("a bad fault value or name is an error naming the variable") {

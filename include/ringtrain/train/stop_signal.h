@@ -18,6 +18,8 @@
 // the whole 2 s.
 #pragma once
 
+#include <sys/types.h>
+
 #include <csignal>
 #include <string>
 #include <vector>
@@ -63,6 +65,16 @@ bool stop_requested();
 // starts, so that a signal during start-up is not fatal).
 bool stop_handler_installed();
 int stop_signal_number();
+
+// In a rank that mpirun started (Open MPI, or MPICH's hydra), asks the kernel
+// to send this process SIGTERM when its parent (mpirun, orted, the hydra
+// proxy) dies: mpirun can exit before signalling the ranks (two Ctrl-Cs close
+// together; kill -9), and the ranks would run on with nobody to stop them.
+// The SIGTERM then takes the usual path (a checkpoint when --ckpt-dir is
+// given, exit 143). launcher_parent: getppid() as early as the process could
+// read it; a parent that is already gone by now gets the SIGTERM at once.
+// Linux only; elsewhere nothing.
+void stop_when_launcher_dies(pid_t launcher_parent);
 
 // "SIGTERM", "SIGINT", or "signal N".
 std::string signal_name(int signal_number);

@@ -35,6 +35,9 @@ struct RunPosition {
   int world_size = 1;
   bool finished = false;
   LossScale loss_scale;  // --precision fp16's scaler; scale 0 without one
+  // The training data's input as predict --images needs it without the data
+  // file (JSON, saved as the config's "input"); empty when there is none.
+  std::string input_json;
 };
 
 // Rank 0 only: writes ckpt-<step>.h5 atomically into cfg.ckpt_dir (keeping
