@@ -11,14 +11,33 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 
-#include "kernels/activation.cuh"
 #include "kernels/axpy.cuh"
 #include "kernels/batch_norm.cuh"
 #include "kernels/precision.cuh"
 #include "kernels/storage.cuh"
 
 namespace ringtrain::kernels {
+
+// v where cond > 0, else +0: relu's select (relu_forward_element(v) is
+// positive_part(v, v), relu_backward_element(y, dy) is positive_part(y, dy),
+// bit for bit). On the host as a mask of v's bits, not a branch: the CPU's
+// fused loops would otherwise branch on the sign of every element (half of
+// them mispredicted); a GPU selects without branching anyway.
+RT_HD float positive_part(float cond, float v) {
+#if defined(__CUDA_ARCH__)
+  return cond > 0.0f ? v : 0.0f;
+#else
+  std::uint32_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  bits &= 0u - static_cast<std::uint32_t>(cond > 0.0f);
+  float out;
+  std::memcpy(&out, &bits, sizeof out);
+  return out;
+#endif
+}
 
 // v as the unfused plan reads it back after storing it as T.
 template <typename T>
@@ -39,13 +58,13 @@ RT_HD float bn_relu_forward_element(float x, float mean, float invstd, const flo
   float v = through_storage<T>(
       round_to_precision_grid(bn_apply_element(x, mean, invstd, gamma, beta, c), precision));
   if (has_residual) v = through_storage<T>(axpy_element(1.0f, residual, v));
-  return relu_forward_element(v);
+  return positive_part(v, v);  // relu_forward_element(v)
 }
 
 // The gradient reaching BatchNorm's output (and the residual): dy where the
 // fused output y > 0, else 0, as relu's backward stores it.
 RT_HD float bn_relu_masked_dy(float y, float dy) {
-  return relu_backward_element(y, dy);
+  return positive_part(y, dy);  // relu_backward_element(y, dy)
 }
 
 }  // namespace ringtrain::kernels
