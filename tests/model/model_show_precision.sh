@@ -3,16 +3,21 @@
 # (precision, every node's stored dtype, the activation bytes per sample) and in
 # the text; a value outside fp32|bf16|fp16 is refused (exit 2).
 # Under bf16/fp16 every node's output is stored in 16 bits but the logits
-# (fp32, what the loss reads), and the activation bytes shrink with them.
+# (fp32, what the loss reads), and the activation bytes shrink with them;
+# fused BatchNorm + (add +) ReLU (--fuse, the default) shrinks them further.
 set -euo pipefail
 exe=${1:?usage: model_show_precision.sh RINGTRAIN_EXE}
 python=${RINGTRAIN_PYTHON:-/usr/bin/python3}
 work=$(mktemp -d "${TMPDIR:-/tmp}/ringtrain-show-precision.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# The storage alone (--fuse off): fusion drops the folded nodes' 16-bit
+# buffers but not the adapter's fp32 scratch, so it moves the ratio up.
 for p in fp32 bf16 fp16; do
-  "$exe" model show --model resnet20 --input 3,32,32 --classes 10 --precision $p --json > "$work/$p.json" \
-    || fail "model show --precision $p"
+  "$exe" model show --model resnet20 --input 3,32,32 --classes 10 --precision $p --fuse off --json \
+    > "$work/$p.json" || fail "model show --precision $p"
+  "$exe" model show --model resnet20 --input 3,32,32 --classes 10 --precision $p --json \
+    > "$work/$p-fused.json" || fail "model show --precision $p (fused)"
 done
 "$python" - "$work" <<'PY' || fail "the plans' dtypes or bytes"
 import json, sys
@@ -27,6 +32,9 @@ for p, plan in plans.items():
     if p != "fp32":
         ratio = plan["activation_bytes_per_sample"] / plans["fp32"]["activation_bytes_per_sample"]
         assert ratio < 0.65, (p, ratio)
+    fused = json.load(open(f"{sys.argv[1]}/{p}-fused.json"))
+    assert fused["fuse"] == "on" and plan["fuse"] == "off", (fused["fuse"], plan["fuse"])
+    assert fused["activation_bytes_per_sample"] < plan["activation_bytes_per_sample"], p
 print("per-node dtypes: the storage dtype but the fp32 logits; activation bytes",
       {p: plan["activation_bytes_per_sample"] for p, plan in plans.items()})
 PY
