@@ -60,20 +60,6 @@ struct StoreFinish {
   __device__ void operator()(std::size_t c, const Sums<1>& t) const { out[c] = t.v[0]; }
 };
 
-struct BackwardFinish {  // sums[c] = sum(dy), sums[C + c] = sum(dy xhat); dgamma, dbeta
-  float* sums;
-  std::size_t channels;
-  float* dgamma;
-  float* dbeta;
-  bool accumulate;
-  __device__ void operator()(std::size_t c, const Sums<2>& t) const {
-    sums[c] = t.v[0];
-    sums[channels + c] = t.v[1];
-    if (dgamma != nullptr) dgamma[c] = accumulate ? dgamma[c] + t.v[1] : t.v[1];
-    if (dbeta != nullptr) dbeta[c] = accumulate ? dbeta[c] + t.v[0] : t.v[0];
-  }
-};
-
 cudaStream_t s_of(void* stream) {
   return static_cast<cudaStream_t>(stream);
 }
@@ -253,7 +239,7 @@ void batch_norm_backward_reduce_cuda(const void* x, const void* dy, DType t, std
     reduce_channels<2>(
         n, c, hw,
         BackwardValue<T>{static_cast<const T*>(x), static_cast<const T*>(dy), mean, invstd},
-        BackwardFinish{sums, c, dgamma, dbeta, accumulate}, scratch, scratch_floats, stream);
+        BnBackwardFinish{sums, c, dgamma, dbeta, accumulate}, scratch, scratch_floats, stream);
   });
 }
 

@@ -5,6 +5,8 @@
 
 #include <math.h>
 
+#include <cstddef>
+
 #include "kernels/host_device.cuh"
 
 namespace ringtrain::kernels {
@@ -36,5 +38,24 @@ RT_HD float bn_backward_element(float x, float dy, float mean, float invstd, flo
   const float xhat = (x - mean) * invstd;
   return gamma * invstd / count * (count * dy - sum_dy - xhat * sum_dy_xhat);
 }
+
+// What backward's per-channel reduction (kernels/channel_reduce.cuh) makes of
+// a channel's totals t.v[0] = sum(dy), t.v[1] = sum(dy xhat): sums[c] and
+// sums[C + c], and dgamma, dbeta (if not null) overwritten or added to. The
+// plain and the fused backward (kernels/batch_norm_relu.cu) share it.
+struct BnBackwardFinish {
+  float* sums;
+  std::size_t channels;
+  float* dgamma;
+  float* dbeta;
+  bool accumulate;
+  template <typename Totals>
+  RT_HD void operator()(std::size_t c, const Totals& t) const {
+    sums[c] = t.v[0];
+    sums[channels + c] = t.v[1];
+    if (dgamma != nullptr) dgamma[c] = accumulate ? dgamma[c] + t.v[1] : t.v[1];
+    if (dbeta != nullptr) dbeta[c] = accumulate ? dbeta[c] + t.v[0] : t.v[0];
+  }
+};
 
 }  // namespace ringtrain::kernels

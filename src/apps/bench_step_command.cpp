@@ -73,6 +73,7 @@ struct BenchStepOptions {
   std::string tf32 = "default";
   std::string precision = "fp32";
   std::string layout = "auto";
+  std::string fuse = "on";
   bool json = false;
   bool layers = false;          // --layers: the per-node profile after the timed passes
   std::size_t layer_steps = 5;  // profiled steps (medians over them)
@@ -278,6 +279,7 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
   mo.tf32 = parse_tf32_mode(o.tf32);
   mo.precision = parse_precision(o.precision);
   mo.layout = parse_layout_choice(o.layout);
+  mo.fuse = o.fuse == "on";
   auto model = Model::build(spec, input, classes, mo);
   OptimizerConfig oc;
   oc.kind = o.optimizer;
@@ -306,7 +308,8 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
   const std::string about = fmt::format(
       "bench step: model {} ({} parameters, spec hash {:016x}), batch {} per rank, input [{}], {} "
       "classes, "
-      "device {}{}, precision {}, layout {}, optimizer {}, OPENBLAS_NUM_THREADS={}, {} steps after "
+      "device {}{}, precision {}, layout {}, fuse {}, optimizer {}, OPENBLAS_NUM_THREADS={}, {} "
+      "steps after "
       "{} "
       "warm-up, {} rank(s)",
       o.model, model->param_count(), spec.hash(), o.batch, fmt::join(input, ","), classes,
@@ -314,7 +317,7 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
       mo.device.is_cuda()
           ? fmt::format(" (--tf32 {}: {})", tf32_mode_name(mo.tf32), tf32_mode_summary(mo.tf32))
           : std::string(),
-      o.precision, layout_name(model->layout()), o.optimizer,
+      o.precision, layout_name(model->layout()), o.fuse, o.optimizer,
       std::getenv("OPENBLAS_NUM_THREADS") ? std::getenv("OPENBLAS_NUM_THREADS") : "unset (1)",
       o.steps, o.warmup, topo.world_size());
   // With --json stdout carries the JSON object alone (a file of such lines is
@@ -484,6 +487,7 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
         {"tf32", mo.device.is_cuda() ? tf32_mode_name(mo.tf32) : "n/a"},
         {"precision", o.precision},
         {"layout", layout_name(model->layout())},
+        {"fuse", o.fuse},
         {"steps", o.steps},
         {"forward_ms", 1e3 * sum.forward / n},
         {"backward_ms", 1e3 * sum.backward / n},
@@ -649,6 +653,7 @@ CLI::App* add_bench_step(CLI::App& parent, CommandContext& ctx) {
   add_tf32_option(sub, o->tf32);
   add_precision_option(sub, o->precision);
   add_layout_option(sub, o->layout);
+  add_fuse_option(sub, o->fuse);
   sub->parse_complete_callback([&ctx, o, input, classes] {
     o->input_given = input->count() > 0;
     o->classes_given = classes->count() > 0;

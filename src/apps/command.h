@@ -39,6 +39,8 @@ void add_precision_option(CLI::App* sub, std::string& value);
 // --layout auto|nchw|nhwc (ringtrain/tensor/layout.h), for every command that
 // runs a model; parse it with parse_layout_choice.
 void add_layout_option(CLI::App* sub, std::string& value);
+// --fuse on|off (ModelOptions::fuse), for train, bench step and model show.
+void add_fuse_option(CLI::App* sub, std::string& value);
 
 // A registration adds one subcommand under `parent` ("" for top level, or e.g.
 // "bench"). Parents are created before children; `order` sorts --help.

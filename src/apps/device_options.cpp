@@ -36,6 +36,16 @@ void add_layout_option(CLI::App* sub, std::string& value) {
       ->capture_default_str();
 }
 
+void add_fuse_option(CLI::App* sub, std::string& value) {
+  sub->add_option("--fuse", value,
+                  "on or off: BatchNorm + ReLU and BatchNorm + add + ReLU run as one pass where "
+                  "the intermediate has no other reader (a ResNet's blocks). Same bits either "
+                  "way; off keeps the unfused plan, the reference it is tested against "
+                  "(docs/precision.md)")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
+}
+
 void add_tf32_option(CLI::App* sub, std::string& value) {
   sub->add_option(
          "--tf32", value,

@@ -30,6 +30,7 @@ struct ShowOptions {
   double bucket_mb = kDefaultBucketMb;  // train's
   bool json = false;
   std::string precision = "fp32";  // what the plan stores activations in, as for train
+  std::string fuse = "on";         // fused BatchNorm + (add +) ReLU, as for train
   // The optimizer-state figure: which optimizer, over how many ranks, sharded or not.
   OptimizerConfig optimizer;
   int world = 1;
@@ -70,6 +71,7 @@ int run_show(const ShowOptions& o, const Topology& topo) {
   mo.device = Device::cpu();
   mo.max_batch = o.batch;
   mo.precision = parse_precision(o.precision);
+  mo.fuse = o.fuse == "on";
   const ModelSpec spec = ModelSpec::parse(o.model);
   // A language-model preset fixes its context (gpt2 its vocabulary too): no
   // data flags needed. gpt-nano takes its vocabulary from the data: bytes here.
@@ -123,6 +125,7 @@ int run_show(const ShowOptions& o, const Topology& topo) {
                                 {"params", m->param_count()},
                                 {"buffers", m->buffer_count()},
                                 {"precision", precision_name(mo.precision)},
+                                {"fuse", o.fuse},
                                 {"activation_bytes_per_sample", act},
                                 {"workspace_bytes_per_sample", workspace},
                                 {"optimizer_state_bytes", state_bytes},
@@ -203,6 +206,7 @@ CLI::App* add_model_show(CLI::App& parent, CommandContext& ctx) {
                   "stored dtype of that plan")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))
       ->capture_default_str();
+  add_fuse_option(sub, o->fuse);
   sub->add_flag("--json", o->json,
                 "One JSON object: params, buffers, precision, activation_bytes_per_sample, "
                 "workspace_bytes_per_sample, optimizer_state_bytes, layers (each with its output's "

@@ -123,6 +123,7 @@ CLI::App* add_train_command(CLI::App& app, CommandContext& ctx) {
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))
       ->capture_default_str();
   add_layout_option(sub, c.layout);
+  add_fuse_option(sub, c.fuse);
   sub->add_option("--loss-scale-init", c.loss_scale_init,
                   "fp16: the first loss scale (halved on each overflow, whose step is skipped)")
       ->capture_default_str();

@@ -1,6 +1,7 @@
 #include "model/batch_norm_layer.h"
 
 #include "ringtrain/core/check.h"
+#include "ringtrain/ops/batch_norm_relu.h"
 
 namespace ringtrain {
 
@@ -77,6 +78,19 @@ void BatchNormLayer::backward_stored(const std::vector<BufferView>& xs, BufferVi
                                      bool accumulate) {
   batch_norm_backward(ctx_, shape_, xs.at(0), dy, dxs.at(0), batch * rows_per_sample_, gamma_,
                       saved_, dgamma_, dbeta_, accumulate, sync_);
+}
+
+void BatchNormLayer::forward_relu(BufferView x, BufferView residual, BufferView y,
+                                  std::size_t batch, bool training) {
+  batch_norm_relu_forward(ctx_, shape_, x, residual, y, batch * rows_per_sample_, training,
+                          training, eps_, momentum_, gamma_, beta_, running_mean_, running_var_,
+                          saved_, sync_);
+}
+
+void BatchNormLayer::backward_relu(BufferView x, BufferView y, BufferView dy, BufferView dx,
+                                   BufferView d_residual, std::size_t batch, bool accumulate) {
+  batch_norm_relu_backward(ctx_, shape_, x, y, dy, dx, d_residual, batch * rows_per_sample_, gamma_,
+                           saved_, dgamma_, dbeta_, accumulate, sync_);
 }
 
 }  // namespace ringtrain

@@ -14,8 +14,11 @@
 
 #include "kernels/softmax_cross_entropy.cuh"
 #include "kernels/storage.cuh"
+#include "model/batch_norm_layer.h"
+#include "model/fused_batch_norm_relu.h"
 #include "model/kaiming_init.h"
 #include "model/layer.h"
+#include "model/merge_layers.h"
 #include "ringtrain/core/buffer_copy.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/error.h"
@@ -65,6 +68,15 @@ struct PlanNode {
   // The side interfaces the layer implements, found once at build.
   const DescribesKernels* describes = nullptr;
   const PassesGradientThrough* passes = nullptr;
+  // Fusion (a rewrite of the plan, fuse_batch_norm_relu): on a relu node the
+  // fused BatchNorm (+ add) + ReLU that runs in its place (its `stores`),
+  // with `inputs` rewritten and the graph's as written kept for node_inputs;
+  // a BatchNorm or add node whose work it runs is folded: it runs nothing and
+  // has no activation or gradient buffer, but keeps its name and parameters.
+  std::unique_ptr<FusedBatchNormRelu> fused;
+  std::vector<int> written_inputs;
+  bool folded = false;
+  std::string folded_into;
 };
 
 // A buffer of activation gradients. Buffers whose lives do not overlap share
@@ -203,6 +215,107 @@ std::string layer_base_name(LayerKind kind) {
       return std::string(layer_kind_name(kind));
   }
 }
+}  // namespace
+
+namespace {
+
+// The node that `j`'s readers actually read: through views to a buffer's owner
+// (-1: the model's input).
+int owner_of(const std::vector<PlanNode>& nodes, int j) {
+  while (j >= 0 && nodes[static_cast<std::size_t>(j)].layer->is_view())
+    j = nodes[static_cast<std::size_t>(j)].inputs[0];
+  return j;
+}
+
+// The plan's rewrite for fusion: every relu whose input is a BatchNorm, or an
+// unscaled two-input add one of whose inputs is a BatchNorm, where each
+// intermediate has that one reader, runs them as one node
+// (model/fused_batch_norm_relu.h). A chain that reads the model's input
+// directly is left alone (its dtype may not be the storage one), and so is
+// one whose fusion would reorder the sum of a gradient (may_move; an add of
+// BatchNorm's own input). Consumers are rewritten so that the gradient plan
+// (which buffers sum, which pass through) sees the fused graph.
+void fuse_batch_norm_relu(std::vector<PlanNode>& nodes, const ModelSpec& spec) {
+  const auto node_at = [&](int j) -> PlanNode& { return nodes[static_cast<std::size_t>(j)]; };
+  // Node j's BatchNorm layer, if it can be folded into its one reader.
+  const auto foldable_bn = [&](int j) -> BatchNormLayer* {
+    if (j < 0 || spec.layers[static_cast<std::size_t>(j)].kind != LayerKind::batch_norm)
+      return nullptr;
+    PlanNode& bn = node_at(j);
+    if (bn.folded || bn.consumers.size() != 1 || bn.stores == nullptr ||
+        owner_of(nodes, bn.inputs[0]) < 0)
+      return nullptr;
+    return dynamic_cast<BatchNormLayer*>(bn.layer.get());
+  };
+  // Whether node `reader`'s gradient contribution to node `j` can move to
+  // node r's backward without reordering a sum: no other reader of j lies
+  // between them (a summed gradient adds its contributions in backward's
+  // order, and three fp32 terms in another order round differently).
+  const auto may_move = [&](int j, std::size_t reader, std::size_t r) {
+    for (std::size_t c : node_at(j).consumers)
+      if (c != reader && c > reader && c < r) return false;
+    return true;
+  };
+  const auto rewire = [&](int from, std::size_t old_reader, std::size_t new_reader) {
+    for (std::size_t& c : node_at(from).consumers)
+      if (c == old_reader) c = new_reader;
+  };
+  for (std::size_t r = 0; r + 1 < nodes.size(); ++r) {
+    PlanNode& relu = nodes[r];
+    if (spec.layers[r].kind != LayerKind::relu || relu.stores == nullptr || relu.inputs.size() != 1)
+      continue;
+    const int p = relu.inputs[0];
+    std::vector<std::string> names;
+    int bn_at = -1, residual = -1, add_at = -1;
+    if (BatchNormLayer* bn = foldable_bn(p); bn != nullptr) {
+      bn_at = p;
+    } else if (p >= 0 && spec.layers[static_cast<std::size_t>(p)].kind == LayerKind::add) {
+      PlanNode& add = node_at(p);
+      const auto* layer = dynamic_cast<const AddLayer*>(add.layer.get());
+      if (layer == nullptr || add.inputs.size() != 2 || add.consumers.size() != 1 ||
+          add.stores == nullptr || layer->scale() != 1.0f)
+        continue;
+      for (std::size_t k = 0; k < 2 && bn_at < 0; ++k) {
+        const int other = add.inputs[1 - k];
+        if (foldable_bn(add.inputs[k]) != nullptr && owner_of(nodes, other) >= 0 &&
+            other != node_at(add.inputs[k]).inputs[0] &&
+            may_move(other, static_cast<std::size_t>(p), r)) {
+          bn_at = add.inputs[k];
+          residual = other;
+        }
+      }
+      if (bn_at < 0) continue;
+      add_at = p;
+    } else {
+      continue;
+    }
+    PlanNode& bn = node_at(bn_at);
+    if (!may_move(bn.inputs[0], static_cast<std::size_t>(bn_at), r)) continue;
+    names.push_back(bn.layer->name());
+    if (add_at >= 0) names.push_back(node_at(add_at).layer->name());
+    names.push_back(relu.layer->name());
+    relu.fused = std::make_unique<FusedBatchNormRelu>(
+        *dynamic_cast<BatchNormLayer*>(bn.layer.get()), residual >= 0, names);
+    relu.stores = relu.fused.get();
+    relu.describes = relu.fused.get();
+    relu.written_inputs = relu.inputs;
+    relu.inputs = {bn.inputs[0]};
+    rewire(bn.inputs[0], static_cast<std::size_t>(bn_at), r);
+    if (residual >= 0) {
+      relu.inputs.push_back(residual);
+      rewire(residual, static_cast<std::size_t>(add_at), r);
+    }
+    for (int folded : {bn_at, add_at}) {
+      if (folded < 0) continue;
+      PlanNode& f = node_at(folded);
+      f.folded = true;
+      f.folded_into = relu.layer->name();
+      f.stores = nullptr;
+      f.passes = nullptr;
+    }
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<Model> Model::build(const ModelSpec& given,
@@ -360,6 +473,9 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
         node.below_params = node.below_params || s.nodes[static_cast<std::size_t>(j)].below_params;
   }
   m->param_count_ = offset;
+  // After the parameters are placed and below_params is known from the graph
+  // as written: fusion changes what runs, not the model.
+  if (options.fuse) fuse_batch_norm_relu(s.nodes, spec);
   const Device dev = options.device;
   s.params = Tensor::empty({offset}, DType::f32, dev);
   s.grads_owned = Tensor::zeros({offset}, DType::f32, dev);
@@ -456,6 +572,10 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
     const std::size_t n = node.layer->output_shape().numel();
     slots = std::max(slots, node.inputs.size());
     const int in = node.inputs[0];
+    if (node.folded) {  // its work is its fused node's: no buffers
+      node.output_dtype = s.storage;
+      continue;
+    }
     if (node.layer->is_view()) {
       node.output_dtype = in < 0 ? input_dtype : s.nodes[static_cast<std::size_t>(in)].output_dtype;
     } else {
@@ -584,7 +704,7 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
   // (and a summed fp32 gradient narrowed for a layer that stores its own).
   // A layer that reads token ids (fp32, never rounded) takes them as they are.
   for (PlanNode& node : s.nodes) {
-    node.adapted = !node.layer->is_view() &&
+    node.adapted = !node.layer->is_view() && !node.folded &&
                    (node.stores == nullptr || node.output_dtype != s.storage ||
                     std::any_of(node.inputs.begin(), node.inputs.end(), [&](int j) {
                       const DType in =
@@ -656,7 +776,7 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
   s.to_add.reserve(slots);
   s.to_narrow.reserve(slots);
   for (const PlanNode& node : s.nodes)
-    if (!node.layer->is_view())
+    if (!node.layer->is_view() && !node.folded)
       bytes += node.layer->output_shape().numel() * dtype_size(node.output_dtype);
   for (std::size_t n : slot_size) bytes += n;
   // the transposed input
@@ -691,7 +811,8 @@ BufferView Model::buffers() {
 std::vector<std::string> Model::node_inputs(std::size_t layer) const {
   RT_CHECK(layer < layer_count(), "layer {} out of range (the model has {})", layer, layer_count());
   std::vector<std::string> names;
-  for (int j : state_->nodes[layer].inputs)
+  const PlanNode& node = state_->nodes[layer];
+  for (int j : node.written_inputs.empty() ? node.inputs : node.written_inputs)
     names.push_back(j < 0 ? "input" : state_->nodes[static_cast<std::size_t>(j)].layer->name());
   return names;
 }
@@ -708,8 +829,9 @@ std::string Model::layer_kind(std::size_t layer) const {
 }
 std::string Model::layer_kernels(std::size_t layer) const {
   RT_CHECK(layer < layer_count(), "layer {} out of range (the model has {})", layer, layer_count());
-  const DescribesKernels* d = state_->nodes[layer].describes;
-  return d != nullptr ? d->describe_kernels() : std::string();
+  const PlanNode& node = state_->nodes[layer];
+  if (node.folded) return "folded into " + node.folded_into;
+  return node.describes != nullptr ? node.describes->describe_kernels() : std::string();
 }
 void Model::set_interval_timer(IntervalTimer* timer) {
   RT_CHECK(timer == nullptr || timer->size() >= profile_slots().count(),
@@ -824,6 +946,10 @@ BufferView Model::run_layers(const float* x, const std::int32_t* labels, std::si
     Layer& layer = *node.layer;
     mark_start(s.timer, ProfileSlots::forward(i));
     const std::size_t n = batch * layer.output_shape().numel();
+    if (node.folded) {  // run by its fused node, later in the list
+      mark_stop(s.timer, ProfileSlots::forward(i));
+      continue;
+    }
     if (layer.is_view()) {
       node.output = s.read(node.inputs[0]);
       node.output.count = n;
@@ -976,7 +1102,9 @@ void Model::backward(float grad_scale, bool accumulate,
           in_grad.written = true;
         }
       }
-      const bool has_params = node.param_range.second > node.param_range.first;
+      // A fused node computes its BatchNorm's parameter gradients.
+      const bool has_params =
+          node.param_range.second > node.param_range.first || node.fused != nullptr;
       const bool any_dx =
           std::any_of(dxs.begin(), dxs.end(), [](const BufferView& v) { return v.ptr != nullptr; });
       // A node with no parameters and no consumer of its dx has nothing to do.

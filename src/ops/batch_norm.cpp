@@ -8,6 +8,7 @@
 #include "kernels/batch_norm.cuh"
 #include "kernels/precision.cuh"
 #include "kernels/storage.cuh"
+#include "ops/batch_norm_steps.h"
 #include "ops/gpu_ops.h"
 #include "ringtrain/tensor/device_memory.h"
 
@@ -15,55 +16,8 @@ namespace ringtrain {
 
 namespace {
 
-// Layout of BatchNormSaved::sums (2C + 1 floats): forward uses [0, C] for the
-// sums and the count, then [0, C) for the squared deviations; backward uses
-// [0, 2C) for sum(dy) and sum(dy xhat); [2C] keeps the batch's sample count.
-float* count_slot(const BatchNormSaved& saved, std::size_t C) {
-  return saved.sums + 2 * C;
-}
-
-// f(x widened to fp32, its index) over channel c's elements; x of a storage type.
-template <typename T, typename PerElement>
-void for_channel(const T* x, std::size_t batch, std::size_t C, std::size_t HW, std::size_t c,
-                 PerElement&& f) {
-  for (std::size_t n = 0; n < batch; ++n) {
-    const std::size_t base = (n * C + c) * HW;
-    for (std::size_t i = 0; i < HW; ++i) f(kernels::load(x, base + i), base + i);
-  }
-}
-
-template <typename T>
-void cpu_statistics(const BatchNormShape& s, const T* x, std::size_t batch, float eps,
-                    float momentum, bool update_running, float* running_mean, float* running_var,
-                    const BatchNormSaved& saved, BatchStatReducer* sync) {
-  const std::size_t C = s.channels, HW = s.inner;
-  float* sums = saved.sums;
-  for (std::size_t c = 0; c < C; ++c) {
-    double acc = 0;
-    for_channel(x, batch, C, HW, c, [&](float v, std::size_t) { acc += v; });
-    sums[c] = static_cast<float>(acc);
-  }
-  sums[C] = static_cast<float>(batch * HW);
-  if (sync != nullptr) sync->sum(sums, C + 1);
-  const float count = sums[C];
-  *count_slot(saved, C) = count;
-  for (std::size_t c = 0; c < C; ++c) saved.mean[c] = sums[c] / count;
-  for (std::size_t c = 0; c < C; ++c) {
-    double acc = 0;
-    const double m = saved.mean[c];
-    for_channel(x, batch, C, HW, c, [&](float v, std::size_t) { acc += (v - m) * (v - m); });
-    sums[c] = static_cast<float>(acc);
-  }
-  if (sync != nullptr) sync->sum(sums, C);
-  for (std::size_t c = 0; c < C; ++c) {
-    const float var = sums[c] / count;
-    saved.invstd[c] = kernels::bn_invstd(var, eps);
-    if (update_running) {
-      running_mean[c] = kernels::bn_running_mean(running_mean[c], saved.mean[c], momentum);
-      running_var[c] = kernels::bn_running_var(running_var[c], var, count, momentum);
-    }
-  }
-}
+using detail::count_slot;
+using detail::for_channel;
 
 template <typename T, typename D>
 void cpu_backward(const BatchNormShape& s, const T* x, const T* dy, D* dx, std::size_t batch,
@@ -71,20 +25,8 @@ void cpu_backward(const BatchNormShape& s, const T* x, const T* dy, D* dx, std::
                   bool accumulate, BatchStatReducer* sync, DType precision) {
   const std::size_t C = s.channels, HW = s.inner;
   float* sums = saved.sums;
-  for (std::size_t c = 0; c < C; ++c) {
-    double sum_dy = 0, sum_dy_xhat = 0;
-    const double m = saved.mean[c], is = saved.invstd[c];
-    for_channel(x, batch, C, HW, c, [&](float v, std::size_t at) {
-      const float g = kernels::load(dy, at);
-      sum_dy += g;
-      sum_dy_xhat += static_cast<double>(g) * (v - m) * is;
-    });
-    sums[c] = static_cast<float>(sum_dy);
-    sums[C + c] = static_cast<float>(sum_dy_xhat);
-    if (dgamma != nullptr) dgamma[c] = (accumulate ? dgamma[c] : 0.0f) + sums[C + c];
-    if (dbeta != nullptr) dbeta[c] = (accumulate ? dbeta[c] : 0.0f) + sums[c];
-  }
-  if (sync != nullptr) sync->sum(sums, 2 * C);
+  detail::cpu_backward_sums(s, x, batch, saved, dgamma, dbeta, accumulate, sync,
+                            [dy](std::size_t at) { return kernels::load(dy, at); });
   if (dx == nullptr) return;
   const float count = *count_slot(saved, C);
   for (std::size_t c = 0; c < C; ++c) {
@@ -124,24 +66,11 @@ void batch_norm_forward(const ComputeContext& ctx, const BatchNormShape& s, Buff
   // A rank with no samples still takes part in the statistics' sums.
   if (batch == 0 && (!training || sync == nullptr)) return;
   if (ctx.is_cuda()) {
-    void* st = ctx.stream();
-    if (training) {
-      detail::gpu_batch_norm_sums(detail::handles_of(ctx), x, batch, C, HW, saved.sums);
-      if (sync != nullptr) sync->sum(saved.sums, C + 1);
-      detail::gpu_batch_norm_mean(st, saved.sums, C, saved.mean, count_slot(saved, C));
-      detail::gpu_batch_norm_sqdev(detail::handles_of(ctx), x, batch, C, HW, saved.mean,
-                                   saved.sums);
-      if (sync != nullptr) sync->sum(saved.sums, C);
-      detail::gpu_batch_norm_finalize(st, saved.sums, count_slot(saved, C), C, eps, momentum,
-                                      update_running, saved.mean, saved.invstd, running_mean,
-                                      running_var);
-    } else {
-      detail::gpu_batch_norm_eval_stats(st, running_mean, running_var, C, eps, saved.mean,
-                                        saved.invstd);
-    }
+    detail::gpu_statistics(ctx, x, batch, C, HW, training, update_running, eps, momentum,
+                           running_mean, running_var, saved, sync);
     if (batch > 0)
-      detail::gpu_batch_norm_apply(st, x, y, batch, C, HW, saved.mean, saved.invstd, gamma, beta,
-                                   precision);
+      detail::gpu_batch_norm_apply(ctx.stream(), x, y, batch, C, HW, saved.mean, saved.invstd,
+                                   gamma, beta, precision);
     return;
   }
   kernels::with_storage(x.dtype, [&](auto storage) {
@@ -149,13 +78,10 @@ void batch_norm_forward(const ComputeContext& ctx, const BatchNormShape& s, Buff
     const T* xs = x.as<const T>();
     T* ys = y.as<T>();
     if (training) {
-      cpu_statistics(s, xs, batch, eps, momentum, update_running, running_mean, running_var, saved,
-                     sync);
+      detail::cpu_statistics(s, xs, batch, eps, momentum, update_running, running_mean, running_var,
+                             saved, sync);
     } else {
-      for (std::size_t c = 0; c < C; ++c) {
-        saved.mean[c] = running_mean[c];
-        saved.invstd[c] = kernels::bn_invstd(running_var[c], eps);
-      }
+      detail::cpu_eval_statistics(C, eps, running_mean, running_var, saved);
     }
     for (std::size_t c = 0; c < C; ++c)
       for_channel(xs, batch, C, HW, c, [&](float v, std::size_t at) {

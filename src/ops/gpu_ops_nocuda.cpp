@@ -162,6 +162,22 @@ void gpu_batch_norm_apply(void*, BufferView, BufferView, std::size_t, std::size_
                           const float*, const float*, const float*, const float*, DType) {
   no_cuda("batch_norm");
 }
+void gpu_batch_norm_relu_apply(void*, BufferView, BufferView, BufferView, std::size_t, std::size_t,
+                               std::size_t, const float*, const float*, const float*, const float*,
+                               DType) {
+  no_cuda("batch_norm_relu");
+}
+void gpu_batch_norm_relu_backward_reduce(const GpuHandles&, BufferView, BufferView, BufferView,
+                                         std::size_t, std::size_t, std::size_t, const float*,
+                                         const float*, float*, float*, float*, bool) {
+  no_cuda("batch_norm_relu");
+}
+void gpu_batch_norm_relu_backward_dx(void*, BufferView, BufferView, BufferView, BufferView,
+                                     BufferView, std::size_t, std::size_t, std::size_t,
+                                     const float*, const float*, const float*, const float*,
+                                     const float*, DType) {
+  no_cuda("batch_norm_relu");
+}
 void gpu_batch_norm_backward_reduce(const GpuHandles&, BufferView, BufferView, std::size_t,
                                     std::size_t, std::size_t, const float*, const float*, float*,
                                     float*, float*, bool) {

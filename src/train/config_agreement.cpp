@@ -40,6 +40,9 @@ std::vector<SignatureField> config_agreement_fields(const TrainConfig& c) {
       // The order of activations changes the rounding of sums (BatchNorm's
       // sums, cuDNN's algorithms): replicas would drift apart.
       signature_text("--layout", c.layout),
+      // Where a fused BatchNorm runs in the step moves its --sync-bn sums
+      // among the others: every rank must take them in one order.
+      signature_text("--fuse", c.fuse),
       signature_real("--loss-scale-init", c.loss_scale_init),
       signature_number("--loss-scale-window", c.loss_scale_window),
       // The arithmetic of an update: a difference makes replicas drift apart.

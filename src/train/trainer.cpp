@@ -372,6 +372,7 @@ void Trainer::open_data_and_build_model() {
   model_options.label_smoothing = static_cast<float>(cfg_.label_smoothing);
   model_options.precision = precision_;
   model_options.layout = parse_layout_choice(cfg_.layout);
+  model_options.fuse = cfg_.fuse == "on";
   model_ = Model::build(*spec_, train_data_->sample_shape(), classes, model_options);
   set_batch_mix();
   sampler_global_batch_ = sampler_->global_batch();

@@ -10,6 +10,7 @@ usage: bench_step_layers_check.py [--gpu] [--bounds] BENCH_JSON MODEL_SHOW_JSON
 --gpu: the profile of a CUDA run (CUDA events; a convolution's row names its
 cuDNN algorithms, the 16-bit ones under --precision bf16|fp16).
 --bounds: the marked forward and backward time is within 0.3x-3x of the phased step.
+A node folded into a fused one (--fuse) names it, and that one names it back.
 """
 import json
 import sys
@@ -43,6 +44,16 @@ def main():
                     assert op in row["kernels"] and "ws=" in row["kernels"], row
                 if bench["precision"] in ("bf16", "fp16"):
                     assert bench["precision"] + " " in row["kernels"], row
+    # --fuse (the default): a folded BatchNorm or add names the node that runs
+    # it, whose row names what it fused, and takes no time of its own.
+    fused = {r["name"]: r for r in layers if r.get("kernels", "").startswith("fused ")}
+    for r in layers:
+        if r.get("kernels", "").startswith("folded into "):
+            into = r["kernels"][len("folded into "):]
+            assert into in fused and r["name"] in fused[into]["kernels"], (r, fused.get(into))
+            assert r["forward_ms"] < 1e-3 and r["backward_ms"] < 1e-3, r
+    if bench.get("fuse") == "off":
+        assert not fused, fused
     profile = bench["layers_profile"]
     clock = "cuda events" if gpu else "steady clock"
     assert profile["steps"] >= 1 and profile["clock"] == clock, profile
@@ -56,7 +67,7 @@ def main():
     if bounds:
         assert 0.3 <= ratio <= 3.0, (marked_ms, phased, ratio)
     assert any(r["forward_ms"] > 0 for r in layers), layers
-    print(f"PASS: {len(layers)} layers, rows {rows_ms:.3f} ms, marked {marked_ms:.3f} ms, "
+    print(f"PASS: {len(layers)} layers, {len(fused)} fused, rows {rows_ms:.3f} ms, marked {marked_ms:.3f} ms, "
           f"phased step {phased:.3f} ms (x{ratio:.2f})")
 
 

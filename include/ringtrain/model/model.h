@@ -57,6 +57,10 @@ struct ModelOptions {
   // (NCHW as stored; the model transposes it once, on its device) and the
   // outputs are the same in either.
   LayoutChoice layout = LayoutChoice::automatic;
+  // Fused BatchNorm + ReLU and BatchNorm + add + ReLU where the intermediate
+  // has one reader (--fuse): the same bits as the unfused plan, which off
+  // keeps as the reference.
+  bool fuse = true;
 };
 
 // What --layout resolves to for `spec` (as Model::build expands a preset)

@@ -49,6 +49,8 @@ struct TrainConfig {
   // auto | nchw | nhwc: the order of [C, H, W] activations
   // (ringtrain/tensor/layout.h; auto is the model's rule).
   std::string layout = "auto";
+  // on | off: fused BatchNorm + (add +) ReLU (ModelOptions::fuse).
+  std::string fuse = "on";
   std::uint64_t loss_scale_window = 2000;
 
   // Optimizer and schedule.

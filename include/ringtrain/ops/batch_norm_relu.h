@@ -1,0 +1,41 @@
+// BatchNorm fused with the ReLU after it, and with a residual add between
+// them: y = relu(bn(x)) or relu(bn(x) + residual), forward and backward, in
+// the model's storage dtype (f32, bf16, f16). The model's plan uses them where
+// BatchNorm's output and the add's have no other reader (a ResNet's bn -> relu
+// and bn -> add -> relu). They give the unfused ops' bits: the same
+// statistics and reductions as batch_norm_forward/_backward, and every value
+// the unfused ops store rounded as it was stored (kernels/batch_norm_relu.cuh).
+// What they save is the passes over the data and the intermediate tensors:
+// forward reads x (and the residual) and writes y once; backward reads x, y
+// and dy and writes dx and the residual's gradient in one pass after
+// BatchNorm's sums.
+#pragma once
+
+#include <cstddef>
+
+#include "ringtrain/core/buffer_view.h"
+#include "ringtrain/ops/batch_norm.h"
+#include "ringtrain/ops/compute_context.h"
+
+namespace ringtrain {
+
+// Forward: as batch_norm_forward (same arguments), then the add of
+// `residual` (a null ptr: none; else of x's dtype and size), then relu.
+void batch_norm_relu_forward(const ComputeContext& ctx, const BatchNormShape& s, BufferView x,
+                             BufferView residual, BufferView y, std::size_t batch, bool training,
+                             bool update_running, float eps, float momentum, const float* gamma,
+                             const float* beta, float* running_mean, float* running_var,
+                             const BatchNormSaved& saved, BatchStatReducer* sync = nullptr);
+
+// Backward of a training-mode forward: y is the forward's output, dy its
+// gradient (both of the storage dtype). dx as batch_norm_backward writes it;
+// d_residual (a null ptr: not wanted; the storage dtype or f32) = dy masked by
+// y > 0, which is the residual's gradient. dgamma and dbeta as
+// batch_norm_backward, from the masked dy.
+void batch_norm_relu_backward(const ComputeContext& ctx, const BatchNormShape& s, BufferView x,
+                              BufferView y, BufferView dy, BufferView dx, BufferView d_residual,
+                              std::size_t batch, const float* gamma, const BatchNormSaved& saved,
+                              float* dgamma, float* dbeta, bool accumulate,
+                              BatchStatReducer* sync = nullptr);
+
+}  // namespace ringtrain

@@ -1,0 +1,161 @@
+// Fused BatchNorm + (add +) ReLU kernels: kernels/batch_norm_relu.h says what each does.
+#include <cstdint>
+
+#include "core/cuda/check_cuda.h"
+#include "kernels/batch_norm.cuh"
+#include "kernels/batch_norm_relu.cuh"
+#include "kernels/batch_norm_relu.h"
+#include "kernels/channel_reduce.cuh"
+#include "kernels/fast_divide.cuh"
+#include "kernels/launch_shape.cuh"
+#include "kernels/precision.cuh"
+#include "kernels/storage.cuh"
+
+namespace ringtrain::kernels {
+
+namespace {
+
+cudaStream_t s_of(void* stream) {
+  return static_cast<cudaStream_t>(stream);
+}
+
+// Whether a grid-stride loop over n elements can count in 32 bits (its index
+// reaches n plus the grid's size).
+bool fits_32_bits(std::size_t n) {
+  return n + static_cast<std::size_t>(elementwise_blocks(n)) * kElementwiseThreads <= UINT32_MAX;
+}
+
+// Backward's sums of the masked dy and of masked dy * xhat (as
+// kernels/batch_norm.cu's BackwardValue of relu's stored dx).
+template <typename T>
+struct MaskedBackwardValue {
+  const T* x;
+  const T* y;
+  const T* dy;
+  const float* mean;
+  const float* invstd;
+  __device__ Sums<2> operator()(std::size_t a, std::size_t c) const {
+    const float g = bn_relu_masked_dy(load(y, a), load(dy, a));
+    return {{g, g * (load(x, a) - mean[c]) * invstd[c]}};
+  }
+};
+
+template <typename Index, typename ChannelOf, typename T>
+__global__ void apply_kernel(const T* __restrict__ x, const T* __restrict__ residual,
+                             T* __restrict__ y, Index total, ChannelOf channel_of,
+                             const float* mean, const float* invstd, const float* gamma,
+                             const float* beta, DType precision) {
+  const bool has_residual = residual != nullptr;
+  const Index stride = static_cast<Index>(gridDim.x) * static_cast<Index>(blockDim.x);
+  for (Index i = static_cast<Index>(blockIdx.x) * static_cast<Index>(blockDim.x) + threadIdx.x;
+       i < total; i += stride) {
+    const Index ch = channel_of(i);
+    store(y, i,
+          bn_relu_forward_element<T>(load(x, i), mean[ch], invstd[ch], gamma, beta,
+                                     static_cast<int>(ch), precision, has_residual,
+                                     has_residual ? load(residual, i) : 0.0f));
+  }
+}
+
+template <typename Index, typename ChannelOf, typename T, typename D, typename R>
+__global__ void backward_dx_kernel(const T* __restrict__ x, const T* __restrict__ y,
+                                   const T* __restrict__ dy, D* __restrict__ dx,
+                                   R* __restrict__ d_residual, Index total, Index c,
+                                   ChannelOf channel_of, const float* count_ptr, const float* mean,
+                                   const float* invstd, const float* gamma, const float* sums,
+                                   DType precision) {
+  const float count = *count_ptr;
+  const Index stride = static_cast<Index>(gridDim.x) * static_cast<Index>(blockDim.x);
+  for (Index i = static_cast<Index>(blockIdx.x) * static_cast<Index>(blockDim.x) + threadIdx.x;
+       i < total; i += stride) {
+    const Index ch = channel_of(i);
+    const float m = bn_relu_masked_dy(load(y, i), load(dy, i));
+    if (dx != nullptr)
+      store(dx, i,
+            round_to_precision_grid(bn_backward_element(load(x, i), m, mean[ch], invstd[ch],
+                                                        gamma != nullptr ? gamma[ch] : 1.0f,
+                                                        sums[ch], sums[c + ch], count),
+                                    precision));
+    if (d_residual != nullptr) store(d_residual, i, m);
+  }
+}
+
+}  // namespace
+
+void batch_norm_relu_apply_cuda(const void* x, const void* residual, void* y, DType t,
+                                std::size_t n, std::size_t c, std::size_t hw, const float* mean,
+                                const float* invstd, const float* gamma, const float* beta,
+                                DType precision, void* stream) {
+  const std::size_t total = n * c * hw;
+  if (total == 0) return;
+  const auto blocks = elementwise_blocks(total);
+  with_storage(t, [&](auto s) {
+    using T = decltype(s);
+    const auto* xs = static_cast<const T*>(x);
+    const auto* rs = static_cast<const T*>(residual);
+    auto* ys = static_cast<T*>(y);
+    if (fits_32_bits(total))
+      apply_kernel<std::uint32_t><<<blocks, kElementwiseThreads, 0, s_of(stream)>>>(
+          xs, rs, ys, static_cast<std::uint32_t>(total),
+          ChannelOf32(static_cast<std::uint32_t>(c), static_cast<std::uint32_t>(hw)), mean, invstd,
+          gamma, beta, precision);
+    else
+      apply_kernel<std::size_t><<<blocks, kElementwiseThreads, 0, s_of(stream)>>>(
+          xs, rs, ys, total, ChannelOfWide{c, hw}, mean, invstd, gamma, beta, precision);
+  });
+  RT_CUDA_CHECK_LAUNCH();
+}
+
+void batch_norm_relu_backward_reduce_cuda(const void* x, const void* y, const void* dy, DType t,
+                                          std::size_t n, std::size_t c, std::size_t hw,
+                                          const float* mean, const float* invstd, float* sums,
+                                          float* dgamma, float* dbeta, bool accumulate,
+                                          float* scratch, std::size_t scratch_floats,
+                                          void* stream) {
+  with_storage(t, [&](auto s) {
+    using T = decltype(s);
+    reduce_channels<2>(n, c, hw,
+                       MaskedBackwardValue<T>{static_cast<const T*>(x), static_cast<const T*>(y),
+                                              static_cast<const T*>(dy), mean, invstd},
+                       BnBackwardFinish{sums, c, dgamma, dbeta, accumulate}, scratch,
+                       scratch_floats, stream);
+  });
+}
+
+void batch_norm_relu_backward_dx_cuda(const void* x, const void* y, const void* dy, DType t,
+                                      void* dx, DType dx_type, void* d_residual,
+                                      DType residual_type, std::size_t n, std::size_t c,
+                                      std::size_t hw, const float* mean, const float* invstd,
+                                      const float* gamma, const float* sums, const float* count_ptr,
+                                      DType precision, void* stream) {
+  const std::size_t total = n * c * hw;
+  if (total == 0 || (dx == nullptr && d_residual == nullptr)) return;
+  const auto blocks = elementwise_blocks(total);
+  // An absent output takes t's type, so that the dispatch stays three ways each.
+  if (dx == nullptr) dx_type = t;
+  if (d_residual == nullptr) residual_type = t;
+  with_storage_pair(t, dx_type, [&](auto s, auto d) {
+    using T = decltype(s);
+    using D = decltype(d);
+    with_storage(residual_type, [&](auto r) {
+      using R = decltype(r);
+      const auto* xs = static_cast<const T*>(x);
+      const auto* ys = static_cast<const T*>(y);
+      const auto* dys = static_cast<const T*>(dy);
+      auto* dxs = static_cast<D*>(dx);
+      auto* rs = static_cast<R*>(d_residual);
+      if (fits_32_bits(total))
+        backward_dx_kernel<std::uint32_t><<<blocks, kElementwiseThreads, 0, s_of(stream)>>>(
+            xs, ys, dys, dxs, rs, static_cast<std::uint32_t>(total), static_cast<std::uint32_t>(c),
+            ChannelOf32(static_cast<std::uint32_t>(c), static_cast<std::uint32_t>(hw)), count_ptr,
+            mean, invstd, gamma, sums, precision);
+      else
+        backward_dx_kernel<std::size_t><<<blocks, kElementwiseThreads, 0, s_of(stream)>>>(
+            xs, ys, dys, dxs, rs, total, c, ChannelOfWide{c, hw}, count_ptr, mean, invstd, gamma,
+            sums, precision);
+    });
+  });
+  RT_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace ringtrain::kernels

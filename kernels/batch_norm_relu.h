@@ -1,0 +1,37 @@
+// Host-side launchers for kernels/batch_norm_relu.cu: the elementwise and
+// reduction passes of fused BatchNorm + (add +) ReLU over an [n, c, hw]
+// tensor (NCHW; NHWC and features as [N*H*W, C, 1]). BatchNorm's statistics
+// come from kernels/batch_norm.h's steps, as for the plain op. x, residual,
+// y and dy are of the storage dtype t; dx and d_residual of their own (t or
+// f32). Streams travel as void*.
+#pragma once
+
+#include <cstddef>
+
+#include "ringtrain/core/dtype.h"
+
+namespace ringtrain::kernels {
+
+// y = relu(bn(x) [+ residual]) (residual null: none), each stored
+// intermediate of the unfused ops rounded in a register as it was stored.
+void batch_norm_relu_apply_cuda(const void* x, const void* residual, void* y, DType t,
+                                std::size_t n, std::size_t c, std::size_t hw, const float* mean,
+                                const float* invstd, const float* gamma, const float* beta,
+                                DType precision, void* stream);
+// As batch_norm_backward_reduce_cuda, of dy masked by y > 0: the same
+// reduction (kernels/channel_reduce.cuh) in the same order.
+void batch_norm_relu_backward_reduce_cuda(const void* x, const void* y, const void* dy, DType t,
+                                          std::size_t n, std::size_t c, std::size_t hw,
+                                          const float* mean, const float* invstd, float* sums,
+                                          float* dgamma, float* dbeta, bool accumulate,
+                                          float* scratch, std::size_t scratch_floats, void* stream);
+// One pass: dx (null: not wanted) as batch_norm_backward_dx_cuda of the
+// masked dy, and d_residual (null: none) = the masked dy.
+void batch_norm_relu_backward_dx_cuda(const void* x, const void* y, const void* dy, DType t,
+                                      void* dx, DType dx_type, void* d_residual,
+                                      DType residual_type, std::size_t n, std::size_t c,
+                                      std::size_t hw, const float* mean, const float* invstd,
+                                      const float* gamma, const float* sums, const float* count_ptr,
+                                      DType precision, void* stream);
+
+}  // namespace ringtrain::kernels

@@ -1,0 +1,41 @@
+// The fused node of the model's plan: BatchNorm, an optional residual add
+// and the ReLU after them, run as one (ops/batch_norm_relu.h). Model::build
+// rewrites bn -> relu and bn -> add -> relu into it wherever BatchNorm's
+// output (and the add's) has no other reader, unless --fuse off.
+//
+// It sits on the relu's node (the chain's last, so every input is computed
+// before it, a downsample shortcut included), reading BatchNorm's input and
+// the add's other input; the BatchNorm and add nodes stay in the plan, folded
+// (they run nothing and hold no activation or gradient buffer). Keeping them
+// keeps every node's name, index and parameter range: checkpoints, model show
+// and the gradient buckets see the same model, and BatchNorm's layer still
+// owns its parameters and running statistics.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model/batch_norm_layer.h"
+#include "model/layer.h"
+
+namespace ringtrain {
+
+class FusedBatchNormRelu final : public StoresActivations, public DescribesKernels {
+ public:
+  // `folded`: the names of the nodes it runs, in order (bn, [add,] relu).
+  FusedBatchNormRelu(BatchNormLayer& bn, bool with_residual, std::vector<std::string> folded);
+  // xs: BatchNorm's input, and the residual with_residual; dxs alike.
+  void forward_stored(const std::vector<BufferView>& xs, BufferView y, std::size_t batch,
+                      bool training) override;
+  void backward_stored(const std::vector<BufferView>& xs, BufferView y, BufferView dy,
+                       const std::vector<BufferView>& dxs, std::size_t batch,
+                       bool accumulate) override;
+  std::string describe_kernels() const override;
+
+ private:
+  BatchNormLayer& bn_;
+  bool with_residual_;
+  std::vector<std::string> folded_;
+};
+
+}  // namespace ringtrain

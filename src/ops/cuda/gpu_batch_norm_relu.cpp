@@ -1,0 +1,35 @@
+// The GPU half of fused BatchNorm + (add +) ReLU: forwards to
+// kernels/batch_norm_relu.h, with the handles' scratch for the reduction's
+// partial sums, as the plain BatchNorm's.
+#include "kernels/batch_norm_relu.h"
+#include "ops/gpu_ops.h"
+
+namespace ringtrain::detail {
+
+void gpu_batch_norm_relu_apply(void* stream, BufferView x, BufferView residual, BufferView y,
+                               std::size_t n, std::size_t c, std::size_t hw, const float* mean,
+                               const float* invstd, const float* gamma, const float* beta,
+                               DType precision) {
+  kernels::batch_norm_relu_apply_cuda(x.ptr, residual.ptr, y.ptr, y.dtype, n, c, hw, mean, invstd,
+                                      gamma, beta, precision, stream);
+}
+void gpu_batch_norm_relu_backward_reduce(const GpuHandles& h, BufferView x, BufferView y,
+                                         BufferView dy, std::size_t n, std::size_t c,
+                                         std::size_t hw, const float* mean, const float* invstd,
+                                         float* sums, float* dgamma, float* dbeta,
+                                         bool accumulate) {
+  kernels::batch_norm_relu_backward_reduce_cuda(x.ptr, y.ptr, dy.ptr, dy.dtype, n, c, hw, mean,
+                                                invstd, sums, dgamma, dbeta, accumulate, h.scratch,
+                                                kGpuScratchFloats, h.stream);
+}
+void gpu_batch_norm_relu_backward_dx(void* stream, BufferView x, BufferView y, BufferView dy,
+                                     BufferView dx, BufferView d_residual, std::size_t n,
+                                     std::size_t c, std::size_t hw, const float* mean,
+                                     const float* invstd, const float* gamma, const float* sums,
+                                     const float* count, DType precision) {
+  kernels::batch_norm_relu_backward_dx_cuda(x.ptr, y.ptr, dy.ptr, dy.dtype, dx.ptr, dx.dtype,
+                                            d_residual.ptr, d_residual.dtype, n, c, hw, mean,
+                                            invstd, gamma, sums, count, precision, stream);
+}
+
+}  // namespace ringtrain::detail

@@ -1,0 +1,214 @@
+// Fused BatchNorm + ReLU and BatchNorm + add + ReLU (--fuse, the plan's
+// rewrite) against the unfused plan, which stays the reference: on small
+// ResNet-like graphs in both layouts under fp32, bf16 and fp16 storage, the
+// logits, the loss, every parameter gradient and the running statistics are
+// the same bits, in training (one backward, then one accumulated) and in
+// evaluation. Also: which nodes fuse (and which must not), names and
+// parameters unchanged, and a finite-difference check of the fused model.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "ringtrain/model/model.h"
+#include "ringtrain/model/model_spec.h"
+#include "tests/model/test_data.h"
+
+using namespace ringtrain;
+
+namespace {
+
+// A stem, a plain bn -> relu, a block whose add reads two BatchNorms (the
+// first fuses, the downsample's stays), a block whose BatchNorm is the add's
+// second input, and a bn -> relu whose BatchNorm has a second reader (not
+// fused). r0 and r2 are read twice, so their gradients are summed in fp32.
+const char* kResnetLike = R"(input(3, 6, 6)
+stem = conv2d(out=4, kernel=3, padding=1, bias=0)
+bn0 = batch_norm
+r0 = relu
+c1 = conv2d(out=4, kernel=3, padding=1, bias=0)
+bn1 = batch_norm
+r1 = relu
+c2 = conv2d(out=6, kernel=3, padding=1, stride=2, bias=0)
+bn2 = batch_norm
+ds = conv2d(r0, out=6, kernel=1, stride=2, bias=0)
+dsbn = batch_norm
+sum = add(bn2, dsbn)
+r2 = relu
+c3 = conv2d(out=6, kernel=3, padding=1, bias=0)
+bn3 = batch_norm
+sum2 = add(r2, bn3)
+r3 = relu
+c4 = conv2d(out=6, kernel=1, bias=0)
+bn4 = batch_norm
+r4 = relu
+tap = conv2d(bn4, out=6, kernel=1, bias=0)
+both = add(r4, tap)
+g = global_avg_pool
+fc = linear(out=5)
+)";
+
+constexpr std::size_t kBatch = 4, kClasses = 5;
+
+ModelOptions options(DType precision, LayoutChoice layout, bool fuse) {
+  ModelOptions o;
+  o.device = Device::cpu();
+  o.seed = 7;
+  o.max_batch = kBatch;
+  o.precision = precision;
+  o.layout = layout;
+  o.fuse = fuse;
+  return o;
+}
+
+std::vector<std::uint32_t> bits_of(const float* p, std::size_t n) {
+  std::vector<std::uint32_t> b(n);
+  std::memcpy(b.data(), p, n * sizeof(float));
+  return b;
+}
+std::vector<std::uint32_t> bits_of(const BufferView& v) {
+  return bits_of(static_cast<const float*>(v.ptr), v.count);
+}
+
+// The number of elements whose bits differ.
+std::size_t differing(const std::vector<std::uint32_t>& a, const std::vector<std::uint32_t>& b) {
+  std::size_t n = a.size() == b.size() ? 0 : 1 + a.size() + b.size();
+  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) n += a[i] != b[i];
+  return n;
+}
+
+std::size_t node_named(const Model& m, const std::string& name) {
+  for (std::size_t i = 0; i < m.layer_count(); ++i)
+    if (m.layer_name(i) == name) return i;
+  FAIL("no node " << name);
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("fused batch_norm + (add +) relu: which nodes fuse, names and parameters unchanged",
+          "[model][fusion]") {
+  const ModelSpec spec = ModelSpec::parse(kResnetLike);
+  auto fused =
+      Model::build(spec, {3, 6, 6}, kClasses, options(DType::f32, LayoutChoice::nchw, true));
+  auto plain =
+      Model::build(spec, {3, 6, 6}, kClasses, options(DType::f32, LayoutChoice::nchw, false));
+  REQUIRE(fused->layer_count() == plain->layer_count());
+  for (std::size_t i = 0; i < fused->layer_count(); ++i) {
+    CHECK(fused->layer_name(i) == plain->layer_name(i));
+    CHECK(fused->layer_kind(i) == plain->layer_kind(i));
+    CHECK(fused->node_inputs(i) == plain->node_inputs(i));  // the graph as written
+    CHECK(fused->layer_param_range(i) == plain->layer_param_range(i));
+  }
+  REQUIRE(fused->param_info().size() == plain->param_info().size());
+  for (std::size_t k = 0; k < fused->param_info().size(); ++k)
+    CHECK(fused->param_info()[k].name == plain->param_info()[k].name);
+  const auto kernels = [&](const std::string& node) {
+    return fused->layer_kernels(node_named(*fused, node));
+  };
+  CHECK(kernels("r0") == "fused bn0+r0");
+  CHECK(kernels("bn0") == "folded into r0");
+  CHECK(kernels("r1") == "fused bn1+r1");
+  CHECK(kernels("r2") == "fused bn2+sum+r2");
+  CHECK(kernels("bn2") == "folded into r2");
+  CHECK(kernels("sum") == "folded into r2");
+  CHECK(kernels("dsbn").empty());  // the add's other BatchNorm runs on its own
+  CHECK(kernels("r3") == "fused bn3+sum2+r3");
+  CHECK(kernels("r4").empty());  // bn4 has a second reader
+  CHECK(kernels("bn4").empty());
+  CHECK(plain->layer_kernels(node_named(*plain, "r0")).empty());
+  // The folded nodes hold no activations.
+  CHECK(fused->activation_bytes_per_sample() < plain->activation_bytes_per_sample());
+}
+
+TEST_CASE("fused batch_norm + (add +) relu: the unfused plan's bits, training and evaluation",
+          "[model][fusion][precision]") {
+  const ModelSpec spec = ModelSpec::parse(kResnetLike);
+  const auto precision = GENERATE(DType::f32, DType::bf16, DType::f16);
+  const auto layout = GENERATE(LayoutChoice::nchw, LayoutChoice::nhwc);
+  INFO("precision " << dtype_name(precision) << ", layout "
+                    << (layout == LayoutChoice::nhwc ? "nhwc" : "nchw"));
+  auto fused = Model::build(spec, {3, 6, 6}, kClasses, options(precision, layout, true));
+  auto plain = Model::build(spec, {3, 6, 6}, kClasses, options(precision, layout, false));
+  REQUIRE(differing(bits_of(fused->params()), bits_of(plain->params())) == 0);
+  const std::vector<float> x1 = test::hashed_vector(31, kBatch * 108, -2.0f, 2.0f);
+  const std::vector<float> x2 = test::hashed_vector(32, kBatch * 108, -2.0f, 2.0f);
+  const std::vector<std::int32_t> labels{0, 4, 2, 1};
+  // fp16 scales the loss, as the trainer does, so that small gradients stay normal.
+  const float scale = precision == DType::f16 ? 1024.0f : 1.0f;
+  const auto compare = [&](const char* what) {
+    INFO(what);
+    CHECK(differing(bits_of(fused->logits(), kBatch * kClasses),
+                    bits_of(plain->logits(), kBatch * kClasses)) == 0);
+    CHECK(differing(bits_of(fused->grads()), bits_of(plain->grads())) == 0);
+    CHECK(differing(bits_of(fused->buffers()), bits_of(plain->buffers())) == 0);
+  };
+  for (Model* m : {fused.get(), plain.get()}) {
+    const Model::LossResult r = m->forward(x1.data(), labels.data(), kBatch, true);
+    CHECK(std::isfinite(r.loss_sum));
+    m->backward(scale, false);
+  }
+  compare("a training step");
+  // The gradients are not all zero (the comparison would prove nothing).
+  const std::vector<std::uint32_t> g = bits_of(fused->grads());
+  CHECK(std::count(g.begin(), g.end(), 0u) < static_cast<std::ptrdiff_t>(g.size() / 4));
+  double loss[2];
+  int k = 0;
+  for (Model* m : {fused.get(), plain.get()}) {
+    loss[k++] = m->forward(x2.data(), labels.data(), kBatch, true).loss_sum;
+    m->backward(scale, true);
+  }
+  CHECK(loss[0] == loss[1]);
+  compare("a second, accumulated step");
+  k = 0;
+  for (Model* m : {fused.get(), plain.get()})
+    loss[k++] = m->forward(x2.data(), labels.data(), kBatch, false).loss_sum;
+  CHECK(loss[0] == loss[1]);
+  compare("evaluation");
+}
+
+TEST_CASE("fused batch_norm + (add +) relu: gradients match finite differences in fp32",
+          "[model][fusion][gradient]") {
+  // Smaller than kResnetLike, so that every parameter is checked.
+  const char* graph = R"(input(2, 4, 4)
+stem = conv2d(out=3, kernel=3, padding=1, bias=0)
+bn0 = batch_norm
+r0 = relu
+c1 = conv2d(out=3, kernel=3, padding=1, bias=0)
+bn1 = batch_norm
+sum = add(bn1, r0)
+r1 = relu
+g = global_avg_pool
+fc = linear(out=3)
+)";
+  const std::size_t batch = 4;
+  ModelOptions o = options(DType::f32, LayoutChoice::nchw, true);
+  auto m = Model::build(ModelSpec::parse(graph), {2, 4, 4}, 3, o);
+  REQUIRE(m->layer_kernels(node_named(*m, "r1")) == "fused bn1+sum+r1");
+  float* params = static_cast<float*>(m->params().ptr);
+  const std::vector<float> init = test::hashed_vector(3, m->param_count(), -0.6f, 0.6f);
+  std::copy(init.begin(), init.end(), params);
+  const std::vector<float> x = test::hashed_vector(4, batch * 32, -1.5f, 1.5f);
+  const std::vector<std::int32_t> labels{0, 2, 1, 2};
+  const auto loss = [&] {
+    return m->forward(x.data(), labels.data(), batch, true).loss_sum / static_cast<double>(batch);
+  };
+  loss();
+  m->backward(1.0f, false);
+  const std::vector<float> grads(static_cast<float*>(m->grads().ptr),
+                                 static_cast<float*>(m->grads().ptr) + m->param_count());
+  // A small step, so that few pre-activations cross relu's kink.
+  const float eps = 2e-3f;
+  for (std::size_t i = 0; i < m->param_count(); ++i) {
+    params[i] = init[i] + eps;
+    const double lp = loss();
+    params[i] = init[i] - eps;
+    const double lm = loss();
+    params[i] = init[i];
+    const double numeric = (lp - lm) / (2.0 * eps);
+    INFO("parameter " << i << ": analytic " << grads[i] << " vs numeric " << numeric);
+    CHECK(std::abs(grads[i] - numeric) <= 2e-3 + 3e-2 * std::abs(numeric));
+  }
+}

@@ -1,0 +1,141 @@
+// The fused BatchNorm + (add +) ReLU kernels on a GPU against the same ops on
+// the CPU (ops/batch_norm_relu.h), under fp32, bf16 and fp16 storage, for an
+// NCHW shape (inner H*W) and an NHWC/features one (inner 1), with and without
+// the residual: y, dx, the residual's gradient (in the storage dtype and in
+// fp32), dgamma and dbeta. The statistics and backward's sums are reductions
+// split across threads on the GPU, so they agree within fp32 accumulation
+// error plus one 16-bit rounding of each stored value, as the plain
+// BatchNorm's do (gpu_stored_layers_test); the residual's gradient is dy
+// masked by y and must be exact where the two y agree. Exits 77 (ctest:
+// skipped) without CUDA or a device.
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+#include "kernels/precision.cuh"
+#include "ringtrain/launch/gpu_runtime.h"
+#include "ringtrain/ops/batch_norm_relu.h"
+#include "ringtrain/ops/compute_context.h"
+#include "ringtrain/ops/precision.h"
+#include "ringtrain/tensor/tensor.h"
+#include "tests/model/test_data.h"
+#include "tests/support/gpu_compare.h"
+#include "tests/support/gpu_test.h"
+
+using namespace ringtrain;
+using namespace ringtrain::test;
+
+namespace {
+
+// v on p's grid, stored as p on `device` (an f32 Tensor for fp32).
+Tensor stored(const std::vector<float>& v, DType p, Device device, const ComputeContext& cpu) {
+  Tensor wide = Tensor::empty({v.size()}, DType::f32, Device::cpu());
+  std::copy(v.begin(), v.end(), wide.data_as<float>());
+  Tensor narrow = Tensor::empty({v.size()}, p, Device::cpu());
+  convert_storage(cpu, narrow.buffer(), wide.buffer());
+  Tensor out = Tensor::empty({v.size()}, p, device);
+  out.copy_from(narrow);
+  return out;
+}
+std::vector<float> widened(const Tensor& t, const ComputeContext& ctx, const ComputeContext& cpu) {
+  ctx.synchronize();
+  Tensor host = Tensor::empty({t.numel()}, t.dtype(), Device::cpu());
+  host.copy_from(t);
+  Tensor wide = Tensor::empty({t.numel()}, DType::f32, Device::cpu());
+  convert_storage(cpu, wide.buffer(), host.buffer());
+  const float* w = wide.data_as<float>();
+  return std::vector<float>(w, w + t.numel());
+}
+
+struct Run {
+  std::vector<float> y, dx, d_residual, d_residual_wide, dgamma, dbeta;
+};
+
+// One forward (training) and backward on `ctx`'s device.
+Run run(const ComputeContext& ctx, const ComputeContext& cpu, DType p, const BatchNormShape& s,
+        std::size_t batch, bool residual) {
+  const Device dev = ctx.device();
+  const std::size_t n = batch * s.channels * s.inner, C = s.channels;
+  const auto on_grid = [&](std::uint64_t salt, float lo, float hi) {
+    std::vector<float> v = hashed_vector(salt, n, lo, hi);
+    for (float& e : v) e = kernels::round_to_precision_grid(e, p);
+    return v;
+  };
+  Tensor x = stored(on_grid(1, -2.0f, 3.0f), p, dev, cpu);
+  Tensor r = stored(on_grid(2, -1.0f, 1.0f), p, dev, cpu);
+  Tensor dy = stored(on_grid(3, -1.0f, 1.0f), p, dev, cpu);
+  Tensor y = Tensor::empty({n}, p, dev), dx = Tensor::empty({n}, p, dev);
+  Tensor dr = Tensor::empty({n}, p, dev), dr_wide = Tensor::empty({n}, DType::f32, dev);
+  std::vector<float> host_params = hashed_vector(4, 2 * C, 0.5f, 1.5f);
+  Tensor params = Tensor::empty({2 * C}, DType::f32, dev);
+  params.copy_from(Tensor::borrow(host_params.data(), {2 * C}, DType::f32, Device::cpu()));
+  Tensor grads = Tensor::zeros({2 * C}, DType::f32, dev);
+  std::vector<float> host_running(2 * C, 1.0f);
+  Tensor running = Tensor::empty({2 * C}, DType::f32, dev);
+  running.copy_from(Tensor::borrow(host_running.data(), {2 * C}, DType::f32, Device::cpu()));
+  Tensor mean = Tensor::zeros({C}, DType::f32, dev), invstd = Tensor::zeros({C}, DType::f32, dev);
+  Tensor sums = Tensor::zeros({2 * C + 1}, DType::f32, dev);
+  const BatchNormSaved saved{mean.data_as<float>(), invstd.data_as<float>(), sums.data_as<float>()};
+  const float* gamma = params.data_as<float>();
+  const BufferView none{nullptr, 0, p, dev};
+  batch_norm_relu_forward(ctx, s, x.buffer(), residual ? r.buffer() : none, y.buffer(), batch, true,
+                          true, 1e-5f, 0.1f, gamma, gamma + C, running.data_as<float>(),
+                          running.data_as<float>() + C, saved);
+  float* dgamma = grads.data_as<float>();
+  batch_norm_relu_backward(ctx, s, x.buffer(), y.buffer(), dy.buffer(), dx.buffer(),
+                           residual ? dr.buffer() : none, batch, gamma, saved, dgamma, dgamma + C,
+                           false);
+  Run out;
+  out.y = widened(y, ctx, cpu);
+  out.dx = widened(dx, ctx, cpu);
+  if (residual) {
+    out.d_residual = widened(dr, ctx, cpu);
+    // The residual's gradient into an fp32 sum (a shortcut read twice).
+    batch_norm_relu_backward(ctx, s, x.buffer(), y.buffer(), dy.buffer(), none, dr_wide.buffer(),
+                             batch, gamma, saved, nullptr, nullptr, false);
+    out.d_residual_wide = widened(dr_wide, ctx, cpu);
+  }
+  const std::vector<float> g = widened(grads, ctx, cpu);
+  out.dgamma.assign(g.begin(), g.begin() + static_cast<std::ptrdiff_t>(C));
+  out.dbeta.assign(g.begin() + static_cast<std::ptrdiff_t>(C), g.end());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("gpu fused batch_norm + (add +) relu against the CPU", "[gpu][fusion]") {
+  Contexts c;
+  const DType p = GENERATE(DType::f32, DType::bf16, DType::f16);
+  const bool residual = GENERATE(false, true);
+  // NCHW [3, 5, 7x9]; NHWC / features [3 * 63 rows, 5 channels, 1].
+  const bool nchw = GENERATE(true, false);
+  const BatchNormShape s = nchw ? BatchNormShape{5, 63} : BatchNormShape{5, 1};
+  const std::size_t batch = nchw ? 3 : 3 * 63;
+  INFO(dtype_name(p) << (residual ? " with the residual" : "") << (nchw ? " nchw" : " rows"));
+  auto cpu = ComputeContext::create(Device::cpu(), Tf32Mode::off, p);
+  auto gpu = ComputeContext::create(kGpu, Tf32Mode::off, p);
+  const Run want = run(*cpu, *c.cpu, p, s, batch, residual);
+  const Run got = run(*gpu, *c.cpu, p, s, batch, residual);
+  // One rounding of the storage type, plus fp32 accumulation.
+  const double tol = p == DType::bf16 ? 1.6e-2 : p == DType::f16 ? 2e-3 : 1e-4;
+  require_close(got.y, want.y, tol, "y");
+  require_close(got.dx, want.dx, 5 * tol, "dx");
+  require_close(got.dgamma, want.dgamma, 1e-3, "dgamma");
+  require_close(got.dbeta, want.dbeta, 1e-3, "dbeta");
+  if (residual) {
+    // dy masked by y: the same word wherever the two y agree on the sign.
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < got.y.size(); ++i)
+      if ((got.y[i] > 0) == (want.y[i] > 0) && (got.d_residual[i] != want.d_residual[i] ||
+                                                got.d_residual_wide[i] != want.d_residual_wide[i]))
+        ++wrong;
+    CHECK(wrong == 0);
+  }
+}
+
+int main(int argc, char** argv) {
+  if (!ringtrain::test::cuda_device_available()) return ringtrain::test::kSkippedExitCode;
+  cuda_set_device(0);
+  return Catch::Session().run(argc, argv);
+}
