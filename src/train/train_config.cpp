@@ -92,6 +92,7 @@ std::string TrainConfig::to_json() const {
   j["tf32"] = tf32;
   j["precision"] = precision;
   j["layout"] = layout;
+  j["fuse"] = fuse;
   j["loss_scale_init"] = loss_scale_init;
   j["loss_scale_window"] = loss_scale_window;
   j["optimizer"] = optimizer.kind;
