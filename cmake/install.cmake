@@ -58,7 +58,7 @@ endif()
 if(RINGTRAIN_CUDA)
   get_filename_component(_rt_cudnn_dir ${CUDNN_LIBRARY} DIRECTORY)
   get_filename_component(_rt_nccl_dir ${NCCL_LIBRARY} DIRECTORY)
-  string(APPEND RINGTRAIN_PC_LIBS " -L${CUDAToolkit_LIBRARY_DIR} -lcudart_static -lcublas -lcublasLt"
+  string(APPEND RINGTRAIN_PC_LIBS " -L${CUDAToolkit_LIBRARY_DIR} -lcudart_static -lcublas -lcublasLt -lnvrtc"
          " -L${_rt_cudnn_dir} -L${_rt_nccl_dir} -lcudnn -lnccl -lrt")
 endif()
 configure_file(${CMAKE_SOURCE_DIR}/cmake/ringtrain.pc.in ${CMAKE_BINARY_DIR}/generated/ringtrain.pc @ONLY)

@@ -43,11 +43,42 @@ else
   echo "install-deps: installed ${missing[*]}"
 fi
 
+# cuDNN's graph API (the convolutions' weight gradient, attention) is called
+# through NVIDIA's header-only cudnn-frontend, which Debian does not package:
+# its headers ship in the PyPI wheel. A pinned version is unpacked into deps/
+# (ignored by git), where CMake looks; nothing is installed system-wide.
+cudnn_frontend_version=1.32.0
+install_cudnn_frontend() {
+  local root dest
+  root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+  dest="$root/deps/cudnn-frontend-$cudnn_frontend_version"
+  if [ -f "$dest/include/cudnn_frontend.h" ]; then
+    echo "install-deps: cudnn-frontend $cudnn_frontend_version present (deps/)"
+    return
+  fi
+  local tmp
+  tmp=$(mktemp -d)
+  if ! python3 -m pip download --quiet --no-deps --only-binary=:all: -d "$tmp" \
+      "nvidia-cudnn-frontend==$cudnn_frontend_version" >"$tmp/pip.log" 2>&1; then
+    cat "$tmp/pip.log" >&2
+    echo "install-deps: could not download the wheel nvidia-cudnn-frontend==$cudnn_frontend_version from PyPI (pip above)" >&2
+    rm -rf "$tmp"
+    exit 1
+  fi
+  mkdir -p "$tmp/unpacked" "$dest"
+  python3 -m zipfile -e "$tmp"/nvidia_cudnn_frontend-*.whl "$tmp/unpacked"
+  rm -rf "$dest/include" && cp -r "$tmp/unpacked/include" "$dest/include"
+  cp "$tmp/unpacked"/nvidia_cudnn_frontend-*.dist-info/licenses/LICENSE* "$dest/" 2>/dev/null || true
+  rm -rf "$tmp"
+  echo "install-deps: unpacked cudnn-frontend $cudnn_frontend_version headers into deps/"
+}
+
 # The CUDA toolkit is not a Debian package here: it is found at /usr/local/cuda.
 cuda=${CUDA_HOME:-/usr/local/cuda}
 if [ -x "$cuda/bin/nvcc" ]; then
   have() { [ -e "$cuda/include/$1" ] && echo yes || echo no; }
   echo "install-deps: CUDA toolkit at $cuda ($("$cuda/bin/nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')), cuDNN: $(have cudnn.h), NCCL: $(have nccl.h)"
+  install_cudnn_frontend
 else
   echo "install-deps: no CUDA toolkit at $cuda: the build will be CPU-only"
 fi

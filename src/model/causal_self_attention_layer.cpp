@@ -23,25 +23,56 @@ namespace ringtrain {
 
 namespace {
 
-// automatic: RINGTRAIN_ATTENTION if set, else attention_fused_by_default.
-bool use_fused(AttentionKernel kernel, const ComputeContext& ctx, const std::string& layer,
-               std::size_t score_bytes) {
-  if (kernel == AttentionKernel::automatic) {
-    if (const char* env = std::getenv("RINGTRAIN_ATTENTION"); env != nullptr && *env != '\0') {
-      const std::string_view v(env);
-      RT_CHECK(v == "fused" || v == "unfused",
-               "layer '{}': RINGTRAIN_ATTENTION='{}' is neither 'fused' nor 'unfused'", layer, v);
-      return v == "fused";
-    }
+// automatic resolved by RINGTRAIN_ATTENTION where it is set.
+AttentionKernel requested(AttentionKernel kernel, const std::string& layer) {
+  if (kernel != AttentionKernel::automatic) return kernel;
+  const char* env = std::getenv("RINGTRAIN_ATTENTION");
+  if (env == nullptr || *env == '\0') return kernel;
+  const std::string_view v(env);
+  RT_CHECK(v == "fused" || v == "unfused" || v == "sdpa",
+           "layer '{}': RINGTRAIN_ATTENTION='{}' is none of 'sdpa', 'fused', 'unfused'", layer, v);
+  return v == "sdpa"    ? AttentionKernel::sdpa
+         : v == "fused" ? AttentionKernel::fused
+                        : AttentionKernel::unfused;
+}
+
+// automatic: attention_fused_by_default; sdpa's fallback (where it is only
+// preferred) likewise.
+bool use_fused(AttentionKernel kernel, const ComputeContext& ctx, std::size_t score_bytes) {
+  if (kernel == AttentionKernel::automatic || kernel == AttentionKernel::sdpa)
     return attention_fused_by_default(ctx.is_cuda(), score_bytes);
-  }
   return kernel == AttentionKernel::fused;
+}
+
+// cuDNN's attention where the choice allows it and it can run; sdpa asked for
+// explicitly and unavailable is an Error naming why.
+std::unique_ptr<TensorCoreAttention> make_sdpa(AttentionKernel kernel, const ComputeContext& ctx,
+                                               const std::string& layer, std::size_t t,
+                                               std::size_t c, std::size_t heads,
+                                               std::size_t max_batch, float dropout) {
+  if (kernel != AttentionKernel::automatic && kernel != AttentionKernel::sdpa) return nullptr;
+  std::string why;
+  std::unique_ptr<TensorCoreAttention> a;
+  if (dropout > 0.0f)
+    why = "attention dropout is on (gpt2:dropout=0 turns it off)";
+  else
+    a = TensorCoreAttention::make(ctx, t, c, heads, max_batch, &why);
+  RT_CHECK(a != nullptr || kernel != AttentionKernel::sdpa,
+           "layer '{}': RINGTRAIN_ATTENTION=sdpa, but cuDNN's attention cannot run here: {}", layer,
+           why);
+  return a;
 }
 
 }  // namespace
 
 bool attention_fused_by_default(bool on_gpu, std::size_t score_bytes) {
   return on_gpu && score_bytes > kUnfusedScoreBudget;
+}
+
+std::string CausalSelfAttentionLayer::describe_kernels() const {
+  if (sdpa_) return sdpa_->describe();
+  return fused_ ? "ringtrain fused attention (no tensor cores)"
+                : "unfused: GEMMs around a causal row softmax";
 }
 
 CausalSelfAttentionLayer::CausalSelfAttentionLayer(std::string name, const Shape& input,
@@ -58,19 +89,23 @@ CausalSelfAttentionLayer::CausalSelfAttentionLayer(std::string name, const Shape
       d_(heads > 0 ? input[1] / heads : 0),
       dropout_(dropout),
       index_(index),
-      dropout_context_(dropout_context),
-      fused_(use_fused(kernel, ctx, this->name(),
-                       sizeof(float) * heads * max_batch * input[0] * input[0])) {
+      dropout_context_(dropout_context) {
   RT_CHECK(heads >= 1 && c_ % heads == 0, "layer '{}': width {} is not a multiple of {} heads",
            this->name(), c_, heads);
   RT_CHECK(dropout >= 0.0f && dropout < 1.0f && (dropout == 0.0f || dropout_context != nullptr),
            "layer '{}': attention dropout {} is outside [0, 1)", this->name(), dropout);
+  const AttentionKernel choice = requested(kernel, this->name());
+  sdpa_ = make_sdpa(choice, ctx, this->name(), t_, c_, heads_, max_batch, dropout);
+  fused_ = sdpa_ == nullptr &&
+           use_fused(choice, ctx, sizeof(float) * heads * max_batch * input[0] * input[0]);
   const std::size_t rows = t_, tt = t_ * t_;
   qkv_ = LayerWorkspace(ctx, rows * 3 * c_, max_batch);
   d_qkv_ = LayerWorkspace(ctx, rows * 3 * c_, max_batch);
   o_ = LayerWorkspace(ctx, rows * c_, max_batch);
   d_o_ = LayerWorkspace(ctx, rows * c_, max_batch);
-  if (fused_) {
+  if (sdpa_) {  // cuDNN's row statistics; no T x T matrix
+    lse_ = LayerWorkspace(ctx, heads_ * t_, max_batch);
+  } else if (fused_) {
     lse_ = LayerWorkspace(ctx, heads_ * t_, max_batch);
     delta_ = LayerWorkspace(ctx, heads_ * t_, max_batch);
   } else {
@@ -115,7 +150,9 @@ void CausalSelfAttentionLayer::forward(const float* x, float* y, std::size_t bat
   // grid, so their products stay fp32.
   gemm(ctx_, false, true, rows, c3, c_, 1.0f, x, c_, w_qkv_, c_, 0.0f, qkv, c3, ctx_.precision());
   bias_add(ctx_, qkv, b_qkv_, rows, c3, 1);
-  if (fused_) {
+  if (sdpa_) {
+    sdpa_->forward(batch, qkv, o, lse_.get(batch, name()));
+  } else if (fused_) {
     const FusedAttentionShape s{
         batch, t_, c_, heads_, dropped_ ? dropout_ : 0.0f, dropped_ ? node_key() : 0};
     fused_attention_forward(ctx_, s, qkv, o, lse_.get(batch, name()), name());
@@ -163,7 +200,9 @@ void CausalSelfAttentionLayer::backward(const float* x, const float*, const floa
   bias_grad(ctx_, dy, db_o_, rows, c_, 1, accumulate);
   gemm(ctx_, true, false, c_, c_, rows, 1.0f, dy, c_, o, c_, beta, dw_o_, c_);
   gemm(ctx_, false, false, rows, c_, c_, 1.0f, dy, c_, w_o_, c_, 0.0f, d_o, c_, ctx_.precision());
-  if (fused_) {
+  if (sdpa_) {
+    sdpa_->backward(batch, d_o, lse_.get(batch, name()), d_qkv);
+  } else if (fused_) {
     const FusedAttentionShape s{
         batch, t_, c_, heads_, dropped_ ? dropout_ : 0.0f, dropped_ ? node_key() : 0};
     fused_attention_backward(ctx_, s, qkv, o, d_o, lse_.get(batch, name()),

@@ -7,21 +7,26 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "model/layer.h"
 #include "model/layer_workspace.h"
+#include "ops/tensor_core_attention.h"
 
 namespace ringtrain {
 
-// Which attention the layer runs. automatic: the unfused path (cuBLAS GEMMs
-// around a row softmax) where its score matrices fit kUnfusedScoreBudget, the
-// fused kernel on a GPU beyond that, and the plain unfused one on the CPU,
-// unless the environment variable RINGTRAIN_ATTENTION says `unfused` or
-// `fused` (for comparisons; on the CPU `fused` runs the GPU's tiled algorithm
-// as loops).
-enum class AttentionKernel { automatic, unfused, fused };
+// Which attention the layer runs. automatic: on a GPU under --precision
+// bf16|fp16 without attention dropout, cuDNN's flash attention on tensor cores
+// (ops/tensor_core_attention.h) where cuDNN has an engine for the shape;
+// otherwise the unfused path (cuBLAS GEMMs around a row softmax) where its
+// score matrices fit kUnfusedScoreBudget, the fused kernel on a GPU beyond
+// that, and the plain unfused one on the CPU. The environment variable
+// RINGTRAIN_ATTENTION=sdpa|fused|unfused chooses instead (for comparisons; on
+// the CPU `fused` runs the GPU's tiled algorithm as loops, and `sdpa` where it
+// cannot run is an Error saying why).
+enum class AttentionKernel { automatic, unfused, fused, sdpa };
 
 // The unfused path's P per layer ([heads, batch, T, T] floats) that the
 // automatic choice accepts: 1 GiB (gpt2 at 16 x 1024 needs 768 MiB a layer,
@@ -45,13 +50,15 @@ bool attention_fused_by_default(bool on_gpu, std::size_t score_bytes);
 // from the counter-based hash of kernels/dropout.cuh keyed by (seed, rank,
 // step, node, head), the same on both paths, so backward recomputes it and a
 // resume repeats it.
-class CausalSelfAttentionLayer final : public Layer {
+class CausalSelfAttentionLayer final : public Layer, public DescribesKernels {
  public:
   CausalSelfAttentionLayer(std::string name, const Shape& input, std::size_t heads,
                            const ComputeContext& ctx, std::size_t max_batch, float dropout = 0.0f,
                            std::size_t index = 0, const DropoutContext* dropout_context = nullptr,
                            AttentionKernel kernel = AttentionKernel::automatic);
   bool fused() const { return fused_; }
+  bool tensor_cores() const { return sdpa_ != nullptr; }
+  std::string describe_kernels() const override;
   bool matmul_weights() const override { return true; }
   std::vector<ParamDesc> param_descs() const override;
   void bind(float* params, float* grads) override;
@@ -69,7 +76,8 @@ class CausalSelfAttentionLayer final : public Layer {
   std::size_t index_;
   const DropoutContext* dropout_context_;
   bool fused_;
-  bool dropped_ = false;  // the last forward applied the attention dropout
+  std::unique_ptr<TensorCoreAttention> sdpa_;  // null: ringtrain's own kernels
+  bool dropped_ = false;                       // the last forward applied the attention dropout
   // qkv and O per sample. Unfused: P per sample (all heads); one head's
   // worth of dropped P and of dP (reused head after head). Fused: each row's
   // log-sum-exp and the backward's D = rowsum(dO o O), per head.

@@ -54,9 +54,12 @@
 // where cuDNN offers none for a shape, that operation stays fp32 and rounds
 // its y (or dx) to the grid (the same numbers). The CPU rounds y (before a
 // bias) and dx at the same points (ops/conv2d.cpp).
-// Backward filter stays on the fp32 path above (TF32 per --tf32): cuDNN's
-// legacy API writes dw in the data type, and the policy keeps weight
-// gradients fp32 (docs/precision.md).
+// Backward filter of the stored (16-bit) path runs through cuDNN's graph API
+// (ops/cudnn_graph.h): 16-bit x and dy on tensor cores, an fp32 dW, because
+// cuDNN's legacy API writes dw in its inputs' data type and the policy keeps
+// weight gradients fp32 (docs/precision.md). Where the graph API has no
+// deterministic engine for a shape, x and dy are widened into the context's
+// scratch and backward filter runs on the fp32 path above (TF32 per --tf32).
 #include <algorithm>
 #include <array>
 #include <optional>
@@ -71,6 +74,7 @@
 #include "core/cuda/check_cudnn.h"
 #include "kernels/precision.cuh"
 #include "ops/conv_algo_choice.h"
+#include "ops/cudnn_graph.h"
 #include "ops/gpu_ops.h"
 #include "ringtrain/core/check.h"
 
@@ -172,6 +176,12 @@ struct Entry {
   // --precision bf16|fp16: the 16-bit x and y, and the 16-bit algorithms.
   cudnnTensorDescriptor_t x16 = nullptr, y16 = nullptr;
   std::optional<Choice> fwd16, bwd_data16;
+  // The stored path's weight gradient on tensor cores (cuDNN's graph API:
+  // 16-bit x and dy, fp32 dW), once tried; null: the widening path, and
+  // wgrad16_why says why.
+  std::shared_ptr<ConvWgradGraph> wgrad16;
+  bool wgrad16_tried = false;
+  std::string wgrad16_why;
 };
 
 class CudnnConvPlan final : public GpuConvPlan {
@@ -297,6 +307,9 @@ class CudnnConvPlan final : public GpuConvPlan {
                               bool accumulate) override {
     require_stored(x, "x");
     require_stored(dy, "dy");
+    Entry& e = entry(batch);
+    if (!e.wgrad16_tried) plan_wgrad16(e);
+    if (e.wgrad16) return wgrad16(*e.wgrad16, x, dy, dw, accumulate);
     RT_CHECK(std::max(x.count, dy.count) <= handles_->wide_capacity,
              "conv2d {}x{}x{} -> {}, batch {}: an operand of {} elements exceeds the widening "
              "scratch of {} reserved at model build",
@@ -361,8 +374,14 @@ class CudnnConvPlan final : public GpuConvPlan {
         out += one(fmt::format("{} fwd", p).c_str(), ConvAlgoOp::forward, e.fwd16);
       else
         out += one(sixteen_bit() ? "fwd(fp32)" : "fwd", ConvAlgoOp::forward, e.fwd);
-      out += "; " + one(sixteen_bit() ? "bwd-filter(fp32)" : "bwd-filter",
-                        ConvAlgoOp::backward_filter, e.bwd_filter);
+      if (e.wgrad16)
+        out += fmt::format("; {} bwd-filter=graph {} (fp32 dW{})", p, e.wgrad16->engine(),
+                           e.wgrad16->writes_kcrs() ? "" : ", [K,R,S,C] transposed");
+      else
+        out += "; " +
+               one(sixteen_bit() ? "bwd-filter(fp32)" : "bwd-filter", ConvAlgoOp::backward_filter,
+                   e.bwd_filter) +
+               (e.wgrad16_why.empty() ? "" : fmt::format(" (no graph: {})", e.wgrad16_why));
       if (backward_data16_)
         out += "; " +
                one(fmt::format("{} bwd-data", p).c_str(), ConvAlgoOp::backward_data, e.bwd_data16);
@@ -458,6 +477,58 @@ class CudnnConvPlan final : public GpuConvPlan {
         workspace_.size(), &zero, e.x16, dx16));
     gpu_from_precision_bits(stream_, dx, dx16, nx, precision_);
   }
+  // The graph-API weight gradient for e's batch, where cuDNN has a
+  // deterministic engine for it (grow: make the shared workspace fit it now;
+  // at plan time the caller sizes it with the rest).
+  void plan_wgrad16(Entry& e, bool grow = true) {
+    e.wgrad16_tried = true;
+    ConvWgradShape s;
+    s.n = e.batch;
+    s.c = g_.in_channels;
+    s.h = g_.height;
+    s.w = g_.width;
+    s.k = g_.out_channels;
+    s.r = g_.kh();
+    s.s = g_.kw();
+    s.p = g_.out_height();
+    s.q = g_.out_width();
+    s.pad_h = g_.ph();
+    s.pad_w = g_.pw();
+    s.stride_h = g_.sh();
+    s.stride_w = g_.sw();
+    s.nhwc = nhwc();
+    s.dtype = precision_;
+    e.wgrad16 = ConvWgradGraph::build(*handles_, s, &e.wgrad16_why);
+    if (grow && e.wgrad16 && e.wgrad16->workspace_bytes() > workspace_.size()) {
+      // Earlier launches may still read the old workspace.
+      RT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+      workspace_ = DeviceBytes(e.wgrad16->workspace_bytes());
+    }
+  }
+
+  // dW (fp32, [K, C, R, S]) from the 16-bit x and dy on tensor cores: straight
+  // into dw, or beside it (accumulated, or a [K, R, S, C] engine's output
+  // transposed back) and added, as backward_filter's fp32 path does.
+  void wgrad16(const ConvWgradGraph& graph, BufferView x, BufferView dy, float* dw,
+               bool accumulate) {
+    const std::size_t nw = g_.out_channels * g_.in_channels * g_.kh() * g_.kw();
+    RT_CHECK(graph.workspace_bytes() <= workspace_.size(),
+             "conv2d: the graph's weight gradient needs a {} byte workspace, {} are shared",
+             graph.workspace_bytes(), workspace_.size());
+    float* scratch = static_cast<float*>(dw_scratch_.get());
+    if (graph.writes_kcrs()) {
+      float* out = accumulate ? scratch : dw;
+      graph.run(*handles_, x.ptr, dy.ptr, out, workspace_.get());
+      if (accumulate) gpu_axpy(stream_, 1.0f, scratch, dw, nw);
+      return;
+    }
+    float* krsc = static_cast<float*>(dw_nhwc_.get());
+    graph.run(*handles_, x.ptr, dy.ptr, krsc, workspace_.get());
+    float* back = accumulate ? scratch : dw;
+    gpu_transpose_batched(stream_, krsc, back, g_.out_channels, g_.kh() * g_.kw(), g_.in_channels);
+    if (accumulate) gpu_axpy(stream_, 1.0f, back, dw, nw);
+  }
+
   bool nhwc() const { return g_.layout == Layout::nhwc; }
   cudnnTensorFormat_t format() const { return nhwc() ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW; }
   // The filter cuDNN reads: w itself, or (NHWC) its [K, R, S, C] copy, made now.
@@ -548,6 +619,10 @@ class CudnnConvPlan final : public GpuConvPlan {
       backward_data16_ = e.bwd_data16.has_value();
       if (forward16_) need = std::max(need, e.fwd16->memory);
       if (backward_data16_) need = std::max(need, e.bwd_data16->memory);
+      if (backward_data16_) {
+        plan_wgrad16(e, false);
+        if (e.wgrad16) need = std::max(need, e.wgrad16->workspace_bytes());
+      }
     }
     if (need > workspace_.size()) {
       // Another convolution's queued launches may still read the old one.

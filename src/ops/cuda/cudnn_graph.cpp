@@ -1,0 +1,317 @@
+// The graphs of ops/cudnn_graph.h through cudnn-frontend (the only file that
+// includes it). Each attempt follows the frontend's sequence: validate, the
+// operation graph, execution plans from heuristics mode A then the fallback
+// list, nondeterministic engines deselected (a step, and a resumed one, must
+// repeat bit for bit), check_support on this device, and the first plan that
+// builds (the heuristics' best). Any failure is a reason, not an Error: the
+// caller keeps its own path.
+#include <cudnn.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <cudnn_frontend.h>
+#include <fmt/format.h>
+
+#include "ops/cudnn_graph.h"
+#include "ops/gpu_ops.h"
+#include "ringtrain/core/check.h"
+
+namespace ringtrain::detail {
+
+namespace {
+
+namespace fe = cudnn_frontend;
+using TensorPtr = std::shared_ptr<fe::graph::Tensor_attributes>;
+using Dims = std::vector<std::int64_t>;
+
+std::int64_t i64(std::size_t v) {
+  return static_cast<std::int64_t>(v);
+}
+
+fe::DataType_t data_type(DType t) {
+  switch (t) {
+    case DType::bf16:
+      return fe::DataType_t::BFLOAT16;
+    case DType::f16:
+      return fe::DataType_t::HALF;
+    case DType::f32:
+      return fe::DataType_t::FLOAT;
+    default:
+      break;
+  }
+  RT_CHECK(false, "cuDNN graph: no cuDNN data type for {}", dtype_name(t));
+  return fe::DataType_t::NOT_SET;
+}
+
+cudnnHandle_t dnn_of(const GpuHandles& h) {
+  return static_cast<cudnnHandle_t>(h.dnn);
+}
+
+// [N, C, H, W]'s strides in NCHW or NHWC memory order.
+Dims image_strides(std::size_t c, std::size_t h, std::size_t w, bool nhwc) {
+  if (nhwc) return {i64(h * w * c), 1, i64(w * c), i64(c)};
+  return {i64(c * h * w), i64(h * w), i64(w), 1};
+}
+
+// The frontend's build sequence; "" when the graph is built, else the step
+// that failed and cuDNN's message.
+std::string build_graph(fe::graph::Graph& g, cudnnHandle_t dnn) {
+  const auto failed = [](const char* step, fe::error_t e) {
+    return fmt::format("{}: {}", step, e.get_message());
+  };
+  if (fe::error_t e = g.validate(); e.is_bad()) return failed("validate", e);
+  if (fe::error_t e = g.build_operation_graph(dnn); e.is_bad()) return failed("operation graph", e);
+  if (fe::error_t e = g.create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK});
+      e.is_bad())
+    return failed("heuristics", e);
+  g.deselect_numeric_notes({fe::NumericalNote_t::NONDETERMINISTIC});
+  if (fe::error_t e = g.check_support(dnn); e.is_bad())
+    return failed("no deterministic engine supports it", e);
+  if (fe::error_t e = g.build_plans(dnn, fe::BuildPlanPolicy_t::HEURISTICS_CHOICE); e.is_bad())
+    return failed("plan", e);
+  return {};
+}
+
+std::size_t workspace_of(const fe::graph::Graph& g) {
+  std::int64_t bytes = 0;
+  const fe::error_t e = g.get_workspace_size(bytes);
+  RT_CHECK(e.is_good(), "cuDNN graph: workspace size: {}", fe::error_t(e).get_message());
+  return static_cast<std::size_t>(bytes);
+}
+
+std::string plan_name(const fe::graph::Graph& g) {
+  std::string name;
+  if (g.get_plan_name(name).is_bad()) return "(unnamed engine)";
+  return name;
+}
+
+void execute(const fe::graph::Graph& g, const GpuHandles& h,
+             std::unordered_map<TensorPtr, void*>& pack, void* workspace, const char* what) {
+  const fe::error_t e = g.execute(dnn_of(h), pack, workspace);
+  RT_CHECK(e.is_good(), "cuDNN graph ({}): execute: {}", what, fe::error_t(e).get_message());
+}
+
+class FrontendConvWgrad final : public ConvWgradGraph {
+ public:
+  FrontendConvWgrad(std::shared_ptr<fe::graph::Graph> g, TensorPtr x, TensorPtr dy, TensorPtr dw,
+                    bool kcrs)
+      : g_(std::move(g)),
+        x_(std::move(x)),
+        dy_(std::move(dy)),
+        dw_(std::move(dw)),
+        kcrs_(kcrs),
+        workspace_(workspace_of(*g_)),
+        engine_(plan_name(*g_)) {}
+  bool writes_kcrs() const override { return kcrs_; }
+  std::size_t workspace_bytes() const override { return workspace_; }
+  void run(const GpuHandles& h, const void* x, const void* dy, float* dw,
+           void* workspace) const override {
+    std::unordered_map<TensorPtr, void*> pack = {
+        {x_, const_cast<void*>(x)}, {dy_, const_cast<void*>(dy)}, {dw_, dw}};
+    execute(*g_, h, pack, workspace, "convolution weight gradient");
+  }
+  std::string engine() const override { return engine_; }
+
+ private:
+  std::shared_ptr<fe::graph::Graph> g_;
+  TensorPtr x_, dy_, dw_;
+  bool kcrs_;
+  std::size_t workspace_;
+  std::string engine_;
+};
+
+}  // namespace
+
+std::unique_ptr<ConvWgradGraph> ConvWgradGraph::build(const GpuHandles& h, const ConvWgradShape& s,
+                                                      std::string* why_not) {
+  std::string reasons;
+  // dW straight in the model's [K, C, R, S]; for channels-last data, where no
+  // engine writes that, a channels-last [K, R, S, C] dW that the caller
+  // transposes (as PyTorch's channels_last weight is).
+  const std::vector<bool> orders =
+      s.nhwc ? std::vector<bool>{true, false} : std::vector<bool>{true};
+  for (const bool kcrs : orders) {
+    auto g = std::make_shared<fe::graph::Graph>();
+    g->set_io_data_type(data_type(s.dtype))
+        .set_intermediate_data_type(fe::DataType_t::FLOAT)
+        .set_compute_data_type(fe::DataType_t::FLOAT);
+    TensorPtr x = g->tensor(fe::graph::Tensor_attributes()
+                                .set_name("x")
+                                .set_dim({i64(s.n), i64(s.c), i64(s.h), i64(s.w)})
+                                .set_stride(image_strides(s.c, s.h, s.w, s.nhwc)));
+    TensorPtr dy = g->tensor(fe::graph::Tensor_attributes()
+                                 .set_name("dy")
+                                 .set_dim({i64(s.n), i64(s.k), i64(s.p), i64(s.q)})
+                                 .set_stride(image_strides(s.k, s.p, s.q, s.nhwc)));
+    TensorPtr dw = g->conv_wgrad(dy, x,
+                                 fe::graph::Conv_wgrad_attributes()
+                                     .set_name("wgrad")
+                                     .set_padding({i64(s.pad_h), i64(s.pad_w)})
+                                     .set_stride({i64(s.stride_h), i64(s.stride_w)})
+                                     .set_dilation({1, 1}));
+    dw->set_output(true)
+        .set_dim({i64(s.k), i64(s.c), i64(s.r), i64(s.s)})
+        .set_stride(image_strides(s.c, s.r, s.s, !kcrs))
+        .set_data_type(fe::DataType_t::FLOAT);
+    const std::string failed = build_graph(*g, dnn_of(h));
+    if (failed.empty()) return std::make_unique<FrontendConvWgrad>(std::move(g), x, dy, dw, kcrs);
+    reasons += fmt::format("{}fp32 dW {}: {}", reasons.empty() ? "" : "; ",
+                           kcrs ? "[K,C,R,S]" : "[K,R,S,C]", failed);
+  }
+  if (why_not != nullptr) *why_not = reasons;
+  return nullptr;
+}
+
+namespace {
+
+// Q, K, V of head h as [batch, heads, T, d] views of the fused qkv rows.
+Dims qkv_strides(const AttentionShape& s) {
+  const std::size_t d = s.c / s.heads;
+  return {i64(s.t * 3 * s.c), i64(d), i64(3 * s.c), 1};
+}
+// O (and dO) [batch, T, C] as [batch, heads, T, d].
+Dims o_strides(const AttentionShape& s) {
+  const std::size_t d = s.c / s.heads;
+  return {i64(s.t * s.c), i64(d), i64(s.c), 1};
+}
+// The row statistics [batch, heads, T, 1], fp32.
+Dims stats_dims(const AttentionShape& s) {
+  return {i64(s.batch), i64(s.heads), i64(s.t), 1};
+}
+Dims stats_strides(const AttentionShape& s) {
+  return {i64(s.heads * s.t), i64(s.t), 1, 1};
+}
+
+TensorPtr head_tensor(fe::graph::Graph& g, const char* name, const AttentionShape& s,
+                      const Dims& strides) {
+  return g.tensor(fe::graph::Tensor_attributes()
+                      .set_name(name)
+                      .set_dim({i64(s.batch), i64(s.heads), i64(s.t), i64(s.c / s.heads)})
+                      .set_stride(strides));
+}
+
+std::shared_ptr<fe::graph::Graph> new_graph(DType dtype) {
+  auto g = std::make_shared<fe::graph::Graph>();
+  g->set_io_data_type(data_type(dtype))
+      .set_intermediate_data_type(fe::DataType_t::FLOAT)
+      .set_compute_data_type(fe::DataType_t::FLOAT);
+  return g;
+}
+
+class FrontendAttention final : public AttentionGraphs {
+ public:
+  explicit FrontendAttention(const AttentionShape& s) : s_(s) {
+    scale_ = 1.0f / std::sqrt(static_cast<float>(s.c / s.heads));
+  }
+
+  // "" when both graphs are built.
+  std::string build(cudnnHandle_t dnn) {
+    fwd_ = new_graph(s_.dtype);
+    q_ = head_tensor(*fwd_, "q", s_, qkv_strides(s_));
+    k_ = head_tensor(*fwd_, "k", s_, qkv_strides(s_));
+    v_ = head_tensor(*fwd_, "v", s_, qkv_strides(s_));
+    const auto options = fe::graph::SDPA_attributes()
+                             .set_name("causal_attention")
+                             .set_generate_stats(true)
+                             .set_causal_mask(true)
+                             .set_attn_scale(scale_);
+    auto [o, stats] = fwd_->sdpa(q_, k_, v_, options);
+    o->set_output(true)
+        .set_dim({i64(s_.batch), i64(s_.heads), i64(s_.t), i64(s_.c / s_.heads)})
+        .set_stride(o_strides(s_));
+    stats->set_output(true)
+        .set_data_type(fe::DataType_t::FLOAT)
+        .set_dim(stats_dims(s_))
+        .set_stride(stats_strides(s_));
+    o_ = o;
+    stats_ = stats;
+    if (std::string f = build_graph(*fwd_, dnn); !f.empty()) return "forward: " + f;
+
+    bwd_ = new_graph(s_.dtype);
+    bq_ = head_tensor(*bwd_, "q", s_, qkv_strides(s_));
+    bk_ = head_tensor(*bwd_, "k", s_, qkv_strides(s_));
+    bv_ = head_tensor(*bwd_, "v", s_, qkv_strides(s_));
+    bo_ = head_tensor(*bwd_, "o", s_, o_strides(s_));
+    bdo_ = head_tensor(*bwd_, "d_o", s_, o_strides(s_));
+    bstats_ = bwd_->tensor(fe::graph::Tensor_attributes()
+                               .set_name("stats")
+                               .set_dim(stats_dims(s_))
+                               .set_stride(stats_strides(s_))
+                               .set_data_type(fe::DataType_t::FLOAT));
+    const auto back = fe::graph::SDPA_backward_attributes()
+                          .set_name("causal_attention_backward")
+                          .set_causal_mask(true)
+                          .set_attn_scale(scale_)
+                          .set_deterministic_algorithm(true);
+    auto [dq, dk, dv] = bwd_->sdpa_backward(bq_, bk_, bv_, bo_, bdo_, bstats_, back);
+    for (const TensorPtr& t : {dq, dk, dv})
+      t->set_output(true)
+          .set_dim({i64(s_.batch), i64(s_.heads), i64(s_.t), i64(s_.c / s_.heads)})
+          .set_stride(qkv_strides(s_));
+    dq_ = dq;
+    dk_ = dk;
+    dv_ = dv;
+    if (std::string f = build_graph(*bwd_, dnn); !f.empty()) return "backward: " + f;
+    workspace_ = std::max(workspace_of(*fwd_), workspace_of(*bwd_));
+    engine_ = fmt::format("cuDNN SDPA {} / {}", plan_name(*fwd_), plan_name(*bwd_));
+    return {};
+  }
+
+  std::size_t workspace_bytes() const override { return workspace_; }
+
+  void forward(const GpuHandles& h, const void* qkv, void* o, float* stats,
+               void* workspace) const override {
+    auto* base = static_cast<char*>(const_cast<void*>(qkv));
+    const std::size_t col = s_.c * dtype_size(s_.dtype);
+    std::unordered_map<TensorPtr, void*> pack = {
+        {q_, base}, {k_, base + col}, {v_, base + 2 * col}, {o_, o}, {stats_, stats}};
+    execute(*fwd_, h, pack, workspace, "attention forward");
+  }
+
+  void backward(const GpuHandles& h, const void* qkv, const void* o, const void* d_o,
+                const float* stats, void* d_qkv, void* workspace) const override {
+    auto* base = static_cast<char*>(const_cast<void*>(qkv));
+    auto* dbase = static_cast<char*>(d_qkv);
+    const std::size_t col = s_.c * dtype_size(s_.dtype);
+    std::unordered_map<TensorPtr, void*> pack = {{bq_, base},
+                                                 {bk_, base + col},
+                                                 {bv_, base + 2 * col},
+                                                 {bo_, const_cast<void*>(o)},
+                                                 {bdo_, const_cast<void*>(d_o)},
+                                                 {bstats_, const_cast<float*>(stats)},
+                                                 {dq_, dbase},
+                                                 {dk_, dbase + col},
+                                                 {dv_, dbase + 2 * col}};
+    execute(*bwd_, h, pack, workspace, "attention backward");
+  }
+
+  std::string engine() const override { return engine_; }
+
+ private:
+  AttentionShape s_;
+  float scale_ = 1.0f;
+  std::shared_ptr<fe::graph::Graph> fwd_, bwd_;
+  TensorPtr q_, k_, v_, o_, stats_;
+  TensorPtr bq_, bk_, bv_, bo_, bdo_, bstats_, dq_, dk_, dv_;
+  std::size_t workspace_ = 0;
+  std::string engine_;
+};
+
+}  // namespace
+
+std::unique_ptr<AttentionGraphs> AttentionGraphs::build(const GpuHandles& h,
+                                                        const AttentionShape& s,
+                                                        std::string* why_not) {
+  auto a = std::make_unique<FrontendAttention>(s);
+  std::string failed = a->build(dnn_of(h));
+  if (failed.empty()) return a;
+  if (why_not != nullptr) *why_not = std::move(failed);
+  return nullptr;
+}
+
+}  // namespace ringtrain::detail

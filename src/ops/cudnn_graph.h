@@ -1,0 +1,79 @@
+// cuDNN's graph API, for what its legacy API cannot do: a convolution's weight
+// gradient from 16-bit x and dy into an fp32 dW on tensor cores, and causal
+// attention as one fused flash-attention graph (SDPA) on tensor cores. Built
+// through NVIDIA's header-only cudnn-frontend, which only
+// src/ops/cuda/cudnn_graph.cpp includes (the headers are large and pinned:
+// launch/install-deps.sh unpacks them into deps/). Nothing here names a
+// cudnn-frontend or CUDA type, so callers compile in any build; a CPU-only
+// build answers "not available" (cudnn_graph_nocuda.cpp).
+//
+// Each graph is built for one shape on first use (host-blocking, once: cuDNN's
+// heuristics rank the engines, the first that the device supports and that is
+// deterministic is built) and then only launched: no query, no allocation.
+// Where no engine qualifies, the caller keeps its own path, and says which ran.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "ringtrain/core/dtype.h"
+
+namespace ringtrain::detail {
+
+struct GpuHandles;
+
+// A convolution's weight gradient: dW [K, C, R, S] fp32 = conv_wgrad(x, dy)
+// with x [N, C, H, W] and dy [N, K, P, Q] of the 16-bit `dtype`, in NCHW or
+// (nhwc) NHWC memory order, fp32 accumulation.
+struct ConvWgradShape {
+  std::size_t n = 0, c = 0, h = 0, w = 0, k = 0, r = 0, s = 0, p = 0, q = 0;
+  std::size_t pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1;
+  bool nhwc = false;
+  DType dtype = DType::bf16;
+};
+
+class ConvWgradGraph {
+ public:
+  // nullptr where no deterministic engine on this device runs the shape (or
+  // in a CPU-only build); *why_not then says why.
+  static std::unique_ptr<ConvWgradGraph> build(const GpuHandles& h, const ConvWgradShape& shape,
+                                               std::string* why_not);
+  virtual ~ConvWgradGraph() = default;
+  // dW's memory order: [K, C, R, S] (the model's), or [K, R, S, C] where only
+  // a channels-last filter gradient has an engine (the caller transposes).
+  virtual bool writes_kcrs() const = 0;
+  virtual std::size_t workspace_bytes() const = 0;
+  // Launches on h's stream; dw is overwritten.
+  virtual void run(const GpuHandles& h, const void* x, const void* dy, float* dw,
+                   void* workspace) const = 0;
+  virtual std::string engine() const = 0;
+};
+
+// Causal scaled-dot-product attention over the fused qkv rows of
+// causal_self_attention ([batch, T, 3C] of the 16-bit `dtype`, Q at column
+// h*d, K at C + h*d, V at 2C + h*d): o [batch, T, C] of `dtype` and each
+// row's log-sum-exp stats [batch, heads, T] fp32 (training) forward;
+// d_qkv [batch, T, 3C] of `dtype` from d_o, o, stats backward (deterministic
+// engines only). Scale 1/sqrt(d), no dropout.
+struct AttentionShape {
+  std::size_t batch = 0, t = 0, c = 0, heads = 0;
+  DType dtype = DType::bf16;
+};
+
+class AttentionGraphs {
+ public:
+  // nullptr where cuDNN has no engine for the forward (training: with stats)
+  // and the backward of this shape on this device, or in a CPU-only build.
+  static std::unique_ptr<AttentionGraphs> build(const GpuHandles& h, const AttentionShape& shape,
+                                                std::string* why_not);
+  virtual ~AttentionGraphs() = default;
+  virtual std::size_t workspace_bytes() const = 0;
+  virtual void forward(const GpuHandles& h, const void* qkv, void* o, float* stats,
+                       void* workspace) const = 0;
+  virtual void backward(const GpuHandles& h, const void* qkv, const void* o, const void* d_o,
+                        const float* stats, void* d_qkv, void* workspace) const = 0;
+  virtual std::string engine() const = 0;
+};
+
+}  // namespace ringtrain::detail

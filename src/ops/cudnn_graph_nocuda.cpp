@@ -1,0 +1,19 @@
+// A CPU-only build has no cuDNN: every graph is "not available", and the
+// callers keep their own paths (ops/cudnn_graph.h).
+#include "ops/cudnn_graph.h"
+
+namespace ringtrain::detail {
+
+std::unique_ptr<ConvWgradGraph> ConvWgradGraph::build(const GpuHandles&, const ConvWgradShape&,
+                                                      std::string* why_not) {
+  if (why_not != nullptr) *why_not = "a CPU-only build has no cuDNN";
+  return nullptr;
+}
+
+std::unique_ptr<AttentionGraphs> AttentionGraphs::build(const GpuHandles&, const AttentionShape&,
+                                                        std::string* why_not) {
+  if (why_not != nullptr) *why_not = "a CPU-only build has no cuDNN";
+  return nullptr;
+}
+
+}  // namespace ringtrain::detail

@@ -1,0 +1,60 @@
+// Causal self-attention on tensor cores: cuDNN's fused flash attention
+// (SDPA, ops/cudnn_graph.h) over causal_self_attention's fp32 qkv rows, for
+// a GPU context of --precision bf16|fp16. Q, K and V are read by strides from
+// one 16-bit copy of the fused qkv buffer (no per-head copies), O comes back
+// 16-bit and is widened into the layer's fp32 O; backward narrows dO and
+// widens dQKV. The casts move [T, 4C] values a sample where the attention
+// itself reads the whole T x T square on the unfused path.
+//
+// No attention dropout (the layer keeps its own paths where it is on), no CPU
+// form: ringtrain's fused kernel (ops/fused_attention.h) stays the fallback and
+// the CPU's reference, within 16-bit tolerance of this (gpu_attention_sdpa_test).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ringtrain/ops/compute_context.h"
+#include "ringtrain/tensor/tensor.h"
+
+namespace ringtrain {
+
+namespace detail {
+class AttentionGraphs;
+}
+
+class TensorCoreAttention {
+ public:
+  // Null where it cannot run: a CPU context, fp32 precision, or no
+  // deterministic cuDNN engine for the shape at max_batch; *why_not says why.
+  static std::unique_ptr<TensorCoreAttention> make(const ComputeContext& ctx, std::size_t t,
+                                                   std::size_t c, std::size_t heads,
+                                                   std::size_t max_batch, std::string* why_not);
+  ~TensorCoreAttention();
+  TensorCoreAttention(const TensorCoreAttention&) = delete;
+  TensorCoreAttention& operator=(const TensorCoreAttention&) = delete;
+
+  // qkv [batch, T, 3C] fp32 -> o [batch, T, C] fp32 and the row statistics
+  // [batch, heads, T] that backward reads. Keeps the 16-bit qkv and O.
+  void forward(std::size_t batch, const float* qkv, float* o, float* stats);
+  // d_qkv [batch, T, 3C] fp32 (overwritten) from d_o and the last forward's.
+  void backward(std::size_t batch, const float* d_o, const float* stats, float* d_qkv);
+  // The engines cuDNN built (for bench step --layers).
+  std::string describe() const;
+
+ private:
+  struct Entry;
+  TensorCoreAttention(const ComputeContext& ctx, std::size_t t, std::size_t c, std::size_t heads,
+                      std::size_t max_batch);
+  Entry& entry(std::size_t batch);
+  void grow_workspace(std::size_t bytes);
+
+  const ComputeContext& ctx_;
+  std::size_t t_, c_, heads_, max_batch_;
+  std::vector<std::unique_ptr<Entry>> entries_;  // one per batch size seen
+  Tensor qkv16_, o16_, d_o16_, d_qkv16_, workspace_;
+};
+
+}  // namespace ringtrain

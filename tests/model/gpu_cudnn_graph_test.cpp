@@ -1,0 +1,168 @@
+// cuDNN's graph API on the GPU (ops/cudnn_graph.h): the convolution weight
+// gradient from 16-bit x and dy (fp32 dW, NCHW and NHWC) against a
+// double-precision loop over the same 16-bit values; causal attention through
+// cuDNN's SDPA (the attention layer's automatic choice under bf16/fp16
+// without dropout) against the CPU layer in fp32, within 16-bit tolerance,
+// and repeating bit for bit. Exits 77 (ctest: skipped) without CUDA or a
+// device.
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <vector>
+
+#include "kernels/precision.cuh"
+#include "model/causal_self_attention_layer.h"
+#include "ops/cudnn_graph.h"
+#include "ops/gpu_ops.h"
+#include "ringtrain/core/error.h"
+#include "ringtrain/ops/compute_context.h"
+#include "ringtrain/tensor/tensor.h"
+#include "tests/model/test_data.h"
+#include "tests/support/gpu_compare.h"
+#include "tests/support/gpu_test.h"
+
+using namespace ringtrain;
+using namespace ringtrain::test;
+
+namespace {
+
+// v rounded to the 16-bit grid (what a stored tensor holds).
+std::vector<float> on_grid(std::vector<float> v, DType p) {
+  for (float& x : v) x = kernels::round_to_precision_grid(x, p);
+  return v;
+}
+
+Tensor to_gpu_bits(const std::vector<float>& v, DType p) {
+  std::vector<std::uint16_t> bits(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) bits[i] = kernels::to_precision_bits(v[i], p);
+  Tensor t = Tensor::empty({v.size()}, p, kGpu);
+  t.copy_from(Tensor::borrow(bits.data(), {v.size()}, p, Device::cpu()));
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("gpu conv weight gradient through the graph API: fp32 dW from 16-bit x and dy",
+          "[gpu][cudnn_graph]") {
+  for (DType p : {DType::bf16, DType::f16}) {
+    for (bool nhwc : {false, true}) {
+      CAPTURE(dtype_name(p), nhwc);
+      auto ctx = ComputeContext::create(kGpu, Tf32Mode::off, p);
+      detail::ConvWgradShape s;
+      s.n = 3, s.c = 16, s.h = 9, s.w = 7, s.k = 32, s.r = 3, s.s = 3;
+      s.pad_h = 1, s.pad_w = 1, s.stride_h = 2, s.stride_w = 1;
+      s.p = (s.h + 2 * s.pad_h - s.r) / s.stride_h + 1;
+      s.q = (s.w + 2 * s.pad_w - s.s) / s.stride_w + 1;
+      s.nhwc = nhwc;
+      s.dtype = p;
+      std::string why;
+      auto g = detail::ConvWgradGraph::build(detail::handles_of(*ctx), s, &why);
+      INFO("why not: " << why);
+      REQUIRE(g != nullptr);  // sm_80 and later have a deterministic engine for this
+      INFO("engine: " << g->engine());
+      const auto x = on_grid(test::hashed_vector(1, s.n * s.c * s.h * s.w), p);
+      const auto dy = on_grid(test::hashed_vector(2, s.n * s.k * s.p * s.q), p);
+      // Index of element (n, c, h, w) of an [N, C, H, W] tensor in memory.
+      const auto at = [&](std::size_t n, std::size_t c, std::size_t h, std::size_t w, std::size_t C,
+                          std::size_t H, std::size_t W) {
+        return nhwc ? ((n * H + h) * W + w) * C + c : ((n * C + c) * H + h) * W + w;
+      };
+      std::vector<float> want(s.k * s.c * s.r * s.s);
+      for (std::size_t k = 0; k < s.k; ++k)
+        for (std::size_t c = 0; c < s.c; ++c)
+          for (std::size_t r = 0; r < s.r; ++r)
+            for (std::size_t t = 0; t < s.s; ++t) {
+              double sum = 0;
+              for (std::size_t n = 0; n < s.n; ++n)
+                for (std::size_t i = 0; i < s.p; ++i)
+                  for (std::size_t j = 0; j < s.q; ++j) {
+                    const long h = static_cast<long>(i * s.stride_h + r) - long(s.pad_h);
+                    const long w = static_cast<long>(j * s.stride_w + t) - long(s.pad_w);
+                    if (h < 0 || w < 0 || h >= long(s.h) || w >= long(s.w)) continue;
+                    sum += double(x[at(n, c, std::size_t(h), std::size_t(w), s.c, s.h, s.w)]) *
+                           double(dy[at(n, k, i, j, s.k, s.p, s.q)]);
+                  }
+              // The model's [K, C, R, S], or the engine's [K, R, S, C].
+              const std::size_t o = g->writes_kcrs() ? ((k * s.c + c) * s.r + r) * s.s + t
+                                                     : ((k * s.r + r) * s.s + t) * s.c + c;
+              want[o] = static_cast<float>(sum);
+            }
+      Tensor gx = to_gpu_bits(x, p), gdy = to_gpu_bits(dy, p);
+      Tensor gdw = Tensor::zeros({want.size()}, DType::f32, kGpu);
+      Tensor ws = Tensor::zeros({g->workspace_bytes() / 4 + 1}, DType::f32, kGpu);
+      g->run(detail::handles_of(*ctx), gx.data(), gdy.data(), gdw.data_as<float>(), ws.data());
+      const auto first = to_host(gdw, *ctx);
+      require_close(first, want, 1e-5, "graph dW vs a double loop");
+      g->run(detail::handles_of(*ctx), gx.data(), gdy.data(), gdw.data_as<float>(), ws.data());
+      CHECK(to_host(gdw, *ctx) == first);  // deterministic engine
+    }
+  }
+}
+
+TEST_CASE("gpu attention on tensor cores (cuDNN SDPA) against the CPU layer, repeating",
+          "[gpu][cudnn_graph][sdpa]") {
+  const DropoutContext dc{3, 1, 17};
+  const std::size_t batch = 2, t = 70, c = 128, heads = 2;  // heads of 64
+  const Shape in{t, c};
+  const std::size_t n = batch * t * c, np = 4 * c * c + 4 * c;
+  auto cpu = ComputeContext::create(Device::cpu());
+  for (DType p : {DType::bf16, DType::f16}) {
+    CAPTURE(dtype_name(p));
+    auto gpu = ComputeContext::create(kGpu, Tf32Mode::off, p);
+    CausalSelfAttentionLayer lc("attn", in, heads, *cpu, batch, 0.0f, 4, &dc);
+    CausalSelfAttentionLayer lg("attn", in, heads, *gpu, batch, 0.0f, 4, &dc);
+    INFO(lg.describe_kernels());
+    REQUIRE(lg.tensor_cores());
+    CHECK_FALSE(lc.tensor_cores());
+    // Attention dropout keeps ringtrain's own kernels.
+    CausalSelfAttentionLayer dropped("attn", in, heads, *gpu, batch, 0.1f, 4, &dc);
+    CHECK_FALSE(dropped.tensor_cores());
+    const auto params = on_grid(test::hashed_vector(30, np, -0.1f, 0.1f), p);
+    std::vector<float> pc = params, grads(np);
+    lc.bind(pc.data(), grads.data());
+    Tensor pg = to_gpu(params), gg = to_gpu(grads);
+    lg.bind(pg.data_as<float>(), gg.data_as<float>());
+    const auto x = on_grid(test::hashed_vector(31, n), p);
+    const auto dy = on_grid(test::hashed_vector(32, n), p);
+    std::vector<float> y(n), dx(n);
+    lc.forward(x.data(), y.data(), batch, true);
+    lc.backward(x.data(), y.data(), dy.data(), dx.data(), batch, false);
+    Tensor gx = to_gpu(x), gdy = to_gpu(dy), gy = to_gpu(y), gdx = to_gpu(dx);
+    std::vector<float> first_y, first_dx, first_g;
+    for (int repeat = 0; repeat < 2; ++repeat) {
+      lg.forward(gx.data_as<float>(), gy.data_as<float>(), batch, true);
+      lg.backward(gx.data_as<float>(), gy.data_as<float>(), gdy.data_as<float>(),
+                  gdx.data_as<float>(), batch, false);
+      const auto hy = to_host(gy, *gpu), hdx = to_host(gdx, *gpu), hg = to_host(gg, *gpu);
+      if (repeat == 0) {
+        // Q, K, V, P and O in 16 bits: a few of their roundings apart.
+        const double tol = p == DType::bf16 ? 3e-2 : 5e-3;
+        require_close(hy, y, tol, "SDPA y vs the CPU");
+        require_close(hdx, dx, tol, "SDPA dx vs the CPU");
+        require_close(hg, grads, tol, "SDPA parameter gradients vs the CPU");
+        first_y = hy, first_dx = hdx, first_g = hg;
+      } else {
+        CHECK(hy == first_y);
+        CHECK(hdx == first_dx);
+        CHECK(hg == first_g);
+      }
+    }
+    // A smaller batch builds its own graphs on first use.
+    lg.forward(gx.data_as<float>(), gy.data_as<float>(), 1, false);
+    CHECK(to_host(gy, *gpu).size() == n);
+  }
+  // Asked for where it cannot run: an Error naming why.
+  auto fp32 = ComputeContext::create(kGpu, Tf32Mode::off);
+  setenv("RINGTRAIN_ATTENTION", "sdpa", 1);
+  CHECK_THROWS_WITH(CausalSelfAttentionLayer("attn", in, heads, *fp32, batch, 0.0f, 4, &dc),
+                    Catch::Contains("16-bit"));
+  unsetenv("RINGTRAIN_ATTENTION");
+}
+
+int main(int argc, char** argv) {
+  if (!cuda_device_available()) return kSkippedExitCode;
+  cuda_set_device(0);
+  return Catch::Session().run(argc, argv);
+}
