@@ -29,6 +29,7 @@ TiedLmHeadLayer::TiedLmHeadLayer(std::string name, const Shape& input, std::stri
   block_rows_ =
       std::clamp<std::size_t>(floats / (c_ + vocab_), 1, std::max<std::size_t>(max_batch, 1) * t_);
   block_ = Tensor::empty({block_rows_ * (c_ + vocab_)}, DType::f32, ctx_.device());
+  e16_ = Tensor::empty({vocab_ * c_}, ctx_.precision(), ctx_.device());
 }
 
 void TiedLmHeadLayer::bind(float* params, float* grads) {
@@ -59,13 +60,15 @@ void TiedLmHeadLayer::forward_stored(const std::vector<BufferView>& xs, BufferVi
   RT_CHECK(e_ != nullptr, "layer '{}': not tied to the embedding '{}'", name(), embedding_);
   const BufferView& x = xs.at(0);
   const std::size_t rows = batch * t_;
-  float* x32 = block_.data_as<float>();
-  float* y32 = x32 + block_rows_ * c_;
   const Device d = ctx_.device();
+  // E's 16-bit copy for this step's products (the weights change only
+  // between a backward and the next forward).
+  convert_storage(ctx_, e16_.buffer(), view_of(e_, vocab_ * c_, d));
+  float* y32 = block_.data_as<float>() + block_rows_ * c_;
   for (std::size_t r = 0; r < rows; r += block_rows_) {
     const std::size_t n = std::min(block_rows_, rows - r);
-    convert_storage(ctx_, view_of(x32, n * c_, d), x.slice(r * c_, n * c_));
-    gemm(ctx_, false, true, n, vocab_, c_, 1.0f, x32, c_, e_, c_, 0.0f, y32, vocab_);
+    gemm_stored(ctx_, false, true, n, vocab_, c_, 1.0f, x.slice(r * c_, n * c_), c_, e16_.buffer(),
+                c_, 0.0f, y32, vocab_);
     convert_storage(ctx_, y.slice(r * vocab_, n * vocab_), view_of(y32, n * vocab_, d));
   }
 }
@@ -80,17 +83,16 @@ void TiedLmHeadLayer::backward_stored(const std::vector<BufferView>& xs, BufferV
               accumulate ? 1.0f : 0.0f, de_, c_);
   const BufferView& dx = dxs.at(0);
   if (dx.ptr == nullptr) return;
-  // dx = dy E, a block of rows at a time: dy widened, the fp32 product
+  // dx = dy E16 on tensor cores, a block of rows at a time: the fp32 product
   // straight into an fp32 dx, else narrowed into it.
   float* dx32 = block_.data_as<float>();
-  float* dy32 = dx32 + block_rows_ * c_;
   const Device d = ctx_.device();
   const bool wide = dx.dtype == DType::f32;
   for (std::size_t r = 0; r < rows; r += block_rows_) {
     const std::size_t n = std::min(block_rows_, rows - r);
-    convert_storage(ctx_, view_of(dy32, n * vocab_, d), dy.slice(r * vocab_, n * vocab_));
     float* out = wide ? dx.as<float>() + r * c_ : dx32;
-    gemm(ctx_, false, false, n, c_, vocab_, 1.0f, dy32, vocab_, e_, c_, 0.0f, out, c_);
+    gemm_stored(ctx_, false, false, n, c_, vocab_, 1.0f, dy.slice(r * vocab_, n * vocab_), vocab_,
+                e16_.buffer(), c_, 0.0f, out, c_);
     if (!wide) convert_storage(ctx_, dx.slice(r * c_, n * c_), view_of(dx32, n * c_, d));
   }
 }

@@ -15,12 +15,14 @@ namespace ringtrain {
 // embedding's, and its weight gradient is added there.
 //
 // On a GPU under bf16/fp16 it stores its activations: x, the logits and their
-// gradient stay the model's 16-bit buffers. E is fp32 (docs/precision.md), so
-// the logits and dx = dy E are fp32 products; they go through the layer's own
-// fp32 scratch a block of rows at a time, so that the model needs no fp32
+// gradient stay the model's 16-bit buffers, and its three products run on
+// tensor cores, as PyTorch's autocast runs a linear layer: the logits x E16ᵀ
+// and dx = dy E16 read a 16-bit copy of the fp32 table, narrowed once per
+// forward; their fp32 products go through the layer's own fp32 scratch a block
+// of rows at a time and are rounded once, so that the model needs no fp32
 // copy of the whole [rows, vocab] logits (GPT-2 at 16 x 1024 tokens: 3.3 GB
-// each for the adapter's output and gradient). dE = dyᵀ x reads the two
-// 16-bit tensors in place. On the CPU the model's adapter runs it in fp32.
+// each). dE = dyᵀ x reads the two 16-bit tensors in place into the fp32
+// gradient. On the CPU the model's adapter runs it in fp32 with the fp32 E.
 class TiedLmHeadLayer final : public Layer,
                               public StoresActivations,
                               public IgnoresOutputInBackward {
@@ -56,6 +58,7 @@ class TiedLmHeadLayer final : public Layer,
   // x (or dx) widened beside its logits (or their gradient) widened.
   std::size_t block_rows_ = 0;
   Tensor block_;
+  Tensor e16_;  // the stored path's 16-bit copy of E, made at each forward
 };
 
 }  // namespace ringtrain

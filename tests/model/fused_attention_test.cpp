@@ -5,7 +5,7 @@
 // kernels/causal_attention.cuh) in O and every gradient, with attention
 // dropout too (the same masks). Then the layer: fused against unfused through
 // causal_self_attention, a finite-difference check of the fused path, and the
-// RINGTRAIN_ATTENTION switch.
+// RINGTRAIN_ATTENTION switch (cuDNN's SDPA refused where it cannot run).
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -235,5 +235,15 @@ TEST_CASE("RINGTRAIN_ATTENTION selects the path; by default the CPU runs unfused
   CHECK_FALSE(automatic());
   ::setenv("RINGTRAIN_ATTENTION", "flash", 1);
   CHECK_THROWS_WITH(automatic(), Catch::Contains("RINGTRAIN_ATTENTION='flash'"));
+  // cuDNN's attention asked for where it cannot run: an Error saying why (the
+  // CPU; on a GPU, attention dropout or fp32), never a silent fallback.
+  ::setenv("RINGTRAIN_ATTENTION", "sdpa", 1);
+  CHECK_THROWS_WITH(automatic(),
+                    Catch::Contains("RINGTRAIN_ATTENTION=sdpa") && Catch::Contains("not on a GPU"));
+  CHECK_THROWS_WITH(CausalSelfAttentionLayer("attn", Shape{4, 4}, 2, *ctx, 1, 0.1f, 0, &dc),
+                    Catch::Contains("attention dropout is on"));
   ::unsetenv("RINGTRAIN_ATTENTION");
+  // The automatic choice never picks it on the CPU.
+  CHECK_FALSE(
+      CausalSelfAttentionLayer("attn", Shape{4, 4}, 2, *ctx, 1, 0.0f, 0, &dc).tensor_cores());
 }
