@@ -45,6 +45,8 @@ class TiedLmHeadLayer final : public Layer,
   void backward_stored(const std::vector<BufferView>& xs, BufferView y, BufferView dy,
                        const std::vector<BufferView>& dxs, std::size_t batch,
                        bool accumulate) override;
+  // The stored path's GEMM width: vocab rounded up to 16-byte aligned rows.
+  static std::size_t padded_vocab(std::size_t vocab);
   // Rows per block of the stored path's fp32 scratch.
   std::size_t block_rows() const { return block_rows_; }
 
@@ -52,10 +54,12 @@ class TiedLmHeadLayer final : public Layer,
   const ComputeContext& ctx_;
   std::string embedding_;
   std::size_t t_, c_, vocab_;
+  std::size_t vocab_padded_;  // the stored path's GEMM width (kVocabAlign)
   const float* e_ = nullptr;
   float* de_ = nullptr;
-  // The stored path's scratch: block_rows_ x (C + vocab) floats, a block of
-  // x (or dx) widened beside its logits (or their gradient) widened.
+  // The stored path's scratch: block_rows_ x (C + padded vocab) floats, a
+  // block's fp32 dx beside its fp32 logits (forward) or its 16-bit dy copied
+  // to the padded width (backward).
   std::size_t block_rows_ = 0;
   Tensor block_;
   Tensor e16_;  // the stored path's 16-bit copy of E, made at each forward

@@ -240,7 +240,9 @@ TEST_CASE(
     const auto cpu = ComputeContext::create(Device::cpu(), Tf32Mode::off, p);
     const auto gpu = ComputeContext::create(kGpu, Tf32Mode::off, p);
     TiedLmHeadLayer wide("head", Shape{t, c}, "wte", vocab, *cpu, batch);
-    TiedLmHeadLayer typed("head", Shape{t, c}, "wte", vocab, *gpu, batch, 5 * (c + vocab));
+    const std::size_t vp = TiedLmHeadLayer::padded_vocab(vocab);
+    REQUIRE(vp == 64);  // 16-byte aligned 16-bit rows
+    TiedLmHeadLayer typed("head", Shape{t, c}, "wte", vocab, *gpu, batch, 5 * (c + vp));
     REQUIRE(typed.stores_activations());
     REQUIRE(typed.block_rows() == 5);
     std::vector<float> e = test::hashed_vector(70, vocab * c);  // fp32, off the grid
