@@ -400,8 +400,10 @@ check_models() {
     rt_env=(env LD_LIBRARY_PATH="$torch_cudnn:${LD_LIBRARY_PATH:-}")
   fi
   echo "# ringtrain's cuDNN: ${rt_env[*]:-from the host}" > "$out/models-cudnn.txt"
-  local rounds=${MODELS_ROUNDS:-3} c model batch prec layout shape tf32 precision r rt pt
-  printf 'model\tbatch\tprecision\tlayout\tround\tringtrain\tpytorch\n' > "$out/models.tsv"
+  local rounds=${MODELS_ROUNDS:-3} c model batch prec layout shape tf32 precision r rt pt rt_mib pt_mib
+  # Peak device memory of each side in MiB: ringtrain's own allocations
+  # (device_memory_peak_bytes) against torch.cuda.max_memory_allocated.
+  printf 'model\tbatch\tprecision\tlayout\tround\tringtrain\tpytorch\tringtrain_peak_mib\tpytorch_peak_mib\n' > "$out/models.tsv"
   # model:batch:precision[:layout]; the layout is ringtrain's --layout (auto:
   # nhwc for bf16/fp16 on the GPU), PyTorch's bf16 runs channels_last always.
   # The issue's table first (a cut-off call keeps those), then fp32 and bf16 NCHW.
@@ -422,10 +424,16 @@ check_models() {
 for l in open(sys.argv[1]):
     if l.startswith("{"): j=json.loads(l); print(round(j["samples_per_s"],1), j.get("host_syncs_per_step"))' \
         "$out/models-rt-$model-$prec-$layout-$r.log" 2>/dev/null | tail -1)
+      rt_mib=$("$RINGTRAIN_PYTHON" -c 'import json,sys
+for l in open(sys.argv[1]):
+    if l.startswith("{"): j=json.loads(l); print(round((j.get("device_memory_peak_bytes") or 0)/2**20))' \
+        "$out/models-rt-$model-$prec-$layout-$r.log" 2>/dev/null | tail -1)
       run "models-pt-$model-$prec-$layout-$r" 150 env LD_LIBRARY_PATH="$tp" PYTHONUNBUFFERED=1 "$RINGTRAIN_PYTHON" \
         launch/bench/peer_gpu_models.py --cases "$model@$batch:$prec" --steps 10 --warmup 3 --repeats 1
       pt=$(awk '/samples\/s/ {print $5}' "$out/models-pt-$model-$prec-$layout-$r.log" | tail -1)
-      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$model" "$batch" "$prec" "$layout" "$r" "${rt:-failed}" "${pt:-failed}" >> "$out/models.tsv"
+      pt_mib=$(sed -n 's/.*peak \([0-9]*\) MiB.*/\1/p' "$out/models-pt-$model-$prec-$layout-$r.log" | tail -1)
+      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$model" "$batch" "$prec" "$layout" "$r" "${rt:-failed}" "${pt:-failed}" \
+        "${rt_mib:-?}" "${pt_mib:-?}" >> "$out/models.tsv"
       # Below a quarter of PyTorch's speed one round says it (bf16 NCHW on an
       # H100, 2026-11-26: 117 against 3990 samples/s, 53 s a round): the
       # budget goes to the other cases and to the layer profile instead.
@@ -483,7 +491,7 @@ check_gpt() {
   local tp; tp=$(torch_library_path)
   local rounds=${GPT_ROUNDS:-2} r rt pt gpu
   gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
-  printf 'round\tringtrain_tokens_s\tringtrain_mfu\thost_syncs\tpytorch_tokens_s\tpytorch_mfu\n' > "$out/gpt.tsv"
+  printf 'round\tringtrain_tokens_s\tringtrain_mfu\thost_syncs\tringtrain_peak_mib\tpytorch_tokens_s\tpytorch_mfu\tpytorch_peak_mib\n' > "$out/gpt.tsv"
   for r in $(seq 1 "$rounds"); do
     run "gpt-rt-$r" 240 "$exe" bench step --device cuda --model gpt2:dropout=0 --batch 16 --steps 5 --warmup 2 \
       --precision bf16 --tf32 on --optimizer adamw --json
@@ -494,7 +502,7 @@ j = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")][-1]
 tokens = j["samples_per_s"] * 1024
 flops = tokens * (6 * j["params"] + 6 * 12 * 1024 * 768)
 mfu = "%.1f%%" % (100 * flops / 1e12 / peak) if peak else "n/a"
-print("%.0f\t%s\t%s" % (tokens, mfu, j.get("host_syncs_per_step")))
+print("%.0f\t%s\t%s\t%.0f" % (tokens, mfu, j.get("host_syncs_per_step"), (j.get("device_memory_peak_bytes") or 0) / 2**20))
 PY
 )
     run "gpt-pt-$r" 240 env LD_LIBRARY_PATH="$tp" PYTHONUNBUFFERED=1 "$RINGTRAIN_PYTHON" launch/bench/peer_gpu_models.py \
@@ -504,11 +512,11 @@ import json, sys
 peak = next((v for k, v in {"H100": 989.0, "H200": 989.0, "A100": 312.0}.items() if k in sys.argv[2]), None)
 [j] = json.load(open(sys.argv[1]))
 mfu = "%.1f%%" % (100 * j["tflops"] / peak) if peak else "n/a"
-print("%.0f\t%s" % (j["tokens_per_s"], mfu))
+print("%.0f\t%s\t%.0f" % (j["tokens_per_s"], mfu, j.get("max_memory_allocated", 0) / 2**20))
 PY
 )
-    [ -n "$rt" ] || rt=$(printf 'failed\tfailed\tfailed')
-    [ -n "$pt" ] || pt=$(printf 'failed\tfailed')
+    [ -n "$rt" ] || rt=$(printf 'failed\tfailed\tfailed\tfailed')
+    [ -n "$pt" ] || pt=$(printf 'failed\tfailed\tfailed')
     printf '%s\t%s\t%s\n' "$r" "$rt" "$pt" >> "$out/gpt.tsv"
   done
   # The rounds above run the default (bf16 without dropout: cuDNN's SDPA); once more

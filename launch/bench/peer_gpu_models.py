@@ -155,6 +155,8 @@ def run_case(torch, model, batch, precision, dev, steps, warmup, repeats, kernel
     torch.backends.cudnn.allow_tf32 = precision in ("tf32", "bf16", "fp16")
     torch.backends.cudnn.benchmark = False
     torch.manual_seed(0)
+    if dev.type == "cuda":  # this case's peak alone (ringtrain's device_memory_peak_bytes)
+        torch.cuda.reset_peak_memory_stats(dev)
     m, x, y, loss_fn, make_opt, flops = build(torch, model, batch, dev)
     m = m.to(dev).train()
     opt = make_opt(m.parameters())
@@ -211,6 +213,8 @@ def run_case(torch, model, batch, precision, dev, steps, warmup, repeats, kernel
     row = {"model": model, "batch": batch, "precision": precision, "step_ms": seconds * 1e3,
            "samples_per_s": batch / seconds, "spread": (max(windows) - min(windows)) / statistics.median(windows),
            "params": sum(p.numel() for p in m.parameters())}
+    if dev.type == "cuda":
+        row["max_memory_allocated"] = torch.cuda.max_memory_allocated(dev)
     if flops:
         row["tokens_per_s"] = batch * 1024 / seconds
         row["tflops"] = flops / seconds / 1e12
@@ -275,6 +279,8 @@ def main():
         if "tokens_per_s" in r:
             mfu = " (%.0f%% of %s's %g bf16)" % (100 * r["tflops"] / peak, name, peak) if peak else ""
             extra = "  %.0f tokens/s, %.1f TFLOP/s%s" % (r["tokens_per_s"], r["tflops"], mfu)
+        if "max_memory_allocated" in r:
+            extra += "  peak %.0f MiB" % (r["max_memory_allocated"] / 2**20)
         print("%-10s batch %4d %-4s %9.1f samples/s  %7.2f ms/step  spread %4.1f%%  %.1fM params%s"
               % (model, batch, precision, r["samples_per_s"], r["step_ms"], 100 * r["spread"],
                  r["params"] / 1e6, extra), flush=True)

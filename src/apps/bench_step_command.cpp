@@ -476,6 +476,9 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
   }
   if (topo.rank() != 0) return 0;
   const double phased_step_ms = 1e3 * sum.total() / n;
+  // ringtrain's own device memory at its most (tensors, workspaces, scratch:
+  // device_memory.h), the counterpart of PyTorch's max_memory_allocated.
+  const DeviceMemoryUse memory = device_memory_use();
 
   std::string out;
   if (o.json) {
@@ -506,6 +509,8 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
         {"ranks", topo.world_size()},
         {"ranks_per_host", static_cast<int>(ranks_per_host)},
         {"final_loss", loss}};
+    j["device_memory_peak_bytes"] =
+        mo.device.is_cuda() ? nlohmann::json(memory.peak) : nlohmann::json(nullptr);
     if (side_by_side) {
       // The slowdown beside the others, paired round by round: what 'bench
       // predict --compute-curve' applies to the curve alone.
@@ -555,6 +560,11 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
     row("total", sum.total());
     out += fmt::format("# steady step (no per-phase waits): {:.3f} ms, {} host syncs per step\n",
                        1e3 * steady_s / steady_n, syncs_per_step);
+    if (mo.device.is_cuda())
+      out += fmt::format(
+          "# device memory at its most: {:.1f} MiB (ringtrain's own allocations: tensors, "
+          "workspaces, scratch; not cuDNN's, cuBLAS's or NCCL's internal ones)\n",
+          static_cast<double>(memory.peak) / (1 << 20));
     out += fmt::format(
         "# samples/s per rank: {:.0f} (rank 0), min {:.0f}, max {:.0f}; all ranks {:.0f}; mean "
         "loss {:.4f}\n",

@@ -14,6 +14,9 @@ namespace {
 void* cuda_allocate(std::size_t, int) {
   no_cuda("cannot allocate memory");
 }
+void* cuda_allocate_here(std::size_t) {
+  no_cuda("cannot allocate memory");
+}
 void cuda_free(void*, int) noexcept {}
 void cuda_zero(void*, std::size_t, int) {
   no_cuda("cannot zero memory");

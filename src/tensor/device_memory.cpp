@@ -1,5 +1,6 @@
 #include "ringtrain/tensor/device_memory.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
@@ -11,7 +12,24 @@ namespace ringtrain {
 
 namespace {
 constexpr std::size_t kCpuAlignment = 64;
+std::atomic<std::size_t> g_device_in_use{0}, g_device_peak{0};
 }  // namespace
+
+namespace detail {
+void note_device_allocated(std::size_t bytes) noexcept {
+  const std::size_t now = g_device_in_use.fetch_add(bytes) + bytes;
+  std::size_t peak = g_device_peak.load();
+  while (now > peak && !g_device_peak.compare_exchange_weak(peak, now)) {
+  }
+}
+void note_device_freed(std::size_t bytes) noexcept {
+  g_device_in_use.fetch_sub(bytes);
+}
+}  // namespace detail
+
+DeviceMemoryUse device_memory_use() {
+  return {g_device_in_use.load(), g_device_peak.load()};
+}
 
 void* device_allocate(std::size_t bytes, Device device) {
   if (bytes == 0) return nullptr;

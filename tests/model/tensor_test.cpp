@@ -2,7 +2,9 @@
 
 #include "ringtrain/core/error.h"
 #include "ringtrain/launch/gpu_runtime.h"
+#include "ringtrain/tensor/device_memory.h"
 #include "ringtrain/tensor/tensor.h"
+#include "tensor/cuda_memory.h"
 
 using namespace ringtrain;
 
@@ -55,4 +57,24 @@ TEST_CASE("tensor: a GPU tensor in a CPU-only build is a clear error", "[tensor]
   if (!cuda_compiled())
     CHECK_THROWS_WITH(Tensor::empty({4}, DType::f32, Device::cuda(0)),
                       Catch::Contains("without CUDA"));
+}
+
+TEST_CASE("device memory use: allocations add, releases subtract, the peak stays", "[tensor]") {
+  // The accounting behind bench step's device_memory_peak_bytes, driven as the
+  // GPU allocators drive it.
+  const DeviceMemoryUse before = device_memory_use();
+  detail::note_device_allocated(1000);
+  detail::note_device_allocated(500);
+  DeviceMemoryUse now = device_memory_use();
+  CHECK(now.in_use == before.in_use + 1500);
+  CHECK(now.peak >= before.in_use + 1500);
+  detail::note_device_freed(1000);
+  now = device_memory_use();
+  CHECK(now.in_use == before.in_use + 500);
+  CHECK(now.peak >= before.in_use + 1500);
+  detail::note_device_freed(500);
+  CHECK(device_memory_use().in_use == before.in_use);
+  // CPU tensors are not device memory.
+  const Tensor t = Tensor::empty({1024}, DType::f32, Device::cpu());
+  CHECK(device_memory_use().in_use == before.in_use);
 }

@@ -17,4 +17,14 @@ void device_zero(void* ptr, std::size_t bytes, Device device);
 // Waits for all work queued on the device (a no-op on the CPU).
 void device_synchronize(Device device);
 
+// ringtrain's own GPU memory, all devices of the process together: the bytes
+// allocated now and the most at once since the process started (tensors,
+// workspaces, scratch; the counterpart of PyTorch's memory_allocated and
+// max_memory_allocated). What cuDNN, cuBLAS and NCCL allocate inside their
+// own calls, and the CUDA context, are not in it. Zero in a CPU-only run.
+struct DeviceMemoryUse {
+  std::size_t in_use = 0, peak = 0;
+};
+DeviceMemoryUse device_memory_use();
+
 }  // namespace ringtrain

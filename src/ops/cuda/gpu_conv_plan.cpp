@@ -77,6 +77,7 @@
 #include "ops/cudnn_graph.h"
 #include "ops/gpu_ops.h"
 #include "ringtrain/core/check.h"
+#include "tensor/cuda_memory.h"
 
 namespace ringtrain::detail {
 
@@ -116,7 +117,10 @@ class DeviceBytes {
  public:
   DeviceBytes() = default;
   explicit DeviceBytes(std::size_t bytes) : bytes_(bytes) {
-    if (bytes > 0) RT_CUDA_CHECK(cudaMalloc(&ptr_, bytes));
+    if (bytes > 0) {
+      RT_CUDA_CHECK(cudaMalloc(&ptr_, bytes));
+      note_device_allocated(bytes);  // device_memory_use
+    }
   }
   // As much as possible of `bytes`, halving on out-of-memory down to `floor`
   // (then nothing). The failed attempts' error is cleared, so that a later
@@ -127,6 +131,7 @@ class DeviceBytes {
       const cudaError_t e = cudaMalloc(&d.ptr_, bytes);
       if (e == cudaSuccess) {
         d.bytes_ = bytes;
+        note_device_allocated(bytes);
         return d;
       }
       d.ptr_ = nullptr;
@@ -136,14 +141,12 @@ class DeviceBytes {
     }
     return d;
   }
-  ~DeviceBytes() {
-    if (ptr_ != nullptr) (void)cudaFree(ptr_);
-  }
+  ~DeviceBytes() { release(); }
   DeviceBytes(DeviceBytes&& o) noexcept
       : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
   DeviceBytes& operator=(DeviceBytes&& o) noexcept {
     if (this != &o) {
-      if (ptr_ != nullptr) (void)cudaFree(ptr_);
+      release();
       ptr_ = std::exchange(o.ptr_, nullptr);
       bytes_ = std::exchange(o.bytes_, 0);
     }
@@ -156,6 +159,12 @@ class DeviceBytes {
   std::size_t size() const { return bytes_; }
 
  private:
+  void release() noexcept {
+    if (ptr_ == nullptr) return;
+    (void)cudaFree(ptr_);
+    note_device_freed(bytes_);
+    ptr_ = nullptr;
+  }
   void* ptr_ = nullptr;
   std::size_t bytes_ = 0;
 };

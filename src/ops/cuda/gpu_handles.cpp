@@ -9,6 +9,7 @@
 #include "kernels/precision.h"
 #include "ops/gpu_ops.h"
 #include "ringtrain/core/check.h"
+#include "tensor/cuda_memory.h"
 
 namespace ringtrain::detail {
 
@@ -36,9 +37,7 @@ GpuHandles gpu_handles_create(int ordinal, Tf32Mode tf32, DType precision) {
     RT_CUDNN_CHECK(cudnnCreate(&dnn));
     h.dnn = dnn;
     RT_CUDNN_CHECK(cudnnSetStream(dnn, stream));
-    void* scratch = nullptr;
-    RT_CUDA_CHECK(cudaMalloc(&scratch, kGpuScratchFloats * sizeof(float)));
-    h.scratch = static_cast<float*>(scratch);
+    h.scratch = static_cast<float*>(cuda_allocate_here(kGpuScratchFloats * sizeof(float)));
     h.conv_workspace = make_conv_workspace();
   } catch (...) {
     gpu_handles_destroy(h);
@@ -50,14 +49,12 @@ GpuHandles gpu_handles_create(int ordinal, Tf32Mode tf32, DType precision) {
 void gpu_reserve_half_scratch(GpuHandles& h, std::size_t elements) {
   if (elements <= h.half_capacity) return;
   for (std::uint16_t*& p : h.half_scratch) {
-    if (p != nullptr) RT_CUDA_CHECK(cudaFree(p));
+    cuda_free(p, 0);
     p = nullptr;
   }
   h.half_capacity = 0;
   for (std::uint16_t*& p : h.half_scratch) {
-    void* mem = nullptr;
-    RT_CUDA_CHECK(cudaMalloc(&mem, elements * sizeof(std::uint16_t)));
-    p = static_cast<std::uint16_t*>(mem);
+    p = static_cast<std::uint16_t*>(cuda_allocate_here(elements * sizeof(std::uint16_t)));
   }
   h.half_capacity = elements;
 }
@@ -74,24 +71,23 @@ void gpu_from_precision_bits(void* stream, float* y, const std::uint16_t* x, std
 void gpu_reserve_wide_scratch(GpuHandles& h, std::size_t elements) {
   if (elements <= h.wide_capacity) return;
   for (float*& p : h.wide_scratch) {
-    if (p != nullptr) RT_CUDA_CHECK(cudaFree(p));
+    cuda_free(p, 0);
     p = nullptr;
   }
   h.wide_capacity = 0;
   for (float*& p : h.wide_scratch) {
-    void* mem = nullptr;
-    RT_CUDA_CHECK(cudaMalloc(&mem, elements * sizeof(float)));
-    p = static_cast<float*>(mem);
+    p = static_cast<float*>(cuda_allocate_here(elements * sizeof(float)));
   }
   h.wide_capacity = elements;
 }
 
 void gpu_handles_destroy(const GpuHandles& h) noexcept {
+  // cuda_free accounts for them (device_memory_use).
   for (std::uint16_t* p : h.half_scratch)
-    if (p != nullptr) (void)cudaFree(p);
+    if (p != nullptr) cuda_free(p, 0);
   for (float* p : h.wide_scratch)
-    if (p != nullptr) (void)cudaFree(p);
-  if (h.scratch != nullptr) (void)cudaFree(h.scratch);
+    if (p != nullptr) cuda_free(p, 0);
+  if (h.scratch != nullptr) cuda_free(h.scratch, 0);
   if (h.dnn != nullptr) (void)cudnnDestroy(static_cast<cudnnHandle_t>(h.dnn));
   if (h.blas != nullptr) (void)cublasDestroy(static_cast<cublasHandle_t>(h.blas));
   if (h.stream != nullptr) (void)cudaStreamDestroy(static_cast<cudaStream_t>(h.stream));

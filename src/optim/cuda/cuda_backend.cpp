@@ -14,6 +14,7 @@
 #include "kernels/sgd.h"
 #include "optim/cuda_backend.h"
 #include "ringtrain/core/host_sync.h"
+#include "tensor/cuda_memory.h"
 
 namespace ringtrain::optim_cuda {
 
@@ -61,11 +62,10 @@ double* norm_scratch(int ordinal) {
 float* alloc_zeroed_f32(std::size_t count, int ordinal) {
   if (count == 0) return nullptr;
   DeviceScope scope(ordinal);
-  void* p = nullptr;
-  RT_CUDA_CHECK(cudaMalloc(&p, count * sizeof(float)));
+  void* p = detail::cuda_allocate_here(count * sizeof(float));  // counted: device_memory_use
   const cudaError_t e = cudaMemset(p, 0, count * sizeof(float));
   if (e != cudaSuccess) {
-    (void)cudaFree(p);
+    detail::cuda_free(p, ordinal);
     RT_CUDA_CHECK(e);
   }
   return static_cast<float*>(p);
@@ -76,7 +76,7 @@ void free_f32(float* ptr, int ordinal) noexcept {
   int previous = 0;
   if (cudaGetDevice(&previous) != cudaSuccess) return;
   if (previous != ordinal) (void)cudaSetDevice(ordinal);
-  (void)cudaFree(ptr);
+  detail::cuda_free(ptr, ordinal);
   if (previous != ordinal) (void)cudaSetDevice(previous);
 }
 
