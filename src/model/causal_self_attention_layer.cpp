@@ -69,6 +69,13 @@ bool attention_fused_by_default(bool on_gpu, std::size_t score_bytes) {
   return on_gpu && score_bytes > kUnfusedScoreBudget;
 }
 
+// With cuDNN's attention, O and dQKV come back from 16-bit tensors, so every
+// product of the layer has both operands on the --precision grid and may run
+// on 16-bit tensor cores (gemm.h); ringtrain's own attention leaves them fp32.
+DType CausalSelfAttentionLayer::on_grid_products() const {
+  return sdpa_ ? ctx_.precision() : DType::f32;
+}
+
 std::string CausalSelfAttentionLayer::describe_kernels() const {
   if (sdpa_) return sdpa_->describe();
   return fused_ ? "ringtrain fused attention (no tensor cores)"
@@ -159,7 +166,8 @@ void CausalSelfAttentionLayer::forward(const float* x, float* y, std::size_t bat
   } else {
     forward_unfused(qkv, o, batch);
   }
-  gemm(ctx_, false, true, rows, c_, c_, 1.0f, o, c_, w_o_, c_, 0.0f, y, c_);
+  // cuDNN's O is 16-bit, widened: on the grid, so c_proj runs on tensor cores.
+  gemm(ctx_, false, true, rows, c_, c_, 1.0f, o, c_, w_o_, c_, 0.0f, y, c_, on_grid_products());
   bias_add(ctx_, y, b_o_, rows, c_, 1);
 }
 
@@ -198,7 +206,7 @@ void CausalSelfAttentionLayer::backward(const float* x, const float*, const floa
   float* d_o = d_o_.get(batch, name());
   // Output projection: dWo = dy^T O, dbo = sum dy, dO = dy Wo.
   bias_grad(ctx_, dy, db_o_, rows, c_, 1, accumulate);
-  gemm(ctx_, true, false, c_, c_, rows, 1.0f, dy, c_, o, c_, beta, dw_o_, c_);
+  gemm(ctx_, true, false, c_, c_, rows, 1.0f, dy, c_, o, c_, beta, dw_o_, c_, on_grid_products());
   gemm(ctx_, false, false, rows, c_, c_, 1.0f, dy, c_, w_o_, c_, 0.0f, d_o, c_, ctx_.precision());
   if (sdpa_) {
     sdpa_->backward(batch, d_o, lse_.get(batch, name()), d_qkv);
@@ -212,9 +220,11 @@ void CausalSelfAttentionLayer::backward(const float* x, const float*, const floa
   }
   // QKV projection: dWqkv = dqkv^T x, dbqkv = sum dqkv, dx = dqkv Wqkv.
   bias_grad(ctx_, d_qkv, db_qkv_, rows, c3, 1, accumulate);
-  gemm(ctx_, true, false, c3, c_, rows, 1.0f, d_qkv, c3, x, c_, beta, dw_qkv_, c_);
+  gemm(ctx_, true, false, c3, c_, rows, 1.0f, d_qkv, c3, x, c_, beta, dw_qkv_, c_,
+       on_grid_products());
   if (dx != nullptr)
-    gemm(ctx_, false, false, rows, c_, c3, 1.0f, d_qkv, c3, w_qkv_, c_, 0.0f, dx, c_);
+    gemm(ctx_, false, false, rows, c_, c3, 1.0f, d_qkv, c3, w_qkv_, c_, 0.0f, dx, c_,
+         on_grid_products());
 }
 
 void CausalSelfAttentionLayer::backward_unfused(const float* qkv, const float* d_o, float* d_qkv,

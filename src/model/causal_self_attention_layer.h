@@ -68,6 +68,7 @@ class CausalSelfAttentionLayer final : public Layer, public DescribesKernels {
 
  private:
   std::uint64_t node_key() const;
+  DType on_grid_products() const;
   void forward_unfused(float* qkv, float* o, std::size_t batch);
   void backward_unfused(const float* qkv, const float* d_o, float* d_qkv, std::size_t batch);
   const ComputeContext& ctx_;
