@@ -1,5 +1,7 @@
 #include "ringtrain/ops/precision.h"
 
+#include <algorithm>
+
 #include "kernels/precision.cuh"
 #include "kernels/storage.cuh"
 #include "ops/gpu_ops.h"
@@ -25,7 +27,15 @@ void round_to_precision(const ComputeContext& ctx, float* y, const float* x, std
                         DType p) {
   if (n == 0) return;
   if (ctx.is_cuda()) return detail::gpu_round_to_precision(ctx.stream(), y, x, n, p);
-  for (std::size_t i = 0; i < n; ++i) y[i] = kernels::round_to_precision_grid(x[i], p);
+  // One loop per grid, so that the compiler vectorizes each (a dtype test per
+  // element kept it scalar); the same function per element, the same bits.
+  if (p == DType::bf16) {
+    for (std::size_t i = 0; i < n; ++i) y[i] = kernels::round_to_bf16_grid(x[i]);
+  } else if (p == DType::f16) {
+    for (std::size_t i = 0; i < n; ++i) y[i] = kernels::round_to_fp16_grid(x[i]);
+  } else if (y != x) {
+    std::copy(x, x + n, y);
+  }
 }
 
 void convert_storage(const ComputeContext& ctx, BufferView dst, BufferView src) {
