@@ -17,6 +17,7 @@
 #include "ringtrain/ops/dropout.h"
 #include "ringtrain/ops/fused_attention.h"
 #include "ringtrain/ops/gemm.h"
+#include "ringtrain/ops/precision.h"
 #include "ringtrain/ops/transformer_ops.h"
 
 namespace ringtrain {
@@ -112,6 +113,8 @@ CausalSelfAttentionLayer::CausalSelfAttentionLayer(std::string name, const Shape
   d_o_ = LayerWorkspace(ctx, rows * c_, max_batch);
   if (sdpa_) {  // cuDNN's row statistics; no T x T matrix
     lse_ = LayerWorkspace(ctx, heads_ * t_, max_batch);
+    w_qkv16_ = Tensor::empty({3 * c_ * c_}, ctx.precision(), ctx.device());
+    w_o16_ = Tensor::empty({c_ * c_}, ctx.precision(), ctx.device());
   } else if (fused_) {
     lse_ = LayerWorkspace(ctx, heads_ * t_, max_batch);
     delta_ = LayerWorkspace(ctx, heads_ * t_, max_batch);
@@ -264,6 +267,55 @@ void CausalSelfAttentionLayer::backward_unfused(const float* qkv, const float* d
     gemm_strided_batched(ctx_, true, false, t_, d_, t_, 1.0f, dp, t_, tt, q, c3, t_ * c3, 0.0f, dk,
                          c3, t_ * c3, batch);
   }
+}
+
+// The stored path (cuDNN's attention only): the products on tensor cores
+// from 16-bit operands in place, their fp32 outputs in the layer's fp32
+// workspaces (qkv, O's and dO's), each rounded once where it is stored.
+void CausalSelfAttentionLayer::forward_stored(const std::vector<BufferView>& xs, BufferView y,
+                                              std::size_t batch, bool) {
+  const std::size_t rows = batch * t_, c3 = 3 * c_;
+  const BufferView& x = xs.at(0);
+  const Device d = ctx_.device();
+  dropped_ = false;  // sdpa_ exists only without attention dropout
+  convert_storage(ctx_, w_qkv16_.buffer(), view_of(w_qkv_, c3 * c_, d));
+  convert_storage(ctx_, w_o16_.buffer(), view_of(w_o_, c_ * c_, d));
+  float* qkv = qkv_.get(batch, name());
+  gemm_stored(ctx_, false, true, rows, c3, c_, 1.0f, x, c_, w_qkv16_.buffer(), c_, 0.0f, qkv, c3);
+  bias_add(ctx_, qkv, b_qkv_, rows, c3, 1);
+  sdpa_->forward(batch, qkv, nullptr, lse_.get(batch, name()));
+  float* y32 = o_.get(batch, name());  // O itself stays 16-bit (o16)
+  gemm_stored(ctx_, false, true, rows, c_, c_, 1.0f, sdpa_->o16(batch), c_, w_o16_.buffer(), c_,
+              0.0f, y32, c_);
+  bias_add(ctx_, y32, b_o_, rows, c_, 1);
+  convert_storage(ctx_, y, view_of(y32, rows * c_, d));
+}
+
+void CausalSelfAttentionLayer::backward_stored(const std::vector<BufferView>& xs, BufferView,
+                                               BufferView dy, const std::vector<BufferView>& dxs,
+                                               std::size_t batch, bool accumulate) {
+  const std::size_t rows = batch * t_, c3 = 3 * c_;
+  const float beta = accumulate ? 1.0f : 0.0f;
+  const BufferView& x = xs.at(0);
+  const BufferView& dx = dxs.at(0);
+  const Device d = ctx_.device();
+  // Output projection: dbo = sum dy, dWo = dyᵀ O, dO = dy Wo.
+  bias_grad(ctx_, dy, db_o_, rows, c_, 1, accumulate);
+  const BufferView o16 = sdpa_->o16(batch);
+  gemm_stored(ctx_, true, false, c_, c_, rows, 1.0f, dy, c_, o16, c_, beta, dw_o_, c_);
+  float* d_o = d_o_.get(batch, name());
+  gemm_stored(ctx_, false, false, rows, c_, c_, 1.0f, dy, c_, w_o16_.buffer(), c_, 0.0f, d_o, c_);
+  sdpa_->backward(batch, d_o, lse_.get(batch, name()), nullptr);
+  // QKV projection from the 16-bit dQKV: dbqkv, dWqkv = dQKVᵀ x, dx = dQKV Wqkv.
+  const BufferView d_qkv16 = sdpa_->d_qkv16(batch);
+  bias_grad(ctx_, d_qkv16, db_qkv_, rows, c3, 1, accumulate);
+  gemm_stored(ctx_, true, false, c3, c_, rows, 1.0f, d_qkv16, c3, x, c_, beta, dw_qkv_, c_);
+  if (dx.ptr == nullptr) return;
+  const bool wide = dx.dtype == DType::f32;
+  float* dx32 = wide ? dx.as<float>() : qkv_.get(batch, name());  // qkv is spent
+  gemm_stored(ctx_, false, false, rows, c_, c3, 1.0f, d_qkv16, c3, w_qkv16_.buffer(), c_, 0.0f,
+              dx32, c_);
+  if (!wide) convert_storage(ctx_, dx, view_of(dx32, rows * c_, d));
 }
 
 }  // namespace ringtrain

@@ -50,7 +50,17 @@ bool attention_fused_by_default(bool on_gpu, std::size_t score_bytes);
 // from the counter-based hash of kernels/dropout.cuh keyed by (seed, rank,
 // step, node, head), the same on both paths, so backward recomputes it and a
 // resume repeats it.
-class CausalSelfAttentionLayer final : public Layer, public DescribesKernels {
+//
+// With cuDNN's attention (a GPU under bf16/fp16, no attention dropout) it also
+// stores its activations: x, y and their gradients are the model's 16-bit
+// buffers, its four weight products read its own 16-bit copies of W_qkv and
+// W_o (narrowed once per forward) and the 16-bit O and dQKV in place, and only
+// qkv, dO and the products' outputs pass through fp32 (bias added, rounded
+// once). Elsewhere the model's adapter runs it in fp32.
+class CausalSelfAttentionLayer final : public Layer,
+                                       public DescribesKernels,
+                                       public StoresActivations,
+                                       public IgnoresOutputInBackward {
  public:
   CausalSelfAttentionLayer(std::string name, const Shape& input, std::size_t heads,
                            const ComputeContext& ctx, std::size_t max_batch, float dropout = 0.0f,
@@ -59,6 +69,12 @@ class CausalSelfAttentionLayer final : public Layer, public DescribesKernels {
   bool fused() const { return fused_; }
   bool tensor_cores() const { return sdpa_ != nullptr; }
   std::string describe_kernels() const override;
+  bool stores_activations() const override { return sdpa_ != nullptr; }
+  void forward_stored(const std::vector<BufferView>& xs, BufferView y, std::size_t batch,
+                      bool training) override;
+  void backward_stored(const std::vector<BufferView>& xs, BufferView y, BufferView dy,
+                       const std::vector<BufferView>& dxs, std::size_t batch,
+                       bool accumulate) override;
   bool matmul_weights() const override { return true; }
   std::vector<ParamDesc> param_descs() const override;
   void bind(float* params, float* grads) override;
@@ -78,7 +94,8 @@ class CausalSelfAttentionLayer final : public Layer, public DescribesKernels {
   const DropoutContext* dropout_context_;
   bool fused_;
   std::unique_ptr<TensorCoreAttention> sdpa_;  // null: ringtrain's own kernels
-  bool dropped_ = false;                       // the last forward applied the attention dropout
+  Tensor w_qkv16_, w_o16_;  // the stored path's 16-bit weights, made at each forward
+  bool dropped_ = false;    // the last forward applied the attention dropout
   // qkv and O per sample. Unfused: P per sample (all heads); one head's
   // worth of dropped P and of dP (reused head after head). Fused: each row's
   // log-sum-exp and the backward's D = rowsum(dO o O), per head.

@@ -105,7 +105,7 @@ void TensorCoreAttention::forward(std::size_t batch, const float* qkv, float* o,
   const DType d = ctx_.precision();
   detail::gpu_to_precision_bits(h.stream, bits(qkv16_), qkv, rows * 3 * c_, d);
   e.graphs->forward(h, qkv16_.data(), o16_.data(), stats, workspace_.data());
-  detail::gpu_from_precision_bits(h.stream, o, bits(o16_), rows * c_, d);
+  if (o != nullptr) detail::gpu_from_precision_bits(h.stream, o, bits(o16_), rows * c_, d);
 }
 
 void TensorCoreAttention::backward(std::size_t batch, const float* d_o, const float* stats,
@@ -117,7 +117,16 @@ void TensorCoreAttention::backward(std::size_t batch, const float* d_o, const fl
   detail::gpu_to_precision_bits(h.stream, bits(d_o16_), d_o, rows * c_, d);
   e.graphs->backward(h, qkv16_.data(), o16_.data(), d_o16_.data(), stats, d_qkv16_.data(),
                      workspace_.data());
-  detail::gpu_from_precision_bits(h.stream, d_qkv, bits(d_qkv16_), rows * 3 * c_, d);
+  if (d_qkv != nullptr)
+    detail::gpu_from_precision_bits(h.stream, d_qkv, bits(d_qkv16_), rows * 3 * c_, d);
+}
+
+BufferView TensorCoreAttention::o16(std::size_t batch) const {
+  return o16_.buffer().slice(0, batch * t_ * c_);
+}
+
+BufferView TensorCoreAttention::d_qkv16(std::size_t batch) const {
+  return d_qkv16_.buffer().slice(0, batch * t_ * 3 * c_);
 }
 
 std::string TensorCoreAttention::describe() const {

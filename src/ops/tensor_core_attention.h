@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "ringtrain/core/buffer_view.h"
 #include "ringtrain/ops/compute_context.h"
 #include "ringtrain/tensor/tensor.h"
 
@@ -36,11 +37,17 @@ class TensorCoreAttention {
   TensorCoreAttention(const TensorCoreAttention&) = delete;
   TensorCoreAttention& operator=(const TensorCoreAttention&) = delete;
 
-  // qkv [batch, T, 3C] fp32 -> o [batch, T, C] fp32 and the row statistics
-  // [batch, heads, T] that backward reads. Keeps the 16-bit qkv and O.
+  // qkv [batch, T, 3C] fp32 -> o [batch, T, C] fp32 (null: only the 16-bit
+  // O, o16) and the row statistics [batch, heads, T] that backward reads.
+  // Keeps the 16-bit qkv and O.
   void forward(std::size_t batch, const float* qkv, float* o, float* stats);
-  // d_qkv [batch, T, 3C] fp32 (overwritten) from d_o and the last forward's.
+  // d_qkv [batch, T, 3C] fp32 (overwritten; null: only the 16-bit d_qkv16)
+  // from d_o and the last forward's.
   void backward(std::size_t batch, const float* d_o, const float* stats, float* d_qkv);
+  // The last forward's 16-bit O and the last backward's 16-bit dQKV, for a
+  // caller whose products read them in place (the layer's stored path).
+  BufferView o16(std::size_t batch) const;
+  BufferView d_qkv16(std::size_t batch) const;
   // The engines cuDNN built (for bench step --layers).
   std::string describe() const;
 

@@ -3,7 +3,8 @@
 // double-precision loop over the same 16-bit values; causal attention through
 // cuDNN's SDPA (the attention layer's automatic choice under bf16/fp16
 // without dropout) against the CPU layer in fp32, within 16-bit tolerance,
-// and repeating bit for bit. Exits 77 (ctest: skipped) without CUDA or a
+// and repeating bit for bit; the layer's stored path (16-bit x, y, dy, dx)
+// against its fp32 interface on the device. Exits 77 (ctest: skipped) without CUDA or a
 // device.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
@@ -18,6 +19,7 @@
 #include "ops/gpu_ops.h"
 #include "ringtrain/core/error.h"
 #include "ringtrain/ops/compute_context.h"
+#include "ringtrain/ops/precision.h"
 #include "ringtrain/tensor/tensor.h"
 #include "tests/model/test_data.h"
 #include "tests/support/gpu_compare.h"
@@ -148,6 +150,28 @@ TEST_CASE("gpu attention on tensor cores (cuDNN SDPA) against the CPU layer, rep
         CHECK(hdx == first_dx);
         CHECK(hg == first_g);
       }
+    }
+    // The stored path (the model's: 16-bit x, y, dy, dx) against the fp32
+    // interface above, on the same device: the same products, rounded where
+    // they are stored instead of by the model's adapter.
+    {
+      CausalSelfAttentionLayer ls("attn", in, heads, *gpu, batch, 0.0f, 4, &dc);
+      REQUIRE(ls.stores_activations());
+      std::vector<float> zero(np);
+      Tensor ps = to_gpu(params), gs = to_gpu(zero);
+      ls.bind(ps.data_as<float>(), gs.data_as<float>());
+      Tensor sx = to_gpu_bits(x, p), sdy = to_gpu_bits(dy, p);
+      Tensor sy = Tensor::empty({n}, p, kGpu), sdx = Tensor::empty({n}, p, kGpu);
+      const std::vector<BufferView> xs{sx.buffer()};
+      ls.forward_stored(xs, sy.buffer(), batch, true);
+      ls.backward_stored(xs, sy.buffer(), sdy.buffer(), {sdx.buffer()}, batch, false);
+      Tensor wy = Tensor::empty({n}, DType::f32, kGpu), wdx = Tensor::empty({n}, DType::f32, kGpu);
+      convert_storage(*gpu, wy.buffer(), sy.buffer());  // widened
+      convert_storage(*gpu, wdx.buffer(), sdx.buffer());
+      const double tol = p == DType::bf16 ? 2e-2 : 4e-3;
+      require_close(to_host(wy, *gpu), first_y, tol, "stored y vs the fp32 interface");
+      require_close(to_host(wdx, *gpu), first_dx, tol, "stored dx vs the fp32 interface");
+      require_close(to_host(gs, *gpu), first_g, tol, "stored gradients vs the fp32 interface");
     }
     // A smaller batch builds its own graphs on first use.
     lg.forward(gx.data_as<float>(), gy.data_as<float>(), 1, false);
