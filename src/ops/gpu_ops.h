@@ -136,6 +136,17 @@ void gpu_layer_norm_forward(void* stream, BufferView x, const float* w, const fl
 void gpu_layer_norm_backward(void* stream, BufferView x, const float* w, BufferView dy,
                              std::size_t rows, std::size_t c, const float* mean, const float* rstd,
                              BufferView dx, float* dy_xhat);
+// Fused residual add + LayerNorm (kernels/residual_layer_norm.h): x0, x1,
+// sum, y, dy of the storage dtype; d_sum, dx0, dx1 of it or f32 (dx0 and dx1
+// may be null views).
+void gpu_residual_layer_norm_forward(void* stream, BufferView x0, BufferView x1, float scale,
+                                     const float* w, const float* b, std::size_t rows,
+                                     std::size_t c, float eps, BufferView sum, BufferView y,
+                                     float* mean, float* rstd);
+void gpu_residual_layer_norm_backward(void* stream, BufferView sum, const float* w, BufferView dy,
+                                      std::size_t rows, std::size_t c, const float* mean,
+                                      const float* rstd, BufferView d_sum, bool summed, float scale,
+                                      BufferView dx0, BufferView dx1, float* dy_xhat);
 void gpu_causal_softmax_forward(void* stream, const float* s, float* p, std::size_t matrices,
                                 std::size_t t);
 void gpu_causal_softmax_backward(void* stream, const float* p, const float* dp, float* ds,

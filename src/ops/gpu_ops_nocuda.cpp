@@ -162,6 +162,16 @@ void gpu_batch_norm_apply(void*, BufferView, BufferView, std::size_t, std::size_
                           const float*, const float*, const float*, const float*, DType) {
   no_cuda("batch_norm");
 }
+void gpu_residual_layer_norm_forward(void*, BufferView, BufferView, float, const float*,
+                                     const float*, std::size_t, std::size_t, float, BufferView,
+                                     BufferView, float*, float*) {
+  no_cuda("residual_layer_norm");
+}
+void gpu_residual_layer_norm_backward(void*, BufferView, const float*, BufferView, std::size_t,
+                                      std::size_t, const float*, const float*, BufferView, bool,
+                                      float, BufferView, BufferView, float*) {
+  no_cuda("residual_layer_norm");
+}
 void gpu_batch_norm_relu_apply(void*, BufferView, BufferView, BufferView, std::size_t, std::size_t,
                                std::size_t, const float*, const float*, const float*, const float*,
                                DType) {
