@@ -149,6 +149,10 @@ struct Model::State {
   Tensor loss_totals;  // running [loss sum, correct, bad labels], f64
   std::size_t last_batch = 0;
   bool forward_done = false;
+  // The last forward wrote the logits' gradient too, for this grad_scale
+  // (forward_accumulate_fused_loss): backward starts below the loss.
+  bool loss_gradient_done = false;
+  float loss_gradient_scale = 0.0f;
   IntervalTimer* timer = nullptr;  // bench step --layers; null: no marks
 
   GradientBuffer& grad_of(std::size_t node) {
@@ -1055,6 +1059,7 @@ BufferView Model::run_layers(const float* x, const std::int32_t* labels, std::si
   }
   s.last_batch = batch;
   s.forward_done = true;
+  s.loss_gradient_done = false;
   if (batch > 0)
     copy_view(s.labels.buffer().slice(0, batch * rows_per_sample_),
               view_of(labels, batch * rows_per_sample_, options_.device));
@@ -1085,6 +1090,25 @@ void Model::forward_accumulate(const float* x, const std::int32_t* labels, std::
       s.row_loss.data_as<float>(), s.row_correct.data_as<std::int32_t>(),
       s.loss_totals.data_as<double>(), options_.label_smoothing, label_mix_);
   mark_stop(s.timer, profile_slots().loss_forward());
+}
+
+void Model::forward_accumulate_fused_loss(const float* x, const std::int32_t* labels,
+                                          std::size_t batch, float grad_scale) {
+  State& s = *state_;
+  const BufferView logits = run_layers(x, labels, batch, true);
+  if (batch == 0) return;  // backward zeroes (or keeps) the gradients
+  const std::size_t rows = batch * rows_per_sample_;
+  mark_start(s.timer, profile_slots().loss_forward());
+  // The scale backward would pass, computed as it computes it.
+  softmax_cross_entropy_accumulate_backward(
+      *s.ctx, logits, s.labels.data_as<std::int32_t>(), rows, num_classes_,
+      s.row_loss.data_as<float>(), s.row_correct.data_as<std::int32_t>(),
+      s.loss_totals.data_as<double>(), grad_scale / static_cast<float>(rows),
+      s.grad_of(s.nodes.size() - 1).view(batch, options_.device), options_.label_smoothing,
+      label_mix_);
+  mark_stop(s.timer, profile_slots().loss_forward());
+  s.loss_gradient_done = true;
+  s.loss_gradient_scale = grad_scale;
 }
 
 Model::LossResult Model::take_loss_totals() {
@@ -1124,10 +1148,16 @@ void Model::backward(float grad_scale, bool accumulate,
   const std::size_t rows = batch * rows_per_sample_;
   mark_start(s.timer, profile_slots().loss_backward());
   GradientBuffer& logits_grad = s.grad_of(L - 1);
-  softmax_cross_entropy_backward(*s.ctx, s.nodes[L - 1].output, s.labels.data_as<std::int32_t>(),
-                                 rows, num_classes_, grad_scale / static_cast<float>(rows),
-                                 logits_grad.view(batch, dev), options_.label_smoothing,
-                                 label_mix_);
+  if (s.loss_gradient_done) {  // written by the forward, at this scale
+    RT_CHECK(grad_scale == s.loss_gradient_scale,
+             "backward's grad_scale {} is not the {} its fused forward used", grad_scale,
+             s.loss_gradient_scale);
+  } else {
+    softmax_cross_entropy_backward(*s.ctx, s.nodes[L - 1].output, s.labels.data_as<std::int32_t>(),
+                                   rows, num_classes_, grad_scale / static_cast<float>(rows),
+                                   logits_grad.view(batch, dev), options_.label_smoothing,
+                                   label_mix_);
+  }
   mark_stop(s.timer, profile_slots().loss_backward());
   logits_grad.written = true;
   std::vector<BufferView>& xs = s.x_views;

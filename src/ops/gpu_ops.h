@@ -105,6 +105,11 @@ void gpu_softmax_ce_backward(void* stream, BufferView logits, const std::int32_t
                              std::size_t rows, std::size_t classes, float scale, BufferView dlogits,
                              float smoothing = 0.0f, const std::int32_t* second = nullptr,
                              float lam = 1.0f);
+// Both of the above in one kernel (the fused classifier).
+void gpu_softmax_ce_forward_backward(void* stream, BufferView logits, const std::int32_t* labels,
+                                     std::size_t rows, std::size_t classes, float scale,
+                                     BufferView dlogits, float* row_loss, std::int32_t* row_correct,
+                                     float smoothing, const std::int32_t* second, float lam);
 // totals[0..2] += loss sum, correct count, bad-label count of the rows.
 void gpu_loss_totals_add(void* stream, const float* row_loss, const std::int32_t* row_correct,
                          std::size_t rows, double* totals);

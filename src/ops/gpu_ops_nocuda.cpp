@@ -75,6 +75,11 @@ void gpu_softmax_ce_backward(void*, BufferView, const std::int32_t*, std::size_t
                              float, BufferView, float, const std::int32_t*, float) {
   no_cuda("softmax cross-entropy");
 }
+void gpu_softmax_ce_forward_backward(void*, BufferView, const std::int32_t*, std::size_t,
+                                     std::size_t, float, BufferView, float*, std::int32_t*, float,
+                                     const std::int32_t*, float) {
+  no_cuda("softmax cross-entropy");
+}
 void gpu_loss_totals_add(void*, const float*, const std::int32_t*, std::size_t, double*) {
   no_cuda("loss totals");
 }
