@@ -28,12 +28,15 @@ RT_HD void layer_norm_row_forward(const T* x, const float* weight, const float* 
   *rstd_out = rstd;
 }
 
-// dx = rstd (g - mean(g) - xhat mean(g xhat)), g = dy * weight; the weight
-// and bias gradients of this row are added to dweight and dbias.
-// x and dy of a storage type T, dx of D (T, or fp32 where the model sums).
-template <typename T, typename D>
-RT_HD void layer_norm_row_backward(const T* x, const float* weight, const T* dy, int c, float mean,
-                                   float rstd, D* dx, float* dweight, float* dbias) {
+// Backward's two row means, mean(g) and mean(g xhat) with g = dy * weight;
+// the weight and bias gradients of this row are added to dweight and dbias.
+struct LayerNormRowSums {
+  float g_mean, gx_mean;
+};
+template <typename T>
+RT_HD LayerNormRowSums layer_norm_row_backward_sums(const T* x, const float* weight, const T* dy,
+                                                    int c, float mean, float rstd, float* dweight,
+                                                    float* dbias) {
   float g_mean = 0.0f, gx_mean = 0.0f;
   for (int j = 0; j < c; ++j) {
     const float xhat = (load(x, j) - mean) * rstd;
@@ -45,11 +48,26 @@ RT_HD void layer_norm_row_backward(const T* x, const float* weight, const T* dy,
   }
   g_mean /= static_cast<float>(c);
   gx_mean /= static_cast<float>(c);
+  return {g_mean, gx_mean};
+}
+
+// dx of one element: rstd (g - mean(g) - xhat mean(g xhat)).
+RT_HD float layer_norm_dx_element(float x, float dy, float weight, float mean, float rstd,
+                                  LayerNormRowSums s) {
+  const float xhat = (x - mean) * rstd;
+  return rstd * (dy * weight - s.g_mean - xhat * s.gx_mean);
+}
+
+// The row's backward: the sums above, then dx (null: not wanted).
+// x and dy of a storage type T, dx of D (T, or fp32 where the model sums).
+template <typename T, typename D>
+RT_HD void layer_norm_row_backward(const T* x, const float* weight, const T* dy, int c, float mean,
+                                   float rstd, D* dx, float* dweight, float* dbias) {
+  const LayerNormRowSums s =
+      layer_norm_row_backward_sums(x, weight, dy, c, mean, rstd, dweight, dbias);
   if (dx == nullptr) return;
-  for (int j = 0; j < c; ++j) {
-    const float xhat = (load(x, j) - mean) * rstd;
-    store(dx, j, rstd * (load(dy, j) * weight[j] - g_mean - xhat * gx_mean));
-  }
+  for (int j = 0; j < c; ++j)
+    store(dx, j, layer_norm_dx_element(load(x, j), load(dy, j), weight[j], mean, rstd, s));
 }
 
 }  // namespace ringtrain::kernels

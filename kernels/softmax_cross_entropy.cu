@@ -134,6 +134,79 @@ __global__ void softmax_ce_backward_wide_kernel(const T* logits, const int* __re
     store(dz, j, expf(load(z, j) - m) * inv - softmax_ce_target_at(t, j, label, second));
 }
 
+// The fused classifier, one thread per row (softmax_ce_row_forward_backward).
+// dlogits may be the logits, as for the backward kernel.
+template <typename T, typename G>
+__global__ void softmax_ce_forward_backward_kernel(const T* logits, const int* __restrict__ labels,
+                                                   std::size_t rows, int classes, float scale,
+                                                   G* dlogits, float* __restrict__ row_loss,
+                                                   int* __restrict__ row_correct, float smoothing,
+                                                   const int* __restrict__ second, float lam) {
+  const std::size_t r = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (r >= rows) return;
+  softmax_ce_row_forward_backward(logits + r * classes, classes, labels[r], scale,
+                                  dlogits + r * classes, &row_loss[r], &row_correct[r], smoothing,
+                                  second_label(second, r), lam);
+}
+
+// The fused classifier, one warp per wide row: the forward wide kernel's
+// maximum, sums and loss, then the backward wide kernel's gradient from the
+// same maximum and exp-sum (the backward's fmaxf maximum is the same value,
+// up to the sign of a zero maximum, which exp(z - m) does not see). Lane 0
+// reads the label's logits for the loss before the warp overwrites them.
+template <typename T, typename G>
+__global__ void softmax_ce_forward_backward_wide_kernel(
+    const T* logits, const int* __restrict__ labels, std::size_t rows, int classes, float scale,
+    G* dlogits, float* __restrict__ row_loss, int* __restrict__ row_correct, float smoothing,
+    const int* __restrict__ second_labels, float lam) {
+  const std::size_t r = (blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x) / kWarp;
+  const int lane = static_cast<int>(threadIdx.x % kWarp);
+  if (r >= rows) return;
+  const int label = labels[r];
+  int second = second_label(second_labels, r);
+  if (second < 0 && lam == 1.0f) second = label;  // no mix
+  const T* z = logits + r * classes;
+  G* dz = dlogits + r * classes;
+  if (label == kIgnoredLabel) {
+    if (lane == 0) {
+      row_loss[r] = 0.0f;
+      row_correct[r] = kIgnoredRow;
+    }
+    for (int j = lane; j < classes; j += kWarp) store(dz, j, 0.0f);
+    return;
+  }
+  float m = -INFINITY;
+  int arg = classes;
+  for (int j = lane; j < classes; j += kWarp)
+    if (load(z, j) > m) {
+      m = load(z, j);
+      arg = j;
+    }
+  warp_argmax(m, arg);
+  float s = 0.0f, sum_z = 0.0f;
+  for (int j = lane; j < classes; j += kWarp) {
+    s += expf(load(z, j) - m);
+    sum_z += load(z, j);
+  }
+  s = warp_sum(s);
+  sum_z = warp_sum(sum_z);
+  if (lane == 0) {
+    if (softmax_ce_labels_valid(label, second, classes)) {
+      const float lse = logf(s) + m;
+      row_loss[r] = softmax_ce_row_loss(z, lse, sum_z, classes, label, second, lam, smoothing);
+      row_correct[r] = arg == softmax_ce_accuracy_label(label, second, lam) ? 1 : 0;
+    } else {
+      row_loss[r] = nanf("");
+      row_correct[r] = -1;
+    }
+  }
+  __syncwarp();
+  const float inv = scale / s;
+  const SoftmaxCeTarget t = softmax_ce_target(label, second, lam, scale, smoothing, classes);
+  for (int j = lane; j < classes; j += kWarp)
+    store(dz, j, expf(load(z, j) - m) * inv - softmax_ce_target_at(t, j, label, second));
+}
+
 unsigned wide_blocks(std::size_t rows) {
   return static_cast<unsigned>((rows * kWarp + kWideThreads - 1) / kWideThreads);
 }
@@ -202,6 +275,31 @@ void softmax_ce_backward_cuda(const void* logits, DType logits_type, const std::
     else
       softmax_ce_backward_kernel<<<row_blocks(rows), kElementwiseThreads, 0, s>>>(
           z, labels, rows, static_cast<int>(classes), scale, dz, smoothing, second, lam);
+  });
+  RT_CUDA_CHECK_LAUNCH();
+}
+
+void softmax_ce_forward_backward_cuda(const void* logits, DType logits_type,
+                                      const std::int32_t* labels, std::size_t rows,
+                                      std::size_t classes, float scale, void* dlogits,
+                                      DType dlogits_type, float* row_loss,
+                                      std::int32_t* row_correct, float smoothing,
+                                      const std::int32_t* second, float lam, void* stream) {
+  if (rows == 0) return;
+  const auto s = static_cast<cudaStream_t>(stream);
+  with_storage_pair(logits_type, dlogits_type, [&](auto t, auto g) {
+    using T = decltype(t);
+    using G = decltype(g);
+    const T* z = static_cast<const T*>(logits);
+    G* dz = static_cast<G*>(dlogits);
+    if (classes >= kWideClasses)
+      softmax_ce_forward_backward_wide_kernel<<<wide_blocks(rows), kWideThreads, 0, s>>>(
+          z, labels, rows, static_cast<int>(classes), scale, dz, row_loss, row_correct, smoothing,
+          second, lam);
+    else
+      softmax_ce_forward_backward_kernel<<<row_blocks(rows), kElementwiseThreads, 0, s>>>(
+          z, labels, rows, static_cast<int>(classes), scale, dz, row_loss, row_correct, smoothing,
+          second, lam);
   });
   RT_CUDA_CHECK_LAUNCH();
 }

@@ -125,6 +125,51 @@ RT_HD void softmax_ce_row_backward(const T* z, int classes, int label, float sca
     store(dz, j, expf(load(z, j) - m) * inv - softmax_ce_target_at(t, j, label, second));
 }
 
+// The fused classifier (llm.c's fused_classifier): the row's loss and
+// correct flag as softmax_ce_row_forward gives them, then its gradient as
+// softmax_ce_row_backward writes it, in one call that reads the logits once
+// for both (max, exp-sum, and the label's logits before any is overwritten).
+// dz may be z itself (the same type): the loss is taken before the gradient
+// is stored. The same operations in the same order as the two calls, so the
+// same bits: the maximum by the forward's strict compare (the backward's
+// gives the same value), the exp-sum by one loop.
+template <typename T, typename G>
+RT_HD void softmax_ce_row_forward_backward(const T* z, int classes, int label, float scale, G* dz,
+                                           float* loss, int* correct, float smoothing = 0.0f,
+                                           int second = -1, float lam = 1.0f) {
+  if (label == kIgnoredLabel) {
+    *loss = 0.0f;
+    *correct = kIgnoredRow;
+    for (int j = 0; j < classes; ++j) store(dz, j, 0.0f);
+    return;
+  }
+  if (second < 0 && lam == 1.0f) second = label;  // no mix
+  float m = load(z, 0);
+  int arg = 0;
+  for (int j = 1; j < classes; ++j)
+    if (load(z, j) > m) {
+      m = load(z, j);
+      arg = j;
+    }
+  float s = 0.0f;
+  for (int j = 0; j < classes; ++j) s += expf(load(z, j) - m);
+  if (softmax_ce_labels_valid(label, second, classes)) {
+    const float lse = logf(s) + m;
+    float sum_z = 0.0f;
+    if (smoothing > 0.0f)
+      for (int j = 0; j < classes; ++j) sum_z += load(z, j);
+    *loss = softmax_ce_row_loss(z, lse, sum_z, classes, label, second, lam, smoothing);
+    *correct = arg == softmax_ce_accuracy_label(label, second, lam) ? 1 : 0;
+  } else {
+    *loss = nanf("");
+    *correct = -1;
+  }
+  const float inv = scale / s;
+  const SoftmaxCeTarget t = softmax_ce_target(label, second, lam, scale, smoothing, classes);
+  for (int j = 0; j < classes; ++j)
+    store(dz, j, expf(load(z, j) - m) * inv - softmax_ce_target_at(t, j, label, second));
+}
+
 // Running loss totals kept where the model runs: [0] loss sum, [1] correct
 // count, [2] rows whose label was out of range (softmax_ce_row_forward gave
 // correct = -1). Read once per logging interval instead of once per step.

@@ -20,6 +20,15 @@ void softmax_ce_backward_cuda(const void* logits, DType logits_type, const std::
                               std::size_t rows, std::size_t classes, float scale, void* dlogits,
                               DType dlogits_type, float smoothing, const std::int32_t* second,
                               float lam, void* stream);
+// The fused classifier: softmax_ce_forward_cuda's row_loss and row_correct
+// and softmax_ce_backward_cuda's gradient in one kernel (dlogits may be the
+// logits): the same values as the two launches.
+void softmax_ce_forward_backward_cuda(const void* logits, DType logits_type,
+                                      const std::int32_t* labels, std::size_t rows,
+                                      std::size_t classes, float scale, void* dlogits,
+                                      DType dlogits_type, float* row_loss,
+                                      std::int32_t* row_correct, float smoothing,
+                                      const std::int32_t* second, float lam, void* stream);
 
 // totals[0..2] += the rows' loss sum, correct count and bad-label count (one
 // block, a fixed summation order: the same totals on every run).

@@ -164,7 +164,7 @@ LayerProfile profile_layers(Model& model, Optimizer& optimizer, const float* x,
   for (std::size_t k = 0; k < steps; ++k) {
     model.set_dropout_context(rank, step_index++);
     Stopwatch sw;
-    model.forward_accumulate(x, y, batch, true);
+    model.forward_accumulate_fused_loss(x, y, batch, 1.0f);  // as train's step runs it
     model.backward(1.0f, false);
     const std::vector<double> ms = timer.collect("bench step --layers: read the layer timers");
     walls.push_back(1e3 * sw.seconds());
@@ -385,7 +385,8 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
     for (std::size_t step = 0;
          step < min_steps || (min_seconds > 0 && window.seconds() < min_seconds); ++step) {
       model->set_dropout_context(static_cast<std::uint64_t>(topo.rank()), step_index++);
-      model->forward_accumulate(xd.data_as<float>(), yd.data_as<std::int32_t>(), o.batch, true);
+      model->forward_accumulate_fused_loss(xd.data_as<float>(), yd.data_as<std::int32_t>(), o.batch,
+                                           1.0f);
       model->backward(1.0f, false);
       optimizer->step(model->params(), model->grads(), o.lr);
       ++done;

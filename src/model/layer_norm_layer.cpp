@@ -1,5 +1,6 @@
 #include "model/layer_norm_layer.h"
 
+#include "ringtrain/ops/residual_layer_norm.h"
 #include "ringtrain/ops/transformer_ops.h"
 
 namespace ringtrain {
@@ -50,6 +51,20 @@ void LayerNormLayer::backward_stored(const std::vector<BufferView>& xs, BufferVi
   layer_norm_backward(ctx_, xs.at(0), w_, dy, batch * rows_, c_, mean_.get(batch, name()),
                       rstd_.get(batch, name()), dxs.at(0), dw_, db_, accumulate,
                       ctx_.is_cuda() ? scratch_.get(batch, name()) : nullptr);
+}
+
+void LayerNormLayer::forward_residual(BufferView x0, BufferView x1, float scale, BufferView sum,
+                                      BufferView y, std::size_t batch) {
+  residual_layer_norm_forward(ctx_, x0, x1, scale, w_, b_, batch * rows_, c_, eps_, sum, y,
+                              mean_.get(batch, name()), rstd_.get(batch, name()));
+}
+
+void LayerNormLayer::backward_residual(BufferView sum, BufferView dy, BufferView d_sum, bool summed,
+                                       float scale, BufferView dx0, BufferView dx1,
+                                       std::size_t batch, bool accumulate) {
+  residual_layer_norm_backward(ctx_, sum, w_, dy, batch * rows_, c_, mean_.get(batch, name()),
+                               rstd_.get(batch, name()), d_sum, summed, scale, dx0, dx1, dw_, db_,
+                               accumulate, ctx_.is_cuda() ? scratch_.get(batch, name()) : nullptr);
 }
 
 }  // namespace ringtrain

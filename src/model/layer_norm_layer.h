@@ -28,6 +28,15 @@ class LayerNormLayer final : public Layer, public StoresActivations {
                        const std::vector<BufferView>& dxs, std::size_t batch,
                        bool accumulate) override;
 
+  // Fused with the residual add whose sum it reads (ops/residual_layer_norm.h):
+  // what the model's plan calls where it folds that add into this layer's
+  // node (model/fused_residual_layer_norm.h). The add's inputs x0, x1 and
+  // scale; `sum` is the add's output buffer, d_sum its gradient's.
+  void forward_residual(BufferView x0, BufferView x1, float scale, BufferView sum, BufferView y,
+                        std::size_t batch);
+  void backward_residual(BufferView sum, BufferView dy, BufferView d_sum, bool summed, float scale,
+                         BufferView dx0, BufferView dx1, std::size_t batch, bool accumulate);
+
  private:
   const ComputeContext& ctx_;
   std::size_t rows_, c_;

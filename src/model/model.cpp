@@ -16,8 +16,10 @@
 #include "kernels/storage.cuh"
 #include "model/batch_norm_layer.h"
 #include "model/fused_batch_norm_relu.h"
+#include "model/fused_residual_layer_norm.h"
 #include "model/kaiming_init.h"
 #include "model/layer.h"
+#include "model/layer_norm_layer.h"
 #include "model/merge_layers.h"
 #include "ringtrain/core/buffer_copy.h"
 #include "ringtrain/core/check.h"
@@ -77,6 +79,14 @@ struct PlanNode {
   std::vector<int> written_inputs;
   bool folded = false;
   std::string folded_into;
+  // Fused residual add + LayerNorm (fuse_residual_layer_norm): on a
+  // layer_norm node, what runs in its place, reading the add's inputs and
+  // writing the add's output too (node `sum_of`). That add is folded but
+  // keeps its buffers (`keeps_buffers`): later nodes read the sum, and its
+  // gradient sums their contributions for the fused node's backward.
+  std::unique_ptr<FusedResidualLayerNorm> fused_ln;
+  int sum_of = -1;
+  bool keeps_buffers = false;
 };
 
 // A buffer of activation gradients. Buffers whose lives do not overlap share
@@ -139,6 +149,10 @@ struct Model::State {
   Tensor loss_totals;  // running [loss sum, correct, bad labels], f64
   std::size_t last_batch = 0;
   bool forward_done = false;
+  // The last forward wrote the logits' gradient too, for this grad_scale
+  // (forward_accumulate_fused_loss): backward starts below the loss.
+  bool loss_gradient_done = false;
+  float loss_gradient_scale = 0.0f;
   IntervalTimer* timer = nullptr;  // bench step --layers; null: no marks
 
   GradientBuffer& grad_of(std::size_t node) {
@@ -316,6 +330,59 @@ void fuse_batch_norm_relu(std::vector<PlanNode>& nodes, const ModelSpec& spec) {
   }
 }
 
+// The plan's rewrite for a residual add and the layer_norm that reads it
+// (model/fused_residual_layer_norm.h): a layer_norm whose input is a
+// two-input add, where the add's other readers all come later, so that in
+// backward their contributions to the sum's gradient are in before
+// LayerNorm's (the last, as in the unfused plan) and the add's backward can
+// run right after it. Left alone: an add of the model's input (its dtype
+// may not be the storage one), of one node twice, one no parameter lies
+// below (no gradient to sum), and one whose fusion would reorder the sum of
+// an input's gradient (may_move, as for BatchNorm).
+void fuse_residual_layer_norm(std::vector<PlanNode>& nodes, const ModelSpec& spec) {
+  const auto node_at = [&](int j) -> PlanNode& { return nodes[static_cast<std::size_t>(j)]; };
+  const auto may_move = [&](int j, std::size_t reader, std::size_t r) {
+    for (std::size_t c : node_at(j).consumers)
+      if (c != reader && c > reader && c < r) return false;
+    return true;
+  };
+  for (std::size_t r = 0; r < nodes.size(); ++r) {
+    PlanNode& ln = nodes[r];
+    if (spec.layers[r].kind != LayerKind::layer_norm || ln.stores == nullptr ||
+        ln.inputs.size() != 1 || ln.fused_ln != nullptr)
+      continue;
+    const int p = ln.inputs[0];
+    if (p < 0 || spec.layers[static_cast<std::size_t>(p)].kind != LayerKind::add) continue;
+    PlanNode& add = node_at(p);
+    auto* norm = dynamic_cast<LayerNormLayer*>(ln.layer.get());
+    const auto* sum = dynamic_cast<const AddLayer*>(add.layer.get());
+    if (norm == nullptr || sum == nullptr || add.folded || add.stores == nullptr ||
+        add.inputs.size() != 2 || !add.below_params || add.inputs[0] == add.inputs[1])
+      continue;
+    bool ok = true;
+    for (std::size_t c : add.consumers) ok = ok && (c == r || c > r);
+    for (int j : add.inputs)
+      ok = ok && owner_of(nodes, j) >= 0 && may_move(j, static_cast<std::size_t>(p), r);
+    if (!ok) continue;
+    ln.fused_ln = std::make_unique<FusedResidualLayerNorm>(
+        *norm, sum->scale(), std::vector<std::string>{add.layer->name(), ln.layer->name()});
+    ln.describes = ln.fused_ln.get();
+    ln.written_inputs = ln.inputs;
+    ln.inputs = add.inputs;
+    ln.sum_of = p;
+    for (int j : add.inputs)
+      for (std::size_t& c : node_at(j).consumers)
+        if (c == static_cast<std::size_t>(p)) c = r;
+    // The add keeps its consumers (r among them), so its gradient stays the
+    // summed fp32 one of the unfused plan where it has several readers.
+    add.folded = true;
+    add.keeps_buffers = true;
+    add.folded_into = ln.layer->name();
+    add.stores = nullptr;
+    add.passes = nullptr;
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<Model> Model::build(const ModelSpec& given,
@@ -475,7 +542,10 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
   m->param_count_ = offset;
   // After the parameters are placed and below_params is known from the graph
   // as written: fusion changes what runs, not the model.
-  if (options.fuse) fuse_batch_norm_relu(s.nodes, spec);
+  if (options.fuse) {
+    fuse_batch_norm_relu(s.nodes, spec);
+    fuse_residual_layer_norm(s.nodes, spec);
+  }
   const Device dev = options.device;
   s.params = Tensor::empty({offset}, DType::f32, dev);
   s.grads_owned = Tensor::zeros({offset}, DType::f32, dev);
@@ -572,7 +642,7 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
     const std::size_t n = node.layer->output_shape().numel();
     slots = std::max(slots, node.inputs.size());
     const int in = node.inputs[0];
-    if (node.folded) {  // its work is its fused node's: no buffers
+    if (node.folded && !node.keeps_buffers) {  // its work is its fused node's: no buffers
       node.output_dtype = s.storage;
       continue;
     }
@@ -711,6 +781,9 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
                           j < 0 ? input_dtype : s.nodes[static_cast<std::size_t>(j)].output_dtype;
                       return in != s.storage && !(j < 0 && node.layer->reads_token_ids());
                     }));
+    // The rewrite reads no model input, so every edge of it is stored.
+    RT_CHECK(node.fused_ln == nullptr || !node.adapted,
+             "model: fused node '{}' would need the fp32 adapter", node.layer->name());
   }
   // The fp32 scratch per input slot: where a contribution lands before it is
   // added to a summed (fp32) gradient, or narrowed into a stored one from a
@@ -776,7 +849,7 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
   s.to_add.reserve(slots);
   s.to_narrow.reserve(slots);
   for (const PlanNode& node : s.nodes)
-    if (!node.layer->is_view() && !node.folded)
+    if (!node.layer->is_view() && (!node.folded || node.keeps_buffers))
       bytes += node.layer->output_shape().numel() * dtype_size(node.output_dtype);
   for (std::size_t n : slot_size) bytes += n;
   // the transposed input
@@ -947,6 +1020,7 @@ BufferView Model::run_layers(const float* x, const std::int32_t* labels, std::si
     mark_start(s.timer, ProfileSlots::forward(i));
     const std::size_t n = batch * layer.output_shape().numel();
     if (node.folded) {  // run by its fused node, later in the list
+      if (node.keeps_buffers) node.output = node.activation.buffer().slice(0, n);
       mark_stop(s.timer, ProfileSlots::forward(i));
       continue;
     }
@@ -960,7 +1034,10 @@ BufferView Model::run_layers(const float* x, const std::int32_t* labels, std::si
     std::vector<BufferView>& xs = s.x_views;
     xs.clear();
     for (int j : node.inputs) xs.push_back(s.read(j));
-    if (batch > 0 && !node.adapted) {
+    if (batch > 0 && node.fused_ln != nullptr) {
+      node.fused_ln->forward(xs, s.nodes[static_cast<std::size_t>(node.sum_of)].output, node.output,
+                             batch);
+    } else if (batch > 0 && !node.adapted) {
       node.stores->forward_stored(xs, node.output, batch, training);
     } else if (batch > 0) {
       // The adapter: fp32 in, fp32 out, narrowed into the node's storage.
@@ -982,6 +1059,7 @@ BufferView Model::run_layers(const float* x, const std::int32_t* labels, std::si
   }
   s.last_batch = batch;
   s.forward_done = true;
+  s.loss_gradient_done = false;
   if (batch > 0)
     copy_view(s.labels.buffer().slice(0, batch * rows_per_sample_),
               view_of(labels, batch * rows_per_sample_, options_.device));
@@ -1012,6 +1090,25 @@ void Model::forward_accumulate(const float* x, const std::int32_t* labels, std::
       s.row_loss.data_as<float>(), s.row_correct.data_as<std::int32_t>(),
       s.loss_totals.data_as<double>(), options_.label_smoothing, label_mix_);
   mark_stop(s.timer, profile_slots().loss_forward());
+}
+
+void Model::forward_accumulate_fused_loss(const float* x, const std::int32_t* labels,
+                                          std::size_t batch, float grad_scale) {
+  State& s = *state_;
+  const BufferView logits = run_layers(x, labels, batch, true);
+  if (batch == 0) return;  // backward zeroes (or keeps) the gradients
+  const std::size_t rows = batch * rows_per_sample_;
+  mark_start(s.timer, profile_slots().loss_forward());
+  // The scale backward would pass, computed as it computes it.
+  softmax_cross_entropy_accumulate_backward(
+      *s.ctx, logits, s.labels.data_as<std::int32_t>(), rows, num_classes_,
+      s.row_loss.data_as<float>(), s.row_correct.data_as<std::int32_t>(),
+      s.loss_totals.data_as<double>(), grad_scale / static_cast<float>(rows),
+      s.grad_of(s.nodes.size() - 1).view(batch, options_.device), options_.label_smoothing,
+      label_mix_);
+  mark_stop(s.timer, profile_slots().loss_forward());
+  s.loss_gradient_done = true;
+  s.loss_gradient_scale = grad_scale;
 }
 
 Model::LossResult Model::take_loss_totals() {
@@ -1051,10 +1148,16 @@ void Model::backward(float grad_scale, bool accumulate,
   const std::size_t rows = batch * rows_per_sample_;
   mark_start(s.timer, profile_slots().loss_backward());
   GradientBuffer& logits_grad = s.grad_of(L - 1);
-  softmax_cross_entropy_backward(*s.ctx, s.nodes[L - 1].output, s.labels.data_as<std::int32_t>(),
-                                 rows, num_classes_, grad_scale / static_cast<float>(rows),
-                                 logits_grad.view(batch, dev), options_.label_smoothing,
-                                 label_mix_);
+  if (s.loss_gradient_done) {  // written by the forward, at this scale
+    RT_CHECK(grad_scale == s.loss_gradient_scale,
+             "backward's grad_scale {} is not the {} its fused forward used", grad_scale,
+             s.loss_gradient_scale);
+  } else {
+    softmax_cross_entropy_backward(*s.ctx, s.nodes[L - 1].output, s.labels.data_as<std::int32_t>(),
+                                   rows, num_classes_, grad_scale / static_cast<float>(rows),
+                                   logits_grad.view(batch, dev), options_.label_smoothing,
+                                   label_mix_);
+  }
   mark_stop(s.timer, profile_slots().loss_backward());
   logits_grad.written = true;
   std::vector<BufferView>& xs = s.x_views;
@@ -1064,7 +1167,8 @@ void Model::backward(float grad_scale, bool accumulate,
   for (std::size_t i = L; i-- > 0;) {
     PlanNode& node = s.nodes[i];
     Layer& layer = *node.layer;
-    if (!layer.is_view() && node.grad >= 0) {
+    // A folded node's backward is its fused node's.
+    if (!layer.is_view() && node.grad >= 0 && !node.folded) {
       mark_start(s.timer, ProfileSlots::backward(i));
       // A view's gradient is its input's buffer: nothing to do.
       const GradientBuffer& out_grad = s.grad_of(i);
@@ -1114,7 +1218,15 @@ void Model::backward(float grad_scale, bool accumulate,
           convert_storage(*s.ctx, narrowed, dy);
           dy = narrowed;
         }
-        node.stores->backward_stored(xs, node.output, dy, dxs, batch, accumulate);
+        if (node.fused_ln != nullptr) {
+          PlanNode& sum = s.nodes[static_cast<std::size_t>(node.sum_of)];
+          GradientBuffer& d_sum = s.grad_buffers[static_cast<std::size_t>(sum.grad)];
+          node.fused_ln->backward(sum.output, dy, d_sum.view(batch, dev), d_sum.written, dxs, batch,
+                                  accumulate);
+          d_sum.written = true;
+        } else {
+          node.stores->backward_stored(xs, node.output, dy, dxs, batch, accumulate);
+        }
       } else if (any_dx || has_params) {
         // The adapter: the layer sees fp32 x, y and dy and writes fp32 dx.
         std::vector<const float*>& wide = s.xs;

@@ -105,6 +105,11 @@ void gpu_softmax_ce_backward(void* stream, BufferView logits, const std::int32_t
                              std::size_t rows, std::size_t classes, float scale, BufferView dlogits,
                              float smoothing = 0.0f, const std::int32_t* second = nullptr,
                              float lam = 1.0f);
+// Both of the above in one kernel (the fused classifier).
+void gpu_softmax_ce_forward_backward(void* stream, BufferView logits, const std::int32_t* labels,
+                                     std::size_t rows, std::size_t classes, float scale,
+                                     BufferView dlogits, float* row_loss, std::int32_t* row_correct,
+                                     float smoothing, const std::int32_t* second, float lam);
 // totals[0..2] += loss sum, correct count, bad-label count of the rows.
 void gpu_loss_totals_add(void* stream, const float* row_loss, const std::int32_t* row_correct,
                          std::size_t rows, double* totals);
@@ -136,6 +141,17 @@ void gpu_layer_norm_forward(void* stream, BufferView x, const float* w, const fl
 void gpu_layer_norm_backward(void* stream, BufferView x, const float* w, BufferView dy,
                              std::size_t rows, std::size_t c, const float* mean, const float* rstd,
                              BufferView dx, float* dy_xhat);
+// Fused residual add + LayerNorm (kernels/residual_layer_norm.h): x0, x1,
+// sum, y, dy of the storage dtype; d_sum, dx0, dx1 of it or f32 (dx0 and dx1
+// may be null views).
+void gpu_residual_layer_norm_forward(void* stream, BufferView x0, BufferView x1, float scale,
+                                     const float* w, const float* b, std::size_t rows,
+                                     std::size_t c, float eps, BufferView sum, BufferView y,
+                                     float* mean, float* rstd);
+void gpu_residual_layer_norm_backward(void* stream, BufferView sum, const float* w, BufferView dy,
+                                      std::size_t rows, std::size_t c, const float* mean,
+                                      const float* rstd, BufferView d_sum, bool summed, float scale,
+                                      BufferView dx0, BufferView dx1, float* dy_xhat);
 void gpu_causal_softmax_forward(void* stream, const float* s, float* p, std::size_t matrices,
                                 std::size_t t);
 void gpu_causal_softmax_backward(void* stream, const float* p, const float* dp, float* ds,

@@ -75,6 +75,11 @@ void gpu_softmax_ce_backward(void*, BufferView, const std::int32_t*, std::size_t
                              float, BufferView, float, const std::int32_t*, float) {
   no_cuda("softmax cross-entropy");
 }
+void gpu_softmax_ce_forward_backward(void*, BufferView, const std::int32_t*, std::size_t,
+                                     std::size_t, float, BufferView, float*, std::int32_t*, float,
+                                     const std::int32_t*, float) {
+  no_cuda("softmax cross-entropy");
+}
 void gpu_loss_totals_add(void*, const float*, const std::int32_t*, std::size_t, double*) {
   no_cuda("loss totals");
 }
@@ -161,6 +166,16 @@ void gpu_batch_norm_eval_stats(void*, const float*, const float*, std::size_t, f
 void gpu_batch_norm_apply(void*, BufferView, BufferView, std::size_t, std::size_t, std::size_t,
                           const float*, const float*, const float*, const float*, DType) {
   no_cuda("batch_norm");
+}
+void gpu_residual_layer_norm_forward(void*, BufferView, BufferView, float, const float*,
+                                     const float*, std::size_t, std::size_t, float, BufferView,
+                                     BufferView, float*, float*) {
+  no_cuda("residual_layer_norm");
+}
+void gpu_residual_layer_norm_backward(void*, BufferView, const float*, BufferView, std::size_t,
+                                      std::size_t, const float*, const float*, BufferView, bool,
+                                      float, BufferView, BufferView, float*) {
+  no_cuda("residual_layer_norm");
 }
 void gpu_batch_norm_relu_apply(void*, BufferView, BufferView, BufferView, std::size_t, std::size_t,
                                std::size_t, const float*, const float*, const float*, const float*,

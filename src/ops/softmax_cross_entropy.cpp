@@ -137,4 +137,41 @@ void softmax_cross_entropy_backward(const ComputeContext& ctx, BufferView logits
   });
 }
 
+void softmax_cross_entropy_accumulate_backward(const ComputeContext& ctx, BufferView logits,
+                                               const std::int32_t* labels, std::size_t rows,
+                                               std::size_t classes, float* row_loss,
+                                               std::int32_t* row_correct, double* totals,
+                                               float scale, BufferView dlogits, float smoothing,
+                                               const LabelMix& mix) {
+  if (rows == 0) return;
+  check_logits(logits, rows, classes);
+  check_logits(dlogits, rows, classes);
+  RT_CHECK(dlogits.ptr != logits.ptr || dlogits.dtype == logits.dtype,
+           "softmax cross-entropy: a {} gradient written over {} logits", dtype_name(dlogits.dtype),
+           dtype_name(logits.dtype));
+  if (ctx.is_cuda()) {
+    detail::gpu_softmax_ce_forward_backward(ctx.stream(), logits, labels, rows, classes, scale,
+                                            dlogits, row_loss, row_correct, smoothing, mix.second,
+                                            mix.lam);
+    detail::gpu_loss_totals_add(ctx.stream(), row_loss, row_correct, rows, totals);
+    return;
+  }
+  kernels::with_storage_pair(logits.dtype, dlogits.dtype, [&](auto t, auto g) {
+    using T = decltype(t);
+    using G = decltype(g);
+    const T* z = static_cast<const T*>(logits.ptr);
+    G* dz = static_cast<G*>(dlogits.ptr);
+    for (std::size_t i = 0; i < rows; ++i) {
+      check_label(labels[i], i, classes);
+      if (mix.active()) check_label(mix.second[i], i, classes);
+      float loss = 0.0f;
+      int correct = 0;
+      kernels::softmax_ce_row_forward_backward(z + i * classes, static_cast<int>(classes),
+                                               labels[i], scale, dz + i * classes, &loss, &correct,
+                                               smoothing, second_label(mix, i), mix.lam);
+      kernels::loss_totals_add_row(loss, correct, totals);
+    }
+  });
+}
+
 }  // namespace ringtrain

@@ -757,17 +757,20 @@ std::size_t Trainer::forward_backward(std::size_t micro, float loss_scale, StepT
     model.set_label_mix({mixed_second_->view.as<const std::int32_t>(), draw.lam});
     x = mixed_x_->view.as<const float>();
   }
-  model.forward_accumulate(x, batch.y.as<const std::int32_t>(), batch.size, /*training=*/true);
+  // The step's gradient scale is known before its forward: the loss's
+  // backward runs there, in the same pass over the logits (the fused
+  // classifier; the same bits as backward's own).
+  const float grad_scale = micro_batch_grad_scale(cfg_, batch.size) * loss_scale;
+  model.forward_accumulate_fused_loss(x, batch.y.as<const std::int32_t>(), batch.size, grad_scale);
   if (faults_ && last) faults_->after_forward(step_ + 1);
   t.backward = monotonic_seconds();
   timing.forward += t.backward - t.forward;
   phase("backward");
   sync_->begin_step(/*sync=*/last);
-  model.backward(micro_batch_grad_scale(cfg_, batch.size) * loss_scale,
-                 /*accumulate=*/micro > 0, [this](std::size_t layer) {
-                   if (faults_) faults_->after_backward_layer(layer, step_ + 1);
-                   sync_->on_layer_ready(layer);
-                 });
+  model.backward(grad_scale, /*accumulate=*/micro > 0, [this](std::size_t layer) {
+    if (faults_) faults_->after_backward_layer(layer, step_ + 1);
+    sync_->on_layer_ready(layer);
+  });
   // The batch's slot may be refilled once backward's kernels have read it.
   previous_batch_done_ = OrderingPoint::record(device_, model.compute_stream());
   t.end = monotonic_seconds();

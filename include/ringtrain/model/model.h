@@ -167,6 +167,14 @@ class Model {
   // resets them (one counted host sync), at logging points.
   void forward_accumulate(const float* x, const std::int32_t* labels, std::size_t batch,
                           bool training);
+  // forward_accumulate and the loss's backward in one pass over the logits
+  // (the fused classifier), for a training step whose backward grad_scale is
+  // known at its forward: the logits' gradient is written at once, over the
+  // logits where the plan keeps it in place (logits() then holds the
+  // gradient). The next backward must take the same grad_scale and starts
+  // below the loss. The same bits as forward_accumulate then backward.
+  void forward_accumulate_fused_loss(const float* x, const std::int32_t* labels, std::size_t batch,
+                                     float grad_scale);
   LossResult take_loss_totals();
   // The running totals themselves (f64 on the model's device: loss sum,
   // correct count, bad-label count), for the --nonfinite guard, which checks

@@ -80,4 +80,17 @@ inline void softmax_cross_entropy_backward(const ComputeContext& ctx, const floa
                                  smoothing, mix);
 }
 
+// The fused classifier (llm.c's fused_classifier), for a training step whose
+// gradient scale is known at its forward: softmax_cross_entropy_accumulate's
+// totals and softmax_cross_entropy_backward's dlogits (which may be the
+// logits themselves) in one pass over the logits, each row read once for
+// both. The same bits as the two calls; evaluation, and wherever the scale
+// is not known, keep the two.
+void softmax_cross_entropy_accumulate_backward(const ComputeContext& ctx, BufferView logits,
+                                               const std::int32_t* labels, std::size_t rows,
+                                               std::size_t classes, float* row_loss,
+                                               std::int32_t* row_correct, double* totals,
+                                               float scale, BufferView dlogits,
+                                               float smoothing = 0.0f, const LabelMix& mix = {});
+
 }  // namespace ringtrain

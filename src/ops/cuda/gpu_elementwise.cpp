@@ -66,6 +66,14 @@ void gpu_softmax_ce_backward(void* stream, BufferView logits, const std::int32_t
   kernels::softmax_ce_backward_cuda(logits.ptr, logits.dtype, labels, rows, classes, scale,
                                     dlogits.ptr, dlogits.dtype, smoothing, second, lam, stream);
 }
+void gpu_softmax_ce_forward_backward(void* stream, BufferView logits, const std::int32_t* labels,
+                                     std::size_t rows, std::size_t classes, float scale,
+                                     BufferView dlogits, float* row_loss, std::int32_t* row_correct,
+                                     float smoothing, const std::int32_t* second, float lam) {
+  kernels::softmax_ce_forward_backward_cuda(logits.ptr, logits.dtype, labels, rows, classes, scale,
+                                            dlogits.ptr, dlogits.dtype, row_loss, row_correct,
+                                            smoothing, second, lam, stream);
+}
 void gpu_loss_totals_add(void* stream, const float* row_loss, const std::int32_t* row_correct,
                          std::size_t rows, double* totals) {
   kernels::loss_totals_add_cuda(row_loss, row_correct, rows, totals, stream);

@@ -1,0 +1,92 @@
+// The fused classifier's kernels (one thread per narrow row, one warp per wide
+// row) against the two-pass kernels on the same GPU: the same row losses,
+// correct flags (through the totals) and gradient bits, under fp32, bf16 and
+// fp16 logits, with label smoothing, a mix's second label, ignored rows, in
+// place and into an fp32 buffer. Exits 77 (ctest: skipped) without CUDA or a
+// device.
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <vector>
+
+#include "ringtrain/launch/gpu_runtime.h"
+#include "ringtrain/ops/compute_context.h"
+#include "ringtrain/ops/precision.h"
+#include "ringtrain/ops/softmax_cross_entropy.h"
+#include "ringtrain/tensor/tensor.h"
+#include "tests/model/test_data.h"
+#include "tests/support/gpu_compare.h"
+#include "tests/support/gpu_test.h"
+
+using namespace ringtrain;
+using namespace ringtrain::test;
+
+namespace {
+
+std::vector<unsigned char> bytes_of(const BufferView& v, const ComputeContext& ctx) {
+  ctx.synchronize();
+  std::vector<unsigned char> out(v.bytes());
+  Tensor::borrow(out.data(), {v.count}, v.dtype, Device::cpu())
+      .copy_from(Tensor::borrow(v.ptr, {v.count}, v.dtype, v.device));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("gpu fused classifier against the two-pass kernels, bit for bit", "[gpu][fusion]") {
+  const DType p = GENERATE(DType::f32, DType::bf16, DType::f16);
+  const std::size_t classes = GENERATE(7u, 600u, 50257u);
+  const float smoothing = GENERATE(0.0f, 0.1f);
+  const bool mixed = GENERATE(false, true);
+  const bool in_place = GENERATE(true, false);
+  INFO(dtype_name(p) << ", " << classes << " classes, smoothing " << smoothing
+                     << (mixed ? ", mixed" : "") << (in_place ? ", in place" : ", fp32 buffer"));
+  auto cpu = ComputeContext::create(Device::cpu(), Tf32Mode::off, p);
+  auto gpu = ComputeContext::create(kGpu, Tf32Mode::off, p);
+  const std::size_t rows = 37, n = rows * classes;
+  std::vector<std::int32_t> labels(rows), second(rows);
+  for (std::size_t i = 0; i < rows; ++i) {
+    labels[i] = i % 9 == 4 ? -100 : static_cast<std::int32_t>((i * 5 + 2) % classes);
+    second[i] = static_cast<std::int32_t>((i * 3 + 1) % classes);
+  }
+  Tensor labels_gpu = to_gpu(labels), second_gpu = to_gpu(second);
+  const LabelMix mix = mixed ? LabelMix{second_gpu.data_as<std::int32_t>(), 0.7f} : LabelMix{};
+  const std::vector<float> wide = hashed_vector(17, n, -6.0f, 6.0f);
+  Tensor host = Tensor::empty({n}, p, Device::cpu());
+  convert_storage(*cpu, host.buffer(), view_of(wide.data(), n));
+  const float scale = 3.0f / static_cast<float>(rows);
+  Tensor row_loss = Tensor::empty({rows}, DType::f32, kGpu);
+  Tensor row_correct = Tensor::empty({rows}, DType::i32, kGpu);
+  std::vector<std::vector<unsigned char>> grads, totals;
+  for (bool fused : {false, true}) {
+    Tensor z = Tensor::empty({n}, p, kGpu);
+    z.copy_from(host);
+    Tensor g = Tensor::empty({n}, DType::f32, kGpu);
+    const BufferView dz = in_place ? z.buffer() : g.buffer();
+    Tensor t = Tensor::zeros({3}, DType::f64, kGpu);
+    if (fused) {
+      softmax_cross_entropy_accumulate_backward(
+          *gpu, z.buffer(), labels_gpu.data_as<std::int32_t>(), rows, classes,
+          row_loss.data_as<float>(), row_correct.data_as<std::int32_t>(), t.data_as<double>(),
+          scale, dz, smoothing, mix);
+    } else {
+      softmax_cross_entropy_accumulate(*gpu, z.buffer(), labels_gpu.data_as<std::int32_t>(), rows,
+                                       classes, row_loss.data_as<float>(),
+                                       row_correct.data_as<std::int32_t>(), t.data_as<double>(),
+                                       smoothing, mix);
+      softmax_cross_entropy_backward(*gpu, z.buffer(), labels_gpu.data_as<std::int32_t>(), rows,
+                                     classes, scale, dz, smoothing, mix);
+    }
+    grads.push_back(bytes_of(dz, *gpu));
+    totals.push_back(bytes_of(t.buffer(), *gpu));
+  }
+  CHECK(totals[0] == totals[1]);
+  CHECK(grads[0] == grads[1]);
+}
+
+int main(int argc, char** argv) {
+  if (!ringtrain::test::cuda_device_available()) return ringtrain::test::kSkippedExitCode;
+  cuda_set_device(0);
+  return Catch::Session().run(argc, argv);
+}

@@ -1,0 +1,157 @@
+// The fused residual add + LayerNorm on a GPU: the ops (kernels/
+// residual_layer_norm.cu) against the same ops on the CPU under fp32, bf16 and
+// fp16 storage, with and without an earlier fp32 gradient to add to, within
+// fp32 accumulation error plus one 16-bit rounding (the row sums are split
+// across a warp on the GPU, as the plain layer_norm's are); and gpt-nano on
+// the GPU, fused against --fuse off on the same GPU, bit for bit (the fused
+// kernels sum in the unfused kernels' order and round where they store).
+// Exits 77 (ctest: skipped) without CUDA or a device.
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <vector>
+
+#include "ringtrain/launch/gpu_runtime.h"
+#include "ringtrain/model/model.h"
+#include "ringtrain/model/model_spec.h"
+#include "ringtrain/ops/compute_context.h"
+#include "ringtrain/ops/precision.h"
+#include "ringtrain/ops/residual_layer_norm.h"
+#include "ringtrain/tensor/tensor.h"
+#include "tests/model/test_data.h"
+#include "tests/support/gpu_compare.h"
+#include "tests/support/gpu_test.h"
+
+using namespace ringtrain;
+using namespace ringtrain::test;
+
+namespace {
+
+Tensor stored(const std::vector<float>& v, DType p, Device device, const ComputeContext& cpu) {
+  Tensor wide = Tensor::empty({v.size()}, DType::f32, Device::cpu());
+  std::copy(v.begin(), v.end(), wide.data_as<float>());
+  Tensor narrow = Tensor::empty({v.size()}, p, Device::cpu());
+  convert_storage(cpu, narrow.buffer(), wide.buffer());
+  Tensor out = Tensor::empty({v.size()}, p, device);
+  out.copy_from(narrow);
+  return out;
+}
+std::vector<float> widened(const Tensor& t, const ComputeContext& ctx, const ComputeContext& cpu) {
+  ctx.synchronize();
+  Tensor host = Tensor::empty({t.numel()}, t.dtype(), Device::cpu());
+  host.copy_from(t);
+  Tensor wide = Tensor::empty({t.numel()}, DType::f32, Device::cpu());
+  convert_storage(cpu, wide.buffer(), host.buffer());
+  const float* w = wide.data_as<float>();
+  return std::vector<float>(w, w + t.numel());
+}
+Tensor floats(const std::vector<float>& v, Device device) {
+  Tensor t = Tensor::empty({v.size()}, DType::f32, device);
+  t.copy_from(Tensor::borrow(const_cast<float*>(v.data()), {v.size()}, DType::f32, Device::cpu()));
+  return t;
+}
+
+struct Run {
+  std::vector<float> sum, y, dx0, dx1, dw, db;
+};
+
+Run run(const ComputeContext& ctx, const ComputeContext& cpu, DType p, std::size_t rows,
+        std::size_t c, bool summed) {
+  const Device dev = ctx.device();
+  const std::size_t n = rows * c;
+  Tensor x0 = stored(hashed_vector(1, n, -2.0f, 2.0f), p, dev, cpu);
+  Tensor x1 = stored(hashed_vector(2, n, -1.0f, 3.0f), p, dev, cpu);
+  Tensor dy = stored(hashed_vector(3, n, -1.0f, 1.0f), p, dev, cpu);
+  Tensor w = floats(hashed_vector(4, c, 0.5f, 1.5f), dev);
+  Tensor b = floats(hashed_vector(5, c, -0.5f, 0.5f), dev);
+  Tensor g = summed ? floats(hashed_vector(6, n, -1.5f, 1.5f), dev) : Tensor::empty({n}, p, dev);
+  Tensor sum = Tensor::empty({n}, p, dev), y = Tensor::empty({n}, p, dev);
+  Tensor dx0 = Tensor::empty({n}, DType::f32, dev), dx1 = Tensor::empty({n}, p, dev);
+  Tensor mean = Tensor::empty({rows}, DType::f32, dev),
+         rstd = Tensor::empty({rows}, DType::f32, dev);
+  Tensor grads = Tensor::zeros({2 * c}, DType::f32, dev);
+  Tensor scratch = Tensor::empty({n}, DType::f32, dev);
+  residual_layer_norm_forward(ctx, x0.buffer(), x1.buffer(), 0.5f, w.data_as<float>(),
+                              b.data_as<float>(), rows, c, 1e-5f, sum.buffer(), y.buffer(),
+                              mean.data_as<float>(), rstd.data_as<float>());
+  residual_layer_norm_backward(ctx, sum.buffer(), w.data_as<float>(), dy.buffer(), rows, c,
+                               mean.data_as<float>(), rstd.data_as<float>(), g.buffer(), summed,
+                               0.5f, dx0.buffer(), dx1.buffer(), grads.data_as<float>(),
+                               grads.data_as<float>() + c, false, scratch.data_as<float>());
+  Run out{widened(sum, ctx, cpu),
+          widened(y, ctx, cpu),
+          widened(dx0, ctx, cpu),
+          widened(dx1, ctx, cpu),
+          {},
+          {}};
+  const std::vector<float> gw = widened(grads, ctx, cpu);
+  out.dw.assign(gw.begin(), gw.begin() + static_cast<std::ptrdiff_t>(c));
+  out.db.assign(gw.begin() + static_cast<std::ptrdiff_t>(c), gw.end());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("gpu residual_layer_norm ops against the CPU", "[gpu][fusion]") {
+  Contexts c;
+  const DType p = GENERATE(DType::f32, DType::bf16, DType::f16);
+  const bool summed = GENERATE(false, true);
+  const std::size_t cols = GENERATE(33u, 128u, 768u);
+  INFO(dtype_name(p) << (summed ? ", summed" : "") << ", c " << cols);
+  auto cpu = ComputeContext::create(Device::cpu(), Tf32Mode::off, p);
+  auto gpu = ComputeContext::create(kGpu, Tf32Mode::off, p);
+  const Run want = run(*cpu, *c.cpu, p, 37, cols, summed);
+  const Run got = run(*gpu, *c.cpu, p, 37, cols, summed);
+  const double tol = p == DType::bf16 ? 1.6e-2 : p == DType::f16 ? 2e-3 : 1e-4;
+  require_close(got.sum, want.sum, 0.0, "sum");  // elementwise: the same words
+  require_close(got.y, want.y, tol, "y");
+  require_close(got.dx0, want.dx0, 5 * tol, "dx0");
+  require_close(got.dx1, want.dx1, 5 * tol, "dx1");
+  require_close(got.dw, want.dw, 1e-3, "dw");
+  require_close(got.db, want.db, 1e-3, "db");
+}
+
+TEST_CASE("gpu gpt-nano: fused add + layer_norm gives the unfused plan's bits on the GPU",
+          "[gpu][fusion]") {
+  const DType p = GENERATE(DType::f32, DType::bf16, DType::f16);
+  INFO(dtype_name(p));
+  const std::size_t batch = 2, context = 128, vocab = 64;
+  ModelOptions o;
+  o.device = kGpu;
+  o.tf32 = Tf32Mode::off;
+  o.seed = 11;
+  o.max_batch = batch;
+  o.precision = p;
+  std::vector<float> ids(batch * context);
+  std::vector<std::int32_t> labels(batch * context);
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    ids[i] = static_cast<float>((i * 7 + 3) % vocab);
+    labels[i] = static_cast<std::int32_t>((i * 5 + 1) % vocab);
+  }
+  Tensor ids_gpu = to_gpu(ids), labels_gpu = to_gpu(labels);
+  std::vector<std::vector<float>> grads;
+  std::vector<double> losses;
+  for (bool fuse : {true, false}) {
+    o.fuse = fuse;
+    auto m = Model::build(ModelSpec::parse("gpt-nano"), {context}, static_cast<int>(vocab), o);
+    losses.push_back(
+        m->forward(ids_gpu.data_as<float>(), labels_gpu.data_as<std::int32_t>(), batch, true)
+            .loss_sum);
+    m->backward(p == DType::f16 ? 1024.0f : 1.0f, false);
+    m->synchronize();
+    std::vector<float> g(m->param_count());
+    Tensor::borrow(g.data(), {g.size()}, DType::f32, Device::cpu())
+        .copy_from(Tensor::borrow(m->grads().ptr, {g.size()}, DType::f32, kGpu));
+    grads.push_back(std::move(g));
+  }
+  CHECK(losses[0] == losses[1]);
+  REQUIRE(grads[0].size() == grads[1].size());
+  CHECK(std::memcmp(grads[0].data(), grads[1].data(), grads[0].size() * sizeof(float)) == 0);
+}
+
+int main(int argc, char** argv) {
+  if (!ringtrain::test::cuda_device_available()) return ringtrain::test::kSkippedExitCode;
+  cuda_set_device(0);
+  return Catch::Session().run(argc, argv);
+}
