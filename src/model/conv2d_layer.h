@@ -28,7 +28,20 @@ class Conv2dLayer final : public Layer,
                        const std::vector<BufferView>& dxs, std::size_t batch,
                        bool accumulate) override;
 
+  // Fused with the relu after it (model/fused_conv_relu.h): the convolution,
+  // then its bias and relu in one pass (ops/bias_relu.h), y the relu's output;
+  // backward masks the relu's dy and reduces the bias gradient in one pass,
+  // then the convolution's dW and dx (null: not wanted) from the masked dy.
+  // The same bits as this layer and relu unfused. `workspace`: at least
+  // relu_workspace_floats() per sample on the context's device.
+  bool has_bias() const { return bias_; }
+  std::size_t relu_workspace_floats() const;
+  void forward_relu(BufferView x, BufferView y, std::size_t batch, float* workspace);
+  void backward_relu(BufferView x, BufferView y, BufferView dy, BufferView dx, std::size_t batch,
+                     bool accumulate, float* workspace);
+
  private:
+  const ComputeContext& ctx_;
   Conv2dOp op_;
   std::size_t weight_count_;
   bool bias_;

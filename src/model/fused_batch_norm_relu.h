@@ -16,11 +16,11 @@
 #include <vector>
 
 #include "model/batch_norm_layer.h"
-#include "model/layer.h"
+#include "model/fused_node.h"
 
 namespace ringtrain {
 
-class FusedBatchNormRelu final : public StoresActivations, public DescribesKernels {
+class FusedBatchNormRelu final : public FusedNode {
  public:
   // `folded`: the names of the nodes it runs, in order (bn, [add,] relu).
   FusedBatchNormRelu(BatchNormLayer& bn, bool with_residual, std::vector<std::string> folded);

@@ -15,7 +15,9 @@
 #include "kernels/softmax_cross_entropy.cuh"
 #include "kernels/storage.cuh"
 #include "model/batch_norm_layer.h"
+#include "model/conv2d_layer.h"
 #include "model/fused_batch_norm_relu.h"
+#include "model/fused_conv_relu.h"
 #include "model/fused_residual_layer_norm.h"
 #include "model/kaiming_init.h"
 #include "model/layer.h"
@@ -70,12 +72,13 @@ struct PlanNode {
   // The side interfaces the layer implements, found once at build.
   const DescribesKernels* describes = nullptr;
   const PassesGradientThrough* passes = nullptr;
-  // Fusion (a rewrite of the plan, fuse_batch_norm_relu): on a relu node the
-  // fused BatchNorm (+ add) + ReLU that runs in its place (its `stores`),
-  // with `inputs` rewritten and the graph's as written kept for node_inputs;
-  // a BatchNorm or add node whose work it runs is folded: it runs nothing and
-  // has no activation or gradient buffer, but keeps its name and parameters.
-  std::unique_ptr<FusedBatchNormRelu> fused;
+  // Fusion (a rewrite of the plan, fuse_batch_norm_relu, fuse_conv_relu): on
+  // a relu node the fused BatchNorm (+ add) + ReLU or conv + bias + ReLU that
+  // runs in its place (its `stores`), with `inputs` rewritten and the graph's
+  // as written kept for node_inputs; a BatchNorm, add or conv node whose work
+  // it runs is folded: it runs nothing and has no activation or gradient
+  // buffer, but keeps its name and parameters.
+  std::unique_ptr<FusedNode> fused;
   std::vector<int> written_inputs;
   bool folded = false;
   std::string folded_into;
@@ -241,6 +244,23 @@ int owner_of(const std::vector<PlanNode>& nodes, int j) {
   return j;
 }
 
+// Whether node `reader`'s gradient contribution to node `j` can move to
+// node r's backward without reordering a sum: no other reader of j lies
+// between them (a summed gradient adds its contributions in backward's
+// order, and three fp32 terms in another order round differently).
+bool gradient_may_move(const std::vector<PlanNode>& nodes, int j, std::size_t reader,
+                       std::size_t r) {
+  for (std::size_t c : nodes[static_cast<std::size_t>(j)].consumers)
+    if (c != reader && c > reader && c < r) return false;
+  return true;
+}
+// Node `from` is read by new_reader where it was read by old_reader.
+void rewire_reader(std::vector<PlanNode>& nodes, int from, std::size_t old_reader,
+                   std::size_t new_reader) {
+  for (std::size_t& c : nodes[static_cast<std::size_t>(from)].consumers)
+    if (c == old_reader) c = new_reader;
+}
+
 // The plan's rewrite for fusion: every relu whose input is a BatchNorm, or an
 // unscaled two-input add one of whose inputs is a BatchNorm, where each
 // intermediate has that one reader, runs them as one node
@@ -261,18 +281,11 @@ void fuse_batch_norm_relu(std::vector<PlanNode>& nodes, const ModelSpec& spec) {
       return nullptr;
     return dynamic_cast<BatchNormLayer*>(bn.layer.get());
   };
-  // Whether node `reader`'s gradient contribution to node `j` can move to
-  // node r's backward without reordering a sum: no other reader of j lies
-  // between them (a summed gradient adds its contributions in backward's
-  // order, and three fp32 terms in another order round differently).
   const auto may_move = [&](int j, std::size_t reader, std::size_t r) {
-    for (std::size_t c : node_at(j).consumers)
-      if (c != reader && c > reader && c < r) return false;
-    return true;
+    return gradient_may_move(nodes, j, reader, r);
   };
   const auto rewire = [&](int from, std::size_t old_reader, std::size_t new_reader) {
-    for (std::size_t& c : node_at(from).consumers)
-      if (c == old_reader) c = new_reader;
+    rewire_reader(nodes, from, old_reader, new_reader);
   };
   for (std::size_t r = 0; r + 1 < nodes.size(); ++r) {
     PlanNode& relu = nodes[r];
@@ -381,6 +394,56 @@ void fuse_residual_layer_norm(std::vector<PlanNode>& nodes, const ModelSpec& spe
     add.stores = nullptr;
     add.passes = nullptr;
   }
+}
+
+// The plan's rewrite for conv + bias + ReLU: every relu whose input is a
+// conv2d with a bias, read by that relu alone, runs them as one node
+// (model/fused_conv_relu.h), the conv folded as fuse_batch_norm_relu folds a
+// BatchNorm. A conv that reads the model's input fuses where that input is in
+// the storage dtype (input_stored: it is narrowed, or fp32 is the storage),
+// as the fused node reads it. The fused nodes run one at a time, so they
+// share one workspace, sized for the largest; returns its floats per sample.
+std::size_t fuse_conv_relu(std::vector<PlanNode>& nodes, const ModelSpec& spec,
+                           const ComputeContext& ctx, std::size_t max_batch, bool input_stored) {
+  std::vector<std::pair<std::size_t, int>> chains;  // (relu, conv)
+  std::size_t per_sample = 0;
+  for (std::size_t r = 0; r + 1 < nodes.size(); ++r) {
+    PlanNode& relu = nodes[r];
+    if (spec.layers[r].kind != LayerKind::relu || relu.stores == nullptr || relu.fused != nullptr ||
+        relu.inputs.size() != 1)
+      continue;
+    const int p = relu.inputs[0];
+    if (p < 0 || spec.layers[static_cast<std::size_t>(p)].kind != LayerKind::conv2d) continue;
+    PlanNode& conv = nodes[static_cast<std::size_t>(p)];
+    const auto* layer = dynamic_cast<const Conv2dLayer*>(conv.layer.get());
+    if (layer == nullptr || !layer->has_bias() || conv.folded || conv.consumers.size() != 1 ||
+        conv.inputs.size() != 1)
+      continue;
+    const int x = conv.inputs[0];
+    if (owner_of(nodes, x) < 0 && !input_stored) continue;
+    if (x >= 0 && !gradient_may_move(nodes, x, static_cast<std::size_t>(p), r)) continue;
+    chains.emplace_back(r, p);
+    per_sample = std::max(per_sample, layer->relu_workspace_floats());
+  }
+  if (chains.empty()) return 0;
+  auto workspace = std::make_shared<LayerWorkspace>(ctx, per_sample, max_batch);
+  for (const auto& [r, p] : chains) {
+    PlanNode& relu = nodes[r];
+    PlanNode& conv = nodes[static_cast<std::size_t>(p)];
+    relu.fused = std::make_unique<FusedConvRelu>(
+        *dynamic_cast<Conv2dLayer*>(conv.layer.get()),
+        std::vector<std::string>{conv.layer->name(), relu.layer->name()}, workspace);
+    relu.stores = relu.fused.get();
+    relu.describes = relu.fused.get();
+    relu.written_inputs = relu.inputs;
+    relu.inputs = {conv.inputs[0]};
+    if (conv.inputs[0] >= 0) rewire_reader(nodes, conv.inputs[0], static_cast<std::size_t>(p), r);
+    conv.folded = true;
+    conv.folded_into = relu.layer->name();
+    conv.stores = nullptr;
+    conv.passes = nullptr;
+  }
+  return per_sample;
 }
 
 }  // namespace
@@ -542,8 +605,18 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
   m->param_count_ = offset;
   // After the parameters are placed and below_params is known from the graph
   // as written: fusion changes what runs, not the model.
+  std::size_t fused_workspace = 0;  // floats per sample
   if (options.fuse) {
+    // The model's input is stored in the storage dtype unless a node reads
+    // it as token ids (then it stays fp32), as narrow_input decides below.
+    const bool input_stored =
+        options.precision == DType::f32 ||
+        std::none_of(s.nodes.begin(), s.nodes.end(), [](const PlanNode& node) {
+          return std::find(node.inputs.begin(), node.inputs.end(), -1) != node.inputs.end() &&
+                 node.layer->reads_token_ids();
+        });
     fuse_batch_norm_relu(s.nodes, spec);
+    fused_workspace = fuse_conv_relu(s.nodes, spec, *s.ctx, B, input_stored);
     fuse_residual_layer_norm(s.nodes, spec);
   }
   const Device dev = options.device;
@@ -784,6 +857,8 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
     // The rewrite reads no model input, so every edge of it is stored.
     RT_CHECK(node.fused_ln == nullptr || !node.adapted,
              "model: fused node '{}' would need the fp32 adapter", node.layer->name());
+    RT_CHECK(!(node.adapted && node.fused), "model: fused node '{}' reads a {} input",
+             node.layer->name(), dtype_name(input_dtype));
   }
   // The fp32 scratch per input slot: where a contribution lands before it is
   // added to a summed (fp32) gradient, or narrowed into a stored one from a
@@ -854,6 +929,7 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
   for (std::size_t n : slot_size) bytes += n;
   // the transposed input
   if (m->layout_ == Layout::nhwc) bytes += Shape(input_shape).numel() * sizeof(float);
+  workspace += fused_workspace * sizeof(float);  // the fused convolutions'
   m->activation_bytes_per_sample_ = bytes;
   m->workspace_bytes_per_sample_ = workspace;
   const std::size_t label_rows = B * m->rows_per_sample_;

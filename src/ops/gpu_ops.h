@@ -97,6 +97,14 @@ void gpu_bias_add(void* stream, BufferView y, BufferView x, const float* bias, s
 // Deterministic (fixed summation order, no float atomics); uses h.scratch.
 void gpu_bias_grad(const GpuHandles& h, BufferView dy, float* dbias, std::size_t outer,
                    std::size_t channels, std::size_t inner, bool accumulate);
+// Fused conv bias + ReLU (kernels/bias_relu.h): y = relu(x + bias) (x may be
+// y); and relu's mask of dy stored into `masked` with the bias gradient of
+// it, as gpu_bias_grad reduces (uses h.scratch).
+void gpu_bias_relu(void* stream, BufferView y, BufferView x, const float* bias, std::size_t outer,
+                   std::size_t channels, std::size_t inner);
+void gpu_relu_mask_bias_grad(const GpuHandles& h, BufferView y, BufferView dy, BufferView masked,
+                             float* dbias, std::size_t outer, std::size_t channels,
+                             std::size_t inner, bool accumulate);
 void gpu_softmax_ce_forward(void* stream, BufferView logits, const std::int32_t* labels,
                             std::size_t rows, std::size_t classes, float* row_loss,
                             std::int32_t* row_correct, float smoothing = 0.0f,

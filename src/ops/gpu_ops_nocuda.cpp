@@ -67,6 +67,14 @@ void gpu_bias_grad(const GpuHandles&, BufferView, float*, std::size_t, std::size
                    bool) {
   no_cuda("bias_grad");
 }
+void gpu_bias_relu(void*, BufferView, BufferView, const float*, std::size_t, std::size_t,
+                   std::size_t) {
+  no_cuda("bias_relu");
+}
+void gpu_relu_mask_bias_grad(const GpuHandles&, BufferView, BufferView, BufferView, float*,
+                             std::size_t, std::size_t, std::size_t, bool) {
+  no_cuda("bias_relu");
+}
 void gpu_softmax_ce_forward(void*, BufferView, const std::int32_t*, std::size_t, std::size_t,
                             float*, std::int32_t*, float, const std::int32_t*, float) {
   no_cuda("softmax cross-entropy");

@@ -38,13 +38,19 @@ def main():
         if row["kind"] == "conv2d":
             # On the CPU, the convolution's path (oneDNN or im2col + GEMM); on
             # a GPU the three cuDNN algorithms, each with math and workspace.
+            # A convolution folded into a fused conv + bias + ReLU: its fused
+            # node's row names them.
             assert row["kernels"], row
+            kernels = row["kernels"]
+            if kernels.startswith("folded into "):
+                into = kernels[len("folded into "):]
+                [kernels] = [r["kernels"] for r in layers if r["name"] == into]
             if gpu:
                 for op in ("fwd", "bwd-filter", "bwd-data"):
-                    assert op in row["kernels"] and "ws=" in row["kernels"], row
+                    assert op in kernels and "ws=" in kernels, row
                 if bench["precision"] in ("bf16", "fp16"):
-                    assert bench["precision"] + " " in row["kernels"], row
-    # --fuse (the default): a folded BatchNorm or add names the node that runs
+                    assert bench["precision"] + " " in kernels, row
+    # --fuse (the default): a folded BatchNorm, add or conv names the node that runs
     # it, whose row names what it fused, and takes no time of its own.
     fused = {r["name"]: r for r in layers if r.get("kernels", "").startswith("fused ")}
     for r in layers:

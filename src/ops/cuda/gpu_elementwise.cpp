@@ -1,6 +1,7 @@
 // The elementwise GPU ops: thin forwards to the launchers in kernels/*.h.
 #include "kernels/activation.h"
 #include "kernels/bias.h"
+#include "kernels/bias_relu.h"
 #include "kernels/dropout.h"
 #include "kernels/softmax_cross_entropy.h"
 #include "kernels/stored_elementwise.h"
@@ -52,6 +53,17 @@ void gpu_bias_grad(const GpuHandles& h, BufferView dy, float* dbias, std::size_t
                    std::size_t channels, std::size_t inner, bool accumulate) {
   kernels::bias_grad_cuda(dy.ptr, dy.dtype, dbias, outer, channels, inner, accumulate, h.scratch,
                           kGpuScratchFloats, h.stream);
+}
+void gpu_bias_relu(void* stream, BufferView y, BufferView x, const float* bias, std::size_t outer,
+                   std::size_t channels, std::size_t inner) {
+  kernels::bias_relu_cuda(x.ptr, x.dtype, y.ptr, y.dtype, bias, outer, channels, inner, stream);
+}
+void gpu_relu_mask_bias_grad(const GpuHandles& h, BufferView y, BufferView dy, BufferView masked,
+                             float* dbias, std::size_t outer, std::size_t channels,
+                             std::size_t inner, bool accumulate) {
+  kernels::relu_mask_bias_grad_cuda(y.ptr, dy.ptr, dy.dtype, masked.ptr, masked.dtype, dbias, outer,
+                                    channels, inner, accumulate, h.scratch, kGpuScratchFloats,
+                                    h.stream);
 }
 void gpu_softmax_ce_forward(void* stream, BufferView logits, const std::int32_t* labels,
                             std::size_t rows, std::size_t classes, float* row_loss,

@@ -1,0 +1,210 @@
+// Fused conv + bias + ReLU on a GPU. The passes (ops/bias_relu.h) against the
+// unfused GPU ops they replace, bit for bit (the same arithmetic, and the bias
+// gradient through the same reduction in the same order), and against the
+// CPU: the elementwise results bit for bit, the bias gradient within fp32
+// accumulation error (another summation order). Shapes large enough that the
+// reduction is split over row slices. Then a VGG-like model on the GPU, fused
+// against --fuse off, bit for bit (cuDNN's algorithms are chosen by heuristics
+// among the deterministic ones, the same for both plans), under fp32, bf16
+// and fp16 in both layouts, and its loss against the CPU's. Exits 77 (ctest:
+// skipped) without CUDA or a device.
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <vector>
+
+#include "kernels/precision.cuh"
+#include "ringtrain/launch/gpu_runtime.h"
+#include "ringtrain/model/model.h"
+#include "ringtrain/model/model_spec.h"
+#include "ringtrain/ops/activation.h"
+#include "ringtrain/ops/bias.h"
+#include "ringtrain/ops/bias_relu.h"
+#include "ringtrain/ops/compute_context.h"
+#include "ringtrain/ops/precision.h"
+#include "ringtrain/tensor/tensor.h"
+#include "tests/model/test_data.h"
+#include "tests/support/gpu_compare.h"
+#include "tests/support/gpu_test.h"
+
+using namespace ringtrain;
+using namespace ringtrain::test;
+
+namespace {
+
+// v stored as t on `device`.
+Tensor stored(const std::vector<float>& v, DType t, Device device, const ComputeContext& cpu) {
+  Tensor narrow = Tensor::empty({v.size()}, t, Device::cpu());
+  convert_storage(cpu, narrow.buffer(), view_of(v.data(), v.size()));
+  Tensor out = Tensor::empty({v.size()}, t, device);
+  out.copy_from(narrow);
+  return out;
+}
+// The 32-bit patterns of a tensor's values, widened on the host (exact).
+std::vector<std::uint32_t> bits(const Tensor& t, const ComputeContext& ctx,
+                                const ComputeContext& cpu) {
+  ctx.synchronize();
+  Tensor host = Tensor::empty({t.numel()}, t.dtype(), Device::cpu());
+  host.copy_from(t);
+  Tensor wide = Tensor::empty({t.numel()}, DType::f32, Device::cpu());
+  convert_storage(cpu, wide.buffer(), host.buffer());
+  std::vector<std::uint32_t> b(t.numel());
+  std::memcpy(b.data(), wide.data(), b.size() * sizeof(float));
+  return b;
+}
+std::vector<float> values(const Tensor& t, const ComputeContext& ctx, const ComputeContext& cpu) {
+  const std::vector<std::uint32_t> b = bits(t, ctx, cpu);
+  std::vector<float> v(b.size());
+  std::memcpy(v.data(), b.data(), b.size() * sizeof(float));
+  return v;
+}
+
+struct Passes {
+  Tensor y_fused, y_in_place, y_unfused;  // from fp32 x; in place on stored x; bias_add + relu
+  Tensor masked, masked_wide, db, db_wide, db_unfused;
+};
+
+// Both fused passes and the unfused ops they replace, on ctx's device.
+Passes run(const ComputeContext& ctx, const ComputeContext& cpu, DType t, std::size_t outer,
+           std::size_t channels, std::size_t inner, bool accumulate) {
+  const Device dev = ctx.device();
+  const std::size_t n = outer * channels * inner;
+  const std::vector<float> conv = hashed_vector(1, n, -2.0f, 2.0f);
+  const std::vector<float> bias_host = hashed_vector(2, channels, -0.5f, 0.5f);
+  const std::vector<float> previous = hashed_vector(4, channels, -3.0f, 3.0f);
+  const auto on = [&](const std::vector<float>& v) { return stored(v, DType::f32, dev, cpu); };
+  Tensor x_wide = on(conv), bias = on(bias_host);
+  Passes p;
+  p.y_fused = Tensor::empty({n}, t, dev);
+  bias_relu_into(ctx, p.y_fused.buffer(), x_wide.buffer(), bias.data_as<float>(), outer, channels,
+                 inner);
+  p.y_in_place = stored(conv, t, dev, cpu);
+  bias_relu_into(ctx, p.y_in_place.buffer(), p.y_in_place.buffer(), bias.data_as<float>(), outer,
+                 channels, inner);
+  Tensor sum = stored(conv, t, dev, cpu);
+  bias_add(ctx, sum.buffer(), bias.data_as<float>(), outer, channels, inner);
+  p.y_unfused = Tensor::empty({n}, t, dev);
+  relu_forward(ctx, sum.buffer(), p.y_unfused.buffer());
+  // Backward from the fused y.
+  Tensor dy = stored(hashed_vector(3, n, -1.0f, 1.0f), t, dev, cpu);
+  p.masked = Tensor::empty({n}, t, dev);
+  p.masked_wide = Tensor::empty({n}, DType::f32, dev);
+  p.db = on(previous);
+  p.db_wide = on(previous);
+  p.db_unfused = on(previous);
+  relu_mask_bias_grad(ctx, p.y_fused.buffer(), dy.buffer(), p.masked.buffer(),
+                      p.db.data_as<float>(), outer, channels, inner, accumulate);
+  relu_mask_bias_grad(ctx, p.y_fused.buffer(), dy.buffer(), p.masked_wide.buffer(),
+                      p.db_wide.data_as<float>(), outer, channels, inner, accumulate);
+  Tensor relu_dx = Tensor::empty({n}, t, dev);
+  relu_backward(ctx, p.y_fused.buffer(), dy.buffer(), relu_dx.buffer());
+  bias_grad(ctx, relu_dx.buffer(), p.db_unfused.data_as<float>(), outer, channels, inner,
+            accumulate);
+  return p;
+}
+
+const char* kVggLike = R"(input(3, 16, 16)
+c1 = conv2d(out=8, kernel=3, padding=1)
+r1 = relu
+c2 = conv2d(out=16, kernel=3, padding=1, stride=2)
+r2 = relu
+c3 = conv2d(out=16, kernel=3, padding=1)
+r3 = relu
+sum = add(r3, r2)
+pool = max_pool2d(kernel=2, stride=2)
+c4 = conv2d(out=32, kernel=3, padding=1)
+r4 = relu
+flat = flatten
+fc = linear(out=5)
+)";
+
+}  // namespace
+
+TEST_CASE("gpu fused bias + relu passes against the unfused GPU ops and the CPU", "[gpu][fusion]") {
+  Contexts c;
+  const DType t = GENERATE(DType::f32, DType::bf16, DType::f16);
+  const bool rows = GENERATE(false, true);
+  const bool accumulate = GENERATE(false, true);
+  // NCHW [64, 5, 32x32]; NHWC rows [4096, 37, 1]: both split into slices.
+  const std::size_t outer = rows ? 4096 : 64, channels = rows ? 37 : 5, inner = rows ? 1 : 1024;
+  INFO(dtype_name(t) << (rows ? " rows" : " planes") << (accumulate ? " accumulate" : ""));
+  auto cpu = ComputeContext::create(Device::cpu(), Tf32Mode::off, t);
+  auto gpu = ComputeContext::create(kGpu, Tf32Mode::off, t);
+  const Passes want = run(*cpu, *c.cpu, t, outer, channels, inner, accumulate);
+  const Passes got = run(*gpu, *c.cpu, t, outer, channels, inner, accumulate);
+  const auto b = [&](const Tensor& x, const ComputeContext& ctx) { return bits(x, ctx, *c.cpu); };
+  // The GPU's fused passes give the GPU's unfused bits.
+  CHECK(b(got.y_fused, *gpu) == b(got.y_unfused, *gpu));
+  CHECK(b(got.y_in_place, *gpu) == b(got.y_unfused, *gpu));
+  CHECK(b(got.db, *gpu) == b(got.db_unfused, *gpu));
+  CHECK(b(got.db_wide, *gpu) == b(got.db_unfused, *gpu));
+  // Elementwise: the CPU's bits.
+  CHECK(b(got.y_fused, *gpu) == b(want.y_fused, *cpu));
+  CHECK(b(got.y_in_place, *gpu) == b(want.y_in_place, *cpu));
+  CHECK(b(got.masked, *gpu) == b(want.masked, *cpu));
+  CHECK(b(got.masked_wide, *gpu) == b(want.masked_wide, *cpu));
+  // The reduction: another order.
+  require_close(values(got.db, *gpu, *c.cpu), values(want.db, *cpu, *c.cpu), 1e-4, "dbias");
+}
+
+TEST_CASE("gpu fused conv + bias + relu: the unfused plan's bits, and the CPU's loss",
+          "[gpu][fusion][model]") {
+  const DType precision = GENERATE(DType::f32, DType::bf16, DType::f16);
+  const LayoutChoice layout = GENERATE(LayoutChoice::nchw, LayoutChoice::nhwc);
+  INFO(dtype_name(precision) << (layout == LayoutChoice::nhwc ? " nhwc" : " nchw"));
+  const ModelSpec spec = ModelSpec::parse(kVggLike);
+  constexpr std::size_t kBatch = 8, kClasses = 5, kIn = 3 * 16 * 16;
+  const auto build = [&](Device device, bool fuse) {
+    ModelOptions o;
+    o.device = device;
+    o.seed = 7;
+    o.max_batch = kBatch;
+    o.precision = precision;
+    o.layout = layout;
+    o.fuse = fuse;
+    o.tf32 = Tf32Mode::off;
+    return Model::build(spec, {3, 16, 16}, static_cast<int>(kClasses), o);
+  };
+  auto fused = build(kGpu, true), plain = build(kGpu, false), cpu = build(Device::cpu(), true);
+  REQUIRE(fused->layer_kernels(3).rfind("fused c2+r2: ", 0) == 0);
+  const std::vector<float> x_host = hashed_vector(31, kBatch * kIn, -2.0f, 2.0f);
+  const std::vector<std::int32_t> labels_host{0, 4, 2, 1, 3, 0, 1, 2};
+  Tensor x = to_gpu(x_host), labels = to_gpu(labels_host);
+  const float scale = precision == DType::f16 ? 1024.0f : 1.0f;
+  const auto grads_of = [&](Model& m) {
+    m.synchronize();
+    std::vector<std::uint32_t> g(m.param_count());
+    Tensor::borrow(g.data(), {g.size()}, DType::f32, Device::cpu())
+        .copy_from(Tensor::borrow(m.grads().ptr, {g.size()}, DType::f32, kGpu));
+    return g;
+  };
+  double loss[2];
+  int k = 0;
+  for (Model* m : {fused.get(), plain.get()}) {
+    loss[k++] =
+        m->forward(x.data_as<float>(), labels.data_as<std::int32_t>(), kBatch, true).loss_sum;
+    m->backward(scale, false);
+  }
+  CHECK(loss[0] == loss[1]);
+  CHECK(grads_of(*fused) == grads_of(*plain));
+  k = 0;
+  for (Model* m : {fused.get(), plain.get()}) {
+    loss[k++] =
+        m->forward(x.data_as<float>(), labels.data_as<std::int32_t>(), kBatch, true).loss_sum;
+    m->backward(scale, true);
+  }
+  CHECK(loss[0] == loss[1]);
+  CHECK(grads_of(*fused) == grads_of(*plain));
+  const double cpu_loss = cpu->forward(x_host.data(), labels_host.data(), kBatch, false).loss_sum;
+  const double gpu_loss =
+      fused->forward(x.data_as<float>(), labels.data_as<std::int32_t>(), kBatch, false).loss_sum;
+  const double tol = precision == DType::f32 ? 1e-4 : 3e-2;
+  CHECK(std::abs(gpu_loss - cpu_loss) <= tol * (1.0 + std::abs(cpu_loss)));
+}
+
+int main(int argc, char** argv) {
+  if (!ringtrain::test::cuda_device_available()) return ringtrain::test::kSkippedExitCode;
+  cuda_set_device(0);
+  return Catch::Session().run(argc, argv);
+}
