@@ -22,9 +22,11 @@
 #include "ringtrain/ops/compute_context.h"
 #include "ringtrain/ops/precision.h"
 #include "ringtrain/tensor/tensor.h"
+#include "tests/model/plan_bits.h"
 #include "tests/model/test_data.h"
 
 using namespace ringtrain;
+using namespace ringtrain::test;
 
 namespace {
 
@@ -61,28 +63,6 @@ ModelOptions options(DType precision, LayoutChoice layout, bool fuse) {
   o.layout = layout;
   o.fuse = fuse;
   return o;
-}
-
-std::vector<std::uint32_t> bits_of(const float* p, std::size_t n) {
-  std::vector<std::uint32_t> b(n);
-  std::memcpy(b.data(), p, n * sizeof(float));
-  return b;
-}
-std::vector<std::uint32_t> bits_of(const BufferView& v) {
-  return bits_of(static_cast<const float*>(v.ptr), v.count);
-}
-
-std::size_t differing(const std::vector<std::uint32_t>& a, const std::vector<std::uint32_t>& b) {
-  std::size_t n = a.size() == b.size() ? 0 : 1 + a.size() + b.size();
-  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) n += a[i] != b[i];
-  return n;
-}
-
-std::size_t node_named(const Model& m, const std::string& name) {
-  for (std::size_t i = 0; i < m.layer_count(); ++i)
-    if (m.layer_name(i) == name) return i;
-  FAIL("no node " << name);
-  return 0;
 }
 
 bool starts_with(const std::string& s, const std::string& prefix) {
