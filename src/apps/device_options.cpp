@@ -40,7 +40,8 @@ void add_fuse_option(CLI::App* sub, std::string& value) {
   sub->add_option("--fuse", value,
                   "on or off: BatchNorm + ReLU, BatchNorm + add + ReLU and conv + bias + ReLU "
                   "run as one node where the intermediate has no other reader (a ResNet's "
-                  "blocks, VGG's and cnn's convolutions). Same bits either "
+                  "blocks, VGG's and cnn's convolutions), and a gpt residual add with the "
+                  "LayerNorm that reads its sum. Same bits either "
                   "way; off keeps the unfused plan, the reference it is tested against "
                   "(docs/precision.md)")
       ->check(CLI::IsMember({"on", "off"}))
