@@ -23,6 +23,7 @@
 #include "core/cuda/check_cuda.h"
 #include "kernels/bias.cuh"
 #include "kernels/bias.h"
+#include "kernels/bias_launch.cuh"
 #include "kernels/channel_reduce.cuh"
 #include "kernels/fast_divide.cuh"
 #include "kernels/launch_shape.cuh"
@@ -32,16 +33,10 @@ namespace ringtrain::kernels {
 
 namespace {
 
-// y and dy of a storage type T (kernels/storage.cuh): loaded to fp32, y
-// stored once.
-template <typename Index, typename ChannelOf, typename S, typename T>
-__global__ void bias_add_kernel(const S* x, T* y, const float* __restrict__ bias, Index n,
-                                ChannelOf channel_of) {
-  const Index stride = static_cast<Index>(gridDim.x) * static_cast<Index>(blockDim.x);
-  for (Index i = static_cast<Index>(blockIdx.x) * static_cast<Index>(blockDim.x) + threadIdx.x;
-       i < n; i += stride)
-    store(y, i, bias_add_element(load(x, i), bias[channel_of(i)]));
-}
+// x + bias, loaded to fp32, y stored once (kernels/bias.cuh's arithmetic).
+struct BiasAdd {
+  __device__ float operator()(float x, float b) const { return bias_add_element(x, b); }
+};
 
 // The bias gradient as a channel reduction (kernels/channel_reduce.cuh).
 template <typename T>
@@ -50,38 +45,11 @@ struct DyValue {
   __device__ Sums<1> operator()(std::size_t a, std::size_t) const { return {{load(dy, a)}}; }
 };
 
-struct BiasGradFinish {
-  float* dbias;
-  bool accumulate;
-  __device__ void operator()(std::size_t c, const Sums<1>& t) const {
-    dbias[c] = bias_grad_combine(accumulate ? dbias[c] : 0.0f, t.v[0]);
-  }
-};
-
 }  // namespace
 
 void bias_add_cuda(const void* x, DType x_type, void* y, DType t, const float* bias,
                    std::size_t outer, std::size_t channels, std::size_t inner, void* stream) {
-  const std::size_t n = outer * channels * inner;
-  if (n == 0) return;
-  const auto s = static_cast<cudaStream_t>(stream);
-  // The grid-stride index reaches n + grid size: it must not wrap.
-  const std::size_t reach =
-      n + static_cast<std::size_t>(elementwise_blocks(n)) * kElementwiseThreads;
-  with_storage_pair(x_type, t, [&](auto source, auto storage) {
-    using S = decltype(source);
-    using T = decltype(storage);
-    const S* xs = static_cast<const S*>(x);
-    T* ys = static_cast<T*>(y);
-    if (reach <= UINT32_MAX)
-      bias_add_kernel<std::uint32_t><<<elementwise_blocks(n), kElementwiseThreads, 0, s>>>(
-          xs, ys, bias, static_cast<std::uint32_t>(n),
-          ChannelOf32(static_cast<std::uint32_t>(channels), static_cast<std::uint32_t>(inner)));
-    else
-      bias_add_kernel<std::size_t><<<elementwise_blocks(n), kElementwiseThreads, 0, s>>>(
-          xs, ys, bias, n, ChannelOfWide{channels, inner});
-  });
-  RT_CUDA_CHECK_LAUNCH();
+  launch_bias_elementwise(x, x_type, y, t, bias, outer, channels, inner, stream, BiasAdd{});
 }
 
 void bias_grad_cuda(const void* dy, DType t, float* dbias, std::size_t outer, std::size_t channels,
