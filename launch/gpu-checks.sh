@@ -446,6 +446,15 @@ for l in open(sys.argv[1]):
       run "models-layers-$model-$prec-$layout" 150 "${rt_env[@]}" "$exe" bench step --device cuda --model "$model" --input "$shape" \
         --classes 1000 --batch "$batch" --steps 3 --warmup 3 --tf32 "$tf32" --precision "$precision" \
         --layout "$layout" --layers
+      # The stored convolutions' forward and backward data take the graph
+      # API's engines by default; once with the legacy API's algorithms, to
+      # say which choice is faster where ringtrain is behind.
+      case $prec in bf16|fp16)
+        run "models-rt-legacy-$model-$prec-$layout" 150 env RINGTRAIN_CONV_API=legacy "${rt_env[@]}" "$exe" bench step \
+          --device cuda --model "$model" --input "$shape" --classes 1000 --batch "$batch" --steps 10 --warmup 3 \
+          --tf32 "$tf32" --precision "$precision" --layout "$layout" --json
+        note models-conv-api INFO "$model $prec $layout: legacy API $(grep -o '"samples_per_s":[0-9.]*' "$out/models-rt-legacy-$model-$prec-$layout.log" | tail -1), graph API ${rt%% *} samples/s" ;;
+      esac
     fi
   done
   note models INFO "$(tr '\n' ';' < "$out/models.tsv" | cut -c1-600)"

@@ -659,16 +659,6 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
       else
         s.refresh_runs.push_back({begin, end, p});
     }
-    // The GPU's tensor-core products read 16-bit copies of their operands,
-    // each an activation, an activation gradient (the size of an activation)
-    // or a layer's weights: the largest of those bounds the scratch, reserved
-    // once here so that no step allocates.
-    std::size_t largest = options.max_batch * Shape(input_shape).numel();
-    for (const PlanNode& node : s.nodes) {
-      largest = std::max(largest, options.max_batch * node.layer->output_shape().numel());
-      largest = std::max(largest, node.param_range.second - node.param_range.first);
-    }
-    s.ctx->reserve_tensor_core_scratch(largest);
   }
   // Weight tying: the tied layer reads its owner's range.
   for (std::size_t i = 0; i < s.nodes.size(); ++i) {

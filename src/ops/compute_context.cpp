@@ -39,10 +39,6 @@ void* ComputeContext::dnn_handle() const {
   return gpu_ ? gpu_->dnn : nullptr;
 }
 
-void ComputeContext::reserve_tensor_core_scratch(std::size_t elements) {
-  if (gpu_ && precision_ != DType::f32) detail::gpu_reserve_half_scratch(*gpu_, elements);
-}
-
 void ComputeContext::reserve_widening_scratch(std::size_t elements) {
   if (gpu_ && precision_ != DType::f32) detail::gpu_reserve_wide_scratch(*gpu_, elements);
 }

@@ -1,6 +1,7 @@
-// cuDNN's graph API, for what its legacy API cannot do: a convolution's weight
-// gradient from 16-bit x and dy into an fp32 dW on tensor cores, and causal
-// attention as one fused flash-attention graph (SDPA) on tensor cores. Built
+// cuDNN's graph API: a convolution's weight gradient from 16-bit x and dy into
+// an fp32 dW on tensor cores (which the legacy API cannot do), its forward and
+// backward data on 16-bit tensors with the graph API's engine choice, and
+// causal attention as one fused flash-attention graph (SDPA) on tensor cores. Built
 // through NVIDIA's header-only cudnn-frontend, which only
 // src/ops/cuda/cudnn_graph.cpp includes (the headers are large and pinned:
 // launch/install-deps.sh unpacks them into deps/). Nothing here names a
@@ -23,21 +24,22 @@ namespace ringtrain::detail {
 
 struct GpuHandles;
 
-// A convolution's weight gradient: dW [K, C, R, S] fp32 = conv_wgrad(x, dy)
-// with x [N, C, H, W] and dy [N, K, P, Q] of the 16-bit `dtype`, in NCHW or
-// (nhwc) NHWC memory order, fp32 accumulation.
-struct ConvWgradShape {
+// A convolution with x [N, C, H, W] and y [N, K, P, Q] of the 16-bit `dtype`,
+// in NCHW or (nhwc) NHWC memory order, and its filter [K, C, R, S]; fp32
+// accumulation.
+struct ConvGraphShape {
   std::size_t n = 0, c = 0, h = 0, w = 0, k = 0, r = 0, s = 0, p = 0, q = 0;
   std::size_t pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1;
   bool nhwc = false;
   DType dtype = DType::bf16;
 };
 
+// The weight gradient: dW [K, C, R, S] fp32 = conv_wgrad(x, dy).
 class ConvWgradGraph {
  public:
   // nullptr where no deterministic engine on this device runs the shape (or
   // in a CPU-only build); *why_not then says why.
-  static std::unique_ptr<ConvWgradGraph> build(const GpuHandles& h, const ConvWgradShape& shape,
+  static std::unique_ptr<ConvWgradGraph> build(const GpuHandles& h, const ConvGraphShape& shape,
                                                std::string* why_not);
   virtual ~ConvWgradGraph() = default;
   // dW's memory order: [K, C, R, S] (the model's), or [K, R, S, C] where only
@@ -46,6 +48,26 @@ class ConvWgradGraph {
   virtual std::size_t workspace_bytes() const = 0;
   // Launches on h's stream; dw is overwritten.
   virtual void run(const GpuHandles& h, const void* x, const void* dy, float* dw,
+                   void* workspace) const = 0;
+  virtual std::string engine() const = 0;
+};
+
+// Forward, y = conv(x, w), or backward data, dx = conv_transpose(dy, w): every
+// tensor of the 16-bit dtype, the filter in the data's memory order ([K, C, R,
+// S] for NCHW, [K, R, S, C] for NHWC: the stored convolution's 16-bit copy).
+enum class ConvDataOp { forward, backward_data };
+
+class ConvDataGraph {
+ public:
+  // nullptr where no deterministic engine on this device runs it (or in a
+  // CPU-only build); *why_not then says why.
+  static std::unique_ptr<ConvDataGraph> build(const GpuHandles& h, const ConvGraphShape& shape,
+                                              ConvDataOp op, std::string* why_not);
+  virtual ~ConvDataGraph() = default;
+  virtual std::size_t workspace_bytes() const = 0;
+  // Launches on h's stream: forward reads x (`in`) and writes y (`out`),
+  // backward data reads dy and writes dx; `out` is overwritten.
+  virtual void run(const GpuHandles& h, const void* in, const void* w, void* out,
                    void* workspace) const = 0;
   virtual std::string engine() const = 0;
 };

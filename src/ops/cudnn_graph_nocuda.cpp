@@ -4,8 +4,14 @@
 
 namespace ringtrain::detail {
 
-std::unique_ptr<ConvWgradGraph> ConvWgradGraph::build(const GpuHandles&, const ConvWgradShape&,
+std::unique_ptr<ConvWgradGraph> ConvWgradGraph::build(const GpuHandles&, const ConvGraphShape&,
                                                       std::string* why_not) {
+  if (why_not != nullptr) *why_not = "a CPU-only build has no cuDNN";
+  return nullptr;
+}
+
+std::unique_ptr<ConvDataGraph> ConvDataGraph::build(const GpuHandles&, const ConvGraphShape&,
+                                                    ConvDataOp, std::string* why_not) {
   if (why_not != nullptr) *why_not = "a CPU-only build has no cuDNN";
   return nullptr;
 }

@@ -29,13 +29,8 @@ struct GpuHandles {
   // The cuDNN workspace every convolution of the context shares (they run in
   // stream order); grown by the plans, freed with the handles.
   std::shared_ptr<void> conv_workspace;
-  // --precision bf16|fp16 (kernels/precision.cuh's codes; 0 for fp32): the
-  // tensor-core path's 16-bit copies of two inputs and an output, each
-  // half_capacity values, owned, reserved at model build
-  // (ComputeContext::reserve_tensor_core_scratch); ops share them in stream order.
+  // --precision: the storage dtype of the context's activations.
   DType precision = DType::f32;
-  std::uint16_t* half_scratch[3] = {nullptr, nullptr, nullptr};
-  std::size_t half_capacity = 0;
   // The fp32 operands of a stored convolution's weight gradient (its 16-bit x
   // and dy widened: cuDNN's legacy API computes dW in its inputs' dtype),
   // wide_capacity floats each, owned, reserved at model build.
@@ -48,8 +43,6 @@ constexpr std::size_t kGpuScratchFloats = std::size_t{1} << 18;  // 1 MiB
 
 // On failure, whatever was already created is released before the Error.
 GpuHandles gpu_handles_create(int ordinal, Tf32Mode tf32, DType precision = DType::f32);
-// Grows h.half_scratch to `elements` values each (never shrinks).
-void gpu_reserve_half_scratch(GpuHandles& h, std::size_t elements);
 // Grows h.wide_scratch to `elements` floats each (never shrinks).
 void gpu_reserve_wide_scratch(GpuHandles& h, std::size_t elements);
 void gpu_handles_destroy(const GpuHandles& handles) noexcept;
@@ -61,8 +54,7 @@ void gpu_gemm(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m, st
               std::size_t k, float alpha, const float* a, std::size_t lda, const float* b,
               std::size_t ldb, float beta, float* c, std::size_t ldc, DType precision = DType::f32);
 // The same product on 16-bit tensor cores with fp32 accumulation into the
-// fp32 C, each operand given in the context's 16-bit dtype (read in place) or
-// in fp32 holding grid values (cast into the context's scratch).
+// fp32 C, both operands in the context's 16-bit dtype (read in place).
 void gpu_gemm_stored(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
                      std::size_t k, float alpha, BufferView a, std::size_t lda, BufferView b,
                      std::size_t ldb, float beta, float* c, std::size_t ldc);

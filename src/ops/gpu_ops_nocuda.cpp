@@ -20,9 +20,6 @@ GpuHandles gpu_handles_create(int ordinal, Tf32Mode, DType) {
   __builtin_unreachable();
 }
 void gpu_handles_destroy(const GpuHandles&) noexcept {}
-void gpu_reserve_half_scratch(GpuHandles&, std::size_t) {
-  no_cuda("the 16-bit operand scratch");
-}
 void gpu_reserve_wide_scratch(GpuHandles&, std::size_t) {
   no_cuda("a widening scratch");
 }

@@ -1,6 +1,7 @@
-// cuDNN's graph API on the GPU (ops/cudnn_graph.h): the convolution weight
-// gradient from 16-bit x and dy (fp32 dW, NCHW and NHWC) against a
-// double-precision loop over the same 16-bit values; causal attention through
+// cuDNN's graph API on the GPU (ops/cudnn_graph.h): the convolution forward
+// and backward data on 16-bit tensors and the weight gradient from 16-bit x
+// and dy (fp32 dW), NCHW and NHWC, against double-precision loops over the
+// same 16-bit values; causal attention through
 // cuDNN's SDPA (the attention layer's automatic choice under bf16/fp16
 // without dropout) against the CPU layer in fp32, within 16-bit tolerance,
 // and repeating bit for bit; the layer's stored path (16-bit x, y, dy, dx)
@@ -44,7 +45,99 @@ Tensor to_gpu_bits(const std::vector<float>& v, DType p) {
   return t;
 }
 
+// A 16-bit device tensor's values, widened.
+std::vector<float> from_gpu_bits(const Tensor& t, DType p, const ComputeContext& ctx) {
+  ctx.synchronize();
+  std::vector<std::uint16_t> bits(t.numel());
+  Tensor::borrow(bits.data(), {bits.size()}, p, Device::cpu()).copy_from(t);
+  std::vector<float> v(bits.size());
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = kernels::from_precision_bits(bits[i], p);
+  return v;
+}
+
 }  // namespace
+
+TEST_CASE("gpu conv forward and backward data through the graph API: 16-bit in and out",
+          "[gpu][cudnn_graph]") {
+  for (DType p : {DType::bf16, DType::f16}) {
+    for (bool nhwc : {false, true}) {
+      CAPTURE(dtype_name(p), nhwc);
+      auto ctx = ComputeContext::create(kGpu, Tf32Mode::off, p);
+      detail::ConvGraphShape s;
+      s.n = 3, s.c = 16, s.h = 9, s.w = 7, s.k = 32, s.r = 3, s.s = 3;
+      s.pad_h = 1, s.pad_w = 1, s.stride_h = 2, s.stride_w = 1;
+      s.p = (s.h + 2 * s.pad_h - s.r) / s.stride_h + 1;
+      s.q = (s.w + 2 * s.pad_w - s.s) / s.stride_w + 1;
+      s.nhwc = nhwc;
+      s.dtype = p;
+      std::string fwd_why, dgrad_why;
+      auto fwd = detail::ConvDataGraph::build(detail::handles_of(*ctx), s,
+                                              detail::ConvDataOp::forward, &fwd_why);
+      auto dgrad = detail::ConvDataGraph::build(detail::handles_of(*ctx), s,
+                                                detail::ConvDataOp::backward_data, &dgrad_why);
+      INFO("why not: " << fwd_why << " / " << dgrad_why);
+      REQUIRE(fwd != nullptr);
+      REQUIRE(dgrad != nullptr);
+      INFO("engines: " << fwd->engine() << " / " << dgrad->engine());
+      const auto x = on_grid(test::hashed_vector(3, s.n * s.c * s.h * s.w), p);
+      const auto w = on_grid(test::hashed_vector(4, s.k * s.c * s.r * s.s), p);
+      const auto dy = on_grid(test::hashed_vector(5, s.n * s.k * s.p * s.q), p);
+      const auto at = [&](std::size_t n, std::size_t c, std::size_t h, std::size_t ww,
+                          std::size_t C, std::size_t H, std::size_t W) {
+        return nhwc ? ((n * H + h) * W + ww) * C + c : ((n * C + c) * H + h) * W + ww;
+      };
+      // The filter in the data's memory order ([K, R, S, C] for NHWC).
+      const auto wat = [&](std::size_t k, std::size_t c, std::size_t r, std::size_t t) {
+        return nhwc ? ((k * s.r + r) * s.s + t) * s.c + c : ((k * s.c + c) * s.r + r) * s.s + t;
+      };
+      std::vector<double> y(dy.size()), ym(dy.size()), dx(x.size()), dxm(x.size());
+      for (std::size_t n = 0; n < s.n; ++n)
+        for (std::size_t k = 0; k < s.k; ++k)
+          for (std::size_t i = 0; i < s.p; ++i)
+            for (std::size_t j = 0; j < s.q; ++j)
+              for (std::size_t c = 0; c < s.c; ++c)
+                for (std::size_t r = 0; r < s.r; ++r)
+                  for (std::size_t t = 0; t < s.s; ++t) {
+                    const long h = static_cast<long>(i * s.stride_h + r) - long(s.pad_h);
+                    const long v = static_cast<long>(j * s.stride_w + t) - long(s.pad_w);
+                    if (h < 0 || v < 0 || h >= long(s.h) || v >= long(s.w)) continue;
+                    const std::size_t xi = at(n, c, std::size_t(h), std::size_t(v), s.c, s.h, s.w);
+                    const std::size_t yi = at(n, k, i, j, s.k, s.p, s.q);
+                    const double wv = w[wat(k, c, r, t)];
+                    y[yi] += double(x[xi]) * wv;
+                    ym[yi] += std::abs(double(x[xi]) * wv);
+                    dx[xi] += double(dy[yi]) * wv;
+                    dxm[xi] += std::abs(double(dy[yi]) * wv);
+                  }
+      // One rounding to the 16-bit grid after an fp32 accumulation of exact
+      // products: |got - want| <= u16 |want| + (1 + u16) terms 2^-23 sum|products|.
+      const double u16 = p == DType::bf16 ? 0x1p-8 : 0x1p-11;
+      const auto outside = [&](const std::vector<float>& got, const std::vector<double>& want,
+                               const std::vector<double>& magnitude, std::size_t terms) {
+        std::size_t wrong = 0;
+        for (std::size_t i = 0; i < got.size(); ++i) {
+          const double slack = (1 + u16) * double(terms) * 0x1p-23 * magnitude[i];
+          wrong += !(std::abs(got[i] - want[i]) <= u16 * std::abs(want[i]) + slack);
+        }
+        return wrong;
+      };
+      Tensor gx = to_gpu_bits(x, p), gw = to_gpu_bits(w, p), gdy = to_gpu_bits(dy, p);
+      Tensor gy = Tensor::zeros({y.size()}, p, kGpu), gdx = Tensor::zeros({dx.size()}, p, kGpu);
+      const std::size_t ws_bytes = std::max(fwd->workspace_bytes(), dgrad->workspace_bytes());
+      Tensor ws = Tensor::zeros({ws_bytes / 4 + 1}, DType::f32, kGpu);
+      fwd->run(detail::handles_of(*ctx), gx.data(), gw.data(), gy.data(), ws.data());
+      dgrad->run(detail::handles_of(*ctx), gdy.data(), gw.data(), gdx.data(), ws.data());
+      const auto hy = from_gpu_bits(gy, p, *ctx), hdx = from_gpu_bits(gdx, p, *ctx);
+      CHECK(outside(hy, y, ym, s.c * s.r * s.s) == 0);
+      CHECK(outside(hdx, dx, dxm, s.k * s.r * s.s) == 0);
+      // Deterministic engines: the same bits again.
+      fwd->run(detail::handles_of(*ctx), gx.data(), gw.data(), gy.data(), ws.data());
+      dgrad->run(detail::handles_of(*ctx), gdy.data(), gw.data(), gdx.data(), ws.data());
+      CHECK(from_gpu_bits(gy, p, *ctx) == hy);
+      CHECK(from_gpu_bits(gdx, p, *ctx) == hdx);
+    }
+  }
+}
 
 TEST_CASE("gpu conv weight gradient through the graph API: fp32 dW from 16-bit x and dy",
           "[gpu][cudnn_graph]") {
@@ -52,7 +145,7 @@ TEST_CASE("gpu conv weight gradient through the graph API: fp32 dW from 16-bit x
     for (bool nhwc : {false, true}) {
       CAPTURE(dtype_name(p), nhwc);
       auto ctx = ComputeContext::create(kGpu, Tf32Mode::off, p);
-      detail::ConvWgradShape s;
+      detail::ConvGraphShape s;
       s.n = 3, s.c = 16, s.h = 9, s.w = 7, s.k = 32, s.r = 3, s.s = 3;
       s.pad_h = 1, s.pad_w = 1, s.stride_h = 2, s.stride_w = 1;
       s.p = (s.h + 2 * s.pad_h - s.r) / s.stride_h + 1;

@@ -86,7 +86,6 @@ TEST_CASE("gpu 16-bit gemm: exact 16-bit inputs, fp32 accumulation, within fp32 
     CAPTURE(precision_name(p));
     auto ctx = ComputeContext::create(kGpu, Tf32Mode::off, p);
     const std::size_t m = 37, n = 129, k = 300;
-    ctx->reserve_tensor_core_scratch(k * n);
     for (bool ta : {false, true})
       for (bool tb : {false, true}) {
         CAPTURE(ta, tb);
@@ -100,9 +99,9 @@ TEST_CASE("gpu 16-bit gemm: exact 16-bit inputs, fp32 accumulation, within fp32 
              gc.data_as<float>(), n, p);
         const auto got = to_host(gc, *ctx);
         // A product of two bf16 (8-bit) or fp16 (11-bit) significands is exact
-        // in fp32, so the 16-bit path differs from the exact sum only by fp32
-        // accumulation: |error| <= k u (|alpha| sum |a b| + |beta c|) with
-        // u = 2^-24 (and a factor 2 for the final scale and add).
+        // in fp32, and TF32 holds both exactly, so the TF32 product of grid
+        // values differs from the exact sum only by fp32 accumulation: |error| <= k u (|alpha| sum
+        // |a b| + |beta c|) with u = 2^-24 (and a factor 2 for the final scale and add).
         std::size_t wrong = 0;
         for (std::size_t i = 0; i < m; ++i)
           for (std::size_t j = 0; j < n; ++j) {
@@ -128,7 +127,6 @@ TEST_CASE("gpu 16-bit gemm: fp32 operands and an fp32 context keep the fp32 prod
           "[gpu][precision]") {
   auto fp32 = ComputeContext::create(kGpu, Tf32Mode::off);
   auto bf16 = ComputeContext::create(kGpu, Tf32Mode::off, DType::bf16);
-  bf16->reserve_tensor_core_scratch(64 * 64);
   const auto a = test::hashed_vector(4, 64 * 64), b = test::hashed_vector(5, 64 * 64);
   Tensor ga = to_gpu(a), gb = to_gpu(b), c1 = to_gpu(std::vector<float>(64 * 64)),
          c2 = to_gpu(std::vector<float>(64 * 64)), c3 = to_gpu(std::vector<float>(64 * 64));
@@ -143,11 +141,12 @@ TEST_CASE("gpu 16-bit gemm: fp32 operands and an fp32 context keep the fp32 prod
   const auto r1 = to_host(c1, *fp32);
   CHECK(to_host(c2, *bf16) == r1);
   CHECK(to_host(c3, *bf16) == r1);
-  // An operand beyond the reserved scratch is an error that names the sizes.
-  Tensor big = to_gpu(std::vector<float>(128 * 64));
-  CHECK_THROWS_WITH(gemm(*bf16, false, false, 128, 64, 64, 1.0f, big.data_as<float>(), 64,
-                         gb.data_as<float>(), 64, 0.0f, big.data_as<float>(), 64, DType::bf16),
-                    Catch::Contains("tensor-core scratch"));
+  // The in-place 16-bit product takes 16-bit operands only: an fp32 one is
+  // an error that names the dtypes (nothing is cast behind the caller's back).
+  const BufferView a32 = view_of(ga.data_as<float>(), 64 * 64, kGpu);
+  CHECK_THROWS_WITH(gemm_stored(*bf16, false, false, 64, 64, 64, 1.0f, a32, 64, a32, 64, 0.0f,
+                                c3.data_as<float>(), 64),
+                    Catch::Contains("a 16-bit product of f32 and f32"));
 }
 
 namespace {
@@ -191,7 +190,6 @@ TEST_CASE("gpu 16-bit conv2d: forward and backward data on 16-bit tensors, dw in
         const std::size_t in = batch * g.in_channels * g.height * g.width;
         const std::size_t out = batch * g.out_channels * g.out_height() * g.out_width();
         const std::size_t wn = g.out_channels * g.in_channels * g.kernel * g.kernel;
-        ctx->reserve_tensor_core_scratch(std::max({in, out, wn}));
         const auto x = on_grid(test::hashed_vector(9, in), p);
         const auto w = on_grid(test::hashed_vector(10, wn), p);
         const auto dy = on_grid(test::hashed_vector(12, out), p);
@@ -208,7 +206,7 @@ TEST_CASE("gpu 16-bit conv2d: forward and backward data on 16-bit tensors, dw in
         gpu_op.forward(gx.data_as<float>(), gw.data_as<float>(), nullptr, gy.data_as<float>(),
                        batch);
         const auto y16 = to_host(gy, *ctx);
-        // The output is cuDNN's 16-bit tensor, cast back: on the grid.
+        // The fp32 interface of a 16-bit context rounds its output to the grid.
         std::size_t off_grid = 0;
         for (const float v : y16) off_grid += kernels::round_to_precision_grid(v, p) != v;
         CHECK(off_grid == 0);
@@ -218,7 +216,8 @@ TEST_CASE("gpu 16-bit conv2d: forward and backward data on 16-bit tensors, dw in
                         gdx.data_as<float>(), gdw.data_as<float>(), nullptr, batch, false);
         const std::size_t dx_terms = g.out_channels * g.kernel * g.kernel;
         CHECK(outside_bound(to_host(gdx, *ctx), dx, mdx, dx_terms, p) == 0);
-        // Backward filter stays fp32 (FMA with --tf32 off): as tight as fp32's test.
+        // Backward filter in fp32 (TF32 products of grid values are exact): as
+        // tight as fp32's test.
         require_close(to_host(gdw, *ctx), dw, 1e-4, "16-bit conv dw");
       }
 }

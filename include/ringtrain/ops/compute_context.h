@@ -38,12 +38,6 @@ class ComputeContext {
   bool is_cuda() const { return device_.is_cuda(); }
   Tf32Mode tf32() const { return tf32_; }
   DType precision() const { return precision_; }
-  // The 16-bit operand copies of the tensor-core path: on a GPU context with
-  // bf16/fp16, grows the context's three device buffers (two inputs, one
-  // output) to `elements` 16-bit values each. The model calls it once at
-  // build time for its largest operand, so that no step allocates; a CPU or
-  // fp32 context ignores it.
-  void reserve_tensor_core_scratch(std::size_t elements);
   // The fp32 operands of the weight gradient of a convolution that stores
   // 16-bit activations (its x and dy widened): on a GPU context with
   // bf16/fp16, grows the context's two such buffers to `elements` floats

@@ -127,7 +127,7 @@ class FrontendConvWgrad final : public ConvWgradGraph {
 
 }  // namespace
 
-std::unique_ptr<ConvWgradGraph> ConvWgradGraph::build(const GpuHandles& h, const ConvWgradShape& s,
+std::unique_ptr<ConvWgradGraph> ConvWgradGraph::build(const GpuHandles& h, const ConvGraphShape& s,
                                                       std::string* why_not) {
   std::string reasons;
   // dW straight in the model's [K, C, R, S]; for channels-last data, where no
@@ -164,6 +164,81 @@ std::unique_ptr<ConvWgradGraph> ConvWgradGraph::build(const GpuHandles& h, const
                            kcrs ? "[K,C,R,S]" : "[K,R,S,C]", failed);
   }
   if (why_not != nullptr) *why_not = reasons;
+  return nullptr;
+}
+
+namespace {
+
+class FrontendConvData final : public ConvDataGraph {
+ public:
+  FrontendConvData(std::shared_ptr<fe::graph::Graph> g, TensorPtr in, TensorPtr w, TensorPtr out,
+                   ConvDataOp op)
+      : g_(std::move(g)),
+        in_(std::move(in)),
+        w_(std::move(w)),
+        out_(std::move(out)),
+        op_(op),
+        workspace_(workspace_of(*g_)),
+        engine_(plan_name(*g_)) {}
+  std::size_t workspace_bytes() const override { return workspace_; }
+  void run(const GpuHandles& h, const void* in, const void* w, void* out,
+           void* workspace) const override {
+    std::unordered_map<TensorPtr, void*> pack = {
+        {in_, const_cast<void*>(in)}, {w_, const_cast<void*>(w)}, {out_, out}};
+    execute(*g_, h, pack, workspace,
+            op_ == ConvDataOp::forward ? "convolution forward" : "convolution backward data");
+  }
+  std::string engine() const override { return engine_; }
+
+ private:
+  std::shared_ptr<fe::graph::Graph> g_;
+  TensorPtr in_, w_, out_;
+  ConvDataOp op_;
+  std::size_t workspace_;
+  std::string engine_;
+};
+
+}  // namespace
+
+std::unique_ptr<ConvDataGraph> ConvDataGraph::build(const GpuHandles& h, const ConvGraphShape& s,
+                                                    ConvDataOp op, std::string* why_not) {
+  auto g = std::make_shared<fe::graph::Graph>();
+  g->set_io_data_type(data_type(s.dtype))
+      .set_intermediate_data_type(fe::DataType_t::FLOAT)
+      .set_compute_data_type(fe::DataType_t::FLOAT);
+  const Dims x_dims = {i64(s.n), i64(s.c), i64(s.h), i64(s.w)};
+  const Dims y_dims = {i64(s.n), i64(s.k), i64(s.p), i64(s.q)};
+  const Dims x_strides = image_strides(s.c, s.h, s.w, s.nhwc);
+  const Dims y_strides = image_strides(s.k, s.p, s.q, s.nhwc);
+  TensorPtr w = g->tensor(fe::graph::Tensor_attributes()
+                              .set_name("w")
+                              .set_dim({i64(s.k), i64(s.c), i64(s.r), i64(s.s)})
+                              .set_stride(image_strides(s.c, s.r, s.s, s.nhwc)));
+  const bool forward = op == ConvDataOp::forward;
+  TensorPtr in = g->tensor(fe::graph::Tensor_attributes()
+                               .set_name(forward ? "x" : "dy")
+                               .set_dim(forward ? x_dims : y_dims)
+                               .set_stride(forward ? x_strides : y_strides));
+  const std::vector<std::int64_t> padding = {i64(s.pad_h), i64(s.pad_w)};
+  const std::vector<std::int64_t> stride = {i64(s.stride_h), i64(s.stride_w)};
+  TensorPtr out = forward ? g->conv_fprop(in, w,
+                                          fe::graph::Conv_fprop_attributes()
+                                              .set_name("fprop")
+                                              .set_padding(padding)
+                                              .set_stride(stride)
+                                              .set_dilation({1, 1}))
+                          : g->conv_dgrad(in, w,
+                                          fe::graph::Conv_dgrad_attributes()
+                                              .set_name("dgrad")
+                                              .set_padding(padding)
+                                              .set_stride(stride)
+                                              .set_dilation({1, 1}));
+  out->set_output(true)
+      .set_dim(forward ? y_dims : x_dims)
+      .set_stride(forward ? y_strides : x_strides);
+  const std::string failed = build_graph(*g, dnn_of(h));
+  if (failed.empty()) return std::make_unique<FrontendConvData>(std::move(g), in, w, out, op);
+  if (why_not != nullptr) *why_not = failed;
   return nullptr;
 }
 

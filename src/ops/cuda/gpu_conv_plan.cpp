@@ -43,17 +43,19 @@
 // as the low-precision weight copy is refreshed at each forward; backward
 // filter writes a [K, R, S, C] gradient that is transposed back into dw.
 //
-// --precision bf16|fp16 (the context's precision): forward and backward data
-// run on 16-bit tensors on tensor cores. x (or dy) and the filter are cast to
-// 16-bit copies in the context's scratch (exact: the model stores them on the
-// grid), cuDNN computes in fp32 (PSEUDO_BFLOAT16 / PSEUDO_HALF configurations:
-// 16-bit descriptors, an fp32 convolution descriptor) and writes a 16-bit y
-// (or dx), which is cast back to the fp32 buffer the model keeps. The entry
-// holds the 16-bit descriptors and their own algorithms, chosen under the same
-// rules with tensor-core math allowed (TF32 does not apply to 16-bit data);
-// where cuDNN offers none for a shape, that operation stays fp32 and rounds
-// its y (or dx) to the grid (the same numbers). The CPU rounds y (before a
-// bias) and dx at the same points (ops/conv2d.cpp).
+// --precision bf16|fp16 (the context's precision): the stored path's forward
+// and backward data read and write the model's 16-bit buffers and the plan's
+// own 16-bit filter copy, on tensor cores with fp32 accumulation. Their
+// engines come from cuDNN's graph API (ops/cudnn_graph.h: heuristics mode A,
+// then the fallback list, nondeterministic engines deselected), as PyTorch's
+// v8 path chooses them; where the graph API has no engine for a shape (or
+// RINGTRAIN_CONV_API=legacy), the legacy API's 16-bit descriptors run the
+// algorithm its heuristics rank best under the rules above, with tensor-core
+// math. The fp32 interface of a 16-bit context (a layer called with fp32
+// buffers holding grid values) runs the fp32 path with TF32 allowed, which is
+// exact on grid values, and rounds its y (or dx) to the grid: the same
+// numbers. The CPU rounds y (before a bias) and dx at the same points
+// (ops/conv2d.cpp).
 // Backward filter of the stored (16-bit) path runs through cuDNN's graph API
 // (ops/cudnn_graph.h): 16-bit x and dy on tensor cores, an fp32 dW, because
 // cuDNN's legacy API writes dw in its inputs' data type and the policy keeps
@@ -62,6 +64,7 @@
 // scratch and backward filter runs on the fp32 path above (TF32 per --tf32).
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -191,7 +194,23 @@ struct Entry {
   std::shared_ptr<ConvWgradGraph> wgrad16;
   bool wgrad16_tried = false;
   std::string wgrad16_why;
+  // The stored path's forward and backward data through the graph API, once
+  // tried; null: the legacy algorithms above, and data16_why says why.
+  std::shared_ptr<ConvDataGraph> fwd_graph, dgrad_graph;
+  bool data16_tried = false;
+  std::string data16_why;
 };
+
+// RINGTRAIN_CONV_API=legacy keeps the stored forward and backward data on the
+// legacy API's algorithms (to compare the two engine choices on a GPU); unset
+// or `graph`, the graph API's engines where it has them.
+bool data_graphs_wanted() {
+  const char* v = std::getenv("RINGTRAIN_CONV_API");
+  if (v == nullptr || *v == '\0' || std::string_view(v) == "graph") return true;
+  RT_CHECK(std::string_view(v) == "legacy",
+           "RINGTRAIN_CONV_API={}: expected graph (the default) or legacy", v);
+  return false;
+}
 
 class CudnnConvPlan final : public GpuConvPlan {
  public:
@@ -199,7 +218,12 @@ class CudnnConvPlan final : public GpuConvPlan {
       : dnn_(static_cast<cudnnHandle_t>(h.dnn)),
         stream_(static_cast<cudaStream_t>(h.stream)),
         g_(g),
-        tf32_(h.conv_tf32),
+        // A 16-bit context's fp32 interface (a layer's unstored path) is given
+        // values on the 16-bit grid, which TF32 holds exactly (bf16 has 8
+        // significant bits, fp16 11, TF32 11): TF32 tensor cores multiply them
+        // exactly and accumulate in fp32, as the 16-bit algorithms do, without
+        // the casts into 16-bit copies that path used to make.
+        tf32_(h.conv_tf32 || h.precision != DType::f32),
         handles_(&h),
         precision_(h.precision),
         workspace_(*static_cast<DeviceBytes*>(h.conv_workspace.get())) {
@@ -240,7 +264,6 @@ class CudnnConvPlan final : public GpuConvPlan {
   void forward(const float* x, const float* w, float* y, std::size_t batch) override {
     w = filter_for_layout(w);
     Entry& e = entry(batch);
-    if (forward16_) return forward16(e, x, w, y);
     if (!e.fwd)
       e.fwd = choose_later("forward", batch, [&](const DeviceBytes& ws, std::string* tried) {
         return find_forward(e, false, x, w, y, ws, tried);
@@ -249,8 +272,8 @@ class CudnnConvPlan final : public GpuConvPlan {
     RT_CUDNN_CHECK(cudnnConvolutionForward(dnn_, &one, e.x, x, w_desc_, w, conv_for(e.fwd->math),
                                            static_cast<cudnnConvolutionFwdAlgo_t>(e.fwd->algo),
                                            workspace_.get(), workspace_.size(), &zero, e.y, y));
-    // The fp32 fallback of a 16-bit context: y on the grid, as forward16 writes
-    // it (and as the CPU rounds it), before the layer adds any bias.
+    // A 16-bit context: y on the grid, as the stored path writes it (and as
+    // the CPU rounds it), before the layer adds any bias.
     if (sixteen_bit()) gpu_round_to_precision(stream_, y, y, batch * out_elements(), precision_);
   }
 
@@ -279,7 +302,6 @@ class CudnnConvPlan final : public GpuConvPlan {
   void backward_data(const float* w, const float* dy, float* dx, std::size_t batch) override {
     w = filter_for_layout(w);
     Entry& e = entry(batch);
-    if (backward_data16_) return backward_data16(e, w, dy, dx);
     if (!e.bwd_data)
       e.bwd_data =
           choose_later("backward-data", batch, [&](const DeviceBytes& ws, std::string* tried) {
@@ -290,7 +312,7 @@ class CudnnConvPlan final : public GpuConvPlan {
         cudnnConvolutionBackwardData(dnn_, &one, w_desc_, w, e.y, dy, conv_for(e.bwd_data->math),
                                      static_cast<cudnnConvolutionBwdDataAlgo_t>(e.bwd_data->algo),
                                      workspace_.get(), workspace_.size(), &zero, e.x, dx));
-    // As backward_data16 writes it (and as the CPU rounds it).
+    // As the stored path writes it (and as the CPU rounds it).
     if (sixteen_bit()) gpu_round_to_precision(stream_, dx, dx, batch * in_elements(), precision_);
   }
 
@@ -301,6 +323,12 @@ class CudnnConvPlan final : public GpuConvPlan {
     require_stored(y, "y");
     Entry& e = entry(batch);
     const std::uint16_t* w16 = refresh_weights16(w);
+    if (!e.data16_tried) plan_data16(e);
+    if (e.fwd_graph) {
+      require_workspace(e.fwd_graph->workspace_bytes());
+      e.fwd_graph->run(*handles_, x.ptr, w16, y.ptr, workspace_.get());
+      return;
+    }
     if (!e.fwd16)
       e.fwd16 = choose_later("16-bit forward", e.batch, [&](const DeviceBytes& ws, std::string* t) {
         return find_forward(e, true, x.ptr, w16, y.ptr, ws, t);
@@ -350,16 +378,22 @@ class CudnnConvPlan final : public GpuConvPlan {
              handles_->wide_capacity);
     void* out = wide ? static_cast<void*>(handles_->wide_scratch[0]) : dx.ptr;
     if (!wide) require_stored(dx, "dx");
-    if (!e.bwd_data16)
-      e.bwd_data16 =
-          choose_later("16-bit backward-data", e.batch, [&](const DeviceBytes& ws, std::string* t) {
-            return find_backward_data(e, true, w16, dy.ptr, out, ws, t);
-          });
-    const float one = 1.0f, zero = 0.0f;
-    RT_CUDNN_CHECK(cudnnConvolutionBackwardData(
-        dnn_, &one, w16_desc_, w16, e.y16, dy.ptr, conv_for(e.bwd_data16->math),
-        static_cast<cudnnConvolutionBwdDataAlgo_t>(e.bwd_data16->algo), workspace_.get(),
-        workspace_.size(), &zero, e.x16, out));
+    if (!e.data16_tried) plan_data16(e);
+    if (e.dgrad_graph) {
+      require_workspace(e.dgrad_graph->workspace_bytes());
+      e.dgrad_graph->run(*handles_, dy.ptr, w16, out, workspace_.get());
+    } else {
+      if (!e.bwd_data16)
+        e.bwd_data16 = choose_later("16-bit backward-data", e.batch,
+                                    [&](const DeviceBytes& ws, std::string* t) {
+                                      return find_backward_data(e, true, w16, dy.ptr, out, ws, t);
+                                    });
+      const float one = 1.0f, zero = 0.0f;
+      RT_CUDNN_CHECK(cudnnConvolutionBackwardData(
+          dnn_, &one, w16_desc_, w16, e.y16, dy.ptr, conv_for(e.bwd_data16->math),
+          static_cast<cudnnConvolutionBwdDataAlgo_t>(e.bwd_data16->algo), workspace_.get(),
+          workspace_.size(), &zero, e.x16, out));
+    }
     if (wide)
       gpu_from_precision_bits(stream_, dx.as<float>(),
                               reinterpret_cast<const std::uint16_t*>(handles_->wide_scratch[0]),
@@ -378,9 +412,14 @@ class CudnnConvPlan final : public GpuConvPlan {
     for (const Entry& e : entries_) {
       if (!out.empty()) out += " | ";
       if (entries_.size() > 1) out += fmt::format("batch {}: ", e.batch);
-      // What runs: the 16-bit algorithm where the plan has one, else fp32.
-      if (forward16_)
-        out += one(fmt::format("{} fwd", p).c_str(), ConvAlgoOp::forward, e.fwd16);
+      // What runs: the graph API's engine, else the legacy 16-bit algorithm
+      // where the plan has one, else fp32.
+      const std::string no_graph =
+          e.data16_why.empty() ? std::string() : fmt::format(" (no graph: {})", e.data16_why);
+      if (e.fwd_graph)
+        out += fmt::format("{} fwd=graph {}", p, e.fwd_graph->engine());
+      else if (forward16_)
+        out += one(fmt::format("{} fwd", p).c_str(), ConvAlgoOp::forward, e.fwd16) + no_graph;
       else
         out += one(sixteen_bit() ? "fwd(fp32)" : "fwd", ConvAlgoOp::forward, e.fwd);
       if (e.wgrad16)
@@ -391,9 +430,12 @@ class CudnnConvPlan final : public GpuConvPlan {
                one(sixteen_bit() ? "bwd-filter(fp32)" : "bwd-filter", ConvAlgoOp::backward_filter,
                    e.bwd_filter) +
                (e.wgrad16_why.empty() ? "" : fmt::format(" (no graph: {})", e.wgrad16_why));
-      if (backward_data16_)
+      if (e.dgrad_graph)
+        out += fmt::format("; {} bwd-data=graph {}", p, e.dgrad_graph->engine());
+      else if (backward_data16_)
         out += "; " +
-               one(fmt::format("{} bwd-data", p).c_str(), ConvAlgoOp::backward_data, e.bwd_data16);
+               one(fmt::format("{} bwd-data", p).c_str(), ConvAlgoOp::backward_data, e.bwd_data16) +
+               no_graph;
       else
         out += "; " + one(sixteen_bit() ? "bwd-data(fp32)" : "bwd-data", ConvAlgoOp::backward_data,
                           e.bwd_data);
@@ -411,15 +453,6 @@ class CudnnConvPlan final : public GpuConvPlan {
     return precision_ == DType::f16 ? CUDNN_DATA_HALF : CUDNN_DATA_BFLOAT16;
   }
   const char* precision_label() const { return precision_ == DType::f16 ? "fp16" : "bf16"; }
-
-  // The context's 16-bit scratch, checked against what one call casts.
-  void require_scratch(std::size_t batch, std::size_t elements) const {
-    RT_CHECK(elements <= handles_->half_capacity,
-             "conv2d {}x{}x{} -> {}, batch {}: a {} operand of {} elements exceeds the "
-             "tensor-core scratch of {} reserved at model build",
-             g_.in_channels, g_.height, g_.width, g_.out_channels, batch, precision_label(),
-             elements, handles_->half_capacity);
-  }
 
   // A stored tensor is of the context's 16-bit dtype.
   void require_stored(const BufferView& v, const char* what) const {
@@ -442,57 +475,21 @@ class CudnnConvPlan final : public GpuConvPlan {
     return static_cast<const std::uint16_t*>(w16_.get());
   }
 
-  // y = conv(x, w) on 16-bit copies of x and the filter, y cast back to fp32.
-  void forward16(Entry& e, const float* x, const float* w, float* y) {
-    const std::size_t nx = e.batch * in_elements(), ny = e.batch * out_elements();
-    const std::size_t nw = weight_elements();
-    require_scratch(e.batch, std::max({nx, ny, nw}));
-    std::uint16_t* x16 = handles_->half_scratch[0];
-    std::uint16_t* w16 = handles_->half_scratch[1];
-    std::uint16_t* y16 = handles_->half_scratch[2];
-    gpu_to_precision_bits(stream_, x16, x, nx, precision_);
-    gpu_to_precision_bits(stream_, w16, w, nw, precision_);
-    if (!e.fwd16)
-      e.fwd16 = choose_later("16-bit forward", e.batch, [&](const DeviceBytes& ws, std::string* t) {
-        return find_forward(e, true, x16, w16, y16, ws, t);
-      });
-    const float one = 1.0f, zero = 0.0f;
-    RT_CUDNN_CHECK(cudnnConvolutionForward(dnn_, &one, e.x16, x16, w16_desc_, w16,
-                                           conv_for(e.fwd16->math),
-                                           static_cast<cudnnConvolutionFwdAlgo_t>(e.fwd16->algo),
-                                           workspace_.get(), workspace_.size(), &zero, e.y16, y16));
-    gpu_from_precision_bits(stream_, y, y16, ny, precision_);
-  }
-
-  // dx = conv^T(dy, w) on 16-bit copies of dy and the filter, dx cast back to fp32.
-  void backward_data16(Entry& e, const float* w, const float* dy, float* dx) {
-    const std::size_t nx = e.batch * in_elements(), ny = e.batch * out_elements();
-    const std::size_t nw = weight_elements();
-    require_scratch(e.batch, std::max({nx, ny, nw}));
-    std::uint16_t* dy16 = handles_->half_scratch[0];
-    std::uint16_t* w16 = handles_->half_scratch[1];
-    std::uint16_t* dx16 = handles_->half_scratch[2];
-    gpu_to_precision_bits(stream_, dy16, dy, ny, precision_);
-    gpu_to_precision_bits(stream_, w16, w, nw, precision_);
-    if (!e.bwd_data16)
-      e.bwd_data16 =
-          choose_later("16-bit backward-data", e.batch, [&](const DeviceBytes& ws, std::string* t) {
-            return find_backward_data(e, true, w16, dy16, dx16, ws, t);
-          });
-    const float one = 1.0f, zero = 0.0f;
-    RT_CUDNN_CHECK(cudnnConvolutionBackwardData(
-        dnn_, &one, w16_desc_, w16, e.y16, dy16, conv_for(e.bwd_data16->math),
-        static_cast<cudnnConvolutionBwdDataAlgo_t>(e.bwd_data16->algo), workspace_.get(),
-        workspace_.size(), &zero, e.x16, dx16));
-    gpu_from_precision_bits(stream_, dx, dx16, nx, precision_);
-  }
   // The graph-API weight gradient for e's batch, where cuDNN has a
   // deterministic engine for it (grow: make the shared workspace fit it now;
   // at plan time the caller sizes it with the rest).
   void plan_wgrad16(Entry& e, bool grow = true) {
     e.wgrad16_tried = true;
-    ConvWgradShape s;
-    s.n = e.batch;
+    e.wgrad16 = ConvWgradGraph::build(*handles_, graph_shape(e.batch), &e.wgrad16_why);
+    if (grow && e.wgrad16 && e.wgrad16->workspace_bytes() > workspace_.size()) {
+      // Earlier launches may still read the old workspace.
+      RT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+      workspace_ = DeviceBytes(e.wgrad16->workspace_bytes());
+    }
+  }
+  ConvGraphShape graph_shape(std::size_t batch) const {
+    ConvGraphShape s;
+    s.n = batch;
     s.c = g_.in_channels;
     s.h = g_.height;
     s.w = g_.width;
@@ -507,12 +504,36 @@ class CudnnConvPlan final : public GpuConvPlan {
     s.stride_w = g_.sw();
     s.nhwc = nhwc();
     s.dtype = precision_;
-    e.wgrad16 = ConvWgradGraph::build(*handles_, s, &e.wgrad16_why);
-    if (grow && e.wgrad16 && e.wgrad16->workspace_bytes() > workspace_.size()) {
+    return s;
+  }
+
+  // The graph API's forward and backward data for e's batch (on the stored
+  // path; the legacy algorithms stay where it has none). grow: as plan_wgrad16.
+  void plan_data16(Entry& e, bool grow = true) {
+    e.data16_tried = true;
+    if (!data_graphs_wanted()) {
+      e.data16_why = "RINGTRAIN_CONV_API=legacy";
+      return;
+    }
+    const ConvGraphShape s = graph_shape(e.batch);
+    std::string fwd_why, dgrad_why;
+    e.fwd_graph = ConvDataGraph::build(*handles_, s, ConvDataOp::forward, &fwd_why);
+    e.dgrad_graph = ConvDataGraph::build(*handles_, s, ConvDataOp::backward_data, &dgrad_why);
+    if (!fwd_why.empty()) e.data16_why = "forward: " + fwd_why;
+    if (!dgrad_why.empty())
+      e.data16_why += (e.data16_why.empty() ? "" : "; ") + ("backward data: " + dgrad_why);
+    std::size_t need = 0;
+    for (const auto& g : {e.fwd_graph, e.dgrad_graph})
+      if (g) need = std::max(need, g->workspace_bytes());
+    if (grow && need > workspace_.size()) {
       // Earlier launches may still read the old workspace.
       RT_CUDA_CHECK(cudaStreamSynchronize(stream_));
-      workspace_ = DeviceBytes(e.wgrad16->workspace_bytes());
+      workspace_ = DeviceBytes(need);
     }
+  }
+  void require_workspace(std::size_t bytes) const {
+    RT_CHECK(bytes <= workspace_.size(), "conv2d: a graph needs a {} byte workspace, {} are shared",
+             bytes, workspace_.size());
   }
 
   // dW (fp32, [K, C, R, S]) from the 16-bit x and dy on tensor cores: straight
@@ -631,6 +652,11 @@ class CudnnConvPlan final : public GpuConvPlan {
       if (backward_data16_) {
         plan_wgrad16(e, false);
         if (e.wgrad16) need = std::max(need, e.wgrad16->workspace_bytes());
+      }
+      if (stores_16bit()) {
+        plan_data16(e, false);
+        for (const auto& g : {e.fwd_graph, e.dgrad_graph})
+          if (g) need = std::max(need, g->workspace_bytes());
       }
     }
     if (need > workspace_.size()) {
@@ -777,8 +803,8 @@ class CudnnConvPlan final : public GpuConvPlan {
   cudaStream_t stream_;
   Conv2dGeometry g_;
   bool tf32_;
-  // The context (for its 16-bit scratch, reserved after the plan is made) and
-  // its precision (kernels/precision.cuh's codes).
+  // The context (for its widening scratch, reserved after the plan is made)
+  // and its precision.
   const GpuHandles* handles_;
   DType precision_;
   // Whether forward and backward data run on 16-bit tensors: under bf16/fp16,

@@ -46,19 +46,6 @@ GpuHandles gpu_handles_create(int ordinal, Tf32Mode tf32, DType precision) {
   return h;
 }
 
-void gpu_reserve_half_scratch(GpuHandles& h, std::size_t elements) {
-  if (elements <= h.half_capacity) return;
-  for (std::uint16_t*& p : h.half_scratch) {
-    cuda_free(p, 0);
-    p = nullptr;
-  }
-  h.half_capacity = 0;
-  for (std::uint16_t*& p : h.half_scratch) {
-    p = static_cast<std::uint16_t*>(cuda_allocate_here(elements * sizeof(std::uint16_t)));
-  }
-  h.half_capacity = elements;
-}
-
 void gpu_to_precision_bits(void* stream, std::uint16_t* y, const float* x, std::size_t n,
                            DType precision) {
   kernels::to_precision_bits_cuda(y, x, n, precision, stream);
@@ -83,8 +70,6 @@ void gpu_reserve_wide_scratch(GpuHandles& h, std::size_t elements) {
 
 void gpu_handles_destroy(const GpuHandles& h) noexcept {
   // cuda_free accounts for them (device_memory_use).
-  for (std::uint16_t* p : h.half_scratch)
-    if (p != nullptr) cuda_free(p, 0);
   for (float* p : h.wide_scratch)
     if (p != nullptr) cuda_free(p, 0);
   if (h.scratch != nullptr) cuda_free(h.scratch, 0);
@@ -106,61 +91,47 @@ void gpu_copy_to_host(void* dst, const void* src, std::size_t bytes, void* strea
 // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the
 // operands and the m/n extents, keep the transpose flags.
 //
-// precision bf16/fp16 (the caller vouches that A and B are on its grid): A and
-// B are cast to 16-bit copies in the context's scratch (exact), and
-// cublasGemmEx multiplies them on tensor cores with fp32 accumulation into the
-// fp32 C, so beta accumulates weight gradients in fp32 as before.
+// precision bf16/fp16 (the caller vouches that A and B are on its grid): TF32
+// tensor cores, whatever --tf32 says, since TF32 holds every bf16 and fp16
+// value exactly (11 significant bits, fp32's exponent range): the products
+// are exact and accumulate in fp32, as on 16-bit tensor cores, without
+// casting A and B into 16-bit copies first. The fast paths keep their
+// operands in 16 bits (gpu_gemm_stored).
 void gpu_gemm(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
               std::size_t k, float alpha, const float* a, std::size_t lda, const float* b,
               std::size_t ldb, float beta, float* c, std::size_t ldc, DType precision) {
+  const auto blas = static_cast<cublasHandle_t>(h.blas);
+  const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   if (precision != DType::f32) {
     RT_CHECK(h.precision == precision, "16-bit GEMM in {} on a {} context", dtype_name(precision),
              dtype_name(h.precision));
-    return gpu_gemm_stored(h, trans_a, trans_b, m, n, k, alpha,
-                           {const_cast<float*>(a), 0, DType::f32, Device::cuda(0)}, lda,
-                           {const_cast<float*>(b), 0, DType::f32, Device::cuda(0)}, ldb, beta, c,
-                           ldc);
+    RT_CUBLAS_CHECK(cublasGemmEx(
+        blas, op_b, op_a, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &alpha, b,
+        CUDA_R_32F, static_cast<int>(ldb), a, CUDA_R_32F, static_cast<int>(lda), &beta, c,
+        CUDA_R_32F, static_cast<int>(ldc), CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT));
+    return;
   }
-  RT_CUBLAS_CHECK(
-      cublasSgemm(static_cast<cublasHandle_t>(h.blas), trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-                  trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
-                  static_cast<int>(k), &alpha, b, static_cast<int>(ldb), a, static_cast<int>(lda),
-                  &beta, c, static_cast<int>(ldc)));
+  RT_CUBLAS_CHECK(cublasSgemm(blas, op_b, op_a, static_cast<int>(n), static_cast<int>(m),
+                              static_cast<int>(k), &alpha, b, static_cast<int>(ldb), a,
+                              static_cast<int>(lda), &beta, c, static_cast<int>(ldc)));
 }
 
-// An operand already in the context's 16-bit dtype is read in place; an fp32
-// one (on the grid: the caller vouches) is cast into scratch slot `slot`.
+// Both operands in the context's 16-bit dtype, read in place.
 void gpu_gemm_stored(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
                      std::size_t k, float alpha, BufferView a, std::size_t lda, BufferView b,
                      std::size_t ldb, float beta, float* c, std::size_t ldc) {
   const DType precision = h.precision;
-  {
-    // The elements each operand spans in memory, row-major with its leading dimension.
-    const std::size_t a_rows = trans_a ? k : m, a_cols = trans_a ? m : k;
-    const std::size_t b_rows = trans_b ? n : k, b_cols = trans_b ? k : n;
-    const std::size_t a_span = (a_rows - 1) * lda + a_cols;
-    const std::size_t b_span = (b_rows - 1) * ldb + b_cols;
-    const auto operand = [&](const BufferView& v, std::size_t span,
-                             int slot) -> const std::uint16_t* {
-      if (v.dtype == precision) return v.as<const std::uint16_t>();
-      RT_CHECK(v.dtype == DType::f32 && precision != DType::f32 && span <= h.half_capacity,
-               "16-bit GEMM ({} x {} x {}): a {} operand of {} elements, but the context's "
-               "tensor-core scratch holds {} (reserved at model build for precision {})",
-               m, n, k, dtype_name(v.dtype), span, h.half_capacity, dtype_name(precision));
-      std::uint16_t* copy = h.half_scratch[slot];
-      gpu_to_precision_bits(h.stream, copy, v.as<const float>(), span, precision);
-      return copy;
-    };
-    const std::uint16_t* a16 = operand(a, a_span, 0);
-    const std::uint16_t* b16 = operand(b, b_span, 1);
-    const cudaDataType_t type = precision == DType::f16 ? CUDA_R_16F : CUDA_R_16BF;
-    RT_CUBLAS_CHECK(
-        cublasGemmEx(static_cast<cublasHandle_t>(h.blas), trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-                     trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
-                     static_cast<int>(k), &alpha, b16, type, static_cast<int>(ldb), a16, type,
-                     static_cast<int>(lda), &beta, c, CUDA_R_32F, static_cast<int>(ldc),
-                     CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-  }
+  RT_CHECK(precision != DType::f32 && a.dtype == precision && b.dtype == precision,
+           "16-bit GEMM ({} x {} x {}): operands of {} and {} on a {} context", m, n, k,
+           dtype_name(a.dtype), dtype_name(b.dtype), dtype_name(precision));
+  const cudaDataType_t type = precision == DType::f16 ? CUDA_R_16F : CUDA_R_16BF;
+  RT_CUBLAS_CHECK(
+      cublasGemmEx(static_cast<cublasHandle_t>(h.blas), trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                   trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
+                   static_cast<int>(k), &alpha, b.ptr, type, static_cast<int>(ldb), a.ptr, type,
+                   static_cast<int>(lda), &beta, c, CUDA_R_32F, static_cast<int>(ldc),
+                   CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 }  // namespace ringtrain::detail
