@@ -446,6 +446,11 @@ for l in open(sys.argv[1]):
       run "models-layers-$model-$prec-$layout" 150 "${rt_env[@]}" "$exe" bench step --device cuda --model "$model" --input "$shape" \
         --classes 1000 --batch "$batch" --steps 3 --warmup 3 --tf32 "$tf32" --precision "$precision" \
         --layout "$layout" --layers
+      # Once with the forward and backward as one CUDA graph (--cuda-graph on).
+      run "models-rt-graph-$model-$prec-$layout" 150 "${rt_env[@]}" "$exe" bench step --device cuda --model "$model" \
+        --input "$shape" --classes 1000 --batch "$batch" --steps 10 --warmup 3 --tf32 "$tf32" \
+        --precision "$precision" --layout "$layout" --cuda-graph on --json
+      note models-cuda-graph INFO "$model $prec $layout: $(grep -o '"samples_per_s":[0-9.]*' "$out/models-rt-graph-$model-$prec-$layout.log" | tail -1) with --cuda-graph on, ${rt%% *} without"
       # The stored convolutions' forward and backward data take the graph
       # API's engines by default; once with the legacy API's algorithms, to
       # say which choice is faster where ringtrain is behind.
@@ -534,6 +539,12 @@ PY
   run gpt-rt-unfused 240 env RINGTRAIN_ATTENTION=unfused "$exe" bench step --device cuda \
     --model gpt2:dropout=0 --batch 16 --steps 5 --warmup 2 --precision bf16 --tf32 on --optimizer adamw --json
   note gpt-unfused INFO "$(grep -o '"samples_per_s":[0-9.]*' "$out/gpt-rt-unfused.log" | tail -1) (x 1024 tokens)"
+  # Once with the forward and backward replayed as one CUDA graph (bench step
+  # --cuda-graph on: one launch a step instead of one per kernel), to say whether
+  # it is faster than the rounds above and should become the default.
+  run gpt-rt-graph 240 "$exe" bench step --device cuda --model gpt2:dropout=0 --batch 16 --steps 5 \
+    --warmup 2 --precision bf16 --tf32 on --optimizer adamw --cuda-graph on --json
+  note gpt-cuda-graph INFO "$(grep -o '"samples_per_s":[0-9.]*\|"cuda_graph_nodes":[0-9]*' "$out/gpt-rt-graph.log" | tr '\n' ' ') (x 1024 tokens)"
   run gpt-layers 150 "$exe" bench step --device cuda --model gpt2:dropout=0 --batch 16 --steps 3 \
     --warmup 2 --precision bf16 --tf32 on --optimizer adamw --layers
   note gpt INFO "$gpu: $(tr '\n' ';' < "$out/gpt.tsv" | cut -c1-600)"

@@ -25,6 +25,7 @@
 #include "apps/command.h"
 #include "core/median.h"
 #include "core/profiled_region.h"
+#include "core/stream_graph.h"
 #include "ringtrain/comm/control_channel.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/host_sync.h"
@@ -74,6 +75,7 @@ struct BenchStepOptions {
   std::string precision = "fp32";
   std::string layout = "auto";
   std::string fuse = "on";
+  std::string cuda_graph = "off";
   bool json = false;
   bool layers = false;          // --layers: the per-node profile after the timed passes
   std::size_t layer_steps = 5;  // profiled steps (medians over them)
@@ -371,6 +373,28 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
   // for the whole window (a fixed count would leave the slowest rank alone at
   // the end).
   std::size_t step_index = o.warmup + o.steps;
+  // --cuda-graph on: the steady pass replays one captured forward + backward
+  // (the optimizer stays outside: its AdamW bias correction changes with the
+  // step). Captured after the warm-up, when every plan, engine and workspace
+  // of this batch exists, so the captured work allocates and waits for nothing.
+  detail::StreamGraph graph;
+  if (o.cuda_graph == "on") {
+    RT_CHECK(!model->draws_dropout_masks(),
+             "--cuda-graph on: model {} draws dropout masks, whose keys change with every step "
+             "(a graph would repeat one step's masks); bench it with its dropout at 0 (e.g. "
+             "gpt2:dropout=0)",
+             o.model);
+    RT_CHECK(mo.device.is_cuda(), "--cuda-graph on: a CUDA graph needs a GPU (--device cuda)");
+    model->set_dropout_context(static_cast<std::uint64_t>(topo.rank()), step_index);
+    graph.capture(
+        model->compute_stream(),
+        [&] {
+          model->forward_accumulate_fused_loss(xd.data_as<float>(), yd.data_as<std::int32_t>(),
+                                               o.batch, 1.0f);
+          model->backward(1.0f, false);
+        },
+        fmt::format("model {}'s forward and backward at batch {}", o.model, o.batch));
+  }
   // The device waits this bench makes to read its clock: not the step's own
   // host syncs, which are what host_syncs_per_step reports.
   std::uint64_t clock_waits = 0;
@@ -385,9 +409,13 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
     for (std::size_t step = 0;
          step < min_steps || (min_seconds > 0 && window.seconds() < min_seconds); ++step) {
       model->set_dropout_context(static_cast<std::uint64_t>(topo.rank()), step_index++);
-      model->forward_accumulate_fused_loss(xd.data_as<float>(), yd.data_as<std::int32_t>(), o.batch,
-                                           1.0f);
-      model->backward(1.0f, false);
+      if (graph.captured()) {
+        graph.replay(model->compute_stream());
+      } else {
+        model->forward_accumulate_fused_loss(xd.data_as<float>(), yd.data_as<std::int32_t>(),
+                                             o.batch, 1.0f);
+        model->backward(1.0f, false);
+      }
       optimizer->step(model->params(), model->grads(), o.lr);
       ++done;
       // On a GPU the clock would only see the queueing: wait for the device
@@ -492,6 +520,8 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
         {"precision", o.precision},
         {"layout", layout_name(model->layout())},
         {"fuse", o.fuse},
+        {"cuda_graph", graph.captured()},
+        {"cuda_graph_nodes", graph.nodes()},
         {"steps", o.steps},
         {"forward_ms", 1e3 * sum.forward / n},
         {"backward_ms", 1e3 * sum.backward / n},
@@ -559,8 +589,12 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
     row("backward", sum.backward);
     row("optimizer", sum.optimizer);
     row("total", sum.total());
-    out += fmt::format("# steady step (no per-phase waits): {:.3f} ms, {} host syncs per step\n",
-                       1e3 * steady_s / steady_n, syncs_per_step);
+    out += fmt::format("# steady step (no per-phase waits): {:.3f} ms, {} host syncs per step{}\n",
+                       1e3 * steady_s / steady_n, syncs_per_step,
+                       graph.captured() ? fmt::format(" (forward + backward replayed as one CUDA "
+                                                      "graph of {} nodes, the optimizer outside)",
+                                                      graph.nodes())
+                                        : std::string());
     if (mo.device.is_cuda())
       out += fmt::format(
           "# device memory at its most: {:.1f} MiB (ringtrain's own allocations: tensors, "
@@ -665,6 +699,14 @@ CLI::App* add_bench_step(CLI::App& parent, CommandContext& ctx) {
   add_precision_option(sub, o->precision);
   add_layout_option(sub, o->layout);
   add_fuse_option(sub, o->fuse);
+  sub->add_option("--cuda-graph", o->cuda_graph,
+                  "on: the steady pass replays the forward and backward as one CUDA graph, "
+                  "captured once after the warm-up (one launch per step instead of one per "
+                  "kernel; the optimizer runs outside it; GPU only, and only for a model "
+                  "without dropout, whose masks change every step). Off by default until it "
+                  "measures faster")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
   sub->parse_complete_callback([&ctx, o, input, classes] {
     o->input_given = input->count() > 0;
     o->classes_given = classes->count() > 0;

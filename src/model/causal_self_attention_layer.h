@@ -68,6 +68,7 @@ class CausalSelfAttentionLayer final : public Layer,
                            AttentionKernel kernel = AttentionKernel::automatic);
   bool fused() const { return fused_; }
   bool tensor_cores() const { return sdpa_ != nullptr; }
+  float attention_dropout() const { return dropout_; }
   std::string describe_kernels() const override;
   bool stores_activations() const override { return sdpa_ != nullptr; }
   void forward_stored(const std::vector<BufferView>& xs, BufferView y, std::size_t batch,

@@ -15,6 +15,7 @@
 #include "kernels/softmax_cross_entropy.cuh"
 #include "kernels/storage.cuh"
 #include "model/batch_norm_layer.h"
+#include "model/causal_self_attention_layer.h"
 #include "model/conv2d_layer.h"
 #include "model/fused_batch_norm_relu.h"
 #include "model/fused_conv_relu.h"
@@ -23,6 +24,7 @@
 #include "model/layer.h"
 #include "model/layer_norm_layer.h"
 #include "model/merge_layers.h"
+#include "model/stateless_layers.h"
 #include "ringtrain/core/buffer_copy.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/error.h"
@@ -1030,6 +1032,18 @@ void Model::bind_layers(float* grads) {
 
 void Model::set_batch_stat_reducer(BatchStatReducer* reducer) {
   for (PlanNode& node : state_->nodes) node.layer->set_batch_stat_reducer(reducer);
+}
+
+bool Model::draws_dropout_masks() const {
+  for (const PlanNode& node : state_->nodes) {
+    const Layer* layer = node.layer.get();
+    if (const auto* d = dynamic_cast<const DropoutLayer*>(layer); d != nullptr && d->rate() > 0)
+      return true;
+    if (const auto* a = dynamic_cast<const CausalSelfAttentionLayer*>(layer);
+        a != nullptr && a->attention_dropout() > 0)
+      return true;
+  }
+  return false;
 }
 
 void Model::set_dropout_context(std::uint64_t rank, std::uint64_t step) {

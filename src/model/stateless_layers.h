@@ -101,6 +101,7 @@ class DropoutLayer final : public Layer, public StoresActivations {
   void backward_stored(const std::vector<BufferView>& xs, BufferView y, BufferView dy,
                        const std::vector<BufferView>& dxs, std::size_t batch,
                        bool accumulate) override;
+  float rate() const { return p_; }
 
  private:
   std::uint64_t key() const;

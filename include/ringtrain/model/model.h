@@ -140,6 +140,10 @@ class Model {
   // Set it before a forward and keep it until the matching backward, which
   // recomputes the same masks.
   void set_dropout_context(std::uint64_t rank, std::uint64_t step);
+  // Whether a training forward draws dropout masks (a dropout layer or
+  // attention dropout with a rate above 0): its kernels' keys then change
+  // with every step, which a captured CUDA graph would repeat.
+  bool draws_dropout_masks() const;
   // The training loss's mixed target (--augment mixup / cutmix): the second
   // label of each row (on the model's device) and the weight lam of the
   // first. forward_accumulate and backward use it, forward (evaluation)
