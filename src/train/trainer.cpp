@@ -35,6 +35,7 @@
 
 #include "core/fault_plan.h"
 #include "core/median.h"
+#include "core/stream_graph.h"
 #include "data/device_widening.h"
 #include "ringtrain/comm/communicator.h"
 #include "ringtrain/comm/control_channel.h"
@@ -163,6 +164,11 @@ class Trainer {
   // step
   StepOutcome step();
   std::size_t forward_backward(std::size_t micro, float loss_scale, StepTiming& timing);
+  // --cuda-graph on
+  struct CapturedStep;
+  void check_cuda_graph() const;
+  CapturedStep* captured_step(const float* x, const Batch& batch, bool accumulate,
+                              float grad_scale);
   void update(float lr, float loss_scale, std::uint64_t step_samples, StepTiming& timing);
   BufferView averaged_gradients();
   double clip_gradients(float loss_scale);
@@ -236,6 +242,23 @@ class Trainer {
   std::int32_t stop_flag_ = 0;  // in flight while stop_request_ is
   CommRequest stop_request_;
   bool stop_in_flight_ = false;
+  // --cuda-graph on: forward + backward captured per (input slot, labels,
+  // accumulate, samples, gradient scale); the per-layer gradient callbacks'
+  // order, from an eager backward, replayed after a graph; the (samples,
+  // accumulate) pairs that have run eagerly once (their plans exist).
+  struct CapturedStep {
+    const void* x = nullptr;
+    const void* y = nullptr;
+    bool accumulate = false;
+    std::size_t samples = 0;
+    float grad_scale = 0;
+    std::unique_ptr<detail::StreamGraph> graph;
+  };
+  std::vector<CapturedStep> captured_;
+  std::vector<std::size_t> backward_layer_order_;
+  bool backward_order_known_ = false;
+  std::vector<std::pair<std::size_t, bool>> warmed_;
+  bool captured_full_noted_ = false;
   double run_seconds_ = 0;
   std::uint64_t run_samples_ = 0;
   EvalResult last_eval_;
@@ -278,6 +301,7 @@ Trainer::Trainer(const TrainConfig& cfg, const Topology& topo)
     open_data_and_build_model();
     agree_on_run();
     plan_steps_and_schedule();
+    check_cuda_graph();
   });
   make_backend_and_optimizer();
   as_input_error([&] { resume_and_replicate(); });
@@ -656,6 +680,10 @@ void Trainer::announce() const {
        train_data_->size(), shape_string(train_data_->sample_shape()), train_data_->num_classes());
   log0("  precision {}, activations {} (--layout {})", cfg_.precision,
        layout_name(model_->layout()), cfg_.layout);
+  if (cfg_.cuda_graph == "on")
+    log0(
+        "  --cuda-graph on: each step's forward and backward replayed as a CUDA graph (captured "
+        "per input slot after one eager step); the gradient all-reduce starts after the replay");
   log0("  {}; effective lr {:g}{}", describe_batch_split(cfg_, *sampler_), base_lr_,
        cfg_.lr_scaling == "linear"
            ? fmt::format(" (linear scaling of {:g}, warmup {} steps)", cfg_.lr, cfg_.warmup)
@@ -761,16 +789,31 @@ std::size_t Trainer::forward_backward(std::size_t micro, float loss_scale, StepT
   // backward runs there, in the same pass over the logits (the fused
   // classifier; the same bits as backward's own).
   const float grad_scale = micro_batch_grad_scale(cfg_, batch.size) * loss_scale;
-  model.forward_accumulate_fused_loss(x, batch.y.as<const std::int32_t>(), batch.size, grad_scale);
-  if (faults_ && last) faults_->after_forward(step_ + 1);
-  t.backward = monotonic_seconds();
-  timing.forward += t.backward - t.forward;
-  phase("backward");
-  sync_->begin_step(/*sync=*/last);
-  model.backward(grad_scale, /*accumulate=*/micro > 0, [this](std::size_t layer) {
-    if (faults_) faults_->after_backward_layer(layer, step_ + 1);
-    sync_->on_layer_ready(layer);
-  });
+  if (CapturedStep* captured = captured_step(x, batch, micro > 0, grad_scale)) {
+    // One launch for the forward and backward; each bucket's all-reduce then
+    // starts after it, in the order backward completes them.
+    sync_->begin_step(/*sync=*/last);
+    captured->graph->replay(model.compute_stream());
+    t.backward = monotonic_seconds();
+    timing.forward += t.backward - t.forward;
+    phase("backward");
+    for (std::size_t layer : backward_layer_order_) sync_->on_layer_ready(layer);
+  } else {
+    model.forward_accumulate_fused_loss(x, batch.y.as<const std::int32_t>(), batch.size,
+                                        grad_scale);
+    if (faults_ && last) faults_->after_forward(step_ + 1);
+    t.backward = monotonic_seconds();
+    timing.forward += t.backward - t.forward;
+    phase("backward");
+    sync_->begin_step(/*sync=*/last);
+    const bool record = !backward_order_known_;
+    model.backward(grad_scale, /*accumulate=*/micro > 0, [this, record](std::size_t layer) {
+      if (faults_) faults_->after_backward_layer(layer, step_ + 1);
+      if (record) backward_layer_order_.push_back(layer);
+      sync_->on_layer_ready(layer);
+    });
+    backward_order_known_ = true;
+  }
   // The batch's slot may be refilled once backward's kernels have read it.
   previous_batch_done_ = OrderingPoint::record(device_, model.compute_stream());
   t.end = monotonic_seconds();
@@ -779,6 +822,73 @@ std::size_t Trainer::forward_backward(std::size_t micro, float loss_scale, StepT
   window_.samples += static_cast<double>(batch.size);
   cursor_ = sampler_->next(cursor_);
   return batch.size;
+}
+
+// --cuda-graph on: what a captured step would repeat wrongly is refused at
+// start-up, on every rank (the flags agree), before any step.
+void Trainer::check_cuda_graph() const {
+  if (cfg_.cuda_graph != "on") return;
+  RT_CHECK(!model_->draws_dropout_masks(),
+           "--cuda-graph on: model {} draws dropout masks, whose keys change with every step (a "
+           "graph would repeat one step's masks); train it with its dropout at 0, or with "
+           "--cuda-graph off",
+           spec_->describe());
+  RT_CHECK(!batch_mix_spec_.any(),
+           "--cuda-graph on: --augment {} mixes each batch with new draws every step; use "
+           "--cuda-graph off",
+           batch_mix_spec_.describe());
+  RT_CHECK(!loss_scaling(),
+           "--cuda-graph on: fp16's loss scale changes with overflows and scales the gradients "
+           "inside the graph; use --precision bf16, or --cuda-graph off");
+  RT_CHECK(device_.is_cuda(), "--cuda-graph on: a CUDA graph needs a GPU (--device cuda)");
+}
+
+// The graph for this micro-batch: found, or captured now, or null (run it
+// eagerly). Each (samples, accumulate) runs eagerly once first, which makes
+// the plans, cuDNN engines and workspaces that a capture must find (a capture
+// that would allocate or wait fails). The prefetcher cycles through a few
+// device slots, so a handful of graphs cover a run; a key beyond kMaxGraphs
+// (more distinct batch sizes than expected) runs eagerly.
+Trainer::CapturedStep* Trainer::captured_step(const float* x, const Batch& batch, bool accumulate,
+                                              float grad_scale) {
+  if (cfg_.cuda_graph != "on" || faults_ != nullptr) return nullptr;
+  const void* y = batch.y.ptr;
+  for (CapturedStep& c : captured_)
+    if (c.x == x && c.y == y && c.accumulate == accumulate && c.samples == batch.size &&
+        c.grad_scale == grad_scale)
+      return &c;
+  const std::pair<std::size_t, bool> shape{batch.size, accumulate};
+  if (std::find(warmed_.begin(), warmed_.end(), shape) == warmed_.end() || !backward_order_known_) {
+    warmed_.push_back(shape);
+    return nullptr;
+  }
+  constexpr std::size_t kMaxGraphs = 16;
+  if (captured_.size() >= kMaxGraphs) {
+    if (!captured_full_noted_)
+      log0("--cuda-graph: {} graphs captured; other input slots and batch sizes run eagerly",
+           kMaxGraphs);
+    captured_full_noted_ = true;
+    return nullptr;
+  }
+  CapturedStep c;
+  c.x = x;
+  c.y = y;
+  c.accumulate = accumulate;
+  c.samples = batch.size;
+  c.grad_scale = grad_scale;
+  c.graph = std::make_unique<detail::StreamGraph>();
+  Model& model = *model_;
+  c.graph->capture(
+      model.compute_stream(),
+      [&] {
+        model.forward_accumulate_fused_loss(x, batch.y.as<const std::int32_t>(), batch.size,
+                                            grad_scale);
+        model.backward(grad_scale, accumulate);
+      },
+      fmt::format("the forward and backward of {} samples{}", batch.size,
+                  accumulate ? " (accumulating)" : ""));
+  captured_.push_back(std::move(c));
+  return &captured_.back();
 }
 
 // The update, unless the --nonfinite guard rejects the step. A skipped step

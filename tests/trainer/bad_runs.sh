@@ -33,6 +33,12 @@ expect_error missing_data "nope.h5" "${MPIRUN[@]}" -np 2 "$RINGTRAIN_EXE" train 
 expect_error bad_model "token|model" "${MPIRUN[@]}" -np 2 "$RINGTRAIN_EXE" train "${base[@]}" --model "mlp:64-x-4"
 expect_error wrong_input "64|shape|input" "${MPIRUN[@]}" -np 2 "$RINGTRAIN_EXE" train "${base[@]}" --model mlp:784-10
 expect_error batch_too_big "global batch" "${MPIRUN[@]}" -np 2 "$RINGTRAIN_EXE" train --data "$DATA" --model "$MLP" --batch 200 --max-steps 4 --device cpu
+# --cuda-graph on refuses what a graph would repeat wrongly, and a CPU device, on every rank.
+expect_error cuda_graph_dropout "--cuda-graph on: model .* draws dropout masks" \
+  "${MPIRUN[@]}" -np 2 "$RINGTRAIN_EXE" train "${base[@]}" --cuda-graph on \
+  --model "flatten; dropout(p=0.2); linear(out=4)"
+expect_error cuda_graph_cpu "--cuda-graph on: a CUDA graph needs a GPU" \
+  "${MPIRUN[@]}" -np 2 "$RINGTRAIN_EXE" train "${base[@]}" --model "$MLP" --cuda-graph on
 # Replicas that drift apart are caught by the parameter check and named.
 expect_error diverged_replicas "replicas diverged at step 2: the parameters of rank 1 differ" \
   env RINGTRAIN_FAULT_DIVERGE_RANK=1 "${MPIRUN[@]}" -x RINGTRAIN_FAULT_DIVERGE_RANK -np 3 "$RINGTRAIN_EXE" train \

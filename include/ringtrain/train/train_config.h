@@ -51,6 +51,9 @@ struct TrainConfig {
   std::string layout = "auto";
   // on | off: fused BatchNorm + (add +) ReLU (ModelOptions::fuse).
   std::string fuse = "on";
+  // on | off: each step's forward and backward replayed as a CUDA graph
+  // (GPU; refused with dropout, batch mixing or fp16's loss scale).
+  std::string cuda_graph = "off";
   std::uint64_t loss_scale_window = 2000;
 
   // Optimizer and schedule.
