@@ -43,8 +43,7 @@ struct Stats {
   float count = 0;
 };
 
-Stats on_gpu(const Batch& b, bool sync) {
-  const auto ctx = ComputeContext::create(kGpu, Tf32Mode::off, b.t);
+Stats on_gpu(const ComputeContext& ctx, const Batch& b, bool sync) {
   const std::size_t total = b.n * b.c * b.hw, C = b.c;
   Tensor x = Tensor::empty({total}, b.t, kGpu);
   x.copy_from(Tensor::borrow(const_cast<void*>(b.data()), {total}, b.t, Device::cpu()));
@@ -53,12 +52,12 @@ Stats on_gpu(const Batch& b, bool sync) {
   Tensor sums = Tensor::zeros({2 * C + 1}, DType::f32, kGpu);
   const BatchNormSaved saved{mean.data_as<float>(), invstd.data_as<float>(), sums.data_as<float>()};
   OneRank one;
-  batch_norm_forward(*ctx, BatchNormShape{C, b.hw}, x.buffer(), y.buffer(), b.n, true, false, kEps,
+  batch_norm_forward(ctx, BatchNormShape{C, b.hw}, x.buffer(), y.buffer(), b.n, true, false, kEps,
                      0.1f, nullptr, nullptr, nullptr, nullptr, saved, sync ? &one : nullptr);
   Stats s;
-  s.mean = to_host(mean, *ctx);
-  s.invstd = to_host(invstd, *ctx);
-  s.count = to_host(sums, *ctx)[2 * C];
+  s.mean = to_host(mean, ctx);
+  s.invstd = to_host(invstd, ctx);
+  s.count = to_host(sums, ctx)[2 * C];
   return s;
 }
 
@@ -111,15 +110,16 @@ TEST_CASE("gpu one-pass batch_norm statistics against the CPU twin, bit for bit"
                                     : t == DType::f16 ? std::vector<double>{300.0, -40.0, 1.5}
                                                       : std::vector<double>{1000.0, -1000.0, 999.5};
   const double stddev = t == DType::f32 ? 0.01 : 2.0;
+  const auto gpu = ComputeContext::create(kGpu, Tf32Mode::off, t);
   for (const Case& k : cases) {
     INFO(dtype_name(t) << " " << k.name << (sync ? ", one-rank --sync-bn" : ""));
     const Batch b = make_batch(t, k.n, k.c, k.hw, means, stddev, 21);
     const Stats want = on_cpu(b, sync);
-    const Stats got = on_gpu(b, sync);
+    const Stats got = on_gpu(*gpu, b, sync);
     CHECK(got.count == want.count);
     CHECK(same_bits(got.mean, want.mean));
     CHECK(same_bits(got.invstd, want.invstd));
-    const Stats again = on_gpu(b, sync);
+    const Stats again = on_gpu(*gpu, b, sync);
     CHECK(same_bits(got.mean, again.mean));
     CHECK(same_bits(got.invstd, again.invstd));
   }
