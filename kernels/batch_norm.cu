@@ -3,6 +3,7 @@
 #include "core/cuda/check_cuda.h"
 #include "kernels/batch_norm.cuh"
 #include "kernels/batch_norm.h"
+#include "kernels/batch_norm_welford.cuh"
 #include "kernels/channel_reduce.cuh"
 #include "kernels/fast_divide.cuh"
 #include "kernels/launch_shape.cuh"
@@ -13,25 +14,9 @@ namespace ringtrain::kernels {
 
 namespace {
 
-// BatchNorm's reductions (kernels/channel_reduce.cuh): the sums of x, of the
-// squared deviations, and backward's sums of dy and dy * xhat.
-// x and dy are of the storage type T (kernels/storage.cuh), summed in fp32.
-template <typename T>
-struct XValue {  // sum of x
-  const T* x;
-  __device__ Sums<1> operator()(std::size_t a, std::size_t) const { return {{load(x, a)}}; }
-};
-
-template <typename T>
-struct SqDevValue {  // sum of (x - mean)^2
-  const T* x;
-  const float* mean;
-  __device__ Sums<1> operator()(std::size_t a, std::size_t c) const {
-    const float d = load(x, a) - mean[c];
-    return {{d * d}};
-  }
-};
-
+// Backward's reduction (kernels/channel_reduce.cuh): the sums of dy and of
+// dy * xhat. x and dy are of the storage type T (kernels/storage.cuh), summed
+// in fp32.
 template <typename T>
 struct BackwardValue {  // sum of dy, and of dy * xhat
   const T* x;
@@ -44,39 +29,163 @@ struct BackwardValue {  // sum of dy, and of dy * xhat
   }
 };
 
-// What a channel's totals become.
-struct SumsFinish {  // sums[c]; sums[channels] = the sample count
+// ---- the one-pass statistics (kernels/batch_norm_welford.cuh) -------------
+
+// What a channel's merged partials become: mean[c], m2[c]; *count_keep = the
+// element count; with `sums` (--sync-bn) also sums[c] = count * mean[c] and
+// sums[channels] = count, the first all-reduce's operands.
+template <typename T>
+struct WelfordFinish {
+  const T* x;
+  std::size_t inner;
+  bool any;  // outer * inner > 0: the shift can be read
+  float* mean;
+  float* m2;
+  float* count_keep;
   float* sums;
   std::size_t channels;
   float count;
-  __device__ void operator()(std::size_t c, const Sums<1>& t) const {
-    sums[c] = t.v[0];
-    if (c == 0) sums[channels] = count;
+  __device__ float shift(std::size_t c) const { return any ? load(x, c * inner) : 0.0f; }
+  __device__ void operator()(std::size_t c, const Welford& w) const {
+    const float m = welford_mean(w, shift(c));
+    mean[c] = m;
+    m2[c] = w.m2;
+    if (sums != nullptr) sums[c] = welford_weighted_mean(count, m);
+    if (c == 0) {
+      *count_keep = count;
+      if (sums != nullptr) sums[channels] = count;
+    }
   }
 };
 
-struct StoreFinish {
-  float* out;
-  __device__ void operator()(std::size_t c, const Sums<1>& t) const { out[c] = t.v[0]; }
-};
+__device__ void store_partial(float* partial, std::size_t slice, std::size_t channels,
+                              std::size_t c, const Welford& w) {
+  partial[(slice * kWelfordFloats + 0) * channels + c] = w.count;
+  partial[(slice * kWelfordFloats + 1) * channels + c] = w.mean;
+  partial[(slice * kWelfordFloats + 2) * channels + c] = w.m2;
+}
+
+// inner == 1: block (channel tile, slice), thread (x, y) over rows begin + y,
+// begin + y + 8, ... (a warp reads 32 consecutive values of a row); row 0 of
+// threads merges the 8 partials in order.
+template <typename T>
+__global__ void welford_rows_kernel(std::size_t outer, std::size_t channels,
+                                    std::size_t rows_per_slice, WelfordFinish<T> finish,
+                                    float* __restrict__ partial) {
+  __shared__ Welford part[kBiasTileRows][kBiasTileChannels + 1];
+  const std::size_t c = blockIdx.x * kBiasTileChannels + threadIdx.x;
+  const std::size_t slice = blockIdx.y;
+  const std::size_t begin = bias_slice_begin(slice, rows_per_slice);
+  const std::size_t end = bias_slice_end(slice, rows_per_slice, outer);
+  Welford w{0.0f, 0.0f, 0.0f};
+  if (c < channels) {
+    const float k = finish.shift(c);
+    const T* x = finish.x;
+    // Four rows' values loaded before any is used (four loads in flight per
+    // thread), then taken in row order, as the one-row loop takes them.
+    constexpr std::size_t kStep = kBiasTileRows;
+    std::size_t r = begin + threadIdx.y;
+    for (; r + 3 * kStep < end; r += 4 * kStep) {
+      const float v0 = load(x, r * channels + c);
+      const float v1 = load(x, (r + kStep) * channels + c);
+      const float v2 = load(x, (r + 2 * kStep) * channels + c);
+      const float v3 = load(x, (r + 3 * kStep) * channels + c);
+      welford_update(w, v0, k);
+      welford_update(w, v1, k);
+      welford_update(w, v2, k);
+      welford_update(w, v3, k);
+    }
+    for (; r < end; r += kStep) welford_update(w, load(x, r * channels + c), k);
+  }
+  part[threadIdx.y][threadIdx.x] = w;
+  __syncthreads();
+  if (threadIdx.y != 0 || c >= channels) return;
+  for (unsigned j = 1; j < kBiasTileRows; ++j) w = welford_merge(w, part[j][threadIdx.x]);
+  if (partial == nullptr)
+    finish(c, w);
+  else
+    store_partial(partial, slice, channels, c, w);
+}
+
+// inner > 1: block (channel, slice); thread t over the slice's elements t,
+// t + blockDim.x, ... of that channel's planes in memory order (no division
+// per element), then a tree in shared memory.
+template <typename T>
+__global__ void welford_planes_kernel(std::size_t outer, std::size_t channels, std::size_t inner,
+                                      std::size_t rows_per_slice, WelfordFinish<T> finish,
+                                      float* __restrict__ partial) {
+  __shared__ Welford part[kBiasPlaneThreads];
+  const std::size_t c = blockIdx.x;
+  const std::size_t slice = blockIdx.y;
+  const std::size_t end = bias_slice_end(slice, rows_per_slice, outer);
+  const std::size_t step_rows = blockDim.x / inner, step_i = blockDim.x % inner;
+  std::size_t o = bias_slice_begin(slice, rows_per_slice) + threadIdx.x / inner;
+  std::size_t i = threadIdx.x % inner;
+  const float k = finish.shift(c);
+  const T* x = finish.x;
+  Welford w{0.0f, 0.0f, 0.0f};
+  while (o < end) {
+    welford_update(w, load(x, (o * channels + c) * inner + i), k);
+    o += step_rows;
+    i += step_i;
+    if (i >= inner) {
+      i -= inner;
+      ++o;
+    }
+  }
+  part[threadIdx.x] = w;
+  __syncthreads();
+  for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s)
+      part[threadIdx.x] = welford_merge(part[threadIdx.x], part[threadIdx.x + s]);
+    __syncthreads();
+  }
+  if (threadIdx.x != 0) return;
+  if (partial == nullptr)
+    finish(c, part[0]);
+  else
+    store_partial(partial, slice, channels, c, part[0]);
+}
+
+// A channel's slice partials merged in slice order, then finished.
+template <typename T>
+__global__ void welford_slices_kernel(const float* __restrict__ partial, std::size_t channels,
+                                      std::size_t slices, WelfordFinish<T> finish) {
+  const std::size_t c = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (c >= channels) return;
+  Welford w{0.0f, 0.0f, 0.0f};
+  for (std::size_t s = 0; s < slices; ++s)
+    w = welford_merge(w, Welford{partial[(s * kWelfordFloats + 0) * channels + c],
+                                 partial[(s * kWelfordFloats + 1) * channels + c],
+                                 partial[(s * kWelfordFloats + 2) * channels + c]});
+  finish(c, w);
+}
+
+// --sync-bn's step between the two all-reduces: sums[0, C] holds the sums over
+// the ranks of count * mean and of count; mean (this rank's) becomes the
+// global mean and sums[c] this rank's term of the global M2.
+__global__ void welford_rank_kernel(float* sums, std::size_t c, float local_count, float* mean,
+                                    const float* m2, float* count_keep) {
+  const std::size_t ch = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (ch >= c) return;
+  const float count = sums[c];
+  const float global = welford_global_mean(sums[ch], count);
+  sums[ch] = welford_rank_m2(m2[ch], local_count, mean[ch], global);
+  mean[ch] = global;
+  if (ch == 0) *count_keep = count;
+}
 
 cudaStream_t s_of(void* stream) {
   return static_cast<cudaStream_t>(stream);
 }
 
-__global__ void mean_kernel(const float* sums, std::size_t c, float* mean, float* count_keep) {
-  const std::size_t ch = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
-  if (ch < c) mean[ch] = sums[ch] / sums[c];
-  if (ch == 0) *count_keep = sums[c];
-}
-
-__global__ void finalize_kernel(const float* sqdev, const float* count_ptr, std::size_t c,
-                                float eps, float momentum, bool update_running, const float* mean,
+__global__ void finalize_kernel(const float* m2, const float* count_ptr, std::size_t c, float eps,
+                                float momentum, bool update_running, const float* mean,
                                 float* invstd, float* running_mean, float* running_var) {
   const std::size_t ch = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   if (ch >= c) return;
   const float count = *count_ptr;
-  const float var = sqdev[ch] / count;
+  const float var = m2[ch] / count;
   invstd[ch] = bn_invstd(var, eps);
   if (update_running) {
     running_mean[ch] = bn_running_mean(running_mean[ch], mean[ch], momentum);
@@ -163,39 +272,53 @@ unsigned per_channel_blocks(std::size_t c) {
 
 }  // namespace
 
-void batch_norm_sums_cuda(const void* x, DType t, std::size_t n, std::size_t c, std::size_t hw,
-                          float* sums, float* scratch, std::size_t scratch_floats, void* stream) {
-  with_storage(t, [&](auto s) {
-    using T = decltype(s);
-    reduce_channels<1>(n, c, hw, XValue<T>{static_cast<const T*>(x)},
-                       SumsFinish{sums, c, static_cast<float>(n * hw)}, scratch, scratch_floats,
-                       stream);
+void batch_norm_welford_cuda(const void* x, DType t, std::size_t n, std::size_t c, std::size_t hw,
+                             float* mean, float* m2, float* count_keep, float* sums, float* scratch,
+                             std::size_t scratch_floats, void* stream) {
+  if (c == 0) return;
+  const cudaStream_t s = s_of(stream);
+  std::size_t outer = n, inner = hw;
+  if (inner == 0) {  // no element: count 0
+    inner = 1;
+    outer = 0;
+  }
+  const BiasGradSplit split =
+      welford_split(outer, c, inner, scratch != nullptr ? scratch_floats : 0);
+  float* partial = split.slices == 1 ? nullptr : scratch;
+  const dim3 grid(static_cast<unsigned>(split.channel_blocks), static_cast<unsigned>(split.slices));
+  with_storage(t, [&](auto storage) {
+    using T = decltype(storage);
+    const WelfordFinish<T> finish{
+        static_cast<const T*>(x),  inner, outer > 0, mean, m2, count_keep, sums, c,
+        static_cast<float>(n * hw)};
+    if (inner == 1)
+      welford_rows_kernel<T><<<grid, dim3(kBiasTileChannels, kBiasTileRows), 0, s>>>(
+          outer, c, split.rows_per_slice, finish, partial);
+    else
+      welford_planes_kernel<T><<<grid, kBiasPlaneThreads, 0, s>>>(
+          outer, c, inner, split.rows_per_slice, finish, partial);
+    RT_CUDA_CHECK_LAUNCH();
+    if (partial == nullptr) return;
+    welford_slices_kernel<T>
+        <<<per_channel_blocks(c), 256, 0, s>>>(partial, c, split.slices, finish);
+    RT_CUDA_CHECK_LAUNCH();
   });
 }
 
-void batch_norm_mean_cuda(const float* sums, std::size_t c, float* mean, float* count_keep,
-                          void* stream) {
+void batch_norm_welford_ranks_cuda(float* sums, std::size_t c, float local_count, float* mean,
+                                   const float* m2, float* count_keep, void* stream) {
   if (c == 0) return;
-  mean_kernel<<<per_channel_blocks(c), 256, 0, s_of(stream)>>>(sums, c, mean, count_keep);
+  welford_rank_kernel<<<per_channel_blocks(c), 256, 0, s_of(stream)>>>(sums, c, local_count, mean,
+                                                                       m2, count_keep);
   RT_CUDA_CHECK_LAUNCH();
 }
 
-void batch_norm_sqdev_cuda(const void* x, DType t, std::size_t n, std::size_t c, std::size_t hw,
-                           const float* mean, float* out, float* scratch,
-                           std::size_t scratch_floats, void* stream) {
-  with_storage(t, [&](auto s) {
-    using T = decltype(s);
-    reduce_channels<1>(n, c, hw, SqDevValue<T>{static_cast<const T*>(x), mean}, StoreFinish{out},
-                       scratch, scratch_floats, stream);
-  });
-}
-
-void batch_norm_finalize_cuda(const float* sqdev, const float* count_ptr, std::size_t c, float eps,
+void batch_norm_finalize_cuda(const float* m2, const float* count_ptr, std::size_t c, float eps,
                               float momentum, bool update_running, const float* mean, float* invstd,
                               float* running_mean, float* running_var, void* stream) {
   if (c == 0) return;
   finalize_kernel<<<per_channel_blocks(c), 256, 0, s_of(stream)>>>(
-      sqdev, count_ptr, c, eps, momentum, update_running, mean, invstd, running_mean, running_var);
+      m2, count_ptr, c, eps, momentum, update_running, mean, invstd, running_mean, running_var);
   RT_CUDA_CHECK_LAUNCH();
 }
 

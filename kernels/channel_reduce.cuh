@@ -3,8 +3,10 @@
 // [N, C, H*W], NHWC and a Linear's rows [rows, C, 1]) it sums K values per
 // element, given by a Value functor (flat index, channel) -> Sums<K>, and hands
 // each channel's totals to a Finish functor (channel, Sums<K>). The bias
-// gradient (kernels/bias.cu) and BatchNorm's statistics (kernels/batch_norm.cu)
-// are instances.
+// gradient (kernels/bias.cu) and BatchNorm's backward sums
+// (kernels/batch_norm.cu, kernels/batch_norm_relu.cu) are instances;
+// BatchNorm's one-pass statistics split the work the same way but merge
+// Welford partials instead of adding sums (kernels/batch_norm_welford.cuh).
 //
 // The work is split as kernels/bias.cuh's bias_grad_split says: thread blocks
 // over (channel group, row slice), each summing its part in a fixed order,

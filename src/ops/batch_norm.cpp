@@ -1,8 +1,10 @@
-// BatchNorm as steps, on either device: per-channel sums (and the sample count)
-// -> mean -> squared deviations from it -> invstd and the running update ->
-// the normalisation. Between the steps a BatchStatReducer may sum the partial
-// sums over the ranks (--sync-bn). The CPU accumulates each channel's sums in
-// double; both sides share the per-element functions of kernels/batch_norm.cuh.
+// BatchNorm as steps, on either device: the statistics (CPU: per-channel sums
+// and the sample count -> mean -> squared deviations from it; GPU: one pass of
+// Welford partials) -> invstd and the running update -> the normalisation.
+// Between the steps a BatchStatReducer may sum the partials over the ranks
+// (--sync-bn). The CPU accumulates each channel's sums in double; both sides
+// share the per-element functions of kernels/batch_norm.cuh
+// (src/ops/batch_norm_steps.h).
 #include "ringtrain/ops/batch_norm.h"
 
 #include "kernels/batch_norm.cuh"

@@ -4,10 +4,12 @@
 // the same statistics and parameter gradients, bit for bit. On the CPU each
 // channel's sums accumulate in double.
 //
-// The statistics are two passes over x (the sums, then the squared deviations
-// from the mean). A one-pass (Welford) form would read x once, but it rounds
-// differently, so it would move every BatchNorm model's CPU reference bits
-// (trainer_storage_reference): a change of its own, not part of fusion.
+// On the CPU the statistics are two passes over x in double (the sums, then
+// the squared deviations from the mean): exact enough that the order hardly
+// matters, and they are the CPU reference bits (trainer_storage_reference,
+// checkpoint hashes). On a GPU they are one pass (Welford partials in fp32
+// merged in a fixed order: kernels/batch_norm_welford.cuh), whose CPU twin is
+// src/ops/batch_norm_one_pass.h.
 #pragma once
 
 #include <cstddef>
@@ -19,9 +21,11 @@
 
 namespace ringtrain::detail {
 
-// Layout of BatchNormSaved::sums (2C + 1 floats): forward uses [0, C] for the
-// sums and the count, then [0, C) for the squared deviations; backward uses
-// [0, 2C) for sum(dy) and sum(dy xhat); [2C] keeps the batch's sample count.
+// Layout of BatchNormSaved::sums (2C + 1 floats): forward uses [0, C) for
+// the sums (CPU: of x, then of the squared deviations; GPU with --sync-bn:
+// of count * mean, then of the ranks' M2 terms) and [C] for the count summed
+// over the ranks; backward uses [0, 2C) for sum(dy) and sum(dy xhat); [2C]
+// keeps the batch's sample count.
 inline float* count_slot(const BatchNormSaved& saved, std::size_t C) {
   return saved.sums + 2 * C;
 }
@@ -107,8 +111,11 @@ void cpu_backward_sums(const BatchNormShape& s, const T* x, std::size_t batch,
 }
 
 // The statistics on a GPU, in the steps of kernels/batch_norm.h: training
-// mode's (the partial sums summed over the ranks between the steps with
-// `sync`) or evaluation mode's (the running ones).
+// mode's or evaluation mode's (the running ones). Training reads x once: this
+// rank's mean (saved.mean), M2 (in saved.invstd until the last step) and
+// count (the count slot). With `sync`, all-reduce 1 sums count * mean and the
+// count over the ranks (saved.sums[0, C]), each rank turns them into the
+// global mean and its term of the global M2, and all-reduce 2 sums those.
 inline void gpu_statistics(const ComputeContext& ctx, BufferView x, std::size_t batch,
                            std::size_t C, std::size_t HW, bool training, bool update_running,
                            float eps, float momentum, float* running_mean, float* running_var,
@@ -118,13 +125,19 @@ inline void gpu_statistics(const ComputeContext& ctx, BufferView x, std::size_t 
     gpu_batch_norm_eval_stats(st, running_mean, running_var, C, eps, saved.mean, saved.invstd);
     return;
   }
-  gpu_batch_norm_sums(handles_of(ctx), x, batch, C, HW, saved.sums);
-  if (sync != nullptr) sync->sum(saved.sums, C + 1);
-  gpu_batch_norm_mean(st, saved.sums, C, saved.mean, count_slot(saved, C));
-  gpu_batch_norm_sqdev(handles_of(ctx), x, batch, C, HW, saved.mean, saved.sums);
-  if (sync != nullptr) sync->sum(saved.sums, C);
-  gpu_batch_norm_finalize(st, saved.sums, count_slot(saved, C), C, eps, momentum, update_running,
-                          saved.mean, saved.invstd, running_mean, running_var);
+  float* count = count_slot(saved, C);
+  float* m2 = saved.invstd;
+  gpu_batch_norm_welford(handles_of(ctx), x, batch, C, HW, saved.mean, m2, count,
+                         sync != nullptr ? saved.sums : nullptr);
+  if (sync != nullptr) {
+    sync->sum(saved.sums, C + 1);
+    gpu_batch_norm_welford_ranks(st, saved.sums, C, static_cast<float>(batch * HW), saved.mean, m2,
+                                 count);
+    sync->sum(saved.sums, C);
+    m2 = saved.sums;
+  }
+  gpu_batch_norm_finalize(st, m2, count, C, eps, momentum, update_running, saved.mean, saved.invstd,
+                          running_mean, running_var);
 }
 
 }  // namespace ringtrain::detail

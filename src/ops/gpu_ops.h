@@ -160,15 +160,13 @@ void gpu_causal_softmax_backward(void* stream, const float* p, const float* dp, 
 void gpu_zero(void* stream, void* dst, std::size_t bytes);
 
 // BatchNorm over [n, c, hw] (NCHW; features and NHWC: hw = 1), in the steps of
-// kernels/batch_norm.h; the reductions use h.scratch for their partial sums.
+// kernels/batch_norm.h; the reductions use h.scratch for their partials.
 // x, y, dy: views of the storage dtype; dx of it or f32.
-void gpu_batch_norm_sums(const GpuHandles& h, BufferView x, std::size_t n, std::size_t c,
-                         std::size_t hw, float* sums);
-void gpu_batch_norm_mean(void* stream, const float* sums, std::size_t c, float* mean,
-                         float* count_keep);
-void gpu_batch_norm_sqdev(const GpuHandles& h, BufferView x, std::size_t n, std::size_t c,
-                          std::size_t hw, const float* mean, float* out);
-void gpu_batch_norm_finalize(void* stream, const float* sqdev, const float* count, std::size_t c,
+void gpu_batch_norm_welford(const GpuHandles& h, BufferView x, std::size_t n, std::size_t c,
+                            std::size_t hw, float* mean, float* m2, float* count_keep, float* sums);
+void gpu_batch_norm_welford_ranks(void* stream, float* sums, std::size_t c, float local_count,
+                                  float* mean, const float* m2, float* count_keep);
+void gpu_batch_norm_finalize(void* stream, const float* m2, const float* count, std::size_t c,
                              float eps, float momentum, bool update_running, const float* mean,
                              float* invstd, float* running_mean, float* running_var);
 void gpu_batch_norm_eval_stats(void* stream, const float* running_mean, const float* running_var,

@@ -149,15 +149,11 @@ void gpu_pool2d_backward(void*, const kernels::PoolShape&, std::size_t, bool, bo
   no_cuda("pool2d");
 }
 
-void gpu_batch_norm_sums(const GpuHandles&, BufferView, std::size_t, std::size_t, std::size_t,
-                         float*) {
+void gpu_batch_norm_welford(const GpuHandles&, BufferView, std::size_t, std::size_t, std::size_t,
+                            float*, float*, float*, float*) {
   no_cuda("batch_norm");
 }
-void gpu_batch_norm_mean(void*, const float*, std::size_t, float*, float*) {
-  no_cuda("batch_norm");
-}
-void gpu_batch_norm_sqdev(const GpuHandles&, BufferView, std::size_t, std::size_t, std::size_t,
-                          const float*, float*) {
+void gpu_batch_norm_welford_ranks(void*, float*, std::size_t, float, float*, const float*, float*) {
   no_cuda("batch_norm");
 }
 void gpu_batch_norm_finalize(void*, const float*, const float*, std::size_t, float, float, bool,

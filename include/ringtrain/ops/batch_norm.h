@@ -5,8 +5,9 @@
 // in a fixed order on both devices, so results repeat bit for bit.
 //
 // The batch may span ranks (--sync-bn): a BatchStatReducer sums the per-channel
-// partial sums over the ranks in the middle of forward (sums, then squared
-// deviations from the global mean) and of backward, so every rank normalises
+// partial sums over the ranks in the middle of forward (CPU: sums, then squared
+// deviations from the global mean; GPU: count * mean and the count, then each
+// rank's M2 about the global mean) and of backward, so every rank normalises
 // with the same global statistics.
 #pragma once
 

@@ -11,24 +11,20 @@
 
 namespace ringtrain::detail {
 
-void gpu_batch_norm_sums(const GpuHandles& h, BufferView x, std::size_t n, std::size_t c,
-                         std::size_t hw, float* sums) {
-  kernels::batch_norm_sums_cuda(x.ptr, x.dtype, n, c, hw, sums, h.scratch, kGpuScratchFloats,
-                                h.stream);
+void gpu_batch_norm_welford(const GpuHandles& h, BufferView x, std::size_t n, std::size_t c,
+                            std::size_t hw, float* mean, float* m2, float* count_keep,
+                            float* sums) {
+  kernels::batch_norm_welford_cuda(x.ptr, x.dtype, n, c, hw, mean, m2, count_keep, sums, h.scratch,
+                                   kGpuScratchFloats, h.stream);
 }
-void gpu_batch_norm_mean(void* stream, const float* sums, std::size_t c, float* mean,
-                         float* count_keep) {
-  kernels::batch_norm_mean_cuda(sums, c, mean, count_keep, stream);
+void gpu_batch_norm_welford_ranks(void* stream, float* sums, std::size_t c, float local_count,
+                                  float* mean, const float* m2, float* count_keep) {
+  kernels::batch_norm_welford_ranks_cuda(sums, c, local_count, mean, m2, count_keep, stream);
 }
-void gpu_batch_norm_sqdev(const GpuHandles& h, BufferView x, std::size_t n, std::size_t c,
-                          std::size_t hw, const float* mean, float* out) {
-  kernels::batch_norm_sqdev_cuda(x.ptr, x.dtype, n, c, hw, mean, out, h.scratch, kGpuScratchFloats,
-                                 h.stream);
-}
-void gpu_batch_norm_finalize(void* stream, const float* sqdev, const float* count, std::size_t c,
+void gpu_batch_norm_finalize(void* stream, const float* m2, const float* count, std::size_t c,
                              float eps, float momentum, bool update_running, const float* mean,
                              float* invstd, float* running_mean, float* running_var) {
-  kernels::batch_norm_finalize_cuda(sqdev, count, c, eps, momentum, update_running, mean, invstd,
+  kernels::batch_norm_finalize_cuda(m2, count, c, eps, momentum, update_running, mean, invstd,
                                     running_mean, running_var, stream);
 }
 void gpu_batch_norm_eval_stats(void* stream, const float* running_mean, const float* running_var,

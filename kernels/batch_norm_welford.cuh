@@ -1,0 +1,132 @@
+// BatchNorm's training statistics in one pass over x (kernels/batch_norm.cu),
+// and the arithmetic the CPU twin of that pass (src/ops/batch_norm_one_pass.h)
+// runs with the same functions, so CPU tests check the GPU's numbers.
+//
+// Each thread keeps Welford partials (count, mean, M2) of the elements it
+// reads, in fp32, of x minus a per-channel shift (the channel's first element,
+// which every block can read: with data far from zero, mean 1000 and std
+// 0.01, an unshifted fp32 running mean stops moving once d / n falls below
+// half its ulp, and M2 then measures the distance to a stale mean). The
+// partials are merged with Chan's formula in a fixed order: a block's threads
+// in a fixed tree or sequence, then the blocks' (row slices') partials in slice
+// order. No float atomics and no order that depends on scheduling: the result
+// is a function of the shape alone, bit for bit, run to run.
+//
+// The split of the work is the bias gradient's (kernels/bias.cuh,
+// bias_grad_split), with three floats per partial in the scratch:
+//  - inner == 1 (NHWC, features): block (tile of kBiasTileChannels channels,
+//    slice); thread (x, y) reads rows begin + y, begin + y + kBiasTileRows, ...
+//    of channel tile * kBiasTileChannels + x; then row 0 of threads merges the
+//    kBiasTileRows partials in order y = 1, 2, ...
+//  - inner > 1 (NCHW): block (channel, slice) of kBiasPlaneThreads threads;
+//    thread t reads the slice's elements t, t + kBiasPlaneThreads, ... in
+//    memory order; then a tree: for s = kBiasPlaneThreads / 2, ..., 1,
+//    partial[t] = merge(partial[t], partial[t + s]) for t < s.
+//  - slices: merge(merge(merge(empty, slice 0), slice 1), ...).
+//
+// Every product, quotient and sum is rounded on its own (__fmul_rn and the
+// like on the device): nvcc would otherwise fuse a product into the add after
+// it (FMA) and the CPU, built without FMA, would not.
+#pragma once
+
+#include <cstddef>
+
+#include "kernels/bias.cuh"
+#include "kernels/host_device.cuh"
+
+namespace ringtrain::kernels {
+
+// Partials of one thread, block or slice. count is exact up to 2^24 elements.
+// No default member initialisers: the kernels keep these in shared memory.
+struct Welford {
+  float count;
+  float mean;  // of the shifted values
+  float m2;    // sum of squared deviations from `mean`
+};
+
+// Floats per partial in the scratch: count, mean, m2.
+constexpr std::size_t kWelfordFloats = 3;
+
+RT_HD float welford_add_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+RT_HD float welford_sub_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fsub_rn(a, b);
+#else
+  return a - b;
+#endif
+}
+RT_HD float welford_mul_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+RT_HD float welford_div_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fdiv_rn(a, b);
+#else
+  return a / b;
+#endif
+}
+
+// One element x (fp32, from any storage type), shifted by the channel's shift.
+RT_HD void welford_update(Welford& w, float x, float shift) {
+  const float v = welford_sub_rn(x, shift);
+  w.count = welford_add_rn(w.count, 1.0f);
+  const float d = welford_sub_rn(v, w.mean);
+  w.mean = welford_add_rn(w.mean, welford_div_rn(d, w.count));
+  w.m2 = welford_add_rn(w.m2, welford_mul_rn(d, welford_sub_rn(v, w.mean)));
+}
+
+// Chan et al.'s merge of two partials of the same channel (same shift). An
+// empty side returns the other exactly, so merging empty partials (threads
+// with no element) changes nothing.
+RT_HD Welford welford_merge(const Welford& a, const Welford& b) {
+  if (b.count == 0.0f) return a;
+  if (a.count == 0.0f) return b;
+  const float n = welford_add_rn(a.count, b.count);
+  const float d = welford_sub_rn(b.mean, a.mean);
+  const float mean = welford_add_rn(a.mean, welford_mul_rn(d, welford_div_rn(b.count, n)));
+  const float m2 = welford_add_rn(
+      welford_add_rn(a.m2, b.m2),
+      welford_mul_rn(welford_mul_rn(d, d), welford_div_rn(welford_mul_rn(a.count, b.count), n)));
+  return {n, mean, m2};
+}
+
+// The channel's mean from its merged partials: the shift added back.
+RT_HD float welford_mean(const Welford& w, float shift) {
+  return welford_add_rn(shift, w.mean);
+}
+
+// --sync-bn, with sum all-reduces only. All-reduce 1 sums, per channel,
+// welford_weighted_mean(n_r, mean_r) and n_r over the ranks r; then the global
+// mean is welford_global_mean(that sum, n); each rank's welford_rank_m2 is
+// its M2 plus its count times its mean's squared distance to the global mean,
+// and all-reduce 2 sums those into the global M2 (Chan's formula, as sums).
+RT_HD float welford_weighted_mean(float count, float mean) {
+  return welford_mul_rn(count, mean);
+}
+RT_HD float welford_global_mean(float weighted_sum, float count) {
+  return welford_div_rn(weighted_sum, count);
+}
+RT_HD float welford_rank_m2(float m2, float count, float rank_mean, float global_mean) {
+  const float d = welford_sub_rn(rank_mean, global_mean);
+  return welford_add_rn(m2, welford_mul_rn(count, welford_mul_rn(d, d)));
+}
+
+// How the one pass splits [outer, channels, inner] (see above); the scratch
+// holds slices * kWelfordFloats * channels floats: partial k of (slice,
+// channel c) at [(slice * kWelfordFloats + k) * channels + c].
+inline BiasGradSplit welford_split(std::size_t outer, std::size_t channels, std::size_t inner,
+                                   std::size_t scratch_floats) {
+  return bias_grad_split(outer, channels, inner, scratch_floats / kWelfordFloats);
+}
+
+}  // namespace ringtrain::kernels
