@@ -48,6 +48,13 @@ class TensorCoreAttention {
   // caller whose products read them in place (the layer's stored path).
   BufferView o16(std::size_t batch) const;
   BufferView d_qkv16(std::size_t batch) const;
+  // The stored path's forms, with no cast: the caller's GEMMs write the
+  // 16-bit qkv (qkv16, bias added) before forward_stored and the 16-bit dO
+  // (d_o16) before backward_stored; O and dQKV stay 16-bit (o16, d_qkv16).
+  BufferView qkv16(std::size_t batch) const;
+  BufferView d_o16(std::size_t batch) const;
+  void forward_stored(std::size_t batch, float* stats);
+  void backward_stored(std::size_t batch, const float* stats);
   // The engines cuDNN built (for bench step --layers).
   std::string describe() const;
 
