@@ -53,10 +53,11 @@ bool attention_fused_by_default(bool on_gpu, std::size_t score_bytes);
 //
 // With cuDNN's attention (a GPU under bf16/fp16, no attention dropout) it also
 // stores its activations: x, y and their gradients are the model's 16-bit
-// buffers, its four weight products read its own 16-bit copies of W_qkv and
-// W_o (narrowed once per forward) and the 16-bit O and dQKV in place, and only
-// qkv, dO and the products' outputs pass through fp32 (bias added, rounded
-// once). Elsewhere the model's adapter runs it in fp32.
+// buffers, its products read its own 16-bit copies of W_qkv and W_o
+// (narrowed once per forward) and the 16-bit O and dQKV in place, and write
+// qkv, y, dO and dx in 16 bits through cuBLASLt (the biases added in the
+// epilogues, each output rounded once; the bias gradients from the
+// weight-gradient epilogues). Elsewhere the model's adapter runs it in fp32.
 class CausalSelfAttentionLayer final : public Layer,
                                        public DescribesKernels,
                                        public StoresActivations,

@@ -4,7 +4,9 @@
 // one 16-bit copy of the fused qkv buffer (no per-head copies), O comes back
 // 16-bit and is widened into the layer's fp32 O; backward narrows dO and
 // widens dQKV. The casts move [T, 4C] values a sample where the attention
-// itself reads the whole T x T square on the unfused path.
+// itself reads the whole T x T square on the unfused path; the layer's stored
+// path has none: its GEMMs write the 16-bit qkv and dO here and read the
+// 16-bit O and dQKV in place.
 //
 // No attention dropout (the layer keeps its own paths where it is on), no CPU
 // form: ringtrain's fused kernel (ops/fused_attention.h) stays the fallback and
