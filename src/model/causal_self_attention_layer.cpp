@@ -109,11 +109,13 @@ CausalSelfAttentionLayer::CausalSelfAttentionLayer(std::string name, const Shape
   sdpa_ = make_sdpa(choice, ctx, this->name(), t_, c_, heads_, max_batch, dropout);
   fused_ = sdpa_ == nullptr &&
            use_fused(choice, ctx, sizeof(float) * heads * max_batch * input[0] * input[0]);
-  const std::size_t rows = t_, tt = t_ * t_;
-  qkv_ = LayerWorkspace(ctx, rows * 3 * c_, max_batch);
-  d_qkv_ = LayerWorkspace(ctx, rows * 3 * c_, max_batch);
-  o_ = LayerWorkspace(ctx, rows * c_, max_batch);
-  d_o_ = LayerWorkspace(ctx, rows * c_, max_batch);
+  const std::size_t tt = t_ * t_;
+  max_batch_ = max_batch;
+  // With cuDNN's attention the model runs the stored path, whose qkv, O, dO
+  // and dQKV are TensorCoreAttention's 16-bit buffers only: the fp32 copies
+  // that the fp32 interface needs are made on its first call (the layer
+  // tests'), not for every model (gpt2 at 16 x 1024 tokens: 400 MB a layer).
+  if (!sdpa_) make_fp32_workspaces();
   if (sdpa_) {  // cuDNN's row statistics; no T x T matrix
     lse_ = LayerWorkspace(ctx, heads_ * t_, max_batch);
     w_qkv16_ = Tensor::empty({3 * c_ * c_}, ctx.precision(), ctx.device());
@@ -126,6 +128,15 @@ CausalSelfAttentionLayer::CausalSelfAttentionLayer(std::string name, const Shape
     d_p_ = LayerWorkspace(ctx, tt, max_batch);
     p_drop_ = LayerWorkspace(ctx, dropout > 0.0f ? tt : 0, max_batch);
   }
+}
+
+void CausalSelfAttentionLayer::make_fp32_workspaces() {
+  if (fp32_workspaces_) return;
+  qkv_ = LayerWorkspace(ctx_, t_ * 3 * c_, max_batch_);
+  d_qkv_ = LayerWorkspace(ctx_, t_ * 3 * c_, max_batch_);
+  o_ = LayerWorkspace(ctx_, t_ * c_, max_batch_);
+  d_o_ = LayerWorkspace(ctx_, t_ * c_, max_batch_);
+  fp32_workspaces_ = true;
 }
 
 std::vector<ParamDesc> CausalSelfAttentionLayer::param_descs() const {
@@ -155,6 +166,7 @@ std::uint64_t CausalSelfAttentionLayer::node_key() const {
 
 void CausalSelfAttentionLayer::forward(const float* x, float* y, std::size_t batch, bool training) {
   const std::size_t rows = batch * t_, c3 = 3 * c_;
+  make_fp32_workspaces();
   float* qkv = qkv_.get(batch, name());
   float* o = o_.get(batch, name());
   dropped_ = training && dropout_ > 0.0f;
@@ -206,6 +218,7 @@ void CausalSelfAttentionLayer::backward(const float* x, const float*, const floa
                                         std::size_t batch, bool accumulate) {
   const std::size_t rows = batch * t_, c3 = 3 * c_;
   const float beta = accumulate ? 1.0f : 0.0f;
+  make_fp32_workspaces();
   const float* qkv = qkv_.get(batch, name());
   const float* o = o_.get(batch, name());
   float* d_qkv = d_qkv_.get(batch, name());

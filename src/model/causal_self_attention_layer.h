@@ -85,6 +85,8 @@ class CausalSelfAttentionLayer final : public Layer,
 
  private:
   std::uint64_t node_key() const;
+  // qkv_, d_qkv_, o_ and d_o_ for the fp32 interface (once).
+  void make_fp32_workspaces();
   DType on_grid_products() const;
   void forward_unfused(float* qkv, float* o, std::size_t batch);
   void backward_unfused(const float* qkv, const float* d_o, float* d_qkv, std::size_t batch);
@@ -101,6 +103,8 @@ class CausalSelfAttentionLayer final : public Layer,
   // worth of dropped P and of dP (reused head after head). Fused: each row's
   // log-sum-exp and the backward's D = rowsum(dO o O), per head.
   LayerWorkspace qkv_, o_, d_o_, d_qkv_, p_, p_drop_, d_p_, lse_, delta_;
+  std::size_t max_batch_ = 0;
+  bool fp32_workspaces_ = false;  // qkv_, o_, d_o_, d_qkv_ made
   float *w_qkv_ = nullptr, *b_qkv_ = nullptr, *w_o_ = nullptr, *b_o_ = nullptr;
   float *dw_qkv_ = nullptr, *db_qkv_ = nullptr, *dw_o_ = nullptr, *db_o_ = nullptr;
 };
