@@ -63,10 +63,16 @@ void LinearLayer::backward(const float* x, const float*, const float* dy, float*
 std::string LinearLayer::describe_kernels() const {
   if (!stores_activations()) return {};
   const std::string_view p = dtype_name(ctx_.precision());
-  return fmt::format(
+  std::string s = fmt::format(
       "cublasLt bias epilogue: {0} y = x Wᵀ + b; dW with the bias-gradient epilogue (BGRADB); "
       "dx in {0} (fp32 where summed)",
       p);
+  if (const std::size_t apart = gemm_stored_bias_apart(ctx_); apart > 0)
+    s += fmt::format(
+        "; cuBLASLt refused the fp32 bias epilogue with a {} output for {} shape(s) of this "
+        "context: fp32 product, bias added apart",
+        p, apart);
+  return s;
 }
 
 void LinearLayer::forward_stored(const std::vector<BufferView>& xs, BufferView y,

@@ -85,6 +85,10 @@ void gemm_stored_epilogue(const ComputeContext& ctx, bool trans_a, bool trans_b,
                       ldd, bias, db, accumulate_db);
 }
 
+std::size_t gemm_stored_bias_apart(const ComputeContext& ctx) {
+  return ctx.is_cuda() ? detail::gpu_lt_gemm_bias_apart(detail::handles_of(ctx)) : 0;
+}
+
 namespace {
 void require_stored_context(const ComputeContext& ctx) {
   RT_CHECK(ctx.is_cuda() && ctx.precision() != DType::f32,

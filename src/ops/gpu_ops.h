@@ -89,6 +89,11 @@ void gpu_lt_gemm(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m,
                  std::size_t k, BufferView a, std::size_t lda, BufferView b, std::size_t ldb,
                  float beta, BufferView d, std::size_t ldd, const float* bias = nullptr,
                  float* a_sums = nullptr, bool accumulate_sums = false);
+// How many shapes of the context's stored products had cuBLASLt refuse the
+// fp32 bias with a 16-bit output, so that the GEMM wrote fp32 into a staging
+// buffer and gpu_bias_add added the bias and rounded (the same numbers, the
+// old round trip); 0 where the epilogue ran for all.
+std::size_t gpu_lt_gemm_bias_apart(const GpuHandles& h);
 // An empty cache for GpuHandles::lt (cublaslt_gemm.cpp).
 std::shared_ptr<LtGemmCache> make_lt_gemm_cache();
 

@@ -46,6 +46,9 @@ void gpu_lt_gemm(const GpuHandles&, bool, bool, std::size_t, std::size_t, std::s
                  float*, bool) {
   no_cuda("a cuBLASLt GEMM");
 }
+std::size_t gpu_lt_gemm_bias_apart(const GpuHandles&) {
+  return 0;
+}
 std::shared_ptr<LtGemmCache> make_lt_gemm_cache() {
   no_cuda("a cuBLASLt GEMM");
 }

@@ -51,6 +51,12 @@ void gemm_stored_epilogue(const ComputeContext& ctx, bool trans_a, bool trans_b,
                           const float* bias = nullptr, float* db = nullptr,
                           bool accumulate_db = false);
 
+// How many product shapes of the context had cuBLASLt refuse the fp32 bias
+// epilogue with a 16-bit output (the bias then added by ringtrain's kernel
+// after an fp32 product: the same numbers, one more pass), for the kernels
+// column; 0 on the CPU.
+std::size_t gemm_stored_bias_apart(const ComputeContext& ctx);
+
 // A linear layer's products on the model's 16-bit activations, on a GPU
 // under bf16/fp16 (an Error elsewhere: the CPU runs the fp32 products of the
 // widened values through the model's adapter). x [rows, in] and y [rows, out]

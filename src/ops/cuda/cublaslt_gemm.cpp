@@ -68,6 +68,11 @@ struct LtPlan {
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
   cublasLtMatmulAlgo_t algo{};
+  // cuBLASLt refused the fp32 bias with a 16-bit D (its header allows D's
+  // type; newer tables list fp32 too): the GEMM writes fp32 into the cache's
+  // staging buffer and gpu_bias_add adds the bias and rounds once into D,
+  // the same numbers through the round trip this file otherwise saves.
+  bool bias_apart = false;
   LtPlan() = default;
   LtPlan(const LtPlan&) = delete;
   LtPlan& operator=(const LtPlan&) = delete;
@@ -91,11 +96,17 @@ struct LtGemmCache {
   cublasLtHandle_t handle = nullptr;
   void* workspace = nullptr;
   std::map<LtKey, std::unique_ptr<LtPlan>> plans;
+  // The bias_apart plans' fp32 output, grown to the largest (first use of a
+  // shape only), and how many shapes took that path.
+  float* staging = nullptr;
+  std::size_t staging_floats = 0;
+  std::size_t bias_apart_shapes = 0;
   LtGemmCache() = default;
   LtGemmCache(const LtGemmCache&) = delete;
   LtGemmCache& operator=(const LtGemmCache&) = delete;
   ~LtGemmCache() {
     plans.clear();
+    if (staging != nullptr) cuda_free(staging, 0);
     if (workspace != nullptr) cuda_free(workspace, 0);
     if (handle != nullptr) (void)cublasLtDestroy(handle);
   }
@@ -103,6 +114,10 @@ struct LtGemmCache {
 
 std::shared_ptr<LtGemmCache> make_lt_gemm_cache() {
   return std::make_shared<LtGemmCache>();
+}
+
+std::size_t gpu_lt_gemm_bias_apart(const GpuHandles& h) {
+  return h.lt != nullptr ? h.lt->bias_apart_shapes : 0;
 }
 
 namespace {
@@ -115,8 +130,11 @@ void set_desc(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr, co
 // Row-major D[m, n] = op(A) op(B) is column-major D^T[n, m] = op(B)^T op(A)^T
 // (as gpu_gemm): cuBLASLt's A is our B and its B is our A, each stored
 // matrix's row-major [r, c] read as column-major [c, r] with the same leading
-// dimension, and the transpose flags kept.
-std::unique_ptr<LtPlan> make_plan(LtGemmCache& cache, const LtKey& key, DType ab_type) {
+// dimension, and the transpose flags kept. Null where the heuristic has no
+// algorithm for it.
+std::unique_ptr<LtPlan> try_plan(LtGemmCache& cache, const LtKey& key, DType ab_type,
+                                 LtEpilogue epi, DType d_type, std::size_t ldd,
+                                 std::uint32_t align_d) {
   auto plan = std::make_unique<LtPlan>();
   RT_CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   const cublasOperation_t op_a = key.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;  // cuBLASLt's A: our B
@@ -127,16 +145,16 @@ std::unique_ptr<LtPlan> make_plan(LtGemmCache& cache, const LtKey& key, DType ab
   // The bias of a forward: D^T has n rows (our n output features), and
   // EPILOGUE_BIAS adds a vector of D's row count to every column, i.e. b[j]
   // to every row of our row-major D.
-  if (key.epilogue == LtEpilogue::bias) epilogue = CUBLASLT_EPILOGUE_BIAS;
+  if (epi == LtEpilogue::bias) epilogue = CUBLASLT_EPILOGUE_BIAS;
   // The bias gradient of dW = dyᵀ x (our trans_a product, m = out): db[i] is
   // the sum over k of op(A)[i, k], our A being dy. After the swap, our A is
   // cuBLASLt's B, and BGRADB reduces op(B) over k into a vector of D^T's
   // column count, which is our m: the sums we want. (BGRADA would reduce
   // cuBLASLt's A, our x.) This is the NT layout cuBLASLt's bias-gradient
   // epilogues are made for: cuBLASLt's A (x) not transposed, B (dy) transposed.
-  if (key.epilogue == LtEpilogue::bias_grad) epilogue = CUBLASLT_EPILOGUE_BGRADB;
+  if (epi == LtEpilogue::bias_grad) epilogue = CUBLASLT_EPILOGUE_BGRADB;
   set_desc(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue));
-  if (key.epilogue != LtEpilogue::none) {
+  if (epi != LtEpilogue::none) {
     // An fp32 bias (the layer's own parameter, or its fp32 gradient): fp32 sum
     // plus fp32 bias, rounded once into the 16-bit D, as the unfused path.
     const std::int32_t bias_type = CUDA_R_32F;
@@ -151,7 +169,7 @@ std::unique_ptr<LtPlan> make_plan(LtGemmCache& cache, const LtKey& key, DType ab
   layout(&plan->a, ab_type, key.trans_b ? key.k : key.n, key.trans_b ? key.n : key.k, key.ldb);
   // cuBLASLt's B (our A): op(B) is [k, m].
   layout(&plan->b, ab_type, key.trans_a ? key.m : key.k, key.trans_a ? key.k : key.m, key.lda);
-  layout(&plan->d, key.d_type, key.n, key.m, key.ldd);
+  layout(&plan->d, d_type, key.n, key.m, ldd);
 
   cublasLtMatmulPreference_t pref = nullptr;
   RT_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
@@ -162,7 +180,7 @@ std::unique_ptr<LtPlan> make_plan(LtGemmCache& cache, const LtKey& key, DType ab
     RT_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
         pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
     // Our A is cuBLASLt's B and vice versa; C is D.
-    const std::uint32_t aligns[4] = {key.align_b, key.align_a, key.align_d, key.align_d};
+    const std::uint32_t aligns[4] = {key.align_b, key.align_a, align_d, align_d};
     const cublasLtMatmulPreferenceAttributes_t attrs[4] = {
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
@@ -176,15 +194,33 @@ std::unique_ptr<LtPlan> make_plan(LtGemmCache& cache, const LtKey& key, DType ab
     throw;
   }
   (void)cublasLtMatmulPreferenceDestroy(pref);
+  if (found <= 0 || result.state != CUBLAS_STATUS_SUCCESS) return nullptr;
+  plan->algo = result.algo;
+  return plan;
+}
+
+std::unique_ptr<LtPlan> make_plan(LtGemmCache& cache, const LtKey& key, DType ab_type) {
+  auto plan = try_plan(cache, key, ab_type, key.epilogue, key.d_type, key.ldd, key.align_d);
+  // The fp32 bias refused with a 16-bit D: the product into the fp32 staging
+  // buffer (contiguous, freshly allocated: 256-byte aligned), the bias apart.
+  const bool apart = plan == nullptr && key.epilogue == LtEpilogue::bias &&
+                     key.d_type != DType::f32 && key.beta_zero && key.ldd == key.n;
+  if (apart) {
+    plan = try_plan(cache, key, ab_type, LtEpilogue::none, DType::f32, key.n, 256);
+    if (plan != nullptr) {
+      plan->bias_apart = true;
+      ++cache.bias_apart_shapes;
+    }
+  }
   RT_CHECK(
-      found > 0 && result.state == CUBLAS_STATUS_SUCCESS,
+      plan != nullptr,
       "cuBLASLt has no algorithm for the stored product {} x {} x {} (row-major, A{} lda {}, "
       "B{} ldb {}; {} operands, {} output, ldd {}, beta {}, epilogue {}; alignment A {}, B {}, "
-      "D {} bytes)",
+      "D {} bytes{})",
       key.m, key.n, key.k, key.trans_a ? "ᵀ" : "", key.lda, key.trans_b ? "ᵀ" : "", key.ldb,
       dtype_name(ab_type), dtype_name(key.d_type), key.ldd, key.beta_zero ? "0" : "1",
-      epilogue_name(key.epilogue), key.align_a, key.align_b, key.align_d);
-  plan->algo = result.algo;
+      epilogue_name(key.epilogue), key.align_a, key.align_b, key.align_d,
+      apart ? "; nor without the epilogue into fp32" : "");
   return plan;
 }
 
@@ -213,6 +249,42 @@ void gpu_lt_gemm(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m,
     cache.workspace = cuda_allocate_here(kLtWorkspaceBytes);
   }
 
+  const LtKey key{trans_a,
+                  trans_b,
+                  m,
+                  n,
+                  k,
+                  lda,
+                  ldb,
+                  ldd,
+                  d.dtype,
+                  beta == 0.0f,
+                  bias != nullptr     ? LtEpilogue::bias
+                  : a_sums != nullptr ? LtEpilogue::bias_grad
+                                      : LtEpilogue::none,
+                  alignment_of(a.ptr),
+                  alignment_of(b.ptr),
+                  alignment_of(d.ptr)};
+  auto it = cache.plans.find(key);
+  if (it == cache.plans.end()) it = cache.plans.emplace(key, make_plan(cache, key, p)).first;
+  LtPlan& plan = *it->second;
+  if (plan.bias_apart) {
+    const std::size_t need = m * n;
+    if (cache.staging_floats < need) {
+      if (cache.staging != nullptr) cuda_free(cache.staging, 0);
+      cache.staging = nullptr;
+      cache.staging_floats = 0;
+      cache.staging = static_cast<float*>(cuda_allocate_here(need * sizeof(float)));
+      cache.staging_floats = need;
+    }
+    const float alpha = 1.0f, zero = 0.0f;
+    RT_CUBLAS_CHECK(cublasLtMatmul(cache.handle, plan.desc, &alpha, b.ptr, plan.a, a.ptr, plan.b,
+                                   &zero, cache.staging, plan.d, cache.staging, plan.d, &plan.algo,
+                                   cache.workspace, kLtWorkspaceBytes, stream));
+    gpu_bias_add(h.stream, d, BufferView{cache.staging, need, DType::f32, d.device}, bias, m, n, 1);
+    return;
+  }
+
   // The bias vectors live in the flat parameter and gradient buffers, at any
   // float offset; cuBLASLt's epilogues want them 16-byte aligned. A
   // misaligned bias is copied to the context's reduction scratch (n floats);
@@ -239,25 +311,6 @@ void gpu_lt_gemm(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m,
              m, kGpuScratchFloats);
   float* sums_out = staged_sums ? h.scratch : a_sums;
 
-  const LtKey key{trans_a,
-                  trans_b,
-                  m,
-                  n,
-                  k,
-                  lda,
-                  ldb,
-                  ldd,
-                  d.dtype,
-                  beta == 0.0f,
-                  bias != nullptr     ? LtEpilogue::bias
-                  : a_sums != nullptr ? LtEpilogue::bias_grad
-                                      : LtEpilogue::none,
-                  alignment_of(a.ptr),
-                  alignment_of(b.ptr),
-                  alignment_of(d.ptr)};
-  auto it = cache.plans.find(key);
-  if (it == cache.plans.end()) it = cache.plans.emplace(key, make_plan(cache, key, p)).first;
-  LtPlan& plan = *it->second;
   if (key.epilogue != LtEpilogue::none) {
     const void* vec = key.epilogue == LtEpilogue::bias ? static_cast<const void*>(bias_in)
                                                        : static_cast<const void*>(sums_out);
