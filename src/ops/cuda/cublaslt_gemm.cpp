@@ -68,10 +68,11 @@ struct LtPlan {
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
   cublasLtMatmulAlgo_t algo{};
-  // cuBLASLt refused the fp32 bias with a 16-bit D (its header allows D's
-  // type; newer tables list fp32 too): the GEMM writes fp32 into the cache's
-  // staging buffer and gpu_bias_add adds the bias and rounds once into D,
-  // the same numbers through the round trip this file otherwise saves.
+  // cuBLASLt refused the fp32 bias with a 16-bit D (its header documents a
+  // bias of D's type, with exceptions that do not name this case; no GPU has
+  // answered yet): the GEMM writes fp32 into the cache's staging buffer and
+  // gpu_bias_add adds the bias and rounds once into D, the same numbers
+  // through the round trip this file otherwise saves.
   bool bias_apart = false;
   LtPlan() = default;
   LtPlan(const LtPlan&) = delete;
