@@ -3,16 +3,18 @@
 // (the CPU's in double, then rounded to fp32), the fp32 bias added, and the
 // 16-bit output rounded once. The GPU's fp32 sum differs from the CPU's only
 // by summation order, so a 16-bit output may differ by one step of the grid
-// where that order moves it across a rounding boundary (rare: at least 95%
-// of the words must be the CPU's exactly; a double rounding, e.g. a bias
-// added after a rounded product, would miss that by far), and an fp32 output
-// (dW, an fp32 dx) within fp32 accumulation error. The bias-gradient epilogue
-// is checked with and without accumulation (the epilogue overwrites; the op
-// adds through a scratch), and with vectors away from 16-byte alignment
-// (staged). Exits 77 (ctest: skipped) without CUDA or a device.
+// where that order moves it across a rounding boundary. That is rare: at
+// least 95% of the words (all but one, for the smallest shapes) must be the
+// CPU's exactly, which a double rounding (a bias added after a rounded
+// product) would miss by far. An fp32 output (dW, an fp32 dx) is checked
+// within fp32 accumulation error. The bias-gradient epilogue is checked with
+// and without accumulation (the epilogue overwrites; the op adds through a
+// scratch), and with vectors away from 16-byte alignment (staged). Exits 77
+// (ctest: skipped) without CUDA or a device.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -132,7 +134,8 @@ void require_rounded_once(const std::vector<float>& gpu, const Reference& r, DTy
   INFO(what << " (" << dtype_name(p) << "): " << exact << " of " << gpu.size() << " exact, " << far
             << " beyond one grid step");
   CHECK(far == 0);
-  CHECK(exact * 100 >= gpu.size() * 95);
+  // 5% of the words may differ (one at least, for the smallest shapes).
+  CHECK(exact + std::max<std::size_t>(1, gpu.size() / 20) >= gpu.size());
 }
 
 void require_fp32(const std::vector<float>& gpu, const std::vector<float>& want,
