@@ -285,7 +285,7 @@ void CausalSelfAttentionLayer::backward_unfused(const float* qkv, const float* d
   }
 }
 
-// The stored path (cuDNN's attention only): the four products on tensor
+// The stored path (cuDNN's attention only): the six products on tensor
 // cores from 16-bit operands in place, through cuBLASLt (gemm.h:
 // gemm_stored_epilogue), each writing its 16-bit output itself, rounded once: qkv
 // with its bias added in the GEMM's epilogue, straight into the 16-bit
