@@ -78,7 +78,10 @@ DType CausalSelfAttentionLayer::on_grid_products() const {
 }
 
 std::string CausalSelfAttentionLayer::describe_kernels() const {
-  if (sdpa_) return sdpa_->describe();
+  if (sdpa_)
+    return sdpa_->describe() +
+           "; projections: cublasLt, qkv and y with the bias epilogue, dWs with the "
+           "bias-gradient epilogue (BGRADB), dO and dx written in 16 bits";
   return fused_ ? "ringtrain fused attention (no tensor cores)"
                 : "unfused: GEMMs around a causal row softmax";
 }
@@ -106,11 +109,13 @@ CausalSelfAttentionLayer::CausalSelfAttentionLayer(std::string name, const Shape
   sdpa_ = make_sdpa(choice, ctx, this->name(), t_, c_, heads_, max_batch, dropout);
   fused_ = sdpa_ == nullptr &&
            use_fused(choice, ctx, sizeof(float) * heads * max_batch * input[0] * input[0]);
-  const std::size_t rows = t_, tt = t_ * t_;
-  qkv_ = LayerWorkspace(ctx, rows * 3 * c_, max_batch);
-  d_qkv_ = LayerWorkspace(ctx, rows * 3 * c_, max_batch);
-  o_ = LayerWorkspace(ctx, rows * c_, max_batch);
-  d_o_ = LayerWorkspace(ctx, rows * c_, max_batch);
+  const std::size_t tt = t_ * t_;
+  max_batch_ = max_batch;
+  // With cuDNN's attention the model runs the stored path, whose qkv, O, dO
+  // and dQKV are TensorCoreAttention's 16-bit buffers only: the fp32 copies
+  // that the fp32 interface needs are made on its first call (the layer
+  // tests'), not for every model (gpt2 at 16 x 1024 tokens: 400 MB a layer).
+  if (!sdpa_) make_fp32_workspaces();
   if (sdpa_) {  // cuDNN's row statistics; no T x T matrix
     lse_ = LayerWorkspace(ctx, heads_ * t_, max_batch);
     w_qkv16_ = Tensor::empty({3 * c_ * c_}, ctx.precision(), ctx.device());
@@ -123,6 +128,15 @@ CausalSelfAttentionLayer::CausalSelfAttentionLayer(std::string name, const Shape
     d_p_ = LayerWorkspace(ctx, tt, max_batch);
     p_drop_ = LayerWorkspace(ctx, dropout > 0.0f ? tt : 0, max_batch);
   }
+}
+
+void CausalSelfAttentionLayer::make_fp32_workspaces() {
+  if (fp32_workspaces_) return;
+  qkv_ = LayerWorkspace(ctx_, t_ * 3 * c_, max_batch_);
+  d_qkv_ = LayerWorkspace(ctx_, t_ * 3 * c_, max_batch_);
+  o_ = LayerWorkspace(ctx_, t_ * c_, max_batch_);
+  d_o_ = LayerWorkspace(ctx_, t_ * c_, max_batch_);
+  fp32_workspaces_ = true;
 }
 
 std::vector<ParamDesc> CausalSelfAttentionLayer::param_descs() const {
@@ -152,6 +166,7 @@ std::uint64_t CausalSelfAttentionLayer::node_key() const {
 
 void CausalSelfAttentionLayer::forward(const float* x, float* y, std::size_t batch, bool training) {
   const std::size_t rows = batch * t_, c3 = 3 * c_;
+  make_fp32_workspaces();
   float* qkv = qkv_.get(batch, name());
   float* o = o_.get(batch, name());
   dropped_ = training && dropout_ > 0.0f;
@@ -203,6 +218,7 @@ void CausalSelfAttentionLayer::backward(const float* x, const float*, const floa
                                         std::size_t batch, bool accumulate) {
   const std::size_t rows = batch * t_, c3 = 3 * c_;
   const float beta = accumulate ? 1.0f : 0.0f;
+  make_fp32_workspaces();
   const float* qkv = qkv_.get(batch, name());
   const float* o = o_.get(batch, name());
   float* d_qkv = d_qkv_.get(batch, name());
@@ -269,9 +285,13 @@ void CausalSelfAttentionLayer::backward_unfused(const float* qkv, const float* d
   }
 }
 
-// The stored path (cuDNN's attention only): the products on tensor cores
-// from 16-bit operands in place, their fp32 outputs in the layer's fp32
-// workspaces (qkv, O's and dO's), each rounded once where it is stored.
+// The stored path (cuDNN's attention only): the six products on tensor
+// cores from 16-bit operands in place, through cuBLASLt (gemm.h:
+// gemm_stored_epilogue), each writing its 16-bit output itself, rounded once: qkv
+// with its bias added in the GEMM's epilogue, straight into the 16-bit
+// buffer cuDNN's attention reads; y likewise with b_o; dO into the buffer
+// cuDNN's backward reads; dx in dx's dtype. The bias gradients come from the
+// weight-gradient GEMMs' epilogues. No fp32 copy of qkv, y, dO or dx.
 void CausalSelfAttentionLayer::forward_stored(const std::vector<BufferView>& xs, BufferView y,
                                               std::size_t batch, bool) {
   const std::size_t rows = batch * t_, c3 = 3 * c_;
@@ -280,15 +300,11 @@ void CausalSelfAttentionLayer::forward_stored(const std::vector<BufferView>& xs,
   dropped_ = false;  // sdpa_ exists only without attention dropout
   convert_storage(ctx_, w_qkv16_.buffer(), view_of(w_qkv_, c3 * c_, d));
   convert_storage(ctx_, w_o16_.buffer(), view_of(w_o_, c_ * c_, d));
-  float* qkv = qkv_.get(batch, name());
-  gemm_stored(ctx_, false, true, rows, c3, c_, 1.0f, x, c_, w_qkv16_.buffer(), c_, 0.0f, qkv, c3);
-  bias_add(ctx_, qkv, b_qkv_, rows, c3, 1);
-  sdpa_->forward(batch, qkv, nullptr, lse_.get(batch, name()));
-  float* y32 = o_.get(batch, name());  // O itself stays 16-bit (o16)
-  gemm_stored(ctx_, false, true, rows, c_, c_, 1.0f, sdpa_->o16(batch), c_, w_o16_.buffer(), c_,
-              0.0f, y32, c_);
-  bias_add(ctx_, y32, b_o_, rows, c_, 1);
-  convert_storage(ctx_, y, view_of(y32, rows * c_, d));
+  gemm_stored_epilogue(ctx_, false, true, rows, c3, c_, x, c_, w_qkv16_.buffer(), c_, 0.0f,
+                       sdpa_->qkv16(batch), c3, b_qkv_);
+  sdpa_->forward_stored(batch, lse_.get(batch, name()));
+  gemm_stored_epilogue(ctx_, false, true, rows, c_, c_, sdpa_->o16(batch), c_, w_o16_.buffer(), c_,
+                       0.0f, y, c_, b_o_);
 }
 
 void CausalSelfAttentionLayer::backward_stored(const std::vector<BufferView>& xs, BufferView,
@@ -299,23 +315,20 @@ void CausalSelfAttentionLayer::backward_stored(const std::vector<BufferView>& xs
   const BufferView& x = xs.at(0);
   const BufferView& dx = dxs.at(0);
   const Device d = ctx_.device();
-  // Output projection: dbo = sum dy, dWo = dyᵀ O, dO = dy Wo.
-  bias_grad(ctx_, dy, db_o_, rows, c_, 1, accumulate);
-  const BufferView o16 = sdpa_->o16(batch);
-  gemm_stored(ctx_, true, false, c_, c_, rows, 1.0f, dy, c_, o16, c_, beta, dw_o_, c_);
-  float* d_o = d_o_.get(batch, name());
-  gemm_stored(ctx_, false, false, rows, c_, c_, 1.0f, dy, c_, w_o16_.buffer(), c_, 0.0f, d_o, c_);
-  sdpa_->backward(batch, d_o, lse_.get(batch, name()), nullptr);
-  // QKV projection from the 16-bit dQKV: dbqkv, dWqkv = dQKVᵀ x, dx = dQKV Wqkv.
+  // Output projection: dWo = dyᵀ O with dbo = sum dy in its epilogue (c_ and
+  // 3c_ are far below the staging scratch that accumulation needs), dO = dy Wo.
+  gemm_stored_epilogue(ctx_, true, false, c_, c_, rows, dy, c_, sdpa_->o16(batch), c_, beta,
+                       view_of(dw_o_, c_ * c_, d), c_, nullptr, db_o_, accumulate);
+  gemm_stored_epilogue(ctx_, false, false, rows, c_, c_, dy, c_, w_o16_.buffer(), c_, 0.0f,
+                       sdpa_->d_o16(batch), c_);
+  sdpa_->backward_stored(batch, lse_.get(batch, name()));
+  // QKV projection from the 16-bit dQKV: dWqkv = dQKVᵀ x with dbqkv, dx = dQKV Wqkv.
   const BufferView d_qkv16 = sdpa_->d_qkv16(batch);
-  bias_grad(ctx_, d_qkv16, db_qkv_, rows, c3, 1, accumulate);
-  gemm_stored(ctx_, true, false, c3, c_, rows, 1.0f, d_qkv16, c3, x, c_, beta, dw_qkv_, c_);
+  gemm_stored_epilogue(ctx_, true, false, c3, c_, rows, d_qkv16, c3, x, c_, beta,
+                       view_of(dw_qkv_, c3 * c_, d), c_, nullptr, db_qkv_, accumulate);
   if (dx.ptr == nullptr) return;
-  const bool wide = dx.dtype == DType::f32;
-  float* dx32 = wide ? dx.as<float>() : qkv_.get(batch, name());  // qkv is spent
-  gemm_stored(ctx_, false, false, rows, c_, c3, 1.0f, d_qkv16, c3, w_qkv16_.buffer(), c_, 0.0f,
-              dx32, c_);
-  if (!wide) convert_storage(ctx_, dx, view_of(dx32, rows * c_, d));
+  gemm_stored_epilogue(ctx_, false, false, rows, c_, c3, d_qkv16, c3, w_qkv16_.buffer(), c_, 0.0f,
+                       dx, c_);
 }
 
 }  // namespace ringtrain

@@ -53,10 +53,11 @@ bool attention_fused_by_default(bool on_gpu, std::size_t score_bytes);
 //
 // With cuDNN's attention (a GPU under bf16/fp16, no attention dropout) it also
 // stores its activations: x, y and their gradients are the model's 16-bit
-// buffers, its four weight products read its own 16-bit copies of W_qkv and
-// W_o (narrowed once per forward) and the 16-bit O and dQKV in place, and only
-// qkv, dO and the products' outputs pass through fp32 (bias added, rounded
-// once). Elsewhere the model's adapter runs it in fp32.
+// buffers, its products read its own 16-bit copies of W_qkv and W_o
+// (narrowed once per forward) and the 16-bit O and dQKV in place, and write
+// qkv, y, dO and dx in 16 bits through cuBLASLt (the biases added in the
+// epilogues, each output rounded once; the bias gradients from the
+// weight-gradient epilogues). Elsewhere the model's adapter runs it in fp32.
 class CausalSelfAttentionLayer final : public Layer,
                                        public DescribesKernels,
                                        public StoresActivations,
@@ -85,6 +86,8 @@ class CausalSelfAttentionLayer final : public Layer,
 
  private:
   std::uint64_t node_key() const;
+  // qkv_, d_qkv_, o_ and d_o_ for the fp32 interface (once).
+  void make_fp32_workspaces();
   DType on_grid_products() const;
   void forward_unfused(float* qkv, float* o, std::size_t batch);
   void backward_unfused(const float* qkv, const float* d_o, float* d_qkv, std::size_t batch);
@@ -101,6 +104,8 @@ class CausalSelfAttentionLayer final : public Layer,
   // worth of dropped P and of dP (reused head after head). Fused: each row's
   // log-sum-exp and the backward's D = rowsum(dO o O), per head.
   LayerWorkspace qkv_, o_, d_o_, d_qkv_, p_, p_drop_, d_p_, lse_, delta_;
+  std::size_t max_batch_ = 0;
+  bool fp32_workspaces_ = false;  // qkv_, o_, d_o_, d_qkv_ made
   float *w_qkv_ = nullptr, *b_qkv_ = nullptr, *w_o_ = nullptr, *b_o_ = nullptr;
   float *dw_qkv_ = nullptr, *db_qkv_ = nullptr, *dw_o_ = nullptr, *db_o_ = nullptr;
 };

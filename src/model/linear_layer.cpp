@@ -3,6 +3,8 @@
 // applies it to each row.
 #include "model/linear_layer.h"
 
+#include <fmt/format.h>
+
 #include "ringtrain/core/check.h"
 #include "ringtrain/ops/bias.h"
 #include "ringtrain/ops/gemm.h"
@@ -56,6 +58,21 @@ void LinearLayer::backward(const float* x, const float*, const float* dy, float*
   if (dx != nullptr)
     gemm(ctx_, false, false, batch, in_, out_, 1.0f, dy, out_, w_, in_, 0.0f, dx, in_,
          ctx_.precision());
+}
+
+std::string LinearLayer::describe_kernels() const {
+  if (!stores_activations()) return {};
+  const std::string_view p = dtype_name(ctx_.precision());
+  std::string s = fmt::format(
+      "cublasLt bias epilogue: {0} y = x Wᵀ + b; dW with the bias-gradient epilogue (BGRADB); "
+      "dx in {0} (fp32 where summed)",
+      p);
+  if (const std::size_t apart = gemm_stored_bias_apart(ctx_); apart > 0)
+    s += fmt::format(
+        "; cuBLASLt refused the fp32 bias epilogue with a {} output for {} shape(s) of this "
+        "context: fp32 product, bias added apart",
+        p, apart);
+  return s;
 }
 
 void LinearLayer::forward_stored(const std::vector<BufferView>& xs, BufferView y,

@@ -6,7 +6,10 @@
 
 namespace ringtrain {
 
-class LinearLayer final : public Layer, public StoresActivations, public IgnoresOutputInBackward {
+class LinearLayer final : public Layer,
+                          public DescribesKernels,
+                          public StoresActivations,
+                          public IgnoresOutputInBackward {
  public:
   LinearLayer(std::string name, const Shape& input, std::size_t out, const ComputeContext& ctx);
   bool matmul_weights() const override { return true; }
@@ -15,11 +18,13 @@ class LinearLayer final : public Layer, public StoresActivations, public Ignores
   void forward(const float* x, float* y, std::size_t batch, bool training) override;
   void backward(const float* x, const float* y, const float* dy, float* dx, std::size_t batch,
                 bool accumulate) override;
-  // Stored on a GPU under bf16/fp16 (cuBLAS on the 16-bit buffers); the CPU's
+  // Stored on a GPU under bf16/fp16 (cuBLASLt on the 16-bit buffers); the CPU's
   // products run in fp32 through the model's adapter.
   bool stores_activations() const override {
     return ctx_.is_cuda() && ctx_.precision() != DType::f32;
   }
+  // The stored path's cuBLASLt products (bench step --layers); empty elsewhere.
+  std::string describe_kernels() const override;
   void forward_stored(const std::vector<BufferView>& xs, BufferView y, std::size_t batch,
                       bool training) override;
   void backward_stored(const std::vector<BufferView>& xs, BufferView y, BufferView dy,

@@ -895,11 +895,13 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
     if (widest_grad > 0) s.wide_grad = Tensor::empty({B * widest_grad}, DType::f32, dev);
     workspace +=
         (wide_inputs + (widest > 0 ? 1 : 0)) * widest * sizeof(float) + widest_grad * sizeof(float);
-    // A stored layer's weight gradient on a GPU (a convolution's) reads its
-    // x and dy widened to fp32, in the context's two buffers.
+    // A stored convolution's weight gradient on a GPU, where cuDNN's graph API
+    // has no engine for it, reads its x and dy widened to fp32, in the
+    // context's two buffers. (The linear and attention layers' stored
+    // products write their outputs through cuBLASLt and need none.)
     std::size_t widest_operand = 0;
     for (const PlanNode& node : s.nodes) {
-      if (node.adapted || !node.layer->matmul_weights()) continue;
+      if (node.adapted || node.kind != layer_kind_name(LayerKind::conv2d)) continue;
       widest_operand = std::max(
           {widest_operand, node.layer->input_shape().numel(), node.layer->output_shape().numel()});
     }

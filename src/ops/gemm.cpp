@@ -5,7 +5,6 @@
 #include "ops/gpu_ops.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/ops/bias.h"
-#include "ringtrain/ops/precision.h"
 #include "ringtrain/tensor/device_memory.h"
 
 namespace ringtrain {
@@ -57,37 +56,60 @@ void gemm_stored(const ComputeContext& ctx, bool trans_a, bool trans_b, std::siz
                           beta, c, ldc);
 }
 
+void gemm_stored_epilogue(const ComputeContext& ctx, bool trans_a, bool trans_b, std::size_t m,
+                          std::size_t n, std::size_t k, BufferView a, std::size_t lda, BufferView b,
+                          std::size_t ldb, float beta, BufferView d, std::size_t ldd,
+                          const float* bias, float* db, bool accumulate_db) {
+  RT_CHECK(ctx.is_cuda() && ctx.precision() != DType::f32,
+           "a 16-bit product with an epilogue runs on a GPU under bf16/fp16 only");
+  if (m == 0 || n == 0) return;
+  if (k == 0) {  // no rows (a rank with no samples): D = beta D, db = 0 or kept
+    RT_CHECK(bias == nullptr && ldd == n,
+             "a 16-bit product {} x {} with k = 0 and a bias or a padded output", m, n);
+    if (beta == 0.0f) device_zero(d.ptr, m * n * dtype_size(d.dtype), ctx.device());
+    if (db != nullptr && !accumulate_db) device_zero(db, m * sizeof(float), ctx.device());
+    return;
+  }
+  // The epilogue overwrites; an accumulated (or misaligned) bias gradient is
+  // staged through the context's reduction scratch and added, which holds
+  // kGpuScratchFloats. A wider one (never a real layer's: 2^18 features) is
+  // reduced by bias_grad, from op(A) = dy stored [k, m].
+  if (db != nullptr && m > detail::kGpuScratchFloats) {
+    RT_CHECK(trans_a && lda == m,
+             "a bias gradient of {} values reduced apart needs dy stored [k, m] (trans_a, lda = m)",
+             m);
+    bias_grad(ctx, a, db, k, m, 1, accumulate_db);
+    db = nullptr;
+  }
+  detail::gpu_lt_gemm(detail::handles_of(ctx), trans_a, trans_b, m, n, k, a, lda, b, ldb, beta, d,
+                      ldd, bias, db, accumulate_db);
+}
+
+std::size_t gemm_stored_bias_apart(const ComputeContext& ctx) {
+  return ctx.is_cuda() ? detail::gpu_lt_gemm_bias_apart(detail::handles_of(ctx)) : 0;
+}
+
 namespace {
-// The context's fp32 widening scratch (reserved at model build), for `n` values.
-float* wide_output(const ComputeContext& ctx, std::size_t n) {
+void require_stored_context(const ComputeContext& ctx) {
   RT_CHECK(ctx.is_cuda() && ctx.precision() != DType::f32,
            "a stored linear product runs on a GPU under bf16/fp16 only");
-  const detail::GpuHandles& h = detail::handles_of(ctx);
-  RT_CHECK(n <= h.wide_capacity,
-           "a stored linear product of {} values exceeds the widening scratch of {} reserved at "
-           "model build",
-           n, h.wide_capacity);
-  return h.wide_scratch[0];
 }
 }  // namespace
 
+// y = round16(x Wᵀ + b): one cuBLASLt GEMM whose epilogue adds the fp32 bias
+// to the fp32 sum and stores y in 16 bits (one rounding, as before, with no
+// fp32 copy of y between).
 void linear_forward_stored(const ComputeContext& ctx, BufferView x, BufferView w, const float* b,
                            BufferView y, std::size_t rows, std::size_t in, std::size_t out) {
+  require_stored_context(ctx);
   if (rows == 0) return;
-  float* c = wide_output(ctx, rows * out);
-  const Device d = ctx.device();
-  detail::gpu_gemm_stored(detail::handles_of(ctx), false, true, rows, out, in, 1.0f, x, in, w, in,
-                          0.0f, c, out);
-  const BufferView product = view_of(c, rows * out, d);
-  if (b != nullptr)
-    bias_add_into(ctx, y, product, b, rows, out, 1);
-  else
-    convert_storage(ctx, y, product);
+  gemm_stored_epilogue(ctx, false, true, rows, out, in, x, in, w, in, 0.0f, y, out, b);
 }
 
 void linear_backward_stored(const ComputeContext& ctx, BufferView x, BufferView w, BufferView dy,
                             BufferView dx, float* dw, float* db, std::size_t rows, std::size_t in,
                             std::size_t out, bool accumulate) {
+  require_stored_context(ctx);
   const Device d = ctx.device();
   if (rows == 0) {
     if (!accumulate) {
@@ -96,17 +118,14 @@ void linear_backward_stored(const ComputeContext& ctx, BufferView x, BufferView 
     }
     return;
   }
-  if (db != nullptr) bias_grad(ctx, dy, db, rows, out, 1, accumulate);
-  const detail::GpuHandles& h = detail::handles_of(ctx);
-  // dW = dy^T x, both 16-bit in place, into the fp32 gradient.
-  detail::gpu_gemm_stored(h, true, false, out, in, rows, 1.0f, dy, out, x, in,
-                          accumulate ? 1.0f : 0.0f, dw, in);
+  // dW = dyᵀ x, both 16-bit in place, into the fp32 gradient (added to where
+  // accumulating), and db = the column sums of dy in the same GEMM's epilogue.
+  gemm_stored_epilogue(ctx, true, false, out, in, rows, dy, out, x, in, accumulate ? 1.0f : 0.0f,
+                       view_of(dw, out * in, d), in, nullptr, db, accumulate);
   if (dx.ptr == nullptr) return;
-  // dx = dy W: straight into an fp32 dx, else through the scratch, rounded once.
-  const bool wide = dx.dtype == DType::f32;
-  float* c = wide ? dx.as<float>() : wide_output(ctx, rows * in);
-  detail::gpu_gemm_stored(h, false, false, rows, in, out, 1.0f, dy, out, w, in, 0.0f, c, in);
-  if (!wide) convert_storage(ctx, dx, view_of(c, rows * in, d));
+  // dx = dy W straight into dx's dtype: 16 bits (rounded once by the GEMM's
+  // store), or fp32 where the model sums it with another consumer's gradient.
+  gemm_stored_epilogue(ctx, false, false, rows, in, out, dy, out, w, in, 0.0f, dx, in);
 }
 
 }  // namespace ringtrain

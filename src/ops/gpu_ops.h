@@ -16,6 +16,8 @@
 
 namespace ringtrain::detail {
 
+struct LtGemmCache;  // cuBLASLt's state of a context (src/ops/cuda/cublaslt_gemm.cpp)
+
 // What a GPU context holds: the stream, the library handles bound to it, the
 // TF32 choice, and a small device scratch for the multi-block reductions
 // (bias gradients), allocated once with the context so that no op allocates.
@@ -26,6 +28,9 @@ struct GpuHandles {
   void* dnn = nullptr;
   bool conv_tf32 = false;    // cuDNN convolutions may use TF32 tensor cores
   float* scratch = nullptr;  // kGpuScratchFloats floats, owned
+  // cuBLASLt's handle, workspace and per-shape algorithms for the stored
+  // products (gpu_lt_gemm), made on first use, freed with the handles.
+  std::shared_ptr<LtGemmCache> lt;
   // The cuDNN workspace every convolution of the context shares (they run in
   // stream order); grown by the plans, freed with the handles.
   std::shared_ptr<void> conv_workspace;
@@ -58,6 +63,31 @@ void gpu_gemm(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m, st
 void gpu_gemm_stored(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
                      std::size_t k, float alpha, BufferView a, std::size_t lda, BufferView b,
                      std::size_t ldb, float beta, float* c, std::size_t ldc);
+
+// The stored products through cuBLASLt (src/ops/cuda/cublaslt_gemm.cpp),
+// row-major as gpu_gemm: D = op(A) op(B) + beta D with A and B of the
+// context's 16-bit dtype read in place, fp32 accumulation, and D of that
+// dtype (the fp32 sum rounded once, by the GEMM's own store) or fp32 (beta
+// may then be 1: a weight gradient accumulated). One epilogue at most:
+// - bias (fp32, n values, or null): D[i, j] = round(sum + bias[j]), the
+//   bias added in fp32 before the rounding (CUBLASLT_EPILOGUE_BIAS);
+// - a_sums (fp32, m values, or null): the sums of op(A)'s rows over k, the
+//   bias gradient of a weight gradient dW = dyᵀ x (CUBLASLT_EPILOGUE_BGRADB),
+//   overwritten, or added to where accumulate_sums (through h.scratch: the
+//   epilogue cannot add), which needs m <= kGpuScratchFloats.
+// The algorithm is chosen once per shape and alignment (cached in h.lt); an
+// Error names the shape where cuBLASLt has none.
+void gpu_lt_gemm(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
+                 std::size_t k, BufferView a, std::size_t lda, BufferView b, std::size_t ldb,
+                 float beta, BufferView d, std::size_t ldd, const float* bias = nullptr,
+                 float* a_sums = nullptr, bool accumulate_sums = false);
+// How many shapes of the context's stored products had cuBLASLt refuse the
+// fp32 bias with a 16-bit output, so that the GEMM wrote fp32 into a staging
+// buffer and gpu_bias_add added the bias and rounded (the same numbers, the
+// old round trip); 0 where the epilogue ran for all.
+std::size_t gpu_lt_gemm_bias_apart(const GpuHandles& h);
+// An empty cache for GpuHandles::lt (cublaslt_gemm.cpp).
+std::shared_ptr<LtGemmCache> make_lt_gemm_cache();
 
 // precision bf16/fp16: y[i] = the 16-bit encoding of x[i] (exact for on-grid
 // values), and back (kernels/precision.cuh).

@@ -38,6 +38,17 @@ void gpu_gemm_stored(const GpuHandles&, bool, bool, std::size_t, std::size_t, st
                      BufferView, std::size_t, BufferView, std::size_t, float, float*, std::size_t) {
   no_cuda("a 16-bit GEMM");
 }
+void gpu_lt_gemm(const GpuHandles&, bool, bool, std::size_t, std::size_t, std::size_t, BufferView,
+                 std::size_t, BufferView, std::size_t, float, BufferView, std::size_t, const float*,
+                 float*, bool) {
+  no_cuda("a cuBLASLt GEMM");
+}
+std::size_t gpu_lt_gemm_bias_apart(const GpuHandles&) {
+  return 0;
+}
+std::shared_ptr<LtGemmCache> make_lt_gemm_cache() {
+  no_cuda("a cuBLASLt GEMM");
+}
 void gpu_to_precision_bits(void*, std::uint16_t*, const float*, std::size_t, DType) {
   no_cuda("a 16-bit cast");
 }

@@ -108,6 +108,19 @@ void TensorCoreAttention::forward(std::size_t batch, const float* qkv, float* o,
   if (o != nullptr) detail::gpu_from_precision_bits(h.stream, o, bits(o16_), rows * c_, d);
 }
 
+void TensorCoreAttention::forward_stored(std::size_t batch, float* stats) {
+  const detail::GpuHandles& h = detail::handles_of(ctx_);
+  Entry& e = entry(batch);
+  e.graphs->forward(h, qkv16_.data(), o16_.data(), stats, workspace_.data());
+}
+
+void TensorCoreAttention::backward_stored(std::size_t batch, const float* stats) {
+  const detail::GpuHandles& h = detail::handles_of(ctx_);
+  Entry& e = entry(batch);
+  e.graphs->backward(h, qkv16_.data(), o16_.data(), d_o16_.data(), stats, d_qkv16_.data(),
+                     workspace_.data());
+}
+
 void TensorCoreAttention::backward(std::size_t batch, const float* d_o, const float* stats,
                                    float* d_qkv) {
   const detail::GpuHandles& h = detail::handles_of(ctx_);
@@ -123,6 +136,14 @@ void TensorCoreAttention::backward(std::size_t batch, const float* d_o, const fl
 
 BufferView TensorCoreAttention::o16(std::size_t batch) const {
   return o16_.buffer().slice(0, batch * t_ * c_);
+}
+
+BufferView TensorCoreAttention::qkv16(std::size_t batch) const {
+  return qkv16_.buffer().slice(0, batch * t_ * 3 * c_);
+}
+
+BufferView TensorCoreAttention::d_o16(std::size_t batch) const {
+  return d_o16_.buffer().slice(0, batch * t_ * c_);
 }
 
 BufferView TensorCoreAttention::d_qkv16(std::size_t batch) const {

@@ -4,7 +4,9 @@
 // one 16-bit copy of the fused qkv buffer (no per-head copies), O comes back
 // 16-bit and is widened into the layer's fp32 O; backward narrows dO and
 // widens dQKV. The casts move [T, 4C] values a sample where the attention
-// itself reads the whole T x T square on the unfused path.
+// itself reads the whole T x T square on the unfused path; the layer's stored
+// path has none: its GEMMs write the 16-bit qkv and dO here and read the
+// 16-bit O and dQKV in place.
 //
 // No attention dropout (the layer keeps its own paths where it is on), no CPU
 // form: ringtrain's fused kernel (ops/fused_attention.h) stays the fallback and
@@ -48,6 +50,13 @@ class TensorCoreAttention {
   // caller whose products read them in place (the layer's stored path).
   BufferView o16(std::size_t batch) const;
   BufferView d_qkv16(std::size_t batch) const;
+  // The stored path's forms, with no cast: the caller's GEMMs write the
+  // 16-bit qkv (qkv16, bias added) before forward_stored and the 16-bit dO
+  // (d_o16) before backward_stored; O and dQKV stay 16-bit (o16, d_qkv16).
+  BufferView qkv16(std::size_t batch) const;
+  BufferView d_o16(std::size_t batch) const;
+  void forward_stored(std::size_t batch, float* stats);
+  void backward_stored(std::size_t batch, const float* stats);
   // The engines cuDNN built (for bench step --layers).
   std::string describe() const;
 

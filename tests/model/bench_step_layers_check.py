@@ -8,7 +8,8 @@ a busy machine can push apart: only the test labelled `timing` asks for it.
 
 usage: bench_step_layers_check.py [--gpu] [--bounds] BENCH_JSON MODEL_SHOW_JSON
 --gpu: the profile of a CUDA run (CUDA events; a convolution's row names its
-cuDNN algorithms, the 16-bit ones under --precision bf16|fp16).
+cuDNN algorithms, the 16-bit ones under --precision bf16|fp16, and a linear
+layer's row its cuBLASLt epilogues there).
 --bounds: the marked forward and backward time is within 0.3x-3x of the phased step.
 A node folded into a fused one (--fuse) names it, and that one names it back.
 """
@@ -50,6 +51,8 @@ def main():
                     assert op in kernels and "ws=" in kernels, row
                 if bench["precision"] in ("bf16", "fp16"):
                     assert bench["precision"] + " " in kernels, row
+        if gpu and row["kind"] == "linear" and bench["precision"] in ("bf16", "fp16"):
+            assert "cublasLt bias epilogue" in row["kernels"], row
     # --fuse (the default): a folded BatchNorm, add or conv names the node that runs
     # it, whose row names what it fused, and takes no time of its own.
     fused = {r["name"]: r for r in layers if r.get("kernels", "").startswith("fused ")}

@@ -5,9 +5,8 @@
 // compute each output in the same order on both devices and must give the
 // same words; BatchNorm and layer_norm (reductions split across threads), a convolution
 // (cuDNN against the CPU's fp32 convolution of the same 16-bit values) and a
-// linear layer (cuBLAS, likewise) agree within one 16-bit rounding plus fp32
-// accumulation error. Exits 77 (ctest:
-// skipped) without CUDA or a device.
+// linear layer (cuBLASLt with its bias epilogues, likewise) agree within one 16-bit rounding plus
+// fp32 accumulation error. Exits 77 (ctest: skipped) without CUDA or a device.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 

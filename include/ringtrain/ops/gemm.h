@@ -37,19 +37,39 @@ void gemm_stored(const ComputeContext& ctx, bool trans_a, bool trans_b, std::siz
                  std::size_t n, std::size_t k, float alpha, BufferView a, std::size_t lda,
                  BufferView b, std::size_t ldb, float beta, float* c, std::size_t ldc);
 
+// D = op(A) op(B) + beta D with A and B views of the context's 16-bit dtype
+// read in place, fp32 accumulation, and D a view of that dtype (the fp32 sum
+// rounded once, by the GEMM's own store: no fp32 copy) or fp32 (beta may then
+// be 1): cuBLASLt on a GPU under bf16/fp16 only (an Error elsewhere).
+// Row-major, as gemm. Its epilogue adds the fp32 bias [n] to every row before
+// the rounding (bias non-null), or writes db [m] = the sums of op(A)'s rows
+// over k (db non-null: the bias gradient of dW = dyᵀ x), added to db where
+// accumulate_db.
+void gemm_stored_epilogue(const ComputeContext& ctx, bool trans_a, bool trans_b, std::size_t m,
+                          std::size_t n, std::size_t k, BufferView a, std::size_t lda, BufferView b,
+                          std::size_t ldb, float beta, BufferView d, std::size_t ldd,
+                          const float* bias = nullptr, float* db = nullptr,
+                          bool accumulate_db = false);
+
+// How many product shapes of the context had cuBLASLt refuse the fp32 bias
+// epilogue with a 16-bit output (the bias then added by ringtrain's kernel
+// after an fp32 product: the same numbers, one more pass), for the kernels
+// column; 0 on the CPU.
+std::size_t gemm_stored_bias_apart(const ComputeContext& ctx);
+
 // A linear layer's products on the model's 16-bit activations, on a GPU
 // under bf16/fp16 (an Error elsewhere: the CPU runs the fp32 products of the
 // widened values through the model's adapter). x [rows, in] and y [rows, out]
 // are views of the context's 16-bit dtype, read and written by cuBLAS with no
 // cast; W [out, in] is the layer's 16-bit copy of its weights (made once per
-// forward), b [out] fp32 or null. Forward accumulates x Wᵀ in fp32 into the
-// context's widening scratch, adds b there and rounds y once, as the fp32
-// path rounds.
+// forward), b [out] fp32 or null. Forward is one cuBLASLt GEMM: x Wᵀ summed in
+// fp32, b added in fp32 by its epilogue, and y stored in 16 bits, rounded
+// once, as the fp32 path rounds.
 void linear_forward_stored(const ComputeContext& ctx, BufferView x, BufferView w, const float* b,
                            BufferView y, std::size_t rows, std::size_t in, std::size_t out);
-// db and dW = dyᵀ x in fp32 (overwritten, or added to when accumulate); dx =
-// dy W into dx's dtype (16-bit, or fp32 where the model sums; a null ptr: not
-// wanted).
+// db and dW = dyᵀ x in fp32 (overwritten, or added to when accumulate), db
+// by that GEMM's bias-gradient epilogue; dx = dy W written by the GEMM in
+// dx's dtype (16-bit, or fp32 where the model sums; a null ptr: not wanted).
 void linear_backward_stored(const ComputeContext& ctx, BufferView x, BufferView w, BufferView dy,
                             BufferView dx, float* dw, float* db, std::size_t rows, std::size_t in,
                             std::size_t out, bool accumulate);

@@ -39,6 +39,7 @@ GpuHandles gpu_handles_create(int ordinal, Tf32Mode tf32, DType precision) {
     RT_CUDNN_CHECK(cudnnSetStream(dnn, stream));
     h.scratch = static_cast<float*>(cuda_allocate_here(kGpuScratchFloats * sizeof(float)));
     h.conv_workspace = make_conv_workspace();
+    h.lt = make_lt_gemm_cache();
   } catch (...) {
     gpu_handles_destroy(h);
     throw;

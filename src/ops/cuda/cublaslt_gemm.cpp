@@ -1,0 +1,333 @@
+// The stored products through cuBLASLt: 16-bit A and B on tensor cores with
+// fp32 accumulation (CUBLAS_COMPUTE_32F), D written in the context's 16-bit
+// dtype (or fp32) by the GEMM itself, with the bias added in its epilogue
+// before that one rounding, or the bias gradient reduced in the epilogue of
+// the weight-gradient product. This replaces a round trip through an fp32
+// scratch (4 bytes written and read per element, then 2 written) by the 2
+// bytes the GEMM stores.
+//
+// Each shape's descriptors and algorithm are made once, from
+// cublasLtMatmulAlgoGetHeuristic with the shared workspace, and cached with
+// the context's handles (LtGemmCache), so a steady step makes no heuristic
+// query and allocates nothing. The context's ops run in its stream's order,
+// so they share the one workspace, as its convolutions share theirs.
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <map>
+#include <tuple>
+
+#include "core/cuda/check_cublas.h"
+#include "core/cuda/check_cuda.h"
+#include "ops/gpu_ops.h"
+#include "ringtrain/core/check.h"
+#include "tensor/cuda_memory.h"
+
+namespace ringtrain::detail {
+
+namespace {
+
+// cuBLAS's recommendation for Hopper (smaller GPUs use less of it).
+constexpr std::size_t kLtWorkspaceBytes = std::size_t{32} << 20;
+
+enum class LtEpilogue : int { none, bias, bias_grad };
+
+// The largest power of two (up to 256) that divides the address: the
+// algorithm must accept buffers aligned only that much (cuBLASLt assumes 256
+// unless told), and the cache keys on it.
+std::uint32_t alignment_of(const void* p) {
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  std::uint32_t align = 256;
+  while (align > 1 && a % align != 0) align /= 2;
+  return align;
+}
+
+const char* epilogue_name(LtEpilogue e) {
+  return e == LtEpilogue::bias        ? "bias"
+         : e == LtEpilogue::bias_grad ? "bias gradient (BGRADB)"
+                                      : "none";
+}
+
+struct LtKey {
+  bool trans_a, trans_b;
+  std::size_t m, n, k, lda, ldb, ldd;
+  DType d_type;
+  bool beta_zero;
+  LtEpilogue epilogue;
+  std::uint32_t align_a, align_b, align_d;
+  auto tie() const {
+    return std::tie(trans_a, trans_b, m, n, k, lda, ldb, ldd, d_type, beta_zero, epilogue, align_a,
+                    align_b, align_d);
+  }
+  bool operator<(const LtKey& o) const { return tie() < o.tie(); }
+};
+
+// One shape's descriptors and chosen algorithm, owned.
+struct LtPlan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  // cuBLASLt refused the fp32 bias with a 16-bit D (its header documents a
+  // bias of D's type, with exceptions that do not name this case; no GPU has
+  // answered yet): the GEMM writes fp32 into the cache's staging buffer and
+  // gpu_bias_add adds the bias and rounds once into D, the same numbers
+  // through the round trip this file otherwise saves.
+  bool bias_apart = false;
+  LtPlan() = default;
+  LtPlan(const LtPlan&) = delete;
+  LtPlan& operator=(const LtPlan&) = delete;
+  ~LtPlan() {
+    if (d != nullptr) (void)cublasLtMatrixLayoutDestroy(d);
+    if (b != nullptr) (void)cublasLtMatrixLayoutDestroy(b);
+    if (a != nullptr) (void)cublasLtMatrixLayoutDestroy(a);
+    if (desc != nullptr) (void)cublasLtMatmulDescDestroy(desc);
+  }
+};
+
+cudaDataType_t cuda_type(DType t) {
+  return t == DType::f16 ? CUDA_R_16F : t == DType::bf16 ? CUDA_R_16BF : CUDA_R_32F;
+}
+
+}  // namespace
+
+// The context's cuBLASLt handle, workspace and plans, made on first use (a
+// context that never runs a stored product holds none of them).
+struct LtGemmCache {
+  cublasLtHandle_t handle = nullptr;
+  void* workspace = nullptr;
+  std::map<LtKey, std::unique_ptr<LtPlan>> plans;
+  // The bias_apart plans' fp32 output, grown to the largest (first use of a
+  // shape only), and how many shapes took that path.
+  float* staging = nullptr;
+  std::size_t staging_floats = 0;
+  std::size_t bias_apart_shapes = 0;
+  LtGemmCache() = default;
+  LtGemmCache(const LtGemmCache&) = delete;
+  LtGemmCache& operator=(const LtGemmCache&) = delete;
+  ~LtGemmCache() {
+    plans.clear();
+    if (staging != nullptr) cuda_free(staging, 0);
+    if (workspace != nullptr) cuda_free(workspace, 0);
+    if (handle != nullptr) (void)cublasLtDestroy(handle);
+  }
+};
+
+std::shared_ptr<LtGemmCache> make_lt_gemm_cache() {
+  return std::make_shared<LtGemmCache>();
+}
+
+std::size_t gpu_lt_gemm_bias_apart(const GpuHandles& h) {
+  return h.lt != nullptr ? h.lt->bias_apart_shapes : 0;
+}
+
+namespace {
+
+void set_desc(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr, const void* value,
+              std::size_t bytes) {
+  RT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, attr, value, bytes));
+}
+
+// Row-major D[m, n] = op(A) op(B) is column-major D^T[n, m] = op(B)^T op(A)^T
+// (as gpu_gemm): cuBLASLt's A is our B and its B is our A, each stored
+// matrix's row-major [r, c] read as column-major [c, r] with the same leading
+// dimension, and the transpose flags kept. Null where the heuristic has no
+// algorithm for it.
+std::unique_ptr<LtPlan> try_plan(LtGemmCache& cache, const LtKey& key, DType ab_type,
+                                 LtEpilogue epi, DType d_type, std::size_t ldd,
+                                 std::uint32_t align_d) {
+  auto plan = std::make_unique<LtPlan>();
+  RT_CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  const cublasOperation_t op_a = key.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;  // cuBLASLt's A: our B
+  const cublasOperation_t op_b = key.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;  // cuBLASLt's B: our A
+  set_desc(plan->desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a));
+  set_desc(plan->desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof(op_b));
+  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  // The bias of a forward: D^T has n rows (our n output features), and
+  // EPILOGUE_BIAS adds a vector of D's row count to every column, i.e. b[j]
+  // to every row of our row-major D.
+  if (epi == LtEpilogue::bias) epilogue = CUBLASLT_EPILOGUE_BIAS;
+  // The bias gradient of dW = dyᵀ x (our trans_a product, m = out): db[i] is
+  // the sum over k of op(A)[i, k], our A being dy. After the swap, our A is
+  // cuBLASLt's B, and BGRADB reduces op(B) over k into a vector of D^T's
+  // column count, which is our m: the sums we want. (BGRADA would reduce
+  // cuBLASLt's A, our x.) This is the NT layout cuBLASLt's bias-gradient
+  // epilogues are made for: cuBLASLt's A (x) not transposed, B (dy) transposed.
+  if (epi == LtEpilogue::bias_grad) epilogue = CUBLASLT_EPILOGUE_BGRADB;
+  set_desc(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue));
+  if (epi != LtEpilogue::none) {
+    // An fp32 bias (the layer's own parameter, or its fp32 gradient): fp32 sum
+    // plus fp32 bias, rounded once into the 16-bit D, as the unfused path.
+    const std::int32_t bias_type = CUDA_R_32F;
+    set_desc(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type));
+  }
+  const auto layout = [](cublasLtMatrixLayout_t* l, DType t, std::size_t rows, std::size_t cols,
+                         std::size_t ld) {
+    RT_CUBLAS_CHECK(
+        cublasLtMatrixLayoutCreate(l, cuda_type(t), rows, cols, static_cast<std::int64_t>(ld)));
+  };
+  // cuBLASLt's A (our B) as stored, column-major: op(A) is [n, k].
+  layout(&plan->a, ab_type, key.trans_b ? key.k : key.n, key.trans_b ? key.n : key.k, key.ldb);
+  // cuBLASLt's B (our A): op(B) is [k, m].
+  layout(&plan->b, ab_type, key.trans_a ? key.m : key.k, key.trans_a ? key.k : key.m, key.lda);
+  layout(&plan->d, d_type, key.n, key.m, ldd);
+
+  cublasLtMatmulPreference_t pref = nullptr;
+  RT_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  try {
+    const std::uint64_t ws = kLtWorkspaceBytes;
+    RT_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+        pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
+    // Our A is cuBLASLt's B and vice versa; C is D.
+    const std::uint32_t aligns[4] = {key.align_b, key.align_a, align_d, align_d};
+    const cublasLtMatmulPreferenceAttributes_t attrs[4] = {
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+    for (int i = 0; i < 4; ++i)
+      RT_CUBLAS_CHECK(
+          cublasLtMatmulPreferenceSetAttribute(pref, attrs[i], &aligns[i], sizeof(aligns[i])));
+    RT_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(cache.handle, plan->desc, plan->a, plan->b,
+                                                   plan->d, plan->d, pref, 1, &result, &found));
+  } catch (...) {
+    (void)cublasLtMatmulPreferenceDestroy(pref);
+    throw;
+  }
+  (void)cublasLtMatmulPreferenceDestroy(pref);
+  if (found <= 0 || result.state != CUBLAS_STATUS_SUCCESS) return nullptr;
+  plan->algo = result.algo;
+  return plan;
+}
+
+std::unique_ptr<LtPlan> make_plan(LtGemmCache& cache, const LtKey& key, DType ab_type) {
+  auto plan = try_plan(cache, key, ab_type, key.epilogue, key.d_type, key.ldd, key.align_d);
+  // The fp32 bias refused with a 16-bit D: the product into the fp32 staging
+  // buffer (contiguous, freshly allocated: 256-byte aligned), the bias apart.
+  const bool apart = plan == nullptr && key.epilogue == LtEpilogue::bias &&
+                     key.d_type != DType::f32 && key.beta_zero && key.ldd == key.n;
+  if (apart) {
+    plan = try_plan(cache, key, ab_type, LtEpilogue::none, DType::f32, key.n, 256);
+    if (plan != nullptr) {
+      plan->bias_apart = true;
+      ++cache.bias_apart_shapes;
+    }
+  }
+  RT_CHECK(
+      plan != nullptr,
+      "cuBLASLt has no algorithm for the stored product {} x {} x {} (row-major, A{} lda {}, "
+      "B{} ldb {}; {} operands, {} output, ldd {}, beta {}, epilogue {}; alignment A {}, B {}, "
+      "D {} bytes{})",
+      key.m, key.n, key.k, key.trans_a ? "ᵀ" : "", key.lda, key.trans_b ? "ᵀ" : "", key.ldb,
+      dtype_name(ab_type), dtype_name(key.d_type), key.ldd, key.beta_zero ? "0" : "1",
+      epilogue_name(key.epilogue), key.align_a, key.align_b, key.align_d,
+      apart ? "; nor without the epilogue into fp32" : "");
+  return plan;
+}
+
+}  // namespace
+
+void gpu_lt_gemm(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
+                 std::size_t k, BufferView a, std::size_t lda, BufferView b, std::size_t ldb,
+                 float beta, BufferView d, std::size_t ldd, const float* bias, float* a_sums,
+                 bool accumulate_sums) {
+  if (m == 0 || n == 0) return;
+  const DType p = h.precision;
+  RT_CHECK(p != DType::f32 && a.dtype == p && b.dtype == p,
+           "a cuBLASLt stored product of {} and {} on a {} context", dtype_name(a.dtype),
+           dtype_name(b.dtype), dtype_name(p));
+  RT_CHECK(d.dtype == p || d.dtype == DType::f32,
+           "a cuBLASLt stored product into a {} output on a {} context", dtype_name(d.dtype),
+           dtype_name(p));
+  RT_CHECK(k > 0, "a cuBLASLt stored product {} x {} with k = 0", m, n);
+  RT_CHECK(bias == nullptr || a_sums == nullptr,
+           "a cuBLASLt product takes a bias or a bias gradient, not both");
+  RT_CHECK(h.lt != nullptr, "the context has no cuBLASLt cache");
+  LtGemmCache& cache = *h.lt;
+  auto stream = static_cast<cudaStream_t>(h.stream);
+  if (cache.handle == nullptr) {
+    RT_CUBLAS_CHECK(cublasLtCreate(&cache.handle));
+    cache.workspace = cuda_allocate_here(kLtWorkspaceBytes);
+  }
+
+  const LtKey key{trans_a,
+                  trans_b,
+                  m,
+                  n,
+                  k,
+                  lda,
+                  ldb,
+                  ldd,
+                  d.dtype,
+                  beta == 0.0f,
+                  bias != nullptr     ? LtEpilogue::bias
+                  : a_sums != nullptr ? LtEpilogue::bias_grad
+                                      : LtEpilogue::none,
+                  alignment_of(a.ptr),
+                  alignment_of(b.ptr),
+                  alignment_of(d.ptr)};
+  auto it = cache.plans.find(key);
+  if (it == cache.plans.end()) it = cache.plans.emplace(key, make_plan(cache, key, p)).first;
+  LtPlan& plan = *it->second;
+  if (plan.bias_apart) {
+    const std::size_t need = m * n;
+    if (cache.staging_floats < need) {
+      if (cache.staging != nullptr) cuda_free(cache.staging, 0);
+      cache.staging = nullptr;
+      cache.staging_floats = 0;
+      cache.staging = static_cast<float*>(cuda_allocate_here(need * sizeof(float)));
+      cache.staging_floats = need;
+    }
+    const float alpha = 1.0f, zero = 0.0f;
+    RT_CUBLAS_CHECK(cublasLtMatmul(cache.handle, plan.desc, &alpha, b.ptr, plan.a, a.ptr, plan.b,
+                                   &zero, cache.staging, plan.d, cache.staging, plan.d, &plan.algo,
+                                   cache.workspace, kLtWorkspaceBytes, stream));
+    gpu_bias_add(h.stream, d, BufferView{cache.staging, need, DType::f32, d.device}, bias, m, n, 1);
+    return;
+  }
+
+  // The bias vectors live in the flat parameter and gradient buffers, at any
+  // float offset; cuBLASLt's epilogues want them 16-byte aligned. A
+  // misaligned bias is copied to the context's reduction scratch (n floats);
+  // a bias gradient that is misaligned, or is to be added to (gradient
+  // accumulation: the epilogue only overwrites), is written there and then
+  // copied or added (m floats). The caller keeps such vectors within
+  // kGpuScratchFloats (it reduces a longer one itself).
+  const auto aligned16 = [](const void* ptr) {
+    return reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0;
+  };
+  const float* bias_in = bias;
+  if (bias != nullptr && !aligned16(bias)) {
+    RT_CHECK(n <= kGpuScratchFloats, "a misaligned bias of {} values exceeds the scratch of {}", n,
+             kGpuScratchFloats);
+    RT_CUDA_CHECK(
+        cudaMemcpyAsync(h.scratch, bias, n * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+    bias_in = h.scratch;
+  }
+  const bool staged_sums = a_sums != nullptr && (accumulate_sums || !aligned16(a_sums));
+  if (staged_sums)
+    RT_CHECK(m <= kGpuScratchFloats,
+             "a bias gradient of {} values to stage exceeds the scratch of {} (the caller reduces "
+             "it itself)",
+             m, kGpuScratchFloats);
+  float* sums_out = staged_sums ? h.scratch : a_sums;
+
+  if (key.epilogue != LtEpilogue::none) {
+    const void* vec = key.epilogue == LtEpilogue::bias ? static_cast<const void*>(bias_in)
+                                                       : static_cast<const void*>(sums_out);
+    set_desc(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &vec, sizeof(vec));
+  }
+  const float alpha = 1.0f;
+  RT_CUBLAS_CHECK(cublasLtMatmul(cache.handle, plan.desc, &alpha, b.ptr, plan.a, a.ptr, plan.b,
+                                 &beta, d.ptr, plan.d, d.ptr, plan.d, &plan.algo, cache.workspace,
+                                 kLtWorkspaceBytes, stream));
+  if (staged_sums) {
+    if (accumulate_sums)
+      gpu_axpy(h.stream, 1.0f, h.scratch, a_sums, m);
+    else
+      RT_CUDA_CHECK(
+          cudaMemcpyAsync(a_sums, h.scratch, m * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+  }
+}
+
+}  // namespace ringtrain::detail
