@@ -25,6 +25,7 @@
 #include "ringtrain/ops/compute_context.h"
 #include "ringtrain/ops/gemm.h"
 #include "ringtrain/tensor/tensor.h"
+#include "tests/model/grid_values.h"
 #include "tests/model/test_data.h"
 #include "tests/support/gpu_compare.h"
 #include "tests/support/gpu_test.h"
@@ -35,30 +36,6 @@ using namespace ringtrain::test;
 namespace {
 
 using Words = std::vector<std::uint16_t>;
-
-std::vector<float> on_grid(std::uint64_t salt, std::size_t n, DType p) {
-  std::vector<float> v = hashed_vector(salt, n);
-  for (float& e : v) e = kernels::round_to_precision_grid(e, p);
-  return v;
-}
-
-Tensor words_to_gpu(const std::vector<float>& v, DType p) {
-  Words w(v.size());
-  for (std::size_t i = 0; i < v.size(); ++i) w[i] = kernels::to_precision_bits(v[i], p);
-  Tensor t = Tensor::empty({w.size()}, p, kGpu);
-  t.copy_from(Tensor::borrow(w.data(), {w.size()}, p, Device::cpu()));
-  return t;
-}
-
-std::vector<float> floats_from_gpu(const Tensor& t, const ComputeContext& ctx) {
-  ctx.synchronize();
-  if (t.dtype() == DType::f32) return to_host(t, ctx);
-  Words w(t.numel());
-  Tensor::borrow(w.data(), {w.size()}, t.dtype(), Device::cpu()).copy_from(t);
-  std::vector<float> v(w.size());
-  for (std::size_t i = 0; i < w.size(); ++i) v[i] = kernels::from_precision_bits(w[i], t.dtype());
-  return v;
-}
 
 // Row-major op(A) [m, k] and op(B) [k, n] elements, as gemm reads them.
 float at(const std::vector<float>& a, bool trans, std::size_t ld, std::size_t r, std::size_t c) {
@@ -166,7 +143,7 @@ TEST_CASE("gpu cublasLt forward: y = round16(x Wᵀ + b) in one GEMM, bias or no
       // A bias of either sign, larger than most products, so that where it is
       // added (before or after a rounding) shows.
       const auto bias = hashed_vector(3, s.n + 1, -4.0f, 4.0f);
-      const Tensor x16 = words_to_gpu(x, p), w16 = words_to_gpu(w, p);
+      const Tensor x16 = words_on(x, p, kGpu), w16 = words_on(w, p, kGpu);
       const Tensor b = to_gpu(bias);
       for (const bool with_bias : {true, false}) {
         Tensor y = Tensor::empty({s.m * s.n}, p, kGpu);
@@ -174,7 +151,7 @@ TEST_CASE("gpu cublasLt forward: y = round16(x Wᵀ + b) in one GEMM, bias or no
                              0.0f, y.buffer(), s.n, with_bias ? b.data_as<float>() : nullptr);
         const Reference r = reference(false, true, s.m, s.n, s.k, x, w,
                                       with_bias ? bias.data() : nullptr, nullptr, nullptr);
-        require_rounded_once(floats_from_gpu(y, *ctx), r, p, with_bias ? "y with bias" : "y");
+        require_rounded_once(widened_values(y, *ctx), r, p, with_bias ? "y with bias" : "y");
       }
       // A bias 4 bytes past 16-byte alignment (a parameter at an odd offset of
       // the flat buffer): staged, same numbers.
@@ -183,12 +160,12 @@ TEST_CASE("gpu cublasLt forward: y = round16(x Wᵀ + b) in one GEMM, bias or no
                            0.0f, y.buffer(), s.n, b.data_as<float>() + 1);
       const Reference r =
           reference(false, true, s.m, s.n, s.k, x, w, bias.data() + 1, nullptr, nullptr);
-      require_rounded_once(floats_from_gpu(y, *ctx), r, p, "y with a misaligned bias");
+      require_rounded_once(widened_values(y, *ctx), r, p, "y with a misaligned bias");
       // The cached plan gives the same words again.
       Tensor again = Tensor::empty({s.m * s.n}, p, kGpu);
       gemm_stored_epilogue(*ctx, false, true, s.m, s.n, s.k, x16.buffer(), s.k, w16.buffer(), s.k,
                            0.0f, again.buffer(), s.n, b.data_as<float>() + 1);
-      CHECK(floats_from_gpu(again, *ctx) == floats_from_gpu(y, *ctx));
+      CHECK(widened_values(again, *ctx) == widened_values(y, *ctx));
     }
     // Where cuBLASLt refuses an fp32 bias with a 16-bit output, the op adds it
     // apart (the same numbers): say so in the log, since then the epilogue
@@ -207,16 +184,16 @@ TEST_CASE("gpu cublasLt dx = dy W in 16 bits (rounded once) and in fp32", "[gpu]
       INFO(dtype_name(p) << " " << s.m << " x " << s.n << " x " << s.k);
       const auto dy = on_grid(4, s.m * s.k, p);
       const auto w = on_grid(5, s.k * s.n, p);
-      const Tensor dy16 = words_to_gpu(dy, p), w16 = words_to_gpu(w, p);
+      const Tensor dy16 = words_on(dy, p, kGpu), w16 = words_on(w, p, kGpu);
       const Reference r = reference(false, false, s.m, s.n, s.k, dy, w, nullptr, nullptr, nullptr);
       Tensor dx16 = Tensor::empty({s.m * s.n}, p, kGpu);
       gemm_stored_epilogue(*ctx, false, false, s.m, s.n, s.k, dy16.buffer(), s.k, w16.buffer(), s.n,
                            0.0f, dx16.buffer(), s.n);
-      require_rounded_once(floats_from_gpu(dx16, *ctx), r, p, "dx (16-bit)");
+      require_rounded_once(widened_values(dx16, *ctx), r, p, "dx (16-bit)");
       Tensor dx32 = Tensor::empty({s.m * s.n}, DType::f32, kGpu);
       gemm_stored_epilogue(*ctx, false, false, s.m, s.n, s.k, dy16.buffer(), s.k, w16.buffer(), s.n,
                            0.0f, dx32.buffer(), s.n);
-      require_fp32(floats_from_gpu(dx32, *ctx), r.d, r.bound, "dx (fp32)");
+      require_fp32(widened_values(dx32, *ctx), r.d, r.bound, "dx (fp32)");
     }
   }
 }
@@ -231,7 +208,7 @@ TEST_CASE("gpu cublasLt dW = dyᵀ x with the bias-gradient epilogue, overwritte
       INFO(dtype_name(p) << " out " << out << " in " << in << " rows " << rows);
       const auto dy = on_grid(6, rows * out, p);
       const auto x = on_grid(7, rows * in, p);
-      const Tensor dy16 = words_to_gpu(dy, p), x16 = words_to_gpu(x, p);
+      const Tensor dy16 = words_on(dy, p, kGpu), x16 = words_on(x, p, kGpu);
       const auto dw0 = hashed_vector(8, out * in);
       const auto db0 = hashed_vector(9, out + 1);
       for (const bool accumulate : {false, true}) {
@@ -249,8 +226,8 @@ TEST_CASE("gpu cublasLt dW = dyᵀ x with the bias-gradient epilogue, overwritte
           const Reference r =
               reference(true, false, out, in, rows, dy, x, nullptr, accumulate ? &dw0 : nullptr,
                         accumulate ? &db_start : nullptr);
-          require_fp32(floats_from_gpu(dw, *ctx), r.d, r.bound, "dW");
-          const std::vector<float> db_all_host = floats_from_gpu(db_all, *ctx);
+          require_fp32(widened_values(dw, *ctx), r.d, r.bound, "dW");
+          const std::vector<float> db_all_host = widened_values(db_all, *ctx);
           const std::vector<float> db_host(
               db_all_host.begin() + static_cast<std::ptrdiff_t>(offset),
               db_all_host.begin() + static_cast<std::ptrdiff_t>(offset + out));
@@ -276,8 +253,8 @@ TEST_CASE("gpu cublasLt with no rows: dW and db zeroed, or kept when accumulatin
     gemm_stored_epilogue(*ctx, true, false, out, in, 0, dy16.buffer(), out, x16.buffer(), in,
                          accumulate ? 1.0f : 0.0f, dw.buffer(), in, nullptr, db.data_as<float>(),
                          accumulate);
-    CHECK(floats_from_gpu(dw, *ctx) == (accumulate ? dw0 : std::vector<float>(out * in, 0.0f)));
-    CHECK(floats_from_gpu(db, *ctx) == (accumulate ? db0 : std::vector<float>(out, 0.0f)));
+    CHECK(widened_values(dw, *ctx) == (accumulate ? dw0 : std::vector<float>(out * in, 0.0f)));
+    CHECK(widened_values(db, *ctx) == (accumulate ? db0 : std::vector<float>(out, 0.0f)));
   }
 }
 

@@ -22,6 +22,7 @@
 #include "ringtrain/ops/compute_context.h"
 #include "ringtrain/ops/precision.h"
 #include "ringtrain/tensor/tensor.h"
+#include "tests/model/grid_values.h"
 #include "tests/model/test_data.h"
 #include "tests/support/gpu_compare.h"
 #include "tests/support/gpu_test.h"
@@ -31,28 +32,16 @@ using namespace ringtrain::test;
 
 namespace {
 
-// v rounded to the 16-bit grid (what a stored tensor holds).
-std::vector<float> on_grid(std::vector<float> v, DType p) {
-  for (float& x : v) x = kernels::round_to_precision_grid(x, p);
-  return v;
-}
-
-Tensor to_gpu_bits(const std::vector<float>& v, DType p) {
-  std::vector<std::uint16_t> bits(v.size());
-  for (std::size_t i = 0; i < v.size(); ++i) bits[i] = kernels::to_precision_bits(v[i], p);
-  Tensor t = Tensor::empty({v.size()}, p, kGpu);
-  t.copy_from(Tensor::borrow(bits.data(), {v.size()}, p, Device::cpu()));
-  return t;
-}
-
-// A 16-bit device tensor's values, widened.
-std::vector<float> from_gpu_bits(const Tensor& t, DType p, const ComputeContext& ctx) {
-  ctx.synchronize();
-  std::vector<std::uint16_t> bits(t.numel());
-  Tensor::borrow(bits.data(), {bits.size()}, p, Device::cpu()).copy_from(t);
-  std::vector<float> v(bits.size());
-  for (std::size_t i = 0; i < v.size(); ++i) v[i] = kernels::from_precision_bits(bits[i], p);
-  return v;
+// A strided, padded 3x3 convolution with odd extents.
+detail::ConvGraphShape small_conv(DType p, bool nhwc) {
+  detail::ConvGraphShape s;
+  s.n = 3, s.c = 16, s.h = 9, s.w = 7, s.k = 32, s.r = 3, s.s = 3;
+  s.pad_h = 1, s.pad_w = 1, s.stride_h = 2, s.stride_w = 1;
+  s.p = (s.h + 2 * s.pad_h - s.r) / s.stride_h + 1;
+  s.q = (s.w + 2 * s.pad_w - s.s) / s.stride_w + 1;
+  s.nhwc = nhwc;
+  s.dtype = p;
+  return s;
 }
 
 }  // namespace
@@ -63,13 +52,7 @@ TEST_CASE("gpu conv forward and backward data through the graph API: 16-bit in a
     for (bool nhwc : {false, true}) {
       CAPTURE(dtype_name(p), nhwc);
       auto ctx = ComputeContext::create(kGpu, Tf32Mode::off, p);
-      detail::ConvGraphShape s;
-      s.n = 3, s.c = 16, s.h = 9, s.w = 7, s.k = 32, s.r = 3, s.s = 3;
-      s.pad_h = 1, s.pad_w = 1, s.stride_h = 2, s.stride_w = 1;
-      s.p = (s.h + 2 * s.pad_h - s.r) / s.stride_h + 1;
-      s.q = (s.w + 2 * s.pad_w - s.s) / s.stride_w + 1;
-      s.nhwc = nhwc;
-      s.dtype = p;
+      const detail::ConvGraphShape s = small_conv(p, nhwc);
       std::string fwd_why, dgrad_why;
       auto fwd = detail::ConvDataGraph::build(detail::handles_of(*ctx), s,
                                               detail::ConvDataOp::forward, &fwd_why);
@@ -121,20 +104,20 @@ TEST_CASE("gpu conv forward and backward data through the graph API: 16-bit in a
         }
         return wrong;
       };
-      Tensor gx = to_gpu_bits(x, p), gw = to_gpu_bits(w, p), gdy = to_gpu_bits(dy, p);
+      Tensor gx = words_on(x, p, kGpu), gw = words_on(w, p, kGpu), gdy = words_on(dy, p, kGpu);
       Tensor gy = Tensor::zeros({y.size()}, p, kGpu), gdx = Tensor::zeros({dx.size()}, p, kGpu);
       const std::size_t ws_bytes = std::max(fwd->workspace_bytes(), dgrad->workspace_bytes());
       Tensor ws = Tensor::zeros({ws_bytes / 4 + 1}, DType::f32, kGpu);
       fwd->run(detail::handles_of(*ctx), gx.data(), gw.data(), gy.data(), ws.data());
       dgrad->run(detail::handles_of(*ctx), gdy.data(), gw.data(), gdx.data(), ws.data());
-      const auto hy = from_gpu_bits(gy, p, *ctx), hdx = from_gpu_bits(gdx, p, *ctx);
+      const auto hy = widened_values(gy, *ctx), hdx = widened_values(gdx, *ctx);
       CHECK(outside(hy, y, ym, s.c * s.r * s.s) == 0);
       CHECK(outside(hdx, dx, dxm, s.k * s.r * s.s) == 0);
       // Deterministic engines: the same bits again.
       fwd->run(detail::handles_of(*ctx), gx.data(), gw.data(), gy.data(), ws.data());
       dgrad->run(detail::handles_of(*ctx), gdy.data(), gw.data(), gdx.data(), ws.data());
-      CHECK(from_gpu_bits(gy, p, *ctx) == hy);
-      CHECK(from_gpu_bits(gdx, p, *ctx) == hdx);
+      CHECK(widened_values(gy, *ctx) == hy);
+      CHECK(widened_values(gdx, *ctx) == hdx);
     }
   }
 }
@@ -145,13 +128,7 @@ TEST_CASE("gpu conv weight gradient through the graph API: fp32 dW from 16-bit x
     for (bool nhwc : {false, true}) {
       CAPTURE(dtype_name(p), nhwc);
       auto ctx = ComputeContext::create(kGpu, Tf32Mode::off, p);
-      detail::ConvGraphShape s;
-      s.n = 3, s.c = 16, s.h = 9, s.w = 7, s.k = 32, s.r = 3, s.s = 3;
-      s.pad_h = 1, s.pad_w = 1, s.stride_h = 2, s.stride_w = 1;
-      s.p = (s.h + 2 * s.pad_h - s.r) / s.stride_h + 1;
-      s.q = (s.w + 2 * s.pad_w - s.s) / s.stride_w + 1;
-      s.nhwc = nhwc;
-      s.dtype = p;
+      const detail::ConvGraphShape s = small_conv(p, nhwc);
       std::string why;
       auto g = detail::ConvWgradGraph::build(detail::handles_of(*ctx), s, &why);
       INFO("why not: " << why);
@@ -184,7 +161,7 @@ TEST_CASE("gpu conv weight gradient through the graph API: fp32 dW from 16-bit x
                                                      : ((k * s.r + r) * s.s + t) * s.c + c;
               want[o] = static_cast<float>(sum);
             }
-      Tensor gx = to_gpu_bits(x, p), gdy = to_gpu_bits(dy, p);
+      Tensor gx = words_on(x, p, kGpu), gdy = words_on(dy, p, kGpu);
       Tensor gdw = Tensor::zeros({want.size()}, DType::f32, kGpu);
       Tensor ws = Tensor::zeros({g->workspace_bytes() / 4 + 1}, DType::f32, kGpu);
       g->run(detail::handles_of(*ctx), gx.data(), gdy.data(), gdw.data_as<float>(), ws.data());
@@ -253,7 +230,7 @@ TEST_CASE("gpu attention on tensor cores (cuDNN SDPA) against the CPU layer, rep
       std::vector<float> zero(np);
       Tensor ps = to_gpu(params), gs = to_gpu(zero);
       ls.bind(ps.data_as<float>(), gs.data_as<float>());
-      Tensor sx = to_gpu_bits(x, p), sdy = to_gpu_bits(dy, p);
+      Tensor sx = words_on(x, p, kGpu), sdy = words_on(dy, p, kGpu);
       Tensor sy = Tensor::empty({n}, p, kGpu), sdx = Tensor::empty({n}, p, kGpu);
       const std::vector<BufferView> xs{sx.buffer()};
       ls.forward_stored(xs, sy.buffer(), batch, true);

@@ -24,6 +24,7 @@
 #include "ringtrain/ops/precision.h"
 #include "ringtrain/ops/softmax_cross_entropy.h"
 #include "ringtrain/tensor/tensor.h"
+#include "tests/model/grid_values.h"
 #include "tests/model/test_data.h"
 #include "tests/support/gpu_compare.h"
 #include "tests/support/gpu_test.h"
@@ -35,11 +36,6 @@ namespace {
 
 using Words = std::vector<std::uint16_t>;
 
-std::vector<float> on_grid(std::uint64_t salt, std::size_t n, DType p) {
-  std::vector<float> v = test::hashed_vector(salt, n);
-  for (float& e : v) e = kernels::round_to_precision_grid(e, p);
-  return v;
-}
 Words words_of(const std::vector<float>& v, DType p) {
   Words w(v.size());
   for (std::size_t i = 0; i < v.size(); ++i) w[i] = kernels::to_precision_bits(v[i], p);

@@ -18,6 +18,7 @@
 #include "ringtrain/ops/gemm.h"
 #include "ringtrain/ops/precision.h"
 #include "ringtrain/tensor/tensor.h"
+#include "tests/model/grid_values.h"
 #include "tests/model/test_data.h"
 #include "tests/support/gpu_compare.h"
 #include "tests/support/gpu_test.h"
@@ -26,11 +27,6 @@ using namespace ringtrain;
 using namespace ringtrain::test;
 
 namespace {
-
-std::vector<float> on_grid(std::vector<float> v, DType p) {
-  for (float& x : v) x = kernels::round_to_precision_grid(x, p);
-  return v;
-}
 
 // Relative L2 distance, for whole-model comparisons.
 double relative_l2(const std::vector<float>& got, const std::vector<float>& want) {

@@ -18,17 +18,13 @@
 #include "ringtrain/ops/compute_context.h"
 #include "ringtrain/ops/precision.h"
 #include "ringtrain/ops/softmax_cross_entropy.h"
+#include "tests/model/grid_values.h"
 #include "tests/model/test_data.h"
 
 using namespace ringtrain;
+using test::on_grid;
 
 namespace {
-
-std::vector<float> on_grid(std::uint64_t salt, std::size_t n, DType p) {
-  std::vector<float> v = test::hashed_vector(salt, n);
-  for (float& e : v) e = kernels::round_to_precision_grid(e, p);
-  return v;
-}
 
 // The 16-bit words of v in dtype p (v on its grid: exact).
 std::vector<std::uint16_t> narrow(const ComputeContext& ctx, const std::vector<float>& v, DType p) {
