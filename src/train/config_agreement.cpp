@@ -43,6 +43,9 @@ std::vector<SignatureField> config_agreement_fields(const TrainConfig& c) {
       // Where a fused BatchNorm runs in the step moves its --sync-bn sums
       // among the others: every rank must take them in one order.
       signature_text("--fuse", c.fuse),
+      // A replayed step queues every bucket's all-reduce after backward, an
+      // eager one during it; and a refusal (dropout, fp16) must be every rank's.
+      signature_text("--cuda-graph", c.cuda_graph),
       signature_real("--loss-scale-init", c.loss_scale_init),
       signature_number("--loss-scale-window", c.loss_scale_window),
       // The arithmetic of an update: a difference makes replicas drift apart.

@@ -19,7 +19,7 @@ compared=(
   "--no-overlap - +" "--eval-every 0 2" "--log-every 50 2" "--straggler-every 100 3"
   "--check-every 100 2" "--ckpt-every 0 2" "--ckpt-dir - $WORK/ckpt-b" "--trace - $WORK/trace.json"
   "--resume - latest" "--sync-bn - +" "--label-smoothing 0 0.1"
-  "--precision fp32 bf16" "--layout auto nhwc" "--fuse on off" "--loss-scale-init 65536 1024"
+  "--precision fp32 bf16" "--layout auto nhwc" "--fuse on off" "--cuda-graph off on" "--loss-scale-init 65536 1024"
   "--loss-scale-window 2000 10"
   "--grad-dtype fp32 bf16" "--zero 0 1" "--no-decay - bias" "--on-divergence warn stop"
 )
