@@ -51,17 +51,8 @@ int run_doctor_flight(const DoctorFlightOptions& o, const Topology& topo) {
     std::getline(in, said_job);
   }
   if (said_job.rfind("job: ", 0) == 0 && said_job.substr(5) != job.job) said.clear();
-  // Every rank wrote its final record with the reason it stopped (an error
-  // every rank took, such as --nonfinite stop): the records as left are the
-  // whole story, and a verdict the job printed was taken while the ranks were
-  // still stopping (one may not have recorded its way out of a collective yet).
-  const bool all_ended = std::all_of(ranks.begin(), ranks.end(), [](const FlightState& s) {
-    return s.final_record && !s.reason.empty();
-  });
-  if (said.empty() || all_ended) {
+  if (said.empty()) {
     std::printf("verdict: %s\n", from_files.c_str());
-    if (!said.empty() && said != from_files)
-      std::printf("the job said while stopping: %s\n", said.c_str());
   } else {
     std::printf("verdict: %s\n", said.c_str());
     if (said != from_files) std::printf("from the records as left: %s\n", from_files.c_str());

@@ -93,6 +93,7 @@ std::string TrainConfig::to_json() const {
   j["precision"] = precision;
   j["layout"] = layout;
   j["fuse"] = fuse;
+  j["cuda_graph"] = cuda_graph;
   j["loss_scale_init"] = loss_scale_init;
   j["loss_scale_window"] = loss_scale_window;
   j["optimizer"] = optimizer.kind;
