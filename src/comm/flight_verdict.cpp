@@ -125,9 +125,25 @@ std::string describe_op(const FlightCollective& c) {
                      c.backend);
 }
 
-const FlightCollective* pending(const FlightState& s) {
+// (channel, seq) of every collective that some rank's record shows
+// completed and that completes nowhere before every rank has joined it (a
+// broadcast's root may finish before the others arrive).
+using CollectiveId = std::pair<std::string, std::uint64_t>;
+std::set<CollectiveId> joined_by_all(const std::vector<FlightState>& ranks) {
+  std::set<CollectiveId> done;
+  for (const auto& s : ranks)
+    for (const FlightCollective& c : s.records)
+      if (c.completed != 0 && c.op != "broadcast") done.insert({c.channel, c.seq});
+  return done;
+}
+
+// The collective a rank waits in. One that every rank has joined is not a
+// wait but a lag: this rank's record was written before it saw the last of
+// the data, as when the first rank to stop reads the others' records while
+// they are still finishing the same collective.
+const FlightCollective* pending(const FlightState& s, const std::set<CollectiveId>& done) {
   for (const FlightCollective& c : s.records)
-    if (c.completed == 0) return &c;
+    if (c.completed == 0) return done.count({c.channel, c.seq}) ? nullptr : &c;
   return nullptr;
 }
 
@@ -212,10 +228,11 @@ std::string flight_verdict(const std::vector<FlightState>& ranks, double now_s, 
       absent.empty() ? "" : fmt::format("; {} left no record", rank_word(absent));
 
   // The collective most ranks are waiting in (ties: the earliest).
-  std::map<std::pair<std::string, std::uint64_t>, std::vector<int>> waiting_in;
-  std::map<std::pair<std::string, std::uint64_t>, const FlightCollective*> op_of;
+  std::map<CollectiveId, std::vector<int>> waiting_in;
+  std::map<CollectiveId, const FlightCollective*> op_of;
+  const std::set<CollectiveId> done = joined_by_all(ranks);
   for (const auto& s : ranks)
-    if (const FlightCollective* c = pending(s)) {
+    if (const FlightCollective* c = pending(s, done)) {
       waiting_in[{c->channel, c->seq}].push_back(s.rank);
       op_of[{c->channel, c->seq}] = c;
     }

@@ -129,3 +129,35 @@ TEST_CASE("records an earlier job left in the directory are not this job's") {
   CHECK(earlier.ranks.size() == 2);
   CHECK(earlier.stale.size() == 2);
 }
+
+TEST_CASE("a rank still finishing a collective another rank completed is lagging, not waiting") {
+  // Both ranks agreed on an error after the control all-gather #6; rank 1
+  // stopped first and reads rank 0's record, written before rank 0 saw the
+  // last of #6's data.
+  auto control = [](std::uint64_t seq, const char* op, bool done) {
+    FlightCollective c = gradients(seq, 1, -1, done);
+    c.channel = "control";
+    c.op = op;
+    return c;
+  };
+  std::vector<FlightState> ranks = {rank_state(0, "optimizer", 1, 0),
+                                    rank_state(1, "optimizer", 1, 0)};
+  for (FlightState& s : ranks) {
+    s.world_size = 2;
+    s.issued["control"] = 6;
+    for (std::uint64_t q = 1; q <= 5; ++q) s.records.push_back(control(q, "allgather", true));
+  }
+  ranks[0].records.push_back(control(6, "allgather", false));
+  ranks[1].records.push_back(control(6, "allgather", true));
+  ranks[1].final_record = true;
+  ranks[1].reason = "non-finite gradients at step 1";
+  CHECK(flight_verdict(ranks, 1062, /*live=*/false) ==
+        "no rank is waiting in a collective; rank 1 ended with: non-finite gradients at step 1");
+
+  // A broadcast's root completes before the others join it: rank 0 still
+  // waits in it, and the verdict says so.
+  ranks[0].records.back() = control(6, "broadcast", false);
+  ranks[1].records.back() = control(6, "broadcast", true);
+  CHECK(flight_verdict(ranks, 1062, false).find("rank 0 is waiting in broadcast #6") !=
+        std::string::npos);
+}
