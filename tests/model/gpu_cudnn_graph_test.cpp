@@ -44,6 +44,12 @@ detail::ConvGraphShape small_conv(DType p, bool nhwc) {
   return s;
 }
 
+// Index of element (n, c, h, w) of an [N, C, H, W] tensor in memory.
+std::size_t index_in(bool nhwc, std::size_t n, std::size_t c, std::size_t h, std::size_t w,
+                     std::size_t C, std::size_t H, std::size_t W) {
+  return nhwc ? ((n * H + h) * W + w) * C + c : ((n * C + c) * H + h) * W + w;
+}
+
 }  // namespace
 
 TEST_CASE("gpu conv forward and backward data through the graph API: 16-bit in and out",
@@ -65,10 +71,7 @@ TEST_CASE("gpu conv forward and backward data through the graph API: 16-bit in a
       const auto x = on_grid(test::hashed_vector(3, s.n * s.c * s.h * s.w), p);
       const auto w = on_grid(test::hashed_vector(4, s.k * s.c * s.r * s.s), p);
       const auto dy = on_grid(test::hashed_vector(5, s.n * s.k * s.p * s.q), p);
-      const auto at = [&](std::size_t n, std::size_t c, std::size_t h, std::size_t ww,
-                          std::size_t C, std::size_t H, std::size_t W) {
-        return nhwc ? ((n * H + h) * W + ww) * C + c : ((n * C + c) * H + h) * W + ww;
-      };
+      const auto at = [&](auto... i) { return index_in(nhwc, i...); };
       // The filter in the data's memory order ([K, R, S, C] for NHWC).
       const auto wat = [&](std::size_t k, std::size_t c, std::size_t r, std::size_t t) {
         return nhwc ? ((k * s.r + r) * s.s + t) * s.c + c : ((k * s.c + c) * s.r + r) * s.s + t;
@@ -136,11 +139,7 @@ TEST_CASE("gpu conv weight gradient through the graph API: fp32 dW from 16-bit x
       INFO("engine: " << g->engine());
       const auto x = on_grid(test::hashed_vector(1, s.n * s.c * s.h * s.w), p);
       const auto dy = on_grid(test::hashed_vector(2, s.n * s.k * s.p * s.q), p);
-      // Index of element (n, c, h, w) of an [N, C, H, W] tensor in memory.
-      const auto at = [&](std::size_t n, std::size_t c, std::size_t h, std::size_t w, std::size_t C,
-                          std::size_t H, std::size_t W) {
-        return nhwc ? ((n * H + h) * W + w) * C + c : ((n * C + c) * H + h) * W + w;
-      };
+      const auto at = [&](auto... i) { return index_in(nhwc, i...); };
       std::vector<float> want(s.k * s.c * s.r * s.s);
       for (std::size_t k = 0; k < s.k; ++k)
         for (std::size_t c = 0; c < s.c; ++c)
