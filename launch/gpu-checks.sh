@@ -33,6 +33,9 @@
 #             (MODELS_CASES); 0 host syncs per steady step; a case below 1.0x gets
 #             one `bench step --layers` (time per layer, cuDNN's algorithms)
 #   peers     PyTorch alone on the real-size models (launch/bench/peer_gpu_models.py)
+#   loader    (named only) resnet50 bf16 b256 trained from JPEG photographs of ImageNet-like
+#             sizes with --augment imagenet and a loader thread per spare core, against
+#             the same images as raw 224 x 224 samples in memory: images/s, data share
 #   kernels   (named only) kernel times summed per kernel, heaviest first: one steady
 #             step of ringtrain under ncu, two of PyTorch under torch.profiler:
 #             KERNELS_CASES="resnet50:256:bf16 ..."
@@ -465,6 +468,47 @@ for l in open(sys.argv[1]):
   note models INFO "$(tr '\n' ';' < "$out/models.tsv" | cut -c1-600)"
 }
 
+check_loader() {
+  # The loader against the model: resnet50 bf16 trained from a class-folder tree
+  # of JPEG photographs of ImageNet-like sizes (launch/bench/make_jpeg_tree.py,
+  # stored as JPEG bytes and decoded on the loader threads) with --augment
+  # imagenet and one loader thread per spare core, against the same model on the
+  # same images decoded once into raw 224 x 224 samples held in memory (--cache,
+  # no augmentation): images/s of each and the data wait's share of the step.
+  # LOADER_* change the sizes (a CPU rehearsal: LOADER_DEVICE=cpu).
+  local dev=${LOADER_DEVICE:-cuda} model=${LOADER_MODEL:-resnet50} batch=${LOADER_BATCH:-256}
+  local steps=${LOADER_STEPS:-60} classes=${LOADER_CLASSES:-10} per=${LOADER_PER_CLASS:-500}
+  local threads=${LOADER_THREADS:-$(($(nproc) > 1 ? $(nproc) - 1 : 1))} tree=$work/jpeg-tree kind
+  run loader-tree 240 "$RINGTRAIN_PYTHON" launch/bench/make_jpeg_tree.py "$tree" --classes "$classes" --per-class "$per"
+  run loader-convert-jpeg 240 "$exe" convert images --train "$tree" --store jpeg --test-fraction 0.05 \
+    -o "$work/jpeg.h5" --force --no-progress
+  run loader-convert-raw 240 "$exe" convert images --train "$tree" --size 224 --store raw --test-fraction 0.05 \
+    -o "$work/raw224.h5" --force --no-progress
+  local common=(--device "$dev" --model "$model" --batch "$batch" --max-steps "$steps" --precision bf16
+    --log-every 5 --timeout 300 --lr 0.01 --nonfinite skip:1000)
+  run loader-train-jpeg 300 "$exe" train --data "$work/jpeg.h5" "${common[@]}" --augment imagenet \
+    --loader-threads "$threads" --logdir "$work/log-jpeg"
+  local rc_jpeg=$?
+  run loader-train-raw 300 "$exe" train --data "$work/raw224.h5" "${common[@]}" --cache --logdir "$work/log-raw"
+  local rc_raw=$?
+  printf 'input\timages_per_s\tdata_wait_share\tstep_ms\n' > "$out/loader.tsv"
+  for kind in jpeg raw; do
+    # The steady steps: the rows after the first two logging windows.
+    "$RINGTRAIN_PYTHON" - "$work/log-$kind/metrics.jsonl" "$kind" >> "$out/loader.tsv" <<'PY' 2>/dev/null \
+      || printf '%s\tfailed\tfailed\tfailed\n' "$kind" >> "$out/loader.tsv"
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+rows = [r for r in rows if r.get("kind") == "train"][2:]
+share = statistics.median(r["data_wait_s"] / r["step_s"] for r in rows)
+print("%s\t%.0f\t%.2f\t%.1f" % (sys.argv[2], statistics.median(r["samples_per_s"] for r in rows), share,
+                                1e3 * statistics.median(r["window_step_s"] for r in rows)))
+PY
+  done
+  cp "$work/log-jpeg/metrics.jsonl" "$out/loader-jpeg-metrics.jsonl" 2>/dev/null
+  [ $rc_jpeg = 0 ] && [ $rc_raw = 0 ]
+  pass_if loader $? "$threads loader threads, $(grep -m1 'KiB on average' "$out/loader-tree.log"): $(tail -n +2 "$out/loader.tsv" | tr '\t\n' ' ;')"
+}
+
 check_kernels() {
   # Kernel by kernel, each side's kernel times summed per kernel name, the
   # heaviest first: ringtrain's one steady step under ncu (bench step marks its
@@ -559,7 +603,7 @@ PY
 # fails the tests that read a one-line error (2026-11-26); point it at its own.
 bundle_fixups() {
   local d
-  for d in ${LD_LIBRARY_PATH//:/ }; do
+  for d in ${LD_LIBRARY_PATH:+${LD_LIBRARY_PATH//:/ }}; do
     case $d in /tmp/ringtrain-gpu/*) [ -d "$d" ] && ldconfig -n "$d" 2>/dev/null ;; esac
     case $d in /tmp/ringtrain-gpu/*) [ -d "$d/pmix2/lib/pmix" ] &&
       export PMIX_MCA_mca_base_component_path=$d/pmix2/lib/pmix ;; esac
