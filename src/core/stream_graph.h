@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -40,5 +41,15 @@ class StreamGraph {
   void* exec_ = nullptr;   // cudaGraphExec_t
   std::size_t nodes_ = 0;
 };
+
+// A replay reads and writes the addresses its capture recorded. Code that
+// frees a buffer a capture may have recorded and allocates another in its
+// place (a workspace or scratch grown for a larger batch, e.g. by an
+// evaluation pass between training steps) calls note_graph_buffers_moved();
+// whoever keeps graphs compares graph_buffers_generation() with its value at
+// their capture and captures again where it moved, instead of replaying into
+// freed memory. Backend-neutral (stream_graph_generation.cpp).
+void note_graph_buffers_moved() noexcept;
+std::uint64_t graph_buffers_generation() noexcept;
 
 }  // namespace ringtrain::detail

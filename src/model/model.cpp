@@ -1142,9 +1142,14 @@ BufferView Model::run_layers(const float* x, const std::int32_t* labels, std::si
   s.last_batch = batch;
   s.forward_done = true;
   s.loss_gradient_done = false;
-  if (batch > 0)
-    copy_view(s.labels.buffer().slice(0, batch * rows_per_sample_),
-              view_of(labels, batch * rows_per_sample_, options_.device));
+  // In the compute stream's order: copy_view would wait for the device (a
+  // host sync every step) and use the legacy stream, which a CUDA graph's
+  // capture refuses.
+  if (batch > 0 && labels != s.labels.data_as<std::int32_t>()) {
+    const std::size_t rows = batch * rows_per_sample_;
+    copy_blocks(*s.ctx, s.labels.buffer().slice(0, rows), rows,
+                view_of(labels, rows, options_.device), rows, rows, 1);
+  }
   return s.nodes.back().output;
 }
 
@@ -1370,7 +1375,9 @@ void Model::copy_logits(std::size_t first, float* host, std::size_t count) const
 }
 
 void Model::zero_grads() {
-  device_zero(state_->grads.ptr, state_->grads.bytes(), options_.device);
+  // In the compute stream's order (device_zero's memset runs on the legacy
+  // stream, which a CUDA graph's capture refuses).
+  zero_stored(*state_->ctx, state_->grads);
 }
 
 BufferView Model::loss_totals_view() const {

@@ -46,7 +46,15 @@ void convert_storage(const ComputeContext& ctx, BufferView dst, BufferView src) 
            dtype_name(dst.dtype));
   const std::size_t n = src.count;
   if (n == 0) return;
-  if (dst.dtype == src.dtype) return copy_view(dst, src);
+  // Same dtype: a copy in the stream's order (copy_view would wait for the
+  // device).
+  if (dst.dtype == src.dtype) {
+    if (!ctx.is_cuda()) return copy_view(dst, src);
+    if (dst.ptr != src.ptr)
+      detail::gpu_copy_blocks(ctx.stream(), dst.ptr, dst.bytes(), src.ptr, src.bytes(), src.bytes(),
+                              1);
+    return;
+  }
   if (ctx.is_cuda()) {
     if (dst.dtype == DType::f32)
       return detail::gpu_from_precision_bits(ctx.stream(), dst.as<float>(), src.as<std::uint16_t>(),

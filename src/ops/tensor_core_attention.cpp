@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "core/stream_graph.h"
 #include "ops/cudnn_graph.h"
 #include "ops/gpu_ops.h"
 #include "ringtrain/core/check.h"
@@ -74,6 +75,7 @@ void TensorCoreAttention::grow_workspace(std::size_t bytes) {
   if (workspace_.numel() > 0) detail::gpu_stream_synchronize(detail::handles_of(ctx_).stream);
   workspace_ =
       Tensor::empty({(bytes + sizeof(float) - 1) / sizeof(float)}, DType::f32, ctx_.device());
+  detail::note_graph_buffers_moved();
 }
 
 TensorCoreAttention::Entry& TensorCoreAttention::entry(std::size_t batch) {

@@ -255,6 +255,9 @@ class Trainer {
     std::unique_ptr<detail::StreamGraph> graph;
   };
   std::vector<CapturedStep> captured_;
+  // detail::graph_buffers_generation() when captured_ was last emptied: a
+  // workspace moved since (a larger evaluation batch) empties it again.
+  std::uint64_t captured_generation_ = 0;
   std::vector<std::size_t> backward_layer_order_;
   bool backward_order_known_ = false;
   std::vector<std::pair<std::size_t, bool>> warmed_;
@@ -840,6 +843,9 @@ void Trainer::check_cuda_graph() const {
   RT_CHECK(!loss_scaling(),
            "--cuda-graph on: fp16's loss scale changes with overflows and scales the gradients "
            "inside the graph; use --precision bf16, or --cuda-graph off");
+  RT_CHECK(!cfg_.sync_bn,
+           "--cuda-graph on: --sync-bn sums BatchNorm's statistics over the ranks inside the "
+           "forward and backward, which a graph cannot hold; use --cuda-graph off");
   RT_CHECK(device_.is_cuda(), "--cuda-graph on: a CUDA graph needs a GPU (--device cuda)");
 }
 
@@ -851,7 +857,16 @@ void Trainer::check_cuda_graph() const {
 // (more distinct batch sizes than expected) runs eagerly.
 Trainer::CapturedStep* Trainer::captured_step(const float* x, const Batch& batch, bool accumulate,
                                               float grad_scale) {
-  if (cfg_.cuda_graph != "on" || faults_ != nullptr) return nullptr;
+  // An empty micro-batch only zeroes (or keeps) the gradients: nothing to
+  // save by a graph.
+  if (cfg_.cuda_graph != "on" || faults_ != nullptr || batch.size == 0) return nullptr;
+  // A graph replays the addresses it captured: where a workspace or scratch
+  // was replaced since, every graph is captured again.
+  if (const std::uint64_t g = detail::graph_buffers_generation(); g != captured_generation_) {
+    captured_.clear();
+    captured_full_noted_ = false;
+    captured_generation_ = g;
+  }
   const void* y = batch.y.ptr;
   for (CapturedStep& c : captured_)
     if (c.x == x && c.y == y && c.accumulate == accumulate && c.samples == batch.size &&

@@ -39,6 +39,8 @@ expect_error cuda_graph_dropout "--cuda-graph on: model .* draws dropout masks" 
   --model "flatten; dropout(p=0.2); linear(out=4)"
 expect_error cuda_graph_cpu "--cuda-graph on: a CUDA graph needs a GPU" \
   "${MPIRUN[@]}" -np 2 "$RINGTRAIN_EXE" train "${base[@]}" --model "$MLP" --cuda-graph on
+expect_error cuda_graph_sync_bn "--cuda-graph on: --sync-bn sums BatchNorm's statistics" \
+  "${MPIRUN[@]}" -np 2 "$RINGTRAIN_EXE" train "${base[@]}" --model "$MLP" --sync-bn --cuda-graph on
 # Replicas that drift apart are caught by the parameter check and named.
 expect_error diverged_replicas "replicas diverged at step 2: the parameters of rank 1 differ" \
   env RINGTRAIN_FAULT_DIVERGE_RANK=1 "${MPIRUN[@]}" -x RINGTRAIN_FAULT_DIVERGE_RANK -np 3 "$RINGTRAIN_EXE" train \

@@ -75,6 +75,7 @@
 
 #include "core/cuda/check_cuda.h"
 #include "core/cuda/check_cudnn.h"
+#include "core/stream_graph.h"
 #include "kernels/precision.cuh"
 #include "ops/conv_algo_choice.h"
 #include "ops/cudnn_graph.h"
@@ -481,11 +482,8 @@ class CudnnConvPlan final : public GpuConvPlan {
   void plan_wgrad16(Entry& e, bool grow = true) {
     e.wgrad16_tried = true;
     e.wgrad16 = ConvWgradGraph::build(*handles_, graph_shape(e.batch), &e.wgrad16_why);
-    if (grow && e.wgrad16 && e.wgrad16->workspace_bytes() > workspace_.size()) {
-      // Earlier launches may still read the old workspace.
-      RT_CUDA_CHECK(cudaStreamSynchronize(stream_));
-      workspace_ = DeviceBytes(e.wgrad16->workspace_bytes());
-    }
+    if (grow && e.wgrad16 && e.wgrad16->workspace_bytes() > workspace_.size())
+      replace_workspace(e.wgrad16->workspace_bytes());
   }
   ConvGraphShape graph_shape(std::size_t batch) const {
     ConvGraphShape s;
@@ -525,11 +523,15 @@ class CudnnConvPlan final : public GpuConvPlan {
     std::size_t need = 0;
     for (const auto& g : {e.fwd_graph, e.dgrad_graph})
       if (g) need = std::max(need, g->workspace_bytes());
-    if (grow && need > workspace_.size()) {
-      // Earlier launches may still read the old workspace.
-      RT_CUDA_CHECK(cudaStreamSynchronize(stream_));
-      workspace_ = DeviceBytes(need);
-    }
+    if (grow && need > workspace_.size()) replace_workspace(need);
+  }
+  // A larger shared workspace in place of the old one, which earlier launches
+  // (of any of the context's convolutions) may still read, and which a
+  // captured CUDA graph may hold (stream_graph.h).
+  void replace_workspace(std::size_t bytes) {
+    RT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    workspace_ = DeviceBytes(bytes);
+    note_graph_buffers_moved();
   }
   void require_workspace(std::size_t bytes) const {
     RT_CHECK(bytes <= workspace_.size(), "conv2d: a graph needs a {} byte workspace, {} are shared",
@@ -659,11 +661,7 @@ class CudnnConvPlan final : public GpuConvPlan {
           if (g) need = std::max(need, g->workspace_bytes());
       }
     }
-    if (need > workspace_.size()) {
-      // Another convolution's queued launches may still read the old one.
-      RT_CUDA_CHECK(cudaStreamSynchronize(stream_));
-      workspace_ = DeviceBytes(need);
-    }
+    if (need > workspace_.size()) replace_workspace(need);
   }
 
   // A later batch size: within the workspace; failing that, with a trial
@@ -678,9 +676,7 @@ class CudnnConvPlan final : public GpuConvPlan {
       limit = trial.size();
       if (std::optional<Choice> c = find(trial, &tried)) {
         trial = DeviceBytes();
-        // Earlier launches may still read the old workspace.
-        RT_CUDA_CHECK(cudaStreamSynchronize(stream_));
-        workspace_ = DeviceBytes(std::max(c->memory, workspace_.size()));
+        replace_workspace(std::max(c->memory, workspace_.size()));
         return *c;
       }
     }

@@ -5,6 +5,7 @@
 #include "core/cuda/check_cublas.h"
 #include "core/cuda/check_cuda.h"
 #include "core/cuda/check_cudnn.h"
+#include "core/stream_graph.h"
 #include "kernels/precision.cuh"
 #include "kernels/precision.h"
 #include "ops/gpu_ops.h"
@@ -67,6 +68,7 @@ void gpu_reserve_wide_scratch(GpuHandles& h, std::size_t elements) {
     p = static_cast<float*>(cuda_allocate_here(elements * sizeof(float)));
   }
   h.wide_capacity = elements;
+  note_graph_buffers_moved();  // a captured graph may hold the old ones
 }
 
 void gpu_handles_destroy(const GpuHandles& h) noexcept {

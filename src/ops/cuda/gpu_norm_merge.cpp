@@ -69,7 +69,9 @@ void gpu_round_to_precision(void* stream, float* y, const float* x, std::size_t 
 void gpu_copy_blocks(void* stream, void* dst, std::size_t dpitch, const void* src,
                      std::size_t spitch, std::size_t width, std::size_t rows) {
   if (rows == 0 || width == 0) return;
-  RT_CUDA_CHECK(cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, rows, cudaMemcpyDeviceToDevice,
+  // cudaMemcpyDefault: a caller's host array (labels given by a test or a
+  // tool) is copied too, as copy_view would.
+  RT_CUDA_CHECK(cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, rows, cudaMemcpyDefault,
                                   static_cast<cudaStream_t>(stream)));
 }
 
