@@ -80,7 +80,7 @@ TEST_CASE("padded classifier: the unpadded loss and gradient, padding ignored an
     for (std::size_t r = 0; r < rows; ++r)
       for (std::size_t j = 0; j < classes; ++j) padded[r * stride + j] = compact[r * classes + j];
     for (const bool fused : {false, true}) {
-      INFO(fused ? "fused" : "two passes");
+      INFO((fused ? "fused" : "two passes"));
       Tensor z = Tensor::empty({rows * stride}, p, Device::cpu());
       convert_storage(*ctx, z.buffer(), view_of(padded.data(), padded.size()));
       Tensor own = Tensor::empty({rows * stride}, p, Device::cpu());
@@ -146,6 +146,7 @@ ModelSpec nano(std::size_t vocab, bool head_last) {
   keep.p = 0.0;
   spec.layers.push_back(keep);
   spec.origins.clear();
+  spec.preset.clear();  // the graph as written, not the preset's again
   return spec;
 }
 

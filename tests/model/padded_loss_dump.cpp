@@ -35,7 +35,7 @@ std::vector<float> widened(const Tensor& t) {
 int main() {
   const std::size_t rows = 7, classes = 75, stride = 128;
   std::vector<float> z = test::hashed_vector(83, rows * classes, -5.0f, 5.0f);
-  z[2 * classes + 11] = 25.0f;  // a dominant logit
+  z[3 * classes + 11] = 25.0f;  // a dominant logit, at row 3's labels: one row correct
   const std::vector<std::int32_t> a = {3, 74, -100, 11, 0, 40, 62}, b = {9, 1, 5, 11, 70, 2, 33};
   const float scale = 1.0f / static_cast<float>(rows);
   nlohmann::json cases = nlohmann::json::array();
