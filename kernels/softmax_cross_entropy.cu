@@ -18,12 +18,13 @@ __device__ __forceinline__ int second_label(const int* __restrict__ second, std:
 template <typename T>
 __global__ void softmax_ce_forward_kernel(const T* __restrict__ logits,
                                           const int* __restrict__ labels, std::size_t rows,
-                                          int classes, float* __restrict__ row_loss,
+                                          int classes, std::size_t stride,
+                                          float* __restrict__ row_loss,
                                           int* __restrict__ row_correct, float smoothing,
                                           const int* __restrict__ second, float lam) {
   const std::size_t r = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   if (r >= rows) return;
-  softmax_ce_row_forward(logits + r * classes, classes, labels[r], &row_loss[r], &row_correct[r],
+  softmax_ce_row_forward(logits + r * stride, classes, labels[r], &row_loss[r], &row_correct[r],
                          smoothing, second_label(second, r), lam);
 }
 
@@ -32,13 +33,14 @@ __global__ void softmax_ce_forward_kernel(const T* __restrict__ logits,
 // logits and dlogits carry no __restrict__.
 template <typename T, typename G>
 __global__ void softmax_ce_backward_kernel(const T* logits, const int* __restrict__ labels,
-                                           std::size_t rows, int classes, float scale, G* dlogits,
-                                           float smoothing, const int* __restrict__ second,
-                                           float lam) {
+                                           std::size_t rows, int classes, std::size_t stride,
+                                           float scale, G* dlogits, float smoothing,
+                                           const int* __restrict__ second, float lam) {
   const std::size_t r = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   if (r >= rows) return;
-  softmax_ce_row_backward(logits + r * classes, classes, labels[r], scale, dlogits + r * classes,
+  softmax_ce_row_backward(logits + r * stride, classes, labels[r], scale, dlogits + r * stride,
                           smoothing, second_label(second, r), lam);
+  softmax_ce_row_zero_padding(dlogits + r * stride, classes, static_cast<int>(stride));
 }
 
 // One warp per row for wide rows (a language model's vocabulary: 50257 for
@@ -68,7 +70,8 @@ __device__ __forceinline__ void warp_argmax(float& m, int& arg) {
 template <typename T>
 __global__ void softmax_ce_forward_wide_kernel(const T* __restrict__ logits,
                                                const int* __restrict__ labels, std::size_t rows,
-                                               int classes, float* __restrict__ row_loss,
+                                               int classes, std::size_t stride,
+                                               float* __restrict__ row_loss,
                                                int* __restrict__ row_correct, float smoothing,
                                                const int* __restrict__ second_labels, float lam) {
   const std::size_t r = (blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x) / kWarp;
@@ -79,11 +82,11 @@ __global__ void softmax_ce_forward_wide_kernel(const T* __restrict__ logits,
   if (second < 0 && lam == 1.0f) second = label;  // no mix
   if (label == kIgnoredLabel || !softmax_ce_labels_valid(label, second, classes)) {
     if (lane == 0)  // the row function's verdicts for these
-      softmax_ce_row_forward(logits + r * classes, classes, label, &row_loss[r], &row_correct[r],
+      softmax_ce_row_forward(logits + r * stride, classes, label, &row_loss[r], &row_correct[r],
                              smoothing, second, lam);
     return;
   }
-  const T* z = logits + r * classes;
+  const T* z = logits + r * stride;
   float m = -INFINITY;
   int arg = classes;
   for (int j = lane; j < classes; j += kWarp)
@@ -107,8 +110,8 @@ __global__ void softmax_ce_forward_wide_kernel(const T* __restrict__ logits,
 
 template <typename T, typename G>
 __global__ void softmax_ce_backward_wide_kernel(const T* logits, const int* __restrict__ labels,
-                                                std::size_t rows, int classes, float scale,
-                                                G* dlogits, float smoothing,
+                                                std::size_t rows, int classes, std::size_t stride,
+                                                float scale, G* dlogits, float smoothing,
                                                 const int* __restrict__ second_labels, float lam) {
   const std::size_t r = (blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x) / kWarp;
   const int lane = static_cast<int>(threadIdx.x % kWarp);
@@ -116,10 +119,11 @@ __global__ void softmax_ce_backward_wide_kernel(const T* logits, const int* __re
   const int label = labels[r];
   int second = second_label(second_labels, r);
   if (second < 0 && lam == 1.0f) second = label;  // no mix
-  const T* z = logits + r * classes;
-  G* dz = dlogits + r * classes;
+  const T* z = logits + r * stride;
+  G* dz = dlogits + r * stride;
+  const int width = static_cast<int>(stride);
   if (label == kIgnoredLabel) {
-    for (int j = lane; j < classes; j += kWarp) store(dz, j, 0.0f);
+    for (int j = lane; j < width; j += kWarp) store(dz, j, 0.0f);
     return;
   }
   float m = -INFINITY;
@@ -132,21 +136,24 @@ __global__ void softmax_ce_backward_wide_kernel(const T* logits, const int* __re
   const SoftmaxCeTarget t = softmax_ce_target(label, second, lam, scale, smoothing, classes);
   for (int j = lane; j < classes; j += kWarp)
     store(dz, j, expf(load(z, j) - m) * inv - softmax_ce_target_at(t, j, label, second));
+  for (int j = classes + lane; j < width; j += kWarp) store(dz, j, 0.0f);  // the padding
 }
 
 // The fused classifier, one thread per row (softmax_ce_row_forward_backward).
 // dlogits may be the logits, as for the backward kernel.
 template <typename T, typename G>
 __global__ void softmax_ce_forward_backward_kernel(const T* logits, const int* __restrict__ labels,
-                                                   std::size_t rows, int classes, float scale,
-                                                   G* dlogits, float* __restrict__ row_loss,
+                                                   std::size_t rows, int classes,
+                                                   std::size_t stride, float scale, G* dlogits,
+                                                   float* __restrict__ row_loss,
                                                    int* __restrict__ row_correct, float smoothing,
                                                    const int* __restrict__ second, float lam) {
   const std::size_t r = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   if (r >= rows) return;
-  softmax_ce_row_forward_backward(logits + r * classes, classes, labels[r], scale,
-                                  dlogits + r * classes, &row_loss[r], &row_correct[r], smoothing,
+  softmax_ce_row_forward_backward(logits + r * stride, classes, labels[r], scale,
+                                  dlogits + r * stride, &row_loss[r], &row_correct[r], smoothing,
                                   second_label(second, r), lam);
+  softmax_ce_row_zero_padding(dlogits + r * stride, classes, static_cast<int>(stride));
 }
 
 // The fused classifier, one warp per wide row: the forward wide kernel's
@@ -156,23 +163,25 @@ __global__ void softmax_ce_forward_backward_kernel(const T* logits, const int* _
 // reads the label's logits for the loss before the warp overwrites them.
 template <typename T, typename G>
 __global__ void softmax_ce_forward_backward_wide_kernel(
-    const T* logits, const int* __restrict__ labels, std::size_t rows, int classes, float scale,
-    G* dlogits, float* __restrict__ row_loss, int* __restrict__ row_correct, float smoothing,
-    const int* __restrict__ second_labels, float lam) {
+    const T* logits, const int* __restrict__ labels, std::size_t rows, int classes,
+    std::size_t stride, float scale, G* dlogits, float* __restrict__ row_loss,
+    int* __restrict__ row_correct, float smoothing, const int* __restrict__ second_labels,
+    float lam) {
   const std::size_t r = (blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x) / kWarp;
   const int lane = static_cast<int>(threadIdx.x % kWarp);
   if (r >= rows) return;
   const int label = labels[r];
   int second = second_label(second_labels, r);
   if (second < 0 && lam == 1.0f) second = label;  // no mix
-  const T* z = logits + r * classes;
-  G* dz = dlogits + r * classes;
+  const T* z = logits + r * stride;
+  G* dz = dlogits + r * stride;
+  const int width = static_cast<int>(stride);
   if (label == kIgnoredLabel) {
     if (lane == 0) {
       row_loss[r] = 0.0f;
       row_correct[r] = kIgnoredRow;
     }
-    for (int j = lane; j < classes; j += kWarp) store(dz, j, 0.0f);
+    for (int j = lane; j < width; j += kWarp) store(dz, j, 0.0f);
     return;
   }
   float m = -INFINITY;
@@ -205,6 +214,7 @@ __global__ void softmax_ce_forward_backward_wide_kernel(
   const SoftmaxCeTarget t = softmax_ce_target(label, second, lam, scale, smoothing, classes);
   for (int j = lane; j < classes; j += kWarp)
     store(dz, j, expf(load(z, j) - m) * inv - softmax_ce_target_at(t, j, label, second));
+  for (int j = classes + lane; j < width; j += kWarp) store(dz, j, 0.0f);  // the padding
 }
 
 unsigned wide_blocks(std::size_t rows) {
@@ -238,9 +248,9 @@ unsigned row_blocks(std::size_t rows) {
 }  // namespace
 
 void softmax_ce_forward_cuda(const void* logits, DType logits_type, const std::int32_t* labels,
-                             std::size_t rows, std::size_t classes, float* row_loss,
-                             std::int32_t* row_correct, float smoothing, const std::int32_t* second,
-                             float lam, void* stream) {
+                             std::size_t rows, std::size_t classes, std::size_t stride,
+                             float* row_loss, std::int32_t* row_correct, float smoothing,
+                             const std::int32_t* second, float lam, void* stream) {
   if (rows == 0) return;
   const auto s = static_cast<cudaStream_t>(stream);
   with_storage(logits_type, [&](auto t) {
@@ -248,20 +258,20 @@ void softmax_ce_forward_cuda(const void* logits, DType logits_type, const std::i
     const T* z = static_cast<const T*>(logits);
     if (classes >= kWideClasses)
       softmax_ce_forward_wide_kernel<<<wide_blocks(rows), kWideThreads, 0, s>>>(
-          z, labels, rows, static_cast<int>(classes), row_loss, row_correct, smoothing, second,
-          lam);
+          z, labels, rows, static_cast<int>(classes), stride, row_loss, row_correct, smoothing,
+          second, lam);
     else
       softmax_ce_forward_kernel<<<row_blocks(rows), kElementwiseThreads, 0, s>>>(
-          z, labels, rows, static_cast<int>(classes), row_loss, row_correct, smoothing, second,
-          lam);
+          z, labels, rows, static_cast<int>(classes), stride, row_loss, row_correct, smoothing,
+          second, lam);
   });
   RT_CUDA_CHECK_LAUNCH();
 }
 
 void softmax_ce_backward_cuda(const void* logits, DType logits_type, const std::int32_t* labels,
-                              std::size_t rows, std::size_t classes, float scale, void* dlogits,
-                              DType dlogits_type, float smoothing, const std::int32_t* second,
-                              float lam, void* stream) {
+                              std::size_t rows, std::size_t classes, std::size_t stride,
+                              float scale, void* dlogits, DType dlogits_type, float smoothing,
+                              const std::int32_t* second, float lam, void* stream) {
   if (rows == 0) return;
   const auto s = static_cast<cudaStream_t>(stream);
   with_storage_pair(logits_type, dlogits_type, [&](auto t, auto g) {
@@ -271,18 +281,18 @@ void softmax_ce_backward_cuda(const void* logits, DType logits_type, const std::
     G* dz = static_cast<G*>(dlogits);
     if (classes >= kWideClasses)
       softmax_ce_backward_wide_kernel<<<wide_blocks(rows), kWideThreads, 0, s>>>(
-          z, labels, rows, static_cast<int>(classes), scale, dz, smoothing, second, lam);
+          z, labels, rows, static_cast<int>(classes), stride, scale, dz, smoothing, second, lam);
     else
       softmax_ce_backward_kernel<<<row_blocks(rows), kElementwiseThreads, 0, s>>>(
-          z, labels, rows, static_cast<int>(classes), scale, dz, smoothing, second, lam);
+          z, labels, rows, static_cast<int>(classes), stride, scale, dz, smoothing, second, lam);
   });
   RT_CUDA_CHECK_LAUNCH();
 }
 
 void softmax_ce_forward_backward_cuda(const void* logits, DType logits_type,
                                       const std::int32_t* labels, std::size_t rows,
-                                      std::size_t classes, float scale, void* dlogits,
-                                      DType dlogits_type, float* row_loss,
+                                      std::size_t classes, std::size_t stride, float scale,
+                                      void* dlogits, DType dlogits_type, float* row_loss,
                                       std::int32_t* row_correct, float smoothing,
                                       const std::int32_t* second, float lam, void* stream) {
   if (rows == 0) return;
@@ -294,12 +304,12 @@ void softmax_ce_forward_backward_cuda(const void* logits, DType logits_type,
     G* dz = static_cast<G*>(dlogits);
     if (classes >= kWideClasses)
       softmax_ce_forward_backward_wide_kernel<<<wide_blocks(rows), kWideThreads, 0, s>>>(
-          z, labels, rows, static_cast<int>(classes), scale, dz, row_loss, row_correct, smoothing,
-          second, lam);
+          z, labels, rows, static_cast<int>(classes), stride, scale, dz, row_loss, row_correct,
+          smoothing, second, lam);
     else
       softmax_ce_forward_backward_kernel<<<row_blocks(rows), kElementwiseThreads, 0, s>>>(
-          z, labels, rows, static_cast<int>(classes), scale, dz, row_loss, row_correct, smoothing,
-          second, lam);
+          z, labels, rows, static_cast<int>(classes), stride, scale, dz, row_loss, row_correct,
+          smoothing, second, lam);
   });
   RT_CUDA_CHECK_LAUNCH();
 }

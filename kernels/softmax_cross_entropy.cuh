@@ -170,6 +170,15 @@ RT_HD void softmax_ce_row_forward_backward(const T* z, int classes, int label, f
     store(dz, j, expf(load(z, j) - m) * inv - softmax_ce_target_at(t, j, label, second));
 }
 
+// A row of logits stored `stride` apart (>= classes: the tied LM head's
+// padded vocabulary, as llm.c keeps its logits) holds stride - classes
+// padded values that no loss reads; its gradient's padded values are written
+// 0, so that the head's products over the padded width add nothing.
+template <typename G>
+RT_HD void softmax_ce_row_zero_padding(G* dz, int classes, int stride) {
+  for (int j = classes; j < stride; ++j) store(dz, j, 0.0f);
+}
+
 // Running loss totals kept where the model runs: [0] loss sum, [1] correct
 // count, [2] rows whose label was out of range (softmax_ce_row_forward gave
 // correct = -1). Read once per logging interval instead of once per step.

@@ -275,8 +275,7 @@ Canonical canonical_lm_head(const LayerSpec& l) {
 std::unique_ptr<Layer> make_lm_head(const LayerArgs&, const LayerBuild& b) {
   need_rank(b, b.input.rank() == 2, "[T, C] rows");
   // The vocabulary is the tied embedding's: Model::build checks the pair.
-  return std::make_unique<TiedLmHeadLayer>(b.name, b.input, b.spec->tied, b.spec->vocab, *b.ctx,
-                                           b.max_batch);
+  return std::make_unique<TiedLmHeadLayer>(b.name, b.input, b.spec->tied, b.spec->vocab, *b.ctx);
 }
 
 struct Row {

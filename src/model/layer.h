@@ -75,6 +75,25 @@ class PassesGradientThrough {
   ~PassesGradientThrough() = default;
 };
 
+// A built-in layer whose [rows, width] output may be stored with rows wider
+// than its width (the tied LM head: its vocabulary padded so that every
+// 16-bit row is 16-byte aligned, as llm.c keeps its logits). The model pads
+// the last node's output and its gradient (the logits, whose readers are the
+// loss and Model::copy_logits, which honour the stride) and tells the layer
+// the stride its stored forms' y and dy then have; its fp32 forms keep
+// unpadded rows (the adapter narrows into and widens from the padded ones).
+// Internal, as DescribesKernels.
+class PadsOutputRows {
+ public:
+  // The row stride it asks for where the model stores `storage` (its width:
+  // none).
+  virtual std::size_t padded_row_stride(DType storage) const = 0;
+  virtual void set_output_row_stride(std::size_t stride) = 0;
+
+ protected:
+  ~PadsOutputRows() = default;
+};
+
 // Builds the layer `spec` for its per-sample input shapes (one for most
 // layers; add and concat take several); the Error names the layer and the
 // shapes when they do not fit. `index` is the node's position (dropout mixes it

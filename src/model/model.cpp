@@ -92,6 +92,17 @@ struct PlanNode {
   std::unique_ptr<FusedResidualLayerNorm> fused_ln;
   int sum_of = -1;
   bool keeps_buffers = false;
+  // Rows of the output wider in its buffer than in its shape (PadsOutputRows:
+  // the tied head's padded logits, the last node under bf16/fp16): the
+  // row's width (the shape's last dimension) and its stride; 0 and 0 where
+  // unpadded. The output's gradient has the same rows.
+  std::size_t row_width = 0, row_stride = 0;
+  bool padded() const { return row_stride > row_width; }
+  // Per sample, the elements its output buffer (and its gradient's) holds.
+  std::size_t stored_elements() const {
+    const std::size_t n = layer->output_shape().numel();
+    return padded() ? n / row_width * row_stride : n;
+  }
 };
 
 // A buffer of activation gradients. Buffers whose lives do not overlap share
@@ -582,6 +593,19 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
            spec.preset.empty() ? std::string("spec") : "preset " + spec.preset, last_node,
            shape.to_string(), num_classes, num_classes);
   m->rows_per_sample_ = shape.rank() == 2 ? shape[0] : 1;
+  // The logits' rows padded where the last node asks for it (the tied head
+  // under bf16/fp16): its GEMMs then write and read them in place, and the
+  // loss reads the true classes of each row.
+  if (auto* pads = dynamic_cast<PadsOutputRows*>(s.nodes.back().layer.get()); pads != nullptr) {
+    const std::size_t stride = pads->padded_row_stride(options.precision);
+    RT_CHECK(stride >= m->num_classes_, "model: node '{}' asks for rows of {} for {} classes",
+             s.nodes.back().layer->name(), stride, m->num_classes_);
+    pads->set_output_row_stride(stride);
+    if (stride > m->num_classes_) {
+      s.nodes.back().row_width = m->num_classes_;
+      s.nodes.back().row_stride = stride;
+    }
+  }
   // Flat layout: node order, and weight before bias inside a layer.
   std::size_t offset = 0, buffer_offset = 0;
   // Places node i's tensors at `at` onwards in one flat buffer; returns [begin, end).
@@ -704,7 +728,7 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
   std::vector<std::size_t> grad_elements;  // per sample, per gradient buffer
   for (std::size_t i = 0; i < L; ++i) {
     PlanNode& node = s.nodes[i];
-    const std::size_t n = node.layer->output_shape().numel();
+    const std::size_t n = node.stored_elements();
     slots = std::max(slots, node.inputs.size());
     const int in = node.inputs[0];
     if (node.folded && !node.keeps_buffers) {  // its work is its fused node's: no buffers
@@ -715,7 +739,11 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
       node.output_dtype = in < 0 ? input_dtype : s.nodes[static_cast<std::size_t>(in)].output_dtype;
     } else {
       node.output_dtype = s.storage;
-      node.activation = Tensor::empty({B * n}, node.output_dtype, dev);
+      // Padded rows start as zeros, so that their padding holds a defined
+      // value where no GEMM writes it (the CPU's adapter narrows the true
+      // columns only); the loss writes the gradient's padding 0.
+      node.activation = node.padded() ? Tensor::zeros({B * n}, node.output_dtype, dev)
+                                      : Tensor::empty({B * n}, node.output_dtype, dev);
     }
     const bool wanted = node.below_params || i + 1 == L;
     if (!wanted) continue;
@@ -919,7 +947,7 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
   s.to_narrow.reserve(slots);
   for (const PlanNode& node : s.nodes)
     if (!node.layer->is_view() && (!node.folded || node.keeps_buffers))
-      bytes += node.layer->output_shape().numel() * dtype_size(node.output_dtype);
+      bytes += node.stored_elements() * dtype_size(node.output_dtype);
   for (std::size_t n : slot_size) bytes += n;
   // the transposed input
   if (m->layout_ == Layout::nhwc) bytes += Shape(input_shape).numel() * sizeof(float);
@@ -1062,6 +1090,16 @@ const float* widen_for_layer(const ComputeContext& ctx, const BufferView& v, Ten
   convert_storage(ctx, to, v);
   return to.as<const float>();
 }
+// The same for the rows of a padded node's output or gradient (PlanNode::
+// padded), widened into unpadded rows: what the layer's fp32 form reads.
+const float* widen_rows_for_layer(const ComputeContext& ctx, const PlanNode& node,
+                                  const BufferView& v, Tensor& wide) {
+  if (!node.padded()) return widen_for_layer(ctx, v, wide);
+  const std::size_t rows = v.count / node.row_stride;
+  BufferView to = wide.buffer().slice(0, rows * node.row_width);
+  copy_blocks(ctx, to, node.row_width, v, node.row_stride, node.row_width, rows);
+  return to.as<const float>();
+}
 }  // namespace
 
 BufferView Model::run_layers(const float* x, const std::int32_t* labels, std::size_t batch,
@@ -1112,7 +1150,7 @@ BufferView Model::run_layers(const float* x, const std::int32_t* labels, std::si
       mark_stop(s.timer, ProfileSlots::forward(i));
       continue;
     }
-    node.output = node.activation.buffer().slice(0, n);
+    node.output = node.activation.buffer().slice(0, batch * node.stored_elements());
     std::vector<BufferView>& xs = s.x_views;
     xs.clear();
     for (int j : node.inputs) xs.push_back(s.read(j));
@@ -1128,13 +1166,17 @@ BufferView Model::run_layers(const float* x, const std::int32_t* labels, std::si
       for (std::size_t k = 0; k < xs.size(); ++k)
         wide.push_back(
             widen_for_layer(*s.ctx, xs[k], s.widened.empty() ? s.wide_output : s.widened[k]));
-      float* out = node.output_dtype == DType::f32 ? node.output.as<float>()
-                                                   : s.wide_output.data_as<float>();
+      float* out = node.output_dtype == DType::f32 && !node.padded()
+                       ? node.output.as<float>()
+                       : s.wide_output.data_as<float>();
       if (layer.takes_many_inputs())
         layer.forward_many(wide, out, batch, training);
       else
         layer.forward(wide[0], out, batch, training);
-      if (node.output_dtype != DType::f32)
+      if (node.padded())  // the true columns narrowed into the padded rows
+        copy_blocks(*s.ctx, node.output, node.row_stride, view_of(out, n, options_.device),
+                    node.row_width, node.row_width, n / node.row_width);
+      else if (node.output_dtype != DType::f32)
         convert_storage(*s.ctx, node.output, view_of(out, n, options_.device));
     }
     mark_stop(s.timer, ProfileSlots::forward(i));
@@ -1162,7 +1204,7 @@ Model::LossResult Model::forward(const float* x, const std::int32_t* labels, std
   mark_start(s.timer, profile_slots().loss_forward());
   const SoftmaxCrossEntropyResult r = softmax_cross_entropy_forward(
       *s.ctx, logits, s.labels.data_as<std::int32_t>(), batch * rows_per_sample_, num_classes_,
-      s.row_loss.data_as<float>(), s.row_correct.data_as<std::int32_t>());
+      logits_row_stride(), s.row_loss.data_as<float>(), s.row_correct.data_as<std::int32_t>());
   mark_stop(s.timer, profile_slots().loss_forward());
   return {r.loss_sum, r.correct, r.counted};
 }
@@ -1174,7 +1216,7 @@ void Model::forward_accumulate(const float* x, const std::int32_t* labels, std::
   mark_start(s.timer, profile_slots().loss_forward());
   softmax_cross_entropy_accumulate(
       *s.ctx, logits, s.labels.data_as<std::int32_t>(), batch * rows_per_sample_, num_classes_,
-      s.row_loss.data_as<float>(), s.row_correct.data_as<std::int32_t>(),
+      logits_row_stride(), s.row_loss.data_as<float>(), s.row_correct.data_as<std::int32_t>(),
       s.loss_totals.data_as<double>(), options_.label_smoothing, label_mix_);
   mark_stop(s.timer, profile_slots().loss_forward());
 }
@@ -1188,7 +1230,7 @@ void Model::forward_accumulate_fused_loss(const float* x, const std::int32_t* la
   mark_start(s.timer, profile_slots().loss_forward());
   // The scale backward would pass, computed as it computes it.
   softmax_cross_entropy_accumulate_backward(
-      *s.ctx, logits, s.labels.data_as<std::int32_t>(), rows, num_classes_,
+      *s.ctx, logits, s.labels.data_as<std::int32_t>(), rows, num_classes_, logits_row_stride(),
       s.row_loss.data_as<float>(), s.row_correct.data_as<std::int32_t>(),
       s.loss_totals.data_as<double>(), grad_scale / static_cast<float>(rows),
       s.grad_of(s.nodes.size() - 1).view(batch, options_.device), options_.label_smoothing,
@@ -1240,10 +1282,10 @@ void Model::backward(float grad_scale, bool accumulate,
              "backward's grad_scale {} is not the {} its fused forward used", grad_scale,
              s.loss_gradient_scale);
   } else {
-    softmax_cross_entropy_backward(*s.ctx, s.nodes[L - 1].output, s.labels.data_as<std::int32_t>(),
-                                   rows, num_classes_, grad_scale / static_cast<float>(rows),
-                                   logits_grad.view(batch, dev), options_.label_smoothing,
-                                   label_mix_);
+    softmax_cross_entropy_backward(
+        *s.ctx, s.nodes[L - 1].output, s.labels.data_as<std::int32_t>(), rows, num_classes_,
+        logits_row_stride(), grad_scale / static_cast<float>(rows), logits_grad.view(batch, dev),
+        options_.label_smoothing, label_mix_);
   }
   mark_stop(s.timer, profile_slots().loss_backward());
   logits_grad.written = true;
@@ -1326,9 +1368,9 @@ void Model::backward(float grad_scale, bool accumulate,
           dx.push_back(dxs[k].as<float>());
         }
         const float* y = node.backward_reads_output
-                             ? widen_for_layer(*s.ctx, node.output, s.wide_output)
+                             ? widen_rows_for_layer(*s.ctx, node, node.output, s.wide_output)
                              : nullptr;
-        const float* dy_wide = widen_for_layer(*s.ctx, dy, s.wide_grad);
+        const float* dy_wide = widen_rows_for_layer(*s.ctx, node, dy, s.wide_grad);
         if (layer.takes_many_inputs())
           layer.backward_many(wide, y, dy_wide, dx, batch, accumulate);
         else
@@ -1357,20 +1399,34 @@ BufferView Model::logits() const {
   return state_->nodes.back().output;
 }
 
+std::size_t Model::logits_row_stride() const {
+  const PlanNode& last = state_->nodes.back();
+  return last.padded() ? last.row_stride : num_classes_;
+}
+
 void Model::copy_logits(std::size_t first, float* host, std::size_t count) const {
-  const BufferView from = logits().slice(first, count);
-  if (from.dtype == DType::f32) {
-    copy_view(view_of(host, count), from);
-    return;
-  }
-  // The 16-bit words to the host, widened there (exact).
-  thread_local std::vector<std::uint16_t> words;
-  words.resize(count);
-  copy_view(BufferView{words.data(), count, from.dtype, Device::cpu()}, from);
+  if (count == 0) return;
+  const std::size_t classes = num_classes_, stride = logits_row_stride();
+  RT_CHECK(first + count <= logits().count / stride * classes,
+           "copy_logits: logits [{}, {}) of the last forward's {}", first, first + count,
+           logits().count / stride * classes);
+  // The rows that hold [first, first + count) of the unpadded logits, as
+  // stored (padded rows: one copy of the span, not one per row).
+  const std::size_t row0 = first / classes, at = first % classes;
+  const std::size_t rows = (at + count + classes - 1) / classes;
+  const std::size_t span = (rows - 1) * stride + classes;
+  const BufferView from = logits().slice(row0 * stride, span);
+  // The words to the host, widened there (exact), then the unpadded columns.
+  thread_local std::vector<std::uint32_t> words;
+  words.resize((span * dtype_size(from.dtype) + 3) / 4);
+  copy_view(BufferView{words.data(), span, from.dtype, Device::cpu()}, from);
   kernels::with_storage(from.dtype, [&](auto t) {
     using T = decltype(t);
     const T* w = reinterpret_cast<const T*>(words.data());
-    for (std::size_t i = 0; i < count; ++i) host[i] = kernels::load(w, i);
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::size_t k = at + i;  // from the start of row row0, unpadded
+      host[i] = kernels::load(w, k / classes * stride + k % classes);
+    }
   });
 }
 

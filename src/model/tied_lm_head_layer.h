@@ -14,55 +14,58 @@ namespace ringtrain {
 // (weight tying, as GPT-2): no parameters of its own; Model binds it to the
 // embedding's, and its weight gradient is added there.
 //
+// Under bf16/fp16, as the model's last node, its logits and their gradient
+// are stored with rows of the vocabulary padded to a multiple of 64
+// (padded_vocab: GPT-2's 50,257 -> 50,304, as llm.c keeps its logits;
+// PadsOutputRows), on the CPU and on a GPU alike; the loss reads the true
+// vocabulary of each row and writes the gradient's padding 0.
+//
 // On a GPU under bf16/fp16 it stores its activations: x, the logits and their
 // gradient stay the model's 16-bit buffers, and its three products run on
 // tensor cores, as PyTorch's autocast runs a linear layer: the logits x E16ᵀ
 // and dx = dy E16 read a 16-bit copy of the fp32 table, narrowed once per
-// forward; their fp32 products go through the layer's own fp32 scratch a block
-// of rows at a time and are rounded once, so that the model needs no fp32
-// copy of the whole [rows, vocab] logits (GPT-2 at 16 x 1024 tokens: 3.3 GB
-// each). dE = dyᵀ x reads the two 16-bit tensors in place into the fp32
-// gradient. On the CPU the model's adapter runs it in fp32 with the fp32 E.
+// forward, and are written by the GEMM itself in 16 bits (rounded once), the
+// logits straight into the padded buffer; dE = dyᵀ x reads the two 16-bit
+// tensors in place into the fp32 gradient. No copy of the logits or of their
+// gradient is made. On the CPU the model's adapter runs it in fp32 with the
+// fp32 E, and narrows into (and widens from) the padded rows.
 class TiedLmHeadLayer final : public Layer,
                               public StoresActivations,
-                              public IgnoresOutputInBackward {
+                              public IgnoresOutputInBackward,
+                              public PadsOutputRows {
  public:
-  // block_floats: the stored path's scratch (0: 256 MiB; tests pass less,
-  // to run several blocks).
   TiedLmHeadLayer(std::string name, const Shape& input, std::string embedding, std::size_t vocab,
-                  const ComputeContext& ctx, std::size_t max_batch = 1,
-                  std::size_t block_floats = 0);
+                  const ComputeContext& ctx);
   const std::string& tied_to() const override { return embedding_; }
   void bind(float* params, float* grads) override;
+  // The fp32 forms: y and dy [rows, vocab], unpadded.
   void forward(const float* x, float* y, std::size_t batch, bool training) override;
   void backward(const float* x, const float* y, const float* dy, float* dx, std::size_t batch,
                 bool accumulate) override;
   bool stores_activations() const override {
     return ctx_.is_cuda() && ctx_.precision() != DType::f32;
   }
+  // The stored forms: y and dy rows output_row_stride() apart.
   void forward_stored(const std::vector<BufferView>& xs, BufferView y, std::size_t batch,
                       bool training) override;
   void backward_stored(const std::vector<BufferView>& xs, BufferView y, BufferView dy,
                        const std::vector<BufferView>& dxs, std::size_t batch,
                        bool accumulate) override;
-  // The stored path's GEMM width: vocab rounded up to 16-byte aligned rows.
+  std::size_t padded_row_stride(DType storage) const override;
+  void set_output_row_stride(std::size_t stride) override;
+  std::size_t output_row_stride() const { return row_stride_; }
+  // vocab rounded up to 16-byte aligned 16-bit rows.
   static std::size_t padded_vocab(std::size_t vocab);
-  // Rows per block of the stored path's fp32 scratch.
-  std::size_t block_rows() const { return block_rows_; }
 
  private:
   const ComputeContext& ctx_;
   std::string embedding_;
   std::size_t t_, c_, vocab_;
-  std::size_t vocab_padded_;  // the stored path's GEMM width (kVocabAlign)
+  std::size_t vocab_padded_;  // kVocabAlign
+  std::size_t row_stride_;    // of the stored forms' y and dy: vocab_ or vocab_padded_
   const float* e_ = nullptr;
   float* de_ = nullptr;
-  // The stored path's scratch: block_rows_ x (C + padded vocab) floats, a
-  // block's fp32 dx beside its fp32 logits (forward) or its 16-bit dy copied
-  // to the padded width (backward).
-  std::size_t block_rows_ = 0;
-  Tensor block_;
-  Tensor e16_;  // the stored path's 16-bit copy of E, made at each forward
+  Tensor e16_;  // the stored path's 16-bit copy of E, padded rows 0, made at each forward
 };
 
 }  // namespace ringtrain

@@ -127,19 +127,21 @@ void gpu_bias_relu(void* stream, BufferView y, BufferView x, const float* bias, 
 void gpu_relu_mask_bias_grad(const GpuHandles& h, BufferView y, BufferView dy, BufferView masked,
                              float* dbias, std::size_t outer, std::size_t channels,
                              std::size_t inner, bool accumulate);
+// Rows of `classes` logits `stride` apart (kernels/softmax_cross_entropy.h).
 void gpu_softmax_ce_forward(void* stream, BufferView logits, const std::int32_t* labels,
-                            std::size_t rows, std::size_t classes, float* row_loss,
-                            std::int32_t* row_correct, float smoothing = 0.0f,
+                            std::size_t rows, std::size_t classes, std::size_t stride,
+                            float* row_loss, std::int32_t* row_correct, float smoothing = 0.0f,
                             const std::int32_t* second = nullptr, float lam = 1.0f);
 void gpu_softmax_ce_backward(void* stream, BufferView logits, const std::int32_t* labels,
-                             std::size_t rows, std::size_t classes, float scale, BufferView dlogits,
-                             float smoothing = 0.0f, const std::int32_t* second = nullptr,
-                             float lam = 1.0f);
+                             std::size_t rows, std::size_t classes, std::size_t stride, float scale,
+                             BufferView dlogits, float smoothing = 0.0f,
+                             const std::int32_t* second = nullptr, float lam = 1.0f);
 // Both of the above in one kernel (the fused classifier).
 void gpu_softmax_ce_forward_backward(void* stream, BufferView logits, const std::int32_t* labels,
-                                     std::size_t rows, std::size_t classes, float scale,
-                                     BufferView dlogits, float* row_loss, std::int32_t* row_correct,
-                                     float smoothing, const std::int32_t* second, float lam);
+                                     std::size_t rows, std::size_t classes, std::size_t stride,
+                                     float scale, BufferView dlogits, float* row_loss,
+                                     std::int32_t* row_correct, float smoothing,
+                                     const std::int32_t* second, float lam);
 // totals[0..2] += loss sum, correct count, bad-label count of the rows.
 void gpu_loss_totals_add(void* stream, const float* row_loss, const std::int32_t* row_correct,
                          std::size_t rows, double* totals);

@@ -84,16 +84,16 @@ void gpu_relu_mask_bias_grad(const GpuHandles&, BufferView, BufferView, BufferVi
   no_cuda("bias_relu");
 }
 void gpu_softmax_ce_forward(void*, BufferView, const std::int32_t*, std::size_t, std::size_t,
-                            float*, std::int32_t*, float, const std::int32_t*, float) {
+                            std::size_t, float*, std::int32_t*, float, const std::int32_t*, float) {
   no_cuda("softmax cross-entropy");
 }
 void gpu_softmax_ce_backward(void*, BufferView, const std::int32_t*, std::size_t, std::size_t,
-                             float, BufferView, float, const std::int32_t*, float) {
+                             std::size_t, float, BufferView, float, const std::int32_t*, float) {
   no_cuda("softmax cross-entropy");
 }
 void gpu_softmax_ce_forward_backward(void*, BufferView, const std::int32_t*, std::size_t,
-                                     std::size_t, float, BufferView, float*, std::int32_t*, float,
-                                     const std::int32_t*, float) {
+                                     std::size_t, std::size_t, float, BufferView, float*,
+                                     std::int32_t*, float, const std::int32_t*, float) {
   no_cuda("softmax cross-entropy");
 }
 void gpu_loss_totals_add(void*, const float*, const std::int32_t*, std::size_t, double*) {

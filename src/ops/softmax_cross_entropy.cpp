@@ -19,13 +19,18 @@ void check_label(std::int32_t label, std::size_t row, std::size_t classes) {
            "classes",
            label, row, classes, classes);
 }
-// The logits (or their gradient): rows x classes of a storage dtype.
-void check_logits(const BufferView& v, std::size_t rows, std::size_t classes) {
+// The logits (or their gradient): rows of classes, stride apart, of a
+// storage dtype.
+void check_logits(const BufferView& v, std::size_t rows, std::size_t classes, std::size_t stride) {
   RT_CHECK(is_compute_precision(v.dtype),
            "softmax cross-entropy: the logits are {}, not a storage dtype (f32, bf16, f16)",
            dtype_name(v.dtype));
-  RT_CHECK(v.count >= rows * classes, "softmax cross-entropy: {} logits for {} rows of {} classes",
-           v.count, rows, classes);
+  RT_CHECK(stride >= classes,
+           "softmax cross-entropy: a row stride of {} is narrower than the {} classes", stride,
+           classes);
+  RT_CHECK(rows == 0 || v.count >= (rows - 1) * stride + classes,
+           "softmax cross-entropy: {} logits for {} rows of {} classes {} apart", v.count, rows,
+           classes, stride);
 }
 // Row i's second label under `mix`, or -1 (no mix: the plain loss).
 int second_label(const LabelMix& mix, std::size_t i) {
@@ -35,15 +40,15 @@ int second_label(const LabelMix& mix, std::size_t i) {
 
 SoftmaxCrossEntropyResult softmax_cross_entropy_forward(
     const ComputeContext& ctx, BufferView logits, const std::int32_t* labels, std::size_t rows,
-    std::size_t classes, float* row_loss, std::int32_t* row_correct) {
+    std::size_t classes, std::size_t stride, float* row_loss, std::int32_t* row_correct) {
   SoftmaxCrossEntropyResult r;
   if (rows == 0) return r;
-  check_logits(logits, rows, classes);
+  check_logits(logits, rows, classes, stride);
   const int c = static_cast<int>(classes);
   if (ctx.is_cuda()) {
     RT_CHECK(row_loss != nullptr && row_correct != nullptr,
              "softmax cross-entropy on a GPU needs per-row workspaces");
-    detail::gpu_softmax_ce_forward(ctx.stream(), logits, labels, rows, classes, row_loss,
+    detail::gpu_softmax_ce_forward(ctx.stream(), logits, labels, rows, classes, stride, row_loss,
                                    row_correct);
     // The loss is a host number: one small copy of `rows` entries per step.
     thread_local std::vector<float> host_loss;
@@ -73,7 +78,7 @@ SoftmaxCrossEntropyResult softmax_cross_entropy_forward(
       check_label(labels[i], i, classes);
       float loss = 0.0f;
       int correct = 0;
-      kernels::softmax_ce_row_forward(z + i * classes, c, labels[i], &loss, &correct);
+      kernels::softmax_ce_row_forward(z + i * stride, c, labels[i], &loss, &correct);
       if (correct == kernels::kIgnoredRow) continue;
       r.loss_sum += loss;
       r.correct += static_cast<std::size_t>(correct);
@@ -85,13 +90,13 @@ SoftmaxCrossEntropyResult softmax_cross_entropy_forward(
 
 void softmax_cross_entropy_accumulate(const ComputeContext& ctx, BufferView logits,
                                       const std::int32_t* labels, std::size_t rows,
-                                      std::size_t classes, float* row_loss,
+                                      std::size_t classes, std::size_t stride, float* row_loss,
                                       std::int32_t* row_correct, double* totals, float smoothing,
                                       const LabelMix& mix) {
   if (rows == 0) return;
-  check_logits(logits, rows, classes);
+  check_logits(logits, rows, classes, stride);
   if (ctx.is_cuda()) {
-    detail::gpu_softmax_ce_forward(ctx.stream(), logits, labels, rows, classes, row_loss,
+    detail::gpu_softmax_ce_forward(ctx.stream(), logits, labels, rows, classes, stride, row_loss,
                                    row_correct, smoothing, mix.second, mix.lam);
     detail::gpu_loss_totals_add(ctx.stream(), row_loss, row_correct, rows, totals);
     return;
@@ -104,7 +109,7 @@ void softmax_cross_entropy_accumulate(const ComputeContext& ctx, BufferView logi
       if (mix.active()) check_label(mix.second[i], i, classes);
       float loss = 0.0f;
       int correct = 0;
-      kernels::softmax_ce_row_forward(z + i * classes, static_cast<int>(classes), labels[i], &loss,
+      kernels::softmax_ce_row_forward(z + i * stride, static_cast<int>(classes), labels[i], &loss,
                                       &correct, smoothing, second_label(mix, i), mix.lam);
       kernels::loss_totals_add_row(loss, correct, totals);
     }
@@ -113,16 +118,16 @@ void softmax_cross_entropy_accumulate(const ComputeContext& ctx, BufferView logi
 
 void softmax_cross_entropy_backward(const ComputeContext& ctx, BufferView logits,
                                     const std::int32_t* labels, std::size_t rows,
-                                    std::size_t classes, float scale, BufferView dlogits,
-                                    float smoothing, const LabelMix& mix) {
-  check_logits(logits, rows, classes);
-  check_logits(dlogits, rows, classes);
+                                    std::size_t classes, std::size_t stride, float scale,
+                                    BufferView dlogits, float smoothing, const LabelMix& mix) {
+  check_logits(logits, rows, classes, stride);
+  check_logits(dlogits, rows, classes, stride);
   RT_CHECK(dlogits.ptr != logits.ptr || dlogits.dtype == logits.dtype,
            "softmax cross-entropy: a {} gradient written over {} logits", dtype_name(dlogits.dtype),
            dtype_name(logits.dtype));
   if (ctx.is_cuda())
-    return detail::gpu_softmax_ce_backward(ctx.stream(), logits, labels, rows, classes, scale,
-                                           dlogits, smoothing, mix.second, mix.lam);
+    return detail::gpu_softmax_ce_backward(ctx.stream(), logits, labels, rows, classes, stride,
+                                           scale, dlogits, smoothing, mix.second, mix.lam);
   kernels::with_storage_pair(logits.dtype, dlogits.dtype, [&](auto t, auto g) {
     using T = decltype(t);
     using G = decltype(g);
@@ -131,28 +136,30 @@ void softmax_cross_entropy_backward(const ComputeContext& ctx, BufferView logits
     for (std::size_t i = 0; i < rows; ++i) {
       check_label(labels[i], i, classes);
       if (mix.active()) check_label(mix.second[i], i, classes);
-      kernels::softmax_ce_row_backward(z + i * classes, static_cast<int>(classes), labels[i], scale,
-                                       dz + i * classes, smoothing, second_label(mix, i), mix.lam);
+      kernels::softmax_ce_row_backward(z + i * stride, static_cast<int>(classes), labels[i], scale,
+                                       dz + i * stride, smoothing, second_label(mix, i), mix.lam);
+      kernels::softmax_ce_row_zero_padding(dz + i * stride, static_cast<int>(classes),
+                                           static_cast<int>(stride));
     }
   });
 }
 
 void softmax_cross_entropy_accumulate_backward(const ComputeContext& ctx, BufferView logits,
                                                const std::int32_t* labels, std::size_t rows,
-                                               std::size_t classes, float* row_loss,
-                                               std::int32_t* row_correct, double* totals,
-                                               float scale, BufferView dlogits, float smoothing,
-                                               const LabelMix& mix) {
+                                               std::size_t classes, std::size_t stride,
+                                               float* row_loss, std::int32_t* row_correct,
+                                               double* totals, float scale, BufferView dlogits,
+                                               float smoothing, const LabelMix& mix) {
   if (rows == 0) return;
-  check_logits(logits, rows, classes);
-  check_logits(dlogits, rows, classes);
+  check_logits(logits, rows, classes, stride);
+  check_logits(dlogits, rows, classes, stride);
   RT_CHECK(dlogits.ptr != logits.ptr || dlogits.dtype == logits.dtype,
            "softmax cross-entropy: a {} gradient written over {} logits", dtype_name(dlogits.dtype),
            dtype_name(logits.dtype));
   if (ctx.is_cuda()) {
-    detail::gpu_softmax_ce_forward_backward(ctx.stream(), logits, labels, rows, classes, scale,
-                                            dlogits, row_loss, row_correct, smoothing, mix.second,
-                                            mix.lam);
+    detail::gpu_softmax_ce_forward_backward(ctx.stream(), logits, labels, rows, classes, stride,
+                                            scale, dlogits, row_loss, row_correct, smoothing,
+                                            mix.second, mix.lam);
     detail::gpu_loss_totals_add(ctx.stream(), row_loss, row_correct, rows, totals);
     return;
   }
@@ -166,9 +173,11 @@ void softmax_cross_entropy_accumulate_backward(const ComputeContext& ctx, Buffer
       if (mix.active()) check_label(mix.second[i], i, classes);
       float loss = 0.0f;
       int correct = 0;
-      kernels::softmax_ce_row_forward_backward(z + i * classes, static_cast<int>(classes),
-                                               labels[i], scale, dz + i * classes, &loss, &correct,
-                                               smoothing, second_label(mix, i), mix.lam);
+      kernels::softmax_ce_row_forward_backward(z + i * stride, static_cast<int>(classes), labels[i],
+                                               scale, dz + i * stride, &loss, &correct, smoothing,
+                                               second_label(mix, i), mix.lam);
+      kernels::softmax_ce_row_zero_padding(dz + i * stride, static_cast<int>(classes),
+                                           static_cast<int>(stride));
       kernels::loss_totals_add_row(loss, correct, totals);
     }
   });

@@ -227,50 +227,62 @@ TEST_CASE(
 TEST_CASE(
     "gpu stored tied LM head (16-bit E) agrees with the CPU's head within one 16-bit rounding",
     "[gpu]") {
-  // Blocks of 5 rows over 2 x 7 rows: the last block is short.
+  // The logits and their gradient in rows of the padded vocabulary (the
+  // model's last node under bf16/fp16), and unpadded (a head that is not).
   const std::size_t batch = 2, t = 7, c = 6, vocab = 11, rows = batch * t;
-  for (const DType p : {DType::bf16, DType::f16}) {
-    INFO(dtype_name(p));
-    const auto cpu = ComputeContext::create(Device::cpu(), Tf32Mode::off, p);
-    const auto gpu = ComputeContext::create(kGpu, Tf32Mode::off, p);
-    TiedLmHeadLayer wide("head", Shape{t, c}, "wte", vocab, *cpu, batch);
-    const std::size_t vp = TiedLmHeadLayer::padded_vocab(vocab);
-    REQUIRE(vp == 64);  // 16-byte aligned 16-bit rows
-    TiedLmHeadLayer typed("head", Shape{t, c}, "wte", vocab, *gpu, batch, 5 * (c + vp));
-    REQUIRE(typed.stores_activations());
-    REQUIRE(typed.block_rows() == 5);
-    std::vector<float> e = test::hashed_vector(70, vocab * c);  // fp32, off the grid
-    std::vector<float> de(e.size(), 0.25f);
-    // The GPU multiplies by its 16-bit copy of E (tensor cores, as autocast):
-    // the CPU's fp32 head gets that copy's values.
-    std::vector<float> e_grid = e;
-    for (float& v : e_grid) v = kernels::round_to_precision_grid(v, p);
-    wide.bind(e_grid.data(), de.data());
-    Tensor ge = to_gpu(e), gde = to_gpu(de);
-    typed.bind(ge.data_as<float>(), gde.data_as<float>());
-    const auto x = on_grid(71, rows * c, p), dy = on_grid(72, rows * vocab, p);
-    std::vector<float> y(rows * vocab), dx(rows * c);
-    wide.forward(x.data(), y.data(), batch, true);
-    wide.backward(x.data(), y.data(), dy.data(), dx.data(), batch, true);
-    const Tensor gx = words_to_gpu(words_of(x, p), p), gdy = words_to_gpu(words_of(dy, p), p);
-    Tensor gy = Tensor::empty({rows * vocab}, p, kGpu);
-    Tensor gdx16 = Tensor::empty({rows * c}, p, kGpu),
-           gdx32 = Tensor::empty({rows * c}, DType::f32, kGpu);
-    const std::vector<BufferView> xs{gx.buffer()};
-    typed.forward_stored(xs, gy.buffer(), batch, true);
-    typed.backward_stored(xs, gy.buffer(), gdy.buffer(), {gdx16.buffer()}, batch, true);
-    const std::vector<float> y16 = floats_of(words_to_host(gy, *gpu), p);
-    const std::vector<float> dx16 = floats_of(words_to_host(gdx16, *gpu), p);
-    for (std::size_t i = 0; i < y.size(); ++i)
-      CHECK(y16[i] == Approx(y[i]).epsilon(1e-2).margin(1e-4));
-    for (std::size_t i = 0; i < dx.size(); ++i)
-      CHECK(dx16[i] == Approx(dx[i]).epsilon(1e-2).margin(1e-4));
-    // dE accumulated onto 0.25 twice on the GPU (two backwards), once on the CPU.
-    typed.backward_stored(xs, gy.buffer(), gdy.buffer(), {gdx32.buffer()}, batch, true);
-    const std::vector<float> dx32 = to_host(gdx32, *gpu), gde_host = to_host(gde, *gpu);
-    for (std::size_t i = 0; i < dx.size(); ++i) CHECK(dx32[i] == Approx(dx[i]).epsilon(1e-4));
-    for (std::size_t i = 0; i < de.size(); ++i)
-      CHECK(gde_host[i] - 0.25f == Approx(2.0f * (de[i] - 0.25f)).epsilon(1e-4).margin(1e-5));
+  const std::size_t vp = TiedLmHeadLayer::padded_vocab(vocab);
+  REQUIRE(vp == 64);  // 16-byte aligned 16-bit rows
+  for (const std::size_t ld : {vp, vocab}) {
+    for (const DType p : {DType::bf16, DType::f16}) {
+      INFO(dtype_name(p) << ", rows " << ld << " apart");
+      const auto cpu = ComputeContext::create(Device::cpu(), Tf32Mode::off, p);
+      const auto gpu = ComputeContext::create(kGpu, Tf32Mode::off, p);
+      TiedLmHeadLayer wide("head", Shape{t, c}, "wte", vocab, *cpu);
+      TiedLmHeadLayer typed("head", Shape{t, c}, "wte", vocab, *gpu);
+      REQUIRE(typed.stores_activations());
+      REQUIRE(typed.padded_row_stride(p) == vp);
+      typed.set_output_row_stride(ld);
+      std::vector<float> e = test::hashed_vector(70, vocab * c);  // fp32, off the grid
+      std::vector<float> de(e.size(), 0.25f);
+      // The GPU multiplies by its 16-bit copy of E (tensor cores, as
+      // autocast): the CPU's fp32 head gets that copy's values.
+      std::vector<float> e_grid = e;
+      for (float& v : e_grid) v = kernels::round_to_precision_grid(v, p);
+      wide.bind(e_grid.data(), de.data());
+      Tensor ge = to_gpu(e), gde = to_gpu(de);
+      typed.bind(ge.data_as<float>(), gde.data_as<float>());
+      const auto x = on_grid(71, rows * c, p), dy = on_grid(72, rows * vocab, p);
+      std::vector<float> y(rows * vocab), dx(rows * c);
+      wide.forward(x.data(), y.data(), batch, true);
+      wide.backward(x.data(), y.data(), dy.data(), dx.data(), batch, true);
+      // dy in rows ld apart, its padding 0 (as the loss writes it).
+      std::vector<float> dy_rows(rows * ld, 0.0f);
+      for (std::size_t r = 0; r < rows; ++r)
+        for (std::size_t j = 0; j < vocab; ++j) dy_rows[r * ld + j] = dy[r * vocab + j];
+      const Tensor gx = words_to_gpu(words_of(x, p), p);
+      const Tensor gdy = words_to_gpu(words_of(dy_rows, p), p);
+      Tensor gy = Tensor::empty({rows * ld}, p, kGpu);
+      Tensor gdx16 = Tensor::empty({rows * c}, p, kGpu),
+             gdx32 = Tensor::empty({rows * c}, DType::f32, kGpu);
+      const std::vector<BufferView> xs{gx.buffer()};
+      typed.forward_stored(xs, gy.buffer(), batch, true);
+      typed.backward_stored(xs, gy.buffer(), gdy.buffer(), {gdx16.buffer()}, batch, true);
+      const std::vector<float> y16 = floats_of(words_to_host(gy, *gpu), p);
+      const std::vector<float> dx16 = floats_of(words_to_host(gdx16, *gpu), p);
+      for (std::size_t r = 0; r < rows; ++r) {
+        for (std::size_t j = 0; j < vocab; ++j)
+          CHECK(y16[r * ld + j] == Approx(y[r * vocab + j]).epsilon(1e-2).margin(1e-4));
+        for (std::size_t j = vocab; j < ld; ++j) CHECK(y16[r * ld + j] == 0.0f);  // E16's zero rows
+      }
+      for (std::size_t i = 0; i < dx.size(); ++i)
+        CHECK(dx16[i] == Approx(dx[i]).epsilon(1e-2).margin(1e-4));
+      // dE accumulated onto 0.25 twice on the GPU (two backwards), once on the CPU.
+      typed.backward_stored(xs, gy.buffer(), gdy.buffer(), {gdx32.buffer()}, batch, true);
+      const std::vector<float> dx32 = to_host(gdx32, *gpu), gde_host = to_host(gde, *gpu);
+      for (std::size_t i = 0; i < dx.size(); ++i) CHECK(dx32[i] == Approx(dx[i]).epsilon(1e-4));
+      for (std::size_t i = 0; i < de.size(); ++i)
+        CHECK(gde_host[i] - 0.25f == Approx(2.0f * (de[i] - 0.25f)).epsilon(1e-4).margin(1e-5));
+    }
   }
 }
 

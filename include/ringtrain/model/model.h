@@ -192,10 +192,17 @@ class Model {
   // event there before another stream reads the gradients.
   void backward(float grad_scale, bool accumulate,
                 const std::function<void(std::size_t layer)>& on_layer_ready = {});
-  // batch x num_classes (x rows per sample) logits of the last forward, in the
-  // storage dtype of --precision, on the model's device.
+  // The logits of the last forward, in the storage dtype of --precision, on
+  // the model's device: batch x rows per sample rows, each of num_classes()
+  // values, logits_row_stride() apart. The stride is num_classes() but for a
+  // language model's tied head under bf16/fp16, whose rows are padded to a
+  // multiple of 64 (GPT-2: 50,304), as its GEMMs write them; the padding is
+  // no logit (copy_logits skips it).
   BufferView logits() const;
-  // `count` of them from `first` on, widened to fp32 into host memory (exact).
+  std::size_t logits_row_stride() const;
+  // `count` of them from `first` on, indexed without the padding (row r's
+  // class c at r * num_classes() + c), widened to fp32 into host memory
+  // (exact).
   void copy_logits(std::size_t first, float* host, std::size_t count) const;
   void zero_grads();
 

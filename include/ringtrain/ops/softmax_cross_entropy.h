@@ -4,6 +4,12 @@
 // their gradient are fp32, or the 16-bit storage of --precision bf16/fp16
 // (read widened, the gradient rounded once as it is stored); the loss is
 // computed in fp32 either way. The float* forms are the fp32 ones.
+//
+// The forms with a `stride` take rows `stride` >= classes elements apart (a
+// padded vocabulary: the tied LM head's logits under bf16/fp16, as llm.c
+// keeps them): the loss and the accuracy read the first `classes` of each
+// row only, whatever the padding holds, and the gradient's padded columns
+// are written 0. The forms without one are stride = classes.
 #pragma once
 
 #include <cstddef>
@@ -34,11 +40,15 @@ struct SoftmaxCrossEntropyResult {
 // `row_loss` / `row_correct` are workspaces of `rows` entries on ctx's device
 // (used on the GPU only; may be null on the CPU). A label outside
 // [0, classes) is an Error naming the row and the label.
-SoftmaxCrossEntropyResult softmax_cross_entropy_forward(const ComputeContext& ctx,
-                                                        BufferView logits,
-                                                        const std::int32_t* labels,
-                                                        std::size_t rows, std::size_t classes,
-                                                        float* row_loss, std::int32_t* row_correct);
+SoftmaxCrossEntropyResult softmax_cross_entropy_forward(
+    const ComputeContext& ctx, BufferView logits, const std::int32_t* labels, std::size_t rows,
+    std::size_t classes, std::size_t stride, float* row_loss, std::int32_t* row_correct);
+inline SoftmaxCrossEntropyResult softmax_cross_entropy_forward(
+    const ComputeContext& ctx, BufferView logits, const std::int32_t* labels, std::size_t rows,
+    std::size_t classes, float* row_loss, std::int32_t* row_correct) {
+  return softmax_cross_entropy_forward(ctx, logits, labels, rows, classes, classes, row_loss,
+                                       row_correct);
+}
 inline SoftmaxCrossEntropyResult softmax_cross_entropy_forward(
     const ComputeContext& ctx, const float* logits, const std::int32_t* labels, std::size_t rows,
     std::size_t classes, float* row_loss, std::int32_t* row_correct) {
@@ -51,9 +61,17 @@ inline SoftmaxCrossEntropyResult softmax_cross_entropy_forward(
 // GPU it is counted, for the reader of the totals to report.
 void softmax_cross_entropy_accumulate(const ComputeContext& ctx, BufferView logits,
                                       const std::int32_t* labels, std::size_t rows,
-                                      std::size_t classes, float* row_loss,
+                                      std::size_t classes, std::size_t stride, float* row_loss,
                                       std::int32_t* row_correct, double* totals,
                                       float smoothing = 0.0f, const LabelMix& mix = {});
+inline void softmax_cross_entropy_accumulate(const ComputeContext& ctx, BufferView logits,
+                                             const std::int32_t* labels, std::size_t rows,
+                                             std::size_t classes, float* row_loss,
+                                             std::int32_t* row_correct, double* totals,
+                                             float smoothing = 0.0f, const LabelMix& mix = {}) {
+  softmax_cross_entropy_accumulate(ctx, logits, labels, rows, classes, classes, row_loss,
+                                   row_correct, totals, smoothing, mix);
+}
 inline void softmax_cross_entropy_accumulate(const ComputeContext& ctx, const float* logits,
                                              const std::int32_t* labels, std::size_t rows,
                                              std::size_t classes, float* row_loss,
@@ -69,8 +87,16 @@ inline void softmax_cross_entropy_accumulate(const ComputeContext& ctx, const fl
 // classes; for the gradient of grad_scale * mean loss, scale = grad_scale / rows.
 void softmax_cross_entropy_backward(const ComputeContext& ctx, BufferView logits,
                                     const std::int32_t* labels, std::size_t rows,
-                                    std::size_t classes, float scale, BufferView dlogits,
-                                    float smoothing = 0.0f, const LabelMix& mix = {});
+                                    std::size_t classes, std::size_t stride, float scale,
+                                    BufferView dlogits, float smoothing = 0.0f,
+                                    const LabelMix& mix = {});
+inline void softmax_cross_entropy_backward(const ComputeContext& ctx, BufferView logits,
+                                           const std::int32_t* labels, std::size_t rows,
+                                           std::size_t classes, float scale, BufferView dlogits,
+                                           float smoothing = 0.0f, const LabelMix& mix = {}) {
+  softmax_cross_entropy_backward(ctx, logits, labels, rows, classes, classes, scale, dlogits,
+                                 smoothing, mix);
+}
 inline void softmax_cross_entropy_backward(const ComputeContext& ctx, const float* logits,
                                            const std::int32_t* labels, std::size_t rows,
                                            std::size_t classes, float scale, float* dlogits,
@@ -88,9 +114,16 @@ inline void softmax_cross_entropy_backward(const ComputeContext& ctx, const floa
 // is not known, keep the two.
 void softmax_cross_entropy_accumulate_backward(const ComputeContext& ctx, BufferView logits,
                                                const std::int32_t* labels, std::size_t rows,
-                                               std::size_t classes, float* row_loss,
-                                               std::int32_t* row_correct, double* totals,
-                                               float scale, BufferView dlogits,
+                                               std::size_t classes, std::size_t stride,
+                                               float* row_loss, std::int32_t* row_correct,
+                                               double* totals, float scale, BufferView dlogits,
                                                float smoothing = 0.0f, const LabelMix& mix = {});
+inline void softmax_cross_entropy_accumulate_backward(
+    const ComputeContext& ctx, BufferView logits, const std::int32_t* labels, std::size_t rows,
+    std::size_t classes, float* row_loss, std::int32_t* row_correct, double* totals, float scale,
+    BufferView dlogits, float smoothing = 0.0f, const LabelMix& mix = {}) {
+  softmax_cross_entropy_accumulate_backward(ctx, logits, labels, rows, classes, classes, row_loss,
+                                            row_correct, totals, scale, dlogits, smoothing, mix);
+}
 
 }  // namespace ringtrain

@@ -66,25 +66,27 @@ void gpu_relu_mask_bias_grad(const GpuHandles& h, BufferView y, BufferView dy, B
                                     h.stream);
 }
 void gpu_softmax_ce_forward(void* stream, BufferView logits, const std::int32_t* labels,
-                            std::size_t rows, std::size_t classes, float* row_loss,
-                            std::int32_t* row_correct, float smoothing, const std::int32_t* second,
-                            float lam) {
-  kernels::softmax_ce_forward_cuda(logits.ptr, logits.dtype, labels, rows, classes, row_loss,
-                                   row_correct, smoothing, second, lam, stream);
+                            std::size_t rows, std::size_t classes, std::size_t stride,
+                            float* row_loss, std::int32_t* row_correct, float smoothing,
+                            const std::int32_t* second, float lam) {
+  kernels::softmax_ce_forward_cuda(logits.ptr, logits.dtype, labels, rows, classes, stride,
+                                   row_loss, row_correct, smoothing, second, lam, stream);
 }
 void gpu_softmax_ce_backward(void* stream, BufferView logits, const std::int32_t* labels,
-                             std::size_t rows, std::size_t classes, float scale, BufferView dlogits,
-                             float smoothing, const std::int32_t* second, float lam) {
-  kernels::softmax_ce_backward_cuda(logits.ptr, logits.dtype, labels, rows, classes, scale,
+                             std::size_t rows, std::size_t classes, std::size_t stride, float scale,
+                             BufferView dlogits, float smoothing, const std::int32_t* second,
+                             float lam) {
+  kernels::softmax_ce_backward_cuda(logits.ptr, logits.dtype, labels, rows, classes, stride, scale,
                                     dlogits.ptr, dlogits.dtype, smoothing, second, lam, stream);
 }
 void gpu_softmax_ce_forward_backward(void* stream, BufferView logits, const std::int32_t* labels,
-                                     std::size_t rows, std::size_t classes, float scale,
-                                     BufferView dlogits, float* row_loss, std::int32_t* row_correct,
-                                     float smoothing, const std::int32_t* second, float lam) {
-  kernels::softmax_ce_forward_backward_cuda(logits.ptr, logits.dtype, labels, rows, classes, scale,
-                                            dlogits.ptr, dlogits.dtype, row_loss, row_correct,
-                                            smoothing, second, lam, stream);
+                                     std::size_t rows, std::size_t classes, std::size_t stride,
+                                     float scale, BufferView dlogits, float* row_loss,
+                                     std::int32_t* row_correct, float smoothing,
+                                     const std::int32_t* second, float lam) {
+  kernels::softmax_ce_forward_backward_cuda(logits.ptr, logits.dtype, labels, rows, classes, stride,
+                                            scale, dlogits.ptr, dlogits.dtype, row_loss,
+                                            row_correct, smoothing, second, lam, stream);
 }
 void gpu_loss_totals_add(void* stream, const float* row_loss, const std::int32_t* row_correct,
                          std::size_t rows, double* totals) {
