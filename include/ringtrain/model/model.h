@@ -61,6 +61,15 @@ struct ModelOptions {
   // has one reader (--fuse): the same bits as the unfused plan, which off
   // keeps as the reference.
   bool fuse = true;
+  // Linear (with its bias) -> gelu_tanh as one GEMM with cuBLASLt's GELU
+  // epilogue (GPT-2's MLP), under fuse. It takes gelu of the fp32
+  // pre-activation where the unfused pair rounds it first, so under bf16/fp16
+  // it is NOT the unfused plan's bits: automatic plans it on a GPU under
+  // bf16/fp16 only (where it saves a pass), so the CPU's default plan keeps
+  // --fuse off's bits; on plans it wherever fuse is (on the CPU, the twin of
+  // the epilogue's arithmetic, which tests reach through this); off never.
+  enum class LinearGelu { automatic, on, off };
+  LinearGelu fuse_linear_gelu = LinearGelu::automatic;
 };
 
 // What --layout resolves to for `spec` (as Model::build expands a preset)
