@@ -169,6 +169,9 @@ struct Model::State {
   bool loss_gradient_done = false;
   float loss_gradient_scale = 0.0f;
   IntervalTimer* timer = nullptr;  // bench step --layers; null: no marks
+  // The gelu nodes fuse_linear_gelu may fuse with their linear (under
+  // --fuse on, whether this plan does or not), for linear_gelu_pairs.
+  std::vector<std::string> linear_gelu_candidates;
 
   GradientBuffer& grad_of(std::size_t node) {
     return grad_buffers[static_cast<std::size_t>(nodes[node].grad)];
@@ -466,26 +469,38 @@ std::size_t fuse_conv_relu(std::vector<PlanNode>& nodes, const ModelSpec& spec,
 // linear must take its stored path (bf16/fp16: there is no fp32 epilogue
 // here). The CPU twins run one at a time and share one workspace; returns
 // its floats per sample (0 on a GPU, where cuBLASLt writes both outputs).
-std::size_t fuse_linear_gelu(std::vector<PlanNode>& nodes, const ModelSpec& spec,
-                             const ComputeContext& ctx, std::size_t max_batch, bool input_stored) {
-  std::vector<std::pair<std::size_t, int>> pairs;  // (gelu, linear)
-  std::size_t per_sample = 0;
+// The (gelu, linear) pairs the rewrite may fuse, on any device.
+std::vector<std::pair<std::size_t, int>> linear_gelu_candidates(const std::vector<PlanNode>& nodes,
+                                                                const ModelSpec& spec,
+                                                                bool input_stored) {
+  std::vector<std::pair<std::size_t, int>> pairs;
   for (std::size_t r = 0; r < nodes.size(); ++r) {
-    PlanNode& gelu = nodes[r];
+    const PlanNode& gelu = nodes[r];
     if (spec.layers[r].kind != LayerKind::gelu_tanh || gelu.stores == nullptr ||
         gelu.fused != nullptr || gelu.fused_gelu != nullptr || gelu.inputs.size() != 1)
       continue;
     const int p = gelu.inputs[0];
     if (p < 0 || spec.layers[static_cast<std::size_t>(p)].kind != LayerKind::linear) continue;
-    PlanNode& lin = nodes[static_cast<std::size_t>(p)];
-    const auto* layer = dynamic_cast<const LinearLayer*>(lin.layer.get());
-    if (layer == nullptr || lin.folded || lin.forward_by >= 0 || lin.consumers.size() != 1 ||
-        lin.inputs.size() != 1)
+    const PlanNode& lin = nodes[static_cast<std::size_t>(p)];
+    if (dynamic_cast<const LinearLayer*>(lin.layer.get()) == nullptr || lin.folded ||
+        lin.forward_by >= 0 || lin.consumers.size() != 1 || lin.inputs.size() != 1)
       continue;
-    if (ctx.is_cuda() && lin.stores == nullptr) continue;
     if (owner_of(nodes, lin.inputs[0]) < 0 && !input_stored) continue;
     pairs.emplace_back(r, p);
-    per_sample = std::max(per_sample, FusedLinearGelu::workspace_floats(*layer));
+  }
+  return pairs;
+}
+
+std::size_t fuse_linear_gelu(std::vector<PlanNode>& nodes, const ModelSpec& spec,
+                             const ComputeContext& ctx, std::size_t max_batch, bool input_stored) {
+  std::vector<std::pair<std::size_t, int>> pairs;  // (gelu, linear)
+  std::size_t per_sample = 0;
+  for (const auto& [r, p] : linear_gelu_candidates(nodes, spec, input_stored)) {
+    const PlanNode& lin = nodes[static_cast<std::size_t>(p)];
+    if (ctx.is_cuda() && lin.stores == nullptr) continue;
+    pairs.emplace_back(r, p);
+    per_sample = std::max(per_sample, FusedLinearGelu::workspace_floats(
+                                          *dynamic_cast<const LinearLayer*>(lin.layer.get())));
   }
   if (pairs.empty()) return 0;
   std::shared_ptr<LayerWorkspace> workspace;
@@ -681,6 +696,8 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
     const bool linear_gelu = options.fuse_linear_gelu == LinearGelu::on ||
                              (options.fuse_linear_gelu == LinearGelu::automatic &&
                               options.device.is_cuda() && options.precision != DType::f32);
+    for (const auto& pair : linear_gelu_candidates(s.nodes, spec, input_stored))
+      s.linear_gelu_candidates.push_back(s.nodes[pair.first].layer->name());
     if (linear_gelu) fused_workspace += fuse_linear_gelu(s.nodes, spec, *s.ctx, B, input_stored);
   }
   const Device dev = options.device;
@@ -1043,6 +1060,14 @@ std::string Model::layer_kernels(std::size_t layer) const {
            state_->nodes[static_cast<std::size_t>(node.forward_by)].layer->name();
   return node.describes != nullptr ? node.describes->describe_kernels() : std::string();
 }
+Model::LinearGeluPairs Model::linear_gelu_pairs() const {
+  LinearGeluPairs pairs;
+  pairs.gelu_nodes = state_->linear_gelu_candidates;
+  pairs.fused = std::any_of(state_->nodes.begin(), state_->nodes.end(),
+                            [](const PlanNode& n) { return n.fused_gelu != nullptr; });
+  return pairs;
+}
+
 void Model::set_interval_timer(IntervalTimer* timer) {
   RT_CHECK(timer == nullptr || timer->size() >= profile_slots().count(),
            "the layer timer has {} intervals; the model marks {}", timer ? timer->size() : 0,

@@ -119,6 +119,15 @@ class Model {
   // Which kernels run the node, as one line (a convolution: the cuDNN
   // algorithms chosen so far, or the CPU path); empty where the layer says nothing.
   std::string layer_kernels(std::size_t layer) const;
+  // The gelu_tanh nodes whose linear input --fuse on can run with them as one
+  // cuBLASLt GEMM with the GELU epilogue (ModelOptions::fuse_linear_gelu),
+  // and whether this plan does: `model show` names them for a GPU's plan
+  // while it builds the CPU's, which keeps them apart.
+  struct LinearGeluPairs {
+    std::vector<std::string> gelu_nodes;
+    bool fused = false;
+  };
+  LinearGeluPairs linear_gelu_pairs() const;
   std::vector<std::size_t> layer_output_shape(std::size_t layer) const;  // per sample
   // What the node's output buffer holds: the storage dtype of --precision
   // (f32, bf16, f16), the logits included.
