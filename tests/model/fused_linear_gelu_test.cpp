@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "kernels/precision.cuh"
+#include "kernels/storage.cuh"
 #include "model/fused_linear_gelu.h"
 #include "model/layer_workspace.h"
 #include "model/linear_layer.h"
@@ -239,7 +240,7 @@ TEST_CASE("fused linear + gelu: under bf16/fp16 gpt-nano's twin stays near the u
   REQUIRE(std::isfinite(loss[0]));
   // One rounding less per MLP element: the loss moves by far less than its
   // 16-bit storage's own error (2^-8 relative in bf16).
-  CHECK(std::abs(loss[0] - loss[1]) <= 4e-3 * std::abs(loss[1]));
+  CHECK(std::abs(loss[0] - loss[1]) <= 1e-3 * std::abs(loss[1]));
   const std::size_t n = kBatch * kContext * kVocab;
   std::vector<float> a(n), b(n);
   fused->copy_logits(0, a.data(), n);
@@ -257,7 +258,7 @@ TEST_CASE("fused linear + gelu: under bf16/fp16 gpt-nano's twin stays near the u
   }
   INFO("relative gradient difference " << std::sqrt(diff / norm));
   CHECK(norm > 0.0);
-  CHECK(std::sqrt(diff / norm) <= (precision == DType::bf16 ? 5e-2 : 1e-2));
+  CHECK(std::sqrt(diff / norm) <= (precision == DType::bf16 ? 3e-2 : 5e-3));
 }
 
 TEST_CASE("fused linear + gelu ops: the twin against the unfused pair and float64",

@@ -222,11 +222,12 @@ TEST_CASE("gpu gpt-nano: the epilogue near the unfused plan and the CPU twin", "
     grads.push_back(grads_of(*m));
     const std::string k = m->layer_kernels(node_named(*m, "h.0.mlp.gelu"));
     INFO(k);
-    if (mode == LinearGelu::automatic)
-      CHECK(k.find("GELU_AUX_BIAS epilogue") != std::string::npos &&
-            k.find("last forward: the epilogue ran") != std::string::npos);
-    else
+    if (mode == LinearGelu::automatic) {
+      CHECK(k.find("GELU_AUX_BIAS epilogue") != std::string::npos);
+      CHECK(k.find("last forward: the epilogue ran") != std::string::npos);
+    } else {
       CHECK(k.empty());
+    }
   }
   auto twin = Model::build(spec, {context}, static_cast<int>(vocab),
                            options(Device::cpu(), LinearGelu::on));
@@ -234,7 +235,7 @@ TEST_CASE("gpu gpt-nano: the epilogue near the unfused plan and the CPU twin", "
   INFO("loss sums: epilogue " << losses[0] << ", unfused " << losses[1] << ", CPU twin "
                               << twin_loss);
   REQUIRE(std::isfinite(losses[0]));
-  CHECK(std::abs(losses[0] - losses[1]) <= 4e-3 * std::abs(losses[1]));
+  CHECK(std::abs(losses[0] - losses[1]) <= 1e-3 * std::abs(losses[1]));
   // The GPU against the CPU in 16 bits, as gpu_tensor_core_test allows.
   CHECK(std::abs(losses[0] - twin_loss) <= 3e-2 * std::abs(twin_loss));
   double diff = 0.0, norm = 0.0;
@@ -245,7 +246,7 @@ TEST_CASE("gpu gpt-nano: the epilogue near the unfused plan and the CPU twin", "
   }
   INFO("relative gradient difference " << std::sqrt(diff / norm));
   CHECK(norm > 0.0);
-  CHECK(std::sqrt(diff / norm) <= (p == DType::bf16 ? 5e-2 : 1e-2));
+  CHECK(std::sqrt(diff / norm) <= (p == DType::bf16 ? 3e-2 : 5e-3));
 }
 
 int main(int argc, char** argv) {
