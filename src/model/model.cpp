@@ -461,15 +461,8 @@ std::size_t fuse_conv_relu(std::vector<PlanNode>& nodes, const ModelSpec& spec,
   return per_sample;
 }
 
-// The plan's rewrite for linear -> gelu_tanh (model/fused_linear_gelu.h):
-// every gelu_tanh whose input is a linear node read by that gelu alone. Only
-// the forward fuses, so the gradient plan is the unfused one as it is. A
-// linear that reads the model's input fuses where that input is in the
-// storage dtype (input_stored), as fuse_conv_relu's rule; on a GPU the
-// linear must take its stored path (bf16/fp16: there is no fp32 epilogue
-// here). The CPU twins run one at a time and share one workspace; returns
-// its floats per sample (0 on a GPU, where cuBLASLt writes both outputs).
-// The (gelu, linear) pairs the rewrite may fuse, on any device.
+// The (gelu, linear) pairs fuse_linear_gelu may fuse, on any device: a
+// gelu_tanh whose input is a linear node read by that gelu alone.
 std::vector<std::pair<std::size_t, int>> linear_gelu_candidates(const std::vector<PlanNode>& nodes,
                                                                 const ModelSpec& spec,
                                                                 bool input_stored) {
@@ -491,6 +484,14 @@ std::vector<std::pair<std::size_t, int>> linear_gelu_candidates(const std::vecto
   return pairs;
 }
 
+// The plan's rewrite for linear -> gelu_tanh (model/fused_linear_gelu.h):
+// every gelu_tanh whose input is a linear node read by that gelu alone. Only
+// the forward fuses, so the gradient plan is the unfused one as it is. A
+// linear that reads the model's input fuses where that input is in the
+// storage dtype (input_stored), as fuse_conv_relu's rule; on a GPU the
+// linear must take its stored path (bf16/fp16: there is no fp32 epilogue
+// here). The CPU twins run one at a time and share one workspace; returns
+// its floats per sample (0 on a GPU, where cuBLASLt writes both outputs).
 std::size_t fuse_linear_gelu(std::vector<PlanNode>& nodes, const ModelSpec& spec,
                              const ComputeContext& ctx, std::size_t max_batch, bool input_stored) {
   std::vector<std::pair<std::size_t, int>> pairs;  // (gelu, linear)

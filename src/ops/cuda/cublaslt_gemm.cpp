@@ -169,7 +169,7 @@ std::unique_ptr<LtPlan> try_plan(LtGemmCache& cache, const LtKey& key, DType ab_
   // epilogues are made for: cuBLASLt's A (x) not transposed, B (dy) transposed.
   if (epi == LtEpilogue::bias_grad) epilogue = CUBLASLT_EPILOGUE_BGRADB;
   // The bias as for EPILOGUE_BIAS, then gelu (cuBLASLt's is the tanh form,
-  // GPT-2's: docs/gpu.md) of the fp32 sum into D, and that sum (the
+  // GPT-2's: docs/precision.md) of the fp32 sum into D, and that sum (the
   // pre-activation) into the auxiliary matrix: D^T's shape [n, m], column-
   // major with leading dimension ld_aux, i.e. our row-major [m, n] with
   // ld_aux per row; in D's dtype, each rounded once.
