@@ -177,8 +177,9 @@ std::unique_ptr<LtPlan> try_plan(LtGemmCache& cache, const LtKey& key, DType ab_
     epilogue = CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
     const auto ld_aux = static_cast<std::int64_t>(key.ld_aux);
     set_desc(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld_aux, sizeof(ld_aux));
-    const std::int32_t aux_type = cuda_type(d_type);
-    set_desc(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, &aux_type, sizeof(aux_type));
+    // Its dtype is left unset: the header makes it D's by default (the
+    // exceptions are fp8's), and an explicit one that cuBLASLt does not take
+    // fails only in cublasLtMatmul, past the heuristic's refusal we fall back on.
     // The heuristic reads the pointer's alignment from it (the header says
     // so): the call's own, which the cache keys on (align_aux).
     set_desc(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof(aux));
