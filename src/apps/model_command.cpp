@@ -92,6 +92,11 @@ int run_show(const ShowOptions& o, const Topology& topo) {
                         static_cast<std::size_t>(o.bucket_mb * 1024.0 * 1024.0));
   const std::size_t act = m->activation_bytes_per_sample();
   const std::size_t workspace = m->workspace_bytes_per_sample();
+  // The linear -> gelu_tanh pairs a GPU's plan runs as one cuBLASLt GEMM (the
+  // GELU epilogue, under bf16/fp16 and --fuse on); this CPU plan keeps them
+  // apart, since the epilogue's one rounding is not the unfused pair's bits.
+  const Model::LinearGeluPairs gelu_pairs = m->linear_gelu_pairs();
+  const bool gpu_epilogue = !gelu_pairs.gelu_nodes.empty() && mo.precision != DType::f32;
   validate(o.optimizer);
   // Per rank: the unsharded state, or (--zero 1) the state of rank 0's shard,
   // which every rank's equals (padded blocks).
@@ -119,18 +124,20 @@ int run_show(const ShowOptions& o, const Topology& topo) {
                          {"count", b.count},
                          {"first_layer", b.first_layer},
                          {"last_layer", b.last_layer}});
-    const nlohmann::json out = {{"model", m->spec().to_string()},
-                                {"input", parse_shape(input, "--input")},
-                                {"classes", classes},
-                                {"params", m->param_count()},
-                                {"buffers", m->buffer_count()},
-                                {"precision", precision_name(mo.precision)},
-                                {"fuse", o.fuse},
-                                {"activation_bytes_per_sample", act},
-                                {"workspace_bytes_per_sample", workspace},
-                                {"optimizer_state_bytes", state_bytes},
-                                {"layers", layers},
-                                {"buckets", buckets}};
+    const nlohmann::json out = {
+        {"model", m->spec().to_string()},
+        {"input", parse_shape(input, "--input")},
+        {"classes", classes},
+        {"params", m->param_count()},
+        {"buffers", m->buffer_count()},
+        {"precision", precision_name(mo.precision)},
+        {"fuse", o.fuse},
+        {"activation_bytes_per_sample", act},
+        {"workspace_bytes_per_sample", workspace},
+        {"optimizer_state_bytes", state_bytes},
+        {"linear_gelu_epilogue", {{"gelu_nodes", gelu_pairs.gelu_nodes}, {"on_gpu", gpu_epilogue}}},
+        {"layers", layers},
+        {"buckets", buckets}};
     std::fputs((out.dump() + "\n").c_str(), stdout);
     return 0;
   }
@@ -155,6 +162,18 @@ int run_show(const ShowOptions& o, const Topology& topo) {
                    state_bytes, static_cast<double>(state_bytes) / (1 << 20),
                    o.zero == 1 ? fmt::format(" with --zero 1 over {} ranks", o.world)
                                : std::string(o.world > 1 ? " (every rank holds all of it)" : ""));
+  if (!gelu_pairs.gelu_nodes.empty()) {
+    const std::vector<std::string>& g = gelu_pairs.gelu_nodes;
+    const std::string names = g.size() == 1 ? g[0] : g.front() + " ... " + g.back();
+    s += gpu_epilogue ? fmt::format(
+                            "linear + gelu_tanh: {} pair(s) ({}) run as one cuBLASLt GEMM with the "
+                            "GELU epilogue on a GPU; this CPU plan keeps them apart\n",
+                            g.size(), names)
+                      : fmt::format(
+                            "linear + gelu_tanh: {} pair(s) ({}), fused on a GPU under bf16/fp16 "
+                            "only\n",
+                            g.size(), names);
+  }
   s += fmt::format("gradient buckets (--bucket-mb {}): {}\n", o.bucket_mb, plan.buckets().size());
   s += plan.describe();
   s += fmt::format("spec hash {:016x}\n", m->spec().hash());

@@ -8,6 +8,7 @@
 #include "ringtrain/core/check.h"
 #include "ringtrain/ops/bias.h"
 #include "ringtrain/ops/gemm.h"
+#include "ringtrain/ops/linear_gelu.h"
 #include "ringtrain/ops/precision.h"
 #include "ringtrain/tensor/device_memory.h"
 
@@ -81,6 +82,16 @@ void LinearLayer::forward_stored(const std::vector<BufferView>& xs, BufferView y
   convert_storage(ctx_, w16_.buffer(), view_of(w_, out_ * in_, ctx_.device()));
   w16_fresh_ = true;
   linear_forward_stored(ctx_, xs.at(0), w16_.buffer(), b_, y, samples * rows_, in_, out_);
+}
+
+bool LinearLayer::forward_stored_gelu(BufferView x, BufferView pre, BufferView y,
+                                      std::size_t samples) {
+  convert_storage(ctx_, w16_.buffer(), view_of(w_, out_ * in_, ctx_.device()));
+  w16_fresh_ = true;
+  const std::size_t rows = samples * rows_;
+  if (linear_gelu_forward_stored(ctx_, x, w16_.buffer(), b_, pre, y, rows, in_, out_)) return true;
+  linear_forward_stored(ctx_, x, w16_.buffer(), b_, pre, rows, in_, out_);
+  return false;
 }
 
 void LinearLayer::backward_stored(const std::vector<BufferView>& xs, BufferView, BufferView dy,

@@ -30,6 +30,13 @@ class LinearLayer final : public Layer,
   void backward_stored(const std::vector<BufferView>& xs, BufferView y, BufferView dy,
                        const std::vector<BufferView>& dxs, std::size_t batch,
                        bool accumulate) override;
+  // The stored forward of this layer and the gelu_tanh after it in one
+  // cuBLASLt GEMM (ops/linear_gelu.h; model/fused_linear_gelu.h): pre as
+  // forward_stored writes y, and y = gelu_tanh of the fp32 pre-activation.
+  // Returns false where cuBLASLt refused the GELU epilogue for the shape:
+  // then pre alone is written (forward_stored's numbers) and the caller
+  // applies gelu.
+  bool forward_stored_gelu(BufferView x, BufferView pre, BufferView y, std::size_t batch);
 
  private:
   const ComputeContext& ctx_;

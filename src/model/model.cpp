@@ -19,10 +19,12 @@
 #include "model/conv2d_layer.h"
 #include "model/fused_batch_norm_relu.h"
 #include "model/fused_conv_relu.h"
+#include "model/fused_linear_gelu.h"
 #include "model/fused_residual_layer_norm.h"
 #include "model/kaiming_init.h"
 #include "model/layer.h"
 #include "model/layer_norm_layer.h"
+#include "model/linear_layer.h"
 #include "model/merge_layers.h"
 #include "model/stateless_layers.h"
 #include "ringtrain/core/buffer_copy.h"
@@ -103,6 +105,14 @@ struct PlanNode {
     const std::size_t n = layer->output_shape().numel();
     return padded() ? n / row_width * row_stride : n;
   }
+  // Fused linear + gelu_tanh (fuse_linear_gelu): on a gelu_tanh node, its
+  // forward, which reads the linear's input and writes the linear node's
+  // output (node `pre_of`: the pre-activation gelu's backward reads) besides
+  // its own. That linear node's forward is skipped (`forward_by`, this
+  // node); it keeps its buffers and its backward, as the gelu keeps its own.
+  std::unique_ptr<FusedLinearGelu> fused_gelu;
+  int pre_of = -1;
+  int forward_by = -1;
 };
 
 // A buffer of activation gradients. Buffers whose lives do not overlap share
@@ -170,6 +180,9 @@ struct Model::State {
   bool loss_gradient_done = false;
   float loss_gradient_scale = 0.0f;
   IntervalTimer* timer = nullptr;  // bench step --layers; null: no marks
+  // The gelu nodes fuse_linear_gelu may fuse with their linear (under
+  // --fuse on, whether this plan does or not), for linear_gelu_pairs.
+  std::vector<std::string> linear_gelu_candidates;
 
   GradientBuffer& grad_of(std::size_t node) {
     return grad_buffers[static_cast<std::size_t>(nodes[node].grad)];
@@ -459,6 +472,64 @@ std::size_t fuse_conv_relu(std::vector<PlanNode>& nodes, const ModelSpec& spec,
   return per_sample;
 }
 
+// The (gelu, linear) pairs fuse_linear_gelu may fuse, on any device: a
+// gelu_tanh whose input is a linear node read by that gelu alone.
+std::vector<std::pair<std::size_t, int>> linear_gelu_candidates(const std::vector<PlanNode>& nodes,
+                                                                const ModelSpec& spec,
+                                                                bool input_stored) {
+  std::vector<std::pair<std::size_t, int>> pairs;
+  for (std::size_t r = 0; r < nodes.size(); ++r) {
+    const PlanNode& gelu = nodes[r];
+    if (spec.layers[r].kind != LayerKind::gelu_tanh || gelu.stores == nullptr ||
+        gelu.fused != nullptr || gelu.fused_gelu != nullptr || gelu.inputs.size() != 1)
+      continue;
+    const int p = gelu.inputs[0];
+    if (p < 0 || spec.layers[static_cast<std::size_t>(p)].kind != LayerKind::linear) continue;
+    const PlanNode& lin = nodes[static_cast<std::size_t>(p)];
+    if (dynamic_cast<const LinearLayer*>(lin.layer.get()) == nullptr || lin.folded ||
+        lin.forward_by >= 0 || lin.consumers.size() != 1 || lin.inputs.size() != 1)
+      continue;
+    if (owner_of(nodes, lin.inputs[0]) < 0 && !input_stored) continue;
+    pairs.emplace_back(r, p);
+  }
+  return pairs;
+}
+
+// The plan's rewrite for linear -> gelu_tanh (model/fused_linear_gelu.h):
+// every gelu_tanh whose input is a linear node read by that gelu alone. Only
+// the forward fuses, so the gradient plan is the unfused one as it is. A
+// linear that reads the model's input fuses where that input is in the
+// storage dtype (input_stored), as fuse_conv_relu's rule; on a GPU the
+// linear must take its stored path (bf16/fp16: there is no fp32 epilogue
+// here). The CPU twins run one at a time and share one workspace; returns
+// its floats per sample (0 on a GPU, where cuBLASLt writes both outputs).
+std::size_t fuse_linear_gelu(std::vector<PlanNode>& nodes, const ModelSpec& spec,
+                             const ComputeContext& ctx, std::size_t max_batch, bool input_stored) {
+  std::vector<std::pair<std::size_t, int>> pairs;  // (gelu, linear)
+  std::size_t per_sample = 0;
+  for (const auto& [r, p] : linear_gelu_candidates(nodes, spec, input_stored)) {
+    const PlanNode& lin = nodes[static_cast<std::size_t>(p)];
+    if (ctx.is_cuda() && lin.stores == nullptr) continue;
+    pairs.emplace_back(r, p);
+    per_sample = std::max(per_sample, FusedLinearGelu::workspace_floats(
+                                          *dynamic_cast<const LinearLayer*>(lin.layer.get())));
+  }
+  if (pairs.empty()) return 0;
+  std::shared_ptr<LayerWorkspace> workspace;
+  if (!ctx.is_cuda()) workspace = std::make_shared<LayerWorkspace>(ctx, per_sample, max_batch);
+  for (const auto& [r, p] : pairs) {
+    PlanNode& gelu = nodes[r];
+    PlanNode& lin = nodes[static_cast<std::size_t>(p)];
+    gelu.fused_gelu = std::make_unique<FusedLinearGelu>(
+        *dynamic_cast<LinearLayer*>(lin.layer.get()), *gelu.stores, ctx,
+        std::vector<std::string>{lin.layer->name(), gelu.layer->name()}, workspace);
+    gelu.describes = gelu.fused_gelu.get();
+    gelu.pre_of = p;
+    lin.forward_by = static_cast<int>(r);
+  }
+  return ctx.is_cuda() ? 0 : per_sample;
+}
+
 }  // namespace
 
 std::unique_ptr<Model> Model::build(const ModelSpec& given,
@@ -644,6 +715,15 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
     fuse_batch_norm_relu(s.nodes, spec);
     fused_workspace = fuse_conv_relu(s.nodes, spec, *s.ctx, B, input_stored);
     fuse_residual_layer_norm(s.nodes, spec);
+    // Not the unfused plan's bits under bf16/fp16 (model/fused_linear_gelu.h):
+    // by default on a GPU under bf16/fp16 only.
+    using LinearGelu = ModelOptions::LinearGelu;
+    const bool linear_gelu = options.fuse_linear_gelu == LinearGelu::on ||
+                             (options.fuse_linear_gelu == LinearGelu::automatic &&
+                              options.device.is_cuda() && options.precision != DType::f32);
+    for (const auto& pair : linear_gelu_candidates(s.nodes, spec, input_stored))
+      s.linear_gelu_candidates.push_back(s.nodes[pair.first].layer->name());
+    if (linear_gelu) fused_workspace += fuse_linear_gelu(s.nodes, spec, *s.ctx, B, input_stored);
   }
   const Device dev = options.device;
   s.params = Tensor::empty({offset}, DType::f32, dev);
@@ -879,6 +959,8 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
              "model: fused node '{}' would need the fp32 adapter", node.layer->name());
     RT_CHECK(!(node.adapted && node.fused), "model: fused node '{}' reads a {} input",
              node.layer->name(), dtype_name(input_dtype));
+    RT_CHECK(node.fused_gelu == nullptr || !node.adapted,
+             "model: fused node '{}' would need the fp32 adapter", node.layer->name());
   }
   // The fp32 scratch per input slot: where a contribution lands before it is
   // added to a summed (fp32) gradient, or narrowed into a stored one from a
@@ -951,7 +1033,7 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
   for (std::size_t n : slot_size) bytes += n;
   // the transposed input
   if (m->layout_ == Layout::nhwc) bytes += Shape(input_shape).numel() * sizeof(float);
-  workspace += fused_workspace * sizeof(float);  // the fused convolutions'
+  workspace += fused_workspace * sizeof(float);  // the fused convolutions' and CPU twins'
   m->activation_bytes_per_sample_ = bytes;
   m->workspace_bytes_per_sample_ = workspace;
   const std::size_t label_rows = B * m->rows_per_sample_;
@@ -1002,8 +1084,19 @@ std::string Model::layer_kernels(std::size_t layer) const {
   RT_CHECK(layer < layer_count(), "layer {} out of range (the model has {})", layer, layer_count());
   const PlanNode& node = state_->nodes[layer];
   if (node.folded) return "folded into " + node.folded_into;
+  if (node.forward_by >= 0)
+    return "forward fused into " +
+           state_->nodes[static_cast<std::size_t>(node.forward_by)].layer->name();
   return node.describes != nullptr ? node.describes->describe_kernels() : std::string();
 }
+Model::LinearGeluPairs Model::linear_gelu_pairs() const {
+  LinearGeluPairs pairs;
+  pairs.gelu_nodes = state_->linear_gelu_candidates;
+  pairs.fused = std::any_of(state_->nodes.begin(), state_->nodes.end(),
+                            [](const PlanNode& n) { return n.fused_gelu != nullptr; });
+  return pairs;
+}
+
 void Model::set_interval_timer(IntervalTimer* timer) {
   RT_CHECK(timer == nullptr || timer->size() >= profile_slots().count(),
            "the layer timer has {} intervals; the model marks {}", timer ? timer->size() : 0,
@@ -1139,8 +1232,9 @@ BufferView Model::run_layers(const float* x, const std::int32_t* labels, std::si
     Layer& layer = *node.layer;
     mark_start(s.timer, ProfileSlots::forward(i));
     const std::size_t n = batch * layer.output_shape().numel();
-    if (node.folded) {  // run by its fused node, later in the list
-      if (node.keeps_buffers) node.output = node.activation.buffer().slice(0, n);
+    if (node.folded || node.forward_by >= 0) {  // run by its fused node, later in the list
+      if (node.keeps_buffers || node.forward_by >= 0)
+        node.output = node.activation.buffer().slice(0, n);
       mark_stop(s.timer, ProfileSlots::forward(i));
       continue;
     }
@@ -1157,6 +1251,9 @@ BufferView Model::run_layers(const float* x, const std::int32_t* labels, std::si
     if (batch > 0 && node.fused_ln != nullptr) {
       node.fused_ln->forward(xs, s.nodes[static_cast<std::size_t>(node.sum_of)].output, node.output,
                              batch);
+    } else if (batch > 0 && node.fused_gelu != nullptr) {
+      const PlanNode& lin = s.nodes[static_cast<std::size_t>(node.pre_of)];
+      node.fused_gelu->forward(s.read(lin.inputs[0]), lin.output, node.output, batch, training);
     } else if (batch > 0 && !node.adapted) {
       node.stores->forward_stored(xs, node.output, batch, training);
     } else if (batch > 0) {

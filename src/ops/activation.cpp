@@ -14,6 +14,7 @@ extern "C" __attribute__((__simd__("notinbranch"))) float expf(float) noexcept;
 #include "kernels/activation.cuh"
 #include "kernels/storage.cuh"
 #include "ops/gpu_ops.h"
+#include "ringtrain/core/check.h"
 
 namespace ringtrain {
 
@@ -83,6 +84,32 @@ void gelu_tanh_forward(const ComputeContext& ctx, BufferView x, BufferView y) {
     for (std::size_t at = 0; at < y.count; at += kChunk) {
       const std::size_t n = std::min(kChunk, y.count - at);
       for (std::size_t i = 0; i < n; ++i) a[i] = kernels::load(xs, at + i);
+      gelu_tanh_forward_floats(a, out, n);
+      for (std::size_t i = 0; i < n; ++i) kernels::store(ys, at + i, out[i]);
+    }
+  });
+}
+
+// The same chunks and fp32 loop as gelu_tanh_forward, reading the fp32 sum
+// where that reads the stored (rounded) one.
+void gelu_tanh_forward_with_aux(const ComputeContext& ctx, const float* pre, BufferView aux,
+                                BufferView y) {
+  RT_CHECK(!ctx.is_cuda(),
+           "gelu_tanh_forward_with_aux is the CPU twin of cuBLASLt's GELU epilogue");
+  RT_CHECK(aux.count == y.count, "gelu_tanh_forward_with_aux: {} auxiliary values for {} outputs",
+           aux.count, y.count);
+  kernels::with_storage_pair(aux.dtype, y.dtype, [&](auto a_type, auto y_type) {
+    using A = decltype(a_type);
+    using T = decltype(y_type);
+    A* as = aux.as<A>();
+    T* ys = y.as<T>();
+    float a[kChunk], out[kChunk];
+    for (std::size_t at = 0; at < y.count; at += kChunk) {
+      const std::size_t n = std::min(kChunk, y.count - at);
+      for (std::size_t i = 0; i < n; ++i) {
+        a[i] = pre[at + i];
+        kernels::store(as, at + i, a[i]);
+      }
       gelu_tanh_forward_floats(a, out, n);
       for (std::size_t i = 0; i < n; ++i) kernels::store(ys, at + i, out[i]);
     }

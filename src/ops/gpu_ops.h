@@ -86,6 +86,19 @@ void gpu_lt_gemm(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m,
 // buffer and gpu_bias_add added the bias and rounded (the same numbers, the
 // old round trip); 0 where the epilogue ran for all.
 std::size_t gpu_lt_gemm_bias_apart(const GpuHandles& h);
+// The linear + gelu_tanh forward in one GEMM (CUBLASLT_EPILOGUE_GELU_AUX_BIAS),
+// row-major as gpu_lt_gemm, all of the context's 16-bit dtype: D[i, j] =
+// round(gelu_tanh(s)) and aux[i, j] (leading dimension ld_aux) = round(s), s
+// = the fp32 sum plus the fp32 bias[j]. Returns false, having queued
+// nothing, where cuBLASLt has no algorithm for it or aux breaks its
+// documented rules (ld_aux a multiple of 8, at least n; 16-byte aligned):
+// the caller then runs the unfused pair. Decided once per shape (cached in
+// h.lt) and counted by gpu_lt_gemm_gelu_refused.
+bool gpu_lt_gemm_gelu_aux_bias(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m,
+                               std::size_t n, std::size_t k, BufferView a, std::size_t lda,
+                               BufferView b, std::size_t ldb, BufferView d, std::size_t ldd,
+                               const float* bias, BufferView aux, std::size_t ld_aux);
+std::size_t gpu_lt_gemm_gelu_refused(const GpuHandles& h);
 // An empty cache for GpuHandles::lt (cublaslt_gemm.cpp).
 std::shared_ptr<LtGemmCache> make_lt_gemm_cache();
 

@@ -46,6 +46,14 @@ void gpu_lt_gemm(const GpuHandles&, bool, bool, std::size_t, std::size_t, std::s
 std::size_t gpu_lt_gemm_bias_apart(const GpuHandles&) {
   return 0;
 }
+bool gpu_lt_gemm_gelu_aux_bias(const GpuHandles&, bool, bool, std::size_t, std::size_t, std::size_t,
+                               BufferView, std::size_t, BufferView, std::size_t, BufferView,
+                               std::size_t, const float*, BufferView, std::size_t) {
+  no_cuda("a cuBLASLt GEMM");
+}
+std::size_t gpu_lt_gemm_gelu_refused(const GpuHandles&) {
+  return 0;
+}
 std::shared_ptr<LtGemmCache> make_lt_gemm_cache() {
   no_cuda("a cuBLASLt GEMM");
 }

@@ -11,7 +11,8 @@ usage: bench_step_layers_check.py [--gpu] [--bounds] BENCH_JSON MODEL_SHOW_JSON
 cuDNN algorithms, the 16-bit ones under --precision bf16|fp16, and a linear
 layer's row its cuBLASLt epilogues there).
 --bounds: the marked forward and backward time is within 0.3x-3x of the phased step.
-A node folded into a fused one (--fuse) names it, and that one names it back.
+A node folded into a fused one (--fuse) names it, and that one names it back;
+so does a linear whose forward runs in its gelu's fused GEMM.
 """
 import json
 import sys
@@ -52,7 +53,10 @@ def main():
                 if bench["precision"] in ("bf16", "fp16"):
                     assert bench["precision"] + " " in kernels, row
         if gpu and row["kind"] == "linear" and bench["precision"] in ("bf16", "fp16"):
-            assert "cublasLt bias epilogue" in row["kernels"], row
+            # A linear whose forward runs in its gelu's GELU epilogue names
+            # that node instead (checked below).
+            assert ("cublasLt bias epilogue" in row["kernels"]
+                    or row["kernels"].startswith("forward fused into ")), row
     # --fuse (the default): a folded BatchNorm, add or conv names the node that runs
     # it, whose row names what it fused, and takes no time of its own.
     fused = {r["name"]: r for r in layers if r.get("kernels", "").startswith("fused ")}
@@ -61,6 +65,16 @@ def main():
             into = r["kernels"][len("folded into "):]
             assert into in fused and r["name"] in fused[into]["kernels"], (r, fused.get(into))
             assert r["forward_ms"] < 1e-3 and r["backward_ms"] < 1e-3, r
+    # A linear whose forward is its gelu's fused GEMM (linear + gelu_tanh)
+    # keeps its backward: it names that node, whose row names it back and,
+    # on a GPU, the epilogue.
+    for r in layers:
+        if r.get("kernels", "").startswith("forward fused into "):
+            into = r["kernels"][len("forward fused into "):]
+            assert into in fused and r["name"] + "+" + into in fused[into]["kernels"], (r, fused.get(into))
+            assert r["forward_ms"] < 1e-3, r
+            if gpu:
+                assert "GELU_AUX_BIAS" in fused[into]["kernels"], fused[into]
     if bench.get("fuse") == "off":
         assert not fused, fused
     profile = bench["layers_profile"]

@@ -61,6 +61,15 @@ struct ModelOptions {
   // has one reader (--fuse): the same bits as the unfused plan, which off
   // keeps as the reference.
   bool fuse = true;
+  // Linear (with its bias) -> gelu_tanh as one GEMM with cuBLASLt's GELU
+  // epilogue (GPT-2's MLP), under fuse. It takes gelu of the fp32
+  // pre-activation where the unfused pair rounds it first, so under bf16/fp16
+  // it is NOT the unfused plan's bits: automatic plans it on a GPU under
+  // bf16/fp16 only (where it saves a pass), so the CPU's default plan keeps
+  // --fuse off's bits; on plans it wherever fuse is (on the CPU, the twin of
+  // the epilogue's arithmetic, which tests reach through this); off never.
+  enum class LinearGelu { automatic, on, off };
+  LinearGelu fuse_linear_gelu = LinearGelu::automatic;
 };
 
 // What --layout resolves to for `spec` (as Model::build expands a preset)
@@ -110,6 +119,15 @@ class Model {
   // Which kernels run the node, as one line (a convolution: the cuDNN
   // algorithms chosen so far, or the CPU path); empty where the layer says nothing.
   std::string layer_kernels(std::size_t layer) const;
+  // The gelu_tanh nodes whose linear input --fuse on can run with them as one
+  // cuBLASLt GEMM with the GELU epilogue (ModelOptions::fuse_linear_gelu),
+  // and whether this plan does: `model show` names them for a GPU's plan
+  // while it builds the CPU's, which keeps them apart.
+  struct LinearGeluPairs {
+    std::vector<std::string> gelu_nodes;
+    bool fused = false;
+  };
+  LinearGeluPairs linear_gelu_pairs() const;
   std::vector<std::size_t> layer_output_shape(std::size_t layer) const;  // per sample
   // What the node's output buffer holds: the storage dtype of --precision
   // (f32, bf16, f16), the logits included.

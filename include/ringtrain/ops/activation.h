@@ -19,6 +19,14 @@ void relu_forward(const ComputeContext& ctx, BufferView x, BufferView y);
 void relu_backward(const ComputeContext& ctx, BufferView y, BufferView dy, BufferView dx);
 void gelu_tanh_forward(const ComputeContext& ctx, BufferView x, BufferView y);
 void gelu_tanh_backward(const ComputeContext& ctx, BufferView x, BufferView dy, BufferView dx);
+// The CPU twin of cuBLASLt's GELU_AUX_BIAS epilogue's arithmetic (the linear
+// + gelu_tanh fusion, ops/linear_gelu.h): from the fp32 pre-activation `pre`
+// (aux.count values), aux = pre and y = gelu_tanh(pre), each rounded once
+// into its dtype, gelu taken of the unrounded fp32 value. Under fp32 storage
+// that is gelu_tanh_forward of the stored pre-activation, bit for bit (the
+// same loop). CPU contexts only.
+void gelu_tanh_forward_with_aux(const ComputeContext& ctx, const float* pre, BufferView aux,
+                                BufferView y);
 void gelu_forward(const ComputeContext& ctx, const float* x, float* y, std::size_t n);
 // dx = dy * gelu'(x) (x is gelu's input).
 void gelu_backward(const ComputeContext& ctx, const float* x, const float* dy, float* dx,

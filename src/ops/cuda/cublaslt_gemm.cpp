@@ -4,7 +4,9 @@
 // before that one rounding, or the bias gradient reduced in the epilogue of
 // the weight-gradient product. This replaces a round trip through an fp32
 // scratch (4 bytes written and read per element, then 2 written) by the 2
-// bytes the GEMM stores.
+// bytes the GEMM stores. The GELU epilogue (GELU_AUX_BIAS) also applies
+// gelu to the fp32 sum plus bias and stores both: D = gelu, and the
+// pre-activation as its auxiliary output (the linear + gelu_tanh fusion).
 //
 // Each shape's descriptors and algorithm are made once, from
 // cublasLtMatmulAlgoGetHeuristic with the shared workspace, and cached with
@@ -31,7 +33,7 @@ namespace {
 // cuBLAS's recommendation for Hopper (smaller GPUs use less of it).
 constexpr std::size_t kLtWorkspaceBytes = std::size_t{32} << 20;
 
-enum class LtEpilogue : int { none, bias, bias_grad };
+enum class LtEpilogue : int { none, bias, bias_grad, gelu_aux_bias };
 
 // The largest power of two (up to 256) that divides the address: the
 // algorithm must accept buffers aligned only that much (cuBLASLt assumes 256
@@ -44,9 +46,10 @@ std::uint32_t alignment_of(const void* p) {
 }
 
 const char* epilogue_name(LtEpilogue e) {
-  return e == LtEpilogue::bias        ? "bias"
-         : e == LtEpilogue::bias_grad ? "bias gradient (BGRADB)"
-                                      : "none";
+  return e == LtEpilogue::bias            ? "bias"
+         : e == LtEpilogue::bias_grad     ? "bias gradient (BGRADB)"
+         : e == LtEpilogue::gelu_aux_bias ? "GELU_AUX_BIAS"
+                                          : "none";
 }
 
 struct LtKey {
@@ -56,9 +59,13 @@ struct LtKey {
   bool beta_zero;
   LtEpilogue epilogue;
   std::uint32_t align_a, align_b, align_d;
+  // GELU_AUX_BIAS's auxiliary output: its leading dimension and alignment
+  // (0 for the other epilogues).
+  std::size_t ld_aux = 0;
+  std::uint32_t align_aux = 0;
   auto tie() const {
     return std::tie(trans_a, trans_b, m, n, k, lda, ldb, ldd, d_type, beta_zero, epilogue, align_a,
-                    align_b, align_d);
+                    align_b, align_d, ld_aux, align_aux);
   }
   bool operator<(const LtKey& o) const { return tie() < o.tie(); }
 };
@@ -102,6 +109,9 @@ struct LtGemmCache {
   float* staging = nullptr;
   std::size_t staging_floats = 0;
   std::size_t bias_apart_shapes = 0;
+  // Shapes whose GELU epilogue cuBLASLt refused (or whose auxiliary broke its
+  // documented layout rules): their null plans are cached, so each counts once.
+  std::size_t gelu_refused_shapes = 0;
   LtGemmCache() = default;
   LtGemmCache(const LtGemmCache&) = delete;
   LtGemmCache& operator=(const LtGemmCache&) = delete;
@@ -121,6 +131,10 @@ std::size_t gpu_lt_gemm_bias_apart(const GpuHandles& h) {
   return h.lt != nullptr ? h.lt->bias_apart_shapes : 0;
 }
 
+std::size_t gpu_lt_gemm_gelu_refused(const GpuHandles& h) {
+  return h.lt != nullptr ? h.lt->gelu_refused_shapes : 0;
+}
+
 namespace {
 
 void set_desc(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr, const void* value,
@@ -135,7 +149,7 @@ void set_desc(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr, co
 // algorithm for it.
 std::unique_ptr<LtPlan> try_plan(LtGemmCache& cache, const LtKey& key, DType ab_type,
                                  LtEpilogue epi, DType d_type, std::size_t ldd,
-                                 std::uint32_t align_d) {
+                                 std::uint32_t align_d, void* aux = nullptr) {
   auto plan = std::make_unique<LtPlan>();
   RT_CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   const cublasOperation_t op_a = key.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;  // cuBLASLt's A: our B
@@ -154,6 +168,22 @@ std::unique_ptr<LtPlan> try_plan(LtGemmCache& cache, const LtKey& key, DType ab_
   // cuBLASLt's A, our x.) This is the NT layout cuBLASLt's bias-gradient
   // epilogues are made for: cuBLASLt's A (x) not transposed, B (dy) transposed.
   if (epi == LtEpilogue::bias_grad) epilogue = CUBLASLT_EPILOGUE_BGRADB;
+  // The bias as for EPILOGUE_BIAS, then gelu (cuBLASLt's is the tanh form,
+  // GPT-2's: docs/precision.md) of the fp32 sum into D, and that sum (the
+  // pre-activation) into the auxiliary matrix: D^T's shape [n, m], column-
+  // major with leading dimension ld_aux, i.e. our row-major [m, n] with
+  // ld_aux per row; in D's dtype, each rounded once.
+  if (epi == LtEpilogue::gelu_aux_bias) {
+    epilogue = CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+    const auto ld_aux = static_cast<std::int64_t>(key.ld_aux);
+    set_desc(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld_aux, sizeof(ld_aux));
+    // Its dtype is left unset: the header makes it D's by default (the
+    // exceptions are fp8's), and an explicit one that cuBLASLt does not take
+    // fails only in cublasLtMatmul, past the heuristic's refusal we fall back on.
+    // The heuristic reads the pointer's alignment from it (the header says
+    // so): the call's own, which the cache keys on (align_aux).
+    set_desc(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof(aux));
+  }
   set_desc(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue));
   if (epi != LtEpilogue::none) {
     // An fp32 bias (the layer's own parameter, or its fp32 gradient): fp32 sum
@@ -227,6 +257,38 @@ std::unique_ptr<LtPlan> make_plan(LtGemmCache& cache, const LtKey& key, DType ab
 
 }  // namespace
 
+namespace {
+
+// The context's cuBLASLt cache, its handle and workspace made on first use.
+LtGemmCache& lt_cache(const GpuHandles& h) {
+  RT_CHECK(h.lt != nullptr, "the context has no cuBLASLt cache");
+  LtGemmCache& cache = *h.lt;
+  if (cache.handle == nullptr) {
+    RT_CUBLAS_CHECK(cublasLtCreate(&cache.handle));
+    cache.workspace = cuda_allocate_here(kLtWorkspaceBytes);
+  }
+  return cache;
+}
+
+bool aligned16(const void* ptr) {
+  return reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0;
+}
+
+// The bias vectors live in the flat parameter and gradient buffers, at any
+// float offset; cuBLASLt's epilogues want them 16-byte aligned. A misaligned
+// bias is copied to the context's reduction scratch (n floats), in stream
+// order, and read there.
+const float* aligned_bias(const GpuHandles& h, const float* bias, std::size_t n) {
+  if (bias == nullptr || aligned16(bias)) return bias;
+  RT_CHECK(n <= kGpuScratchFloats, "a misaligned bias of {} values exceeds the scratch of {}", n,
+           kGpuScratchFloats);
+  RT_CUDA_CHECK(cudaMemcpyAsync(h.scratch, bias, n * sizeof(float), cudaMemcpyDeviceToDevice,
+                                static_cast<cudaStream_t>(h.stream)));
+  return h.scratch;
+}
+
+}  // namespace
+
 void gpu_lt_gemm(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
                  std::size_t k, BufferView a, std::size_t lda, BufferView b, std::size_t ldb,
                  float beta, BufferView d, std::size_t ldd, const float* bias, float* a_sums,
@@ -242,13 +304,8 @@ void gpu_lt_gemm(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m,
   RT_CHECK(k > 0, "a cuBLASLt stored product {} x {} with k = 0", m, n);
   RT_CHECK(bias == nullptr || a_sums == nullptr,
            "a cuBLASLt product takes a bias or a bias gradient, not both");
-  RT_CHECK(h.lt != nullptr, "the context has no cuBLASLt cache");
-  LtGemmCache& cache = *h.lt;
+  LtGemmCache& cache = lt_cache(h);
   auto stream = static_cast<cudaStream_t>(h.stream);
-  if (cache.handle == nullptr) {
-    RT_CUBLAS_CHECK(cublasLtCreate(&cache.handle));
-    cache.workspace = cuda_allocate_here(kLtWorkspaceBytes);
-  }
 
   const LtKey key{trans_a,
                   trans_b,
@@ -265,7 +322,9 @@ void gpu_lt_gemm(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m,
                                       : LtEpilogue::none,
                   alignment_of(a.ptr),
                   alignment_of(b.ptr),
-                  alignment_of(d.ptr)};
+                  alignment_of(d.ptr),
+                  0,
+                  0};
   auto it = cache.plans.find(key);
   if (it == cache.plans.end()) it = cache.plans.emplace(key, make_plan(cache, key, p)).first;
   LtPlan& plan = *it->second;
@@ -286,24 +345,11 @@ void gpu_lt_gemm(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m,
     return;
   }
 
-  // The bias vectors live in the flat parameter and gradient buffers, at any
-  // float offset; cuBLASLt's epilogues want them 16-byte aligned. A
-  // misaligned bias is copied to the context's reduction scratch (n floats);
-  // a bias gradient that is misaligned, or is to be added to (gradient
-  // accumulation: the epilogue only overwrites), is written there and then
-  // copied or added (m floats). The caller keeps such vectors within
-  // kGpuScratchFloats (it reduces a longer one itself).
-  const auto aligned16 = [](const void* ptr) {
-    return reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0;
-  };
-  const float* bias_in = bias;
-  if (bias != nullptr && !aligned16(bias)) {
-    RT_CHECK(n <= kGpuScratchFloats, "a misaligned bias of {} values exceeds the scratch of {}", n,
-             kGpuScratchFloats);
-    RT_CUDA_CHECK(
-        cudaMemcpyAsync(h.scratch, bias, n * sizeof(float), cudaMemcpyDeviceToDevice, stream));
-    bias_in = h.scratch;
-  }
+  // A bias gradient that is misaligned, or is to be added to (gradient
+  // accumulation: the epilogue only overwrites), is written to the context's
+  // reduction scratch and then copied or added (m floats). The caller keeps
+  // such vectors within kGpuScratchFloats (it reduces a longer one itself).
+  const float* bias_in = aligned_bias(h, bias, n);
   const bool staged_sums = a_sums != nullptr && (accumulate_sums || !aligned16(a_sums));
   if (staged_sums)
     RT_CHECK(m <= kGpuScratchFloats,
@@ -328,6 +374,62 @@ void gpu_lt_gemm(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m,
       RT_CUDA_CHECK(
           cudaMemcpyAsync(a_sums, h.scratch, m * sizeof(float), cudaMemcpyDeviceToDevice, stream));
   }
+}
+
+bool gpu_lt_gemm_gelu_aux_bias(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m,
+                               std::size_t n, std::size_t k, BufferView a, std::size_t lda,
+                               BufferView b, std::size_t ldb, BufferView d, std::size_t ldd,
+                               const float* bias, BufferView aux, std::size_t ld_aux) {
+  if (m == 0 || n == 0) return true;
+  const DType p = h.precision;
+  RT_CHECK(p != DType::f32 && a.dtype == p && b.dtype == p && d.dtype == p && aux.dtype == p,
+           "a cuBLASLt GELU epilogue on {} and {} into {} (auxiliary {}) on a {} context: all "
+           "must be the context's 16-bit dtype",
+           dtype_name(a.dtype), dtype_name(b.dtype), dtype_name(d.dtype), dtype_name(aux.dtype),
+           dtype_name(p));
+  RT_CHECK(k > 0 && bias != nullptr,
+           "a cuBLASLt GELU epilogue {} x {} needs k > 0 (got {}) and a bias", m, n, k);
+  LtGemmCache& cache = lt_cache(h);
+  const LtKey key{trans_a,
+                  trans_b,
+                  m,
+                  n,
+                  k,
+                  lda,
+                  ldb,
+                  ldd,
+                  d.dtype,
+                  true,
+                  LtEpilogue::gelu_aux_bias,
+                  alignment_of(a.ptr),
+                  alignment_of(b.ptr),
+                  alignment_of(d.ptr),
+                  ld_aux,
+                  alignment_of(aux.ptr)};
+  auto it = cache.plans.find(key);
+  if (it == cache.plans.end()) {
+    // cuBLASLt's documented rules for the GELU auxiliary: a leading dimension
+    // divisible by 8 and no less than D^T's rows (our n); a pointer aligned
+    // for 16-byte vector stores (as every cuBLASLt pointer, llm.c checks).
+    // Outside them, or where the heuristic has no algorithm, the plan is null:
+    // the caller runs the unfused pair, and the shape counts once.
+    std::unique_ptr<LtPlan> plan;
+    if (ld_aux % 8 == 0 && ld_aux >= n && key.align_aux >= 16)
+      plan = try_plan(cache, key, p, key.epilogue, key.d_type, key.ldd, key.align_d, aux.ptr);
+    if (plan == nullptr) ++cache.gelu_refused_shapes;
+    it = cache.plans.emplace(key, std::move(plan)).first;
+  }
+  if (it->second == nullptr) return false;
+  LtPlan& plan = *it->second;
+  const void* bias_in = aligned_bias(h, bias, n);
+  set_desc(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_in, sizeof(bias_in));
+  void* aux_out = aux.ptr;
+  set_desc(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux_out, sizeof(aux_out));
+  const float alpha = 1.0f, beta = 0.0f;
+  RT_CUBLAS_CHECK(cublasLtMatmul(cache.handle, plan.desc, &alpha, b.ptr, plan.a, a.ptr, plan.b,
+                                 &beta, d.ptr, plan.d, d.ptr, plan.d, &plan.algo, cache.workspace,
+                                 kLtWorkspaceBytes, static_cast<cudaStream_t>(h.stream)));
+  return true;
 }
 
 }  // namespace ringtrain::detail
