@@ -73,6 +73,11 @@ std::string LinearLayer::describe_kernels() const {
         "; cuBLASLt refused the fp32 bias epilogue with a {} output for {} shape(s) of this "
         "context: fp32 product, bias added apart",
         p, apart);
+  if (const std::size_t apart = gemm_stored_sums_apart(ctx_); apart > 0)
+    s += fmt::format(
+        "; cuBLASLt refused the bias-gradient epilogue for {} shape(s): bias gradient reduced "
+        "apart",
+        apart);
   return s;
 }
 

@@ -74,19 +74,28 @@ void gemm_stored_epilogue(const ComputeContext& ctx, bool trans_a, bool trans_b,
   // staged through the context's reduction scratch and added, which holds
   // kGpuScratchFloats. A wider one (never a real layer's: 2^18 features) is
   // reduced by bias_grad, from op(A) = dy stored [k, m].
-  if (db != nullptr && m > detail::kGpuScratchFloats) {
+  // Where cuBLASLt refuses the bias-gradient epilogue for the shape, too.
+  const auto sums_apart = [&] {
     RT_CHECK(trans_a && lda == m,
              "a bias gradient of {} values reduced apart needs dy stored [k, m] (trans_a, lda = m)",
              m);
     bias_grad(ctx, a, db, k, m, 1, accumulate_db);
+  };
+  if (db != nullptr && m > detail::kGpuScratchFloats) {
+    sums_apart();
     db = nullptr;
   }
-  detail::gpu_lt_gemm(detail::handles_of(ctx), trans_a, trans_b, m, n, k, a, lda, b, ldb, beta, d,
-                      ldd, bias, db, accumulate_db);
+  if (!detail::gpu_lt_gemm(detail::handles_of(ctx), trans_a, trans_b, m, n, k, a, lda, b, ldb, beta,
+                           d, ldd, bias, db, accumulate_db))
+    sums_apart();
 }
 
 std::size_t gemm_stored_bias_apart(const ComputeContext& ctx) {
   return ctx.is_cuda() ? detail::gpu_lt_gemm_bias_apart(detail::handles_of(ctx)) : 0;
+}
+
+std::size_t gemm_stored_sums_apart(const ComputeContext& ctx) {
+  return ctx.is_cuda() ? detail::gpu_lt_gemm_sums_apart(detail::handles_of(ctx)) : 0;
 }
 
 namespace {

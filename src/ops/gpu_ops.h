@@ -76,8 +76,10 @@ void gpu_gemm_stored(const GpuHandles& h, bool trans_a, bool trans_b, std::size_
 //   overwritten, or added to where accumulate_sums (through h.scratch: the
 //   epilogue cannot add), which needs m <= kGpuScratchFloats.
 // The algorithm is chosen once per shape and alignment (cached in h.lt); an
-// Error names the shape where cuBLASLt has none.
-void gpu_lt_gemm(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
+// Error names the shape where cuBLASLt has none. Returns false where a_sums
+// was asked for and cuBLASLt refused the bias-gradient epilogue for the shape:
+// the product ran without it, and the caller reduces the sums itself.
+bool gpu_lt_gemm(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
                  std::size_t k, BufferView a, std::size_t lda, BufferView b, std::size_t ldb,
                  float beta, BufferView d, std::size_t ldd, const float* bias = nullptr,
                  float* a_sums = nullptr, bool accumulate_sums = false);
@@ -86,6 +88,8 @@ void gpu_lt_gemm(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m,
 // buffer and gpu_bias_add added the bias and rounded (the same numbers, the
 // old round trip); 0 where the epilogue ran for all.
 std::size_t gpu_lt_gemm_bias_apart(const GpuHandles& h);
+// How many shapes had cuBLASLt refuse the bias-gradient epilogue (BGRADB).
+std::size_t gpu_lt_gemm_sums_apart(const GpuHandles& h);
 // The linear + gelu_tanh forward in one GEMM (CUBLASLT_EPILOGUE_GELU_AUX_BIAS),
 // row-major as gpu_lt_gemm, all of the context's 16-bit dtype: D[i, j] =
 // round(gelu_tanh(s)) and aux[i, j] (leading dimension ld_aux) = round(s), s

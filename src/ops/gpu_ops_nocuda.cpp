@@ -38,12 +38,16 @@ void gpu_gemm_stored(const GpuHandles&, bool, bool, std::size_t, std::size_t, st
                      BufferView, std::size_t, BufferView, std::size_t, float, float*, std::size_t) {
   no_cuda("a 16-bit GEMM");
 }
-void gpu_lt_gemm(const GpuHandles&, bool, bool, std::size_t, std::size_t, std::size_t, BufferView,
+bool gpu_lt_gemm(const GpuHandles&, bool, bool, std::size_t, std::size_t, std::size_t, BufferView,
                  std::size_t, BufferView, std::size_t, float, BufferView, std::size_t, const float*,
                  float*, bool) {
   no_cuda("a cuBLASLt GEMM");
+  return false;
 }
 std::size_t gpu_lt_gemm_bias_apart(const GpuHandles&) {
+  return 0;
+}
+std::size_t gpu_lt_gemm_sums_apart(const GpuHandles&) {
   return 0;
 }
 bool gpu_lt_gemm_gelu_aux_bias(const GpuHandles&, bool, bool, std::size_t, std::size_t, std::size_t,

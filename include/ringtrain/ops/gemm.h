@@ -56,6 +56,9 @@ void gemm_stored_epilogue(const ComputeContext& ctx, bool trans_a, bool trans_b,
 // after an fp32 product: the same numbers, one more pass), for the kernels
 // column; 0 on the CPU.
 std::size_t gemm_stored_bias_apart(const ComputeContext& ctx);
+// How many had it refuse the bias-gradient epilogue (the sums then reduced by
+// bias_grad after the product); 0 on the CPU.
+std::size_t gemm_stored_sums_apart(const ComputeContext& ctx);
 
 // A linear layer's products on the model's 16-bit activations, on a GPU
 // under bf16/fp16 (an Error elsewhere: the CPU runs the fp32 products of the

@@ -22,6 +22,7 @@
 
 #include "core/cuda/check_cublas.h"
 #include "core/cuda/check_cuda.h"
+#include "core/stream_graph.h"
 #include "ops/gpu_ops.h"
 #include "ringtrain/core/check.h"
 #include "tensor/cuda_memory.h"
@@ -81,6 +82,9 @@ struct LtPlan {
   // gpu_bias_add adds the bias and rounds once into D, the same numbers
   // through the round trip this file otherwise saves.
   bool bias_apart = false;
+  // cuBLASLt refused the bias-gradient epilogue (BGRADB) for this shape: the
+  // product runs without it and the caller reduces the bias gradient itself.
+  bool sums_apart = false;
   LtPlan() = default;
   LtPlan(const LtPlan&) = delete;
   LtPlan& operator=(const LtPlan&) = delete;
@@ -109,6 +113,8 @@ struct LtGemmCache {
   float* staging = nullptr;
   std::size_t staging_floats = 0;
   std::size_t bias_apart_shapes = 0;
+  // Shapes whose bias-gradient epilogue cuBLASLt refused (sums_apart plans).
+  std::size_t sums_apart_shapes = 0;
   // Shapes whose GELU epilogue cuBLASLt refused (or whose auxiliary broke its
   // documented layout rules): their null plans are cached, so each counts once.
   std::size_t gelu_refused_shapes = 0;
@@ -129,6 +135,10 @@ std::shared_ptr<LtGemmCache> make_lt_gemm_cache() {
 
 std::size_t gpu_lt_gemm_bias_apart(const GpuHandles& h) {
   return h.lt != nullptr ? h.lt->bias_apart_shapes : 0;
+}
+
+std::size_t gpu_lt_gemm_sums_apart(const GpuHandles& h) {
+  return h.lt != nullptr ? h.lt->sums_apart_shapes : 0;
 }
 
 std::size_t gpu_lt_gemm_gelu_refused(const GpuHandles& h) {
@@ -218,8 +228,15 @@ std::unique_ptr<LtPlan> try_plan(LtGemmCache& cache, const LtKey& key, DType ab_
     for (int i = 0; i < 4; ++i)
       RT_CUBLAS_CHECK(
           cublasLtMatmulPreferenceSetAttribute(pref, attrs[i], &aligns[i], sizeof(aligns[i])));
-    RT_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(cache.handle, plan->desc, plan->a, plan->b,
-                                                   plan->d, plan->d, pref, 1, &result, &found));
+    // NOT_SUPPORTED is how cuBLASLt answers "no algorithm for this
+    // configuration" (cublasLt.h): a refusal the callers fall back from, not
+    // an error.
+    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
+        cache.handle, plan->desc, plan->a, plan->b, plan->d, plan->d, pref, 1, &result, &found);
+    if (st == CUBLAS_STATUS_NOT_SUPPORTED)
+      found = 0;
+    else
+      RT_CUBLAS_CHECK(st);
   } catch (...) {
     (void)cublasLtMatmulPreferenceDestroy(pref);
     throw;
@@ -243,6 +260,15 @@ std::unique_ptr<LtPlan> make_plan(LtGemmCache& cache, const LtKey& key, DType ab
       ++cache.bias_apart_shapes;
     }
   }
+  // The bias-gradient epilogue refused: the product alone, the sums apart.
+  const bool sums_apart = plan == nullptr && key.epilogue == LtEpilogue::bias_grad;
+  if (sums_apart) {
+    plan = try_plan(cache, key, ab_type, LtEpilogue::none, key.d_type, key.ldd, key.align_d);
+    if (plan != nullptr) {
+      plan->sums_apart = true;
+      ++cache.sums_apart_shapes;
+    }
+  }
   RT_CHECK(
       plan != nullptr,
       "cuBLASLt has no algorithm for the stored product {} x {} x {} (row-major, A{} lda {}, "
@@ -251,7 +277,9 @@ std::unique_ptr<LtPlan> make_plan(LtGemmCache& cache, const LtKey& key, DType ab
       key.m, key.n, key.k, key.trans_a ? "ᵀ" : "", key.lda, key.trans_b ? "ᵀ" : "", key.ldb,
       dtype_name(ab_type), dtype_name(key.d_type), key.ldd, key.beta_zero ? "0" : "1",
       epilogue_name(key.epilogue), key.align_a, key.align_b, key.align_d,
-      apart ? "; nor without the epilogue into fp32" : "");
+      apart        ? "; nor without the epilogue into fp32"
+      : sums_apart ? "; nor without the epilogue"
+                   : "");
   return plan;
 }
 
@@ -289,11 +317,11 @@ const float* aligned_bias(const GpuHandles& h, const float* bias, std::size_t n)
 
 }  // namespace
 
-void gpu_lt_gemm(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
+bool gpu_lt_gemm(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
                  std::size_t k, BufferView a, std::size_t lda, BufferView b, std::size_t ldb,
                  float beta, BufferView d, std::size_t ldd, const float* bias, float* a_sums,
                  bool accumulate_sums) {
-  if (m == 0 || n == 0) return;
+  if (m == 0 || n == 0) return true;
   const DType p = h.precision;
   RT_CHECK(p != DType::f32 && a.dtype == p && b.dtype == p,
            "a cuBLASLt stored product of {} and {} on a {} context", dtype_name(a.dtype),
@@ -336,13 +364,21 @@ void gpu_lt_gemm(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m,
       cache.staging_floats = 0;
       cache.staging = static_cast<float*>(cuda_allocate_here(need * sizeof(float)));
       cache.staging_floats = need;
+      note_graph_buffers_moved();  // a captured graph may hold the old one
     }
     const float alpha = 1.0f, zero = 0.0f;
     RT_CUBLAS_CHECK(cublasLtMatmul(cache.handle, plan.desc, &alpha, b.ptr, plan.a, a.ptr, plan.b,
                                    &zero, cache.staging, plan.d, cache.staging, plan.d, &plan.algo,
                                    cache.workspace, kLtWorkspaceBytes, stream));
     gpu_bias_add(h.stream, d, BufferView{cache.staging, need, DType::f32, d.device}, bias, m, n, 1);
-    return;
+    return true;
+  }
+  if (plan.sums_apart) {
+    const float alpha = 1.0f;
+    RT_CUBLAS_CHECK(cublasLtMatmul(cache.handle, plan.desc, &alpha, b.ptr, plan.a, a.ptr, plan.b,
+                                   &beta, d.ptr, plan.d, d.ptr, plan.d, &plan.algo, cache.workspace,
+                                   kLtWorkspaceBytes, stream));
+    return false;
   }
 
   // A bias gradient that is misaligned, or is to be added to (gradient
@@ -374,6 +410,7 @@ void gpu_lt_gemm(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m,
       RT_CUDA_CHECK(
           cudaMemcpyAsync(a_sums, h.scratch, m * sizeof(float), cudaMemcpyDeviceToDevice, stream));
   }
+  return true;
 }
 
 bool gpu_lt_gemm_gelu_aux_bias(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m,
