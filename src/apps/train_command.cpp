@@ -130,7 +130,7 @@ CLI::App* add_train_command(CLI::App& app, CommandContext& ctx) {
                   "(the same bits as eager steps; the gradient all-reduce starts after the "
                   "replay instead of during backward). GPU only; refused with dropout, "
                   "--augment mixup/cutmix or fp16 (their kernels' arguments change every "
-                  "step). Off by default until it measures faster (docs/gpu.md)")
+                  "step), and with --sync-bn. Off by default until it measures faster (docs/gpu.md)")
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
   sub->add_option("--loss-scale-init", c.loss_scale_init,
