@@ -312,27 +312,7 @@ fc = linear(out=3)
                         options(DType::f32, LayoutChoice::nchw, true));
   REQUIRE(starts_with(m->layer_kernels(node_named(*m, "r1")), "fused c1+r1"));
   REQUIRE(starts_with(m->layer_kernels(node_named(*m, "r2")), "fused c2+r2"));
-  float* params = static_cast<float*>(m->params().ptr);
-  const std::vector<float> init = test::hashed_vector(3, m->param_count(), -0.6f, 0.6f);
-  std::copy(init.begin(), init.end(), params);
   const std::vector<float> x = test::hashed_vector(4, batch * 50, -1.5f, 1.5f);
   const std::vector<std::int32_t> labels{0, 2, 1};
-  const auto loss = [&] {
-    return m->forward(x.data(), labels.data(), batch, true).loss_sum / static_cast<double>(batch);
-  };
-  loss();
-  m->backward(1.0f, false);
-  const std::vector<float> grads(static_cast<float*>(m->grads().ptr),
-                                 static_cast<float*>(m->grads().ptr) + m->param_count());
-  const float eps = 2e-3f;
-  for (std::size_t i = 0; i < m->param_count(); ++i) {
-    params[i] = init[i] + eps;
-    const double lp = loss();
-    params[i] = init[i] - eps;
-    const double lm = loss();
-    params[i] = init[i];
-    const double numeric = (lp - lm) / (2.0 * eps);
-    INFO("parameter " << i << ": analytic " << grads[i] << " vs numeric " << numeric);
-    CHECK(std::abs(grads[i] - numeric) <= 2e-3 + 3e-2 * std::abs(numeric));
-  }
+  check_parameter_gradients(*m, test::hashed_vector(3, m->param_count(), -0.6f, 0.6f), x, labels);
 }

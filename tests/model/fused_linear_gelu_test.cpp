@@ -362,29 +362,9 @@ fc = linear(out=3)
                         options(DType::f32, true, LinearGelu::on, batch));
   REQUIRE(m->layer_kernels(node_named(*m, "a")) == "forward fused into g");
   REQUIRE(m->layer_kernels(node_named(*m, "c")) == "forward fused into h");
-  float* params = static_cast<float*>(m->params().ptr);
-  const std::vector<float> init = hashed_vector(7, m->param_count(), -0.8f, 0.8f);
-  std::copy(init.begin(), init.end(), params);
   const std::vector<float> x = hashed_vector(8, batch * 5, -1.5f, 1.5f);
   const std::vector<std::int32_t> labels{0, 2, 1, 2};
-  const auto loss = [&] {
-    return m->forward(x.data(), labels.data(), batch, true).loss_sum / static_cast<double>(batch);
-  };
-  loss();
-  m->backward(1.0f, false);
-  const std::vector<float> grads(static_cast<float*>(m->grads().ptr),
-                                 static_cast<float*>(m->grads().ptr) + m->param_count());
-  const float eps = 2e-3f;
-  for (std::size_t i = 0; i < m->param_count(); ++i) {
-    params[i] = init[i] + eps;
-    const double lp = loss();
-    params[i] = init[i] - eps;
-    const double lm = loss();
-    params[i] = init[i];
-    const double numeric = (lp - lm) / (2.0 * eps);
-    INFO("parameter " << i << ": analytic " << grads[i] << " vs numeric " << numeric);
-    CHECK(std::abs(grads[i] - numeric) <= 2e-3 + 3e-2 * std::abs(numeric));
-  }
+  check_parameter_gradients(*m, hashed_vector(7, m->param_count(), -0.8f, 0.8f), x, labels);
   // A batch of no samples runs nothing and zeroes the gradients.
   m->forward(x.data(), labels.data(), 0, true);
   m->backward(1.0f, false);
