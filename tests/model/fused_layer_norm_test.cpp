@@ -44,13 +44,7 @@ ModelOptions options(DType precision, bool fuse, std::size_t max_batch = kBatch)
 
 // Token ids and next-token labels, a function of (salt, index).
 void tokens(std::uint64_t salt, std::vector<float>& ids, std::vector<std::int32_t>& labels) {
-  ids.resize(kBatch * kContext);
-  labels.resize(kBatch * kContext);
-  const std::vector<float> u = test::hashed_vector(salt, ids.size() + 1, 0.0f, 1.0f);
-  for (std::size_t i = 0; i < ids.size(); ++i) {
-    ids[i] = static_cast<float>(static_cast<std::size_t>(u[i] * kVocab) % kVocab);
-    labels[i] = static_cast<std::int32_t>(static_cast<std::size_t>(u[i + 1] * kVocab) % kVocab);
-  }
+  test::hashed_tokens(salt, kBatch * kContext, kVocab, ids, labels);
 }
 
 }  // namespace

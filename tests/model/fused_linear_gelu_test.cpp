@@ -58,13 +58,7 @@ ModelOptions options(DType precision, bool fuse, LinearGelu linear_gelu,
 
 // Token ids and next-token labels, a function of (salt, index).
 void tokens(std::uint64_t salt, std::vector<float>& ids, std::vector<std::int32_t>& labels) {
-  ids.resize(kBatch * kContext);
-  labels.resize(kBatch * kContext);
-  const std::vector<float> u = hashed_vector(salt, ids.size() + 1, 0.0f, 1.0f);
-  for (std::size_t i = 0; i < ids.size(); ++i) {
-    ids[i] = static_cast<float>(static_cast<std::size_t>(u[i] * kVocab) % kVocab);
-    labels[i] = static_cast<std::int32_t>(static_cast<std::size_t>(u[i + 1] * kVocab) % kVocab);
-  }
+  test::hashed_tokens(salt, kBatch * kContext, kVocab, ids, labels);
 }
 
 std::size_t count_prefixed(const Model& m, const std::string& prefix) {

@@ -30,4 +30,17 @@ inline std::vector<float> away_from_zero(std::uint64_t salt, std::size_t n, floa
   return v;
 }
 
+// Token ids (as the model's float input) and next-token labels in [0, vocab),
+// n of each: a function of (salt, index).
+inline void hashed_tokens(std::uint64_t salt, std::size_t n, std::size_t vocab,
+                          std::vector<float>& ids, std::vector<std::int32_t>& labels) {
+  ids.resize(n);
+  labels.resize(n);
+  const std::vector<float> u = hashed_vector(salt, n + 1, 0.0f, 1.0f);
+  for (std::size_t i = 0; i < n; ++i) {
+    ids[i] = static_cast<float>(static_cast<std::size_t>(u[i] * vocab) % vocab);
+    labels[i] = static_cast<std::int32_t>(static_cast<std::size_t>(u[i + 1] * vocab) % vocab);
+  }
+}
+
 }  // namespace ringtrain::test
