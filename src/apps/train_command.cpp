@@ -124,13 +124,14 @@ CLI::App* add_train_command(CLI::App& app, CommandContext& ctx) {
       ->capture_default_str();
   add_layout_option(sub, c.layout);
   add_fuse_option(sub, c.fuse);
-  sub->add_option("--cuda-graph", c.cuda_graph,
-                  "on: each step's forward and backward run as a CUDA graph, captured per input "
-                  "slot of the prefetcher after one eager step and replayed with one launch "
-                  "(the same bits as eager steps; the gradient all-reduce starts after the "
-                  "replay instead of during backward). GPU only; refused with dropout, "
-                  "--augment mixup/cutmix or fp16 (their kernels' arguments change every "
-                  "step), and with --sync-bn. Off by default until it measures faster (docs/gpu.md)")
+  sub->add_option(
+         "--cuda-graph", c.cuda_graph,
+         "on: each step's forward and backward run as a CUDA graph, captured per input "
+         "slot of the prefetcher after one eager step and replayed with one launch "
+         "(the same bits as eager steps; the gradient all-reduce starts after the "
+         "replay instead of during backward). GPU only; refused with dropout, "
+         "--augment mixup/cutmix or fp16 (their kernels' arguments change every "
+         "step), and with --sync-bn. Off by default until it measures faster (docs/gpu.md)")
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
   sub->add_option("--loss-scale-init", c.loss_scale_init,

@@ -20,17 +20,19 @@ void check_label(std::int32_t label, std::size_t row, std::size_t classes) {
            label, row, classes, classes);
 }
 // The logits (or their gradient): rows of classes, stride apart, of a
-// storage dtype.
-void check_logits(const BufferView& v, std::size_t rows, std::size_t classes, std::size_t stride) {
+// storage dtype. A gradient's padding is written too (zeros), so it holds
+// whole rows.
+void check_logits(const BufferView& v, std::size_t rows, std::size_t classes, std::size_t stride,
+                  bool written = false) {
   RT_CHECK(is_compute_precision(v.dtype),
            "softmax cross-entropy: the logits are {}, not a storage dtype (f32, bf16, f16)",
            dtype_name(v.dtype));
   RT_CHECK(stride >= classes,
            "softmax cross-entropy: a row stride of {} is narrower than the {} classes", stride,
            classes);
-  RT_CHECK(rows == 0 || v.count >= (rows - 1) * stride + classes,
-           "softmax cross-entropy: {} logits for {} rows of {} classes {} apart", v.count, rows,
-           classes, stride);
+  RT_CHECK(rows == 0 || v.count >= (rows - 1) * stride + (written ? stride : classes),
+           "softmax cross-entropy: {} {} for {} rows of {} classes {} apart", v.count,
+           written ? "gradient values" : "logits", rows, classes, stride);
 }
 // Row i's second label under `mix`, or -1 (no mix: the plain loss).
 int second_label(const LabelMix& mix, std::size_t i) {
@@ -121,7 +123,7 @@ void softmax_cross_entropy_backward(const ComputeContext& ctx, BufferView logits
                                     std::size_t classes, std::size_t stride, float scale,
                                     BufferView dlogits, float smoothing, const LabelMix& mix) {
   check_logits(logits, rows, classes, stride);
-  check_logits(dlogits, rows, classes, stride);
+  check_logits(dlogits, rows, classes, stride, /*written=*/true);
   RT_CHECK(dlogits.ptr != logits.ptr || dlogits.dtype == logits.dtype,
            "softmax cross-entropy: a {} gradient written over {} logits", dtype_name(dlogits.dtype),
            dtype_name(logits.dtype));
@@ -152,7 +154,7 @@ void softmax_cross_entropy_accumulate_backward(const ComputeContext& ctx, Buffer
                                                float smoothing, const LabelMix& mix) {
   if (rows == 0) return;
   check_logits(logits, rows, classes, stride);
-  check_logits(dlogits, rows, classes, stride);
+  check_logits(dlogits, rows, classes, stride, /*written=*/true);
   RT_CHECK(dlogits.ptr != logits.ptr || dlogits.dtype == logits.dtype,
            "softmax cross-entropy: a {} gradient written over {} logits", dtype_name(dlogits.dtype),
            dtype_name(logits.dtype));

@@ -132,6 +132,13 @@ TEST_CASE("padded classifier: a row stride narrower than the classes, or too few
   CHECK_THROWS_WITH(softmax_cross_entropy_forward(*ctx, view_of(z.data(), z.size()), labels.data(),
                                                   2, 8, 9, nullptr, nullptr),
                     Catch::Contains("16 logits for 2 rows of 8 classes 9 apart"));
+  // The last row's padding is read by no one but written in the gradient:
+  // 17 values are logits enough, not gradient enough.
+  std::vector<float> z17(17, 0.0f), dz17(17, 0.0f);
+  CHECK_THROWS_WITH(
+      softmax_cross_entropy_backward(*ctx, view_of(z17.data(), z17.size()), labels.data(), 2, 8, 9,
+                                     1.0f, view_of(dz17.data(), dz17.size())),
+      Catch::Contains("17 gradient values for 2 rows of 8 classes 9 apart"));
 }
 
 namespace {

@@ -64,9 +64,12 @@ struct LtKey {
   // (0 for the other epilogues).
   std::size_t ld_aux = 0;
   std::uint32_t align_aux = 0;
+  // The bias (or bias gradient) vector's alignment: the heuristic reads it
+  // from the pointer (0 without one).
+  std::uint32_t align_vec = 0;
   auto tie() const {
     return std::tie(trans_a, trans_b, m, n, k, lda, ldb, ldd, d_type, beta_zero, epilogue, align_a,
-                    align_b, align_d, ld_aux, align_aux);
+                    align_b, align_d, ld_aux, align_aux, align_vec);
   }
   bool operator<(const LtKey& o) const { return tie() < o.tie(); }
 };
@@ -159,7 +162,8 @@ void set_desc(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr, co
 // algorithm for it.
 std::unique_ptr<LtPlan> try_plan(LtGemmCache& cache, const LtKey& key, DType ab_type,
                                  LtEpilogue epi, DType d_type, std::size_t ldd,
-                                 std::uint32_t align_d, void* aux = nullptr) {
+                                 std::uint32_t align_d, void* aux = nullptr,
+                                 const void* vec = nullptr) {
   auto plan = std::make_unique<LtPlan>();
   RT_CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   const cublasOperation_t op_a = key.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;  // cuBLASLt's A: our B
@@ -200,6 +204,10 @@ std::unique_ptr<LtPlan> try_plan(LtGemmCache& cache, const LtKey& key, DType ab_
     // plus fp32 bias, rounded once into the 16-bit D, as the unfused path.
     const std::int32_t bias_type = CUDA_R_32F;
     set_desc(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type));
+    // The heuristic takes the vector's alignment from its pointer (cublasLt.h,
+    // BIAS_POINTER): null would claim the largest. The call's own, which the
+    // cache keys on (align_vec); each call sets its pointer again.
+    set_desc(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &vec, sizeof(vec));
   }
   const auto layout = [](cublasLtMatrixLayout_t* l, DType t, std::size_t rows, std::size_t cols,
                          std::size_t ld) {
@@ -247,8 +255,10 @@ std::unique_ptr<LtPlan> try_plan(LtGemmCache& cache, const LtKey& key, DType ab_
   return plan;
 }
 
-std::unique_ptr<LtPlan> make_plan(LtGemmCache& cache, const LtKey& key, DType ab_type) {
-  auto plan = try_plan(cache, key, ab_type, key.epilogue, key.d_type, key.ldd, key.align_d);
+std::unique_ptr<LtPlan> make_plan(LtGemmCache& cache, const LtKey& key, DType ab_type,
+                                  const void* vec) {
+  auto plan =
+      try_plan(cache, key, ab_type, key.epilogue, key.d_type, key.ldd, key.align_d, nullptr, vec);
   // The fp32 bias refused with a 16-bit D: the product into the fp32 staging
   // buffer (contiguous, freshly allocated: 256-byte aligned), the bias apart.
   const bool apart = plan == nullptr && key.epilogue == LtEpilogue::bias &&
@@ -335,6 +345,22 @@ bool gpu_lt_gemm(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m,
   LtGemmCache& cache = lt_cache(h);
   auto stream = static_cast<cudaStream_t>(h.stream);
 
+  // A bias gradient that is misaligned, or is to be added to (gradient
+  // accumulation: the epilogue only overwrites), is written to the context's
+  // reduction scratch and then copied or added (m floats). The caller keeps
+  // such vectors within kGpuScratchFloats (it reduces a longer one itself).
+  const float* bias_in = aligned_bias(h, bias, n);
+  const bool staged_sums = a_sums != nullptr && (accumulate_sums || !aligned16(a_sums));
+  if (staged_sums)
+    RT_CHECK(m <= kGpuScratchFloats,
+             "a bias gradient of {} values to stage exceeds the scratch of {} (the caller reduces "
+             "it itself)",
+             m, kGpuScratchFloats);
+  float* sums_out = staged_sums ? h.scratch : a_sums;
+  const void* vec = bias != nullptr     ? static_cast<const void*>(bias_in)
+                    : a_sums != nullptr ? static_cast<const void*>(sums_out)
+                                        : nullptr;
+
   const LtKey key{trans_a,
                   trans_b,
                   m,
@@ -352,9 +378,10 @@ bool gpu_lt_gemm(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m,
                   alignment_of(b.ptr),
                   alignment_of(d.ptr),
                   0,
-                  0};
+                  0,
+                  vec != nullptr ? alignment_of(vec) : 0};
   auto it = cache.plans.find(key);
-  if (it == cache.plans.end()) it = cache.plans.emplace(key, make_plan(cache, key, p)).first;
+  if (it == cache.plans.end()) it = cache.plans.emplace(key, make_plan(cache, key, p, vec)).first;
   LtPlan& plan = *it->second;
   if (plan.bias_apart) {
     const std::size_t need = m * n;
@@ -381,24 +408,8 @@ bool gpu_lt_gemm(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m,
     return false;
   }
 
-  // A bias gradient that is misaligned, or is to be added to (gradient
-  // accumulation: the epilogue only overwrites), is written to the context's
-  // reduction scratch and then copied or added (m floats). The caller keeps
-  // such vectors within kGpuScratchFloats (it reduces a longer one itself).
-  const float* bias_in = aligned_bias(h, bias, n);
-  const bool staged_sums = a_sums != nullptr && (accumulate_sums || !aligned16(a_sums));
-  if (staged_sums)
-    RT_CHECK(m <= kGpuScratchFloats,
-             "a bias gradient of {} values to stage exceeds the scratch of {} (the caller reduces "
-             "it itself)",
-             m, kGpuScratchFloats);
-  float* sums_out = staged_sums ? h.scratch : a_sums;
-
-  if (key.epilogue != LtEpilogue::none) {
-    const void* vec = key.epilogue == LtEpilogue::bias ? static_cast<const void*>(bias_in)
-                                                       : static_cast<const void*>(sums_out);
+  if (key.epilogue != LtEpilogue::none)
     set_desc(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &vec, sizeof(vec));
-  }
   const float alpha = 1.0f;
   RT_CUBLAS_CHECK(cublasLtMatmul(cache.handle, plan.desc, &alpha, b.ptr, plan.a, a.ptr, plan.b,
                                  &beta, d.ptr, plan.d, d.ptr, plan.d, &plan.algo, cache.workspace,
@@ -427,6 +438,7 @@ bool gpu_lt_gemm_gelu_aux_bias(const GpuHandles& h, bool trans_a, bool trans_b, 
   RT_CHECK(k > 0 && bias != nullptr,
            "a cuBLASLt GELU epilogue {} x {} needs k > 0 (got {}) and a bias", m, n, k);
   LtGemmCache& cache = lt_cache(h);
+  const void* bias_in = aligned_bias(h, bias, n);
   const LtKey key{trans_a,
                   trans_b,
                   m,
@@ -442,7 +454,8 @@ bool gpu_lt_gemm_gelu_aux_bias(const GpuHandles& h, bool trans_a, bool trans_b, 
                   alignment_of(b.ptr),
                   alignment_of(d.ptr),
                   ld_aux,
-                  alignment_of(aux.ptr)};
+                  alignment_of(aux.ptr),
+                  alignment_of(bias_in)};
   auto it = cache.plans.find(key);
   if (it == cache.plans.end()) {
     // cuBLASLt's documented rules for the GELU auxiliary: a leading dimension
@@ -452,13 +465,13 @@ bool gpu_lt_gemm_gelu_aux_bias(const GpuHandles& h, bool trans_a, bool trans_b, 
     // the caller runs the unfused pair, and the shape counts once.
     std::unique_ptr<LtPlan> plan;
     if (ld_aux % 8 == 0 && ld_aux >= n && key.align_aux >= 16)
-      plan = try_plan(cache, key, p, key.epilogue, key.d_type, key.ldd, key.align_d, aux.ptr);
+      plan =
+          try_plan(cache, key, p, key.epilogue, key.d_type, key.ldd, key.align_d, aux.ptr, bias_in);
     if (plan == nullptr) ++cache.gelu_refused_shapes;
     it = cache.plans.emplace(key, std::move(plan)).first;
   }
   if (it->second == nullptr) return false;
   LtPlan& plan = *it->second;
-  const void* bias_in = aligned_bias(h, bias, n);
   set_desc(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_in, sizeof(bias_in));
   void* aux_out = aux.ptr;
   set_desc(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux_out, sizeof(aux_out));
