@@ -42,7 +42,7 @@ for _ in $(seq 1 50); do [ -z "$(ip netns pids "$id-n2")" ] && break; sleep 0.1;
 ip -n "$id-n2" link set rt0 down
 echo "killed every process of node2 ($(echo "$pids" | wc -w)) and took its link down"
 rc=0
-timeout 300 tail --pid="$job" -f /dev/null || fail "the job did not end within 300 s"
+timeout 300 tail --pid="$job" -f /dev/null || { cat "$out/log.txt"; ps -ef | grep -E "[r]ingtrain|[p]rte|[m]pirun" | head -20; fail "the job did not end within 300 s"; }
 wait "$job" || rc=$?
 cat "$out/log.txt"
 [ "$rc" -eq 0 ] || fail "the job failed (exit code $rc)"
