@@ -32,8 +32,14 @@ for _ in $(seq 1 1200); do [ -e "$out/ckpt/ckpt-60.h5" ] && break; kill -0 "$job
 [ -e "$out/ckpt/ckpt-60.h5" ] || { cat "$out/log.txt"; fail "no checkpoint of step 60 before the node loss"; }
 id=$(sed -n 's/^netns-cluster: cluster \(rtnc-[0-9]*\):.*/\1/p' "$out/log.txt" | head -n 1)
 [ -n "$id" ] || fail "no cluster id in the log"
-# Processes first (their connections close, so mpirun sees the node go), then
-# the link (so the node does not answer the wrapper's probe).
+# node2 marked down first, so that the wrapper's probe never finds it
+# answering (a probe between the kill and the link going down relaunched on
+# node2, and that job hung when the link went: 1 run in 8 under load); then its
+# processes (their connections close, so mpirun sees the node go), then the
+# link.
+state=$(ls -d "${TMPDIR:-/tmp}/$id".* 2>/dev/null | head -n 1)
+[ -d "$state" ] || fail "no state dir of cluster $id"
+mkdir -p "$state/down" && touch "$state/down/node2"
 pids=$(ip netns pids "$id-n2")
 [ -n "$pids" ] || fail "no process on node2"
 # shellcheck disable=SC2086  # one pid per word
