@@ -126,12 +126,7 @@ TEST_CASE("fused add + layer_norm: gpt-nano gives the unfused plan's bits, train
   const float scale = precision == DType::f16 ? 1024.0f : 1.0f;
   const auto compare = [&](const char* what) {
     INFO(what);
-    const std::size_t n = kBatch * kContext * kVocab;
-    std::vector<float> fused_logits(n), plain_logits(n);
-    fused->copy_logits(0, fused_logits.data(), n);
-    plain->copy_logits(0, plain_logits.data(), n);
-    CHECK(differing(bits_of(fused_logits.data(), n), bits_of(plain_logits.data(), n)) == 0);
-    CHECK(differing(bits_of(fused->grads()), bits_of(plain->grads())) == 0);
+    check_same_logits_and_grads(*fused, *plain, kBatch * kContext * kVocab);
   };
   double loss[2];
   int k = 0;

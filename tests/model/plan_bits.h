@@ -42,6 +42,15 @@ inline std::size_t node_named(const Model& m, const std::string& name) {
   return 0;
 }
 
+// Two plans' first n logits and their parameter gradients, bit for bit.
+inline void check_same_logits_and_grads(Model& a, Model& b, std::size_t n) {
+  std::vector<float> la(n), lb(n);
+  a.copy_logits(0, la.data(), n);
+  b.copy_logits(0, lb.data(), n);
+  CHECK(differing(bits_of(la.data(), n), bits_of(lb.data(), n)) == 0);
+  CHECK(differing(bits_of(a.grads()), bits_of(b.grads())) == 0);
+}
+
 // Central differences of the mean training loss over every parameter of an
 // fp32 model, starting from `init`, against its backward's gradient. The
 // step is small, so that few pre-activations cross a kink (relu).
