@@ -6,6 +6,7 @@
 #include <math.h>
 
 #include "core/cuda/check_cuda.h"
+#include "kernels/layer_norm_rows.cuh"
 #include "kernels/residual_layer_norm.cuh"
 #include "kernels/residual_layer_norm.h"
 #include "kernels/storage.cuh"
@@ -13,18 +14,6 @@
 namespace ringtrain::kernels {
 
 namespace {
-
-constexpr unsigned kWarp = 32;
-constexpr unsigned kRowThreads = 256;  // 8 rows (warps) per block
-
-__device__ __forceinline__ float warp_sum(float v) {
-  for (unsigned o = kWarp / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-
-unsigned row_blocks(std::size_t rows) {
-  return static_cast<unsigned>((rows * kWarp + kRowThreads - 1) / kRowThreads);
-}
 
 // f(float{}) for an fp32 buffer, else f(T{}): the gradients a fused node
 // writes are of the storage type or fp32 (where the model sums).
@@ -41,8 +30,8 @@ __global__ void residual_layer_norm_forward_kernel(
     const T* __restrict__ x0, const T* __restrict__ x1, float scale, const float* __restrict__ w,
     const float* __restrict__ b, std::size_t rows, unsigned c, float eps, T* __restrict__ sum,
     T* __restrict__ y, float* __restrict__ mean_out, float* __restrict__ rstd_out) {
-  const std::size_t row = (blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x) / kWarp;
-  const unsigned lane = threadIdx.x % kWarp;
+  const std::size_t row = warp_row();
+  const unsigned lane = warp_lane();
   if (row >= rows) return;
   const T* ar = x0 + row * c;
   const T* br = x1 + row * c;
@@ -53,17 +42,7 @@ __global__ void residual_layer_norm_forward_kernel(
     store(sr, j, residual_sum_element(load(ar, j), load(br, j), scale));
     s += load(sr, j);
   }
-  const float mean = warp_sum(s) / static_cast<float>(c);
-  float v = 0.0f;
-  for (unsigned j = lane; j < c; j += kWarp) v += (load(sr, j) - mean) * (load(sr, j) - mean);
-  const float rstd = 1.0f / sqrtf(warp_sum(v) / static_cast<float>(c) + eps);
-  T* yr = y + row * c;
-  for (unsigned j = lane; j < c; j += kWarp)
-    store(yr, j, (load(sr, j) - mean) * rstd * w[j] + b[j]);
-  if (lane == 0) {
-    mean_out[row] = mean;
-    rstd_out[row] = rstd;
-  }
+  warp_layer_norm_row(sr, s, c, lane, eps, w, b, y + row * c, &mean_out[row], &rstd_out[row]);
 }
 
 template <typename T, typename G, typename D0, typename D1>
@@ -72,23 +51,14 @@ __global__ void residual_layer_norm_backward_kernel(
     std::size_t rows, unsigned c, const float* __restrict__ mean_in,
     const float* __restrict__ rstd_in, const G* __restrict__ d_sum, bool summed, float scale,
     D0* __restrict__ dx0, D1* __restrict__ dx1, float* __restrict__ dy_xhat) {
-  const std::size_t row = (blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x) / kWarp;
-  const unsigned lane = threadIdx.x % kWarp;
+  const std::size_t row = warp_row();
+  const unsigned lane = warp_lane();
   if (row >= rows) return;
   const float mean = mean_in[row], rstd = rstd_in[row];
   const T* xr = sum + row * c;
   const T* dyr = dy + row * c;
-  float* pr = dy_xhat + row * c;
-  float g_sum = 0.0f, gx_sum = 0.0f;
-  for (unsigned j = lane; j < c; j += kWarp) {
-    const float xhat = (load(xr, j) - mean) * rstd;
-    const float g = load(dyr, j) * w[j];
-    g_sum += g;
-    gx_sum += g * xhat;
-    pr[j] = load(dyr, j) * xhat;
-  }
-  const LayerNormRowSums s{warp_sum(g_sum) / static_cast<float>(c),
-                           warp_sum(gx_sum) / static_cast<float>(c)};
+  const LayerNormRowSums s =
+      warp_layer_norm_backward_sums(xr, dyr, w, c, lane, mean, rstd, dy_xhat + row * c);
   const std::size_t at = row * c;
   for (unsigned j = lane; j < c; j += kWarp) {
     const float dx = layer_norm_dx_element(load(xr, j), load(dyr, j), w[j], mean, rstd, s);
@@ -107,7 +77,7 @@ void residual_layer_norm_forward_cuda(const void* x0, const void* x1, float scal
   if (rows == 0) return;
   with_storage(t, [&](auto storage) {
     using T = decltype(storage);
-    residual_layer_norm_forward_kernel<<<row_blocks(rows), kRowThreads, 0,
+    residual_layer_norm_forward_kernel<<<warp_row_blocks(rows), kRowThreads, 0,
                                          static_cast<cudaStream_t>(stream)>>>(
         static_cast<const T*>(x0), static_cast<const T*>(x1), scale, w, b, rows,
         static_cast<unsigned>(c), eps, static_cast<T*>(sum), static_cast<T*>(y), mean, rstd);
@@ -129,7 +99,7 @@ void residual_layer_norm_backward_cuda(const void* sum, DType t, const float* w,
         using D0 = decltype(d0_storage);
         with_storage_or_f32<T>(dx1_type, [&](auto d1_storage) {
           using D1 = decltype(d1_storage);
-          residual_layer_norm_backward_kernel<<<row_blocks(rows), kRowThreads, 0,
+          residual_layer_norm_backward_kernel<<<warp_row_blocks(rows), kRowThreads, 0,
                                                 static_cast<cudaStream_t>(stream)>>>(
               static_cast<const T*>(sum), w, static_cast<const T*>(dy), rows,
               static_cast<unsigned>(c), mean, rstd, static_cast<const G*>(d_sum), summed, scale,

@@ -4,6 +4,7 @@
 #include "kernels/launch_shape.cuh"
 #include "kernels/softmax_cross_entropy.cuh"
 #include "kernels/softmax_cross_entropy.h"
+#include "kernels/warp_rows.cuh"
 
 namespace ringtrain::kernels {
 
@@ -48,12 +49,6 @@ __global__ void softmax_ce_backward_kernel(const T* logits, const int* __restric
 // reads. The same arithmetic as softmax_ce_row_forward/backward, its sums
 // lane-strided then combined by shuffles (a fixed order: bit-for-bit repeats).
 constexpr int kWideClasses = 512;
-constexpr unsigned kWarp = 32, kWideThreads = 256;
-
-__device__ __forceinline__ float warp_sum(float v) {
-  for (unsigned o = kWarp / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
 // Maximum and its first index over the warp (ties: the lower index, as the
 // serial loop's strict >).
 __device__ __forceinline__ void warp_argmax(float& m, int& arg) {
@@ -67,6 +62,49 @@ __device__ __forceinline__ void warp_argmax(float& m, int& arg) {
   }
 }
 
+// A wide row's second label: the first again where nothing is mixed.
+__device__ __forceinline__ int wide_second_label(const int* __restrict__ second_labels,
+                                                 std::size_t r, int label, float lam) {
+  const int second = second_label(second_labels, r);
+  return second < 0 && lam == 1.0f ? label : second;
+}
+
+// A wide row's maximum (ties: its first index), the exp-sum around it and the
+// plain sum of its logits, every lane holding the warp's totals.
+struct WideRowStats {
+  float m;
+  int arg;
+  float s, sum_z;
+};
+template <typename T>
+__device__ __forceinline__ WideRowStats wide_row_stats(const T* z, int classes, int lane) {
+  WideRowStats st{-INFINITY, classes, 0.0f, 0.0f};
+  for (int j = lane; j < classes; j += kWarp)
+    if (load(z, j) > st.m) {
+      st.m = load(z, j);
+      st.arg = j;
+    }
+  warp_argmax(st.m, st.arg);
+  for (int j = lane; j < classes; j += kWarp) {
+    st.s += expf(load(z, j) - st.m);
+    st.sum_z += load(z, j);
+  }
+  st.s = warp_sum(st.s);
+  st.sum_z = warp_sum(st.sum_z);
+  return st;
+}
+
+// A wide row's gradient, softmax times inv (the loss scale over the exp-sum)
+// less the target, from the row's maximum m; the padding up to width +0.
+template <typename T, typename G>
+__device__ __forceinline__ void wide_row_gradient(const T* z, G* dz, int classes, int width,
+                                                  int lane, float m, float inv,
+                                                  const SoftmaxCeTarget& t, int label, int second) {
+  for (int j = lane; j < classes; j += kWarp)
+    store(dz, j, expf(load(z, j) - m) * inv - softmax_ce_target_at(t, j, label, second));
+  for (int j = classes + lane; j < width; j += kWarp) store(dz, j, 0.0f);
+}
+
 template <typename T>
 __global__ void softmax_ce_forward_wide_kernel(const T* __restrict__ logits,
                                                const int* __restrict__ labels, std::size_t rows,
@@ -74,12 +112,11 @@ __global__ void softmax_ce_forward_wide_kernel(const T* __restrict__ logits,
                                                float* __restrict__ row_loss,
                                                int* __restrict__ row_correct, float smoothing,
                                                const int* __restrict__ second_labels, float lam) {
-  const std::size_t r = (blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x) / kWarp;
-  const int lane = static_cast<int>(threadIdx.x % kWarp);
+  const std::size_t r = warp_row();
+  const int lane = static_cast<int>(warp_lane());
   if (r >= rows) return;
   const int label = labels[r];
-  int second = second_label(second_labels, r);
-  if (second < 0 && lam == 1.0f) second = label;  // no mix
+  const int second = wide_second_label(second_labels, r, label, lam);
   if (label == kIgnoredLabel || !softmax_ce_labels_valid(label, second, classes)) {
     if (lane == 0)  // the row function's verdicts for these
       softmax_ce_row_forward(logits + r * stride, classes, label, &row_loss[r], &row_correct[r],
@@ -87,25 +124,11 @@ __global__ void softmax_ce_forward_wide_kernel(const T* __restrict__ logits,
     return;
   }
   const T* z = logits + r * stride;
-  float m = -INFINITY;
-  int arg = classes;
-  for (int j = lane; j < classes; j += kWarp)
-    if (load(z, j) > m) {
-      m = load(z, j);
-      arg = j;
-    }
-  warp_argmax(m, arg);
-  float s = 0.0f, sum_z = 0.0f;
-  for (int j = lane; j < classes; j += kWarp) {
-    s += expf(load(z, j) - m);
-    sum_z += load(z, j);
-  }
-  s = warp_sum(s);
-  sum_z = warp_sum(sum_z);
+  const WideRowStats st = wide_row_stats(z, classes, lane);
   if (lane != 0) return;
-  const float lse = logf(s) + m;
-  row_loss[r] = softmax_ce_row_loss(z, lse, sum_z, classes, label, second, lam, smoothing);
-  row_correct[r] = arg == softmax_ce_accuracy_label(label, second, lam) ? 1 : 0;
+  const float lse = logf(st.s) + st.m;
+  row_loss[r] = softmax_ce_row_loss(z, lse, st.sum_z, classes, label, second, lam, smoothing);
+  row_correct[r] = st.arg == softmax_ce_accuracy_label(label, second, lam) ? 1 : 0;
 }
 
 template <typename T, typename G>
@@ -113,12 +136,11 @@ __global__ void softmax_ce_backward_wide_kernel(const T* logits, const int* __re
                                                 std::size_t rows, int classes, std::size_t stride,
                                                 float scale, G* dlogits, float smoothing,
                                                 const int* __restrict__ second_labels, float lam) {
-  const std::size_t r = (blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x) / kWarp;
-  const int lane = static_cast<int>(threadIdx.x % kWarp);
+  const std::size_t r = warp_row();
+  const int lane = static_cast<int>(warp_lane());
   if (r >= rows) return;
   const int label = labels[r];
-  int second = second_label(second_labels, r);
-  if (second < 0 && lam == 1.0f) second = label;  // no mix
+  const int second = wide_second_label(second_labels, r, label, lam);
   const T* z = logits + r * stride;
   G* dz = dlogits + r * stride;
   const int width = static_cast<int>(stride);
@@ -128,15 +150,13 @@ __global__ void softmax_ce_backward_wide_kernel(const T* logits, const int* __re
   }
   float m = -INFINITY;
   for (int j = lane; j < classes; j += kWarp) m = fmaxf(m, load(z, j));
-  for (unsigned o = kWarp / 2; o > 0; o /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+  m = warp_max(m);
   float s = 0.0f;
   for (int j = lane; j < classes; j += kWarp) s += expf(load(z, j) - m);
   s = warp_sum(s);
-  const float inv = scale / s;
-  const SoftmaxCeTarget t = softmax_ce_target(label, second, lam, scale, smoothing, classes);
-  for (int j = lane; j < classes; j += kWarp)
-    store(dz, j, expf(load(z, j) - m) * inv - softmax_ce_target_at(t, j, label, second));
-  for (int j = classes + lane; j < width; j += kWarp) store(dz, j, 0.0f);  // the padding
+  wide_row_gradient(z, dz, classes, width, lane, m, scale / s,
+                    softmax_ce_target(label, second, lam, scale, smoothing, classes), label,
+                    second);
 }
 
 // The fused classifier, one thread per row (softmax_ce_row_forward_backward).
@@ -167,12 +187,11 @@ __global__ void softmax_ce_forward_backward_wide_kernel(
     std::size_t stride, float scale, G* dlogits, float* __restrict__ row_loss,
     int* __restrict__ row_correct, float smoothing, const int* __restrict__ second_labels,
     float lam) {
-  const std::size_t r = (blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x) / kWarp;
-  const int lane = static_cast<int>(threadIdx.x % kWarp);
+  const std::size_t r = warp_row();
+  const int lane = static_cast<int>(warp_lane());
   if (r >= rows) return;
   const int label = labels[r];
-  int second = second_label(second_labels, r);
-  if (second < 0 && lam == 1.0f) second = label;  // no mix
+  const int second = wide_second_label(second_labels, r, label, lam);
   const T* z = logits + r * stride;
   G* dz = dlogits + r * stride;
   const int width = static_cast<int>(stride);
@@ -184,41 +203,21 @@ __global__ void softmax_ce_forward_backward_wide_kernel(
     for (int j = lane; j < width; j += kWarp) store(dz, j, 0.0f);
     return;
   }
-  float m = -INFINITY;
-  int arg = classes;
-  for (int j = lane; j < classes; j += kWarp)
-    if (load(z, j) > m) {
-      m = load(z, j);
-      arg = j;
-    }
-  warp_argmax(m, arg);
-  float s = 0.0f, sum_z = 0.0f;
-  for (int j = lane; j < classes; j += kWarp) {
-    s += expf(load(z, j) - m);
-    sum_z += load(z, j);
-  }
-  s = warp_sum(s);
-  sum_z = warp_sum(sum_z);
+  const WideRowStats st = wide_row_stats(z, classes, lane);
   if (lane == 0) {
     if (softmax_ce_labels_valid(label, second, classes)) {
-      const float lse = logf(s) + m;
-      row_loss[r] = softmax_ce_row_loss(z, lse, sum_z, classes, label, second, lam, smoothing);
-      row_correct[r] = arg == softmax_ce_accuracy_label(label, second, lam) ? 1 : 0;
+      const float lse = logf(st.s) + st.m;
+      row_loss[r] = softmax_ce_row_loss(z, lse, st.sum_z, classes, label, second, lam, smoothing);
+      row_correct[r] = st.arg == softmax_ce_accuracy_label(label, second, lam) ? 1 : 0;
     } else {
       row_loss[r] = nanf("");
       row_correct[r] = -1;
     }
   }
   __syncwarp();
-  const float inv = scale / s;
-  const SoftmaxCeTarget t = softmax_ce_target(label, second, lam, scale, smoothing, classes);
-  for (int j = lane; j < classes; j += kWarp)
-    store(dz, j, expf(load(z, j) - m) * inv - softmax_ce_target_at(t, j, label, second));
-  for (int j = classes + lane; j < width; j += kWarp) store(dz, j, 0.0f);  // the padding
-}
-
-unsigned wide_blocks(std::size_t rows) {
-  return static_cast<unsigned>((rows * kWarp + kWideThreads - 1) / kWideThreads);
+  wide_row_gradient(z, dz, classes, width, lane, st.m, scale / st.s,
+                    softmax_ce_target(label, second, lam, scale, smoothing, classes), label,
+                    second);
 }
 
 constexpr unsigned kTotalsThreads = 256;
@@ -257,7 +256,7 @@ void softmax_ce_forward_cuda(const void* logits, DType logits_type, const std::i
     using T = decltype(t);
     const T* z = static_cast<const T*>(logits);
     if (classes >= kWideClasses)
-      softmax_ce_forward_wide_kernel<<<wide_blocks(rows), kWideThreads, 0, s>>>(
+      softmax_ce_forward_wide_kernel<<<warp_row_blocks(rows), kRowThreads, 0, s>>>(
           z, labels, rows, static_cast<int>(classes), stride, row_loss, row_correct, smoothing,
           second, lam);
     else
@@ -280,7 +279,7 @@ void softmax_ce_backward_cuda(const void* logits, DType logits_type, const std::
     const T* z = static_cast<const T*>(logits);
     G* dz = static_cast<G*>(dlogits);
     if (classes >= kWideClasses)
-      softmax_ce_backward_wide_kernel<<<wide_blocks(rows), kWideThreads, 0, s>>>(
+      softmax_ce_backward_wide_kernel<<<warp_row_blocks(rows), kRowThreads, 0, s>>>(
           z, labels, rows, static_cast<int>(classes), stride, scale, dz, smoothing, second, lam);
     else
       softmax_ce_backward_kernel<<<row_blocks(rows), kElementwiseThreads, 0, s>>>(
@@ -303,7 +302,7 @@ void softmax_ce_forward_backward_cuda(const void* logits, DType logits_type,
     const T* z = static_cast<const T*>(logits);
     G* dz = static_cast<G*>(dlogits);
     if (classes >= kWideClasses)
-      softmax_ce_forward_backward_wide_kernel<<<wide_blocks(rows), kWideThreads, 0, s>>>(
+      softmax_ce_forward_backward_wide_kernel<<<warp_row_blocks(rows), kRowThreads, 0, s>>>(
           z, labels, rows, static_cast<int>(classes), stride, scale, dz, row_loss, row_correct,
           smoothing, second, lam);
     else

@@ -10,30 +10,17 @@
 
 #include "core/cuda/check_cuda.h"
 #include "kernels/launch_shape.cuh"
+#include "kernels/layer_norm_rows.cuh"
 #include "kernels/storage.cuh"
 #include "kernels/transformer.h"
+#include "kernels/warp_rows.cuh"
 #include "ringtrain/core/check.h"
 
 namespace ringtrain::kernels {
 
 namespace {
 
-constexpr unsigned kWarp = 32;
-constexpr unsigned kRowThreads = 256;  // 8 rows (warps) per block
 constexpr unsigned kGatherThreads = 256;
-
-__device__ __forceinline__ float warp_sum(float v) {
-  for (unsigned o = kWarp / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-__device__ __forceinline__ float warp_max(float v) {
-  for (unsigned o = kWarp / 2; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
-
-unsigned row_blocks(std::size_t rows) {
-  return static_cast<unsigned>((rows * kWarp + kRowThreads - 1) / kRowThreads);
-}
 
 // The id of a float token, or vocab when it is not one.
 __device__ __forceinline__ std::size_t token_of(float v, std::size_t vocab) {
@@ -101,23 +88,13 @@ __global__ void layer_norm_forward_kernel(const T* __restrict__ x, const float* 
                                           float eps, T* __restrict__ y,
                                           float* __restrict__ mean_out,
                                           float* __restrict__ rstd_out) {
-  const std::size_t row = (blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x) / kWarp;
-  const unsigned lane = threadIdx.x % kWarp;
+  const std::size_t row = warp_row();
+  const unsigned lane = warp_lane();
   if (row >= rows) return;
   const T* xr = x + row * c;
   float s = 0.0f;
   for (unsigned j = lane; j < c; j += kWarp) s += load(xr, j);
-  const float mean = warp_sum(s) / static_cast<float>(c);
-  float v = 0.0f;
-  for (unsigned j = lane; j < c; j += kWarp) v += (load(xr, j) - mean) * (load(xr, j) - mean);
-  const float rstd = 1.0f / sqrtf(warp_sum(v) / static_cast<float>(c) + eps);
-  T* yr = y + row * c;
-  for (unsigned j = lane; j < c; j += kWarp)
-    store(yr, j, (load(xr, j) - mean) * rstd * w[j] + b[j]);
-  if (lane == 0) {
-    mean_out[row] = mean;
-    rstd_out[row] = rstd;
-  }
+  warp_layer_norm_row(xr, s, c, lane, eps, w, b, y + row * c, &mean_out[row], &rstd_out[row]);
 }
 
 // x and dy of a storage type T, dx of D (T, or fp32 where the model sums).
@@ -127,37 +104,26 @@ __global__ void layer_norm_backward_kernel(const T* __restrict__ x, const float*
                                            const float* __restrict__ mean_in,
                                            const float* __restrict__ rstd_in, D* __restrict__ dx,
                                            float* __restrict__ dy_xhat) {
-  const std::size_t row = (blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x) / kWarp;
-  const unsigned lane = threadIdx.x % kWarp;
+  const std::size_t row = warp_row();
+  const unsigned lane = warp_lane();
   if (row >= rows) return;
   const float mean = mean_in[row], rstd = rstd_in[row];
   const T* xr = x + row * c;
   const T* dyr = dy + row * c;
-  float* pr = dy_xhat + row * c;
-  float g_sum = 0.0f, gx_sum = 0.0f;
-  for (unsigned j = lane; j < c; j += kWarp) {
-    const float xhat = (load(xr, j) - mean) * rstd;
-    const float g = load(dyr, j) * w[j];
-    g_sum += g;
-    gx_sum += g * xhat;
-    pr[j] = load(dyr, j) * xhat;
-  }
+  const LayerNormRowSums s =
+      warp_layer_norm_backward_sums(xr, dyr, w, c, lane, mean, rstd, dy_xhat + row * c);
   if (dx == nullptr) return;
-  const float g_mean = warp_sum(g_sum) / static_cast<float>(c);
-  const float gx_mean = warp_sum(gx_sum) / static_cast<float>(c);
   D* dxr = dx + row * c;
-  for (unsigned j = lane; j < c; j += kWarp) {
-    const float xhat = (load(xr, j) - mean) * rstd;
-    store(dxr, j, rstd * (load(dyr, j) * w[j] - g_mean - xhat * gx_mean));
-  }
+  for (unsigned j = lane; j < c; j += kWarp)
+    store(dxr, j, layer_norm_dx_element(load(xr, j), load(dyr, j), w[j], mean, rstd, s));
 }
 
 // kernels/causal_attention.cuh's causal_softmax_row over a warp. In place is
 // fine: each lane reads then writes only its own columns.
 __global__ void causal_softmax_forward_kernel(const float* s, float* p, std::size_t rows,
                                               unsigned t) {
-  const std::size_t row = (blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x) / kWarp;
-  const unsigned lane = threadIdx.x % kWarp;
+  const std::size_t row = warp_row();
+  const unsigned lane = warp_lane();
   if (row >= rows) return;
   const unsigned i = static_cast<unsigned>(row % t);
   const float* sr = s + row * t;
@@ -174,8 +140,8 @@ __global__ void causal_softmax_forward_kernel(const float* s, float* p, std::siz
 // causal_softmax_row_backward over a warp: ds = scale p (dp - sum p dp).
 __global__ void causal_softmax_backward_kernel(const float* p, const float* dp, float* ds,
                                                std::size_t rows, unsigned t, float scale) {
-  const std::size_t row = (blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x) / kWarp;
-  const unsigned lane = threadIdx.x % kWarp;
+  const std::size_t row = warp_row();
+  const unsigned lane = warp_lane();
   if (row >= rows) return;
   const unsigned i = static_cast<unsigned>(row % t);
   const float* pr = p + row * t;
@@ -275,7 +241,7 @@ void layer_norm_forward_cuda(const void* x, DType t, const float* w, const float
   if (rows == 0) return;
   with_storage(t, [&](auto storage) {
     using T = decltype(storage);
-    layer_norm_forward_kernel<<<row_blocks(rows), kRowThreads, 0,
+    layer_norm_forward_kernel<<<warp_row_blocks(rows), kRowThreads, 0,
                                 static_cast<cudaStream_t>(stream)>>>(
         static_cast<const T*>(x), w, b, rows, static_cast<unsigned>(c), eps, static_cast<T*>(y),
         mean, rstd);
@@ -290,7 +256,7 @@ void layer_norm_backward_cuda(const void* x, DType t, const float* w, const void
   with_storage_pair(t, dx_type, [&](auto storage, auto dx_storage) {
     using T = decltype(storage);
     using D = decltype(dx_storage);
-    layer_norm_backward_kernel<<<row_blocks(rows), kRowThreads, 0,
+    layer_norm_backward_kernel<<<warp_row_blocks(rows), kRowThreads, 0,
                                  static_cast<cudaStream_t>(stream)>>>(
         static_cast<const T*>(x), w, static_cast<const T*>(dy), rows, static_cast<unsigned>(c),
         mean, rstd, static_cast<D*>(dx), dy_xhat);
@@ -302,7 +268,7 @@ void causal_softmax_forward_cuda(const float* s, float* p, std::size_t matrices,
                                  void* stream) {
   const std::size_t rows = matrices * t;
   if (rows == 0) return;
-  causal_softmax_forward_kernel<<<row_blocks(rows), kRowThreads, 0,
+  causal_softmax_forward_kernel<<<warp_row_blocks(rows), kRowThreads, 0,
                                   static_cast<cudaStream_t>(stream)>>>(s, p, rows,
                                                                        static_cast<unsigned>(t));
   RT_CUDA_CHECK_LAUNCH();
@@ -312,7 +278,7 @@ void causal_softmax_backward_cuda(const float* p, const float* dp, float* ds, st
                                   std::size_t t, float scale, void* stream) {
   const std::size_t rows = matrices * t;
   if (rows == 0) return;
-  causal_softmax_backward_kernel<<<row_blocks(rows), kRowThreads, 0,
+  causal_softmax_backward_kernel<<<warp_row_blocks(rows), kRowThreads, 0,
                                    static_cast<cudaStream_t>(stream)>>>(
       p, dp, ds, rows, static_cast<unsigned>(t), scale);
   RT_CUDA_CHECK_LAUNCH();
