@@ -2,6 +2,7 @@
 
 #include "kernels/bias.cuh"
 #include "kernels/storage.cuh"
+#include "ops/channel_loops.h"
 #include "ops/gpu_ops.h"
 #include "ringtrain/core/check.h"
 
@@ -24,21 +25,9 @@ void bias_add(const ComputeContext& ctx, BufferView y, const float* bias, std::s
   kernels::with_storage(y.dtype, [&](auto storage) {
     using T = decltype(storage);
     T* ys = y.as<T>();
-    for (std::size_t o = 0; o < outer; ++o) {
-      const std::size_t row = o * channels * inner;
-      if (inner == 1) {
-        for (std::size_t c = 0; c < channels; ++c)
-          kernels::store(ys, row + c,
-                         kernels::bias_add_element(kernels::load(ys, row + c), bias[c]));
-        continue;
-      }
-      for (std::size_t c = 0; c < channels; ++c) {
-        const std::size_t plane = row + c * inner;
-        const float b = bias[c];
-        for (std::size_t i = 0; i < inner; ++i)
-          kernels::store(ys, plane + i, kernels::bias_add_element(kernels::load(ys, plane + i), b));
-      }
-    }
+    detail::for_each_channel_element(outer, channels, inner, [&](std::size_t i, std::size_t c) {
+      kernels::store(ys, i, kernels::bias_add_element(kernels::load(ys, i), bias[c]));
+    });
   });
 }
 
@@ -53,20 +42,8 @@ void bias_grad(const ComputeContext& ctx, BufferView dy, float* dbias, std::size
   kernels::with_storage(dy.dtype, [&](auto storage) {
     using T = decltype(storage);
     const T* __restrict__ g = dy.as<const T>();
-    if (inner == 1) {
-      // Row by row: the inner loop runs along contiguous channels and vectorises.
-      for (std::size_t o = 0; o < outer; ++o)
-        for (std::size_t c = 0; c < channels; ++c) db[c] += kernels::load(g, o * channels + c);
-      return;
-    }
-    for (std::size_t c = 0; c < channels; ++c) {
-      float sum = 0.0f;
-      for (std::size_t o = 0; o < outer; ++o) {
-        const std::size_t plane = (o * channels + c) * inner;
-        for (std::size_t i = 0; i < inner; ++i) sum += kernels::load(g, plane + i);
-      }
-      db[c] = kernels::bias_grad_combine(db[c], sum);
-    }
+    detail::accumulate_channel_sums(db, outer, channels, inner,
+                                    [&](std::size_t i) { return kernels::load(g, i); });
   });
 }
 
@@ -79,13 +56,9 @@ void bias_add_into(const ComputeContext& ctx, BufferView y, BufferView x, const 
     using T = decltype(storage);
     const S* xs = x.as<const S>();
     T* ys = y.as<T>();
-    for (std::size_t o = 0; o < outer; ++o)
-      for (std::size_t c = 0; c < channels; ++c) {
-        const std::size_t plane = (o * channels + c) * inner;
-        for (std::size_t i = 0; i < inner; ++i)
-          kernels::store(ys, plane + i,
-                         kernels::bias_add_element(kernels::load(xs, plane + i), bias[c]));
-      }
+    detail::for_each_channel_element(outer, channels, inner, [&](std::size_t i, std::size_t c) {
+      kernels::store(ys, i, kernels::bias_add_element(kernels::load(xs, i), bias[c]));
+    });
   });
 }
 

@@ -1,12 +1,12 @@
 // Fused conv bias + ReLU on the CPU, in kernels/bias_relu.cuh's arithmetic;
-// the GPU's kernels are kernels/bias_relu.cu. The loops walk memory as
-// bias_add and bias_grad do, and the bias gradient sums in bias_grad's order
-// (per channel over its planes; NHWC row by row onto dbias), so its bits are
-// the unfused plan's.
+// the GPU's kernels are kernels/bias_relu.cu. The loops are bias_add's and
+// bias_grad's (ops/channel_loops.h), so the bias gradient sums in bias_grad's
+// order and its bits are the unfused plan's.
 #include "ringtrain/ops/bias_relu.h"
 
 #include "kernels/bias_relu.cuh"
 #include "kernels/storage.cuh"
+#include "ops/channel_loops.h"
 #include "ops/gpu_ops.h"
 #include "ringtrain/core/check.h"
 
@@ -21,22 +21,9 @@ void bias_relu_into(const ComputeContext& ctx, BufferView y, BufferView x, const
     using T = decltype(storage);
     const S* xs = x.as<const S>();
     T* ys = y.as<T>();
-    for (std::size_t o = 0; o < outer; ++o) {
-      const std::size_t row = o * channels * inner;
-      if (inner == 1) {
-        for (std::size_t c = 0; c < channels; ++c)
-          kernels::store(ys, row + c,
-                         kernels::bias_relu_forward_element(kernels::load(xs, row + c), bias[c]));
-        continue;
-      }
-      for (std::size_t c = 0; c < channels; ++c) {
-        const std::size_t plane = row + c * inner;
-        const float b = bias[c];
-        for (std::size_t i = 0; i < inner; ++i)
-          kernels::store(ys, plane + i,
-                         kernels::bias_relu_forward_element(kernels::load(xs, plane + i), b));
-      }
-    }
+    detail::for_each_channel_element(outer, channels, inner, [&](std::size_t i, std::size_t c) {
+      kernels::store(ys, i, kernels::bias_relu_forward_element(kernels::load(xs, i), bias[c]));
+    });
   });
 }
 
@@ -58,29 +45,11 @@ void relu_mask_bias_grad(const ComputeContext& ctx, BufferView y, BufferView dy,
     const T* __restrict__ ys = y.as<const T>();
     const T* __restrict__ g = dy.as<const T>();
     M* __restrict__ m = masked.as<M>();
-    if (inner == 1) {
-      for (std::size_t o = 0; o < outer; ++o)
-        for (std::size_t c = 0; c < channels; ++c) {
-          const std::size_t i = o * channels + c;
-          const float v = kernels::relu_masked_dy(kernels::load(ys, i), kernels::load(g, i));
-          kernels::store(m, i, v);
-          db[c] += v;
-        }
-      return;
-    }
-    for (std::size_t c = 0; c < channels; ++c) {
-      float sum = 0.0f;
-      for (std::size_t o = 0; o < outer; ++o) {
-        const std::size_t plane = (o * channels + c) * inner;
-        for (std::size_t i = 0; i < inner; ++i) {
-          const float v =
-              kernels::relu_masked_dy(kernels::load(ys, plane + i), kernels::load(g, plane + i));
-          kernels::store(m, plane + i, v);
-          sum += v;
-        }
-      }
-      db[c] = kernels::bias_grad_combine(db[c], sum);
-    }
+    detail::accumulate_channel_sums(db, outer, channels, inner, [&](std::size_t i) {
+      const float v = kernels::relu_masked_dy(kernels::load(ys, i), kernels::load(g, i));
+      kernels::store(m, i, v);
+      return v;
+    });
   });
 }
 
