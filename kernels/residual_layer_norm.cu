@@ -15,16 +15,6 @@ namespace ringtrain::kernels {
 
 namespace {
 
-// f(float{}) for an fp32 buffer, else f(T{}): the gradients a fused node
-// writes are of the storage type or fp32 (where the model sums).
-template <typename T, typename F>
-void with_storage_or_f32(DType d, F&& f) {
-  if (d == DType::f32)
-    f(float{});
-  else
-    f(T{});
-}
-
 template <typename T>
 __global__ void residual_layer_norm_forward_kernel(
     const T* __restrict__ x0, const T* __restrict__ x1, float scale, const float* __restrict__ w,

@@ -86,4 +86,15 @@ decltype(auto) with_storage_pair(DType t, DType d, F&& f) {
   return with_storage(t, [&](auto a) { return with_storage(d, [&](auto b) { return f(a, b); }); });
 }
 
+// Calls f(float{}) for an fp32 buffer, else f(T{}): a gradient a fused node
+// writes is of the storage type T, or fp32 where the model sums it. One
+// instantiation fewer than with_storage_pair.
+template <typename T, typename F>
+void with_storage_or_f32(DType d, F&& f) {
+  if (d == DType::f32)
+    f(float{});
+  else
+    f(T{});
+}
+
 }  // namespace ringtrain::kernels

@@ -13,17 +13,6 @@
 
 namespace ringtrain {
 
-namespace {
-// f(float{}) for an fp32 view, else f(T{}).
-template <typename T, typename F>
-void with_storage_or_f32(DType d, F&& f) {
-  if (d == DType::f32)
-    f(float{});
-  else
-    f(T{});
-}
-}  // namespace
-
 void residual_layer_norm_forward(const ComputeContext& ctx, BufferView x0, BufferView x1,
                                  float scale, const float* w, const float* b, std::size_t rows,
                                  std::size_t c, float eps, BufferView sum, BufferView y,
@@ -69,11 +58,11 @@ void residual_layer_norm_backward(const ComputeContext& ctx, BufferView sum, con
   const int ci = static_cast<int>(c);
   kernels::with_storage(dy.dtype, [&](auto storage) {
     using T = decltype(storage);
-    with_storage_or_f32<T>(d_sum.dtype, [&](auto g_storage) {
+    kernels::with_storage_or_f32<T>(d_sum.dtype, [&](auto g_storage) {
       using G = decltype(g_storage);
-      with_storage_or_f32<T>(dx0.dtype, [&](auto d0_storage) {
+      kernels::with_storage_or_f32<T>(dx0.dtype, [&](auto d0_storage) {
         using D0 = decltype(d0_storage);
-        with_storage_or_f32<T>(dx1.dtype, [&](auto d1_storage) {
+        kernels::with_storage_or_f32<T>(dx1.dtype, [&](auto d1_storage) {
           using D1 = decltype(d1_storage);
           const T* s = sum.as<const T>();
           const T* dys = dy.as<const T>();
