@@ -315,7 +315,8 @@ print(v)' "$work/acc/metrics.jsonl" 2>/dev/null || echo none)
   pass_if eval-cpu $? "$(grep -iE 'accuracy' "$out/eval-cpu.log" | tail -1)"
   # SIGTERM writes a checkpoint; 143: ringtrain ends with the signal's status
   mkdir -p "$work/term"
-  "$exe" train "${common[@]}" --device cuda --batch 64 --epochs 100 --ckpt-dir "$work/term" \
+  # bounded: a run that ignored the signal must not hold the call (143 shows through)
+  timeout -k 5 60 "$exe" train "${common[@]}" --device cuda --batch 64 --epochs 100 --ckpt-dir "$work/term" \
       --logdir "$work/term" > "$out/train-sigterm.log" 2>&1 &
   local pid=$!
   sleep 8; kill -TERM $pid; wait $pid; local rc3=$?
@@ -549,7 +550,7 @@ check_gpt() {
   local tp; tp=$(torch_library_path)
   local rounds=${GPT_ROUNDS:-2} r rt pt gpu
   gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
-  printf 'round\tringtrain_tokens_s\tringtrain_mfu\thost_syncs\tringtrain_peak_mib\tpytorch_tokens_s\tpytorch_mfu\tpytorch_peak_mib\n' > "$out/gpt.tsv"
+  printf 'round\tringtrain_tokens_s\tringtrain_mfu\thost_syncs\tringtrain_peak_mib\tringtrain_attention\tpytorch_tokens_s\tpytorch_mfu\tpytorch_peak_mib\n' > "$out/gpt.tsv"
   for r in $(seq 1 "$rounds"); do
     run "gpt-rt-$r" 240 "$exe" bench step --device cuda --model gpt2:dropout=0 --batch 16 --steps 5 --warmup 2 \
       --precision bf16 --tf32 on --optimizer adamw --json
@@ -560,7 +561,10 @@ j = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")][-1]
 tokens = j["samples_per_s"] * 1024
 flops = tokens * (6 * j["params"] + 6 * 12 * 1024 * 768)
 mfu = "%.1f%%" % (100 * flops / 1e12 / peak) if peak else "n/a"
-print("%.0f\t%s\t%s\t%.0f" % (tokens, mfu, j.get("host_syncs_per_step"), (j.get("device_memory_peak_bytes") or 0) / 2**20))
+# which attention ran: cuDNN's SDPA (its engine), or a fallback and why
+parts = [p.strip() for p in (j.get("attention") or "none").split(";")]
+attention = " / ".join([parts[0][:60]] + [p[:100] for p in parts[1:] if "does not run" in p])
+print("%.0f\t%s\t%s\t%.0f\t%s" % (tokens, mfu, j.get("host_syncs_per_step"), (j.get("device_memory_peak_bytes") or 0) / 2**20, attention))
 PY
 )
     run "gpt-pt-$r" 240 env LD_LIBRARY_PATH="$tp" PYTHONUNBUFFERED=1 "$RINGTRAIN_PYTHON" launch/bench/peer_gpu_models.py \
@@ -573,7 +577,7 @@ mfu = "%.1f%%" % (100 * j["tflops"] / peak) if peak else "n/a"
 print("%.0f\t%s\t%.0f" % (j["tokens_per_s"], mfu, j.get("max_memory_allocated", 0) / 2**20))
 PY
 )
-    [ -n "$rt" ] || rt=$(printf 'failed\tfailed\tfailed\tfailed')
+    [ -n "$rt" ] || rt=$(printf 'failed\tfailed\tfailed\tfailed\tfailed')
     [ -n "$pt" ] || pt=$(printf 'failed\tfailed\tfailed')
     printf '%s\t%s\t%s\n' "$r" "$rt" "$pt" >> "$out/gpt.tsv"
   done
@@ -614,13 +618,20 @@ bundle_fixups() {
   ip netns list > /dev/null 2>&1 || note bundle FAIL "ip netns does not work: $(ip netns list 2>&1 | head -1)"
 }
 
-pack() { [ -n "$tarball" ] && tar czf "$tarball.tmp" -C "$out" . 2>/dev/null && mv "$tarball.tmp" "$tarball"; }
+# GNU tar exits 1 where a file changed while it read it (a background check's
+# log): the archive is still whole, so it replaces the last one all the same.
+pack() {
+  [ -n "$tarball" ] || return 0
+  tar --warning=no-file-changed -czf "$tarball.tmp" -C "$out" . 2>/dev/null
+  [ $? -le 1 ] && mv "$tarball.tmp" "$tarball"
+  return 0
+}
 
 [ $dry = 0 ] && bundle_fixups
 note start INFO "$(date -u +%FT%TZ) checks: ${checks[*]}; budget $budget s; quick $quick; dry $dry"
 for c in "${checks[@]}"; do
   declare -F "check_$c" > /dev/null || { note "$c" FAIL "no such check"; continue; }
-  case $c in latency|speed|gpt|models|peers|kernels) wait_background ;; esac
+  case $c in latency|speed|gpt|models|peers|kernels|loader) wait_background ;; esac
   if [ "$(left)" -lt 25 ]; then note "$c" SKIP "budget spent"; continue; fi
   case $c in cpusuite|sanitize) background "$c"; continue ;; esac
   t0=$SECONDS

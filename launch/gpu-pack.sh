@@ -18,7 +18,7 @@
 # set by the test, whose stand-in for the bundle script writes there).
 #
 # Then, with the device tool: run with carry [".gpu"] and
-#   bash .gpu/run.sh 'launch/gpu-checks.sh --budget 460 --tar $OUT/gpu-checks.tgz /tmp/gc'
+#   bash .gpu/run.sh 'launch/gpu-checks.sh --budget 460 --tar $OUT/gpu-checks.tgz $OUT/gc'
 set -euo pipefail
 build=build train_images=40000
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

@@ -542,6 +542,14 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
         {"final_loss", loss}};
     j["device_memory_peak_bytes"] =
         mo.device.is_cuda() ? nlohmann::json(memory.peak) : nlohmann::json(nullptr);
+    // Which attention ran (cuDNN's SDPA, or a fallback and why), so that a
+    // speed row never times a fallback as SDPA unawares; null: no attention.
+    j["attention"] = nullptr;
+    for (std::size_t i = 0; i < model->layer_count(); ++i)
+      if (model->layer_kind(i) == "causal_self_attention") {
+        j["attention"] = model->layer_kernels(i);
+        break;
+      }
     if (side_by_side) {
       // The slowdown beside the others, paired round by round: what 'bench
       // predict --compute-curve' applies to the curve alone.

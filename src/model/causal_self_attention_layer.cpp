@@ -47,10 +47,13 @@ bool use_fused(AttentionKernel kernel, const ComputeContext& ctx, std::size_t sc
 
 // cuDNN's attention where the choice allows it and it can run; sdpa asked for
 // explicitly and unavailable is an Error naming why.
+// *why_not: why it does not run where the choice allowed it (for the kernels
+// column: a GPU run must not time the fallback as SDPA unawares).
 std::unique_ptr<TensorCoreAttention> make_sdpa(AttentionKernel kernel, const ComputeContext& ctx,
                                                const std::string& layer, std::size_t t,
                                                std::size_t c, std::size_t heads,
-                                               std::size_t max_batch, float dropout) {
+                                               std::size_t max_batch, float dropout,
+                                               std::string* why_not) {
   if (kernel != AttentionKernel::automatic && kernel != AttentionKernel::sdpa) return nullptr;
   std::string why;
   std::unique_ptr<TensorCoreAttention> a;
@@ -61,6 +64,7 @@ std::unique_ptr<TensorCoreAttention> make_sdpa(AttentionKernel kernel, const Com
   RT_CHECK(a != nullptr || kernel != AttentionKernel::sdpa,
            "layer '{}': RINGTRAIN_ATTENTION=sdpa, but cuDNN's attention cannot run here: {}", layer,
            why);
+  if (a == nullptr && ctx.is_cuda()) *why_not = std::move(why);
   return a;
 }
 
@@ -82,8 +86,11 @@ std::string CausalSelfAttentionLayer::describe_kernels() const {
     return sdpa_->describe() +
            "; projections: cublasLt, qkv and y with the bias epilogue, dWs with the "
            "bias-gradient epilogue (BGRADB), dO and dx written in 16 bits";
-  return fused_ ? "ringtrain fused attention (no tensor cores)"
-                : "unfused: GEMMs around a causal row softmax";
+  const std::string why =
+      sdpa_refused_.empty() ? std::string() : "; cuDNN's SDPA does not run: " + sdpa_refused_;
+  return (fused_ ? "ringtrain fused attention (no tensor cores)"
+                 : "unfused: GEMMs around a causal row softmax") +
+         why;
 }
 
 CausalSelfAttentionLayer::CausalSelfAttentionLayer(std::string name, const Shape& input,
@@ -106,7 +113,7 @@ CausalSelfAttentionLayer::CausalSelfAttentionLayer(std::string name, const Shape
   RT_CHECK(dropout >= 0.0f && dropout < 1.0f && (dropout == 0.0f || dropout_context != nullptr),
            "layer '{}': attention dropout {} is outside [0, 1)", this->name(), dropout);
   const AttentionKernel choice = requested(kernel, this->name());
-  sdpa_ = make_sdpa(choice, ctx, this->name(), t_, c_, heads_, max_batch, dropout);
+  sdpa_ = make_sdpa(choice, ctx, this->name(), t_, c_, heads_, max_batch, dropout, &sdpa_refused_);
   fused_ = sdpa_ == nullptr &&
            use_fused(choice, ctx, sizeof(float) * heads * max_batch * input[0] * input[0]);
   const std::size_t tt = t_ * t_;

@@ -98,6 +98,7 @@ class CausalSelfAttentionLayer final : public Layer,
   const DropoutContext* dropout_context_;
   bool fused_;
   std::unique_ptr<TensorCoreAttention> sdpa_;  // null: ringtrain's own kernels
+  std::string sdpa_refused_;                   // why sdpa_ is null where the choice allowed it
   Tensor w_qkv16_, w_o16_;  // the stored path's 16-bit weights, made at each forward
   bool dropped_ = false;    // the last forward applied the attention dropout
   // qkv and O per sample. Unfused: P per sample (all heads); one head's

@@ -8,6 +8,13 @@
 // path has none: its GEMMs write the 16-bit qkv and dO here and read the
 // 16-bit O and dQKV in place.
 //
+// The layers of one context run one after another on its stream, so they
+// share what holds nothing between calls: cuDNN's workspace (its deterministic
+// backward's dP alone is batch x heads x T x T x 2 bytes, 384 MiB for gpt2 at
+// 16 x 1024), the backward's 16-bit dO and dQKV, and the graphs of each shape,
+// built once (gpt2's 12 layers are one shape). Each layer keeps its 16-bit qkv
+// and O, which backward reads.
+//
 // No attention dropout (the layer keeps its own paths where it is on), no CPU
 // form: ringtrain's fused kernel (ops/fused_attention.h) stays the fallback and
 // the CPU's reference, within 16-bit tolerance of this (gpu_attention_sdpa_test).
@@ -46,13 +53,15 @@ class TensorCoreAttention {
   // d_qkv [batch, T, 3C] fp32 (overwritten; null: only the 16-bit d_qkv16)
   // from d_o and the last forward's.
   void backward(std::size_t batch, const float* d_o, const float* stats, float* d_qkv);
-  // The last forward's 16-bit O and the last backward's 16-bit dQKV, for a
-  // caller whose products read them in place (the layer's stored path).
+  // The last forward's 16-bit O and the context's last backward's 16-bit
+  // dQKV (shared: read it before another layer's backward), for a caller
+  // whose products read them in place (the layer's stored path).
   BufferView o16(std::size_t batch) const;
   BufferView d_qkv16(std::size_t batch) const;
   // The stored path's forms, with no cast: the caller's GEMMs write the
   // 16-bit qkv (qkv16, bias added) before forward_stored and the 16-bit dO
-  // (d_o16) before backward_stored; O and dQKV stay 16-bit (o16, d_qkv16).
+  // (d_o16, shared as d_qkv16 is) before backward_stored; O and dQKV stay
+  // 16-bit (o16, d_qkv16).
   BufferView qkv16(std::size_t batch) const;
   BufferView d_o16(std::size_t batch) const;
   void forward_stored(std::size_t batch, float* stats);
@@ -61,16 +70,18 @@ class TensorCoreAttention {
   std::string describe() const;
 
  private:
+  struct Shared;  // the context's: graphs by shape, workspace, dO and dQKV
   struct Entry;
   TensorCoreAttention(const ComputeContext& ctx, std::size_t t, std::size_t c, std::size_t heads,
-                      std::size_t max_batch);
-  Entry& entry(std::size_t batch);
-  void grow_workspace(std::size_t bytes);
+                      std::size_t max_batch, std::shared_ptr<Shared> shared);
+  static std::shared_ptr<Shared> shared_of(const ComputeContext& ctx);
+  const detail::AttentionGraphs& graphs(std::size_t batch);
 
   const ComputeContext& ctx_;
   std::size_t t_, c_, heads_, max_batch_;
-  std::vector<std::unique_ptr<Entry>> entries_;  // one per batch size seen
-  Tensor qkv16_, o16_, d_o16_, d_qkv16_, workspace_;
+  std::shared_ptr<Shared> shared_;
+  std::vector<Entry> entries_;  // the batch sizes this layer has run
+  Tensor qkv16_, o16_;
 };
 
 }  // namespace ringtrain
