@@ -47,6 +47,25 @@ RT_HD bool softmax_ce_labels_valid(int label, int second, int classes) {
   return label >= 0 && label < classes && second >= 0 && second < classes;
 }
 
+// A row's maximum (its first index: a strict compare) and the sum of
+// exp(z - max), which every form of the loss works from.
+struct SoftmaxCeRowStats {
+  float m;
+  int arg;
+  float s;
+};
+template <typename T>
+RT_HD SoftmaxCeRowStats softmax_ce_row_stats(const T* z, int classes) {
+  SoftmaxCeRowStats st{load(z, 0), 0, 0.0f};
+  for (int j = 1; j < classes; ++j)
+    if (load(z, j) > st.m) {
+      st.m = load(z, j);
+      st.arg = j;
+    }
+  for (int j = 0; j < classes; ++j) st.s += expf(load(z, j) - st.m);
+  return st;
+}
+
 // Loss -log softmax(z)[label] and whether argmax(z) == label (first maximum
 // wins). A label outside [0, classes) gives loss NaN and correct = -1, which the
 // host turns into an error naming the row. With label smoothing e the target
@@ -68,21 +87,13 @@ RT_HD void softmax_ce_row_forward(const T* z, int classes, int label, float* los
     *correct = -1;
     return;
   }
-  float m = load(z, 0);
-  int arg = 0;
-  for (int j = 1; j < classes; ++j)
-    if (load(z, j) > m) {
-      m = load(z, j);
-      arg = j;
-    }
-  float s = 0.0f;
-  for (int j = 0; j < classes; ++j) s += expf(load(z, j) - m);
-  const float lse = logf(s) + m;
+  const SoftmaxCeRowStats st = softmax_ce_row_stats(z, classes);
+  const float lse = logf(st.s) + st.m;
   float sum_z = 0.0f;
   if (smoothing > 0.0f)
     for (int j = 0; j < classes; ++j) sum_z += load(z, j);
   *loss = softmax_ce_row_loss(z, lse, sum_z, classes, label, second, lam, smoothing);
-  *correct = arg == softmax_ce_accuracy_label(label, second, lam) ? 1 : 0;
+  *correct = st.arg == softmax_ce_accuracy_label(label, second, lam) ? 1 : 0;
 }
 
 // What backward subtracts from scale * softmax(z)[j]: scale times the
@@ -102,6 +113,13 @@ RT_HD SoftmaxCeTarget softmax_ce_target(int label, int second, float lam, float 
 RT_HD float softmax_ce_target_at(const SoftmaxCeTarget& t, int j, int label, int second) {
   return j == label ? t.on_label : j == second ? t.on_second : t.off;
 }
+// dz[j] = exp(z[j] - m) * inv - target[j], inv the scale over the exp-sum.
+template <typename T, typename G>
+RT_HD void softmax_ce_row_gradient(const T* z, G* dz, int classes, float m, float inv,
+                                   const SoftmaxCeTarget& t, int label, int second) {
+  for (int j = 0; j < classes; ++j)
+    store(dz, j, expf(load(z, j) - m) * inv - softmax_ce_target_at(t, j, label, second));
+}
 
 // dz = scale * (softmax(z) - target), target the (smoothed, mixed) one-hot
 // label; scale is grad_scale / batch for a mean reduction.
@@ -115,14 +133,10 @@ RT_HD void softmax_ce_row_backward(const T* z, int classes, int label, float sca
     return;
   }
   if (second < 0 && lam == 1.0f) second = label;  // no mix
-  float m = load(z, 0);
-  for (int j = 1; j < classes; ++j) m = load(z, j) > m ? load(z, j) : m;
-  float s = 0.0f;
-  for (int j = 0; j < classes; ++j) s += expf(load(z, j) - m);
-  const float inv = scale / s;
-  const SoftmaxCeTarget t = softmax_ce_target(label, second, lam, scale, smoothing, classes);
-  for (int j = 0; j < classes; ++j)
-    store(dz, j, expf(load(z, j) - m) * inv - softmax_ce_target_at(t, j, label, second));
+  const SoftmaxCeRowStats st = softmax_ce_row_stats(z, classes);
+  softmax_ce_row_gradient(z, dz, classes, st.m, scale / st.s,
+                          softmax_ce_target(label, second, lam, scale, smoothing, classes), label,
+                          second);
 }
 
 // The fused classifier (llm.c's fused_classifier): the row's loss and
@@ -144,30 +158,21 @@ RT_HD void softmax_ce_row_forward_backward(const T* z, int classes, int label, f
     return;
   }
   if (second < 0 && lam == 1.0f) second = label;  // no mix
-  float m = load(z, 0);
-  int arg = 0;
-  for (int j = 1; j < classes; ++j)
-    if (load(z, j) > m) {
-      m = load(z, j);
-      arg = j;
-    }
-  float s = 0.0f;
-  for (int j = 0; j < classes; ++j) s += expf(load(z, j) - m);
+  const SoftmaxCeRowStats st = softmax_ce_row_stats(z, classes);
   if (softmax_ce_labels_valid(label, second, classes)) {
-    const float lse = logf(s) + m;
+    const float lse = logf(st.s) + st.m;
     float sum_z = 0.0f;
     if (smoothing > 0.0f)
       for (int j = 0; j < classes; ++j) sum_z += load(z, j);
     *loss = softmax_ce_row_loss(z, lse, sum_z, classes, label, second, lam, smoothing);
-    *correct = arg == softmax_ce_accuracy_label(label, second, lam) ? 1 : 0;
+    *correct = st.arg == softmax_ce_accuracy_label(label, second, lam) ? 1 : 0;
   } else {
     *loss = nanf("");
     *correct = -1;
   }
-  const float inv = scale / s;
-  const SoftmaxCeTarget t = softmax_ce_target(label, second, lam, scale, smoothing, classes);
-  for (int j = 0; j < classes; ++j)
-    store(dz, j, expf(load(z, j) - m) * inv - softmax_ce_target_at(t, j, label, second));
+  softmax_ce_row_gradient(z, dz, classes, st.m, scale / st.s,
+                          softmax_ce_target(label, second, lam, scale, smoothing, classes), label,
+                          second);
 }
 
 // A row of logits stored `stride` apart (>= classes: the tied LM head's
