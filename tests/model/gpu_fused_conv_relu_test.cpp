@@ -27,37 +27,20 @@
 #include "tests/model/test_data.h"
 #include "tests/support/gpu_compare.h"
 #include "tests/support/gpu_test.h"
+#include "tests/support/stored_tensors.h"
 
 using namespace ringtrain;
 using namespace ringtrain::test;
 
 namespace {
 
-// v stored as t on `device`.
-Tensor stored(const std::vector<float>& v, DType t, Device device, const ComputeContext& cpu) {
-  Tensor narrow = Tensor::empty({v.size()}, t, Device::cpu());
-  convert_storage(cpu, narrow.buffer(), view_of(v.data(), v.size()));
-  Tensor out = Tensor::empty({v.size()}, t, device);
-  out.copy_from(narrow);
-  return out;
-}
 // The 32-bit patterns of a tensor's values, widened on the host (exact).
 std::vector<std::uint32_t> bits(const Tensor& t, const ComputeContext& ctx,
                                 const ComputeContext& cpu) {
-  ctx.synchronize();
-  Tensor host = Tensor::empty({t.numel()}, t.dtype(), Device::cpu());
-  host.copy_from(t);
-  Tensor wide = Tensor::empty({t.numel()}, DType::f32, Device::cpu());
-  convert_storage(cpu, wide.buffer(), host.buffer());
-  std::vector<std::uint32_t> b(t.numel());
-  std::memcpy(b.data(), wide.data(), b.size() * sizeof(float));
+  const std::vector<float> v = widened(t, ctx, cpu);
+  std::vector<std::uint32_t> b(v.size());
+  std::memcpy(b.data(), v.data(), b.size() * sizeof(float));
   return b;
-}
-std::vector<float> values(const Tensor& t, const ComputeContext& ctx, const ComputeContext& cpu) {
-  const std::vector<std::uint32_t> b = bits(t, ctx, cpu);
-  std::vector<float> v(b.size());
-  std::memcpy(v.data(), b.data(), b.size() * sizeof(float));
-  return v;
 }
 
 struct Passes {
@@ -145,7 +128,7 @@ TEST_CASE("gpu fused bias + relu passes against the unfused GPU ops and the CPU"
   CHECK(b(got.masked, *gpu) == b(want.masked, *cpu));
   CHECK(b(got.masked_wide, *gpu) == b(want.masked_wide, *cpu));
   // The reduction: another order.
-  require_close(values(got.db, *gpu, *c.cpu), values(want.db, *cpu, *c.cpu), 1e-4, "dbias");
+  require_close(widened(got.db, *gpu, *c.cpu), widened(want.db, *cpu, *c.cpu), 1e-4, "dbias");
 }
 
 TEST_CASE("gpu fused conv + bias + relu: the unfused plan's bits, and the CPU's loss",

@@ -22,30 +22,13 @@
 #include "tests/model/test_data.h"
 #include "tests/support/gpu_compare.h"
 #include "tests/support/gpu_test.h"
+#include "tests/support/stored_tensors.h"
 
 using namespace ringtrain;
 using namespace ringtrain::test;
 
 namespace {
 
-Tensor stored(const std::vector<float>& v, DType p, Device device, const ComputeContext& cpu) {
-  Tensor wide = Tensor::empty({v.size()}, DType::f32, Device::cpu());
-  std::copy(v.begin(), v.end(), wide.data_as<float>());
-  Tensor narrow = Tensor::empty({v.size()}, p, Device::cpu());
-  convert_storage(cpu, narrow.buffer(), wide.buffer());
-  Tensor out = Tensor::empty({v.size()}, p, device);
-  out.copy_from(narrow);
-  return out;
-}
-std::vector<float> widened(const Tensor& t, const ComputeContext& ctx, const ComputeContext& cpu) {
-  ctx.synchronize();
-  Tensor host = Tensor::empty({t.numel()}, t.dtype(), Device::cpu());
-  host.copy_from(t);
-  Tensor wide = Tensor::empty({t.numel()}, DType::f32, Device::cpu());
-  convert_storage(cpu, wide.buffer(), host.buffer());
-  const float* w = wide.data_as<float>();
-  return std::vector<float>(w, w + t.numel());
-}
 Tensor floats(const std::vector<float>& v, Device device) {
   Tensor t = Tensor::empty({v.size()}, DType::f32, device);
   t.copy_from(Tensor::borrow(const_cast<float*>(v.data()), {v.size()}, DType::f32, Device::cpu()));
