@@ -19,10 +19,10 @@
 #include "ringtrain/ops/compute_context.h"
 #include "ringtrain/ops/precision.h"
 #include "ringtrain/tensor/tensor.h"
+#include "tests/model/grid_values.h"
 #include "tests/model/test_data.h"
 #include "tests/support/gpu_compare.h"
 #include "tests/support/gpu_test.h"
-#include "tests/support/stored_tensors.h"
 
 using namespace ringtrain;
 using namespace ringtrain::test;
@@ -68,16 +68,16 @@ Run run(const ComputeContext& ctx, const ComputeContext& cpu, DType p, const Bat
                            residual ? dr.buffer() : none, batch, gamma, saved, dgamma, dgamma + C,
                            false);
   Run out;
-  out.y = widened(y, ctx, cpu);
-  out.dx = widened(dx, ctx, cpu);
+  out.y = widened_values(y, ctx);
+  out.dx = widened_values(dx, ctx);
   if (residual) {
-    out.d_residual = widened(dr, ctx, cpu);
+    out.d_residual = widened_values(dr, ctx);
     // The residual's gradient into an fp32 sum (a shortcut read twice).
     batch_norm_relu_backward(ctx, s, x.buffer(), y.buffer(), dy.buffer(), none, dr_wide.buffer(),
                              batch, gamma, saved, nullptr, nullptr, false);
-    out.d_residual_wide = widened(dr_wide, ctx, cpu);
+    out.d_residual_wide = widened_values(dr_wide, ctx);
   }
-  const std::vector<float> g = widened(grads, ctx, cpu);
+  const std::vector<float> g = widened_values(grads, ctx);
   out.dgamma.assign(g.begin(), g.begin() + static_cast<std::ptrdiff_t>(C));
   out.dbeta.assign(g.begin() + static_cast<std::ptrdiff_t>(C), g.end());
   return out;

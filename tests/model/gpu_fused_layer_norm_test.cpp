@@ -19,10 +19,10 @@
 #include "ringtrain/ops/precision.h"
 #include "ringtrain/ops/residual_layer_norm.h"
 #include "ringtrain/tensor/tensor.h"
+#include "tests/model/grid_values.h"
 #include "tests/model/test_data.h"
 #include "tests/support/gpu_compare.h"
 #include "tests/support/gpu_test.h"
-#include "tests/support/stored_tensors.h"
 
 using namespace ringtrain;
 using namespace ringtrain::test;
@@ -62,13 +62,13 @@ Run run(const ComputeContext& ctx, const ComputeContext& cpu, DType p, std::size
                                mean.data_as<float>(), rstd.data_as<float>(), g.buffer(), summed,
                                0.5f, dx0.buffer(), dx1.buffer(), grads.data_as<float>(),
                                grads.data_as<float>() + c, false, scratch.data_as<float>());
-  Run out{widened(sum, ctx, cpu),
-          widened(y, ctx, cpu),
-          widened(dx0, ctx, cpu),
-          widened(dx1, ctx, cpu),
+  Run out{widened_values(sum, ctx),
+          widened_values(y, ctx),
+          widened_values(dx0, ctx),
+          widened_values(dx1, ctx),
           {},
           {}};
-  const std::vector<float> gw = widened(grads, ctx, cpu);
+  const std::vector<float> gw = widened_values(grads, ctx);
   out.dw.assign(gw.begin(), gw.begin() + static_cast<std::ptrdiff_t>(c));
   out.db.assign(gw.begin() + static_cast<std::ptrdiff_t>(c), gw.end());
   return out;

@@ -8,6 +8,7 @@
 
 #include "kernels/precision.cuh"
 #include "ringtrain/ops/compute_context.h"
+#include "ringtrain/ops/precision.h"
 #include "ringtrain/tensor/tensor.h"
 #include "tests/model/test_data.h"
 
@@ -30,6 +31,17 @@ inline Tensor words_on(const std::vector<float>& v, DType p, Device device) {
   Tensor t = Tensor::empty({w.size()}, p, device);
   t.copy_from(Tensor::borrow(w.data(), {w.size()}, p, Device::cpu()));
   return t;
+}
+
+// v narrowed to p (rounded to nearest even; exact for values on p's grid),
+// any of fp32, bf16 and fp16, as a tensor on `device`.
+inline Tensor stored(const std::vector<float>& v, DType p, Device device,
+                     const ComputeContext& cpu) {
+  Tensor narrow = Tensor::empty({v.size()}, p, Device::cpu());
+  convert_storage(cpu, narrow.buffer(), view_of(v.data(), v.size()));
+  Tensor out = Tensor::empty({v.size()}, p, device);
+  out.copy_from(narrow);
+  return out;
 }
 
 // A 16-bit tensor's values widened (an fp32 one's as they are), after ctx's work.
