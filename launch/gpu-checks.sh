@@ -407,11 +407,13 @@ check_models() {
   local rounds=${MODELS_ROUNDS:-3} c model batch prec layout shape tf32 precision r rt pt rt_mib pt_mib
   # Peak device memory of each side in MiB: ringtrain's own allocations
   # (device_memory_peak_bytes) against torch.cuda.max_memory_allocated.
-  printf 'model\tbatch\tprecision\tlayout\tround\tringtrain\tpytorch\tringtrain_peak_mib\tpytorch_peak_mib\n' > "$out/models.tsv"
+  printf 'model\tbatch\tprecision\tlayout\tround\tringtrain\tpytorch\tringtrain_peak_mib\tpytorch_peak_mib\tringtrain_host_syncs\n' > "$out/models.tsv"
   # model:batch:precision[:layout]; the layout is ringtrain's --layout (auto:
-  # nhwc for bf16/fp16 on the GPU), PyTorch's bf16 runs channels_last always.
+  # nhwc where the convolutions run on tensor cores: bf16/fp16 or TF32 on the
+  # GPU), PyTorch runs channels_last always: the fp32 case names nhwc to match,
+  # the nchw cases measure ringtrain's other layout against the same peer.
   # The issue's table first (a cut-off call keeps those), then fp32 and bf16 NCHW.
-  for c in ${MODELS_CASES:-resnet50:256:bf16 resnet50:256:tf32 resnet50:256:tf32:nchw inception3:128:bf16 vgg16:128:bf16 resnet50:256:fp32 resnet50:256:bf16:nchw}; do
+  for c in ${MODELS_CASES:-resnet50:256:bf16 resnet50:256:tf32 resnet50:256:tf32:nchw inception3:128:bf16 vgg16:128:bf16 resnet50:256:fp32:nhwc resnet50:256:bf16:nchw}; do
     IFS=: read -r model batch prec layout <<< "$c"
     layout=${layout:-auto}
     shape=3,224,224; [ "$model" = inception3 ] && shape=3,299,299
@@ -436,8 +438,9 @@ for l in open(sys.argv[1]):
         launch/bench/peer_gpu_models.py --cases "$model@$batch:$prec" --steps 10 --warmup 3 --repeats 1
       pt=$(awk '/samples\/s/ {print $5}' "$out/models-pt-$model-$prec-$layout-$r.log" | tail -1)
       pt_mib=$(sed -n 's/.*peak \([0-9]*\) MiB.*/\1/p' "$out/models-pt-$model-$prec-$layout-$r.log" | tail -1)
-      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$model" "$batch" "$prec" "$layout" "$r" "${rt:-failed}" "${pt:-failed}" \
-        "${rt_mib:-?}" "${pt_mib:-?}" >> "$out/models.tsv"
+      # rt is "samples/s host-syncs-per-step": one column each
+      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$model" "$batch" "$prec" "$layout" "$r" "$(rt_sps=${rt%% *}; echo "${rt_sps:-failed}")" "${pt:-failed}" \
+        "${rt_mib:-?}" "${pt_mib:-?}" "$( [ -n "$rt" ] && echo "${rt#* }" || echo '?')" >> "$out/models.tsv"
       # Below a quarter of PyTorch's speed one round says it (bf16 NCHW on an
       # H100, 2026-11-26: 117 against 3990 samples/s, 53 s a round): the
       # budget goes to the other cases and to the layer profile instead.

@@ -145,6 +145,19 @@ class DeviceBytes {
     }
     return d;
   }
+  // The workspace an algorithm choice may assume. Find (kMeasureAlgorithms)
+  // runs in it: real memory, as much of kWorkspaceCap as cudaMalloc gives.
+  // The heuristics read no memory, so a size alone (kWorkspaceCap, or what is
+  // free): no transient gigabytes per plan at build time, which would also
+  // stand in the peak that bench step reports.
+  static DeviceBytes trial_workspace() {
+    if (kMeasureAlgorithms) return up_to(kWorkspaceCap, kMinTrialWorkspace);
+    std::size_t free = 0, total = 0;
+    RT_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+    DeviceBytes d;
+    d.bytes_ = std::min(kWorkspaceCap, free);
+    return d;
+  }
   ~DeviceBytes() { release(); }
   DeviceBytes(DeviceBytes&& o) noexcept
       : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
@@ -625,12 +638,16 @@ class CudnnConvPlan final : public GpuConvPlan {
   // The maximum batch: all three operations measured on zeroed scratch
   // buffers with a trial workspace, then the workspace sized for the choices.
   void plan_max_batch(Entry& e) {
-    const DeviceBytes x(sizeof(float) * e.batch * in_elements());
-    const DeviceBytes y(sizeof(float) * e.batch * out_elements());
-    const DeviceBytes w(weight_bytes());
+    // Find's scratch operands; the heuristics read none.
+    const auto scratch = [](std::size_t bytes) {
+      return kMeasureAlgorithms ? DeviceBytes(bytes) : DeviceBytes();
+    };
+    const DeviceBytes x = scratch(sizeof(float) * e.batch * in_elements());
+    const DeviceBytes y = scratch(sizeof(float) * e.batch * out_elements());
+    const DeviceBytes w = scratch(weight_bytes());
     for (const DeviceBytes* b : {&x, &y, &w})
-      RT_CUDA_CHECK(cudaMemsetAsync(b->get(), 0, b->size(), stream_));
-    const DeviceBytes trial = DeviceBytes::up_to(kWorkspaceCap, kMinTrialWorkspace);
+      if (b->size() > 0) RT_CUDA_CHECK(cudaMemsetAsync(b->get(), 0, b->size(), stream_));
+    const DeviceBytes trial = DeviceBytes::trial_workspace();
     std::string tried;
     e.fwd = find_forward(e, false, x.get(), w.get(), y.get(), trial, &tried);
     require(e.fwd, "forward", e.batch, trial.size(), tried);
@@ -670,7 +687,7 @@ class CudnnConvPlan final : public GpuConvPlan {
   Choice choose_later(const char* op, std::size_t batch, Find&& find) {
     std::string tried;
     if (std::optional<Choice> c = find(workspace_, &tried)) return *c;
-    DeviceBytes trial = DeviceBytes::up_to(kWorkspaceCap, kMinTrialWorkspace);
+    DeviceBytes trial = DeviceBytes::trial_workspace();
     std::size_t limit = workspace_.size();
     if (trial.size() > workspace_.size()) {
       limit = trial.size();
