@@ -30,7 +30,9 @@ void FusedLinearDgelu::backward_stored(BufferView x, BufferView dy, BufferView p
 }
 
 void FusedLinearDgelu::backward_twin(float* dx, BufferView pre, BufferView d_pre, bool accumulate) {
-  const std::size_t width = proj_.input_shape().numel();
+  // gelu's width: the last dimension of proj's [T, in] (or [in]) input.
+  const Shape& in = proj_.input_shape();
+  const std::size_t width = in.rank() == 2 ? in[1] : in.numel();
   linear_dgelu_twin(ctx_, dx, pre, d_pre, fc_.bias_gradient(), d_pre.count / width, width,
                     accumulate);
   last_ = LinearDgeluRan::dgelu_bgrad;

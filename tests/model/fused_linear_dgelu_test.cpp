@@ -174,10 +174,13 @@ TEST_CASE("fused linear dgelu ops: the twin against the unfused pair, through c_
   std::size_t far_from_exact = 0, far_from_unfused = 0, differ = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const double exact = gelu_tanh_derivative64(pre_values[i]) * dx[i];
-    const double fp32 = 0x1.0p-20 * (std::abs(exact) + std::abs(dx[i])) + 1e-30;
+    // fp32's gelu' (tanh by one expf) cancels where tanh nears -1: an
+    // absolute error of a few 2^-21, times dx.
+    const double fp32 = 0x1.0p-20 * std::abs(exact) + 0x1.0p-18 * std::abs(dx[i]) + 1e-30;
     if (!(std::abs(dpre_b[i] - exact) <=
-          0.5 * std::max(grid_step(exact, precision), grid_step(dpre_b[i], precision)) + fp32))
+          0.5 * std::max(grid_step(exact, precision), grid_step(dpre_b[i], precision)) + fp32)) {
       ++far_from_exact;
+    }
     bound[i] = 1.2 * 0.5 * grid_step(dx[i], precision) +
                grid_step(std::max(std::abs(dpre_a[i]), std::abs(dpre_b[i])), precision) + fp32;
     if (!(std::abs(dpre_a[i] - dpre_b[i]) <= bound[i])) ++far_from_unfused;
@@ -318,9 +321,12 @@ TEST_CASE("fused linear dgelu: gpt-nano's training steps stay near --fuse off",
   const ModelSpec spec = ModelSpec::parse("gpt-nano");
   auto fused = Model::build(spec, {kContext}, kVocab, options(precision, true, LinearGelu::on));
   auto plain = Model::build(spec, {kContext}, kVocab, options(precision, true, LinearGelu::off));
-  REQUIRE(count_containing(*fused, "DGELU_BGRAD") == 4);
+  REQUIRE(count_containing(*fused, "DGELU_BGRAD epilogue") == 4);
   const float scale = precision == DType::f16 ? 1024.0f : 1.0f;
   const float lr = 0.05f;
+  const std::vector<float> start(
+      static_cast<const float*>(plain->params().ptr),
+      static_cast<const float*>(plain->params().ptr) + plain->param_count());
   for (int step = 0; step < 4; ++step) {
     std::vector<float> ids;
     std::vector<std::int32_t> labels;
@@ -340,11 +346,22 @@ TEST_CASE("fused linear dgelu: gpt-nano's training steps stay near --fuse off",
     REQUIRE(std::isfinite(loss[0]));
     CHECK(std::abs(loss[0] - loss[1]) <= 2e-3 * std::abs(loss[1]));
   }
-  const double d =
-      relative_difference(static_cast<const float*>(fused->params().ptr),
-                          static_cast<const float*>(plain->params().ptr), fused->param_count());
-  INFO("relative parameter difference after 4 steps " << d);
-  CHECK(d <= 1e-3);
+  // What the 4 steps moved, per node's parameters: the fused plan's moves
+  // within a few 16-bit steps of the unfused plan's.
+  const auto moved = [&](Model& m) {
+    std::vector<float> v(static_cast<const float*>(m.params().ptr),
+                         static_cast<const float*>(m.params().ptr) + m.param_count());
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] -= start[i];
+    return v;
+  };
+  const std::vector<float> a = moved(*fused), b = moved(*plain);
+  for (std::size_t i = 0; i < fused->layer_count(); ++i) {
+    const auto [lo, hi] = fused->layer_param_range(i);
+    if (lo == hi) continue;
+    const double d = relative_difference(a.data() + lo, b.data() + lo, hi - lo);
+    INFO(fused->layer_name(i) << ": relative difference of the updates " << d);
+    CHECK(d <= (precision == DType::bf16 ? 5e-2 : 1e-2));
+  }
 }
 
 TEST_CASE("fused linear dgelu: --accum 2 near one batch of 2 x B; an empty micro-batch",
@@ -354,7 +371,7 @@ TEST_CASE("fused linear dgelu: --accum 2 near one batch of 2 x B; an empty micro
   const ModelSpec spec = ModelSpec::parse("gpt-nano");
   auto m =
       Model::build(spec, {kContext}, kVocab, options(precision, true, LinearGelu::on, 2 * kBatch));
-  REQUIRE(count_containing(*m, "DGELU_BGRAD") == 4);
+  REQUIRE(count_containing(*m, "DGELU_BGRAD epilogue") == 4);
   std::vector<float> ids;
   std::vector<std::int32_t> labels;
   hashed_tokens(95, 2 * kBatch * kContext, kVocab, ids, labels);
