@@ -94,6 +94,9 @@ struct LtPlan {
   // cuBLASLt refused the bias-gradient epilogue (BGRADB) for this shape: the
   // product runs without it and the caller reduces the bias gradient itself.
   bool sums_apart = false;
+  // A cublasLtMatmul with it has succeeded (gpu_lt_gemm_dgelu: a first call
+  // refused by cublasLtMatmul itself drops the plan).
+  bool proven = false;
   LtPlan() = default;
   LtPlan(const LtPlan&) = delete;
   LtPlan& operator=(const LtPlan&) = delete;
@@ -535,7 +538,8 @@ LinearDgeluRan gpu_lt_gemm_dgelu(const GpuHandles& h, bool trans_a, bool trans_b
   // The plan of one epilogue, made and cached on first use (null where the
   // auxiliary breaks cublasLt.h's rules, as in the forward, or the heuristic
   // has no algorithm); `fresh` says whether this call made it.
-  const auto plan_for = [&](LtEpilogue epi, const void* vec, bool& fresh) -> LtPlan* {
+  const auto plan_for = [&](LtEpilogue epi, const void* vec,
+                            bool& fresh) -> std::unique_ptr<LtPlan>& {
     const LtKey key{trans_a,
                     trans_b,
                     m,
@@ -561,7 +565,30 @@ LinearDgeluRan gpu_lt_gemm_dgelu(const GpuHandles& h, bool trans_a, bool trans_b
         plan = try_plan(cache, key, p, epi, d.dtype, ldd, key.align_d, aux.ptr, vec);
       it = cache.plans.emplace(key, std::move(plan)).first;
     }
-    return it->second.get();
+    return it->second;
+  };
+  // One GEMM with a plan. cublasLt.h says a data type set for a combination
+  // it does not support fails in cublasLtMatmul (INVALID_VALUE), past the
+  // heuristic: a plan's first call that fails so (or NOT_SUPPORTED), before
+  // anything is queued, drops the plan (a refusal, as the heuristic's); a
+  // failure of a plan that has run before is an Error.
+  const float alpha = 1.0f, beta = 0.0f;
+  const void* aux_in = aux.ptr;
+  const auto run = [&](std::unique_ptr<LtPlan>& plan, float* sums) {
+    set_desc(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux_in, sizeof(aux_in));
+    if (sums != nullptr)
+      set_desc(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &sums, sizeof(sums));
+    const cublasStatus_t st = cublasLtMatmul(
+        cache.handle, plan->desc, &alpha, b.ptr, plan->a, a.ptr, plan->b, &beta, d.ptr, plan->d,
+        d.ptr, plan->d, &plan->algo, cache.workspace, kLtWorkspaceBytes, stream);
+    if (st != CUBLAS_STATUS_SUCCESS && !plan->proven &&
+        (st == CUBLAS_STATUS_INVALID_VALUE || st == CUBLAS_STATUS_NOT_SUPPORTED)) {
+      plan.reset();
+      return false;
+    }
+    RT_CUBLAS_CHECK(st);
+    plan->proven = true;
+    return true;
   };
   // The bias gradient, as gpu_lt_gemm's: the epilogue overwrites, so an
   // accumulated (or misaligned) one goes through the context's reduction
@@ -571,33 +598,32 @@ LinearDgeluRan gpu_lt_gemm_dgelu(const GpuHandles& h, bool trans_a, bool trans_b
   float* sums_out = bias_grad == nullptr || (staged && n > kGpuScratchFloats) ? nullptr
                     : staged                                                  ? h.scratch
                                                                               : bias_grad;
-  bool bgrad_fresh = false, dgelu_fresh = false;
-  LtPlan* plan =
-      sums_out != nullptr ? plan_for(LtEpilogue::dgelu_bgrad, sums_out, bgrad_fresh) : nullptr;
-  const bool with_sums = plan != nullptr;
-  if (!with_sums) {
-    plan = plan_for(LtEpilogue::dgelu, nullptr, dgelu_fresh);
-    if (plan != nullptr && bgrad_fresh) ++cache.dgelu_bgrad_refused_shapes;
-    if (plan == nullptr && dgelu_fresh) ++cache.dgelu_refused_shapes;
+  bool bgrad_fresh = false, bgrad_dropped = false, dgelu_fresh = false;
+  if (sums_out != nullptr) {
+    std::unique_ptr<LtPlan>& plan = plan_for(LtEpilogue::dgelu_bgrad, sums_out, bgrad_fresh);
+    if (plan != nullptr) {
+      if (run(plan, sums_out)) {
+        if (staged) {
+          if (accumulate_bias_grad)
+            gpu_axpy(h.stream, 1.0f, h.scratch, bias_grad, n);
+          else
+            RT_CUDA_CHECK(cudaMemcpyAsync(bias_grad, h.scratch, n * sizeof(float),
+                                          cudaMemcpyDeviceToDevice, stream));
+        }
+        return LinearDgeluRan::dgelu_bgrad;
+      }
+      bgrad_dropped = true;
+    }
   }
-  if (plan == nullptr) return LinearDgeluRan::refused;
-  const void* aux_in = aux.ptr;
-  set_desc(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux_in, sizeof(aux_in));
-  if (with_sums)
-    set_desc(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &sums_out, sizeof(sums_out));
-  const float alpha = 1.0f, beta = 0.0f;
-  RT_CUBLAS_CHECK(cublasLtMatmul(cache.handle, plan->desc, &alpha, b.ptr, plan->a, a.ptr, plan->b,
-                                 &beta, d.ptr, plan->d, d.ptr, plan->d, &plan->algo,
-                                 cache.workspace, kLtWorkspaceBytes, stream));
-  if (!with_sums) return LinearDgeluRan::dgelu;
-  if (staged) {
-    if (accumulate_bias_grad)
-      gpu_axpy(h.stream, 1.0f, h.scratch, bias_grad, n);
-    else
-      RT_CUDA_CHECK(cudaMemcpyAsync(bias_grad, h.scratch, n * sizeof(float),
-                                    cudaMemcpyDeviceToDevice, stream));
+  // DGELU alone: the caller reduces the bias gradient.
+  std::unique_ptr<LtPlan>& plan = plan_for(LtEpilogue::dgelu, nullptr, dgelu_fresh);
+  const bool bgrad_refused = bgrad_fresh || bgrad_dropped;
+  if (plan != nullptr && run(plan, nullptr)) {
+    if (bgrad_refused) ++cache.dgelu_bgrad_refused_shapes;
+    return LinearDgeluRan::dgelu;
   }
-  return LinearDgeluRan::dgelu_bgrad;
+  if (dgelu_fresh || (plan == nullptr && bgrad_refused)) ++cache.dgelu_refused_shapes;
+  return LinearDgeluRan::refused;
 }
 
 }  // namespace ringtrain::detail
