@@ -56,15 +56,20 @@ void FusedLinearGelu::forward(BufferView x, BufferView pre, BufferView y, std::s
 
 std::string FusedLinearGelu::describe_kernels() const {
   const std::string head = fmt::format("fused {}: ", fmt::join(folded_, "+"));
+  const std::string backward =
+      backward_by_.empty()
+          ? std::string("gelu's, then the linear's")
+          : fmt::format("fused into {}'s dx (DGELU_BGRAD), then the linear's", backward_by_);
   if (!ctx_.is_cuda())
     return head +
            "CPU twin of cuBLASLt's GELU_AUX_BIAS epilogue (fp32 x Wᵀ + b; the pre-activation "
-           "and gelu_tanh of it each rounded once)";
+           "and gelu_tanh of it each rounded once); backward: " +
+           backward;
   const std::string_view p = dtype_name(ctx_.precision());
   std::string s = fmt::format(
       "{}cublasLt GELU_AUX_BIAS epilogue: {} y = gelu_tanh(x Wᵀ + b), the pre-activation "
-      "stored as its auxiliary; backward: gelu's, then the linear's",
-      head, p);
+      "stored as its auxiliary; backward: {}",
+      head, p, backward);
   if (last_ == Ran::epilogue) s += "; last forward: the epilogue ran";
   if (last_ == Ran::unfused)
     s += "; last forward: cuBLASLt refused the GELU epilogue for this shape, the unfused pair "

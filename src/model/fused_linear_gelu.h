@@ -4,7 +4,9 @@
 // GEMM whose GELU_AUX_BIAS epilogue writes gelu's output and, as its
 // auxiliary, the pre-activation into the linear node's own output buffer:
 // gelu's backward then reads it exactly where the unfused plan keeps it, and
-// both nodes' backwards run unchanged. Only the forward fuses: the linear
+// both nodes' backwards run unchanged (or, where the gelu's one reader is a
+// linear layer, gelu's backward runs inside that reader's dx GEMM:
+// model/fused_linear_dgelu.h). Only the forward fuses here: the linear
 // node stays in the plan with its buffers (`forward fused into` in bench
 // step --layers), its forward skipped.
 //
@@ -46,6 +48,9 @@ class FusedLinearGelu final : public DescribesKernels {
   // "fused c_fc+gelu: " and the epilogue, the CPU twin, or the unfused pair
   // where cuBLASLt refused it.
   std::string describe_kernels() const override;
+  // The plan runs gelu's backward inside its reader's dx GEMM
+  // (model/fused_linear_dgelu.h): said in describe_kernels.
+  void set_backward_fused_into(std::string reader) { backward_by_ = std::move(reader); }
   // Floats per sample the CPU twin needs.
   static std::size_t workspace_floats(const LinearLayer& linear);
 
@@ -58,6 +63,7 @@ class FusedLinearGelu final : public DescribesKernels {
   std::shared_ptr<LayerWorkspace> workspace_;
   Ran last_ = Ran::not_yet;  // what this node's last GPU forward ran
   std::vector<BufferView> gelu_input_;
+  std::string backward_by_;  // empty: gelu's own backward
 };
 
 }  // namespace ringtrain

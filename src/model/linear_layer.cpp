@@ -51,7 +51,7 @@ void LinearLayer::backward(const float* x, const float*, const float* dy, float*
     if (!accumulate) device_zero(dw_, sizeof(float) * (out_ * in_ + out_), ctx_.device());
     return;
   }
-  bias_grad(ctx_, dy, db_, batch, out_, 1, accumulate);
+  if (!bias_grad_written_) bias_grad(ctx_, dy, db_, batch, out_, 1, accumulate);
   // dW = dy^T x
   gemm(ctx_, true, false, out_, in_, batch, 1.0f, dy, out_, x, in_, accumulate ? 1.0f : 0.0f, dw_,
        in_, ctx_.precision());
@@ -103,8 +103,26 @@ void LinearLayer::backward_stored(const std::vector<BufferView>& xs, BufferView,
                                   const std::vector<BufferView>& dxs, std::size_t samples,
                                   bool accumulate) {
   RT_CHECK(w16_fresh_, "layer '{}': a stored backward without a stored forward before it", name());
-  linear_backward_stored(ctx_, xs.at(0), w16_.buffer(), dy, dxs.at(0), dw_, db_, samples * rows_,
-                         in_, out_, accumulate);
+  linear_backward_stored(ctx_, xs.at(0), w16_.buffer(), dy, dxs.at(0), dw_,
+                         bias_grad_written_ ? nullptr : db_, samples * rows_, in_, out_,
+                         accumulate);
+}
+
+LinearDgeluRan LinearLayer::backward_stored_dgelu(BufferView x, BufferView dy, BufferView pre,
+                                                  BufferView d_pre, BufferView d_gelu,
+                                                  float* pre_db, std::size_t samples,
+                                                  bool accumulate) {
+  RT_CHECK(w16_fresh_, "layer '{}': a stored backward without a stored forward before it", name());
+  const std::size_t rows = samples * rows_;
+  // dW and db first, as backward_stored (no dx): they read dy alone.
+  linear_backward_stored(ctx_, x, w16_.buffer(), dy, BufferView{nullptr, 0, dy.dtype, dy.device},
+                         dw_, bias_grad_written_ ? nullptr : db_, rows, in_, out_, accumulate);
+  const LinearDgeluRan ran = linear_dgelu_backward_stored(ctx_, dy, w16_.buffer(), pre, d_pre,
+                                                          pre_db, rows, in_, out_, accumulate);
+  if (ran == LinearDgeluRan::refused)
+    gemm_stored_epilogue(ctx_, false, false, rows, in_, out_, dy, out_, w16_.buffer(), in_, 0.0f,
+                         d_gelu, in_);
+  return ran;
 }
 
 }  // namespace ringtrain

@@ -2,6 +2,7 @@
 
 #include "model/layer.h"
 #include "ringtrain/ops/compute_context.h"
+#include "ringtrain/ops/linear_dgelu.h"
 #include "ringtrain/tensor/tensor.h"
 
 namespace ringtrain {
@@ -37,6 +38,21 @@ class LinearLayer final : public Layer,
   // then pre alone is written (forward_stored's numbers) and the caller
   // applies gelu.
   bool forward_stored_gelu(BufferView x, BufferView pre, BufferView y, std::size_t batch);
+  // The stored backward of this layer where its input is a gelu_tanh's
+  // output whose pre-activation `pre` the layer before stored
+  // (model/fused_linear_dgelu.h): dW and db as backward_stored, and dx
+  // through cuBLASLt's DGELU epilogue (ops/linear_dgelu.h) into d_pre, the
+  // gelu's input gradient, with that layer's bias gradient pre_db. Where
+  // cuBLASLt refused it, dx is written into d_gelu (backward_stored's) and
+  // gelu's own backward is the caller's.
+  LinearDgeluRan backward_stored_dgelu(BufferView x, BufferView dy, BufferView pre,
+                                       BufferView d_pre, BufferView d_gelu, float* pre_db,
+                                       std::size_t batch, bool accumulate);
+  // The bias gradient this layer's backward writes (bound; null before).
+  float* bias_gradient() const { return db_; }
+  // Its next backwards leave the bias gradient alone (a reader's epilogue
+  // wrote it: model/fused_linear_dgelu.h), or compute it (false, the default).
+  void set_bias_gradient_written(bool written) { bias_grad_written_ = written; }
 
  private:
   const ComputeContext& ctx_;
@@ -46,6 +62,7 @@ class LinearLayer final : public Layer,
   // pass) and read by its backward, so that no product casts W per call.
   Tensor w16_;
   bool w16_fresh_ = false;
+  bool bias_grad_written_ = false;
 };
 
 }  // namespace ringtrain

@@ -19,6 +19,7 @@
 #include "model/conv2d_layer.h"
 #include "model/fused_batch_norm_relu.h"
 #include "model/fused_conv_relu.h"
+#include "model/fused_linear_dgelu.h"
 #include "model/fused_linear_gelu.h"
 #include "model/fused_residual_layer_norm.h"
 #include "model/kaiming_init.h"
@@ -113,6 +114,14 @@ struct PlanNode {
   std::unique_ptr<FusedLinearGelu> fused_gelu;
   int pre_of = -1;
   int forward_by = -1;
+  // Its backward half (fuse_linear_dgelu): on the linear node that is such a
+  // gelu's one reader, its dx GEMM that also runs the gelu's backward and
+  // writes the gradient of node `pre_of`'s output and its bias gradient
+  // (model/fused_linear_dgelu.h); `dgelu_of` is the gelu node, whose
+  // `backward_by` is this node: its backward is skipped where the GEMM ran.
+  std::unique_ptr<FusedLinearDgelu> fused_dgelu;
+  int dgelu_of = -1;
+  int backward_by = -1;
 };
 
 // A buffer of activation gradients. Buffers whose lives do not overlap share
@@ -530,6 +539,39 @@ std::size_t fuse_linear_gelu(std::vector<PlanNode>& nodes, const ModelSpec& spec
   return ctx.is_cuda() ? 0 : per_sample;
 }
 
+// The backward half of that rewrite (model/fused_linear_dgelu.h): every
+// fused gelu whose output has one reader, a linear layer reading it alone,
+// gets that reader's dx GEMM to run its backward (cuBLASLt's DGELU_BGRAD on
+// a GPU, where both linears take the stored path; the CPU twin through the
+// reader's fp32 adapter). It runs where the forward's fusion runs: the plan
+// rewritten by fuse_linear_gelu, the same option.
+void fuse_linear_dgelu(std::vector<PlanNode>& nodes, const ModelSpec& spec,
+                       const ComputeContext& ctx) {
+  for (std::size_t r = 0; r < nodes.size(); ++r) {
+    PlanNode& gelu = nodes[r];
+    if (gelu.fused_gelu == nullptr || gelu.pre_of < 0 || gelu.consumers.size() != 1) continue;
+    const std::size_t c = gelu.consumers[0];
+    PlanNode& proj = nodes[c];
+    auto* proj_layer = dynamic_cast<LinearLayer*>(proj.layer.get());
+    if (spec.layers[c].kind != LayerKind::linear || proj_layer == nullptr || proj.folded ||
+        proj.fused_dgelu != nullptr || proj.inputs.size() != 1 ||
+        proj.inputs[0] != static_cast<int>(r) || !proj.layer->tied_to().empty())
+      continue;
+    // The GPU's GEMM reads and writes the stored buffers; the CPU's twin
+    // hooks the adapter's fp32 dx.
+    if (ctx.is_cuda() ? proj.stores == nullptr : proj.stores != nullptr) continue;
+    PlanNode& fc = nodes[static_cast<std::size_t>(gelu.pre_of)];
+    auto* fc_layer = dynamic_cast<LinearLayer*>(fc.layer.get());
+    if (fc_layer == nullptr) continue;
+    proj.fused_dgelu = std::make_unique<FusedLinearDgelu>(*proj_layer, *fc_layer, ctx,
+                                                          gelu.layer->name(), fc.layer->name());
+    proj.describes = proj.fused_dgelu.get();
+    proj.dgelu_of = static_cast<int>(r);
+    gelu.backward_by = static_cast<int>(c);
+    gelu.fused_gelu->set_backward_fused_into(proj.layer->name());
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<Model> Model::build(const ModelSpec& given,
@@ -723,7 +765,10 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
                               options.device.is_cuda() && options.precision != DType::f32);
     for (const auto& pair : linear_gelu_candidates(s.nodes, spec, input_stored))
       s.linear_gelu_candidates.push_back(s.nodes[pair.first].layer->name());
-    if (linear_gelu) fused_workspace += fuse_linear_gelu(s.nodes, spec, *s.ctx, B, input_stored);
+    if (linear_gelu) {
+      fused_workspace += fuse_linear_gelu(s.nodes, spec, *s.ctx, B, input_stored);
+      fuse_linear_dgelu(s.nodes, spec, *s.ctx);
+    }
   }
   const Device dev = options.device;
   s.params = Tensor::empty({offset}, DType::f32, dev);
@@ -895,6 +940,20 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
         const auto gj = static_cast<std::size_t>(s.nodes[static_cast<std::size_t>(j)].grad);
         hi[gj] = std::max(hi[gj], i);
       }
+    // A linear whose dx GEMM runs the gelu's backward (fuse_linear_dgelu)
+    // writes the pre-activation's gradient itself, while it reads its dy:
+    // that buffer lives from this node down, and shares no slot with dy.
+    if (node.fused_dgelu != nullptr) {
+      const PlanNode& gelu = s.nodes[static_cast<std::size_t>(node.dgelu_of)];
+      const PlanNode& pre = s.nodes[static_cast<std::size_t>(gelu.pre_of)];
+      RT_CHECK(pre.grad >= 0 && gelu.grad >= 0 && pre.grad != gelu.grad &&
+                   grad_dtype[static_cast<std::size_t>(pre.grad)] == s.storage,
+               "model: '{}' fused with '{}''s backward needs the pre-activation's own stored "
+               "gradient",
+               node.layer->name(), gelu.layer->name());
+      const auto gp = static_cast<std::size_t>(pre.grad);
+      hi[gp] = std::max(hi[gp], i);
+    }
   }
   // The logits' gradient is written over the logits themselves, where nothing
   // reads them after the loss's backward (the last node's backward ignores
@@ -961,6 +1020,11 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
              node.layer->name(), dtype_name(input_dtype));
     RT_CHECK(node.fused_gelu == nullptr || !node.adapted,
              "model: fused node '{}' would need the fp32 adapter", node.layer->name());
+    // The GPU's DGELU GEMM reads the stored buffers; the CPU twin reads the
+    // adapter's fp32 dx.
+    RT_CHECK(node.fused_dgelu == nullptr || node.adapted == !dev.is_cuda(),
+             "model: '{}' fused with a gelu's backward {} the fp32 adapter", node.layer->name(),
+             dev.is_cuda() ? "would need" : "needs");
   }
   // The fp32 scratch per input slot: where a contribution lands before it is
   // added to a summed (fp32) gradient, or narrowed into a stored one from a
@@ -1393,6 +1457,12 @@ void Model::backward(float grad_scale, bool accumulate,
   for (std::size_t i = L; i-- > 0;) {
     PlanNode& node = s.nodes[i];
     Layer& layer = *node.layer;
+    // A gelu whose backward its reader's dx GEMM ran (fuse_linear_dgelu).
+    if (node.backward_by >= 0 &&
+        s.nodes[static_cast<std::size_t>(node.backward_by)].fused_dgelu->wrote_pre_gradient()) {
+      if (on_layer_ready) on_layer_ready(i);
+      continue;
+    }
     // A folded node's backward is its fused node's.
     if (!layer.is_view() && node.grad >= 0 && !node.folded) {
       mark_start(s.timer, ProfileSlots::backward(i));
@@ -1432,6 +1502,18 @@ void Model::backward(float grad_scale, bool accumulate,
           in_grad.written = true;
         }
       }
+      // A linear whose dx GEMM runs the gelu's backward writes the gradient
+      // of the gelu's input (the pre-activation) instead of the gelu's own.
+      GradientBuffer* d_pre = nullptr;
+      BufferView pre;
+      if (node.fused_dgelu != nullptr) {
+        const PlanNode& gelu = s.nodes[static_cast<std::size_t>(node.dgelu_of)];
+        const PlanNode& pre_node = s.nodes[static_cast<std::size_t>(gelu.pre_of)];
+        d_pre = &s.grad_buffers[static_cast<std::size_t>(pre_node.grad)];
+        pre = pre_node.output;
+        RT_CHECK(!d_pre->written && dxs.at(0).ptr != nullptr,
+                 "model: '{}''s gradient is written before its fused backward", gelu.layer->name());
+      }
       // A fused node computes its BatchNorm's parameter gradients.
       const bool has_params =
           node.param_range.second > node.param_range.first || node.fused != nullptr;
@@ -1450,6 +1532,10 @@ void Model::backward(float grad_scale, bool accumulate,
           node.fused_ln->backward(sum.output, dy, d_sum.view(batch, dev), d_sum.written, dxs, batch,
                                   accumulate);
           d_sum.written = true;
+        } else if (d_pre != nullptr) {
+          node.fused_dgelu->backward_stored(xs[0], dy, pre, d_pre->view(batch, dev), dxs[0], batch,
+                                            accumulate);
+          d_pre->written = node.fused_dgelu->wrote_pre_gradient();
         } else {
           node.stores->backward_stored(xs, node.output, dy, dxs, batch, accumulate);
         }
@@ -1468,10 +1554,24 @@ void Model::backward(float grad_scale, bool accumulate,
                              ? widen_rows_for_layer(*s.ctx, node, node.output, s.wide_output)
                              : nullptr;
         const float* dy_wide = widen_rows_for_layer(*s.ctx, node, dy, s.wide_grad);
+        // The CPU twin of the DGELU epilogue: the layer's fp32 dx in the
+        // slot's scratch, never narrowed into the gelu's gradient.
+        float* twin_dx = nullptr;
+        if (d_pre != nullptr) {
+          twin_dx = s.scratch[0].data_as<float>();
+          dx[0] = twin_dx;
+          to_narrow.erase(std::remove_if(to_narrow.begin(), to_narrow.end(),
+                                         [](const auto& e) { return e.first == 0; }),
+                          to_narrow.end());
+        }
         if (layer.takes_many_inputs())
           layer.backward_many(wide, y, dy_wide, dx, batch, accumulate);
         else
           layer.backward(wide[0], y, dy_wide, dx[0], batch, accumulate);
+        if (d_pre != nullptr) {
+          node.fused_dgelu->backward_twin(twin_dx, pre, d_pre->view(batch, dev), accumulate);
+          d_pre->written = true;
+        }
       }
       for (const auto& [k, g] : to_narrow) {
         const GradientBuffer& in_grad = s.grad_buffers[static_cast<std::size_t>(g)];

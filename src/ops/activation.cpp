@@ -137,6 +137,36 @@ void gelu_tanh_backward(const ComputeContext& ctx, BufferView x, BufferView dy, 
   });
 }
 
+// The same chunks and fp32 loop as gelu_tanh_backward, reading the fp32
+// gradient where that reads the stored (rounded) one.
+void gelu_tanh_backward_of_sum(const ComputeContext& ctx, BufferView pre, float* d,
+                               BufferView d_pre) {
+  RT_CHECK(!ctx.is_cuda(),
+           "gelu_tanh_backward_of_sum is the CPU twin of cuBLASLt's DGELU epilogue");
+  RT_CHECK(pre.count == d_pre.count,
+           "gelu_tanh_backward_of_sum: {} pre-activations for {} gradients", pre.count,
+           d_pre.count);
+  kernels::with_storage_pair(pre.dtype, d_pre.dtype, [&](auto s, auto t) {
+    using T = decltype(s);
+    using D = decltype(t);
+    const T* xs = pre.as<const T>();
+    D* dxs = d_pre.as<D>();
+    float a[kChunk], g[kChunk], out[kChunk];
+    for (std::size_t at = 0; at < d_pre.count; at += kChunk) {
+      const std::size_t n = std::min(kChunk, d_pre.count - at);
+      for (std::size_t i = 0; i < n; ++i) {
+        a[i] = kernels::load(xs, at + i);
+        g[i] = d[at + i];
+      }
+      gelu_tanh_backward_floats(a, g, out, n);
+      for (std::size_t i = 0; i < n; ++i) {
+        d[at + i] = out[i];
+        kernels::store(dxs, at + i, out[i]);
+      }
+    }
+  });
+}
+
 void gelu_forward(const ComputeContext& ctx, const float* x, float* y, std::size_t n) {
   if (ctx.is_cuda()) return detail::gpu_gelu_forward(ctx.stream(), x, y, n);
   for (std::size_t i = 0; i < n; ++i) y[i] = kernels::gelu_forward_element(x[i]);

@@ -12,6 +12,7 @@
 #include "kernels/pool2d.cuh"
 #include "ringtrain/core/buffer_view.h"
 #include "ringtrain/ops/conv2d.h"
+#include "ringtrain/ops/linear_dgelu.h"
 #include "ringtrain/ops/pool2d.h"
 
 namespace ringtrain::detail {
@@ -103,6 +104,24 @@ bool gpu_lt_gemm_gelu_aux_bias(const GpuHandles& h, bool trans_a, bool trans_b, 
                                BufferView b, std::size_t ldb, BufferView d, std::size_t ldd,
                                const float* bias, BufferView aux, std::size_t ld_aux);
 std::size_t gpu_lt_gemm_gelu_refused(const GpuHandles& h);
+// The backward at that gelu, on the next linear's dx (row-major as
+// gpu_lt_gemm, all of the context's 16-bit dtype, beta 0): D[i, j] =
+// round(gelu_tanh'(aux[i, j]) s), s the fp32 product, aux (leading
+// dimension ld_aux) the stored pre-activation, read. With bias_grad (fp32, n
+// values) CUBLASLT_EPILOGUE_DGELU_BGRAD also writes its column sums there,
+// overwritten, or added to where accumulate_bias_grad (through h.scratch:
+// the epilogue cannot add; n <= kGpuScratchFloats, else DGELU alone). Where
+// cuBLASLt refuses the fp32 bias gradient it runs DGELU alone (bias_grad
+// untouched); where it refuses that too, or aux breaks the forward's rules,
+// nothing is queued. Decided once per shape (cached in h.lt), counted by
+// gpu_lt_gemm_dgelu_bgrad_refused and gpu_lt_gemm_dgelu_refused.
+LinearDgeluRan gpu_lt_gemm_dgelu(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m,
+                                 std::size_t n, std::size_t k, BufferView a, std::size_t lda,
+                                 BufferView b, std::size_t ldb, BufferView d, std::size_t ldd,
+                                 BufferView aux, std::size_t ld_aux, float* bias_grad,
+                                 bool accumulate_bias_grad);
+std::size_t gpu_lt_gemm_dgelu_bgrad_refused(const GpuHandles& h);
+std::size_t gpu_lt_gemm_dgelu_refused(const GpuHandles& h);
 // An empty cache for GpuHandles::lt (cublaslt_gemm.cpp).
 std::shared_ptr<LtGemmCache> make_lt_gemm_cache();
 

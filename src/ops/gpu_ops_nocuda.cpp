@@ -58,6 +58,17 @@ bool gpu_lt_gemm_gelu_aux_bias(const GpuHandles&, bool, bool, std::size_t, std::
 std::size_t gpu_lt_gemm_gelu_refused(const GpuHandles&) {
   return 0;
 }
+LinearDgeluRan gpu_lt_gemm_dgelu(const GpuHandles&, bool, bool, std::size_t, std::size_t,
+                                 std::size_t, BufferView, std::size_t, BufferView, std::size_t,
+                                 BufferView, std::size_t, BufferView, std::size_t, float*, bool) {
+  no_cuda("a cuBLASLt GEMM");
+}
+std::size_t gpu_lt_gemm_dgelu_bgrad_refused(const GpuHandles&) {
+  return 0;
+}
+std::size_t gpu_lt_gemm_dgelu_refused(const GpuHandles&) {
+  return 0;
+}
 std::shared_ptr<LtGemmCache> make_lt_gemm_cache() {
   no_cuda("a cuBLASLt GEMM");
 }

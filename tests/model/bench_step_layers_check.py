@@ -12,7 +12,8 @@ cuDNN algorithms, the 16-bit ones under --precision bf16|fp16, and a linear
 layer's row its cuBLASLt epilogues there).
 --bounds: the marked forward and backward time is within 0.3x-3x of the phased step.
 A node folded into a fused one (--fuse) names it, and that one names it back;
-so does a linear whose forward runs in its gelu's fused GEMM.
+so does a linear whose forward runs in its gelu's fused GEMM, and a linear
+whose dx GEMM runs that gelu's backward (DGELU_BGRAD).
 """
 import json
 import sys
@@ -75,6 +76,22 @@ def main():
             assert r["forward_ms"] < 1e-3, r
             if gpu:
                 assert "GELU_AUX_BIAS" in fused[into]["kernels"], fused[into]
+    # A linear (c_proj) whose dx GEMM runs the fused gelu's backward names
+    # it, and that gelu's row names it back; where the epilogue ran, the
+    # gelu's backward takes no time of its own.
+    by_name = {r["name"]: r for r in layers}
+    for r in layers:
+        kernels = r.get("kernels", "")
+        at = kernels.find("dx fused with ")
+        if at < 0:
+            continue
+        gelu = kernels[at + len("dx fused with "):].split("'s backward: ")[0]
+        assert gelu in fused, (r, gelu)
+        assert "backward: fused into " + r["name"] + "'s dx" in fused[gelu]["kernels"], fused[gelu]
+        if gpu:
+            assert "DGELU_BGRAD" in kernels, r
+        if "last backward: the epilogue ran" in kernels or "DGELU alone ran" in kernels:
+            assert by_name[gelu]["backward_ms"] < 1e-3, by_name[gelu]
     if bench.get("fuse") == "off":
         assert not fused, fused
     profile = bench["layers_profile"]

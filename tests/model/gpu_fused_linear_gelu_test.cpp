@@ -9,7 +9,13 @@
 // not a multiple of 8) is refused: nothing runs, it is counted once, and the
 // model runs the unfused pair, --fuse off's bits. gpt-nano under bf16/fp16
 // with the epilogue (the default on a GPU) stays near the unfused plan and
-// the CPU twin. Exits 77 (ctest: skipped) without CUDA or a device.
+// the CPU twin. The backward's DGELU_BGRAD epilogue (ops/linear_dgelu.h)
+// against its twin's arithmetic: d(pre) = gelu_tanh'(pre) times the fp32
+// product, rounded once (cuBLASLt's gelu' error allowed as its tanh's), and
+// the bias gradient as the column sums of the unrounded values, overwritten
+// or added to, at an aligned and a misaligned address; a shape whose
+// auxiliary breaks the rules is refused and counted once. Exits 77 (ctest:
+// skipped) without CUDA or a device.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
@@ -25,6 +31,7 @@
 #include "ringtrain/model/model.h"
 #include "ringtrain/model/model_spec.h"
 #include "ringtrain/ops/compute_context.h"
+#include "ringtrain/ops/linear_dgelu.h"
 #include "ringtrain/ops/linear_gelu.h"
 #include "ringtrain/tensor/tensor.h"
 #include "tests/model/grid_values.h"
@@ -192,6 +199,12 @@ fc = linear(out=3)
       INFO(k);
       CHECK(k.rfind("fused a+g: cublasLt GELU_AUX_BIAS epilogue", 0) == 0);
       CHECK(k.find("cuBLASLt refused the GELU epilogue for this shape") != std::string::npos);
+      // The backward's DGELU reads the same auxiliary: refused too.
+      const std::string kb = m->layer_kernels(node_named(*m, "fc"));
+      INFO(kb);
+      CHECK(kb.find("dx fused with g's backward: cublasLt DGELU_BGRAD epilogue") !=
+            std::string::npos);
+      CHECK(kb.find("cuBLASLt refused the DGELU epilogue for this shape") != std::string::npos);
     }
   }
   CHECK(losses[0] == losses[1]);
@@ -235,6 +248,13 @@ TEST_CASE("gpu gpt-nano: the epilogue near the unfused plan and the CPU twin", "
     if (mode == LinearGelu::automatic) {
       CHECK(k.find("GELU_AUX_BIAS epilogue") != std::string::npos);
       CHECK(k.find("last forward: the epilogue ran") != std::string::npos);
+      CHECK(k.find("backward: fused into h.0.mlp.c_proj's dx (DGELU_BGRAD)") != std::string::npos);
+      // The backward's epilogue ran, with or without its bias gradient.
+      const std::string kb = m->layer_kernels(node_named(*m, "h.0.mlp.c_proj"));
+      INFO(kb);
+      CHECK(kb.find("DGELU_BGRAD epilogue") != std::string::npos);
+      CHECK((kb.find("last backward: the epilogue ran") != std::string::npos ||
+             kb.find("DGELU alone ran") != std::string::npos));
     } else {
       CHECK(k.empty());
     }
@@ -257,6 +277,132 @@ TEST_CASE("gpu gpt-nano: the epilogue near the unfused plan and the CPU twin", "
   INFO("relative gradient difference " << std::sqrt(diff / norm));
   CHECK(norm > 0.0);
   CHECK(std::sqrt(diff / norm) <= (p == DType::bf16 ? 3e-2 : 5e-3));
+}
+
+TEST_CASE("gpu DGELU_BGRAD: d(pre) rounded once and the bias gradient, as the CPU twin",
+          "[gpu][fusion]") {
+  // (rows, in, out) of the reader's dx = dy [rows, out] W [out, in]: in is
+  // gelu's width (GPT-2's 3072 from 768).
+  const Shape3 shapes[] = {{1, 8, 16}, {5, 24, 12}, {37, 64, 40}, {130, 48, 200}, {64, 3072, 768}};
+  for (const DType p : {DType::bf16, DType::f16}) {
+    const auto ctx = ComputeContext::create(kGpu, Tf32Mode::off, p);
+    for (const Shape3& s : shapes) {
+      const auto dy = on_grid(91, s.rows * s.out, p);
+      const auto w = on_grid(92, s.out * s.in, p);
+      std::vector<float> pre = hashed_vector(93, s.rows * s.in, -4.0f, 4.0f);
+      pre = on_grid(pre, p);
+      const Tensor dy16 = words_on(dy, p, kGpu), w16 = words_on(w, p, kGpu),
+                   pre16 = words_on(pre, p, kGpu);
+      const std::vector<float> start = hashed_vector(94, s.in + 1);
+      // Offset 0 overwritten and added to (staged), and 4 bytes past 16-byte
+      // alignment (staged either way).
+      for (const std::size_t offset : {std::size_t{0}, std::size_t{1}})
+        for (const bool accumulate : {false, true}) {
+          INFO(dtype_name(p) << ": " << s.rows << " rows, dx " << s.out << " -> " << s.in
+                             << "; bias gradient at offset " << offset
+                             << (accumulate ? ", accumulated" : ", overwritten"));
+          Tensor d_pre = Tensor::empty({s.rows * s.in}, p, kGpu);
+          Tensor db = to_gpu(start);
+          const LinearDgeluRan ran = linear_dgelu_backward_stored(
+              *ctx, dy16.buffer(), w16.buffer(), pre16.buffer(), d_pre.buffer(),
+              db.data_as<float>() + offset, s.rows, s.in, s.out, accumulate);
+          INFO("cuBLASLt ran " << (ran == LinearDgeluRan::dgelu_bgrad ? "DGELU_BGRAD"
+                                   : ran == LinearDgeluRan::dgelu     ? "DGELU alone"
+                                                                      : "nothing (refused)")
+                               << "; shapes refused so far: bias gradient "
+                               << linear_dgelu_bgrad_refused_shapes(*ctx) << ", DGELU "
+                               << linear_dgelu_refused_shapes(*ctx));
+          // The auxiliary's rules hold for every width here (a multiple of
+          // 8): a refusal of DGELU fails, named; one of the fp32 bias
+          // gradient with a 16-bit D (what cublasLt.h leaves open) is said.
+          CHECK(ran != LinearDgeluRan::refused);
+          if (ran == LinearDgeluRan::dgelu)
+            WARN("cuBLASLt refused DGELU_BGRAD's fp32 bias gradient (" << dtype_name(p) << ", "
+                                                                       << s.in << " wide)");
+          if (ran == LinearDgeluRan::refused) continue;
+          const std::vector<float> got = widened_values(d_pre, *ctx);
+          const std::vector<float> db_got = to_host(db, *ctx);
+          std::vector<double> sums(s.in, 0.0), sums_rounded(s.in, 0.0), slack(s.in, 0.0);
+          std::size_t exact = 0, far = 0;
+          for (std::size_t r = 0; r < s.rows; ++r)
+            for (std::size_t j = 0; j < s.in; ++j) {
+              const std::size_t i = r * s.in + j;
+              double sum = 0.0, abs_sum = 0.0;
+              for (std::size_t q = 0; q < s.out; ++q) {
+                const double prod = static_cast<double>(dy[r * s.out + q]) * w[q * s.in + j];
+                sum += prod;
+                abs_sum += std::abs(prod);
+              }
+              const double bound = static_cast<double>(s.out + 2) * 0x1.0p-24 * abs_sum + 1e-30;
+              const auto fp32 = static_cast<float>(sum);
+              // The twin: gelu' of the stored pre times the fp32 sum, rounded once.
+              const float unrounded = kernels::gelu_tanh_backward_element(pre[i], fp32);
+              const float want = kernels::round_to_precision_grid(unrounded, p);
+              exact += got[i] == want;
+              const double gelu_error = 0x1.0p-10 * 1.2 * std::abs(fp32);
+              const double tol = grid_step(want, p) + 1.2 * bound + gelu_error + 1e-7;
+              if (!(std::abs(got[i] - want) <= tol)) ++far;
+              sums[j] += unrounded;
+              sums_rounded[j] += want;
+              slack[j] += 1.2 * bound + gelu_error + 0x1.0p-23 * std::abs(unrounded);
+            }
+          const std::size_t n = s.rows * s.in;
+          INFO("d(pre): " << exact << " of " << n << " exact, " << far << " beyond a grid step");
+          CHECK(far == 0);
+          CHECK(exact + std::max<std::size_t>(1, n / 10) >= n);
+          if (ran == LinearDgeluRan::dgelu) {
+            CHECK(db_got == start);  // DGELU alone leaves it to the caller
+            continue;
+          }
+          // Which sums cuBLASLt reduces (cublasLt.h does not say): the twin's
+          // unrounded ones, or the stored d(pre); said, and both allowed.
+          std::size_t db_far = 0;
+          double off_unrounded = 0.0, off_rounded = 0.0;
+          for (std::size_t j = 0; j < s.in; ++j) {
+            const double base = accumulate ? start[j + offset] : 0.0;
+            const double a = std::abs(db_got[j + offset] - (base + sums[j]));
+            const double b = std::abs(db_got[j + offset] - (base + sums_rounded[j]));
+            off_unrounded += a;
+            off_rounded += b;
+            const double tol =
+                slack[j] + std::abs(sums[j] - sums_rounded[j]) +
+                static_cast<double>(s.rows + 2) * 0x1.0p-23 * (std::abs(base) + std::abs(sums[j])) +
+                1e-6;
+            if (!(a <= tol)) ++db_far;
+          }
+          if (offset == 0 && !accumulate)
+            WARN("bias gradient " << dtype_name(p) << " " << s.rows << "x" << s.in
+                                  << ": summed distance to the unrounded sums " << off_unrounded
+                                  << ", to the rounded ones " << off_rounded);
+          CHECK(db_far == 0);
+          // The words outside the vector are untouched.
+          CHECK(db_got[offset == 0 ? s.in : 0] == start[offset == 0 ? s.in : 0]);
+        }
+    }
+    CHECK(linear_dgelu_refused_shapes(*ctx) == 0);
+  }
+}
+
+TEST_CASE("gpu DGELU refused (gelu's width not a multiple of 8): nothing runs, counted once",
+          "[gpu][fusion]") {
+  const DType p = DType::bf16;
+  const auto ctx = ComputeContext::create(kGpu, Tf32Mode::off, p);
+  const std::size_t rows = 6, in = 12, out = 16;
+  const Tensor dy16 = words_on(on_grid(95, rows * out, p), p, kGpu);
+  const Tensor w16 = words_on(on_grid(96, out * in, p), p, kGpu);
+  const Tensor pre16 = words_on(on_grid(97, rows * in, p), p, kGpu);
+  const std::vector<float> sentinel = on_grid(98, rows * in, p);
+  const std::vector<float> start = hashed_vector(99, in);
+  Tensor d_pre = words_on(sentinel, p, kGpu);
+  Tensor db = to_gpu(start);
+  for (int call = 0; call < 2; ++call) {
+    CHECK(linear_dgelu_backward_stored(*ctx, dy16.buffer(), w16.buffer(), pre16.buffer(),
+                                       d_pre.buffer(), db.data_as<float>(), rows, in, out,
+                                       false) == LinearDgeluRan::refused);
+    CHECK(linear_dgelu_refused_shapes(*ctx) == 1);
+  }
+  CHECK(widened_values(d_pre, *ctx) == sentinel);
+  CHECK(to_host(db, *ctx) == start);
 }
 
 int main(int argc, char** argv) {

@@ -27,6 +27,14 @@ void gelu_tanh_backward(const ComputeContext& ctx, BufferView x, BufferView dy, 
 // same loop). CPU contexts only.
 void gelu_tanh_forward_with_aux(const ComputeContext& ctx, const float* pre, BufferView aux,
                                 BufferView y);
+// The CPU twin of cuBLASLt's DGELU epilogue's arithmetic (the backward of
+// that fusion, ops/linear_dgelu.h): from the fp32 gradient of gelu's output
+// `d` (d_pre.count values, the next linear's unrounded dx), d = gelu_tanh'(pre)
+// · d in fp32, in place, and d_pre = d rounded once into its dtype. The same
+// chunks and fp32 loop as gelu_tanh_backward, which reads the gradient
+// rounded: under fp32 storage it is that backward, bit for bit. CPU only.
+void gelu_tanh_backward_of_sum(const ComputeContext& ctx, BufferView pre, float* d,
+                               BufferView d_pre);
 void gelu_forward(const ComputeContext& ctx, const float* x, float* y, std::size_t n);
 // dx = dy * gelu'(x) (x is gelu's input).
 void gelu_backward(const ComputeContext& ctx, const float* x, const float* dy, float* dx,

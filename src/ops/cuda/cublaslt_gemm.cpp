@@ -7,6 +7,10 @@
 // bytes the GEMM stores. The GELU epilogue (GELU_AUX_BIAS) also applies
 // gelu to the fp32 sum plus bias and stores both: D = gelu, and the
 // pre-activation as its auxiliary output (the linear + gelu_tanh fusion).
+// The backward's DGELU_BGRAD epilogue (or DGELU alone) multiplies the fp32
+// product dy W by gelu_tanh' of that stored pre-activation, read back as its
+// auxiliary input, stores the result once rounded, and reduces its column
+// sums into the bias gradient of the linear before the gelu.
 //
 // Each shape's descriptors and algorithm are made once, from
 // cublasLtMatmulAlgoGetHeuristic with the shared workspace, and cached with
@@ -34,7 +38,7 @@ namespace {
 // cuBLAS's recommendation for Hopper (smaller GPUs use less of it).
 constexpr std::size_t kLtWorkspaceBytes = std::size_t{32} << 20;
 
-enum class LtEpilogue : int { none, bias, bias_grad, gelu_aux_bias };
+enum class LtEpilogue : int { none, bias, bias_grad, gelu_aux_bias, dgelu, dgelu_bgrad };
 
 // The largest power of two (up to 256) that divides the address: the
 // algorithm must accept buffers aligned only that much (cuBLASLt assumes 256
@@ -50,6 +54,8 @@ const char* epilogue_name(LtEpilogue e) {
   return e == LtEpilogue::bias            ? "bias"
          : e == LtEpilogue::bias_grad     ? "bias gradient (BGRADB)"
          : e == LtEpilogue::gelu_aux_bias ? "GELU_AUX_BIAS"
+         : e == LtEpilogue::dgelu         ? "DGELU"
+         : e == LtEpilogue::dgelu_bgrad   ? "DGELU_BGRAD"
                                           : "none";
 }
 
@@ -60,8 +66,8 @@ struct LtKey {
   bool beta_zero;
   LtEpilogue epilogue;
   std::uint32_t align_a, align_b, align_d;
-  // GELU_AUX_BIAS's auxiliary output: its leading dimension and alignment
-  // (0 for the other epilogues).
+  // The GELU epilogues' auxiliary (GELU_AUX_BIAS's output, DGELU's input):
+  // its leading dimension and alignment (0 for the other epilogues).
   std::size_t ld_aux = 0;
   std::uint32_t align_aux = 0;
   // The bias (or bias gradient) vector's alignment: the heuristic reads it
@@ -88,6 +94,9 @@ struct LtPlan {
   // cuBLASLt refused the bias-gradient epilogue (BGRADB) for this shape: the
   // product runs without it and the caller reduces the bias gradient itself.
   bool sums_apart = false;
+  // A cublasLtMatmul with it has succeeded (gpu_lt_gemm_dgelu: a first call
+  // refused by cublasLtMatmul itself drops the plan).
+  bool proven = false;
   LtPlan() = default;
   LtPlan(const LtPlan&) = delete;
   LtPlan& operator=(const LtPlan&) = delete;
@@ -121,6 +130,11 @@ struct LtGemmCache {
   // Shapes whose GELU epilogue cuBLASLt refused (or whose auxiliary broke its
   // documented layout rules): their null plans are cached, so each counts once.
   std::size_t gelu_refused_shapes = 0;
+  // The backward's: shapes whose DGELU_BGRAD cuBLASLt refused while DGELU
+  // alone ran (the bias gradient then reduced by the linear's own backward),
+  // and shapes where both were refused (the unfused pair ran).
+  std::size_t dgelu_bgrad_refused_shapes = 0;
+  std::size_t dgelu_refused_shapes = 0;
   LtGemmCache() = default;
   LtGemmCache(const LtGemmCache&) = delete;
   LtGemmCache& operator=(const LtGemmCache&) = delete;
@@ -146,6 +160,14 @@ std::size_t gpu_lt_gemm_sums_apart(const GpuHandles& h) {
 
 std::size_t gpu_lt_gemm_gelu_refused(const GpuHandles& h) {
   return h.lt != nullptr ? h.lt->gelu_refused_shapes : 0;
+}
+
+std::size_t gpu_lt_gemm_dgelu_bgrad_refused(const GpuHandles& h) {
+  return h.lt != nullptr ? h.lt->dgelu_bgrad_refused_shapes : 0;
+}
+
+std::size_t gpu_lt_gemm_dgelu_refused(const GpuHandles& h) {
+  return h.lt != nullptr ? h.lt->dgelu_refused_shapes : 0;
 }
 
 namespace {
@@ -198,10 +220,27 @@ std::unique_ptr<LtPlan> try_plan(LtGemmCache& cache, const LtKey& key, DType ab_
     // so): the call's own, which the cache keys on (align_aux).
     set_desc(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof(aux));
   }
+  // The backward of that pair, on dx = dy W of the linear after the gelu:
+  // D = gelu_tanh'(aux) times the fp32 product, rounded once into D's dtype,
+  // aux (the stored pre-activation, an input here) laid out as D, as in the
+  // forward. DGELU_BGRAD also writes the bias gradient of the linear before
+  // the gelu: cublasLt.h makes the vector as long as D^T's rows (our n), and
+  // it is the reduction of the gelu gradient (the epilogue's output, not the
+  // product: apex's and Transformer Engine's fused MLPs read it as the first
+  // linear's bias gradient) over D^T's columns, our rows.
+  if (epi == LtEpilogue::dgelu || epi == LtEpilogue::dgelu_bgrad) {
+    epilogue = epi == LtEpilogue::dgelu ? CUBLASLT_EPILOGUE_DGELU : CUBLASLT_EPILOGUE_DGELU_BGRAD;
+    const auto ld_aux = static_cast<std::int64_t>(key.ld_aux);
+    set_desc(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld_aux, sizeof(ld_aux));
+    // Its dtype is D's by default, the stored pre-activation's (as forward).
+    set_desc(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof(aux));
+  }
   set_desc(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue));
-  if (epi != LtEpilogue::none) {
+  if (epi != LtEpilogue::none && epi != LtEpilogue::dgelu) {
     // An fp32 bias (the layer's own parameter, or its fp32 gradient): fp32 sum
     // plus fp32 bias, rounded once into the 16-bit D, as the unfused path.
+    // DGELU_BGRAD's bias gradient is D's type unless set (cublasLt.h): fp32
+    // here too, or the heuristic refuses and the caller runs DGELU alone.
     const std::int32_t bias_type = CUDA_R_32F;
     set_desc(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type));
     // The heuristic takes the vector's alignment from its pointer (cublasLt.h,
@@ -480,6 +519,111 @@ bool gpu_lt_gemm_gelu_aux_bias(const GpuHandles& h, bool trans_a, bool trans_b, 
                                  &beta, d.ptr, plan.d, d.ptr, plan.d, &plan.algo, cache.workspace,
                                  kLtWorkspaceBytes, static_cast<cudaStream_t>(h.stream)));
   return true;
+}
+
+LinearDgeluRan gpu_lt_gemm_dgelu(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m,
+                                 std::size_t n, std::size_t k, BufferView a, std::size_t lda,
+                                 BufferView b, std::size_t ldb, BufferView d, std::size_t ldd,
+                                 BufferView aux, std::size_t ld_aux, float* bias_grad,
+                                 bool accumulate_bias_grad) {
+  const DType p = h.precision;
+  RT_CHECK(p != DType::f32 && a.dtype == p && b.dtype == p && d.dtype == p && aux.dtype == p,
+           "a cuBLASLt DGELU epilogue on {} and {} into {} (auxiliary {}) on a {} context: all "
+           "must be the context's 16-bit dtype",
+           dtype_name(a.dtype), dtype_name(b.dtype), dtype_name(d.dtype), dtype_name(aux.dtype),
+           dtype_name(p));
+  RT_CHECK(m > 0 && n > 0 && k > 0, "a cuBLASLt DGELU epilogue {} x {} x {}: empty", m, n, k);
+  LtGemmCache& cache = lt_cache(h);
+  auto stream = static_cast<cudaStream_t>(h.stream);
+  // The plan of one epilogue, made and cached on first use (null where the
+  // auxiliary breaks cublasLt.h's rules, as in the forward, or the heuristic
+  // has no algorithm); `fresh` says whether this call made it.
+  const auto plan_for = [&](LtEpilogue epi, const void* vec,
+                            bool& fresh) -> std::unique_ptr<LtPlan>& {
+    const LtKey key{trans_a,
+                    trans_b,
+                    m,
+                    n,
+                    k,
+                    lda,
+                    ldb,
+                    ldd,
+                    d.dtype,
+                    true,
+                    epi,
+                    alignment_of(a.ptr),
+                    alignment_of(b.ptr),
+                    alignment_of(d.ptr),
+                    ld_aux,
+                    alignment_of(aux.ptr),
+                    vec != nullptr ? alignment_of(vec) : 0};
+    auto it = cache.plans.find(key);
+    fresh = it == cache.plans.end();
+    if (fresh) {
+      std::unique_ptr<LtPlan> plan;
+      if (ld_aux % 8 == 0 && ld_aux >= n && key.align_aux >= 16)
+        plan = try_plan(cache, key, p, epi, d.dtype, ldd, key.align_d, aux.ptr, vec);
+      it = cache.plans.emplace(key, std::move(plan)).first;
+    }
+    return it->second;
+  };
+  // One GEMM with a plan. cublasLt.h says a data type set for a combination
+  // it does not support fails in cublasLtMatmul (INVALID_VALUE), past the
+  // heuristic: a plan's first call that fails so (or NOT_SUPPORTED), before
+  // anything is queued, drops the plan (a refusal, as the heuristic's); a
+  // failure of a plan that has run before is an Error.
+  const float alpha = 1.0f, beta = 0.0f;
+  const void* aux_in = aux.ptr;
+  const auto run = [&](std::unique_ptr<LtPlan>& plan, float* sums) {
+    set_desc(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux_in, sizeof(aux_in));
+    if (sums != nullptr)
+      set_desc(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &sums, sizeof(sums));
+    const cublasStatus_t st = cublasLtMatmul(
+        cache.handle, plan->desc, &alpha, b.ptr, plan->a, a.ptr, plan->b, &beta, d.ptr, plan->d,
+        d.ptr, plan->d, &plan->algo, cache.workspace, kLtWorkspaceBytes, stream);
+    if (st != CUBLAS_STATUS_SUCCESS && !plan->proven &&
+        (st == CUBLAS_STATUS_INVALID_VALUE || st == CUBLAS_STATUS_NOT_SUPPORTED)) {
+      plan.reset();
+      return false;
+    }
+    RT_CUBLAS_CHECK(st);
+    plan->proven = true;
+    return true;
+  };
+  // The bias gradient, as gpu_lt_gemm's: the epilogue overwrites, so an
+  // accumulated (or misaligned) one goes through the context's reduction
+  // scratch and is added (or copied) after; one too wide for it is left to
+  // the caller (DGELU alone).
+  const bool staged = bias_grad != nullptr && (accumulate_bias_grad || !aligned16(bias_grad));
+  float* sums_out = bias_grad == nullptr || (staged && n > kGpuScratchFloats) ? nullptr
+                    : staged                                                  ? h.scratch
+                                                                              : bias_grad;
+  bool bgrad_fresh = false, bgrad_dropped = false, dgelu_fresh = false;
+  if (sums_out != nullptr) {
+    std::unique_ptr<LtPlan>& plan = plan_for(LtEpilogue::dgelu_bgrad, sums_out, bgrad_fresh);
+    if (plan != nullptr) {
+      if (run(plan, sums_out)) {
+        if (staged) {
+          if (accumulate_bias_grad)
+            gpu_axpy(h.stream, 1.0f, h.scratch, bias_grad, n);
+          else
+            RT_CUDA_CHECK(cudaMemcpyAsync(bias_grad, h.scratch, n * sizeof(float),
+                                          cudaMemcpyDeviceToDevice, stream));
+        }
+        return LinearDgeluRan::dgelu_bgrad;
+      }
+      bgrad_dropped = true;
+    }
+  }
+  // DGELU alone: the caller reduces the bias gradient.
+  std::unique_ptr<LtPlan>& plan = plan_for(LtEpilogue::dgelu, nullptr, dgelu_fresh);
+  const bool bgrad_refused = bgrad_fresh || bgrad_dropped;
+  if (plan != nullptr && run(plan, nullptr)) {
+    if (bgrad_refused) ++cache.dgelu_bgrad_refused_shapes;
+    return LinearDgeluRan::dgelu;
+  }
+  if (dgelu_fresh || (plan == nullptr && bgrad_refused)) ++cache.dgelu_refused_shapes;
+  return LinearDgeluRan::refused;
 }
 
 }  // namespace ringtrain::detail
