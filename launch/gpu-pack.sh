@@ -13,6 +13,15 @@
 #   - libraries stored twice (merged /usr: lib/ and usr/lib/) as hard links
 #   - xz -9 instead of -6: its 64 MiB window finds the statically linked test
 #     binaries' common code (the build's share of the bundle: 17 MB -> 11 MB)
+#   - without the install tests' tree (build/tests/install: a second ringtrain
+#     in a package prefix and an example built against it, 4.5 MiB packed):
+#     they need CMake, which a GPU machine lacks, and gpu-checks.sh's cpusuite
+#     leaves them out
+# Each test binary carries the library's device code for every architecture the
+# build targets; the lent GPUs (H100, H200) are sm_90, and a build with
+# -DRINGTRAIN_CUDA_ARCHS=90 packs about half the device code of the default
+# "80;90" (2026-11-29: 80.6 MiB with both, over the limit). It says so when the
+# build targets more.
 # and fails (exit 1) if the result and the working tree do not fit.
 # RINGTRAIN_GPU_DIR: where the bundle script leaves bundle.tar.xz (default .gpu/;
 # set by the test, whose stand-in for the bundle script writes there).
@@ -40,6 +49,12 @@ done
 cd "$root"
 limit=$((64 * 1024 * 1024))
 
+archs=$(sed -n 's/^RINGTRAIN_CUDA_ARCHS:STRING=//p' "$build/CMakeCache.txt" 2>/dev/null || true)
+if [ -n "$archs" ] && [ "$archs" != 90 ]; then
+  echo "gpu-pack.sh: $build targets CUDA architectures '$archs'; the lent GPUs are sm_90, and" \
+    "'cmake -DRINGTRAIN_CUDA_ARCHS=90 $build' packs about half the device code" >&2
+fi
+
 "$pack" --build "$build" --fashion
 bundle=${RINGTRAIN_GPU_DIR:-$root/.gpu}/bundle.tar.xz
 [ -s "$bundle" ] || { echo "gpu-pack.sh: $pack left no $bundle" >&2; exit 1; }
@@ -66,6 +81,8 @@ for path in sorted(glob.glob(f"{folder}/*-idx*-ubyte.gz")):
     with gzip.open(path, "wb", compresslevel=0) as f:
         f.write(raw)
 PY
+
+rm -rf "${stage:?}/proj/$build/tests/install"
 
 # Where merged /usr gave the same library twice, keep one copy (tar stores the
 # second as a hard link, and unpacks it as one).

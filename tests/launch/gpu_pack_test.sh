@@ -2,7 +2,8 @@
 # gpu_pack_test.sh ROOT: launch/gpu-pack.sh on a stand-in for the workplace's bundle
 # script. The training set must come out cut to its first N images as valid IDX
 # (header count and the same bytes), the test set whole, both still gzip files;
-# a library stored twice must unpack as one file with two names; a bad count is
+# a library stored twice must unpack as one file with two names; the install
+# tests' tree must stay behind and the other tests travel; a bad count is
 # refused with exit 2.
 set -euo pipefail
 # shellcheck source=tests/support/python.sh
@@ -18,6 +19,9 @@ s=$(mktemp -d)
 trap 'rm -rf "$s"' EXIT
 mkdir -p "$s/proj" "$s/sys/lib/x86_64-linux-gnu" "$s/sys/usr/lib/x86_64-linux-gnu" "$s/data"
 echo /nowhere > "$s/proj/.origin"
+mkdir -p "$s/proj/build/tests/install/package" "$s/proj/build/tests/model"
+echo installed > "$s/proj/build/tests/install/package/ringtrain"
+echo kept > "$s/proj/build/tests/model/a_test"
 head -c 200000 /dev/urandom > "$s/sys/usr/lib/x86_64-linux-gnu/libtwin.so.1"
 cp "$s/sys/usr/lib/x86_64-linux-gnu/libtwin.so.1" "$s/sys/lib/x86_64-linux-gnu/libtwin.so.1"
 "$RINGTRAIN_PYTHON" - "$s/data" <<'PY'
@@ -57,6 +61,9 @@ links=$(stat -c %h "$work/out/sys/lib/x86_64-linux-gnu/libtwin.so.1")
 [ "$links" = 2 ] || { echo "FAIL: the twin library unpacks as $links link(s), not one file with 2 names"; exit 1; }
 cmp "$work/out/sys/lib/x86_64-linux-gnu/libtwin.so.1" "$work/out/sys/usr/lib/x86_64-linux-gnu/libtwin.so.1"
 echo "PASS: twin libraries stored once"
+[ ! -e "$work/out/proj/build/tests/install" ] || { echo "FAIL: the install tests' tree travelled"; exit 1; }
+[ "$(cat "$work/out/proj/build/tests/model/a_test")" = kept ] || { echo "FAIL: a test binary was lost"; exit 1; }
+echo "PASS: the install tests' tree left behind, the other tests kept"
 
 rc=0
 "$root/launch/gpu-pack.sh" --pack "$work/pack.sh" --train-images 12 > "$work/bad.log" 2>&1 || rc=$?
