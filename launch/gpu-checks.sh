@@ -166,6 +166,11 @@ wait_background() {
   bg_pids=()
 }
 check_cpusuite() {
+  # launch/gpu-pack.sh carries the GPU tests' executables only, unless --all-tests
+  if [ -f build/gpu-pack-tests.txt ] && [ $dry = 0 ]; then
+    note cpusuite SKIP "the bundle carries the GPU tests only (launch/gpu-pack.sh --all-tests for all)"
+    return
+  fi
   # The CPU tests name --device cpu, so they run on a GPU host as they do in CI.
   # In the background: it needs CPUs only, and the GPU checks leave most idle.
   # The install tests need CMake, and launch/gpu-pack.sh leaves their tree behind.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gpu-pack.sh [--build DIR] [--train-images N] [--pack SCRIPT]
+# gpu-pack.sh [--build DIR] [--train-images N] [--all-tests] [--pack SCRIPT]
 #
 # Packs a CUDA build for a lent GPU machine, small enough to travel: the
 # workplace's bundle script (../shared/gpu/pack.sh --fashion) gives about 73 MiB,
@@ -13,6 +13,12 @@
 #   - libraries stored twice (merged /usr: lib/ and usr/lib/) as hard links
 #   - xz -9 instead of -6: its 64 MiB window finds the statically linked test
 #     binaries' common code (the build's share of the bundle: 17 MB -> 11 MB)
+#   - the test executables a GPU round runs, not the CPU ones (launch/
+#     gpu_pack_keep.py: those a test labelled gpu names or runs through its
+#     scripts, and those gpu-checks.sh names; --all-tests keeps every one): each
+#     links the library statically, about 0.25 MiB packed apiece, 27 MiB for
+#     the build's 113 (2026-11-29); CI runs the CPU ones, and gpu-checks.sh's
+#     cpusuite says it has none to run
 #   - without the install tests' tree (build/tests/install: a second ringtrain
 #     in a package prefix and an example built against it, 4.5 MiB packed):
 #     they need CMake, which a GPU machine lacks, and gpu-checks.sh's cpusuite
@@ -29,7 +35,7 @@
 # Then, with the device tool: run with carry [".gpu"] and
 #   bash .gpu/run.sh 'launch/gpu-checks.sh --budget 460 --tar $OUT/gpu-checks.tgz $OUT/gc'
 set -euo pipefail
-build=build train_images=40000
+build=build train_images=40000 all_tests=0
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=launch/env.sh
 source "$root/launch/env.sh"  # RINGTRAIN_PYTHON
@@ -38,6 +44,7 @@ while [ $# -gt 0 ]; do
   case $1 in
     --build) build=$2; shift 2 ;;
     --train-images) train_images=$2; shift 2 ;;
+    --all-tests) all_tests=1; shift ;;
     --pack) pack=$2; shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu-pack.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
@@ -83,6 +90,19 @@ for path in sorted(glob.glob(f"{folder}/*-idx*-ubyte.gz")):
 PY
 
 rm -rf "${stage:?}/proj/$build/tests/install"
+if [ $all_tests = 0 ]; then
+  keep=$( (cd "$build" && ctest --show-only=json-v1 -L gpu) \
+    | "$RINGTRAIN_PYTHON" "$root/launch/gpu_pack_keep.py" "$build" "$root")
+  dropped=0
+  while IFS= read -r -d '' f; do
+    [ "$(head -c 4 "$f" | od -An -c | tr -d ' ')" = '177ELF' ] || continue
+    grep -qxF "${f#"$stage/proj/$build/"}" <<< "$keep" && continue
+    rm -f "$f"
+    dropped=$((dropped + 1))
+  done < <(find "$stage/proj/$build/tests" -type f -perm -u+x -print0 2>/dev/null)
+  printf '%s\n' "$keep" > "$stage/proj/$build/gpu-pack-tests.txt"
+  echo "gpu-pack.sh: $dropped CPU test executables left behind, $(grep -c . <<< "$keep") GPU ones kept (--all-tests keeps all)"
+fi
 
 # Where merged /usr gave the same library twice, keep one copy (tar stores the
 # second as a hard link, and unpacks it as one).

@@ -3,7 +3,8 @@
 # script. The training set must come out cut to its first N images as valid IDX
 # (header count and the same bytes), the test set whole, both still gzip files;
 # a library stored twice must unpack as one file with two names; the install
-# tests' tree must stay behind and the other tests travel; a bad count is
+# tests' tree and the CPU-only test executables must stay behind, what
+# gpu-checks.sh names travel; a bad count is
 # refused with exit 2.
 set -euo pipefail
 # shellcheck source=tests/support/python.sh
@@ -19,9 +20,12 @@ s=$(mktemp -d)
 trap 'rm -rf "$s"' EXIT
 mkdir -p "$s/proj" "$s/sys/lib/x86_64-linux-gnu" "$s/sys/usr/lib/x86_64-linux-gnu" "$s/data"
 echo /nowhere > "$s/proj/.origin"
-mkdir -p "$s/proj/build/tests/install/package" "$s/proj/build/tests/model"
+mkdir -p "$s/proj/build/tests/install/package" "$s/proj/build/tests/model" "$s/proj/build/tests/trainer"
 echo installed > "$s/proj/build/tests/install/package/ringtrain"
 echo kept > "$s/proj/build/tests/model/a_test"
+# ELF executables: one that gpu-checks.sh names, one that no GPU test runs
+cp /bin/true "$s/proj/build/tests/trainer/compare_checkpoints"
+cp /bin/true "$s/proj/build/tests/model/cpu_only_test"
 head -c 200000 /dev/urandom > "$s/sys/usr/lib/x86_64-linux-gnu/libtwin.so.1"
 cp "$s/sys/usr/lib/x86_64-linux-gnu/libtwin.so.1" "$s/sys/lib/x86_64-linux-gnu/libtwin.so.1"
 "$RINGTRAIN_PYTHON" - "$s/data" <<'PY'
@@ -62,8 +66,12 @@ links=$(stat -c %h "$work/out/sys/lib/x86_64-linux-gnu/libtwin.so.1")
 cmp "$work/out/sys/lib/x86_64-linux-gnu/libtwin.so.1" "$work/out/sys/usr/lib/x86_64-linux-gnu/libtwin.so.1"
 echo "PASS: twin libraries stored once"
 [ ! -e "$work/out/proj/build/tests/install" ] || { echo "FAIL: the install tests' tree travelled"; exit 1; }
-[ "$(cat "$work/out/proj/build/tests/model/a_test")" = kept ] || { echo "FAIL: a test binary was lost"; exit 1; }
-echo "PASS: the install tests' tree left behind, the other tests kept"
+[ "$(cat "$work/out/proj/build/tests/model/a_test")" = kept ] || { echo "FAIL: a non-executable file was lost"; exit 1; }
+echo "PASS: the install tests' tree left behind"
+[ -x "$work/out/proj/build/tests/trainer/compare_checkpoints" ] || { echo "FAIL: compare_checkpoints (named by gpu-checks.sh) was left behind"; exit 1; }
+[ ! -e "$work/out/proj/build/tests/model/cpu_only_test" ] || { echo "FAIL: a CPU-only test executable travelled"; exit 1; }
+grep -qx tests/trainer/compare_checkpoints "$work/out/proj/build/gpu-pack-tests.txt"
+echo "PASS: the GPU round's test executables kept, a CPU-only one left behind"
 
 rc=0
 "$root/launch/gpu-pack.sh" --pack "$work/pack.sh" --train-images 12 > "$work/bad.log" 2>&1 || rc=$?
