@@ -32,6 +32,7 @@
 #include "ringtrain/ops/linear_dgelu.h"
 #include "ringtrain/ops/precision.h"
 #include "ringtrain/tensor/tensor.h"
+#include "tests/model/gelu_fusion_support.h"
 #include "tests/model/plan_bits.h"
 #include "tests/model/test_data.h"
 
@@ -40,45 +41,11 @@ using namespace ringtrain::test;
 
 namespace {
 
-using LinearGelu = ModelOptions::LinearGelu;
-
-constexpr std::size_t kContext = 128, kVocab = 64, kBatch = 2;
-
-ModelOptions options(DType precision, bool fuse, LinearGelu linear_gelu,
-                     std::size_t max_batch = kBatch) {
-  ModelOptions o;
-  o.device = Device::cpu();
-  o.seed = 13;
-  o.max_batch = max_batch;
-  o.precision = precision;
-  o.fuse = fuse;
-  o.fuse_linear_gelu = linear_gelu;
-  return o;
-}
-
-// One step of p's grid at |x| (the larger one at a power of two; the
-// subnormal step below the normal range); fp32's where p is f32.
-double grid_step(double x, DType p) {
-  const int mantissa = p == DType::f16 ? 10 : p == DType::bf16 ? 7 : 23;
-  const double floor = p == DType::f16 ? 0x1.0p-14 : 0x1.0p-126;
-  return std::ldexp(1.0, std::ilogb(std::max(std::abs(x), floor)) - mantissa);
-}
-
 // GPT-2's gelu' in float64.
 double gelu_tanh_derivative64(double x) {
   const double k = 0.7978845608028654;
   const double t = std::tanh(k * (x + 0.044715 * x * x * x));
   return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * k * (1.0 + 3.0 * 0.044715 * x * x);
-}
-
-std::vector<float> values(const Tensor& t, std::size_t n) {
-  std::vector<float> v(n);
-  kernels::with_storage(t.dtype(), [&](auto s) {
-    using T = decltype(s);
-    const T* p = static_cast<const T*>(t.data());
-    for (std::size_t i = 0; i < n; ++i) v[i] = kernels::load(p, i);
-  });
-  return v;
 }
 
 std::vector<float> on_grid(std::uint64_t salt, std::size_t n, DType p, float lo = -1.0f,

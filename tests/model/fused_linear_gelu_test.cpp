@@ -32,6 +32,7 @@
 #include "ringtrain/ops/compute_context.h"
 #include "ringtrain/ops/precision.h"
 #include "ringtrain/tensor/tensor.h"
+#include "tests/model/gelu_fusion_support.h"
 #include "tests/model/plan_bits.h"
 #include "tests/model/test_data.h"
 
@@ -39,22 +40,6 @@ using namespace ringtrain;
 using namespace ringtrain::test;
 
 namespace {
-
-using LinearGelu = ModelOptions::LinearGelu;
-
-constexpr std::size_t kContext = 128, kVocab = 64, kBatch = 2;
-
-ModelOptions options(DType precision, bool fuse, LinearGelu linear_gelu,
-                     std::size_t max_batch = kBatch) {
-  ModelOptions o;
-  o.device = Device::cpu();
-  o.seed = 13;
-  o.max_batch = max_batch;
-  o.precision = precision;
-  o.fuse = fuse;
-  o.fuse_linear_gelu = linear_gelu;
-  return o;
-}
 
 // Token ids and next-token labels, a function of (salt, index).
 void tokens(std::uint64_t salt, std::vector<float>& ids, std::vector<std::int32_t>& labels) {
@@ -70,25 +55,6 @@ std::size_t count_prefixed(const Model& m, const std::string& prefix) {
 // GPT-2's gelu in float64.
 double gelu_tanh64(double x) {
   return 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
-}
-
-// One step of p's grid at |x| (the larger one at a power of two; the
-// subnormal step below the normal range); fp32's where p is f32.
-double grid_step(double x, DType p) {
-  const int mantissa = p == DType::f16 ? 10 : p == DType::bf16 ? 7 : 23;
-  const double floor = p == DType::f16 ? 0x1.0p-14 : 0x1.0p-126;
-  return std::ldexp(1.0, std::ilogb(std::max(std::abs(x), floor)) - mantissa);
-}
-
-// A tensor's values, widened.
-std::vector<float> values(const Tensor& t) {
-  std::vector<float> v(t.numel());
-  kernels::with_storage(t.dtype(), [&](auto s) {
-    using T = decltype(s);
-    const T* p = static_cast<const T*>(t.data());
-    for (std::size_t i = 0; i < v.size(); ++i) v[i] = kernels::load(p, i);
-  });
-  return v;
 }
 
 }  // namespace
