@@ -116,24 +116,35 @@ void gelu_tanh_forward_with_aux(const ComputeContext& ctx, const float* pre, Buf
   });
 }
 
+// gelu_tanh's backward over `count` values in kChunk runs through the fp32
+// loop: pre-activations xs, the incoming gradient g(i), and put(i, value) of
+// each result (one code for the stored gradient and the DGELU twin's fp32 one).
+namespace {
+template <typename T, typename Grad, typename Put>
+void gelu_tanh_backward_runs(const T* xs, std::size_t count, Grad&& g_at, Put&& put) {
+  float a[kChunk], g[kChunk], out[kChunk];
+  for (std::size_t at = 0; at < count; at += kChunk) {
+    const std::size_t n = std::min(kChunk, count - at);
+    for (std::size_t i = 0; i < n; ++i) {
+      a[i] = kernels::load(xs, at + i);
+      g[i] = g_at(at + i);
+    }
+    gelu_tanh_backward_floats(a, g, out, n);
+    for (std::size_t i = 0; i < n; ++i) put(at + i, out[i]);
+  }
+}
+}  // namespace
+
 void gelu_tanh_backward(const ComputeContext& ctx, BufferView x, BufferView dy, BufferView dx) {
   if (ctx.is_cuda()) return detail::gpu_gelu_tanh_backward_stored(ctx.stream(), x, dy, dx);
   kernels::with_storage_pair(dy.dtype, dx.dtype, [&](auto s, auto d) {
     using T = decltype(s);
     using D = decltype(d);
-    const T* xs = x.as<const T>();
     const T* dys = dy.as<const T>();
     D* dxs = dx.as<D>();
-    float a[kChunk], g[kChunk], out[kChunk];
-    for (std::size_t at = 0; at < dx.count; at += kChunk) {
-      const std::size_t n = std::min(kChunk, dx.count - at);
-      for (std::size_t i = 0; i < n; ++i) {
-        a[i] = kernels::load(xs, at + i);
-        g[i] = kernels::load(dys, at + i);
-      }
-      gelu_tanh_backward_floats(a, g, out, n);
-      for (std::size_t i = 0; i < n; ++i) kernels::store(dxs, at + i, out[i]);
-    }
+    gelu_tanh_backward_runs(
+        x.as<const T>(), dx.count, [&](std::size_t i) { return kernels::load(dys, i); },
+        [&](std::size_t i, float v) { kernels::store(dxs, i, v); });
   });
 }
 
@@ -149,21 +160,13 @@ void gelu_tanh_backward_of_sum(const ComputeContext& ctx, BufferView pre, float*
   kernels::with_storage_pair(pre.dtype, d_pre.dtype, [&](auto s, auto t) {
     using T = decltype(s);
     using D = decltype(t);
-    const T* xs = pre.as<const T>();
     D* dxs = d_pre.as<D>();
-    float a[kChunk], g[kChunk], out[kChunk];
-    for (std::size_t at = 0; at < d_pre.count; at += kChunk) {
-      const std::size_t n = std::min(kChunk, d_pre.count - at);
-      for (std::size_t i = 0; i < n; ++i) {
-        a[i] = kernels::load(xs, at + i);
-        g[i] = d[at + i];
-      }
-      gelu_tanh_backward_floats(a, g, out, n);
-      for (std::size_t i = 0; i < n; ++i) {
-        d[at + i] = out[i];
-        kernels::store(dxs, at + i, out[i]);
-      }
-    }
+    gelu_tanh_backward_runs(
+        pre.as<const T>(), d_pre.count, [&](std::size_t i) { return d[i]; },
+        [&](std::size_t i, float v) {
+          d[i] = v;
+          kernels::store(dxs, i, v);
+        });
   });
 }
 

@@ -80,6 +80,32 @@ struct LtKey {
   bool operator<(const LtKey& o) const { return tie() < o.tie(); }
 };
 
+// The key of a product with a GELU epilogue (GELU_AUX_BIAS, DGELU[_BGRAD]):
+// a 16-bit D written with beta 0, the auxiliary's leading dimension and
+// alignment, and the bias (gradient) vector's alignment (vec null: none).
+LtKey aux_epilogue_key(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k,
+                       BufferView a, std::size_t lda, BufferView b, std::size_t ldb, BufferView d,
+                       std::size_t ldd, LtEpilogue epilogue, BufferView aux, std::size_t ld_aux,
+                       const void* vec) {
+  return LtKey{trans_a,
+               trans_b,
+               m,
+               n,
+               k,
+               lda,
+               ldb,
+               ldd,
+               d.dtype,
+               true,
+               epilogue,
+               alignment_of(a.ptr),
+               alignment_of(b.ptr),
+               alignment_of(d.ptr),
+               ld_aux,
+               alignment_of(aux.ptr),
+               vec != nullptr ? alignment_of(vec) : 0};
+}
+
 // One shape's descriptors and chosen algorithm, owned.
 struct LtPlan {
   cublasLtMatmulDesc_t desc = nullptr;
@@ -478,23 +504,8 @@ bool gpu_lt_gemm_gelu_aux_bias(const GpuHandles& h, bool trans_a, bool trans_b, 
            "a cuBLASLt GELU epilogue {} x {} needs k > 0 (got {}) and a bias", m, n, k);
   LtGemmCache& cache = lt_cache(h);
   const void* bias_in = aligned_bias(h, bias, n);
-  const LtKey key{trans_a,
-                  trans_b,
-                  m,
-                  n,
-                  k,
-                  lda,
-                  ldb,
-                  ldd,
-                  d.dtype,
-                  true,
-                  LtEpilogue::gelu_aux_bias,
-                  alignment_of(a.ptr),
-                  alignment_of(b.ptr),
-                  alignment_of(d.ptr),
-                  ld_aux,
-                  alignment_of(aux.ptr),
-                  alignment_of(bias_in)};
+  const LtKey key = aux_epilogue_key(trans_a, trans_b, m, n, k, a, lda, b, ldb, d, ldd,
+                                     LtEpilogue::gelu_aux_bias, aux, ld_aux, bias_in);
   auto it = cache.plans.find(key);
   if (it == cache.plans.end()) {
     // cuBLASLt's documented rules for the GELU auxiliary: a leading dimension
@@ -540,23 +551,8 @@ LinearDgeluRan gpu_lt_gemm_dgelu(const GpuHandles& h, bool trans_a, bool trans_b
   // has no algorithm); `fresh` says whether this call made it.
   const auto plan_for = [&](LtEpilogue epi, const void* vec,
                             bool& fresh) -> std::unique_ptr<LtPlan>& {
-    const LtKey key{trans_a,
-                    trans_b,
-                    m,
-                    n,
-                    k,
-                    lda,
-                    ldb,
-                    ldd,
-                    d.dtype,
-                    true,
-                    epi,
-                    alignment_of(a.ptr),
-                    alignment_of(b.ptr),
-                    alignment_of(d.ptr),
-                    ld_aux,
-                    alignment_of(aux.ptr),
-                    vec != nullptr ? alignment_of(vec) : 0};
+    const LtKey key =
+        aux_epilogue_key(trans_a, trans_b, m, n, k, a, lda, b, ldb, d, ldd, epi, aux, ld_aux, vec);
     auto it = cache.plans.find(key);
     fresh = it == cache.plans.end();
     if (fresh) {
