@@ -203,6 +203,25 @@ struct Model::State {
 };
 
 namespace {
+// Per sample, the widest dx that a stored convolution writes as fp32: where
+// its input's gradient is summed in fp32 (a branch point), cuDNN writes the
+// 16-bit dx into the context's widening scratch, which is widened from there.
+std::size_t stored_conv_wide_dx(const std::vector<PlanNode>& nodes,
+                                const std::vector<GradientBuffer>& grads) {
+  std::size_t widest = 0;
+  for (const PlanNode& node : nodes) {
+    if (node.adapted || node.grad < 0 || node.kind != layer_kind_name(LayerKind::conv2d)) continue;
+    for (int j : node.inputs) {
+      if (j < 0) continue;
+      const PlanNode& input = nodes[static_cast<std::size_t>(j)];
+      if (input.grad < 0 || !input.below_params) continue;
+      const GradientBuffer& g = grads[static_cast<std::size_t>(input.grad)];
+      if (g.dtype == DType::f32) widest = std::max(widest, g.elements);
+    }
+  }
+  return widest;
+}
+
 // The start and the end of an interval of the model's work on its timer
 // (bench step --layers), when one is set. An interval that an exception
 // leaves unfinished is never stopped, and the timer reads it as 0.
@@ -1069,19 +1088,17 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
     if (widest_grad > 0) s.wide_grad = Tensor::empty({B * widest_grad}, DType::f32, dev);
     workspace +=
         (wide_inputs + (widest > 0 ? 1 : 0)) * widest * sizeof(float) + widest_grad * sizeof(float);
-    // A stored convolution's weight gradient on a GPU, where cuDNN's graph API
-    // has no engine for it, reads its x and dy widened to fp32, in the
-    // context's two buffers. (The linear and attention layers' stored
-    // products write their outputs through cuBLASLt and need none.)
-    std::size_t widest_operand = 0;
-    for (const PlanNode& node : s.nodes) {
-      if (node.adapted || node.kind != layer_kind_name(LayerKind::conv2d)) continue;
-      widest_operand = std::max(
-          {widest_operand, node.layer->input_shape().numel(), node.layer->output_shape().numel()});
-    }
-    if (dev.is_cuda() && widest_operand > 0) {
-      s.ctx->reserve_widening_scratch(B * widest_operand);
-      workspace += 2 * widest_operand * sizeof(float);
+    // A stored convolution whose dx the model sums in fp32 (its input is a
+    // branch point) has cuDNN write a 16-bit dx into the context's widening
+    // scratch, widened from there: reserved here for the widest such dx. (A
+    // weight gradient that cuDNN's graph API has no engine for widens x and
+    // dy through the same scratch, grown by the plan only where that
+    // happens: on vgg16 b128 the widest operand would take 2 x 1.6 GB. The
+    // linear and attention layers' stored products need none.)
+    const std::size_t wide_dx = stored_conv_wide_dx(s.nodes, s.grad_buffers);
+    if (dev.is_cuda() && wide_dx > 0) {
+      s.ctx->reserve_wide_dx(B * wide_dx);
+      workspace += wide_dx * dtype_size(s.storage);
     }
     if (s.narrow_input) bytes += Shape(input_shape).numel() * dtype_size(s.storage);
   }

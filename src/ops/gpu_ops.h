@@ -19,6 +19,18 @@ namespace ringtrain::detail {
 
 struct LtGemmCache;  // cuBLASLt's state of a context (src/ops/cuda/cublaslt_gemm.cpp)
 
+// The fp32 buffers a stored (16-bit) convolution widens through, sized by
+// need rather than for the largest operand of the model:
+// - buffer 0 holds cuDNN's 16-bit dx where the model sums the dx in fp32 (a
+//   branch point), reserved at model build for the widest such dx;
+// - buffers 0 and 1 hold x and dy widened to fp32 where cuDNN's graph API
+//   has no 16-bit weight-gradient engine for a shape: grown when that is
+//   first known, on the shape's first (eager) step.
+struct WideningScratch {
+  float* buffers[2] = {nullptr, nullptr};
+  std::size_t capacity[2] = {0, 0};  // floats
+};
+
 // What a GPU context holds: the stream, the library handles bound to it, the
 // TF32 choice, and a small device scratch for the multi-block reductions
 // (bias gradients), allocated once with the context so that no op allocates.
@@ -37,11 +49,9 @@ struct GpuHandles {
   std::shared_ptr<void> conv_workspace;
   // --precision: the storage dtype of the context's activations.
   DType precision = DType::f32;
-  // The fp32 operands of a stored convolution's weight gradient (its 16-bit x
-  // and dy widened: cuDNN's legacy API computes dW in its inputs' dtype),
-  // wide_capacity floats each, owned, reserved at model build.
-  float* wide_scratch[2] = {nullptr, nullptr};
-  std::size_t wide_capacity = 0;
+  // The stored convolutions' widening scratch (WideningScratch), owned;
+  // behind a pointer so that a plan holding const handles can grow it.
+  std::shared_ptr<WideningScratch> widening;
 };
 // An empty shared convolution workspace (gpu_conv_plan.cpp).
 std::shared_ptr<void> make_conv_workspace();
@@ -49,8 +59,11 @@ constexpr std::size_t kGpuScratchFloats = std::size_t{1} << 18;  // 1 MiB
 
 // On failure, whatever was already created is released before the Error.
 GpuHandles gpu_handles_create(int ordinal, Tf32Mode tf32, DType precision = DType::f32);
-// Grows h.wide_scratch to `elements` floats each (never shrinks).
-void gpu_reserve_wide_scratch(GpuHandles& h, std::size_t elements);
+// Buffer `index` (0 or 1) of h's widening scratch, grown to at least
+// `floats` floats (never shrunk). A growth waits for the stream, frees the
+// old buffer and bumps the graph-buffers generation, so that a captured step
+// is captured again; it happens on a shape's first, eager run.
+float* gpu_widening_buffer(const GpuHandles& h, int index, std::size_t floats);
 void gpu_handles_destroy(const GpuHandles& handles) noexcept;
 void gpu_stream_synchronize(void* stream);
 // Synchronous copy of bytes from device to host after the stream's work.

@@ -20,7 +20,7 @@ GpuHandles gpu_handles_create(int ordinal, Tf32Mode, DType) {
   __builtin_unreachable();
 }
 void gpu_handles_destroy(const GpuHandles&) noexcept {}
-void gpu_reserve_wide_scratch(GpuHandles&, std::size_t) {
+float* gpu_widening_buffer(const GpuHandles&, int, std::size_t) {
   no_cuda("a widening scratch");
 }
 void gpu_stream_synchronize(void*) {

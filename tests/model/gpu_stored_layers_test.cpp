@@ -160,7 +160,6 @@ void compare(const std::string& graph, const std::vector<Shape>& inputs, double 
     INFO(graph << " " << dtype_name(p) << (layout == Layout::nhwc ? " nhwc" : " nchw"));
     const auto cpu = ComputeContext::create(Device::cpu(), Tf32Mode::off, p);
     const auto gpu = ComputeContext::create(kGpu, Tf32Mode::off, p);
-    gpu->reserve_widening_scratch(std::size_t{1} << 16);
     Node g = node(graph, inputs, *gpu, p, layout);
     REQUIRE(g.stores != nullptr);
     REQUIRE(g.stores->stores_activations());

@@ -38,11 +38,13 @@ class ComputeContext {
   bool is_cuda() const { return device_.is_cuda(); }
   Tf32Mode tf32() const { return tf32_; }
   DType precision() const { return precision_; }
-  // The fp32 operands of the weight gradient of a convolution that stores
-  // 16-bit activations (its x and dy widened): on a GPU context with
-  // bf16/fp16, grows the context's two such buffers to `elements` floats
-  // each; a CPU or fp32 context ignores it.
-  void reserve_widening_scratch(std::size_t elements);
+  // Room for the 16-bit dx (`elements` values) of a convolution that stores
+  // 16-bit activations where the model sums that dx in fp32 (a branch
+  // point): cuDNN writes it there, to be widened. On a GPU context with
+  // bf16/fp16 it is reserved at model build; a CPU or fp32 context ignores
+  // it. (A weight gradient that must widen x and dy grows the context's
+  // scratch itself, only where cuDNN has no 16-bit engine for the shape.)
+  void reserve_wide_dx(std::size_t elements);
   // cudaStream_t, cublasHandle_t, cudnnHandle_t as void*; nullptr on the CPU.
   void* stream() const;
   void* blas_handle() const;

@@ -60,8 +60,8 @@ class Conv2dOp {
   // has 16-bit forward and backward-data algorithms for the shape
   // (stores_activations), x, y and dy are views of the context's 16-bit dtype
   // that cuDNN reads and writes with no cast, dx of it or f32; the weight
-  // gradient widens x and dy into the context's fp32 scratch
-  // (reserve_widening_scratch); a bias (b, db: null for none) is added to
+  // gradient runs on them through cuDNN's graph API where it has an engine,
+  // else widens x and dy into the context's fp32 scratch; a bias (b, db: null for none) is added to
   // cuDNN's 16-bit y in fp32 and rounded again, as the fp32 forms round.
   // Elsewhere the fp32 forms run.
   bool stores_activations() const;

@@ -361,13 +361,10 @@ class CudnnConvPlan final : public GpuConvPlan {
     Entry& e = entry(batch);
     if (!e.wgrad16_tried) plan_wgrad16(e);
     if (e.wgrad16) return wgrad16(*e.wgrad16, x, dy, dw, accumulate);
-    RT_CHECK(std::max(x.count, dy.count) <= handles_->wide_capacity,
-             "conv2d {}x{}x{} -> {}, batch {}: an operand of {} elements exceeds the widening "
-             "scratch of {} reserved at model build",
-             g_.in_channels, g_.height, g_.width, g_.out_channels, batch,
-             std::max(x.count, dy.count), handles_->wide_capacity);
-    float* x32 = handles_->wide_scratch[0];
-    float* dy32 = handles_->wide_scratch[1];
+    // No 16-bit engine for this shape: x and dy widened, in the context's
+    // scratch, grown here on the shape's first (eager) step.
+    float* x32 = gpu_widening_buffer(*handles_, 0, x.count);
+    float* dy32 = gpu_widening_buffer(*handles_, 1, dy.count);
     gpu_from_precision_bits(stream_, x32, x.as<const std::uint16_t>(), x.count, precision_);
     gpu_from_precision_bits(stream_, dy32, dy.as<const std::uint16_t>(), dy.count, precision_);
     backward_filter(x32, dy32, dw, batch, accumulate);
@@ -382,15 +379,13 @@ class CudnnConvPlan final : public GpuConvPlan {
     const auto* w16 = static_cast<const std::uint16_t*>(w16_.get());
     Entry& e = entry(batch);
     // An fp32 dx (where the model sums several gradients) is cuDNN's 16-bit
-    // dx widened, through the context's widening scratch (free here: the
-    // weight gradient is queued before, on the same stream).
+    // dx widened, through buffer 0 of the context's widening scratch (free
+    // here: the weight gradient is queued before, on the same stream). The
+    // model reserves it at build (ComputeContext::reserve_wide_dx); a larger
+    // dx grows it.
     const bool wide = dx.dtype == DType::f32;
-    RT_CHECK(!wide || dx.count <= handles_->wide_capacity,
-             "conv2d {}x{}x{} -> {}, batch {}: an fp32 dx of {} elements exceeds the widening "
-             "scratch of {} reserved at model build",
-             g_.in_channels, g_.height, g_.width, g_.out_channels, batch, dx.count,
-             handles_->wide_capacity);
-    void* out = wide ? static_cast<void*>(handles_->wide_scratch[0]) : dx.ptr;
+    void* out =
+        wide ? static_cast<void*>(gpu_widening_buffer(*handles_, 0, (dx.count + 1) / 2)) : dx.ptr;
     if (!wide) require_stored(dx, "dx");
     if (!e.data16_tried) plan_data16(e);
     if (e.dgrad_graph) {
@@ -409,8 +404,7 @@ class CudnnConvPlan final : public GpuConvPlan {
           workspace_.size(), &zero, e.x16, out));
     }
     if (wide)
-      gpu_from_precision_bits(stream_, dx.as<float>(),
-                              reinterpret_cast<const std::uint16_t*>(handles_->wide_scratch[0]),
+      gpu_from_precision_bits(stream_, dx.as<float>(), static_cast<const std::uint16_t*>(out),
                               dx.count, precision_);
   }
 
@@ -816,8 +810,7 @@ class CudnnConvPlan final : public GpuConvPlan {
   cudaStream_t stream_;
   Conv2dGeometry g_;
   bool tf32_;
-  // The context (for its widening scratch, reserved after the plan is made)
-  // and its precision.
+  // The context (for its widening scratch) and its precision.
   const GpuHandles* handles_;
   DType precision_;
   // Whether forward and backward data run on 16-bit tensors: under bf16/fp16,

@@ -2,6 +2,8 @@
 // stream, so plain cudaMemcpy by other layers stays safe) with cuBLAS and cuDNN
 // handles bound to it, the reduction scratch; and GEMM through cuBLAS (fp32,
 // or 16-bit inputs on tensor cores under --precision bf16|fp16).
+#include <utility>
+
 #include "core/cuda/check_cublas.h"
 #include "core/cuda/check_cuda.h"
 #include "core/cuda/check_cudnn.h"
@@ -41,6 +43,7 @@ GpuHandles gpu_handles_create(int ordinal, Tf32Mode tf32, DType precision) {
     h.scratch = static_cast<float*>(cuda_allocate_here(kGpuScratchFloats * sizeof(float)));
     h.conv_workspace = make_conv_workspace();
     h.lt = make_lt_gemm_cache();
+    h.widening = std::make_shared<WideningScratch>();
   } catch (...) {
     gpu_handles_destroy(h);
     throw;
@@ -57,24 +60,28 @@ void gpu_from_precision_bits(void* stream, float* y, const std::uint16_t* x, std
   kernels::from_precision_bits_cuda(y, x, n, precision, stream);
 }
 
-void gpu_reserve_wide_scratch(GpuHandles& h, std::size_t elements) {
-  if (elements <= h.wide_capacity) return;
-  for (float*& p : h.wide_scratch) {
-    cuda_free(p, 0);
-    p = nullptr;
+float* gpu_widening_buffer(const GpuHandles& h, int index, std::size_t floats) {
+  RT_CHECK(h.widening != nullptr && (index == 0 || index == 1),
+           "a widening buffer {} of a context without one", index);
+  WideningScratch& w = *h.widening;
+  const auto k = static_cast<std::size_t>(index);
+  if (floats > w.capacity[k]) {
+    // Work queued before may still read the old buffer.
+    if (w.buffers[k] != nullptr) gpu_stream_synchronize(h.stream);
+    cuda_free(std::exchange(w.buffers[k], nullptr), 0);
+    w.capacity[k] = 0;
+    w.buffers[k] = static_cast<float*>(cuda_allocate_here(floats * sizeof(float)));
+    w.capacity[k] = floats;
+    note_graph_buffers_moved();  // a captured graph may hold the old one
   }
-  h.wide_capacity = 0;
-  for (float*& p : h.wide_scratch) {
-    p = static_cast<float*>(cuda_allocate_here(elements * sizeof(float)));
-  }
-  h.wide_capacity = elements;
-  note_graph_buffers_moved();  // a captured graph may hold the old ones
+  return w.buffers[k];
 }
 
 void gpu_handles_destroy(const GpuHandles& h) noexcept {
   // cuda_free accounts for them (device_memory_use).
-  for (float* p : h.wide_scratch)
-    if (p != nullptr) cuda_free(p, 0);
+  if (h.widening != nullptr)
+    for (float* p : h.widening->buffers)
+      if (p != nullptr) cuda_free(p, 0);
   if (h.scratch != nullptr) cuda_free(h.scratch, 0);
   if (h.dnn != nullptr) (void)cudnnDestroy(static_cast<cudnnHandle_t>(h.dnn));
   if (h.blas != nullptr) (void)cublasDestroy(static_cast<cublasHandle_t>(h.blas));
