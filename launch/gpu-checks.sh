@@ -602,6 +602,12 @@ PY
   run gpt-rt-graph 240 "$exe" bench step --device cuda --model gpt2:dropout=0 --batch 16 --steps 5 \
     --warmup 2 --precision bf16 --tf32 on --optimizer adamw --cuda-graph on --json
   note gpt-cuda-graph INFO "$(grep -o '"samples_per_s":[0-9.]*\|"cuda_graph_nodes":[0-9]*' "$out/gpt-rt-graph.log" | tr '\n' ' ') (x 1024 tokens)"
+  # Once with --fuse off (no GELU epilogues, no residual + LayerNorm): cuBLASLt
+  # has been seen to choose slower kernels for its GELU epilogues in bf16, so the
+  # fused default must measure faster than the unfused pair to stay.
+  run gpt-rt-nofuse 240 "$exe" bench step --device cuda --model gpt2:dropout=0 --batch 16 --steps 5 \
+    --warmup 2 --precision bf16 --tf32 on --optimizer adamw --fuse off --json
+  note gpt-fuse-off INFO "$(grep -o '"samples_per_s":[0-9.]*' "$out/gpt-rt-nofuse.log" | tail -1) (x 1024 tokens)"
   run gpt-layers 150 "$exe" bench step --device cuda --model gpt2:dropout=0 --batch 16 --steps 3 \
     --warmup 2 --precision bf16 --tf32 on --optimizer adamw --layers
   note gpt INFO "$gpu: $(tr '\n' ';' < "$out/gpt.tsv" | cut -c1-600)"

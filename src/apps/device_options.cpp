@@ -41,9 +41,10 @@ void add_fuse_option(CLI::App* sub, std::string& value) {
                   "on or off: BatchNorm + ReLU, BatchNorm + add + ReLU and conv + bias + ReLU "
                   "run as one node where the intermediate has no other reader (a ResNet's "
                   "blocks, VGG's and cnn's convolutions), and a gpt residual add with the "
-                  "LayerNorm that reads its sum. Same bits either "
-                  "way; off keeps the unfused plan, the reference it is tested against "
-                  "(docs/precision.md)")
+                  "LayerNorm that reads its sum: the same bits either way. On a GPU under "
+                  "bf16/fp16 it also runs gpt's linear + GELU (and its backward) as one "
+                  "cuBLASLt GEMM each, which rounds the pre-activation once less. Off keeps "
+                  "the unfused plan, the reference it is tested against (docs/precision.md)")
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
 }

@@ -52,6 +52,11 @@ struct GpuHandles {
   // The stored convolutions' widening scratch (WideningScratch), owned;
   // behind a pointer so that a plan holding const handles can grow it.
   std::shared_ptr<WideningScratch> widening;
+  // The state that the context's attention layers share (their cuDNN graphs
+  // by shape, refusals included, the workspace, dO and dQKV: opaque here,
+  // ops/tensor_core_attention.cpp), made by the first layer; it lives with
+  // the context.
+  std::shared_ptr<std::shared_ptr<void>> attention;
 };
 // An empty shared convolution workspace (gpu_conv_plan.cpp).
 std::shared_ptr<void> make_conv_workspace();

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <mutex>
 #include <utility>
 
 #include <fmt/format.h>
@@ -82,19 +81,15 @@ TensorCoreAttention::TensorCoreAttention(const ComputeContext& ctx, std::size_t 
 
 TensorCoreAttention::~TensorCoreAttention() = default;
 
-// One Shared per live context: its layers hold it, and it goes with the last
-// of them (before the context, which the layers outlive never).
+// One Shared per context, kept by the context (GpuHandles::attention), so
+// that a shape cuDNN refused is built once however many layers ask. A
+// context's layers run on one thread, as its stream orders them: Shared
+// takes no lock.
 std::shared_ptr<TensorCoreAttention::Shared> TensorCoreAttention::shared_of(
     const ComputeContext& ctx) {
-  static std::mutex mutex;
-  static std::vector<std::pair<const ComputeContext*, std::weak_ptr<Shared>>> all;
-  const std::lock_guard<std::mutex> lock(mutex);
-  std::erase_if(all, [](const auto& e) { return e.second.expired(); });
-  for (const auto& [c, w] : all)
-    if (c == &ctx) return w.lock();
-  auto shared = std::make_shared<Shared>();
-  all.emplace_back(&ctx, shared);
-  return shared;
+  std::shared_ptr<void>& slot = *detail::handles_of(ctx).attention;
+  if (slot == nullptr) slot = std::make_shared<Shared>();
+  return std::static_pointer_cast<Shared>(slot);
 }
 
 std::unique_ptr<TensorCoreAttention> TensorCoreAttention::make(const ComputeContext& ctx,

@@ -73,6 +73,7 @@ TEST_CASE("gpu GELU_AUX_BIAS: the pre-activation and gelu each rounded once, as 
           "[gpu][fusion]") {
   for (const DType p : {DType::bf16, DType::f16}) {
     const auto ctx = ComputeContext::create(kGpu, Tf32Mode::off, p);
+    std::size_t refused_odd = 0;  // refused calls on an odd width, allowed
     for (const Shape3& s : kShapes) {
       INFO(dtype_name(p) << ": " << s.rows << " rows, " << s.in << " -> " << s.out);
       const auto x = on_grid(71, s.rows * s.in, p);
@@ -94,11 +95,13 @@ TEST_CASE("gpu GELU_AUX_BIAS: the pre-activation and gelu each rounded once, as 
         // likely cause). An odd width may be refused: said, and the fallback
         // is checked below. Either way the other shapes and dtypes still run.
         const bool aligned = s.in * 2 % 16 == 0 && s.out % 8 == 0;
-        if (aligned)
+        if (aligned) {
           CHECK(ran);
-        else if (!ran)
+        } else if (!ran) {
+          ++refused_odd;
           WARN("cuBLASLt refused the GELU epilogue for an odd width (" << s.in << " -> " << s.out
                                                                        << ")");
+        }
         if (!ran) continue;
         const std::vector<float> pre_gpu = widened_values(pre, *ctx),
                                  y_gpu = widened_values(y, *ctx);
@@ -142,7 +145,9 @@ TEST_CASE("gpu GELU_AUX_BIAS: the pre-activation and gelu each rounded once, as 
         CHECK(widened_values(y2, *ctx) == y_gpu);
       }
     }
-    CHECK(linear_gelu_refused_shapes(*ctx) == 0);
+    // Only the odd widths' refusals (a shape counts once, or once per bias
+    // alignment: at most one per refused call).
+    CHECK(linear_gelu_refused_shapes(*ctx) <= refused_odd);
   }
 }
 
@@ -286,6 +291,7 @@ TEST_CASE("gpu DGELU_BGRAD: d(pre) rounded once and the bias gradient, as the CP
   const Shape3 shapes[] = {{1, 8, 16}, {5, 24, 12}, {37, 64, 40}, {130, 48, 200}, {64, 3072, 768}};
   for (const DType p : {DType::bf16, DType::f16}) {
     const auto ctx = ComputeContext::create(kGpu, Tf32Mode::off, p);
+    std::size_t refused_odd = 0;  // refused calls on an odd width, allowed
     for (const Shape3& s : shapes) {
       const auto dy = on_grid(91, s.rows * s.out, p);
       const auto w = on_grid(92, s.out * s.in, p);
@@ -312,17 +318,25 @@ TEST_CASE("gpu DGELU_BGRAD: d(pre) rounded once and the bias gradient, as the CP
                                << "; shapes refused so far: bias gradient "
                                << linear_dgelu_bgrad_refused_shapes(*ctx) << ", DGELU "
                                << linear_dgelu_refused_shapes(*ctx));
-          // The auxiliary's rules hold for every width here (a multiple of
-          // 8): a refusal of DGELU fails, named; one of the fp32 bias
+          // The auxiliary's rules hold for every gelu width here (a multiple
+          // of 8). Where dy's rows are 16-byte multiples too, a refusal of
+          // DGELU fails, named; an odd dy width (5 x 12) may be refused, as
+          // the forward's odd widths: said. A refusal of the fp32 bias
           // gradient with a 16-bit D (what cublasLt.h leaves open) is said.
-          CHECK(ran != LinearDgeluRan::refused);
+          const bool aligned = s.out % 8 == 0 && s.in % 8 == 0;
+          if (aligned) {
+            CHECK(ran != LinearDgeluRan::refused);
+          } else if (ran == LinearDgeluRan::refused) {
+            ++refused_odd;
+            WARN("cuBLASLt refused DGELU for an odd width (dy " << s.out << " wide)");
+          }
           if (ran == LinearDgeluRan::dgelu)
             WARN("cuBLASLt refused DGELU_BGRAD's fp32 bias gradient (" << dtype_name(p) << ", "
                                                                        << s.in << " wide)");
           if (ran == LinearDgeluRan::refused) continue;
           const std::vector<float> got = widened_values(d_pre, *ctx);
           const std::vector<float> db_got = to_host(db, *ctx);
-          std::vector<double> sums(s.in, 0.0), sums_rounded(s.in, 0.0), slack(s.in, 0.0);
+          std::vector<double> sums(s.in, 0.0), sums_got(s.in, 0.0), slack(s.in, 0.0);
           std::size_t exact = 0, far = 0;
           for (std::size_t r = 0; r < s.rows; ++r)
             for (std::size_t j = 0; j < s.in; ++j) {
@@ -343,7 +357,7 @@ TEST_CASE("gpu DGELU_BGRAD: d(pre) rounded once and the bias gradient, as the CP
               const double tol = grid_step(want, p) + 1.2 * bound + gelu_error + 1e-7;
               if (!(std::abs(got[i] - want) <= tol)) ++far;
               sums[j] += unrounded;
-              sums_rounded[j] += want;
+              sums_got[j] += got[i];
               slack[j] += 1.2 * bound + gelu_error + 0x1.0p-23 * std::abs(unrounded);
             }
           const std::size_t n = s.rows * s.in;
@@ -355,31 +369,33 @@ TEST_CASE("gpu DGELU_BGRAD: d(pre) rounded once and the bias gradient, as the CP
             continue;
           }
           // Which sums cuBLASLt reduces (cublasLt.h does not say): the twin's
-          // unrounded ones, or the stored d(pre); said, and both allowed.
+          // unrounded ones, or the d(pre) words it stored; said, and either
+          // allowed, each within its own summation's rounding.
           std::size_t db_far = 0;
-          double off_unrounded = 0.0, off_rounded = 0.0;
+          double off_unrounded = 0.0, off_stored = 0.0;
           for (std::size_t j = 0; j < s.in; ++j) {
             const double base = accumulate ? start[j + offset] : 0.0;
             const double a = std::abs(db_got[j + offset] - (base + sums[j]));
-            const double b = std::abs(db_got[j + offset] - (base + sums_rounded[j]));
+            const double b = std::abs(db_got[j + offset] - (base + sums_got[j]));
             off_unrounded += a;
-            off_rounded += b;
+            off_stored += b;
             const double tol =
-                slack[j] + std::abs(sums[j] - sums_rounded[j]) +
-                static_cast<double>(s.rows + 2) * 0x1.0p-23 * (std::abs(base) + std::abs(sums[j])) +
+                slack[j] +
+                static_cast<double>(s.rows + 2) * 0x1.0p-23 *
+                    (std::abs(base) + std::max(std::abs(sums[j]), std::abs(sums_got[j]))) +
                 1e-6;
-            if (!(a <= tol)) ++db_far;
+            if (!(a <= tol || b <= tol)) ++db_far;
           }
           if (offset == 0 && !accumulate)
             WARN("bias gradient " << dtype_name(p) << " " << s.rows << "x" << s.in
                                   << ": summed distance to the unrounded sums " << off_unrounded
-                                  << ", to the rounded ones " << off_rounded);
+                                  << ", to the sums of the stored d(pre) " << off_stored);
           CHECK(db_far == 0);
           // The words outside the vector are untouched.
           CHECK(db_got[offset == 0 ? s.in : 0] == start[offset == 0 ? s.in : 0]);
         }
     }
-    CHECK(linear_dgelu_refused_shapes(*ctx) == 0);
+    CHECK(linear_dgelu_refused_shapes(*ctx) <= refused_odd);
   }
 }
 

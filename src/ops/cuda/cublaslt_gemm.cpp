@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "core/cuda/check_cublas.h"
@@ -106,6 +107,13 @@ LtKey aux_epilogue_key(bool trans_a, bool trans_b, std::size_t m, std::size_t n,
                vec != nullptr ? alignment_of(vec) : 0};
 }
 
+// A key's product shape, whatever its bias (gradient) vector's alignment:
+// what the refusal counters count.
+LtKey refused_shape(LtKey key) {
+  key.align_vec = 0;
+  return key;
+}
+
 // One shape's descriptors and chosen algorithm, owned.
 struct LtPlan {
   cublasLtMatmulDesc_t desc = nullptr;
@@ -153,14 +161,16 @@ struct LtGemmCache {
   std::size_t bias_apart_shapes = 0;
   // Shapes whose bias-gradient epilogue cuBLASLt refused (sums_apart plans).
   std::size_t sums_apart_shapes = 0;
-  // Shapes whose GELU epilogue cuBLASLt refused (or whose auxiliary broke its
-  // documented layout rules): their null plans are cached, so each counts once.
-  std::size_t gelu_refused_shapes = 0;
+  // Product shapes (refused_shape: the key without the vector's alignment,
+  // so that one shape with its bias at two alignments counts once) whose
+  // GELU epilogue cuBLASLt refused, or whose auxiliary broke its documented
+  // layout rules.
+  std::set<LtKey> gelu_refused;
   // The backward's: shapes whose DGELU_BGRAD cuBLASLt refused while DGELU
   // alone ran (the bias gradient then reduced by the linear's own backward),
   // and shapes where both were refused (the unfused pair ran).
-  std::size_t dgelu_bgrad_refused_shapes = 0;
-  std::size_t dgelu_refused_shapes = 0;
+  std::set<LtKey> dgelu_bgrad_refused;
+  std::set<LtKey> dgelu_refused;
   LtGemmCache() = default;
   LtGemmCache(const LtGemmCache&) = delete;
   LtGemmCache& operator=(const LtGemmCache&) = delete;
@@ -185,15 +195,15 @@ std::size_t gpu_lt_gemm_sums_apart(const GpuHandles& h) {
 }
 
 std::size_t gpu_lt_gemm_gelu_refused(const GpuHandles& h) {
-  return h.lt != nullptr ? h.lt->gelu_refused_shapes : 0;
+  return h.lt != nullptr ? h.lt->gelu_refused.size() : 0;
 }
 
 std::size_t gpu_lt_gemm_dgelu_bgrad_refused(const GpuHandles& h) {
-  return h.lt != nullptr ? h.lt->dgelu_bgrad_refused_shapes : 0;
+  return h.lt != nullptr ? h.lt->dgelu_bgrad_refused.size() : 0;
 }
 
 std::size_t gpu_lt_gemm_dgelu_refused(const GpuHandles& h) {
-  return h.lt != nullptr ? h.lt->dgelu_refused_shapes : 0;
+  return h.lt != nullptr ? h.lt->dgelu_refused.size() : 0;
 }
 
 namespace {
@@ -517,7 +527,7 @@ bool gpu_lt_gemm_gelu_aux_bias(const GpuHandles& h, bool trans_a, bool trans_b, 
     if (ld_aux % 8 == 0 && ld_aux >= n && key.align_aux >= 16)
       plan =
           try_plan(cache, key, p, key.epilogue, key.d_type, key.ldd, key.align_d, aux.ptr, bias_in);
-    if (plan == nullptr) ++cache.gelu_refused_shapes;
+    if (plan == nullptr) cache.gelu_refused.insert(refused_shape(key));
     it = cache.plans.emplace(key, std::move(plan)).first;
   }
   if (it->second == nullptr) return false;
@@ -548,14 +558,12 @@ LinearDgeluRan gpu_lt_gemm_dgelu(const GpuHandles& h, bool trans_a, bool trans_b
   auto stream = static_cast<cudaStream_t>(h.stream);
   // The plan of one epilogue, made and cached on first use (null where the
   // auxiliary breaks cublasLt.h's rules, as in the forward, or the heuristic
-  // has no algorithm); `fresh` says whether this call made it.
-  const auto plan_for = [&](LtEpilogue epi, const void* vec,
-                            bool& fresh) -> std::unique_ptr<LtPlan>& {
+  // has no algorithm).
+  const auto plan_for = [&](LtEpilogue epi, const void* vec) -> std::unique_ptr<LtPlan>& {
     const LtKey key =
         aux_epilogue_key(trans_a, trans_b, m, n, k, a, lda, b, ldb, d, ldd, epi, aux, ld_aux, vec);
     auto it = cache.plans.find(key);
-    fresh = it == cache.plans.end();
-    if (fresh) {
+    if (it == cache.plans.end()) {
       std::unique_ptr<LtPlan> plan;
       if (ld_aux % 8 == 0 && ld_aux >= n && key.align_aux >= 16)
         plan = try_plan(cache, key, p, epi, d.dtype, ldd, key.align_d, aux.ptr, vec);
@@ -594,9 +602,8 @@ LinearDgeluRan gpu_lt_gemm_dgelu(const GpuHandles& h, bool trans_a, bool trans_b
   float* sums_out = bias_grad == nullptr || (staged && n > kGpuScratchFloats) ? nullptr
                     : staged                                                  ? h.scratch
                                                                               : bias_grad;
-  bool bgrad_fresh = false, bgrad_dropped = false, dgelu_fresh = false;
   if (sums_out != nullptr) {
-    std::unique_ptr<LtPlan>& plan = plan_for(LtEpilogue::dgelu_bgrad, sums_out, bgrad_fresh);
+    std::unique_ptr<LtPlan>& plan = plan_for(LtEpilogue::dgelu_bgrad, sums_out);
     if (plan != nullptr) {
       if (run(plan, sums_out)) {
         if (staged) {
@@ -608,17 +615,19 @@ LinearDgeluRan gpu_lt_gemm_dgelu(const GpuHandles& h, bool trans_a, bool trans_b
         }
         return LinearDgeluRan::dgelu_bgrad;
       }
-      bgrad_dropped = true;
     }
   }
   // DGELU alone: the caller reduces the bias gradient.
-  std::unique_ptr<LtPlan>& plan = plan_for(LtEpilogue::dgelu, nullptr, dgelu_fresh);
-  const bool bgrad_refused = bgrad_fresh || bgrad_dropped;
+  std::unique_ptr<LtPlan>& plan = plan_for(LtEpilogue::dgelu, nullptr);
+  // Here with a vector to write: DGELU_BGRAD was refused (now or before).
+  const bool bgrad_refused = sums_out != nullptr;
+  const LtKey shape = aux_epilogue_key(trans_a, trans_b, m, n, k, a, lda, b, ldb, d, ldd,
+                                       LtEpilogue::dgelu, aux, ld_aux, nullptr);
   if (plan != nullptr && run(plan, nullptr)) {
-    if (bgrad_refused) ++cache.dgelu_bgrad_refused_shapes;
+    if (bgrad_refused) cache.dgelu_bgrad_refused.insert(shape);
     return LinearDgeluRan::dgelu;
   }
-  if (dgelu_fresh || (plan == nullptr && bgrad_refused)) ++cache.dgelu_refused_shapes;
+  cache.dgelu_refused.insert(shape);
   return LinearDgeluRan::refused;
 }
 

@@ -44,6 +44,7 @@ GpuHandles gpu_handles_create(int ordinal, Tf32Mode tf32, DType precision) {
     h.conv_workspace = make_conv_workspace();
     h.lt = make_lt_gemm_cache();
     h.widening = std::make_shared<WideningScratch>();
+    h.attention = std::make_shared<std::shared_ptr<void>>();
   } catch (...) {
     gpu_handles_destroy(h);
     throw;
@@ -79,6 +80,8 @@ float* gpu_widening_buffer(const GpuHandles& h, int index, std::size_t floats) {
 
 void gpu_handles_destroy(const GpuHandles& h) noexcept {
   // cuda_free accounts for them (device_memory_use).
+  // The attention state's cuDNN graphs go before the handle they were built on.
+  if (h.attention != nullptr) h.attention->reset();
   if (h.widening != nullptr)
     for (float* p : h.widening->buffers)
       if (p != nullptr) cuda_free(p, 0);
