@@ -11,12 +11,15 @@
 // Each graph is built for one shape on first use (host-blocking, once: cuDNN's
 // heuristics rank the engines, the first that the device supports and that is
 // deterministic is built) and then only launched: no query, no allocation.
+// A context's layers of one shape share the graphs (attention's and the
+// convolutions' caches).
 // Where no engine qualifies, the caller keeps its own path, and says which ran.
 #pragma once
 
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <tuple>
 
 #include "ringtrain/core/dtype.h"
 
@@ -32,6 +35,10 @@ struct ConvGraphShape {
   std::size_t pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1;
   bool nhwc = false;
   DType dtype = DType::bf16;
+  auto tie() const {
+    return std::tie(n, c, h, w, k, r, s, p, q, pad_h, pad_w, stride_h, stride_w, nhwc, dtype);
+  }
+  bool operator<(const ConvGraphShape& o) const { return tie() < o.tie(); }
 };
 
 // The weight gradient: dW [K, C, R, S] fp32 = conv_wgrad(x, dy).

@@ -47,6 +47,10 @@ struct GpuHandles {
   // The cuDNN workspace every convolution of the context shares (they run in
   // stream order); grown by the plans, freed with the handles.
   std::shared_ptr<void> conv_workspace;
+  // The graph-API graphs of the context's convolutions, by shape (and the
+  // reason for a shape cuDNN refused): built once however many layers share
+  // the shape (gpu_conv_plan.cpp).
+  std::shared_ptr<void> conv_graphs;
   // --precision: the storage dtype of the context's activations.
   DType precision = DType::f32;
   // The stored convolutions' widening scratch (WideningScratch), owned;
@@ -58,8 +62,15 @@ struct GpuHandles {
   // the context.
   std::shared_ptr<std::shared_ptr<void>> attention;
 };
-// An empty shared convolution workspace (gpu_conv_plan.cpp).
+// An empty shared convolution workspace, and an empty cache of convolution
+// graphs (gpu_conv_plan.cpp).
 std::shared_ptr<void> make_conv_workspace();
+std::shared_ptr<void> make_conv_graph_cache();
+// Drops h's cached convolution graphs (the plans that share one keep it).
+void release_conv_graphs(const GpuHandles& h) noexcept;
+// How many convolution graphs h has built or had refused (one per shape and
+// operation): what the tests read to see the layers share them.
+std::size_t conv_graphs_built(const GpuHandles& h);
 constexpr std::size_t kGpuScratchFloats = std::size_t{1} << 18;  // 1 MiB
 
 // On failure, whatever was already created is released before the Error.

@@ -20,6 +20,9 @@ GpuHandles gpu_handles_create(int ordinal, Tf32Mode, DType) {
   __builtin_unreachable();
 }
 void gpu_handles_destroy(const GpuHandles&) noexcept {}
+std::size_t conv_graphs_built(const GpuHandles&) {
+  return 0;
+}
 float* gpu_widening_buffer(const GpuHandles&, int, std::size_t) {
   no_cuda("a widening scratch");
 }

@@ -20,6 +20,7 @@
 #include "ops/gpu_ops.h"
 #include "ringtrain/core/error.h"
 #include "ringtrain/ops/compute_context.h"
+#include "ringtrain/ops/conv2d.h"
 #include "ringtrain/ops/precision.h"
 #include "ringtrain/tensor/tensor.h"
 #include "tests/model/grid_values.h"
@@ -176,6 +177,65 @@ TEST_CASE("gpu conv weight gradient through the graph API: fp32 dW from 16-bit x
       g->run(detail::handles_of(*ctx), gx.data(), gdy.data(), gdw.data_as<float>(), ws.data());
       CHECK(to_host(gdw, *ctx) == first);  // deterministic engine
     }
+  }
+}
+
+TEST_CASE("gpu convolutions of one shape share the context's graphs, each on its own tensors",
+          "[gpu][cudnn_graph]") {
+  const DType p = DType::bf16;
+  for (const Layout layout : {Layout::nchw, Layout::nhwc}) {
+    CAPTURE(layout == Layout::nhwc);
+    Conv2dGeometry g;
+    g.in_channels = 16, g.height = 9, g.width = 7, g.out_channels = 32, g.kernel = 3;
+    g.stride = 2, g.padding = 1, g.layout = layout;
+    Conv2dGeometry other = g;
+    other.out_channels = 24;
+    const std::size_t batch = 3;
+    struct Run {
+      std::vector<float> y, dx, dw;
+    };
+    // One convolution's forward and backward on the stored path, on inputs
+    // made from `salt`, on op (of context ctx).
+    const auto run = [&](Conv2dOp& op, const ComputeContext& ctx, std::uint64_t salt) {
+      REQUIRE(op.stores_activations());
+      const Conv2dGeometry& q = op.geometry();
+      const std::size_t nx = batch * q.in_channels * q.height * q.width;
+      const std::size_t ny = batch * q.out_channels * q.out_height() * q.out_width();
+      const std::size_t nw = q.out_channels * q.in_channels * q.kh() * q.kw();
+      const Tensor x = words_on(on_grid(salt, nx, p), p, kGpu);
+      const Tensor dy = words_on(on_grid(salt + 1, ny, p), p, kGpu);
+      const Tensor w = to_gpu(on_grid(salt + 2, nw, p));
+      Tensor y = Tensor::zeros({ny}, p, kGpu), dx = Tensor::zeros({nx}, p, kGpu);
+      Tensor dw = Tensor::zeros({nw}, DType::f32, kGpu);
+      op.forward(x.buffer(), w.data_as<float>(), nullptr, y.buffer(), batch);
+      op.backward(x.buffer(), w.data_as<float>(), dy.buffer(), dx.buffer(), dw.data_as<float>(),
+                  nullptr, batch, false);
+      return Run{widened_values(y, ctx), widened_values(dx, ctx), to_host(dw, ctx)};
+    };
+    const auto ctx = ComputeContext::create(kGpu, Tf32Mode::off, p);
+    const auto& h = detail::handles_of(*ctx);
+    const std::size_t before = detail::conv_graphs_built(h);
+    Conv2dOp a(*ctx, g, batch), b(*ctx, g, batch), c(*ctx, other, batch);
+    const Run ra = run(a, *ctx, 10), rb = run(b, *ctx, 20);
+    const std::size_t shared = detail::conv_graphs_built(h) - before;
+    INFO(a.describe());
+    // Forward, backward data and the weight gradient: built (or refused) once
+    // for the two layers of one shape.
+    CHECK(shared <= 3);
+    (void)run(c, *ctx, 30);
+    CHECK(detail::conv_graphs_built(h) - before > shared);  // another shape: its own
+    // Each layer on its own tensors, as the layer alone on a fresh context.
+    const auto alone_a = ComputeContext::create(kGpu, Tf32Mode::off, p);
+    const auto alone_b = ComputeContext::create(kGpu, Tf32Mode::off, p);
+    Conv2dOp a1(*alone_a, g, batch), b1(*alone_b, g, batch);
+    const Run wa = run(a1, *alone_a, 10), wb = run(b1, *alone_b, 20);
+    CHECK(ra.y == wa.y);
+    CHECK(ra.dx == wa.dx);
+    CHECK(ra.dw == wa.dw);
+    CHECK(rb.y == wb.y);
+    CHECK(rb.dx == wb.dx);
+    CHECK(rb.dw == wb.dw);
+    CHECK(ra.y != rb.y);
   }
 }
 

@@ -62,9 +62,13 @@
 // weight gradients fp32 (docs/precision.md). Where the graph API has no
 // deterministic engine for a shape, x and dy are widened into the context's
 // scratch and backward filter runs on the fp32 path above (TF32 per --tf32).
+// The graphs are the context's (ConvGraphCache): one build per shape,
+// however many layers share it.
 #include <algorithm>
 #include <array>
 #include <cstdlib>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -224,6 +228,48 @@ bool data_graphs_wanted() {
   RT_CHECK(std::string_view(v) == "legacy",
            "RINGTRAIN_CONV_API={}: expected graph (the default) or legacy", v);
   return false;
+}
+
+// The context's graph-API convolution graphs by shape. A graph is launched
+// with the tensors' addresses (its run is const), so the layers of one shape
+// share it: resnet50's 53 convolutions have about 20 shapes, and each build
+// (heuristics, support checks, compilation) blocks the host on the first step.
+struct ConvGraphCache {
+  template <class Graph>
+  struct Built {
+    std::shared_ptr<Graph> graph;  // null: refused, for `why`
+    std::string why;
+  };
+  std::map<std::pair<ConvGraphShape, ConvDataOp>, Built<ConvDataGraph>> data;
+  std::map<ConvGraphShape, Built<ConvWgradGraph>> wgrad;
+
+  std::shared_ptr<ConvDataGraph> data_graph(const GpuHandles& h, const ConvGraphShape& s,
+                                            ConvDataOp op, std::string* why_not) {
+    auto it = data.find({s, op});
+    if (it == data.end()) {
+      Built<ConvDataGraph> b;
+      b.graph = ConvDataGraph::build(h, s, op, &b.why);
+      it = data.emplace(std::pair{s, op}, std::move(b)).first;
+    }
+    *why_not = it->second.why;
+    return it->second.graph;
+  }
+  std::shared_ptr<ConvWgradGraph> wgrad_graph(const GpuHandles& h, const ConvGraphShape& s,
+                                              std::string* why_not) {
+    auto it = wgrad.find(s);
+    if (it == wgrad.end()) {
+      Built<ConvWgradGraph> b;
+      b.graph = ConvWgradGraph::build(h, s, &b.why);
+      it = wgrad.emplace(s, std::move(b)).first;
+    }
+    *why_not = it->second.why;
+    return it->second.graph;
+  }
+};
+
+ConvGraphCache& conv_graphs_of(const GpuHandles& h) {
+  RT_CHECK(h.conv_graphs != nullptr, "conv2d: a GPU context without its graph cache");
+  return *static_cast<ConvGraphCache*>(h.conv_graphs.get());
 }
 
 class CudnnConvPlan final : public GpuConvPlan {
@@ -488,7 +534,8 @@ class CudnnConvPlan final : public GpuConvPlan {
   // at plan time the caller sizes it with the rest).
   void plan_wgrad16(Entry& e, bool grow = true) {
     e.wgrad16_tried = true;
-    e.wgrad16 = ConvWgradGraph::build(*handles_, graph_shape(e.batch), &e.wgrad16_why);
+    e.wgrad16 =
+        conv_graphs_of(*handles_).wgrad_graph(*handles_, graph_shape(e.batch), &e.wgrad16_why);
     if (grow && e.wgrad16 && e.wgrad16->workspace_bytes() > workspace_.size())
       replace_workspace(e.wgrad16->workspace_bytes());
   }
@@ -522,8 +569,9 @@ class CudnnConvPlan final : public GpuConvPlan {
     }
     const ConvGraphShape s = graph_shape(e.batch);
     std::string fwd_why, dgrad_why;
-    e.fwd_graph = ConvDataGraph::build(*handles_, s, ConvDataOp::forward, &fwd_why);
-    e.dgrad_graph = ConvDataGraph::build(*handles_, s, ConvDataOp::backward_data, &dgrad_why);
+    ConvGraphCache& graphs = conv_graphs_of(*handles_);
+    e.fwd_graph = graphs.data_graph(*handles_, s, ConvDataOp::forward, &fwd_why);
+    e.dgrad_graph = graphs.data_graph(*handles_, s, ConvDataOp::backward_data, &dgrad_why);
     if (!fwd_why.empty()) e.data16_why = "forward: " + fwd_why;
     if (!dgrad_why.empty())
       e.data16_why += (e.data16_why.empty() ? "" : "; ") + ("backward data: " + dgrad_why);
@@ -834,6 +882,22 @@ class CudnnConvPlan final : public GpuConvPlan {
 
 std::shared_ptr<void> make_conv_workspace() {
   return std::make_shared<DeviceBytes>();
+}
+
+std::shared_ptr<void> make_conv_graph_cache() {
+  return std::make_shared<ConvGraphCache>();
+}
+
+std::size_t conv_graphs_built(const GpuHandles& h) {
+  const ConvGraphCache& cache = conv_graphs_of(h);
+  return cache.data.size() + cache.wgrad.size();
+}
+
+void release_conv_graphs(const GpuHandles& h) noexcept {
+  if (h.conv_graphs == nullptr) return;
+  auto& cache = *static_cast<ConvGraphCache*>(h.conv_graphs.get());
+  cache.data.clear();
+  cache.wgrad.clear();
 }
 
 std::unique_ptr<GpuConvPlan> make_gpu_conv_plan(const GpuHandles& h, const Conv2dGeometry& g,

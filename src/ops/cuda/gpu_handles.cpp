@@ -42,6 +42,7 @@ GpuHandles gpu_handles_create(int ordinal, Tf32Mode tf32, DType precision) {
     RT_CUDNN_CHECK(cudnnSetStream(dnn, stream));
     h.scratch = static_cast<float*>(cuda_allocate_here(kGpuScratchFloats * sizeof(float)));
     h.conv_workspace = make_conv_workspace();
+    h.conv_graphs = make_conv_graph_cache();
     h.lt = make_lt_gemm_cache();
     h.widening = std::make_shared<WideningScratch>();
     h.attention = std::make_shared<std::shared_ptr<void>>();
@@ -79,9 +80,11 @@ float* gpu_widening_buffer(const GpuHandles& h, int index, std::size_t floats) {
 }
 
 void gpu_handles_destroy(const GpuHandles& h) noexcept {
-  // cuda_free accounts for them (device_memory_use).
-  // The attention state's cuDNN graphs go before the handle they were built on.
+  // The cuDNN graphs (attention's, the convolutions') go before the handle
+  // they were built on.
   if (h.attention != nullptr) h.attention->reset();
+  release_conv_graphs(h);
+  // cuda_free accounts for them (device_memory_use).
   if (h.widening != nullptr)
     for (float* p : h.widening->buffers)
       if (p != nullptr) cuda_free(p, 0);
