@@ -27,11 +27,12 @@
 #             (in the background like cpusuite: its timings do not matter)
 #   speed     bench step vs launch/bench/peer_gpu_step.py; bench allreduce nccl
 #   models    the real-size presets side by side with PyTorch on the same GPU, alternating,
-#             3 rounds (1 where ringtrain is below 0.25x): resnet50 b256 bf16 and TF32
-#             (NCHW and NHWC), inception3 b128 and vgg16 b128 bf16, then resnet50 fp32
-#             and bf16 NCHW
-#             (MODELS_CASES); 0 host syncs per steady step; a case below 1.0x gets
-#             one `bench step --layers` (time per layer, cuDNN's algorithms)
+#             3 rounds (1 where ringtrain is below 0.25x): resnet50 b256 bf16 and TF32,
+#             inception3 b128 and vgg16 b128 bf16, then their TF32, resnet50 fp32 and
+#             bf16 NCHW (MODELS_CASES); 0 host syncs per steady step; after every
+#             case's rounds, each case below 1.0x gets one `bench step --layers` (time
+#             per layer, cuDNN's engines), then one --cuda-graph on and one legacy
+#             convolution API run
 #   peers     PyTorch alone on the real-size models (launch/bench/peer_gpu_models.py)
 #   loader    (named only) resnet50 bf16 b256 trained from JPEG photographs of ImageNet-like
 #             sizes with --augment imagenet and a loader thread per spare core, against
@@ -397,9 +398,25 @@ torch_cudnn=$(LD_LIBRARY_PATH=$(torch_library_path) "$RINGTRAIN_PYTHON" -c \
   'import os, nvidia.cudnn as c; d = os.path.join(list(c.__path__)[0], "lib"); print(d if os.path.isdir(d) else "")' \
   2>/dev/null)
 
+# models_case CASE: sets model batch prec layout shape tf32 precision from
+# model:batch:precision[:layout] (sets tf32_mode too; prec tf32: fp32 storage with TF32 on)
+models_case() {
+  IFS=: read -r model batch prec layout <<< "$1"
+  layout=${layout:-auto}
+  shape=3,224,224; [ "$model" = inception3 ] && shape=3,299,299
+  tf32_mode=off; [ "$prec" = tf32 ] && tf32_mode=on
+  # bf16/fp16: ringtrain's --precision (16-bit storage) against PyTorch's
+  # autocast with channels_last.
+  precision=fp32
+  case $prec in bf16|fp16) precision=$prec; tf32_mode=on ;; esac
+}
+
 check_models() {
   # ringtrain and PyTorch (peer_gpu_models.py) in turn, one case at a time,
-  # MODELS_ROUNDS rounds; each side's samples/s goes into models.tsv.
+  # MODELS_ROUNDS rounds; each side's samples/s goes into models.tsv. Every
+  # case's rounds come first (the goal table), then, for the cases where
+  # ringtrain is behind, the runs that say why (--layers, --cuda-graph on, the
+  # legacy convolution API): a call cut off by its budget keeps the table.
   local tp; tp=$(torch_library_path)
   # Both sides on one cuDNN: the host's libcudnn.so.9 (9.14 on 2026-11-26)
   # is older than the one PyTorch carries (9.19), and cuDNN's heuristics
@@ -410,7 +427,8 @@ check_models() {
     rt_env=(env LD_LIBRARY_PATH="$torch_cudnn:${LD_LIBRARY_PATH:-}")
   fi
   echo "# ringtrain's cuDNN: ${rt_env[*]:-from the host}" > "$out/models-cudnn.txt"
-  local rounds=${MODELS_ROUNDS:-3} c model batch prec layout shape tf32 precision r rt pt rt_mib pt_mib
+  local rounds=${MODELS_ROUNDS:-3} c model batch prec layout shape tf32_mode precision r rt pt rt_mib pt_mib
+  local behind=()
   # Peak device memory of each side in MiB: ringtrain's own allocations
   # (device_memory_peak_bytes) against torch.cuda.max_memory_allocated.
   printf 'model\tbatch\tprecision\tlayout\tround\tringtrain\tpytorch\tringtrain_peak_mib\tpytorch_peak_mib\tringtrain_host_syncs\n' > "$out/models.tsv"
@@ -419,18 +437,11 @@ check_models() {
   # GPU), PyTorch runs channels_last always: the fp32 case names nhwc to match,
   # the nchw cases measure ringtrain's other layout against the same peer.
   # The issue's table first (a cut-off call keeps those), then fp32 and bf16 NCHW.
-  for c in ${MODELS_CASES:-resnet50:256:bf16 resnet50:256:tf32 resnet50:256:tf32:nchw inception3:128:bf16 vgg16:128:bf16 resnet50:256:fp32:nhwc resnet50:256:bf16:nchw}; do
-    IFS=: read -r model batch prec layout <<< "$c"
-    layout=${layout:-auto}
-    shape=3,224,224; [ "$model" = inception3 ] && shape=3,299,299
-    tf32=off; [ "$prec" = tf32 ] && tf32=on
-    # bf16/fp16: ringtrain's --precision (16-bit storage by rounding around
-    # TF32 kernels, as of now) against PyTorch's autocast with channels_last.
-    precision=fp32
-    case $prec in bf16|fp16) precision=$prec; tf32=on ;; esac
+  for c in ${MODELS_CASES:-resnet50:256:bf16 resnet50:256:tf32 inception3:128:bf16 vgg16:128:bf16 inception3:128:tf32 vgg16:128:tf32 resnet50:256:fp32:nhwc resnet50:256:bf16:nchw}; do
+    models_case "$c"
     for r in $(seq 1 "$rounds"); do
       run "models-rt-$model-$prec-$layout-$r" 150 "${rt_env[@]}" "$exe" bench step --device cuda --model "$model" --input "$shape" \
-        --classes 1000 --batch "$batch" --steps 10 --warmup 3 --tf32 "$tf32" --precision "$precision" \
+        --classes 1000 --batch "$batch" --steps 10 --warmup 3 --tf32 "$tf32_mode" --precision "$precision" \
         --layout "$layout" --json
       rt=$("$RINGTRAIN_PYTHON" -c 'import json,sys
 for l in open(sys.argv[1]):
@@ -453,29 +464,38 @@ for l in open(sys.argv[1]):
       "$RINGTRAIN_PYTHON" -c 'import sys; sys.exit(0 if float(sys.argv[1]) < 0.25 * float(sys.argv[2]) else 1)' \
         "${rt%% *}" "$pt" 2>/dev/null && break
     done
-    # Where ringtrain is behind: the time per layer (and cuDNN's algorithms), once.
-    if "$RINGTRAIN_PYTHON" -c 'import sys; sys.exit(0 if float(sys.argv[1]) < float(sys.argv[2]) else 1)' \
-        "${rt%% *}" "$pt" 2>/dev/null; then
-      run "models-layers-$model-$prec-$layout" 150 "${rt_env[@]}" "$exe" bench step --device cuda --model "$model" --input "$shape" \
-        --classes 1000 --batch "$batch" --steps 3 --warmup 3 --tf32 "$tf32" --precision "$precision" \
-        --layout "$layout" --layers
-      # Once with the forward and backward as one CUDA graph (--cuda-graph on).
-      run "models-rt-graph-$model-$prec-$layout" 150 "${rt_env[@]}" "$exe" bench step --device cuda --model "$model" \
-        --input "$shape" --classes 1000 --batch "$batch" --steps 10 --warmup 3 --tf32 "$tf32" \
-        --precision "$precision" --layout "$layout" --cuda-graph on --json
-      note models-cuda-graph INFO "$model $prec $layout: $(grep -o '"samples_per_s":[0-9.]*' "$out/models-rt-graph-$model-$prec-$layout.log" | tail -1) with --cuda-graph on, ${rt%% *} without"
-      # The stored convolutions' forward and backward data take the graph
-      # API's engines by default; once with the legacy API's algorithms, to
-      # say which choice is faster where ringtrain is behind.
-      case $prec in bf16|fp16)
-        run "models-rt-legacy-$model-$prec-$layout" 150 env RINGTRAIN_CONV_API=legacy "${rt_env[@]}" "$exe" bench step \
-          --device cuda --model "$model" --input "$shape" --classes 1000 --batch "$batch" --steps 10 --warmup 3 \
-          --tf32 "$tf32" --precision "$precision" --layout "$layout" --json
-        note models-conv-api INFO "$model $prec $layout: legacy API $(grep -o '"samples_per_s":[0-9.]*' "$out/models-rt-legacy-$model-$prec-$layout.log" | tail -1), graph API ${rt%% *} samples/s" ;;
-      esac
+    # Behind PyTorch in the last round: explained below, once (in a dry run
+    # every case, so that those runs' flags are checked too).
+    if [ $dry = 1 ] || "$RINGTRAIN_PYTHON" -c 'import sys; sys.exit(0 if float(sys.argv[1]) < float(sys.argv[2]) else 1)' \
+      "${rt%% *}" "$pt" 2>/dev/null; then
+      behind+=("$c")
     fi
   done
   note models INFO "$(tr '\n' ';' < "$out/models.tsv" | cut -c1-600)"
+  for c in "${behind[@]}"; do
+    models_case "$c"
+    # The time per layer (and cuDNN's engines and algorithms).
+    run "models-layers-$model-$prec-$layout" 150 "${rt_env[@]}" "$exe" bench step --device cuda --model "$model" --input "$shape" \
+      --classes 1000 --batch "$batch" --steps 3 --warmup 3 --tf32 "$tf32_mode" --precision "$precision" \
+      --layout "$layout" --layers
+  done
+  for c in "${behind[@]}"; do
+    models_case "$c"
+    # Once with the forward and backward as one CUDA graph (--cuda-graph on).
+    run "models-rt-graph-$model-$prec-$layout" 150 "${rt_env[@]}" "$exe" bench step --device cuda --model "$model" \
+      --input "$shape" --classes 1000 --batch "$batch" --steps 10 --warmup 3 --tf32 "$tf32_mode" \
+      --precision "$precision" --layout "$layout" --cuda-graph on --json
+    note models-cuda-graph INFO "$model $prec $layout: $(grep -o '"samples_per_s":[0-9.]*' "$out/models-rt-graph-$model-$prec-$layout.log" | tail -1) with --cuda-graph on; without: see models.tsv"
+    # The stored convolutions' forward and backward data take the graph
+    # API's engines by default; once with the legacy API's algorithms, to
+    # say which choice is faster where ringtrain is behind.
+    case $prec in bf16|fp16)
+      run "models-rt-legacy-$model-$prec-$layout" 150 env RINGTRAIN_CONV_API=legacy "${rt_env[@]}" "$exe" bench step \
+        --device cuda --model "$model" --input "$shape" --classes 1000 --batch "$batch" --steps 10 --warmup 3 \
+        --tf32 "$tf32_mode" --precision "$precision" --layout "$layout" --json
+      note models-conv-api INFO "$model $prec $layout: legacy API $(grep -o '"samples_per_s":[0-9.]*' "$out/models-rt-legacy-$model-$prec-$layout.log" | tail -1); graph API: see models.tsv" ;;
+    esac
+  done
 }
 
 check_loader() {
@@ -529,7 +549,7 @@ check_kernels() {
   # only the table's shares mean anything, not its step time. KERNELS_CASES:
   # model:batch:precision ... (KERNELS_CASE, one of them, as before).
   local tp; tp=$(torch_library_path)
-  local case model batch prec shape tf32=on precision tag
+  local case model batch prec shape tf32_mode=on precision tag
   for case in ${KERNELS_CASES:-${KERNELS_CASE:-resnet50:256:bf16}}; do
     IFS=: read -r model batch prec <<< "$case"
     shape=3,224,224; [ "$model" = inception3 ] && shape=3,299,299
@@ -540,7 +560,7 @@ check_kernels() {
     pass_if "kernels-pt-$tag" $? "$(tail -1 "$out/kernels-pt-$tag.txt" 2>/dev/null)"
     local ncu=(ncu --profile-from-start off --metrics gpu__time_duration.sum --csv --page raw)
     run "kernels-rt-$tag" 180 "${ncu[@]}" "$exe" bench step --device cuda --model "$model" --input "$shape" \
-      --classes 1000 --batch "$batch" --steps 1 --warmup 2 --tf32 $tf32 --precision "$precision"
+      --classes 1000 --batch "$batch" --steps 1 --warmup 2 --tf32 $tf32_mode --precision "$precision"
     "$RINGTRAIN_PYTHON" launch/ncu_kernel_table.py "$out/kernels-rt-$tag.log" > "$out/kernels-rt-$tag.txt" 2>&1
     pass_if "kernels-rt-$tag" $? "$(tail -1 "$out/kernels-rt-$tag.txt")"
   done
