@@ -66,7 +66,7 @@ struct LtKey {
   DType d_type;
   bool beta_zero;
   LtEpilogue epilogue;
-  std::uint32_t align_a, align_b, align_d;
+  std::uint32_t align_a = 0, align_b = 0, align_d = 0;
   // The GELU epilogues' auxiliary (GELU_AUX_BIAS's output, DGELU's input):
   // its leading dimension and alignment (0 for the other epilogues).
   std::size_t ld_aux = 0;
@@ -81,30 +81,31 @@ struct LtKey {
   bool operator<(const LtKey& o) const { return tie() < o.tie(); }
 };
 
+// The key of a product: its shape, D's dtype, whether beta is 0, the
+// epilogue, the operands' alignments, and the bias (gradient) vector's
+// alignment (vec null: none).
+LtKey product_key(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k,
+                  BufferView a, std::size_t lda, BufferView b, std::size_t ldb, BufferView d,
+                  std::size_t ldd, bool beta_zero, LtEpilogue epilogue, const void* vec) {
+  LtKey key{trans_a, trans_b, m, n, k, lda, ldb, ldd, d.dtype, beta_zero, epilogue};
+  key.align_a = alignment_of(a.ptr);
+  key.align_b = alignment_of(b.ptr);
+  key.align_d = alignment_of(d.ptr);
+  key.align_vec = vec != nullptr ? alignment_of(vec) : 0;
+  return key;
+}
+
 // The key of a product with a GELU epilogue (GELU_AUX_BIAS, DGELU[_BGRAD]):
-// a 16-bit D written with beta 0, the auxiliary's leading dimension and
-// alignment, and the bias (gradient) vector's alignment (vec null: none).
+// a 16-bit D written with beta 0, and the auxiliary's leading dimension and
+// alignment.
 LtKey aux_epilogue_key(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k,
                        BufferView a, std::size_t lda, BufferView b, std::size_t ldb, BufferView d,
                        std::size_t ldd, LtEpilogue epilogue, BufferView aux, std::size_t ld_aux,
                        const void* vec) {
-  return LtKey{trans_a,
-               trans_b,
-               m,
-               n,
-               k,
-               lda,
-               ldb,
-               ldd,
-               d.dtype,
-               true,
-               epilogue,
-               alignment_of(a.ptr),
-               alignment_of(b.ptr),
-               alignment_of(d.ptr),
-               ld_aux,
-               alignment_of(aux.ptr),
-               vec != nullptr ? alignment_of(vec) : 0};
+  LtKey key = product_key(trans_a, trans_b, m, n, k, a, lda, b, ldb, d, ldd, true, epilogue, vec);
+  key.ld_aux = ld_aux;
+  key.align_aux = alignment_of(aux.ptr);
+  return key;
 }
 
 // A key's product shape, whatever its bias (gradient) vector's alignment:
@@ -436,25 +437,11 @@ bool gpu_lt_gemm(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m,
                     : a_sums != nullptr ? static_cast<const void*>(sums_out)
                                         : nullptr;
 
-  const LtKey key{trans_a,
-                  trans_b,
-                  m,
-                  n,
-                  k,
-                  lda,
-                  ldb,
-                  ldd,
-                  d.dtype,
-                  beta == 0.0f,
-                  bias != nullptr     ? LtEpilogue::bias
-                  : a_sums != nullptr ? LtEpilogue::bias_grad
-                                      : LtEpilogue::none,
-                  alignment_of(a.ptr),
-                  alignment_of(b.ptr),
-                  alignment_of(d.ptr),
-                  0,
-                  0,
-                  vec != nullptr ? alignment_of(vec) : 0};
+  const LtKey key = product_key(trans_a, trans_b, m, n, k, a, lda, b, ldb, d, ldd, beta == 0.0f,
+                                bias != nullptr     ? LtEpilogue::bias
+                                : a_sums != nullptr ? LtEpilogue::bias_grad
+                                                    : LtEpilogue::none,
+                                vec);
   auto it = cache.plans.find(key);
   if (it == cache.plans.end()) it = cache.plans.emplace(key, make_plan(cache, key, p, vec)).first;
   LtPlan& plan = *it->second;
