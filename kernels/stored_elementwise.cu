@@ -37,6 +37,10 @@ __global__ void sum_two_kernel(const T* __restrict__ x0, const T* __restrict__ x
                                T* __restrict__ y, std::size_t n) {
   RT_GRID_STRIDE(i, n) store(y, i, axpy_element(a, load(x1, i), load(x0, i)));
 }
+template <typename T>
+__global__ void add_widened_kernel(const T* __restrict__ x, float* __restrict__ y, std::size_t n) {
+  RT_GRID_STRIDE(i, n) y[i] = axpy_element(1.0f, load(x, i), y[i]);
+}
 template <typename T, typename D>
 __global__ void scale_kernel(const T* __restrict__ x, float a, D* __restrict__ y, std::size_t n) {
   RT_GRID_STRIDE(i, n) store(y, i, scale_element(load(x, i), a));
@@ -108,6 +112,16 @@ void sum_two_stored_cuda(const void* x0, const void* x1, float a, void* y, DType
     using T = decltype(s);
     sum_two_kernel<<<elementwise_blocks(n), kElementwiseThreads, 0, as_stream(stream)>>>(
         static_cast<const T*>(x0), static_cast<const T*>(x1), a, static_cast<T*>(y), n);
+  });
+  RT_CUDA_CHECK_LAUNCH();
+}
+
+void add_widened_cuda(const void* x, DType t, float* y, std::size_t n, void* stream) {
+  if (n == 0) return;
+  with_storage(t, [&](auto s) {
+    using T = decltype(s);
+    add_widened_kernel<<<elementwise_blocks(n), kElementwiseThreads, 0, as_stream(stream)>>>(
+        static_cast<const T*>(x), y, n);
   });
   RT_CUDA_CHECK_LAUNCH();
 }

@@ -29,6 +29,9 @@ void sum_two_stored_cuda(const void* x0, const void* x1, float a, void* y, DType
 void scale_stored_cuda(const void* x, DType t, float a, void* y, DType y_type, std::size_t n,
                        void* stream);
 
+// y (fp32) += x, x of dtype t widened (a 16-bit contribution to an fp32 sum).
+void add_widened_cuda(const void* x, DType t, float* y, std::size_t n, void* stream);
+
 // rows blocks of `width` elements: dst[r * dst_pitch + i] = src[r * src_pitch + i],
 // converted from src_type to dst_type (a concat's gradient into an fp32 sum).
 void convert_blocks_cuda(void* dst, DType dst_type, std::size_t dst_pitch, const void* src,

@@ -29,6 +29,9 @@ class FusedConvRelu final : public FusedNode {
   void backward_stored(const std::vector<BufferView>& xs, BufferView y, BufferView dy,
                        const std::vector<BufferView>& dxs, std::size_t batch,
                        bool accumulate) override;
+  // Its dx is the convolution's: on the storage grid on every device (cuDNN
+  // writes 16 bits; the CPU's convolution rounds).
+  bool writes_dx_on_grid() const override { return true; }
   // "fused conv1+relu1: " and the convolution's kernels.
   std::string describe_kernels() const override;
 

@@ -203,25 +203,6 @@ struct Model::State {
 };
 
 namespace {
-// Per sample, the widest dx that a stored convolution writes as fp32: where
-// its input's gradient is summed in fp32 (a branch point), cuDNN writes the
-// 16-bit dx into the context's widening scratch, which is widened from there.
-std::size_t stored_conv_wide_dx(const std::vector<PlanNode>& nodes,
-                                const std::vector<GradientBuffer>& grads) {
-  std::size_t widest = 0;
-  for (const PlanNode& node : nodes) {
-    if (node.adapted || node.grad < 0 || node.kind != layer_kind_name(LayerKind::conv2d)) continue;
-    for (int j : node.inputs) {
-      if (j < 0) continue;
-      const PlanNode& input = nodes[static_cast<std::size_t>(j)];
-      if (input.grad < 0 || !input.below_params) continue;
-      const GradientBuffer& g = grads[static_cast<std::size_t>(input.grad)];
-      if (g.dtype == DType::f32) widest = std::max(widest, g.elements);
-    }
-  }
-  return widest;
-}
-
 // The start and the end of an interval of the model's work on its timer
 // (bench step --layers), when one is set. An interval that an exception
 // leaves unfinished is never stopped, and the timer reads it as 0.
@@ -1088,18 +1069,6 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
     if (widest_grad > 0) s.wide_grad = Tensor::empty({B * widest_grad}, DType::f32, dev);
     workspace +=
         (wide_inputs + (widest > 0 ? 1 : 0)) * widest * sizeof(float) + widest_grad * sizeof(float);
-    // A stored convolution whose dx the model sums in fp32 (its input is a
-    // branch point) has cuDNN write a 16-bit dx into the context's widening
-    // scratch, widened from there: reserved here for the widest such dx. (A
-    // weight gradient that cuDNN's graph API has no engine for widens x and
-    // dy through the same scratch, grown by the plan only where that
-    // happens: on vgg16 b128 the widest operand would take 2 x 1.6 GB. The
-    // linear and attention layers' stored products need none.)
-    const std::size_t wide_dx = stored_conv_wide_dx(s.nodes, s.grad_buffers);
-    if (dev.is_cuda() && wide_dx > 0) {
-      s.ctx->reserve_wide_dx(B * wide_dx);
-      workspace += wide_dx * dtype_size(s.storage);
-    }
     if (s.narrow_input) bytes += Shape(input_shape).numel() * dtype_size(s.storage);
   }
   s.x_views.reserve(slots);
@@ -1494,6 +1463,17 @@ void Model::backward(float grad_scale, bool accumulate,
       dxs.clear();
       to_add.clear();
       to_narrow.clear();
+      // What a contribution to a summed (fp32) gradient, or a dx to narrow,
+      // is written into first: slot k's scratch, fp32; or, for a layer whose
+      // fp32 dx would be its 16-bit dx widened (a GPU's 16-bit convolution),
+      // the 16-bit dx itself, widened as it is added (one pass over it where
+      // the widening into fp32 scratch took two).
+      const DType scratch_dtype =
+          !node.adapted && node.stores != nullptr && node.stores->writes_dx_on_grid() ? s.storage
+                                                                                      : DType::f32;
+      const auto scratch_of = [&](std::size_t k, const GradientBuffer& in_grad) {
+        return BufferView{s.scratch[k].data(), batch * in_grad.elements, scratch_dtype, dev};
+      };
       for (std::size_t k = 0; k < node.inputs.size(); ++k) {
         const int j = node.inputs[k];
         const PlanNode* input = j < 0 ? nullptr : &s.nodes[static_cast<std::size_t>(j)];
@@ -1507,11 +1487,13 @@ void Model::backward(float grad_scale, bool accumulate,
         } else if (GradientBuffer& in_grad = s.grad_buffers[static_cast<std::size_t>(g)];
                    in_grad.written) {
           // A later contribution to a summed (fp32) gradient.
-          dxs.push_back(s.scratch[k].buffer().slice(0, batch * in_grad.elements));
+          dxs.push_back(scratch_of(k, in_grad));
           to_add.emplace_back(k, g);
-        } else if (node.adapted && in_grad.dtype != DType::f32) {
-          // Computed in fp32 by the layer, narrowed into the buffer.
-          dxs.push_back(s.scratch[k].buffer().slice(0, batch * in_grad.elements));
+        } else if ((node.adapted && in_grad.dtype != DType::f32) ||
+                   (scratch_dtype != DType::f32 && in_grad.dtype == DType::f32)) {
+          // Computed in fp32 by the layer, narrowed into the buffer; or the
+          // first contribution to a summed gradient in 16 bits, widened.
+          dxs.push_back(scratch_of(k, in_grad));
           to_narrow.emplace_back(k, g);
           in_grad.written = true;
         } else {
@@ -1592,15 +1574,17 @@ void Model::backward(float grad_scale, bool accumulate,
       }
       for (const auto& [k, g] : to_narrow) {
         const GradientBuffer& in_grad = s.grad_buffers[static_cast<std::size_t>(g)];
-        convert_storage(*s.ctx, in_grad.view(batch, dev),
-                        s.scratch[k].buffer().slice(0, batch * in_grad.elements));
+        convert_storage(*s.ctx, in_grad.view(batch, dev), scratch_of(k, in_grad));
       }
       for (const auto& [k, g] : to_add) {
         const GradientBuffer& in_grad = s.grad_buffers[static_cast<std::size_t>(g)];
         RT_CHECK(in_grad.dtype == DType::f32, "model: a second contribution to a {} gradient",
                  dtype_name(in_grad.dtype));
-        add_scaled(*s.ctx, static_cast<float*>(in_grad.data), s.scratch[k].data_as<float>(), 1.0f,
-                   batch * in_grad.elements);
+        if (scratch_dtype == DType::f32)
+          add_scaled(*s.ctx, static_cast<float*>(in_grad.data), s.scratch[k].data_as<float>(), 1.0f,
+                     batch * in_grad.elements);
+        else
+          add_widened(*s.ctx, in_grad.view(batch, dev), scratch_of(k, in_grad));
       }
       mark_stop(s.timer, ProfileSlots::backward(i));
     }

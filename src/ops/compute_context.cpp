@@ -39,12 +39,6 @@ void* ComputeContext::dnn_handle() const {
   return gpu_ ? gpu_->dnn : nullptr;
 }
 
-void ComputeContext::reserve_wide_dx(std::size_t elements) {
-  // Two 16-bit values per float.
-  if (gpu_ && precision_ != DType::f32)
-    (void)detail::gpu_widening_buffer(*gpu_, 0, (elements + 1) / 2);
-}
-
 void ComputeContext::synchronize() const {
   if (gpu_) detail::gpu_stream_synchronize(gpu_->stream);
 }

@@ -19,13 +19,14 @@ namespace ringtrain::detail {
 
 struct LtGemmCache;  // cuBLASLt's state of a context (src/ops/cuda/cublaslt_gemm.cpp)
 
-// The fp32 buffers a stored (16-bit) convolution widens through, sized by
-// need rather than for the largest operand of the model:
-// - buffer 0 holds cuDNN's 16-bit dx where the model sums the dx in fp32 (a
-//   branch point), reserved at model build for the widest such dx;
+// The fp32 buffers a stored (16-bit) convolution widens through, grown by
+// need (on a shape's first, eager step) rather than reserved for the largest
+// operand of the model:
 // - buffers 0 and 1 hold x and dy widened to fp32 where cuDNN's graph API
-//   has no 16-bit weight-gradient engine for a shape: grown when that is
-//   first known, on the shape's first (eager) step.
+//   has no 16-bit weight-gradient engine for a shape;
+// - buffer 0 holds cuDNN's 16-bit dx where a caller asks for an fp32 dx (the
+//   model does not: where it sums a convolution's dx in fp32 it takes the
+//   16-bit dx and widens it as it adds it, StoresActivations::writes_dx_on_grid).
 struct WideningScratch {
   float* buffers[2] = {nullptr, nullptr};
   std::size_t capacity[2] = {0, 0};  // floats
@@ -169,6 +170,8 @@ void gpu_gelu_tanh_forward_stored(void* stream, BufferView x, BufferView y);
 void gpu_gelu_tanh_backward_stored(void* stream, BufferView x, BufferView dy, BufferView dx);
 void gpu_sum_two_stored(void* stream, BufferView y, BufferView x0, BufferView x1, float a);
 void gpu_scale_stored(void* stream, BufferView y, BufferView x, float a);
+// y (fp32) += x widened, x of any storage dtype.
+void gpu_add_widened(void* stream, BufferView y, BufferView x);
 // Pitches and width in elements; dst and src of different storage dtypes.
 void gpu_convert_blocks(void* stream, BufferView dst, std::size_t dst_pitch, BufferView src,
                         std::size_t src_pitch, std::size_t width, std::size_t rows);

@@ -267,6 +267,9 @@ void gpu_gelu_tanh_backward_stored(void*, BufferView, BufferView, BufferView) {
 void gpu_sum_two_stored(void*, BufferView, BufferView, BufferView, float) {
   no_cuda("an add");
 }
+void gpu_add_widened(void*, BufferView, BufferView) {
+  no_cuda("an add");
+}
 void gpu_scale_stored(void*, BufferView, BufferView, float) {
   no_cuda("a scale");
 }

@@ -7,6 +7,8 @@
 #include "kernels/scale.cuh"
 #include "kernels/storage.cuh"
 #include "ops/gpu_ops.h"
+#include "ringtrain/core/check.h"
+#include "ringtrain/core/dtype.h"
 
 namespace ringtrain {
 
@@ -43,6 +45,20 @@ void sum_two_stored(const ComputeContext& ctx, BufferView y, BufferView x0, Buff
     T* __restrict__ out = y.as<T>();
     for (std::size_t i = 0; i < y.count; ++i)
       kernels::store(out, i, kernels::axpy_element(a, kernels::load(a1, i), kernels::load(a0, i)));
+  });
+}
+
+void add_widened(const ComputeContext& ctx, BufferView y, BufferView x) {
+  RT_CHECK(y.dtype == DType::f32 && x.count == y.count,
+           "add_widened: {} {} values into {} {} ones: an fp32 sum of the same count expected",
+           x.count, dtype_name(x.dtype), y.count, dtype_name(y.dtype));
+  if (ctx.is_cuda()) return detail::gpu_add_widened(ctx.stream(), y, x);
+  kernels::with_storage(x.dtype, [&](auto s) {
+    using T = decltype(s);
+    const T* __restrict__ in = x.as<const T>();
+    float* __restrict__ out = y.as<float>();
+    for (std::size_t i = 0; i < y.count; ++i)
+      out[i] = kernels::axpy_element(1.0f, kernels::load(in, i), out[i]);
   });
 }
 

@@ -21,6 +21,7 @@
 #include "ringtrain/launch/gpu_runtime.h"
 #include "ringtrain/model/model_spec.h"
 #include "ringtrain/ops/compute_context.h"
+#include "ringtrain/ops/merge.h"
 #include "ringtrain/ops/precision.h"
 #include "ringtrain/ops/softmax_cross_entropy.h"
 #include "ringtrain/tensor/tensor.h"
@@ -206,6 +207,23 @@ TEST_CASE(
     if (layout == Layout::nhwc) compare("flatten", {Shape{3, 4, 5}}, 0, layout);
     if (layout == Layout::nchw) compare("position_embedding(context=6)", {Shape{4, 5}}, 0);
     compare("a = relu; b = relu; y = concat(a, b)", {Shape{2, 3, 4}, Shape{3, 3, 4}}, 0, layout);
+  }
+}
+
+TEST_CASE("gpu add_widened: a 16-bit contribution into an fp32 sum gives the CPU's bits", "[gpu]") {
+  for (const DType p : {DType::bf16, DType::f16}) {
+    CAPTURE(dtype_name(p));
+    const auto cpu = ComputeContext::create(Device::cpu(), Tf32Mode::off, p);
+    const auto gpu = ComputeContext::create(kGpu, Tf32Mode::off, p);
+    const std::size_t n = 100003;
+    const std::vector<float> x = on_grid(51, n, p);
+    std::vector<float> sum = test::hashed_vector(52, n, -3.0f, 3.0f);
+    Tensor gsum = to_gpu(sum);
+    const Tensor gx = words_on(x, p, kGpu);
+    add_widened(*gpu, gsum.buffer(), gx.buffer());
+    Tensor cx = words_on(x, p, Device::cpu());
+    add_widened(*cpu, view_of(sum.data(), n), cx.buffer());
+    CHECK(to_host(gsum, *gpu) == sum);
   }
 }
 

@@ -16,8 +16,10 @@
 #include "model/layer.h"
 #include "ringtrain/model/model_spec.h"
 #include "ringtrain/ops/compute_context.h"
+#include "ringtrain/ops/merge.h"
 #include "ringtrain/ops/precision.h"
 #include "ringtrain/ops/softmax_cross_entropy.h"
+#include "ringtrain/tensor/tensor.h"
 #include "tests/model/grid_values.h"
 #include "tests/model/test_data.h"
 
@@ -141,6 +143,29 @@ TEST_CASE("stored layers: relu", "[model][precision]") {
 TEST_CASE("stored layers: a two-input add, unscaled and scaled", "[model][precision]") {
   check_stored("a = relu; b = relu; y = add(a, b)", {Shape{4, 3, 3}, Shape{4, 3, 3}});
   check_stored("a = relu; b = relu; y = add(a, b, scale=0.3)", {Shape{7}, Shape{7}});
+}
+
+TEST_CASE("add_widened: a 16-bit contribution added into an fp32 sum, as widened then added",
+          "[model][precision]") {
+  // What the model does with a 16-bit convolution's dx at a branch point: the
+  // same bits as widening it into fp32 scratch and adding that.
+  for (const DType p : {DType::bf16, DType::f16, DType::f32}) {
+    CAPTURE(dtype_name(p));
+    const auto ctx = ComputeContext::create(Device::cpu(), Tf32Mode::pytorch_default, p);
+    const std::size_t n = 1001;
+    const std::vector<float> x = on_grid(41, n, p);
+    std::vector<float> sum = test::hashed_vector(42, n, -3.0f, 3.0f);
+    std::vector<float> want = sum;
+    add_scaled(*ctx, want.data(), x.data(), 1.0f, n);
+    Tensor stored = Tensor::empty({n}, p, Device::cpu());
+    convert_storage(*ctx, stored.buffer(), view_of(x.data(), n));
+    add_widened(*ctx, view_of(sum.data(), n), stored.buffer());
+    CHECK(sum == want);
+  }
+  const auto ctx = ComputeContext::create(Device::cpu(), Tf32Mode::pytorch_default, DType::bf16);
+  std::vector<float> a(4), b(3);
+  CHECK_THROWS_WITH(add_widened(*ctx, view_of(a.data(), 4), view_of(b.data(), 3)),
+                    Catch::Contains("same count"));
 }
 
 TEST_CASE("stored layers: the layers that do not store say so", "[model][precision]") {

@@ -38,13 +38,6 @@ class ComputeContext {
   bool is_cuda() const { return device_.is_cuda(); }
   Tf32Mode tf32() const { return tf32_; }
   DType precision() const { return precision_; }
-  // Room for the 16-bit dx (`elements` values) of a convolution that stores
-  // 16-bit activations where the model sums that dx in fp32 (a branch
-  // point): cuDNN writes it there, to be widened. On a GPU context with
-  // bf16/fp16 it is reserved at model build; a CPU or fp32 context ignores
-  // it. (A weight gradient that must widen x and dy grows the context's
-  // scratch itself, only where cuDNN has no 16-bit engine for the shape.)
-  void reserve_wide_dx(std::size_t elements);
   // cudaStream_t, cublasHandle_t, cudnnHandle_t as void*; nullptr on the CPU.
   void* stream() const;
   void* blas_handle() const;

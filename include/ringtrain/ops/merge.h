@@ -24,6 +24,10 @@ void sum_two_stored(const ComputeContext& ctx, float* y, const float* x0, const 
 // y = a x converted to y's dtype (an add's gradient).
 void sum_two_stored(const ComputeContext& ctx, BufferView y, BufferView x0, BufferView x1, float a);
 void scale_stored(const ComputeContext& ctx, BufferView y, BufferView x, float a);
+// y (fp32) += x, x of any storage dtype widened (exact): a contribution that
+// a layer wrote in 16 bits, added into an fp32 sum in the pass that widens it
+// (add_scaled's arithmetic with a = 1 on the widened values: the same bits).
+void add_widened(const ComputeContext& ctx, BufferView y, BufferView x);
 // y = 0, any dtype, in the context's stream order.
 void zero_stored(const ComputeContext& ctx, BufferView y);
 // x *= a

@@ -424,11 +424,10 @@ class CudnnConvPlan final : public GpuConvPlan {
     RT_CHECK(w16_fresh_, "conv2d: a stored backward without a stored forward before it");
     const auto* w16 = static_cast<const std::uint16_t*>(w16_.get());
     Entry& e = entry(batch);
-    // An fp32 dx (where the model sums several gradients) is cuDNN's 16-bit
-    // dx widened, through buffer 0 of the context's widening scratch (free
-    // here: the weight gradient is queued before, on the same stream). The
-    // model reserves it at build (ComputeContext::reserve_wide_dx); a larger
-    // dx grows it.
+    // An fp32 dx is cuDNN's 16-bit dx widened, through buffer 0 of the
+    // context's widening scratch (free here: the weight gradient is queued
+    // before, on the same stream), grown on first use. (The model asks for
+    // the 16-bit dx, even where it sums it in fp32.)
     const bool wide = dx.dtype == DType::f32;
     void* out =
         wide ? static_cast<void*>(gpu_widening_buffer(*handles_, 0, (dx.count + 1) / 2)) : dx.ptr;

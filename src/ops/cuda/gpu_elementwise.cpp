@@ -31,6 +31,9 @@ void gpu_gelu_tanh_backward_stored(void* stream, BufferView x, BufferView dy, Bu
 void gpu_sum_two_stored(void* stream, BufferView y, BufferView x0, BufferView x1, float a) {
   kernels::sum_two_stored_cuda(x0.ptr, x1.ptr, a, y.ptr, y.dtype, y.count, stream);
 }
+void gpu_add_widened(void* stream, BufferView y, BufferView x) {
+  kernels::add_widened_cuda(x.ptr, x.dtype, y.as<float>(), y.count, stream);
+}
 void gpu_scale_stored(void* stream, BufferView y, BufferView x, float a) {
   kernels::scale_stored_cuda(x.ptr, x.dtype, a, y.ptr, y.dtype, y.count, stream);
 }
