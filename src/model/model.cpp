@@ -1456,9 +1456,9 @@ void Model::backward(float grad_scale, bool accumulate,
       const GradientBuffer& out_grad = s.grad_of(i);
       BufferView dy = out_grad.view(batch, dev);
       // A summed fp32 gradient is rounded to the storage grid once, now that
-      // every contribution is in (a stored gradient is on it already).
-      if (s.storage != DType::f32 && dy.dtype == DType::f32)
-        round_to_precision(*s.ctx, dy.as<float>(), dy.as<float>(), dy.count, s.storage);
+      // every contribution is in (a stored gradient is on it already): below,
+      // in the pass that narrows it for a layer that reads 16 bits, else here.
+      const bool summed = s.storage != DType::f32 && dy.dtype == DType::f32;
       xs.clear();
       dxs.clear();
       to_add.clear();
@@ -1519,10 +1519,13 @@ void Model::backward(float grad_scale, bool accumulate,
       const bool any_dx =
           std::any_of(dxs.begin(), dxs.end(), [](const BufferView& v) { return v.ptr != nullptr; });
       // A node with no parameters and no consumer of its dx has nothing to do.
+      const bool narrow_dy = summed && (any_dx || has_params) && !node.adapted;
+      if (summed && !narrow_dy)
+        round_to_precision(*s.ctx, dy.as<float>(), dy.as<float>(), dy.count, s.storage);
       if ((any_dx || has_params) && !node.adapted) {
-        if (dy.dtype != s.storage) {  // a summed gradient, narrowed for the layer
+        if (narrow_dy) {  // a summed gradient, rounded and narrowed for the layer
           const BufferView narrowed{s.wide_grad.data(), dy.count, s.storage, dev};
-          convert_storage(*s.ctx, narrowed, dy);
+          round_and_narrow(*s.ctx, dy, narrowed);
           dy = narrowed;
         }
         if (node.fused_ln != nullptr) {

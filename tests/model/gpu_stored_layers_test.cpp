@@ -227,6 +227,34 @@ TEST_CASE("gpu add_widened: a 16-bit contribution into an fp32 sum gives the CPU
   }
 }
 
+TEST_CASE("gpu round_and_narrow gives the CPU's bits, both outputs", "[gpu]") {
+  for (const DType p : {DType::bf16, DType::f16}) {
+    CAPTURE(dtype_name(p));
+    const auto cpu = ComputeContext::create(Device::cpu(), Tf32Mode::off, p);
+    const auto gpu = ComputeContext::create(kGpu, Tf32Mode::off, p);
+    for (const std::size_t n : {std::size_t{100003}, std::size_t{5}}) {
+      std::vector<float> sum = test::hashed_vector(53, n, -70000.0f, 70000.0f);
+      Tensor gsum = to_gpu(sum);
+      Tensor g16 = Tensor::empty({n}, p, kGpu), c16 = Tensor::empty({n}, p, Device::cpu());
+      round_and_narrow(*gpu, gsum.buffer(), g16.buffer());
+      round_and_narrow(*cpu, view_of(sum.data(), n), c16.buffer());
+      CHECK(to_host(gsum, *gpu) == sum);
+      CHECK(widened_values(g16, *gpu) == widened_values(c16, *cpu));
+    }
+    // An odd offset: the scalar path of the kernel.
+    const std::size_t n = 37;
+    std::vector<float> sum = test::hashed_vector(54, n + 1, -3.0f, 3.0f);
+    Tensor gsum = to_gpu(sum);
+    Tensor g16 = Tensor::empty({n + 1}, p, kGpu);
+    round_and_narrow(*gpu, gsum.buffer().slice(1, n), g16.buffer().slice(1, n));
+    std::vector<float> want(sum.begin() + 1, sum.end());
+    round_to_precision(*cpu, want.data(), want.data(), n, p);
+    const std::vector<float> got = to_host(gsum, *gpu);
+    CHECK(std::vector<float>(got.begin() + 1, got.end()) == want);
+    CHECK(got[0] == sum[0]);
+  }
+}
+
 TEST_CASE(
     "gpu stored norms, convolution and linear agree with the CPU within one 16-bit "
     "rounding",

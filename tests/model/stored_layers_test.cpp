@@ -8,6 +8,7 @@
 // input. Layers that do not store (a three-input add) say so.
 #include <catch2/catch.hpp>
 
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -166,6 +167,25 @@ TEST_CASE("add_widened: a 16-bit contribution added into an fp32 sum, as widened
   std::vector<float> a(4), b(3);
   CHECK_THROWS_WITH(add_widened(*ctx, view_of(a.data(), 4), view_of(b.data(), 3)),
                     Catch::Contains("same count"));
+}
+
+TEST_CASE("round_and_narrow: a summed gradient rounded in place and narrowed, in one pass",
+          "[model][precision]") {
+  for (const DType p : {DType::bf16, DType::f16}) {
+    CAPTURE(dtype_name(p));
+    const auto ctx = ComputeContext::create(Device::cpu(), Tf32Mode::pytorch_default, p);
+    const std::size_t n = 1003;
+    std::vector<float> sum = test::hashed_vector(43, n, -70000.0f, 70000.0f);
+    sum[0] = 1e-30f, sum[1] = -0.0f, sum[2] = 65519.0f, sum[3] = 65520.0f;
+    std::vector<float> want = sum;
+    round_to_precision(*ctx, want.data(), want.data(), n, p);
+    Tensor want16 = Tensor::empty({n}, p, Device::cpu());
+    convert_storage(*ctx, want16.buffer(), view_of(want.data(), n));
+    Tensor got16 = Tensor::empty({n}, p, Device::cpu());
+    round_and_narrow(*ctx, view_of(sum.data(), n), got16.buffer());
+    CHECK(std::memcmp(sum.data(), want.data(), n * sizeof(float)) == 0);
+    CHECK(std::memcmp(got16.data(), want16.data(), n * 2) == 0);
+  }
 }
 
 TEST_CASE("stored layers: the layers that do not store say so", "[model][precision]") {
