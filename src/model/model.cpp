@@ -1029,9 +1029,15 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
   // The fp32 scratch per input slot: where a contribution lands before it is
   // added to a summed (fp32) gradient, or narrowed into a stored one from a
   // layer that writes fp32 (the adapter).
-  std::vector<std::size_t> scratch_size(slots, 0);
+  // A layer whose dx is on the storage grid writes its contribution there in
+  // the storage dtype (the backward's scratch_dtype): half the bytes.
+  std::vector<std::size_t> scratch_bytes(slots, 0);
   for (const PlanNode& node : s.nodes) {
     if (node.layer->is_view() || node.grad < 0) continue;
+    const std::size_t value_bytes =
+        !node.adapted && node.stores != nullptr && node.stores->writes_dx_on_grid()
+            ? dtype_size(s.storage)
+            : sizeof(float);
     for (std::size_t k = 0; k < node.inputs.size(); ++k) {
       const int j = node.inputs[k];
       if (j < 0) continue;
@@ -1039,12 +1045,13 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
       if (input.grad < 0 || !input.below_params) continue;
       const GradientBuffer& g = s.grad_buffers[static_cast<std::size_t>(input.grad)];
       if (g.dtype == DType::f32 || node.adapted)
-        scratch_size[k] = std::max(scratch_size[k], g.elements);
+        scratch_bytes[k] = std::max(scratch_bytes[k], g.elements * value_bytes);
     }
   }
   for (std::size_t k = 0; k < slots; ++k) {
-    s.scratch.push_back(Tensor::empty({B * scratch_size[k]}, DType::f32, dev));
-    workspace += scratch_size[k] * sizeof(float);
+    const std::size_t floats = (scratch_bytes[k] + sizeof(float) - 1) / sizeof(float);
+    s.scratch.push_back(Tensor::empty({B * floats}, DType::f32, dev));
+    workspace += floats * sizeof(float);
   }
   if (s.storage != DType::f32) {
     std::size_t widest = 0, wide_inputs = 0, widest_grad = 0;

@@ -52,6 +52,21 @@ flat = flatten
 fc = linear(out=5)
 )";
 
+// r1 is read by tap (lower) and by c2 (fused with r2, higher): the fused
+// node's dx is the first contribution to r1's summed gradient.
+const char* kBranchFirst = R"(input(3, 8, 8)
+c1 = conv2d(out=4, kernel=3, padding=1)
+r1 = relu
+tap = conv2d(r1, out=4, kernel=1, bias=0)
+c2 = conv2d(r1, out=4, kernel=3, padding=1)
+r2 = relu
+sum = add(r2, tap)
+c3 = conv2d(out=4, kernel=3, padding=1)
+r3 = relu
+flat = flatten
+fc = linear(out=5)
+)";
+
 constexpr std::size_t kBatch = 4;
 
 ModelOptions options(DType precision, LayoutChoice layout, bool fuse) {
@@ -227,12 +242,16 @@ TEST_CASE("fused conv + bias + relu: vgg16's thirteen convolutions fuse", "[mode
 
 TEST_CASE("fused conv + bias + relu: the unfused plan's bits, training and evaluation",
           "[model][fusion][precision]") {
-  const bool cnn = GENERATE(false, true);
+  const int which = GENERATE(0, 1, 2);
+  const bool cnn = which == 1;
   const auto precision = GENERATE(DType::f32, DType::bf16, DType::f16);
   const auto layout = GENERATE(LayoutChoice::nchw, LayoutChoice::nhwc);
-  INFO((cnn ? "cnn" : "vgg-like") << ", precision " << dtype_name(precision) << ", layout "
-                                  << (layout == LayoutChoice::nhwc ? "nhwc" : "nchw"));
-  const ModelSpec spec = ModelSpec::parse(cnn ? "cnn" : kVggLike);
+  INFO((cnn          ? "cnn"
+        : which == 2 ? "branch first"
+                     : "vgg-like")
+       << ", precision " << dtype_name(precision) << ", layout "
+       << (layout == LayoutChoice::nhwc ? "nhwc" : "nchw"));
+  const ModelSpec spec = ModelSpec::parse(cnn ? "cnn" : which == 2 ? kBranchFirst : kVggLike);
   const std::vector<std::size_t> input =
       cnn ? std::vector<std::size_t>{1, 28, 28} : std::vector<std::size_t>{3, 8, 8};
   const std::size_t classes = cnn ? 10 : 5, in = input[0] * input[1] * input[2];

@@ -11,6 +11,7 @@
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -89,6 +90,22 @@ Passes run(const ComputeContext& ctx, const ComputeContext& cpu, DType t, std::s
   return p;
 }
 
+// r1 is read by tap and by c2, which is fused with r2 and comes later: the
+// fused node's 16-bit dx is the first contribution to r1's summed gradient
+// (widened into it), tap's the second (added widened).
+const char* kBranchFirst = R"(input(3, 16, 16)
+c1 = conv2d(out=8, kernel=3, padding=1)
+r1 = relu
+tap = conv2d(r1, out=8, kernel=1, bias=0)
+c2 = conv2d(r1, out=8, kernel=3, padding=1)
+r2 = relu
+sum = add(r2, tap)
+c3 = conv2d(out=8, kernel=3, padding=1)
+r3 = relu
+flat = flatten
+fc = linear(out=5)
+)";
+
 const char* kVggLike = R"(input(3, 16, 16)
 c1 = conv2d(out=8, kernel=3, padding=1)
 r1 = relu
@@ -135,10 +152,12 @@ TEST_CASE("gpu fused bias + relu passes against the unfused GPU ops and the CPU"
 
 TEST_CASE("gpu fused conv + bias + relu: the unfused plan's bits, and the CPU's loss",
           "[gpu][fusion][model]") {
+  const bool branch_first = GENERATE(false, true);
   const DType precision = GENERATE(DType::f32, DType::bf16, DType::f16);
   const LayoutChoice layout = GENERATE(LayoutChoice::nchw, LayoutChoice::nhwc);
-  INFO(dtype_name(precision) << (layout == LayoutChoice::nhwc ? " nhwc" : " nchw"));
-  const ModelSpec spec = ModelSpec::parse(kVggLike);
+  INFO((branch_first ? "branch first, " : "vgg-like, ")
+       << dtype_name(precision) << (layout == LayoutChoice::nhwc ? " nhwc" : " nchw"));
+  const ModelSpec spec = ModelSpec::parse(branch_first ? kBranchFirst : kVggLike);
   constexpr std::size_t kBatch = 8, kClasses = 5, kIn = 3 * 16 * 16;
   const auto build = [&](Device device, bool fuse) {
     ModelOptions o;
@@ -152,7 +171,7 @@ TEST_CASE("gpu fused conv + bias + relu: the unfused plan's bits, and the CPU's 
     return Model::build(spec, {3, 16, 16}, static_cast<int>(kClasses), o);
   };
   auto fused = build(kGpu, true), plain = build(kGpu, false), cpu = build(Device::cpu(), true);
-  REQUIRE(fused->layer_kernels(3).rfind("fused c2+r2: ", 0) == 0);
+  REQUIRE(fused->layer_kernels(branch_first ? 4 : 3).rfind("fused c2+r2: ", 0) == 0);
   const std::vector<float> x_host = hashed_vector(31, kBatch * kIn, -2.0f, 2.0f);
   const std::vector<std::int32_t> labels_host{0, 4, 2, 1, 3, 0, 1, 2};
   Tensor x = to_gpu(x_host), labels = to_gpu(labels_host);
@@ -173,6 +192,35 @@ TEST_CASE("gpu fused conv + bias + relu: the unfused plan's bits, and the CPU's 
   }
   CHECK(loss[0] == loss[1]);
   CHECK(grads_of(*fused) == grads_of(*plain));
+  {
+    // Against the CPU, whose convolutions go through the fp32 adapter (the
+    // branch points summed from fp32 scratch): within the 16-bit tolerance
+    // that GPU and CPU steps are compared with.
+    cpu->forward(x_host.data(), labels_host.data(), kBatch, true);
+    cpu->backward(scale, false);
+    std::vector<float> g_gpu(fused->param_count());
+    fused->synchronize();
+    Tensor::borrow(g_gpu.data(), {g_gpu.size()}, DType::f32, Device::cpu())
+        .copy_from(Tensor::borrow(fused->grads().ptr, {g_gpu.size()}, DType::f32, kGpu));
+    const float* g_cpu = static_cast<const float*>(cpu->grads().ptr);
+    // A one-step relu mask flip moves a 16-bit gradient element whole: the
+    // tolerance catches a lost or doubled contribution, not the flips.
+    const double gtol = precision == DType::f32 ? 1e-4 : precision == DType::bf16 ? 1e-1 : 3e-2;
+    const auto relative = [&](std::size_t begin, std::size_t end) {
+      double diff = 0.0, norm = 0.0;
+      for (std::size_t i = begin; i < end; ++i) {
+        diff += (double(g_gpu[i]) - g_cpu[i]) * (double(g_gpu[i]) - g_cpu[i]);
+        norm += double(g_cpu[i]) * g_cpu[i];
+      }
+      return norm > 0.0 ? std::sqrt(diff / norm) : 1.0;
+    };
+    // All of them, and c1's (its first 8 x 3 x 3 x 3 + 8), which only the
+    // summed gradient of r1 reaches.
+    INFO("relative gradient difference against the CPU: all " << relative(0, g_gpu.size())
+                                                              << ", c1 " << relative(0, 224));
+    CHECK(relative(0, g_gpu.size()) <= gtol);
+    CHECK(relative(0, 224) <= gtol);
+  }
   k = 0;
   for (Model* m : {fused.get(), plain.get()}) {
     loss[k++] =
