@@ -50,56 +50,59 @@ __device__ __forceinline__ void store4(std::uint16_t* p, std::size_t i, const st
   reinterpret_cast<ushort4*>(p)[i] = make_ushort4(v[0], v[1], v[2], v[3]);
 }
 
-// y[i] = op(x[i]): groups of four through vector accesses when `vector` (the
-// pointers are aligned for them), then elements [4 (n / 4), n) one by one. y
-// may be x (each thread reads a group before it writes it).
-template <typename In, typename Out, typename Op>
-__global__ void convert_kernel(Out* y, const In* x, std::size_t n, bool vector, Op op) {
+// The grid-stride walk of the kernels below: group(i) for the groups of four
+// [0, n / 4) when `vector` (the pointers are aligned for four-value
+// accesses), then one(i) for the elements after them.
+template <typename Group, typename One>
+__device__ __forceinline__ void walk_groups(std::size_t n, bool vector, Group group, One one) {
   const std::size_t first = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   std::size_t done = 0;
   if (vector) {
     const std::size_t groups = n / 4;
-    for (std::size_t i = first; i < groups; i += stride) {
-      In v[4];
-      Out o[4];
-      load4(x, i, v);
-      for (int k = 0; k < 4; ++k) o[k] = op(v[k]);
-      store4(y, i, o);
-    }
+    for (std::size_t i = first; i < groups; i += stride) group(i);
     done = groups * 4;
   }
-  for (std::size_t i = done + first; i < n; i += stride) y[i] = op(x[i]);
+  for (std::size_t i = done + first; i < n; i += stride) one(i);
+}
+
+// y[i] = op(x[i]). y may be x (each thread reads a group before it writes it).
+template <typename In, typename Out, typename Op>
+__global__ void convert_kernel(Out* y, const In* x, std::size_t n, bool vector, Op op) {
+  walk_groups(
+      n, vector,
+      [&](std::size_t i) {
+        In v[4];
+        Out o[4];
+        load4(x, i, v);
+        for (int k = 0; k < 4; ++k) o[k] = op(v[k]);
+        store4(y, i, o);
+      },
+      [&](std::size_t i) { y[i] = op(x[i]); });
 }
 
 // x[i] rounded to P's grid in place and its encoding into y[i] (a summed
-// gradient rounded once and handed to a 16-bit layer), groups of four as
-// convert_kernel moves them.
+// gradient rounded once and handed to a 16-bit layer).
 template <DType P>
 __global__ void round_and_narrow_kernel(float* x, std::uint16_t* y, std::size_t n, bool vector) {
-  const std::size_t first = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
-  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  std::size_t done = 0;
-  if (vector) {
-    const std::size_t groups = n / 4;
-    for (std::size_t i = first; i < groups; i += stride) {
-      float v[4];
-      std::uint16_t o[4];
-      load4(x, i, v);
-      for (int k = 0; k < 4; ++k) {
-        v[k] = round_to_precision_grid(v[k], P);
-        o[k] = to_precision_bits(v[k], P);
-      }
-      store4(x, i, v);
-      store4(y, i, o);
-    }
-    done = groups * 4;
-  }
-  for (std::size_t i = done + first; i < n; i += stride) {
-    const float r = round_to_precision_grid(x[i], P);
-    x[i] = r;
-    y[i] = to_precision_bits(r, P);
-  }
+  walk_groups(
+      n, vector,
+      [&](std::size_t i) {
+        float v[4];
+        std::uint16_t o[4];
+        load4(x, i, v);
+        for (int k = 0; k < 4; ++k) {
+          v[k] = round_to_precision_grid(v[k], P);
+          o[k] = to_precision_bits(v[k], P);
+        }
+        store4(x, i, v);
+        store4(y, i, o);
+      },
+      [&](std::size_t i) {
+        const float r = round_to_precision_grid(x[i], P);
+        x[i] = r;
+        y[i] = to_precision_bits(r, P);
+      });
 }
 
 bool aligned(const void* p, std::size_t bytes) {

@@ -22,6 +22,7 @@
 #include "ringtrain/ops/compute_context.h"
 #include "ringtrain/ops/precision.h"
 #include "ringtrain/tensor/tensor.h"
+#include "tests/model/branch_first_graph.h"
 #include "tests/model/plan_bits.h"
 #include "tests/model/test_data.h"
 
@@ -48,21 +49,6 @@ r5 = relu
 tap = conv2d(c5, out=8, kernel=1)
 both = add(r5, tap)
 pool = max_pool2d(kernel=2, stride=2)
-flat = flatten
-fc = linear(out=5)
-)";
-
-// r1 is read by tap (lower) and by c2 (fused with r2, higher): the fused
-// node's dx is the first contribution to r1's summed gradient.
-const char* kBranchFirst = R"(input(3, 8, 8)
-c1 = conv2d(out=4, kernel=3, padding=1)
-r1 = relu
-tap = conv2d(r1, out=4, kernel=1, bias=0)
-c2 = conv2d(r1, out=4, kernel=3, padding=1)
-r2 = relu
-sum = add(r2, tap)
-c3 = conv2d(out=4, kernel=3, padding=1)
-r3 = relu
 flat = flatten
 fc = linear(out=5)
 )";
@@ -251,7 +237,7 @@ TEST_CASE("fused conv + bias + relu: the unfused plan's bits, training and evalu
                      : "vgg-like")
        << ", precision " << dtype_name(precision) << ", layout "
        << (layout == LayoutChoice::nhwc ? "nhwc" : "nchw"));
-  const ModelSpec spec = ModelSpec::parse(cnn ? "cnn" : which == 2 ? kBranchFirst : kVggLike);
+  const ModelSpec spec = ModelSpec::parse(cnn ? "cnn" : which == 2 ? test::kBranchFirst : kVggLike);
   const std::vector<std::size_t> input =
       cnn ? std::vector<std::size_t>{1, 28, 28} : std::vector<std::size_t>{3, 8, 8};
   const std::size_t classes = cnn ? 10 : 5, in = input[0] * input[1] * input[2];

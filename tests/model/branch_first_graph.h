@@ -1,0 +1,27 @@
+// A small graph in which a fused conv + bias + ReLU node's dx is the first
+// contribution to a summed gradient: r1 is read by tap and by c2, which is
+// fused with r2 and comes later in the plan, so its backward runs first (its
+// 16-bit dx widened into the sum) and tap's is added after (add_widened).
+// Shared by fused_conv_relu_test and gpu_fused_conv_relu_test.
+#pragma once
+
+#include <cstddef>
+
+namespace ringtrain::test {
+
+inline constexpr const char* kBranchFirst = R"(input(3, 8, 8)
+c1 = conv2d(out=4, kernel=3, padding=1)
+r1 = relu
+tap = conv2d(r1, out=4, kernel=1, bias=0)
+c2 = conv2d(r1, out=4, kernel=3, padding=1)
+r2 = relu
+sum = add(r2, tap)
+c3 = conv2d(out=4, kernel=3, padding=1)
+r3 = relu
+flat = flatten
+fc = linear(out=5)
+)";
+// c1's parameters, first in the flat buffer: 4 x 3 x 3 x 3 weights and 4 biases.
+inline constexpr std::size_t kBranchFirstC1Params = 4 * 3 * 3 * 3 + 4;
+
+}  // namespace ringtrain::test
