@@ -542,6 +542,26 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
         {"final_loss", loss}};
     j["device_memory_peak_bytes"] =
         mo.device.is_cuda() ? nlohmann::json(memory.peak) : nlohmann::json(nullptr);
+    // What the model's plan holds, by kind (the batch's activations and
+    // their gradients, the layers' shared workspace, the weights with their
+    // compute copy under bf16/fp16, the gradients, the optimizer's state), so
+    // that a
+    // peak above its sum points at what the libraries allocate (cuDNN's and
+    // cuBLASLt's workspaces, buffers grown on a first step).
+    {
+      const std::size_t weights = model->param_count() * sizeof(float);
+      const std::size_t planned[] = {model->activation_bytes_per_sample() * o.batch,
+                                     model->workspace_bytes_per_sample() * o.batch,
+                                     weights * (mo.precision == DType::f32 ? 1 : 2), weights,
+                                     state_values_per_parameter(oc) * weights};
+      j["planned_bytes"] = {
+          {"activations", planned[0]},
+          {"workspace", planned[1]},
+          {"weights", planned[2]},
+          {"gradients", planned[3]},
+          {"optimizer_state", planned[4]},
+          {"total", planned[0] + planned[1] + planned[2] + planned[3] + planned[4]}};
+    }
     // Which attention ran (cuDNN's SDPA, or a fallback and why), so that a
     // speed row never times a fallback as SDPA unawares; null: no attention.
     j["attention"] = nullptr;
