@@ -203,6 +203,13 @@ struct Model::State {
 };
 
 namespace {
+// Whether the node's layer writes its dx itself and on the storage grid
+// (StoresActivations::writes_dx_on_grid): its contributions to an fp32 sum
+// are then taken in the storage dtype, widened as they are added.
+bool writes_dx_on_grid(const PlanNode& node) {
+  return !node.adapted && node.stores != nullptr && node.stores->writes_dx_on_grid();
+}
+
 // The start and the end of an interval of the model's work on its timer
 // (bench step --layers), when one is set. An interval that an exception
 // leaves unfinished is never stopped, and the timer reads it as 0.
@@ -1034,10 +1041,7 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
   std::vector<std::size_t> scratch_bytes(slots, 0);
   for (const PlanNode& node : s.nodes) {
     if (node.layer->is_view() || node.grad < 0) continue;
-    const std::size_t value_bytes =
-        !node.adapted && node.stores != nullptr && node.stores->writes_dx_on_grid()
-            ? dtype_size(s.storage)
-            : sizeof(float);
+    const std::size_t value_bytes = writes_dx_on_grid(node) ? dtype_size(s.storage) : sizeof(float);
     for (std::size_t k = 0; k < node.inputs.size(); ++k) {
       const int j = node.inputs[k];
       if (j < 0) continue;
@@ -1475,9 +1479,7 @@ void Model::backward(float grad_scale, bool accumulate,
       // fp32 dx would be its 16-bit dx widened (a GPU's 16-bit convolution),
       // the 16-bit dx itself, widened as it is added (one pass over it where
       // the widening into fp32 scratch took two).
-      const DType scratch_dtype =
-          !node.adapted && node.stores != nullptr && node.stores->writes_dx_on_grid() ? s.storage
-                                                                                      : DType::f32;
+      const DType scratch_dtype = writes_dx_on_grid(node) ? s.storage : DType::f32;
       const auto scratch_of = [&](std::size_t k, const GradientBuffer& in_grad) {
         return BufferView{s.scratch[k].data(), batch * in_grad.elements, scratch_dtype, dev};
       };

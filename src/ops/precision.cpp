@@ -1,6 +1,7 @@
 #include "ringtrain/ops/precision.h"
 
 #include <algorithm>
+#include <type_traits>
 
 #include "kernels/precision.cuh"
 #include "kernels/storage.cuh"
@@ -50,12 +51,16 @@ void round_and_narrow(const ComputeContext& ctx, BufferView sum, BufferView narr
   if (ctx.is_cuda())
     return detail::gpu_round_and_narrow(ctx.stream(), x, narrowed.as<std::uint16_t>(), n,
                                         narrowed.dtype);
+  // The grid fixed for the whole loop (no dtype test per element), as
+  // round_to_precision's loops: the same function per element, the same bits.
   kernels::with_storage(narrowed.dtype, [&](auto s) {
     using T = decltype(s);
     T* __restrict__ y = narrowed.as<T>();
+    float* __restrict__ v = x;
     for (std::size_t i = 0; i < n; ++i) {
-      x[i] = kernels::round_to_precision_grid(x[i], narrowed.dtype);
-      kernels::store(y, i, x[i]);
+      v[i] = std::is_same_v<T, kernels::bf16_word> ? kernels::round_to_bf16_grid(v[i])
+                                                   : kernels::round_to_fp16_grid(v[i]);
+      kernels::store(y, i, v[i]);
     }
   });
 }

@@ -232,7 +232,7 @@ bool data_graphs_wanted() {
 
 // The context's graph-API convolution graphs by shape. A graph is launched
 // with the tensors' addresses (its run is const), so the layers of one shape
-// share it: resnet50's 53 convolutions have about 20 shapes, and each build
+// share it: resnet50's 53 convolutions have 23 shapes, and each build
 // (heuristics, support checks, compilation) blocks the host on the first step.
 struct ConvGraphCache {
   template <class Graph>
@@ -243,27 +243,28 @@ struct ConvGraphCache {
   std::map<std::pair<ConvGraphShape, ConvDataOp>, Built<ConvDataGraph>> data;
   std::map<ConvGraphShape, Built<ConvWgradGraph>> wgrad;
 
-  std::shared_ptr<ConvDataGraph> data_graph(const GpuHandles& h, const ConvGraphShape& s,
-                                            ConvDataOp op, std::string* why_not) {
-    auto it = data.find({s, op});
-    if (it == data.end()) {
-      Built<ConvDataGraph> b;
-      b.graph = ConvDataGraph::build(h, s, op, &b.why);
-      it = data.emplace(std::pair{s, op}, std::move(b)).first;
+  // The graph (or refusal) of `key`, built on its first request.
+  template <class Map, class Key, class Build>
+  static auto find_or_build(Map& built, const Key& key, std::string* why_not, Build build) {
+    auto it = built.find(key);
+    if (it == built.end()) {
+      typename Map::mapped_type b;
+      b.graph = build(&b.why);
+      it = built.emplace(key, std::move(b)).first;
     }
     *why_not = it->second.why;
     return it->second.graph;
   }
+
+  std::shared_ptr<ConvDataGraph> data_graph(const GpuHandles& h, const ConvGraphShape& s,
+                                            ConvDataOp op, std::string* why_not) {
+    return find_or_build(data, std::pair{s, op}, why_not,
+                         [&](std::string* why) { return ConvDataGraph::build(h, s, op, why); });
+  }
   std::shared_ptr<ConvWgradGraph> wgrad_graph(const GpuHandles& h, const ConvGraphShape& s,
                                               std::string* why_not) {
-    auto it = wgrad.find(s);
-    if (it == wgrad.end()) {
-      Built<ConvWgradGraph> b;
-      b.graph = ConvWgradGraph::build(h, s, &b.why);
-      it = wgrad.emplace(s, std::move(b)).first;
-    }
-    *why_not = it->second.why;
-    return it->second.graph;
+    return find_or_build(wgrad, s, why_not,
+                         [&](std::string* why) { return ConvWgradGraph::build(h, s, why); });
   }
 };
 
