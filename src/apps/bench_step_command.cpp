@@ -329,6 +329,15 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
   else if (topo.rank() == 0)
     std::fprintf(stderr, "%s\n", about.c_str());
 
+  // Refused before the warm-up rather than after it.
+  if (o.cuda_graph == "on") {
+    RT_CHECK(!model->draws_dropout_masks(),
+             "--cuda-graph on: model {} draws dropout masks, whose keys change with every step "
+             "(a graph would repeat one step's masks); bench it with its dropout at 0 (e.g. "
+             "gpt2:dropout=0)",
+             o.model);
+    RT_CHECK(mo.device.is_cuda(), "--cuda-graph on: a CUDA graph needs a GPU (--device cuda)");
+  }
   PhaseTimes sum;
   double loss = 0;
   control->barrier();
@@ -379,13 +388,13 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
   // of this batch exists, so the captured work allocates and waits for nothing.
   detail::StreamGraph graph;
   if (o.cuda_graph == "on") {
-    RT_CHECK(!model->draws_dropout_masks(),
-             "--cuda-graph on: model {} draws dropout masks, whose keys change with every step "
-             "(a graph would repeat one step's masks); bench it with its dropout at 0 (e.g. "
-             "gpt2:dropout=0)",
-             o.model);
-    RT_CHECK(mo.device.is_cuda(), "--cuda-graph on: a CUDA graph needs a GPU (--device cuda)");
+    // The phase pass ran forward(); the captured step is the fused-loss one:
+    // once eagerly first, so that whatever it makes on first use exists
+    // before the capture, which must allocate nothing.
     model->set_dropout_context(static_cast<std::uint64_t>(topo.rank()), step_index);
+    model->forward_accumulate_fused_loss(xd.data_as<float>(), yd.data_as<std::int32_t>(), o.batch,
+                                         1.0f);
+    model->backward(1.0f, false);
     graph.capture(
         model->compute_stream(),
         [&] {

@@ -39,6 +39,9 @@ struct WideningScratch {
 struct GpuHandles {
   void* stream = nullptr;
   void* blas = nullptr;  // math mode set from tf32 at creation
+  // cuBLAS's workspace, owned: given to it at creation, so that a captured
+  // step's GEMMs use it rather than an allocation of their own in each graph.
+  void* blas_workspace = nullptr;
   void* dnn = nullptr;
   bool conv_tf32 = false;    // cuDNN convolutions may use TF32 tensor cores
   float* scratch = nullptr;  // kGpuScratchFloats floats, owned

@@ -262,6 +262,7 @@ class Trainer {
   bool backward_order_known_ = false;
   std::vector<std::pair<std::size_t, bool>> warmed_;
   bool captured_full_noted_ = false;
+  bool capture_failed_ = false;  // a capture failed: eager steps from then on
   double run_seconds_ = 0;
   std::uint64_t run_samples_ = 0;
   EvalResult last_eval_;
@@ -859,7 +860,8 @@ Trainer::CapturedStep* Trainer::captured_step(const float* x, const Batch& batch
                                               float grad_scale) {
   // An empty micro-batch only zeroes (or keeps) the gradients: nothing to
   // save by a graph.
-  if (cfg_.cuda_graph != "on" || faults_ != nullptr || batch.size == 0) return nullptr;
+  if (cfg_.cuda_graph != "on" || capture_failed_ || faults_ != nullptr || batch.size == 0)
+    return nullptr;
   // A graph replays the addresses it captured: where a workspace or scratch
   // was replaced since, every graph is captured again.
   if (const std::uint64_t g = detail::graph_buffers_generation(); g != captured_generation_) {
@@ -893,15 +895,24 @@ Trainer::CapturedStep* Trainer::captured_step(const float* x, const Batch& batch
   c.grad_scale = grad_scale;
   c.graph = std::make_unique<detail::StreamGraph>();
   Model& model = *model_;
-  c.graph->capture(
-      model.compute_stream(),
-      [&] {
-        model.forward_accumulate_fused_loss(x, batch.y.as<const std::int32_t>(), batch.size,
-                                            grad_scale);
-        model.backward(grad_scale, accumulate);
-      },
-      fmt::format("the forward and backward of {} samples{}", batch.size,
-                  accumulate ? " (accumulating)" : ""));
+  try {
+    c.graph->capture(
+        model.compute_stream(),
+        [&] {
+          model.forward_accumulate_fused_loss(x, batch.y.as<const std::int32_t>(), batch.size,
+                                              grad_scale);
+          model.backward(grad_scale, accumulate);
+        },
+        fmt::format("the forward and backward of {} samples{}", batch.size,
+                    accumulate ? " (accumulating)" : ""));
+  } catch (const Error& e) {
+    // Nothing of a failed capture ran, and the eager step computes the
+    // forward and backward afresh: the run goes on without graphs, said
+    // once, rather than ending on an optimisation.
+    log_warn("--cuda-graph: capture failed, every step runs eagerly from now on: {}", e.what());
+    capture_failed_ = true;
+    return nullptr;
+  }
   captured_.push_back(std::move(c));
   return &captured_.back();
 }

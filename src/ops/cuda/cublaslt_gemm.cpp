@@ -129,8 +129,8 @@ struct LtPlan {
   // cuBLASLt refused the bias-gradient epilogue (BGRADB) for this shape: the
   // product runs without it and the caller reduces the bias gradient itself.
   bool sums_apart = false;
-  // A cublasLtMatmul with it has succeeded (gpu_lt_gemm_dgelu: a first call
-  // refused by cublasLtMatmul itself drops the plan).
+  // A cublasLtMatmul with it has succeeded (an epilogue plan whose first
+  // call cublasLtMatmul itself refuses is dropped: refused_on_first_call).
   bool proven = false;
   LtPlan() = default;
   LtPlan(const LtPlan&) = delete;
@@ -312,12 +312,25 @@ std::unique_ptr<LtPlan> try_plan(LtGemmCache& cache, const LtKey& key, DType ab_
     for (int i = 0; i < 4; ++i)
       RT_CUBLAS_CHECK(
           cublasLtMatmulPreferenceSetAttribute(pref, attrs[i], &aligns[i], sizeof(aligns[i])));
+    // A split-K algorithm may reduce its partial sums in D's type (the
+    // INPLACE and OUTPUT_TYPE schemes): for a 16-bit D that rounds each
+    // partial sum, where the stored products promise one rounding of the
+    // fp32 sum. Only unsplit algorithms and fp32 reductions, then.
+    if (d_type != DType::f32) {
+      const std::uint32_t schemes =
+          CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+      RT_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+          pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &schemes, sizeof(schemes)));
+    }
     // NOT_SUPPORTED is how cuBLASLt answers "no algorithm for this
     // configuration" (cublasLt.h): a refusal the callers fall back from, not
-    // an error.
+    // an error. With an epilogue, INVALID_VALUE is one too: its fp32 vector
+    // beside a 16-bit D is a combination cublasLt.h does not list, which a
+    // library may reject as an invalid value rather than an unsupported one.
     const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
         cache.handle, plan->desc, plan->a, plan->b, plan->d, plan->d, pref, 1, &result, &found);
-    if (st == CUBLAS_STATUS_NOT_SUPPORTED)
+    if (st == CUBLAS_STATUS_NOT_SUPPORTED ||
+        (st == CUBLAS_STATUS_INVALID_VALUE && epi != LtEpilogue::none))
       found = 0;
     else
       RT_CUBLAS_CHECK(st);
@@ -331,10 +344,15 @@ std::unique_ptr<LtPlan> try_plan(LtGemmCache& cache, const LtKey& key, DType ab_
   return plan;
 }
 
+// The plan of a product, with its epilogue where cuBLASLt takes it, else the
+// fallback without it (epilogue_refused: cublasLtMatmul itself refused the
+// epilogue's plan on its first call).
 std::unique_ptr<LtPlan> make_plan(LtGemmCache& cache, const LtKey& key, DType ab_type,
-                                  const void* vec) {
-  auto plan =
-      try_plan(cache, key, ab_type, key.epilogue, key.d_type, key.ldd, key.align_d, nullptr, vec);
+                                  const void* vec, bool epilogue_refused = false) {
+  std::unique_ptr<LtPlan> plan;
+  if (!epilogue_refused)
+    plan =
+        try_plan(cache, key, ab_type, key.epilogue, key.d_type, key.ldd, key.align_d, nullptr, vec);
   // The fp32 bias refused with a 16-bit D: the product into the fp32 staging
   // buffer (contiguous, freshly allocated: 256-byte aligned), the bias apart.
   const bool apart = plan == nullptr && key.epilogue == LtEpilogue::bias &&
@@ -372,6 +390,32 @@ std::unique_ptr<LtPlan> make_plan(LtGemmCache& cache, const LtKey& key, DType ab
 }  // namespace
 
 namespace {
+
+// One product through a plan: cuBLASLt's A is our B and its B our A (as
+// try_plan lays them out), C is D.
+cublasStatus_t run_plan(const LtGemmCache& cache, const LtPlan& plan, const void* our_a,
+                        const void* our_b, float beta, void* d, cudaStream_t stream) {
+  const float alpha = 1.0f;
+  return cublasLtMatmul(cache.handle, plan.desc, &alpha, our_b, plan.a, our_a, plan.b, &beta, d,
+                        plan.d, d, plan.d, &plan.algo, cache.workspace, kLtWorkspaceBytes, stream);
+}
+
+// cublasLt.h says a data type set for a combination it does not support
+// fails in cublasLtMatmul (INVALID_VALUE), past the heuristic. So an epilogue
+// plan's first call that fails so (or NOT_SUPPORTED), before anything is
+// queued, is a refusal, as the heuristic's: true, and the caller drops the
+// plan for its fallback. Any other failure, or one of a plan that has run
+// before, is an Error.
+bool refused_on_first_call(LtPlan& plan, cublasStatus_t st) {
+  if (st == CUBLAS_STATUS_SUCCESS) {
+    plan.proven = true;
+    return false;
+  }
+  if (!plan.proven && (st == CUBLAS_STATUS_INVALID_VALUE || st == CUBLAS_STATUS_NOT_SUPPORTED))
+    return true;
+  RT_CUBLAS_CHECK(st);
+  return false;
+}
 
 // The context's cuBLASLt cache, its handle and workspace made on first use.
 LtGemmCache& lt_cache(const GpuHandles& h) {
@@ -444,6 +488,22 @@ bool gpu_lt_gemm(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m,
                                 vec);
   auto it = cache.plans.find(key);
   if (it == cache.plans.end()) it = cache.plans.emplace(key, make_plan(cache, key, p, vec)).first;
+  // The epilogue as planned; its plan's first call refused: remade without it.
+  if (key.epilogue != LtEpilogue::none && !it->second->bias_apart && !it->second->sums_apart) {
+    LtPlan& plan = *it->second;
+    set_desc(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &vec, sizeof(vec));
+    if (!refused_on_first_call(plan, run_plan(cache, plan, a.ptr, b.ptr, beta, d.ptr, stream))) {
+      if (staged_sums) {
+        if (accumulate_sums)
+          gpu_axpy(h.stream, 1.0f, h.scratch, a_sums, m);
+        else
+          RT_CUDA_CHECK(cudaMemcpyAsync(a_sums, h.scratch, m * sizeof(float),
+                                        cudaMemcpyDeviceToDevice, stream));
+      }
+      return true;
+    }
+    it->second = make_plan(cache, key, p, vec, true);
+  }
   LtPlan& plan = *it->second;
   if (plan.bias_apart) {
     const std::size_t need = m * n;
@@ -455,35 +515,14 @@ bool gpu_lt_gemm(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m,
       cache.staging_floats = need;
       note_graph_buffers_moved();  // a captured graph may hold the old one
     }
-    const float alpha = 1.0f, zero = 0.0f;
-    RT_CUBLAS_CHECK(cublasLtMatmul(cache.handle, plan.desc, &alpha, b.ptr, plan.a, a.ptr, plan.b,
-                                   &zero, cache.staging, plan.d, cache.staging, plan.d, &plan.algo,
-                                   cache.workspace, kLtWorkspaceBytes, stream));
+    RT_CUBLAS_CHECK(run_plan(cache, plan, a.ptr, b.ptr, 0.0f, cache.staging, stream));
     gpu_bias_add(h.stream, d, BufferView{cache.staging, need, DType::f32, d.device}, bias, m, n, 1);
     return true;
   }
-  if (plan.sums_apart) {
-    const float alpha = 1.0f;
-    RT_CUBLAS_CHECK(cublasLtMatmul(cache.handle, plan.desc, &alpha, b.ptr, plan.a, a.ptr, plan.b,
-                                   &beta, d.ptr, plan.d, d.ptr, plan.d, &plan.algo, cache.workspace,
-                                   kLtWorkspaceBytes, stream));
-    return false;
-  }
-
-  if (key.epilogue != LtEpilogue::none)
-    set_desc(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &vec, sizeof(vec));
-  const float alpha = 1.0f;
-  RT_CUBLAS_CHECK(cublasLtMatmul(cache.handle, plan.desc, &alpha, b.ptr, plan.a, a.ptr, plan.b,
-                                 &beta, d.ptr, plan.d, d.ptr, plan.d, &plan.algo, cache.workspace,
-                                 kLtWorkspaceBytes, stream));
-  if (staged_sums) {
-    if (accumulate_sums)
-      gpu_axpy(h.stream, 1.0f, h.scratch, a_sums, m);
-    else
-      RT_CUDA_CHECK(
-          cudaMemcpyAsync(a_sums, h.scratch, m * sizeof(float), cudaMemcpyDeviceToDevice, stream));
-  }
-  return true;
+  // The bias-gradient epilogue refused: the product alone, the sums left to
+  // the caller. Else a product without an epilogue.
+  RT_CUBLAS_CHECK(run_plan(cache, plan, a.ptr, b.ptr, beta, d.ptr, stream));
+  return !plan.sums_apart;
 }
 
 bool gpu_lt_gemm_gelu_aux_bias(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m,
@@ -522,10 +561,12 @@ bool gpu_lt_gemm_gelu_aux_bias(const GpuHandles& h, bool trans_a, bool trans_b, 
   set_desc(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_in, sizeof(bias_in));
   void* aux_out = aux.ptr;
   set_desc(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux_out, sizeof(aux_out));
-  const float alpha = 1.0f, beta = 0.0f;
-  RT_CUBLAS_CHECK(cublasLtMatmul(cache.handle, plan.desc, &alpha, b.ptr, plan.a, a.ptr, plan.b,
-                                 &beta, d.ptr, plan.d, d.ptr, plan.d, &plan.algo, cache.workspace,
-                                 kLtWorkspaceBytes, static_cast<cudaStream_t>(h.stream)));
+  if (refused_on_first_call(plan, run_plan(cache, plan, a.ptr, b.ptr, 0.0f, d.ptr,
+                                           static_cast<cudaStream_t>(h.stream)))) {
+    it->second.reset();  // the caller runs the unfused pair, now and after
+    cache.gelu_refused.insert(refused_shape(key));
+    return false;
+  }
   return true;
 }
 
@@ -558,27 +599,16 @@ LinearDgeluRan gpu_lt_gemm_dgelu(const GpuHandles& h, bool trans_a, bool trans_b
     }
     return it->second;
   };
-  // One GEMM with a plan. cublasLt.h says a data type set for a combination
-  // it does not support fails in cublasLtMatmul (INVALID_VALUE), past the
-  // heuristic: a plan's first call that fails so (or NOT_SUPPORTED), before
-  // anything is queued, drops the plan (a refusal, as the heuristic's); a
-  // failure of a plan that has run before is an Error.
-  const float alpha = 1.0f, beta = 0.0f;
+  // One GEMM with a plan; a refusal on its first call drops the plan.
   const void* aux_in = aux.ptr;
   const auto run = [&](std::unique_ptr<LtPlan>& plan, float* sums) {
     set_desc(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux_in, sizeof(aux_in));
     if (sums != nullptr)
       set_desc(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &sums, sizeof(sums));
-    const cublasStatus_t st = cublasLtMatmul(
-        cache.handle, plan->desc, &alpha, b.ptr, plan->a, a.ptr, plan->b, &beta, d.ptr, plan->d,
-        d.ptr, plan->d, &plan->algo, cache.workspace, kLtWorkspaceBytes, stream);
-    if (st != CUBLAS_STATUS_SUCCESS && !plan->proven &&
-        (st == CUBLAS_STATUS_INVALID_VALUE || st == CUBLAS_STATUS_NOT_SUPPORTED)) {
+    if (refused_on_first_call(*plan, run_plan(cache, *plan, a.ptr, b.ptr, 0.0f, d.ptr, stream))) {
       plan.reset();
       return false;
     }
-    RT_CUBLAS_CHECK(st);
-    plan->proven = true;
     return true;
   };
   // The bias gradient, as gpu_lt_gemm's: the epilogue overwrites, so an

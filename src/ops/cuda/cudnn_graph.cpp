@@ -2,9 +2,10 @@
 // includes it). Each attempt follows the frontend's sequence: validate, the
 // operation graph, execution plans from heuristics mode A then the fallback
 // list, nondeterministic engines deselected (a step, and a resumed one, must
-// repeat bit for bit), check_support on this device, and the first plan that
-// builds (the heuristics' best). Any failure is a reason, not an Error: the
-// caller keeps its own path.
+// repeat bit for bit; SDPA's backward by its deterministic attribute) and
+// those wanting more than 2 GiB of workspace, check_support on this device,
+// and the first plan that builds (the heuristics' best). Any failure is a
+// reason, not an Error: the caller keeps its own path.
 #include <cudnn.h>
 
 #include <algorithm>
@@ -58,20 +59,43 @@ Dims image_strides(std::size_t c, std::size_t h, std::size_t w, bool nhwc) {
   return {i64(c * h * w), i64(h * w), i64(w), 1};
 }
 
+// The largest workspace an engine may ask for, as the legacy convolutions'
+// cap (gpu_conv_plan.cpp): a larger one is deselected, so that the shared
+// workspace's growth never fails a step where another engine would do.
+constexpr std::int64_t kGraphWorkspaceCap = std::int64_t{2} << 30;
+
+// How a graph's engines are kept deterministic: by cuDNN's numerical notes
+// (engines noted NONDETERMINISTIC deselected), or by the operation's own
+// attribute (SDPA's backward: set_deterministic_algorithm routes it to the
+// dP-workspace kernels, and an engine-level note could bar every engine).
+enum class Determinism { by_notes, by_attribute };
+
 // The frontend's build sequence; "" when the graph is built, else the step
-// that failed and cuDNN's message.
-std::string build_graph(fe::graph::Graph& g, cudnnHandle_t dnn) {
+// that failed and the first line of cuDNN's message (the frontend lists every
+// engine's failure: kilobytes in a layer's description).
+std::string build_graph(fe::graph::Graph& g, cudnnHandle_t dnn,
+                        Determinism determinism = Determinism::by_notes) {
   const auto failed = [](const char* step, fe::error_t e) {
-    return fmt::format("{}: {}", step, e.get_message());
+    std::string message = e.get_message();
+    if (const std::size_t eol = message.find('\n'); eol != std::string::npos) {
+      message.resize(eol);
+      message += " (...)";
+    }
+    return fmt::format("{}: {}", step, message);
   };
   if (fe::error_t e = g.validate(); e.is_bad()) return failed("validate", e);
   if (fe::error_t e = g.build_operation_graph(dnn); e.is_bad()) return failed("operation graph", e);
   if (fe::error_t e = g.create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK});
       e.is_bad())
     return failed("heuristics", e);
-  g.deselect_numeric_notes({fe::NumericalNote_t::NONDETERMINISTIC});
+  if (determinism == Determinism::by_notes)
+    g.deselect_numeric_notes({fe::NumericalNote_t::NONDETERMINISTIC});
+  g.deselect_workspace_greater_than(kGraphWorkspaceCap);
   if (fe::error_t e = g.check_support(dnn); e.is_bad())
-    return failed("no deterministic engine supports it", e);
+    return failed(determinism == Determinism::by_notes
+                      ? "no deterministic engine within the workspace cap supports it"
+                      : "no engine within the workspace cap supports it",
+                  e);
   if (fe::error_t e = g.build_plans(dnn, fe::BuildPlanPolicy_t::HEURISTICS_CHOICE); e.is_bad())
     return failed("plan", e);
   return {};
@@ -331,7 +355,8 @@ class FrontendAttention final : public AttentionGraphs {
     dq_ = dq;
     dk_ = dk;
     dv_ = dv;
-    if (std::string f = build_graph(*bwd_, dnn); !f.empty()) return "backward: " + f;
+    if (std::string f = build_graph(*bwd_, dnn, Determinism::by_attribute); !f.empty())
+      return "backward: " + f;
     workspace_ = std::max(workspace_of(*fwd_), workspace_of(*bwd_));
     engine_ = fmt::format("cuDNN SDPA {} / {}", plan_name(*fwd_), plan_name(*bwd_));
     return {};

@@ -29,6 +29,12 @@ GpuHandles gpu_handles_create(int ordinal, Tf32Mode tf32, DType precision) {
     RT_CUBLAS_CHECK(cublasCreate(&blas));
     h.blas = blas;
     RT_CUBLAS_CHECK(cublasSetStream(blas, stream));
+    // cuBLAS's recommendation for Hopper. Without a workspace of its own, a
+    // GEMM captured into a CUDA graph allocates one inside the graph (CUDA
+    // 12.2 and later), and may choose another kernel than eagerly.
+    constexpr std::size_t kBlasWorkspaceBytes = std::size_t{32} << 20;
+    h.blas_workspace = cuda_allocate_here(kBlasWorkspaceBytes);
+    RT_CUBLAS_CHECK(cublasSetWorkspace(blas, h.blas_workspace, kBlasWorkspaceBytes));
     // TF32 GEMMs only when asked (--tf32 on): PyTorch's default leaves matmuls
     // in float (torch.backends.cuda.matmul.allow_tf32 = False), and so does
     // CUBLAS_DEFAULT_MATH, which is what PyTorch sets then. (The pedantic mode
@@ -91,6 +97,7 @@ void gpu_handles_destroy(const GpuHandles& h) noexcept {
   if (h.scratch != nullptr) cuda_free(h.scratch, 0);
   if (h.dnn != nullptr) (void)cudnnDestroy(static_cast<cudnnHandle_t>(h.dnn));
   if (h.blas != nullptr) (void)cublasDestroy(static_cast<cublasHandle_t>(h.blas));
+  if (h.blas_workspace != nullptr) cuda_free(h.blas_workspace, 0);
   if (h.stream != nullptr) (void)cudaStreamDestroy(static_cast<cudaStream_t>(h.stream));
 }
 
