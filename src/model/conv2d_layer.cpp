@@ -58,15 +58,17 @@ void Conv2dLayer::backward_stored(const std::vector<BufferView>& xs, BufferView,
 
 // ---- fused with the relu after it ----------------------------------------
 // Where cuDNN reads and writes the 16-bit activations (stores_activations),
-// the workspace holds the masked dy in the storage dtype. Elsewhere the fp32
-// forms run, as the model's adapter runs them unfused: the workspace holds x
-// widened (`in`), the convolution's fp32 output and then the masked dy in
-// fp32 (`out`), and dx in fp32 before it is narrowed (`in`); under fp32
-// storage y and dx take the convolution's output directly.
+// the workspace holds the masked dy in the storage dtype (half as many
+// floats). Elsewhere the fp32 forms run, as the model's adapter runs them
+// unfused: the workspace holds x widened (`in`, none for an fp32 x), the
+// convolution's fp32 output and then the masked dy in fp32 (`out`), and dx
+// in fp32 before it is narrowed (`in`); under fp32 storage y and dx take the
+// convolution's output directly, and the workspace holds the masked dy alone.
 std::size_t Conv2dLayer::relu_workspace_floats() const {
   const std::size_t in = input_shape().numel(), out = output_shape().numel();
-  if (op_.stores_activations()) return out;
-  return ctx_.precision() == DType::f32 ? in + out : 2 * in + out;
+  if (op_.stores_activations())
+    return (out * dtype_size(ctx_.precision()) + sizeof(float) - 1) / sizeof(float);
+  return ctx_.precision() == DType::f32 ? out : 2 * in + out;
 }
 
 namespace {
@@ -95,7 +97,7 @@ void Conv2dLayer::forward_relu(BufferView x, BufferView y, std::size_t batch, fl
     bias_relu_into(ctx_, y, y, b_, b.outer, b.channels, b.inner);
     return;
   }
-  const std::size_t in = batch * input_shape().numel();
+  const std::size_t in = x.dtype == DType::f32 ? 0 : batch * input_shape().numel();
   const float* xs = fp32_input(ctx_, x, workspace);
   const BufferView conv =
       y.dtype == DType::f32 ? y : view_of(workspace + in, y.count, ctx_.device());
@@ -112,7 +114,7 @@ void Conv2dLayer::backward_relu(BufferView x, BufferView y, BufferView dy, Buffe
     op_.backward(x, w_, masked, dx, dw_, nullptr, batch, accumulate);
     return;
   }
-  const std::size_t in = batch * input_shape().numel();
+  const std::size_t in = x.dtype == DType::f32 ? 0 : batch * input_shape().numel();
   const BufferView masked = view_of(workspace + in, dy.count, ctx_.device());
   relu_mask_bias_grad(ctx_, y, dy, masked, db_, b.outer, b.channels, b.inner, accumulate);
   const float* xs = fp32_input(ctx_, x, workspace);

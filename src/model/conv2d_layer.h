@@ -22,7 +22,7 @@ class Conv2dLayer final : public Layer,
                 bool accumulate) override;
   // Stored (16-bit activations read and written by cuDNN) where the op can.
   bool stores_activations() const override { return op_.stores_activations(); }
-  bool writes_dx_on_grid() const override { return true; }
+  bool writes_dx_on_grid(std::size_t /*input*/) const override { return true; }
   void forward_stored(const std::vector<BufferView>& xs, BufferView y, std::size_t batch,
                       bool training) override;
   void backward_stored(const std::vector<BufferView>& xs, BufferView y, BufferView dy,

@@ -31,6 +31,9 @@ class FusedBatchNormRelu final : public FusedNode {
                        const std::vector<BufferView>& dxs, std::size_t batch,
                        bool accumulate) override;
   std::string describe_kernels() const override;
+  // The residual's gradient is dy where the ReLU let it through, else 0: on
+  // the grid. BatchNorm's dx is computed in fp32 and rounded.
+  bool writes_dx_on_grid(std::size_t input) const override { return with_residual_ && input == 1; }
 
  private:
   BatchNormLayer& bn_;

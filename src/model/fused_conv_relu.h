@@ -31,7 +31,7 @@ class FusedConvRelu final : public FusedNode {
                        bool accumulate) override;
   // Its dx is the convolution's: on the storage grid on every device (cuDNN
   // writes 16 bits; the CPU's convolution rounds).
-  bool writes_dx_on_grid() const override { return true; }
+  bool writes_dx_on_grid(std::size_t /*input*/) const override { return true; }
   // "fused conv1+relu1: " and the convolution's kernels.
   std::string describe_kernels() const override;
 

@@ -42,11 +42,13 @@ class StoresActivations {
   // Whether this instance takes the typed path (a layer type may store only
   // some of its forms: relu of the activations, a two-input add).
   virtual bool stores_activations() const { return true; }
-  // Whether an fp32 dx would be its dx in the storage dtype widened, exactly
-  // (a convolution's: cuDNN writes the storage dtype, the CPU rounds). Where
-  // the model sums that dx in fp32, it then asks for it in the storage
-  // dtype, in its scratch, and widens it in the pass that adds it to the sum.
-  virtual bool writes_dx_on_grid() const { return false; }
+  // Whether an fp32 dx for input `input` would be its dx in the storage
+  // dtype widened, exactly (a convolution's: cuDNN writes the storage dtype,
+  // the CPU rounds; a residual's gradient, masked dy). Where the model sums
+  // that dx, it asks for it in the storage dtype: widened as it is added to
+  // an fp32 sum, or, where both of two contributions are on the grid, summed
+  // with the other in 16 bits (the same numbers: one fp32 add, one rounding).
+  virtual bool writes_dx_on_grid(std::size_t /*input*/) const { return false; }
   virtual void forward_stored(const std::vector<BufferView>& xs, BufferView y, std::size_t batch,
                               bool training) = 0;
   virtual void backward_stored(const std::vector<BufferView>& xs, BufferView y, BufferView dy,

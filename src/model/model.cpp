@@ -127,13 +127,19 @@ struct PlanNode {
 // A buffer of activation gradients. Buffers whose lives do not overlap share
 // memory (a slot), planned once at build. It holds the storage dtype, or fp32
 // where several contributions are summed (a node read by several nodes, the
-// loss's gradient): summed in fp32 and rounded once, when read.
+// loss's gradient): summed in fp32 and rounded once, when read; two
+// contributions both on the grid are summed in the storage dtype (paired).
 struct GradientBuffer {
   void* data = nullptr;
   DType dtype = DType::f32;
   std::size_t elements = 0;  // per sample
   // This backward has put the first contribution there.
   bool written = false;
+  // Two contributions, each on the storage grid, summed into this buffer of
+  // the storage dtype: the first written in place, the second added to it
+  // and rounded in one pass (sum_two_stored), where an fp32 sum would take
+  // a widened copy, an add and a narrowing pass (the same numbers).
+  bool paired = false;
   BufferView view(std::size_t batch, Device device) const {
     return {data, batch * elements, dtype, device};
   }
@@ -203,11 +209,36 @@ struct Model::State {
 };
 
 namespace {
-// Whether the node's layer writes its dx itself and on the storage grid
-// (StoresActivations::writes_dx_on_grid): its contributions to an fp32 sum
-// are then taken in the storage dtype, widened as they are added.
-bool writes_dx_on_grid(const PlanNode& node) {
-  return !node.adapted && node.stores != nullptr && node.stores->writes_dx_on_grid();
+// Whether the node's layer writes its dx for input k itself and on the
+// storage grid (StoresActivations::writes_dx_on_grid): its contribution to a
+// summed gradient is then taken in the storage dtype.
+bool writes_dx_on_grid(const PlanNode& node, std::size_t k) {
+  return !node.adapted && node.stores != nullptr && node.stores->writes_dx_on_grid(k);
+}
+
+// Whether node i's gradient is paired (GradientBuffer::paired): 16-bit
+// storage, and exactly two readers, distinct, each reading it once and
+// writing its dx for it on the grid in its own backward (not a view, which
+// shares the buffer; not a fused node that sums into it itself). A ResNet's
+// block inputs on a GPU: a convolution and the fused BatchNorm + add + ReLU's
+// residual, or two convolutions.
+bool sums_two_on_grid(const std::vector<PlanNode>& nodes, std::size_t i, DType storage) {
+  const PlanNode& node = nodes[i];
+  if (storage == DType::f32 || node.folded || node.layer->is_view() || node.consumers.size() != 2 ||
+      node.consumers[0] == node.consumers[1])
+    return false;
+  for (const std::size_t c : node.consumers) {
+    const PlanNode& reader = nodes[c];
+    if (reader.folded || reader.layer->is_view() || reader.fused_ln != nullptr ||
+        reader.fused_dgelu != nullptr || reader.fused_gelu != nullptr)
+      return false;
+    const auto at = std::find(reader.inputs.begin(), reader.inputs.end(), static_cast<int>(i));
+    if (at == reader.inputs.end() ||
+        std::count(reader.inputs.begin(), reader.inputs.end(), static_cast<int>(i)) != 1 ||
+        !writes_dx_on_grid(reader, static_cast<std::size_t>(at - reader.inputs.begin())))
+      return false;
+  }
+  return true;
 }
 
 // The start and the end of an interval of the model's work on its timer
@@ -920,15 +951,45 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
     }
     grad_elements = std::move(elements);
   }
+  // Which nodes run through the fp32 adapter (before the gradient plan,
+  // which asks which dx are on the storage grid). A layer that reads token
+  // ids (fp32, never rounded) takes them as they are.
+  for (PlanNode& node : s.nodes) {
+    node.adapted = !node.layer->is_view() && !node.folded &&
+                   (node.stores == nullptr || node.output_dtype != s.storage ||
+                    std::any_of(node.inputs.begin(), node.inputs.end(), [&](int j) {
+                      const DType in =
+                          j < 0 ? input_dtype : s.nodes[static_cast<std::size_t>(j)].output_dtype;
+                      return in != s.storage && !(j < 0 && node.layer->reads_token_ids());
+                    }));
+    // The rewrite reads no model input, so every edge of it is stored.
+    RT_CHECK(node.fused_ln == nullptr || !node.adapted,
+             "model: fused node '{}' would need the fp32 adapter", node.layer->name());
+    RT_CHECK(!(node.adapted && node.fused), "model: fused node '{}' reads a {} input",
+             node.layer->name(), dtype_name(input_dtype));
+    RT_CHECK(node.fused_gelu == nullptr || !node.adapted,
+             "model: fused node '{}' would need the fp32 adapter", node.layer->name());
+    // The GPU's DGELU GEMM reads the stored buffers; the CPU twin reads the
+    // adapter's fp32 dx.
+    RT_CHECK(node.fused_dgelu == nullptr || node.adapted == !dev.is_cuda(),
+             "model: '{}' fused with a gelu's backward {} the fp32 adapter", node.layer->name(),
+             dev.is_cuda() ? "would need" : "needs");
+  }
   // A gradient buffer holds the storage dtype, but fp32 where contributions
   // are summed (a node read by several nodes: the sum rounded once, as an
-  // fp32 run adds). The loss writes the logits' gradient in the storage dtype,
-  // each value rounded once.
+  // fp32 run adds), unless they are two, both on the grid (paired: summed in
+  // the storage dtype, the same numbers). The loss writes the logits'
+  // gradient in the storage dtype, each value rounded once.
   std::vector<DType> grad_dtype(grad_elements.size(), s.storage);
+  std::vector<bool> grad_paired(grad_elements.size(), false);
   for (std::size_t i = 0; i < L; ++i) {
     const PlanNode& node = s.nodes[i];
-    if (node.grad >= 0 && node.consumers.size() > 1)
-      grad_dtype[static_cast<std::size_t>(node.grad)] = DType::f32;
+    if (node.grad < 0 || node.consumers.size() < 2) continue;
+    const auto g = static_cast<std::size_t>(node.grad);
+    if (sums_two_on_grid(s.nodes, i, s.storage))
+      grad_paired[g] = true;
+    else
+      grad_dtype[g] = DType::f32;
   }
   // Each buffer's life in node indices, [lo, hi]: backward runs from the last
   // node down, so the buffer is first written by the backward of its last
@@ -1000,55 +1061,34 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
   for (std::size_t k = 0; k < slot_size.size(); ++k)
     s.grad_slots.push_back(
         Tensor::empty({B * ((slot_size[k] + sizeof(float) - 1) / sizeof(float))}, DType::f32, dev));
-  for (std::size_t g = 0; g < G; ++g)
+  for (std::size_t g = 0; g < G; ++g) {
     s.grad_buffers.push_back(
         {g == in_place ? last.activation.data() : s.grad_slots[slot_of[g]].data(), grad_dtype[g],
          grad_elements[g]});
+    s.grad_buffers.back().paired = grad_paired[g];
+  }
   // Per sample: what the activations take (every node's output, the gradient
   // slots, the input's copies), and the workspace shared by the layers (the
   // adapter's and the widening scratch, sized for the largest layer, not for
   // the depth).
   std::size_t bytes = 0, workspace = 0;
-  // The adapter's fp32 scratch, for the largest layer that takes only fp32
-  // (and a summed fp32 gradient narrowed for a layer that stores its own).
-  // A layer that reads token ids (fp32, never rounded) takes them as they are.
-  for (PlanNode& node : s.nodes) {
-    node.adapted = !node.layer->is_view() && !node.folded &&
-                   (node.stores == nullptr || node.output_dtype != s.storage ||
-                    std::any_of(node.inputs.begin(), node.inputs.end(), [&](int j) {
-                      const DType in =
-                          j < 0 ? input_dtype : s.nodes[static_cast<std::size_t>(j)].output_dtype;
-                      return in != s.storage && !(j < 0 && node.layer->reads_token_ids());
-                    }));
-    // The rewrite reads no model input, so every edge of it is stored.
-    RT_CHECK(node.fused_ln == nullptr || !node.adapted,
-             "model: fused node '{}' would need the fp32 adapter", node.layer->name());
-    RT_CHECK(!(node.adapted && node.fused), "model: fused node '{}' reads a {} input",
-             node.layer->name(), dtype_name(input_dtype));
-    RT_CHECK(node.fused_gelu == nullptr || !node.adapted,
-             "model: fused node '{}' would need the fp32 adapter", node.layer->name());
-    // The GPU's DGELU GEMM reads the stored buffers; the CPU twin reads the
-    // adapter's fp32 dx.
-    RT_CHECK(node.fused_dgelu == nullptr || node.adapted == !dev.is_cuda(),
-             "model: '{}' fused with a gelu's backward {} the fp32 adapter", node.layer->name(),
-             dev.is_cuda() ? "would need" : "needs");
-  }
-  // The fp32 scratch per input slot: where a contribution lands before it is
-  // added to a summed (fp32) gradient, or narrowed into a stored one from a
-  // layer that writes fp32 (the adapter).
-  // A layer whose dx is on the storage grid writes its contribution there in
-  // the storage dtype (the backward's scratch_dtype): half the bytes.
+  // The scratch per input slot: where a contribution lands before it is
+  // added to a summed gradient (fp32, or a paired one), or narrowed into a
+  // stored one from a layer that writes fp32 (the adapter). A layer whose dx
+  // is on the storage grid writes its contribution there in the storage
+  // dtype (the backward's scratch_dtype): half the bytes.
   std::vector<std::size_t> scratch_bytes(slots, 0);
   for (const PlanNode& node : s.nodes) {
     if (node.layer->is_view() || node.grad < 0) continue;
-    const std::size_t value_bytes = writes_dx_on_grid(node) ? dtype_size(s.storage) : sizeof(float);
     for (std::size_t k = 0; k < node.inputs.size(); ++k) {
       const int j = node.inputs[k];
       if (j < 0) continue;
       const PlanNode& input = s.nodes[static_cast<std::size_t>(j)];
       if (input.grad < 0 || !input.below_params) continue;
       const GradientBuffer& g = s.grad_buffers[static_cast<std::size_t>(input.grad)];
-      if (g.dtype == DType::f32 || node.adapted)
+      const std::size_t value_bytes =
+          writes_dx_on_grid(node, k) ? dtype_size(s.storage) : sizeof(float);
+      if (g.dtype == DType::f32 || g.paired || node.adapted)
         scratch_bytes[k] = std::max(scratch_bytes[k], g.elements * value_bytes);
     }
   }
@@ -1148,7 +1188,12 @@ std::string Model::layer_kernels(std::size_t layer) const {
   if (node.forward_by >= 0)
     return "forward fused into " +
            state_->nodes[static_cast<std::size_t>(node.forward_by)].layer->name();
-  return node.describes != nullptr ? node.describes->describe_kernels() : std::string();
+  std::string kernels =
+      node.describes != nullptr ? node.describes->describe_kernels() : std::string();
+  if (node.grad >= 0 && state_->grad_buffers[static_cast<std::size_t>(node.grad)].paired)
+    kernels += fmt::format("{}gradient: its two readers' {} contributions summed in one pass",
+                           kernels.empty() ? "" : "; ", dtype_name(state_->storage));
+  return kernels;
 }
 Model::LinearGeluPairs Model::linear_gelu_pairs() const {
   LinearGeluPairs pairs;
@@ -1474,14 +1519,17 @@ void Model::backward(float grad_scale, bool accumulate,
       dxs.clear();
       to_add.clear();
       to_narrow.clear();
-      // What a contribution to a summed (fp32) gradient, or a dx to narrow,
-      // is written into first: slot k's scratch, fp32; or, for a layer whose
+      // What a contribution to a summed gradient, or a dx to narrow, is
+      // written into first: slot k's scratch, fp32; or, for a layer whose
       // fp32 dx would be its 16-bit dx widened (a GPU's 16-bit convolution),
-      // the 16-bit dx itself, widened as it is added (one pass over it where
-      // the widening into fp32 scratch took two).
-      const DType scratch_dtype = writes_dx_on_grid(node) ? s.storage : DType::f32;
+      // the 16-bit dx itself, widened as it is added to an fp32 sum (one pass
+      // over it where the widening into fp32 scratch took two), or added to
+      // a paired sum in 16 bits.
+      const auto scratch_dtype = [&](std::size_t k) {
+        return writes_dx_on_grid(node, k) ? s.storage : DType::f32;
+      };
       const auto scratch_of = [&](std::size_t k, const GradientBuffer& in_grad) {
-        return BufferView{s.scratch[k].data(), batch * in_grad.elements, scratch_dtype, dev};
+        return BufferView{s.scratch[k].data(), batch * in_grad.elements, scratch_dtype(k), dev};
       };
       for (std::size_t k = 0; k < node.inputs.size(); ++k) {
         const int j = node.inputs[k];
@@ -1499,7 +1547,7 @@ void Model::backward(float grad_scale, bool accumulate,
           dxs.push_back(scratch_of(k, in_grad));
           to_add.emplace_back(k, g);
         } else if ((node.adapted && in_grad.dtype != DType::f32) ||
-                   (scratch_dtype != DType::f32 && in_grad.dtype == DType::f32)) {
+                   (scratch_dtype(k) != DType::f32 && in_grad.dtype == DType::f32)) {
           // Computed in fp32 by the layer, narrowed into the buffer; or the
           // first contribution to a summed gradient in 16 bits, widened.
           dxs.push_back(scratch_of(k, in_grad));
@@ -1590,9 +1638,17 @@ void Model::backward(float grad_scale, bool accumulate,
       }
       for (const auto& [k, g] : to_add) {
         const GradientBuffer& in_grad = s.grad_buffers[static_cast<std::size_t>(g)];
+        if (in_grad.paired) {  // the second of two, both on the grid
+          RT_CHECK(scratch_dtype(k) == in_grad.dtype,
+                   "model: '{}''s contribution to a paired {} gradient in {}", layer.name(),
+                   dtype_name(in_grad.dtype), dtype_name(scratch_dtype(k)));
+          const BufferView sum = in_grad.view(batch, dev);
+          sum_two_stored(*s.ctx, sum, sum, scratch_of(k, in_grad), 1.0f);
+          continue;
+        }
         RT_CHECK(in_grad.dtype == DType::f32, "model: a second contribution to a {} gradient",
                  dtype_name(in_grad.dtype));
-        if (scratch_dtype == DType::f32)
+        if (scratch_dtype(k) == DType::f32)
           add_scaled(*s.ctx, static_cast<float*>(in_grad.data), s.scratch[k].data_as<float>(), 1.0f,
                      batch * in_grad.elements);
         else

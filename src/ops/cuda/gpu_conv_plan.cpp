@@ -66,6 +66,7 @@
 // however many layers share it.
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -604,9 +605,17 @@ class CudnnConvPlan final : public GpuConvPlan {
              graph.workspace_bytes(), workspace_.size());
     float* scratch = static_cast<float*>(dw_scratch_.get());
     if (graph.writes_kcrs()) {
-      float* out = accumulate ? scratch : dw;
+      // cuDNN's graph tensors are 16-byte aligned by default, and dw sits in
+      // the flat gradient buffer at its parameter's offset (a multiple of 4
+      // bytes): a misaligned one is written beside it and copied.
+      const bool direct = !accumulate && reinterpret_cast<std::uintptr_t>(dw) % 16 == 0;
+      float* out = direct ? dw : scratch;
       graph.run(*handles_, x.ptr, dy.ptr, out, workspace_.get());
-      if (accumulate) gpu_axpy(stream_, 1.0f, scratch, dw, nw);
+      if (accumulate)
+        gpu_axpy(stream_, 1.0f, scratch, dw, nw);
+      else if (!direct)
+        RT_CUDA_CHECK(
+            cudaMemcpyAsync(dw, scratch, nw * sizeof(float), cudaMemcpyDeviceToDevice, stream_));
       return;
     }
     float* krsc = static_cast<float*>(dw_nhwc_.get());
