@@ -32,9 +32,10 @@ __global__ void gelu_tanh_backward_kernel(const T* __restrict__ x, const T* __re
                                           D* __restrict__ dx, std::size_t n) {
   RT_GRID_STRIDE(i, n) store(dx, i, gelu_tanh_backward_element(load(x, i), load(dy, i)));
 }
+// y may be x0 (a paired gradient summed in place): those two are not restrict.
 template <typename T>
-__global__ void sum_two_kernel(const T* __restrict__ x0, const T* __restrict__ x1, float a,
-                               T* __restrict__ y, std::size_t n) {
+__global__ void sum_two_kernel(const T* x0, const T* __restrict__ x1, float a, T* y,
+                               std::size_t n) {
   RT_GRID_STRIDE(i, n) store(y, i, axpy_element(a, load(x1, i), load(x0, i)));
 }
 template <typename T>

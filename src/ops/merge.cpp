@@ -40,9 +40,10 @@ void sum_two_stored(const ComputeContext& ctx, BufferView y, BufferView x0, Buff
   if (ctx.is_cuda()) return detail::gpu_sum_two_stored(ctx.stream(), y, x0, x1, a);
   kernels::with_storage(y.dtype, [&](auto s) {
     using T = decltype(s);
-    const T* __restrict__ a0 = x0.as<const T>();
+    // y may be x0 (in place): element i is read before it is written.
+    const T* a0 = x0.as<const T>();
     const T* __restrict__ a1 = x1.as<const T>();
-    T* __restrict__ out = y.as<T>();
+    T* out = y.as<T>();
     for (std::size_t i = 0; i < y.count; ++i)
       kernels::store(out, i, kernels::axpy_element(a, kernels::load(a1, i), kernels::load(a0, i)));
   });

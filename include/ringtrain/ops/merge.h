@@ -20,7 +20,8 @@ void add_scaled(const ComputeContext& ctx, float* y, const float* x, float a, st
 void sum_two_stored(const ComputeContext& ctx, float* y, const float* x0, const float* x1, float a,
                     std::size_t n);
 // The stored forms, on views of the model's storage dtype (f32, bf16, f16),
-// computed in fp32 and rounded once: y = x0 + a x1 (all of one dtype), and
+// computed in fp32 and rounded once: y = x0 + a x1 (all of one dtype; y may
+// be x0), and
 // y = a x converted to y's dtype (an add's gradient).
 void sum_two_stored(const ComputeContext& ctx, BufferView y, BufferView x0, BufferView x1, float a);
 void scale_stored(const ComputeContext& ctx, BufferView y, BufferView x, float a);
