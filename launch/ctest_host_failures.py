@@ -28,7 +28,9 @@ HOST_CAUSES = [
     (re.compile(r"pmix_mca_base_component_repository_open"),
      "Open MPI's PMIx plugins of another version (warnings on stderr)"),
 ]
-RESULT = re.compile(r"^\s*\d+/\d+ Test\s+#(\d+): (\S+) \.*\s*(\*\*\*)?(\w[\w ]*?)\s+[\d.]+ sec")
+# the status may hold a colon: "***Exception: SegFault", "Subprocess aborted"
+RESULT = re.compile(r"^\s*\d+/\d+ Test\s+#(\d+): (\S+) \.*\s*(\*\*\*)?(\w[\w :]*?)\s+[\d.]+ sec")
+TALLY = re.compile(r"tests passed, (\d+) tests failed out of")
 DEPENDS = re.compile(r"^Failed test dependencies: (.+)$")
 
 
@@ -98,6 +100,15 @@ def main(path):
             print(f"other {name} ({status}){': ' + reasons[0] if reasons else ''}")
     print(f"{len(verdict)} failed: {len(verdict) - len(others)} for what the host lacks, "
           f"{len(others)} other{': ' + ' '.join(others) if others else ''}")
+    # ctest's own tally: absent (ctest was cut off) or counting failures that
+    # no result line above showed, the run is not the host's fault alone
+    tally = [int(m.group(1)) for m in map(TALLY.search, lines) if m]
+    if not tally:
+        print("no ctest tally in the log: ctest did not finish")
+        return 1
+    if tally[-1] > len(verdict):
+        print(f"ctest counted {tally[-1]} failures, {len(verdict)} of them read above")
+        return 1
     return 1 if others else 0
 
 

@@ -26,13 +26,15 @@
 #             racecheck: 3 steps at batch 8)
 #             (in the background like cpusuite: its timings do not matter)
 #   speed     bench step vs launch/bench/peer_gpu_step.py; bench allreduce nccl
-#   models    the real-size presets side by side with PyTorch on the same GPU, alternating,
-#             3 rounds (1 where ringtrain is below 0.25x): resnet50 b256 bf16 and TF32,
-#             inception3 b128 and vgg16 b128 bf16, then their TF32, resnet50 fp32 and
-#             bf16 NCHW (MODELS_CASES); 0 host syncs per steady step; after every
-#             case's rounds, each case below 1.0x gets one `bench step --layers` (time
-#             per layer, cuDNN's engines), then one --cuda-graph on and one legacy
-#             convolution API run
+#   models    the real-size presets side by side with PyTorch on the same GPU and cuDNN,
+#             alternating which side goes first, 3 rounds (1 where ringtrain is below
+#             0.25x): resnet50 b256 bf16 and TF32, inception3 b128 and vgg16 b128 bf16,
+#             then their TF32, resnet50 fp32 and bf16 NCHW (MODELS_CASES); 0 host syncs
+#             per steady step; then models-table.txt: each case's medians, ratio and
+#             peak memory of both sides
+#   models_why  for each case of models-table.txt below 1.0x: one `bench step --layers`
+#             (time per layer, cuDNN's engines), then one --cuda-graph on (models
+#             without dropout) and one legacy convolution API run
 #   peers     PyTorch alone on the real-size models (launch/bench/peer_gpu_models.py)
 #   loader    (named only) resnet50 bf16 b256 trained from JPEG photographs of ImageNet-like
 #             sizes with --augment imagenet and a loader thread per spare core, against
@@ -42,9 +44,11 @@
 #             KERNELS_CASES="resnet50:256:bf16 ..."
 #   gpt       gpt2 (124M) at 16 x 1024 tokens in bf16 side by side with PyTorch (bf16
 #             autocast, F.scaled_dot_product_attention, fused AdamW), alternating, 2
-#             rounds: tokens/s and model FLOPs utilisation of each, host syncs; then
-#             once with the unfused attention (RINGTRAIN_ATTENTION=unfused, against the
-#             default cuDNN SDPA) and once with `bench step --layers`
+#             rounds: tokens/s and model FLOPs utilisation of each, host syncs, peak
+#             memory; then gpt-table.txt: medians and the ratio
+#   gpt_why   gpt2 once each with the unfused attention (RINGTRAIN_ATTENTION=unfused,
+#             against the default cuDNN SDPA), --cuda-graph on, --fuse off, and
+#             `bench step --layers`
 #
 # --quick     for a second, short call: no cpusuite, speed or peers unless named, a
 #             2-epoch accuracy run (>= 0.88), and CTEST_REGEX=... limits 'ctest'
@@ -54,7 +58,11 @@
 #             reported BADFLAGS in either mode
 # --budget S  stop starting steps when fewer than 20 s of S remain (default 540),
 #             and cut each step's limit to what remains
-# --tar FILE  after every check, tar OUTDIR into FILE (what survives a killed call)
+# --tar FILE  after every check (and every round of models and gpt), tar OUTDIR into
+#             FILE, and copy summary.txt and the tables beside it as FILE's name with
+#             -summary.txt, -models.txt, -gpt.txt (what survives a killed call; a device
+#             call brings back 8 files of \$OUT at most: keep OUTDIR outside it)
+# CTEST_LIMIT the ctest check's time limit in seconds (default 330)
 set -uo pipefail
 quick=0 dry=0 budget=540 tarball=
 while [ $# -gt 0 ]; do
@@ -72,6 +80,9 @@ out=${1:?usage: gpu-checks.sh [--quick] [--dry-run] [--budget S] [--tar FILE] OU
 shift
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
+if [ -n "$tarball" ]; then
+  mkdir -p "$(dirname "$tarball")" && tarball=$(cd "$(dirname "$tarball")" && pwd)/$(basename "$tarball")
+fi
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root" || exit 2
 # shellcheck source=launch/env.sh
@@ -93,7 +104,7 @@ summary_from=$(($( [ -f "$summary" ] && wc -l < "$summary" || echo 0) + 1))
 deadline=$((SECONDS + budget))
 checks=("$@")
 if [ ${#checks[@]} -eq 0 ]; then
-  checks=(env cpusuite sanitize ctest nccl2 train latency speed gpt models peers)
+  checks=(env cpusuite sanitize ctest nccl2 train latency speed gpt gpt_why models models_why peers)
   [ $quick = 1 ] && checks=(env ctest nccl2 train sanitize)
 fi
 wants() { local c; for c in "${checks[@]}"; do [ "$c" = "$1" ] && return 0; done; return 1; }
@@ -194,7 +205,7 @@ check_cpusuite() {
 check_ctest() {
   local sel=(-L gpu)
   [ -n "${CTEST_REGEX:-}" ] && sel=(-L gpu -R "$CTEST_REGEX")
-  (cd build && run ctest 330 ctest "${sel[@]}" --output-on-failure --timeout 200)
+  (cd build && run ctest "${CTEST_LIMIT:-330}" ctest "${sel[@]}" --output-on-failure --timeout 200)
   local rc=$?
   pass_if ctest $rc "$(grep -E 'tests passed|tests failed' "$out/ctest.log" | tail -1)"
   grep -E '^\s+[0-9]+ - .*\((Failed|Timeout|Not Run|SEGFAULT|Subprocess)' "$out/ctest.log" >> "$summary"
@@ -411,24 +422,83 @@ models_case() {
   case $prec in bf16|fp16) precision=$prec; tf32_mode=on ;; esac
 }
 
-check_models() {
-  # ringtrain and PyTorch (peer_gpu_models.py) in turn, one case at a time,
-  # MODELS_ROUNDS rounds; each side's samples/s goes into models.tsv. Every
-  # case's rounds come first (the goal table), then, for the cases where
-  # ringtrain is behind, the runs that say why (--layers, --cuda-graph on, the
-  # legacy convolution API): a call cut off by its budget keeps the table.
-  local tp; tp=$(torch_library_path)
-  # Both sides on one cuDNN: the host's libcudnn.so.9 (9.14 on 2026-11-26)
-  # is older than the one PyTorch carries (9.19), and cuDNN's heuristics
-  # change between versions; ringtrain loads PyTorch's where there is one
-  # (MODELS_SAME_CUDNN=0: the host's). The tsv's header says which.
-  local rt_env=()
+# ringtrain's cuDNN: PyTorch's where there is one, so that both sides run on one
+# cuDNN (the host's libcudnn.so.9, 9.14 on 2026-11-26, is older than the one
+# PyTorch carries, 9.19, and cuDNN's heuristics change between versions);
+# MODELS_SAME_CUDNN=0: the host's. Sets rt_env, a prefix for ringtrain's runs.
+rt_env=()
+ringtrain_cudnn_env() {
+  rt_env=()
   if [ "${MODELS_SAME_CUDNN:-1}" = 1 ] && [ -n "$torch_cudnn" ]; then
     rt_env=(env LD_LIBRARY_PATH="$torch_cudnn:${LD_LIBRARY_PATH:-}")
   fi
-  echo "# ringtrain's cuDNN: ${rt_env[*]:-from the host}" > "$out/models-cudnn.txt"
+}
+
+# median_table TSV KEYS VALUES OUT: per group of rows (the KEYS columns), the
+# median of each VALUES column over the rounds that have one, and the ratio of
+# the first two medians (ringtrain / PyTorch), into OUT and on stdout.
+median_table() {
+  "$RINGTRAIN_PYTHON" - "$@" <<'PY'
+import statistics, sys
+path, keys, values, out = sys.argv[1], sys.argv[2].split(","), sys.argv[3].split(","), sys.argv[4]
+rows = [l.rstrip("\n").split("\t") for l in open(path) if l.strip()]
+head, rows = rows[0], rows[1:]
+col = {name: i for i, name in enumerate(head)}
+groups = {}
+for r in rows:
+    groups.setdefault(tuple(r[col[k]] for k in keys), []).append(r)
+def num(v):
+    try:
+        return float(v.rstrip("%"))
+    except ValueError:
+        return None
+lines = ["\t".join(keys + ["rounds"] + ["median_" + v for v in values] + ["ratio"])]
+for key, rs in groups.items():
+    meds = []
+    for v in values:
+        xs = [x for x in (num(r[col[v]]) for r in rs) if x is not None]
+        meds.append(statistics.median(xs) if xs else None)
+    ratio = "%.2fx" % (meds[0] / meds[1]) if meds[0] and meds[1] else "n/a"
+    lines.append("\t".join(list(key) + [str(len(rs))] +
+                           ["failed" if m is None else "%.1f" % m for m in meds] + [ratio]))
+open(out, "w").write("\n".join(lines) + "\n")
+print("\n".join(lines))
+PY
+}
+
+# One round of a models case, each side: sets rt (samples/s and host syncs),
+# rt_mib, pt, pt_mib (check_models' locals).
+models_rt() {
+  local log=models-rt-$model-$prec-$layout-$r
+  run "$log" 150 "${rt_env[@]}" "$exe" bench step --device cuda --model "$model" --input "$shape" \
+    --classes 1000 --batch "$batch" --steps 10 --warmup 3 --tf32 "$tf32_mode" --precision "$precision" \
+    --layout "$layout" --json
+  rt=$("$RINGTRAIN_PYTHON" -c 'import json,sys
+for l in open(sys.argv[1]):
+    if l.startswith("{"): j=json.loads(l); print(round(j["samples_per_s"],1), j.get("host_syncs_per_step"))' \
+    "$out/$log.log" 2>/dev/null | tail -1)
+  rt_mib=$("$RINGTRAIN_PYTHON" -c 'import json,sys
+for l in open(sys.argv[1]):
+    if l.startswith("{"): j=json.loads(l); print(round((j.get("device_memory_peak_bytes") or 0)/2**20))' \
+    "$out/$log.log" 2>/dev/null | tail -1)
+}
+models_pt() {
+  local log=models-pt-$model-$prec-$layout-$r
+  run "$log" 150 env LD_LIBRARY_PATH="$(torch_library_path)" PYTHONUNBUFFERED=1 "$RINGTRAIN_PYTHON" \
+    launch/bench/peer_gpu_models.py --cases "$model@$batch:$prec" --steps 10 --warmup 3 --repeats 1
+  pt=$(awk '/samples\/s/ {print $5}' "$out/$log.log" | tail -1)
+  pt_mib=$(sed -n 's/.*peak \([0-9]*\) MiB.*/\1/p' "$out/$log.log" | tail -1)
+}
+
+check_models() {
+  # ringtrain and PyTorch (peer_gpu_models.py) in turn, one case at a time,
+  # MODELS_ROUNDS rounds, the first side alternating; each side's samples/s
+  # goes into models.tsv, and after every round the medians into
+  # models-table.txt (and the tarball): a call cut off by its budget keeps
+  # the rounds it finished. models_why explains the cases behind.
+  ringtrain_cudnn_env
+  echo "# ringtrain's cuDNN: ${rt_env[*]:-from the host}; PyTorch's: ${torch_cudnn:-its own}" > "$out/models-cudnn.txt"
   local rounds=${MODELS_ROUNDS:-3} c model batch prec layout shape tf32_mode precision r rt pt rt_mib pt_mib
-  local behind=()
   # Peak device memory of each side in MiB: ringtrain's own allocations
   # (device_memory_peak_bytes) against torch.cuda.max_memory_allocated.
   printf 'model\tbatch\tprecision\tlayout\tround\tringtrain\tpytorch\tringtrain_peak_mib\tpytorch_peak_mib\tringtrain_host_syncs\n' > "$out/models.tsv"
@@ -440,52 +510,65 @@ check_models() {
   for c in ${MODELS_CASES:-resnet50:256:bf16 resnet50:256:tf32 inception3:128:bf16 vgg16:128:bf16 inception3:128:tf32 vgg16:128:tf32 resnet50:256:fp32:nhwc resnet50:256:bf16:nchw}; do
     models_case "$c"
     for r in $(seq 1 "$rounds"); do
-      run "models-rt-$model-$prec-$layout-$r" 150 "${rt_env[@]}" "$exe" bench step --device cuda --model "$model" --input "$shape" \
-        --classes 1000 --batch "$batch" --steps 10 --warmup 3 --tf32 "$tf32_mode" --precision "$precision" \
-        --layout "$layout" --json
-      rt=$("$RINGTRAIN_PYTHON" -c 'import json,sys
-for l in open(sys.argv[1]):
-    if l.startswith("{"): j=json.loads(l); print(round(j["samples_per_s"],1), j.get("host_syncs_per_step"))' \
-        "$out/models-rt-$model-$prec-$layout-$r.log" 2>/dev/null | tail -1)
-      rt_mib=$("$RINGTRAIN_PYTHON" -c 'import json,sys
-for l in open(sys.argv[1]):
-    if l.startswith("{"): j=json.loads(l); print(round((j.get("device_memory_peak_bytes") or 0)/2**20))' \
-        "$out/models-rt-$model-$prec-$layout-$r.log" 2>/dev/null | tail -1)
-      run "models-pt-$model-$prec-$layout-$r" 150 env LD_LIBRARY_PATH="$tp" PYTHONUNBUFFERED=1 "$RINGTRAIN_PYTHON" \
-        launch/bench/peer_gpu_models.py --cases "$model@$batch:$prec" --steps 10 --warmup 3 --repeats 1
-      pt=$(awk '/samples\/s/ {print $5}' "$out/models-pt-$model-$prec-$layout-$r.log" | tail -1)
-      pt_mib=$(sed -n 's/.*peak \([0-9]*\) MiB.*/\1/p' "$out/models-pt-$model-$prec-$layout-$r.log" | tail -1)
+      rt='' pt='' rt_mib='' pt_mib=''
+      # Alternating: a drift of the machine (clocks, another tenant) bends
+      # neither side alone.
+      if [ $((r % 2)) = 1 ]; then models_rt; models_pt; else models_pt; models_rt; fi
       # rt is "samples/s host-syncs-per-step": one column each
       printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$model" "$batch" "$prec" "$layout" "$r" "$(rt_sps=${rt%% *}; echo "${rt_sps:-failed}")" "${pt:-failed}" \
         "${rt_mib:-?}" "${pt_mib:-?}" "$( [ -n "$rt" ] && echo "${rt#* }" || echo '?')" >> "$out/models.tsv"
+      echo "models: $(tail -1 "$out/models.tsv" | tr '\t' ' ')"
+      median_table "$out/models.tsv" model,batch,precision,layout ringtrain,pytorch,ringtrain_peak_mib,pytorch_peak_mib \
+        "$out/models-table.txt" > /dev/null
+      pack
       # Below a quarter of PyTorch's speed one round says it (bf16 NCHW on an
       # H100, 2026-11-26: 117 against 3990 samples/s, 53 s a round): the
       # budget goes to the other cases and to the layer profile instead.
       "$RINGTRAIN_PYTHON" -c 'import sys; sys.exit(0 if float(sys.argv[1]) < 0.25 * float(sys.argv[2]) else 1)' \
         "${rt%% *}" "$pt" 2>/dev/null && break
     done
-    # Behind PyTorch in the last round: explained below, once (in a dry run
-    # every case, so that those runs' flags are checked too).
-    if [ $dry = 1 ] || "$RINGTRAIN_PYTHON" -c 'import sys; sys.exit(0 if float(sys.argv[1]) < float(sys.argv[2]) else 1)' \
-      "${rt%% *}" "$pt" 2>/dev/null; then
-      behind+=("$c")
-    fi
   done
-  note models INFO "$(tr '\n' ';' < "$out/models.tsv" | cut -c1-600)"
+  local row
+  while IFS= read -r row; do note models-table INFO "$row"; done < "$out/models-table.txt"
+}
+
+check_models_why() {
+  # For each case behind PyTorch in models-table.txt (every case of
+  # MODELS_CASES in a dry run, so that these runs' flags are checked too):
+  # the time per layer, one run as a CUDA graph, one with the legacy
+  # convolution API.
+  ringtrain_cudnn_env
+  local c model batch prec layout shape tf32_mode precision behind=()
+  if [ $dry = 1 ]; then
+    for c in ${MODELS_CASES:-resnet50:256:bf16}; do models_case "$c"; behind+=("$model:$batch:$prec:$layout"); done
+  elif [ -f "$out/models-table.txt" ]; then
+    while IFS=$'\t' read -r model batch prec layout _ _ _ _ _ ratio; do
+      case $ratio in ratio|n/a) continue ;; esac
+      "$RINGTRAIN_PYTHON" -c 'import sys; sys.exit(0 if float(sys.argv[1].rstrip("x")) < 1.0 else 1)' "$ratio" \
+        && behind+=("$model:$batch:$prec:$layout")
+    done < "$out/models-table.txt"
+  fi
+  [ ${#behind[@]} -gt 0 ] || { note models_why INFO "no case behind PyTorch (or no models-table.txt)"; return; }
   for c in "${behind[@]}"; do
     models_case "$c"
     # The time per layer (and cuDNN's engines and algorithms).
     run "models-layers-$model-$prec-$layout" 150 "${rt_env[@]}" "$exe" bench step --device cuda --model "$model" --input "$shape" \
       --classes 1000 --batch "$batch" --steps 3 --warmup 3 --tf32 "$tf32_mode" --precision "$precision" \
       --layout "$layout" --layers
+    pack
   done
   for c in "${behind[@]}"; do
     models_case "$c"
-    # Once with the forward and backward as one CUDA graph (--cuda-graph on).
-    run "models-rt-graph-$model-$prec-$layout" 150 "${rt_env[@]}" "$exe" bench step --device cuda --model "$model" \
-      --input "$shape" --classes 1000 --batch "$batch" --steps 10 --warmup 3 --tf32 "$tf32_mode" \
-      --precision "$precision" --layout "$layout" --cuda-graph on --json
-    note models-cuda-graph INFO "$model $prec $layout: $(grep -o '"samples_per_s":[0-9.]*' "$out/models-rt-graph-$model-$prec-$layout.log" | tail -1) with --cuda-graph on; without: see models.tsv"
+    # Once with the forward and backward as one CUDA graph (--cuda-graph on),
+    # which bench step refuses for a model that draws dropout masks.
+    case $model in
+      inception3|vgg16) note models-cuda-graph SKIP "$model draws dropout masks (no --cuda-graph)" ;;
+      *)
+        run "models-rt-graph-$model-$prec-$layout" 150 "${rt_env[@]}" "$exe" bench step --device cuda --model "$model" \
+          --input "$shape" --classes 1000 --batch "$batch" --steps 10 --warmup 3 --tf32 "$tf32_mode" \
+          --precision "$precision" --layout "$layout" --cuda-graph on --json
+        note models-cuda-graph INFO "$model $prec $layout: $(grep -o '"samples_per_s":[0-9.]*' "$out/models-rt-graph-$model-$prec-$layout.log" | tail -1) with --cuda-graph on; without: see models-table.txt" ;;
+    esac
     # The stored convolutions' forward and backward data take the graph
     # API's engines by default; once with the legacy API's algorithms, to
     # say which choice is faster where ringtrain is behind.
@@ -493,8 +576,9 @@ for l in open(sys.argv[1]):
       run "models-rt-legacy-$model-$prec-$layout" 150 env RINGTRAIN_CONV_API=legacy "${rt_env[@]}" "$exe" bench step \
         --device cuda --model "$model" --input "$shape" --classes 1000 --batch "$batch" --steps 10 --warmup 3 \
         --tf32 "$tf32_mode" --precision "$precision" --layout "$layout" --json
-      note models-conv-api INFO "$model $prec $layout: legacy API $(grep -o '"samples_per_s":[0-9.]*' "$out/models-rt-legacy-$model-$prec-$layout.log" | tail -1); graph API: see models.tsv" ;;
+      note models-conv-api INFO "$model $prec $layout: legacy API $(grep -o '"samples_per_s":[0-9.]*' "$out/models-rt-legacy-$model-$prec-$layout.log" | tail -1); graph API: see models-table.txt" ;;
     esac
+    pack
   done
 }
 
@@ -549,16 +633,21 @@ check_kernels() {
   # only the table's shares mean anything, not its step time. KERNELS_CASES:
   # model:batch:precision ... (KERNELS_CASE, one of them, as before).
   local tp; tp=$(torch_library_path)
-  local case model batch prec shape tf32_mode=on precision tag
+  local case model batch prec shape tf32_mode precision tag
   for case in ${KERNELS_CASES:-${KERNELS_CASE:-resnet50:256:bf16}}; do
     IFS=: read -r model batch prec <<< "$case"
     shape=3,224,224; [ "$model" = inception3 ] && shape=3,299,299
     precision=$prec; [ "$prec" = tf32 ] && precision=fp32
+    tf32_mode=on; [ "$prec" = fp32 ] && tf32_mode=off
     tag=$model-$batch-$prec
+    # One step on each side, so that the tables' milliseconds compare too.
     run "kernels-pt-$tag" 120 env LD_LIBRARY_PATH="$tp" "$RINGTRAIN_PYTHON" launch/bench/peer_gpu_models.py \
-      --cases "$model@$batch:$prec" --steps 2 --warmup 3 --repeats 1 --kernel-table "$out/kernels-pt-$tag.txt"
+      --cases "$model@$batch:$prec" --steps 1 --warmup 3 --repeats 1 --kernel-table "$out/kernels-pt-$tag.txt"
     pass_if "kernels-pt-$tag" $? "$(tail -1 "$out/kernels-pt-$tag.txt" 2>/dev/null)"
-    local ncu=(ncu --profile-from-start off --metrics gpu__time_duration.sum --csv --page raw)
+    # The GPU's clocks as they are (ncu would lock them at base) and its caches
+    # warm, as under torch.profiler (ncu would flush them before each kernel).
+    local ncu=(ncu --profile-from-start off --clock-control none --cache-control none
+      --metrics gpu__time_duration.sum --csv --page raw)
     run "kernels-rt-$tag" 180 "${ncu[@]}" "$exe" bench step --device cuda --model "$model" --input "$shape" \
       --classes 1000 --batch "$batch" --steps 1 --warmup 2 --tf32 $tf32_mode --precision "$precision"
     "$RINGTRAIN_PYTHON" launch/ncu_kernel_table.py "$out/kernels-rt-$tag.log" > "$out/kernels-rt-$tag.txt" 2>&1
@@ -572,18 +661,11 @@ check_peers() {
   pass_if peers $? "$(grep -cE '^(resnet50|inception3|vgg16|gpt2) ' "$out/peers.log") rows"
 }
 
-check_gpt() {
-  # Both sides without dropout (the peer's gpt2 has none: gpt2:dropout=0), AdamW,
-  # bf16 (ringtrain: its --precision bf16 rounding around TF32 GEMMs). The FLOPs
-  # per step are peer_gpu_models.py's: 6 N per token plus causal attention's 6 L T C.
-  local tp; tp=$(torch_library_path)
-  local rounds=${GPT_ROUNDS:-2} r rt pt gpu
-  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
-  printf 'round\tringtrain_tokens_s\tringtrain_mfu\thost_syncs\tringtrain_peak_mib\tringtrain_attention\tpytorch_tokens_s\tpytorch_mfu\tpytorch_peak_mib\n' > "$out/gpt.tsv"
-  for r in $(seq 1 "$rounds"); do
-    run "gpt-rt-$r" 240 "$exe" bench step --device cuda --model gpt2:dropout=0 --batch 16 --steps 5 --warmup 2 \
-      --precision bf16 --tf32 on --optimizer adamw --json
-    rt=$("$RINGTRAIN_PYTHON" - "$out/gpt-rt-$r.log" "$gpu" <<'PY' 2>/dev/null
+# One round of gpt, each side: sets rt and pt (check_gpt's locals).
+gpt_rt() {
+  run "gpt-rt-$r" 240 "${rt_env[@]}" "$exe" bench step --device cuda --model gpt2:dropout=0 --batch 16 --steps 5 \
+    --warmup 2 --precision bf16 --tf32 on --optimizer adamw --json
+  rt=$("$RINGTRAIN_PYTHON" - "$out/gpt-rt-$r.log" "$gpu" <<'PY' 2>/dev/null
 import json, sys
 peak = next((v for k, v in {"H100": 989.0, "H200": 989.0, "A100": 312.0}.items() if k in sys.argv[2]), None)
 j = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")][-1]
@@ -596,9 +678,11 @@ attention = " / ".join([parts[0][:60]] + [p[:100] for p in parts[1:] if "does no
 print("%.0f\t%s\t%s\t%.0f\t%s" % (tokens, mfu, j.get("host_syncs_per_step"), (j.get("device_memory_peak_bytes") or 0) / 2**20, attention))
 PY
 )
-    run "gpt-pt-$r" 240 env LD_LIBRARY_PATH="$tp" PYTHONUNBUFFERED=1 "$RINGTRAIN_PYTHON" launch/bench/peer_gpu_models.py \
-      --cases gpt2@16:bf16 --steps 5 --warmup 2 --repeats 1 --json "$work/gpt-pt-$r.json"
-    pt=$("$RINGTRAIN_PYTHON" - "$work/gpt-pt-$r.json" "$gpu" <<'PY' 2>/dev/null
+}
+gpt_pt() {
+  run "gpt-pt-$r" 240 env LD_LIBRARY_PATH="$(torch_library_path)" PYTHONUNBUFFERED=1 "$RINGTRAIN_PYTHON" \
+    launch/bench/peer_gpu_models.py --cases gpt2@16:bf16 --steps 5 --warmup 2 --repeats 1 --json "$work/gpt-pt-$r.json"
+  pt=$("$RINGTRAIN_PYTHON" - "$work/gpt-pt-$r.json" "$gpu" <<'PY' 2>/dev/null
 import json, sys
 peak = next((v for k, v in {"H100": 989.0, "H200": 989.0, "A100": 312.0}.items() if k in sys.argv[2]), None)
 [j] = json.load(open(sys.argv[1]))
@@ -606,31 +690,58 @@ mfu = "%.1f%%" % (100 * j["tflops"] / peak) if peak else "n/a"
 print("%.0f\t%s\t%.0f" % (j["tokens_per_s"], mfu, j.get("max_memory_allocated", 0) / 2**20))
 PY
 )
+}
+
+check_gpt() {
+  # Both sides without dropout (the peer's gpt2 has none: gpt2:dropout=0), AdamW,
+  # bf16 (ringtrain: its --precision bf16 rounding around TF32 GEMMs), on one
+  # cuDNN (ringtrain_cudnn_env), the first side alternating. The FLOPs per step
+  # are peer_gpu_models.py's: 6 N per token plus causal attention's 6 L T C.
+  # After every round the medians go into gpt-table.txt (and the tarball).
+  ringtrain_cudnn_env
+  local rounds=${GPT_ROUNDS:-2} r rt pt gpu rt_tok rt_mfu rt_syncs rt_mib rt_att pt_tok pt_mfu pt_mib
+  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+  printf 'model\tround\tringtrain_tokens_s\tpytorch_tokens_s\tringtrain_mfu\tpytorch_mfu\tringtrain_peak_mib\tpytorch_peak_mib\thost_syncs\tringtrain_attention\n' > "$out/gpt.tsv"
+  for r in $(seq 1 "$rounds"); do
+    rt='' pt=''
+    if [ $((r % 2)) = 1 ]; then gpt_rt; gpt_pt; else gpt_pt; gpt_rt; fi
     [ -n "$rt" ] || rt=$(printf 'failed\tfailed\tfailed\tfailed\tfailed')
     [ -n "$pt" ] || pt=$(printf 'failed\tfailed\tfailed')
-    printf '%s\t%s\t%s\n' "$r" "$rt" "$pt" >> "$out/gpt.tsv"
+    IFS=$'\t' read -r rt_tok rt_mfu rt_syncs rt_mib rt_att <<< "$rt"
+    IFS=$'\t' read -r pt_tok pt_mfu pt_mib <<< "$pt"
+    printf 'gpt2:16x1024:bf16\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$rt_tok" "$pt_tok" "$rt_mfu" "$pt_mfu" \
+      "$rt_mib" "$pt_mib" "$rt_syncs" "$rt_att" >> "$out/gpt.tsv"
+    echo "gpt: $(tail -1 "$out/gpt.tsv" | tr '\t' ' ')"
+    median_table "$out/gpt.tsv" model ringtrain_tokens_s,pytorch_tokens_s,ringtrain_mfu,pytorch_mfu,ringtrain_peak_mib,pytorch_peak_mib \
+      "$out/gpt-table.txt" > /dev/null
+    pack
   done
-  # The rounds above run the default (bf16 without dropout: cuDNN's SDPA); once more
+  note gpt INFO "$gpu: $(tr '\n' ';' < "$out/gpt-table.txt" | cut -c1-600)"
+}
+
+check_gpt_why() {
+  ringtrain_cudnn_env
+  local base=(bench step --device cuda --model gpt2:dropout=0 --batch 16 --warmup 2 --precision bf16 --tf32 on
+    --optimizer adamw)
+  # The rounds run the default (bf16 without dropout: cuDNN's SDPA); once more
   # with round 6's default, the unfused path (cuBLAS batched GEMMs around a causal
   # softmax), which is what attention dropout or a shape without a cuDNN engine gets.
-  run gpt-rt-unfused 240 env RINGTRAIN_ATTENTION=unfused "$exe" bench step --device cuda \
-    --model gpt2:dropout=0 --batch 16 --steps 5 --warmup 2 --precision bf16 --tf32 on --optimizer adamw --json
+  run gpt-rt-unfused 240 env RINGTRAIN_ATTENTION=unfused "${rt_env[@]}" "$exe" "${base[@]}" --steps 5 --json
   note gpt-unfused INFO "$(grep -o '"samples_per_s":[0-9.]*' "$out/gpt-rt-unfused.log" | tail -1) (x 1024 tokens)"
+  pack
   # Once with the forward and backward replayed as one CUDA graph (bench step
   # --cuda-graph on: one launch a step instead of one per kernel), to say whether
-  # it is faster than the rounds above and should become the default.
-  run gpt-rt-graph 240 "$exe" bench step --device cuda --model gpt2:dropout=0 --batch 16 --steps 5 \
-    --warmup 2 --precision bf16 --tf32 on --optimizer adamw --cuda-graph on --json
+  # it is faster than the rounds and should become the default.
+  run gpt-rt-graph 240 "${rt_env[@]}" "$exe" "${base[@]}" --steps 5 --cuda-graph on --json
   note gpt-cuda-graph INFO "$(grep -o '"samples_per_s":[0-9.]*\|"cuda_graph_nodes":[0-9]*' "$out/gpt-rt-graph.log" | tr '\n' ' ') (x 1024 tokens)"
+  pack
   # Once with --fuse off (no GELU epilogues, no residual + LayerNorm): cuBLASLt
   # has been seen to choose slower kernels for its GELU epilogues in bf16, so the
   # fused default must measure faster than the unfused pair to stay.
-  run gpt-rt-nofuse 240 "$exe" bench step --device cuda --model gpt2:dropout=0 --batch 16 --steps 5 \
-    --warmup 2 --precision bf16 --tf32 on --optimizer adamw --fuse off --json
+  run gpt-rt-nofuse 240 "${rt_env[@]}" "$exe" "${base[@]}" --steps 5 --fuse off --json
   note gpt-fuse-off INFO "$(grep -o '"samples_per_s":[0-9.]*' "$out/gpt-rt-nofuse.log" | tail -1) (x 1024 tokens)"
-  run gpt-layers 150 "$exe" bench step --device cuda --model gpt2:dropout=0 --batch 16 --steps 3 \
-    --warmup 2 --precision bf16 --tf32 on --optimizer adamw --layers
-  note gpt INFO "$gpu: $(tr '\n' ';' < "$out/gpt.tsv" | cut -c1-600)"
+  pack
+  run gpt-layers 150 "${rt_env[@]}" "$exe" "${base[@]}" --steps 3 --layers
 }
 
 # The GPU bundle stores a library's SONAME link where Debian's merged /usr has it
@@ -659,14 +770,22 @@ pack() {
   [ -n "$tarball" ] || return 0
   tar --warning=no-file-changed -czf "$tarball.tmp" -C "$out" . 2>/dev/null
   [ $? -le 1 ] && mv "$tarball.tmp" "$tarball"
+  local stem=${tarball%.tgz} f src
+  stem=${stem%.tar.gz}
+  for f in summary models gpt; do
+    src=$out/$f-table.txt; [ $f = summary ] && src=$summary
+    [ -f "$src" ] && cp "$src" "$stem-$f.txt.tmp" && mv "$stem-$f.txt.tmp" "$stem-$f.txt"
+  done
   return 0
 }
 
 [ $dry = 0 ] && bundle_fixups
-note start INFO "$(date -u +%FT%TZ) checks: ${checks[*]}; budget $budget s; quick $quick; dry $dry"
+note start INFO "$(date -u +%FT%TZ) checks: ${checks[*]}; budget $budget s; quick $quick; dry $dry;" \
+  "packed from $(cat build/gpu-pack-source.txt 2> /dev/null || echo 'an unknown commit')," \
+  "gpu-checks.sh $(sha1sum "$0" | cut -c1-12)"
 for c in "${checks[@]}"; do
   declare -F "check_$c" > /dev/null || { note "$c" FAIL "no such check"; continue; }
-  case $c in latency|speed|gpt|models|peers|kernels|loader) wait_background ;; esac
+  case $c in latency|speed|gpt|gpt_why|models|models_why|peers|kernels|loader) wait_background ;; esac
   if [ "$(left)" -lt 25 ]; then note "$c" SKIP "budget spent"; continue; fi
   case $c in cpusuite|sanitize) background "$c"; continue ;; esac
   t0=$SECONDS

@@ -33,7 +33,7 @@
 # set by the test, whose stand-in for the bundle script writes there).
 #
 # Then, with the device tool: run with carry [".gpu"] and
-#   bash .gpu/run.sh 'launch/gpu-checks.sh --budget 460 --tar $OUT/gpu-checks.tgz $OUT/gc'
+#   bash .gpu/run.sh 'launch/gpu-checks.sh --budget 460 --tar $OUT/gpu-checks.tgz /tmp/gc'
 set -euo pipefail
 build=build train_images=40000 all_tests=0
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -103,6 +103,9 @@ if [ $all_tests = 0 ]; then
   printf '%s\n' "$keep" > "$stage/proj/$build/gpu-pack-tests.txt"
   echo "gpu-pack.sh: $dropped CPU test executables left behind, $(grep -c . <<< "$keep") GPU ones kept (--all-tests keeps all)"
 fi
+# What was packed, so that a device call can say which commit it runs (the
+# bundle's tracked files are those of the packing, not of a later edit).
+git describe --always --dirty > "$stage/proj/$build/gpu-pack-source.txt" 2> /dev/null || true
 
 # Where merged /usr gave the same library twice, keep one copy (tar stores the
 # second as a hard link, and unpacks it as one).

@@ -118,7 +118,10 @@ def build(torch, model, batch, dev):
 
         def loss(out, target):
             return torch.nn.functional.cross_entropy(out.view(-1, out.shape[-1]).float(), target.view(-1))
-        return m, x, y, loss, lambda ps: torch.optim.AdamW(ps, lr=6e-4, **({"fused": True} if dev.type == "cuda" else {})), flops
+        # weight_decay 0: ringtrain's AdamW default (its decay would be one
+        # more multiply per parameter, not the comparison's point)
+        return m, x, y, loss, lambda ps: torch.optim.AdamW(
+            ps, lr=6e-4, weight_decay=0.0, **({"fused": True} if dev.type == "cuda" else {})), flops
     import torchvision
     if model == "resnet50":
         m, size = torchvision.models.resnet50(), 224
@@ -262,7 +265,8 @@ def main():
     dev = torch.device("cuda:0" if args.device == "cuda" else "cpu")
     name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu"
     peak = next((v for k, v in PEAK_BF16_TFLOPS.items() if k in name), None)
-    print("# PyTorch %s, cuDNN %s, %s" % (torch.__version__, torch.backends.cudnn.version(), name), flush=True)
+    print("# PyTorch %s, cuDNN %s, %s; eager (no torch.compile)" % (torch.__version__, torch.backends.cudnn.version(), name),
+          flush=True)
     if args.kernel_table and len(cases) != 1:
         print("peer_gpu_models: --kernel-table takes one case, not %d" % len(cases), file=sys.stderr)
         return 2

@@ -27,6 +27,8 @@ Unable to find executable: /usr/bin/cmake
 FAIL: gnuplot is not installed (launch/install-deps.sh installs gnuplot-nox)
       Start 10: comm_backend_choice_test
   7/9 Test  #10: comm_backend_choice_test .................   Passed    0.01 sec
+
+56% tests passed, 4 tests failed out of 7
 LOG
 "$PYTHON" "$tool" "$work/host.log" > "$work/host.out" || { cat "$work/host.out"; fail "host-only failures: exit $?"; }
 grep -q '^host image_fixtures: Python module PIL$' "$work/host.out" || fail "PIL not named"
@@ -43,6 +45,8 @@ FAIL: train_bad_model: more than one line
       Start 83: eval_watch_sigTERM
   9/9 Test  #83: eval_watch_sigTERM .......................***Failed   30.68 sec
 FAIL: process 15278 still running after 30 s
+
+33% tests passed, 6 tests failed out of 9
 LOG
 rc=0; "$PYTHON" "$tool" "$work/mixed.log" > "$work/mixed.out" || rc=$?
 [ $rc = 1 ] || { cat "$work/mixed.out"; fail "a real failure among the host's: exit $rc, expected 1"; }
@@ -50,4 +54,19 @@ grep -q '^other app_exit_codes (Failed): Open MPI' "$work/mixed.out" || fail "PM
 grep -q '^other eval_watch_sigTERM (Failed)$' "$work/mixed.out" || fail "eval_watch_sigTERM not 'other'"
 grep -q '^6 failed: 4 for what the host lacks, 2 other: app_exit_codes eval_watch_sigTERM$' "$work/mixed.out" \
   || fail "summary: $(tail -1 "$work/mixed.out")"
+# A crash's status holds a colon; a log without ctest's tally (ctest cut off)
+# or with more failures than result lines is never the host's alone.
+cat > "$work/crash.log" <<'LOG'
+      Start 5: gpu_ops_test
+  1/1 Test   #5: gpu_ops_test .............................***Exception: SegFault  0.52 sec
+
+0% tests passed, 1 tests failed out of 1
+LOG
+rc=0; "$PYTHON" "$tool" "$work/crash.log" > "$work/crash.out" || rc=$?
+[ $rc = 1 ] || { cat "$work/crash.out"; fail "a segfault: exit $rc, expected 1"; }
+grep -q '^other gpu_ops_test (Exception: SegFault)$' "$work/crash.out" || fail "the segfault not read"
+head -n 12 "$work/host.log" > "$work/cut.log"
+rc=0; "$PYTHON" "$tool" "$work/cut.log" > "$work/cut.out" || rc=$?
+[ $rc = 1 ] || { cat "$work/cut.out"; fail "a log cut off before ctest's tally: exit $rc, expected 1"; }
+grep -q 'ctest did not finish' "$work/cut.out" || fail "the cut-off log not said"
 echo "PASS: host failures sorted from the others"
