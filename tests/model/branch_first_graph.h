@@ -40,6 +40,22 @@ sum = add(ra, rb)
 flat = flatten
 fc = linear(out=5)
 )";
+// kResidualOnGrid: a ResNet block's pair. r1 is read by a fused conv + bias +
+// ReLU and, as the residual, by a fused BatchNorm + add + ReLU, whose
+// residual gradient (dy where the ReLU passed it) is on the grid: paired under
+// bf16/fp16, as a ResNet's block inputs are on a GPU.
+inline constexpr const char* kResidualOnGrid = R"(input(3, 8, 8)
+c1 = conv2d(out=4, kernel=3, padding=1)
+r1 = relu
+a = conv2d(r1, out=4, kernel=3, padding=1)
+ra = relu
+b = conv2d(out=4, kernel=3, padding=1, bias=0)
+bn = batch_norm
+sum = add(bn, r1)
+r2 = relu
+flat = flatten
+fc = linear(out=5)
+)";
 // c1's parameters, first in the flat buffer: 4 x 3 x 3 x 3 weights and 4 biases.
 inline constexpr std::size_t kBranchFirstC1Params = 4 * 3 * 3 * 3 + 4;
 

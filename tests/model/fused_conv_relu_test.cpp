@@ -228,19 +228,21 @@ TEST_CASE("fused conv + bias + relu: vgg16's thirteen convolutions fuse", "[mode
 
 TEST_CASE("fused conv + bias + relu: the unfused plan's bits, training and evaluation",
           "[model][fusion][precision]") {
-  const int which = GENERATE(0, 1, 2, 3);
+  const int which = GENERATE(0, 1, 2, 3, 4);
   const bool cnn = which == 1;
   const auto precision = GENERATE(DType::f32, DType::bf16, DType::f16);
   const auto layout = GENERATE(LayoutChoice::nchw, LayoutChoice::nhwc);
   INFO((cnn          ? "cnn"
         : which == 2 ? "branch first"
         : which == 3 ? "two readers on the grid"
+        : which == 4 ? "a residual on the grid"
                      : "vgg-like")
        << ", precision " << dtype_name(precision) << ", layout "
        << (layout == LayoutChoice::nhwc ? "nhwc" : "nchw"));
   const ModelSpec spec = ModelSpec::parse(cnn          ? "cnn"
                                           : which == 2 ? test::kBranchFirst
                                           : which == 3 ? test::kTwoOnGrid
+                                          : which == 4 ? test::kResidualOnGrid
                                                        : kVggLike);
   const std::vector<std::size_t> input =
       cnn ? std::vector<std::size_t>{1, 28, 28} : std::vector<std::size_t>{3, 8, 8};
@@ -250,9 +252,9 @@ TEST_CASE("fused conv + bias + relu: the unfused plan's bits, training and evalu
   auto plain =
       Model::build(spec, input, static_cast<int>(classes), options(precision, layout, false));
   REQUIRE(differing(bits_of(fused->params()), bits_of(plain->params())) == 0);
-  // r1's gradient in the two-reader graph: paired in 16 bits where fused,
+  // r1's gradient in the graphs of two readers on the grid: paired in 16 bits where fused,
   // an fp32 sum where not (the CPU's plain convolutions take the adapter).
-  if (which == 3) {
+  if (which >= 3) {
     const std::string paired = "gradient: its two readers'";
     INFO(fused->layer_kernels(1));
     CHECK((fused->layer_kernels(1).find(paired) != std::string::npos) == (precision != DType::f32));
@@ -289,7 +291,7 @@ TEST_CASE("fused conv + bias + relu: the unfused plan's bits, training and evalu
                                                  g.begin() + static_cast<std::ptrdiff_t>(end), 0u));
     total += end - begin;
   }
-  CHECK(folded == (cnn ? 2u : 3u));
+  CHECK(folded == (cnn ? 2u : which == 4 ? 4u : 3u));
   CHECK(zeros < total / 4);
   double loss[2];
   int k = 0;
