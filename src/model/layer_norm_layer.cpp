@@ -13,8 +13,7 @@ LayerNormLayer::LayerNormLayer(std::string name, const Shape& input, float eps,
       c_(input[input.rank() - 1]),
       eps_(eps),
       mean_(ctx, rows_, max_batch),
-      rstd_(ctx, rows_, max_batch),
-      scratch_(ctx, ctx.is_cuda() ? rows_ * c_ : 0, max_batch) {}
+      rstd_(ctx, rows_, max_batch) {}
 
 std::vector<ParamDesc> LayerNormLayer::param_descs() const {
   return {{"weight", Shape{c_}, 0, 1.0f}, {"bias", Shape{c_}, 0, 0.0f}};
@@ -36,7 +35,7 @@ void LayerNormLayer::backward(const float* x, const float*, const float* dy, flo
                               std::size_t batch, bool accumulate) {
   layer_norm_backward(ctx_, x, w_, dy, batch * rows_, c_, mean_.get(batch, name()),
                       rstd_.get(batch, name()), dx, dw_, db_, accumulate,
-                      ctx_.is_cuda() ? scratch_.get(batch, name()) : nullptr);
+                      /*scratch: the context's*/ nullptr);
 }
 
 void LayerNormLayer::forward_stored(const std::vector<BufferView>& xs, BufferView y,
@@ -50,7 +49,7 @@ void LayerNormLayer::backward_stored(const std::vector<BufferView>& xs, BufferVi
                                      bool accumulate) {
   layer_norm_backward(ctx_, xs.at(0), w_, dy, batch * rows_, c_, mean_.get(batch, name()),
                       rstd_.get(batch, name()), dxs.at(0), dw_, db_, accumulate,
-                      ctx_.is_cuda() ? scratch_.get(batch, name()) : nullptr);
+                      /*scratch: the context's*/ nullptr);
 }
 
 void LayerNormLayer::forward_residual(BufferView x0, BufferView x1, float scale, BufferView sum,
@@ -64,7 +63,7 @@ void LayerNormLayer::backward_residual(BufferView sum, BufferView dy, BufferView
                                        std::size_t batch, bool accumulate) {
   residual_layer_norm_backward(ctx_, sum, w_, dy, batch * rows_, c_, mean_.get(batch, name()),
                                rstd_.get(batch, name()), d_sum, summed, scale, dx0, dx1, dw_, db_,
-                               accumulate, ctx_.is_cuda() ? scratch_.get(batch, name()) : nullptr);
+                               accumulate, /*scratch: the context's*/ nullptr);
 }
 
 }  // namespace ringtrain

@@ -42,7 +42,6 @@ class LayerNormLayer final : public Layer, public StoresActivations {
   std::size_t rows_, c_;
   float eps_;
   LayerWorkspace mean_, rstd_;  // per row of the last forward
-  LayerWorkspace scratch_;      // GPU backward: dy * xhat, rows x c
   float *w_ = nullptr, *b_ = nullptr, *dw_ = nullptr, *db_ = nullptr;
 };
 

@@ -80,7 +80,9 @@ constexpr std::size_t kGpuScratchFloats = std::size_t{1} << 18;  // 1 MiB
 // On failure, whatever was already created is released before the Error.
 GpuHandles gpu_handles_create(int ordinal, Tf32Mode tf32, DType precision = DType::f32);
 // Buffer `index` (0 or 1) of h's widening scratch, grown to at least
-// `floats` floats (never shrunk). A growth waits for the stream, frees the
+// `floats` floats (never shrunk): a transient of one op at a time, in stream
+// order (the stored convolutions' widened operands, the layer norms'
+// backward sums). A growth waits for the stream, frees the
 // old buffer and bumps the graph-buffers generation, so that a captured step
 // is captured again; it happens on a shape's first, eager run.
 float* gpu_widening_buffer(const GpuHandles& h, int index, std::size_t floats);

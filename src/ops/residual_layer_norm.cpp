@@ -43,8 +43,8 @@ void residual_layer_norm_backward(const ComputeContext& ctx, BufferView sum, con
   RT_CHECK(sum.dtype == dy.dtype, "residual_layer_norm: the sum and dy must share a dtype");
   RT_CHECK(!summed || d_sum.ptr != nullptr, "residual_layer_norm: a summed gradient needs d_sum");
   if (ctx.is_cuda()) {
-    RT_CHECK(scratch != nullptr || rows == 0,
-             "residual_layer_norm backward on a GPU needs its scratch");
+    if (scratch == nullptr && rows > 0)
+      scratch = detail::gpu_widening_buffer(detail::handles_of(ctx), 0, rows * c);
     detail::gpu_residual_layer_norm_backward(ctx.stream(), sum, w, dy, rows, c, mean, rstd, d_sum,
                                              summed, scale, dx0, dx1, scratch);
     bias_grad(ctx, scratch, dw, rows, c, 1, accumulate);

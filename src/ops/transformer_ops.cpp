@@ -129,7 +129,8 @@ void layer_norm_backward(const ComputeContext& ctx, BufferView x, const float* w
                          std::size_t rows, std::size_t c, const float* mean, const float* rstd,
                          BufferView dx, float* dw, float* db, bool accumulate, float* scratch) {
   if (ctx.is_cuda()) {
-    RT_CHECK(scratch != nullptr || rows == 0, "layer_norm backward on a GPU needs its scratch");
+    if (scratch == nullptr && rows > 0)
+      scratch = detail::gpu_widening_buffer(detail::handles_of(ctx), 0, rows * c);
     detail::gpu_layer_norm_backward(ctx.stream(), x, w, dy, rows, c, mean, rstd, dx, scratch);
     bias_grad(ctx, scratch, dw, rows, c, 1, accumulate);
     bias_grad(ctx, dy, db, rows, c, 1, accumulate);

@@ -55,8 +55,10 @@ void layer_norm_forward(const ComputeContext& ctx, const float* x, const float* 
                         std::size_t rows, std::size_t c, float eps, float* y, float* mean,
                         float* rstd);
 // dx (skipped when null), and dw, db (+)= their sums over the rows. On a GPU
-// `scratch` holds rows * c floats (dy * xhat, summed in order); the CPU adds
-// row by row and needs none.
+// `scratch` holds rows * c floats (dy * xhat, summed in order), or is null:
+// then the context's transient scratch, which every layer norm of a model
+// shares (a GPT-2's 25 would hold 1.2 GB of their own); the CPU adds row by
+// row and needs none.
 void layer_norm_backward(const ComputeContext& ctx, const float* x, const float* w, const float* dy,
                          std::size_t rows, std::size_t c, const float* mean, const float* rstd,
                          float* dx, float* dw, float* db, bool accumulate, float* scratch);
