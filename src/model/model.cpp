@@ -991,6 +991,9 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
     else
       grad_dtype[g] = DType::f32;
   }
+  // A buffer that another node sums in fp32 is no pair.
+  for (std::size_t g = 0; g < grad_paired.size(); ++g)
+    if (grad_dtype[g] == DType::f32) grad_paired[g] = false;
   // Each buffer's life in node indices, [lo, hi]: backward runs from the last
   // node down, so the buffer is first written by the backward of its last
   // reader (hi; the loss writes the last node's, before node L-1) and last read
