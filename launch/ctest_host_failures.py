@@ -28,8 +28,14 @@ HOST_CAUSES = [
     (re.compile(r"pmix_mca_base_component_repository_open"),
      "Open MPI's PMIx plugins of another version (warnings on stderr)"),
 ]
-# the status may hold a colon: "***Exception: SegFault", "Subprocess aborted"
-RESULT = re.compile(r"^\s*\d+/\d+ Test\s+#(\d+): (\S+) \.*\s*(\*\*\*)?(\w[\w :]*?)\s+[\d.]+ sec")
+# the status is whatever stands between the dots and the time: "Passed",
+# "***Failed  Required regular expression not found. Regex=[...]",
+# "***Exception: SegFault", "Subprocess aborted***Exception: Child aborted"
+RESULT = re.compile(r"^\s*\d+/\d+ Test\s+#(\d+): (\S+) \.*\s*(.*?)\s+[\d.]+ sec\s*$")
+
+
+def status_of(m):
+    return m.group(3).strip("* ")
 TALLY = re.compile(r"tests passed, (\d+) tests failed out of")
 DEPENDS = re.compile(r"^Failed test dependencies: (.+)$")
 
@@ -45,7 +51,7 @@ def blocks(lines):
         if m:
             if current:
                 yield current
-            status = m.group(4).strip()
+            status = status_of(m)
             current = (m.group(2), status, list(before) if status == "Not Run" else [])
             before = []
         elif line.lstrip().startswith("Start "):
@@ -70,7 +76,7 @@ def main(path):
             continue
         m = RESULT.match(line)
         if m and pending is not None:
-            if m.group(4).strip() == "Not Run":
+            if status_of(m) == "Not Run":
                 not_run_cause[m.group(2)] = pending
             pending = None
     verdict = {}

@@ -409,6 +409,10 @@ torch_cudnn=$(LD_LIBRARY_PATH=$(torch_library_path) "$RINGTRAIN_PYTHON" -c \
   'import os, nvidia.cudnn as c; d = os.path.join(list(c.__path__)[0], "lib"); print(d if os.path.isdir(d) else "")' \
   2>/dev/null)
 
+# The models cases, model:batch:precision[:layout]: the issue's goal table first
+# (a cut-off call keeps those), then the TF32 rows, fp32 and bf16 NCHW.
+models_cases=${MODELS_CASES:-resnet50:256:bf16 resnet50:256:tf32 inception3:128:bf16 vgg16:128:bf16 inception3:128:tf32 vgg16:128:tf32 resnet50:256:fp32:nhwc resnet50:256:bf16:nchw}
+
 # models_case CASE: sets model batch prec layout shape tf32 precision from
 # model:batch:precision[:layout] (sets tf32_mode too; prec tf32: fp32 storage with TF32 on)
 models_case() {
@@ -507,7 +511,7 @@ check_models() {
   # GPU), PyTorch runs channels_last always: the fp32 case names nhwc to match,
   # the nchw cases measure ringtrain's other layout against the same peer.
   # The issue's table first (a cut-off call keeps those), then fp32 and bf16 NCHW.
-  for c in ${MODELS_CASES:-resnet50:256:bf16 resnet50:256:tf32 inception3:128:bf16 vgg16:128:bf16 inception3:128:tf32 vgg16:128:tf32 resnet50:256:fp32:nhwc resnet50:256:bf16:nchw}; do
+  for c in $models_cases; do
     models_case "$c"
     for r in $(seq 1 "$rounds"); do
       rt='' pt='' rt_mib='' pt_mib=''
@@ -540,7 +544,7 @@ check_models_why() {
   ringtrain_cudnn_env
   local c model batch prec layout shape tf32_mode precision behind=()
   if [ $dry = 1 ]; then
-    for c in ${MODELS_CASES:-resnet50:256:bf16}; do models_case "$c"; behind+=("$model:$batch:$prec:$layout"); done
+    for c in $models_cases; do models_case "$c"; behind+=("$model:$batch:$prec:$layout"); done
   elif [ -f "$out/models-table.txt" ]; then
     while IFS=$'\t' read -r model batch prec layout _ _ _ _ _ ratio; do
       case $ratio in ratio|n/a) continue ;; esac
@@ -781,8 +785,8 @@ pack() {
 
 [ $dry = 0 ] && bundle_fixups
 note start INFO "$(date -u +%FT%TZ) checks: ${checks[*]}; budget $budget s; quick $quick; dry $dry;" \
-  "packed from $(cat build/gpu-pack-source.txt 2> /dev/null || echo 'an unknown commit')," \
-  "gpu-checks.sh $(sha1sum "$0" | cut -c1-12)"
+  "packed from $( [ -s build/gpu-pack-source.txt ] && cat build/gpu-pack-source.txt || echo 'an unknown commit')," \
+  "gpu-checks.sh $(sha1sum "$root/launch/gpu-checks.sh" | cut -c1-12)"
 for c in "${checks[@]}"; do
   declare -F "check_$c" > /dev/null || { note "$c" FAIL "no such check"; continue; }
   case $c in latency|speed|gpt|gpt_why|models|models_why|peers|kernels|loader) wait_background ;; esac

@@ -381,9 +381,10 @@ std::unique_ptr<LtPlan> make_plan(LtGemmCache& cache, const LtKey& key, DType ab
       key.m, key.n, key.k, key.trans_a ? "ᵀ" : "", key.lda, key.trans_b ? "ᵀ" : "", key.ldb,
       dtype_name(ab_type), dtype_name(key.d_type), key.ldd, key.beta_zero ? "0" : "1",
       epilogue_name(key.epilogue), key.align_a, key.align_b, key.align_d,
-      apart        ? "; nor without the epilogue into fp32"
-      : sums_apart ? "; nor without the epilogue"
-                   : "");
+      apart              ? "; nor without the epilogue into fp32"
+      : sums_apart       ? "; nor without the epilogue"
+      : epilogue_refused ? "; cublasLtMatmul refused the epilogue's plan on its first call"
+                         : "");
   return plan;
 }
 
