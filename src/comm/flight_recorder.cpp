@@ -302,7 +302,10 @@ void start(const std::string& dir, std::size_t capacity, double period_s) {
   if (!r.live) {
     const std::string path =
         (std::filesystem::path(dir) / fmt::format("rank-{}.live", r.rank)).string();
-    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0644);
+    // Not O_TRUNC: another live process may have this file mapped (a job that
+    // shares --flight-dir), and a page of a mapping past the file's end is a
+    // SIGBUS there; ftruncate sets the size, the placement new the contents.
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT, 0644);
     if (fd >= 0 && ::ftruncate(fd, sizeof(LiveFlightState)) == 0) {
       void* p = ::mmap(nullptr, sizeof(LiveFlightState), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
       if (p != MAP_FAILED) {

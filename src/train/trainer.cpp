@@ -26,6 +26,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -285,16 +286,16 @@ Trainer::Trainer(const TrainConfig& cfg, const Topology& topo)
   // Every output is proven writable on the ranks that write it, before any
   // work: bad input (exit 2), not a failure after the last step that a
   // restarting wrapper would retry. Then no other run may write there.
-  as_input_error([&] {
-    prove_outputs_writable();
-    lock_output_directories();
-  });
-  if (const std::string dir = flight_dir(cfg_); !dir.empty()) flight::start(dir);
-  flight::enter_phase("setup", 0);
+  as_input_error([&] { prove_outputs_writable(); });
   // The control channel: small host messages, always over MPI.
   comm_options_.flight_channel = "control";
   control_ = make_control_communicator(topo_, comm_options_);
   comm_options_.flight_channel = "gradients";
+  // Then no other run may write there, and no rank writes there before every
+  // rank knows that rank 0 holds the directories.
+  lock_output_directories();
+  if (const std::string dir = flight_dir(cfg_); !dir.empty()) flight::start(dir);
+  flight::enter_phase("setup", 0);
   // Bad data, model, flags that differ across ranks or a checkpoint that does
   // not fit end the job with kInputErrorExitCode: no restart would help.
   as_input_error([&] {
@@ -339,14 +340,33 @@ void Trainer::prove_outputs_writable() const {
 
 // Two jobs on one directory would interleave metrics.jsonl and overwrite each
 // other's checkpoints: the second is refused (run_lock.h). Rank 0 writes
-// both directories; its refusal ends the job on every rank.
+// both directories and takes their lock; every rank learns whether it did
+// before any of them writes there. A refused job's rank 1 once went on to
+// open its flight record in the running job's flight/ with O_TRUNC, under
+// that job's rank 1, which had it mapped: a SIGBUS killed the running job.
 void Trainer::lock_output_directories() {
-  if (topo_.rank() != 0) return;
-  // A holder on another host may be a node lost before this restart: waited
-  // for within the other ranks' patience (--timeout).
-  run_lock_.emplace(std::vector<std::string>{"--ckpt-dir", "--logdir"},
-                    std::vector<std::string>{cfg_.ckpt_dir, cfg_.logdir},
-                    std::min(120.0, cfg_.timeout / 2));
+  std::exception_ptr refusal;
+  if (topo_.rank() == 0) {
+    try {
+      // A holder on another host may be a node lost before this restart:
+      // waited for within the other ranks' patience (--timeout).
+      as_input_error([&] {
+        run_lock_.emplace(std::vector<std::string>{"--ckpt-dir", "--logdir"},
+                          std::vector<std::string>{cfg_.ckpt_dir, cfg_.logdir},
+                          std::min(120.0, cfg_.timeout / 2));
+      });
+    } catch (...) {
+      refusal = std::current_exception();
+    }
+  }
+  std::int32_t refused = refusal ? 1 : 0;
+  BufferView flag{&refused, 1, DType::i32, Device::cpu()};
+  control_->allreduce(flag, flag, ReduceOp::max);
+  if (refusal) std::rethrow_exception(refusal);
+  if (refused != 0)
+    throw InputError(
+        "rank 0 refused the run: its --logdir or --ckpt-dir is in use by another run (rank 0 "
+        "names it)");
 }
 
 // Whether the file holds the evaluation split. A file with a training split
