@@ -429,6 +429,17 @@ LtGemmCache& lt_cache(const GpuHandles& h) {
   return cache;
 }
 
+// A bias gradient the epilogue wrote into the context's reduction scratch
+// (the epilogue only overwrites, and wants 16-byte alignment): added to the
+// caller's vector (gradient accumulation) or copied there, in stream order.
+void finish_staged_sums(const GpuHandles& h, float* sums, std::size_t n, bool accumulate) {
+  if (accumulate)
+    gpu_axpy(h.stream, 1.0f, h.scratch, sums, n);
+  else
+    RT_CUDA_CHECK(cudaMemcpyAsync(sums, h.scratch, n * sizeof(float), cudaMemcpyDeviceToDevice,
+                                  static_cast<cudaStream_t>(h.stream)));
+}
+
 bool aligned16(const void* ptr) {
   return reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0;
 }
@@ -494,13 +505,7 @@ bool gpu_lt_gemm(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m,
     LtPlan& plan = *it->second;
     set_desc(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &vec, sizeof(vec));
     if (!refused_on_first_call(plan, run_plan(cache, plan, a.ptr, b.ptr, beta, d.ptr, stream))) {
-      if (staged_sums) {
-        if (accumulate_sums)
-          gpu_axpy(h.stream, 1.0f, h.scratch, a_sums, m);
-        else
-          RT_CUDA_CHECK(cudaMemcpyAsync(a_sums, h.scratch, m * sizeof(float),
-                                        cudaMemcpyDeviceToDevice, stream));
-      }
+      if (staged_sums) finish_staged_sums(h, a_sums, m, accumulate_sums);
       return true;
     }
     it->second = make_plan(cache, key, p, vec, true);
@@ -624,13 +629,7 @@ LinearDgeluRan gpu_lt_gemm_dgelu(const GpuHandles& h, bool trans_a, bool trans_b
     std::unique_ptr<LtPlan>& plan = plan_for(LtEpilogue::dgelu_bgrad, sums_out);
     if (plan != nullptr) {
       if (run(plan, sums_out)) {
-        if (staged) {
-          if (accumulate_bias_grad)
-            gpu_axpy(h.stream, 1.0f, h.scratch, bias_grad, n);
-          else
-            RT_CUDA_CHECK(cudaMemcpyAsync(bias_grad, h.scratch, n * sizeof(float),
-                                          cudaMemcpyDeviceToDevice, stream));
-        }
+        if (staged) finish_staged_sums(h, bias_grad, n, accumulate_bias_grad);
         return LinearDgeluRan::dgelu_bgrad;
       }
     }
