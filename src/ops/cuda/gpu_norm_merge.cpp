@@ -75,9 +75,15 @@ void gpu_copy_blocks(void* stream, void* dst, std::size_t dpitch, const void* sr
                      std::size_t spitch, std::size_t width, std::size_t rows) {
   if (rows == 0 || width == 0) return;
   // cudaMemcpyDefault: a caller's host array (labels given by a test or a
-  // tool) is copied too, as copy_view would.
-  RT_CUDA_CHECK(cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, rows, cudaMemcpyDefault,
-                                  static_cast<cudaStream_t>(stream)));
+  // tool) is copied too, as copy_view would. A contiguous copy goes as one
+  // block: cudaMemcpy2D refuses a pitch over 2 GiB, which a whole large
+  // activation (one row) would pass.
+  const auto s = static_cast<cudaStream_t>(stream);
+  if (rows == 1 || (width == dpitch && width == spitch)) {
+    RT_CUDA_CHECK(cudaMemcpyAsync(dst, src, width * rows, cudaMemcpyDefault, s));
+    return;
+  }
+  RT_CUDA_CHECK(cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, rows, cudaMemcpyDefault, s));
 }
 
 }  // namespace ringtrain::detail
