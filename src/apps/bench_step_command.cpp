@@ -336,6 +336,11 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
              "(a graph would repeat one step's masks); bench it with its dropout at 0 (e.g. "
              "gpt2:dropout=0)",
              o.model);
+    const std::string added = model->layer_type_unsafe_in_cuda_graph();
+    RT_CHECK(added.empty(),
+             "--cuda-graph on: layer type {} does not declare that a CUDA graph may repeat its "
+             "steps (LayerType::cuda_graph); use --cuda-graph off",
+             added);
     RT_CHECK(mo.device.is_cuda(), "--cuda-graph on: a CUDA graph needs a GPU (--device cuda)");
   }
   PhaseTimes sum;
@@ -395,6 +400,8 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
     model->forward_accumulate_fused_loss(xd.data_as<float>(), yd.data_as<std::int32_t>(), o.batch,
                                          1.0f);
     model->backward(1.0f, false);
+    // Its loss is no steady step's: the reported loss divides by those alone.
+    model->take_loss_totals();
     graph.capture(
         model->compute_stream(),
         [&] {

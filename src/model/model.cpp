@@ -1278,6 +1278,15 @@ bool Model::draws_dropout_masks() const {
   return false;
 }
 
+std::string Model::layer_type_unsafe_in_cuda_graph() const {
+  for (const LayerSpec& l : spec_.layers) {
+    if (l.kind != LayerKind::custom) continue;  // the built-in ones: draws_dropout_masks
+    const LayerType* t = LayerRegistry::global().find(l.type);
+    if (t != nullptr && !t->cuda_graph) return fmt::format("'{}' from {}", t->name, t->origin);
+  }
+  return {};
+}
+
 void Model::set_dropout_context(std::uint64_t rank, std::uint64_t step) {
   state_->dropout.rank = rank;
   state_->dropout.step = step;

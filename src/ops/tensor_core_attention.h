@@ -16,8 +16,9 @@
 // and O, which backward reads.
 //
 // No attention dropout (the layer keeps its own paths where it is on), no CPU
-// form: ringtrain's fused kernel (ops/fused_attention.h) stays the fallback and
-// the CPU's reference, within 16-bit tolerance of this (gpu_attention_sdpa_test).
+// form: ringtrain's fused kernel (ops/fused_attention.h) stays the fallback,
+// and the CPU's layer is the reference, within 16-bit tolerance of this
+// (gpu_cudnn_graph_test).
 #pragma once
 
 #include <cstddef>

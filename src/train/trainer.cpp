@@ -857,6 +857,11 @@ void Trainer::check_cuda_graph() const {
            "graph would repeat one step's masks); train it with its dropout at 0, or with "
            "--cuda-graph off",
            spec_->describe());
+  const std::string added = model_->layer_type_unsafe_in_cuda_graph();
+  RT_CHECK(added.empty(),
+           "--cuda-graph on: layer type {} does not declare that a CUDA graph may repeat its "
+           "steps (LayerType::cuda_graph); use --cuda-graph off",
+           added);
   RT_CHECK(!batch_mix_spec_.any(),
            "--cuda-graph on: --augment {} mixes each batch with new draws every step; use "
            "--cuda-graph off",

@@ -334,9 +334,24 @@ TEST_CASE("gpu attention on tensor cores (cuDNN SDPA) against the CPU layer, rep
       require_close(to_host(wdx, *gpu), first_dx, tol, "stored dx vs the fp32 interface");
       require_close(to_host(gs, *gpu), first_g, tol, "stored gradients vs the fp32 interface");
     }
-    // A smaller batch builds its own graphs on first use.
-    lg.forward(gx.data_as<float>(), gy.data_as<float>(), 1, false);
-    CHECK(to_host(gy, *gpu).size() == n);
+    // A smaller batch builds its own graphs on first use, and they compute
+    // what the CPU does at that batch (its first sample), forward and back.
+    {
+      const std::size_t n1 = t * c;
+      std::vector<float> y1(n1), dx1(n1);
+      lc.forward(x.data(), y1.data(), 1, true);
+      lc.backward(x.data(), y1.data(), dy.data(), dx1.data(), 1, false);
+      lg.forward(gx.data_as<float>(), gy.data_as<float>(), 1, true);
+      lg.backward(gx.data_as<float>(), gy.data_as<float>(), gdy.data_as<float>(),
+                  gdx.data_as<float>(), 1, false);
+      auto hy = to_host(gy, *gpu), hdx = to_host(gdx, *gpu);
+      hy.resize(n1);
+      hdx.resize(n1);
+      const double tol = p == DType::bf16 ? 3e-2 : 5e-3;
+      require_close(hy, y1, tol, "SDPA y at batch 1 vs the CPU");
+      require_close(hdx, dx1, tol, "SDPA dx at batch 1 vs the CPU");
+      require_close(to_host(gg, *gpu), grads, tol, "SDPA gradients at batch 1 vs the CPU");
+    }
   }
   // Asked for where it cannot run: an Error naming why.
   auto fp32 = ComputeContext::create(kGpu, Tf32Mode::off);

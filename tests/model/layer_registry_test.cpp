@@ -93,6 +93,28 @@ TEST_CASE("Model::build makes registered layers, named by their type") {
       Catch::Contains("bad value 'x' for 'wrong'"));
 }
 
+TEST_CASE("an added type that does not declare cuda_graph is named for --cuda-graph on") {
+  register_square();
+  if (LayerRegistry::global().find("square_graphed") == nullptr) {
+    LayerType t;
+    t.name = "square_graphed";
+    t.cuda_graph = true;
+    t.make = [](const LayerArgs&, const LayerBuild& b) -> std::unique_ptr<Layer> {
+      return std::make_unique<SquareLayer>(b.name, b.input, false);
+    };
+    LayerRegistry::global().add(t);
+  }
+  ModelOptions options;
+  options.max_batch = 2;
+  auto added = Model::build(ModelSpec::parse("flatten; square; linear(out=3)"), {2, 2}, 3, options);
+  CHECK(added->layer_type_unsafe_in_cuda_graph() == "'square' from program");
+  auto graphed =
+      Model::build(ModelSpec::parse("flatten; square_graphed; linear(out=3)"), {2, 2}, 3, options);
+  CHECK(graphed->layer_type_unsafe_in_cuda_graph().empty());
+  auto builtin = Model::build(ModelSpec::parse("flatten; linear(out=3)"), {2, 2}, 3, options);
+  CHECK(builtin->layer_type_unsafe_in_cuda_graph().empty());
+}
+
 TEST_CASE("the registry refuses malformed, built-in and duplicate names") {
   register_square();
   LayerType t;

@@ -75,6 +75,11 @@ struct LayerType {
   // without it fed a [C, H, W] input under --layout nhwc is an Error when the
   // model is built (never a silent misreading of the order).
   bool channels_last = false;
+  // True when, on a GPU, the layer's forward and backward do the same work at
+  // every step for the same inputs and parameters (no dropout draws, no host
+  // value read per step): --cuda-graph on may then capture them once and
+  // replay them. A model with an added type without it refuses --cuda-graph on.
+  bool cuda_graph = false;
   std::string origin;  // filled in by the registry: "built-in", "program" or the plugin's file
 
   // Optional; the built-in types use them.

@@ -162,6 +162,9 @@ class Model {
   // attention dropout with a rate above 0): its kernels' keys then change
   // with every step, which a captured CUDA graph would repeat.
   bool draws_dropout_masks() const;
+  // An added layer type (a plugin's, a program's) this model uses that does
+  // not declare LayerType::cuda_graph, as "'name' from origin"; "" if none.
+  std::string layer_type_unsafe_in_cuda_graph() const;
   // The training loss's mixed target (--augment mixup / cutmix): the second
   // label of each row (on the model's device) and the weight lam of the
   // first. forward_accumulate and backward use it, forward (evaluation)

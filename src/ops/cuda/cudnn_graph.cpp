@@ -73,15 +73,17 @@ enum class Determinism { by_notes, by_attribute };
 // The frontend's build sequence; "" when the graph is built, else the step
 // that failed and the first line of cuDNN's message (the frontend lists every
 // engine's failure: kilobytes in a layer's description).
-std::string build_graph(fe::graph::Graph& g, cudnnHandle_t dnn,
-                        Determinism determinism = Determinism::by_notes) {
+std::string first_line(std::string message) {
+  if (const std::size_t eol = message.find('\n'); eol != std::string::npos) {
+    message.resize(eol);
+    message += " (...)";
+  }
+  return message;
+}
+
+std::string build_steps(fe::graph::Graph& g, cudnnHandle_t dnn, Determinism determinism) {
   const auto failed = [](const char* step, fe::error_t e) {
-    std::string message = e.get_message();
-    if (const std::size_t eol = message.find('\n'); eol != std::string::npos) {
-      message.resize(eol);
-      message += " (...)";
-    }
-    return fmt::format("{}: {}", step, message);
+    return fmt::format("{}: {}", step, first_line(e.get_message()));
   };
   if (fe::error_t e = g.validate(); e.is_bad()) return failed("validate", e);
   if (fe::error_t e = g.build_operation_graph(dnn); e.is_bad()) return failed("operation graph", e);
@@ -99,6 +101,17 @@ std::string build_graph(fe::graph::Graph& g, cudnnHandle_t dnn,
   if (fe::error_t e = g.build_plans(dnn, fe::BuildPlanPolicy_t::HEURISTICS_CHOICE); e.is_bad())
     return failed("plan", e);
   return {};
+}
+
+// The frontend reports most failures as a status, some by throwing: both are
+// a reason here.
+std::string build_graph(fe::graph::Graph& g, cudnnHandle_t dnn,
+                        Determinism determinism = Determinism::by_notes) {
+  try {
+    return build_steps(g, dnn, determinism);
+  } catch (const std::exception& e) {
+    return "cudnn-frontend threw: " + first_line(e.what());
+  }
 }
 
 std::size_t workspace_of(const fe::graph::Graph& g) {
@@ -408,7 +421,12 @@ std::unique_ptr<AttentionGraphs> AttentionGraphs::build(const GpuHandles& h,
                                                         const AttentionShape& s,
                                                         std::string* why_not) {
   auto a = std::make_unique<FrontendAttention>(s);
-  std::string failed = a->build(dnn_of(h));
+  std::string failed;
+  try {  // the frontend's graph calls may throw as well as return a status
+    failed = a->build(dnn_of(h));
+  } catch (const std::exception& e) {
+    failed = "cudnn-frontend threw: " + first_line(e.what());
+  }
   if (failed.empty()) return a;
   if (why_not != nullptr) *why_not = std::move(failed);
   return nullptr;

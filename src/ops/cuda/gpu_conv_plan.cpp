@@ -533,12 +533,17 @@ class CudnnConvPlan final : public GpuConvPlan {
   // The graph-API weight gradient for e's batch, where cuDNN has a
   // deterministic engine for it (grow: make the shared workspace fit it now;
   // at plan time the caller sizes it with the rest).
+  // The entry is marked planned only once its workspace fits: a growth that
+  // fails (under a CUDA graph's capture, which cannot synchronise) leaves it
+  // to be planned again by the eager step that follows.
   void plan_wgrad16(Entry& e, bool grow = true) {
+    std::string why;
+    auto graph = conv_graphs_of(*handles_).wgrad_graph(*handles_, graph_shape(e.batch), &why);
+    if (grow && graph && graph->workspace_bytes() > workspace_.size())
+      replace_workspace(graph->workspace_bytes());
+    e.wgrad16 = std::move(graph);
+    e.wgrad16_why = std::move(why);
     e.wgrad16_tried = true;
-    e.wgrad16 =
-        conv_graphs_of(*handles_).wgrad_graph(*handles_, graph_shape(e.batch), &e.wgrad16_why);
-    if (grow && e.wgrad16 && e.wgrad16->workspace_bytes() > workspace_.size())
-      replace_workspace(e.wgrad16->workspace_bytes());
   }
   ConvGraphShape graph_shape(std::size_t batch) const {
     ConvGraphShape s;
@@ -563,23 +568,27 @@ class CudnnConvPlan final : public GpuConvPlan {
   // The graph API's forward and backward data for e's batch (on the stored
   // path; the legacy algorithms stay where it has none). grow: as plan_wgrad16.
   void plan_data16(Entry& e, bool grow = true) {
-    e.data16_tried = true;
     if (!data_graphs_wanted()) {
       e.data16_why = "RINGTRAIN_CONV_API=legacy";
+      e.data16_tried = true;
       return;
     }
     const ConvGraphShape s = graph_shape(e.batch);
     std::string fwd_why, dgrad_why;
     ConvGraphCache& graphs = conv_graphs_of(*handles_);
-    e.fwd_graph = graphs.data_graph(*handles_, s, ConvDataOp::forward, &fwd_why);
-    e.dgrad_graph = graphs.data_graph(*handles_, s, ConvDataOp::backward_data, &dgrad_why);
+    auto fwd = graphs.data_graph(*handles_, s, ConvDataOp::forward, &fwd_why);
+    auto dgrad = graphs.data_graph(*handles_, s, ConvDataOp::backward_data, &dgrad_why);
+    std::size_t need = 0;
+    for (const auto& g : {fwd, dgrad})
+      if (g) need = std::max(need, g->workspace_bytes());
+    if (grow && need > workspace_.size()) replace_workspace(need);  // as plan_wgrad16
+    e.fwd_graph = std::move(fwd);
+    e.dgrad_graph = std::move(dgrad);
+    e.data16_why.clear();
     if (!fwd_why.empty()) e.data16_why = "forward: " + fwd_why;
     if (!dgrad_why.empty())
       e.data16_why += (e.data16_why.empty() ? "" : "; ") + ("backward data: " + dgrad_why);
-    std::size_t need = 0;
-    for (const auto& g : {e.fwd_graph, e.dgrad_graph})
-      if (g) need = std::max(need, g->workspace_bytes());
-    if (grow && need > workspace_.size()) replace_workspace(need);
+    e.data16_tried = true;
   }
   // A larger shared workspace in place of the old one, which earlier launches
   // (of any of the context's convolutions) may still read, and which a
