@@ -1023,7 +1023,14 @@ bool Trainer::stop_agreed() {
 void Trainer::log_step(StepOutcome& outcome) {
   // The loss totals live on the device: reading them is this step's one host sync.
   const std::uint64_t syncs_before = host_sync::count();
+  const double read_from = monotonic_seconds();
   window_.loss_sum = model_->take_loss_totals().loss_sum;
+  // On a GPU the steps' host time ends before their device work: the host
+  // runs up to the prefetch depth ahead, and this read waits for the rest.
+  // That wait is the window's too, else its rate reads high (by up to the
+  // depth's steps in a window of --log-every).
+  const double drained_s = monotonic_seconds() - read_from;
+  run_seconds_ += drained_s;
   outcome.timing.host_syncs += host_sync::count() - syncs_before;
   // The loss read synchronised with the device: the guard's state is current
   // (on a GPU, this is where a bad step is reported or the run stops). An
@@ -1047,7 +1054,7 @@ void Trainer::log_step(StepOutcome& outcome) {
   const double loss = window_.samples > 0 ? window_.loss_sum / (window_.samples * rows) : 0.0;
   StepWindow w;
   w.steps = window_step_s_.size();
-  double seconds = 0;
+  double seconds = drained_s;
   for (double s : window_step_s_) seconds += s;
   w.step_s_mean = w.steps > 0 ? seconds / static_cast<double>(w.steps) : 0.0;
   w.step_s_median = median(window_step_s_);
