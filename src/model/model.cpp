@@ -15,6 +15,7 @@
 #include "kernels/softmax_cross_entropy.cuh"
 #include "kernels/storage.cuh"
 #include "model/batch_norm_layer.h"
+#include "model/buffer_lifetimes.h"
 #include "model/causal_self_attention_layer.h"
 #include "model/conv2d_layer.h"
 #include "model/fused_batch_norm_relu.h"
@@ -57,8 +58,12 @@ struct PlanNode {
   // It, or a node it reads (directly or not), has parameters: backward needs
   // its output's gradient.
   bool below_params = false;
-  // The output: its own buffer (max_batch rows), or its input's for a view.
+  // The output: its own buffer (max_batch rows; in the plan's arena, or
+  // allocated apart), or its input's for a view.
   Tensor activation;
+  // Per input slot, where backward's contribution to that input's gradient
+  // lands before it is added or narrowed (null: none goes there).
+  std::vector<void*> scratch;
   BufferView output;                // of the last forward
   DType output_dtype = DType::f32;  // what the output buffer holds
   // The output's gradient: index into the plan's gradient buffers (a view
@@ -169,9 +174,12 @@ struct Model::State {
   std::vector<RefreshRun> refresh_runs;  // consecutive ranges of one policy, merged
   BufferView grads;
   std::vector<GradientBuffer> grad_buffers;
-  std::vector<Tensor> grad_slots;
-  std::vector<Tensor>
-      scratch;  // per input slot, fp32: a contribution before it is added or narrowed
+  // The activations, their gradients and the backward's scratch, placed by
+  // their lives on the step's timeline (model/buffer_lifetimes.h).
+  Tensor arena;
+  // backward() overwrites activations that are dead by then: a second one
+  // needs a new forward.
+  bool activations_live = false;
   // The adapter around a layer that takes only fp32 (under bf16/fp16): its
   // inputs widened (one per input slot), its output (or, in backward, its
   // output widened), and its output gradient widened; fp32, sized for the
@@ -905,8 +913,12 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
       // Padded rows start as zeros, so that their padding holds a defined
       // value where no GEMM writes it (the CPU's adapter narrows the true
       // columns only); the loss writes the gradient's padding 0.
-      node.activation = node.padded() ? Tensor::zeros({B * n}, node.output_dtype, dev)
-                                      : Tensor::empty({B * n}, node.output_dtype, dev);
+      // Padded rows start as zeros and keep them, and the logits are read
+      // after the step: both apart from the arena, the rest placed there.
+      if (node.padded())
+        node.activation = Tensor::zeros({B * n}, node.output_dtype, dev);
+      else if (i + 1 == L)
+        node.activation = Tensor::empty({B * n}, node.output_dtype, dev);
     }
     const bool wanted = node.below_params || i + 1 == L;
     if (!wanted) continue;
@@ -1039,67 +1051,94 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
       std::count_if(s.nodes.begin(), s.nodes.end(),
                     [&](const PlanNode& n) { return n.grad == last.grad; }) == 1)
     in_place = static_cast<std::size_t>(last.grad);
-  // Greedy in the order backward first writes them (descending hi): a slot is
-  // free for a buffer when its occupant's life begins above the buffer's end.
-  std::vector<std::size_t> order, slot_of(G), slot_lo, slot_size;
+  // Every transient buffer's life on the step's timeline: node i's forward at
+  // i, the loss at L, node i's backward at 2L - i. An activation lives from
+  // its node's forward to its node's backward: its readers are the node and
+  // its consumers (later nodes, whose backward comes first), and a fused
+  // node that writes it runs later than its index. A gradient buffer lives
+  // from the backward that first writes it (its last reader's, hi; the loss's
+  // for the logits) to the one that last reads it (lo).
+  std::vector<LiveBlock> blocks;
+  enum class BlockKind { activation, gradient, scratch };
+  struct BlockUse {
+    BlockKind kind;
+    std::size_t index, slot;  // node or gradient buffer; input slot (scratch)
+  };
+  std::vector<BlockUse> uses;
+  const auto backward_at = [&](std::size_t i) { return 2 * L - i; };
+  // RINGTRAIN_BUFFER_REUSE=off: every block apart (a check that a wrong life
+  // corrupts nothing; several times the memory).
+  const char* reuse_env = std::getenv("RINGTRAIN_BUFFER_REUSE");
+  const bool reuse = reuse_env == nullptr || std::string(reuse_env) != "off";
+  const auto add_block = [&](std::size_t bytes, std::size_t birth, std::size_t death,
+                             BlockUse use) {
+    blocks.push_back(reuse ? LiveBlock{bytes, birth, death} : LiveBlock{bytes, 0, 2 * L});
+    uses.push_back(use);
+  };
+  for (std::size_t i = 0; i < L; ++i) {
+    const PlanNode& node = s.nodes[i];
+    if (node.layer->is_view() || (node.folded && !node.keeps_buffers) || node.activation.data())
+      continue;
+    add_block(B * node.stored_elements() * dtype_size(node.output_dtype), i, backward_at(i),
+              {BlockKind::activation, i, 0});
+  }
   for (std::size_t g = 0; g < G; ++g)
-    if (g != in_place) order.push_back(g);
-  std::sort(order.begin(), order.end(),
-            [&](std::size_t a, std::size_t b) { return hi[a] != hi[b] ? hi[a] > hi[b] : a < b; });
-  for (std::size_t g : order) {
-    std::size_t best = slot_lo.size();
-    for (std::size_t k = 0; k < slot_lo.size(); ++k)
-      if (slot_lo[k] > hi[g] && (best == slot_lo.size() || slot_size[k] > slot_size[best]))
-        best = k;
-    if (best == slot_lo.size()) {
-      slot_lo.push_back(lo[g]);
-      slot_size.push_back(grad_elements[g] * dtype_size(grad_dtype[g]));
-    } else {
-      slot_lo[best] = lo[g];
-      slot_size[best] = std::max(slot_size[best], grad_elements[g] * dtype_size(grad_dtype[g]));
-    }
-    slot_of[g] = best;
-  }
-  // slot_size is in bytes per sample.
-  for (std::size_t k = 0; k < slot_size.size(); ++k)
-    s.grad_slots.push_back(
-        Tensor::empty({B * ((slot_size[k] + sizeof(float) - 1) / sizeof(float))}, DType::f32, dev));
-  for (std::size_t g = 0; g < G; ++g) {
-    s.grad_buffers.push_back(
-        {g == in_place ? last.activation.data() : s.grad_slots[slot_of[g]].data(), grad_dtype[g],
-         grad_elements[g]});
-    s.grad_buffers.back().paired = grad_paired[g];
-  }
-  // Per sample: what the activations take (every node's output, the gradient
-  // slots, the input's copies), and the workspace shared by the layers (the
-  // adapter's and the widening scratch, sized for the largest layer, not for
-  // the depth).
-  std::size_t bytes = 0, workspace = 0;
-  // The scratch per input slot: where a contribution lands before it is
-  // added to a summed gradient (fp32, or a paired one), or narrowed into a
-  // stored one from a layer that writes fp32 (the adapter). A layer whose dx
-  // is on the storage grid writes its contribution there in the storage
-  // dtype (the backward's scratch_dtype): half the bytes.
-  std::vector<std::size_t> scratch_bytes(slots, 0);
-  for (const PlanNode& node : s.nodes) {
+    if (g != in_place)
+      add_block(B * grad_elements[g] * dtype_size(grad_dtype[g]), backward_at(hi[g]),
+                backward_at(lo[g]), {BlockKind::gradient, g, 0});
+  // The scratch: where a node's backward puts its contribution to an input's
+  // gradient before adding it to a summed one (fp32, or a paired one), or
+  // narrowing it into a stored one from a layer that writes fp32 (the
+  // adapter; the CPU twin of the DGELU epilogue too). A layer whose dx is on
+  // the storage grid writes it there in the storage dtype (the backward's
+  // scratch_dtype): half the bytes. It lives at that node's backward alone.
+  for (std::size_t i = 0; i < L; ++i) {
+    PlanNode& node = s.nodes[i];
+    node.scratch.assign(node.inputs.size(), nullptr);
     if (node.layer->is_view() || node.grad < 0) continue;
     for (std::size_t k = 0; k < node.inputs.size(); ++k) {
       const int j = node.inputs[k];
       if (j < 0) continue;
       const PlanNode& input = s.nodes[static_cast<std::size_t>(j)];
       if (input.grad < 0 || !input.below_params) continue;
-      const GradientBuffer& g = s.grad_buffers[static_cast<std::size_t>(input.grad)];
+      const auto g = static_cast<std::size_t>(input.grad);
       const std::size_t value_bytes =
           writes_dx_on_grid(node, k) ? dtype_size(s.storage) : sizeof(float);
-      if (g.dtype == DType::f32 || g.paired || node.adapted)
-        scratch_bytes[k] = std::max(scratch_bytes[k], g.elements * value_bytes);
+      if (grad_dtype[g] == DType::f32 || grad_paired[g] || node.adapted)
+        add_block(B * grad_elements[g] * value_bytes, backward_at(i), backward_at(i),
+                  {BlockKind::scratch, i, k});
     }
   }
-  for (std::size_t k = 0; k < slots; ++k) {
-    const std::size_t floats = (scratch_bytes[k] + sizeof(float) - 1) / sizeof(float);
-    s.scratch.push_back(Tensor::empty({B * floats}, DType::f32, dev));
-    workspace += floats * sizeof(float);
+  // One allocation, 256-byte aligned blocks (cuDNN's and cuBLASLt's operands
+  // want 16).
+  const BlockLayout layout = pack_live_blocks(blocks, 256);
+  s.arena = Tensor::empty({std::max<std::size_t>((layout.bytes + 3) / 4, 1)}, DType::f32, dev);
+  std::vector<void*> grad_data(G, nullptr);
+  for (std::size_t b = 0; b < blocks.size(); ++b) {
+    void* at = static_cast<char*>(s.arena.data()) + layout.offsets[b];
+    const BlockUse& use = uses[b];
+    if (use.kind == BlockKind::activation) {
+      PlanNode& node = s.nodes[use.index];
+      node.activation = Tensor::borrow(at, {B * node.stored_elements()}, node.output_dtype, dev);
+    } else if (use.kind == BlockKind::gradient) {
+      grad_data[use.index] = at;
+    } else {
+      s.nodes[use.index].scratch[use.slot] = at;
+    }
   }
+  for (std::size_t g = 0; g < G; ++g) {
+    s.grad_buffers.push_back(
+        {g == in_place ? last.activation.data() : grad_data[g], grad_dtype[g], grad_elements[g]});
+    s.grad_buffers.back().paired = grad_paired[g];
+  }
+  // Per sample: what the activations take (the arena of outputs, gradients
+  // and scratch; the outputs apart; the input's copies), and the workspace
+  // shared by the layers (the adapter's and the widening scratch, sized for
+  // the largest layer, not for the depth).
+  std::size_t bytes = (layout.bytes + B - 1) / B, workspace = 0;
+  for (const PlanNode& node : s.nodes)
+    if (node.activation.owns_memory())
+      bytes += node.stored_elements() * dtype_size(node.output_dtype);
   if (s.storage != DType::f32) {
     std::size_t widest = 0, wide_inputs = 0, widest_grad = 0;
     for (std::size_t i = 0; i < L; ++i) {
@@ -1131,10 +1170,6 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
   s.dxs.reserve(slots);
   s.to_add.reserve(slots);
   s.to_narrow.reserve(slots);
-  for (const PlanNode& node : s.nodes)
-    if (!node.layer->is_view() && (!node.folded || node.keeps_buffers))
-      bytes += node.stored_elements() * dtype_size(node.output_dtype);
-  for (std::size_t n : slot_size) bytes += n;
   // the transposed input
   if (m->layout_ == Layout::nhwc) bytes += Shape(input_shape).numel() * sizeof(float);
   workspace += fused_workspace * sizeof(float);  // the fused convolutions' and CPU twins'
@@ -1398,6 +1433,7 @@ BufferView Model::run_layers(const float* x, const std::int32_t* labels, std::si
   }
   s.last_batch = batch;
   s.forward_done = true;
+  s.activations_live = true;
   s.loss_gradient_done = false;
   // In the compute stream's order: copy_view would wait for the device (a
   // host sync every step) and use the legacy stream, which a CUDA graph's
@@ -1477,6 +1513,10 @@ void Model::backward(float grad_scale, bool accumulate,
                      const std::function<void(std::size_t layer)>& on_layer_ready) {
   State& s = *state_;
   RT_CHECK(s.forward_done, "backward called without a forward");
+  RT_CHECK(s.activations_live,
+           "backward called twice after one forward: the first reused its activations' memory "
+           "for their gradients");
+  s.activations_live = false;
   const std::size_t batch = s.last_batch;
   const std::size_t L = s.nodes.size();
   const Device dev = options_.device;
@@ -1541,7 +1581,9 @@ void Model::backward(float grad_scale, bool accumulate,
         return writes_dx_on_grid(node, k) ? s.storage : DType::f32;
       };
       const auto scratch_of = [&](std::size_t k, const GradientBuffer& in_grad) {
-        return BufferView{s.scratch[k].data(), batch * in_grad.elements, scratch_dtype(k), dev};
+        RT_CHECK(node.scratch[k] != nullptr, "model: '{}' has no scratch for its input {}",
+                 layer.name(), k);
+        return BufferView{node.scratch[k], batch * in_grad.elements, scratch_dtype(k), dev};
       };
       for (std::size_t k = 0; k < node.inputs.size(); ++k) {
         const int j = node.inputs[k];
@@ -1629,7 +1671,7 @@ void Model::backward(float grad_scale, bool accumulate,
         // slot's scratch, never narrowed into the gelu's gradient.
         float* twin_dx = nullptr;
         if (d_pre != nullptr) {
-          twin_dx = s.scratch[0].data_as<float>();
+          twin_dx = scratch_of(0, *d_pre).as<float>();
           dx[0] = twin_dx;
           to_narrow.erase(std::remove_if(to_narrow.begin(), to_narrow.end(),
                                          [](const auto& e) { return e.first == 0; }),
@@ -1661,8 +1703,8 @@ void Model::backward(float grad_scale, bool accumulate,
         RT_CHECK(in_grad.dtype == DType::f32, "model: a second contribution to a {} gradient",
                  dtype_name(in_grad.dtype));
         if (scratch_dtype(k) == DType::f32)
-          add_scaled(*s.ctx, static_cast<float*>(in_grad.data), s.scratch[k].data_as<float>(), 1.0f,
-                     batch * in_grad.elements);
+          add_scaled(*s.ctx, static_cast<float*>(in_grad.data), scratch_of(k, in_grad).as<float>(),
+                     1.0f, batch * in_grad.elements);
         else
           add_widened(*s.ctx, in_grad.view(batch, dev), scratch_of(k, in_grad));
       }

@@ -101,8 +101,10 @@ TEST_CASE("fused linear + gelu: which nodes fuse on gpt-nano, and only when aske
   }
   CHECK(count_prefixed(*unfused, "fused ") == 0);
   CHECK(count_prefixed(*unfused, "forward fused into ") == 0);
-  // The linear keeps its output (the pre-activation gelu's backward reads).
-  CHECK(forced->activation_bytes_per_sample() == automatic->activation_bytes_per_sample());
+  // The linear keeps its output (the pre-activation gelu's backward reads):
+  // no less memory than the unfused pair's; more, as the fused backward keeps
+  // the pre-activation's gradient from the linear's backward down.
+  CHECK(forced->activation_bytes_per_sample() >= automatic->activation_bytes_per_sample());
 }
 
 TEST_CASE("fused linear + gelu: a linear with another reader, or without gelu, stays unfused",
