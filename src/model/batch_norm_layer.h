@@ -11,7 +11,10 @@ namespace ringtrain {
 // Channels-last [C, H, W] is [H*W, C] per sample: every pixel a row of
 // features, so the same statistics come from the features case (inner 1)
 // over batch * H * W rows, summed in the same order.
-class BatchNormLayer final : public Layer, public StoresActivations {
+// Its backward reads x and the batch's statistics, never y.
+class BatchNormLayer final : public Layer,
+                             public StoresActivations,
+                             public IgnoresOutputInBackward {
  public:
   BatchNormLayer(std::string name, const Shape& input, const LayerSpec& spec,
                  const ComputeContext& ctx, Layout layout = Layout::nchw);

@@ -34,6 +34,10 @@ class FusedBatchNormRelu final : public FusedNode {
   // The residual's gradient is dy where the ReLU let it through, else 0: on
   // the grid. BatchNorm's dx is computed in fp32 and rounded.
   bool writes_dx_on_grid(std::size_t input) const override { return with_residual_ && input == 1; }
+  // The residual's gradient is masked dy: its values are not read.
+  bool backward_reads_input(std::size_t input) const override {
+    return !(with_residual_ && input == 1);
+  }
 
  private:
   BatchNormLayer& bn_;

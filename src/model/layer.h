@@ -49,6 +49,11 @@ class StoresActivations {
   // an fp32 sum, or, where both of two contributions are on the grid, summed
   // with the other in 16 bits (the same numbers: one fp32 add, one rounding).
   virtual bool writes_dx_on_grid(std::size_t /*input*/) const { return false; }
+  // Whether backward reads input `input`'s values (a residual add's, a
+  // position embedding's, a dropout's do not): where no backward reads an
+  // output, the model lets later outputs reuse its memory once its last
+  // reader's forward has run.
+  virtual bool backward_reads_input(std::size_t /*input*/) const { return true; }
   virtual void forward_stored(const std::vector<BufferView>& xs, BufferView y, std::size_t batch,
                               bool training) = 0;
   virtual void backward_stored(const std::vector<BufferView>& xs, BufferView y, BufferView dy,

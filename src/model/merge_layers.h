@@ -29,6 +29,7 @@ class AddLayer final : public Layer, public StoresActivations, public PassesGrad
                        bool accumulate) override;
   // x0 enters unscaled: dx0 = dy.
   std::size_t gradient_passthrough_input() const override { return 0; }
+  bool backward_reads_input(std::size_t) const override { return false; }  // dx_k = scale_k dy
   float scale() const { return scale_; }
 
  private:

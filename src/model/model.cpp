@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -40,6 +41,7 @@
 #include "ringtrain/ops/merge.h"
 #include "ringtrain/ops/precision.h"
 #include "ringtrain/ops/softmax_cross_entropy.h"
+#include "ringtrain/ops/transformer_ops.h"
 #include "ringtrain/tensor/device_memory.h"
 #include "ringtrain/tensor/tensor.h"
 
@@ -180,6 +182,15 @@ struct Model::State {
   // backward() overwrites activations that are dead by then: a second one
   // needs a new forward.
   bool activations_live = false;
+  // RINGTRAIN_BUFFER_REUSE=poison: per time on the step's timeline, the
+  // blocks whose life ends there, filled with 0xFF bytes (NaN in every float
+  // dtype) once it has passed, so that a read after a block's death shows
+  // in the results whatever shares its bytes. Empty otherwise.
+  std::vector<std::vector<std::pair<void*, std::size_t>>> dies_at;  // (block, bytes)
+  void poison(std::size_t time) const {
+    if (time < dies_at.size())
+      for (const auto& [at, bytes] : dies_at[time]) fill_bytes(*ctx, at, bytes, 0xFF);
+  }
   // The adapter around a layer that takes only fp32 (under bf16/fp16): its
   // inputs widened (one per input slot), its output (or, in backward, its
   // output widened), and its output gradient widened; fp32, sized for the
@@ -616,6 +627,44 @@ void fuse_linear_dgelu(std::vector<PlanNode>& nodes, const ModelSpec& spec,
     gelu.backward_by = static_cast<int>(c);
     gelu.fused_gelu->set_backward_fused_into(proj.layer->name());
   }
+}
+
+// The last forward that reads node i's output, where no backward reads it:
+// its own backward ignores y, and each reader (through views) is a node whose
+// forward runs at its index and whose backward ignores that input (a fused
+// residual + LayerNorm's reads the sum alone). Then the output's memory is
+// free once that forward has run. nullopt: some backward reads it, or a
+// reader that is not so plain (folded, run by another node, adapted).
+std::optional<std::size_t> forward_only_until(const std::vector<PlanNode>& nodes, std::size_t i) {
+  const PlanNode& node = nodes[i];
+  if (node.backward_reads_output || node.layer->is_view() || node.folded || node.forward_by >= 0 ||
+      i + 1 == nodes.size())
+    return std::nullopt;
+  for (const PlanNode& n : nodes)
+    if (n.sum_of == static_cast<int>(i) || n.pre_of == static_cast<int>(i)) return std::nullopt;
+  std::size_t last = i;
+  std::vector<std::size_t> read_through{i};  // i, and views of it
+  while (!read_through.empty()) {
+    const std::size_t v = read_through.back();
+    read_through.pop_back();
+    for (const std::size_t c : nodes[v].consumers) {
+      const PlanNode& reader = nodes[c];
+      if (reader.layer->is_view()) {
+        if (c + 1 == nodes.size()) return std::nullopt;  // the logits, read after the step
+        read_through.push_back(c);
+        continue;
+      }
+      if (reader.folded || reader.forward_by >= 0 || reader.adapted ||
+          reader.fused_gelu != nullptr || reader.fused_dgelu != nullptr)
+        return std::nullopt;
+      for (std::size_t k = 0; k < reader.inputs.size(); ++k)
+        if (reader.inputs[k] == static_cast<int>(v) && reader.fused_ln == nullptr &&
+            (reader.stores == nullptr || reader.stores->backward_reads_input(k)))
+          return std::nullopt;
+      last = std::max(last, c);
+    }
+  }
+  return last;
 }
 
 }  // namespace
@@ -1055,7 +1104,8 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
   // i, the loss at L, node i's backward at 2L - i. An activation lives from
   // its node's forward to its node's backward: its readers are the node and
   // its consumers (later nodes, whose backward comes first), and a fused
-  // node that writes it runs later than its index. A gradient buffer lives
+  // node that writes it runs later than its index; one that no backward reads
+  // lives to its last reader's forward (forward_only_until). A gradient buffer lives
   // from the backward that first writes it (its last reader's, hi; the loss's
   // for the logits) to the one that last reads it (lo).
   std::vector<LiveBlock> blocks;
@@ -1066,10 +1116,16 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
   };
   std::vector<BlockUse> uses;
   const auto backward_at = [&](std::size_t i) { return 2 * L - i; };
-  // RINGTRAIN_BUFFER_REUSE=off: every block apart (a check that a wrong life
-  // corrupts nothing; several times the memory).
+  // RINGTRAIN_BUFFER_REUSE=off: every block apart (several times the
+  // memory); poison: placed as usual, and each block filled with NaN once
+  // its life ends (State::dies_at). Both check the lives: a model trains to
+  // the same bits either way.
   const char* reuse_env = std::getenv("RINGTRAIN_BUFFER_REUSE");
-  const bool reuse = reuse_env == nullptr || std::string(reuse_env) != "off";
+  const std::string reuse_mode = reuse_env == nullptr ? "" : reuse_env;
+  RT_CHECK(
+      reuse_mode.empty() || reuse_mode == "on" || reuse_mode == "off" || reuse_mode == "poison",
+      "RINGTRAIN_BUFFER_REUSE={}: expected on, off or poison", reuse_mode);
+  const bool reuse = reuse_mode != "off";
   const auto add_block = [&](std::size_t bytes, std::size_t birth, std::size_t death,
                              BlockUse use) {
     blocks.push_back(reuse ? LiveBlock{bytes, birth, death} : LiveBlock{bytes, 0, 2 * L});
@@ -1079,8 +1135,9 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
     const PlanNode& node = s.nodes[i];
     if (node.layer->is_view() || (node.folded && !node.keeps_buffers) || node.activation.data())
       continue;
-    add_block(B * node.stored_elements() * dtype_size(node.output_dtype), i, backward_at(i),
-              {BlockKind::activation, i, 0});
+    const std::optional<std::size_t> read_until = forward_only_until(s.nodes, i);
+    add_block(B * node.stored_elements() * dtype_size(node.output_dtype), i,
+              read_until ? *read_until : backward_at(i), {BlockKind::activation, i, 0});
   }
   for (std::size_t g = 0; g < G; ++g)
     if (g != in_place)
@@ -1114,8 +1171,10 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
   const BlockLayout layout = pack_live_blocks(blocks, 256);
   s.arena = Tensor::empty({std::max<std::size_t>((layout.bytes + 3) / 4, 1)}, DType::f32, dev);
   std::vector<void*> grad_data(G, nullptr);
+  if (reuse_mode == "poison") s.dies_at.resize(2 * L + 1);
   for (std::size_t b = 0; b < blocks.size(); ++b) {
     void* at = static_cast<char*>(s.arena.data()) + layout.offsets[b];
+    if (!s.dies_at.empty()) s.dies_at[blocks[b].death].emplace_back(at, blocks[b].bytes);
     const BlockUse& use = uses[b];
     if (use.kind == BlockKind::activation) {
       PlanNode& node = s.nodes[use.index];
@@ -1381,6 +1440,7 @@ BufferView Model::run_layers(const float* x, const std::int32_t* labels, std::si
   }
   mark_stop(s.timer, profile_slots().prepare());
   for (std::size_t i = 0; i < s.nodes.size(); ++i) {
+    if (i > 0 && batch > 0) s.poison(i - 1);  // what died at the previous node's forward
     PlanNode& node = s.nodes[i];
     Layer& layer = *node.layer;
     mark_start(s.timer, ProfileSlots::forward(i));
@@ -1431,6 +1491,7 @@ BufferView Model::run_layers(const float* x, const std::int32_t* labels, std::si
     }
     mark_stop(s.timer, ProfileSlots::forward(i));
   }
+  if (batch > 0) s.poison(s.nodes.size() - 1);
   s.last_batch = batch;
   s.forward_done = true;
   s.activations_live = true;
@@ -1549,6 +1610,7 @@ void Model::backward(float grad_scale, bool accumulate,
   std::vector<std::pair<std::size_t, int>>& to_add = s.to_add;
   std::vector<std::pair<std::size_t, int>>& to_narrow = s.to_narrow;
   for (std::size_t i = L; i-- > 0;) {
+    if (i + 1 < L) s.poison(2 * L - (i + 1));  // what died at the previous node's backward
     PlanNode& node = s.nodes[i];
     Layer& layer = *node.layer;
     // A gelu whose backward its reader's dx GEMM ran (fuse_linear_dgelu).
@@ -1712,6 +1774,7 @@ void Model::backward(float grad_scale, bool accumulate,
     }
     if (on_layer_ready) on_layer_ready(i);
   }
+  s.poison(2 * L);  // the first node's backward
 }
 
 BufferView Model::logits() const {

@@ -11,7 +11,9 @@
 namespace ringtrain {
 
 // [T, C] + the learned position rows [context, C] (GPT-2's wpe), T <= context.
-class PositionEmbeddingLayer final : public Layer, public StoresActivations {
+class PositionEmbeddingLayer final : public Layer,
+                                     public StoresActivations,
+                                     public IgnoresOutputInBackward {
  public:
   PositionEmbeddingLayer(std::string name, const Shape& input, std::size_t context,
                          const ComputeContext& ctx);
@@ -27,6 +29,7 @@ class PositionEmbeddingLayer final : public Layer, public StoresActivations {
   void backward_stored(const std::vector<BufferView>& xs, BufferView y, BufferView dy,
                        const std::vector<BufferView>& dxs, std::size_t batch,
                        bool accumulate) override;
+  bool backward_reads_input(std::size_t) const override { return false; }  // dx = dy
 
  private:
   const ComputeContext& ctx_;

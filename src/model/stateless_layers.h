@@ -102,6 +102,7 @@ class DropoutLayer final : public Layer, public StoresActivations {
                        const std::vector<BufferView>& dxs, std::size_t batch,
                        bool accumulate) override;
   float rate() const { return p_; }
+  bool backward_reads_input(std::size_t) const override { return false; }  // the mask, by its key
 
  private:
   std::uint64_t key() const;

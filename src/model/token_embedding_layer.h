@@ -14,7 +14,9 @@ namespace ringtrain {
 // Token ids enter as floats (exact below 2^24; see
 // ringtrain/data/token_data.h), so the layer interface stays float.
 // [T] token ids -> [T, C] rows of the weight [vocab, C] (GPT-2's wte).
-class TokenEmbeddingLayer final : public Layer, public StoresActivations {
+class TokenEmbeddingLayer final : public Layer,
+                                  public StoresActivations,
+                                  public IgnoresOutputInBackward {
  public:
   TokenEmbeddingLayer(std::string name, const Shape& input, std::size_t vocab, std::size_t dim,
                       const ComputeContext& ctx, std::size_t max_batch);

@@ -263,6 +263,7 @@ void gpu_causal_softmax_backward(void* stream, const float* p, const float* dp, 
                                  std::size_t matrices, std::size_t t, float scale);
 // dst = 0, in stream order.
 void gpu_zero(void* stream, void* dst, std::size_t bytes);
+void gpu_fill_bytes(void* stream, void* dst, std::size_t bytes, unsigned char value);
 
 // BatchNorm over [n, c, hw] (NCHW; features and NHWC: hw = 1), in the steps of
 // kernels/batch_norm.h; the reductions use h.scratch for their partials.

@@ -173,6 +173,9 @@ void gpu_causal_softmax_backward(void*, const float*, const float*, float*, std:
 void gpu_zero(void*, void*, std::size_t) {
   no_cuda("a device fill");
 }
+void gpu_fill_bytes(void*, void*, std::size_t, unsigned char) {
+  no_cuda("a device fill");
+}
 std::unique_ptr<GpuConvPlan> make_gpu_conv_plan(const GpuHandles&, const Conv2dGeometry&,
                                                 std::size_t) {
   no_cuda("conv2d");

@@ -93,6 +93,11 @@ void zero_floats(const ComputeContext& ctx, float* dst, std::size_t n) {
   std::fill_n(dst, n, 0.0f);
 }
 
+void fill_bytes(const ComputeContext& ctx, void* dst, std::size_t bytes, unsigned char value) {
+  if (ctx.is_cuda()) return detail::gpu_fill_bytes(ctx.stream(), dst, bytes, value);
+  std::memset(dst, value, bytes);
+}
+
 void layer_norm_forward(const ComputeContext& ctx, const float* x, const float* w, const float* b,
                         std::size_t rows, std::size_t c, float eps, float* y, float* mean,
                         float* rstd) {

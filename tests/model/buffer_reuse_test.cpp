@@ -1,8 +1,9 @@
 // The step's buffers placed by their lives (model/buffer_lifetimes.h): the
 // packer never lets two blocks live at once share a byte, and reuses what is
 // dead; a model planned that way trains to the same bits as one whose every
-// buffer is apart (RINGTRAIN_BUFFER_REUSE=off), in less memory, and refuses a
-// second backward after one forward (its activations hold gradients by then).
+// buffer is apart (RINGTRAIN_BUFFER_REUSE=off) and as one whose blocks turn
+// to NaN as their lives end (poison), in less memory, and refuses a second
+// backward after one forward (its activations hold gradients by then).
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -60,12 +61,14 @@ TEST_CASE("pack_live_blocks: blocks live at once never overlap, dead ones are re
 
 namespace {
 
+// mode: RINGTRAIN_BUFFER_REUSE's value ("" for the default).
 std::unique_ptr<Model> build(const std::string& spec, const std::vector<std::size_t>& input,
-                             int classes, DType precision, bool reuse, bool gelu_fused = false) {
-  if (reuse)
+                             int classes, DType precision, const char* mode,
+                             bool gelu_fused = false) {
+  if (*mode == '\0')
     unsetenv("RINGTRAIN_BUFFER_REUSE");
   else
-    setenv("RINGTRAIN_BUFFER_REUSE", "off", 1);
+    setenv("RINGTRAIN_BUFFER_REUSE", mode, 1);
   ModelOptions o;
   o.device = Device::cpu();
   o.seed = 13;
@@ -95,8 +98,11 @@ TEST_CASE("a plan of reused buffers trains to the bits of one whose buffers are 
                Case{"gpt-nano", {128}, 61, true}, Case{"inception3", {3, 75, 75}, 7, false});
   const DType p = GENERATE(DType::f32, DType::bf16);
   CAPTURE(c.spec, c.gelu_fused, dtype_name(p));
-  auto reused = build(c.spec, c.input, c.classes, p, true, c.gelu_fused);
-  auto apart = build(c.spec, c.input, c.classes, p, false, c.gelu_fused);
+  auto reused = build(c.spec, c.input, c.classes, p, "", c.gelu_fused);
+  auto apart = build(c.spec, c.input, c.classes, p, "off", c.gelu_fused);
+  // Every block NaN once its life ends: a read past it shows, whatever
+  // happens to share its bytes in this plan.
+  auto poisoned = build(c.spec, c.input, c.classes, p, "poison", c.gelu_fused);
   CHECK(reused->activation_bytes_per_sample() < apart->activation_bytes_per_sample());
   const std::size_t batch = 3;  // below max_batch: the buffers' fronts
   std::size_t per_sample = 1;
@@ -112,7 +118,7 @@ TEST_CASE("a plan of reused buffers trains to the bits of one whose buffers are 
     labels[i] = static_cast<std::int32_t>((i * 5 + 1) % static_cast<std::size_t>(c.classes));
   for (int step = 0; step < 3; ++step) {
     CAPTURE(step);
-    for (Model* m : {reused.get(), apart.get()}) {
+    for (Model* m : {reused.get(), apart.get(), poisoned.get()}) {
       if (step == 1) {
         m->forward_accumulate_fused_loss(x.data(), labels.data(), batch, 0.5f);
         m->backward(0.5f, false);
@@ -123,24 +129,31 @@ TEST_CASE("a plan of reused buffers trains to the bits of one whose buffers are 
         m->backward(0.5f, true);
       }
     }
-    CHECK(reused->take_loss_totals().loss_sum == apart->take_loss_totals().loss_sum);
+    const double loss = apart->take_loss_totals().loss_sum;
+    CHECK(reused->take_loss_totals().loss_sum == loss);
+    CHECK(poisoned->take_loss_totals().loss_sum == loss);
     check_same_logits_and_grads(*reused, *apart, rows * static_cast<std::size_t>(c.classes));
-    for (Model* m : {reused.get(), apart.get()}) {
+    check_same_logits_and_grads(*poisoned, *apart, rows * static_cast<std::size_t>(c.classes));
+    for (Model* m : {reused.get(), apart.get(), poisoned.get()}) {
       auto* w = static_cast<float*>(m->params().ptr);
       const auto* g = static_cast<const float*>(m->grads().ptr);
       for (std::size_t i = 0; i < m->param_count(); ++i) w[i] -= 0.05f * g[i];
     }
   }
   CHECK(differing(bits_of(reused->params()), bits_of(apart->params())) == 0);
+  CHECK(differing(bits_of(poisoned->params()), bits_of(apart->params())) == 0);
   // Evaluation after training reads fresh activations.
   const Model::LossResult ea = reused->forward(x.data(), labels.data(), batch, false);
   const Model::LossResult eb = apart->forward(x.data(), labels.data(), batch, false);
+  const Model::LossResult ec = poisoned->forward(x.data(), labels.data(), batch, false);
   CHECK(ea.loss_sum == eb.loss_sum);
   CHECK(ea.correct == eb.correct);
+  CHECK(ec.loss_sum == eb.loss_sum);
+  CHECK(ec.correct == eb.correct);
 }
 
 TEST_CASE("a second backward after one forward is refused") {
-  auto m = build("resnet20", {3, 8, 8}, 10, DType::f32, true);
+  auto m = build("resnet20", {3, 8, 8}, 10, DType::f32, "");
   const std::vector<float> x = hashed_vector(6, 2 * 3 * 8 * 8);
   const std::vector<std::int32_t> labels{1, 2};
   m->forward_accumulate(x.data(), labels.data(), 2, true);

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "kernels/precision.cuh"
@@ -375,6 +376,68 @@ TEST_CASE("gpu bf16 gpt-nano of vocabulary 1000: the fused classifier on padded 
   const BufferView gc = mc->grads();
   const std::vector<float> cpu(gc.as<float>(), gc.as<float>() + gc.count);
   CHECK(relative_l2(fused, cpu) <= 3e-2);
+}
+
+// The GPU's plan (stored layers, SDPA, the fused linear + GELU and their
+// backward, channels-last convolutions) places its buffers by their lives as
+// the CPU's does: with every block NaN once its life ends
+// (RINGTRAIN_BUFFER_REUSE=poison), and with every block apart (off), a step
+// gives the default plan's bits.
+TEST_CASE("gpu buffers placed by their lives: the bits of every buffer apart, and of poison",
+          "[gpu][memory]") {
+  struct Case {
+    const char* spec;
+    std::vector<std::size_t> input;
+    int classes;
+  };
+  for (const Case& c : {Case{"resnet20", {3, 16, 16}, 10}, Case{"gpt-nano", {128}, 61}}) {
+    CAPTURE(c.spec);
+    const std::size_t batch = 2;
+    std::size_t per_sample = 1;
+    for (std::size_t d : c.input) per_sample *= d;
+    const bool tokens = c.input.size() == 1;
+    const std::size_t rows = batch * (tokens ? c.input[0] : 1);
+    std::vector<float> x = test::hashed_vector(7, batch * per_sample);
+    if (tokens)
+      for (std::size_t i = 0; i < x.size(); ++i)
+        x[i] = static_cast<float>((i * 7 + 3) % static_cast<std::size_t>(c.classes));
+    std::vector<std::int32_t> labels(rows);
+    for (std::size_t i = 0; i < rows; ++i)
+      labels[i] = static_cast<std::int32_t>((i * 5 + 1) % static_cast<std::size_t>(c.classes));
+    Tensor gx = to_gpu(x), gl = to_gpu(labels);
+    const auto gpu_ctx = ComputeContext::create(kGpu);
+    std::vector<std::vector<float>> grads;
+    std::vector<double> losses;
+    for (const char* mode : {"", "off", "poison"}) {
+      if (*mode == '\0')
+        unsetenv("RINGTRAIN_BUFFER_REUSE");
+      else
+        setenv("RINGTRAIN_BUFFER_REUSE", mode, 1);
+      ModelOptions o;
+      o.seed = 3;
+      o.max_batch = batch;
+      o.precision = DType::bf16;
+      o.device = kGpu;
+      auto m = Model::build(ModelSpec::parse(c.spec), c.input, c.classes, o);
+      unsetenv("RINGTRAIN_BUFFER_REUSE");
+      m->forward_accumulate_fused_loss(gx.data_as<float>(), gl.data_as<std::int32_t>(), batch,
+                                       0.5f);
+      m->backward(0.5f, false);
+      m->forward_accumulate(gx.data_as<float>(), gl.data_as<std::int32_t>(), batch, true);
+      m->backward(0.5f, true);
+      losses.push_back(m->take_loss_totals().loss_sum);
+      grads.push_back(to_host(m->grads().as<float>(), m->param_count(), *gpu_ctx));
+    }
+    for (std::size_t k = 1; k < grads.size(); ++k) {
+      CAPTURE(k);
+      CHECK(losses[k] == losses[0]);
+      CAPTURE(relative_l2(grads[k], grads[0]));
+      std::size_t differ = 0;
+      for (std::size_t i = 0; i < grads[0].size(); ++i)
+        differ += std::memcmp(&grads[k][i], &grads[0][i], sizeof(float)) != 0;
+      CHECK(differ == 0);
+    }
+  }
 }
 
 int main(int argc, char** argv) {

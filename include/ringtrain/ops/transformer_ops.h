@@ -48,6 +48,8 @@ void broadcast_rows_grad(const ComputeContext& ctx, const float* dy, float* dw, 
                          std::size_t n, std::size_t n_total, bool accumulate);
 // dst = 0, in the context's stream order (copies: ringtrain/ops/merge.h).
 void zero_floats(const ComputeContext& ctx, float* dst, std::size_t n);
+// Every byte of [dst, dst + bytes) set to `value`, in the context's order.
+void fill_bytes(const ComputeContext& ctx, void* dst, std::size_t bytes, unsigned char value);
 
 // Each row of c: y = (x - mean) / sqrt(var + eps) * w + b, keeping mean and
 // 1/std per row.

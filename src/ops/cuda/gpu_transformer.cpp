@@ -74,5 +74,9 @@ void gpu_zero(void* stream, void* dst, std::size_t bytes) {
   if (bytes == 0) return;
   RT_CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, static_cast<cudaStream_t>(stream)));
 }
+void gpu_fill_bytes(void* stream, void* dst, std::size_t bytes, unsigned char value) {
+  if (bytes == 0) return;
+  RT_CUDA_CHECK(cudaMemsetAsync(dst, value, bytes, static_cast<cudaStream_t>(stream)));
+}
 
 }  // namespace ringtrain::detail
