@@ -883,8 +883,6 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
     }
   }
   s.params.copy_from(Tensor::borrow(host.data(), {offset}, DType::f32, Device::cpu()));
-  if (m->layout_ == Layout::nhwc)
-    s.nhwc_input = Tensor::empty({options.max_batch * Shape(input_shape).numel()}, DType::f32, dev);
   s.storage = options.precision;
   if (options.precision != DType::f32) {
     s.narrow_input = true;
@@ -1109,7 +1107,7 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
   // from the backward that first writes it (its last reader's, hi; the loss's
   // for the logits) to the one that last reads it (lo).
   std::vector<LiveBlock> blocks;
-  enum class BlockKind { activation, gradient, scratch };
+  enum class BlockKind { activation, gradient, scratch, nhwc_input };
   struct BlockUse {
     BlockKind kind;
     std::size_t index, slot;  // node or gradient buffer; input slot (scratch)
@@ -1139,6 +1137,12 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
     add_block(B * node.stored_elements() * dtype_size(node.output_dtype), i,
               read_until ? *read_until : backward_at(i), {BlockKind::activation, i, 0});
   }
+  // --layout nhwc: the input transposed, before node 0's forward; read by
+  // that alone where it is narrowed into stored_input, else as the model's
+  // input, by the first nodes' backward too.
+  if (m->layout_ == Layout::nhwc)
+    add_block(B * Shape(input_shape).numel() * sizeof(float), 0,
+              s.narrow_input ? 0 : backward_at(0), {BlockKind::nhwc_input, 0, 0});
   for (std::size_t g = 0; g < G; ++g)
     if (g != in_place)
       add_block(B * grad_elements[g] * dtype_size(grad_dtype[g]), backward_at(hi[g]),
@@ -1181,6 +1185,8 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
       node.activation = Tensor::borrow(at, {B * node.stored_elements()}, node.output_dtype, dev);
     } else if (use.kind == BlockKind::gradient) {
       grad_data[use.index] = at;
+    } else if (use.kind == BlockKind::nhwc_input) {
+      s.nhwc_input = Tensor::borrow(at, {B * Shape(input_shape).numel()}, DType::f32, dev);
     } else {
       s.nodes[use.index].scratch[use.slot] = at;
     }
@@ -1229,8 +1235,6 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
   s.dxs.reserve(slots);
   s.to_add.reserve(slots);
   s.to_narrow.reserve(slots);
-  // the transposed input
-  if (m->layout_ == Layout::nhwc) bytes += Shape(input_shape).numel() * sizeof(float);
   workspace += fused_workspace * sizeof(float);  // the fused convolutions' and CPU twins'
   m->activation_bytes_per_sample_ = bytes;
   m->workspace_bytes_per_sample_ = workspace;

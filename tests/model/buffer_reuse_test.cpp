@@ -64,7 +64,8 @@ namespace {
 // mode: RINGTRAIN_BUFFER_REUSE's value ("" for the default).
 std::unique_ptr<Model> build(const std::string& spec, const std::vector<std::size_t>& input,
                              int classes, DType precision, const char* mode,
-                             bool gelu_fused = false) {
+                             bool gelu_fused = false,
+                             LayoutChoice layout = LayoutChoice::automatic) {
   if (*mode == '\0')
     unsetenv("RINGTRAIN_BUFFER_REUSE");
   else
@@ -75,6 +76,7 @@ std::unique_ptr<Model> build(const std::string& spec, const std::vector<std::siz
   o.max_batch = 4;
   o.precision = precision;
   if (gelu_fused) o.fuse_linear_gelu = ModelOptions::LinearGelu::on;
+  o.layout = layout;
   auto m = Model::build(ModelSpec::parse(spec), input, classes, o);
   unsetenv("RINGTRAIN_BUFFER_REUSE");
   return m;
@@ -89,20 +91,23 @@ TEST_CASE("a plan of reused buffers trains to the bits of one whose buffers are 
     std::vector<std::size_t> input;
     int classes;
     bool gelu_fused;
+    LayoutChoice layout = LayoutChoice::automatic;
   };
   // Residual adds (resnet20), concatenations (inception3), the fused residual
   // + LayerNorm and attention (gpt-nano), and the linear + gelu fused both
-  // ways, whose backward keeps the pre-activation's gradient longer.
-  const Case c =
-      GENERATE(Case{"resnet20", {3, 16, 16}, 10, false}, Case{"gpt-nano", {128}, 61, false},
-               Case{"gpt-nano", {128}, 61, true}, Case{"inception3", {3, 75, 75}, 7, false});
+  // ways, whose backward keeps the pre-activation's gradient longer; resnet20
+  // channels-last too, whose transposed input lives until it is narrowed.
+  const Case c = GENERATE(Case{"resnet20", {3, 16, 16}, 10, false},
+                          Case{"resnet20", {3, 16, 16}, 10, false, LayoutChoice::nhwc},
+                          Case{"gpt-nano", {128}, 61, false}, Case{"gpt-nano", {128}, 61, true},
+                          Case{"inception3", {3, 75, 75}, 7, false});
   const DType p = GENERATE(DType::f32, DType::bf16);
-  CAPTURE(c.spec, c.gelu_fused, dtype_name(p));
-  auto reused = build(c.spec, c.input, c.classes, p, "", c.gelu_fused);
-  auto apart = build(c.spec, c.input, c.classes, p, "off", c.gelu_fused);
+  CAPTURE(c.spec, c.gelu_fused, c.layout == LayoutChoice::nhwc, dtype_name(p));
+  auto reused = build(c.spec, c.input, c.classes, p, "", c.gelu_fused, c.layout);
+  auto apart = build(c.spec, c.input, c.classes, p, "off", c.gelu_fused, c.layout);
   // Every block NaN once its life ends: a read past it shows, whatever
   // happens to share its bytes in this plan.
-  auto poisoned = build(c.spec, c.input, c.classes, p, "poison", c.gelu_fused);
+  auto poisoned = build(c.spec, c.input, c.classes, p, "poison", c.gelu_fused, c.layout);
   CHECK(reused->activation_bytes_per_sample() < apart->activation_bytes_per_sample());
   const std::size_t batch = 3;  // below max_batch: the buffers' fronts
   std::size_t per_sample = 1;
