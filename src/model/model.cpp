@@ -1134,8 +1134,15 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
     if (node.layer->is_view() || (node.folded && !node.keeps_buffers) || node.activation.data())
       continue;
     const std::optional<std::size_t> read_until = forward_only_until(s.nodes, i);
+    // A model that ends in a view (flatten) has its logits here: logits()
+    // reads them after the step, as it reads the last node's own buffer
+    // (past the timeline's end: never poisoned either).
+    const bool holds_logits = owner_of(s.nodes, static_cast<int>(L - 1)) == static_cast<int>(i);
     add_block(B * node.stored_elements() * dtype_size(node.output_dtype), i,
-              read_until ? *read_until : backward_at(i), {BlockKind::activation, i, 0});
+              holds_logits ? 2 * L + 1
+              : read_until ? *read_until
+                           : backward_at(i),
+              {BlockKind::activation, i, 0});
   }
   // --layout nhwc: the input transposed, before node 0's forward; read by
   // that alone where it is narrowed into stored_input, else as the model's
@@ -1175,7 +1182,7 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
   const BlockLayout layout = pack_live_blocks(blocks, 256);
   s.arena = Tensor::empty({std::max<std::size_t>((layout.bytes + 3) / 4, 1)}, DType::f32, dev);
   std::vector<void*> grad_data(G, nullptr);
-  if (reuse_mode == "poison") s.dies_at.resize(2 * L + 1);
+  if (reuse_mode == "poison") s.dies_at.resize(2 * L + 2);  // 2L + 1: outlives the step
   for (std::size_t b = 0; b < blocks.size(); ++b) {
     void* at = static_cast<char*>(s.arena.data()) + layout.offsets[b];
     if (!s.dies_at.empty()) s.dies_at[blocks[b].death].emplace_back(at, blocks[b].bytes);
@@ -1581,10 +1588,13 @@ void Model::backward(float grad_scale, bool accumulate,
   RT_CHECK(s.activations_live,
            "backward called twice after one forward: the first reused its activations' memory "
            "for their gradients");
-  s.activations_live = false;
   const std::size_t batch = s.last_batch;
   const std::size_t L = s.nodes.size();
   const Device dev = options_.device;
+  RT_CHECK(!s.loss_gradient_done || grad_scale == s.loss_gradient_scale,
+           "backward's grad_scale {} is not the {} its fused forward used", grad_scale,
+           s.loss_gradient_scale);
+  s.activations_live = false;  // the arguments taken: from here it overwrites
   if (batch == 0) {
     if (!accumulate) zero_grads();
     for (std::size_t i = L; i-- > 0;)
@@ -1597,11 +1607,7 @@ void Model::backward(float grad_scale, bool accumulate,
   const std::size_t rows = batch * rows_per_sample_;
   mark_start(s.timer, profile_slots().loss_backward());
   GradientBuffer& logits_grad = s.grad_of(L - 1);
-  if (s.loss_gradient_done) {  // written by the forward, at this scale
-    RT_CHECK(grad_scale == s.loss_gradient_scale,
-             "backward's grad_scale {} is not the {} its fused forward used", grad_scale,
-             s.loss_gradient_scale);
-  } else {
+  if (!s.loss_gradient_done) {  // else written by the forward, at this scale (checked above)
     softmax_cross_entropy_backward(
         *s.ctx, s.nodes[L - 1].output, s.labels.data_as<std::int32_t>(), rows, num_classes_,
         logits_row_stride(), grad_scale / static_cast<float>(rows), logits_grad.view(batch, dev),

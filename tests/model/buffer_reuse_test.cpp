@@ -167,3 +167,19 @@ TEST_CASE("a second backward after one forward is refused") {
   m->forward_accumulate(x.data(), labels.data(), 2, true);
   CHECK_NOTHROW(m->backward(1.0f, true));
 }
+
+TEST_CASE("logits that a view of the last node holds are still there after backward") {
+  // The conv's [5, 1, 1] output is the logits, flatten a view of it.
+  auto m = build(
+      "input(3, 4, 4); conv2d(out=8, kernel=3, padding=1); relu; "
+      "conv2d(out=5, kernel=4); flatten",
+      {3, 4, 4}, 5, DType::f32, "poison");
+  const std::vector<float> x = hashed_vector(8, 2 * 3 * 4 * 4);
+  const std::vector<std::int32_t> labels{1, 4};
+  m->forward_accumulate(x.data(), labels.data(), 2, true);
+  std::vector<float> before(10), after(10);
+  m->copy_logits(0, before.data(), before.size());
+  m->backward(1.0f, false);
+  m->copy_logits(0, after.data(), after.size());
+  CHECK(differing(bits_of(before.data(), 10), bits_of(after.data(), 10)) == 0);
+}

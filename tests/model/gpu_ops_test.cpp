@@ -381,7 +381,11 @@ void compare_graph_model(const char* text, LayoutChoice gpu_layout) {
                 std::vector<float>(gc.as<float>(), gc.as<float>() + gc.count), 1e-3,
                 "graph model gradients");
   // Accumulated weight gradients (NHWC: the filter gradient is transposed
-  // back and added) double them.
+  // back and added) double them: a second forward of the same batch (a
+  // backward overwrites the activations it is done with), then backward.
+  // Both update their running statistics once more, alike.
+  mc->forward(x.data(), labels.data(), batch, true);
+  mg->forward(gx.data_as<float>(), gl.data_as<std::int32_t>(), batch, true);
   mc->backward(1.0f, true);
   mg->backward(1.0f, true);
   mg->synchronize();
