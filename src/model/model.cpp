@@ -957,11 +957,11 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
       node.output_dtype = in < 0 ? input_dtype : s.nodes[static_cast<std::size_t>(in)].output_dtype;
     } else {
       node.output_dtype = s.storage;
-      // Padded rows start as zeros, so that their padding holds a defined
-      // value where no GEMM writes it (the CPU's adapter narrows the true
-      // columns only); the loss writes the gradient's padding 0.
-      // Padded rows start as zeros and keep them, and the logits are read
-      // after the step: both apart from the arena, the rest placed there.
+      // Apart from the arena (model/buffer_lifetimes.h), where the rest are
+      // placed: padded rows, which start as zeros so that their padding holds
+      // a defined value where no GEMM writes it (the CPU's adapter narrows the
+      // true columns only; the loss writes the gradient's padding 0), and the
+      // logits, which are read after the step.
       if (node.padded())
         node.activation = Tensor::zeros({B * n}, node.output_dtype, dev);
       else if (i + 1 == L)
@@ -1129,15 +1129,16 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
     blocks.push_back(reuse ? LiveBlock{bytes, birth, death} : LiveBlock{bytes, 0, 2 * L});
     uses.push_back(use);
   };
+  // A model that ends in a view (flatten) has its logits in the viewed
+  // node's block: logits() reads them after the step, as it reads the last
+  // node's own buffer (past the timeline's end: never poisoned either).
+  const int logits_owner = owner_of(s.nodes, static_cast<int>(L - 1));
   for (std::size_t i = 0; i < L; ++i) {
     const PlanNode& node = s.nodes[i];
     if (node.layer->is_view() || (node.folded && !node.keeps_buffers) || node.activation.data())
       continue;
     const std::optional<std::size_t> read_until = forward_only_until(s.nodes, i);
-    // A model that ends in a view (flatten) has its logits here: logits()
-    // reads them after the step, as it reads the last node's own buffer
-    // (past the timeline's end: never poisoned either).
-    const bool holds_logits = owner_of(s.nodes, static_cast<int>(L - 1)) == static_cast<int>(i);
+    const bool holds_logits = logits_owner == static_cast<int>(i);
     add_block(B * node.stored_elements() * dtype_size(node.output_dtype), i,
               holds_logits ? 2 * L + 1
               : read_until ? *read_until
