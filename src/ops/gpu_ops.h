@@ -19,17 +19,24 @@ namespace ringtrain::detail {
 
 struct LtGemmCache;  // cuBLASLt's state of a context (src/ops/cuda/cublaslt_gemm.cpp)
 
-// The fp32 buffers a stored (16-bit) convolution widens through, grown by
-// need (on a shape's first, eager step) rather than reserved for the largest
-// operand of the model:
+// A context's transient fp32 buffers, one op at a time in stream order, grown
+// by need (on a shape's first, eager step) rather than reserved for the
+// largest operand of the model:
 // - buffers 0 and 1 hold x and dy widened to fp32 where cuDNN's graph API
 //   has no 16-bit weight-gradient engine for a shape;
 // - buffer 0 holds cuDNN's 16-bit dx where a caller asks for an fp32 dx (the
 //   model does not: where it sums a convolution's dx in fp32 it takes the
-//   16-bit dx and widens it as it adds it, StoresActivations::writes_dx_on_grid).
+//   16-bit dx and widens it as it adds it, StoresActivations::writes_dx_on_grid);
+// - buffers 2 and 3 are a convolution's filter-sized scratch (any precision),
+//   within one call: 2 a weight gradient beside dw (accumulated, or misaligned for the
+//   graph API), 3 a channels-last [K, R, S, C] filter or weight gradient.
+//   Shared by every convolution of the context, they are sized for its
+//   largest filter (resnet50: 9.4 MB each), where each plan held its own
+//   (resnet50 channels-last: 281 MB in all).
 struct WideningScratch {
-  float* buffers[2] = {nullptr, nullptr};
-  std::size_t capacity[2] = {0, 0};  // floats
+  static constexpr int kCount = 4;
+  float* buffers[kCount] = {};
+  std::size_t capacity[kCount] = {};  // floats
 };
 
 // What a GPU context holds: the stream, the library handles bound to it, the
@@ -79,7 +86,7 @@ constexpr std::size_t kGpuScratchFloats = std::size_t{1} << 18;  // 1 MiB
 
 // On failure, whatever was already created is released before the Error.
 GpuHandles gpu_handles_create(int ordinal, Tf32Mode tf32, DType precision = DType::f32);
-// Buffer `index` (0 or 1) of h's widening scratch, grown to at least
+// Buffer `index` (0 to 3, WideningScratch) of h's widening scratch, grown to at least
 // `floats` floats (never shrunk): a transient of one op at a time, in stream
 // order (the stored convolutions' widened operands, the layer norms'
 // backward sums). A growth waits for the stream, frees the

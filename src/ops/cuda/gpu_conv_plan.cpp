@@ -11,7 +11,9 @@
 //   cudnnFind*AlgorithmEx on scratch x, y and w buffers of that batch and a
 //   trial workspace of up to kWorkspaceCap (all freed at the end of the
 //   constructor). The workspace is then allocated for the largest need among
-//   the three chosen algorithms.
+//   what a step will run (stored_workspace_need: under bf16/fp16, the 16-bit
+//   engines, not the fp32 algorithms chosen beside them); an algorithm that
+//   needs more grows it on its first run.
 // - A call looks its batch up (a scan of a handful of entries) and launches:
 //   no cuDNN query, no allocation, nothing that blocks the host.
 // - Another batch size (the smaller last evaluation batch) gets its entry on
@@ -307,11 +309,6 @@ class CudnnConvPlan final : public GpuConvPlan {
                                                        CUDNN_DATA_FLOAT));
         RT_CUDNN_CHECK(cudnnSetConvolutionMathType(d, m));
       }
-      dw_scratch_ = DeviceBytes(weight_bytes());
-      if (nhwc()) {
-        w_nhwc_ = DeviceBytes(weight_bytes());
-        dw_nhwc_ = DeviceBytes(weight_bytes());
-      }
       if (sixteen_bit()) w16_ = DeviceBytes(weight_elements() * sizeof(std::uint16_t));
       entries_.reserve(4);
       plan_max_batch(add_entry(std::max<std::size_t>(max_batch, 1)));
@@ -330,6 +327,7 @@ class CudnnConvPlan final : public GpuConvPlan {
       e.fwd = choose_later("forward", batch, [&](const DeviceBytes& ws, std::string* tried) {
         return find_forward(e, false, x, w, y, ws, tried);
       });
+    fit_workspace(e.fwd->memory);
     const float one = 1.0f, zero = 0.0f;
     RT_CUDNN_CHECK(cudnnConvolutionForward(dnn_, &one, e.x, x, w_desc_, w, conv_for(e.fwd->math),
                                            static_cast<cudnnConvolutionFwdAlgo_t>(e.fwd->algo),
@@ -345,10 +343,11 @@ class CudnnConvPlan final : public GpuConvPlan {
     if (!e.bwd_filter)
       e.bwd_filter =
           choose_later("backward-filter", batch, [&](const DeviceBytes& ws, std::string* tried) {
-            return find_backward_filter(e, x, dy, dw_scratch_.get(), ws, tried);
+            return find_backward_filter(e, x, dy, filter_scratch(), ws, tried);
           });
+    fit_workspace(e.bwd_filter->memory);
     const float one = 1.0f, beta = accumulate && !nhwc() ? 1.0f : 0.0f;
-    float* out = nhwc() ? static_cast<float*>(dw_nhwc_.get()) : dw;
+    float* out = nhwc() ? filter_krsc() : dw;
     RT_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
         dnn_, &one, e.x, x, e.y, dy, conv_for(e.bwd_filter->math),
         static_cast<cudnnConvolutionBwdFilterAlgo_t>(e.bwd_filter->algo), workspace_.get(),
@@ -356,7 +355,7 @@ class CudnnConvPlan final : public GpuConvPlan {
     if (!nhwc()) return;
     // [K, R, S, C] -> [K, C, R, S]: straight into dw, or beside it and added.
     const std::size_t rs = g_.kh() * g_.kw();
-    float* back = accumulate ? static_cast<float*>(dw_scratch_.get()) : dw;
+    float* back = accumulate ? filter_scratch() : dw;
     gpu_transpose_batched(stream_, out, back, g_.out_channels, rs, g_.in_channels);
     if (accumulate) gpu_axpy(stream_, 1.0f, back, dw, g_.out_channels * g_.in_channels * rs);
   }
@@ -369,6 +368,7 @@ class CudnnConvPlan final : public GpuConvPlan {
           choose_later("backward-data", batch, [&](const DeviceBytes& ws, std::string* tried) {
             return find_backward_data(e, false, w, dy, dx, ws, tried);
           });
+    fit_workspace(e.bwd_data->memory);
     const float one = 1.0f, zero = 0.0f;
     RT_CUDNN_CHECK(
         cudnnConvolutionBackwardData(dnn_, &one, w_desc_, w, e.y, dy, conv_for(e.bwd_data->math),
@@ -395,6 +395,7 @@ class CudnnConvPlan final : public GpuConvPlan {
       e.fwd16 = choose_later("16-bit forward", e.batch, [&](const DeviceBytes& ws, std::string* t) {
         return find_forward(e, true, x.ptr, w16, y.ptr, ws, t);
       });
+    fit_workspace(e.fwd16->memory);
     const float one = 1.0f, zero = 0.0f;
     RT_CUDNN_CHECK(
         cudnnConvolutionForward(dnn_, &one, e.x16, x.ptr, w16_desc_, w16, conv_for(e.fwd16->math),
@@ -444,6 +445,7 @@ class CudnnConvPlan final : public GpuConvPlan {
                                     [&](const DeviceBytes& ws, std::string* t) {
                                       return find_backward_data(e, true, w16, dy.ptr, out, ws, t);
                                     });
+      fit_workspace(e.bwd_data16->memory);
       const float one = 1.0f, zero = 0.0f;
       RT_CUDNN_CHECK(cudnnConvolutionBackwardData(
           dnn_, &one, w16_desc_, w16, e.y16, dy.ptr, conv_for(e.bwd_data16->math),
@@ -598,6 +600,11 @@ class CudnnConvPlan final : public GpuConvPlan {
     workspace_ = DeviceBytes(bytes);
     note_graph_buffers_moved();
   }
+  // The shared workspace grown to `bytes` (a choice made within a larger
+  // trial workspace, run for the first time).
+  void fit_workspace(std::size_t bytes) {
+    if (bytes > workspace_.size()) replace_workspace(bytes);
+  }
   void require_workspace(std::size_t bytes) const {
     RT_CHECK(bytes <= workspace_.size(), "conv2d: a graph needs a {} byte workspace, {} are shared",
              bytes, workspace_.size());
@@ -612,24 +619,23 @@ class CudnnConvPlan final : public GpuConvPlan {
     RT_CHECK(graph.workspace_bytes() <= workspace_.size(),
              "conv2d: the graph's weight gradient needs a {} byte workspace, {} are shared",
              graph.workspace_bytes(), workspace_.size());
-    float* scratch = static_cast<float*>(dw_scratch_.get());
     if (graph.writes_kcrs()) {
       // cuDNN's graph tensors are 16-byte aligned by default, and dw sits in
       // the flat gradient buffer at its parameter's offset (a multiple of 4
       // bytes): a misaligned one is written beside it and copied.
       const bool direct = !accumulate && reinterpret_cast<std::uintptr_t>(dw) % 16 == 0;
-      float* out = direct ? dw : scratch;
+      float* out = direct ? dw : filter_scratch();
       graph.run(*handles_, x.ptr, dy.ptr, out, workspace_.get());
       if (accumulate)
-        gpu_axpy(stream_, 1.0f, scratch, dw, nw);
+        gpu_axpy(stream_, 1.0f, out, dw, nw);
       else if (!direct)
         RT_CUDA_CHECK(
-            cudaMemcpyAsync(dw, scratch, nw * sizeof(float), cudaMemcpyDeviceToDevice, stream_));
+            cudaMemcpyAsync(dw, out, nw * sizeof(float), cudaMemcpyDeviceToDevice, stream_));
       return;
     }
-    float* krsc = static_cast<float*>(dw_nhwc_.get());
+    float* krsc = filter_krsc();
     graph.run(*handles_, x.ptr, dy.ptr, krsc, workspace_.get());
-    float* back = accumulate ? scratch : dw;
+    float* back = accumulate ? filter_scratch() : dw;
     gpu_transpose_batched(stream_, krsc, back, g_.out_channels, g_.kh() * g_.kw(), g_.in_channels);
     if (accumulate) gpu_axpy(stream_, 1.0f, back, dw, nw);
   }
@@ -639,7 +645,7 @@ class CudnnConvPlan final : public GpuConvPlan {
   // The filter cuDNN reads: w itself, or (NHWC) its [K, R, S, C] copy, made now.
   const float* filter_for_layout(const float* w) {
     if (!nhwc()) return w;
-    float* copy = static_cast<float*>(w_nhwc_.get());
+    float* copy = filter_krsc();
     gpu_transpose_batched(stream_, w, copy, g_.out_channels, g_.in_channels, g_.kh() * g_.kw());
     return copy;
   }
@@ -649,6 +655,12 @@ class CudnnConvPlan final : public GpuConvPlan {
     return g_.out_channels * g_.in_channels * g_.kh() * g_.kw();
   }
   std::size_t weight_bytes() const { return sizeof(float) * weight_elements(); }
+  // The context's filter-sized fp32 scratch, within one call (WideningScratch
+  // buffers 2 and 3): a weight gradient beside dw (and Find's output for a
+  // later batch size), and a channels-last [K, R, S, C] filter or weight
+  // gradient. Fetched per call: another plan's call may have grown them.
+  float* filter_scratch() const { return gpu_widening_buffer(*handles_, 2, weight_elements()); }
+  float* filter_krsc() const { return gpu_widening_buffer(*handles_, 3, weight_elements()); }
 
   // The descriptor Find runs on: PyTorch's choice for float data (DEFAULT
   // allows TF32), and TENSOR_OP for 16-bit data, as PyTorch sets it. DEFAULT
@@ -715,7 +727,6 @@ class CudnnConvPlan final : public GpuConvPlan {
     require(e.bwd_filter, "backward-filter", e.batch, trial.size(), tried);
     e.bwd_data = find_backward_data(e, false, w.get(), y.get(), x.get(), trial, &tried);
     require(e.bwd_data, "backward-data", e.batch, trial.size(), tried);
-    std::size_t need = std::max({e.fwd->memory, e.bwd_filter->memory, e.bwd_data->memory});
     if (sixteen_bit()) {
       // The fp32 scratch buffers are larger than the 16-bit tensors (used
       // only when Find measures).
@@ -726,19 +737,25 @@ class CudnnConvPlan final : public GpuConvPlan {
       e.bwd_data16 = find_backward_data(e, true, w.get(), y.get(), x.get(), trial, nullptr);
       forward16_ = e.fwd16.has_value();
       backward_data16_ = e.bwd_data16.has_value();
-      if (forward16_) need = std::max(need, e.fwd16->memory);
-      if (backward_data16_) need = std::max(need, e.bwd_data16->memory);
-      if (backward_data16_) {
-        plan_wgrad16(e, false);
-        if (e.wgrad16) need = std::max(need, e.wgrad16->workspace_bytes());
-      }
-      if (stores_16bit()) {
-        plan_data16(e, false);
-        for (const auto& g : {e.fwd_graph, e.dgrad_graph})
-          if (g) need = std::max(need, g->workspace_bytes());
-      }
+      if (backward_data16_) plan_wgrad16(e, false);
+      if (stores_16bit()) plan_data16(e, false);
     }
-    if (need > workspace_.size()) replace_workspace(need);
+    fit_workspace(stored_workspace_need(e));
+  }
+
+  // The shared workspace a step of e's batch needs: what its calls run. A
+  // storing plan runs the graph API's engines, else the legacy 16-bit
+  // algorithms, and fp32 only for a weight gradient without a graph; a plan
+  // that does not store runs the fp32 algorithms. (ResNet-50's fp32
+  // backward-filter choices at b256 ask for about 1.2 GiB that a bf16 step
+  // never touches.) An fp32 call of a storing plan grows it on its first run.
+  std::size_t stored_workspace_need(const Entry& e) const {
+    if (!stores_16bit()) return std::max({e.fwd->memory, e.bwd_filter->memory, e.bwd_data->memory});
+    const std::size_t fwd = e.fwd_graph ? e.fwd_graph->workspace_bytes() : e.fwd16->memory;
+    const std::size_t dgrad =
+        e.dgrad_graph ? e.dgrad_graph->workspace_bytes() : e.bwd_data16->memory;
+    const std::size_t wgrad = e.wgrad16 ? e.wgrad16->workspace_bytes() : e.bwd_filter->memory;
+    return std::max({fwd, dgrad, wgrad});
   }
 
   // A later batch size: within the workspace; failing that, with a trial
@@ -887,9 +904,6 @@ class CudnnConvPlan final : public GpuConvPlan {
   std::array<cudnnConvolutionDescriptor_t, 4> conv_{};
   std::vector<Entry> entries_;
   DeviceBytes& workspace_;  // shared by the context's convolutions (GpuHandles)
-  DeviceBytes dw_scratch_;  // backward filter's Find output for later batch sizes
-  // NHWC: the [K, R, S, C] weight copy and weight gradient (empty in NCHW).
-  DeviceBytes w_nhwc_, dw_nhwc_;
   // The stored path's 16-bit filter (refresh_weights16), and whether a
   // forward has made it.
   DeviceBytes w16_;

@@ -69,7 +69,7 @@ void gpu_from_precision_bits(void* stream, float* y, const std::uint16_t* x, std
 }
 
 float* gpu_widening_buffer(const GpuHandles& h, int index, std::size_t floats) {
-  RT_CHECK(h.widening != nullptr && (index == 0 || index == 1),
+  RT_CHECK(h.widening != nullptr && index >= 0 && index < WideningScratch::kCount,
            "a widening buffer {} of a context without one", index);
   WideningScratch& w = *h.widening;
   const auto k = static_cast<std::size_t>(index);
