@@ -64,8 +64,9 @@ struct GpuHandles {
   std::shared_ptr<void> conv_graphs;
   // --precision: the storage dtype of the context's activations.
   DType precision = DType::f32;
-  // The stored convolutions' widening scratch (WideningScratch), owned;
-  // behind a pointer so that a plan holding const handles can grow it.
+  // The context's transient fp32 scratch (WideningScratch: widened operands,
+  // the layer norms' sums, the convolutions' filter scratch), owned; behind a
+  // pointer so that a plan holding const handles can grow it.
   std::shared_ptr<WideningScratch> widening;
   // The state that the context's attention layers share (their cuDNN graphs
   // by shape, refusals included, the workspace, dO and dQKV: opaque here,
@@ -89,7 +90,7 @@ GpuHandles gpu_handles_create(int ordinal, Tf32Mode tf32, DType precision = DTyp
 // Buffer `index` (0 to 3, WideningScratch) of h's widening scratch, grown to at least
 // `floats` floats (never shrunk): a transient of one op at a time, in stream
 // order (the stored convolutions' widened operands, the layer norms'
-// backward sums). A growth waits for the stream, frees the
+// backward sums, the convolutions' filter scratch). A growth waits for the stream, frees the
 // old buffer and bumps the graph-buffers generation, so that a captured step
 // is captured again; it happens on a shape's first, eager run.
 float* gpu_widening_buffer(const GpuHandles& h, int index, std::size_t floats);

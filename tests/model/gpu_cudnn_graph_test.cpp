@@ -266,57 +266,75 @@ TEST_CASE("gpu convolutions of one shape share the context's graphs, each on its
 }
 
 TEST_CASE(
-    "gpu convolutions of a context share their scratch: another plan of a shape costs "
-    "its 16-bit filter alone",
+    "gpu convolutions of a context share their scratch: another plan of a shape costs its "
+    "16-bit filter alone; a larger filter grows it for all",
     "[gpu][cudnn_graph][memory]") {
   Conv2dGeometry g;
   g.in_channels = 64, g.height = 14, g.width = 14, g.out_channels = 96, g.kernel = 3;
   g.stride = 1, g.padding = 1;
   const std::size_t batch = 8;
-  const std::size_t nx = batch * g.in_channels * g.height * g.width;
-  const std::size_t ny = batch * g.out_channels * g.out_height() * g.out_width();
-  const std::size_t nw = g.out_channels * g.in_channels * g.kh() * g.kw();
   for (const DType p : {DType::bf16, DType::f32}) {
     for (const Layout layout : {Layout::nchw, Layout::nhwc}) {
       CAPTURE(dtype_name(p), layout == Layout::nhwc);
       g.layout = layout;
       const auto ctx = ComputeContext::create(kGpu, Tf32Mode::on, p);
-      // A step of op, accumulating its weight gradient (the filter scratch's
-      // use), on the stored path under bf16 and the fp32 one under fp32.
-      const auto step = [&](Conv2dOp& op) {
+      // A step of op (the stored path under bf16, the fp32 one under fp32):
+      // its weight gradient, written into dw at `dw_offset` floats (1: not
+      // 16-byte aligned, written beside it and copied) or added to zeros.
+      const auto step = [&](Conv2dOp& op, const ComputeContext& c, std::size_t dw_offset,
+                            bool accumulate) {
+        const Conv2dGeometry& q = op.geometry();
+        const std::size_t nx = batch * q.in_channels * q.height * q.width;
+        const std::size_t ny = batch * q.out_channels * q.out_height() * q.out_width();
+        const std::size_t nw = q.out_channels * q.in_channels * q.kh() * q.kw();
         const Tensor w = to_gpu(on_grid(7, nw, DType::bf16));
-        Tensor dw = Tensor::zeros({nw}, DType::f32, kGpu);
+        Tensor dw_buffer = Tensor::zeros({nw + dw_offset}, DType::f32, kGpu);
+        float* dw = dw_buffer.data_as<float>() + dw_offset;
         if (op.stores_activations()) {
           const Tensor x = words_on(on_grid(5, nx, p), p, kGpu);
           const Tensor dy = words_on(on_grid(6, ny, p), p, kGpu);
           Tensor y = Tensor::zeros({ny}, p, kGpu), dx = Tensor::zeros({nx}, p, kGpu);
           op.forward(x.buffer(), w.data_as<float>(), nullptr, y.buffer(), batch);
-          op.backward(x.buffer(), w.data_as<float>(), dy.buffer(), dx.buffer(), dw.data_as<float>(),
-                      nullptr, batch, true);
+          op.backward(x.buffer(), w.data_as<float>(), dy.buffer(), dx.buffer(), dw, nullptr, batch,
+                      accumulate);
         } else {
           const Tensor x = to_gpu(on_grid(5, nx, DType::bf16));
           const Tensor dy = to_gpu(on_grid(6, ny, DType::bf16));
-          Tensor y = Tensor::zeros({ny}, DType::f32, kGpu),
-                 dx = Tensor::zeros({nx}, DType::f32, kGpu);
+          Tensor y = Tensor::zeros({ny}, DType::f32, kGpu);
+          Tensor dx = Tensor::zeros({nx}, DType::f32, kGpu);
           op.forward(x.data_as<float>(), w.data_as<float>(), nullptr, y.data_as<float>(), batch);
           op.backward(x.data_as<float>(), w.data_as<float>(), dy.data_as<float>(),
-                      dx.data_as<float>(), dw.data_as<float>(), nullptr, batch, true);
+                      dx.data_as<float>(), dw, nullptr, batch, accumulate);
         }
-        ctx->synchronize();
-        return to_host(dw, *ctx);
+        return to_host(dw, nw, c);
       };
       Conv2dOp a(*ctx, g, batch);
       REQUIRE(a.stores_activations() == (p != DType::f32));
-      const std::vector<float> first = step(a);  // grows the shared workspace and scratch
+      const std::vector<float> first = step(a, *ctx, 0, true);  // grows what the shape needs
       const std::size_t in_use = device_memory_use().in_use;
       // The plan's own memory is its 16-bit filter copy: the workspace and
       // the filter-sized scratch are the context's, already grown.
-      const std::size_t own = p == DType::f32 ? 0 : nw * sizeof(std::uint16_t);
+      const std::size_t own =
+          p == DType::f32 ? 0 : g.out_channels * g.in_channels * 9 * sizeof(std::uint16_t);
       Conv2dOp b(*ctx, g, batch);
-      CHECK(device_memory_use().in_use - in_use == own);
       INFO(b.describe());
-      CHECK(step(b) == first);
       CHECK(device_memory_use().in_use - in_use == own);
+      CHECK(step(b, *ctx, 0, true) == first);
+      CHECK(step(b, *ctx, 1, false) == first);
+      CHECK(step(b, *ctx, 1, true) == first);
+      CHECK(device_memory_use().in_use - in_use == own);
+      // A larger filter grows the shared scratch (the old buffers freed, the
+      // others' next calls fetch the new ones): its values are its own on a
+      // context of its own, and the first plan's stay its own.
+      Conv2dGeometry wide = g;
+      wide.out_channels = 2 * g.out_channels;
+      Conv2dOp c(*ctx, wide, batch);
+      const std::vector<float> grown = step(c, *ctx, 1, true);
+      const auto alone = ComputeContext::create(kGpu, Tf32Mode::on, p);
+      Conv2dOp c1(*alone, wide, batch);
+      CHECK(step(c1, *alone, 0, false) == grown);
+      CHECK(step(a, *ctx, 1, true) == first);
+      CHECK(step(b, *ctx, 0, false) == first);
     }
   }
 }

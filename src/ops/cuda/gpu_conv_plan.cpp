@@ -3,7 +3,8 @@
 // The plan keeps one entry per batch size it has seen: the x and y tensor
 // descriptors and, for each of forward, backward filter and backward data,
 // the algorithm and math type that cuDNN's heuristics rank best among those
-// the rules allow (ops/conv_algo_choice.h). There is one workspace per plan.
+// the rules allow (ops/conv_algo_choice.h). The workspace is the context's,
+// shared by its convolutions, and so is their filter-sized fp32 scratch.
 // (The Find path below, kMeasureAlgorithms, measures instead; it is off: see
 // the constant. Where the text says "measured", read "asked" while it is.)
 //
@@ -15,15 +16,18 @@
 //   engines, not the fp32 algorithms chosen beside them); an algorithm that
 //   needs more grows it on its first run.
 // - A call looks its batch up (a scan of a handful of entries) and launches:
-//   no cuDNN query, no allocation, nothing that blocks the host.
+//   no cuDNN query, no allocation, nothing that blocks the host, once the
+//   shape has run (a first call may grow the shared workspace or scratch:
+//   on the eager step, before any CUDA graph captures it).
 // - Another batch size (the smaller last evaluation batch) gets its entry on
-//   the first call with that size, per operation: that first call measures
-//   with cudnnFind*AlgorithmEx on the call's own buffers (outputs that the
-//   call overwrites anyway; backward filter writes a weight-sized scratch, so
-//   accumulated weight gradients are untouched) within the existing
-//   workspace. Find blocks the host and the first call creates descriptors,
-//   once per new batch size. Only if no algorithm fits the workspace is it
-//   measured again with a trial workspace and the workspace grown, then.
+//   the first call with that size, per operation. By the heuristics, the
+//   choice is made within the trial size, as at plan time, and the workspace
+//   grown to fit it: it depends on the shape and the GPU, not on what earlier
+//   calls left in the workspace. (Measuring, Find runs on the call's own
+//   buffers, outputs that the call overwrites anyway, and a weight-sized
+//   scratch for backward filter, so accumulated weight gradients are
+//   untouched, within the existing workspace, and only if no algorithm fits
+//   it, again with a trial workspace.)
 //
 // Rules: status success, workspace within the limit, and deterministic
 // algorithms only (kDeterministicOnly), so that two runs of one job, or a run
@@ -39,11 +43,11 @@
 // and so is the filter. cuDNN accepts an NCHW filter with NHWC data, but its
 // NHWC tensor-core kernels (implicit GEMM over C) are for an NHWC filter
 // ([K, R, S, C]); PyTorch's channels_last makes the weight channels-last too.
-// The model's weight stays [K, C, R, S] (checkpoints, the optimizer), so the
-// plan keeps a [K, R, S, C] copy, transposed from the weight at each forward
-// and backward-data call (one small kernel: the weight, not the activations),
-// as the low-precision weight copy is refreshed at each forward; backward
-// filter writes a [K, R, S, C] gradient that is transposed back into dw.
+// The model's weight stays [K, C, R, S] (checkpoints, the optimizer), so a
+// [K, R, S, C] copy (in the context's filter scratch) is transposed from the
+// weight at each forward and backward-data call (one small kernel: the weight, not the
+// activations), as the low-precision weight copy is refreshed at each forward; backward filter
+// writes a [K, R, S, C] gradient that is transposed back into dw.
 //
 // --precision bf16|fp16 (the context's precision): the stored path's forward
 // and backward data read and write the model's 16-bit buffers and the plan's
@@ -343,7 +347,8 @@ class CudnnConvPlan final : public GpuConvPlan {
     if (!e.bwd_filter)
       e.bwd_filter =
           choose_later("backward-filter", batch, [&](const DeviceBytes& ws, std::string* tried) {
-            return find_backward_filter(e, x, dy, filter_scratch(), ws, tried);
+            return find_backward_filter(e, x, dy, kMeasureAlgorithms ? filter_scratch() : nullptr,
+                                        ws, tried);
           });
     fit_workspace(e.bwd_filter->memory);
     const float one = 1.0f, beta = accumulate && !nhwc() ? 1.0f : 0.0f;
@@ -597,6 +602,7 @@ class CudnnConvPlan final : public GpuConvPlan {
   // captured CUDA graph may hold (stream_graph.h).
   void replace_workspace(std::size_t bytes) {
     RT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    workspace_ = DeviceBytes();  // freed first: never both at once
     workspace_ = DeviceBytes(bytes);
     note_graph_buffers_moved();
   }
@@ -737,8 +743,11 @@ class CudnnConvPlan final : public GpuConvPlan {
       e.bwd_data16 = find_backward_data(e, true, w.get(), y.get(), x.get(), trial, nullptr);
       forward16_ = e.fwd16.has_value();
       backward_data16_ = e.bwd_data16.has_value();
-      if (backward_data16_) plan_wgrad16(e, false);
-      if (stores_16bit()) plan_data16(e, false);
+      // The graphs run on the stored path alone.
+      if (stores_16bit()) {
+        plan_wgrad16(e, false);
+        plan_data16(e, false);
+      }
     }
     fit_workspace(stored_workspace_need(e));
   }
@@ -747,8 +756,9 @@ class CudnnConvPlan final : public GpuConvPlan {
   // storing plan runs the graph API's engines, else the legacy 16-bit
   // algorithms, and fp32 only for a weight gradient without a graph; a plan
   // that does not store runs the fp32 algorithms. (ResNet-50's fp32
-  // backward-filter choices at b256 ask for about 1.2 GiB that a bf16 step
-  // never touches.) An fp32 call of a storing plan grows it on its first run.
+  // backward-filter choices at b256 ask for up to about 1.2 GiB, which a bf16
+  // step with weight-gradient graphs never touches.) An fp32 call of a
+  // storing plan grows it on its first run.
   std::size_t stored_workspace_need(const Entry& e) const {
     if (!stores_16bit()) return std::max({e.fwd->memory, e.bwd_filter->memory, e.bwd_data->memory});
     const std::size_t fwd = e.fwd_graph ? e.fwd_graph->workspace_bytes() : e.fwd16->memory;
@@ -758,11 +768,20 @@ class CudnnConvPlan final : public GpuConvPlan {
     return std::max({fwd, dgrad, wgrad});
   }
 
-  // A later batch size: within the workspace; failing that, with a trial
-  // workspace, which then replaces a grown workspace.
+  // A later batch size (see the file's comment): by the heuristics, within
+  // the trial size, and the workspace grown to fit; measuring, within the
+  // workspace, failing that with a trial workspace, which then replaces a
+  // grown workspace.
   template <typename Find>
   Choice choose_later(const char* op, std::size_t batch, Find&& find) {
     std::string tried;
+    if (!kMeasureAlgorithms) {
+      const DeviceBytes trial = DeviceBytes::trial_workspace();
+      const std::optional<Choice> c = find(trial, &tried);
+      require(c, op, batch, trial.size(), tried);
+      fit_workspace(c->memory);
+      return *c;
+    }
     if (std::optional<Choice> c = find(workspace_, &tried)) return *c;
     DeviceBytes trial = DeviceBytes::trial_workspace();
     std::size_t limit = workspace_.size();
