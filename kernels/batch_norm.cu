@@ -147,18 +147,48 @@ __global__ void welford_planes_kernel(std::size_t outer, std::size_t channels, s
     store_partial(partial, slice, channels, c, part[0]);
 }
 
-// A channel's slice partials merged in slice order, then finished.
+// A channel's slice partials merged in slice order, then finished; staged
+// as channel_finish_kernel stages its sums (kernels/channel_reduce.cuh). A
+// slice's count is every channel's, so each chunk's merge steps (the
+// divisions) are made once, by a thread per slice, from the counts merged
+// before it (one thread's additions), and each channel's chain of merges
+// holds a subtraction, products and sums.
 template <typename T>
 __global__ void welford_slices_kernel(const float* __restrict__ partial, std::size_t channels,
                                       std::size_t slices, WelfordFinish<T> finish) {
-  const std::size_t c = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
-  if (c >= channels) return;
+  constexpr int K = static_cast<int>(kWelfordFloats);
+  __shared__ float staged[kSliceMergeChunk][K][kSliceMergeChannels];
+  __shared__ float before[kSliceMergeChunk];  // the count merged before each slice
+  __shared__ WelfordMergeStep steps[kSliceMergeChunk];
+  static_assert(kSliceMergeChunk <= kSliceMergeThreads, "a thread per slice of a chunk");
+  const std::size_t c0 = blockIdx.x * static_cast<std::size_t>(kSliceMergeChannels);
+  const std::size_t c = c0 + threadIdx.x;  // for the first warp's threads
+  const bool merges = threadIdx.x < kSliceMergeChannels && c < channels;
   Welford w{0.0f, 0.0f, 0.0f};
-  for (std::size_t s = 0; s < slices; ++s)
-    w = welford_merge(w, Welford{partial[(s * kWelfordFloats + 0) * channels + c],
-                                 partial[(s * kWelfordFloats + 1) * channels + c],
-                                 partial[(s * kWelfordFloats + 2) * channels + c]});
-  finish(c, w);
+  float merged = 0.0f;  // thread 0's: the count of the slices merged so far
+  for (std::size_t s0 = 0; s0 < slices; s0 += kSliceMergeChunk) {
+    const unsigned n = slice_chunk(s0, slices);
+    stage_slices<K>(partial, channels, c0, s0, n, staged);
+    __syncthreads();
+    // A slice's count: its first channel's (staged[j][0][0]), every channel's.
+    if (threadIdx.x == 0)
+      for (unsigned j = 0; j < n; ++j) {
+        before[j] = merged;
+        merged = welford_merged_count(merged, staged[j][0][0]);
+      }
+    __syncthreads();
+    if (threadIdx.x < n)
+      steps[threadIdx.x] = welford_merge_step(before[threadIdx.x], staged[threadIdx.x][0][0]);
+    __syncthreads();
+    if (merges)
+      for (unsigned j = 0; j < n; ++j)
+        w = welford_merge_by(w,
+                             Welford{staged[j][0][threadIdx.x], staged[j][1][threadIdx.x],
+                                     staged[j][2][threadIdx.x]},
+                             steps[j]);
+    __syncthreads();  // before the next chunk is staged over this one
+  }
+  if (merges) finish(c, w);
 }
 
 // --sync-bn's step between the two all-reduces: sums[0, C] holds the sums over
@@ -300,7 +330,7 @@ void batch_norm_welford_cuda(const void* x, DType t, std::size_t n, std::size_t 
     RT_CUDA_CHECK_LAUNCH();
     if (partial == nullptr) return;
     welford_slices_kernel<T>
-        <<<per_channel_blocks(c), 256, 0, s>>>(partial, c, split.slices, finish);
+        <<<slice_merge_blocks(c), kSliceMergeThreads, 0, s>>>(partial, c, split.slices, finish);
     RT_CUDA_CHECK_LAUNCH();
   });
 }

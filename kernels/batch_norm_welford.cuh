@@ -85,19 +85,41 @@ RT_HD void welford_update(Welford& w, float x, float shift) {
   w.m2 = welford_add_rn(w.m2, welford_mul_rn(d, welford_sub_rn(v, w.mean)));
 }
 
-// Chan et al.'s merge of two partials of the same channel (same shift). An
-// empty side returns the other exactly, so merging empty partials (threads
-// with no element) changes nothing.
-RT_HD Welford welford_merge(const Welford& a, const Welford& b) {
-  if (b.count == 0.0f) return a;
-  if (a.count == 0.0f) return b;
-  const float n = welford_add_rn(a.count, b.count);
+// Chan et al.'s merge of two partials of the same channel (same shift), in
+// two parts: what depends on the two counts alone (a WelfordMergeStep: the
+// same for every channel of a slice, so the kernel that merges the slices'
+// partials makes it once per slice, keeping the divisions out of each
+// channel's chain of merges), then the merge by it. An empty side returns the
+// other exactly, so merging empty partials (threads with no element) changes
+// nothing.
+struct WelfordMergeStep {
+  float count;      // the merged count
+  float b_share;    // b.count / count
+  float m2_weight;  // a.count * b.count / count
+  int kind;         // 0: b is empty (a stays), 1: a is empty (b is taken), 2: merged
+};
+RT_HD float welford_merged_count(float a_count, float b_count) {
+  if (b_count == 0.0f) return a_count;
+  if (a_count == 0.0f) return b_count;
+  return welford_add_rn(a_count, b_count);
+}
+RT_HD WelfordMergeStep welford_merge_step(float a_count, float b_count) {
+  if (b_count == 0.0f) return {a_count, 0.0f, 0.0f, 0};
+  if (a_count == 0.0f) return {b_count, 0.0f, 0.0f, 1};
+  const float n = welford_add_rn(a_count, b_count);
+  return {n, welford_div_rn(b_count, n), welford_div_rn(welford_mul_rn(a_count, b_count), n), 2};
+}
+RT_HD Welford welford_merge_by(const Welford& a, const Welford& b, const WelfordMergeStep& step) {
+  if (step.kind == 0) return a;
+  if (step.kind == 1) return b;
   const float d = welford_sub_rn(b.mean, a.mean);
-  const float mean = welford_add_rn(a.mean, welford_mul_rn(d, welford_div_rn(b.count, n)));
-  const float m2 = welford_add_rn(
-      welford_add_rn(a.m2, b.m2),
-      welford_mul_rn(welford_mul_rn(d, d), welford_div_rn(welford_mul_rn(a.count, b.count), n)));
-  return {n, mean, m2};
+  const float mean = welford_add_rn(a.mean, welford_mul_rn(d, step.b_share));
+  const float m2 = welford_add_rn(welford_add_rn(a.m2, b.m2),
+                                  welford_mul_rn(welford_mul_rn(d, d), step.m2_weight));
+  return {step.count, mean, m2};
+}
+RT_HD Welford welford_merge(const Welford& a, const Welford& b) {
+  return welford_merge_by(a, b, welford_merge_step(a.count, b.count));
 }
 
 // The channel's mean from its merged partials: the shift added back.

@@ -9,6 +9,7 @@
 // uneven parts of a batch.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -209,4 +210,62 @@ TEST_CASE("one-pass statistics: Welford's update and Chan's merge", "[batch_norm
   for (float x : {3.0f, 5.0f, 4.0f}) kernels::welford_update(s, x, 3.0f);
   CHECK(kernels::welford_mean(s, 3.0f) == 4.0f);
   CHECK(s.m2 == 2.0f);
+}
+
+TEST_CASE(
+    "one-pass statistics: the slices' merge by steps made once per slice is one thread's "
+    "merges, bit for bit",
+    "[batch_norm][one_pass]") {
+  using kernels::Welford;
+  // Chan's merge as written before it was split into a step and the merge
+  // by it: the split must not move a bit.
+  const auto chan = [](const Welford& a, const Welford& b) {
+    if (b.count == 0.0f) return a;
+    if (a.count == 0.0f) return b;
+    const float n = a.count + b.count;
+    const float d = b.mean - a.mean;
+    return Welford{n, a.mean + d * (b.count / n),
+                   (a.m2 + b.m2) + (d * d) * ((a.count * b.count) / n)};
+  };
+  // The slices' partials of 5 channels as the statistics kernels leave them:
+  // every channel of a slice has the slice's count (37 rows; a short last
+  // slice of 11; trailing empty slices), means and M2 that differ.
+  const std::size_t channels = 5, slices = 150;
+  std::vector<Welford> part(slices * channels);
+  for (std::size_t s = 0; s < slices; ++s)
+    for (std::size_t c = 0; c < channels; ++c) {
+      const float count = s < 146 ? 37.0f : s == 146 ? 11.0f : 0.0f;
+      const float u = static_cast<float>((s * 7919 + c * 104729) % 1000) / 1000.0f;
+      part[s * channels + c] =
+          count == 0.0f ? Welford{0.0f, 0.0f, 0.0f} : Welford{count, u - 0.5f, count * (0.25f + u)};
+    }
+  // welford_slices_kernel's order: per chunk of 64 slices, the counts merged
+  // before each slice (additions alone), a step per slice, then each
+  // channel's merges by the steps.
+  std::vector<Welford> by_steps(channels, Welford{0.0f, 0.0f, 0.0f});
+  float merged = 0.0f;
+  for (std::size_t s0 = 0; s0 < slices; s0 += 64) {
+    const std::size_t n = std::min<std::size_t>(64, slices - s0);
+    std::vector<kernels::WelfordMergeStep> steps;
+    for (std::size_t j = 0; j < n; ++j) {
+      const float count = part[(s0 + j) * channels].count;
+      steps.push_back(kernels::welford_merge_step(merged, count));
+      merged = kernels::welford_merged_count(merged, count);
+    }
+    for (std::size_t c = 0; c < channels; ++c)
+      for (std::size_t j = 0; j < n; ++j)
+        by_steps[c] =
+            kernels::welford_merge_by(by_steps[c], part[(s0 + j) * channels + c], steps[j]);
+  }
+  for (std::size_t c = 0; c < channels; ++c) {
+    Welford one{0.0f, 0.0f, 0.0f}, old{0.0f, 0.0f, 0.0f};
+    for (std::size_t s = 0; s < slices; ++s) {
+      one = kernels::welford_merge(one, part[s * channels + c]);
+      old = chan(old, part[s * channels + c]);
+    }
+    CAPTURE(c);
+    CHECK(std::memcmp(&one, &old, sizeof(Welford)) == 0);
+    CHECK(std::memcmp(&one, &by_steps[c], sizeof(Welford)) == 0);
+    CHECK(one.count == 146.0f * 37.0f + 11.0f);
+  }
 }
