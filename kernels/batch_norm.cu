@@ -25,7 +25,7 @@ struct BackwardValue {  // sum of dy, and of dy * xhat
   const float* invstd;
   __device__ Sums<2> operator()(std::size_t a, std::size_t c) const {
     const float g = load(dy, a);
-    return {{g, g * (load(x, a) - mean[c]) * invstd[c]}};
+    return {{g, bn_dy_xhat(g, load(x, a), mean[c], invstd[c])}};
   }
 };
 

@@ -1,6 +1,9 @@
 // BatchNorm's per-element arithmetic, shared by kernels/batch_norm.cu and the
 // CPU loops in src/ops/batch_norm.cpp. A channel's statistics come from its
-// sums over (batch, height, width); gamma/beta are null without affine.
+// sums over (batch, height, width); gamma/beta are null without affine. Each
+// operation is rounded on its own (kernels/rounded_arithmetic.cuh), so the
+// GPU's values are the CPU's, bit for bit, and do not hang on where nvcc
+// would fuse a product into a sum.
 #pragma once
 
 #include <math.h>
@@ -8,6 +11,7 @@
 #include <cstddef>
 
 #include "kernels/host_device.cuh"
+#include "kernels/rounded_arithmetic.cuh"
 
 namespace ringtrain::kernels {
 
@@ -18,25 +22,31 @@ RT_HD float bn_invstd(float var, float eps) {
 
 // PyTorch's running update: the running variance takes the unbiased estimate.
 RT_HD float bn_running_mean(float running, float mean, float momentum) {
-  return (1.0f - momentum) * running + momentum * mean;
+  return add_rn(mul_rn(sub_rn(1.0f, momentum), running), mul_rn(momentum, mean));
 }
 RT_HD float bn_running_var(float running, float var, float count, float momentum) {
-  const float unbiased = count > 1.0f ? var * count / (count - 1.0f) : var;
-  return (1.0f - momentum) * running + momentum * unbiased;
+  const float unbiased = count > 1.0f ? div_rn(mul_rn(var, count), sub_rn(count, 1.0f)) : var;
+  return add_rn(mul_rn(sub_rn(1.0f, momentum), running), mul_rn(momentum, unbiased));
 }
 
 RT_HD float bn_apply_element(float x, float mean, float invstd, const float* gamma,
                              const float* beta, int c) {
-  const float xhat = (x - mean) * invstd;
-  return gamma != nullptr ? xhat * gamma[c] + beta[c] : xhat;
+  const float xhat = mul_rn(sub_rn(x, mean), invstd);
+  return gamma != nullptr ? add_rn(mul_rn(xhat, gamma[c]), beta[c]) : xhat;
 }
 
 // dx of training-mode BatchNorm, from the channel's sums of dy and dy * xhat:
 // dx = gamma invstd / n (n dy - sum(dy) - xhat sum(dy xhat)).
 RT_HD float bn_backward_element(float x, float dy, float mean, float invstd, float gamma,
                                 float sum_dy, float sum_dy_xhat, float count) {
-  const float xhat = (x - mean) * invstd;
-  return gamma * invstd / count * (count * dy - sum_dy - xhat * sum_dy_xhat);
+  const float xhat = mul_rn(sub_rn(x, mean), invstd);
+  return mul_rn(div_rn(mul_rn(gamma, invstd), count),
+                sub_rn(sub_rn(mul_rn(count, dy), sum_dy), mul_rn(xhat, sum_dy_xhat)));
+}
+
+// One element's terms of backward's sums: dy and dy * xhat.
+RT_HD float bn_dy_xhat(float dy, float x, float mean, float invstd) {
+  return mul_rn(mul_rn(dy, sub_rn(x, mean)), invstd);
 }
 
 // What backward's per-channel reduction (kernels/channel_reduce.cuh) makes of

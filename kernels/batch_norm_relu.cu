@@ -36,7 +36,7 @@ struct MaskedBackwardValue {
   const float* invstd;
   __device__ Sums<2> operator()(std::size_t a, std::size_t c) const {
     const float g = bn_relu_masked_dy(load(y, a), load(dy, a));
-    return {{g, g * (load(x, a) - mean[c]) * invstd[c]}};
+    return {{g, bn_dy_xhat(g, load(x, a), mean[c], invstd[c])}};
   }
 };
 
@@ -80,6 +80,105 @@ __global__ void backward_dx_kernel(const T* __restrict__ x, const T* __restrict_
   }
 }
 
+// Rows of channels (NHWC, inner 1) with 8 | C and 16-byte aligned buffers:
+// a thread takes 8 consecutive channels of a row (one 16-byte access per
+// 16-bit buffer, two per fp32 one) where the kernels above take one element
+// (2 bytes) each. The same element functions on the same values: the same
+// bits.
+constexpr std::uint32_t kRowVector = 8;
+template <typename T>
+bool vector_aligned(const T* p) {
+  return reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
+}
+// Values 8v ... 8v + 7 of p, widened.
+template <typename T>
+__device__ __forceinline__ void load8(const T* p, std::uint32_t v, float (&out)[kRowVector]) {
+  static_assert(sizeof(T) == 2 || sizeof(T) == 4, "a 16-bit or fp32 storage type");
+  T w[kRowVector];
+  const auto* from = reinterpret_cast<const uint4*>(p + static_cast<std::size_t>(v) * kRowVector);
+  uint4 raw[sizeof(T) / 2];
+#pragma unroll
+  for (std::size_t q = 0; q < sizeof(T) / 2; ++q) raw[q] = from[q];
+  memcpy(w, raw, sizeof w);
+#pragma unroll
+  for (std::uint32_t k = 0; k < kRowVector; ++k) out[k] = load(w, k);
+}
+template <typename T>
+__device__ __forceinline__ void store8(T* p, std::uint32_t v, const float (&in)[kRowVector]) {
+  T w[kRowVector];
+#pragma unroll
+  for (std::uint32_t k = 0; k < kRowVector; ++k) store(w, k, in[k]);
+  uint4 raw[sizeof(T) / 2];
+  memcpy(raw, w, sizeof w);
+  auto* to = reinterpret_cast<uint4*>(p + static_cast<std::size_t>(v) * kRowVector);
+#pragma unroll
+  for (std::size_t q = 0; q < sizeof(T) / 2; ++q) to[q] = raw[q];
+}
+
+template <typename T>
+__global__ void apply_rows8_kernel(const T* __restrict__ x, const T* __restrict__ residual,
+                                   T* __restrict__ y, std::uint32_t vectors, std::uint32_t groups,
+                                   const float* mean, const float* invstd, const float* gamma,
+                                   const float* beta, DType precision) {
+  const bool has_residual = residual != nullptr;
+  const std::uint32_t stride = gridDim.x * blockDim.x;
+  for (std::uint32_t v = blockIdx.x * blockDim.x + threadIdx.x; v < vectors; v += stride) {
+    const std::uint32_t c0 = (v % groups) * kRowVector;
+    float xs[kRowVector], rs[kRowVector] = {}, ys[kRowVector];
+    load8(x, v, xs);
+    if (has_residual) load8(residual, v, rs);
+#pragma unroll
+    for (std::uint32_t k = 0; k < kRowVector; ++k) {
+      const std::uint32_t ch = c0 + k;
+      ys[k] = bn_relu_forward_element<T>(xs[k], mean[ch], invstd[ch], gamma, beta,
+                                         static_cast<int>(ch), precision, has_residual, rs[k]);
+    }
+    store8(y, v, ys);
+  }
+}
+
+template <typename T, typename D, typename R>
+__global__ void backward_dx_rows8_kernel(const T* __restrict__ x, const T* __restrict__ y,
+                                         const T* __restrict__ dy, D* __restrict__ dx,
+                                         R* __restrict__ d_residual, std::uint32_t vectors,
+                                         std::uint32_t groups, std::uint32_t c,
+                                         const float* count_ptr, const float* mean,
+                                         const float* invstd, const float* gamma, const float* sums,
+                                         DType precision) {
+  const float count = *count_ptr;
+  const std::uint32_t stride = gridDim.x * blockDim.x;
+  for (std::uint32_t v = blockIdx.x * blockDim.x + threadIdx.x; v < vectors; v += stride) {
+    const std::uint32_t c0 = (v % groups) * kRowVector;
+    float ys[kRowVector], dys[kRowVector], m[kRowVector];
+    load8(y, v, ys);
+    load8(dy, v, dys);
+#pragma unroll
+    for (std::uint32_t k = 0; k < kRowVector; ++k) m[k] = bn_relu_masked_dy(ys[k], dys[k]);
+    if (dx != nullptr) {
+      float xs[kRowVector], out[kRowVector];
+      load8(x, v, xs);
+#pragma unroll
+      for (std::uint32_t k = 0; k < kRowVector; ++k) {
+        const std::uint32_t ch = c0 + k;
+        out[k] = round_to_precision_grid(
+            bn_backward_element(xs[k], m[k], mean[ch], invstd[ch],
+                                gamma != nullptr ? gamma[ch] : 1.0f, sums[ch], sums[c + ch], count),
+            precision);
+      }
+      store8(dx, v, out);
+    }
+    if (d_residual != nullptr) store8(d_residual, v, m);
+  }
+}
+
+// Whether the rows kernels' vectors fit: rows of channels (hw 1), 8 | c, and
+// every buffer (null ones aside) 16-byte aligned.
+template <typename... P>
+bool rows8_fit(std::size_t c, std::size_t hw, std::size_t total, const P*... buffers) {
+  return hw == 1 && c % kRowVector == 0 && fits_32_bits(total) &&
+         ((buffers == nullptr || vector_aligned(buffers)) && ...);
+}
+
 }  // namespace
 
 void batch_norm_relu_apply_cuda(const void* x, const void* residual, void* y, DType t,
@@ -94,7 +193,12 @@ void batch_norm_relu_apply_cuda(const void* x, const void* residual, void* y, DT
     const auto* xs = static_cast<const T*>(x);
     const auto* rs = static_cast<const T*>(residual);
     auto* ys = static_cast<T*>(y);
-    if (fits_32_bits(total))
+    if (rows8_fit(c, hw, total, xs, rs, ys)) {
+      const auto vectors = static_cast<std::uint32_t>(total / kRowVector);
+      apply_rows8_kernel<T><<<elementwise_blocks(vectors), kElementwiseThreads, 0, s_of(stream)>>>(
+          xs, rs, ys, vectors, static_cast<std::uint32_t>(c / kRowVector), mean, invstd, gamma,
+          beta, precision);
+    } else if (fits_32_bits(total))
       apply_kernel<std::uint32_t><<<blocks, kElementwiseThreads, 0, s_of(stream)>>>(
           xs, rs, ys, static_cast<std::uint32_t>(total),
           ChannelOf32(static_cast<std::uint32_t>(c), static_cast<std::uint32_t>(hw)), mean, invstd,
@@ -144,7 +248,13 @@ void batch_norm_relu_backward_dx_cuda(const void* x, const void* y, const void* 
       const auto* dys = static_cast<const T*>(dy);
       auto* dxs = static_cast<D*>(dx);
       auto* rs = static_cast<R*>(d_residual);
-      if (fits_32_bits(total))
+      if (rows8_fit(c, hw, total, xs, ys, dys, dxs, rs)) {
+        const auto vectors = static_cast<std::uint32_t>(total / kRowVector);
+        backward_dx_rows8_kernel<T>
+            <<<elementwise_blocks(vectors), kElementwiseThreads, 0, s_of(stream)>>>(
+                xs, ys, dys, dxs, rs, vectors, static_cast<std::uint32_t>(c / kRowVector),
+                static_cast<std::uint32_t>(c), count_ptr, mean, invstd, gamma, sums, precision);
+      } else if (fits_32_bits(total))
         backward_dx_kernel<std::uint32_t><<<blocks, kElementwiseThreads, 0, s_of(stream)>>>(
             xs, ys, dys, dxs, rs, static_cast<std::uint32_t>(total), static_cast<std::uint32_t>(c),
             ChannelOf32(static_cast<std::uint32_t>(c), static_cast<std::uint32_t>(hw)), count_ptr,

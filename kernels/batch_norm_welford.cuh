@@ -24,15 +24,16 @@
 //    partial[t] = merge(partial[t], partial[t + s]) for t < s.
 //  - slices: merge(merge(merge(empty, slice 0), slice 1), ...).
 //
-// Every product, quotient and sum is rounded on its own (__fmul_rn and the
-// like on the device): nvcc would otherwise fuse a product into the add after
-// it (FMA) and the CPU, built without FMA, would not.
+// Every product, quotient and sum is rounded on its own
+// (kernels/rounded_arithmetic.cuh): nvcc would otherwise fuse a product into
+// the add after it (FMA) and the CPU, built without FMA, would not.
 #pragma once
 
 #include <cstddef>
 
 #include "kernels/bias.cuh"
 #include "kernels/host_device.cuh"
+#include "kernels/rounded_arithmetic.cuh"
 
 namespace ringtrain::kernels {
 
@@ -47,42 +48,13 @@ struct Welford {
 // Floats per partial in the scratch: count, mean, m2.
 constexpr std::size_t kWelfordFloats = 3;
 
-RT_HD float welford_add_rn(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fadd_rn(a, b);
-#else
-  return a + b;
-#endif
-}
-RT_HD float welford_sub_rn(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fsub_rn(a, b);
-#else
-  return a - b;
-#endif
-}
-RT_HD float welford_mul_rn(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fmul_rn(a, b);
-#else
-  return a * b;
-#endif
-}
-RT_HD float welford_div_rn(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fdiv_rn(a, b);
-#else
-  return a / b;
-#endif
-}
-
 // One element x (fp32, from any storage type), shifted by the channel's shift.
 RT_HD void welford_update(Welford& w, float x, float shift) {
-  const float v = welford_sub_rn(x, shift);
-  w.count = welford_add_rn(w.count, 1.0f);
-  const float d = welford_sub_rn(v, w.mean);
-  w.mean = welford_add_rn(w.mean, welford_div_rn(d, w.count));
-  w.m2 = welford_add_rn(w.m2, welford_mul_rn(d, welford_sub_rn(v, w.mean)));
+  const float v = sub_rn(x, shift);
+  w.count = add_rn(w.count, 1.0f);
+  const float d = sub_rn(v, w.mean);
+  w.mean = add_rn(w.mean, div_rn(d, w.count));
+  w.m2 = add_rn(w.m2, mul_rn(d, sub_rn(v, w.mean)));
 }
 
 // Chan et al.'s merge of two partials of the same channel (same shift), in
@@ -101,21 +73,20 @@ struct WelfordMergeStep {
 RT_HD float welford_merged_count(float a_count, float b_count) {
   if (b_count == 0.0f) return a_count;
   if (a_count == 0.0f) return b_count;
-  return welford_add_rn(a_count, b_count);
+  return add_rn(a_count, b_count);
 }
 RT_HD WelfordMergeStep welford_merge_step(float a_count, float b_count) {
   if (b_count == 0.0f) return {a_count, 0.0f, 0.0f, 0};
   if (a_count == 0.0f) return {b_count, 0.0f, 0.0f, 1};
-  const float n = welford_add_rn(a_count, b_count);
-  return {n, welford_div_rn(b_count, n), welford_div_rn(welford_mul_rn(a_count, b_count), n), 2};
+  const float n = add_rn(a_count, b_count);
+  return {n, div_rn(b_count, n), div_rn(mul_rn(a_count, b_count), n), 2};
 }
 RT_HD Welford welford_merge_by(const Welford& a, const Welford& b, const WelfordMergeStep& step) {
   if (step.kind == 0) return a;
   if (step.kind == 1) return b;
-  const float d = welford_sub_rn(b.mean, a.mean);
-  const float mean = welford_add_rn(a.mean, welford_mul_rn(d, step.b_share));
-  const float m2 = welford_add_rn(welford_add_rn(a.m2, b.m2),
-                                  welford_mul_rn(welford_mul_rn(d, d), step.m2_weight));
+  const float d = sub_rn(b.mean, a.mean);
+  const float mean = add_rn(a.mean, mul_rn(d, step.b_share));
+  const float m2 = add_rn(add_rn(a.m2, b.m2), mul_rn(mul_rn(d, d), step.m2_weight));
   return {step.count, mean, m2};
 }
 RT_HD Welford welford_merge(const Welford& a, const Welford& b) {
@@ -124,7 +95,7 @@ RT_HD Welford welford_merge(const Welford& a, const Welford& b) {
 
 // The channel's mean from its merged partials: the shift added back.
 RT_HD float welford_mean(const Welford& w, float shift) {
-  return welford_add_rn(shift, w.mean);
+  return add_rn(shift, w.mean);
 }
 
 // --sync-bn, with sum all-reduces only. All-reduce 1 sums, per channel,
@@ -133,14 +104,14 @@ RT_HD float welford_mean(const Welford& w, float shift) {
 // its M2 plus its count times its mean's squared distance to the global mean,
 // and all-reduce 2 sums those into the global M2 (Chan's formula, as sums).
 RT_HD float welford_weighted_mean(float count, float mean) {
-  return welford_mul_rn(count, mean);
+  return mul_rn(count, mean);
 }
 RT_HD float welford_global_mean(float weighted_sum, float count) {
-  return welford_div_rn(weighted_sum, count);
+  return div_rn(weighted_sum, count);
 }
 RT_HD float welford_rank_m2(float m2, float count, float rank_mean, float global_mean) {
-  const float d = welford_sub_rn(rank_mean, global_mean);
-  return welford_add_rn(m2, welford_mul_rn(count, welford_mul_rn(d, d)));
+  const float d = sub_rn(rank_mean, global_mean);
+  return add_rn(m2, mul_rn(count, mul_rn(d, d)));
 }
 
 // How the one pass splits [outer, channels, inner] (see above); the scratch

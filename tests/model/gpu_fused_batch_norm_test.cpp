@@ -6,7 +6,9 @@
 // split across threads on the GPU, so they agree within fp32 accumulation
 // error plus one 16-bit rounding of each stored value, as the plain
 // BatchNorm's do (gpu_stored_layers_test); the residual's gradient is dy
-// masked by y and must be exact where the two y agree. Exits 77 (ctest:
+// masked by y and must be exact where the two y agree. Rows of 8 | C
+// channels in aligned buffers take the vector kernels, which must give the
+// element-wise kernels' bits. Exits 77 (ctest:
 // skipped) without CUDA or a device.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "kernels/precision.cuh"
+#include "ringtrain/core/dtype.h"
 #include "ringtrain/launch/gpu_runtime.h"
 #include "ringtrain/ops/batch_norm_relu.h"
 #include "ringtrain/ops/compute_context.h"
@@ -33,21 +36,34 @@ struct Run {
   std::vector<float> y, dx, d_residual, d_residual_wide, dgamma, dbeta;
 };
 
-// One forward (training) and backward on `ctx`'s device.
+// One forward (training) and backward on `ctx`'s device, every activation
+// buffer `offset` elements into its allocation (1: not 16-byte aligned, which
+// takes the GPU's element-wise kernels where rows of 8 | C channels take the
+// vector ones).
 Run run(const ComputeContext& ctx, const ComputeContext& cpu, DType p, const BatchNormShape& s,
-        std::size_t batch, bool residual) {
+        std::size_t batch, bool residual, std::size_t offset = 0) {
   const Device dev = ctx.device();
   const std::size_t n = batch * s.channels * s.inner, C = s.channels;
   const auto on_grid = [&](std::uint64_t salt, float lo, float hi) {
-    std::vector<float> v = hashed_vector(salt, n, lo, hi);
-    for (float& e : v) e = kernels::round_to_precision_grid(e, p);
+    std::vector<float> v(offset, 0.0f);
+    for (float e : hashed_vector(salt, n, lo, hi))
+      v.push_back(kernels::round_to_precision_grid(e, p));
     return v;
+  };
+  const auto view = [&](Tensor& t) {
+    return BufferView{static_cast<char*>(t.data()) + offset * dtype_size(t.dtype()), n, t.dtype(),
+                      dev};
+  };
+  const auto values = [&](const Tensor& t) {
+    std::vector<float> v = widened_values(t, ctx);
+    return std::vector<float>(v.begin() + static_cast<std::ptrdiff_t>(offset), v.end());
   };
   Tensor x = stored(on_grid(1, -2.0f, 3.0f), p, dev, cpu);
   Tensor r = stored(on_grid(2, -1.0f, 1.0f), p, dev, cpu);
   Tensor dy = stored(on_grid(3, -1.0f, 1.0f), p, dev, cpu);
-  Tensor y = Tensor::empty({n}, p, dev), dx = Tensor::empty({n}, p, dev);
-  Tensor dr = Tensor::empty({n}, p, dev), dr_wide = Tensor::empty({n}, DType::f32, dev);
+  Tensor y = Tensor::empty({n + offset}, p, dev), dx = Tensor::empty({n + offset}, p, dev);
+  Tensor dr = Tensor::empty({n + offset}, p, dev);
+  Tensor dr_wide = Tensor::empty({n + offset}, DType::f32, dev);
   std::vector<float> host_params = hashed_vector(4, 2 * C, 0.5f, 1.5f);
   Tensor params = Tensor::empty({2 * C}, DType::f32, dev);
   params.copy_from(Tensor::borrow(host_params.data(), {2 * C}, DType::f32, Device::cpu()));
@@ -60,22 +76,21 @@ Run run(const ComputeContext& ctx, const ComputeContext& cpu, DType p, const Bat
   const BatchNormSaved saved{mean.data_as<float>(), invstd.data_as<float>(), sums.data_as<float>()};
   const float* gamma = params.data_as<float>();
   const BufferView none{nullptr, 0, p, dev};
-  batch_norm_relu_forward(ctx, s, x.buffer(), residual ? r.buffer() : none, y.buffer(), batch, true,
-                          true, 1e-5f, 0.1f, gamma, gamma + C, running.data_as<float>(),
+  batch_norm_relu_forward(ctx, s, view(x), residual ? view(r) : none, view(y), batch, true, true,
+                          1e-5f, 0.1f, gamma, gamma + C, running.data_as<float>(),
                           running.data_as<float>() + C, saved);
   float* dgamma = grads.data_as<float>();
-  batch_norm_relu_backward(ctx, s, x.buffer(), y.buffer(), dy.buffer(), dx.buffer(),
-                           residual ? dr.buffer() : none, batch, gamma, saved, dgamma, dgamma + C,
-                           false);
+  batch_norm_relu_backward(ctx, s, view(x), view(y), view(dy), view(dx), residual ? view(dr) : none,
+                           batch, gamma, saved, dgamma, dgamma + C, false);
   Run out;
-  out.y = widened_values(y, ctx);
-  out.dx = widened_values(dx, ctx);
+  out.y = values(y);
+  out.dx = values(dx);
   if (residual) {
-    out.d_residual = widened_values(dr, ctx);
+    out.d_residual = values(dr);
     // The residual's gradient into an fp32 sum (a shortcut read twice).
-    batch_norm_relu_backward(ctx, s, x.buffer(), y.buffer(), dy.buffer(), none, dr_wide.buffer(),
-                             batch, gamma, saved, nullptr, nullptr, false);
-    out.d_residual_wide = widened_values(dr_wide, ctx);
+    batch_norm_relu_backward(ctx, s, view(x), view(y), view(dy), none, view(dr_wide), batch, gamma,
+                             saved, nullptr, nullptr, false);
+    out.d_residual_wide = values(dr_wide);
   }
   const std::vector<float> g = widened_values(grads, ctx);
   out.dgamma.assign(g.begin(), g.begin() + static_cast<std::ptrdiff_t>(C));
@@ -89,11 +104,14 @@ TEST_CASE("gpu fused batch_norm + (add +) relu against the CPU", "[gpu][fusion]"
   Contexts c;
   const DType p = GENERATE(DType::f32, DType::bf16, DType::f16);
   const bool residual = GENERATE(false, true);
-  // NCHW [3, 5, 7x9]; NHWC / features [3 * 63 rows, 5 channels, 1].
-  const bool nchw = GENERATE(true, false);
-  const BatchNormShape s = nchw ? BatchNormShape{5, 63} : BatchNormShape{5, 1};
+  // NCHW [3, 5, 7x9]; NHWC / features [3 * 63 rows, 5 channels, 1]; and
+  // [3 * 63 rows, 16 channels, 1], which the GPU takes 8 channels at a time.
+  const int shape = GENERATE(0, 1, 2);
+  const bool nchw = shape == 0;
+  const BatchNormShape s = nchw ? BatchNormShape{5, 63} : BatchNormShape{shape == 1 ? 5u : 16u, 1};
   const std::size_t batch = nchw ? 3 : 3 * 63;
-  INFO(dtype_name(p) << (residual ? " with the residual" : "") << (nchw ? " nchw" : " rows"));
+  INFO(dtype_name(p) << (residual ? " with the residual" : "") << (nchw ? " nchw" : " rows") << ", "
+                     << s.channels << " channels");
   auto cpu = ComputeContext::create(Device::cpu(), Tf32Mode::off, p);
   auto gpu = ComputeContext::create(kGpu, Tf32Mode::off, p);
   const Run want = run(*cpu, *c.cpu, p, s, batch, residual);
@@ -113,6 +131,26 @@ TEST_CASE("gpu fused batch_norm + (add +) relu against the CPU", "[gpu][fusion]"
         ++wrong;
     CHECK(wrong == 0);
   }
+}
+
+TEST_CASE(
+    "gpu fused batch_norm + (add +) relu: 8 channels at a time give the element-wise "
+    "kernels' bits",
+    "[gpu][fusion]") {
+  Contexts c;
+  const DType p = GENERATE(DType::f32, DType::bf16);
+  const bool residual = GENERATE(false, true);
+  INFO(dtype_name(p) << (residual ? " with the residual" : ""));
+  auto gpu = ComputeContext::create(kGpu, Tf32Mode::off, p);
+  const BatchNormShape s{16, 1};
+  const Run vectors = run(*gpu, *c.cpu, p, s, 3 * 63, residual, 0);
+  const Run elements = run(*gpu, *c.cpu, p, s, 3 * 63, residual, 1);  // misaligned
+  CHECK(vectors.y == elements.y);
+  CHECK(vectors.dx == elements.dx);
+  CHECK(vectors.d_residual == elements.d_residual);
+  CHECK(vectors.d_residual_wide == elements.d_residual_wide);
+  CHECK(vectors.dgamma == elements.dgamma);
+  CHECK(vectors.dbeta == elements.dbeta);
 }
 
 int main(int argc, char** argv) {
