@@ -154,8 +154,9 @@ __global__ void welford_planes_kernel(std::size_t outer, std::size_t channels, s
 // before it (one thread's additions), and each channel's chain of merges
 // holds a subtraction, products and sums.
 template <typename T>
-__global__ void welford_slices_kernel(const float* __restrict__ partial, std::size_t channels,
-                                      std::size_t slices, WelfordFinish<T> finish) {
+__global__ void __launch_bounds__(kSliceMergeThreads)
+    welford_slices_kernel(const float* __restrict__ partial, std::size_t channels,
+                          std::size_t slices, WelfordFinish<T> finish) {
   constexpr int K = static_cast<int>(kWelfordFloats);
   __shared__ float staged[kSliceMergeChunk][K][kSliceMergeChannels];
   __shared__ float before[kSliceMergeChunk];  // the count merged before each slice

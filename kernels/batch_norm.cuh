@@ -1,9 +1,10 @@
 // BatchNorm's per-element arithmetic, shared by kernels/batch_norm.cu and the
 // CPU loops in src/ops/batch_norm.cpp. A channel's statistics come from its
 // sums over (batch, height, width); gamma/beta are null without affine. Each
-// operation is rounded on its own (kernels/rounded_arithmetic.cuh), so the
-// GPU's values are the CPU's, bit for bit, and do not hang on where nvcc
-// would fuse a product into a sum.
+// operation is rounded on its own (kernels/rounded_arithmetic.cuh), so an
+// element's value from the same inputs is the CPU's, bit for bit, and does not
+// hang on where nvcc would fuse a product into a sum. (The statistics and
+// backward's sums, which the CPU takes in another order, still differ.)
 #pragma once
 
 #include <math.h>

@@ -145,8 +145,9 @@ __device__ __forceinline__ void stage_slices(const float* __restrict__ partial,
 
 // A channel's partials added in slice order, then finished.
 template <int K, typename Finish>
-__global__ void channel_finish_kernel(const float* __restrict__ partial, std::size_t channels,
-                                      std::size_t slices, Finish finish) {
+__global__ void __launch_bounds__(kSliceMergeThreads)
+    channel_finish_kernel(const float* __restrict__ partial, std::size_t channels,
+                          std::size_t slices, Finish finish) {
   __shared__ float staged[kSliceMergeChunk][K][kSliceMergeChannels];
   const std::size_t c0 = blockIdx.x * static_cast<std::size_t>(kSliceMergeChannels);
   const std::size_t c = c0 + threadIdx.x;  // for the first warp's threads

@@ -1,7 +1,8 @@
 // fp32 sums, differences, products and quotients each rounded on its own, on
 // the host and on the device alike. nvcc fuses a product into the sum after it
-// (a fused multiply-add, one rounding) wherever it can; the host, built without
-// contraction (-std=c++20), rounds both. Kernels whose CPU twins must give
+// (a fused multiply-add, one rounding) wherever it can; so would GCC and Clang
+// on a CPU with FMA, so the host files that share such arithmetic are built
+// with -ffp-contract=off (CMakeLists.txt). Kernels whose CPU twins must give
 // their bits write their arithmetic with these.
 #pragma once
 

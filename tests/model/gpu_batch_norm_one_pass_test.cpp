@@ -100,6 +100,10 @@ TEST_CASE("gpu one-pass batch_norm statistics against the CPU twin, bit for bit"
   const Case cases[] = {
       {"nchw, several slices", 300, 3, 49},
       {"nchw, one channel, 64 slices", 64, 1, 112 * 112},
+      // Past one chunk of the slices' merge (64 slices), and a second block
+      // of channels with lanes past the last channel.
+      {"nchw, one channel, 100 slices", 100, 1, 4096},
+      {"rows, 37 channels, 125 slices", 8000, 37, 1},
       {"nchw 7x9, one slice", 3, 5, 63},
       {"nchw, a plane wider than a block", 20, 2, 300},
       {"rows, 37 channels, several slices", 1000, 37, 1},

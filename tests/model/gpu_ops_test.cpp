@@ -97,8 +97,10 @@ TEST_CASE("gpu bias gradient: split reductions match the CPU and repeat bit for 
   struct Case {
     std::size_t outer, channels, inner;
   };
-  for (const Case& k : {Case{1024, 512, 1}, Case{1027, 10, 1}, Case{3, 33, 1}, Case{0, 5, 1},
-                        Case{64, 32, 784}, Case{129, 3, 49}, Case{2, 7, 3}}) {
+  // 8192 rows of 40 channels: more slices than one chunk of the finishing
+  // kernel's (64), and a second block of channels with lanes past the last.
+  for (const Case& k : {Case{1024, 512, 1}, Case{1027, 10, 1}, Case{8192, 40, 1}, Case{3, 33, 1},
+                        Case{0, 5, 1}, Case{64, 32, 784}, Case{129, 3, 49}, Case{2, 7, 3}}) {
     const std::size_t n = k.outer * k.channels * k.inner;
     const auto dy = test::hashed_vector(21, n);
     Tensor gdy = to_gpu(dy);
