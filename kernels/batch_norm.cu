@@ -1,4 +1,5 @@
 #include <cstdint>
+#include <cstring>
 
 #include "core/cuda/check_cuda.h"
 #include "kernels/batch_norm.cuh"
@@ -101,6 +102,80 @@ __global__ void welford_rows_kernel(std::size_t outer, std::size_t channels,
   __syncthreads();
   if (threadIdx.y != 0 || c >= channels) return;
   for (unsigned j = 1; j < kBiasTileRows; ++j) w = welford_merge(w, part[j][threadIdx.x]);
+  if (partial == nullptr)
+    finish(c, w);
+  else
+    store_partial(partial, slice, channels, c, w);
+}
+
+// inner == 1 with 8 | channels and x 16-byte aligned: the same partials,
+// with a thread per 8 consecutive channels of the tile (one 16-byte load of a
+// row's 8 bf16 values where a thread loaded 2 bytes) and the same rows:
+// thread (x, y) of the 4 x 8 block keeps channels 8x ... 8x + 7 of the tile
+// over rows begin + y, begin + y + 8, ..., each channel's elements in the
+// order welford_rows_kernel's thread (8x + k, y) takes them (one count for
+// the 8), then a thread per channel merges the 8 row partials in order.
+constexpr unsigned kWelfordVector = 8;
+constexpr unsigned kWelfordVectorLanes = kBiasTileChannels / kWelfordVector;  // 4
+template <typename T>
+__global__ void __launch_bounds__(kWelfordVectorLanes* kBiasTileRows)
+    welford_rows8_kernel(std::size_t outer, std::size_t channels, std::size_t rows_per_slice,
+                         WelfordFinish<T> finish, float* __restrict__ partial) {
+  static_assert(sizeof(T) == 2 || sizeof(T) == 4, "a 16-bit or fp32 storage type");
+  __shared__ Welford part[kBiasTileRows][kBiasTileChannels + 1];
+  const std::size_t tile = blockIdx.x * kBiasTileChannels;
+  const std::size_t c0 = tile + threadIdx.x * kWelfordVector;  // this thread's first channel
+  const std::size_t slice = blockIdx.y;
+  const std::size_t begin = bias_slice_begin(slice, rows_per_slice);
+  const std::size_t end = bias_slice_end(slice, rows_per_slice, outer);
+  float count = 0.0f, mean[kWelfordVector] = {}, m2[kWelfordVector] = {};
+  if (c0 < channels) {  // 8 | channels: all 8 are channels
+    float shift[kWelfordVector];
+#pragma unroll
+    for (unsigned k = 0; k < kWelfordVector; ++k) shift[k] = finish.shift(c0 + k);
+    // Eight values of row r, widened.
+    const auto row = [&](std::size_t r, float(&v)[kWelfordVector]) {
+      uint4 raw[sizeof(T) / 2];
+      const auto* from = reinterpret_cast<const uint4*>(finish.x + r * channels + c0);
+#pragma unroll
+      for (std::size_t q = 0; q < sizeof(T) / 2; ++q) raw[q] = from[q];
+      T w[kWelfordVector];
+      memcpy(w, raw, sizeof w);
+#pragma unroll
+      for (unsigned k = 0; k < kWelfordVector; ++k) v[k] = load(w, k);
+    };
+    const auto update = [&](const float(&v)[kWelfordVector]) {
+      count = add_rn(count, 1.0f);
+#pragma unroll
+      for (unsigned k = 0; k < kWelfordVector; ++k)
+        welford_update_moments(count, v[k], shift[k], mean[k], m2[k]);
+    };
+    constexpr std::size_t kStep = kBiasTileRows;
+    std::size_t r = begin + threadIdx.y;
+    // Two rows' loads in flight before either is taken, in row order.
+    for (; r + kStep < end; r += 2 * kStep) {
+      float v0[kWelfordVector], v1[kWelfordVector];
+      row(r, v0);
+      row(r + kStep, v1);
+      update(v0);
+      update(v1);
+    }
+    for (; r < end; r += kStep) {
+      float v[kWelfordVector];
+      row(r, v);
+      update(v);
+    }
+  }
+#pragma unroll
+  for (unsigned k = 0; k < kWelfordVector; ++k)
+    part[threadIdx.y][threadIdx.x * kWelfordVector + k] = Welford{count, mean[k], m2[k]};
+  __syncthreads();
+  // Thread t of the block merges channel tile + t's 8 row partials in order.
+  const unsigned t = threadIdx.y * kWelfordVectorLanes + threadIdx.x;
+  const std::size_t c = tile + t;
+  if (c >= channels) return;
+  Welford w = part[0][t];
+  for (unsigned j = 1; j < kBiasTileRows; ++j) w = welford_merge(w, part[j][t]);
   if (partial == nullptr)
     finish(c, w);
   else
@@ -322,7 +397,10 @@ void batch_norm_welford_cuda(const void* x, DType t, std::size_t n, std::size_t 
     const WelfordFinish<T> finish{
         static_cast<const T*>(x),  inner, outer > 0, mean, m2, count_keep, sums, c,
         static_cast<float>(n * hw)};
-    if (inner == 1)
+    if (inner == 1 && c % kWelfordVector == 0 && reinterpret_cast<std::uintptr_t>(x) % 16 == 0)
+      welford_rows8_kernel<T><<<grid, dim3(kWelfordVectorLanes, kBiasTileRows), 0, s>>>(
+          outer, c, split.rows_per_slice, finish, partial);
+    else if (inner == 1)
       welford_rows_kernel<T><<<grid, dim3(kBiasTileChannels, kBiasTileRows), 0, s>>>(
           outer, c, split.rows_per_slice, finish, partial);
     else

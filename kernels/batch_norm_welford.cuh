@@ -48,13 +48,18 @@ struct Welford {
 // Floats per partial in the scratch: count, mean, m2.
 constexpr std::size_t kWelfordFloats = 3;
 
-// One element x (fp32, from any storage type), shifted by the channel's shift.
-RT_HD void welford_update(Welford& w, float x, float shift) {
+// One element x (fp32, from any storage type), shifted by the channel's
+// shift, into a partial's mean and m2 whose count has just become `count`
+// (a kernel that takes several channels of a row keeps one count for them).
+RT_HD void welford_update_moments(float count, float x, float shift, float& mean, float& m2) {
   const float v = sub_rn(x, shift);
+  const float d = sub_rn(v, mean);
+  mean = add_rn(mean, div_rn(d, count));
+  m2 = add_rn(m2, mul_rn(d, sub_rn(v, mean)));
+}
+RT_HD void welford_update(Welford& w, float x, float shift) {
   w.count = add_rn(w.count, 1.0f);
-  const float d = sub_rn(v, w.mean);
-  w.mean = add_rn(w.mean, div_rn(d, w.count));
-  w.m2 = add_rn(w.m2, mul_rn(d, sub_rn(v, w.mean)));
+  welford_update_moments(w.count, x, shift, w.mean, w.m2);
 }
 
 // Chan et al.'s merge of two partials of the same channel (same shift), in

@@ -5,7 +5,8 @@
 // both sides: saved.mean, saved.invstd and the count slot must agree bit for
 // bit, and two GPU runs must too. fp32 (hard data: mean 1000, std 0.01),
 // bf16 and fp16 storage; NCHW with many slices and with one, rows (NHWC /
-// features) with many slices and with one, one element per channel; with a
+// features) with many slices and with one, with 8 | C (a thread per 8
+// channels) and without, one element per channel; with a
 // one-rank --sync-bn reducer (its sums change nothing) the two-all-reduce
 // steps too. Exits 77 (ctest: skipped) without CUDA or a device.
 #define CATCH_CONFIG_RUNNER
@@ -104,6 +105,10 @@ TEST_CASE("gpu one-pass batch_norm statistics against the CPU twin, bit for bit"
       // of channels with lanes past the last channel.
       {"nchw, one channel, 100 slices", 100, 1, 4096},
       {"rows, 37 channels, 125 slices", 8000, 37, 1},
+      // 8 | channels: 8 channels of a row a thread (welford_rows8_kernel).
+      {"rows, 40 channels, several slices", 1000, 40, 1},
+      {"rows, 64 channels, 125 slices", 8000, 64, 1},
+      {"rows, 8 channels, one slice", 3 * 63, 8, 1},
       {"nchw 7x9, one slice", 3, 5, 63},
       {"nchw, a plane wider than a block", 20, 2, 300},
       {"rows, 37 channels, several slices", 1000, 37, 1},
