@@ -1,5 +1,4 @@
 #include <cstdint>
-#include <cstring>
 
 #include "core/cuda/check_cuda.h"
 #include "kernels/batch_norm.cuh"
@@ -10,6 +9,7 @@
 #include "kernels/launch_shape.cuh"
 #include "kernels/precision.cuh"
 #include "kernels/storage.cuh"
+#include "kernels/vector8.cuh"
 
 namespace ringtrain::kernels {
 
@@ -27,6 +27,15 @@ struct BackwardValue {  // sum of dy, and of dy * xhat
   __device__ Sums<2> operator()(std::size_t a, std::size_t c) const {
     const float g = load(dy, a);
     return {{g, bn_dy_xhat(g, load(x, a), mean[c], invstd[c])}};
+  }
+  bool rows8_aligned() const { return vector8_aligned(x) && vector8_aligned(dy); }
+  __device__ void values8(std::size_t a, std::size_t c0, Sums<2> (&out)[kVector8]) const {
+    float gs[kVector8], xs[kVector8];
+    load8(dy, a, gs);
+    load8(x, a, xs);
+#pragma unroll
+    for (unsigned k = 0; k < kVector8; ++k)
+      out[k] = {{gs[k], bn_dy_xhat(gs[k], xs[k], mean[c0 + k], invstd[c0 + k])}};
   }
 };
 
@@ -115,13 +124,12 @@ __global__ void welford_rows_kernel(std::size_t outer, std::size_t channels,
 // over rows begin + y, begin + y + 8, ..., each channel's elements in the
 // order welford_rows_kernel's thread (8x + k, y) takes them (one count for
 // the 8), then a thread per channel merges the 8 row partials in order.
-constexpr unsigned kWelfordVector = 8;
+constexpr unsigned kWelfordVector = kVector8;
 constexpr unsigned kWelfordVectorLanes = kBiasTileChannels / kWelfordVector;  // 4
 template <typename T>
 __global__ void __launch_bounds__(kWelfordVectorLanes* kBiasTileRows)
     welford_rows8_kernel(std::size_t outer, std::size_t channels, std::size_t rows_per_slice,
                          WelfordFinish<T> finish, float* __restrict__ partial) {
-  static_assert(sizeof(T) == 2 || sizeof(T) == 4, "a 16-bit or fp32 storage type");
   __shared__ Welford part[kBiasTileRows][kBiasTileChannels + 1];
   const std::size_t tile = blockIdx.x * kBiasTileChannels;
   const std::size_t c0 = tile + threadIdx.x * kWelfordVector;  // this thread's first channel
@@ -135,14 +143,7 @@ __global__ void __launch_bounds__(kWelfordVectorLanes* kBiasTileRows)
     for (unsigned k = 0; k < kWelfordVector; ++k) shift[k] = finish.shift(c0 + k);
     // Eight values of row r, widened.
     const auto row = [&](std::size_t r, float(&v)[kWelfordVector]) {
-      uint4 raw[sizeof(T) / 2];
-      const auto* from = reinterpret_cast<const uint4*>(finish.x + r * channels + c0);
-#pragma unroll
-      for (std::size_t q = 0; q < sizeof(T) / 2; ++q) raw[q] = from[q];
-      T w[kWelfordVector];
-      memcpy(w, raw, sizeof w);
-#pragma unroll
-      for (unsigned k = 0; k < kWelfordVector; ++k) v[k] = load(w, k);
+      load8(finish.x, r * channels + c0, v);
     };
     const auto update = [&](const float(&v)[kWelfordVector]) {
       count = add_rn(count, 1.0f);
@@ -397,7 +398,7 @@ void batch_norm_welford_cuda(const void* x, DType t, std::size_t n, std::size_t 
     const WelfordFinish<T> finish{
         static_cast<const T*>(x),  inner, outer > 0, mean, m2, count_keep, sums, c,
         static_cast<float>(n * hw)};
-    if (inner == 1 && c % kWelfordVector == 0 && reinterpret_cast<std::uintptr_t>(x) % 16 == 0)
+    if (inner == 1 && c % kWelfordVector == 0 && vector8_aligned(static_cast<const T*>(x)))
       welford_rows8_kernel<T><<<grid, dim3(kWelfordVectorLanes, kBiasTileRows), 0, s>>>(
           outer, c, split.rows_per_slice, finish, partial);
     else if (inner == 1)

@@ -10,6 +10,7 @@
 #include "kernels/launch_shape.cuh"
 #include "kernels/precision.cuh"
 #include "kernels/storage.cuh"
+#include "kernels/vector8.cuh"
 
 namespace ringtrain::kernels {
 
@@ -37,6 +38,20 @@ struct MaskedBackwardValue {
   __device__ Sums<2> operator()(std::size_t a, std::size_t c) const {
     const float g = bn_relu_masked_dy(load(y, a), load(dy, a));
     return {{g, bn_dy_xhat(g, load(x, a), mean[c], invstd[c])}};
+  }
+  bool rows8_aligned() const {
+    return vector8_aligned(x) && vector8_aligned(y) && vector8_aligned(dy);
+  }
+  __device__ void values8(std::size_t a, std::size_t c0, Sums<2> (&out)[kVector8]) const {
+    float ys[kVector8], ds[kVector8], xs[kVector8];
+    load8(y, a, ys);
+    load8(dy, a, ds);
+    load8(x, a, xs);
+#pragma unroll
+    for (unsigned k = 0; k < kVector8; ++k) {
+      const float g = bn_relu_masked_dy(ys[k], ds[k]);
+      out[k] = {{g, bn_dy_xhat(g, xs[k], mean[c0 + k], invstd[c0 + k])}};
+    }
   }
 };
 
@@ -85,35 +100,7 @@ __global__ void backward_dx_kernel(const T* __restrict__ x, const T* __restrict_
 // 16-bit buffer, two per fp32 one) where the kernels above take one element
 // (2 bytes) each. The same element functions on the same values: the same
 // bits.
-constexpr std::uint32_t kRowVector = 8;
-template <typename T>
-bool vector_aligned(const T* p) {
-  return reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
-}
-// Values 8v ... 8v + 7 of p, widened.
-template <typename T>
-__device__ __forceinline__ void load8(const T* p, std::uint32_t v, float (&out)[kRowVector]) {
-  static_assert(sizeof(T) == 2 || sizeof(T) == 4, "a 16-bit or fp32 storage type");
-  T w[kRowVector];
-  const auto* from = reinterpret_cast<const uint4*>(p + static_cast<std::size_t>(v) * kRowVector);
-  uint4 raw[sizeof(T) / 2];
-#pragma unroll
-  for (std::size_t q = 0; q < sizeof(T) / 2; ++q) raw[q] = from[q];
-  memcpy(w, raw, sizeof w);
-#pragma unroll
-  for (std::uint32_t k = 0; k < kRowVector; ++k) out[k] = load(w, k);
-}
-template <typename T>
-__device__ __forceinline__ void store8(T* p, std::uint32_t v, const float (&in)[kRowVector]) {
-  T w[kRowVector];
-#pragma unroll
-  for (std::uint32_t k = 0; k < kRowVector; ++k) store(w, k, in[k]);
-  uint4 raw[sizeof(T) / 2];
-  memcpy(raw, w, sizeof w);
-  auto* to = reinterpret_cast<uint4*>(p + static_cast<std::size_t>(v) * kRowVector);
-#pragma unroll
-  for (std::size_t q = 0; q < sizeof(T) / 2; ++q) to[q] = raw[q];
-}
+constexpr std::uint32_t kRowVector = kVector8;
 
 template <typename T>
 __global__ void apply_rows8_kernel(const T* __restrict__ x, const T* __restrict__ residual,
@@ -125,15 +112,15 @@ __global__ void apply_rows8_kernel(const T* __restrict__ x, const T* __restrict_
   for (std::uint32_t v = blockIdx.x * blockDim.x + threadIdx.x; v < vectors; v += stride) {
     const std::uint32_t c0 = (v % groups) * kRowVector;
     float xs[kRowVector], rs[kRowVector] = {}, ys[kRowVector];
-    load8(x, v, xs);
-    if (has_residual) load8(residual, v, rs);
+    load8(x, std::size_t{v} * kRowVector, xs);
+    if (has_residual) load8(residual, std::size_t{v} * kRowVector, rs);
 #pragma unroll
     for (std::uint32_t k = 0; k < kRowVector; ++k) {
       const std::uint32_t ch = c0 + k;
       ys[k] = bn_relu_forward_element<T>(xs[k], mean[ch], invstd[ch], gamma, beta,
                                          static_cast<int>(ch), precision, has_residual, rs[k]);
     }
-    store8(y, v, ys);
+    store8(y, std::size_t{v} * kRowVector, ys);
   }
 }
 
@@ -150,13 +137,13 @@ __global__ void backward_dx_rows8_kernel(const T* __restrict__ x, const T* __res
   for (std::uint32_t v = blockIdx.x * blockDim.x + threadIdx.x; v < vectors; v += stride) {
     const std::uint32_t c0 = (v % groups) * kRowVector;
     float ys[kRowVector], dys[kRowVector], m[kRowVector];
-    load8(y, v, ys);
-    load8(dy, v, dys);
+    load8(y, std::size_t{v} * kRowVector, ys);
+    load8(dy, std::size_t{v} * kRowVector, dys);
 #pragma unroll
     for (std::uint32_t k = 0; k < kRowVector; ++k) m[k] = bn_relu_masked_dy(ys[k], dys[k]);
     if (dx != nullptr) {
       float xs[kRowVector], out[kRowVector];
-      load8(x, v, xs);
+      load8(x, std::size_t{v} * kRowVector, xs);
 #pragma unroll
       for (std::uint32_t k = 0; k < kRowVector; ++k) {
         const std::uint32_t ch = c0 + k;
@@ -165,9 +152,9 @@ __global__ void backward_dx_rows8_kernel(const T* __restrict__ x, const T* __res
                                 gamma != nullptr ? gamma[ch] : 1.0f, sums[ch], sums[c + ch], count),
             precision);
       }
-      store8(dx, v, out);
+      store8(dx, std::size_t{v} * kRowVector, out);
     }
-    if (d_residual != nullptr) store8(d_residual, v, m);
+    if (d_residual != nullptr) store8(d_residual, std::size_t{v} * kRowVector, m);
   }
 }
 
@@ -176,7 +163,7 @@ __global__ void backward_dx_rows8_kernel(const T* __restrict__ x, const T* __res
 template <typename... P>
 bool rows8_fit(std::size_t c, std::size_t hw, std::size_t total, const P*... buffers) {
   return hw == 1 && c % kRowVector == 0 && fits_32_bits(total) &&
-         ((buffers == nullptr || vector_aligned(buffers)) && ...);
+         ((buffers == nullptr || vector8_aligned(buffers)) && ...);
 }
 
 }  // namespace

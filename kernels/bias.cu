@@ -43,6 +43,13 @@ template <typename T>
 struct DyValue {
   const T* dy;
   __device__ Sums<1> operator()(std::size_t a, std::size_t) const { return {{load(dy, a)}}; }
+  bool rows8_aligned() const { return vector8_aligned(dy); }
+  __device__ void values8(std::size_t a, std::size_t, Sums<1> (&out)[kVector8]) const {
+    float gs[kVector8];
+    load8(dy, a, gs);
+#pragma unroll
+    for (unsigned k = 0; k < kVector8; ++k) out[k] = {{gs[k]}};
+  }
 };
 
 }  // namespace

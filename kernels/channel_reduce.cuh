@@ -18,9 +18,11 @@
 #pragma once
 
 #include <cstddef>
+#include <type_traits>
 
 #include "core/cuda/check_cuda.h"
 #include "kernels/bias.cuh"
+#include "kernels/vector8.cuh"
 
 namespace ringtrain::kernels {
 
@@ -71,6 +73,73 @@ __global__ void channel_rows_kernel(std::size_t outer, std::size_t channels,
     finish(c, sum);
   } else {
     for (int k = 0; k < K; ++k) partial[(slice * K + k) * channels + c] = sum.v[k];
+  }
+}
+
+// A Value that can give 8 consecutive channels of a row at once says so with
+// `bool rows8_aligned() const` (host: whether its buffers are 16-byte
+// aligned) and `values8(a, c0, out)` (device: elements a ... a + 7, of
+// channels c0 ... c0 + 7).
+template <typename V, typename = void>
+struct has_rows8 : std::false_type {};
+template <typename V>
+struct has_rows8<V, std::void_t<decltype(&V::rows8_aligned)>> : std::true_type {};
+
+// inner == 1, 8 | channels, a Value with values8: channel_rows_kernel's sums
+// with a thread per 8 consecutive channels of the tile (16-byte loads where a
+// thread loaded 2 bytes) over the same rows: thread (x, y) of the 4 x 8 block
+// adds channels 8x ... 8x + 7 over rows begin + y, begin + y + 8, ... in row
+// order, as channel_rows_kernel's thread (8x + k, y) adds each, then a thread
+// per channel adds the 8 row sums in order: the same bits.
+constexpr unsigned kRows8Lanes = kBiasTileChannels / kVector8;  // 4
+template <int K, typename Value, typename Finish>
+__global__ void __launch_bounds__(kRows8Lanes* kBiasTileRows)
+    channel_rows8_kernel(std::size_t outer, std::size_t channels, std::size_t rows_per_slice,
+                         Value value, Finish finish, float* __restrict__ partial) {
+  __shared__ float part[K][kBiasTileRows][kBiasTileChannels + 1];
+  const std::size_t tile = blockIdx.x * kBiasTileChannels;
+  const std::size_t c0 = tile + threadIdx.x * kVector8;  // this thread's first channel
+  const std::size_t slice = blockIdx.y;
+  const std::size_t begin = bias_slice_begin(slice, rows_per_slice);
+  const std::size_t end = bias_slice_end(slice, rows_per_slice, outer);
+  Sums<K> sum[kVector8] = {};
+  if (c0 < channels) {  // 8 | channels: all 8 are channels
+    constexpr std::size_t kStep = kBiasTileRows;
+    std::size_t r = begin + threadIdx.y;
+    // Two rows' loads in flight before either is added, in row order.
+    for (; r + kStep < end; r += 2 * kStep) {
+      Sums<K> v0[kVector8], v1[kVector8];
+      value.values8(r * channels + c0, c0, v0);
+      value.values8((r + kStep) * channels + c0, c0, v1);
+#pragma unroll
+      for (unsigned k = 0; k < kVector8; ++k)
+        for (int q = 0; q < K; ++q) sum[k].v[q] = (sum[k].v[q] + v0[k].v[q]) + v1[k].v[q];
+    }
+    for (; r < end; r += kStep) {
+      Sums<K> v[kVector8];
+      value.values8(r * channels + c0, c0, v);
+#pragma unroll
+      for (unsigned k = 0; k < kVector8; ++k)
+        for (int q = 0; q < K; ++q) sum[k].v[q] += v[k].v[q];
+    }
+  }
+#pragma unroll
+  for (unsigned k = 0; k < kVector8; ++k)
+    for (int q = 0; q < K; ++q) part[q][threadIdx.y][threadIdx.x * kVector8 + k] = sum[k].v[q];
+  __syncthreads();
+  // Thread t of the block adds channel tile + t's 8 row sums in order.
+  const unsigned t = threadIdx.y * kRows8Lanes + threadIdx.x;
+  const std::size_t c = tile + t;
+  if (c >= channels) return;
+  Sums<K> total;
+  for (int q = 0; q < K; ++q) {
+    total.v[q] = part[q][0][t];
+    for (unsigned j = 1; j < kBiasTileRows; ++j) total.v[q] += part[q][j][t];
+  }
+  if (partial == nullptr) {
+    finish(c, total);
+  } else {
+    for (int q = 0; q < K; ++q) partial[(slice * K + q) * channels + c] = total.v[q];
   }
 }
 
@@ -186,10 +255,18 @@ void reduce_channels(std::size_t outer, std::size_t channels, std::size_t inner,
       bias_grad_split(outer, channels, inner, scratch != nullptr ? scratch_floats / K : 0);
   float* partial = split.slices == 1 ? nullptr : scratch;
   const dim3 grid(static_cast<unsigned>(split.channel_blocks), static_cast<unsigned>(split.slices));
-  if (inner == 1)
+  // 8 channels a thread where the Value can, the shape and its buffers allow.
+  bool by_8 = false;
+  if constexpr (has_rows8<Value>::value) {
+    by_8 = inner == 1 && channels % kVector8 == 0 && value.rows8_aligned();
+    if (by_8)
+      channel_rows8_kernel<K><<<grid, dim3(kRows8Lanes, kBiasTileRows), 0, s>>>(
+          outer, channels, split.rows_per_slice, value, finish, partial);
+  }
+  if (!by_8 && inner == 1)
     channel_rows_kernel<K><<<grid, dim3(kBiasTileChannels, kBiasTileRows), 0, s>>>(
         outer, channels, split.rows_per_slice, value, finish, partial);
-  else
+  else if (!by_8)
     channel_planes_kernel<K><<<grid, kBiasPlaneThreads, 0, s>>>(
         outer, channels, inner, split.rows_per_slice, value, finish, partial);
   RT_CUDA_CHECK_LAUNCH();

@@ -135,6 +135,16 @@ TEST_CASE("gpu bias gradient: split reductions match the CPU and repeat bit for 
       CHECK(wrong == 0);
       require_close(db, first, 2e-3, "CPU bias grad against the GPU's");
       CHECK(first == to_host(gdb2, *c.gpu));
+      // dy one float into its buffer (not 16-byte aligned): where rows of
+      // 8 | C channels took 8 channels a thread, the element-wise kernel
+      // gives the same bits.
+      std::vector<float> shifted(1, 0.0f);
+      shifted.insert(shifted.end(), dy.begin(), dy.end());
+      Tensor gdy_shifted = to_gpu(shifted);
+      Tensor gdb3 = to_gpu(test::hashed_vector(22, k.channels));
+      bias_grad(*c.gpu, gdy_shifted.data_as<float>() + 1, gdb3.data_as<float>(), k.outer,
+                k.channels, k.inner, acc);
+      CHECK(first == to_host(gdb3, *c.gpu));
     }
   }
 }
