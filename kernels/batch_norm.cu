@@ -127,7 +127,7 @@ __global__ void welford_rows_kernel(std::size_t outer, std::size_t channels,
 constexpr unsigned kWelfordVector = kVector8;
 constexpr unsigned kWelfordVectorLanes = kBiasTileChannels / kWelfordVector;  // 4
 template <typename T>
-__global__ void __launch_bounds__(kWelfordVectorLanes* kBiasTileRows)
+__global__ void __launch_bounds__(kWelfordVectorLanes* kBiasTileRows, 16)
     welford_rows8_kernel(std::size_t outer, std::size_t channels, std::size_t rows_per_slice,
                          WelfordFinish<T> finish, float* __restrict__ partial) {
   __shared__ Welford part[kBiasTileRows][kBiasTileChannels + 1];

@@ -93,7 +93,8 @@ struct has_rows8<V, std::void_t<decltype(&V::rows8_aligned)>> : std::true_type {
 // per channel adds the 8 row sums in order: the same bits.
 constexpr unsigned kRows8Lanes = kBiasTileChannels / kVector8;  // 4
 template <int K, typename Value, typename Finish>
-__global__ void __launch_bounds__(kRows8Lanes* kBiasTileRows)
+// (Blocks of one warp: 16 of them an SM must fit its registers.)
+__global__ void __launch_bounds__(kRows8Lanes* kBiasTileRows, 16)
     channel_rows8_kernel(std::size_t outer, std::size_t channels, std::size_t rows_per_slice,
                          Value value, Finish finish, float* __restrict__ partial) {
   __shared__ float part[K][kBiasTileRows][kBiasTileChannels + 1];

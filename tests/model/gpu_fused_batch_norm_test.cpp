@@ -19,6 +19,7 @@
 #include "kernels/precision.cuh"
 #include "ringtrain/core/dtype.h"
 #include "ringtrain/launch/gpu_runtime.h"
+#include "ringtrain/ops/batch_norm.h"
 #include "ringtrain/ops/batch_norm_relu.h"
 #include "ringtrain/ops/compute_context.h"
 #include "ringtrain/ops/precision.h"
@@ -41,8 +42,9 @@ struct Run {
 // buffer `offset` elements into its allocation (1: not 16-byte aligned, which
 // takes the GPU's element-wise kernels where rows of 8 | C channels take the
 // vector ones).
+// plain: the unfused BatchNorm (batch_norm_forward / backward), no ReLU.
 Run run(const ComputeContext& ctx, const ComputeContext& cpu, DType p, const BatchNormShape& s,
-        std::size_t batch, bool residual, std::size_t offset = 0) {
+        std::size_t batch, bool residual, std::size_t offset = 0, bool plain = false) {
   const Device dev = ctx.device();
   const std::size_t n = batch * s.channels * s.inner, C = s.channels;
   const auto on_grid = [&](std::uint64_t salt, float lo, float hi) {
@@ -81,6 +83,20 @@ Run run(const ComputeContext& ctx, const ComputeContext& cpu, DType p, const Bat
   const BatchNormSaved saved{mean.data_as<float>(), invstd.data_as<float>(), sums.data_as<float>()};
   const float* gamma = params.data_as<float>();
   const BufferView none{nullptr, 0, p, dev};
+  if (plain) {
+    float* dgamma = grads.data_as<float>();
+    batch_norm_forward(ctx, s, view(x), view(y), batch, true, true, 1e-5f, 0.1f, gamma, gamma + C,
+                       running.data_as<float>(), running.data_as<float>() + C, saved);
+    batch_norm_backward(ctx, s, view(x), view(dy), view(dx), batch, gamma, saved, dgamma,
+                        dgamma + C, false);
+    Run out;
+    out.y = values(y);
+    out.dx = values(dx);
+    const std::vector<float> g = widened_values(grads, ctx);
+    out.dgamma.assign(g.begin(), g.begin() + static_cast<std::ptrdiff_t>(C));
+    out.dbeta.assign(g.begin() + static_cast<std::ptrdiff_t>(C), g.end());
+    return out;
+  }
   batch_norm_relu_forward(ctx, s, view(x), residual ? view(r) : none, view(y), batch, true, true,
                           1e-5f, 0.1f, gamma, gamma + C, running.data_as<float>(),
                           running.data_as<float>() + C, saved);
@@ -145,12 +161,14 @@ TEST_CASE(
     "[gpu][fusion]") {
   Contexts c;
   const DType p = GENERATE(DType::f32, DType::bf16, DType::f16);
-  const bool residual = GENERATE(false, true);
-  INFO(dtype_name(p) << (residual ? " with the residual" : ""));
+  // 0: fused with ReLU, 1: and the add, 2: the plain BatchNorm's kernels.
+  const int variant = GENERATE(0, 1, 2);
+  const bool residual = variant == 1, plain = variant == 2;
+  INFO(dtype_name(p) << (residual ? " with the residual" : "") << (plain ? " plain" : ""));
   auto gpu = ComputeContext::create(kGpu, Tf32Mode::off, p);
   const BatchNormShape s{16, 1};
-  const Run vectors = run(*gpu, *c.cpu, p, s, 8000, residual, 0);
-  const Run elements = run(*gpu, *c.cpu, p, s, 8000, residual, 1);  // misaligned
+  const Run vectors = run(*gpu, *c.cpu, p, s, 8000, residual, 0, plain);
+  const Run elements = run(*gpu, *c.cpu, p, s, 8000, residual, 1, plain);  // misaligned
   CHECK(vectors.y == elements.y);
   CHECK(vectors.dx == elements.dx);
   CHECK(vectors.d_residual == elements.d_residual);
