@@ -27,31 +27,37 @@ bool fits_32_bits(std::size_t n) {
 }
 
 // Backward's sums of the masked dy and of masked dy * xhat (as
-// kernels/batch_norm.cu's BackwardValue of relu's stored dx).
-template <typename T>
+// kernels/batch_norm.cu's BackwardValue of relu's stored dx); the masked dy
+// also stored into d_residual (R: T or fp32) where it is not null: the
+// reduction reads each element once.
+template <typename T, typename R>
 struct MaskedBackwardValue {
   const T* x;
   const T* y;
   const T* dy;
   const float* mean;
   const float* invstd;
+  R* d_residual;
   __device__ Sums<2> operator()(std::size_t a, std::size_t c) const {
     const float g = bn_relu_masked_dy(load(y, a), load(dy, a));
+    if (d_residual != nullptr) store(d_residual, a, g);
     return {{g, bn_dy_xhat(g, load(x, a), mean[c], invstd[c])}};
   }
   bool rows8_aligned() const {
-    return vector8_aligned(x) && vector8_aligned(y) && vector8_aligned(dy);
+    return vector8_aligned(x) && vector8_aligned(y) && vector8_aligned(dy) &&
+           (d_residual == nullptr || vector8_aligned(d_residual));
   }
   __device__ void values8(std::size_t a, std::size_t c0, Sums<2> (&out)[kVector8]) const {
-    float ys[kVector8], ds[kVector8], xs[kVector8];
+    float ys[kVector8], ds[kVector8], xs[kVector8], gs[kVector8];
     load8(y, a, ys);
     load8(dy, a, ds);
     load8(x, a, xs);
 #pragma unroll
     for (unsigned k = 0; k < kVector8; ++k) {
-      const float g = bn_relu_masked_dy(ys[k], ds[k]);
-      out[k] = {{g, bn_dy_xhat(g, xs[k], mean[c0 + k], invstd[c0 + k])}};
+      gs[k] = bn_relu_masked_dy(ys[k], ds[k]);
+      out[k] = {{gs[k], bn_dy_xhat(gs[k], xs[k], mean[c0 + k], invstd[c0 + k])}};
     }
+    if (d_residual != nullptr) store8(d_residual, a, gs);
   }
 };
 
@@ -75,7 +81,7 @@ __global__ void apply_kernel(const T* __restrict__ x, const T* __restrict__ resi
 template <typename Index, typename ChannelOf, typename T, typename D, typename R>
 __global__ void backward_dx_kernel(const T* __restrict__ x, const T* __restrict__ y,
                                    const T* __restrict__ dy, D* __restrict__ dx,
-                                   R* __restrict__ d_residual, Index total, Index c,
+                                   const R* __restrict__ d_residual, Index total, Index c,
                                    ChannelOf channel_of, const float* count_ptr, const float* mean,
                                    const float* invstd, const float* gamma, const float* sums,
                                    DType precision) {
@@ -84,14 +90,14 @@ __global__ void backward_dx_kernel(const T* __restrict__ x, const T* __restrict_
   for (Index i = static_cast<Index>(blockIdx.x) * static_cast<Index>(blockDim.x) + threadIdx.x;
        i < total; i += stride) {
     const Index ch = channel_of(i);
-    const float m = bn_relu_masked_dy(load(y, i), load(dy, i));
-    if (dx != nullptr)
-      store(dx, i,
-            round_to_precision_grid(bn_backward_element(load(x, i), m, mean[ch], invstd[ch],
-                                                        gamma != nullptr ? gamma[ch] : 1.0f,
-                                                        sums[ch], sums[c + ch], count),
-                                    precision));
-    if (d_residual != nullptr) store(d_residual, i, m);
+    // The masked dy: as the reduction stored it (exactly: dy or 0), or again.
+    const float m =
+        d_residual != nullptr ? load(d_residual, i) : bn_relu_masked_dy(load(y, i), load(dy, i));
+    store(dx, i,
+          round_to_precision_grid(bn_backward_element(load(x, i), m, mean[ch], invstd[ch],
+                                                      gamma != nullptr ? gamma[ch] : 1.0f, sums[ch],
+                                                      sums[c + ch], count),
+                                  precision));
   }
 }
 
@@ -127,7 +133,7 @@ __global__ void apply_rows8_kernel(const T* __restrict__ x, const T* __restrict_
 template <typename T, typename D, typename R>
 __global__ void backward_dx_rows8_kernel(const T* __restrict__ x, const T* __restrict__ y,
                                          const T* __restrict__ dy, D* __restrict__ dx,
-                                         R* __restrict__ d_residual, std::uint32_t vectors,
+                                         const R* __restrict__ d_residual, std::uint32_t vectors,
                                          std::uint32_t groups, std::uint32_t c,
                                          const float* count_ptr, const float* mean,
                                          const float* invstd, const float* gamma, const float* sums,
@@ -136,25 +142,27 @@ __global__ void backward_dx_rows8_kernel(const T* __restrict__ x, const T* __res
   const std::uint32_t stride = gridDim.x * blockDim.x;
   for (std::uint32_t v = blockIdx.x * blockDim.x + threadIdx.x; v < vectors; v += stride) {
     const std::uint32_t c0 = (v % groups) * kRowVector;
-    float ys[kRowVector], dys[kRowVector], m[kRowVector];
-    load8(y, std::size_t{v} * kRowVector, ys);
-    load8(dy, std::size_t{v} * kRowVector, dys);
+    const std::size_t first = std::size_t{v} * kRowVector;
+    float m[kRowVector], xs[kRowVector], out[kRowVector];
+    if (d_residual != nullptr) {  // the masked dy, as the reduction stored it
+      load8(d_residual, first, m);
+    } else {
+      float ys[kRowVector], dys[kRowVector];
+      load8(y, first, ys);
+      load8(dy, first, dys);
 #pragma unroll
-    for (std::uint32_t k = 0; k < kRowVector; ++k) m[k] = bn_relu_masked_dy(ys[k], dys[k]);
-    if (dx != nullptr) {
-      float xs[kRowVector], out[kRowVector];
-      load8(x, std::size_t{v} * kRowVector, xs);
-#pragma unroll
-      for (std::uint32_t k = 0; k < kRowVector; ++k) {
-        const std::uint32_t ch = c0 + k;
-        out[k] = round_to_precision_grid(
-            bn_backward_element(xs[k], m[k], mean[ch], invstd[ch],
-                                gamma != nullptr ? gamma[ch] : 1.0f, sums[ch], sums[c + ch], count),
-            precision);
-      }
-      store8(dx, std::size_t{v} * kRowVector, out);
+      for (std::uint32_t k = 0; k < kRowVector; ++k) m[k] = bn_relu_masked_dy(ys[k], dys[k]);
     }
-    if (d_residual != nullptr) store8(d_residual, std::size_t{v} * kRowVector, m);
+    load8(x, first, xs);
+#pragma unroll
+    for (std::uint32_t k = 0; k < kRowVector; ++k) {
+      const std::uint32_t ch = c0 + k;
+      out[k] = round_to_precision_grid(
+          bn_backward_element(xs[k], m[k], mean[ch], invstd[ch],
+                              gamma != nullptr ? gamma[ch] : 1.0f, sums[ch], sums[c + ch], count),
+          precision);
+    }
+    store8(dx, first, out);
   }
 }
 
@@ -198,32 +206,37 @@ void batch_norm_relu_apply_cuda(const void* x, const void* residual, void* y, DT
 }
 
 void batch_norm_relu_backward_reduce_cuda(const void* x, const void* y, const void* dy, DType t,
-                                          std::size_t n, std::size_t c, std::size_t hw,
-                                          const float* mean, const float* invstd, float* sums,
-                                          float* dgamma, float* dbeta, bool accumulate,
-                                          float* scratch, std::size_t scratch_floats,
-                                          void* stream) {
+                                          void* d_residual, DType residual_type, std::size_t n,
+                                          std::size_t c, std::size_t hw, const float* mean,
+                                          const float* invstd, float* sums, float* dgamma,
+                                          float* dbeta, bool accumulate, float* scratch,
+                                          std::size_t scratch_floats, void* stream) {
   with_storage(t, [&](auto s) {
     using T = decltype(s);
-    reduce_channels<2>(n, c, hw,
-                       MaskedBackwardValue<T>{static_cast<const T*>(x), static_cast<const T*>(y),
-                                              static_cast<const T*>(dy), mean, invstd},
-                       BnBackwardFinish{sums, c, dgamma, dbeta, accumulate}, scratch,
-                       scratch_floats, stream);
+    // An absent d_residual takes T: two instantiations, not three.
+    with_storage_or_f32<T>(d_residual != nullptr ? residual_type : t, [&](auto r) {
+      using R = decltype(r);
+      reduce_channels<2>(n, c, hw,
+                         MaskedBackwardValue<T, R>{
+                             static_cast<const T*>(x), static_cast<const T*>(y),
+                             static_cast<const T*>(dy), mean, invstd, static_cast<R*>(d_residual)},
+                         BnBackwardFinish{sums, c, dgamma, dbeta, accumulate}, scratch,
+                         scratch_floats, stream);
+    });
   });
 }
 
 void batch_norm_relu_backward_dx_cuda(const void* x, const void* y, const void* dy, DType t,
-                                      void* dx, DType dx_type, void* d_residual,
+                                      void* dx, DType dx_type, const void* d_residual,
                                       DType residual_type, std::size_t n, std::size_t c,
                                       std::size_t hw, const float* mean, const float* invstd,
                                       const float* gamma, const float* sums, const float* count_ptr,
                                       DType precision, void* stream) {
   const std::size_t total = n * c * hw;
-  if (total == 0 || (dx == nullptr && d_residual == nullptr)) return;
+  // d_residual was written by the reduction: without dx there is nothing left.
+  if (total == 0 || dx == nullptr) return;
   const auto blocks = elementwise_blocks(total);
-  // An absent output takes t's type, so that the dispatch stays three ways each.
-  if (dx == nullptr) dx_type = t;
+  // An absent d_residual takes t's type, so that the dispatch stays three ways.
   if (d_residual == nullptr) residual_type = t;
   with_storage_pair(t, dx_type, [&](auto s, auto d) {
     using T = decltype(s);
@@ -234,7 +247,7 @@ void batch_norm_relu_backward_dx_cuda(const void* x, const void* y, const void* 
       const auto* ys = static_cast<const T*>(y);
       const auto* dys = static_cast<const T*>(dy);
       auto* dxs = static_cast<D*>(dx);
-      auto* rs = static_cast<R*>(d_residual);
+      const auto* rs = static_cast<const R*>(d_residual);
       if (rows8_fit(c, hw, total, xs, ys, dys, dxs, rs)) {
         const auto vectors = static_cast<std::uint32_t>(total / kRowVector);
         backward_dx_rows8_kernel<T>

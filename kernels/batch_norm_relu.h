@@ -19,16 +19,20 @@ void batch_norm_relu_apply_cuda(const void* x, const void* residual, void* y, DT
                                 const float* invstd, const float* gamma, const float* beta,
                                 DType precision, void* stream);
 // As batch_norm_backward_reduce_cuda, of dy masked by y > 0: the same
-// reduction (kernels/channel_reduce.cuh) in the same order.
+// reduction (kernels/channel_reduce.cuh) in the same order; and d_residual
+// (null: none; of t or fp32) = the masked dy, written as the reduction reads
+// each element, so that the dx pass reads it in place of y and dy.
 void batch_norm_relu_backward_reduce_cuda(const void* x, const void* y, const void* dy, DType t,
-                                          std::size_t n, std::size_t c, std::size_t hw,
-                                          const float* mean, const float* invstd, float* sums,
-                                          float* dgamma, float* dbeta, bool accumulate,
-                                          float* scratch, std::size_t scratch_floats, void* stream);
+                                          void* d_residual, DType residual_type, std::size_t n,
+                                          std::size_t c, std::size_t hw, const float* mean,
+                                          const float* invstd, float* sums, float* dgamma,
+                                          float* dbeta, bool accumulate, float* scratch,
+                                          std::size_t scratch_floats, void* stream);
 // One pass: dx (null: not wanted) as batch_norm_backward_dx_cuda of the
-// masked dy, and d_residual (null: none) = the masked dy.
+// masked dy: read from d_residual where the reduction wrote it (not null),
+// else from y and dy.
 void batch_norm_relu_backward_dx_cuda(const void* x, const void* y, const void* dy, DType t,
-                                      void* dx, DType dx_type, void* d_residual,
+                                      void* dx, DType dx_type, const void* d_residual,
                                       DType residual_type, std::size_t n, std::size_t c,
                                       std::size_t hw, const float* mean, const float* invstd,
                                       const float* gamma, const float* sums, const float* count_ptr,

@@ -142,9 +142,12 @@ void batch_norm_relu_backward(const ComputeContext& ctx, const BatchNormShape& s
   const DType precision = ctx.precision();
   const bool outputs = (dx.ptr != nullptr || d_residual.ptr != nullptr) && batch > 0;
   if (ctx.is_cuda()) {
-    detail::gpu_batch_norm_relu_backward_reduce(detail::handles_of(ctx), x, y, dy, batch, C, HW,
-                                                saved.mean, saved.invstd, saved.sums, dgamma, dbeta,
-                                                accumulate);
+    // The reduction also writes d_residual (the masked dy), which the dx pass
+    // then reads in place of y and dy.
+    const BufferView no_residual{nullptr, 0, dy.dtype, dy.device};
+    detail::gpu_batch_norm_relu_backward_reduce(
+        detail::handles_of(ctx), x, y, dy, outputs ? d_residual : no_residual, batch, C, HW,
+        saved.mean, saved.invstd, saved.sums, dgamma, dbeta, accumulate);
     if (sync != nullptr) sync->sum(saved.sums, 2 * C);
     if (outputs)
       detail::gpu_batch_norm_relu_backward_dx(ctx.stream(), x, y, dy, dx, d_residual, batch, C, HW,

@@ -297,15 +297,17 @@ void gpu_batch_norm_backward_dx(void* stream, BufferView x, BufferView dy, Buffe
                                 const float* invstd, const float* gamma, const float* sums,
                                 const float* count, DType precision);
 // Fused BatchNorm + (add +) ReLU (kernels/batch_norm_relu.h), after the
-// statistics above; residual, dx and d_residual may be null views.
+// statistics above; residual, dx and d_residual may be null views. The
+// reduction writes d_residual (the masked dy); the dx pass then reads it.
 void gpu_batch_norm_relu_apply(void* stream, BufferView x, BufferView residual, BufferView y,
                                std::size_t n, std::size_t c, std::size_t hw, const float* mean,
                                const float* invstd, const float* gamma, const float* beta,
                                DType precision);
 void gpu_batch_norm_relu_backward_reduce(const GpuHandles& h, BufferView x, BufferView y,
-                                         BufferView dy, std::size_t n, std::size_t c,
-                                         std::size_t hw, const float* mean, const float* invstd,
-                                         float* sums, float* dgamma, float* dbeta, bool accumulate);
+                                         BufferView dy, BufferView d_residual, std::size_t n,
+                                         std::size_t c, std::size_t hw, const float* mean,
+                                         const float* invstd, float* sums, float* dgamma,
+                                         float* dbeta, bool accumulate);
 void gpu_batch_norm_relu_backward_dx(void* stream, BufferView x, BufferView y, BufferView dy,
                                      BufferView dx, BufferView d_residual, std::size_t n,
                                      std::size_t c, std::size_t hw, const float* mean,

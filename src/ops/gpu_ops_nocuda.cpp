@@ -224,8 +224,8 @@ void gpu_batch_norm_relu_apply(void*, BufferView, BufferView, BufferView, std::s
   no_cuda("batch_norm_relu");
 }
 void gpu_batch_norm_relu_backward_reduce(const GpuHandles&, BufferView, BufferView, BufferView,
-                                         std::size_t, std::size_t, std::size_t, const float*,
-                                         const float*, float*, float*, float*, bool) {
+                                         BufferView, std::size_t, std::size_t, std::size_t,
+                                         const float*, const float*, float*, float*, float*, bool) {
   no_cuda("batch_norm_relu");
 }
 void gpu_batch_norm_relu_backward_dx(void*, BufferView, BufferView, BufferView, BufferView,
