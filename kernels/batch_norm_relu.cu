@@ -28,8 +28,8 @@ bool fits_32_bits(std::size_t n) {
 
 // Backward's sums of the masked dy and of masked dy * xhat (as
 // kernels/batch_norm.cu's BackwardValue of relu's stored dx); the masked dy
-// also stored into d_residual (R: T or fp32) where it is not null: the
-// reduction reads each element once.
+// (the sums' first value) also stored into d_residual (R: T or fp32) where it
+// is not null, by emit: the reduction takes each element once.
 template <typename T, typename R>
 struct MaskedBackwardValue {
   const T* x;
@@ -40,24 +40,32 @@ struct MaskedBackwardValue {
   R* d_residual;
   __device__ Sums<2> operator()(std::size_t a, std::size_t c) const {
     const float g = bn_relu_masked_dy(load(y, a), load(dy, a));
-    if (d_residual != nullptr) store(d_residual, a, g);
     return {{g, bn_dy_xhat(g, load(x, a), mean[c], invstd[c])}};
+  }
+  __device__ void emit(std::size_t a, const Sums<2>& v) const {
+    if (d_residual != nullptr) store(d_residual, a, v.v[0]);
+  }
+  __device__ void emit8(std::size_t a, const Sums<2> (&v)[kVector8]) const {
+    if (d_residual == nullptr) return;
+    float g[kVector8];
+#pragma unroll
+    for (unsigned k = 0; k < kVector8; ++k) g[k] = v[k].v[0];
+    store8(d_residual, a, g);
   }
   bool rows8_aligned() const {
     return vector8_aligned(x) && vector8_aligned(y) && vector8_aligned(dy) &&
            (d_residual == nullptr || vector8_aligned(d_residual));
   }
   __device__ void values8(std::size_t a, std::size_t c0, Sums<2> (&out)[kVector8]) const {
-    float ys[kVector8], ds[kVector8], xs[kVector8], gs[kVector8];
+    float ys[kVector8], ds[kVector8], xs[kVector8];
     load8(y, a, ys);
     load8(dy, a, ds);
     load8(x, a, xs);
 #pragma unroll
     for (unsigned k = 0; k < kVector8; ++k) {
-      gs[k] = bn_relu_masked_dy(ys[k], ds[k]);
-      out[k] = {{gs[k], bn_dy_xhat(gs[k], xs[k], mean[c0 + k], invstd[c0 + k])}};
+      const float g = bn_relu_masked_dy(ys[k], ds[k]);
+      out[k] = {{g, bn_dy_xhat(g, xs[k], mean[c0 + k], invstd[c0 + k])}};
     }
-    if (d_residual != nullptr) store8(d_residual, a, gs);
   }
 };
 
@@ -236,12 +244,12 @@ void batch_norm_relu_backward_dx_cuda(const void* x, const void* y, const void* 
   // d_residual was written by the reduction: without dx there is nothing left.
   if (total == 0 || dx == nullptr) return;
   const auto blocks = elementwise_blocks(total);
-  // An absent d_residual takes t's type, so that the dispatch stays three ways.
+  // An absent d_residual takes t's type: two instantiations (T or fp32).
   if (d_residual == nullptr) residual_type = t;
   with_storage_pair(t, dx_type, [&](auto s, auto d) {
     using T = decltype(s);
     using D = decltype(d);
-    with_storage(residual_type, [&](auto r) {
+    with_storage_or_f32<T>(residual_type, [&](auto r) {
       using R = decltype(r);
       const auto* xs = static_cast<const T*>(x);
       const auto* ys = static_cast<const T*>(y);

@@ -58,10 +58,15 @@ __global__ void channel_rows_kernel(std::size_t outer, std::size_t channels,
       const Sums<K> v2 = value((r + 2 * kStep) * channels + c, c);
       const Sums<K> v3 = value((r + 3 * kStep) * channels + c, c);
       for (int k = 0; k < K; ++k) sum.v[k] = (((sum.v[k] + v0.v[k]) + v1.v[k]) + v2.v[k]) + v3.v[k];
+      emit(value, r * channels + c, v0);
+      emit(value, (r + kStep) * channels + c, v1);
+      emit(value, (r + 2 * kStep) * channels + c, v2);
+      emit(value, (r + 3 * kStep) * channels + c, v3);
     }
     for (; r < end; r += kStep) {
       const Sums<K> v = value(r * channels + c, c);
       for (int k = 0; k < K; ++k) sum.v[k] += v.v[k];
+      emit(value, r * channels + c, v);
     }
   }
   for (int k = 0; k < K; ++k) part[k][threadIdx.y][threadIdx.x] = sum.v[k];
@@ -84,6 +89,25 @@ template <typename V, typename = void>
 struct has_rows8 : std::false_type {};
 template <typename V>
 struct has_rows8<V, std::void_t<decltype(&V::rows8_aligned)>> : std::true_type {};
+
+// A Value that also writes each element's value somewhere (the fused
+// BatchNorm's masked dy) does it in `emit(a, sums)` and `emit8(a, sums[8])`,
+// which the kernels call after a group of rows' loads: a store between them
+// would hold the next loads back (nvcc cannot move a load above a store that
+// may alias it).
+template <typename V, typename = void>
+struct has_emit : std::false_type {};
+template <typename V>
+struct has_emit<V, std::void_t<decltype(&V::emit)>> : std::true_type {};
+template <typename Value, int K>
+__device__ __forceinline__ void emit(const Value& value, std::size_t a, const Sums<K>& v) {
+  if constexpr (has_emit<Value>::value) value.emit(a, v);
+}
+template <typename Value, int K>
+__device__ __forceinline__ void emit8(const Value& value, std::size_t a,
+                                      const Sums<K> (&v)[kVector8]) {
+  if constexpr (has_emit<Value>::value) value.emit8(a, v);
+}
 
 // inner == 1, 8 | channels, a Value with values8: channel_rows_kernel's sums
 // with a thread per 8 consecutive channels of the tile (16-byte loads where a
@@ -115,6 +139,8 @@ __global__ void __launch_bounds__(kRows8Lanes* kBiasTileRows, 16)
 #pragma unroll
       for (unsigned k = 0; k < kVector8; ++k)
         for (int q = 0; q < K; ++q) sum[k].v[q] = (sum[k].v[q] + v0[k].v[q]) + v1[k].v[q];
+      emit8(value, r * channels + c0, v0);
+      emit8(value, (r + kStep) * channels + c0, v1);
     }
     for (; r < end; r += kStep) {
       Sums<K> v[kVector8];
@@ -122,6 +148,7 @@ __global__ void __launch_bounds__(kRows8Lanes* kBiasTileRows, 16)
 #pragma unroll
       for (unsigned k = 0; k < kVector8; ++k)
         for (int q = 0; q < K; ++q) sum[k].v[q] += v[k].v[q];
+      emit8(value, r * channels + c0, v);
     }
   }
 #pragma unroll
@@ -162,6 +189,7 @@ __global__ void channel_planes_kernel(std::size_t outer, std::size_t channels, s
   while (o < end) {
     const Sums<K> v = value((o * channels + c) * inner + i, c);
     for (int k = 0; k < K; ++k) sum.v[k] += v.v[k];
+    emit(value, (o * channels + c) * inner + i, v);
     o += step_rows;
     i += step_i;
     if (i >= inner) {

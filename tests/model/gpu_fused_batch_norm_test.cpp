@@ -14,6 +14,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "kernels/precision.cuh"
@@ -35,7 +36,10 @@ using namespace ringtrain::test;
 namespace {
 
 struct Run {
-  std::vector<float> y, dx, d_residual, d_residual_wide, dgamma, dbeta;
+  // dx_beside_wide and d_residual_both: dx with the residual's gradient in
+  // fp32 (a shortcut read three times), which must be dx and d_residual_wide.
+  std::vector<float> y, dx, d_residual, d_residual_wide, dx_beside_wide, d_residual_both, dgamma,
+      dbeta;
 };
 
 // One forward (training) and backward on `ctx`'s device, every activation
@@ -65,11 +69,15 @@ Run run(const ComputeContext& ctx, const ComputeContext& cpu, DType p, const Bat
   Tensor r = stored(on_grid(2, -1.0f, 1.0f), p, dev, cpu);
   Tensor dy = stored(on_grid(3, -1.0f, 1.0f), p, dev, cpu);
   Tensor y = Tensor::empty({n + offset}, p, dev), dx = Tensor::empty({n + offset}, p, dev);
-  Tensor dr = Tensor::empty({n + offset}, p, dev);
-  Tensor dr_wide = Tensor::empty({n + offset}, DType::f32, dev);
+  // The residual's gradients start as NaN: an element the GPU's reduction
+  // did not write shows.
+  const std::vector<float> nan(n + offset, std::numeric_limits<float>::quiet_NaN());
+  Tensor dr = stored(nan, p, dev, cpu);
+  Tensor dr_wide = stored(nan, DType::f32, dev, cpu), dr_both = stored(nan, DType::f32, dev, cpu);
+  Tensor dx_both = Tensor::empty({n + offset}, p, dev);
   // Offset 0 is where the GPU's vector kernels may run: every buffer 16-byte
   // aligned (cudaMalloc's are).
-  for (const Tensor* t : {&x, &r, &dy, &y, &dx, &dr, &dr_wide})
+  for (const Tensor* t : {&x, &r, &dy, &y, &dx, &dr, &dr_wide, &dr_both, &dx_both})
     REQUIRE((offset != 0 || reinterpret_cast<std::uintptr_t>(t->data()) % 16 == 0));
   std::vector<float> host_params = hashed_vector(4, 2 * C, 0.5f, 1.5f);
   Tensor params = Tensor::empty({2 * C}, DType::f32, dev);
@@ -112,6 +120,10 @@ Run run(const ComputeContext& ctx, const ComputeContext& cpu, DType p, const Bat
     batch_norm_relu_backward(ctx, s, view(x), view(y), view(dy), none, view(dr_wide), batch, gamma,
                              saved, nullptr, nullptr, false);
     out.d_residual_wide = values(dr_wide);
+    batch_norm_relu_backward(ctx, s, view(x), view(y), view(dy), view(dx_both), view(dr_both),
+                             batch, gamma, saved, nullptr, nullptr, false);
+    out.dx_beside_wide = values(dx_both);
+    out.d_residual_both = values(dr_both);
   }
   const std::vector<float> g = widened_values(grads, ctx);
   out.dgamma.assign(g.begin(), g.begin() + static_cast<std::ptrdiff_t>(C));
@@ -131,7 +143,7 @@ TEST_CASE("gpu fused batch_norm + (add +) relu against the CPU", "[gpu][fusion]"
   const int shape = GENERATE(0, 1, 2);
   const bool nchw = shape == 0;
   const BatchNormShape s = nchw ? BatchNormShape{5, 63} : BatchNormShape{shape == 1 ? 5u : 16u, 1};
-  const std::size_t batch = nchw ? 3 : shape == 1 ? 3 * 63 : 8000;
+  const std::size_t batch = nchw ? 3 : shape == 1 ? 3 * 63 : 8003;
   INFO(dtype_name(p) << (residual ? " with the residual" : "") << (nchw ? " nchw" : " rows") << ", "
                      << s.channels << " channels");
   auto cpu = ComputeContext::create(Device::cpu(), Tf32Mode::off, p);
@@ -152,6 +164,9 @@ TEST_CASE("gpu fused batch_norm + (add +) relu against the CPU", "[gpu][fusion]"
                                                 got.d_residual_wide[i] != want.d_residual_wide[i]))
         ++wrong;
     CHECK(wrong == 0);
+    // dx beside an fp32 residual gradient: the same dx, the same gradient.
+    CHECK(got.dx_beside_wide == got.dx);
+    CHECK(got.d_residual_both == got.d_residual_wide);
   }
 }
 
@@ -167,12 +182,14 @@ TEST_CASE(
   INFO(dtype_name(p) << (residual ? " with the residual" : "") << (plain ? " plain" : ""));
   auto gpu = ComputeContext::create(kGpu, Tf32Mode::off, p);
   const BatchNormShape s{16, 1};
-  const Run vectors = run(*gpu, *c.cpu, p, s, 8000, residual, 0, plain);
-  const Run elements = run(*gpu, *c.cpu, p, s, 8000, residual, 1, plain);  // misaligned
+  const Run vectors = run(*gpu, *c.cpu, p, s, 8003, residual, 0, plain);
+  const Run elements = run(*gpu, *c.cpu, p, s, 8003, residual, 1, plain);  // misaligned
   CHECK(vectors.y == elements.y);
   CHECK(vectors.dx == elements.dx);
   CHECK(vectors.d_residual == elements.d_residual);
   CHECK(vectors.d_residual_wide == elements.d_residual_wide);
+  CHECK(vectors.dx_beside_wide == elements.dx_beside_wide);
+  CHECK(vectors.d_residual_both == elements.d_residual_both);
   CHECK(vectors.dgamma == elements.dgamma);
   CHECK(vectors.dbeta == elements.dbeta);
 }

@@ -31,7 +31,8 @@ void batch_norm_relu_forward(const ComputeContext& ctx, const BatchNormShape& s,
 // gradient (both of the storage dtype). dx as batch_norm_backward writes it;
 // d_residual (a null ptr: not wanted; the storage dtype or f32) = dy masked by
 // y > 0, which is the residual's gradient. dgamma and dbeta as
-// batch_norm_backward, from the masked dy.
+// batch_norm_backward, from the masked dy. d_residual overlaps none of x, y,
+// dy and dx (a GPU writes it while it reads them, then reads it for dx).
 void batch_norm_relu_backward(const ComputeContext& ctx, const BatchNormShape& s, BufferView x,
                               BufferView y, BufferView dy, BufferView dx, BufferView d_residual,
                               std::size_t batch, const float* gamma, const BatchNormSaved& saved,
