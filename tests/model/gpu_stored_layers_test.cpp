@@ -227,6 +227,40 @@ TEST_CASE("gpu add_widened: a 16-bit contribution into an fp32 sum gives the CPU
   }
 }
 
+TEST_CASE("gpu sum_two_stored gives the CPU's bits: 8 at a time, one at a time, in place",
+          "[gpu]") {
+  for (const DType p : {DType::bf16, DType::f16}) {
+    CAPTURE(dtype_name(p));
+    const auto cpu = ComputeContext::create(Device::cpu(), Tf32Mode::off, p);
+    const auto gpu = ComputeContext::create(kGpu, Tf32Mode::off, p);
+    // 100000 (8 | n, aligned: the vector kernel), 100003, and 99999 values
+    // one element into their buffers (both: the element-wise kernel).
+    for (const std::size_t n : {std::size_t{100000}, std::size_t{100003}, std::size_t{99999}}) {
+      const std::size_t at = n == 99999 ? 1 : 0;
+      CAPTURE(n);
+      const std::vector<float> x0 = on_grid(55, n + at, p), x1 = on_grid(56, n + at, p);
+      std::vector<float> want(n + at);
+      Tensor c0 = words_on(x0, p, Device::cpu()), c1 = words_on(x1, p, Device::cpu());
+      Tensor cy = Tensor::empty({n + at}, p, Device::cpu());
+      sum_two_stored(*cpu, cy.buffer().slice(at, n), c0.buffer().slice(at, n),
+                     c1.buffer().slice(at, n), 0.75f);
+      Tensor g0 = words_on(x0, p, kGpu), g1 = words_on(x1, p, kGpu);
+      Tensor gy = Tensor::empty({n + at}, p, kGpu);
+      sum_two_stored(*gpu, gy.buffer().slice(at, n), g0.buffer().slice(at, n),
+                     g1.buffer().slice(at, n), 0.75f);
+      std::vector<float> got = widened_values(gy, *gpu), expect = widened_values(cy, *cpu);
+      CHECK(std::vector<float>(got.begin() + at, got.end()) ==
+            std::vector<float>(expect.begin() + at, expect.end()));
+      // In place (y is x0), as a paired gradient sums.
+      sum_two_stored(*gpu, g0.buffer().slice(at, n), g0.buffer().slice(at, n),
+                     g1.buffer().slice(at, n), 0.75f);
+      got = widened_values(g0, *gpu);
+      CHECK(std::vector<float>(got.begin() + at, got.end()) ==
+            std::vector<float>(expect.begin() + at, expect.end()));
+    }
+  }
+}
+
 TEST_CASE("gpu round_and_narrow gives the CPU's bits, both outputs", "[gpu]") {
   for (const DType p : {DType::bf16, DType::f16}) {
     CAPTURE(dtype_name(p));
