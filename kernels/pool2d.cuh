@@ -17,6 +17,7 @@
 #include <cstdint>
 
 #include "kernels/host_device.cuh"
+#include "kernels/rounded_arithmetic.cuh"
 #include "kernels/storage.cuh"
 
 namespace ringtrain::kernels {
@@ -46,16 +47,6 @@ RT_HD PoolSpan pool_covering_span(std::uint32_t i, std::uint32_t out, PoolShape 
   const std::uint32_t begin = top >= s.kernel ? (top - s.kernel) / s.stride + 1 : 0;
   const std::uint32_t end = top / s.stride + 1;
   return {begin, end < out ? end : out};
-}
-
-// a * b rounded before any sum it enters: the device must not fuse it into an
-// FMA, or an average's gradient would differ from the CPU's in the last bit.
-RT_HD float unfused_product(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fmul_rn(a, b);
-#else
-  return a * b;
-#endif
 }
 
 // The output at the window rows x cols of a max pool over plane (the spans of
@@ -108,7 +99,9 @@ RT_HD float avg_pool_input_grad(const Plane& dy, PoolShape s, PoolSpan rows, Poo
   float acc = 0.0f;
   for (std::uint32_t oh = rows.begin; oh < rows.end; ++oh)
     for (std::uint32_t ow = cols.begin; ow < cols.end; ++ow)
-      acc += unfused_product(dy[oh * s.out_width + ow], inv_area);
+      // Rounded before the sum: the device must not fuse it into an FMA, or
+      // an average's gradient would differ from the CPU's in the last bit.
+      acc += mul_rn(dy[oh * s.out_width + ow], inv_area);
   return acc;
 }
 

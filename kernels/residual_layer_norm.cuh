@@ -16,20 +16,11 @@
 #include "kernels/batch_norm_relu.cuh"
 #include "kernels/host_device.cuh"
 #include "kernels/layer_norm.cuh"
+#include "kernels/rounded_arithmetic.cuh"
 #include "kernels/scale.cuh"
 #include "kernels/storage.cuh"
 
 namespace ringtrain::kernels {
-
-// a + b, never contracted into a multiply before it: the unfused plan adds a
-// stored dx (add_scaled), so the GPU must not fuse dx's last product.
-RT_HD float add_rounded(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fadd_rn(a, b);
-#else
-  return a + b;
-#endif
-}
 
 // One element of the sum, as AddLayer stores it: x0 + scale x1.
 RT_HD float residual_sum_element(float x0, float x1, float scale) {
@@ -40,7 +31,9 @@ RT_HD float residual_sum_element(float x0, float x1, float scale) {
 // the earlier readers' fp32 sum where there is one (`summed`), on T's grid.
 template <typename T>
 RT_HD float residual_gradient_element(float dx, bool summed, float earlier) {
-  return through_storage<T>(summed ? add_rounded(earlier, dx) : dx);
+  // add_rn: never contracted into a multiply before it (the unfused plan adds
+  // a stored dx, add_scaled, so the GPU must not fuse dx's last product).
+  return through_storage<T>(summed ? add_rn(earlier, dx) : dx);
 }
 
 // sum = x0 + scale x1 and y = layer_norm(sum), keeping the row's mean and

@@ -132,7 +132,7 @@ void scatter_backward(const Pool2dGeometry& g, const kernels::PoolShape& s, cons
       const kernels::PoolSpan rows = kernels::pool_window_span(oh, s.height, s);
       for (std::uint32_t ow = 0; ow < s.out_width; ++ow) {
         const kernels::PoolSpan cols = kernels::pool_window_span(ow, s.width, s);
-        const float share = kernels::unfused_product(
+        const float share = kernels::mul_rn(
             kernels::load(dy, out + std::size_t{oh * s.out_width + ow} * pixel), inv_area);
         for (std::uint32_t r = rows.begin; r < rows.end; ++r)
           for (std::uint32_t c = cols.begin; c < cols.end; ++c) d[r * s.width + c] += share;
