@@ -124,52 +124,51 @@ __global__ void welford_rows_kernel(std::size_t outer, std::size_t channels,
 // over rows begin + y, begin + y + 8, ..., each channel's elements in the
 // order welford_rows_kernel's thread (8x + k, y) takes them (one count for
 // the 8), then a thread per channel merges the 8 row partials in order.
-constexpr unsigned kWelfordVector = kVector8;
-constexpr unsigned kWelfordVectorLanes = kBiasTileChannels / kWelfordVector;  // 4
+constexpr unsigned kWelfordVectorLanes = kBiasTileChannels / kVector8;  // 4
 template <typename T>
 __global__ void __launch_bounds__(kWelfordVectorLanes* kBiasTileRows, 16)
     welford_rows8_kernel(std::size_t outer, std::size_t channels, std::size_t rows_per_slice,
                          WelfordFinish<T> finish, float* __restrict__ partial) {
   __shared__ Welford part[kBiasTileRows][kBiasTileChannels + 1];
   const std::size_t tile = blockIdx.x * kBiasTileChannels;
-  const std::size_t c0 = tile + threadIdx.x * kWelfordVector;  // this thread's first channel
+  const std::size_t c0 = tile + threadIdx.x * kVector8;  // this thread's first channel
   const std::size_t slice = blockIdx.y;
   const std::size_t begin = bias_slice_begin(slice, rows_per_slice);
   const std::size_t end = bias_slice_end(slice, rows_per_slice, outer);
-  float count = 0.0f, mean[kWelfordVector] = {}, m2[kWelfordVector] = {};
+  float count = 0.0f, mean[kVector8] = {}, m2[kVector8] = {};
   if (c0 < channels) {  // 8 | channels: all 8 are channels
-    float shift[kWelfordVector];
+    float shift[kVector8];
 #pragma unroll
-    for (unsigned k = 0; k < kWelfordVector; ++k) shift[k] = finish.shift(c0 + k);
+    for (unsigned k = 0; k < kVector8; ++k) shift[k] = finish.shift(c0 + k);
     // Eight values of row r, widened.
-    const auto row = [&](std::size_t r, float(&v)[kWelfordVector]) {
+    const auto row = [&](std::size_t r, float(&v)[kVector8]) {
       load8(finish.x, r * channels + c0, v);
     };
-    const auto update = [&](const float(&v)[kWelfordVector]) {
+    const auto update = [&](const float(&v)[kVector8]) {
       count = add_rn(count, 1.0f);
 #pragma unroll
-      for (unsigned k = 0; k < kWelfordVector; ++k)
+      for (unsigned k = 0; k < kVector8; ++k)
         welford_update_moments(count, v[k], shift[k], mean[k], m2[k]);
     };
     constexpr std::size_t kStep = kBiasTileRows;
     std::size_t r = begin + threadIdx.y;
     // Two rows' loads in flight before either is taken, in row order.
     for (; r + kStep < end; r += 2 * kStep) {
-      float v0[kWelfordVector], v1[kWelfordVector];
+      float v0[kVector8], v1[kVector8];
       row(r, v0);
       row(r + kStep, v1);
       update(v0);
       update(v1);
     }
     for (; r < end; r += kStep) {
-      float v[kWelfordVector];
+      float v[kVector8];
       row(r, v);
       update(v);
     }
   }
 #pragma unroll
-  for (unsigned k = 0; k < kWelfordVector; ++k)
-    part[threadIdx.y][threadIdx.x * kWelfordVector + k] = Welford{count, mean[k], m2[k]};
+  for (unsigned k = 0; k < kVector8; ++k)
+    part[threadIdx.y][threadIdx.x * kVector8 + k] = Welford{count, mean[k], m2[k]};
   __syncthreads();
   // Thread t of the block merges channel tile + t's 8 row partials in order.
   const unsigned t = threadIdx.y * kWelfordVectorLanes + threadIdx.x;
@@ -398,7 +397,7 @@ void batch_norm_welford_cuda(const void* x, DType t, std::size_t n, std::size_t 
     const WelfordFinish<T> finish{
         static_cast<const T*>(x),  inner, outer > 0, mean, m2, count_keep, sums, c,
         static_cast<float>(n * hw)};
-    if (inner == 1 && c % kWelfordVector == 0 && vector8_aligned(static_cast<const T*>(x)))
+    if (inner == 1 && c % kVector8 == 0 && vector8_aligned(static_cast<const T*>(x)))
       welford_rows8_kernel<T><<<grid, dim3(kWelfordVectorLanes, kBiasTileRows), 0, s>>>(
           outer, c, split.rows_per_slice, finish, partial);
     else if (inner == 1)

@@ -114,8 +114,6 @@ __global__ void backward_dx_kernel(const T* __restrict__ x, const T* __restrict_
 // 16-bit buffer, two per fp32 one) where the kernels above take one element
 // (2 bytes) each. The same element functions on the same values: the same
 // bits.
-constexpr std::uint32_t kRowVector = kVector8;
-
 template <typename T>
 __global__ void apply_rows8_kernel(const T* __restrict__ x, const T* __restrict__ residual,
                                    T* __restrict__ y, std::uint32_t vectors, std::uint32_t groups,
@@ -124,17 +122,17 @@ __global__ void apply_rows8_kernel(const T* __restrict__ x, const T* __restrict_
   const bool has_residual = residual != nullptr;
   const std::uint32_t stride = gridDim.x * blockDim.x;
   for (std::uint32_t v = blockIdx.x * blockDim.x + threadIdx.x; v < vectors; v += stride) {
-    const std::uint32_t c0 = (v % groups) * kRowVector;
-    float xs[kRowVector], rs[kRowVector] = {}, ys[kRowVector];
-    load8(x, std::size_t{v} * kRowVector, xs);
-    if (has_residual) load8(residual, std::size_t{v} * kRowVector, rs);
+    const std::uint32_t c0 = (v % groups) * kVector8;
+    float xs[kVector8], rs[kVector8] = {}, ys[kVector8];
+    load8(x, std::size_t{v} * kVector8, xs);
+    if (has_residual) load8(residual, std::size_t{v} * kVector8, rs);
 #pragma unroll
-    for (std::uint32_t k = 0; k < kRowVector; ++k) {
+    for (std::uint32_t k = 0; k < kVector8; ++k) {
       const std::uint32_t ch = c0 + k;
       ys[k] = bn_relu_forward_element<T>(xs[k], mean[ch], invstd[ch], gamma, beta,
                                          static_cast<int>(ch), precision, has_residual, rs[k]);
     }
-    store8(y, std::size_t{v} * kRowVector, ys);
+    store8(y, std::size_t{v} * kVector8, ys);
   }
 }
 
@@ -149,21 +147,21 @@ __global__ void backward_dx_rows8_kernel(const T* __restrict__ x, const T* __res
   const float count = *count_ptr;
   const std::uint32_t stride = gridDim.x * blockDim.x;
   for (std::uint32_t v = blockIdx.x * blockDim.x + threadIdx.x; v < vectors; v += stride) {
-    const std::uint32_t c0 = (v % groups) * kRowVector;
-    const std::size_t first = std::size_t{v} * kRowVector;
-    float m[kRowVector], xs[kRowVector], out[kRowVector];
+    const std::uint32_t c0 = (v % groups) * kVector8;
+    const std::size_t first = std::size_t{v} * kVector8;
+    float m[kVector8], xs[kVector8], out[kVector8];
     if (d_residual != nullptr) {  // the masked dy, as the reduction stored it
       load8(d_residual, first, m);
     } else {
-      float ys[kRowVector], dys[kRowVector];
+      float ys[kVector8], dys[kVector8];
       load8(y, first, ys);
       load8(dy, first, dys);
 #pragma unroll
-      for (std::uint32_t k = 0; k < kRowVector; ++k) m[k] = bn_relu_masked_dy(ys[k], dys[k]);
+      for (std::uint32_t k = 0; k < kVector8; ++k) m[k] = bn_relu_masked_dy(ys[k], dys[k]);
     }
     load8(x, first, xs);
 #pragma unroll
-    for (std::uint32_t k = 0; k < kRowVector; ++k) {
+    for (std::uint32_t k = 0; k < kVector8; ++k) {
       const std::uint32_t ch = c0 + k;
       out[k] = round_to_precision_grid(
           bn_backward_element(xs[k], m[k], mean[ch], invstd[ch],
@@ -178,7 +176,7 @@ __global__ void backward_dx_rows8_kernel(const T* __restrict__ x, const T* __res
 // every buffer (null ones aside) 16-byte aligned.
 template <typename... P>
 bool rows8_fit(std::size_t c, std::size_t hw, std::size_t total, const P*... buffers) {
-  return hw == 1 && c % kRowVector == 0 && fits_32_bits(total) &&
+  return hw == 1 && c % kVector8 == 0 && fits_32_bits(total) &&
          ((buffers == nullptr || vector8_aligned(buffers)) && ...);
 }
 
@@ -197,10 +195,10 @@ void batch_norm_relu_apply_cuda(const void* x, const void* residual, void* y, DT
     const auto* rs = static_cast<const T*>(residual);
     auto* ys = static_cast<T*>(y);
     if (rows8_fit(c, hw, total, xs, rs, ys)) {
-      const auto vectors = static_cast<std::uint32_t>(total / kRowVector);
+      const auto vectors = static_cast<std::uint32_t>(total / kVector8);
       apply_rows8_kernel<T><<<elementwise_blocks(vectors), kElementwiseThreads, 0, s_of(stream)>>>(
-          xs, rs, ys, vectors, static_cast<std::uint32_t>(c / kRowVector), mean, invstd, gamma,
-          beta, precision);
+          xs, rs, ys, vectors, static_cast<std::uint32_t>(c / kVector8), mean, invstd, gamma, beta,
+          precision);
     } else if (fits_32_bits(total))
       apply_kernel<std::uint32_t><<<blocks, kElementwiseThreads, 0, s_of(stream)>>>(
           xs, rs, ys, static_cast<std::uint32_t>(total),
@@ -257,10 +255,10 @@ void batch_norm_relu_backward_dx_cuda(const void* x, const void* y, const void* 
       auto* dxs = static_cast<D*>(dx);
       const auto* rs = static_cast<const R*>(d_residual);
       if (rows8_fit(c, hw, total, xs, ys, dys, dxs, rs)) {
-        const auto vectors = static_cast<std::uint32_t>(total / kRowVector);
+        const auto vectors = static_cast<std::uint32_t>(total / kVector8);
         backward_dx_rows8_kernel<T>
             <<<elementwise_blocks(vectors), kElementwiseThreads, 0, s_of(stream)>>>(
-                xs, ys, dys, dxs, rs, vectors, static_cast<std::uint32_t>(c / kRowVector),
+                xs, ys, dys, dxs, rs, vectors, static_cast<std::uint32_t>(c / kVector8),
                 static_cast<std::uint32_t>(c), count_ptr, mean, invstd, gamma, sums, precision);
       } else if (fits_32_bits(total))
         backward_dx_kernel<std::uint32_t><<<blocks, kElementwiseThreads, 0, s_of(stream)>>>(
