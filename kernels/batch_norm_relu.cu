@@ -26,10 +26,25 @@ bool fits_32_bits(std::size_t n) {
   return n + static_cast<std::size_t>(elementwise_blocks(n)) * kElementwiseThreads <= UINT32_MAX;
 }
 
+// bn_relu_output_sign of 8 consecutive channels c0 ... c0 + 7 of a row, from x.
+template <typename T>
+__device__ __forceinline__ void output_signs8(const float (&xs)[kVector8], std::size_t c0,
+                                              const float* mean, const float* invstd,
+                                              const float* gamma, const float* beta,
+                                              float (&ys)[kVector8]) {
+#pragma unroll
+  for (unsigned k = 0; k < kVector8; ++k) {
+    const std::size_t ch = c0 + k;
+    ys[k] = bn_relu_output_sign(static_cast<const T*>(nullptr), 0, xs[k], mean[ch], invstd[ch],
+                                gamma, beta, static_cast<int>(ch));
+  }
+}
+
 // Backward's sums of the masked dy and of masked dy * xhat (as
 // kernels/batch_norm.cu's BackwardValue of relu's stored dx); the masked dy
 // (the sums' first value) also stored into d_residual (R: T or fp32) where it
-// is not null, by emit: the reduction takes each element once.
+// is not null, by emit: the reduction takes each element once. With y null
+// the mask comes from x again (bn_relu_output_sign).
 template <typename T, typename R>
 struct MaskedBackwardValue {
   const T* x;
@@ -37,10 +52,15 @@ struct MaskedBackwardValue {
   const T* dy;
   const float* mean;
   const float* invstd;
+  const float* gamma;
+  const float* beta;
   R* d_residual;
   __device__ Sums<2> operator()(std::size_t a, std::size_t c) const {
-    const float g = bn_relu_masked_dy(load(y, a), load(dy, a));
-    return {{g, bn_dy_xhat(g, load(x, a), mean[c], invstd[c])}};
+    const float xv = load(x, a);
+    const float g = bn_relu_masked_dy(
+        bn_relu_output_sign(y, a, xv, mean[c], invstd[c], gamma, beta, static_cast<int>(c)),
+        load(dy, a));
+    return {{g, bn_dy_xhat(g, xv, mean[c], invstd[c])}};
   }
   __device__ void emit(std::size_t a, const Sums<2>& v) const {
     if (d_residual != nullptr) store(d_residual, a, v.v[0]);
@@ -53,14 +73,15 @@ struct MaskedBackwardValue {
     store8(d_residual, a, g);
   }
   bool rows8_aligned() const {
-    return vector8_aligned(x) && vector8_aligned(y) && vector8_aligned(dy) &&
+    return vector8_aligned(x) && (y == nullptr || vector8_aligned(y)) && vector8_aligned(dy) &&
            (d_residual == nullptr || vector8_aligned(d_residual));
   }
   __device__ void values8(std::size_t a, std::size_t c0, Sums<2> (&out)[kVector8]) const {
     float ys[kVector8], ds[kVector8], xs[kVector8];
-    load8(y, a, ys);
+    if (y != nullptr) load8(y, a, ys);
     load8(dy, a, ds);
     load8(x, a, xs);
+    if (y == nullptr) output_signs8<T>(xs, c0, mean, invstd, gamma, beta, ys);
 #pragma unroll
     for (unsigned k = 0; k < kVector8; ++k) {
       const float g = bn_relu_masked_dy(ys[k], ds[k]);
@@ -91,21 +112,25 @@ __global__ void backward_dx_kernel(const T* __restrict__ x, const T* __restrict_
                                    const T* __restrict__ dy, D* __restrict__ dx,
                                    const R* __restrict__ d_residual, Index total, Index c,
                                    ChannelOf channel_of, const float* count_ptr, const float* mean,
-                                   const float* invstd, const float* gamma, const float* sums,
-                                   DType precision) {
+                                   const float* invstd, const float* gamma, const float* beta,
+                                   const float* sums, DType precision) {
   const float count = *count_ptr;
   const Index stride = static_cast<Index>(gridDim.x) * static_cast<Index>(blockDim.x);
   for (Index i = static_cast<Index>(blockIdx.x) * static_cast<Index>(blockDim.x) + threadIdx.x;
        i < total; i += stride) {
     const Index ch = channel_of(i);
+    const float xv = load(x, i);
     // The masked dy: as the reduction stored it (exactly: dy or 0), or again.
-    const float m =
-        d_residual != nullptr ? load(d_residual, i) : bn_relu_masked_dy(load(y, i), load(dy, i));
+    const float m = d_residual != nullptr
+                        ? load(d_residual, i)
+                        : bn_relu_masked_dy(bn_relu_output_sign(y, i, xv, mean[ch], invstd[ch],
+                                                                gamma, beta, static_cast<int>(ch)),
+                                            load(dy, i));
     store(dx, i,
-          round_to_precision_grid(bn_backward_element(load(x, i), m, mean[ch], invstd[ch],
-                                                      gamma != nullptr ? gamma[ch] : 1.0f, sums[ch],
-                                                      sums[c + ch], count),
-                                  precision));
+          round_to_precision_grid(
+              bn_backward_element(xv, m, mean[ch], invstd[ch], gamma != nullptr ? gamma[ch] : 1.0f,
+                                  sums[ch], sums[c + ch], count),
+              precision));
   }
 }
 
@@ -142,24 +167,25 @@ __global__ void backward_dx_rows8_kernel(const T* __restrict__ x, const T* __res
                                          const R* __restrict__ d_residual, std::uint32_t vectors,
                                          std::uint32_t groups, std::uint32_t c,
                                          const float* count_ptr, const float* mean,
-                                         const float* invstd, const float* gamma, const float* sums,
-                                         DType precision) {
+                                         const float* invstd, const float* gamma, const float* beta,
+                                         const float* sums, DType precision) {
   const float count = *count_ptr;
   const std::uint32_t stride = gridDim.x * blockDim.x;
   for (std::uint32_t v = blockIdx.x * blockDim.x + threadIdx.x; v < vectors; v += stride) {
     const std::uint32_t c0 = (v % groups) * kVector8;
     const std::size_t first = std::size_t{v} * kVector8;
     float m[kVector8], xs[kVector8], out[kVector8];
+    load8(x, first, xs);
     if (d_residual != nullptr) {  // the masked dy, as the reduction stored it
       load8(d_residual, first, m);
     } else {
       float ys[kVector8], dys[kVector8];
-      load8(y, first, ys);
+      if (y != nullptr) load8(y, first, ys);
       load8(dy, first, dys);
+      if (y == nullptr) output_signs8<T>(xs, c0, mean, invstd, gamma, beta, ys);
 #pragma unroll
       for (std::uint32_t k = 0; k < kVector8; ++k) m[k] = bn_relu_masked_dy(ys[k], dys[k]);
     }
-    load8(x, first, xs);
 #pragma unroll
     for (std::uint32_t k = 0; k < kVector8; ++k) {
       const std::uint32_t ch = c0 + k;
@@ -214,7 +240,8 @@ void batch_norm_relu_apply_cuda(const void* x, const void* residual, void* y, DT
 void batch_norm_relu_backward_reduce_cuda(const void* x, const void* y, const void* dy, DType t,
                                           void* d_residual, DType residual_type, std::size_t n,
                                           std::size_t c, std::size_t hw, const float* mean,
-                                          const float* invstd, float* sums, float* dgamma,
+                                          const float* invstd, const float* gamma,
+                                          const float* beta, float* sums, float* dgamma,
                                           float* dbeta, bool accumulate, float* scratch,
                                           std::size_t scratch_floats, void* stream) {
   with_storage(t, [&](auto s) {
@@ -222,12 +249,12 @@ void batch_norm_relu_backward_reduce_cuda(const void* x, const void* y, const vo
     // An absent d_residual takes T: two instantiations, not three.
     with_storage_or_f32<T>(d_residual != nullptr ? residual_type : t, [&](auto r) {
       using R = decltype(r);
-      reduce_channels<2>(n, c, hw,
-                         MaskedBackwardValue<T, R>{
-                             static_cast<const T*>(x), static_cast<const T*>(y),
-                             static_cast<const T*>(dy), mean, invstd, static_cast<R*>(d_residual)},
-                         BnBackwardFinish{sums, c, dgamma, dbeta, accumulate}, scratch,
-                         scratch_floats, stream);
+      reduce_channels<2>(
+          n, c, hw,
+          MaskedBackwardValue<T, R>{static_cast<const T*>(x), static_cast<const T*>(y),
+                                    static_cast<const T*>(dy), mean, invstd, gamma, beta,
+                                    static_cast<R*>(d_residual)},
+          BnBackwardFinish{sums, c, dgamma, dbeta, accumulate}, scratch, scratch_floats, stream);
     });
   });
 }
@@ -236,8 +263,8 @@ void batch_norm_relu_backward_dx_cuda(const void* x, const void* y, const void* 
                                       void* dx, DType dx_type, const void* d_residual,
                                       DType residual_type, std::size_t n, std::size_t c,
                                       std::size_t hw, const float* mean, const float* invstd,
-                                      const float* gamma, const float* sums, const float* count_ptr,
-                                      DType precision, void* stream) {
+                                      const float* gamma, const float* beta, const float* sums,
+                                      const float* count_ptr, DType precision, void* stream) {
   const std::size_t total = n * c * hw;
   // d_residual was written by the reduction: without dx there is nothing left.
   if (total == 0 || dx == nullptr) return;
@@ -259,16 +286,17 @@ void batch_norm_relu_backward_dx_cuda(const void* x, const void* y, const void* 
         backward_dx_rows8_kernel<T>
             <<<elementwise_blocks(vectors), kElementwiseThreads, 0, s_of(stream)>>>(
                 xs, ys, dys, dxs, rs, vectors, static_cast<std::uint32_t>(c / kVector8),
-                static_cast<std::uint32_t>(c), count_ptr, mean, invstd, gamma, sums, precision);
+                static_cast<std::uint32_t>(c), count_ptr, mean, invstd, gamma, beta, sums,
+                precision);
       } else if (fits_32_bits(total))
         backward_dx_kernel<std::uint32_t><<<blocks, kElementwiseThreads, 0, s_of(stream)>>>(
             xs, ys, dys, dxs, rs, static_cast<std::uint32_t>(total), static_cast<std::uint32_t>(c),
             ChannelOf32(static_cast<std::uint32_t>(c), static_cast<std::uint32_t>(hw)), count_ptr,
-            mean, invstd, gamma, sums, precision);
+            mean, invstd, gamma, beta, sums, precision);
       else
         backward_dx_kernel<std::size_t><<<blocks, kElementwiseThreads, 0, s_of(stream)>>>(
             xs, ys, dys, dxs, rs, total, c, ChannelOfWide{c, hw}, count_ptr, mean, invstd, gamma,
-            sums, precision);
+            beta, sums, precision);
     });
   });
   RT_CUDA_CHECK_LAUNCH();

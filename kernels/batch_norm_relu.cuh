@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/axpy.cuh"
 #include "kernels/batch_norm.cuh"
@@ -65,6 +66,33 @@ RT_HD float bn_relu_forward_element(float x, float mean, float invstd, const flo
 // fused output y > 0, else 0, as relu's backward stores it.
 RT_HD float bn_relu_masked_dy(float y, float dy) {
   return positive_part(y, dy);  // relu_backward_element(y, dy)
+}
+
+// Half the smallest positive value of storage type T (+0 for fp32): round to
+// nearest even takes a positive value to +0 exactly when it is at most this
+// (a tie goes to the even 0).
+template <typename T>
+RT_HD constexpr float rounds_to_zero_up_to() {
+  if constexpr (std::is_same_v<T, bf16_word>) return 0x1p-134f;  // bf16: 2^-133
+  if constexpr (std::is_same_v<T, f16_word>) return 0x1p-25f;    // fp16: 2^-24
+  return 0.0f;
+}
+
+// For backward's mask: y (T's stored output of relu(bn(x)), no residual) or,
+// y null, a value of y's sign (1 or 0) from x again, without y's roundings.
+// y = relu(round(a)) for BatchNorm's value a, rounded once to T (the
+// precision's grid is T's own: the op checks), so y > 0 exactly when
+// a > rounds_to_zero_up_to<T>(); relu takes NaN to 0, and NaN fails the
+// comparison too. The same inputs (x, the saved statistics, gamma and beta,
+// which no step changes between a forward and its backward) give the same
+// a: y's mask, bit for bit, and fp16's software rounding (about 20
+// instructions) is not taken twice an element.
+template <typename T>
+RT_HD float bn_relu_output_sign(const T* y, std::size_t at, float x, float mean, float invstd,
+                                const float* gamma, const float* beta, int c) {
+  if (y != nullptr) return load(y, at);
+  return bn_apply_element(x, mean, invstd, gamma, beta, c) > rounds_to_zero_up_to<T>() ? 1.0f
+                                                                                       : 0.0f;
 }
 
 }  // namespace ringtrain::kernels

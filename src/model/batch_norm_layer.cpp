@@ -90,7 +90,7 @@ void BatchNormLayer::forward_relu(BufferView x, BufferView residual, BufferView 
 void BatchNormLayer::backward_relu(BufferView x, BufferView y, BufferView dy, BufferView dx,
                                    BufferView d_residual, std::size_t batch, bool accumulate) {
   batch_norm_relu_backward(ctx_, shape_, x, y, dy, dx, d_residual, batch * rows_per_sample_, gamma_,
-                           saved_, dgamma_, dbeta_, accumulate, sync_);
+                           beta_, saved_, dgamma_, dbeta_, accumulate, sync_);
 }
 
 }  // namespace ringtrain

@@ -36,7 +36,8 @@ class BatchNormLayer final : public Layer,
   // Fused with the relu after it, and a residual add between them (a null
   // residual: none; ops/batch_norm_relu.h): what the model's plan calls where
   // it folds those nodes into this layer's work (model/fused_batch_norm_relu.h).
-  // y is the relu's output; d_residual the add's other input's gradient.
+  // y is the relu's output (in backward, may be null without a residual:
+  // ops/batch_norm_relu.h); d_residual the add's other input's gradient.
   void forward_relu(BufferView x, BufferView residual, BufferView y, std::size_t batch,
                     bool training);
   void backward_relu(BufferView x, BufferView y, BufferView dy, BufferView dx,

@@ -22,8 +22,10 @@ void FusedBatchNormRelu::forward_stored(const std::vector<BufferView>& xs, Buffe
 void FusedBatchNormRelu::backward_stored(const std::vector<BufferView>& xs, BufferView y,
                                          BufferView dy, const std::vector<BufferView>& dxs,
                                          std::size_t batch, bool accumulate) {
-  bn_.backward_relu(xs.at(0), y, dy, dxs.at(0), with_residual_ ? dxs.at(1) : none_like(dy), batch,
-                    accumulate);
+  // Without a residual, relu's mask comes from y computed again from x (its
+  // bits, ops/batch_norm_relu.h): the passes do not read y.
+  bn_.backward_relu(xs.at(0), with_residual_ ? y : none_like(y), dy, dxs.at(0),
+                    with_residual_ ? dxs.at(1) : none_like(dy), batch, accumulate);
 }
 
 std::string FusedBatchNormRelu::describe_kernels() const {

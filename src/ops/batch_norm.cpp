@@ -27,8 +27,9 @@ void cpu_backward(const BatchNormShape& s, const T* x, const T* dy, D* dx, std::
                   bool accumulate, BatchStatReducer* sync, DType precision) {
   const std::size_t C = s.channels, HW = s.inner;
   float* sums = saved.sums;
-  detail::cpu_backward_sums(s, x, batch, saved, dgamma, dbeta, accumulate, sync,
-                            [dy](std::size_t at) { return kernels::load(dy, at); });
+  detail::cpu_backward_sums(
+      s, x, batch, saved, dgamma, dbeta, accumulate, sync,
+      [dy](std::size_t at, float, std::size_t) { return kernels::load(dy, at); });
   if (dx == nullptr) return;
   const float count = *count_slot(saved, C);
   for (std::size_t c = 0; c < C; ++c) {

@@ -9,6 +9,7 @@
 #include "kernels/storage.cuh"
 #include "ops/batch_norm_steps.h"
 #include "ops/gpu_ops.h"
+#include "ringtrain/core/check.h"
 
 namespace ringtrain {
 
@@ -104,27 +105,33 @@ namespace {
 
 // The pass after the sums: dx (D: the storage type or f32) and the
 // residual's gradient (R), each element's masked dy computed once for both;
-// kDx / kResidual: whether each is wanted.
+// kDx / kResidual: whether each is wanted. y null: the mask from x again
+// (kernels::bn_relu_output_sign).
 template <bool kDx, bool kResidual, DType precision, typename T, typename D, typename R>
 void cpu_backward_outputs(const BatchNormShape& s, const T* __restrict__ x, const T* __restrict__ y,
                           const T* __restrict__ dy, D* __restrict__ dx, R* __restrict__ d_residual,
-                          std::size_t batch, const float* gamma, const BatchNormSaved& saved) {
+                          std::size_t batch, const float* gamma, const float* beta,
+                          const BatchNormSaved& saved) {
   const std::size_t C = s.channels, HW = s.inner;
   const float count = *detail::count_slot(saved, C);
   for (std::size_t c = 0; c < C; ++c) {
-    const float g = gamma != nullptr ? gamma[c] : 1.0f;
+    const ChannelAffine a(gamma, beta, c);
+    const float g = a.gamma;
     const float mean = saved.mean[c], invstd = saved.invstd[c];
     const float sum_dy = saved.sums[c], sum_dy_xhat = saved.sums[C + c];
     for (std::size_t n = 0; n < batch; ++n) {
       const std::size_t base = (n * C + c) * HW;
       for (std::size_t i = base; i < base + HW; ++i) {
-        const float m = kernels::bn_relu_masked_dy(kernels::load(y, i), kernels::load(dy, i));
+        const float xv = kernels::load(x, i);
+        const float m = kernels::bn_relu_masked_dy(
+            kernels::bn_relu_output_sign(y, i, xv, mean, invstd, a.gamma_ptr(), a.beta_ptr(), 0),
+            kernels::load(dy, i));
         if constexpr (kDx)
-          kernels::store(dx, i,
-                         kernels::round_to_precision_grid(
-                             kernels::bn_backward_element(kernels::load(x, i), m, mean, invstd, g,
-                                                          sum_dy, sum_dy_xhat, count),
-                             precision));
+          kernels::store(
+              dx, i,
+              kernels::round_to_precision_grid(
+                  kernels::bn_backward_element(xv, m, mean, invstd, g, sum_dy, sum_dy_xhat, count),
+                  precision));
         if constexpr (kResidual) kernels::store(d_residual, i, m);
       }
     }
@@ -135,23 +142,28 @@ void cpu_backward_outputs(const BatchNormShape& s, const T* __restrict__ x, cons
 
 void batch_norm_relu_backward(const ComputeContext& ctx, const BatchNormShape& s, BufferView x,
                               BufferView y, BufferView dy, BufferView dx, BufferView d_residual,
-                              std::size_t batch, const float* gamma, const BatchNormSaved& saved,
-                              float* dgamma, float* dbeta, bool accumulate,
-                              BatchStatReducer* sync) {
+                              std::size_t batch, const float* gamma, const float* beta,
+                              const BatchNormSaved& saved, float* dgamma, float* dbeta,
+                              bool accumulate, BatchStatReducer* sync) {
   const std::size_t C = s.channels, HW = s.inner;
   const DType precision = ctx.precision();
   const bool outputs = (dx.ptr != nullptr || d_residual.ptr != nullptr) && batch > 0;
+  // Without y, relu's mask is taken from BatchNorm's value before one
+  // rounding to the storage type, which must then be the precision's grid.
+  RT_CHECK(y.ptr != nullptr || dy.dtype == precision,
+           "batch_norm_relu backward without y: {} activations under {} precision",
+           dtype_name(dy.dtype), dtype_name(precision));
   if (ctx.is_cuda()) {
     // The reduction also writes d_residual (the masked dy), which the dx pass
     // then reads in place of y and dy.
     const BufferView no_residual{nullptr, 0, dy.dtype, dy.device};
     detail::gpu_batch_norm_relu_backward_reduce(
         detail::handles_of(ctx), x, y, dy, outputs ? d_residual : no_residual, batch, C, HW,
-        saved.mean, saved.invstd, saved.sums, dgamma, dbeta, accumulate);
+        saved.mean, saved.invstd, gamma, beta, saved.sums, dgamma, dbeta, accumulate);
     if (sync != nullptr) sync->sum(saved.sums, 2 * C);
     if (outputs)
       detail::gpu_batch_norm_relu_backward_dx(ctx.stream(), x, y, dy, dx, d_residual, batch, C, HW,
-                                              saved.mean, saved.invstd, gamma, saved.sums,
+                                              saved.mean, saved.invstd, gamma, beta, saved.sums,
                                               detail::count_slot(saved, C), precision);
     return;
   }
@@ -161,30 +173,37 @@ void batch_norm_relu_backward(const ComputeContext& ctx, const BatchNormShape& s
     const T* ys = y.as<const T>();
     const T* dys = dy.as<const T>();
     detail::cpu_backward_sums(
-        s, xs, batch, saved, dgamma, dbeta, accumulate, sync, [&](std::size_t at) {
-          return kernels::bn_relu_masked_dy(kernels::load(ys, at), kernels::load(dys, at));
+        s, xs, batch, saved, dgamma, dbeta, accumulate, sync,
+        [&](std::size_t at, float xv, std::size_t c) {
+          const ChannelAffine a(gamma, beta, c);
+          return kernels::bn_relu_masked_dy(
+              kernels::bn_relu_output_sign(ys, at, xv, saved.mean[c], saved.invstd[c],
+                                           a.gamma_ptr(), a.beta_ptr(), 0),
+              kernels::load(dys, at));
         });
     if (!outputs) return;
     // dx and d_residual default to T where absent, so that the dispatch
     // stays three ways each.
-    kernels::with_storage_pair(
-        dx.ptr != nullptr ? dx.dtype : dy.dtype,
-        d_residual.ptr != nullptr ? d_residual.dtype : dy.dtype,
-        [&](auto dx_storage, auto r_storage) {
-          using D = decltype(dx_storage);
-          using R = decltype(r_storage);
-          D* dxs = dx.as<D>();
-          R* drs = d_residual.as<R>();
-          with_precision(precision, [&](auto p) {
-            constexpr DType P = decltype(p)::value;
-            if (dxs != nullptr && drs != nullptr)
-              cpu_backward_outputs<true, true, P>(s, xs, ys, dys, dxs, drs, batch, gamma, saved);
-            else if (dxs != nullptr)
-              cpu_backward_outputs<true, false, P>(s, xs, ys, dys, dxs, drs, batch, gamma, saved);
-            else
-              cpu_backward_outputs<false, true, P>(s, xs, ys, dys, dxs, drs, batch, gamma, saved);
-          });
-        });
+    kernels::with_storage_pair(dx.ptr != nullptr ? dx.dtype : dy.dtype,
+                               d_residual.ptr != nullptr ? d_residual.dtype : dy.dtype,
+                               [&](auto dx_storage, auto r_storage) {
+                                 using D = decltype(dx_storage);
+                                 using R = decltype(r_storage);
+                                 D* dxs = dx.as<D>();
+                                 R* drs = d_residual.as<R>();
+                                 with_precision(precision, [&](auto p) {
+                                   constexpr DType P = decltype(p)::value;
+                                   if (dxs != nullptr && drs != nullptr)
+                                     cpu_backward_outputs<true, true, P>(s, xs, ys, dys, dxs, drs,
+                                                                         batch, gamma, beta, saved);
+                                   else if (dxs != nullptr)
+                                     cpu_backward_outputs<true, false, P>(
+                                         s, xs, ys, dys, dxs, drs, batch, gamma, beta, saved);
+                                   else
+                                     cpu_backward_outputs<false, true, P>(
+                                         s, xs, ys, dys, dxs, drs, batch, gamma, beta, saved);
+                                 });
+                               });
   });
 }
 

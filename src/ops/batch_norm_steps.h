@@ -86,8 +86,9 @@ inline void cpu_eval_statistics(std::size_t C, float eps, const float* running_m
 
 // Backward's sums: saved.sums[c] = sum(dy), [C + c] = sum(dy xhat) (over the
 // ranks with `sync`), dgamma/dbeta (if not null) overwritten or added to from
-// this rank's. dy_at(index) is dy at an element, as fp32: the stored dy, or
-// (fused with relu) dy masked by the output.
+// this rank's. dy_at(index, x, c) is dy at an element (whose x is x, of
+// channel c), as fp32: the stored dy, or (fused with relu) dy masked by the
+// output.
 template <typename T, typename DyAt>
 void cpu_backward_sums(const BatchNormShape& s, const T* x, std::size_t batch,
                        const BatchNormSaved& saved, float* dgamma, float* dbeta, bool accumulate,
@@ -98,7 +99,7 @@ void cpu_backward_sums(const BatchNormShape& s, const T* x, std::size_t batch,
     double sum_dy = 0, sum_dy_xhat = 0;
     const double m = saved.mean[c], is = saved.invstd[c];
     for_channel(x, batch, C, HW, c, [&](float v, std::size_t at) {
-      const float g = dy_at(at);
+      const float g = dy_at(at, v, c);
       sum_dy += g;
       sum_dy_xhat += static_cast<double>(g) * (v - m) * is;
     });

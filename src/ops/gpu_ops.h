@@ -298,7 +298,8 @@ void gpu_batch_norm_backward_dx(void* stream, BufferView x, BufferView dy, Buffe
                                 const float* count, DType precision);
 // Fused BatchNorm + (add +) ReLU (kernels/batch_norm_relu.h), after the
 // statistics above; residual, dx and d_residual may be null views. The
-// reduction writes d_residual (the masked dy); the dx pass then reads it.
+// reduction writes d_residual (the masked dy); the dx pass then reads it. A
+// null y in backward: relu's mask from x again (bn_relu_output_sign).
 void gpu_batch_norm_relu_apply(void* stream, BufferView x, BufferView residual, BufferView y,
                                std::size_t n, std::size_t c, std::size_t hw, const float* mean,
                                const float* invstd, const float* gamma, const float* beta,
@@ -306,13 +307,13 @@ void gpu_batch_norm_relu_apply(void* stream, BufferView x, BufferView residual, 
 void gpu_batch_norm_relu_backward_reduce(const GpuHandles& h, BufferView x, BufferView y,
                                          BufferView dy, BufferView d_residual, std::size_t n,
                                          std::size_t c, std::size_t hw, const float* mean,
-                                         const float* invstd, float* sums, float* dgamma,
-                                         float* dbeta, bool accumulate);
+                                         const float* invstd, const float* gamma, const float* beta,
+                                         float* sums, float* dgamma, float* dbeta, bool accumulate);
 void gpu_batch_norm_relu_backward_dx(void* stream, BufferView x, BufferView y, BufferView dy,
                                      BufferView dx, BufferView d_residual, std::size_t n,
                                      std::size_t c, std::size_t hw, const float* mean,
-                                     const float* invstd, const float* gamma, const float* sums,
-                                     const float* count, DType precision);
+                                     const float* invstd, const float* gamma, const float* beta,
+                                     const float* sums, const float* count, DType precision);
 // Global average pool over [N, C, HW] (NCHW) or [N, HW, C] (nhwc): x, y, dy of
 // the storage dtype, dx of it or f32.
 void gpu_global_avg_pool_forward(void* stream, BufferView x, BufferView y, std::size_t batch,

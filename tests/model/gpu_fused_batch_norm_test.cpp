@@ -6,7 +6,9 @@
 // split across threads on the GPU, so they agree within fp32 accumulation
 // error plus one 16-bit rounding of each stored value, as the plain
 // BatchNorm's do (gpu_stored_layers_test); the residual's gradient is dy
-// masked by y and must be exact where the two y agree. Rows of 8 | C
+// masked by y and must be exact where the two y agree; without the residual,
+// a backward given no y (relu's mask from y computed again) must give the
+// stored y's bits. Rows of 8 | C
 // channels in aligned buffers take the vector kernels, which must give the
 // element-wise kernels' bits. Exits 77 (ctest:
 // skipped) without CUDA or a device.
@@ -38,8 +40,11 @@ namespace {
 struct Run {
   // dx_beside_wide and d_residual_both: dx with the residual's gradient in
   // fp32 (a shortcut read three times), which must be dx and d_residual_wide.
+  // Without the residual, dx_recomputed and the parameters' gradients
+  // recomputed: the backward given no y (relu's mask from y computed again),
+  // which must be dx, dgamma and dbeta.
   std::vector<float> y, dx, d_residual, d_residual_wide, dx_beside_wide, d_residual_both, dgamma,
-      dbeta;
+      dbeta, dx_recomputed, grads_recomputed;
 };
 
 // One forward (training) and backward on `ctx`'s device, every activation
@@ -75,9 +80,10 @@ Run run(const ComputeContext& ctx, const ComputeContext& cpu, DType p, const Bat
   Tensor dr = stored(nan, p, dev, cpu);
   Tensor dr_wide = stored(nan, DType::f32, dev, cpu), dr_both = stored(nan, DType::f32, dev, cpu);
   Tensor dx_both = Tensor::empty({n + offset}, p, dev);
+  Tensor dx_again = Tensor::empty({n + offset}, p, dev);
   // Offset 0 is where the GPU's vector kernels may run: every buffer 16-byte
   // aligned (cudaMalloc's are).
-  for (const Tensor* t : {&x, &r, &dy, &y, &dx, &dr, &dr_wide, &dr_both, &dx_both})
+  for (const Tensor* t : {&x, &r, &dy, &y, &dx, &dr, &dr_wide, &dr_both, &dx_both, &dx_again})
     REQUIRE((offset != 0 || reinterpret_cast<std::uintptr_t>(t->data()) % 16 == 0));
   std::vector<float> host_params = hashed_vector(4, 2 * C, 0.5f, 1.5f);
   Tensor params = Tensor::empty({2 * C}, DType::f32, dev);
@@ -110,7 +116,7 @@ Run run(const ComputeContext& ctx, const ComputeContext& cpu, DType p, const Bat
                           running.data_as<float>() + C, saved);
   float* dgamma = grads.data_as<float>();
   batch_norm_relu_backward(ctx, s, view(x), view(y), view(dy), view(dx), residual ? view(dr) : none,
-                           batch, gamma, saved, dgamma, dgamma + C, false);
+                           batch, gamma, gamma + C, saved, dgamma, dgamma + C, false);
   Run out;
   out.y = values(y);
   out.dx = values(dx);
@@ -118,12 +124,20 @@ Run run(const ComputeContext& ctx, const ComputeContext& cpu, DType p, const Bat
     out.d_residual = values(dr);
     // The residual's gradient into an fp32 sum (a shortcut read twice).
     batch_norm_relu_backward(ctx, s, view(x), view(y), view(dy), none, view(dr_wide), batch, gamma,
-                             saved, nullptr, nullptr, false);
+                             gamma + C, saved, nullptr, nullptr, false);
     out.d_residual_wide = values(dr_wide);
     batch_norm_relu_backward(ctx, s, view(x), view(y), view(dy), view(dx_both), view(dr_both),
-                             batch, gamma, saved, nullptr, nullptr, false);
+                             batch, gamma, gamma + C, saved, nullptr, nullptr, false);
     out.dx_beside_wide = values(dx_both);
     out.d_residual_both = values(dr_both);
+  } else {
+    // No y: the mask from y computed again, as the plan's backward runs it.
+    Tensor again = Tensor::zeros({2 * C}, DType::f32, dev);
+    float* dgamma_again = again.data_as<float>();
+    batch_norm_relu_backward(ctx, s, view(x), none, view(dy), view(dx_again), none, batch, gamma,
+                             gamma + C, saved, dgamma_again, dgamma_again + C, false);
+    out.dx_recomputed = values(dx_again);
+    out.grads_recomputed = widened_values(again, ctx);
   }
   const std::vector<float> g = widened_values(grads, ctx);
   out.dgamma.assign(g.begin(), g.begin() + static_cast<std::ptrdiff_t>(C));
@@ -167,6 +181,14 @@ TEST_CASE("gpu fused batch_norm + (add +) relu against the CPU", "[gpu][fusion]"
     // dx beside an fp32 residual gradient: the same dx, the same gradient.
     CHECK(got.dx_beside_wide == got.dx);
     CHECK(got.d_residual_both == got.d_residual_wide);
+  } else {
+    // y computed again gives the stored y's mask: the same bits, on both.
+    for (const Run* r : {&got, &want}) {
+      std::vector<float> grads = r->dgamma;
+      grads.insert(grads.end(), r->dbeta.begin(), r->dbeta.end());
+      CHECK(r->dx_recomputed == r->dx);
+      CHECK(r->grads_recomputed == grads);
+    }
   }
 }
 
@@ -192,6 +214,8 @@ TEST_CASE(
   CHECK(vectors.d_residual_both == elements.d_residual_both);
   CHECK(vectors.dgamma == elements.dgamma);
   CHECK(vectors.dbeta == elements.dbeta);
+  CHECK(vectors.dx_recomputed == elements.dx_recomputed);
+  CHECK(vectors.grads_recomputed == elements.grads_recomputed);
 }
 
 int main(int argc, char** argv) {

@@ -7,8 +7,8 @@
 // the unfused ops store rounded as it was stored (kernels/batch_norm_relu.cuh).
 // What they save is the passes over the data and the intermediate tensors:
 // forward reads x (and the residual) and writes y once; backward reads x, y
-// and dy and writes dx and the residual's gradient in one pass after
-// BatchNorm's sums.
+// (or, without a residual, computes it again) and dy and writes dx and the
+// residual's gradient in one pass after BatchNorm's sums.
 #pragma once
 
 #include <cstddef>
@@ -33,10 +33,16 @@ void batch_norm_relu_forward(const ComputeContext& ctx, const BatchNormShape& s,
 // y > 0, which is the residual's gradient. dgamma and dbeta as
 // batch_norm_backward, from the masked dy. d_residual overlaps none of x, y,
 // dy and dx (a GPU writes it while it reads them, then reads it for dx).
+// Where the forward had no residual and the storage dtype is the context's
+// precision, y may be a null ptr: relu's mask then comes from BatchNorm's
+// value computed again from x, the saved statistics, gamma and beta
+// (unchanged since the forward), compared with what rounds to 0 in the
+// storage dtype: y's mask, bit for bit, without reading y, so that the
+// memory-bound passes of a GPU read 2 bytes an element less.
 void batch_norm_relu_backward(const ComputeContext& ctx, const BatchNormShape& s, BufferView x,
                               BufferView y, BufferView dy, BufferView dx, BufferView d_residual,
-                              std::size_t batch, const float* gamma, const BatchNormSaved& saved,
-                              float* dgamma, float* dbeta, bool accumulate,
-                              BatchStatReducer* sync = nullptr);
+                              std::size_t batch, const float* gamma, const float* beta,
+                              const BatchNormSaved& saved, float* dgamma, float* dbeta,
+                              bool accumulate, BatchStatReducer* sync = nullptr);
 
 }  // namespace ringtrain

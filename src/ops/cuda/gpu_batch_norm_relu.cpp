@@ -17,24 +17,25 @@ void gpu_batch_norm_relu_apply(void* stream, BufferView x, BufferView residual, 
 void gpu_batch_norm_relu_backward_reduce(const GpuHandles& h, BufferView x, BufferView y,
                                          BufferView dy, BufferView d_residual, std::size_t n,
                                          std::size_t c, std::size_t hw, const float* mean,
-                                         const float* invstd, float* sums, float* dgamma,
-                                         float* dbeta, bool accumulate) {
+                                         const float* invstd, const float* gamma, const float* beta,
+                                         float* sums, float* dgamma, float* dbeta,
+                                         bool accumulate) {
   RT_CHECK(
       d_residual.ptr == nullptr || d_residual.dtype == dy.dtype || d_residual.dtype == DType::f32,
       "batch_norm_relu: a {} residual gradient of {} activations", dtype_name(d_residual.dtype),
       dtype_name(dy.dtype));
   kernels::batch_norm_relu_backward_reduce_cuda(
       x.ptr, y.ptr, dy.ptr, dy.dtype, d_residual.ptr, d_residual.dtype, n, c, hw, mean, invstd,
-      sums, dgamma, dbeta, accumulate, h.scratch, kGpuScratchFloats, h.stream);
+      gamma, beta, sums, dgamma, dbeta, accumulate, h.scratch, kGpuScratchFloats, h.stream);
 }
 void gpu_batch_norm_relu_backward_dx(void* stream, BufferView x, BufferView y, BufferView dy,
                                      BufferView dx, BufferView d_residual, std::size_t n,
                                      std::size_t c, std::size_t hw, const float* mean,
-                                     const float* invstd, const float* gamma, const float* sums,
-                                     const float* count, DType precision) {
+                                     const float* invstd, const float* gamma, const float* beta,
+                                     const float* sums, const float* count, DType precision) {
   kernels::batch_norm_relu_backward_dx_cuda(x.ptr, y.ptr, dy.ptr, dy.dtype, dx.ptr, dx.dtype,
                                             d_residual.ptr, d_residual.dtype, n, c, hw, mean,
-                                            invstd, gamma, sums, count, precision, stream);
+                                            invstd, gamma, beta, sums, count, precision, stream);
 }
 
 }  // namespace ringtrain::detail
