@@ -286,6 +286,7 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
   OptimizerConfig oc;
   oc.kind = o.optimizer;
   auto optimizer = make_optimizer(oc, model->param_count(), mo.device);
+  optimizer->set_stream(model->compute_stream());  // as the trainer queues it
 
   // Synthetic inputs in [0, 1) (a language model: token ids) and labels (one
   // per token), a function of the rank and index.

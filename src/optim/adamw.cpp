@@ -87,7 +87,8 @@ void AdamWOptimizer::step(BufferView params, BufferView grads, float lr) {
   // Weight decay 0 needs no mask: every element is exempt already.
   const float* mask = weight_decay_ != 0.f ? decay_mask_.as<const float>() : nullptr;
   if (device_.is_cuda())
-    optim_cuda::adamw_step(params, grads, exp_avg_.data(), exp_avg_sq_.data(), c, mask, gate_);
+    optim_cuda::adamw_step(params, grads, exp_avg_.data(), exp_avg_sq_.data(), c, mask, gate_,
+                           stream_);
   else
     adamw_cpu(params.as<float>(), grads.as<float>(), exp_avg_.data(), exp_avg_sq_.data(),
               param_count_, c, mask);

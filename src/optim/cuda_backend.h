@@ -20,13 +20,14 @@ void free_f32(float* ptr, int ordinal) noexcept;
 void copy_to_device(BufferView dst, const float* src);
 void copy_to_host(float* dst, BufferView src);
 
-// The updates are no-ops on the device unless gate->apply (nullptr: always).
+// The updates are no-ops on the device unless gate->apply (nullptr: always),
+// queued on `stream` (cudaStream_t as void*; nullptr: the default stream).
 void sgd_step(BufferView params, BufferView grads, float* momentum_buf, float lr, float momentum,
               float weight_decay, bool nesterov, const float* decay_mask,
-              const kernels::NonfiniteGuardState* gate);
+              const kernels::NonfiniteGuardState* gate, void* stream);
 void adamw_step(BufferView params, BufferView grads, float* exp_avg, float* exp_avg_sq,
                 const kernels::AdamWCoefficients& coefficients, const float* decay_mask,
-                const kernels::NonfiniteGuardState* gate);
+                const kernels::NonfiniteGuardState* gate, void* stream);
 // Sum of squares in double; waits for the result.
 double sum_squares(BufferView x);
 // The device-side clip (GradClipper): scratch of kernels::kSumSquaresScratchCount
@@ -41,7 +42,7 @@ void sum_squares_async(BufferView x, double* scratch, void* stream);
 void clip_by_norm(BufferView x, const double* sum_squares, double max_norm, void* stream);
 void finite_probe(const double* sum_squares, float* probe, int ordinal, void* stream);
 double read_double(const double* value, int ordinal);
-void scale(BufferView x, float factor);
+void scale(BufferView x, float factor, void* stream);
 
 // The --nonfinite state on a device (nonfinite_tracker.h): the state in device
 // memory and its mirror in mapped host memory, which the device writes after

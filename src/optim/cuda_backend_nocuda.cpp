@@ -24,11 +24,11 @@ void copy_to_host(float*, BufferView src) {
   no_cuda("a device-to-host copy", src.device.index);
 }
 void sgd_step(BufferView params, BufferView, float*, float, float, float, bool, const float*,
-              const kernels::NonfiniteGuardState*) {
+              const kernels::NonfiniteGuardState*, void*) {
   no_cuda("an SGD step", params.device.index);
 }
 void adamw_step(BufferView params, BufferView, float*, float*, const kernels::AdamWCoefficients&,
-                const float*, const kernels::NonfiniteGuardState*) {
+                const float*, const kernels::NonfiniteGuardState*, void*) {
   no_cuda("an AdamW step", params.device.index);
 }
 ClipMemory alloc_clip(int ordinal) {
@@ -50,7 +50,7 @@ double read_double(const double*, int ordinal) {
 double sum_squares(BufferView x) {
   no_cuda("a gradient norm", x.device.index);
 }
-void scale(BufferView x, float) {
+void scale(BufferView x, float, void*) {
   no_cuda("buffer scaling", x.device.index);
 }
 

@@ -54,11 +54,11 @@ double clip_grad_norm(BufferView grads, double max_norm) {
   return norm;
 }
 
-void scale_buffer(BufferView buf, float factor) {
+void scale_buffer(BufferView buf, float factor, void* stream) {
   check_f32(buf, "buffer scaling");
   RT_CHECK(std::isfinite(factor), "buffer scaling: the factor must be finite, got {}", factor);
   if (buf.device.is_cuda())
-    optim_cuda::scale(buf, factor);
+    optim_cuda::scale(buf, factor, stream);
   else
     scale_cpu(buf.as<float>(), buf.count, factor);
 }

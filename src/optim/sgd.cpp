@@ -56,7 +56,7 @@ void SgdOptimizer::step(BufferView params, BufferView grads, float lr) {
   const float* mask = weight_decay_ != 0.f ? decay_mask_.as<const float>() : nullptr;
   if (device_.is_cuda()) {
     optim_cuda::sgd_step(params, grads, with_momentum ? momentum_buf_.data() : nullptr, lr,
-                         momentum_, weight_decay_, nesterov_, mask, gate_);
+                         momentum_, weight_decay_, nesterov_, mask, gate_, stream_);
   } else if (!with_momentum) {
     sgd_plain_cpu(params.as<float>(), grads.as<float>(), param_count_, lr, weight_decay_, mask);
   } else if (nesterov_) {

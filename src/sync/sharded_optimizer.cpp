@@ -20,9 +20,9 @@ ShardedOptimizer::ShardedOptimizer(const OptimizerConfig& config, const ZeroLayo
       comm_(comm),
       shard_grads_(shard_grads),
       device_(device),
-      stream_(stream),
       inner_(make_optimizer(config, layout.shard_count(), device)),
       owned_(std::make_unique<Owned>()) {
+  set_stream(stream);
   RT_CHECK(shard_grads.count == layout.shard_count() && shard_grads.dtype == DType::f32,
            "internal: ZeRO shard gradients of {} {} for a shard of {}", shard_grads.count,
            dtype_name(shard_grads.dtype), layout.shard_count());
@@ -33,6 +33,11 @@ ShardedOptimizer::ShardedOptimizer(const OptimizerConfig& config, const ZeroLayo
 }
 
 ShardedOptimizer::~ShardedOptimizer() = default;
+
+void ShardedOptimizer::set_stream(void* stream) {
+  stream_ = stream;
+  inner_->set_stream(stream);
+}
 
 void ShardedOptimizer::set_decay_mask(BufferView mask) {
   RT_CHECK(mask.count == layout_.param_count() && mask.dtype == DType::f32,

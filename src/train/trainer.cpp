@@ -612,8 +612,10 @@ void Trainer::make_backend_and_optimizer() {
   nonfinite_.emplace(NonfinitePolicy::parse(cfg_.nonfinite), *control_, *model_, cfg_.ckpt_dir,
                      device_, model_->loss_totals_view());
   if (loss_scaling()) nonfinite_->set_loss_scaler(initial_loss_scaler(cfg_));
-  // On a GPU the update is gated on the decision the device takes.
+  // On a GPU the update is gated on the decision the device takes, and
+  // queued on the stream that computed the gradients.
   optimizer_->set_update_gate(nonfinite_->gate());
+  optimizer_->set_stream(model_->compute_stream());
   sync_->set_local_check([this](BufferView slice, std::size_t offset) {
     nonfinite_->check_local(slice, offset, model_->compute_stream());
   });
@@ -958,7 +960,8 @@ void Trainer::update(float lr, float loss_scale, std::uint64_t step_samples, Ste
   // clipping them at loss_scale times the norm first is the same clip.
   if (cfg_.clip_norm > 0) timing.grad_norm = clip_gradients(loss_scale);
   if (loss_scale != 1.0f)
-    scale_buffer(zero_ != nullptr ? zero_->shard_gradients() : grads_, 1.0f / loss_scale);
+    scale_buffer(zero_ != nullptr ? zero_->shard_gradients() : grads_, 1.0f / loss_scale,
+                 model.compute_stream());
   optimizer_->step(model.params(), grads_, lr);
 }
 

@@ -21,8 +21,9 @@ double global_grad_norm(BufferView grads);
 // step or stop; max_norm must be > 0 (--clip-grad-norm).
 double clip_grad_norm(BufferView grads, double max_norm);
 
-// buf *= factor, in place, for an f32 buffer on CPU or CUDA.
-void scale_buffer(BufferView buf, float factor);
+// buf *= factor, in place, for an f32 buffer on CPU or CUDA (queued on
+// `stream`, a cudaStream_t as void*; nullptr: the default stream).
+void scale_buffer(BufferView buf, float factor, void* stream = nullptr);
 
 // The training step's clip (--clip-norm), with the norm kept where the
 // gradients are: on a GPU the sum of squares, the factor (kernels/

@@ -41,7 +41,7 @@ class Optimizer {
   virtual ~Optimizer();
   // One update of `params` (in place) from `grads` at learning rate `lr`. Both
   // are f32 views of param_count elements on the optimizer's device. On CUDA it
-  // is queued on the default stream and does not wait for the kernel.
+  // is queued on the stream of set_stream and does not wait for the kernel.
   virtual void step(BufferView params, BufferView grads, float lr) = 0;
   // {"momentum"} for SGD with momentum, {} for plain SGD, {"exp_avg",
   // "exp_avg_sq"} for AdamW. Views stay valid for the optimizer's lifetime.
@@ -64,9 +64,15 @@ class Optimizer {
   // correction counts only the applied steps. step_count() then counts the
   // steps issued. nullptr: no gate (the CPU path skips the call instead).
   void set_update_gate(const kernels::NonfiniteGuardState* gate) { gate_ = gate; }
+  // The CUDA stream (cudaStream_t as void*) the updates are queued on: the
+  // model's, which computed the gradients, so that the order is the stream's
+  // and not the legacy default stream's implicit one (which holds only while
+  // every stream involved is a blocking one). nullptr: the default stream.
+  virtual void set_stream(void* stream) { stream_ = stream; }
 
  protected:
   const kernels::NonfiniteGuardState* gate_ = nullptr;
+  void* stream_ = nullptr;
 };
 
 // Validates `config` and allocates zeroed state for param_count elements on

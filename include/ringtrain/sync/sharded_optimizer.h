@@ -44,6 +44,8 @@ class ShardedOptimizer final : public Optimizer {
   void set_step_count(std::uint64_t steps) override { inner_->set_step_count(steps); }
   std::size_t state_bytes() const override { return inner_->state_bytes(); }
   void set_decay_mask(BufferView mask) override;
+  // The shard's update and the all-gather's copies go on `stream` too.
+  void set_stream(void* stream) override;
 
   // Collective: this rank's blocks of `params` become its master weights
   // (after the start-up broadcast or a resume).
@@ -70,7 +72,6 @@ class ShardedOptimizer final : public Optimizer {
   Communicator& comm_;
   BufferView shard_grads_;
   Device device_;
-  void* stream_;
   std::unique_ptr<Optimizer> inner_;
   struct Owned;  // master weights, full state copies (optim's StateBuffer)
   std::unique_ptr<Owned> owned_;

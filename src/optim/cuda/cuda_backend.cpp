@@ -94,23 +94,23 @@ void copy_to_host(float* dst, BufferView src) {
 
 void sgd_step(BufferView params, BufferView grads, float* momentum_buf, float lr, float momentum,
               float weight_decay, bool nesterov, const float* decay_mask,
-              const kernels::NonfiniteGuardState* gate) {
+              const kernels::NonfiniteGuardState* gate, void* stream) {
   DeviceScope scope(params.device.index);
   if (momentum_buf == nullptr)
     kernels::sgd_plain_f32_cuda(params.as<float>(), grads.as<float>(), params.count, lr,
-                                weight_decay, decay_mask, gate, nullptr);
+                                weight_decay, decay_mask, gate, stream);
   else
     kernels::sgd_momentum_f32_cuda(params.as<float>(), grads.as<float>(), momentum_buf,
                                    params.count, lr, momentum, weight_decay, nesterov, decay_mask,
-                                   gate, nullptr);
+                                   gate, stream);
 }
 
 void adamw_step(BufferView params, BufferView grads, float* exp_avg, float* exp_avg_sq,
                 const kernels::AdamWCoefficients& coefficients, const float* decay_mask,
-                const kernels::NonfiniteGuardState* gate) {
+                const kernels::NonfiniteGuardState* gate, void* stream) {
   DeviceScope scope(params.device.index);
   kernels::adamw_f32_cuda(params.as<float>(), grads.as<float>(), exp_avg, exp_avg_sq, params.count,
-                          coefficients, decay_mask, gate, nullptr);
+                          coefficients, decay_mask, gate, stream);
 }
 
 double sum_squares(BufferView x) {
@@ -179,9 +179,9 @@ double read_double(const double* value, int ordinal) {
   return result;
 }
 
-void scale(BufferView x, float factor) {
+void scale(BufferView x, float factor, void* stream) {
   DeviceScope scope(x.device.index);
-  kernels::scale_f32_cuda(x.as<float>(), x.count, factor, nullptr);
+  kernels::scale_f32_cuda(x.as<float>(), x.count, factor, stream);
 }
 
 GuardMemory alloc_guard(int ordinal) {
