@@ -1145,12 +1145,12 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
                            : backward_at(i),
               {BlockKind::activation, i, 0});
   }
-  // --layout nhwc: the input transposed, before node 0's forward; read by
-  // that alone where it is narrowed into stored_input, else as the model's
-  // input, by the first nodes' backward too.
-  if (m->layout_ == Layout::nhwc)
-    add_block(B * Shape(input_shape).numel() * sizeof(float), 0,
-              s.narrow_input ? 0 : backward_at(0), {BlockKind::nhwc_input, 0, 0});
+  // --layout nhwc: the fp32 input transposed, before node 0's forward, and
+  // read as the model's input, by the first nodes' backward too; where the
+  // input is narrowed it is transposed straight into stored_input instead.
+  if (m->layout_ == Layout::nhwc && !s.narrow_input)
+    add_block(B * Shape(input_shape).numel() * sizeof(float), 0, backward_at(0),
+              {BlockKind::nhwc_input, 0, 0});
   for (std::size_t g = 0; g < G; ++g)
     if (g != in_place)
       add_block(B * grad_elements[g] * dtype_size(grad_dtype[g]), backward_at(hi[g]),
@@ -1426,15 +1426,27 @@ BufferView Model::run_layers(const float* x, const std::int32_t* labels, std::si
            options_.max_batch);
   mark_start(s.timer, profile_slots().prepare());
   // The data arrive NCHW, as stored: channels-last starts here, once, on the
-  // model's device.
+  // model's device, in the same pass as the narrowing where the input is
+  // stored in 16 bits (the rounding of each element does not depend on where
+  // it goes: the bits of a transpose and a narrowing apart).
   const std::size_t input_elements = batch * Shape(input_shape_).numel();
-  if (layout_ == Layout::nhwc && batch > 0) {
-    nchw_to_nhwc(*s.ctx, x, s.nhwc_input.data_as<float>(), batch, input_shape_[0],
-                 input_shape_[1] * input_shape_[2]);
-    x = s.nhwc_input.data_as<float>();
-  }
-  s.input = BufferView{const_cast<float*>(x), input_elements, DType::f32, options_.device};
   const DType precision = options_.precision;
+  s.input = BufferView{const_cast<float*>(x), input_elements, DType::f32, options_.device};
+  if (s.narrow_input) {
+    const BufferView stored = s.stored_input.buffer().slice(0, input_elements);
+    if (batch > 0 && layout_ == Layout::nhwc)
+      transpose_batched(*s.ctx, s.input, stored, batch, input_shape_[0],
+                        input_shape_[1] * input_shape_[2]);
+    else if (batch > 0)
+      convert_storage(*s.ctx, stored, s.input);
+    s.input = stored;
+  } else if (layout_ == Layout::nhwc) {
+    const BufferView to = s.nhwc_input.buffer().slice(0, input_elements);
+    if (batch > 0)
+      transpose_batched(*s.ctx, s.input, to, batch, input_shape_[0],
+                        input_shape_[1] * input_shape_[2]);
+    s.input = to;
+  }
   if (precision != DType::f32) {
     // The low-precision weights are cast from the master weights at every
     // forward: one pass over the flat buffer, and nothing that writes the
@@ -1444,11 +1456,6 @@ BufferView Model::run_layers(const float* x, const std::int32_t* labels, std::si
     float* copy = s.compute_params.data_as<float>();
     for (const State::RefreshRun& r : s.refresh_runs)
       round_to_precision(*s.ctx, copy + r.begin, master + r.begin, r.end - r.begin, r.precision);
-    if (s.narrow_input) {
-      const BufferView stored = s.stored_input.buffer().slice(0, input_elements);
-      if (batch > 0) convert_storage(*s.ctx, stored, s.input);
-      s.input = stored;
-    }
   }
   mark_stop(s.timer, profile_slots().prepare());
   for (std::size_t i = 0; i < s.nodes.size(); ++i) {

@@ -18,9 +18,11 @@
 #include "ringtrain/ops/conv2d.h"
 #include "ringtrain/ops/dropout.h"
 #include "ringtrain/ops/gemm.h"
+#include "ringtrain/ops/layout_transpose.h"
 #include "ringtrain/ops/pool2d.h"
 #include "ringtrain/ops/softmax_cross_entropy.h"
 #include "ringtrain/tensor/tensor.h"
+#include "tests/model/grid_values.h"
 #include "tests/model/test_data.h"
 #include "tests/support/gpu_compare.h"
 #include "tests/support/gpu_test.h"
@@ -243,6 +245,40 @@ TEST_CASE("gpu pools give the CPU's bits: max and average, both layouts, ties, o
                      gdx.data_as<float>(), batch);
         require_close(to_host(gdx, *c.gpu), dx, 0, "pool backward");
       }
+}
+
+TEST_CASE("gpu batched transpose gives the CPU's bits: tiles, few rows or columns, one line",
+          "[gpu][layout]") {
+  Contexts c;
+  struct Case {
+    std::size_t batch, rows, cols;
+  };
+  // One row or column (a copy: a 1x1 filter), few rows (an image's channels),
+  // few columns (a 3x3 filter's taps), both few, and tiles with edges.
+  for (const Case& k : {Case{3, 1, 37}, Case{2, 37, 1}, Case{4, 3, 1000}, Case{5, 64, 9},
+                        Case{1, 16, 16}, Case{2, 17, 17}, Case{2, 33, 70}})
+    for (const auto& [from, to] : {std::pair{DType::f32, DType::f32},
+                                   {DType::f32, DType::bf16},
+                                   {DType::f32, DType::f16},
+                                   {DType::bf16, DType::f32},
+                                   {DType::f16, DType::f16}}) {
+      CAPTURE(k.batch, k.rows, k.cols, dtype_name(from), dtype_name(to));
+      const std::size_t n = k.batch * k.rows * k.cols;
+      // fp32 values off every 16-bit grid, so that a narrowing rounds.
+      const std::vector<float> v = test::hashed_vector(21, n, -3.0f, 3.0f);
+      const auto run = [&](const ComputeContext& ctx) {
+        Tensor x = stored(v, from, ctx.device(), *c.cpu);
+        Tensor y = Tensor::empty({n}, to, ctx.device());
+        transpose_batched(ctx, x.buffer(), y.buffer(), k.batch, k.rows, k.cols);
+        return widened_values(y, ctx);
+      };
+      const std::vector<float> want = run(*c.cpu), got = run(*c.gpu);
+      CHECK(got == want);
+      // Where it went: y[n, j, i] = x[n, i, j] (after x's own storage).
+      const std::vector<float> xs = widened_values(stored(v, from, Device::cpu(), *c.cpu), *c.cpu);
+      CHECK(got[(0 * k.cols + k.cols - 1) * k.rows + 0] ==
+            kernels::round_to_precision_grid(xs[k.cols - 1], to));
+    }
 }
 
 TEST_CASE("gpu conv2d: smaller batches get their own plan entries; results repeat bit for bit",
