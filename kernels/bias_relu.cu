@@ -17,6 +17,7 @@
 #include "kernels/fast_divide.cuh"
 #include "kernels/launch_shape.cuh"
 #include "kernels/storage.cuh"
+#include "kernels/vector8.cuh"
 
 namespace ringtrain::kernels {
 
@@ -27,16 +28,33 @@ struct BiasRelu {
   __device__ float operator()(float x, float b) const { return bias_relu_forward_element(x, b); }
 };
 
-// The masked dy, stored as it is summed (bias.cu's DyValue of relu's dx).
+// The masked dy, stored as it is summed (bias.cu's DyValue of relu's dx),
+// by emit after a group of rows' loads (kernels/channel_reduce.cuh); 8
+// channels of a row at a time where the buffers allow (values8).
 template <typename T, typename M>
 struct MaskedDyValue {
   const T* y;
   const T* dy;
   M* masked;
   __device__ Sums<1> operator()(std::size_t a, std::size_t) const {
-    const float v = relu_masked_dy(load(y, a), load(dy, a));
-    store(masked, a, v);
-    return {{v}};
+    return {{relu_masked_dy(load(y, a), load(dy, a))}};
+  }
+  __device__ void emit(std::size_t a, const Sums<1>& v) const { store(masked, a, v.v[0]); }
+  __device__ void emit8(std::size_t a, const Sums<1> (&v)[kVector8]) const {
+    float g[kVector8];
+#pragma unroll
+    for (unsigned k = 0; k < kVector8; ++k) g[k] = v[k].v[0];
+    store8(masked, a, g);
+  }
+  bool rows8_aligned() const {
+    return vector8_aligned(y) && vector8_aligned(dy) && vector8_aligned(masked);
+  }
+  __device__ void values8(std::size_t a, std::size_t, Sums<1> (&out)[kVector8]) const {
+    float ys[kVector8], ds[kVector8];
+    load8(y, a, ys);
+    load8(dy, a, ds);
+#pragma unroll
+    for (unsigned k = 0; k < kVector8; ++k) out[k] = {{relu_masked_dy(ys[k], ds[k])}};
   }
 };
 

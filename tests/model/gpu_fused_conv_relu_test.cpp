@@ -111,11 +111,18 @@ fc = linear(out=5)
 TEST_CASE("gpu fused bias + relu passes against the unfused GPU ops and the CPU", "[gpu][fusion]") {
   Contexts c;
   const DType t = GENERATE(DType::f32, DType::bf16, DType::f16);
-  const bool rows = GENERATE(false, true);
+  const int shape = GENERATE(0, 1, 2);
+  const bool rows = shape != 0;
   const bool accumulate = GENERATE(false, true);
-  // NCHW [64, 5, 32x32]; NHWC rows [4096, 37, 1]: both split into slices.
-  const std::size_t outer = rows ? 4096 : 64, channels = rows ? 37 : 5, inner = rows ? 1 : 1024;
-  INFO(dtype_name(t) << (rows ? " rows" : " planes") << (accumulate ? " accumulate" : ""));
+  // NCHW [64, 5, 32x32]; NHWC rows [4096, 37, 1]: both split into slices;
+  // rows [4096, 40, 1], which take 8 channels a thread (16-byte accesses).
+  const std::size_t outer = rows ? 4096 : 64,
+                    channels = shape == 0   ? 5
+                               : shape == 1 ? 37
+                                            : 40,
+                    inner = rows ? 1 : 1024;
+  INFO(dtype_name(t) << (rows ? " rows" : " planes") << ", " << channels << " channels"
+                     << (accumulate ? " accumulate" : ""));
   auto cpu = ComputeContext::create(Device::cpu(), Tf32Mode::off, t);
   auto gpu = ComputeContext::create(kGpu, Tf32Mode::off, t);
   const Passes want = run(*cpu, *c.cpu, t, outer, channels, inner, accumulate);
