@@ -49,23 +49,68 @@ RT_HD PoolSpan pool_covering_span(std::uint32_t i, std::uint32_t out, PoolShape 
   return {begin, end < out ? end : out};
 }
 
+// At most how many outputs a side cover one input (the rows of
+// pool_covering_span): ceil(kernel / stride). The unrolled kernels size their
+// loads by it.
+RT_HD constexpr std::uint32_t pool_max_cover(std::uint32_t kernel, std::uint32_t stride) {
+  return (kernel + stride - 1) / stride;
+}
+
+// The steps of each output's and each input gradient's arithmetic, one value
+// at a time: the functions below take a plane's window in row-major order
+// through them, and the GPU's vector kernels (kernels/pool2d.cu) take the same
+// values in the same order through them, 8 channels at once, so every path
+// gives the same bits.
+
+// A max pool's running winner: starts at the window's first value, and a later
+// value replaces it only when greater (NaN never wins unless it comes first,
+// as the comparison says), so ties go to the first maximum.
+struct MaxPick {
+  float best;
+  std::uint32_t at;
+  RT_HD void offer(float v, std::uint32_t i) {
+    if (v > best) {
+      best = v;
+      at = i;
+    }
+  }
+};
+
+// An average's divisor, as its reciprocal: the kernel's area (padding counts).
+RT_HD float pool_inv_area(PoolShape s) {
+  return 1.0f / static_cast<float>(s.kernel * s.kernel);
+}
+
+// An average pool's output from its window's sum, taken from 0.0f in order.
+RT_HD float avg_pool_mean(float sum, PoolShape s) {
+  return sum * pool_inv_area(s);
+}
+
+// One covering output's term of a max pool's input gradient: its dy where
+// the input is its argmax.
+RT_HD void max_pool_grad_add(float& acc, std::int32_t argmax, std::int32_t self, float dy) {
+  if (argmax == self) acc += dy;
+}
+
+// One covering output's term of an average pool's input gradient, rounded
+// before the sum: the device must not fuse it into an FMA, or an average's
+// gradient would differ from the CPU's in the last bit.
+RT_HD void avg_pool_grad_add(float& acc, float dy, float inv_area) {
+  acc += mul_rn(dy, inv_area);
+}
+
 // The output at the window rows x cols of a max pool over plane (the spans of
 // pool_window_span); *argmax receives the winner's index.
 template <typename Plane>
 RT_HD float max_pool_output(const Plane& x, PoolShape s, PoolSpan rows, PoolSpan cols,
                             std::int32_t* argmax) {
-  std::uint32_t best_at = rows.begin * s.width + cols.begin;
-  float best = x[best_at];
+  const std::uint32_t first = rows.begin * s.width + cols.begin;
+  MaxPick pick{x[first], first};
   for (std::uint32_t r = rows.begin; r < rows.end; ++r)
-    for (std::uint32_t c = cols.begin; c < cols.end; ++c) {
-      const float v = x[r * s.width + c];
-      if (v > best) {  // NaN never wins unless it comes first, as the comparison says
-        best = v;
-        best_at = r * s.width + c;
-      }
-    }
-  *argmax = static_cast<std::int32_t>(best_at);
-  return best;
+    for (std::uint32_t c = cols.begin; c < cols.end; ++c)
+      pick.offer(x[r * s.width + c], r * s.width + c);
+  *argmax = static_cast<std::int32_t>(pick.at);
+  return pick.best;
 }
 
 // The output at the window rows x cols of an average pool: the window's sum
@@ -75,7 +120,7 @@ RT_HD float avg_pool_output(const Plane& x, PoolShape s, PoolSpan rows, PoolSpan
   float sum = 0.0f;
   for (std::uint32_t r = rows.begin; r < rows.end; ++r)
     for (std::uint32_t c = cols.begin; c < cols.end; ++c) sum += x[r * s.width + c];
-  return sum * (1.0f / static_cast<float>(s.kernel * s.kernel));
+  return avg_pool_mean(sum, s);
 }
 
 // dx at input (h, w) of a max pool, whose covering outputs are rows x cols
@@ -87,7 +132,7 @@ RT_HD float max_pool_input_grad(const Plane& dy, const IndexPlane& argmax, PoolS
   float acc = 0.0f;
   for (std::uint32_t oh = rows.begin; oh < rows.end; ++oh)
     for (std::uint32_t ow = cols.begin; ow < cols.end; ++ow)
-      if (argmax[oh * s.out_width + ow] == self) acc += dy[oh * s.out_width + ow];
+      max_pool_grad_add(acc, argmax[oh * s.out_width + ow], self, dy[oh * s.out_width + ow]);
   return acc;
 }
 
@@ -95,13 +140,11 @@ RT_HD float max_pool_input_grad(const Plane& dy, const IndexPlane& argmax, PoolS
 // each covering window's dy / k^2.
 template <typename Plane>
 RT_HD float avg_pool_input_grad(const Plane& dy, PoolShape s, PoolSpan rows, PoolSpan cols) {
-  const float inv_area = 1.0f / static_cast<float>(s.kernel * s.kernel);
+  const float inv_area = pool_inv_area(s);
   float acc = 0.0f;
   for (std::uint32_t oh = rows.begin; oh < rows.end; ++oh)
     for (std::uint32_t ow = cols.begin; ow < cols.end; ++ow)
-      // Rounded before the sum: the device must not fuse it into an FMA, or
-      // an average's gradient would differ from the CPU's in the last bit.
-      acc += mul_rn(dy[oh * s.out_width + ow], inv_area);
+      avg_pool_grad_add(acc, dy[oh * s.out_width + ow], inv_area);
   return acc;
 }
 

@@ -1,13 +1,17 @@
 // Every CUDA op against its CPU twin, on the first visible GPU: GEMM in all
 // transpose combinations, activations, bias, softmax cross-entropy, dropout
-// (bit-identical masks), conv2d and max-pool (cuDNN vs im2col), and a whole
-// model's forward and backward. Exits 77 (ctest: skipped) without CUDA or a
+// (bit-identical masks), conv2d and max-pool (cuDNN vs im2col), the pools
+// bit for bit (channels-last 8 | C, the vector kernels, against the
+// element-wise ones and the CPU in fp32, bf16 and fp16), and a whole model's
+// forward and backward. Exits 77 (ctest: skipped) without CUDA or a
 // device, so it is never reported as passed where it did not run. GPU
 // contexts use --tf32 off (plain fp32), so the tolerances stay tight.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <limits>
 
 #include <cstdio>
 
@@ -279,6 +283,97 @@ TEST_CASE("gpu batched transpose gives the CPU's bits: tiles, few rows or column
       CHECK(got[(0 * k.cols + k.cols - 1) * k.rows + 0] ==
             kernels::round_to_precision_grid(xs[k.cols - 1], to));
     }
+}
+
+namespace {
+
+struct PoolRun {
+  std::vector<float> y, dx, dx_wide;  // dx in the storage dtype, and in fp32
+};
+
+// A stored pool's forward and backward on ctx's device, every buffer `offset`
+// elements into its allocation: 0 leaves them 16-byte aligned (cudaMalloc's
+// are), where channels-last 8 | C takes the GPU's vector kernels; 1 takes
+// the element-wise ones. Max reads values of few levels (windows hold ties),
+// average hashed ones (sums that round). dx starts as NaN: an element a
+// kernel did not write shows.
+PoolRun run_pool(const ComputeContext& ctx, const ComputeContext& cpu, const Pool2dGeometry& g,
+                 std::size_t batch, DType p, std::size_t offset) {
+  const Device dev = ctx.device();
+  const std::size_t in = batch * g.channels * g.height * g.width,
+                    out = batch * g.channels * g.out_height() * g.out_width();
+  std::vector<float> xs(offset, 0.0f), dys(offset, 0.0f);
+  const std::vector<float> hashed = on_grid(hashed_vector(15, in, -2.0f, 2.0f), p);
+  for (std::size_t i = 0; i < in; ++i)
+    xs.push_back(g.mode == PoolMode::max
+                     ? 0.5f * static_cast<float>(static_cast<int>((i * 2654435761u) % 7) - 3)
+                     : hashed[i]);
+  for (float v : on_grid(hashed_vector(16, out), p)) dys.push_back(v);
+  const std::vector<float> nan(offset + in, std::numeric_limits<float>::quiet_NaN());
+  Tensor x = stored(xs, p, dev, cpu), dy = stored(dys, p, dev, cpu);
+  Tensor y = Tensor::empty({offset + out}, p, dev);
+  Tensor dx = stored(nan, p, dev, cpu), dx_wide = stored(nan, DType::f32, dev, cpu);
+  const auto view = [&](Tensor& t, std::size_t n) {
+    return BufferView{static_cast<char*>(t.data()) + offset * dtype_size(t.dtype()), n, t.dtype(),
+                      dev};
+  };
+  const auto values = [&](const Tensor& t) {
+    const std::vector<float> v = widened_values(t, ctx);
+    return std::vector<float>(v.begin() + static_cast<std::ptrdiff_t>(offset), v.end());
+  };
+  Pool2dOp op(ctx, g, batch);
+  op.forward(view(x, in), view(y, out), batch);
+  op.backward(view(dy, out), view(dx, in), batch);
+  op.backward(view(dy, out), view(dx_wide, in), batch);
+  return {values(y), values(dx), values(dx_wide)};
+}
+
+// Bit for bit (a -0 is not a +0, a NaN left unwritten shows).
+void require_same_bits(const std::vector<float>& got, const std::vector<float>& want,
+                       const char* what) {
+  REQUIRE(got.size() == want.size());
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (std::memcmp(&got[i], &want[i], sizeof(float)) != 0) ++wrong;
+  INFO(what << ": " << wrong << " of " << got.size() << " elements differ in their bits");
+  CHECK(wrong == 0);
+}
+
+}  // namespace
+
+TEST_CASE(
+    "gpu pools, channels-last with 8 | C, 8 channels at a time: the element-wise kernels' "
+    "and the CPU's bits",
+    "[gpu]") {
+  Contexts c;
+  const DType p = GENERATE(DType::f32, DType::bf16, DType::f16);
+  struct Case {
+    std::size_t channels, height, width, kernel, stride, padding, batch;
+  };
+  // vgg16's 2 x 2 s2 (non-overlapping: the tiled backward; an odd side leaves
+  // an input row no window covers, and padding 1 tiles partly outside the
+  // input), resnet50's 3 x 3 s2 p1, inception3's 3 x 3 s2 and 3 x 3 s1 p1,
+  // and a 5 x 5 s3 p2 through the kernels' run-time loops.
+  const Case k = GENERATE(Case{16, 9, 8, 2, 2, 0, 3}, Case{24, 8, 10, 2, 2, 0, 2},
+                          Case{16, 9, 9, 2, 2, 1, 2}, Case{16, 11, 10, 3, 2, 1, 3},
+                          Case{24, 10, 9, 3, 2, 0, 2}, Case{16, 7, 9, 3, 1, 1, 3},
+                          Case{24, 8, 8, 3, 1, 1, 2}, Case{24, 13, 12, 5, 3, 2, 2});
+  const PoolMode mode = GENERATE(PoolMode::max, PoolMode::average);
+  Pool2dGeometry g{k.channels, k.height, k.width, k.kernel, k.stride, k.padding};
+  g.mode = mode;
+  g.layout = Layout::nhwc;
+  INFO(dtype_name(p) << " C " << k.channels << ", " << k.height << "x" << k.width << ", kernel "
+                     << k.kernel << " stride " << k.stride << " padding " << k.padding
+                     << (mode == PoolMode::max ? ", max" : ", average"));
+  const PoolRun want = run_pool(*c.cpu, *c.cpu, g, k.batch, p, 0);
+  const PoolRun vectors = run_pool(*c.gpu, *c.cpu, g, k.batch, p, 0);
+  const PoolRun elements = run_pool(*c.gpu, *c.cpu, g, k.batch, p, 1);  // misaligned
+  require_same_bits(vectors.y, elements.y, "y: vector against element-wise");
+  require_same_bits(vectors.dx, elements.dx, "dx: vector against element-wise");
+  require_same_bits(vectors.dx_wide, elements.dx_wide, "fp32 dx: vector against element-wise");
+  require_same_bits(vectors.y, want.y, "y: against the CPU");
+  require_same_bits(vectors.dx, want.dx, "dx: against the CPU");
+  require_same_bits(vectors.dx_wide, want.dx_wide, "fp32 dx: against the CPU");
 }
 
 TEST_CASE("gpu conv2d: smaller batches get their own plan entries; results repeat bit for bit",

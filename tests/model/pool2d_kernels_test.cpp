@@ -1,10 +1,13 @@
 // kernels/pool2d.cuh, the arithmetic the GPU's pooling kernels run, checked
 // on the CPU: each input's covering outputs are exactly the windows that hold
-// it, the forward matches a plain loop, and the GPU's gather backward gives
+// it (at most ceil(k / s) a side, as the GPU's unrolled backward loads them;
+// for k == s, the one window of its tile, as the tiled backward takes it),
+// the forward matches a plain loop, and the GPU's gather backward gives
 // the bits of the CPU's scatter (Pool2dOp::backward) for max and average
 // pools, with overlapping windows, padding, ties and both layouts.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -25,9 +28,9 @@ struct Case {
   std::size_t height, width, kernel, stride, padding;
 };
 
-const Case kCases[] = {{8, 8, 2, 2, 0},   {9, 7, 2, 2, 0}, {11, 11, 3, 2, 1},
-                       {10, 9, 3, 2, 0},  {7, 7, 3, 1, 1}, {6, 5, 1, 2, 0},
-                       {13, 12, 5, 3, 2}, {5, 5, 5, 1, 2}, {35, 35, 3, 1, 1}};
+const Case kCases[] = {{8, 8, 2, 2, 0},  {9, 7, 2, 2, 0},  {9, 9, 2, 2, 1}, {11, 11, 3, 2, 1},
+                       {10, 9, 3, 2, 0}, {7, 7, 3, 1, 1},  {6, 5, 1, 2, 0}, {13, 12, 5, 3, 2},
+                       {5, 5, 5, 1, 2},  {35, 35, 3, 1, 1}};
 
 PoolShape shape_of(const Pool2dGeometry& g) {
   const auto u = [](std::size_t v) { return static_cast<std::uint32_t>(v); };
@@ -37,7 +40,9 @@ PoolShape shape_of(const Pool2dGeometry& g) {
 
 }  // namespace
 
-TEST_CASE("pool_covering_span lists exactly the windows that hold an input", "[kernels]") {
+TEST_CASE(
+    "pool_covering_span lists exactly the windows that hold an input, at most ceil(k / s) a side",
+    "[kernels]") {
   for (const Case& c : kCases) {
     Pool2dGeometry g;
     g.channels = 1, g.height = c.height, g.width = c.width;
@@ -45,9 +50,25 @@ TEST_CASE("pool_covering_span lists exactly the windows that hold an input", "[k
     const PoolShape s = shape_of(g);
     for (std::uint32_t i = 0; i < s.height; ++i) {
       const PoolSpan cover = kernels::pool_covering_span(i, s.out_height, s);
+      // The GPU's unrolled backward loads at most pool_max_cover outputs a side.
+      CHECK(cover.end - std::min(cover.begin, cover.end) <=
+            kernels::pool_max_cover(s.kernel, s.stride));
+      if (s.kernel == s.stride) {
+        // Its tiled backward for windows that do not overlap: input i is in
+        // tile (i + p) / k, of ceil((n + p) / k) tiles, which is output
+        // (i + p) / k's window where that output exists, and no window's else.
+        const std::uint32_t tile = (i + s.padding) / s.kernel;
+        CHECK(tile < (s.height + s.padding + s.kernel - 1) / s.kernel);
+        CHECK(s.out_height <= (s.height + s.padding + s.kernel - 1) / s.kernel);
+        if (tile < s.out_height)
+          CHECK((cover.begin == tile && cover.end == tile + 1));
+        else
+          CHECK(cover.begin >= cover.end);
+      }
       for (std::uint32_t o = 0; o < s.out_height; ++o) {
         const PoolSpan window = kernels::pool_window_span(o, s.height, s);
         CAPTURE(c.height, c.kernel, c.stride, c.padding, i, o);
+        CHECK((window.begin < window.end && window.end - window.begin <= s.kernel));
         CHECK((window.begin <= i && i < window.end) == (cover.begin <= o && o < cover.end));
       }
     }
