@@ -59,6 +59,21 @@ template <typename T>
 __global__ void add_widened_kernel(const T* __restrict__ x, float* __restrict__ y, std::size_t n) {
   RT_GRID_STRIDE(i, n) y[i] = axpy_element(1.0f, load(x, i), y[i]);
 }
+// The same adds 8 at a time (one 16-byte load of x, two of y), where n is a
+// multiple of 8 and both buffers are 16-byte aligned: the fp32 sums of an
+// Inception block's input gradient, a branch each.
+template <typename T>
+__global__ void add_widened8_kernel(const T* __restrict__ x, float* __restrict__ y,
+                                    std::size_t vectors) {
+  RT_GRID_STRIDE(v, vectors) {
+    float u[kVector8], w[kVector8];
+    load8(x, v * kVector8, u);
+    load8(y, v * kVector8, w);
+#pragma unroll
+    for (unsigned k = 0; k < kVector8; ++k) w[k] = axpy_element(1.0f, u[k], w[k]);
+    store8(y, v * kVector8, w);
+  }
+}
 template <typename T, typename D>
 __global__ void scale_kernel(const T* __restrict__ x, float a, D* __restrict__ y, std::size_t n) {
   RT_GRID_STRIDE(i, n) store(y, i, scale_element(load(x, i), a));
@@ -145,8 +160,13 @@ void add_widened_cuda(const void* x, DType t, float* y, std::size_t n, void* str
   if (n == 0) return;
   with_storage(t, [&](auto s) {
     using T = decltype(s);
-    add_widened_kernel<<<elementwise_blocks(n), kElementwiseThreads, 0, as_stream(stream)>>>(
-        static_cast<const T*>(x), y, n);
+    const auto* u = static_cast<const T*>(x);
+    if (n % kVector8 == 0 && vector8_aligned(u) && vector8_aligned(y))
+      add_widened8_kernel<<<elementwise_blocks(n / kVector8), kElementwiseThreads, 0,
+                            as_stream(stream)>>>(u, y, n / kVector8);
+    else
+      add_widened_kernel<<<elementwise_blocks(n), kElementwiseThreads, 0, as_stream(stream)>>>(u, y,
+                                                                                               n);
   });
   RT_CUDA_CHECK_LAUNCH();
 }

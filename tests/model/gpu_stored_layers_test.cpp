@@ -211,20 +211,21 @@ TEST_CASE(
 }
 
 TEST_CASE("gpu add_widened: a 16-bit contribution into an fp32 sum gives the CPU's bits", "[gpu]") {
-  for (const DType p : {DType::bf16, DType::f16}) {
-    CAPTURE(dtype_name(p));
-    const auto cpu = ComputeContext::create(Device::cpu(), Tf32Mode::off, p);
-    const auto gpu = ComputeContext::create(kGpu, Tf32Mode::off, p);
-    const std::size_t n = 100003;
-    const std::vector<float> x = on_grid(51, n, p);
-    std::vector<float> sum = test::hashed_vector(52, n, -3.0f, 3.0f);
-    Tensor gsum = to_gpu(sum);
-    const Tensor gx = words_on(x, p, kGpu);
-    add_widened(*gpu, gsum.buffer(), gx.buffer());
-    Tensor cx = words_on(x, p, Device::cpu());
-    add_widened(*cpu, view_of(sum.data(), n), cx.buffer());
-    CHECK(to_host(gsum, *gpu) == sum);
-  }
+  // 100000: 8 at a time (16-byte accesses); 100003: one at a time.
+  for (const std::size_t n : {100003u, 100000u})
+    for (const DType p : {DType::bf16, DType::f16}) {
+      CAPTURE(dtype_name(p), n);
+      const auto cpu = ComputeContext::create(Device::cpu(), Tf32Mode::off, p);
+      const auto gpu = ComputeContext::create(kGpu, Tf32Mode::off, p);
+      const std::vector<float> x = on_grid(51, n, p);
+      std::vector<float> sum = test::hashed_vector(52, n, -3.0f, 3.0f);
+      Tensor gsum = to_gpu(sum);
+      const Tensor gx = words_on(x, p, kGpu);
+      add_widened(*gpu, gsum.buffer(), gx.buffer());
+      Tensor cx = words_on(x, p, Device::cpu());
+      add_widened(*cpu, view_of(sum.data(), n), cx.buffer());
+      CHECK(to_host(gsum, *gpu) == sum);
+    }
 }
 
 TEST_CASE("gpu sum_two_stored gives the CPU's bits: 8 at a time, one at a time, in place",
