@@ -438,11 +438,11 @@ __global__ void __launch_bounds__(kWideThreads, 1)
                     second);
 }
 
-// The fused classifier on wide rows: the forward wide kernel's statistics
-// and verdicts, then the backward wide kernel's gradient from the same
-// statistics (one function: the bits of the two kernels). Thread 0 has read
-// the label's logits before the statistics' barriers, so the gradient may
-// be written over them.
+// The fused classifier on wide rows: the backward wide kernel's gradient
+// and the forward wide kernel's verdicts from the same statistics (one
+// function: the bits of the two kernels). Thread 0 has read the label's
+// logits before the statistics' barriers, so the gradient may be written
+// over them.
 template <typename T, typename G>
 __global__ void __launch_bounds__(kWideThreads, 1)
     softmax_ce_forward_backward_wide_kernel(const T* logits, const int* __restrict__ labels,

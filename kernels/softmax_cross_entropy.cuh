@@ -1,5 +1,7 @@
 // Fused softmax + cross-entropy for one row of logits. Shared by
-// kernels/softmax_cross_entropy.cu (one thread per row) and the CPU path.
+// kernels/softmax_cross_entropy.cu (one thread per narrow row; a wide row's
+// block takes its loss, target and verdicts from here, its sums in its own
+// order) and the CPU path.
 // Works from the row maximum, so large logits do not overflow exp. The logits
 // and their gradient are in a storage type (kernels/storage.cuh: fp32, or the
 // 16-bit logits of --precision bf16/fp16), read with load and written with
