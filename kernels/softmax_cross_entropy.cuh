@@ -1,5 +1,7 @@
 // Fused softmax + cross-entropy for one row of logits. Shared by
-// kernels/softmax_cross_entropy.cu (one thread per row) and the CPU path.
+// kernels/softmax_cross_entropy.cu (one thread per narrow row; a wide row's
+// block takes its loss, target and verdicts from here, its sums in its own
+// order) and the CPU path.
 // Works from the row maximum, so large logits do not overflow exp. The logits
 // and their gradient are in a storage type (kernels/storage.cuh: fp32, or the
 // 16-bit logits of --precision bf16/fp16), read with load and written with
@@ -27,15 +29,22 @@ inline constexpr int kIgnoredRow = -2;  // `correct` of an ignored row
 // smoothing e the target is (1 - e) target + e / classes (PyTorch's
 // cross_entropy with label_smoothing, on class indices or soft targets
 // alike), so the loss is (1 - e) (lam (lse - z[label]) + (1 - lam) (lse -
-// z[second])) + e (lse - mean(z)).
-template <typename T>
-RT_HD float softmax_ce_row_loss(const T* z, float lse, float sum_z, int classes, int label,
-                                int second, float lam, float smoothing) {
-  float loss = lse - load(z, label);
-  if (second != label && lam != 1.0f) loss = lam * loss + (1.0f - lam) * (lse - load(z, second));
+// z[second])) + e (lse - mean(z)). softmax_ce_loss takes z[label] and
+// z[second] as values: a GPU block that writes the gradient over the logits
+// reads them before any of its threads writes.
+RT_HD float softmax_ce_loss(float z_label, float z_second, float lse, float sum_z, int classes,
+                            int label, int second, float lam, float smoothing) {
+  float loss = lse - z_label;
+  if (second != label && lam != 1.0f) loss = lam * loss + (1.0f - lam) * (lse - z_second);
   if (smoothing > 0.0f)
     loss = (1.0f - smoothing) * loss + smoothing * (lse - sum_z / static_cast<float>(classes));
   return loss;
+}
+template <typename T>
+RT_HD float softmax_ce_row_loss(const T* z, float lse, float sum_z, int classes, int label,
+                                int second, float lam, float smoothing) {
+  return softmax_ce_loss(load(z, label), load(z, second), lse, sum_z, classes, label, second, lam,
+                         smoothing);
 }
 // The label a mixed row's accuracy counts against: the one with the larger weight
 // (the first on a tie).

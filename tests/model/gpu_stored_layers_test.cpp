@@ -370,7 +370,7 @@ TEST_CASE(
 }
 
 TEST_CASE("gpu loss on 16-bit logits agrees with the CPU's within one 16-bit rounding", "[gpu]") {
-  // The narrow kernel (a thread per row) and the wide one (a warp per row).
+  // The narrow kernel (a thread per row) and the wide one (a block per row).
   for (const std::size_t classes : {std::size_t{7}, std::size_t{600}}) {
     for (const DType p : {DType::bf16, DType::f16}) {
       INFO(classes << " classes, " << dtype_name(p));

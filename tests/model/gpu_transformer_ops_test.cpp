@@ -159,7 +159,7 @@ TEST_CASE("gpu position rows, layer_norm, causal softmax, batched gemm, gelu_tan
   }
 }
 
-TEST_CASE("gpu per-token cross-entropy over a wide vocabulary (a warp per row) matches the CPU",
+TEST_CASE("gpu per-token cross-entropy over a wide vocabulary (a block per row) matches the CPU",
           "[gpu][transformer]") {
   Contexts c;
   const std::size_t rows = 70, classes = 5003;
