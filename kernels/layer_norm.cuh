@@ -6,6 +6,7 @@
 #include <math.h>
 
 #include "kernels/host_device.cuh"
+#include "kernels/rounded_arithmetic.cuh"
 #include "kernels/storage.cuh"
 
 namespace ringtrain::kernels {
@@ -28,6 +29,14 @@ RT_HD void layer_norm_row_forward(const T* x, const float* weight, const float* 
   *rstd_out = rstd;
 }
 
+// One element's term of the weight gradient, dy * xhat, each operation
+// rounded on its own (the backward's rows compute xhat so, and a product
+// that a GPU pass sums must not fuse into its sum), so that a pass that
+// computes it again gives the bits of one that stored it.
+RT_HD float layer_norm_dy_xhat(float x, float dy, float mean, float rstd) {
+  return mul_rn(dy, mul_rn(sub_rn(x, mean), rstd));
+}
+
 // Backward's two row means, mean(g) and mean(g xhat) with g = dy * weight;
 // the weight and bias gradients of this row are added to dweight and dbias.
 struct LayerNormRowSums {
@@ -43,7 +52,7 @@ RT_HD LayerNormRowSums layer_norm_row_backward_sums(const T* x, const float* wei
     const float g = load(dy, j) * weight[j];
     g_mean += g;
     gx_mean += g * xhat;
-    dweight[j] += load(dy, j) * xhat;
+    dweight[j] += layer_norm_dy_xhat(load(x, j), load(dy, j), mean, rstd);
     dbias[j] += load(dy, j);
   }
   g_mean /= static_cast<float>(c);

@@ -31,21 +31,20 @@ __device__ __forceinline__ void warp_layer_norm_row(const T* xr, float lane_sum,
   }
 }
 
-// A row's backward sums (the means of dy * w and of dy * w * xhat), and each
-// column's dy * xhat into pr, the weight gradient's per-row terms.
+// A row's backward sums (the means of dy * w and of dy * w * xhat). The
+// weight gradient's per-row terms, dy * xhat, are
+// kernels/layer_norm_param_grad.cu's.
 template <typename T>
 __device__ __forceinline__ LayerNormRowSums warp_layer_norm_backward_sums(const T* xr, const T* dyr,
                                                                           const float* w,
                                                                           unsigned c, unsigned lane,
-                                                                          float mean, float rstd,
-                                                                          float* pr) {
+                                                                          float mean, float rstd) {
   float g_sum = 0.0f, gx_sum = 0.0f;
   for (unsigned j = lane; j < c; j += kWarp) {
     const float xhat = (load(xr, j) - mean) * rstd;
     const float g = load(dyr, j) * w[j];
     g_sum += g;
     gx_sum += g * xhat;
-    pr[j] = load(dyr, j) * xhat;
   }
   return LayerNormRowSums{warp_sum(g_sum) / static_cast<float>(c),
                           warp_sum(gx_sum) / static_cast<float>(c)};

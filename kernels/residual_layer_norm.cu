@@ -40,15 +40,14 @@ __global__ void residual_layer_norm_backward_kernel(
     const T* __restrict__ sum, const float* __restrict__ w, const T* __restrict__ dy,
     std::size_t rows, unsigned c, const float* __restrict__ mean_in,
     const float* __restrict__ rstd_in, const G* __restrict__ d_sum, bool summed, float scale,
-    D0* __restrict__ dx0, D1* __restrict__ dx1, float* __restrict__ dy_xhat) {
+    D0* __restrict__ dx0, D1* __restrict__ dx1) {
   const std::size_t row = warp_row();
   const unsigned lane = warp_lane();
   if (row >= rows) return;
   const float mean = mean_in[row], rstd = rstd_in[row];
   const T* xr = sum + row * c;
   const T* dyr = dy + row * c;
-  const LayerNormRowSums s =
-      warp_layer_norm_backward_sums(xr, dyr, w, c, lane, mean, rstd, dy_xhat + row * c);
+  const LayerNormRowSums s = warp_layer_norm_backward_sums(xr, dyr, w, c, lane, mean, rstd);
   const std::size_t at = row * c;
   for (unsigned j = lane; j < c; j += kWarp) {
     const float dx = layer_norm_dx_element(load(xr, j), load(dyr, j), w[j], mean, rstd, s);
@@ -79,7 +78,7 @@ void residual_layer_norm_backward_cuda(const void* sum, DType t, const float* w,
                                        std::size_t rows, std::size_t c, const float* mean,
                                        const float* rstd, const void* d_sum, DType d_sum_type,
                                        bool summed, float scale, void* dx0, DType dx0_type,
-                                       void* dx1, DType dx1_type, float* dy_xhat, void* stream) {
+                                       void* dx1, DType dx1_type, void* stream) {
   if (rows == 0) return;
   with_storage(t, [&](auto storage) {
     using T = decltype(storage);
@@ -93,7 +92,7 @@ void residual_layer_norm_backward_cuda(const void* sum, DType t, const float* w,
                                                 static_cast<cudaStream_t>(stream)>>>(
               static_cast<const T*>(sum), w, static_cast<const T*>(dy), rows,
               static_cast<unsigned>(c), mean, rstd, static_cast<const G*>(d_sum), summed, scale,
-              static_cast<D0*>(dx0), static_cast<D1*>(dx1), dy_xhat);
+              static_cast<D0*>(dx0), static_cast<D1*>(dx1));
         });
       });
     });

@@ -16,14 +16,14 @@ void residual_layer_norm_forward_cuda(const void* x0, const void* x1, float scal
                                       const float* w, const float* b, std::size_t rows,
                                       std::size_t c, float eps, void* sum, void* y, float* mean,
                                       float* rstd, void* stream);
-// LayerNorm's backward over the stored sum: dy * xhat into dy_xhat (the
-// caller reduces its column sums, and dy's, into dweight and dbias), and the
-// sum's gradient g = LayerNorm's dx added to d_sum where `summed`, rounded to
-// t; dx0 = g, dx1 = scale g (each skipped when null).
+// LayerNorm's backward over the stored sum (its weight and bias gradients
+// are kernels/layer_norm_param_grad.h's): the sum's gradient g = LayerNorm's
+// dx added to d_sum where `summed`, rounded to t; dx0 = g, dx1 = scale g
+// (each skipped when null).
 void residual_layer_norm_backward_cuda(const void* sum, DType t, const float* w, const void* dy,
                                        std::size_t rows, std::size_t c, const float* mean,
                                        const float* rstd, const void* d_sum, DType d_sum_type,
                                        bool summed, float scale, void* dx0, DType dx0_type,
-                                       void* dx1, DType dx1_type, float* dy_xhat, void* stream);
+                                       void* dx1, DType dx1_type, void* stream);
 
 }  // namespace ringtrain::kernels

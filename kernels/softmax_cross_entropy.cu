@@ -97,11 +97,13 @@ constexpr int kV = static_cast<int>(kVector8);
 constexpr int kWideSpan = static_cast<int>(kWideThreads) * kV;
 
 // The group at p, `left` elements of the row from p on: one or two 16-byte
-// loads (vec), or its elements below `left` one by one (the others +0 bits,
-// which no pass reads).
+// loads (vec, a whole group), or its elements below `left` one by one (the
+// others +0 bits, which no pass reads). A row's last, partial group is read
+// element-wise even where vec: the last row's logits may end at its classes
+// (check_logits), and a 16-byte load would read past them.
 template <typename T>
 __device__ __forceinline__ void wide_load(const T* p, int left, bool vec, WideGroup<T>& out) {
-  if (vec) {
+  if (vec && left >= kV) {
     const auto* from = reinterpret_cast<const uint4*>(p);
 #pragma unroll
     for (std::size_t q = 0; q < sizeof(T) / 2; ++q) out.raw[q] = from[q];

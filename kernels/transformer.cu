@@ -102,17 +102,14 @@ template <typename T, typename D>
 __global__ void layer_norm_backward_kernel(const T* __restrict__ x, const float* __restrict__ w,
                                            const T* __restrict__ dy, std::size_t rows, unsigned c,
                                            const float* __restrict__ mean_in,
-                                           const float* __restrict__ rstd_in, D* __restrict__ dx,
-                                           float* __restrict__ dy_xhat) {
+                                           const float* __restrict__ rstd_in, D* __restrict__ dx) {
   const std::size_t row = warp_row();
   const unsigned lane = warp_lane();
   if (row >= rows) return;
   const float mean = mean_in[row], rstd = rstd_in[row];
   const T* xr = x + row * c;
   const T* dyr = dy + row * c;
-  const LayerNormRowSums s =
-      warp_layer_norm_backward_sums(xr, dyr, w, c, lane, mean, rstd, dy_xhat + row * c);
-  if (dx == nullptr) return;
+  const LayerNormRowSums s = warp_layer_norm_backward_sums(xr, dyr, w, c, lane, mean, rstd);
   D* dxr = dx + row * c;
   for (unsigned j = lane; j < c; j += kWarp)
     store(dxr, j, layer_norm_dx_element(load(xr, j), load(dyr, j), w[j], mean, rstd, s));
@@ -251,15 +248,15 @@ void layer_norm_forward_cuda(const void* x, DType t, const float* w, const float
 
 void layer_norm_backward_cuda(const void* x, DType t, const float* w, const void* dy,
                               std::size_t rows, std::size_t c, const float* mean, const float* rstd,
-                              void* dx, DType dx_type, float* dy_xhat, void* stream) {
-  if (rows == 0) return;
+                              void* dx, DType dx_type, void* stream) {
+  if (rows == 0 || dx == nullptr) return;
   with_storage_pair(t, dx_type, [&](auto storage, auto dx_storage) {
     using T = decltype(storage);
     using D = decltype(dx_storage);
     layer_norm_backward_kernel<<<warp_row_blocks(rows), kRowThreads, 0,
                                  static_cast<cudaStream_t>(stream)>>>(
         static_cast<const T*>(x), w, static_cast<const T*>(dy), rows, static_cast<unsigned>(c),
-        mean, rstd, static_cast<D*>(dx), dy_xhat);
+        mean, rstd, static_cast<D*>(dx));
   });
   RT_CUDA_CHECK_LAUNCH();
 }

@@ -34,11 +34,11 @@ void add_broadcast_rows_cuda(const float* x, const float* w, float* y, std::size
 void layer_norm_forward_cuda(const void* x, DType t, const float* w, const float* b,
                              std::size_t rows, std::size_t c, float eps, void* y, float* mean,
                              float* rstd, void* stream);
-// One warp per row: dx (skipped when null) and dy * xhat into dy_xhat, whose
-// column sums (and dy's) the caller reduces into dweight (dbias) in order.
+// One warp per row: dx (skipped when null); the weight and bias gradients
+// are kernels/layer_norm_param_grad.h's.
 void layer_norm_backward_cuda(const void* x, DType t, const float* w, const void* dy,
                               std::size_t rows, std::size_t c, const float* mean, const float* rstd,
-                              void* dx, DType dx_type, float* dy_xhat, void* stream);
+                              void* dx, DType dx_type, void* stream);
 // Rows of t x t score matrices (row i of each matrix keeps columns 0..i): one
 // warp per row. s may be p; dp may be ds.
 void causal_softmax_forward_cuda(const float* s, float* p, std::size_t matrices, std::size_t t,

@@ -34,8 +34,7 @@ void LayerNormLayer::forward(const float* x, float* y, std::size_t batch, bool) 
 void LayerNormLayer::backward(const float* x, const float*, const float* dy, float* dx,
                               std::size_t batch, bool accumulate) {
   layer_norm_backward(ctx_, x, w_, dy, batch * rows_, c_, mean_.get(batch, name()),
-                      rstd_.get(batch, name()), dx, dw_, db_, accumulate,
-                      /*scratch: the context's*/ nullptr);
+                      rstd_.get(batch, name()), dx, dw_, db_, accumulate);
 }
 
 void LayerNormLayer::forward_stored(const std::vector<BufferView>& xs, BufferView y,
@@ -48,8 +47,7 @@ void LayerNormLayer::backward_stored(const std::vector<BufferView>& xs, BufferVi
                                      const std::vector<BufferView>& dxs, std::size_t batch,
                                      bool accumulate) {
   layer_norm_backward(ctx_, xs.at(0), w_, dy, batch * rows_, c_, mean_.get(batch, name()),
-                      rstd_.get(batch, name()), dxs.at(0), dw_, db_, accumulate,
-                      /*scratch: the context's*/ nullptr);
+                      rstd_.get(batch, name()), dxs.at(0), dw_, db_, accumulate);
 }
 
 void LayerNormLayer::forward_residual(BufferView x0, BufferView x1, float scale, BufferView sum,
@@ -63,7 +61,7 @@ void LayerNormLayer::backward_residual(BufferView sum, BufferView dy, BufferView
                                        std::size_t batch, bool accumulate) {
   residual_layer_norm_backward(ctx_, sum, w_, dy, batch * rows_, c_, mean_.get(batch, name()),
                                rstd_.get(batch, name()), d_sum, summed, scale, dx0, dx1, dw_, db_,
-                               accumulate, /*scratch: the context's*/ nullptr);
+                               accumulate);
 }
 
 }  // namespace ringtrain

@@ -153,6 +153,9 @@ void batch_norm_relu_backward(const ComputeContext& ctx, const BatchNormShape& s
   RT_CHECK(y.ptr != nullptr || dy.dtype == precision,
            "batch_norm_relu backward without y: {} activations under {} precision",
            dtype_name(dy.dtype), dtype_name(precision));
+  // A residual's forward added it before relu: its mask needs the stored y.
+  RT_CHECK(y.ptr != nullptr || d_residual.ptr == nullptr,
+           "batch_norm_relu backward without y: a residual gradient asked for");
   if (ctx.is_cuda()) {
     // The reduction also writes d_residual (the masked dy), which the dx pass
     // then reads in place of y and dy.

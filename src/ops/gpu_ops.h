@@ -253,7 +253,12 @@ void gpu_layer_norm_forward(void* stream, BufferView x, const float* w, const fl
                             float* rstd);
 void gpu_layer_norm_backward(void* stream, BufferView x, const float* w, BufferView dy,
                              std::size_t rows, std::size_t c, const float* mean, const float* rstd,
-                             BufferView dx, float* dy_xhat);
+                             BufferView dx);
+// A LayerNorm's weight and bias gradients (kernels/layer_norm_param_grad.h),
+// x and dy of the storage dtype, with the handles' scratch for the slices.
+void gpu_layer_norm_param_grad(const GpuHandles& h, BufferView x, BufferView dy, std::size_t rows,
+                               std::size_t c, const float* mean, const float* rstd, float* dw,
+                               float* db, bool accumulate);
 // Fused residual add + LayerNorm (kernels/residual_layer_norm.h): x0, x1,
 // sum, y, dy of the storage dtype; d_sum, dx0, dx1 of it or f32 (dx0 and dx1
 // may be null views).
@@ -264,7 +269,7 @@ void gpu_residual_layer_norm_forward(void* stream, BufferView x0, BufferView x1,
 void gpu_residual_layer_norm_backward(void* stream, BufferView sum, const float* w, BufferView dy,
                                       std::size_t rows, std::size_t c, const float* mean,
                                       const float* rstd, BufferView d_sum, bool summed, float scale,
-                                      BufferView dx0, BufferView dx1, float* dy_xhat);
+                                      BufferView dx0, BufferView dx1);
 void gpu_causal_softmax_forward(void* stream, const float* s, float* p, std::size_t matrices,
                                 std::size_t t);
 void gpu_causal_softmax_backward(void* stream, const float* p, const float* dp, float* ds,

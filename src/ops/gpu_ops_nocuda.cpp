@@ -160,7 +160,11 @@ void gpu_layer_norm_forward(void*, BufferView, const float*, const float*, std::
   no_cuda("layer_norm");
 }
 void gpu_layer_norm_backward(void*, BufferView, const float*, BufferView, std::size_t, std::size_t,
-                             const float*, const float*, BufferView, float*) {
+                             const float*, const float*, BufferView) {
+  no_cuda("layer_norm");
+}
+void gpu_layer_norm_param_grad(const GpuHandles&, BufferView, BufferView, std::size_t, std::size_t,
+                               const float*, const float*, float*, float*, bool) {
   no_cuda("layer_norm");
 }
 void gpu_causal_softmax_forward(void*, const float*, float*, std::size_t, std::size_t) {
@@ -215,7 +219,7 @@ void gpu_residual_layer_norm_forward(void*, BufferView, BufferView, float, const
 }
 void gpu_residual_layer_norm_backward(void*, BufferView, const float*, BufferView, std::size_t,
                                       std::size_t, const float*, const float*, BufferView, bool,
-                                      float, BufferView, BufferView, float*) {
+                                      float, BufferView, BufferView) {
   no_cuda("residual_layer_norm");
 }
 void gpu_batch_norm_relu_apply(void*, BufferView, BufferView, BufferView, std::size_t, std::size_t,
@@ -225,13 +229,14 @@ void gpu_batch_norm_relu_apply(void*, BufferView, BufferView, BufferView, std::s
 }
 void gpu_batch_norm_relu_backward_reduce(const GpuHandles&, BufferView, BufferView, BufferView,
                                          BufferView, std::size_t, std::size_t, std::size_t,
-                                         const float*, const float*, float*, float*, float*, bool) {
+                                         const float*, const float*, const float*, const float*,
+                                         float*, float*, float*, bool) {
   no_cuda("batch_norm_relu");
 }
 void gpu_batch_norm_relu_backward_dx(void*, BufferView, BufferView, BufferView, BufferView,
                                      BufferView, std::size_t, std::size_t, std::size_t,
                                      const float*, const float*, const float*, const float*,
-                                     const float*, DType) {
+                                     const float*, const float*, DType) {
   no_cuda("batch_norm_relu");
 }
 void gpu_batch_norm_backward_reduce(const GpuHandles&, BufferView, BufferView, std::size_t,

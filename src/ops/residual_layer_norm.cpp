@@ -39,16 +39,14 @@ void residual_layer_norm_backward(const ComputeContext& ctx, BufferView sum, con
                                   BufferView dy, std::size_t rows, std::size_t c, const float* mean,
                                   const float* rstd, BufferView d_sum, bool summed, float scale,
                                   BufferView dx0, BufferView dx1, float* dw, float* db,
-                                  bool accumulate, float* scratch) {
+                                  bool accumulate) {
   RT_CHECK(sum.dtype == dy.dtype, "residual_layer_norm: the sum and dy must share a dtype");
   RT_CHECK(!summed || d_sum.ptr != nullptr, "residual_layer_norm: a summed gradient needs d_sum");
   if (ctx.is_cuda()) {
-    if (scratch == nullptr && rows > 0)
-      scratch = detail::gpu_widening_buffer(detail::handles_of(ctx), 0, rows * c);
     detail::gpu_residual_layer_norm_backward(ctx.stream(), sum, w, dy, rows, c, mean, rstd, d_sum,
-                                             summed, scale, dx0, dx1, scratch);
-    bias_grad(ctx, scratch, dw, rows, c, 1, accumulate);
-    bias_grad(ctx, dy, db, rows, c, 1, accumulate);
+                                             summed, scale, dx0, dx1);
+    detail::gpu_layer_norm_param_grad(detail::handles_of(ctx), sum, dy, rows, c, mean, rstd, dw, db,
+                                      accumulate);
     return;
   }
   if (!accumulate) {

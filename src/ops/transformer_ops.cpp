@@ -108,11 +108,10 @@ void layer_norm_forward(const ComputeContext& ctx, const float* x, const float* 
 
 void layer_norm_backward(const ComputeContext& ctx, const float* x, const float* w, const float* dy,
                          std::size_t rows, std::size_t c, const float* mean, const float* rstd,
-                         float* dx, float* dw, float* db, bool accumulate, float* scratch) {
+                         float* dx, float* dw, float* db, bool accumulate) {
   const Device d = ctx.device();
   layer_norm_backward(ctx, view_of(x, rows * c, d), w, view_of(dy, rows * c, d), rows, c, mean,
-                      rstd, view_of(dx, dx != nullptr ? rows * c : 0, d), dw, db, accumulate,
-                      scratch);
+                      rstd, view_of(dx, dx != nullptr ? rows * c : 0, d), dw, db, accumulate);
 }
 
 void layer_norm_forward(const ComputeContext& ctx, BufferView x, const float* w, const float* b,
@@ -132,13 +131,11 @@ void layer_norm_forward(const ComputeContext& ctx, BufferView x, const float* w,
 
 void layer_norm_backward(const ComputeContext& ctx, BufferView x, const float* w, BufferView dy,
                          std::size_t rows, std::size_t c, const float* mean, const float* rstd,
-                         BufferView dx, float* dw, float* db, bool accumulate, float* scratch) {
+                         BufferView dx, float* dw, float* db, bool accumulate) {
   if (ctx.is_cuda()) {
-    if (scratch == nullptr && rows > 0)
-      scratch = detail::gpu_widening_buffer(detail::handles_of(ctx), 0, rows * c);
-    detail::gpu_layer_norm_backward(ctx.stream(), x, w, dy, rows, c, mean, rstd, dx, scratch);
-    bias_grad(ctx, scratch, dw, rows, c, 1, accumulate);
-    bias_grad(ctx, dy, db, rows, c, 1, accumulate);
+    detail::gpu_layer_norm_backward(ctx.stream(), x, w, dy, rows, c, mean, rstd, dx);
+    detail::gpu_layer_norm_param_grad(detail::handles_of(ctx), x, dy, rows, c, mean, rstd, dw, db,
+                                      accumulate);
     return;
   }
   if (!accumulate) {

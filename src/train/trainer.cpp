@@ -706,6 +706,15 @@ void Trainer::announce() const {
        train_data_->size(), shape_string(train_data_->sample_shape()), train_data_->num_classes());
   log0("  precision {}, activations {} (--layout {})", cfg_.precision,
        layout_name(model_->layout()), cfg_.layout);
+  // On a GPU, which attention runs: cuDNN's SDPA, or ringtrain's own kernels
+  // and why (gpt2's preset keeps dropout 0.1, which SDPA does not run), so
+  // that a slow run says so at its start.
+  if (device_.is_cuda())
+    for (std::size_t i = 0; i < model_->layer_count(); ++i)
+      if (model_->layer_kind(i) == "causal_self_attention") {
+        log0("  attention: {}", model_->layer_kernels(i));
+        break;
+      }
   if (cfg_.cuda_graph == "on")
     log0(
         "  --cuda-graph on: each step's forward and backward replayed as a CUDA graph (captured "

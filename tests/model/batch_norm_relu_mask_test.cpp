@@ -10,11 +10,15 @@
 // bf16's smallest positive value).
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstddef>
+#include <limits>
 #include <vector>
 
 #include "kernels/batch_norm.cuh"
+#include "kernels/batch_norm_relu.cuh"
 #include "kernels/precision.cuh"
+#include "kernels/storage.cuh"
 #include "ringtrain/ops/batch_norm.h"
 #include "ringtrain/ops/batch_norm_relu.h"
 #include "ringtrain/ops/compute_context.h"
@@ -121,4 +125,40 @@ TEST_CASE("fused batch_norm + relu: backward without y refuses a storage dtype o
       batch_norm_relu_backward(*ctx, s, view(x), none, view(dy), view(dx), none, 2, params.data(),
                                params.data() + 2, saved, grads.data(), grads.data() + 2, false),
       Catch::Contains("without y") && Catch::Contains("bf16 precision"));
+}
+
+TEST_CASE("fused batch_norm + relu: the mask from x at the storage types' rounding edges",
+          "[fusion]") {
+  // gamma 1, beta 0, mean 0, invstd 1: BatchNorm's value is x itself, so
+  // each x below is the value the forward rounds; the mask must be that of
+  // the stored output (bn_relu_forward_element), at and beside the ties
+  // that round to +0 and at fp16's overflow.
+  const float gamma = 1.0f, beta = 0.0f;
+  const auto check = [&](auto storage, DType p, float x) {
+    using T = decltype(storage);
+    const float stored =
+        kernels::bn_relu_forward_element<T>(x, 0.0f, 1.0f, &gamma, &beta, 0, p, false, 0.0f);
+    const float sign = kernels::bn_relu_output_sign(static_cast<const T*>(nullptr), 0, x, 0.0f,
+                                                    1.0f, &gamma, &beta, 0);
+    INFO(dtype_name(p) << " x = " << x << " stored " << stored);
+    CHECK((sign > 0.0f) == (stored > 0.0f));
+  };
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float sub = std::numeric_limits<float>::denorm_min();
+  std::vector<float> xs{0.0f, -0.0f, sub,      -sub,     1.0f,     -1.0f, inf,
+                        -inf, nan,   65504.0f, 65519.0f, 65520.0f, 1e30f};
+  for (const float edge : {0x1p-25f, 0x1p-24f, 0x1p-134f, 0x1p-133f, 0x1.8p-25f, 0x1.8p-134f})
+    for (const float x : {std::nextafter(edge, 0.0f), edge, std::nextafter(edge, inf)})
+      xs.push_back(x);
+  std::size_t zero_before = 0;  // positive x that a storage type takes to +0
+  for (const float x : xs) {
+    check(float{}, DType::f32, x);
+    check(kernels::bf16_word{}, DType::bf16, x);
+    check(kernels::f16_word{}, DType::f16, x);
+    if (x > 0.0f && kernels::bn_relu_forward_element<kernels::f16_word>(
+                        x, 0.0f, 1.0f, &gamma, &beta, 0, DType::f16, false, 0.0f) == 0.0f)
+      ++zero_before;
+  }
+  CHECK(zero_before > 0);
 }

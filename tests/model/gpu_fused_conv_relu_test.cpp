@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "kernels/precision.cuh"
@@ -75,8 +76,10 @@ Passes run(const ComputeContext& ctx, const ComputeContext& cpu, DType t, std::s
   relu_forward(ctx, sum.buffer(), p.y_unfused.buffer());
   // Backward from the fused y.
   Tensor dy = stored(hashed_vector(3, n, -1.0f, 1.0f), t, dev, cpu);
-  p.masked = Tensor::empty({n}, t, dev);
-  p.masked_wide = Tensor::empty({n}, DType::f32, dev);
+  // NaN to start with: an element the reduction did not store shows.
+  const std::vector<float> nan(n, std::numeric_limits<float>::quiet_NaN());
+  p.masked = stored(nan, t, dev, cpu);
+  p.masked_wide = stored(nan, DType::f32, dev, cpu);
   p.db = on(previous);
   p.db_wide = on(previous);
   p.db_unfused = on(previous);

@@ -12,12 +12,15 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/layer_norm.cuh"
 #include "ringtrain/launch/gpu_runtime.h"
 #include "ringtrain/model/model.h"
 #include "ringtrain/model/model_spec.h"
+#include "ringtrain/ops/bias.h"
 #include "ringtrain/ops/compute_context.h"
 #include "ringtrain/ops/precision.h"
 #include "ringtrain/ops/residual_layer_norm.h"
+#include "ringtrain/ops/transformer_ops.h"
 #include "ringtrain/tensor/tensor.h"
 #include "tests/model/grid_values.h"
 #include "tests/model/test_data.h"
@@ -54,14 +57,13 @@ Run run(const ComputeContext& ctx, const ComputeContext& cpu, DType p, std::size
   Tensor mean = Tensor::empty({rows}, DType::f32, dev),
          rstd = Tensor::empty({rows}, DType::f32, dev);
   Tensor grads = Tensor::zeros({2 * c}, DType::f32, dev);
-  Tensor scratch = Tensor::empty({n}, DType::f32, dev);
   residual_layer_norm_forward(ctx, x0.buffer(), x1.buffer(), 0.5f, w.data_as<float>(),
                               b.data_as<float>(), rows, c, 1e-5f, sum.buffer(), y.buffer(),
                               mean.data_as<float>(), rstd.data_as<float>());
   residual_layer_norm_backward(ctx, sum.buffer(), w.data_as<float>(), dy.buffer(), rows, c,
                                mean.data_as<float>(), rstd.data_as<float>(), g.buffer(), summed,
                                0.5f, dx0.buffer(), dx1.buffer(), grads.data_as<float>(),
-                               grads.data_as<float>() + c, false, scratch.data_as<float>());
+                               grads.data_as<float>() + c, false);
   Run out{widened_values(sum, ctx),
           widened_values(y, ctx),
           widened_values(dx0, ctx),
@@ -135,6 +137,47 @@ TEST_CASE("gpu gpt-nano: fused add + layer_norm gives the unfused plan's bits on
   CHECK(losses[0] == losses[1]);
   REQUIRE(grads[0].size() == grads[1].size());
   CHECK(std::memcmp(grads[0].data(), grads[1].data(), grads[0].size() * sizeof(float)) == 0);
+}
+
+TEST_CASE("gpu layer_norm weight and bias gradients: one reduction gives two bias gradients' bits",
+          "[gpu]") {
+  // They were two bias gradients, of an fp32 [rows, c] scratch of dy * xhat
+  // and of dy; now one reduction that computes dy * xhat again from x: the
+  // same values in the same order must give the same bits, accumulated or
+  // not, in rows of 8 | c (16-byte loads) or not, over several slices.
+  struct Shape2 {
+    std::size_t rows, c;
+  };
+  for (const Shape2 sh : {Shape2{4099, 64}, Shape2{333, 36}, Shape2{1000, 768}})
+    for (const DType p : {DType::f32, DType::bf16, DType::f16})
+      for (const bool accumulate : {false, true}) {
+        CAPTURE(sh.rows, sh.c, dtype_name(p), accumulate);
+        const auto cpu = ComputeContext::create(Device::cpu(), Tf32Mode::off, p);
+        const auto gpu = ComputeContext::create(kGpu, Tf32Mode::off, p);
+        const std::size_t n = sh.rows * sh.c;
+        const std::vector<float> xs = on_grid(hashed_vector(31, n, -2.0f, 2.0f), p),
+                                 dys = on_grid(hashed_vector(32, n, -1.0f, 1.0f), p),
+                                 means = hashed_vector(33, sh.rows, -0.5f, 0.5f),
+                                 rstds = hashed_vector(34, sh.rows, 0.5f, 2.0f),
+                                 w = hashed_vector(35, sh.c, 0.5f, 1.5f),
+                                 start = hashed_vector(36, 2 * sh.c, -1.0f, 1.0f);
+        std::vector<float> terms(n);
+        for (std::size_t r = 0; r < sh.rows; ++r)
+          for (std::size_t j = 0; j < sh.c; ++j)
+            terms[r * sh.c + j] = kernels::layer_norm_dy_xhat(xs[r * sh.c + j], dys[r * sh.c + j],
+                                                              means[r], rstds[r]);
+        Tensor x = stored(xs, p, kGpu, *cpu), dy = stored(dys, p, kGpu, *cpu);
+        Tensor mean = floats(means, kGpu), rstd = floats(rstds, kGpu), wt = floats(w, kGpu);
+        Tensor want = floats(start, kGpu), got = floats(start, kGpu), scratch = floats(terms, kGpu);
+        bias_grad(*gpu, scratch.data_as<float>(), want.data_as<float>(), sh.rows, sh.c, 1,
+                  accumulate);
+        bias_grad(*gpu, dy.buffer(), want.data_as<float>() + sh.c, sh.rows, sh.c, 1, accumulate);
+        layer_norm_backward(*gpu, x.buffer(), wt.data_as<float>(), dy.buffer(), sh.rows, sh.c,
+                            mean.data_as<float>(), rstd.data_as<float>(),
+                            BufferView{nullptr, 0, p, kGpu}, got.data_as<float>(),
+                            got.data_as<float>() + sh.c, accumulate);
+        CHECK(widened_values(got, *gpu) == widened_values(want, *gpu));
+      }
 }
 
 int main(int argc, char** argv) {

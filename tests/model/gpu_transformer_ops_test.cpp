@@ -90,8 +90,7 @@ TEST_CASE("gpu position rows, layer_norm, causal softmax, batched gemm, gelu_tan
                b = test::hashed_vector(9, cc), dy = test::hashed_vector(10, rows * cc);
     std::vector<float> y(rows * cc), mean(rows), rstd(rows), dx(rows * cc), dwb(2 * cc, 0.5f);
     Tensor gx = to_gpu(x), gwt = to_gpu(w), gb = to_gpu(b), gdy = to_gpu(dy), gy = to_gpu(y),
-           gm = to_gpu(mean), gr = to_gpu(rstd), gdx = to_gpu(dx), gdwb = to_gpu(dwb),
-           scratch = to_gpu(std::vector<float>(rows * cc));
+           gm = to_gpu(mean), gr = to_gpu(rstd), gdx = to_gpu(dx), gdwb = to_gpu(dwb);
     for (bool accumulate : {false, true}) {
       layer_norm_forward(*c.cpu, x.data(), w.data(), b.data(), rows, cc, 1e-5f, y.data(),
                          mean.data(), rstd.data());
@@ -101,11 +100,10 @@ TEST_CASE("gpu position rows, layer_norm, causal softmax, batched gemm, gelu_tan
       require_close(to_host(gy, *c.gpu), y, 1e-5, "layer_norm y");
       require_close(to_host(gr, *c.gpu), rstd, 1e-5, "layer_norm 1/std");
       layer_norm_backward(*c.cpu, x.data(), w.data(), dy.data(), rows, cc, mean.data(), rstd.data(),
-                          dx.data(), dwb.data(), dwb.data() + cc, accumulate, nullptr);
+                          dx.data(), dwb.data(), dwb.data() + cc, accumulate);
       layer_norm_backward(*c.gpu, gx.data_as<float>(), gwt.data_as<float>(), gdy.data_as<float>(),
                           rows, cc, gm.data_as<float>(), gr.data_as<float>(), gdx.data_as<float>(),
-                          gdwb.data_as<float>(), gdwb.data_as<float>() + cc, accumulate,
-                          scratch.data_as<float>());
+                          gdwb.data_as<float>(), gdwb.data_as<float>() + cc, accumulate);
       require_close(to_host(gdx, *c.gpu), dx, 1e-4, "layer_norm dx");
       require_close(to_host(gdwb, *c.gpu), dwb, 1e-4, "layer_norm dweight, dbias");
     }

@@ -30,12 +30,11 @@ void residual_layer_norm_forward(const ComputeContext& ctx, BufferView x0, Buffe
 // LayerNorm's dx is added; the total is rounded to the storage dtype once
 // (d_sum itself is not written). dx0 = that gradient, dx1 = scale times it
 // (null ptrs: not wanted; the storage dtype or f32). dw and db as
-// layer_norm_backward, scratch too (rows * c floats on a GPU, or null: the
-// context's).
+// layer_norm_backward.
 void residual_layer_norm_backward(const ComputeContext& ctx, BufferView sum, const float* w,
                                   BufferView dy, std::size_t rows, std::size_t c, const float* mean,
                                   const float* rstd, BufferView d_sum, bool summed, float scale,
                                   BufferView dx0, BufferView dx1, float* dw, float* db,
-                                  bool accumulate, float* scratch);
+                                  bool accumulate);
 
 }  // namespace ringtrain

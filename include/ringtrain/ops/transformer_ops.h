@@ -56,14 +56,12 @@ void fill_bytes(const ComputeContext& ctx, void* dst, std::size_t bytes, unsigne
 void layer_norm_forward(const ComputeContext& ctx, const float* x, const float* w, const float* b,
                         std::size_t rows, std::size_t c, float eps, float* y, float* mean,
                         float* rstd);
-// dx (skipped when null), and dw, db (+)= their sums over the rows. On a GPU
-// `scratch` holds rows * c floats (dy * xhat, summed in order), or is null:
-// then the context's transient scratch, which every layer norm of a model
-// shares (a GPT-2's 25 would hold 1.2 GB of their own); the CPU adds row by
-// row and needs none.
+// dx (skipped when null), and dw, db (+)= their sums over the rows: on a GPU
+// one reduction of dy * xhat (xhat computed again from x) and dy, in the
+// order of a bias gradient over [rows, c]; the CPU adds row by row.
 void layer_norm_backward(const ComputeContext& ctx, const float* x, const float* w, const float* dy,
                          std::size_t rows, std::size_t c, const float* mean, const float* rstd,
-                         float* dx, float* dw, float* db, bool accumulate, float* scratch);
+                         float* dx, float* dw, float* db, bool accumulate);
 // The stored forms: x, y and dy are views of the model's storage dtype (f32,
 // bf16, f16), dx of it or f32 (a null ptr: not wanted); the statistics and
 // the sums are fp32, each output rounded once. The forms above are these with
@@ -73,7 +71,7 @@ void layer_norm_forward(const ComputeContext& ctx, BufferView x, const float* w,
                         float* rstd);
 void layer_norm_backward(const ComputeContext& ctx, BufferView x, const float* w, BufferView dy,
                          std::size_t rows, std::size_t c, const float* mean, const float* rstd,
-                         BufferView dx, float* dw, float* db, bool accumulate, float* scratch);
+                         BufferView dx, float* dw, float* db, bool accumulate);
 
 // `matrices` t x t score matrices: row i of each becomes softmax over columns
 // 0..i, 0 after (s may be p).

@@ -15,10 +15,10 @@ void gpu_residual_layer_norm_forward(void* stream, BufferView x0, BufferView x1,
 void gpu_residual_layer_norm_backward(void* stream, BufferView sum, const float* w, BufferView dy,
                                       std::size_t rows, std::size_t c, const float* mean,
                                       const float* rstd, BufferView d_sum, bool summed, float scale,
-                                      BufferView dx0, BufferView dx1, float* dy_xhat) {
+                                      BufferView dx0, BufferView dx1) {
   kernels::residual_layer_norm_backward_cuda(sum.ptr, dy.dtype, w, dy.ptr, rows, c, mean, rstd,
                                              d_sum.ptr, d_sum.dtype, summed, scale, dx0.ptr,
-                                             dx0.dtype, dx1.ptr, dx1.dtype, dy_xhat, stream);
+                                             dx0.dtype, dx1.ptr, dx1.dtype, stream);
 }
 
 }  // namespace ringtrain::detail

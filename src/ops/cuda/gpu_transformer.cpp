@@ -6,6 +6,7 @@
 #include "core/cuda/check_cublas.h"
 #include "core/cuda/check_cuda.h"
 #include "kernels/activation.h"
+#include "kernels/layer_norm_param_grad.h"
 #include "kernels/transformer.h"
 #include "ops/gpu_ops.h"
 
@@ -58,9 +59,15 @@ void gpu_layer_norm_forward(void* stream, BufferView x, const float* w, const fl
 }
 void gpu_layer_norm_backward(void* stream, BufferView x, const float* w, BufferView dy,
                              std::size_t rows, std::size_t c, const float* mean, const float* rstd,
-                             BufferView dx, float* dy_xhat) {
+                             BufferView dx) {
   kernels::layer_norm_backward_cuda(x.ptr, dy.dtype, w, dy.ptr, rows, c, mean, rstd, dx.ptr,
-                                    dx.dtype, dy_xhat, stream);
+                                    dx.dtype, stream);
+}
+void gpu_layer_norm_param_grad(const GpuHandles& h, BufferView x, BufferView dy, std::size_t rows,
+                               std::size_t c, const float* mean, const float* rstd, float* dw,
+                               float* db, bool accumulate) {
+  kernels::layer_norm_param_grad_cuda(x.ptr, dy.ptr, dy.dtype, mean, rstd, rows, c, dw, db,
+                                      accumulate, h.scratch, kGpuScratchFloats, h.stream);
 }
 void gpu_causal_softmax_forward(void* stream, const float* s, float* p, std::size_t matrices,
                                 std::size_t t) {
