@@ -3,9 +3,9 @@
 // saved mean and rstd as the backward kernels compute it. They were two bias
 // gradients, of an fp32 [rows, c] scratch of dy * xhat that the backward
 // kernel wrote and of dy: per element 10 bytes (the scratch written and read,
-// dy read again) where this reads x and dy, 4 in 16 bits, and one launch
-// instead of four. The same values in the same order (the reduction's split
-// depends on the shape alone), so the same bits.
+// dy read again) where this reads x and dy, 4 in 16 bits, and a reduction's
+// launches (one, or two with the slices' merge) instead of twice as many. The same values in the
+// same order (the reduction's split depends on the shape alone), so the same bits.
 #include <cstdint>
 
 #include "core/cuda/check_cuda.h"

@@ -79,7 +79,9 @@ void residual_layer_norm_backward_cuda(const void* sum, DType t, const float* w,
                                        const float* rstd, const void* d_sum, DType d_sum_type,
                                        bool summed, float scale, void* dx0, DType dx0_type,
                                        void* dx1, DType dx1_type, void* stream) {
-  if (rows == 0) return;
+  // The weight and bias gradients are layer_norm_param_grad's: without dx0
+  // and dx1 there is nothing left to write.
+  if (rows == 0 || (dx0 == nullptr && dx1 == nullptr)) return;
   with_storage(t, [&](auto storage) {
     using T = decltype(storage);
     with_storage_or_f32<T>(d_sum_type, [&](auto g_storage) {

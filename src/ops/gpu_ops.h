@@ -65,7 +65,7 @@ struct GpuHandles {
   // --precision: the storage dtype of the context's activations.
   DType precision = DType::f32;
   // The context's transient fp32 scratch (WideningScratch: widened operands,
-  // the layer norms' sums, the convolutions' filter scratch), owned; behind a
+  // the convolutions' filter scratch), owned; behind a
   // pointer so that a plan holding const handles can grow it.
   std::shared_ptr<WideningScratch> widening;
   // The state that the context's attention layers share (their cuDNN graphs
@@ -89,8 +89,8 @@ constexpr std::size_t kGpuScratchFloats = std::size_t{1} << 18;  // 1 MiB
 GpuHandles gpu_handles_create(int ordinal, Tf32Mode tf32, DType precision = DType::f32);
 // Buffer `index` (0 to 3, WideningScratch) of h's widening scratch, grown to at least
 // `floats` floats (never shrunk): a transient of one op at a time, in stream
-// order (the stored convolutions' widened operands, the layer norms'
-// backward sums, the convolutions' filter scratch). A growth waits for the stream, frees the
+// order (the stored convolutions' widened operands, the convolutions'
+// filter scratch). A growth waits for the stream, frees the
 // old buffer and bumps the graph-buffers generation, so that a captured step
 // is captured again; it happens on a shape's first, eager run.
 float* gpu_widening_buffer(const GpuHandles& h, int index, std::size_t floats);

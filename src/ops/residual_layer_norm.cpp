@@ -9,7 +9,6 @@
 #include "kernels/storage.cuh"
 #include "ops/gpu_ops.h"
 #include "ringtrain/core/check.h"
-#include "ringtrain/ops/bias.h"
 
 namespace ringtrain {
 

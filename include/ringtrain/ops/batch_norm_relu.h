@@ -33,8 +33,9 @@ void batch_norm_relu_forward(const ComputeContext& ctx, const BatchNormShape& s,
 // y > 0, which is the residual's gradient. dgamma and dbeta as
 // batch_norm_backward, from the masked dy. d_residual overlaps none of x, y,
 // dy and dx (a GPU writes it while it reads them, then reads it for dx).
-// Where the forward had no residual and the storage dtype is the context's
-// precision, y may be a null ptr: relu's mask then comes from BatchNorm's
+// Where the forward had no residual (then d_residual must be null too: a
+// null y with a residual gradient is refused) and the storage dtype is the
+// context's precision, y may be a null ptr: relu's mask then comes from BatchNorm's
 // value computed again from x, the saved statistics, gamma and beta
 // (unchanged since the forward), compared with what rounds to 0 in the
 // storage dtype: y's mask, bit for bit, without reading y, so that the
