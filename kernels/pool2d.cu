@@ -236,6 +236,22 @@ __global__ void pool2d_forward_rows8_kernel(const T* __restrict__ x, T* __restri
   }
 }
 
+// One covering output's term of 8 channels' input gradients (pool2d.cuh's
+// steps): its dy where the input is its argmax (Max), else dy / k^2. a is
+// not read for an average.
+template <bool Max>
+__device__ __forceinline__ void add_grad_terms8(float (&acc)[kVector8], const float (&d)[kVector8],
+                                                const std::int32_t (&a)[kVector8],
+                                                std::int32_t self, float inv_area) {
+#pragma unroll
+  for (unsigned k = 0; k < kVector8; ++k) {
+    if constexpr (Max)
+      max_pool_grad_add(acc[k], a[k], self, d[k]);
+    else
+      avg_pool_grad_add(acc[k], d[k], inv_area);
+  }
+}
+
 // One thread per 8 channels of an input pixel: the gather of pool2d.cuh's
 // *_input_grad over its covering outputs. K, S: the window's size and stride
 // when known at compile time (at most ceil(K / S) covering outputs a side,
@@ -267,7 +283,7 @@ __global__ void pool2d_backward_rows8_kernel(const T* __restrict__ dy,
       if constexpr (K != 0) {
         constexpr unsigned kCover = pool_max_cover(K, S);
         float d[kCover][kCover][kVector8];
-        std::int32_t a[Max ? kCover : 1][Max ? kCover : 1][kVector8];
+        std::int32_t a[kCover][kCover][kVector8];  // unused (and dropped) for an average
 #pragma unroll
         for (unsigned i = 0; i < kCover; ++i)
 #pragma unroll
@@ -282,13 +298,7 @@ __global__ void pool2d_backward_rows8_kernel(const T* __restrict__ dy,
 #pragma unroll
           for (unsigned j = 0; j < kCover; ++j)
             if (rows.begin + i < rows.end && cols.begin + j < cols.end)
-#pragma unroll
-              for (unsigned k = 0; k < kVector8; ++k) {
-                if constexpr (Max)
-                  max_pool_grad_add(acc[k], a[i][j][k], self, d[i][j][k]);
-                else
-                  avg_pool_grad_add(acc[k], d[i][j][k], inv_area);
-              }
+              add_grad_terms8<Max>(acc, d[i][j], a[i][j], self, inv_area);
       } else {
         for (std::uint32_t oh = rows.begin; oh < rows.end; ++oh)
           for (std::uint32_t ow = cols.begin; ow < cols.end; ++ow) {
@@ -296,13 +306,7 @@ __global__ void pool2d_backward_rows8_kernel(const T* __restrict__ dy,
             std::int32_t a[kVector8];
             load8(dy, output_at(oh, ow), d);
             if constexpr (Max) load8_index(argmax, output_at(oh, ow), a);
-#pragma unroll
-            for (unsigned k = 0; k < kVector8; ++k) {
-              if constexpr (Max)
-                max_pool_grad_add(acc[k], a[k], self, d[k]);
-              else
-                avg_pool_grad_add(acc[k], d[k], inv_area);
-            }
+            add_grad_terms8<Max>(acc, d, a, self, inv_area);
           }
       }
       store8(dx, (static_cast<std::size_t>(n) * per_sample + e) * kVector8, acc);
@@ -352,15 +356,8 @@ __global__ void pool2d_backward_tiles8_kernel(const T* __restrict__ dy,
           const auto self = static_cast<std::int32_t>(r * s.width + c);
           float acc[kVector8];
 #pragma unroll
-          for (unsigned k = 0; k < kVector8; ++k) {
-            acc[k] = 0.0f;
-            if (window) {
-              if constexpr (Max)
-                max_pool_grad_add(acc[k], a[k], self, d[k]);
-              else
-                avg_pool_grad_add(acc[k], d[k], inv_area);
-            }
-          }
+          for (unsigned k = 0; k < kVector8; ++k) acc[k] = 0.0f;
+          if (window) add_grad_terms8<Max>(acc, d, a, self, inv_area);
           store8(dx, n * in_sample + std::size_t{g} * kVector8 + static_cast<std::size_t>(self) * C,
                  acc);
         }
