@@ -81,30 +81,6 @@ __global__ void convert_kernel(Out* y, const In* x, std::size_t n, bool vector, 
       [&](std::size_t i) { y[i] = op(x[i]); });
 }
 
-// x[i] rounded to P's grid in place and its encoding into y[i] (a summed
-// gradient rounded once and handed to a 16-bit layer).
-template <DType P>
-__global__ void round_and_narrow_kernel(float* x, std::uint16_t* y, std::size_t n, bool vector) {
-  walk_groups(
-      n, vector,
-      [&](std::size_t i) {
-        float v[4];
-        std::uint16_t o[4];
-        load4(x, i, v);
-        for (int k = 0; k < 4; ++k) {
-          v[k] = round_to_precision_grid(v[k], P);
-          o[k] = to_precision_bits(v[k], P);
-        }
-        store4(x, i, v);
-        store4(y, i, o);
-      },
-      [&](std::size_t i) {
-        const float r = round_to_precision_grid(x[i], P);
-        x[i] = r;
-        y[i] = to_precision_bits(r, P);
-      });
-}
-
 bool aligned(const void* p, std::size_t bytes) {
   return reinterpret_cast<std::uintptr_t>(p) % bytes == 0;
 }
@@ -131,19 +107,6 @@ void round_to_precision_cuda(float* y, const float* x, std::size_t n, DType prec
     convert(y, x, n, stream, RoundOp<DType::f16>{});
   else
     convert(y, x, n, stream, RoundOp<DType::f32>{});
-}
-
-void round_and_narrow_cuda(float* x, std::uint16_t* y, std::size_t n, DType precision,
-                           void* stream) {
-  if (n == 0) return;
-  const bool vector = aligned(x, 4 * sizeof(float)) && aligned(y, 4 * sizeof(std::uint16_t));
-  const unsigned blocks = optim_blocks((n + 3) / 4);
-  const auto s = static_cast<cudaStream_t>(stream);
-  if (precision == DType::f16)
-    round_and_narrow_kernel<DType::f16><<<blocks, kOptimThreads, 0, s>>>(x, y, n, vector);
-  else
-    round_and_narrow_kernel<DType::bf16><<<blocks, kOptimThreads, 0, s>>>(x, y, n, vector);
-  RT_CUDA_CHECK_LAUNCH();
 }
 
 void to_precision_bits_cuda(std::uint16_t* y, const float* x, std::size_t n, DType precision,

@@ -11,10 +11,6 @@ namespace ringtrain::kernels {
 // y[i] = x[i] rounded to the grid of `precision` (kernels/precision.cuh); y may be x.
 void round_to_precision_cuda(float* y, const float* x, std::size_t n, DType precision,
                              void* stream);
-// x[i] rounded in place to the grid of `precision` (bf16 or fp16) and its
-// encoding into y[i], in one pass.
-void round_and_narrow_cuda(float* x, std::uint16_t* y, std::size_t n, DType precision,
-                           void* stream);
 // y[i] = the bf16/fp16 encoding of x[i] (to_precision_bits), and back.
 void to_precision_bits_cuda(std::uint16_t* y, const float* x, std::size_t n, DType precision,
                             void* stream);

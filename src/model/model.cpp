@@ -1714,9 +1714,11 @@ void Model::backward(float grad_scale, bool accumulate,
       if (summed && !narrow_dy)
         round_to_precision(*s.ctx, dy.as<float>(), dy.as<float>(), dy.count, s.storage);
       if ((any_dx || has_params) && !node.adapted) {
-        if (narrow_dy) {  // a summed gradient, rounded and narrowed for the layer
+        if (narrow_dy) {  // a summed gradient, narrowed (rounded once) for the layer
+          // Round to nearest even straight into 16 bits: the rounded fp32 sum
+          // itself is read by nothing after this, so it is not written back.
           const BufferView narrowed{s.wide_grad.data(), dy.count, s.storage, dev};
-          round_and_narrow(*s.ctx, dy, narrowed);
+          convert_storage(*s.ctx, narrowed, dy);
           dy = narrowed;
         }
         if (node.fused_ln != nullptr) {

@@ -343,8 +343,6 @@ void gpu_axpy_rounded(void* stream, float a, const float* x, const float* y, flo
 void gpu_scale(void* stream, float* x, std::size_t n, float f);
 // y = x rounded to the grid of precision (kernels/precision.cuh); y may be x.
 void gpu_round_to_precision(void* stream, float* y, const float* x, std::size_t n, DType precision);
-// x rounded in place to `precision`'s grid and its 16-bit encoding into y.
-void gpu_round_and_narrow(void* stream, float* x, std::uint16_t* y, std::size_t n, DType precision);
 // rows blocks of width bytes, from src every spitch bytes to dst every dpitch bytes.
 void gpu_copy_blocks(void* stream, void* dst, std::size_t dpitch, const void* src,
                      std::size_t spitch, std::size_t width, std::size_t rows);

@@ -294,9 +294,6 @@ void gpu_axpy_rounded(void*, float, const float*, const float*, float*, std::siz
 void gpu_scale(void*, float*, std::size_t, float) {
   no_cuda("a scale");
 }
-void gpu_round_and_narrow(void*, float*, std::uint16_t*, std::size_t, DType) {
-  no_cuda("a rounding");
-}
 void gpu_round_to_precision(void*, float*, const float*, std::size_t, DType) {
   no_cuda("low-precision rounding");
 }

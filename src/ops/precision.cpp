@@ -39,32 +39,6 @@ void round_to_precision(const ComputeContext& ctx, float* y, const float* x, std
   }
 }
 
-void round_and_narrow(const ComputeContext& ctx, BufferView sum, BufferView narrowed) {
-  RT_CHECK(sum.dtype == DType::f32 && sum.count == narrowed.count &&
-               (narrowed.dtype == DType::bf16 || narrowed.dtype == DType::f16),
-           "round_and_narrow: {} {} values into {} {} ones: an fp32 sum and a 16-bit copy of "
-           "the same count expected",
-           sum.count, dtype_name(sum.dtype), narrowed.count, dtype_name(narrowed.dtype));
-  const std::size_t n = sum.count;
-  if (n == 0) return;
-  float* x = sum.as<float>();
-  if (ctx.is_cuda())
-    return detail::gpu_round_and_narrow(ctx.stream(), x, narrowed.as<std::uint16_t>(), n,
-                                        narrowed.dtype);
-  // The grid fixed for the whole loop (no dtype test per element), as
-  // round_to_precision's loops: the same function per element, the same bits.
-  kernels::with_storage(narrowed.dtype, [&](auto s) {
-    using T = decltype(s);
-    T* __restrict__ y = narrowed.as<T>();
-    float* __restrict__ v = x;
-    for (std::size_t i = 0; i < n; ++i) {
-      v[i] = std::is_same_v<T, kernels::bf16_word> ? kernels::round_to_bf16_grid(v[i])
-                                                   : kernels::round_to_fp16_grid(v[i]);
-      kernels::store(y, i, v[i]);
-    }
-  });
-}
-
 void convert_storage(const ComputeContext& ctx, BufferView dst, BufferView src) {
   RT_CHECK(dst.count == src.count, "convert_storage: {} elements into {}", src.count, dst.count);
   RT_CHECK(is_compute_precision(dst.dtype) && is_compute_precision(src.dtype) &&

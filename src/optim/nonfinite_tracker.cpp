@@ -52,13 +52,15 @@ void NonfiniteTracker::check_local(BufferView slice, std::size_t offset, void* s
 }
 
 bool NonfiniteTracker::decide(std::uint64_t step, BufferView averaged, std::uint64_t samples,
-                              void* stream, std::size_t offset) {
+                              void* stream, std::size_t offset, bool averaged_is_local) {
   if (device_.is_cuda()) {
-    optim_cuda::guard_first_nonfinite(averaged, offset, &memory_.state->average_first_bad, stream);
+    if (!averaged_is_local)
+      optim_cuda::guard_first_nonfinite(averaged, offset, &memory_.state->average_first_bad,
+                                        stream);
     optim_cuda::guard_decide(memory_, step, max_skips_, samples, loss_totals_, stream);
     return memory_.mirror_host->stopped == 0;
   }
-  if (!all_finite(averaged))
+  if (!averaged_is_local && !all_finite(averaged))
     if (const auto bad = first_nonfinite(averaged)) host_.average_first_bad = *bad + offset;
   return kernels::nonfinite_guard_decide(host_, step, max_skips_, samples,
                                          loss_totals_.as<double>());

@@ -48,8 +48,12 @@ class NonfiniteTracker {
   // `offset`: the element of the whole buffer `averaged` starts at (an
   // offset past the buffer's end reports the tensor as unknown: ZeRO-1's
   // one-element stand-in for gradients it holds only in shards).
+  // `averaged_is_local`: `averaged` is the buffer check_local has just
+  // scanned whole (one rank, no ZeRO), and is not scanned again; what the
+  // local scan found decides the same (a loss-only step's poisoned element
+  // is named by neither report).
   bool decide(std::uint64_t step, BufferView averaged, std::uint64_t samples, void* stream,
-              std::size_t offset = 0);
+              std::size_t offset = 0, bool averaged_is_local = false);
   // The state after the last decision the host can see: CPU, the last one;
   // CUDA, the last one the device finished before the host's latest
   // synchronisation with it (reading it does not synchronise).

@@ -30,8 +30,8 @@ NonfiniteGuard::NonfiniteGuard(NonfinitePolicy policy, Communicator& control, co
       tracker_(device, policy.max_consecutive_skips, loss_totals) {}
 
 bool NonfiniteGuard::admit(std::uint64_t step, BufferView grads, std::uint64_t samples,
-                           void* stream, std::size_t offset) {
-  const bool apply = tracker_.decide(step, grads, samples, stream, offset);
+                           void* stream, std::size_t offset, bool grads_is_local) {
+  const bool apply = tracker_.decide(step, grads, samples, stream, offset, grads_is_local);
   // The CPU knows now: the same report as a GPU's at its next sync point.
   if (!tracker_.on_device()) report();
   return apply;

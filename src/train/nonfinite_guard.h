@@ -47,9 +47,9 @@ class NonfiniteGuard {
   // `samples` local samples; grads: the average over ranks. True when the
   // update is to be issued (on a GPU it is gated on the device), false when it
   // is skipped; throws Error when the run stops (CPU: here; GPU: in report()).
-  // offset: where grads starts in the whole buffer (see NonfiniteTracker::decide).
+  // offset, grads_is_local: see NonfiniteTracker::decide.
   bool admit(std::uint64_t step, BufferView grads, std::uint64_t samples, void* stream,
-             std::size_t offset = 0);
+             std::size_t offset = 0, bool grads_is_local = false);
   // Reports what the host has not yet reported: the skips (a warning), or the
   // stop (throws Error). Call where the host has just synchronised with the
   // device (after the loss read), on every rank at the same step.

@@ -962,8 +962,8 @@ void Trainer::update(float lr, float loss_scale, std::uint64_t step_samples, Ste
   // (Under ZeRO-1 a stand-in past the buffer's end: no element to name.)
   const BufferView averaged = averaged_gradients();
   const std::size_t averaged_offset = zero_ != nullptr ? model.param_count() : 0;
-  if (!nonfinite_->admit(step_ + 1, averaged, step_samples, model.compute_stream(),
-                         averaged_offset))
+  if (!nonfinite_->admit(step_ + 1, averaged, step_samples, model.compute_stream(), averaged_offset,
+                         sync_->average_is_local()))
     return;
   // fp16: the gradients are loss_scale times too large until divided here;
   // clipping them at loss_scale times the norm first is the same clip.

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <vector>
 
@@ -164,4 +165,48 @@ TEST_CASE("the CPU tracker finds this rank's first bad gradient and its bad loss
   CHECK(s.stop_step == 3);
   CHECK(totals[0] == 3.0);
   CHECK(t.gate() == nullptr);
+}
+
+TEST_CASE("one rank: the decision from the local scan alone equals the one that scans again",
+          "[optim][nonfinite]") {
+  // One rank without ZeRO: the averaged gradient is the buffer check_local
+  // scanned whole, so decide does not scan it again. Both trackers see the
+  // same steps; every decision and what it records must agree.
+  std::vector<double> totals_a = {1.0, 0.0, 0.0}, totals_b = totals_a;
+  NonfiniteTracker again(Device::cpu(), 1,
+                         BufferView{totals_a.data(), 3, DType::f64, Device::cpu()});
+  NonfiniteTracker local(Device::cpu(), 1,
+                         BufferView{totals_b.data(), 3, DType::f64, Device::cpu()});
+  struct Step {
+    int bad_index;  // -1: none
+    bool bad_loss;
+  };
+  const Step steps[] = {{-1, false}, {7, false}, {-1, false}, {3, false}, {-1, true}, {2, true}};
+  for (std::uint64_t k = 0; k < std::size(steps); ++k) {
+    CAPTURE(k);
+    bool applied[2] = {};
+    NonfiniteTracker* trackers[2] = {&again, &local};
+    std::vector<double>* totals[2] = {&totals_a, &totals_b};
+    for (int w = 0; w < 2; ++w) {
+      std::vector<float> grads(10);
+      for (std::size_t i = 0; i < grads.size(); ++i) grads[i] = 0.25f * static_cast<float>(i + k);
+      if (steps[k].bad_index >= 0) grads[static_cast<std::size_t>(steps[k].bad_index)] = kNaN;
+      const BufferView g = view_of(grads.data(), grads.size());
+      trackers[w]->begin_step(nullptr);
+      (*totals[w])[0] += steps[k].bad_loss ? std::numeric_limits<double>::infinity() : 1.0;
+      trackers[w]->check_local(g, 0, nullptr);
+      applied[w] = trackers[w]->decide(k + 1, g, 4, nullptr, 0, /*averaged_is_local=*/w == 1);
+    }
+    CHECK(applied[0] == applied[1]);
+    CHECK(applied[1] == (steps[k].bad_index < 0 && !steps[k].bad_loss));
+    const NonfiniteGuardState a = again.observed(), b = local.observed();
+    CHECK(a.skipped == b.skipped);
+    CHECK(a.stopped == b.stopped);
+    CHECK(a.last_bad_step == b.last_bad_step);
+    CHECK(a.local_at_last_bad == b.local_at_last_bad);
+    if (!steps[k].bad_loss) CHECK(a.index_at_last_bad == b.index_at_last_bad);
+    if (k == 3) CHECK(b.index_at_last_bad == 3);
+    CHECK(totals_a == totals_b);
+  }
+  CHECK(local.observed().stop_step == 5);
 }

@@ -33,11 +33,6 @@ constexpr bool is_compute_precision(DType t) {
 void round_to_precision(const ComputeContext& ctx, float* y, const float* x, std::size_t n,
                         DType p);
 
-// A summed fp32 gradient handed to a layer that reads the 16-bit dtype of
-// `narrowed`: sum rounded to that grid in place and narrowed into `narrowed`,
-// in one pass (round_to_precision then convert_storage: the same numbers).
-void round_and_narrow(const ComputeContext& ctx, BufferView sum, BufferView narrowed);
-
 // dst = src, element by element, between the storage dtypes (f32, bf16, f16)
 // of equal counts on the context's device: narrowing rounds to nearest even
 // (kernels/storage.cuh), widening is exact, equal dtypes copy. An Error for

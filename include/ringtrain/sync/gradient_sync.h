@@ -80,6 +80,9 @@ class GradientSynchronizer {
   // average can be traced to the ranks that produced it.
   using LocalCheck = std::function<void(BufferView slice, std::size_t offset)>;
   void set_local_check(LocalCheck check) { local_check_ = std::move(check); }
+  // Whether the average is this rank's own gradient buffer, which the local
+  // check has seen whole on the step's last micro-batch (one rank, no ZeRO).
+  bool average_is_local() const { return comm_.size() == 1 && zero_ == nullptr; }
   bool overlap() const { return overlap_; }
 
   // --grad-dtype and --zero 1 (gradient_wire.h, zero_layout.h). Collective

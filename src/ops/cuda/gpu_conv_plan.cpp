@@ -158,15 +158,16 @@ class DeviceBytes {
   }
   // The workspace an algorithm choice may assume. Find (kMeasureAlgorithms)
   // runs in it: real memory, as much of kWorkspaceCap as cudaMalloc gives.
-  // The heuristics read no memory, so a size alone (kWorkspaceCap, or what is
-  // free): no transient gigabytes per plan at build time, which would also
-  // stand in the peak that bench step reports.
+  // The heuristics read no memory, so a size alone: no transient gigabytes
+  // per plan at build time, which would also stand in the peak that bench
+  // step reports. Always kWorkspaceCap, never what happens to be free: the
+  // choice (and whether a layer runs on the stored 16-bit path) must not
+  // differ between two runs, or two ranks, with other tenants on the GPU. A
+  // chosen workspace that does not fit fails with a message instead.
   static DeviceBytes trial_workspace() {
     if (kMeasureAlgorithms) return up_to(kWorkspaceCap, kMinTrialWorkspace);
-    std::size_t free = 0, total = 0;
-    RT_CUDA_CHECK(cudaMemGetInfo(&free, &total));
     DeviceBytes d;
-    d.bytes_ = std::min(kWorkspaceCap, free);
+    d.bytes_ = kWorkspaceCap;
     return d;
   }
   ~DeviceBytes() { release(); }
@@ -603,7 +604,16 @@ class CudnnConvPlan final : public GpuConvPlan {
   void replace_workspace(std::size_t bytes) {
     RT_CUDA_CHECK(cudaStreamSynchronize(stream_));
     workspace_ = DeviceBytes();  // freed first: never both at once
-    workspace_ = DeviceBytes(bytes);
+    workspace_ = DeviceBytes::up_to(bytes, bytes);
+    if (workspace_.size() < bytes) {
+      std::size_t free = 0, total = 0;
+      (void)cudaMemGetInfo(&free, &total);
+      RT_CHECK(false,
+               "conv2d: the convolutions' shared cuDNN workspace of {} bytes does not fit in the "
+               "GPU's free memory ({} of {} bytes free); the algorithms are chosen for a {} byte "
+               "workspace whatever is free, so that runs repeat bit for bit: use a smaller batch",
+               bytes, free, total, kWorkspaceCap);
+    }
     note_graph_buffers_moved();
   }
   // The shared workspace grown to `bytes` (a choice made within a larger

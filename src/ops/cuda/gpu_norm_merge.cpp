@@ -62,11 +62,6 @@ void gpu_axpy_rounded(void* stream, float a, const float* x, const float* y, flo
 void gpu_scale(void* stream, float* x, std::size_t n, float f) {
   kernels::scale_f32_cuda(x, n, f, stream);
 }
-void gpu_round_and_narrow(void* stream, float* x, std::uint16_t* y, std::size_t n,
-                          DType precision) {
-  kernels::round_and_narrow_cuda(x, y, n, precision, stream);
-}
-
 void gpu_round_to_precision(void* stream, float* y, const float* x, std::size_t n,
                             DType precision) {
   kernels::round_to_precision_cuda(y, x, n, precision, stream);
