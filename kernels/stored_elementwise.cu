@@ -74,6 +74,41 @@ __global__ void add_widened8_kernel(const T* __restrict__ x, float* __restrict__
     store8(y, v * kVector8, w);
   }
 }
+// narrow_sum's pass: each element's terms added to its fp32 sum in order,
+// the sum rounded once into the 16-bit output.
+template <typename T, typename D>
+__global__ void narrow_sum_kernel(D* __restrict__ y, const float* __restrict__ sum,
+                                  NarrowSumTerms terms, std::size_t n) {
+  RT_GRID_STRIDE(i, n) {
+    float acc = sum[i];
+    // Unrolled to the bound, so that each term's pointer is read from the
+    // parameters directly (a run-time index would copy them to local memory).
+#pragma unroll
+    for (unsigned k = 0; k < NarrowSumTerms::kMax; ++k)
+      if (k < terms.count)
+        acc = axpy_element(1.0f, load(static_cast<const T*>(terms.term[k]), i), acc);
+    store(y, i, acc);
+  }
+}
+// The same 8 at a time (16-byte accesses; n a multiple of 8, every buffer
+// 16-byte aligned), the term count fixed so that every load is issued
+// before the adds.
+template <typename T, typename D, unsigned Count>
+__global__ void narrow_sum8_kernel(D* __restrict__ y, const float* __restrict__ sum,
+                                   NarrowSumTerms terms, std::size_t vectors) {
+  RT_GRID_STRIDE(v, vectors) {
+    float acc[kVector8], u[Count][kVector8];
+    load8(sum, v * kVector8, acc);
+#pragma unroll
+    for (unsigned k = 0; k < Count; ++k)
+      load8(static_cast<const T*>(terms.term[k]), v * kVector8, u[k]);
+#pragma unroll
+    for (unsigned k = 0; k < Count; ++k)
+#pragma unroll
+      for (unsigned e = 0; e < kVector8; ++e) acc[e] = axpy_element(1.0f, u[k][e], acc[e]);
+    store8(y, v * kVector8, acc);
+  }
+}
 template <typename T, typename D>
 __global__ void scale_kernel(const T* __restrict__ x, float a, D* __restrict__ y, std::size_t n) {
   RT_GRID_STRIDE(i, n) store(y, i, scale_element(load(x, i), a));
@@ -167,6 +202,46 @@ void add_widened_cuda(const void* x, DType t, float* y, std::size_t n, void* str
     else
       add_widened_kernel<<<elementwise_blocks(n), kElementwiseThreads, 0, as_stream(stream)>>>(u, y,
                                                                                                n);
+  });
+  RT_CUDA_CHECK_LAUNCH();
+}
+
+void narrow_sum_cuda(void* y, DType y_type, const float* sum, const NarrowSumTerms& terms, DType t,
+                     std::size_t n, void* stream) {
+  if (n == 0) return;
+  bool vector = n % kVector8 == 0 && vector8_aligned(sum) && vector8_aligned(static_cast<char*>(y));
+  for (unsigned k = 0; k < terms.count; ++k)
+    vector = vector && vector8_aligned(static_cast<const char*>(terms.term[k]));
+  with_storage_pair(t, y_type, [&](auto s, auto d) {
+    using T = decltype(s);
+    using D = decltype(d);
+    auto* out = static_cast<D*>(y);
+    const cudaStream_t st = as_stream(stream);
+    if (!vector) {
+      narrow_sum_kernel<T>
+          <<<elementwise_blocks(n), kElementwiseThreads, 0, st>>>(out, sum, terms, n);
+      return;
+    }
+    const std::size_t vectors = n / kVector8;
+    const unsigned blocks = elementwise_blocks(vectors);
+    switch (terms.count) {
+      case 1:
+        narrow_sum8_kernel<T, D, 1>
+            <<<blocks, kElementwiseThreads, 0, st>>>(out, sum, terms, vectors);
+        break;
+      case 2:
+        narrow_sum8_kernel<T, D, 2>
+            <<<blocks, kElementwiseThreads, 0, st>>>(out, sum, terms, vectors);
+        break;
+      case 3:
+        narrow_sum8_kernel<T, D, 3>
+            <<<blocks, kElementwiseThreads, 0, st>>>(out, sum, terms, vectors);
+        break;
+      default:
+        narrow_sum8_kernel<T, D, 4>
+            <<<blocks, kElementwiseThreads, 0, st>>>(out, sum, terms, vectors);
+        break;
+    }
   });
   RT_CUDA_CHECK_LAUNCH();
 }

@@ -32,6 +32,18 @@ void scale_stored_cuda(const void* x, DType t, float a, void* y, DType y_type, s
 // y (fp32) += x, x of dtype t widened (a 16-bit contribution to an fp32 sum).
 void add_widened_cuda(const void* x, DType t, float* y, std::size_t n, void* stream);
 
+// The terms of narrow_sum_cuda, by value in the launch (ops/merge.h's
+// kNarrowSumMaxTerms of them at most).
+struct NarrowSumTerms {
+  static constexpr unsigned kMax = 4;
+  const void* term[kMax] = {};
+  unsigned count = 0;
+};
+// y (bf16/f16, y_type) = sum + term[0] + ... + term[count - 1], in that order
+// in fp32, each term of dtype t widened, rounded once.
+void narrow_sum_cuda(void* y, DType y_type, const float* sum, const NarrowSumTerms& terms, DType t,
+                     std::size_t n, void* stream);
+
 // rows blocks of `width` elements: dst[r * dst_pitch + i] = src[r * src_pitch + i],
 // converted from src_type to dst_type (a concat's gradient into an fp32 sum).
 void convert_blocks_cuda(void* dst, DType dst_type, std::size_t dst_pitch, const void* src,

@@ -66,6 +66,10 @@ struct PlanNode {
   // Per input slot, where backward's contribution to that input's gradient
   // lands before it is added or narrowed (null: none goes there).
   std::vector<void*> scratch;
+  // Per input slot: a later contribution to an fp32 sum waits in its scratch
+  // (which lives until then) for the sum's one reader, whose backward adds
+  // the waiting terms and narrows the sum in one pass (narrow_sum).
+  std::vector<bool> waits;
   BufferView output;                // of the last forward
   DType output_dtype = DType::f32;  // what the output buffer holds
   // The output's gradient: index into the plan's gradient buffers (a view
@@ -157,8 +161,12 @@ struct Model::State {
   DropoutContext dropout;
   std::vector<PlanNode> nodes;  // the graph, in topological order
   Tensor params, grads_owned, buffers;
-  // --precision bf16|fp16: what the layers read instead of the master
-  // weights (the matmul layers' ranges rounded, the others copied).
+  // --precision bf16|fp16: what the matmul layers read instead of the master
+  // weights: the master weights rounded to the 16-bit grid, in one pass over
+  // the whole buffer at each forward. The other layers (norms, embeddings)
+  // are bound to the master weights themselves, which is what a copy held;
+  // their ranges here are rounded too and read by nothing (a few thousand
+  // values: one launch where one per run of a policy took up to 189).
   Tensor compute_params;
   // The storage dtype of activations and their gradients (--precision).
   DType storage = DType::f32;
@@ -169,11 +177,6 @@ struct Model::State {
   BufferView input;  // what the first nodes read, of the last forward
   // --layout nhwc: the input batch, transposed to channels-last on the device.
   Tensor nhwc_input;
-  struct RefreshRun {
-    std::size_t begin, end;
-    DType precision;
-  };
-  std::vector<RefreshRun> refresh_runs;  // consecutive ranges of one policy, merged
   BufferView grads;
   std::vector<GradientBuffer> grad_buffers;
   // The activations, their gradients and the backward's scratch, placed by
@@ -202,11 +205,19 @@ struct Model::State {
   std::vector<const float*> xs;
   std::vector<float*> dxs;
   std::vector<BufferView> x_views, dx_views;
-  std::vector<std::pair<std::size_t, int>> to_add;     // (input slot, grad buffer)
+  struct Contribution {
+    std::size_t slot;
+    int grad;    // buffer
+    bool waits;  // PlanNode::waits
+  };
+  std::vector<Contribution> to_add;                    // a later contribution to a sum
   std::vector<std::pair<std::size_t, int>> to_narrow;  // (input slot, grad buffer)
-  Tensor labels;                                       // copy of the last forward's labels
-  Tensor row_loss, row_correct;                        // GPU loss workspaces
-  Tensor loss_totals;  // running [loss sum, correct, bad labels], f64
+  // Per gradient buffer, the contributions waiting to be added (PlanNode::waits),
+  // in the order they were made.
+  std::vector<std::vector<BufferView>> waiting;
+  Tensor labels;                 // copy of the last forward's labels
+  Tensor row_loss, row_correct;  // GPU loss workspaces
+  Tensor loss_totals;            // running [loss sum, correct, bad labels], f64
   std::size_t last_batch = 0;
   bool forward_done = false;
   // The last forward wrote the logits' gradient too, for this grad_scale
@@ -893,16 +904,6 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
     if (s.narrow_input)
       s.stored_input =
           Tensor::empty({options.max_batch * Shape(input_shape).numel()}, s.storage, dev);
-    for (const PlanNode& node : s.nodes) {
-      const auto [begin, end] = node.param_range;
-      if (begin == end) continue;
-      const DType p = node.layer->matmul_weights() ? options.precision : DType::f32;
-      if (!s.refresh_runs.empty() && s.refresh_runs.back().end == begin &&
-          s.refresh_runs.back().precision == p)
-        s.refresh_runs.back().end = end;
-      else
-        s.refresh_runs.push_back({begin, end, p});
-    }
   }
   // Weight tying: the tied layer reads its owner's range.
   for (std::size_t i = 0; i < s.nodes.size(); ++i) {
@@ -1155,15 +1156,56 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
     if (g != in_place)
       add_block(B * grad_elements[g] * dtype_size(grad_dtype[g]), backward_at(hi[g]),
                 backward_at(lo[g]), {BlockKind::gradient, g, 0});
+  // Which fp32 sums wait for their reader (PlanNode::waits), under bf16 or
+  // fp16 (an fp32 run has no narrowing to join): those whose
+  // gradient buffer one node alone reads as its dy, a stored node that
+  // narrows it (no view of it runs a backward, no input shares it, no fused
+  // node sums into it itself), so that the waiting terms have one place to
+  // go, at that node's backward (lo). The first contribution is written into
+  // the sum itself; the later ones wait (Inception's block inputs: 2 or 3 of
+  // their 3 or 4 branches).
+  const std::vector<bool> sum_waits = [&] {
+    std::vector<int> reader(G, -1);  // -2: not one stored node
+    for (std::size_t i = 0; i < L; ++i) {
+      const PlanNode& node = s.nodes[i];
+      if (node.grad < 0 || node.layer->is_view()) continue;
+      int& r = reader[static_cast<std::size_t>(node.grad)];
+      const bool plain = !node.folded && !node.adapted && !node.passes_through &&
+                         node.backward_by < 0 && node.fused_ln == nullptr;
+      r = plain && r == -1 ? static_cast<int>(i) : -2;
+    }
+    for (const PlanNode& node : s.nodes) {  // the buffers fused nodes write themselves
+      if (node.fused_ln != nullptr) {
+        const PlanNode& sum = s.nodes[static_cast<std::size_t>(node.sum_of)];
+        if (sum.grad >= 0) reader[static_cast<std::size_t>(sum.grad)] = -2;
+      }
+      if (node.fused_dgelu != nullptr) {
+        const PlanNode& gelu = s.nodes[static_cast<std::size_t>(node.dgelu_of)];
+        const PlanNode& pre = s.nodes[static_cast<std::size_t>(gelu.pre_of)];
+        for (int g : {gelu.grad, pre.grad})
+          if (g >= 0) reader[static_cast<std::size_t>(g)] = -2;
+      }
+    }
+    std::vector<bool> waits(G, false);
+    for (std::size_t g = 0; g < G; ++g)
+      waits[g] = s.storage != DType::f32 && grad_dtype[g] == DType::f32 && !grad_paired[g] &&
+                 g != in_place && reader[g] >= 0 && static_cast<std::size_t>(reader[g]) == lo[g];
+    return waits;
+  }();
   // The scratch: where a node's backward puts its contribution to an input's
   // gradient before adding it to a summed one (fp32, or a paired one), or
   // narrowing it into a stored one from a layer that writes fp32 (the
   // adapter; the CPU twin of the DGELU epilogue too). A layer whose dx is on
   // the storage grid writes it there in the storage dtype (the backward's
-  // scratch_dtype): half the bytes. It lives at that node's backward alone.
-  for (std::size_t i = 0; i < L; ++i) {
+  // scratch_dtype): half the bytes. It lives at that node's backward alone,
+  // or, for a contribution that waits, until the sum's reader's (lo). The
+  // first contribution (the backward of the last reader, its first slot)
+  // never waits.
+  std::vector<bool> first_taken(G, false);
+  for (std::size_t i = L; i-- > 0;) {
     PlanNode& node = s.nodes[i];
     node.scratch.assign(node.inputs.size(), nullptr);
+    node.waits.assign(node.inputs.size(), false);
     if (node.layer->is_view() || node.grad < 0) continue;
     for (std::size_t k = 0; k < node.inputs.size(); ++k) {
       const int j = node.inputs[k];
@@ -1171,13 +1213,18 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
       const PlanNode& input = s.nodes[static_cast<std::size_t>(j)];
       if (input.grad < 0 || !input.below_params) continue;
       const auto g = static_cast<std::size_t>(input.grad);
+      const bool first = !first_taken[g];
+      first_taken[g] = true;
+      node.waits[k] = sum_waits[g] && !first;
       const std::size_t value_bytes =
           writes_dx_on_grid(node, k) ? dtype_size(s.storage) : sizeof(float);
       if (grad_dtype[g] == DType::f32 || grad_paired[g] || node.adapted)
-        add_block(B * grad_elements[g] * value_bytes, backward_at(i), backward_at(i),
-                  {BlockKind::scratch, i, k});
+        add_block(B * grad_elements[g] * value_bytes, backward_at(i),
+                  node.waits[k] ? backward_at(lo[g]) : backward_at(i), {BlockKind::scratch, i, k});
     }
   }
+  s.waiting.assign(G, {});
+  for (std::vector<BufferView>& w : s.waiting) w.reserve(kNarrowSumMaxTerms);
   // One allocation, 256-byte aligned blocks (cuDNN's and cuBLASLt's operands
   // want 16).
   const BlockLayout layout = pack_live_blocks(blocks, 256);
@@ -1260,10 +1307,11 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
 BufferView Model::params() {
   return state_->params.buffer();
 }
-float* Model::layer_params() {
+float* Model::layer_params(const Layer& owner) {
   State& s = *state_;
-  return options_.precision == DType::f32 ? s.params.data_as<float>()
-                                          : s.compute_params.data_as<float>();
+  return options_.precision == DType::f32 || !owner.matmul_weights()
+             ? s.params.data_as<float>()
+             : s.compute_params.data_as<float>();
 }
 BufferView Model::grads() {
   return state_->grads;
@@ -1363,8 +1411,9 @@ void Model::bind_gradient_buffer(BufferView grads) {
 void Model::bind_layers(float* grads) {
   State& s = *state_;
   for (PlanNode& node : s.nodes) {
-    const std::size_t from = s.nodes[node.bind_from].param_range.first;
-    node.layer->bind(layer_params() + from, grads + from);
+    const PlanNode& owner = s.nodes[node.bind_from];
+    const std::size_t from = owner.param_range.first;
+    node.layer->bind(layer_params(*owner.layer) + from, grads + from);
   }
 }
 
@@ -1452,10 +1501,8 @@ BufferView Model::run_layers(const float* x, const std::int32_t* labels, std::si
     // forward: one pass over the flat buffer, and nothing that writes the
     // master weights (optimizer, resume, broadcast, --init-from) can leave
     // them stale.
-    const float* master = s.params.data_as<float>();
-    float* copy = s.compute_params.data_as<float>();
-    for (const State::RefreshRun& r : s.refresh_runs)
-      round_to_precision(*s.ctx, copy + r.begin, master + r.begin, r.end - r.begin, r.precision);
+    round_to_precision(*s.ctx, s.compute_params.data_as<float>(), s.params.data_as<float>(),
+                       param_count_, precision);
   }
   mark_stop(s.timer, profile_slots().prepare());
   for (std::size_t i = 0; i < s.nodes.size(); ++i) {
@@ -1610,6 +1657,21 @@ void Model::backward(float grad_scale, bool accumulate,
     return;
   }
   for (GradientBuffer& g : s.grad_buffers) g.written = false;
+  for (std::vector<BufferView>& w : s.waiting) w.clear();  // a backward that threw left some
+  // The contributions waiting for gradient g added into its fp32 sum, in
+  // their order: before anything else reads or adds to it.
+  const auto add_waiting = [&](int g) {
+    std::vector<BufferView>& waiting = s.waiting[static_cast<std::size_t>(g)];
+    if (waiting.empty()) return;
+    const BufferView sum = s.grad_buffers[static_cast<std::size_t>(g)].view(batch, dev);
+    for (const BufferView& term : waiting) {
+      if (term.dtype == DType::f32)
+        add_scaled(*s.ctx, sum.as<float>(), term.as<float>(), 1.0f, sum.count);
+      else
+        add_widened(*s.ctx, sum, term);
+    }
+    waiting.clear();
+  };
   // The mean over the batch's rows: a language model's sample loss is the
   // mean over its T tokens (ignored labels add 0).
   const std::size_t rows = batch * rows_per_sample_;
@@ -1625,7 +1687,7 @@ void Model::backward(float grad_scale, bool accumulate,
   logits_grad.written = true;
   std::vector<BufferView>& xs = s.x_views;
   std::vector<BufferView>& dxs = s.dx_views;
-  std::vector<std::pair<std::size_t, int>>& to_add = s.to_add;
+  std::vector<State::Contribution>& to_add = s.to_add;
   std::vector<std::pair<std::size_t, int>>& to_narrow = s.to_narrow;
   for (std::size_t i = L; i-- > 0;) {
     if (i + 1 < L) s.poison(2 * L - (i + 1));  // what died at the previous node's backward
@@ -1677,9 +1739,10 @@ void Model::backward(float grad_scale, bool accumulate,
           dxs.push_back(none);  // its gradient is dy, in dy's buffer
         } else if (GradientBuffer& in_grad = s.grad_buffers[static_cast<std::size_t>(g)];
                    in_grad.written) {
-          // A later contribution to a summed (fp32) gradient.
+          // A later contribution to a summed (fp32) gradient: added now, or
+          // left in its scratch for the sum's reader.
           dxs.push_back(scratch_of(k, in_grad));
-          to_add.emplace_back(k, g);
+          to_add.push_back({k, g, node.waits[k] && !in_grad.paired});
         } else if ((node.adapted && in_grad.dtype != DType::f32) ||
                    (scratch_dtype(k) != DType::f32 && in_grad.dtype == DType::f32)) {
           // Computed in fp32 by the layer, narrowed into the buffer; or the
@@ -1700,6 +1763,7 @@ void Model::backward(float grad_scale, bool accumulate,
         const PlanNode& gelu = s.nodes[static_cast<std::size_t>(node.dgelu_of)];
         const PlanNode& pre_node = s.nodes[static_cast<std::size_t>(gelu.pre_of)];
         d_pre = &s.grad_buffers[static_cast<std::size_t>(pre_node.grad)];
+        add_waiting(pre_node.grad);
         pre = pre_node.output;
         RT_CHECK(!d_pre->written && dxs.at(0).ptr != nullptr,
                  "model: '{}''s gradient is written before its fused backward", gelu.layer->name());
@@ -1711,19 +1775,27 @@ void Model::backward(float grad_scale, bool accumulate,
           std::any_of(dxs.begin(), dxs.end(), [](const BufferView& v) { return v.ptr != nullptr; });
       // A node with no parameters and no consumer of its dx has nothing to do.
       const bool narrow_dy = summed && (any_dx || has_params) && !node.adapted;
+      std::vector<BufferView>& waiting = s.waiting[static_cast<std::size_t>(node.grad)];
+      if (!narrow_dy) add_waiting(node.grad);
       if (summed && !narrow_dy)
         round_to_precision(*s.ctx, dy.as<float>(), dy.as<float>(), dy.count, s.storage);
       if ((any_dx || has_params) && !node.adapted) {
         if (narrow_dy) {  // a summed gradient, narrowed (rounded once) for the layer
           // Round to nearest even straight into 16 bits: the rounded fp32 sum
           // itself is read by nothing after this, so it is not written back.
+          // The contributions still waiting are added in the same pass.
           const BufferView narrowed{s.wide_grad.data(), dy.count, s.storage, dev};
-          convert_storage(*s.ctx, narrowed, dy);
+          if (waiting.empty())
+            convert_storage(*s.ctx, narrowed, dy);
+          else
+            narrow_sum(*s.ctx, narrowed, dy, waiting);
+          waiting.clear();
           dy = narrowed;
         }
         if (node.fused_ln != nullptr) {
           PlanNode& sum = s.nodes[static_cast<std::size_t>(node.sum_of)];
           GradientBuffer& d_sum = s.grad_buffers[static_cast<std::size_t>(sum.grad)];
+          add_waiting(sum.grad);
           node.fused_ln->backward(sum.output, dy, d_sum.view(batch, dev), d_sum.written, dxs, batch,
                                   accumulate);
           d_sum.written = true;
@@ -1772,8 +1844,21 @@ void Model::backward(float grad_scale, bool accumulate,
         const GradientBuffer& in_grad = s.grad_buffers[static_cast<std::size_t>(g)];
         convert_storage(*s.ctx, in_grad.view(batch, dev), scratch_of(k, in_grad));
       }
-      for (const auto& [k, g] : to_add) {
+      // In slot order, as the contributions are made: each waits, or is
+      // added after those waiting.
+      for (const auto& [k, g, waits] : to_add) {
         const GradientBuffer& in_grad = s.grad_buffers[static_cast<std::size_t>(g)];
+        if (waits) {
+          std::vector<BufferView>& terms = s.waiting[static_cast<std::size_t>(g)];
+          const BufferView term = scratch_of(k, in_grad);
+          // narrow_sum's terms are of one dtype, and a few: the others first.
+          if (!terms.empty() &&
+              (terms.size() == kNarrowSumMaxTerms || terms[0].dtype != term.dtype))
+            add_waiting(g);
+          terms.push_back(term);
+          continue;
+        }
+        add_waiting(g);
         if (in_grad.paired) {  // the second of two, both on the grid
           RT_CHECK(scratch_dtype(k) == in_grad.dtype,
                    "model: '{}''s contribution to a paired {} gradient in {}", layer.name(),

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "kernels/pool2d.cuh"
@@ -185,6 +186,10 @@ void gpu_sum_two_stored(void* stream, BufferView y, BufferView x0, BufferView x1
 void gpu_scale_stored(void* stream, BufferView y, BufferView x, float a);
 // y (fp32) += x widened, x of any storage dtype.
 void gpu_add_widened(void* stream, BufferView y, BufferView x);
+// narrowed = sum + terms in order, rounded once (ringtrain/ops/merge.h's narrow_sum;
+// checked there).
+void gpu_narrow_sum(void* stream, BufferView narrowed, BufferView sum,
+                    std::span<const BufferView> terms);
 // Pitches and width in elements; dst and src of different storage dtypes.
 void gpu_convert_blocks(void* stream, BufferView dst, std::size_t dst_pitch, BufferView src,
                         std::size_t src_pitch, std::size_t width, std::size_t rows);

@@ -278,6 +278,9 @@ void gpu_sum_two_stored(void*, BufferView, BufferView, BufferView, float) {
 void gpu_add_widened(void*, BufferView, BufferView) {
   no_cuda("an add");
 }
+void gpu_narrow_sum(void*, BufferView, BufferView, std::span<const BufferView>) {
+  no_cuda("a gradient sum");
+}
 void gpu_scale_stored(void*, BufferView, BufferView, float) {
   no_cuda("a scale");
 }

@@ -63,6 +63,38 @@ void add_widened(const ComputeContext& ctx, BufferView y, BufferView x) {
   });
 }
 
+void narrow_sum(const ComputeContext& ctx, BufferView narrowed, BufferView sum,
+                std::span<const BufferView> terms) {
+  RT_CHECK(sum.dtype == DType::f32 && narrowed.count == sum.count &&
+               (narrowed.dtype == DType::bf16 || narrowed.dtype == DType::f16),
+           "narrow_sum: an fp32 sum of {} values narrowed into {} {} ones: a 16-bit output of "
+           "the same count expected",
+           sum.count, narrowed.count, dtype_name(narrowed.dtype));
+  RT_CHECK(!terms.empty() && terms.size() <= kNarrowSumMaxTerms,
+           "narrow_sum: {} terms (1 to {} expected)", terms.size(), kNarrowSumMaxTerms);
+  for (const BufferView& t : terms)
+    RT_CHECK(t.dtype == terms[0].dtype && t.count == sum.count,
+             "narrow_sum: a term of {} {} values beside {} {} ones: one dtype and sum's count "
+             "expected",
+             t.count, dtype_name(t.dtype), terms[0].count, dtype_name(terms[0].dtype));
+  if (sum.count == 0) return;
+  if (ctx.is_cuda()) return detail::gpu_narrow_sum(ctx.stream(), narrowed, sum, terms);
+  kernels::with_storage_pair(terms[0].dtype, narrowed.dtype, [&](auto t, auto d) {
+    using T = decltype(t);
+    using D = decltype(d);
+    const T* in[kNarrowSumMaxTerms] = {};
+    for (std::size_t k = 0; k < terms.size(); ++k) in[k] = terms[k].as<const T>();
+    const float* __restrict__ acc0 = sum.as<const float>();
+    D* __restrict__ out = narrowed.as<D>();
+    for (std::size_t i = 0; i < sum.count; ++i) {
+      float acc = acc0[i];
+      for (std::size_t k = 0; k < terms.size(); ++k)
+        acc = kernels::axpy_element(1.0f, kernels::load(in[k], i), acc);
+      kernels::store(out, i, acc);
+    }
+  });
+}
+
 void scale_stored(const ComputeContext& ctx, BufferView y, BufferView x, float a) {
   if (ctx.is_cuda()) return detail::gpu_scale_stored(ctx.stream(), y, x, a);
   kernels::with_storage_pair(x.dtype, y.dtype, [&](auto s, auto d) {

@@ -228,6 +228,43 @@ TEST_CASE("gpu add_widened: a 16-bit contribution into an fp32 sum gives the CPU
     }
 }
 
+TEST_CASE("gpu narrow_sum gives the CPU's bits: 1 to 4 terms, 8 at a time and one at a time",
+          "[gpu]") {
+  for (const DType p : {DType::bf16, DType::f16}) {
+    const auto cpu = ComputeContext::create(Device::cpu(), Tf32Mode::off, p);
+    const auto gpu = ComputeContext::create(kGpu, Tf32Mode::off, p);
+    // 100000 (8 | n, aligned: the vector kernel), 100003, and 99999 values
+    // one element into their buffers (both: the element-wise kernel).
+    for (const std::size_t n : {std::size_t{100000}, std::size_t{100003}, std::size_t{99999}})
+      for (const DType term_type : {p, DType::f32})
+        for (std::size_t count = 1; count <= kNarrowSumMaxTerms; ++count) {
+          const std::size_t at = n == 99999 ? 1 : 0;
+          CAPTURE(dtype_name(p), dtype_name(term_type), n, count);
+          const std::vector<float> sum = test::hashed_vector(70, n + at, -3000.0f, 3000.0f);
+          const Tensor gsum = to_gpu(sum);
+          std::vector<Tensor> cpu_terms, gpu_terms;
+          std::vector<BufferView> cv, gv;
+          for (std::size_t k = 0; k < count; ++k) {
+            const std::vector<float> t = on_grid(71 + k, n + at, p);
+            cpu_terms.push_back(stored(t, term_type, Device::cpu(), *cpu));
+            gpu_terms.push_back(stored(t, term_type, kGpu, *cpu));
+            cv.push_back(cpu_terms.back().buffer().slice(at, n));
+            gv.push_back(gpu_terms.back().buffer().slice(at, n));
+          }
+          Tensor cy = Tensor::empty({n + at}, p, Device::cpu());
+          Tensor gy = Tensor::empty({n + at}, p, kGpu);
+          std::vector<float> csum = sum;
+          narrow_sum(*cpu, cy.buffer().slice(at, n), view_of(csum.data() + at, n), cv);
+          narrow_sum(*gpu, gy.buffer().slice(at, n), gsum.buffer().slice(at, n), gv);
+          const std::vector<float> got = widened_values(gy, *gpu);
+          const std::vector<float> expect = widened_values(cy, *cpu);
+          CHECK(std::vector<float>(got.begin() + at, got.end()) ==
+                std::vector<float>(expect.begin() + at, expect.end()));
+          CHECK(to_host(gsum, *gpu) == sum);  // read, not written
+        }
+  }
+}
+
 TEST_CASE("gpu sum_two_stored gives the CPU's bits: 8 at a time, one at a time, in place",
           "[gpu]") {
   for (const DType p : {DType::bf16, DType::f16}) {

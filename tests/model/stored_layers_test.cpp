@@ -171,6 +171,62 @@ TEST_CASE("add_widened: a 16-bit contribution added into an fp32 sum, as widened
                     Catch::Contains("same count"));
 }
 
+TEST_CASE("narrow_sum: the waiting terms added in order and narrowed, as added one by one",
+          "[model][precision]") {
+  // What the model does at a branch point's reader: the contributions that
+  // waited in their scratch, added to the fp32 sum in the order they were
+  // made and narrowed in one pass; the same bits as adding each
+  // (add_widened, add_scaled) and then convert_storage. The terms sum to
+  // large, tiny and cancelling values, so that the order shows in the bits.
+  for (const DType p : {DType::bf16, DType::f16}) {
+    const auto ctx = ComputeContext::create(Device::cpu(), Tf32Mode::pytorch_default, p);
+    for (const DType term_type : {p, DType::f32})
+      for (std::size_t count = 1; count <= kNarrowSumMaxTerms; ++count) {
+        CAPTURE(dtype_name(p), dtype_name(term_type), count);
+        const std::size_t n = 1001;
+        const std::vector<float> sum = test::hashed_vector(60, n, -3000.0f, 3000.0f);
+        std::vector<Tensor> kept;
+        std::vector<BufferView> terms;
+        std::vector<float> want = sum;
+        for (std::size_t k = 0; k < count; ++k) {
+          std::vector<float> t = term_type == DType::f32
+                                     ? test::hashed_vector(61 + k, n, -3000.0f, 3000.0f)
+                                     : on_grid(61 + k, n, p);
+          if (k == 1)
+            for (std::size_t i = 0; i < n; i += 3) t[i] = -sum[i];  // cancels the sum
+          kept.push_back(Tensor::empty({n}, term_type, Device::cpu()));
+          convert_storage(*ctx, kept.back().buffer(), view_of(t.data(), n));
+          terms.push_back(kept.back().buffer());
+          if (term_type == DType::f32)
+            add_scaled(*ctx, want.data(), kept.back().data_as<float>(), 1.0f, n);
+          else
+            add_widened(*ctx, view_of(want.data(), n), kept.back().buffer());
+        }
+        Tensor want16 = Tensor::empty({n}, p, Device::cpu());
+        convert_storage(*ctx, want16.buffer(), view_of(want.data(), n));
+        std::vector<float> sum_copy = sum;
+        Tensor got16 = Tensor::empty({n}, p, Device::cpu());
+        narrow_sum(*ctx, got16.buffer(), view_of(sum_copy.data(), n), terms);
+        CHECK(std::memcmp(got16.data(), want16.data(), n * 2) == 0);
+        CHECK(sum_copy == sum);  // read, not written
+      }
+  }
+  const auto ctx = ComputeContext::create(Device::cpu(), Tf32Mode::pytorch_default, DType::bf16);
+  std::vector<float> sum(4), f32_term(4);
+  Tensor out = Tensor::empty({4}, DType::bf16, Device::cpu());
+  Tensor bf16_term = Tensor::zeros({4}, DType::bf16, Device::cpu());
+  const BufferView s = view_of(sum.data(), 4), f = view_of(f32_term.data(), 4);
+  const std::vector<BufferView> five(5, f), mixed = {f, bf16_term.buffer()}, none;
+  CHECK_THROWS_WITH(narrow_sum(*ctx, out.buffer(), s, five), Catch::Contains("5 terms"));
+  CHECK_THROWS_WITH(narrow_sum(*ctx, out.buffer(), s, none), Catch::Contains("0 terms"));
+  CHECK_THROWS_WITH(narrow_sum(*ctx, out.buffer(), s, mixed), Catch::Contains("one dtype"));
+  CHECK_THROWS_WITH(narrow_sum(*ctx, out.buffer(), s, std::vector<BufferView>{f.slice(0, 3)}),
+                    Catch::Contains("one dtype and sum's count"));
+  CHECK_THROWS_WITH(narrow_sum(*ctx, BufferView{sum.data(), 4, DType::f32, Device::cpu()}, s,
+                               std::vector<BufferView>{f}),
+                    Catch::Contains("16-bit output"));
+}
+
 TEST_CASE("convert_storage narrows a summed gradient to the bits of rounding it to the grid first",
           "[model][precision]") {
   // The backward narrows a summed fp32 gradient for a 16-bit layer in one

@@ -261,8 +261,10 @@ class Model {
   void bind_layers(float* grads);
   BufferView run_layers(const float* x, const std::int32_t* labels, std::size_t batch,
                         bool training);
-  // What the layers are bound to: the master weights, or their low-precision copy.
-  float* layer_params();
+  // What a layer whose parameters `owner` holds is bound to: the master
+  // weights, or under bf16/fp16 their copy on the 16-bit grid for a layer
+  // with matmul weights.
+  float* layer_params(const Layer& owner);
   struct State;
   ModelSpec spec_;
   ModelOptions options_;

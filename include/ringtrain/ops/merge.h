@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 
 #include "ringtrain/core/buffer_view.h"
 #include "ringtrain/ops/compute_context.h"
@@ -29,6 +30,18 @@ void scale_stored(const ComputeContext& ctx, BufferView y, BufferView x, float a
 // a layer wrote in 16 bits, added into an fp32 sum in the pass that widens it
 // (add_scaled's arithmetic with a = 1 on the widened values: the same bits).
 void add_widened(const ComputeContext& ctx, BufferView y, BufferView x);
+// The most terms narrow_sum takes in one pass.
+constexpr std::size_t kNarrowSumMaxTerms = 4;
+// narrowed (bf16 or fp16) = sum (fp32) + terms[0] + terms[1] + ..., added in
+// that order in fp32 (each term widened: add_widened's and add_scaled's
+// arithmetic) and rounded once; sum is read, not written. The bits of adding
+// each term into sum, then convert_storage, in one pass where those took one
+// per term and one more: the contributions to an fp32 gradient sum wait in
+// their scratch until its reader narrows it (an Inception block's input
+// gradient, 3 or 4 branches). 1 to kNarrowSumMaxTerms terms, of one dtype,
+// each of sum's count; an Error otherwise.
+void narrow_sum(const ComputeContext& ctx, BufferView narrowed, BufferView sum,
+                std::span<const BufferView> terms);
 // y = 0, any dtype, in the context's stream order.
 void zero_stored(const ComputeContext& ctx, BufferView y);
 // x *= a

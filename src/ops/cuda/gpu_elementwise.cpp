@@ -6,6 +6,7 @@
 #include "kernels/softmax_cross_entropy.h"
 #include "kernels/stored_elementwise.h"
 #include "ops/gpu_ops.h"
+#include "ringtrain/ops/merge.h"
 
 namespace ringtrain::detail {
 
@@ -33,6 +34,15 @@ void gpu_sum_two_stored(void* stream, BufferView y, BufferView x0, BufferView x1
 }
 void gpu_add_widened(void* stream, BufferView y, BufferView x) {
   kernels::add_widened_cuda(x.ptr, x.dtype, y.as<float>(), y.count, stream);
+}
+void gpu_narrow_sum(void* stream, BufferView narrowed, BufferView sum,
+                    std::span<const BufferView> terms) {
+  static_assert(kernels::NarrowSumTerms::kMax == kNarrowSumMaxTerms);
+  kernels::NarrowSumTerms t;
+  t.count = static_cast<unsigned>(terms.size());
+  for (std::size_t k = 0; k < terms.size(); ++k) t.term[k] = terms[k].ptr;
+  kernels::narrow_sum_cuda(narrowed.ptr, narrowed.dtype, sum.as<const float>(), t, terms[0].dtype,
+                           sum.count, stream);
 }
 void gpu_scale_stored(void* stream, BufferView y, BufferView x, float a) {
   kernels::scale_stored_cuda(x.ptr, x.dtype, a, y.ptr, y.dtype, y.count, stream);
