@@ -271,6 +271,37 @@ bool sums_two_on_grid(const std::vector<PlanNode>& nodes, std::size_t i, DType s
   return true;
 }
 
+// Whether the sum of a fused residual add + LayerNorm (node i: the folded
+// add, which keeps its buffers) keeps a 16-bit gradient, where its readers
+// are its own fused node and one later fused residual LayerNorm that reads
+// it as an input once: that reader's backward writes the gradient first, on
+// the grid (its g is rounded to the storage dtype, and dx0 = g, or
+// dx1 = scale g with a scale of 1), and the fused node's backward reads it
+// widened, the value an fp32 buffer held: the same bits in half the bytes,
+// written and read (GPT-2's residual stream, two LayerNorms a block).
+bool sum_gradient_on_grid(const std::vector<PlanNode>& nodes, std::size_t i, DType storage) {
+  const PlanNode& node = nodes[i];
+  if (storage == DType::f32 || !node.folded || !node.keeps_buffers || node.consumers.size() != 2 ||
+      node.consumers[0] == node.consumers[1])
+    return false;
+  std::size_t own = nodes.size();  // the fused node that runs this add
+  for (const std::size_t c : node.consumers)
+    if (nodes[c].fused_ln != nullptr && nodes[c].sum_of == static_cast<int>(i)) own = c;
+  if (own == nodes.size()) return false;
+  for (const std::size_t c : node.consumers) {
+    if (c == own) continue;
+    const PlanNode& reader = nodes[c];
+    if (reader.fused_ln == nullptr || c < own ||
+        std::count(reader.inputs.begin(), reader.inputs.end(), static_cast<int>(i)) != 1)
+      return false;
+    const auto at = std::find(reader.inputs.begin(), reader.inputs.end(), static_cast<int>(i));
+    const auto* add =
+        dynamic_cast<const AddLayer*>(nodes[static_cast<std::size_t>(reader.sum_of)].layer.get());
+    if (at != reader.inputs.begin() && (add == nullptr || add->scale() != 1.0f)) return false;
+  }
+  return true;
+}
+
 // The start and the end of an interval of the model's work on its timer
 // (bench step --layers), when one is set. An interval that an exception
 // leaves unfinished is never stopped, and the timer reads it as 0.
@@ -1038,7 +1069,9 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
   // A gradient buffer holds the storage dtype, but fp32 where contributions
   // are summed (a node read by several nodes: the sum rounded once, as an
   // fp32 run adds), unless they are two, both on the grid (paired: summed in
-  // the storage dtype, the same numbers). The loss writes the logits'
+  // the storage dtype, the same numbers), or a fused residual LayerNorm's sum
+  // whose one other reader writes it first, on the grid (sum_gradient_on_grid).
+  // The loss writes the logits'
   // gradient in the storage dtype, each value rounded once.
   std::vector<DType> grad_dtype(grad_elements.size(), s.storage);
   std::vector<bool> grad_paired(grad_elements.size(), false);
@@ -1048,7 +1081,7 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
     const auto g = static_cast<std::size_t>(node.grad);
     if (sums_two_on_grid(s.nodes, i, s.storage))
       grad_paired[g] = true;
-    else
+    else if (!sum_gradient_on_grid(s.nodes, i, s.storage))
       grad_dtype[g] = DType::f32;
   }
   // A buffer that another node sums in fp32 is no pair.

@@ -42,8 +42,10 @@ struct Run {
   std::vector<float> sum, y, dx0, dx1, dw, db;
 };
 
+// g_type: the earlier contributions' dtype, fp32 (a summed gradient) or p
+// (the residual stream's, which its other reader writes on the grid).
 Run run(const ComputeContext& ctx, const ComputeContext& cpu, DType p, std::size_t rows,
-        std::size_t c, bool summed) {
+        std::size_t c, bool summed, DType g_type = DType::f32) {
   const Device dev = ctx.device();
   const std::size_t n = rows * c;
   Tensor x0 = stored(hashed_vector(1, n, -2.0f, 2.0f), p, dev, cpu);
@@ -51,7 +53,8 @@ Run run(const ComputeContext& ctx, const ComputeContext& cpu, DType p, std::size
   Tensor dy = stored(hashed_vector(3, n, -1.0f, 1.0f), p, dev, cpu);
   Tensor w = floats(hashed_vector(4, c, 0.5f, 1.5f), dev);
   Tensor b = floats(hashed_vector(5, c, -0.5f, 0.5f), dev);
-  Tensor g = summed ? floats(hashed_vector(6, n, -1.5f, 1.5f), dev) : Tensor::empty({n}, p, dev);
+  Tensor g = summed ? stored(hashed_vector(6, n, -1.5f, 1.5f), g_type, dev, cpu)
+                    : Tensor::empty({n}, p, dev);
   Tensor sum = Tensor::empty({n}, p, dev), y = Tensor::empty({n}, p, dev);
   Tensor dx0 = Tensor::empty({n}, DType::f32, dev), dx1 = Tensor::empty({n}, p, dev);
   Tensor mean = Tensor::empty({rows}, DType::f32, dev),
@@ -82,12 +85,15 @@ TEST_CASE("gpu residual_layer_norm ops against the CPU", "[gpu][fusion]") {
   Contexts c;
   const DType p = GENERATE(DType::f32, DType::bf16, DType::f16);
   const bool summed = GENERATE(false, true);
+  // A 16-bit d_sum where the earlier contributions are on the grid.
+  const DType g_type = summed ? GENERATE_COPY(DType::f32, p) : DType::f32;
   const std::size_t cols = GENERATE(33u, 128u, 768u);
-  INFO(dtype_name(p) << (summed ? ", summed" : "") << ", c " << cols);
+  INFO(dtype_name(p) << (summed ? ", summed in " : "") << (summed ? dtype_name(g_type) : "")
+                     << ", c " << cols);
   auto cpu = ComputeContext::create(Device::cpu(), Tf32Mode::off, p);
   auto gpu = ComputeContext::create(kGpu, Tf32Mode::off, p);
-  const Run want = run(*cpu, *c.cpu, p, 37, cols, summed);
-  const Run got = run(*gpu, *c.cpu, p, 37, cols, summed);
+  const Run want = run(*cpu, *c.cpu, p, 37, cols, summed, g_type);
+  const Run got = run(*gpu, *c.cpu, p, 37, cols, summed, g_type);
   const double tol = p == DType::bf16 ? 1.6e-2 : p == DType::f16 ? 2e-3 : 1e-4;
   require_close(got.sum, want.sum, 0.0, "sum");  // elementwise: the same words
   require_close(got.y, want.y, tol, "y");
