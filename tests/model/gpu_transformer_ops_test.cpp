@@ -22,6 +22,7 @@
 #include "ringtrain/ops/softmax_cross_entropy.h"
 #include "ringtrain/ops/transformer_ops.h"
 #include "ringtrain/tensor/tensor.h"
+#include "tests/model/grid_values.h"
 #include "tests/model/test_data.h"
 #include "tests/support/gpu_compare.h"
 #include "tests/support/gpu_test.h"
@@ -57,6 +58,28 @@ TEST_CASE("gpu token_embedding: rows, and the ordered gradient equals the CPU's 
       CHECK(to_host(gdw, *c.gpu) == dw);
     }
   }
+  // A width that 8 divides (the 8-column kernel) in fp32 and the 16-bit
+  // storage dtypes: a hot token's run of over 200 rows (groups of 8 rows and
+  // some over), shorter runs of other ids, and single rows.
+  for (const DType t : {DType::f32, DType::bf16, DType::f16})
+    for (const bool accumulate : {false, true}) {
+      CAPTURE(dtype_name(t), accumulate);
+      const std::size_t wide = 96, n = 400;
+      std::vector<float> hot(n);
+      for (std::size_t r = 0; r < n; ++r)
+        hot[r] = static_cast<float>(r % 2 == 0 ? 3 : r % 31 == 1 ? 5 : (r * 11) % vocab);
+      const std::vector<float> dyw = test::hashed_vector(12, n * wide, -2.0f, 2.0f);
+      const Tensor cdy = stored(dyw, t, Device::cpu(), *c.cpu), gdyw = stored(dyw, t, kGpu, *c.cpu);
+      std::vector<float> dw = test::hashed_vector(13, vocab * wide);
+      Tensor gdw = to_gpu(dw), ghot = to_gpu(hot);
+      const std::size_t bytes = token_embedding_backward_workspace_bytes(*c.gpu, n, vocab);
+      Tensor ws = Tensor::zeros({bytes / 4 + 1}, DType::f32, kGpu);
+      token_embedding_backward(*c.cpu, hot.data(), cdy.buffer(), n, vocab, wide, dw.data(),
+                               accumulate, nullptr, 0);
+      token_embedding_backward(*c.gpu, ghot.data_as<float>(), gdyw.buffer(), n, vocab, wide,
+                               gdw.data_as<float>(), accumulate, ws.data(), ws.bytes());
+      CHECK(to_host(gdw, *c.gpu) == dw);
+    }
   // A value that is not a token id gives NaN rows on the GPU (the non-finite
   // guard reports the step), where the CPU names it.
   const std::vector<float> bad{1.0f, 2.5f, -1.0f, 37.0f};
