@@ -8,6 +8,7 @@
 #include "kernels/layout.cuh"
 #include "kernels/layout.h"
 #include "kernels/storage.cuh"
+#include "kernels/vector8.cuh"
 
 namespace ringtrain::kernels {
 
@@ -107,6 +108,26 @@ __global__ void gap_nhwc_backward_kernel(const T* __restrict__ dy, D* __restrict
           load(dy, (i / (hw * channels)) * channels + i % channels) / static_cast<float>(hw));
 }
 
+// The same 8 channels a thread (16-byte accesses), where 8 divides C and both
+// buffers are 16-byte aligned: one division per 8 values, where each value
+// took two 64-bit ones (resnet50 b256: 25.7 M values), and the same quotient
+// per value.
+template <typename T, typename D>
+__global__ void gap_nhwc_backward8_kernel(const T* __restrict__ dy, D* __restrict__ dx,
+                                          std::size_t batch, std::size_t channels, std::size_t hw) {
+  const std::size_t groups = channels / kVector8, per_sample = hw * groups;
+  const std::size_t vectors = batch * per_sample;
+  for (std::size_t v = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; v < vectors;
+       v += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    const std::size_t n = v / per_sample, g = (v - n * per_sample) % groups;
+    float u[kVector8];
+    load8(dy, n * channels + g * kVector8, u);
+#pragma unroll
+    for (unsigned k = 0; k < kVector8; ++k) u[k] = u[k] / static_cast<float>(hw);
+    store8(dx, v * kVector8, u);
+  }
+}
+
 }  // namespace
 
 void transpose_batched_cuda(const void* x, DType x_type, void* y, DType y_type, std::size_t batch,
@@ -159,9 +180,15 @@ void global_avg_pool_nhwc_backward_cuda(const void* dy, DType t, void* dx, DType
   with_storage_pair(t, dx_type, [&](auto storage, auto dx_storage) {
     using T = decltype(storage);
     using D = decltype(dx_storage);
-    gap_nhwc_backward_kernel<<<elementwise_blocks(total), kElementwiseThreads, 0,
-                               static_cast<cudaStream_t>(stream)>>>(
-        static_cast<const T*>(dy), static_cast<D*>(dx), batch, channels, hw);
+    const auto* in = static_cast<const T*>(dy);
+    auto* out = static_cast<D*>(dx);
+    if (channels % kVector8 == 0 && vector8_aligned(in) && vector8_aligned(out))
+      gap_nhwc_backward8_kernel<<<elementwise_blocks(total / kVector8), kElementwiseThreads, 0,
+                                  static_cast<cudaStream_t>(stream)>>>(in, out, batch, channels,
+                                                                       hw);
+    else
+      gap_nhwc_backward_kernel<<<elementwise_blocks(total), kElementwiseThreads, 0,
+                                 static_cast<cudaStream_t>(stream)>>>(in, out, batch, channels, hw);
   });
   RT_CUDA_CHECK_LAUNCH();
 }

@@ -203,6 +203,7 @@ TEST_CASE(
     compare("max_pool2d(kernel=3, stride=2, padding=1)", {Shape{3, 9, 8}}, 0, layout);
     compare("avg_pool2d(kernel=3, stride=2, padding=1)", {Shape{3, 9, 8}}, 0, layout);
     compare("global_avg_pool", {Shape{6, 4, 5}}, 0, layout);
+    compare("global_avg_pool", {Shape{16, 3, 5}}, 0, layout);  // 8 | C: 8 channels a thread
     compare("dropout(p=0.3)", {Shape{3, 4, 5}}, 0, layout);
     if (layout == Layout::nhwc) compare("flatten", {Shape{3, 4, 5}}, 0, layout);
     if (layout == Layout::nchw) compare("position_embedding(context=6)", {Shape{4, 5}}, 0);
