@@ -72,6 +72,7 @@
 // however many layers share it.
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <map>
@@ -92,6 +93,7 @@
 #include "ops/cudnn_graph.h"
 #include "ops/gpu_ops.h"
 #include "ringtrain/core/check.h"
+#include "ringtrain/core/log.h"
 #include "tensor/cuda_memory.h"
 
 namespace ringtrain::detail {
@@ -110,6 +112,8 @@ constexpr bool kMeasureAlgorithms = false;
 // convolution of a context, so a large cap costs one buffer, not one per layer.
 constexpr std::size_t kWorkspaceCap = std::size_t{2} << 30;
 constexpr std::size_t kMinTrialWorkspace = std::size_t{1} << 20;
+// fit_choice's warning, once a process.
+std::atomic<bool> low_workspace_warned{false};
 // Only CUDNN_DETERMINISTIC algorithms (PyTorch's cudnn.deterministic = True):
 // repeatable runs, for little speed on these layers.
 constexpr bool kDeterministicOnly = true;
@@ -166,8 +170,12 @@ class DeviceBytes {
   // chosen workspace that does not fit fails with a message instead.
   static DeviceBytes trial_workspace() {
     if (kMeasureAlgorithms) return up_to(kWorkspaceCap, kMinTrialWorkspace);
+    return size_only(kWorkspaceCap);
+  }
+  // A size and no memory: the limit the heuristics choose within.
+  static DeviceBytes size_only(std::size_t bytes) {
     DeviceBytes d;
-    d.bytes_ = kWorkspaceCap;
+    d.bytes_ = bytes;
     return d;
   }
   ~DeviceBytes() { release(); }
@@ -328,11 +336,11 @@ class CudnnConvPlan final : public GpuConvPlan {
   void forward(const float* x, const float* w, float* y, std::size_t batch) override {
     w = filter_for_layout(w);
     Entry& e = entry(batch);
-    if (!e.fwd)
-      e.fwd = choose_later("forward", batch, [&](const DeviceBytes& ws, std::string* tried) {
-        return find_forward(e, false, x, w, y, ws, tried);
-      });
-    fit_workspace(e.fwd->memory);
+    const auto find = [&](const DeviceBytes& ws, std::string* tried) {
+      return find_forward(e, false, x, w, y, ws, tried);
+    };
+    if (!e.fwd) e.fwd = choose_later("forward", batch, find);
+    fit_choice(e.fwd, "forward", batch, find);
     const float one = 1.0f, zero = 0.0f;
     RT_CUDNN_CHECK(cudnnConvolutionForward(dnn_, &one, e.x, x, w_desc_, w, conv_for(e.fwd->math),
                                            static_cast<cudnnConvolutionFwdAlgo_t>(e.fwd->algo),
@@ -345,13 +353,12 @@ class CudnnConvPlan final : public GpuConvPlan {
   void backward_filter(const float* x, const float* dy, float* dw, std::size_t batch,
                        bool accumulate) override {
     Entry& e = entry(batch);
-    if (!e.bwd_filter)
-      e.bwd_filter =
-          choose_later("backward-filter", batch, [&](const DeviceBytes& ws, std::string* tried) {
-            return find_backward_filter(e, x, dy, kMeasureAlgorithms ? filter_scratch() : nullptr,
-                                        ws, tried);
-          });
-    fit_workspace(e.bwd_filter->memory);
+    const auto find = [&](const DeviceBytes& ws, std::string* tried) {
+      return find_backward_filter(e, x, dy, kMeasureAlgorithms ? filter_scratch() : nullptr, ws,
+                                  tried);
+    };
+    if (!e.bwd_filter) e.bwd_filter = choose_later("backward-filter", batch, find);
+    fit_choice(e.bwd_filter, "backward-filter", batch, find);
     const float one = 1.0f, beta = accumulate && !nhwc() ? 1.0f : 0.0f;
     float* out = nhwc() ? filter_krsc() : dw;
     RT_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
@@ -369,12 +376,11 @@ class CudnnConvPlan final : public GpuConvPlan {
   void backward_data(const float* w, const float* dy, float* dx, std::size_t batch) override {
     w = filter_for_layout(w);
     Entry& e = entry(batch);
-    if (!e.bwd_data)
-      e.bwd_data =
-          choose_later("backward-data", batch, [&](const DeviceBytes& ws, std::string* tried) {
-            return find_backward_data(e, false, w, dy, dx, ws, tried);
-          });
-    fit_workspace(e.bwd_data->memory);
+    const auto find = [&](const DeviceBytes& ws, std::string* tried) {
+      return find_backward_data(e, false, w, dy, dx, ws, tried);
+    };
+    if (!e.bwd_data) e.bwd_data = choose_later("backward-data", batch, find);
+    fit_choice(e.bwd_data, "backward-data", batch, find);
     const float one = 1.0f, zero = 0.0f;
     RT_CUDNN_CHECK(
         cudnnConvolutionBackwardData(dnn_, &one, w_desc_, w, e.y, dy, conv_for(e.bwd_data->math),
@@ -397,11 +403,11 @@ class CudnnConvPlan final : public GpuConvPlan {
       e.fwd_graph->run(*handles_, x.ptr, w16, y.ptr, workspace_.get());
       return;
     }
-    if (!e.fwd16)
-      e.fwd16 = choose_later("16-bit forward", e.batch, [&](const DeviceBytes& ws, std::string* t) {
-        return find_forward(e, true, x.ptr, w16, y.ptr, ws, t);
-      });
-    fit_workspace(e.fwd16->memory);
+    const auto find = [&](const DeviceBytes& ws, std::string* t) {
+      return find_forward(e, true, x.ptr, w16, y.ptr, ws, t);
+    };
+    if (!e.fwd16) e.fwd16 = choose_later("16-bit forward", e.batch, find);
+    fit_choice(e.fwd16, "16-bit forward", e.batch, find);
     const float one = 1.0f, zero = 0.0f;
     RT_CUDNN_CHECK(
         cudnnConvolutionForward(dnn_, &one, e.x16, x.ptr, w16_desc_, w16, conv_for(e.fwd16->math),
@@ -446,12 +452,11 @@ class CudnnConvPlan final : public GpuConvPlan {
       require_workspace(e.dgrad_graph->workspace_bytes());
       e.dgrad_graph->run(*handles_, dy.ptr, w16, out, workspace_.get());
     } else {
-      if (!e.bwd_data16)
-        e.bwd_data16 = choose_later("16-bit backward-data", e.batch,
-                                    [&](const DeviceBytes& ws, std::string* t) {
-                                      return find_backward_data(e, true, w16, dy.ptr, out, ws, t);
-                                    });
-      fit_workspace(e.bwd_data16->memory);
+      const auto find = [&](const DeviceBytes& ws, std::string* t) {
+        return find_backward_data(e, true, w16, dy.ptr, out, ws, t);
+      };
+      if (!e.bwd_data16) e.bwd_data16 = choose_later("16-bit backward-data", e.batch, find);
+      fit_choice(e.bwd_data16, "16-bit backward-data", e.batch, find);
       const float one = 1.0f, zero = 0.0f;
       RT_CUDNN_CHECK(cudnnConvolutionBackwardData(
           dnn_, &one, w16_desc_, w16, e.y16, dy.ptr, conv_for(e.bwd_data16->math),
@@ -602,24 +607,54 @@ class CudnnConvPlan final : public GpuConvPlan {
   // (of any of the context's convolutions) may still read, and which a
   // captured CUDA graph may hold (stream_graph.h).
   void replace_workspace(std::size_t bytes) {
+    if (try_replace_workspace(bytes)) return;
+    std::size_t free = 0, total = 0;
+    (void)cudaMemGetInfo(&free, &total);
+    RT_CHECK(false,
+             "conv2d: the convolutions' shared cuDNN workspace of {} bytes does not fit in the "
+             "GPU's free memory ({} of {} bytes free): use a smaller batch",
+             bytes, free, total);
+  }
+  // The same, false where cudaMalloc has no room: the workspace is then one
+  // of the size it had (at another address: freed first, never both at once).
+  bool try_replace_workspace(std::size_t bytes) {
     RT_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    workspace_ = DeviceBytes();  // freed first: never both at once
+    const std::size_t old = workspace_.size();
+    workspace_ = DeviceBytes();
     workspace_ = DeviceBytes::up_to(bytes, bytes);
-    if (workspace_.size() < bytes) {
-      std::size_t free = 0, total = 0;
-      (void)cudaMemGetInfo(&free, &total);
-      RT_CHECK(false,
-               "conv2d: the convolutions' shared cuDNN workspace of {} bytes does not fit in the "
-               "GPU's free memory ({} of {} bytes free); the algorithms are chosen for a {} byte "
-               "workspace whatever is free, so that runs repeat bit for bit: use a smaller batch",
-               bytes, free, total, kWorkspaceCap);
-    }
+    const bool grown = workspace_.size() >= bytes;
+    if (!grown) workspace_ = DeviceBytes(old);
     note_graph_buffers_moved();
+    return grown;
   }
   // The shared workspace grown to `bytes` (a choice made within a larger
   // trial workspace, run for the first time).
   void fit_workspace(std::size_t bytes) {
     if (bytes > workspace_.size()) replace_workspace(bytes);
+  }
+  // The workspace grown for a choice's first run, as fit_workspace; where the
+  // GPU has no room for it (the heuristics choose within kWorkspaceCap,
+  // whatever is free, so that runs repeat bit for bit), the operation is
+  // chosen again within the workspace as it is, and that is said once: a
+  // late first call (an evaluation batch, a storing plan's first fp32 call)
+  // then runs, on a choice that depends on the memory, where it would end
+  // the run.
+  template <typename Find>
+  void fit_choice(std::optional<Choice>& c, const char* op, std::size_t batch, Find&& find) {
+    if constexpr (kMeasureAlgorithms) return fit_workspace(c->memory);  // Find measured within it
+    if (c->memory <= workspace_.size() || try_replace_workspace(c->memory)) return;
+    std::string tried;
+    const DeviceBytes within = DeviceBytes::size_only(workspace_.size());
+    const std::size_t wanted = c->memory;
+    c = find(within, &tried);
+    require(c, op, batch, within.size(), tried);
+    if (!low_workspace_warned.exchange(true)) {
+      log_warn(
+          "conv2d {}x{}x{} -> {}, batch {}: no room on the GPU for the {} byte cuDNN workspace "
+          "its {} algorithm asks for; chosen again within the {} bytes allocated, a choice that "
+          "depends on the free memory (further such choices are not reported)",
+          g_.in_channels, g_.height, g_.width, g_.out_channels, batch, wanted, op, within.size());
+    }
   }
   void require_workspace(std::size_t bytes) const {
     RT_CHECK(bytes <= workspace_.size(), "conv2d: a graph needs a {} byte workspace, {} are shared",
@@ -786,10 +821,10 @@ class CudnnConvPlan final : public GpuConvPlan {
   Choice choose_later(const char* op, std::size_t batch, Find&& find) {
     std::string tried;
     if (!kMeasureAlgorithms) {
+      // The caller grows the workspace for it (fit_choice).
       const DeviceBytes trial = DeviceBytes::trial_workspace();
       const std::optional<Choice> c = find(trial, &tried);
       require(c, op, batch, trial.size(), tried);
-      fit_workspace(c->memory);
       return *c;
     }
     if (std::optional<Choice> c = find(workspace_, &tried)) return *c;
