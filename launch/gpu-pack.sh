@@ -11,8 +11,11 @@
 #     reads /usr/share/datasets/fashion-mnist there sees a smaller but real set,
 #     and gpu-checks.sh's accuracy goal follows the count it finds in the header
 #   - libraries stored twice (merged /usr: lib/ and usr/lib/) as hard links
-#   - xz -9 instead of -6: its 64 MiB window finds the statically linked test
-#     binaries' common code (the build's share of the bundle: 17 MB -> 11 MB)
+#   - xz -9 with a 256 MiB window instead of -6: it finds the statically linked
+#     test binaries' common code (each about 19 MB, the library with its device
+#     code) across all of them, where -9's 64 MiB window spanned three: the
+#     bundle 63.9 -> 56.1 MiB (2026-11-29; one thread, about 4 minutes, since
+#     xz's threads would cut the stream into blocks the window cannot span)
 #   - the test executables a GPU round runs, not the CPU ones (launch/
 #     gpu_pack_keep.py: those a test labelled gpu names or runs through its
 #     scripts, and those gpu-checks.sh names; --all-tests keeps every one): each
@@ -114,7 +117,7 @@ while IFS= read -r -d '' f; do
   if [ -f "$twin" ] && cmp -s "$f" "$twin"; then ln -f "$twin" "$f"; fi
 done < <(find "$stage/sys/lib" "$stage/sys/bin" "$stage/sys/sbin" -type f -print0 2>/dev/null)
 
-tar -C "$stage" -cf - . | xz -T0 -9 > "$bundle.tmp"
+tar -C "$stage" -cf - . | xz -T1 --lzma2=preset=9,dict=256MiB > "$bundle.tmp"
 mv "$bundle.tmp" "$bundle"
 
 size=$(stat -c %s "$bundle")
