@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -81,14 +83,29 @@ std::string first_line(std::string message) {
   return message;
 }
 
-std::string build_steps(fe::graph::Graph& g, cudnnHandle_t dnn, Determinism determinism) {
+// The heuristics mode the convolutions' graphs ask (RINGTRAIN_CONV_HEUR=a, the
+// default, or b: cuDNN's slower, model-based ranking), read once. An
+// experiment's switch: round 7 found the weight gradient's first
+// deterministic engine of mode A at about 30 times its forward's time
+// (resnet50's layer1 on an H200), and mode B may rank another first.
+fe::HeurMode_t conv_heuristics_mode() {
+  static const fe::HeurMode_t mode = [] {
+    const char* env = std::getenv("RINGTRAIN_CONV_HEUR");
+    const std::string v = env == nullptr ? "a" : env;
+    RT_CHECK(v == "a" || v == "b", "RINGTRAIN_CONV_HEUR={}: expected a or b", v);
+    return v == "b" ? fe::HeurMode_t::B : fe::HeurMode_t::A;
+  }();
+  return mode;
+}
+
+std::string build_steps(fe::graph::Graph& g, cudnnHandle_t dnn, Determinism determinism,
+                        fe::HeurMode_t mode) {
   const auto failed = [](const char* step, fe::error_t e) {
     return fmt::format("{}: {}", step, first_line(e.get_message()));
   };
   if (fe::error_t e = g.validate(); e.is_bad()) return failed("validate", e);
   if (fe::error_t e = g.build_operation_graph(dnn); e.is_bad()) return failed("operation graph", e);
-  if (fe::error_t e = g.create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK});
-      e.is_bad())
+  if (fe::error_t e = g.create_execution_plans({mode, fe::HeurMode_t::FALLBACK}); e.is_bad())
     return failed("heuristics", e);
   if (determinism == Determinism::by_notes)
     g.deselect_numeric_notes({fe::NumericalNote_t::NONDETERMINISTIC});
@@ -106,9 +123,10 @@ std::string build_steps(fe::graph::Graph& g, cudnnHandle_t dnn, Determinism dete
 // The frontend reports most failures as a status, some by throwing: both are
 // a reason here.
 std::string build_graph(fe::graph::Graph& g, cudnnHandle_t dnn,
-                        Determinism determinism = Determinism::by_notes) {
+                        Determinism determinism = Determinism::by_notes,
+                        fe::HeurMode_t mode = fe::HeurMode_t::A) {
   try {
-    return build_steps(g, dnn, determinism);
+    return build_steps(g, dnn, determinism, mode);
   } catch (const std::exception& e) {
     return "cudnn-frontend threw: " + first_line(e.what());
   }
@@ -200,7 +218,8 @@ std::unique_ptr<ConvWgradGraph> ConvWgradGraph::build(const GpuHandles& h, const
         .set_dim({i64(s.k), i64(s.c), i64(s.r), i64(s.s)})
         .set_stride(image_strides(s.c, s.r, s.s, !kcrs))
         .set_data_type(fe::DataType_t::FLOAT);
-    const std::string failed = build_graph(*g, dnn_of(h));
+    const std::string failed =
+        build_graph(*g, dnn_of(h), Determinism::by_notes, conv_heuristics_mode());
     if (failed.empty()) return std::make_unique<FrontendConvWgrad>(std::move(g), x, dy, dw, kcrs);
     reasons += fmt::format("{}fp32 dW {}: {}", reasons.empty() ? "" : "; ",
                            kcrs ? "[K,C,R,S]" : "[K,R,S,C]", failed);
@@ -278,7 +297,8 @@ std::unique_ptr<ConvDataGraph> ConvDataGraph::build(const GpuHandles& h, const C
   out->set_output(true)
       .set_dim(forward ? y_dims : x_dims)
       .set_stride(forward ? y_strides : x_strides);
-  const std::string failed = build_graph(*g, dnn_of(h));
+  const std::string failed =
+      build_graph(*g, dnn_of(h), Determinism::by_notes, conv_heuristics_mode());
   if (failed.empty()) return std::make_unique<FrontendConvData>(std::move(g), in, w, out, op);
   if (why_not != nullptr) *why_not = failed;
   return nullptr;
