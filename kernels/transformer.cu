@@ -53,6 +53,32 @@ __global__ void token_keys_kernel(const float* __restrict__ ids, std::size_t row
   values[r] = static_cast<unsigned>(r);
 }
 
+// Whether sorted position i starts a run of one valid id (the same answer
+// for the whole block: its early return comes before any barrier).
+__device__ __forceinline__ bool starts_run(const unsigned* keys, std::size_t i, std::size_t vocab) {
+  const unsigned key = keys[i];
+  return key < vocab && (i == 0 || keys[i - 1] != key);
+}
+
+// The end of the run that starts at i (sorted keys: the first later position
+// whose key differs), found by the whole block, a block's width of keys at a
+// time, where each thread scanning it alone was a chain of dependent loads
+// as long as the run. Every thread of the block calls it.
+__device__ std::size_t block_run_end(const unsigned* keys, std::size_t i, std::size_t rows) {
+  __shared__ unsigned long long end;
+  const unsigned key = keys[i];
+  if (threadIdx.x == 0) end = rows;
+  __syncthreads();
+  for (std::size_t base = i + 1; base < rows; base += blockDim.x) {
+    const std::size_t p = base + threadIdx.x;
+    const bool other = p < rows && keys[p] != key;
+    if (other) atomicMin(&end, static_cast<unsigned long long>(p));
+    if (__syncthreads_or(other)) break;
+  }
+  __syncthreads();
+  return end;
+}
+
 // Block i: if sorted position i starts a run of one id, add that run's dy
 // rows to the id's dw row, in row order (the CPU's order too).
 template <typename T>
@@ -61,11 +87,9 @@ __global__ void token_gather_kernel(const unsigned* __restrict__ keys,
                                     std::size_t rows, std::size_t vocab, std::size_t dim,
                                     float* __restrict__ dw) {
   const std::size_t i = blockIdx.x;
-  const unsigned key = keys[i];
-  if (key >= vocab || (i > 0 && keys[i - 1] == key)) return;
-  std::size_t end = i + 1;
-  while (end < rows && keys[end] == key) ++end;
-  float* out = dw + static_cast<std::size_t>(key) * dim;
+  if (!starts_run(keys, i, vocab)) return;
+  const std::size_t end = block_run_end(keys, i, rows);
+  float* out = dw + static_cast<std::size_t>(keys[i]) * dim;
   for (std::size_t j = threadIdx.x; j < dim; j += blockDim.x) {
     float acc = out[j];
     for (std::size_t k = i; k < end; ++k)
@@ -79,8 +103,7 @@ __global__ void token_gather_kernel(const unsigned* __restrict__ keys,
 // time, every row index and dy load issued before the adds, which stay in row
 // order per column (the same bits). A frequent token of real text ("," or
 // " the": hundreds of rows a batch) was a chain of dependent loads, index
-// then row, one row at a time; the run's end is found by the whole block
-// where every thread scanned it alone.
+// then row, one row at a time.
 constexpr unsigned kGather8Threads = 128;
 constexpr unsigned kGatherRowsAhead = 8;
 template <typename T>
@@ -89,21 +112,9 @@ __global__ void token_gather8_kernel(const unsigned* __restrict__ keys,
                                      std::size_t rows, std::size_t vocab, std::size_t dim,
                                      float* __restrict__ dw) {
   const std::size_t i = blockIdx.x;
-  const unsigned key = keys[i];
-  if (key >= vocab || (i > 0 && keys[i - 1] == key)) return;  // the same for the whole block
-  // The first position past i whose key differs (sorted keys: the run's end).
-  __shared__ unsigned long long run_end;
-  if (threadIdx.x == 0) run_end = rows;
-  __syncthreads();
-  for (std::size_t base = i + 1; base < rows; base += blockDim.x) {
-    const std::size_t p = base + threadIdx.x;
-    const bool other = p < rows && keys[p] != key;
-    if (other) atomicMin(&run_end, static_cast<unsigned long long>(p));
-    if (__syncthreads_or(other)) break;
-  }
-  __syncthreads();
-  const std::size_t end = run_end;
-  float* out = dw + static_cast<std::size_t>(key) * dim;
+  if (!starts_run(keys, i, vocab)) return;
+  const std::size_t end = block_run_end(keys, i, rows);
+  float* out = dw + static_cast<std::size_t>(keys[i]) * dim;
   for (std::size_t col = threadIdx.x * std::size_t{kVector8}; col < dim;
        col += std::size_t{blockDim.x} * kVector8) {
     float acc[kVector8];
