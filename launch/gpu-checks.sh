@@ -98,6 +98,10 @@ fi
 exe=$root/build/ringtrain
 cmp=$root/build/tests/trainer/compare_checkpoints
 work=$(mktemp -d /tmp/gpu-checks.XXXXXX)
+# The convolutions' engines chosen by time (RINGTRAIN_CONV_TUNE, default on)
+# are remembered here and kept with the logs: a check's later runs and rounds
+# take the first run's engines, unless the caller names another record.
+export RINGTRAIN_CONV_CACHE=${RINGTRAIN_CONV_CACHE:-$out/conv-engines.tsv}
 summary=$out/summary.txt
 # a rerun into the same OUTDIR appends; the final tally counts this run's lines only
 summary_from=$(($( [ -f "$summary" ] && wc -l < "$summary" || echo 0) + 1))
@@ -609,6 +613,15 @@ check_loader() {
   local rc_jpeg=$?
   run loader-train-raw 300 "$exe" train --data "$work/raw224.h5" "${common[@]}" --cache --logdir "$work/log-raw"
   local rc_raw=$?
+  # The loader alone, no model: what decoding and augmenting deliver with
+  # those threads. Round 7's JPEG run gave the raw run's images/s with a data
+  # wait of 0.73 of the step: the host, having queued the step's kernels,
+  # waits for the next batch while the GPU computes, and the loader refills a
+  # slot only when the GPU has read it, so the wait share measures the GPU's
+  # backpressure as much as the loader. Whether decoding keeps up is this
+  # rate against the model's images/s.
+  run loader-alone 200 "$exe" bench data --data "$work/jpeg.h5" --batch "$batch" --steps 20 \
+    --repeat 1 --cache off --augment imagenet --loader-threads "$threads"
   printf 'input\timages_per_s\tdata_wait_share\tstep_ms\n' > "$out/loader.tsv"
   for kind in jpeg raw; do
     # The steady steps: the rows after the first two logging windows.
@@ -624,7 +637,7 @@ PY
   done
   cp "$work/log-jpeg/metrics.jsonl" "$out/loader-jpeg-metrics.jsonl" 2>/dev/null
   [ $rc_jpeg = 0 ] && [ $rc_raw = 0 ]
-  pass_if loader $? "$threads loader threads, $(grep -m1 'KiB on average' "$out/loader-tree.log"): $(tail -n +2 "$out/loader.tsv" | tr '\t\n' ' ;')"
+  pass_if loader $? "$threads loader threads, $(grep -m1 'KiB on average' "$out/loader-tree.log"): $(tail -n +2 "$out/loader.tsv" | tr '\t\n' ' ;') loader alone (source, threads, images/s per rank, per thread, in total): $(tail -1 "$out/loader-alone.log")"
 }
 
 check_kernels() {

@@ -11,6 +11,9 @@
 // Each graph is built for one shape on first use (host-blocking, once: cuDNN's
 // heuristics rank the engines, the first that the device supports and that is
 // deterministic is built) and then only launched: no query, no allocation.
+// The convolutions can also list several deterministic engines of a shape in
+// the heuristics' order (candidates), for the caller to time and choose
+// among (ops/cuda/conv_engine_choice.h).
 // A context's layers of one shape share the graphs (attention's and the
 // convolutions' caches).
 // Where no engine qualifies, the caller keeps its own path, and says which ran.
@@ -20,6 +23,7 @@
 #include <memory>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "ringtrain/core/dtype.h"
 
@@ -41,21 +45,34 @@ struct ConvGraphShape {
   bool operator<(const ConvGraphShape& o) const { return tie() < o.tie(); }
 };
 
-// The weight gradient: dW [K, C, R, S] fp32 = conv_wgrad(x, dy).
+// The weight gradient: dW [K, C, R, S] = conv_wgrad(x, dy), in fp32, or in
+// the data's 16-bit dtype (autocast's dW, which the caller widens as it adds
+// it into the fp32 gradient).
 class ConvWgradGraph {
  public:
-  // nullptr where no deterministic engine on this device runs the shape (or
-  // in a CPU-only build); *why_not then says why.
+  // The fp32-dW graph of cuDNN's first deterministic engine; nullptr where
+  // none on this device runs the shape (or in a CPU-only build); *why_not
+  // then says why.
   static std::unique_ptr<ConvWgradGraph> build(const GpuHandles& h, const ConvGraphShape& shape,
                                                std::string* why_not);
+  // Up to `most` deterministic engines for each dW memory order, with dW of
+  // `dw_dtype` (f32 or shape.dtype), in the heuristics' order: the first is
+  // build()'s for f32. Empty (and *why_not says why) where there is none.
+  static std::vector<std::unique_ptr<ConvWgradGraph>> candidates(const GpuHandles& h,
+                                                                 const ConvGraphShape& shape,
+                                                                 DType dw_dtype, std::size_t most,
+                                                                 std::string* why_not);
   virtual ~ConvWgradGraph() = default;
   // dW's memory order: [K, C, R, S] (the model's), or [K, R, S, C] where only
   // a channels-last filter gradient has an engine (the caller transposes).
   virtual bool writes_kcrs() const = 0;
+  // f32, or the data's 16-bit dtype.
+  virtual DType dw_dtype() const = 0;
   virtual std::size_t workspace_bytes() const = 0;
-  // Launches on h's stream; dw is overwritten.
-  virtual void run(const GpuHandles& h, const void* x, const void* dy, float* dw,
+  // Launches on h's stream; dw (of dw_dtype) is overwritten.
+  virtual void run(const GpuHandles& h, const void* x, const void* dy, void* dw,
                    void* workspace) const = 0;
+  // The engine and its knobs, as cuDNN names them.
   virtual std::string engine() const = 0;
 };
 
@@ -70,6 +87,12 @@ class ConvDataGraph {
   // CPU-only build); *why_not then says why.
   static std::unique_ptr<ConvDataGraph> build(const GpuHandles& h, const ConvGraphShape& shape,
                                               ConvDataOp op, std::string* why_not);
+  // Up to `most` deterministic engines, in the heuristics' order (the first
+  // is build()'s). Empty (and *why_not says why) where there is none.
+  static std::vector<std::unique_ptr<ConvDataGraph>> candidates(const GpuHandles& h,
+                                                                const ConvGraphShape& shape,
+                                                                ConvDataOp op, std::size_t most,
+                                                                std::string* why_not);
   virtual ~ConvDataGraph() = default;
   virtual std::size_t workspace_bytes() const = 0;
   // Launches on h's stream: forward reads x (`in`) and writes y (`out`),

@@ -10,6 +10,22 @@ std::unique_ptr<ConvWgradGraph> ConvWgradGraph::build(const GpuHandles&, const C
   return nullptr;
 }
 
+std::vector<std::unique_ptr<ConvWgradGraph>> ConvWgradGraph::candidates(const GpuHandles&,
+                                                                        const ConvGraphShape&,
+                                                                        DType, std::size_t,
+                                                                        std::string* why_not) {
+  if (why_not != nullptr) *why_not = "a CPU-only build has no cuDNN";
+  return {};
+}
+
+std::vector<std::unique_ptr<ConvDataGraph>> ConvDataGraph::candidates(const GpuHandles&,
+                                                                      const ConvGraphShape&,
+                                                                      ConvDataOp, std::size_t,
+                                                                      std::string* why_not) {
+  if (why_not != nullptr) *why_not = "a CPU-only build has no cuDNN";
+  return {};
+}
+
 std::unique_ptr<ConvDataGraph> ConvDataGraph::build(const GpuHandles&, const ConvGraphShape&,
                                                     ConvDataOp, std::string* why_not) {
   if (why_not != nullptr) *why_not = "a CPU-only build has no cuDNN";

@@ -201,6 +201,94 @@ TEST_CASE("gpu conv weight gradient through the graph API: fp32 dW from 16-bit x
   }
 }
 
+TEST_CASE("gpu conv weight gradient candidates: every engine listed, fp32 and 16-bit dW",
+          "[gpu][cudnn_graph]") {
+  // The engines a plan times (gpu_conv_plan.cpp's ConvGraphCache::choose):
+  // each must compute the weight gradient, whichever wins. A 16-bit dW is the
+  // fp32 sum rounded once more (autocast's dW), so its bound adds that
+  // rounding.
+  for (DType p : {DType::bf16, DType::f16}) {
+    for (bool nhwc : {false, true}) {
+      const detail::ConvGraphShape s = small_conv(p, nhwc);
+      auto ctx = ComputeContext::create(kGpu, Tf32Mode::off, p);
+      const auto x = on_grid(test::hashed_vector(3, s.n * s.c * s.h * s.w), p);
+      const auto dy = on_grid(test::hashed_vector(4, s.n * s.k * s.p * s.q), p);
+      const auto at = [&](auto... i) { return index_in(nhwc, i...); };
+      std::vector<double> kcrs(s.k * s.c * s.r * s.s), magnitude(kcrs.size());
+      for (std::size_t k = 0; k < s.k; ++k)
+        for (std::size_t c = 0; c < s.c; ++c)
+          for (std::size_t r = 0; r < s.r; ++r)
+            for (std::size_t t = 0; t < s.s; ++t) {
+              double sum = 0, abs_sum = 0;
+              for (std::size_t n = 0; n < s.n; ++n)
+                for (std::size_t i = 0; i < s.p; ++i)
+                  for (std::size_t j = 0; j < s.q; ++j) {
+                    const long h = static_cast<long>(i * s.stride_h + r) - long(s.pad_h);
+                    const long w = static_cast<long>(j * s.stride_w + t) - long(s.pad_w);
+                    if (h < 0 || w < 0 || h >= long(s.h) || w >= long(s.w)) continue;
+                    const double prod =
+                        double(x[at(n, c, std::size_t(h), std::size_t(w), s.c, s.h, s.w)]) *
+                        double(dy[at(n, k, i, j, s.k, s.p, s.q)]);
+                    sum += prod;
+                    abs_sum += std::abs(prod);
+                  }
+              kcrs[((k * s.c + c) * s.r + r) * s.s + t] = sum;
+              magnitude[((k * s.c + c) * s.r + r) * s.s + t] = abs_sum;
+            }
+      Tensor gx = words_on(x, p, kGpu), gdy = words_on(dy, p, kGpu);
+      std::string first_engine;
+      for (const DType dw_type : {DType::f32, p}) {
+        CAPTURE(dtype_name(p), nhwc, dtype_name(dw_type));
+        std::string why;
+        auto list =
+            detail::ConvWgradGraph::candidates(detail::handles_of(*ctx), s, dw_type, 4, &why);
+        if (list.empty()) {
+          WARN("no " << dtype_name(dw_type) << "-dW weight gradient engine for " << dtype_name(p)
+                     << (nhwc ? " NHWC" : " NCHW") << ": " << why);
+          continue;
+        }
+        if (dw_type == DType::f32) {
+          // build() is the list's first: what an untimed plan runs.
+          std::string build_why;
+          auto built = detail::ConvWgradGraph::build(detail::handles_of(*ctx), s, &build_why);
+          REQUIRE(built != nullptr);
+          CHECK(built->engine() == list.front()->engine());
+          CHECK(built->writes_kcrs() == list.front()->writes_kcrs());
+        }
+        const double unit = dw_type == DType::f32    ? 0x1p-24
+                            : dw_type == DType::bf16 ? 0x1p-8
+                                                     : 0x1p-11;
+        for (const auto& g : list) {
+          INFO("engine: " << g->engine() << (g->writes_kcrs() ? " [K,C,R,S]" : " [K,R,S,C]"));
+          CHECK(g->dw_dtype() == dw_type);
+          Tensor gdw = Tensor::zeros({kcrs.size()}, dw_type, kGpu);
+          Tensor ws = Tensor::zeros({g->workspace_bytes() / 4 + 1}, DType::f32, kGpu);
+          g->run(detail::handles_of(*ctx), gx.data(), gdy.data(), gdw.data(), ws.data());
+          const std::vector<float> got =
+              dw_type == DType::f32 ? to_host(gdw, *ctx) : widened_values(gdw, *ctx);
+          const double terms = double(s.n * s.p * s.q);
+          std::size_t outside = 0;
+          for (std::size_t k = 0; k < s.k; ++k)
+            for (std::size_t c = 0; c < s.c; ++c)
+              for (std::size_t r = 0; r < s.r; ++r)
+                for (std::size_t t = 0; t < s.s; ++t) {
+                  const std::size_t m = ((k * s.c + c) * s.r + r) * s.s + t;
+                  const std::size_t o = g->writes_kcrs() ? m : ((k * s.r + r) * s.s + t) * s.c + c;
+                  const double bound = terms * 0x1p-23 * magnitude[m] + unit * std::abs(kcrs[m]) +
+                                       unit * terms * 0x1p-23 * magnitude[m];
+                  if (!(std::abs(double(got[o]) - kcrs[m]) <= bound)) ++outside;
+                }
+          CHECK(outside == 0);
+          g->run(detail::handles_of(*ctx), gx.data(), gdy.data(), gdw.data(), ws.data());
+          const std::vector<float> again =
+              dw_type == DType::f32 ? to_host(gdw, *ctx) : widened_values(gdw, *ctx);
+          CHECK(again == got);  // deterministic engines only
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("gpu convolutions of one shape share the context's graphs, each on its own tensors",
           "[gpu][cudnn_graph]") {
   const DType p = DType::bf16;

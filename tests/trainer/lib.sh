@@ -8,6 +8,11 @@ source "$(dirname "${BASH_SOURCE[0]}")/../support/python.sh"  # PYTHON: the test
 MPIRUN=(mpirun --oversubscribe --bind-to none)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ringtrain-test.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
+# The convolutions' engines chosen by time on a GPU are remembered in this
+# file (ops/conv_engine_record.h): every run of a test takes the first run's
+# engines, so that runs compared bit for bit run the same ones, and no test
+# reads or writes the user's own record.
+export RINGTRAIN_CONV_CACHE=$WORK/conv-engines.tsv
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # 256 training samples of 1x8x8 in 4 classes, 101 test samples (not divisible

@@ -4,8 +4,9 @@
 // list, nondeterministic engines deselected (a step, and a resumed one, must
 // repeat bit for bit; SDPA's backward by its deterministic attribute) and
 // those wanting more than 2 GiB of workspace, check_support on this device,
-// and the first plan that builds (the heuristics' best). Any failure is a
-// reason, not an Error: the caller keeps its own path.
+// and the first plan that builds (the heuristics' best), or for the
+// convolutions' candidates the first few that build, each run by its plan
+// index. Any failure is a reason, not an Error: the caller keeps its own path.
 #include <cudnn.h>
 
 #include <algorithm>
@@ -72,9 +73,8 @@ constexpr std::int64_t kGraphWorkspaceCap = std::int64_t{2} << 30;
 // dP-workspace kernels, and an engine-level note could bar every engine).
 enum class Determinism { by_notes, by_attribute };
 
-// The frontend's build sequence; "" when the graph is built, else the step
-// that failed and the first line of cuDNN's message (the frontend lists every
-// engine's failure: kilobytes in a layer's description).
+// A message's first line (the frontend lists every engine's failure:
+// kilobytes in a layer's description).
 std::string first_line(std::string message) {
   if (const std::size_t eol = message.find('\n'); eol != std::string::npos) {
     message.resize(eol);
@@ -98,8 +98,13 @@ fe::HeurMode_t conv_heuristics_mode() {
   return mode;
 }
 
+// The frontend's build sequence; "" when the graph is built, else the step
+// that failed and the first line of cuDNN's message. With `built`: up to that many of the
+// qualifying engines are built, in the heuristics' order, and their plan indices listed, for the
+// caller to choose among; without `built`: the first that builds (HEURISTICS_CHOICE), which the
+// graph then executes.
 std::string build_steps(fe::graph::Graph& g, cudnnHandle_t dnn, Determinism determinism,
-                        fe::HeurMode_t mode) {
+                        fe::HeurMode_t mode, std::size_t most, std::vector<std::int64_t>* built) {
   const auto failed = [](const char* step, fe::error_t e) {
     return fmt::format("{}: {}", step, first_line(e.get_message()));
   };
@@ -115,8 +120,23 @@ std::string build_steps(fe::graph::Graph& g, cudnnHandle_t dnn, Determinism dete
                       ? "no deterministic engine within the workspace cap supports it"
                       : "no engine within the workspace cap supports it",
                   e);
-  if (fe::error_t e = g.build_plans(dnn, fe::BuildPlanPolicy_t::HEURISTICS_CHOICE); e.is_bad())
-    return failed("plan", e);
+  if (built == nullptr) {
+    if (fe::error_t e = g.build_plans(dnn, fe::BuildPlanPolicy_t::HEURISTICS_CHOICE); e.is_bad())
+      return failed("plan", e);
+    return {};
+  }
+  // A deselected engine (a note, the workspace cap) or one that fails to
+  // build is passed over, as HEURISTICS_CHOICE passes it over.
+  std::string first_failure;
+  built->clear();
+  for (std::int64_t i = 0; i < g.get_execution_plan_count() && built->size() < most; ++i) {
+    if (fe::error_t e = g.build_plan_at_index(dnn, i); e.is_bad()) {
+      if (first_failure.empty()) first_failure = first_line(e.get_message());
+      continue;
+    }
+    built->push_back(i);
+  }
+  if (built->empty()) return "plan: " + first_failure;
   return {};
 }
 
@@ -124,9 +144,10 @@ std::string build_steps(fe::graph::Graph& g, cudnnHandle_t dnn, Determinism dete
 // a reason here.
 std::string build_graph(fe::graph::Graph& g, cudnnHandle_t dnn,
                         Determinism determinism = Determinism::by_notes,
-                        fe::HeurMode_t mode = fe::HeurMode_t::A) {
+                        fe::HeurMode_t mode = fe::HeurMode_t::A, std::size_t most = 1,
+                        std::vector<std::int64_t>* built = nullptr) {
   try {
-    return build_steps(g, dnn, determinism, mode);
+    return build_steps(g, dnn, determinism, mode, most, built);
   } catch (const std::exception& e) {
     return "cudnn-frontend threw: " + first_line(e.what());
   }
@@ -151,46 +172,80 @@ void execute(const fe::graph::Graph& g, const GpuHandles& h,
   RT_CHECK(e.is_good(), "cuDNN graph ({}): execute: {}", what, fe::error_t(e).get_message());
 }
 
+// One built engine of a graph that may hold several (the convolutions'
+// candidates share their graph): its plan index, workspace and name.
+class BuiltPlan {
+ public:
+  BuiltPlan(std::shared_ptr<fe::graph::Graph> g, std::int64_t index)
+      : g_(std::move(g)), index_(index) {
+    std::int64_t bytes = 0;
+    const fe::error_t e = g_->get_workspace_size_plan_at_index(index_, bytes);
+    RT_CHECK(e.is_good(), "cuDNN graph: workspace size: {}", fe::error_t(e).get_message());
+    workspace_ = static_cast<std::size_t>(bytes);
+    if (g_->get_plan_name_at_index(index_, name_).is_bad()) name_ = "(unnamed engine)";
+  }
+  std::size_t workspace() const { return workspace_; }
+  const std::string& name() const { return name_; }
+  void execute(const GpuHandles& h, std::unordered_map<TensorPtr, void*>& pack, void* workspace,
+               const char* what) const {
+    const fe::error_t e = g_->execute_plan_at_index(dnn_of(h), pack, workspace, index_);
+    RT_CHECK(e.is_good(), "cuDNN graph ({}, {}): execute: {}", what, name_,
+             fe::error_t(e).get_message());
+  }
+
+ private:
+  std::shared_ptr<fe::graph::Graph> g_;
+  std::int64_t index_;
+  std::size_t workspace_ = 0;
+  std::string name_;
+};
+
 class FrontendConvWgrad final : public ConvWgradGraph {
  public:
-  FrontendConvWgrad(std::shared_ptr<fe::graph::Graph> g, TensorPtr x, TensorPtr dy, TensorPtr dw,
-                    bool kcrs)
-      : g_(std::move(g)),
+  FrontendConvWgrad(BuiltPlan plan, TensorPtr x, TensorPtr dy, TensorPtr dw, bool kcrs,
+                    DType dw_dtype)
+      : plan_(std::move(plan)),
         x_(std::move(x)),
         dy_(std::move(dy)),
         dw_(std::move(dw)),
         kcrs_(kcrs),
-        workspace_(workspace_of(*g_)),
-        engine_(plan_name(*g_)) {}
+        dw_dtype_(dw_dtype) {}
   bool writes_kcrs() const override { return kcrs_; }
-  std::size_t workspace_bytes() const override { return workspace_; }
-  void run(const GpuHandles& h, const void* x, const void* dy, float* dw,
+  DType dw_dtype() const override { return dw_dtype_; }
+  std::size_t workspace_bytes() const override { return plan_.workspace(); }
+  void run(const GpuHandles& h, const void* x, const void* dy, void* dw,
            void* workspace) const override {
     std::unordered_map<TensorPtr, void*> pack = {
         {x_, const_cast<void*>(x)}, {dy_, const_cast<void*>(dy)}, {dw_, dw}};
-    execute(*g_, h, pack, workspace, "convolution weight gradient");
+    plan_.execute(h, pack, workspace, "convolution weight gradient");
   }
-  std::string engine() const override { return engine_; }
+  std::string engine() const override { return plan_.name(); }
 
  private:
-  std::shared_ptr<fe::graph::Graph> g_;
+  BuiltPlan plan_;
   TensorPtr x_, dy_, dw_;
   bool kcrs_;
-  std::size_t workspace_;
-  std::string engine_;
+  DType dw_dtype_;
 };
 
 }  // namespace
 
-std::unique_ptr<ConvWgradGraph> ConvWgradGraph::build(const GpuHandles& h, const ConvGraphShape& s,
-                                                      std::string* why_not) {
+std::vector<std::unique_ptr<ConvWgradGraph>> ConvWgradGraph::candidates(const GpuHandles& h,
+                                                                        const ConvGraphShape& s,
+                                                                        DType dw_dtype,
+                                                                        std::size_t most,
+                                                                        std::string* why_not) {
+  RT_CHECK(dw_dtype == DType::f32 || dw_dtype == s.dtype,
+           "cuDNN graph: a weight gradient of {} from {} data", dtype_name(dw_dtype),
+           dtype_name(s.dtype));
+  std::vector<std::unique_ptr<ConvWgradGraph>> out;
   std::string reasons;
   // dW in the data's memory order first: the model's [K, C, R, S] for NCHW;
   // for channels-last data with a filter wider than 1x1, a channels-last
   // [K, R, S, C] dW that the caller transposes back (about 0.05 ms a
   // resnet50 step), as PyTorch's channels_last weight is, since an engine
-  // that takes the mixed layouts may be a generic one; [K, C, R, S] where no
-  // engine writes that. (A 1x1 filter's two orders are the same memory.)
+  // that takes the mixed layouts may be a generic one; then [K, C, R, S].
+  // (A 1x1 filter's two orders are the same memory.)
   const bool wide_filter = s.r * s.s > 1;
   const std::vector<bool> orders = !s.nhwc       ? std::vector<bool>{true}
                                    : wide_filter ? std::vector<bool>{false, true}
@@ -217,52 +272,64 @@ std::unique_ptr<ConvWgradGraph> ConvWgradGraph::build(const GpuHandles& h, const
     dw->set_output(true)
         .set_dim({i64(s.k), i64(s.c), i64(s.r), i64(s.s)})
         .set_stride(image_strides(s.c, s.r, s.s, !kcrs))
-        .set_data_type(fe::DataType_t::FLOAT);
+        .set_data_type(data_type(dw_dtype));
+    std::vector<std::int64_t> built;
     const std::string failed =
-        build_graph(*g, dnn_of(h), Determinism::by_notes, conv_heuristics_mode());
-    if (failed.empty()) return std::make_unique<FrontendConvWgrad>(std::move(g), x, dy, dw, kcrs);
-    reasons += fmt::format("{}fp32 dW {}: {}", reasons.empty() ? "" : "; ",
-                           kcrs ? "[K,C,R,S]" : "[K,R,S,C]", failed);
+        build_graph(*g, dnn_of(h), Determinism::by_notes, conv_heuristics_mode(),
+                    std::max<std::size_t>(most, 1), &built);
+    for (const std::int64_t index : built)
+      out.push_back(
+          std::make_unique<FrontendConvWgrad>(BuiltPlan(g, index), x, dy, dw, kcrs, dw_dtype));
+    if (!failed.empty())
+      reasons += fmt::format("{}{} dW {}: {}", reasons.empty() ? "" : "; ", dtype_name(dw_dtype),
+                             kcrs ? "[K,C,R,S]" : "[K,R,S,C]", failed);
+    // One engine wanted: the first order that has one.
+    if (most <= 1 && !out.empty()) break;
   }
-  if (why_not != nullptr) *why_not = reasons;
-  return nullptr;
+  if (out.empty() && why_not != nullptr) *why_not = reasons;
+  return out;
+}
+
+std::unique_ptr<ConvWgradGraph> ConvWgradGraph::build(const GpuHandles& h, const ConvGraphShape& s,
+                                                      std::string* why_not) {
+  auto built = candidates(h, s, DType::f32, 1, why_not);
+  if (built.empty()) return nullptr;
+  return std::move(built.front());
 }
 
 namespace {
 
 class FrontendConvData final : public ConvDataGraph {
  public:
-  FrontendConvData(std::shared_ptr<fe::graph::Graph> g, TensorPtr in, TensorPtr w, TensorPtr out,
-                   ConvDataOp op)
-      : g_(std::move(g)),
+  FrontendConvData(BuiltPlan plan, TensorPtr in, TensorPtr w, TensorPtr out, ConvDataOp op)
+      : plan_(std::move(plan)),
         in_(std::move(in)),
         w_(std::move(w)),
         out_(std::move(out)),
-        op_(op),
-        workspace_(workspace_of(*g_)),
-        engine_(plan_name(*g_)) {}
-  std::size_t workspace_bytes() const override { return workspace_; }
+        op_(op) {}
+  std::size_t workspace_bytes() const override { return plan_.workspace(); }
   void run(const GpuHandles& h, const void* in, const void* w, void* out,
            void* workspace) const override {
     std::unordered_map<TensorPtr, void*> pack = {
         {in_, const_cast<void*>(in)}, {w_, const_cast<void*>(w)}, {out_, out}};
-    execute(*g_, h, pack, workspace,
-            op_ == ConvDataOp::forward ? "convolution forward" : "convolution backward data");
+    plan_.execute(h, pack, workspace,
+                  op_ == ConvDataOp::forward ? "convolution forward" : "convolution backward data");
   }
-  std::string engine() const override { return engine_; }
+  std::string engine() const override { return plan_.name(); }
 
  private:
-  std::shared_ptr<fe::graph::Graph> g_;
+  BuiltPlan plan_;
   TensorPtr in_, w_, out_;
   ConvDataOp op_;
-  std::size_t workspace_;
-  std::string engine_;
 };
 
 }  // namespace
 
-std::unique_ptr<ConvDataGraph> ConvDataGraph::build(const GpuHandles& h, const ConvGraphShape& s,
-                                                    ConvDataOp op, std::string* why_not) {
+std::vector<std::unique_ptr<ConvDataGraph>> ConvDataGraph::candidates(const GpuHandles& h,
+                                                                      const ConvGraphShape& s,
+                                                                      ConvDataOp op,
+                                                                      std::size_t most,
+                                                                      std::string* why_not) {
   auto g = std::make_shared<fe::graph::Graph>();
   g->set_io_data_type(data_type(s.dtype))
       .set_intermediate_data_type(fe::DataType_t::FLOAT)
@@ -297,11 +364,22 @@ std::unique_ptr<ConvDataGraph> ConvDataGraph::build(const GpuHandles& h, const C
   out->set_output(true)
       .set_dim(forward ? y_dims : x_dims)
       .set_stride(forward ? y_strides : x_strides);
+  std::vector<std::int64_t> built;
   const std::string failed =
-      build_graph(*g, dnn_of(h), Determinism::by_notes, conv_heuristics_mode());
-  if (failed.empty()) return std::make_unique<FrontendConvData>(std::move(g), in, w, out, op);
-  if (why_not != nullptr) *why_not = failed;
-  return nullptr;
+      build_graph(*g, dnn_of(h), Determinism::by_notes, conv_heuristics_mode(),
+                  std::max<std::size_t>(most, 1), &built);
+  std::vector<std::unique_ptr<ConvDataGraph>> result;
+  for (const std::int64_t index : built)
+    result.push_back(std::make_unique<FrontendConvData>(BuiltPlan(g, index), in, w, out, op));
+  if (result.empty() && why_not != nullptr) *why_not = failed;
+  return result;
+}
+
+std::unique_ptr<ConvDataGraph> ConvDataGraph::build(const GpuHandles& h, const ConvGraphShape& s,
+                                                    ConvDataOp op, std::string* why_not) {
+  auto built = candidates(h, s, op, 1, why_not);
+  if (built.empty()) return nullptr;
+  return std::move(built.front());
 }
 
 namespace {

@@ -75,6 +75,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -90,6 +91,8 @@
 #include "core/stream_graph.h"
 #include "kernels/precision.cuh"
 #include "ops/conv_algo_choice.h"
+#include "ops/conv_engine_record.h"
+#include "ops/cuda/engine_timing.h"
 #include "ops/cudnn_graph.h"
 #include "ops/gpu_ops.h"
 #include "ringtrain/core/check.h"
@@ -233,7 +236,50 @@ struct Entry {
   std::shared_ptr<ConvDataGraph> fwd_graph, dgrad_graph;
   bool data16_tried = false;
   std::string data16_why;
+  // How each graph's engine was chosen (ConvGraphCache::choose), for
+  // bench step --layers: timed against the others, remembered, or the
+  // heuristics' first.
+  std::string wgrad16_how, fwd_how, dgrad_how;
 };
+
+// The operands a plan times its candidate engines on (ConvGraphCache::
+// choose), at its maximum batch: 16-bit x and y (dy) filled with a finite
+// pattern (the engines' speed does not depend on the values; zeros might
+// flatter them), an fp32-sized dW, the plan's own 16-bit filter copy (its
+// contents uninitialised: also finite or not, never read back), and the
+// context's workspace, grown only for a candidate that wins. Allocated for
+// the first shape that needs timing, and freed when the plan is made: before
+// the step's activations exist, so they stand in no peak the run reports.
+struct TrialOperands {
+  std::size_t x_bytes = 0, y_bytes = 0, dw_bytes = 0;
+  DType dtype = DType::bf16;
+  const void* w16 = nullptr;
+  DeviceBytes x, y, dw;
+  void* stream = nullptr;
+
+  void ready() {
+    if (x.size() > 0) return;
+    x = DeviceBytes(x_bytes);
+    y = DeviceBytes(y_bytes);
+    dw = DeviceBytes(dw_bytes);
+    // bf16 0x3C3C is about 0.0115, fp16 0x2C2C about 0.065: sums of a few
+    // hundred thousand products stay finite in either.
+    const int pattern = dtype == DType::f16 ? 0x2C : 0x3C;
+    const auto s = static_cast<cudaStream_t>(stream);
+    RT_CUDA_CHECK(cudaMemsetAsync(x.get(), pattern, x.size(), s));
+    RT_CUDA_CHECK(cudaMemsetAsync(y.get(), pattern, y.size(), s));
+  }
+};
+
+// Candidates timed per dW dtype and memory order (or per data operation):
+// the heuristics' first few deterministic engines. Round 7 saw the first
+// one run resnet50's layer1 weight gradients at about 30 times the forward's
+// time; the others cost a build each, once per shape.
+constexpr std::size_t kCandidatesTimed = 4;
+// A later candidate is chosen only if it is more than this much faster than
+// every earlier one (ops/conv_engine_record.h's choose_by_time): engines of
+// one speed are told apart by the heuristics' order, not by noise.
+constexpr float kTimingTie = 0.10f;
 
 // RINGTRAIN_CONV_API=legacy keeps the stored forward and backward data on the
 // legacy API's algorithms (to compare the two engine choices on a GPU); unset
@@ -249,38 +295,153 @@ bool data_graphs_wanted() {
 // The context's graph-API convolution graphs by shape. A graph is launched
 // with the tensors' addresses (its run is const), so the layers of one shape
 // share it: resnet50's 53 convolutions have 23 shapes, and each build
-// (heuristics, support checks, compilation) blocks the host on the first step.
+// (heuristics, support checks, compilation, and the candidates' timing)
+// blocks the host on the first step.
+//
+// Where timing is wanted (RINGTRAIN_CONV_TUNE, default on) and a plan is made
+// with its trial operands (its maximum batch, at model build), the first few
+// deterministic engines of each operation are built and each is timed on the
+// shape, as PyTorch's cudnn.benchmark does but deterministic engines only:
+// the weight gradient's candidates are fp32-dW engines, then 16-bit-dW ones
+// (autocast's dW, widened into the fp32 gradient). The choice is remembered
+// by GPU, cuDNN version and shape (ops/conv_engine_record.h), in the process
+// and a file, and a remembered one is taken without timing: a later run, a
+// resumed one, the ranks of a node run the same engines. Otherwise (a later
+// batch size, RINGTRAIN_CONV_TUNE=off, during a stream capture) the
+// heuristics' first deterministic engine runs, fp32 dW where one exists.
 struct ConvGraphCache {
   template <class Graph>
   struct Built {
     std::shared_ptr<Graph> graph;  // null: refused, for `why`
-    std::string why;
+    std::string why, how;
   };
   std::map<std::pair<ConvGraphShape, ConvDataOp>, Built<ConvDataGraph>> data;
   std::map<ConvGraphShape, Built<ConvWgradGraph>> wgrad;
 
   // The graph (or refusal) of `key`, built on its first request.
   template <class Map, class Key, class Build>
-  static auto find_or_build(Map& built, const Key& key, std::string* why_not, Build build) {
+  static auto find_or_build(Map& built, const Key& key, std::string* why_not, std::string* how,
+                            Build build) {
     auto it = built.find(key);
     if (it == built.end()) {
       typename Map::mapped_type b;
-      b.graph = build(&b.why);
+      b.graph = build(&b.why, &b.how);
       it = built.emplace(key, std::move(b)).first;
     }
     *why_not = it->second.why;
+    *how = it->second.how;
     return it->second.graph;
   }
 
+  static std::string shape_key(const ConvGraphShape& s, const char* op) {
+    return fmt::format("{} {} n{} c{} h{} w{} k{} r{} s{} p{} q{} pad{}x{} stride{}x{} {}", op,
+                       dtype_name(s.dtype), s.n, s.c, s.h, s.w, s.k, s.r, s.s, s.p, s.q, s.pad_h,
+                       s.pad_w, s.stride_h, s.stride_w, s.nhwc ? "nhwc" : "nchw");
+  }
+  static bool timing(const TrialOperands* trial) {
+    return trial != nullptr && conv_engine_timing_wanted() && !stream_is_capturing(trial->stream);
+  }
+
+  // One of `candidates` (preference order, not empty): the remembered
+  // engine, else the fastest by time (within kTimingTie, the earliest), else
+  // the first. run(c, workspace) launches candidate c on the trial operands.
+  template <class Graph, class Name, class Run>
+  static std::shared_ptr<Graph> choose(std::vector<std::unique_ptr<Graph>>& candidates,
+                                       const std::string& what, DeviceBytes& workspace,
+                                       TrialOperands* trial, Name name_of, Run run,
+                                       std::string* how) {
+    if (candidates.size() == 1 || !timing(trial)) {
+      if (candidates.size() > 1) *how = "the heuristics' first (untimed)";
+      return std::move(candidates.front());
+    }
+    const std::string key = engine_record_device() + "|" + what;
+    EngineChoiceRecord& record = conv_engine_record();
+    if (const std::optional<std::string> kept = record.find(key)) {
+      for (auto& c : candidates)
+        if (name_of(*c) == *kept) {
+          *how = fmt::format("remembered of {}", candidates.size());
+          return std::move(c);
+        }
+    }
+    trial->ready();
+    std::size_t need = 0;
+    for (const auto& c : candidates) need = std::max(need, c->workspace_bytes());
+    // The context's workspace where it is large enough, else a trial one of
+    // up to the largest need (a candidate that does not fit is not run).
+    DeviceBytes own;
+    DeviceBytes* ws = &workspace;
+    if (need > workspace.size()) {
+      own = DeviceBytes::up_to(need, std::min(need, kMinTrialWorkspace));
+      if (own.size() > workspace.size()) ws = &own;
+    }
+    std::vector<float> ms(candidates.size(), -1.0f);
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+      if (candidates[i]->workspace_bytes() > ws->size()) continue;
+      try {
+        ms[i] = time_launches(trial->stream, [&] { run(*candidates[i], ws->get()); });
+      } catch (const std::exception&) {
+        (void)cudaGetLastError();  // a candidate that fails to run is passed over
+      }
+    }
+    const std::size_t chosen = choose_by_time(ms, kTimingTie).value_or(0);
+    const auto ran = std::count_if(ms.begin(), ms.end(), [](float t) { return t >= 0; });
+    *how = fmt::format("timed {} of {}: {:.3f} ms; the heuristics' first {}", ran,
+                       candidates.size(), ms[chosen],
+                       ms[0] < 0 ? std::string("not run") : fmt::format("{:.3f} ms", ms[0]));
+    record.remember(key, name_of(*candidates[chosen]));
+    return std::move(candidates[chosen]);
+  }
+
   std::shared_ptr<ConvDataGraph> data_graph(const GpuHandles& h, const ConvGraphShape& s,
-                                            ConvDataOp op, std::string* why_not) {
-    return find_or_build(data, std::pair{s, op}, why_not,
-                         [&](std::string* why) { return ConvDataGraph::build(h, s, op, why); });
+                                            ConvDataOp op, DeviceBytes& workspace,
+                                            TrialOperands* trial, std::string* why_not,
+                                            std::string* how) {
+    const bool forward = op == ConvDataOp::forward;
+    return find_or_build(
+        data, std::pair{s, op}, why_not, how, [&](std::string* why, std::string* chosen) {
+          auto candidates =
+              ConvDataGraph::candidates(h, s, op, timing(trial) ? kCandidatesTimed : 1, why);
+          if (candidates.empty()) return std::shared_ptr<ConvDataGraph>();
+          return choose(
+              candidates, shape_key(s, forward ? "fprop" : "dgrad"), workspace, trial,
+              [](const ConvDataGraph& g) { return g.engine(); },
+              [&](const ConvDataGraph& g, void* ws) {
+                if (forward)
+                  g.run(h, trial->x.get(), trial->w16, trial->y.get(), ws);
+                else
+                  g.run(h, trial->y.get(), trial->w16, trial->x.get(), ws);
+              },
+              chosen);
+        });
   }
   std::shared_ptr<ConvWgradGraph> wgrad_graph(const GpuHandles& h, const ConvGraphShape& s,
-                                              std::string* why_not) {
-    return find_or_build(wgrad, s, why_not,
-                         [&](std::string* why) { return ConvWgradGraph::build(h, s, why); });
+                                              DeviceBytes& workspace, TrialOperands* trial,
+                                              std::string* why_not, std::string* how) {
+    return find_or_build(wgrad, s, why_not, how, [&](std::string* why, std::string* chosen) {
+      const bool timed = timing(trial);
+      const std::size_t most = timed ? kCandidatesTimed : 1;
+      std::string why32, why16;
+      auto candidates = ConvWgradGraph::candidates(h, s, DType::f32, most, &why32);
+      // 16-bit dW engines: timed beside the fp32 ones, or where no fp32 one is.
+      if (timed || candidates.empty()) {
+        for (auto& c : ConvWgradGraph::candidates(h, s, s.dtype, most, &why16))
+          candidates.push_back(std::move(c));
+      }
+      if (candidates.empty()) {
+        *why = fmt::format("{}; {}", why32, why16);
+        return std::shared_ptr<ConvWgradGraph>();
+      }
+      return choose(
+          candidates, shape_key(s, "wgrad"), workspace, trial,
+          [](const ConvWgradGraph& g) {
+            return fmt::format("{} dW {} {}", g.engine(), dtype_name(g.dw_dtype()),
+                               g.writes_kcrs() ? "KCRS" : "KRSC");
+          },
+          [&](const ConvWgradGraph& g, void* ws) {
+            g.run(h, trial->x.get(), trial->y.get(), trial->dw.get(), ws);
+          },
+          chosen);
+    });
   }
 };
 
@@ -484,22 +645,28 @@ class CudnnConvPlan final : public GpuConvPlan {
       // where the plan has one, else fp32.
       const std::string no_graph =
           e.data16_why.empty() ? std::string() : fmt::format(" (no graph: {})", e.data16_why);
+      const auto how = [](const std::string& h) {
+        return h.empty() ? std::string() : fmt::format(" [{}]", h);
+      };
       if (e.fwd_graph)
-        out += fmt::format("{} fwd=graph {}", p, e.fwd_graph->engine());
+        out += fmt::format("{} fwd=graph {}{}", p, e.fwd_graph->engine(), how(e.fwd_how));
       else if (forward16_)
         out += one(fmt::format("{} fwd", p).c_str(), ConvAlgoOp::forward, e.fwd16) + no_graph;
       else
         out += one(sixteen_bit() ? "fwd(fp32)" : "fwd", ConvAlgoOp::forward, e.fwd);
       if (e.wgrad16)
-        out += fmt::format("; {} bwd-filter=graph {} (fp32 dW{})", p, e.wgrad16->engine(),
-                           e.wgrad16->writes_kcrs() ? "" : ", [K,R,S,C] transposed");
+        out += fmt::format(
+            "; {} bwd-filter=graph {} ({}{}){}", p, e.wgrad16->engine(),
+            e.wgrad16->dw_dtype() == DType::f32 ? "fp32 dW" : fmt::format("{} dW widened", p),
+            e.wgrad16->writes_kcrs() ? "" : ", [K,R,S,C] transposed", how(e.wgrad16_how));
       else
         out += "; " +
                one(sixteen_bit() ? "bwd-filter(fp32)" : "bwd-filter", ConvAlgoOp::backward_filter,
                    e.bwd_filter) +
                (e.wgrad16_why.empty() ? "" : fmt::format(" (no graph: {})", e.wgrad16_why));
       if (e.dgrad_graph)
-        out += fmt::format("; {} bwd-data=graph {}", p, e.dgrad_graph->engine());
+        out +=
+            fmt::format("; {} bwd-data=graph {}{}", p, e.dgrad_graph->engine(), how(e.dgrad_how));
       else if (backward_data16_)
         out += "; " +
                one(fmt::format("{} bwd-data", p).c_str(), ConvAlgoOp::backward_data, e.bwd_data16) +
@@ -549,13 +716,15 @@ class CudnnConvPlan final : public GpuConvPlan {
   // The entry is marked planned only once its workspace fits: a growth that
   // fails (under a CUDA graph's capture, which cannot synchronise) leaves it
   // to be planned again by the eager step that follows.
-  void plan_wgrad16(Entry& e, bool grow = true) {
-    std::string why;
-    auto graph = conv_graphs_of(*handles_).wgrad_graph(*handles_, graph_shape(e.batch), &why);
+  void plan_wgrad16(Entry& e, bool grow = true, TrialOperands* trial = nullptr) {
+    std::string why, how;
+    auto graph = conv_graphs_of(*handles_).wgrad_graph(*handles_, graph_shape(e.batch), workspace_,
+                                                       trial, &why, &how);
     if (grow && graph && graph->workspace_bytes() > workspace_.size())
       replace_workspace(graph->workspace_bytes());
     e.wgrad16 = std::move(graph);
     e.wgrad16_why = std::move(why);
+    e.wgrad16_how = std::move(how);
     e.wgrad16_tried = true;
   }
   ConvGraphShape graph_shape(std::size_t batch) const {
@@ -580,7 +749,7 @@ class CudnnConvPlan final : public GpuConvPlan {
 
   // The graph API's forward and backward data for e's batch (on the stored
   // path; the legacy algorithms stay where it has none). grow: as plan_wgrad16.
-  void plan_data16(Entry& e, bool grow = true) {
+  void plan_data16(Entry& e, bool grow = true, TrialOperands* trial = nullptr) {
     if (!data_graphs_wanted()) {
       e.data16_why = "RINGTRAIN_CONV_API=legacy";
       e.data16_tried = true;
@@ -589,8 +758,10 @@ class CudnnConvPlan final : public GpuConvPlan {
     const ConvGraphShape s = graph_shape(e.batch);
     std::string fwd_why, dgrad_why;
     ConvGraphCache& graphs = conv_graphs_of(*handles_);
-    auto fwd = graphs.data_graph(*handles_, s, ConvDataOp::forward, &fwd_why);
-    auto dgrad = graphs.data_graph(*handles_, s, ConvDataOp::backward_data, &dgrad_why);
+    auto fwd = graphs.data_graph(*handles_, s, ConvDataOp::forward, workspace_, trial, &fwd_why,
+                                 &e.fwd_how);
+    auto dgrad = graphs.data_graph(*handles_, s, ConvDataOp::backward_data, workspace_, trial,
+                                   &dgrad_why, &e.dgrad_how);
     std::size_t need = 0;
     for (const auto& g : {fwd, dgrad})
       if (g) need = std::max(need, g->workspace_bytes());
@@ -670,6 +841,7 @@ class CudnnConvPlan final : public GpuConvPlan {
     RT_CHECK(graph.workspace_bytes() <= workspace_.size(),
              "conv2d: the graph's weight gradient needs a {} byte workspace, {} are shared",
              graph.workspace_bytes(), workspace_.size());
+    if (graph.dw_dtype() != DType::f32) return wgrad16_narrow(graph, x, dy, dw, accumulate);
     if (graph.writes_kcrs()) {
       // cuDNN's graph tensors are 16-byte aligned by default, and dw sits in
       // the flat gradient buffer at its parameter's offset (a multiple of 4
@@ -688,6 +860,30 @@ class CudnnConvPlan final : public GpuConvPlan {
     graph.run(*handles_, x.ptr, dy.ptr, krsc, workspace_.get());
     float* back = accumulate ? filter_scratch() : dw;
     gpu_transpose_batched(stream_, krsc, back, g_.out_channels, g_.kh() * g_.kw(), g_.in_channels);
+    if (accumulate) gpu_axpy(stream_, 1.0f, back, dw, nw);
+  }
+
+  // A 16-bit dW (autocast's, chosen where it timed faster than every fp32
+  // one): written into the filter scratch, then widened into dw, added
+  // widened where accumulating, and a [K, R, S, C] one transposed as it is
+  // widened.
+  void wgrad16_narrow(const ConvWgradGraph& graph, BufferView x, BufferView dy, float* dw,
+                      bool accumulate) {
+    const std::size_t nw = weight_elements();
+    void* narrow = filter_krsc();  // fp32-sized: room for the 16-bit dW
+    graph.run(*handles_, x.ptr, dy.ptr, narrow, workspace_.get());
+    const BufferView from{narrow, nw, precision_, Device::cuda(0)};
+    if (graph.writes_kcrs()) {
+      if (accumulate)
+        gpu_add_widened(stream_, BufferView{dw, nw, DType::f32, Device::cuda(0)}, from);
+      else
+        gpu_from_precision_bits(stream_, dw, static_cast<const std::uint16_t*>(narrow), nw,
+                                precision_);
+      return;
+    }
+    float* back = accumulate ? filter_scratch() : dw;
+    gpu_transpose_batched(stream_, from, BufferView{back, nw, DType::f32, Device::cuda(0)},
+                          g_.out_channels, g_.kh() * g_.kw(), g_.in_channels);
     if (accumulate) gpu_axpy(stream_, 1.0f, back, dw, nw);
   }
 
@@ -788,10 +984,19 @@ class CudnnConvPlan final : public GpuConvPlan {
       e.bwd_data16 = find_backward_data(e, true, w.get(), y.get(), x.get(), trial, nullptr);
       forward16_ = e.fwd16.has_value();
       backward_data16_ = e.bwd_data16.has_value();
-      // The graphs run on the stored path alone.
+      // The graphs run on the stored path alone; their candidate engines
+      // are timed on trial operands of this batch (freed on return).
       if (stores_16bit()) {
-        plan_wgrad16(e, false);
-        plan_data16(e, false);
+        TrialOperands operands;
+        operands.x_bytes = e.batch * in_elements() * dtype_size(precision_);
+        operands.y_bytes = e.batch * out_elements() * dtype_size(precision_);
+        operands.dw_bytes = weight_bytes();
+        operands.dtype = precision_;
+        operands.w16 = w16_.get();
+        operands.stream = stream_;
+        plan_wgrad16(e, false, &operands);
+        plan_data16(e, false, &operands);
+        RT_CUDA_CHECK(cudaStreamSynchronize(stream_));  // before the operands are freed
       }
     }
     fit_workspace(stored_workspace_need(e));

@@ -1,0 +1,64 @@
+#include "ops/cuda/engine_timing.h"
+
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+#include <algorithm>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "core/cuda/check_cuda.h"
+
+namespace ringtrain::detail {
+
+namespace {
+// The events are destroyed however the timing ends.
+struct EventPair {
+  cudaEvent_t start = nullptr, stop = nullptr;
+  EventPair() {
+    RT_CUDA_CHECK(cudaEventCreate(&start));
+    RT_CUDA_CHECK(cudaEventCreate(&stop));
+  }
+  ~EventPair() {
+    (void)cudaEventDestroy(start);
+    (void)cudaEventDestroy(stop);
+  }
+  EventPair(const EventPair&) = delete;
+  EventPair& operator=(const EventPair&) = delete;
+};
+}  // namespace
+
+float time_launches(void* stream, const std::function<void()>& launch, int repeats) {
+  const auto s = static_cast<cudaStream_t>(stream);
+  EventPair events;
+  launch();
+  RT_CUDA_CHECK(cudaStreamSynchronize(s));
+  float least = std::numeric_limits<float>::max();
+  for (int r = 0; r < std::max(repeats, 1); ++r) {
+    RT_CUDA_CHECK(cudaEventRecord(events.start, s));
+    launch();
+    RT_CUDA_CHECK(cudaEventRecord(events.stop, s));
+    RT_CUDA_CHECK(cudaEventSynchronize(events.stop));
+    float ms = 0;
+    RT_CUDA_CHECK(cudaEventElapsedTime(&ms, events.start, events.stop));
+    least = std::min(least, ms);
+  }
+  return least;
+}
+
+bool stream_is_capturing(void* stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  RT_CUDA_CHECK(cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &status));
+  return status != cudaStreamCaptureStatusNone;
+}
+
+std::string engine_record_device() {
+  int device = 0;
+  RT_CUDA_CHECK(cudaGetDevice(&device));
+  cudaDeviceProp prop{};
+  RT_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  return fmt::format("{} sm{}{}|cuDNN {}", prop.name, prop.major, prop.minor, cudnnGetVersion());
+}
+
+}  // namespace ringtrain::detail

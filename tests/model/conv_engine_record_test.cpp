@@ -1,0 +1,130 @@
+// The record of convolution engines chosen by time (ops/conv_engine_record.h):
+// a choice survives into the next process through its file, the last line
+// of a key wins, damaged lines and an unfinished last line are skipped, an
+// unwritable file costs the cross-run memory only; and the choice by time
+// keeps the earlier candidate within the tie.
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ops/conv_engine_record.h"
+#include "tests/support/temp_dir.h"
+
+using namespace ringtrain;
+using detail::EngineChoiceRecord;
+
+namespace {
+std::string read_all(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+}  // namespace
+
+TEST_CASE("a remembered engine is found by the next process's record", "[conv_engine_record]") {
+  test::TempDir dir("engine-record");
+  const std::string file = (dir.path / "sub" / "conv-engines.tsv").string();  // made on write
+  {
+    EngineChoiceRecord first(file);
+    CHECK_FALSE(first.find("H200|cuDNN 91900|wgrad bf16 n256").has_value());
+    first.remember("H200|cuDNN 91900|wgrad bf16 n256", "eng12_k2=3 dW bf16 KRSC");
+    first.remember("H200|cuDNN 91900|fprop bf16 n256", "eng62_k2=4");
+    // The same engine again is not appended again; another supersedes it.
+    first.remember("H200|cuDNN 91900|fprop bf16 n256", "eng62_k2=4");
+    first.remember("H200|cuDNN 91900|wgrad bf16 n256", "eng70 dW f32 KCRS");
+    CHECK(first.find("H200|cuDNN 91900|wgrad bf16 n256") == "eng70 dW f32 KCRS");
+  }
+  CHECK(read_all(file) ==
+        "H200|cuDNN 91900|wgrad bf16 n256\teng12_k2=3 dW bf16 KRSC\n"
+        "H200|cuDNN 91900|fprop bf16 n256\teng62_k2=4\n"
+        "H200|cuDNN 91900|wgrad bf16 n256\teng70 dW f32 KCRS\n");
+  EngineChoiceRecord next(file);
+  CHECK(next.find("H200|cuDNN 91900|wgrad bf16 n256") == "eng70 dW f32 KCRS");
+  CHECK(next.find("H200|cuDNN 91900|fprop bf16 n256") == "eng62_k2=4");
+  CHECK_FALSE(next.find("H100|cuDNN 91900|fprop bf16 n256").has_value());
+}
+
+TEST_CASE("the last line of a key wins; damaged and unfinished lines are skipped",
+          "[conv_engine_record]") {
+  test::TempDir dir("engine-record-damaged");
+  const std::string file = (dir.path / "conv-engines.tsv").string();
+  {
+    std::ofstream out(file);
+    // Two ranks that timed at once appended different engines: every reader
+    // takes the last.
+    out << "k1\teng1\n"
+        << "k1\teng2\n"
+        << "no tab here\n"
+        << "\tno key\n"
+        << "no engine\t\n"
+        << "two\ttabs\there\n"
+        << "\n"
+        << "k2\teng3\n"
+        << "k3\tunfinis";  // a write that did not finish
+  }
+  EngineChoiceRecord record(file);
+  CHECK(record.find("k1") == "eng2");
+  CHECK(record.find("k2") == "eng3");
+  CHECK_FALSE(record.find("k3").has_value());
+  CHECK_FALSE(record.find("no tab here").has_value());
+  CHECK_FALSE(record.find("two").has_value());
+  // A choice appended after the unfinished line starts a line of its own.
+  record.remember("k4", "eng4");
+  CHECK(record.find("k4") == "eng4");
+  EngineChoiceRecord again(file);
+  CHECK(again.find("k4") == "eng4");
+  CHECK(again.find("k1") == "eng2");
+  CHECK_FALSE(again.find("k3").has_value());
+}
+
+TEST_CASE("a record that cannot be written keeps choices for the process", "[conv_engine_record]") {
+  test::TempDir dir("engine-record-denied");
+  const std::string file = (dir.path / "conv-engines.tsv").string();
+  if (::geteuid() == 0) {
+    // root writes anyway: a directory in place of the file fails for root too.
+    std::filesystem::create_directories(file);
+  } else {
+    ::chmod(dir.str().c_str(), 0500);
+  }
+  EngineChoiceRecord record(file);
+  record.remember("k", "eng");  // warns once, does not throw
+  record.remember("k2", "eng2");
+  CHECK(record.find("k") == "eng");
+  CHECK(record.find("k2") == "eng2");
+  ::chmod(dir.str().c_str(), 0700);
+  EngineChoiceRecord in_memory("");
+  in_memory.remember("k", "eng");
+  CHECK(in_memory.find("k") == "eng");
+  CHECK(in_memory.path().empty());
+}
+
+TEST_CASE("the record's file follows RINGTRAIN_CONV_CACHE, XDG_CACHE_HOME, HOME",
+          "[conv_engine_record]") {
+  using detail::conv_engine_record_path;
+  CHECK(conv_engine_record_path("/scratch/engines.tsv", "/x", "/h") == "/scratch/engines.tsv");
+  CHECK(conv_engine_record_path("off", "/x", "/h").empty());
+  CHECK(conv_engine_record_path("", "/x", "/h").empty());
+  CHECK(conv_engine_record_path(nullptr, "/x", "/h") == "/x/ringtrain/conv-engines.tsv");
+  CHECK(conv_engine_record_path(nullptr, "", "/h") == "/h/.cache/ringtrain/conv-engines.tsv");
+  CHECK(conv_engine_record_path(nullptr, nullptr, nullptr).empty());
+}
+
+TEST_CASE("the choice by time keeps the earliest candidate within the tie",
+          "[conv_engine_record]") {
+  using detail::choose_by_time;
+  const auto choose = [](std::vector<float> ms) { return choose_by_time(ms, 0.10f); };
+  // Round 7's case: the heuristics' first at 30 times the forward's time.
+  CHECK(choose({4.0f, 0.14f, 0.13f}) == 1u);  // 0.14 is within 10% of 0.13
+  CHECK(choose({4.0f, 0.15f, 0.13f}) == 2u);
+  CHECK(choose({1.0f, 0.95f}) == 0u);        // the earlier one within the tie
+  CHECK(choose({-1.0f, 2.0f, 1.0f}) == 2u);  // the first did not run
+  CHECK_FALSE(choose({-1.0f, -1.0f}).has_value());
+  CHECK_FALSE(choose({}).has_value());
+}
