@@ -45,6 +45,14 @@ struct ConvGraphShape {
   bool operator<(const ConvGraphShape& o) const { return tie() < o.tie(); }
 };
 
+// Which engines a convolution's candidates() builds: up to `most`, in the
+// heuristics' order, and where `only` names one (a remembered choice), only
+// that one: the others are neither built nor compiled.
+struct EngineWanted {
+  std::size_t most = 1;
+  std::string only;
+};
+
 // The weight gradient: dW [K, C, R, S] = conv_wgrad(x, dy), in fp32, or in
 // the data's 16-bit dtype (autocast's dW, which the caller widens as it adds
 // it into the fp32 gradient).
@@ -55,12 +63,13 @@ class ConvWgradGraph {
   // then says why.
   static std::unique_ptr<ConvWgradGraph> build(const GpuHandles& h, const ConvGraphShape& shape,
                                                std::string* why_not);
-  // Up to `most` deterministic engines for each dW memory order, with dW of
+  // The deterministic engines `wanted` for each dW memory order, with dW of
   // `dw_dtype` (f32 or shape.dtype), in the heuristics' order: the first is
   // build()'s for f32. Empty (and *why_not says why) where there is none.
   static std::vector<std::unique_ptr<ConvWgradGraph>> candidates(const GpuHandles& h,
                                                                  const ConvGraphShape& shape,
-                                                                 DType dw_dtype, std::size_t most,
+                                                                 DType dw_dtype,
+                                                                 const EngineWanted& wanted,
                                                                  std::string* why_not);
   virtual ~ConvWgradGraph() = default;
   // dW's memory order: [K, C, R, S] (the model's), or [K, R, S, C] where only
@@ -87,11 +96,12 @@ class ConvDataGraph {
   // CPU-only build); *why_not then says why.
   static std::unique_ptr<ConvDataGraph> build(const GpuHandles& h, const ConvGraphShape& shape,
                                               ConvDataOp op, std::string* why_not);
-  // Up to `most` deterministic engines, in the heuristics' order (the first
+  // The deterministic engines `wanted`, in the heuristics' order (the first
   // is build()'s). Empty (and *why_not says why) where there is none.
   static std::vector<std::unique_ptr<ConvDataGraph>> candidates(const GpuHandles& h,
                                                                 const ConvGraphShape& shape,
-                                                                ConvDataOp op, std::size_t most,
+                                                                ConvDataOp op,
+                                                                const EngineWanted& wanted,
                                                                 std::string* why_not);
   virtual ~ConvDataGraph() = default;
   virtual std::size_t workspace_bytes() const = 0;

@@ -241,7 +241,8 @@ TEST_CASE("gpu conv weight gradient candidates: every engine listed, fp32 and 16
         CAPTURE(dtype_name(p), nhwc, dtype_name(dw_type));
         std::string why;
         auto list =
-            detail::ConvWgradGraph::candidates(detail::handles_of(*ctx), s, dw_type, 4, &why);
+            detail::ConvWgradGraph::candidates(detail::handles_of(*ctx), s, dw_type,
+                                               detail::EngineWanted{.most = 4, .only = {}}, &why);
         if (list.empty()) {
           WARN("no " << dtype_name(dw_type) << "-dW weight gradient engine for " << dtype_name(p)
                      << (nhwc ? " NHWC" : " NCHW") << ": " << why);

@@ -104,7 +104,8 @@ fe::HeurMode_t conv_heuristics_mode() {
 // caller to choose among; without `built`: the first that builds (HEURISTICS_CHOICE), which the
 // graph then executes.
 std::string build_steps(fe::graph::Graph& g, cudnnHandle_t dnn, Determinism determinism,
-                        fe::HeurMode_t mode, std::size_t most, std::vector<std::int64_t>* built) {
+                        fe::HeurMode_t mode, const EngineWanted& wanted,
+                        std::vector<std::int64_t>* built) {
   const auto failed = [](const char* step, fe::error_t e) {
     return fmt::format("{}: {}", step, first_line(e.get_message()));
   };
@@ -129,14 +130,21 @@ std::string build_steps(fe::graph::Graph& g, cudnnHandle_t dnn, Determinism dete
   // build is passed over, as HEURISTICS_CHOICE passes it over.
   std::string first_failure;
   built->clear();
+  const std::size_t most = std::max<std::size_t>(wanted.most, 1);
   for (std::int64_t i = 0; i < g.get_execution_plan_count() && built->size() < most; ++i) {
+    // The name is the engine config's (known before a plan is built).
+    std::string name;
+    if (!wanted.only.empty() && (g.get_plan_name_at_index(i, name).is_bad() || name != wanted.only))
+      continue;
     if (fe::error_t e = g.build_plan_at_index(dnn, i); e.is_bad()) {
       if (first_failure.empty()) first_failure = first_line(e.get_message());
       continue;
     }
     built->push_back(i);
   }
-  if (built->empty()) return "plan: " + first_failure;
+  if (built->empty())
+    return wanted.only.empty() || !first_failure.empty() ? "plan: " + first_failure
+                                                         : "no engine named " + wanted.only;
   return {};
 }
 
@@ -144,10 +152,10 @@ std::string build_steps(fe::graph::Graph& g, cudnnHandle_t dnn, Determinism dete
 // a reason here.
 std::string build_graph(fe::graph::Graph& g, cudnnHandle_t dnn,
                         Determinism determinism = Determinism::by_notes,
-                        fe::HeurMode_t mode = fe::HeurMode_t::A, std::size_t most = 1,
+                        fe::HeurMode_t mode = fe::HeurMode_t::A, const EngineWanted& wanted = {},
                         std::vector<std::int64_t>* built = nullptr) {
   try {
-    return build_steps(g, dnn, determinism, mode, most, built);
+    return build_steps(g, dnn, determinism, mode, wanted, built);
   } catch (const std::exception& e) {
     return "cudnn-frontend threw: " + first_line(e.what());
   }
@@ -233,7 +241,7 @@ class FrontendConvWgrad final : public ConvWgradGraph {
 std::vector<std::unique_ptr<ConvWgradGraph>> ConvWgradGraph::candidates(const GpuHandles& h,
                                                                         const ConvGraphShape& s,
                                                                         DType dw_dtype,
-                                                                        std::size_t most,
+                                                                        const EngineWanted& wanted,
                                                                         std::string* why_not) {
   RT_CHECK(dw_dtype == DType::f32 || dw_dtype == s.dtype,
            "cuDNN graph: a weight gradient of {} from {} data", dtype_name(dw_dtype),
@@ -275,8 +283,7 @@ std::vector<std::unique_ptr<ConvWgradGraph>> ConvWgradGraph::candidates(const Gp
         .set_data_type(data_type(dw_dtype));
     std::vector<std::int64_t> built;
     const std::string failed =
-        build_graph(*g, dnn_of(h), Determinism::by_notes, conv_heuristics_mode(),
-                    std::max<std::size_t>(most, 1), &built);
+        build_graph(*g, dnn_of(h), Determinism::by_notes, conv_heuristics_mode(), wanted, &built);
     for (const std::int64_t index : built)
       out.push_back(
           std::make_unique<FrontendConvWgrad>(BuiltPlan(g, index), x, dy, dw, kcrs, dw_dtype));
@@ -284,7 +291,7 @@ std::vector<std::unique_ptr<ConvWgradGraph>> ConvWgradGraph::candidates(const Gp
       reasons += fmt::format("{}{} dW {}: {}", reasons.empty() ? "" : "; ", dtype_name(dw_dtype),
                              kcrs ? "[K,C,R,S]" : "[K,R,S,C]", failed);
     // One engine wanted: the first order that has one.
-    if (most <= 1 && !out.empty()) break;
+    if (wanted.most <= 1 && wanted.only.empty() && !out.empty()) break;
   }
   if (out.empty() && why_not != nullptr) *why_not = reasons;
   return out;
@@ -292,7 +299,7 @@ std::vector<std::unique_ptr<ConvWgradGraph>> ConvWgradGraph::candidates(const Gp
 
 std::unique_ptr<ConvWgradGraph> ConvWgradGraph::build(const GpuHandles& h, const ConvGraphShape& s,
                                                       std::string* why_not) {
-  auto built = candidates(h, s, DType::f32, 1, why_not);
+  auto built = candidates(h, s, DType::f32, EngineWanted{}, why_not);
   if (built.empty()) return nullptr;
   return std::move(built.front());
 }
@@ -328,7 +335,7 @@ class FrontendConvData final : public ConvDataGraph {
 std::vector<std::unique_ptr<ConvDataGraph>> ConvDataGraph::candidates(const GpuHandles& h,
                                                                       const ConvGraphShape& s,
                                                                       ConvDataOp op,
-                                                                      std::size_t most,
+                                                                      const EngineWanted& wanted,
                                                                       std::string* why_not) {
   auto g = std::make_shared<fe::graph::Graph>();
   g->set_io_data_type(data_type(s.dtype))
@@ -366,8 +373,7 @@ std::vector<std::unique_ptr<ConvDataGraph>> ConvDataGraph::candidates(const GpuH
       .set_stride(forward ? y_strides : x_strides);
   std::vector<std::int64_t> built;
   const std::string failed =
-      build_graph(*g, dnn_of(h), Determinism::by_notes, conv_heuristics_mode(),
-                  std::max<std::size_t>(most, 1), &built);
+      build_graph(*g, dnn_of(h), Determinism::by_notes, conv_heuristics_mode(), wanted, &built);
   std::vector<std::unique_ptr<ConvDataGraph>> result;
   for (const std::int64_t index : built)
     result.push_back(std::make_unique<FrontendConvData>(BuiltPlan(g, index), in, w, out, op));
@@ -377,7 +383,7 @@ std::vector<std::unique_ptr<ConvDataGraph>> ConvDataGraph::candidates(const GpuH
 
 std::unique_ptr<ConvDataGraph> ConvDataGraph::build(const GpuHandles& h, const ConvGraphShape& s,
                                                     ConvDataOp op, std::string* why_not) {
-  auto built = candidates(h, s, op, 1, why_not);
+  auto built = candidates(h, s, op, EngineWanted{}, why_not);
   if (built.empty()) return nullptr;
   return std::move(built.front());
 }

@@ -73,6 +73,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
@@ -272,10 +273,11 @@ struct TrialOperands {
 };
 
 // Candidates timed per dW dtype and memory order (or per data operation):
-// the heuristics' first few deterministic engines. Round 7 saw the first
+// the heuristics' first few deterministic engines (a weight gradient of NHWC
+// data with a 3x3 filter: up to 12). Round 7 saw the first
 // one run resnet50's layer1 weight gradients at about 30 times the forward's
 // time; the others cost a build each, once per shape.
-constexpr std::size_t kCandidatesTimed = 4;
+constexpr std::size_t kCandidatesTimed = 3;
 // A later candidate is chosen only if it is more than this much faster than
 // every earlier one (ops/conv_engine_record.h's choose_by_time): engines of
 // one speed are told apart by the heuristics' order, not by noise.
@@ -326,6 +328,7 @@ struct ConvGraphCache {
     if (it == built.end()) {
       typename Map::mapped_type b;
       b.graph = build(&b.why, &b.how);
+      if (b.graph) b.why.clear();  // a refusal on the way (a remembered engine gone) is no reason
       it = built.emplace(key, std::move(b)).first;
     }
     *why_not = it->second.why;
@@ -342,27 +345,36 @@ struct ConvGraphCache {
     return trial != nullptr && conv_engine_timing_wanted() && !stream_is_capturing(trial->stream);
   }
 
-  // One of `candidates` (preference order, not empty): the remembered
-  // engine, else the fastest by time (within kTimingTie, the earliest), else
-  // the first. run(c, workspace) launches candidate c on the trial operands.
-  template <class Graph, class Name, class Run>
-  static std::shared_ptr<Graph> choose(std::vector<std::unique_ptr<Graph>>& candidates,
-                                       const std::string& what, DeviceBytes& workspace,
-                                       TrialOperands* trial, Name name_of, Run run,
+  // The engine for `what`: build(wanted) lists the candidates (preference
+  // order). Where timing, the remembered engine (only it is built), else each
+  // of the candidates timed on the trial operands and the earliest within
+  // kTimingTie of the fastest kept and remembered; else the first.
+  // run(c, workspace) launches candidate c on the trial operands.
+  template <class Graph, class Build, class Name, class Run>
+  static std::shared_ptr<Graph> choose(const std::string& what, DeviceBytes& workspace,
+                                       TrialOperands* trial, Build build, Name name_of, Run run,
                                        std::string* how) {
-    if (candidates.size() == 1 || !timing(trial)) {
-      if (candidates.size() > 1) *how = "the heuristics' first (untimed)";
+    if (!timing(trial)) {
+      auto candidates = build(EngineWanted{});
+      if (candidates.empty()) return nullptr;
       return std::move(candidates.front());
     }
+    const auto started = std::chrono::steady_clock::now();
+    const auto seconds = [&] {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    };
     const std::string key = engine_record_device() + "|" + what;
     EngineChoiceRecord& record = conv_engine_record();
-    if (const std::optional<std::string> kept = record.find(key)) {
-      for (auto& c : candidates)
+    const std::optional<std::string> kept = record.find(key);
+    if (kept) {
+      for (auto& c : build(EngineWanted{.most = 1, .only = *kept}))
         if (name_of(*c) == *kept) {
-          *how = fmt::format("remembered of {}", candidates.size());
+          *how = fmt::format("remembered, {:.2f} s", seconds());
           return std::move(c);
         }
     }
+    auto candidates = build(EngineWanted{.most = kCandidatesTimed, .only = {}});
+    if (candidates.empty()) return nullptr;
     trial->ready();
     std::size_t need = 0;
     for (const auto& c : candidates) need = std::max(need, c->workspace_bytes());
@@ -385,10 +397,11 @@ struct ConvGraphCache {
     }
     const std::size_t chosen = choose_by_time(ms, kTimingTie).value_or(0);
     const auto ran = std::count_if(ms.begin(), ms.end(), [](float t) { return t >= 0; });
-    *how = fmt::format("timed {} of {}: {:.3f} ms; the heuristics' first {}", ran,
+    *how = fmt::format("timed {} of {}: {:.3f} ms, the heuristics' first {}; {:.2f} s", ran,
                        candidates.size(), ms[chosen],
-                       ms[0] < 0 ? std::string("not run") : fmt::format("{:.3f} ms", ms[0]));
-    record.remember(key, name_of(*candidates[chosen]));
+                       ms[0] < 0 ? std::string("not run") : fmt::format("{:.3f} ms", ms[0]),
+                       seconds());
+    if (ms[chosen] >= 0) record.remember(key, name_of(*candidates[chosen]));
     return std::move(candidates[chosen]);
   }
 
@@ -397,46 +410,62 @@ struct ConvGraphCache {
                                             TrialOperands* trial, std::string* why_not,
                                             std::string* how) {
     const bool forward = op == ConvDataOp::forward;
-    return find_or_build(
-        data, std::pair{s, op}, why_not, how, [&](std::string* why, std::string* chosen) {
-          auto candidates =
-              ConvDataGraph::candidates(h, s, op, timing(trial) ? kCandidatesTimed : 1, why);
-          if (candidates.empty()) return std::shared_ptr<ConvDataGraph>();
-          return choose(
-              candidates, shape_key(s, forward ? "fprop" : "dgrad"), workspace, trial,
-              [](const ConvDataGraph& g) { return g.engine(); },
-              [&](const ConvDataGraph& g, void* ws) {
-                if (forward)
-                  g.run(h, trial->x.get(), trial->w16, trial->y.get(), ws);
-                else
-                  g.run(h, trial->y.get(), trial->w16, trial->x.get(), ws);
-              },
-              chosen);
-        });
+    return find_or_build(data, std::pair{s, op}, why_not, how,
+                         [&](std::string* why, std::string* chosen) {
+                           return choose<ConvDataGraph>(
+                               shape_key(s, forward ? "fprop" : "dgrad"), workspace, trial,
+                               [&](const EngineWanted& wanted) {
+                                 return ConvDataGraph::candidates(h, s, op, wanted, why);
+                               },
+                               [](const ConvDataGraph& g) { return g.engine(); },
+                               [&](const ConvDataGraph& g, void* ws) {
+                                 if (forward)
+                                   g.run(h, trial->x.get(), trial->w16, trial->y.get(), ws);
+                                 else
+                                   g.run(h, trial->y.get(), trial->w16, trial->x.get(), ws);
+                               },
+                               chosen);
+                         });
   }
+
+  // A weight-gradient candidate's name: the engine, its dW dtype and order.
+  static std::string wgrad_name(const ConvWgradGraph& g) {
+    return fmt::format("{} dW {} {}", g.engine(), dtype_name(g.dw_dtype()),
+                       g.writes_kcrs() ? "KCRS" : "KRSC");
+  }
+
   std::shared_ptr<ConvWgradGraph> wgrad_graph(const GpuHandles& h, const ConvGraphShape& s,
                                               DeviceBytes& workspace, TrialOperands* trial,
                                               std::string* why_not, std::string* how) {
     return find_or_build(wgrad, s, why_not, how, [&](std::string* why, std::string* chosen) {
-      const bool timed = timing(trial);
-      const std::size_t most = timed ? kCandidatesTimed : 1;
-      std::string why32, why16;
-      auto candidates = ConvWgradGraph::candidates(h, s, DType::f32, most, &why32);
-      // 16-bit dW engines: timed beside the fp32 ones, or where no fp32 one is.
-      if (timed || candidates.empty()) {
-        for (auto& c : ConvWgradGraph::candidates(h, s, s.dtype, most, &why16))
-          candidates.push_back(std::move(c));
-      }
-      if (candidates.empty()) {
-        *why = fmt::format("{}; {}", why32, why16);
-        return std::shared_ptr<ConvWgradGraph>();
-      }
-      return choose(
-          candidates, shape_key(s, "wgrad"), workspace, trial,
-          [](const ConvWgradGraph& g) {
-            return fmt::format("{} dW {} {}", g.engine(), dtype_name(g.dw_dtype()),
-                               g.writes_kcrs() ? "KCRS" : "KRSC");
-          },
+      // fp32-dW engines, then 16-bit-dW ones: timed beside them, or alone
+      // where no fp32 one is. A remembered name ("<engine> dW <dtype>
+      // <order>") builds only its own dtype's engine of that name.
+      const auto build = [&](const EngineWanted& wanted) {
+        std::vector<std::unique_ptr<ConvWgradGraph>> candidates;
+        std::string why32, why16;
+        EngineWanted engine = wanted;
+        std::string only_dtype;
+        if (!wanted.only.empty()) {
+          const std::size_t space = wanted.only.find(" dW ");
+          engine.only = wanted.only.substr(0, space);
+          if (space != std::string::npos) only_dtype = wanted.only.substr(space + 4);
+          only_dtype = only_dtype.substr(0, only_dtype.find(' '));
+        }
+        const auto wants = [&](DType t) {
+          return only_dtype.empty() || only_dtype == dtype_name(t);
+        };
+        if (wants(DType::f32))
+          candidates = ConvWgradGraph::candidates(h, s, DType::f32, engine, &why32);
+        if (wants(s.dtype) && (timing(trial) || candidates.empty()))
+          for (auto& c : ConvWgradGraph::candidates(h, s, s.dtype, engine, &why16))
+            candidates.push_back(std::move(c));
+        if (candidates.empty())
+          *why = why32.empty() || why16.empty() ? why32 + why16 : why32 + "; " + why16;
+        return candidates;
+      };
+      return choose<ConvWgradGraph>(
+          shape_key(s, "wgrad"), workspace, trial, build, wgrad_name,
           [&](const ConvWgradGraph& g, void* ws) {
             g.run(h, trial->x.get(), trial->y.get(), trial->dw.get(), ws);
           },
