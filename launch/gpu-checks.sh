@@ -34,7 +34,8 @@
 #             peak memory of both sides
 #   models_why  for each case of models-table.txt below 1.0x: one `bench step --layers`
 #             (time per layer, cuDNN's engines), then one --cuda-graph on (models
-#             without dropout) and one legacy convolution API run
+#             without dropout) and one with the convolutions' engines untimed
+#             (RINGTRAIN_CONV_TUNE=off: the heuristics' first)
 #   peers     PyTorch alone on the real-size models (launch/bench/peer_gpu_models.py)
 #   loader    (named only) resnet50 bf16 b256 trained from JPEG photographs of ImageNet-like
 #             sizes with --augment imagenet and a loader thread per spare core, against
@@ -543,8 +544,8 @@ check_models() {
 check_models_why() {
   # For each case behind PyTorch in models-table.txt (every case of
   # MODELS_CASES in a dry run, so that these runs' flags are checked too):
-  # the time per layer, one run as a CUDA graph, one with the legacy
-  # convolution API.
+  # the time per layer, one run as a CUDA graph, one with the convolutions'
+  # engines untimed (RINGTRAIN_CONV_TUNE=off).
   ringtrain_cudnn_env
   local c model batch prec layout shape tf32_mode precision behind=()
   if [ $dry = 1 ]; then
@@ -577,14 +578,15 @@ check_models_why() {
           --precision "$precision" --layout "$layout" --cuda-graph on --json
         note models-cuda-graph INFO "$model $prec $layout: $(grep -o '"samples_per_s":[0-9.]*' "$out/models-rt-graph-$model-$prec-$layout.log" | tail -1) with --cuda-graph on; without: see models-table.txt" ;;
     esac
-    # The stored convolutions' forward and backward data take the graph
-    # API's engines by default; once with the legacy API's algorithms, to
-    # say which choice is faster where ringtrain is behind.
+    # The stored convolutions take graph-API engines chosen by time (and
+    # remembered in $RINGTRAIN_CONV_CACHE); once with the heuristics' first
+    # engines, untimed (round 7's choice; the legacy API ran at its speed), to
+    # say what the timing gains where ringtrain is behind.
     case $prec in bf16|fp16)
-      run "models-rt-legacy-$model-$prec-$layout" 150 env RINGTRAIN_CONV_API=legacy "${rt_env[@]}" "$exe" bench step \
+      run "models-rt-untimed-$model-$prec-$layout" 150 env RINGTRAIN_CONV_TUNE=off "${rt_env[@]}" "$exe" bench step \
         --device cuda --model "$model" --input "$shape" --classes 1000 --batch "$batch" --steps 10 --warmup 3 \
         --tf32 "$tf32_mode" --precision "$precision" --layout "$layout" --json
-      note models-conv-api INFO "$model $prec $layout: legacy API $(grep -o '"samples_per_s":[0-9.]*' "$out/models-rt-legacy-$model-$prec-$layout.log" | tail -1); graph API: see models-table.txt" ;;
+      note models-conv-choice INFO "$model $prec $layout: heuristics' first engines (RINGTRAIN_CONV_TUNE=off) $(grep -o '"samples_per_s":[0-9.]*' "$out/models-rt-untimed-$model-$prec-$layout.log" | tail -1); timed: see models-table.txt" ;;
     esac
     pack
   done
