@@ -12,7 +12,7 @@ std::unique_ptr<ConvWgradGraph> ConvWgradGraph::build(const GpuHandles&, const C
 
 std::vector<std::unique_ptr<ConvWgradGraph>> ConvWgradGraph::candidates(const GpuHandles&,
                                                                         const ConvGraphShape&,
-                                                                        DType, std::size_t,
+                                                                        DType, const EngineWanted&,
                                                                         std::string* why_not) {
   if (why_not != nullptr) *why_not = "a CPU-only build has no cuDNN";
   return {};
@@ -20,7 +20,8 @@ std::vector<std::unique_ptr<ConvWgradGraph>> ConvWgradGraph::candidates(const Gp
 
 std::vector<std::unique_ptr<ConvDataGraph>> ConvDataGraph::candidates(const GpuHandles&,
                                                                       const ConvGraphShape&,
-                                                                      ConvDataOp, std::size_t,
+                                                                      ConvDataOp,
+                                                                      const EngineWanted&,
                                                                       std::string* why_not) {
   if (why_not != nullptr) *why_not = "a CPU-only build has no cuDNN";
   return {};
