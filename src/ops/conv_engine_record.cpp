@@ -1,6 +1,7 @@
 #include "ops/conv_engine_record.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -17,20 +18,76 @@
 
 namespace ringtrain::detail {
 
-EngineChoiceRecord::EngineChoiceRecord(std::string path) : path_(std::move(path)) {}
+namespace {
 
-void EngineChoiceRecord::load_once() {
-  if (loaded_) return;
-  loaded_ = true;
-  if (path_.empty()) return;
-  std::ifstream in(path_, std::ios::binary);
-  if (!in) return;  // not yet written: the first run on this machine
+// The record's file, open for reading and appending, locked exclusively for
+// one decision (released, and closed, by the destructor; a process that dies
+// holding it releases it too).
+class LockedFile {
+ public:
+  explicit LockedFile(const std::string& path) {
+    std::error_code ec;
+    const std::filesystem::path file(path);
+    if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path(), ec);
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd_ < 0) {
+      error_ = errno;
+      return;
+    }
+    while (::flock(fd_, LOCK_EX) != 0) {
+      if (errno == EINTR) continue;
+      error_ = errno;  // no lock (a file system without them): decide unlocked
+      break;
+    }
+  }
+  ~LockedFile() {
+    if (fd_ >= 0) ::close(fd_);  // releases the lock
+  }
+  LockedFile(const LockedFile&) = delete;
+  LockedFile& operator=(const LockedFile&) = delete;
+
+  bool open() const { return fd_ >= 0; }
+  int error() const { return error_; }
+
+  // The whole file as it is now.
+  std::string read_all() const {
+    std::string text;
+    char buf[16384];
+    for (off_t at = 0;;) {
+      const ssize_t n = ::pread(fd_, buf, sizeof buf, at);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      text.append(buf, static_cast<std::size_t>(n));
+      at += n;
+    }
+    return text;
+  }
+  bool append(const std::string& line) const {
+    const ssize_t n = ::write(fd_, line.data(), line.size());
+    return n == static_cast<ssize_t>(line.size());
+  }
+
+ private:
+  int fd_ = -1;
+  int error_ = 0;
+};
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {};
   std::stringstream text;
   text << in.rdbuf();
-  const std::string all = text.str();
+  return text.str();
+}
+
+}  // namespace
+
+EngineChoiceRecord::EngineChoiceRecord(std::string path) : path_(std::move(path)) {}
+
+void EngineChoiceRecord::parse(const std::string& all) {
   unfinished_tail_ = !all.empty() && all.back() != '\n';
   // Complete lines only: a final fragment without its newline is a write that
-  // did not finish.
+  // did not finish. A later line of a key replaces an earlier one.
   std::size_t at = 0;
   for (std::size_t eol; (eol = all.find('\n', at)) != std::string::npos; at = eol + 1) {
     const std::string_view line(all.data() + at, eol - at);
@@ -42,6 +99,56 @@ void EngineChoiceRecord::load_once() {
   }
 }
 
+void EngineChoiceRecord::load_once() {
+  if (loaded_) return;
+  loaded_ = true;
+  if (!path_.empty()) parse(read_file(path_));  // a missing file: the first run here
+}
+
+void EngineChoiceRecord::warn_once(const char* what, int error) {
+  if (std::exchange(warned_, true)) return;
+  log_warn(
+      "convolution engine choices are kept for this process only: cannot {} {} ({}); a later "
+      "run may time and choose again (RINGTRAIN_CONV_CACHE names another file, off none)",
+      what, path_, error != 0 ? std::strerror(error) : "short write");
+}
+
+std::string EngineChoiceRecord::decide(
+    const std::string& key,
+    const std::function<std::string(const std::optional<std::string>& kept)>& choose) {
+  RT_CHECK(!key.empty() && key.find_first_of("\t\n") == std::string::npos,
+           "engine record: a key with a tab or newline: '{}'", key);
+  const std::lock_guard lock(mutex_);
+  std::optional<LockedFile> file;
+  if (!path_.empty()) {
+    file.emplace(path_);
+    if (file->open()) {
+      loaded_ = true;
+      parse(file->read_all());  // what other processes appended since
+    } else {
+      warn_once("open", file->error());
+      load_once();
+    }
+  }
+  std::optional<std::string> kept;
+  if (const auto it = engines_.find(key); it != engines_.end()) kept = it->second;
+  const std::string chosen = choose(kept);
+  if (chosen.empty() || chosen == kept) return chosen;
+  RT_CHECK(chosen.find_first_of("\t\n") == std::string::npos,
+           "engine record: an engine name with a tab or newline: '{}'", chosen);
+  engines_[key] = chosen;
+  if (!file || !file->open()) return chosen;
+  // After an unfinished line, a tab and a newline first: the fragment ends
+  // as a damaged line (two tabs, or none), never as a shortened engine name,
+  // and this one is read back.
+  const std::string line = (unfinished_tail_ ? "\t\n" : "") + key + '\t' + chosen + '\n';
+  if (file->append(line))
+    unfinished_tail_ = false;
+  else
+    warn_once("append to", errno);
+  return chosen;
+}
+
 std::optional<std::string> EngineChoiceRecord::find(const std::string& key) {
   const std::lock_guard lock(mutex_);
   load_once();
@@ -51,40 +158,8 @@ std::optional<std::string> EngineChoiceRecord::find(const std::string& key) {
 }
 
 void EngineChoiceRecord::remember(const std::string& key, const std::string& engine) {
-  RT_CHECK(!key.empty() && key.find_first_of("\t\n") == std::string::npos && !engine.empty() &&
-               engine.find_first_of("\t\n") == std::string::npos,
-           "engine record: a key or engine name with a tab or newline: '{}' '{}'", key, engine);
-  const std::lock_guard lock(mutex_);
-  load_once();
-  std::string& known = engines_[key];
-  if (known == engine) return;
-  known = engine;
-  if (path_.empty()) return;
-  // After an unfinished line, a tab and a newline first: the fragment ends
-  // as a damaged line (two tabs, or none), never as a shortened engine name,
-  // and this one is read back.
-  const std::string line = (unfinished_tail_ ? "\t\n" : "") + key + '\t' + engine + '\n';
-  std::error_code ec;
-  const std::filesystem::path file(path_);
-  if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path(), ec);
-  const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  bool written = false;
-  int error = 0;
-  if (fd >= 0) {
-    const ssize_t n = ::write(fd, line.data(), line.size());
-    error = errno;
-    written = n == static_cast<ssize_t>(line.size());
-    if (written) unfinished_tail_ = false;
-    ::close(fd);
-  } else {
-    error = errno;
-  }
-  if (!written && !std::exchange(write_warned_, true))
-    log_warn(
-        "convolution engine choices are kept for this process only: cannot append to {} ({}); "
-        "a later run may time and choose again (RINGTRAIN_CONV_CACHE names another file, off "
-        "none)",
-        path_, error != 0 ? std::strerror(error) : "short write");
+  RT_CHECK(!engine.empty(), "engine record: an empty engine name for '{}'", key);
+  decide(key, [&](const std::optional<std::string>&) { return engine; });
 }
 
 std::string conv_engine_record_path(const char* conv_cache, const char* xdg_cache_home,
@@ -117,14 +192,19 @@ bool conv_engine_timing_wanted() {
   return wanted;
 }
 
-std::optional<std::size_t> choose_by_time(std::span<const float> ms, float tie) {
+std::optional<std::size_t> choose_by_time(std::span<const float> ms,
+                                          std::span<const std::size_t> workspace, float tie) {
+  RT_CHECK(ms.size() == workspace.size(), "choose_by_time: {} times for {} workspaces", ms.size(),
+           workspace.size());
   float fastest = -1;
   for (const float t : ms)
     if (t >= 0 && (fastest < 0 || t < fastest)) fastest = t;
   if (fastest < 0) return std::nullopt;
+  std::optional<std::size_t> best;
   for (std::size_t i = 0; i < ms.size(); ++i)
-    if (ms[i] >= 0 && ms[i] <= fastest * (1 + tie)) return i;
-  return std::nullopt;  // unreachable: the fastest itself qualifies
+    if (ms[i] >= 0 && ms[i] <= fastest * (1 + tie) && (!best || workspace[i] < workspace[*best]))
+      best = i;
+  return best;
 }
 
 }  // namespace ringtrain::detail

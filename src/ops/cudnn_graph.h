@@ -112,6 +112,11 @@ class ConvDataGraph {
   virtual std::string engine() const = 0;
 };
 
+// The heuristics mode the convolutions' engines are listed by
+// (RINGTRAIN_CONV_HEUR): part of a remembered choice's key, since another
+// mode lists other candidates.
+const char* conv_heuristics_mode_name();
+
 // Causal scaled-dot-product attention over the fused qkv rows of
 // causal_self_attention ([batch, T, 3C] of the 16-bit `dtype`, Q at column
 // h*d, K at C + h*d, V at 2C + h*d): o [batch, T, C] of `dtype` and each

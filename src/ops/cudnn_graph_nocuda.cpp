@@ -33,6 +33,10 @@ std::unique_ptr<ConvDataGraph> ConvDataGraph::build(const GpuHandles&, const Con
   return nullptr;
 }
 
+const char* conv_heuristics_mode_name() {
+  return "none (a CPU-only build)";
+}
+
 std::unique_ptr<AttentionGraphs> AttentionGraphs::build(const GpuHandles&, const AttentionShape&,
                                                         std::string* why_not) {
   if (why_not != nullptr) *why_not = "a CPU-only build has no cuDNN";

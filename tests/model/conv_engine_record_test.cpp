@@ -1,14 +1,17 @@
 // The record of convolution engines chosen by time (ops/conv_engine_record.h):
 // a choice survives into the next process through its file, the last line
 // of a key wins, damaged lines and an unfinished last line are skipped, an
-// unwritable file costs the cross-run memory only; and the choice by time
-// keeps the earlier candidate within the tie.
+// unwritable file costs the cross-run memory only, processes deciding one key
+// at once take the first one's engine; and the choice by time keeps the
+// least workspace, then the earliest candidate, within the tie.
 #include <catch2/catch.hpp>
 
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -116,15 +119,87 @@ TEST_CASE("the record's file follows RINGTRAIN_CONV_CACHE, XDG_CACHE_HOME, HOME"
   CHECK(conv_engine_record_path(nullptr, nullptr, nullptr).empty());
 }
 
-TEST_CASE("the choice by time keeps the earliest candidate within the tie",
+TEST_CASE("the choice by time: within the tie, the least workspace, then the earliest",
           "[conv_engine_record]") {
   using detail::choose_by_time;
-  const auto choose = [](std::vector<float> ms) { return choose_by_time(ms, 0.10f); };
+  const auto choose = [](std::vector<float> ms, std::vector<std::size_t> ws = {}) {
+    if (ws.empty()) ws.assign(ms.size(), 0);
+    return choose_by_time(ms, ws, 0.10f);
+  };
   // Round 7's case: the heuristics' first at 30 times the forward's time.
   CHECK(choose({4.0f, 0.14f, 0.13f}) == 1u);  // 0.14 is within 10% of 0.13
   CHECK(choose({4.0f, 0.15f, 0.13f}) == 2u);
   CHECK(choose({1.0f, 0.95f}) == 0u);        // the earlier one within the tie
   CHECK(choose({-1.0f, 2.0f, 1.0f}) == 2u);  // the first did not run
+  // A hungrier engine a few percent faster does not win; a much faster one does.
+  CHECK(choose({1.0f, 0.95f}, {1 << 20, 1 << 30}) == 0u);
+  CHECK(choose({1.0f, 0.95f}, {1 << 30, 1 << 20}) == 1u);
+  CHECK(choose({1.0f, 0.5f}, {0, 1 << 30}) == 1u);
   CHECK_FALSE(choose({-1.0f, -1.0f}).has_value());
   CHECK_FALSE(choose({}).has_value());
+}
+
+TEST_CASE("a decision is handed the remembered engine and remembers a new one",
+          "[conv_engine_record]") {
+  test::TempDir dir("engine-record-decide");
+  const std::string file = (dir.path / "conv-engines.tsv").string();
+  EngineChoiceRecord first(file);
+  std::optional<std::string> seen = "not called";
+  CHECK(first.decide("k", [&](const std::optional<std::string>& kept) {
+    seen = kept;
+    return std::string("engA");
+  }) == "engA");
+  CHECK_FALSE(seen.has_value());
+  // Untimed: nothing to remember.
+  CHECK(first.decide("u", [](const std::optional<std::string>&) { return std::string(); }).empty());
+  CHECK_FALSE(first.find("u").has_value());
+  // The next process is handed engA, and taking it appends nothing.
+  EngineChoiceRecord next(file);
+  CHECK(next.decide("k", [&](const std::optional<std::string>& kept) {
+    seen = kept;
+    return kept.value_or("other");
+  }) == "engA");
+  CHECK(seen == "engA");
+  CHECK(read_all(file) == "k\tengA\n");
+  // A remembered engine no longer offered: the new choice supersedes it.
+  CHECK(next.decide("k", [](const std::optional<std::string>&) { return std::string("engB"); }) ==
+        "engB");
+  CHECK(EngineChoiceRecord(file).find("k") == "engB");
+}
+
+TEST_CASE("processes that decide one key at once take the first one's engine",
+          "[conv_engine_record]") {
+  // Two ranks of a node reach the same shape on a first run: the second waits
+  // for the first's lock, reads its line and is handed its engine.
+  test::TempDir dir("engine-record-race");
+  const std::string file = (dir.path / "conv-engines.tsv").string();
+  int to_parent[2];
+  REQUIRE(::pipe(to_parent) == 0);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    EngineChoiceRecord record(file);
+    const std::string got = record.decide("shape", [](const std::optional<std::string>& kept) {
+      if (kept) return *kept;
+      ::usleep(300000);  // timing, while the other process waits
+      return std::string("child-engine");
+    });
+    (void)!::write(to_parent[1], got.data(), got.size());
+    ::_exit(0);
+  }
+  ::usleep(100000);  // the child holds the lock by now (it sleeps 300 ms inside)
+  EngineChoiceRecord record(file);
+  const std::string got = record.decide("shape", [](const std::optional<std::string>& kept) {
+    return kept ? *kept : std::string("parent-engine");
+  });
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ::close(to_parent[1]);
+  char buf[64] = {};
+  const ssize_t n = ::read(to_parent[0], buf, sizeof buf - 1);
+  ::close(to_parent[0]);
+  REQUIRE(n > 0);
+  CHECK(std::string(buf, static_cast<std::size_t>(n)) == "child-engine");
+  CHECK(got == "child-engine");
+  CHECK(read_all(file) == "shape\tchild-engine\n");
 }

@@ -236,7 +236,6 @@ TEST_CASE("gpu conv weight gradient candidates: every engine listed, fp32 and 16
               magnitude[((k * s.c + c) * s.r + r) * s.s + t] = abs_sum;
             }
       Tensor gx = words_on(x, p, kGpu), gdy = words_on(dy, p, kGpu);
-      std::string first_engine;
       for (const DType dw_type : {DType::f32, p}) {
         CAPTURE(dtype_name(p), nhwc, dtype_name(dw_type));
         std::string why;

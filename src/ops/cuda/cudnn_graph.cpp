@@ -103,6 +103,14 @@ fe::HeurMode_t conv_heuristics_mode() {
 // qualifying engines are built, in the heuristics' order, and their plan indices listed, for the
 // caller to choose among; without `built`: the first that builds (HEURISTICS_CHOICE), which the
 // graph then executes.
+}  // namespace
+
+const char* conv_heuristics_mode_name() {
+  return conv_heuristics_mode() == fe::HeurMode_t::B ? "heuristics B" : "heuristics A";
+}
+
+namespace {
+
 std::string build_steps(fe::graph::Graph& g, cudnnHandle_t dnn, Determinism determinism,
                         fe::HeurMode_t mode, const EngineWanted& wanted,
                         std::vector<std::int64_t>* built) {
@@ -115,6 +123,13 @@ std::string build_steps(fe::graph::Graph& g, cudnnHandle_t dnn, Determinism dete
     return failed("heuristics", e);
   if (determinism == Determinism::by_notes)
     g.deselect_numeric_notes({fe::NumericalNote_t::NONDETERMINISTIC});
+  // Candidates chosen by time: the faster engines are often those that
+  // down-convert their inputs or reduce in reduced precision, which the
+  // heuristics' first (all that ran before timing) rarely is; the numbers
+  // must not depend on which engine timed fastest.
+  if (built != nullptr && (wanted.most > 1 || !wanted.only.empty()))
+    g.deselect_numeric_notes({fe::NumericalNote_t::DOWN_CONVERT_INPUTS,
+                              fe::NumericalNote_t::REDUCED_PRECISION_REDUCTION});
   g.deselect_workspace_greater_than(kGraphWorkspaceCap);
   if (fe::error_t e = g.check_support(dnn); e.is_bad())
     return failed(determinism == Determinism::by_notes

@@ -58,7 +58,9 @@ std::string engine_record_device() {
   RT_CUDA_CHECK(cudaGetDevice(&device));
   cudaDeviceProp prop{};
   RT_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
-  return fmt::format("{} sm{}{}|cuDNN {}", prop.name, prop.major, prop.minor, cudnnGetVersion());
+  // The SM count tells a MIG slice (or a smaller part of one name) apart.
+  return fmt::format("{} sm{}{} x{}|cuDNN {}", prop.name, prop.major, prop.minor,
+                     prop.multiProcessorCount, cudnnGetVersion());
 }
 
 }  // namespace ringtrain::detail

@@ -15,7 +15,8 @@ float time_launches(void* stream, const std::function<void()>& launch, int repea
 
 bool stream_is_capturing(void* stream);
 
-// "<GPU name>|cuDNN <version>": what a remembered choice holds for.
+// "<GPU name> sm<major><minor> x<SMs>|cuDNN <version>": what a remembered
+// choice holds for.
 std::string engine_record_device();
 
 }  // namespace ringtrain::detail

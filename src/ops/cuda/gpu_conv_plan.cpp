@@ -248,9 +248,11 @@ struct Entry {
 // pattern (the engines' speed does not depend on the values; zeros might
 // flatter them), an fp32-sized dW, the plan's own 16-bit filter copy (its
 // contents uninitialised: also finite or not, never read back), and the
-// context's workspace, grown only for a candidate that wins. Allocated for
-// the first shape that needs timing, and freed when the plan is made: before
-// the step's activations exist, so they stand in no peak the run reports.
+// context's workspace, or a trial one where a candidate needs more.
+// Allocated for the first shape that needs timing and freed when the plan is
+// made, before the step's activations exist: the reported peak is the larger
+// of the two, not their sum (resnet50 b256: at most about 2.5 GB at model
+// build against about 13 GB in the step).
 struct TrialOperands {
   std::size_t x_bytes = 0, y_bytes = 0, dw_bytes = 0;
   DType dtype = DType::bf16;
@@ -337,9 +339,10 @@ struct ConvGraphCache {
   }
 
   static std::string shape_key(const ConvGraphShape& s, const char* op) {
-    return fmt::format("{} {} n{} c{} h{} w{} k{} r{} s{} p{} q{} pad{}x{} stride{}x{} {}", op,
-                       dtype_name(s.dtype), s.n, s.c, s.h, s.w, s.k, s.r, s.s, s.p, s.q, s.pad_h,
-                       s.pad_w, s.stride_h, s.stride_w, s.nhwc ? "nhwc" : "nchw");
+    return fmt::format("{}|{} {} n{} c{} h{} w{} k{} r{} s{} p{} q{} pad{}x{} stride{}x{} {}",
+                       conv_heuristics_mode_name(), op, dtype_name(s.dtype), s.n, s.c, s.h, s.w,
+                       s.k, s.r, s.s, s.p, s.q, s.pad_h, s.pad_w, s.stride_h, s.stride_w,
+                       s.nhwc ? "nhwc" : "nchw");
   }
   static bool timing(const TrialOperands* trial) {
     return trial != nullptr && conv_engine_timing_wanted() && !stream_is_capturing(trial->stream);
@@ -347,8 +350,9 @@ struct ConvGraphCache {
 
   // The engine for `what`: build(wanted) lists the candidates (preference
   // order). Where timing, the remembered engine (only it is built), else each
-  // of the candidates timed on the trial operands and the earliest within
-  // kTimingTie of the fastest kept and remembered; else the first.
+  // candidate timed on the trial operands and the choice of choose_by_time
+  // kept and remembered, all under the record's lock (ranks that reach the
+  // shape at once take one choice); else the heuristics' first.
   // run(c, workspace) launches candidate c on the trial operands.
   template <class Graph, class Build, class Name, class Run>
   static std::shared_ptr<Graph> choose(const std::string& what, DeviceBytes& workspace,
@@ -363,46 +367,59 @@ struct ConvGraphCache {
     const auto seconds = [&] {
       return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     };
-    const std::string key = engine_record_device() + "|" + what;
-    EngineChoiceRecord& record = conv_engine_record();
-    const std::optional<std::string> kept = record.find(key);
-    if (kept) {
-      for (auto& c : build(EngineWanted{.most = 1, .only = *kept}))
-        if (name_of(*c) == *kept) {
-          *how = fmt::format("remembered, {:.2f} s", seconds());
-          return std::move(c);
-        }
-    }
-    auto candidates = build(EngineWanted{.most = kCandidatesTimed, .only = {}});
-    if (candidates.empty()) return nullptr;
-    trial->ready();
-    std::size_t need = 0;
-    for (const auto& c : candidates) need = std::max(need, c->workspace_bytes());
-    // The context's workspace where it is large enough, else a trial one of
-    // up to the largest need (a candidate that does not fit is not run).
-    DeviceBytes own;
-    DeviceBytes* ws = &workspace;
-    if (need > workspace.size()) {
-      own = DeviceBytes::up_to(need, std::min(need, kMinTrialWorkspace));
-      if (own.size() > workspace.size()) ws = &own;
-    }
-    std::vector<float> ms(candidates.size(), -1.0f);
-    for (std::size_t i = 0; i < candidates.size(); ++i) {
-      if (candidates[i]->workspace_bytes() > ws->size()) continue;
-      try {
-        ms[i] = time_launches(trial->stream, [&] { run(*candidates[i], ws->get()); });
-      } catch (const std::exception&) {
-        (void)cudaGetLastError();  // a candidate that fails to run is passed over
-      }
-    }
-    const std::size_t chosen = choose_by_time(ms, kTimingTie).value_or(0);
-    const auto ran = std::count_if(ms.begin(), ms.end(), [](float t) { return t >= 0; });
-    *how = fmt::format("timed {} of {}: {:.3f} ms, the heuristics' first {}; {:.2f} s", ran,
-                       candidates.size(), ms[chosen],
-                       ms[0] < 0 ? std::string("not run") : fmt::format("{:.3f} ms", ms[0]),
-                       seconds());
-    if (ms[chosen] >= 0) record.remember(key, name_of(*candidates[chosen]));
-    return std::move(candidates[chosen]);
+    std::shared_ptr<Graph> chosen;
+    conv_engine_record().decide(
+        engine_record_device() + "|" + what,
+        [&](const std::optional<std::string>& kept) -> std::string {
+          if (kept) {
+            for (auto& c : build(EngineWanted{.most = 1, .only = *kept}))
+              if (name_of(*c) == *kept) {
+                chosen = std::move(c);
+                *how = fmt::format("remembered, {:.2f} s", seconds());
+                return *kept;
+              }
+          }
+          auto candidates = build(EngineWanted{.most = kCandidatesTimed, .only = {}});
+          if (candidates.empty()) return {};
+          trial->ready();
+          std::vector<std::size_t> need(candidates.size());
+          for (std::size_t i = 0; i < candidates.size(); ++i)
+            need[i] = candidates[i]->workspace_bytes();
+          const std::size_t most = *std::max_element(need.begin(), need.end());
+          // The context's workspace where it is large enough, else a trial
+          // one of up to the largest need (a candidate that does not fit is
+          // not run).
+          DeviceBytes own;
+          DeviceBytes* ws = &workspace;
+          if (most > workspace.size()) {
+            own = DeviceBytes::up_to(most, std::min(most, kMinTrialWorkspace));
+            if (own.size() > workspace.size()) ws = &own;
+          }
+          std::vector<float> ms(candidates.size(), -1.0f);
+          for (std::size_t i = 0; i < candidates.size(); ++i) {
+            if (need[i] > ws->size()) continue;
+            try {
+              ms[i] = time_launches(trial->stream, [&] { run(*candidates[i], ws->get()); });
+            } catch (const std::exception&) {
+              (void)cudaGetLastError();  // a candidate that fails to run is passed over
+            }
+          }
+          const std::optional<std::size_t> fastest = choose_by_time(ms, need, kTimingTie);
+          const auto ran = std::count_if(ms.begin(), ms.end(), [](float t) { return t >= 0; });
+          const std::size_t pick = fastest.value_or(0);
+          *how = fastest ? fmt::format(
+                               "timed {} of {}: {:.3f} ms, the heuristics' first {}; "
+                               "{:.2f} s",
+                               ran, candidates.size(), ms[pick],
+                               ms[0] < 0 ? std::string("not run") : fmt::format("{:.3f} ms", ms[0]),
+                               seconds())
+                         : fmt::format("the heuristics' first: none of {} could be timed",
+                                       candidates.size());
+          chosen = std::move(candidates[pick]);
+          // Only a timed choice is remembered.
+          return fastest ? name_of(*chosen) : std::string();
+        });
+    return chosen;
   }
 
   std::shared_ptr<ConvDataGraph> data_graph(const GpuHandles& h, const ConvGraphShape& s,
@@ -438,9 +455,12 @@ struct ConvGraphCache {
                                               DeviceBytes& workspace, TrialOperands* trial,
                                               std::string* why_not, std::string* how) {
     return find_or_build(wgrad, s, why_not, how, [&](std::string* why, std::string* chosen) {
-      // fp32-dW engines, then 16-bit-dW ones: timed beside them, or alone
-      // where no fp32 one is. A remembered name ("<engine> dW <dtype>
-      // <order>") builds only its own dtype's engine of that name.
+      // fp32-dW engines, then bf16-dW ones: timed beside them, or alone
+      // where no fp32 one is. Never an fp16 dW: under a loss scale (65,536 at
+      // first) it would overflow where fp32 does not, and skip steps that
+      // depend on which engine timed fastest; fp16 data without an fp32-dW
+      // engine widens x and dy instead, as before. A remembered name
+      // ("<engine> dW <dtype> <order>") builds only its own dtype's engine.
       const auto build = [&](const EngineWanted& wanted) {
         std::vector<std::unique_ptr<ConvWgradGraph>> candidates;
         std::string why32, why16;
@@ -457,7 +477,7 @@ struct ConvGraphCache {
         };
         if (wants(DType::f32))
           candidates = ConvWgradGraph::candidates(h, s, DType::f32, engine, &why32);
-        if (wants(s.dtype) && (timing(trial) || candidates.empty()))
+        if (s.dtype == DType::bf16 && wants(s.dtype) && (timing(trial) || candidates.empty()))
           for (auto& c : ConvWgradGraph::candidates(h, s, s.dtype, engine, &why16))
             candidates.push_back(std::move(c));
         if (candidates.empty())
