@@ -318,7 +318,14 @@ print(v)' "$work/acc/metrics.jsonl" 2>/dev/null || echo none)
     --ckpt-dir "$work/g20" --logdir "$work/g20"
   run train-cpu20 60 "$exe" train "${common[@]}" --device cpu --batch 64 --max-steps 20 --ckpt-dir "$work/c20" \
     --logdir "$work/c20"
-  run cmp-gpu-cpu 30 "$cmp" "$(last_ckpt "$work/g20")" "$(last_ckpt "$work/c20")" --rtol 1e-3 --atol 1e-5 --report
+  # Each tensor within a relative L2 distance of 1e-2 (rounds 5 and 6: the
+  # weight-gradient Winograd algorithm cuDNN's heuristics choose under --tf32
+  # off rounds otherwise, amplified over 20 steps to 7e-4 in conv1's momentum
+  # and 1.5e-3 in conv2's, while a small momentum element moved by more than
+  # any elementwise rtol); a wrong gradient moves a tensor by far more. The
+  # report still counts the elements outside rtol 1e-3, as in earlier rounds.
+  run cmp-gpu-cpu 30 "$cmp" "$(last_ckpt "$work/g20")" "$(last_ckpt "$work/c20")" --rel-l2 1e-2 \
+    --rtol 1e-3 --atol 1e-5 --report
   pass_if cmp-gpu-cpu $? "$(tail -3 "$out/cmp-gpu-cpu.log" | tr '\n' ' ')"
   # the cuDNN algorithms those 20 steps ran (FFT and Winograd ones round more than GEMMs)
   run train-gpu20-algos 60 "$exe" bench step --device cuda "${tf32[@]}" --model cnn --batch 64 \
@@ -327,7 +334,8 @@ print(v)' "$work/acc/metrics.jsonl" 2>/dev/null || echo none)
   # different cuDNN algorithms: the tolerance is that of GPU against CPU)
   run train-accum 60 "$exe" train "${common[@]}" --device cuda "${tf32[@]}" --batch 32 --accum 2 --cache \
     --max-steps 20 --ckpt-dir "$work/a2" --logdir "$work/a2"
-  run cmp-accum 30 "$cmp" "$(last_ckpt "$work/a2")" "$work/g20/ckpt-20.h5" --rtol 1e-3 --atol 1e-5 --report
+  run cmp-accum 30 "$cmp" "$(last_ckpt "$work/a2")" "$work/g20/ckpt-20.h5" --rel-l2 1e-2 --rtol 1e-3 \
+    --atol 1e-5 --report
   pass_if cmp-accum $? "$(tail -3 "$out/cmp-accum.log" | tr '\n' ' ')"
   # resume a GPU checkpoint on the GPU, evaluate it on the CPU
   mkdir -p "$work/g40"; cp "$work/g20/ckpt-20.h5" "$work/g40/" 2>/dev/null
@@ -348,7 +356,8 @@ print(v)' "$work/acc/metrics.jsonl" 2>/dev/null || echo none)
   # 2 ranks sharing the GPU (staged shm) against 1 rank with the doubled batch
   run train-share 90 "${MPI[@]}" -np 2 "$exe" train "${common[@]}" --device cuda --allow-gpu-sharing "${tf32[@]}" \
     --batch 32 --max-steps 20 --ckpt-dir "$work/s2" --logdir "$work/s2"
-  run cmp-share 30 "$cmp" "$(last_ckpt "$work/s2")" "$work/g20/ckpt-20.h5" --rtol 1e-3 --atol 1e-5
+  run cmp-share 30 "$cmp" "$(last_ckpt "$work/s2")" "$work/g20/ckpt-20.h5" --rel-l2 1e-2 --rtol 1e-3 \
+    --atol 1e-5
   pass_if cmp-share $? "$(tail -3 "$out/cmp-share.log" | tr '\n' ' ')"
   run cmp-share-accum 30 "$cmp" "$(last_ckpt "$work/s2")" "$(last_ckpt "$work/a2")" --rtol 1e-5 --atol 1e-7
   pass_if cmp-share-accum $? "$(tail -2 "$out/cmp-share-accum.log" | head -1)"

@@ -1,8 +1,13 @@
-// compare_checkpoints A.h5 B.h5 [--exact | --rtol R --atol A] [--any-step]
+// compare_checkpoints A.h5 B.h5 [--exact | --rtol R --atol A | --rel-l2 D] [--any-step]
 // compare_checkpoints --hash A.h5
 // compare_checkpoints --tensor-hashes A.h5
 // Exit 0 when every parameter (and optimizer state, and model state) tensor of A matches B:
-// bit for bit with --exact, else |a - b| <= rtol * max(|a|, |b|) + atol.
+// bit for bit with --exact, else |a - b| <= rtol * max(|a|, |b|) + atol, or with
+// --rel-l2 each tensor's relative L2 distance |a - b| / |b| at most D: for two
+// runs whose convolution algorithms round differently (cuDNN chooses by batch
+// and by --tf32), where a small element (a momentum near zero) can move by
+// more than any elementwise rtol while the tensor as a whole agrees; a wrong
+// gradient moves whole tensors, by far more.
 // --any-step compares the tensors of checkpoints taken at different steps (a
 // skipped update leaves the state of the step before).
 // Prints the largest difference, so a failing test shows by how much, and for
@@ -88,14 +93,14 @@ int main(int argc, char** argv) {
   }
   if (argc < 3) {
     std::fprintf(stderr,
-                 "usage: compare_checkpoints A.h5 B.h5 [--exact | --rtol R --atol A] [--any-step] "
-                 "[--report]\n"
+                 "usage: compare_checkpoints A.h5 B.h5 [--exact | --rtol R --atol A | --rel-l2 D] "
+                 "[--any-step] [--report]\n"
                  "       compare_checkpoints --hash A.h5\n"
                  "       compare_checkpoints --tensor-hashes A.h5\n");
     return 2;
   }
   bool exact = false, any_step = false, report = false;
-  double rtol = 1e-5, atol = 1e-6;
+  double rtol = 1e-5, atol = 1e-6, rel_l2 = -1;
   for (int i = 3; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--exact"))
       exact = true;
@@ -107,6 +112,17 @@ int main(int argc, char** argv) {
       rtol = std::atof(argv[++i]);
     else if (!std::strcmp(argv[i], "--atol") && i + 1 < argc)
       atol = std::atof(argv[++i]);
+    else if (!std::strcmp(argv[i], "--rel-l2") && i + 1 < argc)
+      rel_l2 = std::atof(argv[++i]);
+    else {
+      // A flag this tool does not know would otherwise compare by another rule.
+      std::fprintf(stderr, "compare_checkpoints: unknown or incomplete flag %s\n", argv[i]);
+      return 2;
+    }
+  }
+  if (exact && rel_l2 >= 0) {
+    std::fprintf(stderr, "compare_checkpoints: --exact and --rel-l2 exclude each other\n");
+    return 2;
   }
   try {
     const LoadedCheckpoint a = read_checkpoint(argv[1]);
@@ -117,7 +133,7 @@ int main(int argc, char** argv) {
                   static_cast<unsigned long long>(b.meta.step));
       return 1;
     }
-    std::size_t bad = 0, total = 0;
+    std::size_t bad = 0, total = 0, tensors = 0, bad_tensors = 0;
     double worst = 0;
     std::string worst_name;
     // One tensor's elements [begin, end), reported under name.
@@ -141,15 +157,19 @@ int main(int argc, char** argv) {
           worst_name = name + "[" + std::to_string(i - begin) + "]";
         }
       }
-      bad += outside;
-      if (outside > 0 || report)
+      const double l2 = sq_b > 0 ? std::sqrt(sq_diff / sq_b) : std::sqrt(sq_diff);
+      ++tensors;
+      const bool tensor_bad = rel_l2 >= 0 ? !(l2 <= rel_l2) : outside > 0;
+      if (tensor_bad) ++bad_tensors;
+      if (rel_l2 < 0) bad += outside;
+      if (tensor_bad || report)
         std::printf(
             "  %-28s %8zu of %8zu outside; max |a-b| %.3g (a %.6g, b %.6g); rms(b) %.3g; "
-            "|a-b|/|b| %.3g\n",
+            "|a-b|/|b| %.3g%s\n",
             name.c_str(), outside, end - begin, max_diff, static_cast<double>(va[worst_at]),
             static_cast<double>(vb[worst_at]),
-            std::sqrt(sq_b / static_cast<double>(std::max<std::size_t>(1, end - begin))),
-            sq_b > 0 ? std::sqrt(sq_diff / sq_b) : std::sqrt(sq_diff));
+            std::sqrt(sq_b / static_cast<double>(std::max<std::size_t>(1, end - begin))), l2,
+            rel_l2 >= 0 && tensor_bad ? " (over the relative L2 bound)" : "");
     };
     auto compare = [&](const auto& ta, const auto& tb) {
       for (std::size_t t = 0; t < ta.size(); ++t) {
@@ -159,6 +179,7 @@ int main(int argc, char** argv) {
           std::printf("tensor %zu differs in name or size: %s vs %s\n", t, ta[t].first.c_str(),
                       tb[t].first.c_str());
           ++bad;
+          ++bad_tensors;
           continue;
         }
         for_each_part(a, ta[t].first, va.size(), &ta == &a.optimizer,
@@ -176,6 +197,14 @@ int main(int argc, char** argv) {
       return 1;
     }
     compare(a.buffers, b.buffers);
+    if (rel_l2 >= 0) {
+      std::printf(
+          "%s vs %s: %zu of %zu tensors over relative L2 distance %.3g; largest elementwise "
+          "relative difference %.3g%s%s\n",
+          argv[1], argv[2], bad_tensors, tensors, rel_l2, worst, worst_name.empty() ? "" : " at ",
+          worst_name.c_str());
+      return bad_tensors == 0 ? 0 : 1;
+    }
     std::printf("%s vs %s: %zu of %zu elements outside %s; largest relative difference %.3g%s%s\n",
                 argv[1], argv[2], bad, total, exact ? "bit-exact" : "tolerance", worst,
                 worst_name.empty() ? "" : " at ", worst_name.c_str());
