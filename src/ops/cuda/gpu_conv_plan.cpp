@@ -217,6 +217,33 @@ struct Choice {
   // cuDNN's better-ranked algorithms that the rules passed over, and why
   // (bench step --layers shows it: what determinism costs a layer).
   std::string passed_over;
+  // How it was chosen where not by the heuristics alone (timed, remembered).
+  std::string how;
+};
+
+// The fp32 path's algorithms chosen by time at a plan's maximum batch, as
+// the graph engines are (ConvGraphCache::choose): the first kCandidatesTimed
+// algorithms the rules allow, in cuDNN's heuristic order, each run on fp32
+// trial operands of the shape, and the choice remembered by shape, math and
+// operation. Allocated on the first operation that times, freed with the
+// plan's making.
+struct LegacyTrial {
+  std::size_t x_bytes = 0, y_bytes = 0, w_bytes = 0;
+  DeviceBytes x, y, w, dw;
+  void* stream = nullptr;
+  std::string key;  // the shape's record key, less the operation
+
+  void ready() {
+    if (x.size() > 0) return;
+    x = DeviceBytes(x_bytes);
+    y = DeviceBytes(y_bytes);
+    w = DeviceBytes(w_bytes);
+    dw = DeviceBytes(w_bytes);
+    // 0x3C3C3C3C is about 0.0115: finite sums.
+    const auto s = static_cast<cudaStream_t>(stream);
+    for (const DeviceBytes* b : {&x, &y, &w})
+      RT_CUDA_CHECK(cudaMemsetAsync(b->get(), 0x3C, b->size(), s));
+  }
 };
 
 struct Entry {
@@ -682,8 +709,9 @@ class CudnnConvPlan final : public GpuConvPlan {
     const auto one = [](const char* label, ConvAlgoOp op, const std::optional<Choice>& c) {
       if (!c) return fmt::format("{}=(not chosen yet)", label);
       return fmt::format(
-          "{}={}{}", label, describe_conv_choice(op, c->algo, math_of(c->math), c->memory),
-          c->passed_over.empty() ? std::string() : fmt::format(" (over {})", c->passed_over));
+          "{}={}{}{}", label, describe_conv_choice(op, c->algo, math_of(c->math), c->memory),
+          c->passed_over.empty() ? std::string() : fmt::format(" (over {})", c->passed_over),
+          c->how.empty() ? std::string() : fmt::format(" [{}]", c->how));
     };
     const std::string p = sixteen_bit() ? precision_label() : "";
     std::string out;
@@ -1017,12 +1045,26 @@ class CudnnConvPlan final : public GpuConvPlan {
       if (b->size() > 0) RT_CUDA_CHECK(cudaMemsetAsync(b->get(), 0, b->size(), stream_));
     const DeviceBytes trial = DeviceBytes::trial_workspace();
     std::string tried;
-    e.fwd = find_forward(e, false, x.get(), w.get(), y.get(), trial, &tried);
+    // An fp32 context runs these algorithms every step: chosen by time where
+    // timing is wanted (a 16-bit context runs its graph engines instead).
+    LegacyTrial legacy;
+    LegacyTrial* timed = nullptr;
+    if (!kMeasureAlgorithms && !sixteen_bit() && conv_engine_timing_wanted() &&
+        !stream_is_capturing(stream_)) {
+      legacy.x_bytes = sizeof(float) * e.batch * in_elements();
+      legacy.y_bytes = sizeof(float) * e.batch * out_elements();
+      legacy.w_bytes = weight_bytes();
+      legacy.stream = stream_;
+      legacy.key = ConvGraphCache::shape_key(graph_shape(e.batch), tf32_ ? "tf32" : "fma");
+      timed = &legacy;
+    }
+    e.fwd = find_forward(e, false, x.get(), w.get(), y.get(), trial, &tried, timed);
     require(e.fwd, "forward", e.batch, trial.size(), tried);
-    e.bwd_filter = find_backward_filter(e, x.get(), y.get(), w.get(), trial, &tried);
+    e.bwd_filter = find_backward_filter(e, x.get(), y.get(), w.get(), trial, &tried, timed);
     require(e.bwd_filter, "backward-filter", e.batch, trial.size(), tried);
-    e.bwd_data = find_backward_data(e, false, w.get(), y.get(), x.get(), trial, &tried);
+    e.bwd_data = find_backward_data(e, false, w.get(), y.get(), x.get(), trial, &tried, timed);
     require(e.bwd_data, "backward-data", e.batch, trial.size(), tried);
+    if (timed != nullptr) RT_CUDA_CHECK(cudaStreamSynchronize(stream_));  // before it is freed
     if (sixteen_bit()) {
       // The fp32 scratch buffers are larger than the 16-bit tensors (used
       // only when Find measures).
@@ -1112,9 +1154,14 @@ class CudnnConvPlan final : public GpuConvPlan {
 
   // One Find: `run(workspace, bytes, requested, &returned, perf)`, then the rules.
   // `tensor_math`: results on tensor cores may be taken (TF32 on, or 16-bit data).
+  // `timed` (an fp32 context's maximum batch): the allowed results timed
+  // with launch(trial, algo, math descriptor, workspace, bytes), as the
+  // LegacyTrial comment says.
   template <typename Perf, int kCount, typename Run>
   std::optional<Choice> measure(ConvAlgoOp op, const DeviceBytes& ws, std::string* tried,
-                                bool tensor_math, Run&& run) const {
+                                bool tensor_math, Run&& run, LegacyTrial* timed = nullptr,
+                                const std::function<void(LegacyTrial&, int, cudnnMathType_t, void*,
+                                                         std::size_t)>& launch = {}) const {
     std::array<Perf, kCount> perf{};
     int returned = 0;
     run(ws.get(), ws.size(), kCount, &returned, perf.data());
@@ -1131,19 +1178,88 @@ class CudnnConvPlan final : public GpuConvPlan {
           math_of(perf[r].mathType)};
     const std::span<const ConvAlgoRecord> found(records.data(), static_cast<std::size_t>(returned));
     const ConvAlgoRules rules{std::min(ws.size(), kWorkspaceCap), kDeterministicOnly, tensor_math};
-    const std::optional<std::size_t> pick = choose_conv_algorithm(found, rules);
+    std::optional<std::size_t> pick = choose_conv_algorithm(found, rules);
     if (!pick) {
       if (tried != nullptr) *tried = describe_conv_algorithms(found);
       return std::nullopt;
     }
+    std::string how;
+    if (timed != nullptr) {
+      if (const std::optional<std::size_t> t =
+              timed_pick(op, found, rules, perf.data(), *timed, launch, &how))
+        pick = t;
+    }
     const Perf& p = perf[*pick];
     return Choice{static_cast<int>(p.algo), p.mathType, p.memory,
-                  describe_passed_over(op, found, *pick, rules)};
+                  describe_passed_over(op, found, *pick, rules), std::move(how)};
+  }
+
+  // The timed (or remembered) choice among the results the rules allow;
+  // nullopt (the heuristics' pick stands) where none could be timed.
+  template <typename Perf>
+  std::optional<std::size_t> timed_pick(
+      ConvAlgoOp op, std::span<const ConvAlgoRecord> found, const ConvAlgoRules& rules,
+      const Perf* perf, LegacyTrial& trial,
+      const std::function<void(LegacyTrial&, int, cudnnMathType_t, void*, std::size_t)>& launch,
+      std::string* how) const {
+    std::vector<std::size_t> allowed;  // cuDNN's order
+    for (std::size_t r = 0; r < found.size(); ++r)
+      if (choose_conv_algorithm(found.subspan(r, 1), rules)) allowed.push_back(r);
+    if (allowed.size() < 2) return std::nullopt;
+    const auto name = [&](std::size_t r) {
+      return fmt::format("{} {}", conv_algo_name(op, found[r].algo),
+                         static_cast<int>(perf[r].mathType));
+    };
+    const char* what = op == ConvAlgoOp::forward           ? "legacy-fprop"
+                       : op == ConvAlgoOp::backward_filter ? "legacy-wgrad"
+                                                           : "legacy-dgrad";
+    const auto started = std::chrono::steady_clock::now();
+    std::optional<std::size_t> pick;
+    conv_engine_record().decide(
+        fmt::format("{}|{} {}", engine_record_device(), what, trial.key),
+        [&](const std::optional<std::string>& kept) -> std::string {
+          if (kept)
+            for (const std::size_t r : allowed)
+              if (name(r) == *kept) {
+                pick = r;
+                *how = "remembered";
+                return *kept;
+              }
+          if (allowed.size() > kCandidatesTimed) allowed.resize(kCandidatesTimed);
+          std::vector<std::size_t> need;
+          for (const std::size_t r : allowed) need.push_back(found[r].memory);
+          const std::size_t most = *std::max_element(need.begin(), need.end());
+          trial.ready();
+          const DeviceBytes ws = DeviceBytes::up_to(most, std::min(most, kMinTrialWorkspace));
+          std::vector<float> ms(allowed.size(), -1.0f);
+          for (std::size_t i = 0; i < allowed.size(); ++i) {
+            if (need[i] > ws.size()) continue;
+            const Perf& p = perf[allowed[i]];
+            try {
+              ms[i] = time_launches(stream_, [&] {
+                launch(trial, static_cast<int>(p.algo), p.mathType, ws.get(), ws.size());
+              });
+            } catch (const std::exception&) {
+              (void)cudaGetLastError();  // an algorithm that fails to run is passed over
+            }
+          }
+          const std::optional<std::size_t> c = choose_by_time(ms, need, kTimingTie);
+          if (!c) return {};
+          pick = allowed[*c];
+          const auto ran = std::count_if(ms.begin(), ms.end(), [](float t) { return t >= 0; });
+          *how = fmt::format(
+              "timed {} of {}: {:.3f} ms, the heuristics' first {}; {:.2f} s", ran, allowed.size(),
+              ms[*c], ms[0] < 0 ? std::string("not run") : fmt::format("{:.3f} ms", ms[0]),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+          return name(*pick);
+        });
+    return pick;
   }
 
   // half: on the entry's 16-bit descriptors.
   std::optional<Choice> find_forward(const Entry& e, bool half, const void* x, const void* w,
-                                     void* y, const DeviceBytes& ws, std::string* tried) const {
+                                     void* y, const DeviceBytes& ws, std::string* tried,
+                                     LegacyTrial* timed = nullptr) const {
     const cudnnTensorDescriptor_t xd = half ? e.x16 : e.x, yd = half ? e.y16 : e.y;
     const cudnnFilterDescriptor_t wd = half ? w16_desc_ : w_desc_;
     return measure<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT>(
@@ -1157,12 +1273,19 @@ class CudnnConvPlan final : public GpuConvPlan {
           }
           RT_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
               dnn_, xd, x, wd, w, find_conv(half), yd, y, n, returned, perf, space, bytes));
+        },
+        half ? nullptr : timed,
+        [&](LegacyTrial& t, int algo, cudnnMathType_t math, void* space, std::size_t bytes) {
+          const float one = 1.0f, zero = 0.0f;
+          RT_CUDNN_CHECK(cudnnConvolutionForward(
+              dnn_, &one, e.x, t.x.get(), w_desc_, t.w.get(), conv_for(math),
+              static_cast<cudnnConvolutionFwdAlgo_t>(algo), space, bytes, &zero, e.y, t.y.get()));
         });
   }
 
   std::optional<Choice> find_backward_filter(const Entry& e, const void* x, const void* dy,
-                                             void* dw, const DeviceBytes& ws,
-                                             std::string* tried) const {
+                                             void* dw, const DeviceBytes& ws, std::string* tried,
+                                             LegacyTrial* timed = nullptr) const {
     return measure<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT>(
         ConvAlgoOp::backward_filter, ws, tried, tf32_,
         [&](void* space, std::size_t bytes, int n, int* returned,
@@ -1174,12 +1297,20 @@ class CudnnConvPlan final : public GpuConvPlan {
           }
           RT_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
               dnn_, e.x, x, e.y, dy, find_conv(), w_desc_, dw, n, returned, perf, space, bytes));
+        },
+        timed,
+        [&](LegacyTrial& t, int algo, cudnnMathType_t math, void* space, std::size_t bytes) {
+          const float one = 1.0f, zero = 0.0f;
+          RT_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
+              dnn_, &one, e.x, t.x.get(), e.y, t.y.get(), conv_for(math),
+              static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), space, bytes, &zero, w_desc_,
+              t.dw.get()));
         });
   }
 
   std::optional<Choice> find_backward_data(const Entry& e, bool half, const void* w, const void* dy,
-                                           void* dx, const DeviceBytes& ws,
-                                           std::string* tried) const {
+                                           void* dx, const DeviceBytes& ws, std::string* tried,
+                                           LegacyTrial* timed = nullptr) const {
     const cudnnTensorDescriptor_t xd = half ? e.x16 : e.x, yd = half ? e.y16 : e.y;
     const cudnnFilterDescriptor_t wd = half ? w16_desc_ : w_desc_;
     return measure<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT>(
@@ -1193,6 +1324,14 @@ class CudnnConvPlan final : public GpuConvPlan {
           }
           RT_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
               dnn_, wd, w, yd, dy, find_conv(half), xd, dx, n, returned, perf, space, bytes));
+        },
+        half ? nullptr : timed,
+        [&](LegacyTrial& t, int algo, cudnnMathType_t math, void* space, std::size_t bytes) {
+          const float one = 1.0f, zero = 0.0f;
+          RT_CUDNN_CHECK(cudnnConvolutionBackwardData(
+              dnn_, &one, w_desc_, t.w.get(), e.y, t.y.get(), conv_for(math),
+              static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), space, bytes, &zero, e.x,
+              t.x.get()));
         });
   }
 
