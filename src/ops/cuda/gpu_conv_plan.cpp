@@ -323,6 +323,35 @@ bool data_graphs_wanted() {
   return false;
 }
 
+// RINGTRAIN_CONV_DW: which dW dtypes a bf16 weight gradient's candidates
+// have: auto (the default: fp32 dW, and bf16 dW timed beside it), f32 (fp32
+// dW only, x and dy widened where no engine has one) or bf16 (bf16 dW only,
+// where an engine has one: a switch for tests and experiments, which runs
+// the widening path on a GPU test). Read once; a bad value is refused.
+enum class WgradDw { automatic, f32, bf16 };
+WgradDw wgrad_dw_wanted() {
+  static const WgradDw wanted = [] {
+    const char* env = std::getenv("RINGTRAIN_CONV_DW");
+    const std::string_view v = env == nullptr || *env == '\0' ? "auto" : env;
+    RT_CHECK(v == "auto" || v == "f32" || v == "bf16",
+             "RINGTRAIN_CONV_DW={}: expected auto (the default), f32 or bf16", v);
+    return v == "f32" ? WgradDw::f32 : v == "bf16" ? WgradDw::bf16 : WgradDw::automatic;
+  }();
+  return wanted;
+}
+// Part of a remembered choice's key: another setting lists other candidates.
+const char* wgrad_dw_key() {
+  switch (wgrad_dw_wanted()) {
+    case WgradDw::f32:
+      return " dW f32";
+    case WgradDw::bf16:
+      return " dW bf16";
+    case WgradDw::automatic:
+      break;
+  }
+  return "";
+}
+
 // The context's graph-API convolution graphs by shape. A graph is launched
 // with the tensors' addresses (its run is const), so the layers of one shape
 // share it: resnet50's 53 convolutions have 23 shapes, and each build
@@ -366,10 +395,10 @@ struct ConvGraphCache {
   }
 
   static std::string shape_key(const ConvGraphShape& s, const char* op) {
-    return fmt::format("{}|{} {} n{} c{} h{} w{} k{} r{} s{} p{} q{} pad{}x{} stride{}x{} {}",
-                       conv_heuristics_mode_name(), op, dtype_name(s.dtype), s.n, s.c, s.h, s.w,
-                       s.k, s.r, s.s, s.p, s.q, s.pad_h, s.pad_w, s.stride_h, s.stride_w,
-                       s.nhwc ? "nhwc" : "nchw");
+    return fmt::format("{}{}|{} {} n{} c{} h{} w{} k{} r{} s{} p{} q{} pad{}x{} stride{}x{} {}",
+                       conv_heuristics_mode_name(), wgrad_dw_key(), op, dtype_name(s.dtype), s.n,
+                       s.c, s.h, s.w, s.k, s.r, s.s, s.p, s.q, s.pad_h, s.pad_w, s.stride_h,
+                       s.stride_w, s.nhwc ? "nhwc" : "nchw");
   }
   static bool timing(const TrialOperands* trial) {
     return trial != nullptr && conv_engine_timing_wanted() && !stream_is_capturing(trial->stream);
@@ -502,9 +531,11 @@ struct ConvGraphCache {
         const auto wants = [&](DType t) {
           return only_dtype.empty() || only_dtype == dtype_name(t);
         };
-        if (wants(DType::f32))
+        const WgradDw dw = wgrad_dw_wanted();
+        if (wants(DType::f32) && dw != WgradDw::bf16)
           candidates = ConvWgradGraph::candidates(h, s, DType::f32, engine, &why32);
-        if (s.dtype == DType::bf16 && wants(s.dtype) && (timing(trial) || candidates.empty()))
+        if (s.dtype == DType::bf16 && wants(s.dtype) && dw != WgradDw::f32 &&
+            (timing(trial) || candidates.empty()))
           for (auto& c : ConvWgradGraph::candidates(h, s, s.dtype, engine, &why16))
             candidates.push_back(std::move(c));
         if (candidates.empty())
