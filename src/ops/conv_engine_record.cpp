@@ -2,9 +2,12 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -20,25 +23,41 @@ namespace ringtrain::detail {
 
 namespace {
 
+// How long a decision waits for another process's lock on the record (one
+// timing a shape: seconds at most) before it says so, and before it decides
+// unlocked: a stuck holder (a suspended run, a file system whose lock daemon
+// stalls) must not hold every later run at model build without a word.
+constexpr auto kLockNotice = std::chrono::seconds(10);
+constexpr auto kLockGiveUp = std::chrono::seconds(120);
+
 // The record's file, open for reading and appending, locked exclusively for
 // one decision (released, and closed, by the destructor; a process that dies
 // holding it releases it too).
 class LockedFile {
  public:
-  explicit LockedFile(const std::string& path) {
+  explicit LockedFile(const std::string& path) : path_(path) {
     std::error_code ec;
     const std::filesystem::path file(path);
     if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path(), ec);
+    // A file replaced while we waited (another process renamed a new one
+    // over it) would be locked by us and not by them: lock again the file
+    // the path names now.
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+      if (fd_ < 0) {
+        error_ = errno;
+        return;
+      }
+      if (!lock()) return;  // decided unlocked (said), on this file
+      struct stat held {
+      }, named{};
+      if (::fstat(fd_, &held) == 0 && ::stat(path.c_str(), &named) == 0 &&
+          held.st_dev == named.st_dev && held.st_ino == named.st_ino)
+        return;
+      ::close(std::exchange(fd_, -1));
+    }
     fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd_ < 0) {
-      error_ = errno;
-      return;
-    }
-    while (::flock(fd_, LOCK_EX) != 0) {
-      if (errno == EINTR) continue;
-      error_ = errno;  // no lock (a file system without them): decide unlocked
-      break;
-    }
+    if (fd_ < 0) error_ = errno;
   }
   ~LockedFile() {
     if (fd_ >= 0) ::close(fd_);  // releases the lock
@@ -68,6 +87,44 @@ class LockedFile {
   }
 
  private:
+  // True when locked; false when the decision goes on unlocked (a file
+  // system without locks, or a holder past kLockGiveUp), which is said.
+  bool lock() {
+    const auto start = std::chrono::steady_clock::now();
+    bool noticed = false;
+    for (;;) {
+      if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) return true;
+      const int e = errno;
+      if (e == EINTR) continue;
+      if (e != EWOULDBLOCK) {
+        static std::atomic<bool> said{false};
+        if (said.exchange(true)) return false;
+        log_warn(
+            "convolution engine record {}: cannot lock it ({}); deciding without the lock, so "
+            "ranks that reach a shape at once may time it each",
+            path_, std::strerror(e));
+        return false;
+      }
+      const auto waited = std::chrono::steady_clock::now() - start;
+      if (waited > kLockGiveUp) {
+        log_warn(
+            "convolution engine record {}: still locked by another process after {} s; "
+            "deciding without the lock",
+            path_, std::chrono::duration_cast<std::chrono::seconds>(kLockGiveUp).count());
+        return false;
+      }
+      if (!noticed && waited > kLockNotice) {
+        noticed = true;
+        log_info(
+            "convolution engine record {}: waiting for another process (a rank or a run timing "
+            "a convolution's engines) to release it",
+            path_);
+      }
+      ::usleep(20000);
+    }
+  }
+
+  std::string path_;
   int fd_ = -1;
   int error_ = 0;
 };

@@ -173,21 +173,24 @@ TEST_CASE("processes that decide one key at once take the first one's engine",
   // for the first's lock, reads its line and is handed its engine.
   test::TempDir dir("engine-record-race");
   const std::string file = (dir.path / "conv-engines.tsv").string();
-  int to_parent[2];
+  int to_parent[2], holding[2];
   REQUIRE(::pipe(to_parent) == 0);
+  REQUIRE(::pipe(holding) == 0);
   const pid_t child = ::fork();
   REQUIRE(child >= 0);
   if (child == 0) {
     EngineChoiceRecord record(file);
-    const std::string got = record.decide("shape", [](const std::optional<std::string>& kept) {
+    const std::string got = record.decide("shape", [&](const std::optional<std::string>& kept) {
       if (kept) return *kept;
-      ::usleep(300000);  // timing, while the other process waits
+      (void)!::write(holding[1], "h", 1);  // the lock is held: the parent may start
+      ::usleep(300000);                    // timing, while the other process waits
       return std::string("child-engine");
     });
     (void)!::write(to_parent[1], got.data(), got.size());
     ::_exit(0);
   }
-  ::usleep(100000);  // the child holds the lock by now (it sleeps 300 ms inside)
+  char held = 0;
+  REQUIRE(::read(holding[0], &held, 1) == 1);  // the child holds the lock now
   EngineChoiceRecord record(file);
   const std::string got = record.decide("shape", [](const std::optional<std::string>& kept) {
     return kept ? *kept : std::string("parent-engine");
@@ -195,6 +198,8 @@ TEST_CASE("processes that decide one key at once take the first one's engine",
   int status = 0;
   ::waitpid(child, &status, 0);
   ::close(to_parent[1]);
+  ::close(holding[0]);
+  ::close(holding[1]);
   char buf[64] = {};
   const ssize_t n = ::read(to_parent[0], buf, sizeof buf - 1);
   ::close(to_parent[0]);

@@ -101,7 +101,20 @@ int main(int argc, char** argv) {
   }
   bool exact = false, any_step = false, report = false;
   double rtol = 1e-5, atol = 1e-6, rel_l2 = -1;
-  for (int i = 3; i < argc; ++i) {
+  // A bound is a whole non-negative number: "abc" or "-1" would otherwise
+  // compare by another rule than the one asked for.
+  const auto bound = [](const char* flag, const char* text, double* value) {
+    char* end = nullptr;
+    const double v = std::strtod(text, &end);
+    if (end == text || *end != '\0' || !(v >= 0)) {
+      std::fprintf(stderr, "compare_checkpoints: %s %s: expected a number >= 0\n", flag, text);
+      return false;
+    }
+    *value = v;
+    return true;
+  };
+  bool flags_ok = true;
+  for (int i = 3; i < argc && flags_ok; ++i) {
     if (!std::strcmp(argv[i], "--exact"))
       exact = true;
     else if (!std::strcmp(argv[i], "--any-step"))
@@ -109,17 +122,18 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--report"))
       report = true;
     else if (!std::strcmp(argv[i], "--rtol") && i + 1 < argc)
-      rtol = std::atof(argv[++i]);
+      flags_ok = bound(argv[i], argv[i + 1], &rtol), ++i;
     else if (!std::strcmp(argv[i], "--atol") && i + 1 < argc)
-      atol = std::atof(argv[++i]);
+      flags_ok = bound(argv[i], argv[i + 1], &atol), ++i;
     else if (!std::strcmp(argv[i], "--rel-l2") && i + 1 < argc)
-      rel_l2 = std::atof(argv[++i]);
+      flags_ok = bound(argv[i], argv[i + 1], &rel_l2), ++i;
     else {
       // A flag this tool does not know would otherwise compare by another rule.
       std::fprintf(stderr, "compare_checkpoints: unknown or incomplete flag %s\n", argv[i]);
       return 2;
     }
   }
+  if (!flags_ok) return 2;
   if (exact && rel_l2 >= 0) {
     std::fprintf(stderr, "compare_checkpoints: --exact and --rel-l2 exclude each other\n");
     return 2;
@@ -179,6 +193,7 @@ int main(int argc, char** argv) {
           std::printf("tensor %zu differs in name or size: %s vs %s\n", t, ta[t].first.c_str(),
                       tb[t].first.c_str());
           ++bad;
+          ++tensors;
           ++bad_tensors;
           continue;
         }
@@ -189,7 +204,13 @@ int main(int argc, char** argv) {
       }
     };
     compare(a.params, b.params);
-    if (a.optimizer.size() == b.optimizer.size()) compare(a.optimizer, b.optimizer);
+    // A checkpoint without the other's optimizer state is another structure.
+    if (a.optimizer.size() != b.optimizer.size()) {
+      std::printf("%s has %zu optimizer state tensors, %s has %zu\n", argv[1], a.optimizer.size(),
+                  argv[2], b.optimizer.size());
+      return 1;
+    }
+    compare(a.optimizer, b.optimizer);
     // Non-trainable state (BatchNorm's running statistics) must match too.
     if (a.buffers.size() != b.buffers.size()) {
       std::printf("%s has %zu state tensors, %s has %zu\n", argv[1], a.buffers.size(), argv[2],

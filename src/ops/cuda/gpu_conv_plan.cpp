@@ -233,16 +233,22 @@ struct LegacyTrial {
   void* stream = nullptr;
   std::string key;  // the shape's record key, less the operation
 
-  void ready() {
-    if (x.size() > 0) return;
-    x = DeviceBytes(x_bytes);
-    y = DeviceBytes(y_bytes);
-    w = DeviceBytes(w_bytes);
-    dw = DeviceBytes(w_bytes);
+  // False where the GPU has no room for them: the heuristics' choice stands.
+  bool ready() {
+    if (x.size() > 0) return true;
+    x = DeviceBytes::up_to(x_bytes, x_bytes);
+    y = DeviceBytes::up_to(y_bytes, y_bytes);
+    w = DeviceBytes::up_to(w_bytes, w_bytes);
+    dw = DeviceBytes::up_to(w_bytes, w_bytes);
+    if (x.size() < x_bytes || y.size() < y_bytes || w.size() < w_bytes || dw.size() < w_bytes) {
+      x = DeviceBytes(), y = DeviceBytes(), w = DeviceBytes(), dw = DeviceBytes();
+      return false;
+    }
     // 0x3C3C3C3C is about 0.0115: finite sums.
     const auto s = static_cast<cudaStream_t>(stream);
     for (const DeviceBytes* b : {&x, &y, &w})
       RT_CUDA_CHECK(cudaMemsetAsync(b->get(), 0x3C, b->size(), s));
+    return true;
   }
 };
 
@@ -287,17 +293,23 @@ struct TrialOperands {
   DeviceBytes x, y, dw;
   void* stream = nullptr;
 
-  void ready() {
-    if (x.size() > 0) return;
-    x = DeviceBytes(x_bytes);
-    y = DeviceBytes(y_bytes);
-    dw = DeviceBytes(dw_bytes);
+  // False where the GPU has no room for them: the heuristics' first stands.
+  bool ready() {
+    if (x.size() > 0) return true;
+    x = DeviceBytes::up_to(x_bytes, x_bytes);
+    y = DeviceBytes::up_to(y_bytes, y_bytes);
+    dw = DeviceBytes::up_to(dw_bytes, dw_bytes);
+    if (x.size() < x_bytes || y.size() < y_bytes || dw.size() < dw_bytes) {
+      x = DeviceBytes(), y = DeviceBytes(), dw = DeviceBytes();
+      return false;
+    }
     // bf16 0x3C3C is about 0.0115, fp16 0x2C2C about 0.065: sums of a few
     // hundred thousand products stay finite in either.
     const int pattern = dtype == DType::f16 ? 0x2C : 0x3C;
     const auto s = static_cast<cudaStream_t>(stream);
     RT_CUDA_CHECK(cudaMemsetAsync(x.get(), pattern, x.size(), s));
     RT_CUDA_CHECK(cudaMemsetAsync(y.get(), pattern, y.size(), s));
+    return true;
   }
 };
 
@@ -394,11 +406,15 @@ struct ConvGraphCache {
     return it->second.graph;
   }
 
-  static std::string shape_key(const ConvGraphShape& s, const char* op) {
+  // The shape's part of a record key; a graph engine's key also names what
+  // lists its candidates (the heuristics mode, RINGTRAIN_CONV_DW), which the
+  // legacy API's algorithms do not depend on.
+  static std::string shape_key(const ConvGraphShape& s, const char* op, bool graph = true) {
     return fmt::format("{}{}|{} {} n{} c{} h{} w{} k{} r{} s{} p{} q{} pad{}x{} stride{}x{} {}",
-                       conv_heuristics_mode_name(), wgrad_dw_key(), op, dtype_name(s.dtype), s.n,
-                       s.c, s.h, s.w, s.k, s.r, s.s, s.p, s.q, s.pad_h, s.pad_w, s.stride_h,
-                       s.stride_w, s.nhwc ? "nhwc" : "nchw");
+                       graph ? conv_heuristics_mode_name() : "legacy API",
+                       graph ? wgrad_dw_key() : "", op, dtype_name(s.dtype), s.n, s.c, s.h, s.w,
+                       s.k, s.r, s.s, s.p, s.q, s.pad_h, s.pad_w, s.stride_h, s.stride_w,
+                       s.nhwc ? "nhwc" : "nchw");
   }
   static bool timing(const TrialOperands* trial) {
     return trial != nullptr && conv_engine_timing_wanted() && !stream_is_capturing(trial->stream);
@@ -437,7 +453,11 @@ struct ConvGraphCache {
           }
           auto candidates = build(EngineWanted{.most = kCandidatesTimed, .only = {}});
           if (candidates.empty()) return {};
-          trial->ready();
+          if (!trial->ready()) {
+            *how = "the heuristics' first (no room on the GPU to time the others)";
+            chosen = std::move(candidates.front());
+            return {};
+          }
           std::vector<std::size_t> need(candidates.size());
           for (std::size_t i = 0; i < candidates.size(); ++i)
             need[i] = candidates[i]->workspace_bytes();
@@ -1086,7 +1106,8 @@ class CudnnConvPlan final : public GpuConvPlan {
       legacy.y_bytes = sizeof(float) * e.batch * out_elements();
       legacy.w_bytes = weight_bytes();
       legacy.stream = stream_;
-      legacy.key = ConvGraphCache::shape_key(graph_shape(e.batch), tf32_ ? "tf32" : "fma");
+      legacy.key =
+          ConvGraphCache::shape_key(graph_shape(e.batch), tf32_ ? "tf32" : "fma", /*graph=*/false);
       timed = &legacy;
     }
     e.fwd = find_forward(e, false, x.get(), w.get(), y.get(), trial, &tried, timed);
@@ -1233,9 +1254,19 @@ class CudnnConvPlan final : public GpuConvPlan {
       const Perf* perf, LegacyTrial& trial,
       const std::function<void(LegacyTrial&, int, cudnnMathType_t, void*, std::size_t)>& launch,
       std::string* how) const {
-    std::vector<std::size_t> allowed;  // cuDNN's order
-    for (std::size_t r = 0; r < found.size(); ++r)
-      if (choose_conv_algorithm(found.subspan(r, 1), rules)) allowed.push_back(r);
+    // cuDNN's order. Under FMA math (--tf32 off: the run meant to be closest
+    // to the CPU) an FFT or Winograd algorithm, which rounds otherwise than a
+    // GEMM, is a candidate only as the heuristics' own first: a timed choice
+    // does not bring one in.
+    std::vector<std::size_t> allowed;
+    for (std::size_t r = 0; r < found.size(); ++r) {
+      if (!choose_conv_algorithm(found.subspan(r, 1), rules)) continue;
+      const std::string algo = conv_algo_name(op, found[r].algo);
+      const bool transform =
+          algo.find("FFT") != std::string::npos || algo.find("WINOGRAD") != std::string::npos;
+      if (!allowed.empty() && !tf32_ && transform) continue;
+      allowed.push_back(r);
+    }
     if (allowed.size() < 2) return std::nullopt;
     const auto name = [&](std::size_t r) {
       return fmt::format("{} {}", conv_algo_name(op, found[r].algo),
@@ -1260,7 +1291,7 @@ class CudnnConvPlan final : public GpuConvPlan {
           std::vector<std::size_t> need;
           for (const std::size_t r : allowed) need.push_back(found[r].memory);
           const std::size_t most = *std::max_element(need.begin(), need.end());
-          trial.ready();
+          if (!trial.ready()) return {};  // no room to time: the heuristics' choice
           const DeviceBytes ws = DeviceBytes::up_to(most, std::min(most, kMinTrialWorkspace));
           std::vector<float> ms(allowed.size(), -1.0f);
           for (std::size_t i = 0; i < allowed.size(); ++i) {
