@@ -37,6 +37,22 @@ std::optional<std::size_t> choose_conv_algorithm(std::span<const ConvAlgoRecord>
   return best;
 }
 
+std::vector<std::size_t> conv_algorithms_to_time(ConvAlgoOp op,
+                                                 std::span<const ConvAlgoRecord> records,
+                                                 const ConvAlgoRules& rules,
+                                                 bool transforms_first_only) {
+  std::vector<std::size_t> out;
+  for (std::size_t r = 0; r < records.size(); ++r) {
+    if (!rejection(records[r], rules).empty()) continue;
+    const std::string name = conv_algo_name(op, records[r].algo);
+    const bool transform =
+        name.find("FFT") != std::string::npos || name.find("WINOGRAD") != std::string::npos;
+    if (transforms_first_only && transform && !out.empty()) continue;
+    out.push_back(r);
+  }
+  return out;
+}
+
 std::string describe_passed_over(ConvAlgoOp op, std::span<const ConvAlgoRecord> records,
                                  std::size_t pick, const ConvAlgoRules& rules) {
   std::string out;

@@ -8,6 +8,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace ringtrain::detail {
 
@@ -49,6 +50,17 @@ enum class ConvAlgoOp { forward, backward_filter, backward_data };
 // "algo N" for a value this build does not know. The values are cuDNN's enums (cudnn_ops.h),
 // written out here so that the names are tested without cuDNN.
 std::string conv_algo_name(ConvAlgoOp op, int algo);
+
+// The records a choice by time runs (gpu_conv_plan.cpp's timed_pick), in
+// their order (cuDNN's heuristic rank): every record the rules pass, except
+// that with `transforms_first_only` (FMA math, --tf32 off: the run meant to be
+// closest to the CPU) an FFT or Winograd algorithm, which rounds otherwise
+// than a GEMM, is kept only as the first, the heuristics' own pick: a timed
+// choice does not bring one in.
+std::vector<std::size_t> conv_algorithms_to_time(ConvAlgoOp op,
+                                                 std::span<const ConvAlgoRecord> records,
+                                                 const ConvAlgoRules& rules,
+                                                 bool transforms_first_only);
 
 // The records that rank ahead of the chosen one (faster, or earlier in
 // cuDNN's heuristic order at an equal rank) and why each was passed over:

@@ -58,6 +58,24 @@ TEST_CASE("conv algorithm choice: the fastest record that passes every rule", "[
   }
 }
 
+TEST_CASE("conv algorithms a choice by time runs: the passing ones, in cuDNN's order", "[ops]") {
+  using detail::conv_algorithms_to_time;
+  const ConvAlgoRules fp32{1 << 20, true, false};
+  // Backward filter: 0 ALGO_0, 1 ALGO_1, 2 FFT, 3 ALGO_3, 5 WINOGRAD_NONFUSED, 6 FFT_TILING.
+  const std::vector<ConvAlgoRecord> r{rec(1, 0), rec(0, 1, 0, false), rec(2, 2),
+                                      rec(5, 3), rec(3, 4, 2 << 20),  rec(6, 5)};
+  using V = std::vector<std::size_t>;
+  // TF32 allowed (not FMA-only): every passing record, FFT and Winograd too.
+  CHECK(conv_algorithms_to_time(detail::ConvAlgoOp::backward_filter, r, fp32, false) ==
+        V{0, 2, 3, 5});
+  // --tf32 off: a transform only as the heuristics' own first.
+  CHECK(conv_algorithms_to_time(detail::ConvAlgoOp::backward_filter, r, fp32, true) == V{0});
+  const std::vector<ConvAlgoRecord> winograd_first{rec(5, 0), rec(1, 1), rec(6, 2)};
+  CHECK(conv_algorithms_to_time(detail::ConvAlgoOp::backward_filter, winograd_first, fp32, true) ==
+        V{0, 1});
+  CHECK(conv_algorithms_to_time(detail::ConvAlgoOp::backward_filter, {}, fp32, true).empty());
+}
+
 TEST_CASE("conv algorithm names: cuDNN's enums, and the line bench step --layers shows", "[ops]") {
   using detail::ConvAlgoOp;
   CHECK(detail::conv_algo_name(ConvAlgoOp::forward, 1) == "IMPLICIT_PRECOMP_GEMM");

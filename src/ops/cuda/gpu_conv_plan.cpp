@@ -1254,19 +1254,8 @@ class CudnnConvPlan final : public GpuConvPlan {
       const Perf* perf, LegacyTrial& trial,
       const std::function<void(LegacyTrial&, int, cudnnMathType_t, void*, std::size_t)>& launch,
       std::string* how) const {
-    // cuDNN's order. Under FMA math (--tf32 off: the run meant to be closest
-    // to the CPU) an FFT or Winograd algorithm, which rounds otherwise than a
-    // GEMM, is a candidate only as the heuristics' own first: a timed choice
-    // does not bring one in.
-    std::vector<std::size_t> allowed;
-    for (std::size_t r = 0; r < found.size(); ++r) {
-      if (!choose_conv_algorithm(found.subspan(r, 1), rules)) continue;
-      const std::string algo = conv_algo_name(op, found[r].algo);
-      const bool transform =
-          algo.find("FFT") != std::string::npos || algo.find("WINOGRAD") != std::string::npos;
-      if (!allowed.empty() && !tf32_ && transform) continue;
-      allowed.push_back(r);
-    }
+    // cuDNN's order; no FFT or Winograd brought in under --tf32 off.
+    std::vector<std::size_t> allowed = conv_algorithms_to_time(op, found, rules, !tf32_);
     if (allowed.size() < 2) return std::nullopt;
     const auto name = [&](std::size_t r) {
       return fmt::format("{} {}", conv_algo_name(op, found[r].algo),
