@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
+#include <mutex>
 
 #include <fmt/format.h>
 
@@ -56,11 +58,17 @@ bool stream_is_capturing(void* stream) {
 std::string engine_record_device() {
   int device = 0;
   RT_CUDA_CHECK(cudaGetDevice(&device));
+  // Asked once per device: a model's build asks for every convolution, and
+  // cudaGetDeviceProperties can take milliseconds.
+  static std::mutex mutex;
+  static std::map<int, std::string> known;
+  const std::lock_guard lock(mutex);
+  if (const auto it = known.find(device); it != known.end()) return it->second;
   cudaDeviceProp prop{};
   RT_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
   // The SM count tells a MIG slice (or a smaller part of one name) apart.
-  return fmt::format("{} sm{}{} x{}|cuDNN {}", prop.name, prop.major, prop.minor,
-                     prop.multiProcessorCount, cudnnGetVersion());
+  return known[device] = fmt::format("{} sm{}{} x{}|cuDNN {}", prop.name, prop.major, prop.minor,
+                                     prop.multiProcessorCount, cudnnGetVersion());
 }
 
 }  // namespace ringtrain::detail
