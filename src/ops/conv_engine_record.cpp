@@ -56,6 +56,10 @@ class LockedFile {
         return;
       ::close(std::exchange(fd_, -1));
     }
+    log_warn(
+        "convolution engine record {}: replaced by another process while locking it, three "
+        "times; deciding without the lock",
+        path);
     fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd_ < 0) error_ = errno;
   }
@@ -81,21 +85,30 @@ class LockedFile {
     }
     return text;
   }
-  bool append(const std::string& line) const {
+  // 0 when the whole line is written, else the error (EIO for a short write).
+  int append(const std::string& line) const {
     const ssize_t n = ::write(fd_, line.data(), line.size());
-    return n == static_cast<ssize_t>(line.size());
+    if (n == static_cast<ssize_t>(line.size())) return 0;
+    return n < 0 ? errno : EIO;
   }
 
  private:
   // True when locked; false when the decision goes on unlocked (a file
   // system without locks, or a holder past kLockGiveUp), which is said.
   bool lock() {
+    // After one give-up (a holder that does not let go), a decision tries
+    // once and goes on: the wait is paid once a process, not per shape.
+    static std::atomic<bool> gave_up{false};
     const auto start = std::chrono::steady_clock::now();
     bool noticed = false;
     for (;;) {
-      if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) return true;
+      if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) {
+        gave_up = false;
+        return true;
+      }
       const int e = errno;
       if (e == EINTR) continue;
+      if (e == EWOULDBLOCK && gave_up) return false;
       if (e != EWOULDBLOCK) {
         static std::atomic<bool> said{false};
         if (said.exchange(true)) return false;
@@ -107,9 +120,10 @@ class LockedFile {
       }
       const auto waited = std::chrono::steady_clock::now() - start;
       if (waited > kLockGiveUp) {
+        gave_up = true;
         log_warn(
             "convolution engine record {}: still locked by another process after {} s; "
-            "deciding without the lock",
+            "deciding without the lock (and, while it stays locked, without waiting)",
             path_, std::chrono::duration_cast<std::chrono::seconds>(kLockGiveUp).count());
         return false;
       }
@@ -152,7 +166,9 @@ void EngineChoiceRecord::parse(const std::string& all) {
     if (tab == std::string_view::npos || tab == 0 || tab + 1 == line.size() ||
         line.find('\t', tab + 1) != std::string_view::npos)
       continue;  // not a record line: skipped, not fatal
-    engines_[std::string(line.substr(0, tab))] = std::string(line.substr(tab + 1));
+    std::string key(line.substr(0, tab));
+    // A choice this process could not append stays this process's choice.
+    if (unwritten_.count(key) == 0) engines_[std::move(key)] = std::string(line.substr(tab + 1));
   }
 }
 
@@ -199,10 +215,12 @@ std::string EngineChoiceRecord::decide(
   // as a damaged line (two tabs, or none), never as a shortened engine name,
   // and this one is read back.
   const std::string line = (unfinished_tail_ ? "\t\n" : "") + key + '\t' + chosen + '\n';
-  if (file->append(line))
+  if (const int error = file->append(line); error == 0) {
     unfinished_tail_ = false;
-  else
-    warn_once("append to", errno);
+  } else {
+    unwritten_.insert(key);
+    warn_once("append to", error);
+  }
   return chosen;
 }
 

@@ -23,6 +23,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 
@@ -56,6 +57,7 @@ class EngineChoiceRecord {
   bool warned_ = false;
   bool unfinished_tail_ = false;  // the file ends without a newline
   std::map<std::string, std::string> engines_;
+  std::set<std::string> unwritten_;  // keys whose line could not be appended
 };
 
 // The record's file: RINGTRAIN_CONV_CACHE when set ("off" or "": none), else

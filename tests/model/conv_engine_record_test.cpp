@@ -179,27 +179,41 @@ TEST_CASE("processes that decide one key at once take the first one's engine",
   const pid_t child = ::fork();
   REQUIRE(child >= 0);
   if (child == 0) {
-    EngineChoiceRecord record(file);
-    const std::string got = record.decide("shape", [&](const std::optional<std::string>& kept) {
-      if (kept) return *kept;
-      (void)!::write(holding[1], "h", 1);  // the lock is held: the parent may start
-      ::usleep(300000);                    // timing, while the other process waits
-      return std::string("child-engine");
-    });
-    (void)!::write(to_parent[1], got.data(), got.size());
-    ::_exit(0);
+    // The child never returns into the test runner: whatever happens, it exits.
+    try {
+      ::close(holding[0]);
+      ::close(to_parent[0]);
+      EngineChoiceRecord record(file);
+      const std::string got = record.decide("shape", [&](const std::optional<std::string>& kept) {
+        if (kept) return *kept;
+        (void)!::write(holding[1], "h", 1);  // the lock is held: the parent may start
+        ::usleep(300000);                    // timing, while the other process waits
+        return std::string("child-engine");
+      });
+      (void)!::write(to_parent[1], got.data(), got.size());
+      ::_exit(0);
+    } catch (...) {
+      ::_exit(1);
+    }
   }
+  // The parent's copies of the write ends closed: a child that dies early
+  // ends the reads below with end-of-file instead of a hang.
+  ::close(holding[1]);
+  ::close(to_parent[1]);
+  struct Reap {
+    pid_t pid;
+    ~Reap() {
+      int status = 0;
+      ::waitpid(pid, &status, 0);
+    }
+  } reap{child};
   char held = 0;
   REQUIRE(::read(holding[0], &held, 1) == 1);  // the child holds the lock now
   EngineChoiceRecord record(file);
   const std::string got = record.decide("shape", [](const std::optional<std::string>& kept) {
     return kept ? *kept : std::string("parent-engine");
   });
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  ::close(to_parent[1]);
   ::close(holding[0]);
-  ::close(holding[1]);
   char buf[64] = {};
   const ssize_t n = ::read(to_parent[0], buf, sizeof buf - 1);
   ::close(to_parent[0]);

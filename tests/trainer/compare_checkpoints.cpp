@@ -106,8 +106,9 @@ int main(int argc, char** argv) {
   const auto bound = [](const char* flag, const char* text, double* value) {
     char* end = nullptr;
     const double v = std::strtod(text, &end);
-    if (end == text || *end != '\0' || !(v >= 0)) {
-      std::fprintf(stderr, "compare_checkpoints: %s %s: expected a number >= 0\n", flag, text);
+    if (end == text || *end != '\0' || !std::isfinite(v) || !(v >= 0)) {
+      std::fprintf(stderr, "compare_checkpoints: %s %s: expected a finite number >= 0\n", flag,
+                   text);
       return false;
     }
     *value = v;

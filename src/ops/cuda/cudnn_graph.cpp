@@ -133,7 +133,10 @@ std::string build_steps(fe::graph::Graph& g, cudnnHandle_t dnn, Determinism dete
                               fe::NumericalNote_t::REDUCED_PRECISION_REDUCTION});
   g.deselect_workspace_greater_than(kGraphWorkspaceCap);
   if (fe::error_t e = g.check_support(dnn); e.is_bad())
-    return failed(determinism == Determinism::by_notes
+    return failed(built != nullptr ? "no deterministic, full-precision engine (no reduced-"
+                                     "precision reduction or down-converted inputs) within the "
+                                     "workspace cap supports it"
+                  : determinism == Determinism::by_notes
                       ? "no deterministic engine within the workspace cap supports it"
                       : "no engine within the workspace cap supports it",
                   e);

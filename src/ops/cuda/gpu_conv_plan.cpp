@@ -1280,7 +1280,10 @@ class CudnnConvPlan final : public GpuConvPlan {
           std::vector<std::size_t> need;
           for (const std::size_t r : allowed) need.push_back(found[r].memory);
           const std::size_t most = *std::max_element(need.begin(), need.end());
-          if (!trial.ready()) return {};  // no room to time: the heuristics' choice
+          if (!trial.ready()) {
+            *how = "the heuristics' first (no room on the GPU to time the others)";
+            return {};
+          }
           const DeviceBytes ws = DeviceBytes::up_to(most, std::min(most, kMinTrialWorkspace));
           std::vector<float> ms(allowed.size(), -1.0f);
           for (std::size_t i = 0; i < allowed.size(); ++i) {
