@@ -52,6 +52,42 @@ std::size_t index_in(bool nhwc, std::size_t n, std::size_t c, std::size_t h, std
   return nhwc ? ((n * H + h) * W + w) * C + c : ((n * C + c) * H + h) * W + w;
 }
 
+// The weight gradient of shape s from x and dy (in s's memory order) in
+// double precision, each element at its place in [K, C, R, S] (kcrs) or
+// [K, R, S, C], with sum |x dy| beside it: the accumulation bound's scale.
+struct WgradReference {
+  std::vector<double> sum, magnitude;
+};
+WgradReference wgrad_reference(const detail::ConvGraphShape& s, const std::vector<float>& x,
+                               const std::vector<float>& dy, bool kcrs) {
+  const auto at = [&](auto... i) { return index_in(s.nhwc, i...); };
+  WgradReference ref{std::vector<double>(s.k * s.c * s.r * s.s),
+                     std::vector<double>(s.k * s.c * s.r * s.s)};
+  for (std::size_t k = 0; k < s.k; ++k)
+    for (std::size_t c = 0; c < s.c; ++c)
+      for (std::size_t r = 0; r < s.r; ++r)
+        for (std::size_t t = 0; t < s.s; ++t) {
+          double sum = 0, abs_sum = 0;
+          for (std::size_t n = 0; n < s.n; ++n)
+            for (std::size_t i = 0; i < s.p; ++i)
+              for (std::size_t j = 0; j < s.q; ++j) {
+                const long h = static_cast<long>(i * s.stride_h + r) - long(s.pad_h);
+                const long w = static_cast<long>(j * s.stride_w + t) - long(s.pad_w);
+                if (h < 0 || w < 0 || h >= long(s.h) || w >= long(s.w)) continue;
+                const double prod =
+                    double(x[at(n, c, std::size_t(h), std::size_t(w), s.c, s.h, s.w)]) *
+                    double(dy[at(n, k, i, j, s.k, s.p, s.q)]);
+                sum += prod;
+                abs_sum += std::abs(prod);
+              }
+          const std::size_t o =
+              kcrs ? ((k * s.c + c) * s.r + r) * s.s + t : ((k * s.r + r) * s.s + t) * s.c + c;
+          ref.sum[o] = sum;
+          ref.magnitude[o] = abs_sum;
+        }
+  return ref;
+}
+
 }  // namespace
 
 TEST_CASE("gpu conv forward and backward data through the graph API: 16-bit in and out",
@@ -148,32 +184,10 @@ TEST_CASE("gpu conv weight gradient through the graph API: fp32 dW from 16-bit x
       INFO("engine: " << g->engine());
       const auto x = on_grid(test::hashed_vector(1, s.n * s.c * s.h * s.w), p);
       const auto dy = on_grid(test::hashed_vector(2, s.n * s.k * s.p * s.q), p);
-      const auto at = [&](auto... i) { return index_in(nhwc, i...); };
-      std::vector<float> want(s.k * s.c * s.r * s.s);
-      std::vector<double> magnitude(want.size());  // sum |x dy| of each element
-      for (std::size_t k = 0; k < s.k; ++k)
-        for (std::size_t c = 0; c < s.c; ++c)
-          for (std::size_t r = 0; r < s.r; ++r)
-            for (std::size_t t = 0; t < s.s; ++t) {
-              double sum = 0, abs_sum = 0;
-              for (std::size_t n = 0; n < s.n; ++n)
-                for (std::size_t i = 0; i < s.p; ++i)
-                  for (std::size_t j = 0; j < s.q; ++j) {
-                    const long h = static_cast<long>(i * s.stride_h + r) - long(s.pad_h);
-                    const long w = static_cast<long>(j * s.stride_w + t) - long(s.pad_w);
-                    if (h < 0 || w < 0 || h >= long(s.h) || w >= long(s.w)) continue;
-                    const double prod =
-                        double(x[at(n, c, std::size_t(h), std::size_t(w), s.c, s.h, s.w)]) *
-                        double(dy[at(n, k, i, j, s.k, s.p, s.q)]);
-                    sum += prod;
-                    abs_sum += std::abs(prod);
-                  }
-              // The model's [K, C, R, S], or the engine's [K, R, S, C].
-              const std::size_t o = g->writes_kcrs() ? ((k * s.c + c) * s.r + r) * s.s + t
-                                                     : ((k * s.r + r) * s.s + t) * s.c + c;
-              want[o] = static_cast<float>(sum);
-              magnitude[o] = abs_sum;
-            }
+      // The model's [K, C, R, S], or the engine's [K, R, S, C].
+      const WgradReference ref = wgrad_reference(s, x, dy, g->writes_kcrs());
+      const std::vector<double>& magnitude = ref.magnitude;  // sum |x dy| of each element
+      const std::vector<float> want(ref.sum.begin(), ref.sum.end());
       Tensor gx = words_on(x, p, kGpu), gdy = words_on(dy, p, kGpu);
       Tensor gdw = Tensor::zeros({want.size()}, DType::f32, kGpu);
       Tensor ws = Tensor::zeros({g->workspace_bytes() / 4 + 1}, DType::f32, kGpu);
@@ -213,28 +227,8 @@ TEST_CASE("gpu conv weight gradient candidates: every engine listed, fp32 and 16
       auto ctx = ComputeContext::create(kGpu, Tf32Mode::off, p);
       const auto x = on_grid(test::hashed_vector(3, s.n * s.c * s.h * s.w), p);
       const auto dy = on_grid(test::hashed_vector(4, s.n * s.k * s.p * s.q), p);
-      const auto at = [&](auto... i) { return index_in(nhwc, i...); };
-      std::vector<double> kcrs(s.k * s.c * s.r * s.s), magnitude(kcrs.size());
-      for (std::size_t k = 0; k < s.k; ++k)
-        for (std::size_t c = 0; c < s.c; ++c)
-          for (std::size_t r = 0; r < s.r; ++r)
-            for (std::size_t t = 0; t < s.s; ++t) {
-              double sum = 0, abs_sum = 0;
-              for (std::size_t n = 0; n < s.n; ++n)
-                for (std::size_t i = 0; i < s.p; ++i)
-                  for (std::size_t j = 0; j < s.q; ++j) {
-                    const long h = static_cast<long>(i * s.stride_h + r) - long(s.pad_h);
-                    const long w = static_cast<long>(j * s.stride_w + t) - long(s.pad_w);
-                    if (h < 0 || w < 0 || h >= long(s.h) || w >= long(s.w)) continue;
-                    const double prod =
-                        double(x[at(n, c, std::size_t(h), std::size_t(w), s.c, s.h, s.w)]) *
-                        double(dy[at(n, k, i, j, s.k, s.p, s.q)]);
-                    sum += prod;
-                    abs_sum += std::abs(prod);
-                  }
-              kcrs[((k * s.c + c) * s.r + r) * s.s + t] = sum;
-              magnitude[((k * s.c + c) * s.r + r) * s.s + t] = abs_sum;
-            }
+      const WgradReference ref = wgrad_reference(s, x, dy, /*kcrs=*/true);
+      const std::vector<double>&kcrs = ref.sum, &magnitude = ref.magnitude;
       Tensor gx = words_on(x, p, kGpu), gdy = words_on(dy, p, kGpu);
       for (const DType dw_type : {DType::f32, p}) {
         CAPTURE(dtype_name(p), nhwc, dtype_name(dw_type));

@@ -4,6 +4,7 @@
 #include <cudnn.h>
 
 #include <algorithm>
+#include <exception>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -47,6 +48,28 @@ float time_launches(void* stream, const std::function<void()>& launch, int repea
     least = std::min(least, ms);
   }
   return least;
+}
+
+std::vector<float> time_candidates(void* stream, std::span<const std::size_t> need,
+                                   std::size_t room,
+                                   const std::function<void(std::size_t)>& launch) {
+  std::vector<float> ms(need.size(), -1.0f);
+  for (std::size_t i = 0; i < need.size(); ++i) {
+    if (need[i] > room) continue;
+    try {
+      ms[i] = time_launches(stream, [&] { launch(i); });
+    } catch (const std::exception&) {
+      (void)cudaGetLastError();
+    }
+  }
+  return ms;
+}
+
+std::string timed_choice_note(std::span<const float> ms, std::size_t chosen, double seconds) {
+  const auto ran = std::count_if(ms.begin(), ms.end(), [](float t) { return t >= 0; });
+  return fmt::format(
+      "timed {} of {}: {:.3f} ms, the heuristics' first {}; {:.2f} s", ran, ms.size(), ms[chosen],
+      ms.empty() || ms[0] < 0 ? std::string("not run") : fmt::format("{:.3f} ms", ms[0]), seconds);
 }
 
 bool stream_is_capturing(void* stream) {

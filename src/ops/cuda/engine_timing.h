@@ -3,8 +3,11 @@
 // ops/conv_engine_record.h).
 #pragma once
 
+#include <cstddef>
 #include <functional>
+#include <span>
 #include <string>
+#include <vector>
 
 namespace ringtrain::detail {
 
@@ -14,6 +17,17 @@ namespace ringtrain::detail {
 float time_launches(void* stream, const std::function<void()>& launch, int repeats = 3);
 
 bool stream_is_capturing(void* stream);
+
+// Each of need.size() candidates timed with time_launches(launch(i)) where
+// its workspace need fits `room`; -1 where it does not fit or fails to run
+// (the CUDA error it left is cleared: a candidate that fails is passed over).
+std::vector<float> time_candidates(void* stream, std::span<const std::size_t> need,
+                                   std::size_t room,
+                                   const std::function<void(std::size_t)>& launch);
+
+// bench step --layers' note on a timed choice: "timed 3 of 3: 0.412 ms, the
+// heuristics' first 4.013 ms; 0.84 s" (ms[0] is the heuristics' first).
+std::string timed_choice_note(std::span<const float> ms, std::size_t chosen, double seconds);
 
 // "<GPU name> sm<major><minor> x<SMs>|cuDNN <version>": what a remembered
 // choice holds for.

@@ -471,24 +471,12 @@ struct ConvGraphCache {
             own = DeviceBytes::up_to(most, std::min(most, kMinTrialWorkspace));
             if (own.size() > workspace.size()) ws = &own;
           }
-          std::vector<float> ms(candidates.size(), -1.0f);
-          for (std::size_t i = 0; i < candidates.size(); ++i) {
-            if (need[i] > ws->size()) continue;
-            try {
-              ms[i] = time_launches(trial->stream, [&] { run(*candidates[i], ws->get()); });
-            } catch (const std::exception&) {
-              (void)cudaGetLastError();  // a candidate that fails to run is passed over
-            }
-          }
+          const std::vector<float> ms =
+              time_candidates(trial->stream, need, ws->size(),
+                              [&](std::size_t i) { run(*candidates[i], ws->get()); });
           const std::optional<std::size_t> fastest = choose_by_time(ms, need, kTimingTie);
-          const auto ran = std::count_if(ms.begin(), ms.end(), [](float t) { return t >= 0; });
           const std::size_t pick = fastest.value_or(0);
-          *how = fastest ? fmt::format(
-                               "timed {} of {}: {:.3f} ms, the heuristics' first {}; "
-                               "{:.2f} s",
-                               ran, candidates.size(), ms[pick],
-                               ms[0] < 0 ? std::string("not run") : fmt::format("{:.3f} ms", ms[0]),
-                               seconds())
+          *how = fastest ? timed_choice_note(ms, pick, seconds())
                          : fmt::format("the heuristics' first: none of {} could be timed",
                                        candidates.size());
           chosen = std::move(candidates[pick]);
@@ -1285,25 +1273,16 @@ class CudnnConvPlan final : public GpuConvPlan {
             return {};
           }
           const DeviceBytes ws = DeviceBytes::up_to(most, std::min(most, kMinTrialWorkspace));
-          std::vector<float> ms(allowed.size(), -1.0f);
-          for (std::size_t i = 0; i < allowed.size(); ++i) {
-            if (need[i] > ws.size()) continue;
-            const Perf& p = perf[allowed[i]];
-            try {
-              ms[i] = time_launches(stream_, [&] {
+          const std::vector<float> ms =
+              time_candidates(stream_, need, ws.size(), [&](std::size_t i) {
+                const Perf& p = perf[allowed[i]];
                 launch(trial, static_cast<int>(p.algo), p.mathType, ws.get(), ws.size());
               });
-            } catch (const std::exception&) {
-              (void)cudaGetLastError();  // an algorithm that fails to run is passed over
-            }
-          }
           const std::optional<std::size_t> c = choose_by_time(ms, need, kTimingTie);
           if (!c) return {};
           pick = allowed[*c];
-          const auto ran = std::count_if(ms.begin(), ms.end(), [](float t) { return t >= 0; });
-          *how = fmt::format(
-              "timed {} of {}: {:.3f} ms, the heuristics' first {}; {:.2f} s", ran, allowed.size(),
-              ms[*c], ms[0] < 0 ? std::string("not run") : fmt::format("{:.3f} ms", ms[0]),
+          *how = timed_choice_note(
+              ms, *c,
               std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
           return name(*pick);
         });
