@@ -16,6 +16,7 @@
 
 #include "kernels/precision.cuh"
 #include "model/causal_self_attention_layer.h"
+#include "ops/cuda/gpu_shifted_gemm_wgrad.h"
 #include "ops/cudnn_graph.h"
 #include "ops/gpu_ops.h"
 #include "ringtrain/core/error.h"
@@ -279,6 +280,63 @@ TEST_CASE("gpu conv weight gradient candidates: every engine listed, fp32 and 16
           CHECK(again == got);  // deterministic engines only
         }
       }
+    }
+  }
+}
+
+TEST_CASE("gpu conv weight gradient by GEMMs over shifted rows: in place, padded, in chunks",
+          "[gpu][cudnn_graph]") {
+  // ops/shifted_gemm_wgrad.h's path, which a plan times beside the graph
+  // engines: fp32 sums of exact products, each run repeating its bits.
+  const auto conv = [](std::size_t c, std::size_t k, std::size_t r, std::size_t t,
+                       std::size_t pad_h, std::size_t pad_w, DType p) {
+    detail::ConvGraphShape s;
+    s.n = 3, s.c = c, s.h = 9, s.w = 7, s.k = k, s.r = r, s.s = t;
+    s.pad_h = pad_h, s.pad_w = pad_w;
+    s.p = s.h + 2 * pad_h - r + 1;
+    s.q = s.w + 2 * pad_w - t + 1;
+    s.nhwc = true;
+    s.dtype = p;
+    return s;
+  };
+  for (DType p : {DType::bf16, DType::f16}) {
+    auto ctx = ComputeContext::create(kGpu, Tf32Mode::off, p);
+    struct Case {
+      detail::ConvGraphShape s;
+      std::size_t cap;
+    };
+    for (const Case& c : {Case{conv(16, 32, 1, 1, 0, 0, p), detail::kShiftedWgradWorkspaceCap},
+                          Case{conv(16, 32, 3, 3, 1, 1, p), detail::kShiftedWgradWorkspaceCap},
+                          Case{conv(8, 16, 1, 7, 0, 3, p), detail::kShiftedWgradWorkspaceCap},
+                          Case{conv(16, 32, 3, 3, 1, 1, p), 1}}) {  // one image per chunk
+      const detail::ConvGraphShape& s = c.s;
+      std::string why;
+      auto g = detail::make_shifted_gemm_wgrad(s, &why, c.cap);
+      REQUIRE(g != nullptr);
+      INFO(dtype_name(p) << " " << s.r << "x" << s.s << " engine: " << g->engine());
+      CHECK(g->dw_dtype() == DType::f32);
+      CHECK(g->writes_kcrs() == (s.r == 1 && s.s == 1));
+      const auto x = on_grid(test::hashed_vector(5, s.n * s.c * s.h * s.w), p);
+      const auto dy = on_grid(test::hashed_vector(6, s.n * s.k * s.p * s.q), p);
+      const WgradReference ref = wgrad_reference(s, x, dy, g->writes_kcrs());
+      Tensor gx = words_on(x, p, kGpu), gdy = words_on(dy, p, kGpu);
+      // NaN first: every element must be written.
+      std::vector<float> nan(ref.sum.size(), std::nanf(""));
+      Tensor gdw = Tensor::empty({nan.size()}, DType::f32, kGpu);
+      gdw.copy_from(Tensor::borrow(nan.data(), {nan.size()}, DType::f32, Device::cpu()));
+      Tensor ws = Tensor::zeros({g->workspace_bytes() / 4 + 1}, DType::f32, kGpu);
+      g->run(detail::handles_of(*ctx), gx.data(), gdy.data(), gdw.data(), ws.data());
+      const std::vector<float> got = to_host(gdw, *ctx);
+      // Over the padded grid's rows (the padding's terms exact zeros).
+      const double terms = double(s.n * (s.h + 2 * s.pad_h) * (s.w + 2 * s.pad_w));
+      std::size_t outside = 0;
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        const double bound = terms * 0x1p-23 * ref.magnitude[i] + 0x1p-24 * std::abs(ref.sum[i]);
+        if (!(std::abs(double(got[i]) - ref.sum[i]) <= bound)) ++outside;
+      }
+      CHECK(outside == 0);
+      g->run(detail::handles_of(*ctx), gx.data(), gdy.data(), gdw.data(), ws.data());
+      CHECK(to_host(gdw, *ctx) == got);
     }
   }
 }

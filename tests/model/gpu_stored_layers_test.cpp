@@ -340,6 +340,9 @@ TEST_CASE(
     // C a multiple of 8 (with 4 the layer may rightly fall back to fp32).
     compare("conv2d(out=8, kernel=3, padding=1, bias=0)", {Shape{8, 9, 9}}, 2e-2, layout);
     compare("conv2d(out=8, kernel=3, stride=2, padding=1)", {Shape{8, 9, 9}}, 2e-2, layout);
+    // A pointwise one: under RINGTRAIN_CONV_WGRAD=gemm its NHWC weight
+    // gradient is one GEMM over x and dy in place.
+    compare("conv2d(out=8, kernel=1, bias=0)", {Shape{8, 9, 9}}, 2e-2, layout);
   }
 }
 

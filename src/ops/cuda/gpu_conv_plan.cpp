@@ -94,6 +94,7 @@
 #include "ops/conv_algo_choice.h"
 #include "ops/conv_engine_record.h"
 #include "ops/cuda/engine_timing.h"
+#include "ops/cuda/gpu_shifted_gemm_wgrad.h"
 #include "ops/cudnn_graph.h"
 #include "ops/gpu_ops.h"
 #include "ringtrain/core/check.h"
@@ -351,17 +352,50 @@ WgradDw wgrad_dw_wanted() {
   }();
   return wanted;
 }
+// RINGTRAIN_CONV_WGRAD: which kinds of weight-gradient engines a 16-bit
+// convolution's candidates have: auto (the default: cuDNN's graph engines,
+// and the shifted rows' GEMMs of ops/shifted_gemm_wgrad.h timed beside them
+// where they apply), graph (cuDNN's alone) or gemm (the GEMMs alone where
+// they apply, untimed too: the switch a GPU test runs them by). Read once.
+enum class WgradEngines { automatic, graph, gemm };
+WgradEngines wgrad_engines_wanted() {
+  static const WgradEngines wanted = [] {
+    const char* env = std::getenv("RINGTRAIN_CONV_WGRAD");
+    const std::string_view v = env == nullptr || *env == '\0' ? "auto" : env;
+    RT_CHECK(v == "auto" || v == "graph" || v == "gemm",
+             "RINGTRAIN_CONV_WGRAD={}: expected auto (the default), graph or gemm", v);
+    return v == "graph"  ? WgradEngines::graph
+           : v == "gemm" ? WgradEngines::gemm
+                         : WgradEngines::automatic;
+  }();
+  return wanted;
+}
 // Part of a remembered choice's key: another setting lists other candidates.
-const char* wgrad_dw_key() {
+std::string wgrad_dw_key() {
+  std::string key;
   switch (wgrad_dw_wanted()) {
     case WgradDw::f32:
-      return " dW f32";
+      key = " dW f32";
+      break;
     case WgradDw::bf16:
-      return " dW bf16";
+      key = " dW bf16";
+      break;
     case WgradDw::automatic:
       break;
   }
-  return "";
+  switch (wgrad_engines_wanted()) {
+    case WgradEngines::graph:
+      return key + " wgrad graph";
+    case WgradEngines::gemm:
+      return key + " wgrad gemm";
+    case WgradEngines::automatic:
+      break;
+  }
+  return key;
+}
+// The shifted rows' GEMMs name themselves so (gpu_shifted_gemm_wgrad.cpp).
+bool names_gemm_wgrad(std::string_view engine) {
+  return engine.starts_with("cublasLt-");
 }
 
 // The context's graph-API convolution graphs by shape. A graph is launched
@@ -375,7 +409,8 @@ const char* wgrad_dw_key() {
 // deterministic engines of each operation are built and each is timed on the
 // shape, as PyTorch's cudnn.benchmark does but deterministic engines only:
 // the weight gradient's candidates are fp32-dW engines, then 16-bit-dW ones
-// (autocast's dW, widened into the fp32 gradient). The choice is remembered
+// (autocast's dW, widened into the fp32 gradient), then, for a stride-1
+// channels-last shape, the shifted rows' GEMMs (ops/shifted_gemm_wgrad.h). The choice is remembered
 // by GPU, cuDNN version and shape (ops/conv_engine_record.h), in the process
 // and a file, and a remembered one is taken without timing: a later run, a
 // resumed one, the ranks of a node run the same engines. Otherwise (a later
@@ -540,12 +575,30 @@ struct ConvGraphCache {
           return only_dtype.empty() || only_dtype == dtype_name(t);
         };
         const WgradDw dw = wgrad_dw_wanted();
+        const WgradEngines kinds = wgrad_engines_wanted();
+        // The shifted rows' GEMMs (fp32 dW): timed after the graph engines
+        // (the heuristics' first stays first), taken where remembered, or
+        // alone under RINGTRAIN_CONV_WGRAD=gemm; where they do not apply,
+        // the graph engines as under auto.
+        std::string why_gemm;
+        std::unique_ptr<ConvWgradGraph> gemm;
+        if (kinds != WgradEngines::graph && wants(DType::f32) && dw != WgradDw::bf16 &&
+            (engine.only.empty() || names_gemm_wgrad(engine.only)))
+          gemm = make_shifted_gemm_wgrad(s, &why_gemm);
+        if (gemm && (kinds == WgradEngines::gemm || names_gemm_wgrad(engine.only))) {
+          if (engine.only.empty() || gemm->engine() == engine.only)
+            candidates.push_back(std::move(gemm));
+          else
+            *why = "no engine named " + engine.only;
+          return candidates;
+        }
         if (wants(DType::f32) && dw != WgradDw::bf16)
           candidates = ConvWgradGraph::candidates(h, s, DType::f32, engine, &why32);
         if (s.dtype == DType::bf16 && wants(s.dtype) && dw != WgradDw::f32 &&
             (timing(trial) || candidates.empty()))
           for (auto& c : ConvWgradGraph::candidates(h, s, s.dtype, engine, &why16))
             candidates.push_back(std::move(c));
+        if (gemm && timing(trial)) candidates.push_back(std::move(gemm));
         if (candidates.empty())
           *why = why32.empty() || why16.empty() ? why32 + why16 : why32 + "; " + why16;
         return candidates;
@@ -772,7 +825,8 @@ class CudnnConvPlan final : public GpuConvPlan {
         out += one(sixteen_bit() ? "fwd(fp32)" : "fwd", ConvAlgoOp::forward, e.fwd);
       if (e.wgrad16)
         out += fmt::format(
-            "; {} bwd-filter=graph {} ({}{}){}", p, e.wgrad16->engine(),
+            "; {} bwd-filter={}{} ({}{}){}", p,
+            names_gemm_wgrad(e.wgrad16->engine()) ? "" : "graph ", e.wgrad16->engine(),
             e.wgrad16->dw_dtype() == DType::f32 ? "fp32 dW" : fmt::format("{} dW widened", p),
             e.wgrad16->writes_kcrs() ? "" : ", [K,R,S,C] transposed", how(e.wgrad16_how));
       else

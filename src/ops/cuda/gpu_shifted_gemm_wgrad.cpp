@@ -1,0 +1,77 @@
+#include "ops/cuda/gpu_shifted_gemm_wgrad.h"
+
+#include <fmt/format.h>
+
+#include "kernels/shifted_rows.h"
+#include "ops/gpu_ops.h"
+#include "ops/shifted_gemm_wgrad.h"
+
+namespace ringtrain::detail {
+
+namespace {
+
+class ShiftedGemmWgrad final : public ConvWgradGraph {
+ public:
+  ShiftedGemmWgrad(const ConvGraphShape& shape, const ShiftedWgradPlan& plan)
+      : s_(shape), plan_(plan) {}
+
+  // A 1x1 filter's [K, C] is both orders; a larger one's taps are [K, C]
+  // blocks of a [K, R, S, C] dW (the caller transposes it).
+  bool writes_kcrs() const override { return s_.r == 1 && s_.s == 1; }
+  DType dw_dtype() const override { return DType::f32; }
+  std::size_t workspace_bytes() const override { return plan_.workspace_bytes; }
+  std::string engine() const override {
+    if (plan_.in_place) return "cublasLt-gemm";
+    return fmt::format("cublasLt-shifted-gemm-{}x{}-{}chunks", s_.r, s_.s, plan_.chunks);
+  }
+
+  void run(const GpuHandles& h, const void* x, const void* dy, void* dw,
+           void* workspace) const override {
+    const std::size_t bytes = dtype_size(s_.dtype), taps = s_.r * s_.s;
+    const Device dev = Device::cuda(0);
+    for (std::size_t chunk = 0; chunk < plan_.chunks; ++chunk) {
+      const ChunkImages images = chunk_images(plan_, s_, chunk);
+      const auto* xs = static_cast<const char*>(x) + images.first * s_.h * s_.w * s_.c * bytes;
+      const auto* dys = static_cast<const char*>(dy) + images.first * s_.p * s_.q * s_.k * bytes;
+      std::size_t rows = images.count * s_.h * s_.w;
+      if (!plan_.in_place) {
+        kernels::PaddedRows xr = plan_.x_grid, dyr = plan_.dy_grid;
+        xr.images = dyr.images = images.count;
+        auto* xg = static_cast<char*>(workspace);
+        char* dyg = xg + plan_.dy_offset;
+        kernels::pad_rows_cuda(xs, xg, xr, s_.c, h.stream);
+        kernels::pad_rows_cuda(dys, dyg, dyr, s_.k, h.stream);
+        xs = xg;
+        dys = dyg;
+        rows = dyr.rows();
+      }
+      // Tap (r, q): dW[:, r, q, :] (+)= dyᵀ x shifted by its rows.
+      const BufferView a{const_cast<char*>(dys), rows * s_.k, s_.dtype, dev};
+      for (std::size_t r = 0; r < s_.r; ++r)
+        for (std::size_t q = 0; q < s_.s; ++q) {
+          const BufferView b{const_cast<char*>(xs) + plan_.row_shift(r, q) * s_.c * bytes,
+                             rows * s_.c, s_.dtype, dev};
+          float* block = static_cast<float*>(dw) + (r * s_.s + q) * s_.c;
+          const BufferView d{block, (s_.k - 1) * taps * s_.c + s_.c, DType::f32, dev};
+          gpu_lt_gemm(h, /*trans_a=*/true, /*trans_b=*/false, s_.k, s_.c, rows, a, s_.k, b, s_.c,
+                      chunk == 0 ? 0.0f : 1.0f, d, taps * s_.c);
+        }
+    }
+  }
+
+ private:
+  ConvGraphShape s_;
+  ShiftedWgradPlan plan_;
+};
+
+}  // namespace
+
+std::unique_ptr<ConvWgradGraph> make_shifted_gemm_wgrad(const ConvGraphShape& shape,
+                                                        std::string* why_not,
+                                                        std::size_t workspace_cap) {
+  const std::optional<ShiftedWgradPlan> plan = plan_shifted_wgrad(shape, workspace_cap, why_not);
+  if (!plan) return nullptr;
+  return std::make_unique<ShiftedGemmWgrad>(shape, *plan);
+}
+
+}  // namespace ringtrain::detail
