@@ -103,6 +103,9 @@ work=$(mktemp -d /tmp/gpu-checks.XXXXXX)
 # are remembered here and kept with the logs: a check's later runs and rounds
 # take the first run's engines, unless the caller names another record.
 export RINGTRAIN_CONV_CACHE=${RINGTRAIN_CONV_CACHE:-$out/conv-engines.tsv}
+# Each timed choice's candidates and their times (bench step --layers shows
+# the chosen one and the heuristics' first only).
+export RINGTRAIN_CONV_TIMES=${RINGTRAIN_CONV_TIMES:-$out/conv-times.tsv}
 summary=$out/summary.txt
 # a rerun into the same OUTDIR appends; the final tally counts this run's lines only
 summary_from=$(($( [ -f "$summary" ] && wc -l < "$summary" || echo 0) + 1))

@@ -40,8 +40,12 @@ struct ShiftedWgradPlan {
 };
 
 // Most bytes a plan's copies take (x's and dy's grids of a chunk of images),
-// unless one image needs more.
+// unless one image needs more: a few large chunks (few launches), or chunks
+// whose grids stay in a current GPU's L2 cache while the taps re-read them
+// shifted (9 reads of x's grid for a 3x3 filter, one from memory). Which is
+// faster depends on the shape and the GPU: a plan times both.
 constexpr std::size_t kShiftedWgradWorkspaceCap = std::size_t{256} << 20;
+constexpr std::size_t kShiftedWgradCacheCap = std::size_t{32} << 20;
 
 // The plan of `shape`'s weight gradient within `workspace_cap` bytes of
 // copies; nullopt where the GEMMs do not apply (a stride other than 1, NCHW

@@ -3,7 +3,14 @@
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <limits>
 #include <map>
@@ -12,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "core/cuda/check_cuda.h"
+#include "ringtrain/core/log.h"
 
 namespace ringtrain::detail {
 
@@ -70,6 +78,27 @@ std::string timed_choice_note(std::span<const float> ms, std::size_t chosen, dou
   return fmt::format(
       "timed {} of {}: {:.3f} ms, the heuristics' first {}; {:.2f} s", ran, ms.size(), ms[chosen],
       ms.empty() || ms[0] < 0 ? std::string("not run") : fmt::format("{:.3f} ms", ms[0]), seconds);
+}
+
+void note_candidate_times(const std::string& key, std::span<const std::string> names,
+                          std::span<const float> ms, std::span<const std::size_t> need,
+                          std::size_t chosen) {
+  const char* path = std::getenv("RINGTRAIN_CONV_TIMES");
+  if (path == nullptr || *path == '\0' || chosen >= names.size()) return;
+  std::string line = key + "\t" + names[chosen] + "\t";
+  for (std::size_t i = 0; i < names.size() && i < ms.size() && i < need.size(); ++i)
+    line += fmt::format("{}{} {:.4f} ms {} B", i == 0 ? "" : "; ", names[i], ms[i], need[i]);
+  line += "\n";
+  // One write of the whole line in append mode: ranks appending at once do
+  // not interleave within a line.
+  const int fd = ::open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  const bool written =
+      fd >= 0 && ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+  if (fd >= 0) ::close(fd);
+  static std::atomic<bool> warned{false};
+  if (!written && !warned.exchange(true))
+    log_warn("RINGTRAIN_CONV_TIMES={}: cannot append the engines' timings ({})", path,
+             std::strerror(errno));
 }
 
 bool stream_is_capturing(void* stream) {

@@ -29,6 +29,14 @@ std::vector<float> time_candidates(void* stream, std::span<const std::size_t> ne
 // heuristics' first 4.013 ms; 0.84 s" (ms[0] is the heuristics' first).
 std::string timed_choice_note(std::span<const float> ms, std::size_t chosen, double seconds);
 
+// Where RINGTRAIN_CONV_TIMES names a file: one line appended per timed
+// choice, "<key>\t<chosen>\t<name> <ms> ms <workspace> B; ..." (-1: not run),
+// the figures behind a choice that bench step --layers shows only two of.
+// A file that cannot be written is said once. Nothing without the variable.
+void note_candidate_times(const std::string& key, std::span<const std::string> names,
+                          std::span<const float> ms, std::span<const std::size_t> need,
+                          std::size_t chosen);
+
 // "<GPU name> sm<major><minor> x<SMs>|cuDNN <version>": what a remembered
 // choice holds for.
 std::string engine_record_device();

@@ -511,6 +511,9 @@ struct ConvGraphCache {
                               [&](std::size_t i) { run(*candidates[i], ws->get()); });
           const std::optional<std::size_t> fastest = choose_by_time(ms, need, kTimingTie);
           const std::size_t pick = fastest.value_or(0);
+          std::vector<std::string> names;
+          for (const auto& c : candidates) names.push_back(name_of(*c));
+          note_candidate_times(what, names, ms, need, pick);
           *how = fastest ? timed_choice_note(ms, pick, seconds())
                          : fmt::format("the heuristics' first: none of {} could be timed",
                                        candidates.size());
@@ -581,15 +584,15 @@ struct ConvGraphCache {
         // alone under RINGTRAIN_CONV_WGRAD=gemm; where they do not apply,
         // the graph engines as under auto.
         std::string why_gemm;
-        std::unique_ptr<ConvWgradGraph> gemm;
+        std::vector<std::unique_ptr<ConvWgradGraph>> gemms;
         if (kinds != WgradEngines::graph && wants(DType::f32) && dw != WgradDw::bf16 &&
             (engine.only.empty() || names_gemm_wgrad(engine.only)))
-          gemm = make_shifted_gemm_wgrad(s, &why_gemm);
-        if (gemm && (kinds == WgradEngines::gemm || names_gemm_wgrad(engine.only))) {
-          if (engine.only.empty() || gemm->engine() == engine.only)
-            candidates.push_back(std::move(gemm));
-          else
-            *why = "no engine named " + engine.only;
+          gemms = shifted_gemm_wgrads(s, &why_gemm);
+        if (!gemms.empty() && (kinds == WgradEngines::gemm || names_gemm_wgrad(engine.only))) {
+          for (auto& g : gemms)
+            if (engine.only.empty() ? candidates.empty() : g->engine() == engine.only)
+              candidates.push_back(std::move(g));
+          if (candidates.empty()) *why = "no engine named " + engine.only;
           return candidates;
         }
         if (wants(DType::f32) && dw != WgradDw::bf16)
@@ -598,7 +601,8 @@ struct ConvGraphCache {
             (timing(trial) || candidates.empty()))
           for (auto& c : ConvWgradGraph::candidates(h, s, s.dtype, engine, &why16))
             candidates.push_back(std::move(c));
-        if (gemm && timing(trial)) candidates.push_back(std::move(gemm));
+        if (timing(trial))
+          for (auto& g : gemms) candidates.push_back(std::move(g));
         if (candidates.empty())
           *why = why32.empty() || why16.empty() ? why32 + why16 : why32 + "; " + why16;
         return candidates;
@@ -1333,6 +1337,10 @@ class CudnnConvPlan final : public GpuConvPlan {
                 launch(trial, static_cast<int>(p.algo), p.mathType, ws.get(), ws.size());
               });
           const std::optional<std::size_t> c = choose_by_time(ms, need, kTimingTie);
+          std::vector<std::string> names;
+          for (const std::size_t r : allowed) names.push_back(name(r));
+          note_candidate_times(fmt::format("{} {}", what, trial.key), names, ms, need,
+                               c.value_or(0));
           if (!c) return {};
           pick = allowed[*c];
           *how = timed_choice_note(

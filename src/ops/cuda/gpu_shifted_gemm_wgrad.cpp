@@ -74,4 +74,16 @@ std::unique_ptr<ConvWgradGraph> make_shifted_gemm_wgrad(const ConvGraphShape& sh
   return std::make_unique<ShiftedGemmWgrad>(shape, *plan);
 }
 
+std::vector<std::unique_ptr<ConvWgradGraph>> shifted_gemm_wgrads(const ConvGraphShape& shape,
+                                                                 std::string* why_not) {
+  std::vector<std::unique_ptr<ConvWgradGraph>> out;
+  auto large = make_shifted_gemm_wgrad(shape, why_not, kShiftedWgradWorkspaceCap);
+  if (!large) return out;
+  auto cached = make_shifted_gemm_wgrad(shape, why_not, kShiftedWgradCacheCap);
+  const bool differs = cached && cached->engine() != large->engine();
+  out.push_back(std::move(large));
+  if (differs) out.push_back(std::move(cached));
+  return out;
+}
+
 }  // namespace ringtrain::detail

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "ops/cudnn_graph.h"
 #include "ops/shifted_gemm_wgrad.h"
@@ -17,5 +18,10 @@ namespace ringtrain::detail {
 std::unique_ptr<ConvWgradGraph> make_shifted_gemm_wgrad(
     const ConvGraphShape& shape, std::string* why_not,
     std::size_t workspace_cap = kShiftedWgradWorkspaceCap);
+// The variants a plan times: within kShiftedWgradWorkspaceCap, then within
+// kShiftedWgradCacheCap where that chunks the batch otherwise (their engine
+// names differ by the chunk count). Empty where the GEMMs do not apply.
+std::vector<std::unique_ptr<ConvWgradGraph>> shifted_gemm_wgrads(const ConvGraphShape& shape,
+                                                                 std::string* why_not);
 
 }  // namespace ringtrain::detail
