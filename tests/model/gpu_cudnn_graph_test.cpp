@@ -16,7 +16,7 @@
 
 #include "kernels/precision.cuh"
 #include "model/causal_self_attention_layer.h"
-#include "ops/cuda/gpu_shifted_gemm_wgrad.h"
+#include "ops/cuda/gpu_gemm_wgrad.h"
 #include "ops/cudnn_graph.h"
 #include "ops/gpu_ops.h"
 #include "ringtrain/core/error.h"
@@ -329,6 +329,60 @@ TEST_CASE("gpu conv weight gradient by GEMMs over shifted rows: in place, padded
       const std::vector<float> got = to_host(gdw, *ctx);
       // Over the padded grid's rows (the padding's terms exact zeros).
       const double terms = double(s.n * (s.h + 2 * s.pad_h) * (s.w + 2 * s.pad_w));
+      std::size_t outside = 0;
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        const double bound = terms * 0x1p-23 * ref.magnitude[i] + 0x1p-24 * std::abs(ref.sum[i]);
+        if (!(std::abs(double(got[i]) - ref.sum[i]) <= bound)) ++outside;
+      }
+      CHECK(outside == 0);
+      g->run(detail::handles_of(*ctx), gx.data(), gdy.data(), gdw.data(), ws.data());
+      CHECK(to_host(gdw, *ctx) == got);
+    }
+  }
+}
+
+TEST_CASE("gpu conv weight gradient by a GEMM over the unfolded input: strided, in chunks",
+          "[gpu][cudnn_graph]") {
+  // ops/unfolded_gemm_wgrad.h's path (a ResNet stem on 3 channels, a 3x3
+  // and a 1x1 downsampling): fp32 sums of exact products, repeating.
+  const auto conv = [](std::size_t c, std::size_t k, std::size_t r, std::size_t pad, DType p) {
+    detail::ConvGraphShape s;
+    s.n = 3, s.c = c, s.h = 15, s.w = 13, s.k = k, s.r = r, s.s = r;
+    s.pad_h = s.pad_w = pad;
+    s.stride_h = s.stride_w = 2;
+    s.p = (s.h + 2 * pad - r) / 2 + 1;
+    s.q = (s.w + 2 * pad - r) / 2 + 1;
+    s.nhwc = true;
+    s.dtype = p;
+    return s;
+  };
+  for (DType p : {DType::bf16, DType::f16}) {
+    auto ctx = ComputeContext::create(kGpu, Tf32Mode::off, p);
+    struct Case {
+      detail::ConvGraphShape s;
+      std::size_t cap;
+    };
+    for (const Case& c : {Case{conv(3, 16, 7, 3, p), detail::kShiftedWgradWorkspaceCap},
+                          Case{conv(16, 32, 3, 1, p), detail::kShiftedWgradWorkspaceCap},
+                          Case{conv(16, 32, 1, 0, p), detail::kShiftedWgradWorkspaceCap},
+                          Case{conv(3, 16, 7, 3, p), 1}}) {  // one image per chunk
+      const detail::ConvGraphShape& s = c.s;
+      std::string why;
+      auto g = detail::make_unfolded_gemm_wgrad(s, &why, c.cap);
+      REQUIRE(g != nullptr);
+      INFO(dtype_name(p) << " " << s.r << "x" << s.s << " C " << s.c << " engine: " << g->engine());
+      CHECK(g->writes_kcrs() == (s.r == 1));
+      const auto x = on_grid(test::hashed_vector(7, s.n * s.c * s.h * s.w), p);
+      const auto dy = on_grid(test::hashed_vector(8, s.n * s.k * s.p * s.q), p);
+      const WgradReference ref = wgrad_reference(s, x, dy, g->writes_kcrs());
+      Tensor gx = words_on(x, p, kGpu), gdy = words_on(dy, p, kGpu);
+      std::vector<float> nan(ref.sum.size(), std::nanf(""));
+      Tensor gdw = Tensor::empty({nan.size()}, DType::f32, kGpu);
+      gdw.copy_from(Tensor::borrow(nan.data(), {nan.size()}, DType::f32, Device::cpu()));
+      Tensor ws = Tensor::zeros({g->workspace_bytes() / 4 + 1}, DType::f32, kGpu);
+      g->run(detail::handles_of(*ctx), gx.data(), gdy.data(), gdw.data(), ws.data());
+      const std::vector<float> got = to_host(gdw, *ctx);
+      const double terms = double(s.n * s.p * s.q);
       std::size_t outside = 0;
       for (std::size_t i = 0; i < got.size(); ++i) {
         const double bound = terms * 0x1p-23 * ref.magnitude[i] + 0x1p-24 * std::abs(ref.sum[i]);

@@ -94,7 +94,7 @@
 #include "ops/conv_algo_choice.h"
 #include "ops/conv_engine_record.h"
 #include "ops/cuda/engine_timing.h"
-#include "ops/cuda/gpu_shifted_gemm_wgrad.h"
+#include "ops/cuda/gpu_gemm_wgrad.h"
 #include "ops/cudnn_graph.h"
 #include "ops/gpu_ops.h"
 #include "ringtrain/core/check.h"
@@ -354,7 +354,7 @@ WgradDw wgrad_dw_wanted() {
 }
 // RINGTRAIN_CONV_WGRAD: which kinds of weight-gradient engines a 16-bit
 // convolution's candidates have: auto (the default: cuDNN's graph engines,
-// and the shifted rows' GEMMs of ops/shifted_gemm_wgrad.h timed beside them
+// and ringtrain's GEMMs of ops/cuda/gpu_gemm_wgrad.h timed beside them
 // where they apply), graph (cuDNN's alone) or gemm (the GEMMs alone where
 // they apply, untimed too: the switch a GPU test runs them by). Read once.
 enum class WgradEngines { automatic, graph, gemm };
@@ -393,10 +393,6 @@ std::string wgrad_dw_key() {
   }
   return key;
 }
-// The shifted rows' GEMMs name themselves so (gpu_shifted_gemm_wgrad.cpp).
-bool names_gemm_wgrad(std::string_view engine) {
-  return engine.starts_with("cublasLt-");
-}
 
 // The context's graph-API convolution graphs by shape. A graph is launched
 // with the tensors' addresses (its run is const), so the layers of one shape
@@ -409,8 +405,9 @@ bool names_gemm_wgrad(std::string_view engine) {
 // deterministic engines of each operation are built and each is timed on the
 // shape, as PyTorch's cudnn.benchmark does but deterministic engines only:
 // the weight gradient's candidates are fp32-dW engines, then 16-bit-dW ones
-// (autocast's dW, widened into the fp32 gradient), then, for a stride-1
-// channels-last shape, the shifted rows' GEMMs (ops/shifted_gemm_wgrad.h). The choice is remembered
+// (autocast's dW, widened into the fp32 gradient), then, for a channels-last
+// shape, ringtrain's GEMMs (ops/cuda/gpu_gemm_wgrad.h: shifted rows or the
+// unfolded input). The choice is remembered
 // by GPU, cuDNN version and shape (ops/conv_engine_record.h), in the process
 // and a file, and a remembered one is taken without timing: a later run, a
 // resumed one, the ranks of a node run the same engines. Otherwise (a later
@@ -579,7 +576,7 @@ struct ConvGraphCache {
         };
         const WgradDw dw = wgrad_dw_wanted();
         const WgradEngines kinds = wgrad_engines_wanted();
-        // The shifted rows' GEMMs (fp32 dW): timed after the graph engines
+        // ringtrain's GEMMs (fp32 dW): timed after the graph engines
         // (the heuristics' first stays first), taken where remembered, or
         // alone under RINGTRAIN_CONV_WGRAD=gemm; where they do not apply,
         // the graph engines as under auto.
@@ -587,7 +584,7 @@ struct ConvGraphCache {
         std::vector<std::unique_ptr<ConvWgradGraph>> gemms;
         if (kinds != WgradEngines::graph && wants(DType::f32) && dw != WgradDw::bf16 &&
             (engine.only.empty() || names_gemm_wgrad(engine.only)))
-          gemms = shifted_gemm_wgrads(s, &why_gemm);
+          gemms = gemm_wgrad_candidates(s, &why_gemm);
         if (!gemms.empty() && (kinds == WgradEngines::gemm || names_gemm_wgrad(engine.only))) {
           for (auto& g : gemms)
             if (engine.only.empty() ? candidates.empty() : g->engine() == engine.only)

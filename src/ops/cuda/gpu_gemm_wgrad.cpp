@@ -1,10 +1,14 @@
-#include "ops/cuda/gpu_shifted_gemm_wgrad.h"
+#include "ops/cuda/gpu_gemm_wgrad.h"
+
+#include <algorithm>
 
 #include <fmt/format.h>
 
 #include "kernels/shifted_rows.h"
+#include "kernels/unfolded_taps.h"
 #include "ops/gpu_ops.h"
 #include "ops/shifted_gemm_wgrad.h"
+#include "ops/unfolded_gemm_wgrad.h"
 
 namespace ringtrain::detail {
 
@@ -64,6 +68,44 @@ class ShiftedGemmWgrad final : public ConvWgradGraph {
   ShiftedWgradPlan plan_;
 };
 
+// dW [K, R, S, C] = dyᵀ u per chunk of images: dy read in place, u the
+// chunk's unfolded input in the workspace.
+class UnfoldedGemmWgrad final : public ConvWgradGraph {
+ public:
+  UnfoldedGemmWgrad(const ConvGraphShape& shape, const UnfoldedWgradPlan& plan)
+      : s_(shape), plan_(plan) {}
+
+  bool writes_kcrs() const override { return s_.r == 1 && s_.s == 1; }
+  DType dw_dtype() const override { return DType::f32; }
+  std::size_t workspace_bytes() const override { return plan_.workspace_bytes; }
+  std::string engine() const override {
+    return fmt::format("cublasLt-unfolded-gemm-{}x{}-{}chunks", s_.r, s_.s, plan_.chunks);
+  }
+
+  void run(const GpuHandles& h, const void* x, const void* dy, void* dw,
+           void* workspace) const override {
+    const std::size_t bytes = dtype_size(s_.dtype), width = s_.r * s_.s * s_.c;
+    const Device dev = Device::cuda(0);
+    for (std::size_t chunk = 0; chunk < plan_.chunks; ++chunk) {
+      const std::size_t first = chunk * plan_.images_per_chunk;
+      kernels::UnfoldedTaps g = plan_.unfolded;
+      g.images = std::min(plan_.images_per_chunk, s_.n - first);
+      const auto* xs = static_cast<const char*>(x) + first * s_.h * s_.w * s_.c * bytes;
+      const auto* dys = static_cast<const char*>(dy) + first * s_.p * s_.q * s_.k * bytes;
+      kernels::unfold_taps_cuda(xs, workspace, g, h.stream);
+      const std::size_t rows = g.rows();
+      gpu_lt_gemm(h, /*trans_a=*/true, /*trans_b=*/false, s_.k, width, rows,
+                  BufferView{const_cast<char*>(dys), rows * s_.k, s_.dtype, dev}, s_.k,
+                  BufferView{workspace, rows * g.ld, s_.dtype, dev}, g.ld, chunk == 0 ? 0.0f : 1.0f,
+                  BufferView{dw, s_.k * width, DType::f32, dev}, width);
+    }
+  }
+
+ private:
+  ConvGraphShape s_;
+  UnfoldedWgradPlan plan_;
+};
+
 }  // namespace
 
 std::unique_ptr<ConvWgradGraph> make_shifted_gemm_wgrad(const ConvGraphShape& shape,
@@ -74,16 +116,35 @@ std::unique_ptr<ConvWgradGraph> make_shifted_gemm_wgrad(const ConvGraphShape& sh
   return std::make_unique<ShiftedGemmWgrad>(shape, *plan);
 }
 
-std::vector<std::unique_ptr<ConvWgradGraph>> shifted_gemm_wgrads(const ConvGraphShape& shape,
-                                                                 std::string* why_not) {
+std::unique_ptr<ConvWgradGraph> make_unfolded_gemm_wgrad(const ConvGraphShape& shape,
+                                                         std::string* why_not,
+                                                         std::size_t workspace_cap) {
+  const std::optional<UnfoldedWgradPlan> plan = plan_unfolded_wgrad(shape, workspace_cap, why_not);
+  if (!plan) return nullptr;
+  return std::make_unique<UnfoldedGemmWgrad>(shape, *plan);
+}
+
+std::vector<std::unique_ptr<ConvWgradGraph>> gemm_wgrad_candidates(const ConvGraphShape& shape,
+                                                                   std::string* why_not) {
   std::vector<std::unique_ptr<ConvWgradGraph>> out;
-  auto large = make_shifted_gemm_wgrad(shape, why_not, kShiftedWgradWorkspaceCap);
-  if (!large) return out;
-  auto cached = make_shifted_gemm_wgrad(shape, why_not, kShiftedWgradCacheCap);
+  std::string why_shifted, why_unfolded;
+  const bool shifted =
+      plan_shifted_wgrad(shape, kShiftedWgradWorkspaceCap, &why_shifted).has_value();
+  const auto make = shifted ? make_shifted_gemm_wgrad : make_unfolded_gemm_wgrad;
+  auto large = make(shape, &why_unfolded, kShiftedWgradWorkspaceCap);
+  if (!large) {
+    *why_not = shifted ? why_unfolded : why_shifted + "; " + why_unfolded;
+    return out;
+  }
+  auto cached = make(shape, &why_unfolded, kShiftedWgradCacheCap);
   const bool differs = cached && cached->engine() != large->engine();
   out.push_back(std::move(large));
   if (differs) out.push_back(std::move(cached));
   return out;
+}
+
+bool names_gemm_wgrad(const std::string& engine) {
+  return engine.starts_with("cublasLt-");
 }
 
 }  // namespace ringtrain::detail

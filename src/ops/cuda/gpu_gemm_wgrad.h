@@ -1,0 +1,35 @@
+// The GPU's weight gradients as GEMMs: the shifted rows of a stride-1
+// convolution (ops/shifted_gemm_wgrad.h; copies by kernels/shifted_rows.cu)
+// and the unfolded input of a strided one (ops/unfolded_gemm_wgrad.h;
+// kernels/unfolded_taps.cu), each GEMM by cuBLASLt on tensor cores (16-bit x
+// and dy, fp32 accumulation and dW), behind the interface of the graph
+// engines they are timed beside. Their engine names start "cublasLt-".
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ops/cudnn_graph.h"
+#include "ops/shifted_gemm_wgrad.h"
+
+namespace ringtrain::detail {
+
+// nullptr where the GEMMs do not apply to `shape` (*why_not says why);
+// copies within workspace_cap bytes (tests pass a small one to run chunks).
+std::unique_ptr<ConvWgradGraph> make_shifted_gemm_wgrad(
+    const ConvGraphShape& shape, std::string* why_not,
+    std::size_t workspace_cap = kShiftedWgradWorkspaceCap);
+std::unique_ptr<ConvWgradGraph> make_unfolded_gemm_wgrad(
+    const ConvGraphShape& shape, std::string* why_not,
+    std::size_t workspace_cap = kShiftedWgradWorkspaceCap);
+// The variants a plan times: the shifted rows where they apply, else the
+// unfolded input; each within kShiftedWgradWorkspaceCap, then within
+// kShiftedWgradCacheCap where that chunks the batch otherwise (their engine
+// names differ by the chunk count). Empty where neither applies.
+std::vector<std::unique_ptr<ConvWgradGraph>> gemm_wgrad_candidates(const ConvGraphShape& shape,
+                                                                   std::string* why_not);
+// Whether an engine name is one of these.
+bool names_gemm_wgrad(const std::string& engine);
+
+}  // namespace ringtrain::detail

@@ -1,0 +1,47 @@
+// A channels-last convolution's weight gradient as one GEMM over unfolded
+// input (im2col), for the shapes the shifted rows (ops/shifted_gemm_wgrad.h)
+// do not take: a stride other than 1. A plan times it beside cuDNN's graph
+// engines (ops/cuda/gpu_conv_plan.cpp).
+//
+// dW[k, (r, s, c)] = sum over rows t = (n, p, q) of dy[t, k] u[t, (r, s, c)],
+// u the unfolded input: row t holds the R x S x C input values output (p, q)
+// reads (zeros for the padding). So dW [K, R, S, C] = dyᵀ u, m = K, n = R S
+// C, k = the rows, dy read in place, u built in chunks of images, each
+// chunk's GEMM adding into dW after the first (a fixed order: the same bits
+// every run). Where the filter covers few input channels and many taps (a
+// ResNet's 7x7 stem on 3 channels), this is what keeps the weight gradient
+// off a 16-bit x and dy widened to fp32 and a large legacy workspace.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+
+#include "kernels/unfolded_taps.cuh"
+#include "ops/cudnn_graph.h"
+
+namespace ringtrain::detail {
+
+struct UnfoldedWgradPlan {
+  std::size_t images_per_chunk = 0, chunks = 0;
+  // A chunk's unfolded rows (ld: R S C rounded up to 8 values, so that rows
+  // start 16-byte aligned).
+  kernels::UnfoldedTaps unfolded;
+  std::size_t workspace_bytes = 0;
+};
+
+// The plan of `shape`'s weight gradient within `workspace_cap` bytes of
+// unfolded rows (one image's at least); nullopt where it does not apply
+// (NCHW memory, a stride of 1: the shifted rows read less, inconsistent
+// extents), and *why_not says why.
+std::optional<UnfoldedWgradPlan> plan_unfolded_wgrad(const ConvGraphShape& shape,
+                                                     std::size_t workspace_cap,
+                                                     std::string* why_not);
+
+// The CPU twin of the GPU's sequence (values as floats): each chunk unfolded
+// through kernels/unfolded_taps.cuh, then its GEMM's fp32 sums over the rows
+// in order, added into dW [K, R, S, C] after the first chunk. For tests.
+void unfolded_wgrad_cpu(const ConvGraphShape& shape, const UnfoldedWgradPlan& plan, const float* x,
+                        const float* dy, float* dw_krsc);
+
+}  // namespace ringtrain::detail

@@ -1,0 +1,142 @@
+// ops/unfolded_gemm_wgrad.h on the CPU: which shapes the plan takes, how it
+// chunks the batch, the unfolded rows (kernels/unfolded_taps.cuh, the
+// function the GPU's kernel runs, by plain and by FastDivide division), and
+// the twin of the GPU's sequence against a direct double-precision sum for
+// strided convolutions: a ResNet stem, 1x1 and 3x3 downsamplings, an
+// uneven stride, one image per chunk.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "kernels/unfolded_taps.cuh"
+#include "ops/unfolded_gemm_wgrad.h"
+#include "tests/model/grid_values.h"
+
+using namespace ringtrain;
+using detail::ConvGraphShape;
+
+namespace {
+
+ConvGraphShape shape(std::size_t n, std::size_t c, std::size_t h, std::size_t w, std::size_t k,
+                     std::size_t r, std::size_t s, std::size_t pad, std::size_t stride_h,
+                     std::size_t stride_w) {
+  ConvGraphShape g;
+  g.n = n, g.c = c, g.h = h, g.w = w, g.k = k, g.r = r, g.s = s;
+  g.pad_h = g.pad_w = pad;
+  g.stride_h = stride_h, g.stride_w = stride_w;
+  g.p = (h + 2 * pad - r) / stride_h + 1;
+  g.q = (w + 2 * pad - s) / stride_w + 1;
+  g.nhwc = true;
+  g.dtype = DType::bf16;
+  return g;
+}
+
+}  // namespace
+
+TEST_CASE("unfolded weight gradient: the shapes it takes, its chunks", "[unfolded_wgrad]") {
+  std::string why;
+  const ConvGraphShape stem = shape(5, 3, 11, 11, 8, 7, 7, 3, 2, 2);
+  const auto plan = detail::plan_unfolded_wgrad(stem, std::size_t{1} << 30, &why);
+  REQUIRE(plan.has_value());
+  CHECK(plan->unfolded.ld == 152);  // 7 * 7 * 3 = 147, rounded up to 8
+  CHECK(plan->images_per_chunk == 5);
+  CHECK(plan->chunks == 1);
+  CHECK(plan->workspace_bytes == 5 * 6 * 6 * 152 * 2);
+  // Room for two images' rows: chunks of 2, 2 and 1.
+  const auto parts = detail::plan_unfolded_wgrad(stem, 2 * 6 * 6 * 152 * 2 + 100, &why);
+  REQUIRE(parts.has_value());
+  CHECK(parts->images_per_chunk == 2);
+  CHECK(parts->chunks == 3);
+
+  CHECK_FALSE(detail::plan_unfolded_wgrad(shape(2, 8, 6, 6, 4, 3, 3, 1, 1, 1), 1 << 20, &why));
+  CHECK(why.find("stride 1") != std::string::npos);
+  ConvGraphShape nchw = stem;
+  nchw.nhwc = false;
+  CHECK_FALSE(detail::plan_unfolded_wgrad(nchw, 1 << 20, &why));
+  CHECK(why.find("NCHW") != std::string::npos);
+  ConvGraphShape wrong = stem;
+  wrong.q += 1;
+  CHECK_FALSE(detail::plan_unfolded_wgrad(wrong, 1 << 20, &why));
+}
+
+TEST_CASE("unfolded weight gradient: each row's taps read the pixels the convolution reads",
+          "[unfolded_wgrad]") {
+  const ConvGraphShape g = shape(2, 3, 9, 8, 4, 3, 5, 2, 2, 3);
+  std::string why;
+  const auto plan = detail::plan_unfolded_wgrad(g, 1 << 20, &why);
+  REQUIRE(plan.has_value());
+  const kernels::UnfoldedTaps& u = plan->unfolded;
+  const kernels::FastDivide by_pq(static_cast<std::uint32_t>(u.p * u.q)),
+      by_q(static_cast<std::uint32_t>(u.q)), by_s(static_cast<std::uint32_t>(u.s));
+  std::size_t padding = 0;
+  for (std::size_t t = 0; t < u.rows(); ++t)
+    for (std::size_t tap = 0; tap < u.taps(); ++tap) {
+      const std::size_t from = kernels::unfolded_source(u, t, tap);
+      CHECK(from == kernels::unfolded_source(u, static_cast<std::uint32_t>(t),
+                                             static_cast<std::uint32_t>(tap), by_pq, by_q, by_s));
+      const std::size_t n = t / (u.p * u.q), p = t / u.q % u.p, q = t % u.q;
+      const long i = long(p * u.stride_h + tap / u.s) - long(u.pad_h);
+      const long j = long(q * u.stride_w + tap % u.s) - long(u.pad_w);
+      if (i < 0 || j < 0 || i >= long(u.h) || j >= long(u.w)) {
+        CHECK(from == kernels::kNoPixel);
+        ++padding;
+      } else {
+        CHECK(from == (n * u.h + std::size_t(i)) * u.w + std::size_t(j));
+      }
+    }
+  CHECK(padding > 0);
+}
+
+TEST_CASE("unfolded weight gradient: the GPU's sequence on the CPU against a direct sum",
+          "[unfolded_wgrad]") {
+  struct Case {
+    ConvGraphShape g;
+    std::size_t cap;
+  };
+  const std::vector<Case> cases = {
+      {shape(3, 3, 11, 11, 8, 7, 7, 3, 2, 2), 1 << 20},  // a ResNet stem
+      {shape(3, 16, 8, 8, 8, 1, 1, 0, 2, 2), 1 << 20},   // a 1x1 downsampling
+      {shape(3, 8, 9, 9, 8, 3, 3, 1, 2, 2), 1 << 20},    // a 3x3 downsampling
+      {shape(2, 4, 9, 8, 4, 3, 5, 2, 2, 3), 1 << 20},    // uneven strides and taps
+      {shape(3, 8, 9, 9, 8, 3, 3, 1, 2, 2), 1},          // one image per chunk
+  };
+  for (const Case& c : cases) {
+    const ConvGraphShape& g = c.g;
+    CAPTURE(g.n, g.c, g.h, g.w, g.k, g.r, g.s, g.pad_h, g.stride_h, g.stride_w, c.cap);
+    std::string why;
+    const auto plan = detail::plan_unfolded_wgrad(g, c.cap, &why);
+    REQUIRE(plan.has_value());
+    const auto x = test::on_grid(21, g.n * g.h * g.w * g.c, g.dtype);
+    const auto dy = test::on_grid(22, g.n * g.p * g.q * g.k, g.dtype);
+    std::vector<float> dw(g.k * g.r * g.s * g.c, std::nanf(""));
+    detail::unfolded_wgrad_cpu(g, *plan, x.data(), dy.data(), dw.data());
+    std::size_t outside = 0;
+    for (std::size_t k = 0; k < g.k; ++k)
+      for (std::size_t r = 0; r < g.r; ++r)
+        for (std::size_t s = 0; s < g.s; ++s)
+          for (std::size_t ch = 0; ch < g.c; ++ch) {
+            double want = 0, magnitude = 0;
+            for (std::size_t n = 0; n < g.n; ++n)
+              for (std::size_t p = 0; p < g.p; ++p)
+                for (std::size_t q = 0; q < g.q; ++q) {
+                  const long i = long(p * g.stride_h + r) - long(g.pad_h);
+                  const long j = long(q * g.stride_w + s) - long(g.pad_w);
+                  if (i < 0 || j < 0 || i >= long(g.h) || j >= long(g.w)) continue;
+                  const double v =
+                      double(x[((n * g.h + std::size_t(i)) * g.w + std::size_t(j)) * g.c + ch]) *
+                      double(dy[((n * g.p + p) * g.q + q) * g.k + k]);
+                  want += v;
+                  magnitude += std::abs(v);
+                }
+            const float got = dw[((k * g.r + r) * g.s + s) * g.c + ch];
+            // fp32 sums of exact products over the rows (padding's terms 0).
+            const double bound =
+                double(g.n * g.p * g.q) * 0x1p-23 * magnitude + 0x1p-24 * std::abs(want);
+            if (!(std::abs(double(got) - want) <= bound)) ++outside;
+          }
+    CHECK(outside == 0);
+    if (c.cap == 1) CHECK(plan->chunks == g.n);
+  }
+}
