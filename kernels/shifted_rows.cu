@@ -34,7 +34,8 @@ void launch(const void* src, void* dst, const PaddedRows& g, std::size_t groups,
   const std::size_t n = g.rows() * groups;
   const auto* from = static_cast<const Word*>(src);
   auto* to = static_cast<Word*>(dst);
-  if (n <= 0xFFFFFFFFu)
+  // The grid-stride index reaches n plus the grid's size: 32 bits where that fits.
+  if (n + std::size_t{elementwise_blocks(n)} * kElementwiseThreads <= 0xFFFFFFFFu)
     pad_rows_kernel<<<elementwise_blocks(n), kElementwiseThreads, 0, s>>>(
         from, to, g, static_cast<std::uint32_t>(n), FastDivide(static_cast<std::uint32_t>(groups)),
         FastDivide(static_cast<std::uint32_t>(g.hp * g.wp)),

@@ -40,7 +40,8 @@ void launch(const void* src, void* dst, const UnfoldedTaps& g, std::size_t group
   const auto* from = static_cast<const Word*>(src);
   auto* to = static_cast<Word*>(dst);
   const auto fast = [](std::size_t d) { return FastDivide(static_cast<std::uint32_t>(d)); };
-  if (n <= 0xFFFFFFFFu)
+  // The grid-stride index reaches n plus the grid's size: 32 bits where that fits.
+  if (n + std::size_t{elementwise_blocks(n)} * kElementwiseThreads <= 0xFFFFFFFFu)
     unfold_taps_kernel<<<elementwise_blocks(n), kElementwiseThreads, 0, s>>>(
         from, to, g, static_cast<std::uint32_t>(n), groups, ld_words, fast(groups), fast(g.taps()),
         fast(g.p * g.q), fast(g.q), fast(g.s));

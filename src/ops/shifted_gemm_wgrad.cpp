@@ -1,6 +1,8 @@
 #include "ops/shifted_gemm_wgrad.h"
 
 #include <algorithm>
+#include <cmath>
+#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
@@ -56,6 +58,11 @@ std::optional<ShiftedWgradPlan> plan_shifted_wgrad(const ConvGraphShape& s,
     // As many images as fit the cap, at least one.
     std::size_t images = 1;
     while (images < s.n && need(images + 1).second <= workspace_cap) ++images;
+    // As many chunks as that takes, their images spread evenly (the last
+    // one short by less than a chunk's count: one chunking per chunk count,
+    // which the engine's name gives).
+    const std::size_t chunks = (s.n + images - 1) / images;
+    images = (s.n + chunks - 1) / chunks;
     plan.images_per_chunk = images;
     std::tie(plan.dy_offset, plan.workspace_bytes) = need(images);
   }
@@ -83,14 +90,20 @@ void shifted_wgrad_cpu(const ConvGraphShape& s, const ShiftedWgradPlan& plan, co
     if (!plan.in_place) {
       kernels::PaddedRows xr = plan.x_grid, dyr = plan.dy_grid;
       xr.images = dyr.images = images.count;
-      xg.assign(xr.rows() * s.c, 0.0f);
-      dyg.assign(dyr.rows() * s.k, 0.0f);
-      for (std::size_t t = 0; t < xr.rows(); ++t)
-        if (const std::size_t from = kernels::padded_row_source(xr, t); from != kernels::kNoPixel)
-          std::copy_n(xs + from * s.c, s.c, xg.begin() + static_cast<std::ptrdiff_t>(t * s.c));
-      for (std::size_t t = 0; t < dyr.rows(); ++t)
-        if (const std::size_t from = kernels::padded_row_source(dyr, t); from != kernels::kNoPixel)
-          std::copy_n(dys + from * s.k, s.k, dyg.begin() + static_cast<std::ptrdiff_t>(t * s.k));
+      // NaN first, as a reused workspace may hold anything: every row is
+      // written, a pixel or zeros, as the GPU's copy writes it.
+      xg.assign(xr.rows() * s.c, std::nanf(""));
+      dyg.assign(dyr.rows() * s.k, std::nanf(""));
+      const auto place = [](const kernels::PaddedRows& g, const float* from, std::size_t width,
+                            std::vector<float>& to) {
+        for (std::size_t t = 0; t < g.rows(); ++t) {
+          const std::size_t pixel = kernels::padded_row_source(g, t);
+          for (std::size_t k = 0; k < width; ++k)
+            to[t * width + k] = pixel == kernels::kNoPixel ? 0.0f : from[pixel * width + k];
+        }
+      };
+      place(xr, xs, s.c, xg);
+      place(dyr, dys, s.k, dyg);
       xs = xg.data();
       dys = dyg.data();
       rows = dyr.rows();

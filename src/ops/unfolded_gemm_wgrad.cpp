@@ -29,7 +29,11 @@ std::optional<UnfoldedWgradPlan> plan_unfolded_wgrad(const ConvGraphShape& s,
   UnfoldedWgradPlan plan;
   const std::size_t width = s.r * s.s * s.c, ld = (width + 7) / 8 * 8;
   const std::size_t per_image = s.p * s.q * ld * dtype_size(s.dtype);
-  plan.images_per_chunk = std::clamp<std::size_t>(workspace_cap / per_image, 1, s.n);
+  const std::size_t most = std::clamp<std::size_t>(workspace_cap / per_image, 1, s.n);
+  // As many chunks as that takes, their images spread evenly (one chunking
+  // per chunk count, which the engine's name gives).
+  plan.chunks = (s.n + most - 1) / most;
+  plan.images_per_chunk = (s.n + plan.chunks - 1) / plan.chunks;
   plan.chunks = (s.n + plan.images_per_chunk - 1) / plan.images_per_chunk;
   plan.unfolded = {.images = plan.images_per_chunk,
                    .h = s.h,

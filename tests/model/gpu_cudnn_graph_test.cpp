@@ -324,7 +324,11 @@ TEST_CASE("gpu conv weight gradient by GEMMs over shifted rows: in place, padded
       std::vector<float> nan(ref.sum.size(), std::nanf(""));
       Tensor gdw = Tensor::empty({nan.size()}, DType::f32, kGpu);
       gdw.copy_from(Tensor::borrow(nan.data(), {nan.size()}, DType::f32, Device::cpu()));
-      Tensor ws = Tensor::zeros({g->workspace_bytes() / 4 + 1}, DType::f32, kGpu);
+      // The workspace NaN too: a reused one holds anything, and every row
+      // a GEMM reads must have been written.
+      std::vector<float> stale(g->workspace_bytes() / 4 + 1, std::nanf(""));
+      Tensor ws = Tensor::empty({stale.size()}, DType::f32, kGpu);
+      ws.copy_from(Tensor::borrow(stale.data(), {stale.size()}, DType::f32, Device::cpu()));
       g->run(detail::handles_of(*ctx), gx.data(), gdy.data(), gdw.data(), ws.data());
       const std::vector<float> got = to_host(gdw, *ctx);
       // Over the padded grid's rows (the padding's terms exact zeros).
@@ -379,7 +383,11 @@ TEST_CASE("gpu conv weight gradient by a GEMM over the unfolded input: strided, 
       std::vector<float> nan(ref.sum.size(), std::nanf(""));
       Tensor gdw = Tensor::empty({nan.size()}, DType::f32, kGpu);
       gdw.copy_from(Tensor::borrow(nan.data(), {nan.size()}, DType::f32, Device::cpu()));
-      Tensor ws = Tensor::zeros({g->workspace_bytes() / 4 + 1}, DType::f32, kGpu);
+      // The workspace NaN too: a reused one holds anything, and every row
+      // a GEMM reads must have been written.
+      std::vector<float> stale(g->workspace_bytes() / 4 + 1, std::nanf(""));
+      Tensor ws = Tensor::empty({stale.size()}, DType::f32, kGpu);
+      ws.copy_from(Tensor::borrow(stale.data(), {stale.size()}, DType::f32, Device::cpu()));
       g->run(detail::handles_of(*ctx), gx.data(), gdy.data(), gdw.data(), ws.data());
       const std::vector<float> got = to_host(gdw, *ctx);
       const double terms = double(s.n * s.p * s.q);

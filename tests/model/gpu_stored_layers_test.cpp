@@ -11,8 +11,10 @@
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kernels/precision.cuh"
@@ -166,6 +168,17 @@ void compare(const std::string& graph, const std::vector<Shape>& inputs, double 
     REQUIRE(g.stores->stores_activations());
     Node c = node(graph, inputs, *cpu, p, layout);
     const Result rg = run(g, *gpu, inputs, p);
+    // Under RINGTRAIN_CONV_WGRAD=gemm (the gpu_stored_layers_gemm_wgrad
+    // run), a channels-last convolution's weight gradient must have run on
+    // ringtrain's GEMMs, not passed on the same numbers by another path.
+    const char* wgrad = std::getenv("RINGTRAIN_CONV_WGRAD");
+    if (wgrad != nullptr && std::string_view(wgrad) == "gemm" && layout == Layout::nhwc &&
+        graph.starts_with("conv2d")) {
+      const auto* kernels = dynamic_cast<const DescribesKernels*>(g.layer.get());
+      REQUIRE(kernels != nullptr);
+      INFO("kernels: " << kernels->describe_kernels());
+      CHECK(kernels->describe_kernels().find("bwd-filter=cublasLt-") != std::string::npos);
+    }
     Result rc;
     if (c.stores != nullptr && c.stores->stores_activations()) {
       rc = run(c, *cpu, inputs, p);

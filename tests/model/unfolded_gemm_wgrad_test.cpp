@@ -49,6 +49,11 @@ TEST_CASE("unfolded weight gradient: the shapes it takes, its chunks", "[unfolde
   REQUIRE(parts.has_value());
   CHECK(parts->images_per_chunk == 2);
   CHECK(parts->chunks == 3);
+  // Room for 4 of 5: two chunks of 3 and 2, not 4 and 1.
+  const auto even = detail::plan_unfolded_wgrad(stem, 4 * 6 * 6 * 152 * 2, &why);
+  REQUIRE(even.has_value());
+  CHECK(even->chunks == 2);
+  CHECK(even->images_per_chunk == 3);
 
   CHECK_FALSE(detail::plan_unfolded_wgrad(shape(2, 8, 6, 6, 4, 3, 3, 1, 1, 1), 1 << 20, &why));
   CHECK(why.find("stride 1") != std::string::npos);

@@ -84,21 +84,20 @@ void note_candidate_times(const std::string& key, std::span<const std::string> n
                           std::span<const float> ms, std::span<const std::size_t> need,
                           std::size_t chosen) {
   const char* path = std::getenv("RINGTRAIN_CONV_TIMES");
-  if (path == nullptr || *path == '\0' || chosen >= names.size()) return;
-  std::string line = key + "\t" + names[chosen] + "\t";
+  if (path == nullptr || *path == '\0') return;
+  std::string line = key + "\t" + (chosen < names.size() ? names[chosen] : "none") + "\t";
   for (std::size_t i = 0; i < names.size() && i < ms.size() && i < need.size(); ++i)
     line += fmt::format("{}{} {:.4f} ms {} B", i == 0 ? "" : "; ", names[i], ms[i], need[i]);
   line += "\n";
   // One write of the whole line in append mode: ranks appending at once do
   // not interleave within a line.
   const int fd = ::open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  const bool written =
-      fd >= 0 && ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+  const ssize_t wrote = fd >= 0 ? ::write(fd, line.data(), line.size()) : -1;
+  const std::string why = fd < 0 || wrote < 0 ? std::strerror(errno) : "a short write";
   if (fd >= 0) ::close(fd);
   static std::atomic<bool> warned{false};
-  if (!written && !warned.exchange(true))
-    log_warn("RINGTRAIN_CONV_TIMES={}: cannot append the engines' timings ({})", path,
-             std::strerror(errno));
+  if (wrote != static_cast<ssize_t>(line.size()) && !warned.exchange(true))
+    log_warn("RINGTRAIN_CONV_TIMES={}: cannot append the engines' timings ({})", path, why);
 }
 
 bool stream_is_capturing(void* stream) {

@@ -30,7 +30,8 @@ std::vector<float> time_candidates(void* stream, std::span<const std::size_t> ne
 std::string timed_choice_note(std::span<const float> ms, std::size_t chosen, double seconds);
 
 // Where RINGTRAIN_CONV_TIMES names a file: one line appended per timed
-// choice, "<key>\t<chosen>\t<name> <ms> ms <workspace> B; ..." (-1: not run),
+// choice, "<key>\t<chosen>\t<name> <ms> ms <workspace> B; ..." (-1: not run;
+// chosen "none": none could be timed, chosen >= names.size()),
 // the figures behind a choice that bench step --layers shows only two of.
 // A file that cannot be written is said once. Nothing without the variable.
 void note_candidate_times(const std::string& key, std::span<const std::string> names,

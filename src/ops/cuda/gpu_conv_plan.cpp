@@ -370,8 +370,11 @@ WgradEngines wgrad_engines_wanted() {
   }();
   return wanted;
 }
-// Part of a remembered choice's key: another setting lists other candidates.
-std::string wgrad_dw_key() {
+// Part of a weight gradient's remembered-choice key: another setting, or
+// another release's candidate set, lists other candidates (" +gemm": the
+// GEMMs are among them; a choice remembered before they were is timed
+// again, not kept).
+std::string wgrad_key() {
   std::string key;
   switch (wgrad_dw_wanted()) {
     case WgradDw::f32:
@@ -391,7 +394,7 @@ std::string wgrad_dw_key() {
     case WgradEngines::automatic:
       break;
   }
-  return key;
+  return key + " +gemm";
 }
 
 // The context's graph-API convolution graphs by shape. A graph is launched
@@ -439,14 +442,15 @@ struct ConvGraphCache {
   }
 
   // The shape's part of a record key; a graph engine's key also names what
-  // lists its candidates (the heuristics mode, RINGTRAIN_CONV_DW), which the
-  // legacy API's algorithms do not depend on.
+  // lists its candidates (the heuristics mode; for the weight gradient
+  // RINGTRAIN_CONV_DW, RINGTRAIN_CONV_WGRAD and the GEMMs), which the legacy
+  // API's algorithms do not depend on.
   static std::string shape_key(const ConvGraphShape& s, const char* op, bool graph = true) {
+    const bool wgrad = graph && std::string_view(op) == "wgrad";
     return fmt::format("{}{}|{} {} n{} c{} h{} w{} k{} r{} s{} p{} q{} pad{}x{} stride{}x{} {}",
-                       graph ? conv_heuristics_mode_name() : "legacy API",
-                       graph ? wgrad_dw_key() : "", op, dtype_name(s.dtype), s.n, s.c, s.h, s.w,
-                       s.k, s.r, s.s, s.p, s.q, s.pad_h, s.pad_w, s.stride_h, s.stride_w,
-                       s.nhwc ? "nhwc" : "nchw");
+                       graph ? conv_heuristics_mode_name() : "legacy API", wgrad ? wgrad_key() : "",
+                       op, dtype_name(s.dtype), s.n, s.c, s.h, s.w, s.k, s.r, s.s, s.p, s.q,
+                       s.pad_h, s.pad_w, s.stride_h, s.stride_w, s.nhwc ? "nhwc" : "nchw");
   }
   static bool timing(const TrialOperands* trial) {
     return trial != nullptr && conv_engine_timing_wanted() && !stream_is_capturing(trial->stream);
@@ -510,7 +514,7 @@ struct ConvGraphCache {
           const std::size_t pick = fastest.value_or(0);
           std::vector<std::string> names;
           for (const auto& c : candidates) names.push_back(name_of(*c));
-          note_candidate_times(what, names, ms, need, pick);
+          note_candidate_times(what, names, ms, need, fastest.value_or(names.size()));
           *how = fastest ? timed_choice_note(ms, pick, seconds())
                          : fmt::format("the heuristics' first: none of {} could be timed",
                                        candidates.size());
@@ -585,7 +589,12 @@ struct ConvGraphCache {
         if (kinds != WgradEngines::graph && wants(DType::f32) && dw != WgradDw::bf16 &&
             (engine.only.empty() || names_gemm_wgrad(engine.only)))
           gemms = gemm_wgrad_candidates(s, &why_gemm);
-        if (!gemms.empty() && (kinds == WgradEngines::gemm || names_gemm_wgrad(engine.only))) {
+        // Untimed (RINGTRAIN_CONV_WGRAD=gemm), a GEMM runs only where
+        // cuBLASLt surely has an algorithm (every operand 16-byte aligned); a
+        // timed one that cuBLASLt refuses is passed over by the timing, and a
+        // remembered one ran at the same alignments when it was timed.
+        const bool sure = !gemms.empty() && gemm_wgrad_aligned(s);
+        if ((kinds == WgradEngines::gemm && sure) || names_gemm_wgrad(engine.only)) {
           for (auto& g : gemms)
             if (engine.only.empty() ? candidates.empty() : g->engine() == engine.only)
               candidates.push_back(std::move(g));
@@ -598,8 +607,13 @@ struct ConvGraphCache {
             (timing(trial) || candidates.empty()))
           for (auto& c : ConvWgradGraph::candidates(h, s, s.dtype, engine, &why16))
             candidates.push_back(std::move(c));
+        // Timed, all of them; untimed, the first where no graph engine runs
+        // the shape (a ResNet's 3-channel stem): rather than x and dy
+        // widened to fp32 and a legacy algorithm's workspace.
         if (timing(trial))
           for (auto& g : gemms) candidates.push_back(std::move(g));
+        else if (candidates.empty() && sure)
+          candidates.push_back(std::move(gemms.front()));
         if (candidates.empty())
           *why = why32.empty() || why16.empty() ? why32 + why16 : why32 + "; " + why16;
         return candidates;
@@ -1337,7 +1351,7 @@ class CudnnConvPlan final : public GpuConvPlan {
           std::vector<std::string> names;
           for (const std::size_t r : allowed) names.push_back(name(r));
           note_candidate_times(fmt::format("{} {}", what, trial.key), names, ms, need,
-                               c.value_or(0));
+                               c.value_or(names.size()));
           if (!c) return {};
           pick = allowed[*c];
           *how = timed_choice_note(

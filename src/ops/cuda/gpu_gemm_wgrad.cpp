@@ -147,4 +147,9 @@ bool names_gemm_wgrad(const std::string& engine) {
   return engine.starts_with("cublasLt-");
 }
 
+bool gemm_wgrad_aligned(const ConvGraphShape& shape) {
+  const bool shifted = shape.stride_h == 1 && shape.stride_w == 1;
+  return shape.k % 8 == 0 && (!shifted || shape.c % 8 == 0);
+}
+
 }  // namespace ringtrain::detail

@@ -31,5 +31,11 @@ std::vector<std::unique_ptr<ConvWgradGraph>> gemm_wgrad_candidates(const ConvGra
                                                                    std::string* why_not);
 // Whether an engine name is one of these.
 bool names_gemm_wgrad(const std::string& engine);
+// Whether every GEMM operand of `shape`'s variants starts 16-byte aligned
+// (given 16-byte aligned x, dy and dW: 8 | K, and for the shifted rows 8 |
+// C), where cuBLASLt's 16-bit GEMMs with an fp32 output surely have an
+// algorithm: the GEMMs may then run untimed. (cuBLASLt's own workspace, 32
+// MiB shared with the linear layers, is no part of workspace_bytes().)
+bool gemm_wgrad_aligned(const ConvGraphShape& shape);
 
 }  // namespace ringtrain::detail
