@@ -43,7 +43,7 @@ void gpu_gemm_stored(const GpuHandles&, bool, bool, std::size_t, std::size_t, st
 }
 bool gpu_lt_gemm(const GpuHandles&, bool, bool, std::size_t, std::size_t, std::size_t, BufferView,
                  std::size_t, BufferView, std::size_t, float, BufferView, std::size_t, const float*,
-                 float*, bool) {
+                 float*, bool, int) {
   no_cuda("a cuBLASLt GEMM");
   return false;
 }

@@ -403,6 +403,62 @@ TEST_CASE("gpu conv weight gradient by a GEMM over the unfolded input: strided, 
   }
 }
 
+TEST_CASE("gpu conv weight gradient GEMMs: every candidate a plan times, each cuBLASLt rank",
+          "[gpu][cudnn_graph]") {
+  // gemm_wgrad_candidates lists the variants a plan times (chunkings, and
+  // cuBLASLt's first three ranked algorithms): whichever wins must compute
+  // the weight gradient and repeat its bits. A rank past what the heuristic
+  // ranks for a shape is refused (an Error the timing passes over).
+  const DType p = DType::bf16;
+  auto ctx = ComputeContext::create(kGpu, Tf32Mode::off, p);
+  for (const std::size_t stride : {std::size_t{1}, std::size_t{2}}) {
+    detail::ConvGraphShape s;
+    s.n = 4, s.c = 16, s.h = 12, s.w = 10, s.k = 32, s.r = 3, s.s = 3;
+    s.pad_h = s.pad_w = 1;
+    s.stride_h = s.stride_w = stride;
+    s.p = (s.h + 2 - 3) / stride + 1;
+    s.q = (s.w + 2 - 3) / stride + 1;
+    s.nhwc = true;
+    s.dtype = p;
+    std::string why;
+    const auto list = detail::gemm_wgrad_candidates(s, &why);
+    REQUIRE(list.size() >= static_cast<std::size_t>(detail::kGemmWgradRanks));
+    CHECK(detail::gemm_wgrad_aligned(s));
+    const auto x = on_grid(test::hashed_vector(9, s.n * s.c * s.h * s.w), p);
+    const auto dy = on_grid(test::hashed_vector(10, s.n * s.k * s.p * s.q), p);
+    const WgradReference ref = wgrad_reference(s, x, dy, /*kcrs=*/false);
+    Tensor gx = words_on(x, p, kGpu), gdy = words_on(dy, p, kGpu);
+    std::size_t ran = 0;
+    for (const auto& g : list) {
+      INFO("stride " << stride << " engine: " << g->engine());
+      CHECK(detail::names_gemm_wgrad(g->engine()));
+      CHECK_FALSE(g->writes_kcrs());
+      Tensor gdw = Tensor::zeros({ref.sum.size()}, DType::f32, kGpu);
+      Tensor ws = Tensor::zeros({g->workspace_bytes() / 4 + 1}, DType::f32, kGpu);
+      try {
+        g->run(detail::handles_of(*ctx), gx.data(), gdy.data(), gdw.data(), ws.data());
+      } catch (const Error& e) {
+        // Only a rank past the first may be missing.
+        CHECK(g->engine().find("-algo") != std::string::npos);
+        WARN("not ranked on this device: " << g->engine() << ": " << e.what());
+        continue;
+      }
+      ++ran;
+      const std::vector<float> got = to_host(gdw, *ctx);
+      const double terms = double(s.n * (s.h + 2) * (s.w + 2));
+      std::size_t outside = 0;
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        const double bound = terms * 0x1p-23 * ref.magnitude[i] + 0x1p-24 * std::abs(ref.sum[i]);
+        if (!(std::abs(double(got[i]) - ref.sum[i]) <= bound)) ++outside;
+      }
+      CHECK(outside == 0);
+      g->run(detail::handles_of(*ctx), gx.data(), gdy.data(), gdw.data(), ws.data());
+      CHECK(to_host(gdw, *ctx) == got);
+    }
+    CHECK(ran >= 1);
+  }
+}
+
 TEST_CASE("gpu convolutions of one shape share the context's graphs, each on its own tensors",
           "[gpu][cudnn_graph]") {
   const DType p = DType::bf16;

@@ -74,9 +74,11 @@ struct LtKey {
   // The bias (or bias gradient) vector's alignment: the heuristic reads it
   // from the pointer (0 without one).
   std::uint32_t align_vec = 0;
+  // Which of the heuristic's ranked algorithms (0: its first).
+  int rank = 0;
   auto tie() const {
     return std::tie(trans_a, trans_b, m, n, k, lda, ldb, ldd, d_type, beta_zero, epilogue, align_a,
-                    align_b, align_d, ld_aux, align_aux, align_vec);
+                    align_b, align_d, ld_aux, align_aux, align_vec, rank);
   }
   bool operator<(const LtKey& o) const { return tie() < o.tie(); }
 };
@@ -298,7 +300,14 @@ std::unique_ptr<LtPlan> try_plan(LtGemmCache& cache, const LtKey& key, DType ab_
 
   cublasLtMatmulPreference_t pref = nullptr;
   RT_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-  cublasLtMatmulHeuristicResult_t result{};
+  // The heuristic's first key.rank + 1 results, of which the key's is taken
+  // (none where it ranks fewer).
+  constexpr int kMostRanked = 4;
+  cublasLtMatmulHeuristicResult_t ranked[kMostRanked]{};
+  const int wanted = key.rank + 1;
+  RT_CHECK(key.rank >= 0 && key.rank < kMostRanked,
+           "a cuBLASLt algorithm rank of {} (the heuristic's first {} are asked)", key.rank,
+           kMostRanked);
   int found = 0;
   try {
     const std::uint64_t ws = kLtWorkspaceBytes;
@@ -328,7 +337,7 @@ std::unique_ptr<LtPlan> try_plan(LtGemmCache& cache, const LtKey& key, DType ab_
     // beside a 16-bit D is a combination cublasLt.h does not list, which a
     // library may reject as an invalid value rather than an unsupported one.
     const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
-        cache.handle, plan->desc, plan->a, plan->b, plan->d, plan->d, pref, 1, &result, &found);
+        cache.handle, plan->desc, plan->a, plan->b, plan->d, plan->d, pref, wanted, ranked, &found);
     if (st == CUBLAS_STATUS_NOT_SUPPORTED ||
         (st == CUBLAS_STATUS_INVALID_VALUE && epi != LtEpilogue::none))
       found = 0;
@@ -339,8 +348,8 @@ std::unique_ptr<LtPlan> try_plan(LtGemmCache& cache, const LtKey& key, DType ab_
     throw;
   }
   (void)cublasLtMatmulPreferenceDestroy(pref);
-  if (found <= 0 || result.state != CUBLAS_STATUS_SUCCESS) return nullptr;
-  plan->algo = result.algo;
+  if (found < wanted || ranked[key.rank].state != CUBLAS_STATUS_SUCCESS) return nullptr;
+  plan->algo = ranked[key.rank].algo;
   return plan;
 }
 
@@ -462,7 +471,7 @@ const float* aligned_bias(const GpuHandles& h, const float* bias, std::size_t n)
 bool gpu_lt_gemm(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
                  std::size_t k, BufferView a, std::size_t lda, BufferView b, std::size_t ldb,
                  float beta, BufferView d, std::size_t ldd, const float* bias, float* a_sums,
-                 bool accumulate_sums) {
+                 bool accumulate_sums, int algo_rank) {
   if (m == 0 || n == 0) return true;
   const DType p = h.precision;
   RT_CHECK(p != DType::f32 && a.dtype == p && b.dtype == p,
@@ -493,11 +502,12 @@ bool gpu_lt_gemm(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m,
                     : a_sums != nullptr ? static_cast<const void*>(sums_out)
                                         : nullptr;
 
-  const LtKey key = product_key(trans_a, trans_b, m, n, k, a, lda, b, ldb, d, ldd, beta == 0.0f,
-                                bias != nullptr     ? LtEpilogue::bias
-                                : a_sums != nullptr ? LtEpilogue::bias_grad
-                                                    : LtEpilogue::none,
-                                vec);
+  LtKey key = product_key(trans_a, trans_b, m, n, k, a, lda, b, ldb, d, ldd, beta == 0.0f,
+                          bias != nullptr     ? LtEpilogue::bias
+                          : a_sums != nullptr ? LtEpilogue::bias_grad
+                                              : LtEpilogue::none,
+                          vec);
+  key.rank = algo_rank;
   auto it = cache.plans.find(key);
   if (it == cache.plans.end()) it = cache.plans.emplace(key, make_plan(cache, key, p, vec)).first;
   // The epilogue as planned; its plan's first call refused: remade without it.

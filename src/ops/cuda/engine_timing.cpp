@@ -1,5 +1,6 @@
 #include "ops/cuda/engine_timing.h"
 
+#include <cublasLt.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
@@ -118,8 +119,10 @@ std::string engine_record_device() {
   cudaDeviceProp prop{};
   RT_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
   // The SM count tells a MIG slice (or a smaller part of one name) apart.
-  return known[device] = fmt::format("{} sm{}{} x{}|cuDNN {}", prop.name, prop.major, prop.minor,
-                                     prop.multiProcessorCount, cudnnGetVersion());
+  // cuBLASLt's version too: the GEMM weight gradients' algorithms are its.
+  return known[device] =
+             fmt::format("{} sm{}{} x{}|cuDNN {} cuBLASLt {}", prop.name, prop.major, prop.minor,
+                         prop.multiProcessorCount, cudnnGetVersion(), cublasLtGetVersion());
 }
 
 }  // namespace ringtrain::detail

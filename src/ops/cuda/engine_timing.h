@@ -38,7 +38,7 @@ void note_candidate_times(const std::string& key, std::span<const std::string> n
                           std::span<const float> ms, std::span<const std::size_t> need,
                           std::size_t chosen);
 
-// "<GPU name> sm<major><minor> x<SMs>|cuDNN <version>": what a remembered
+// "<GPU name> sm<major><minor> x<SMs>|cuDNN <version> cuBLASLt <version>": what a remembered
 // choice holds for.
 std::string engine_record_device();
 

@@ -14,10 +14,16 @@ namespace ringtrain::detail {
 
 namespace {
 
+// The engine name's mark of the heuristic's rank-th algorithm ("" for its
+// first: the names of rank 0 stay those of the first release).
+std::string rank_suffix(int rank) {
+  return rank == 0 ? std::string() : fmt::format("-algo{}", rank);
+}
+
 class ShiftedGemmWgrad final : public ConvWgradGraph {
  public:
-  ShiftedGemmWgrad(const ConvGraphShape& shape, const ShiftedWgradPlan& plan)
-      : s_(shape), plan_(plan) {}
+  ShiftedGemmWgrad(const ConvGraphShape& shape, const ShiftedWgradPlan& plan, int rank)
+      : s_(shape), plan_(plan), rank_(rank) {}
 
   // A 1x1 filter's [K, C] is both orders; a larger one's taps are [K, C]
   // blocks of a [K, R, S, C] dW (the caller transposes it).
@@ -25,8 +31,9 @@ class ShiftedGemmWgrad final : public ConvWgradGraph {
   DType dw_dtype() const override { return DType::f32; }
   std::size_t workspace_bytes() const override { return plan_.workspace_bytes; }
   std::string engine() const override {
-    if (plan_.in_place) return "cublasLt-gemm";
-    return fmt::format("cublasLt-shifted-gemm-{}x{}-{}chunks", s_.r, s_.s, plan_.chunks);
+    if (plan_.in_place) return "cublasLt-gemm" + rank_suffix(rank_);
+    return fmt::format("cublasLt-shifted-gemm-{}x{}-{}chunks{}", s_.r, s_.s, plan_.chunks,
+                       rank_suffix(rank_));
   }
 
   void run(const GpuHandles& h, const void* x, const void* dy, void* dw,
@@ -58,7 +65,7 @@ class ShiftedGemmWgrad final : public ConvWgradGraph {
           float* block = static_cast<float*>(dw) + (r * s_.s + q) * s_.c;
           const BufferView d{block, (s_.k - 1) * taps * s_.c + s_.c, DType::f32, dev};
           gpu_lt_gemm(h, /*trans_a=*/true, /*trans_b=*/false, s_.k, s_.c, rows, a, s_.k, b, s_.c,
-                      chunk == 0 ? 0.0f : 1.0f, d, taps * s_.c);
+                      chunk == 0 ? 0.0f : 1.0f, d, taps * s_.c, nullptr, nullptr, false, rank_);
         }
     }
   }
@@ -66,20 +73,22 @@ class ShiftedGemmWgrad final : public ConvWgradGraph {
  private:
   ConvGraphShape s_;
   ShiftedWgradPlan plan_;
+  int rank_;
 };
 
 // dW [K, R, S, C] = dyᵀ u per chunk of images: dy read in place, u the
 // chunk's unfolded input in the workspace.
 class UnfoldedGemmWgrad final : public ConvWgradGraph {
  public:
-  UnfoldedGemmWgrad(const ConvGraphShape& shape, const UnfoldedWgradPlan& plan)
-      : s_(shape), plan_(plan) {}
+  UnfoldedGemmWgrad(const ConvGraphShape& shape, const UnfoldedWgradPlan& plan, int rank)
+      : s_(shape), plan_(plan), rank_(rank) {}
 
   bool writes_kcrs() const override { return s_.r == 1 && s_.s == 1; }
   DType dw_dtype() const override { return DType::f32; }
   std::size_t workspace_bytes() const override { return plan_.workspace_bytes; }
   std::string engine() const override {
-    return fmt::format("cublasLt-unfolded-gemm-{}x{}-{}chunks", s_.r, s_.s, plan_.chunks);
+    return fmt::format("cublasLt-unfolded-gemm-{}x{}-{}chunks{}", s_.r, s_.s, plan_.chunks,
+                       rank_suffix(rank_));
   }
 
   void run(const GpuHandles& h, const void* x, const void* dy, void* dw,
@@ -97,31 +106,33 @@ class UnfoldedGemmWgrad final : public ConvWgradGraph {
       gpu_lt_gemm(h, /*trans_a=*/true, /*trans_b=*/false, s_.k, width, rows,
                   BufferView{const_cast<char*>(dys), rows * s_.k, s_.dtype, dev}, s_.k,
                   BufferView{workspace, rows * g.ld, s_.dtype, dev}, g.ld, chunk == 0 ? 0.0f : 1.0f,
-                  BufferView{dw, s_.k * width, DType::f32, dev}, width);
+                  BufferView{dw, s_.k * width, DType::f32, dev}, width, nullptr, nullptr, false,
+                  rank_);
     }
   }
 
  private:
   ConvGraphShape s_;
   UnfoldedWgradPlan plan_;
+  int rank_;
 };
 
 }  // namespace
 
 std::unique_ptr<ConvWgradGraph> make_shifted_gemm_wgrad(const ConvGraphShape& shape,
                                                         std::string* why_not,
-                                                        std::size_t workspace_cap) {
+                                                        std::size_t workspace_cap, int algo_rank) {
   const std::optional<ShiftedWgradPlan> plan = plan_shifted_wgrad(shape, workspace_cap, why_not);
   if (!plan) return nullptr;
-  return std::make_unique<ShiftedGemmWgrad>(shape, *plan);
+  return std::make_unique<ShiftedGemmWgrad>(shape, *plan, algo_rank);
 }
 
 std::unique_ptr<ConvWgradGraph> make_unfolded_gemm_wgrad(const ConvGraphShape& shape,
                                                          std::string* why_not,
-                                                         std::size_t workspace_cap) {
+                                                         std::size_t workspace_cap, int algo_rank) {
   const std::optional<UnfoldedWgradPlan> plan = plan_unfolded_wgrad(shape, workspace_cap, why_not);
   if (!plan) return nullptr;
-  return std::make_unique<UnfoldedGemmWgrad>(shape, *plan);
+  return std::make_unique<UnfoldedGemmWgrad>(shape, *plan, algo_rank);
 }
 
 std::vector<std::unique_ptr<ConvWgradGraph>> gemm_wgrad_candidates(const ConvGraphShape& shape,
@@ -131,15 +142,22 @@ std::vector<std::unique_ptr<ConvWgradGraph>> gemm_wgrad_candidates(const ConvGra
   const bool shifted =
       plan_shifted_wgrad(shape, kShiftedWgradWorkspaceCap, &why_shifted).has_value();
   const auto make = shifted ? make_shifted_gemm_wgrad : make_unfolded_gemm_wgrad;
-  auto large = make(shape, &why_unfolded, kShiftedWgradWorkspaceCap);
+  auto large = make(shape, &why_unfolded, kShiftedWgradWorkspaceCap, 0);
   if (!large) {
     *why_not = shifted ? why_unfolded : why_shifted + "; " + why_unfolded;
     return out;
   }
-  auto cached = make(shape, &why_unfolded, kShiftedWgradCacheCap);
-  const bool differs = cached && cached->engine() != large->engine();
-  out.push_back(std::move(large));
-  if (differs) out.push_back(std::move(cached));
+  // The 32 MiB chunking where it differs (a name names its chunk count).
+  std::vector<std::size_t> caps = {kShiftedWgradWorkspaceCap};
+  if (auto cached = make(shape, &why_unfolded, kShiftedWgradCacheCap, 0);
+      cached && cached->engine() != large->engine())
+    caps.push_back(kShiftedWgradCacheCap);
+  // Each with the heuristic's first kGemmWgradRanks algorithms: its first is
+  // ranked by a model of the GPU, not by a run, and these products (a few
+  // thousand outputs summed over up to millions of rows) are not its usual
+  // shape; the timing picks among them.
+  for (int rank = 0; rank < kGemmWgradRanks; ++rank)
+    for (const std::size_t cap : caps) out.push_back(make(shape, &why_unfolded, cap, rank));
   return out;
 }
 

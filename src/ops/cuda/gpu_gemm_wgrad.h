@@ -17,16 +17,22 @@ namespace ringtrain::detail {
 
 // nullptr where the GEMMs do not apply to `shape` (*why_not says why);
 // copies within workspace_cap bytes (tests pass a small one to run chunks).
+// algo_rank: which of cuBLASLt's ranked algorithms its GEMMs run (0: the
+// heuristic's first; gpu_lt_gemm).
 std::unique_ptr<ConvWgradGraph> make_shifted_gemm_wgrad(
     const ConvGraphShape& shape, std::string* why_not,
-    std::size_t workspace_cap = kShiftedWgradWorkspaceCap);
+    std::size_t workspace_cap = kShiftedWgradWorkspaceCap, int algo_rank = 0);
 std::unique_ptr<ConvWgradGraph> make_unfolded_gemm_wgrad(
     const ConvGraphShape& shape, std::string* why_not,
-    std::size_t workspace_cap = kShiftedWgradWorkspaceCap);
-// The variants a plan times: the shifted rows where they apply, else the
-// unfolded input; each within kShiftedWgradWorkspaceCap, then within
-// kShiftedWgradCacheCap where that chunks the batch otherwise (their engine
-// names differ by the chunk count). Empty where neither applies.
+    std::size_t workspace_cap = kShiftedWgradWorkspaceCap, int algo_rank = 0);
+// How many of cuBLASLt's ranked algorithms a plan times for each variant.
+constexpr int kGemmWgradRanks = 3;
+// The variants a plan times, the first ones first: the shifted rows where
+// they apply, else the unfolded input; each within kShiftedWgradWorkspaceCap,
+// then within kShiftedWgradCacheCap where that chunks the batch otherwise
+// (their engine names differ by the chunk count); each with the heuristic's
+// first kGemmWgradRanks algorithms ("-algoN" past the first). Empty where
+// neither applies.
 std::vector<std::unique_ptr<ConvWgradGraph>> gemm_wgrad_candidates(const ConvGraphShape& shape,
                                                                    std::string* why_not);
 // Whether an engine name is one of these.
