@@ -37,6 +37,22 @@ struct BackwardValue {  // sum of dy, and of dy * xhat
     for (unsigned k = 0; k < kVector8; ++k)
       out[k] = {{gs[k], bn_dy_xhat(gs[k], xs[k], mean[c0 + k], invstd[c0 + k])}};
   }
+  // 16-bit rows: four rows' bytes in flight (channel_rows8_kernel).
+  static constexpr int kRowsInFlight = sizeof(T) == 2 ? 4 : 2;
+  struct Raw {
+    Raw8<T> x, dy;
+  };
+  __device__ Raw fetch8(std::size_t a) const {
+    return {kernels::fetch8(x, a), kernels::fetch8(dy, a)};
+  }
+  __device__ void values8(const Raw& raw, std::size_t c0, Sums<2> (&out)[kVector8]) const {
+    float gs[kVector8], xs[kVector8];
+    widen8(raw.dy, gs);
+    widen8(raw.x, xs);
+#pragma unroll
+    for (unsigned k = 0; k < kVector8; ++k)
+      out[k] = {{gs[k], bn_dy_xhat(gs[k], xs[k], mean[c0 + k], invstd[c0 + k])}};
+  }
 };
 
 // ---- the one-pass statistics (kernels/batch_norm_welford.cuh) -------------

@@ -81,6 +81,35 @@ struct MaskedBackwardValue {
     if (y != nullptr) load8(y, a, ys);
     load8(dy, a, ds);
     load8(x, a, xs);
+    from8(xs, ys, ds, c0, out);
+  }
+  // 16-bit rows: four rows' bytes in flight (channel_rows8_kernel); fp32
+  // ones would hold twice the registers, and keep values8's two rows.
+  static constexpr int kRowsInFlight = sizeof(T) == 2 ? 4 : 2;
+  struct Raw {
+    Raw8<T> x, y, dy;
+  };
+  __device__ Raw fetch8(std::size_t a) const {
+    Raw raw;
+    raw.x = kernels::fetch8(x, a);
+    if (y != nullptr) raw.y = kernels::fetch8(y, a);
+    raw.dy = kernels::fetch8(dy, a);
+    return raw;
+  }
+  __device__ void values8(const Raw& raw, std::size_t c0, Sums<2> (&out)[kVector8]) const {
+    float ys[kVector8], ds[kVector8], xs[kVector8];
+    widen8(raw.x, xs);
+    if (y != nullptr) widen8(raw.y, ys);
+    widen8(raw.dy, ds);
+    from8(xs, ys, ds, c0, out);
+  }
+
+ private:
+  // The sums' values from a row's x, y (computed again from x where y is
+  // null) and dy.
+  __device__ void from8(const float (&xs)[kVector8], float (&ys)[kVector8],
+                        const float (&ds)[kVector8], std::size_t c0,
+                        Sums<2> (&out)[kVector8]) const {
     if (y == nullptr) output_signs8<T>(xs, c0, mean, invstd, gamma, beta, ys);
 #pragma unroll
     for (unsigned k = 0; k < kVector8; ++k) {

@@ -90,6 +90,17 @@ struct has_rows8 : std::false_type {};
 template <typename V>
 struct has_rows8<V, std::void_t<decltype(&V::rows8_aligned)>> : std::true_type {};
 
+// A Value whose rows are few bytes (16-bit data) may also split values8 in
+// two: `Raw fetch8(a)` loads a row's 8 values as stored, `values8(raw, c0,
+// out)` computes from them; with `kRowsInFlight` 4 the kernel then fetches
+// that many rows before taking the first, in row order as ever (the same
+// sums, bit for bit), with a row's bytes held, not its widened floats.
+template <typename V, typename = void>
+struct has_fetch8 : std::false_type {};
+template <typename V>
+struct has_fetch8<V, std::void_t<decltype(V::kRowsInFlight)>>
+    : std::bool_constant<V::kRowsInFlight == 4> {};
+
 // A Value that also writes each element's value somewhere (the fused
 // BatchNorm's masked dy) does it in `emit(a, sums)` and `emit8(a, sums[8])`,
 // which the kernels call after a group of rows' loads: a store between them
@@ -131,6 +142,26 @@ __global__ void __launch_bounds__(kRows8Lanes* kBiasTileRows, 16)
   if (c0 < channels) {  // 8 | channels: all 8 are channels
     constexpr std::size_t kStep = kBiasTileRows;
     std::size_t r = begin + threadIdx.y;
+    // Four rows fetched before any is taken, where the Value can (16-bit
+    // rows: a one-warp block otherwise waits out the memory's latency every
+    // other row); the rows and their order are those of the loops below.
+    if constexpr (has_fetch8<Value>::value) {
+      for (; r + 3 * kStep < end; r += 4 * kStep) {
+        const typename Value::Raw q[4] = {value.fetch8(r * channels + c0),
+                                          value.fetch8((r + kStep) * channels + c0),
+                                          value.fetch8((r + 2 * kStep) * channels + c0),
+                                          value.fetch8((r + 3 * kStep) * channels + c0)};
+#pragma unroll
+        for (unsigned j = 0; j < 4; ++j) {
+          Sums<K> v[kVector8];
+          value.values8(q[j], c0, v);
+#pragma unroll
+          for (unsigned k = 0; k < kVector8; ++k)
+            for (int e = 0; e < K; ++e) sum[k].v[e] += v[k].v[e];
+          emit8(value, (r + j * kStep) * channels + c0, v);
+        }
+      }
+    }
     // Two rows' loads in flight before either is added, in row order.
     for (; r + kStep < end; r += 2 * kStep) {
       Sums<K> v0[kVector8], v1[kVector8];

@@ -33,6 +33,30 @@ __device__ __forceinline__ void load8(const T* p, std::size_t first, float (&out
   for (unsigned k = 0; k < kVector8; ++k) out[k] = load(w, k);
 }
 
+// The same eight values as their stored bits, fetched now and widened later
+// (widen8): a kernel that keeps several rows' loads in flight holds the
+// 16 bytes a row takes (32 for fp32), not its eight widened floats.
+template <typename T>
+struct Raw8 {
+  uint4 q[sizeof(T) / 2];
+};
+template <typename T>
+__device__ __forceinline__ Raw8<T> fetch8(const T* p, std::size_t first) {
+  static_assert(sizeof(T) == 2 || sizeof(T) == 4, "a 16-bit or fp32 storage type");
+  Raw8<T> raw;
+  const auto* from = reinterpret_cast<const uint4*>(p + first);
+#pragma unroll
+  for (std::size_t q = 0; q < sizeof(T) / 2; ++q) raw.q[q] = from[q];
+  return raw;
+}
+template <typename T>
+__device__ __forceinline__ void widen8(const Raw8<T>& raw, float (&out)[kVector8]) {
+  T w[kVector8];
+  memcpy(w, raw.q, sizeof w);
+#pragma unroll
+  for (unsigned k = 0; k < kVector8; ++k) out[k] = load(w, k);
+}
+
 // Values first ... first + 7 of p narrowed from in, as store<T> narrows each.
 template <typename T>
 __device__ __forceinline__ void store8(T* p, std::size_t first, const float (&in)[kVector8]) {
