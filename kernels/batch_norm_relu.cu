@@ -90,7 +90,7 @@ struct MaskedBackwardValue {
     Raw8<T> x, y, dy;
   };
   __device__ Raw fetch8(std::size_t a) const {
-    Raw raw;
+    Raw raw{};  // raw.y stays zeros where y is null (the mask comes from x)
     raw.x = kernels::fetch8(x, a);
     if (y != nullptr) raw.y = kernels::fetch8(y, a);
     raw.dy = kernels::fetch8(dy, a);

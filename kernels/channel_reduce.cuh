@@ -99,7 +99,9 @@ template <typename V, typename = void>
 struct has_fetch8 : std::false_type {};
 template <typename V>
 struct has_fetch8<V, std::void_t<decltype(V::kRowsInFlight)>>
-    : std::bool_constant<V::kRowsInFlight == 4> {};
+    : std::bool_constant<V::kRowsInFlight == 4> {
+  static_assert(V::kRowsInFlight == 2 || V::kRowsInFlight == 4, "two or four rows in flight");
+};
 
 // A Value that also writes each element's value somewhere (the fused
 // BatchNorm's masked dy) does it in `emit(a, sums)` and `emit8(a, sums[8])`,

@@ -124,13 +124,16 @@ void gpu_gemm_stored(const GpuHandles& h, bool trans_a, bool trans_b, std::size_
 // Error names the shape where cuBLASLt has none. Returns false where a_sums
 // was asked for and cuBLASLt refused the bias-gradient epilogue for the shape:
 // the product ran without it, and the caller reduces the sums itself.
-// algo_rank: which of the heuristic's ranked algorithms runs (0, its first,
-// up to 3; the convolutions' GEMM weight gradients time several), an Error
-// where it ranks fewer.
+// algo_rank -1 (the default): the heuristic's first algorithm for the
+// operands' own alignments. 0 ... kLtMostRanked - 1: that one of its ranked
+// algorithms, asked at alignments of at most 16 bytes, so that a choice
+// timed on other buffers runs the same algorithm (the convolutions' GEMM
+// weight gradients time several); an Error where it ranks fewer.
+constexpr int kLtMostRanked = 4;
 bool gpu_lt_gemm(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
                  std::size_t k, BufferView a, std::size_t lda, BufferView b, std::size_t ldb,
                  float beta, BufferView d, std::size_t ldd, const float* bias = nullptr,
-                 float* a_sums = nullptr, bool accumulate_sums = false, int algo_rank = 0);
+                 float* a_sums = nullptr, bool accumulate_sums = false, int algo_rank = -1);
 // How many shapes of the context's stored products had cuBLASLt refuse the
 // fp32 bias with a 16-bit output, so that the GEMM wrote fp32 into a staging
 // buffer and gpu_bias_add added the bias and rounded (the same numbers, the

@@ -407,17 +407,22 @@ TEST_CASE("gpu conv weight gradient GEMMs: every candidate a plan times, each cu
           "[gpu][cudnn_graph]") {
   // gemm_wgrad_candidates lists the variants a plan times (chunkings, and
   // cuBLASLt's first three ranked algorithms): whichever wins must compute
-  // the weight gradient and repeat its bits. A rank past what the heuristic
-  // ranks for a shape is refused (an Error the timing passes over).
+  // the weight gradient and repeat its bits, with dW where a step puts it
+  // (the flat gradient: 16-byte, not 256-byte, aligned) and a workspace
+  // that holds anything. A rank past what the heuristic ranks for a shape
+  // is refused (an Error the timing passes over).
   const DType p = DType::bf16;
   auto ctx = ComputeContext::create(kGpu, Tf32Mode::off, p);
-  for (const std::size_t stride : {std::size_t{1}, std::size_t{2}}) {
+  struct Shape {
+    std::size_t r, pad, stride;
+  };
+  for (const Shape shape : {Shape{3, 1, 1}, Shape{3, 1, 2}, Shape{1, 0, 1}}) {
     detail::ConvGraphShape s;
-    s.n = 4, s.c = 16, s.h = 12, s.w = 10, s.k = 32, s.r = 3, s.s = 3;
-    s.pad_h = s.pad_w = 1;
-    s.stride_h = s.stride_w = stride;
-    s.p = (s.h + 2 - 3) / stride + 1;
-    s.q = (s.w + 2 - 3) / stride + 1;
+    s.n = 4, s.c = 16, s.h = 12, s.w = 10, s.k = 32, s.r = shape.r, s.s = shape.r;
+    s.pad_h = s.pad_w = shape.pad;
+    s.stride_h = s.stride_w = shape.stride;
+    s.p = (s.h + 2 * shape.pad - shape.r) / shape.stride + 1;
+    s.q = (s.w + 2 * shape.pad - shape.r) / shape.stride + 1;
     s.nhwc = true;
     s.dtype = p;
     std::string why;
@@ -426,17 +431,24 @@ TEST_CASE("gpu conv weight gradient GEMMs: every candidate a plan times, each cu
     CHECK(detail::gemm_wgrad_aligned(s));
     const auto x = on_grid(test::hashed_vector(9, s.n * s.c * s.h * s.w), p);
     const auto dy = on_grid(test::hashed_vector(10, s.n * s.k * s.p * s.q), p);
-    const WgradReference ref = wgrad_reference(s, x, dy, /*kcrs=*/false);
+    const bool pointwise = shape.r == 1;
+    const WgradReference ref = wgrad_reference(s, x, dy, /*kcrs=*/pointwise);
     Tensor gx = words_on(x, p, kGpu), gdy = words_on(dy, p, kGpu);
     std::size_t ran = 0;
     for (const auto& g : list) {
-      INFO("stride " << stride << " engine: " << g->engine());
+      INFO("r " << shape.r << " stride " << shape.stride << " engine: " << g->engine());
       CHECK(detail::names_gemm_wgrad(g->engine()));
-      CHECK_FALSE(g->writes_kcrs());
-      Tensor gdw = Tensor::zeros({ref.sum.size()}, DType::f32, kGpu);
-      Tensor ws = Tensor::zeros({g->workspace_bytes() / 4 + 1}, DType::f32, kGpu);
+      CHECK(g->writes_kcrs() == pointwise);
+      // dW 16 bytes into its buffer, all NaN first, as is the workspace.
+      std::vector<float> nan(ref.sum.size() + 4, std::nanf(""));
+      Tensor gdw = Tensor::empty({nan.size()}, DType::f32, kGpu);
+      gdw.copy_from(Tensor::borrow(nan.data(), {nan.size()}, DType::f32, Device::cpu()));
+      float* dw = gdw.data_as<float>() + 4;
+      std::vector<float> stale(g->workspace_bytes() / 4 + 1, std::nanf(""));
+      Tensor ws = Tensor::empty({stale.size()}, DType::f32, kGpu);
+      ws.copy_from(Tensor::borrow(stale.data(), {stale.size()}, DType::f32, Device::cpu()));
       try {
-        g->run(detail::handles_of(*ctx), gx.data(), gdy.data(), gdw.data(), ws.data());
+        g->run(detail::handles_of(*ctx), gx.data(), gdy.data(), dw, ws.data());
       } catch (const Error& e) {
         // Only a rank past the first may be missing.
         CHECK(g->engine().find("-algo") != std::string::npos);
@@ -444,16 +456,18 @@ TEST_CASE("gpu conv weight gradient GEMMs: every candidate a plan times, each cu
         continue;
       }
       ++ran;
-      const std::vector<float> got = to_host(gdw, *ctx);
-      const double terms = double(s.n * (s.h + 2) * (s.w + 2));
+      const std::vector<float> all = to_host(gdw, *ctx);
+      const std::vector<float> got(all.begin() + 4, all.end());
+      const double terms = double(s.n * (s.h + 2 * shape.pad) * (s.w + 2 * shape.pad));
       std::size_t outside = 0;
       for (std::size_t i = 0; i < got.size(); ++i) {
         const double bound = terms * 0x1p-23 * ref.magnitude[i] + 0x1p-24 * std::abs(ref.sum[i]);
         if (!(std::abs(double(got[i]) - ref.sum[i]) <= bound)) ++outside;
       }
       CHECK(outside == 0);
-      g->run(detail::handles_of(*ctx), gx.data(), gdy.data(), gdw.data(), ws.data());
-      CHECK(to_host(gdw, *ctx) == got);
+      g->run(detail::handles_of(*ctx), gx.data(), gdy.data(), dw, ws.data());
+      const std::vector<float> again = to_host(gdw, *ctx);
+      CHECK(std::vector<float>(again.begin() + 4, again.end()) == got);
     }
     CHECK(ran >= 1);
   }

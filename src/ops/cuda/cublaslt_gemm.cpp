@@ -20,10 +20,13 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <set>
 #include <tuple>
+
+#include <fmt/format.h>
 
 #include "core/cuda/check_cublas.h"
 #include "core/cuda/check_cuda.h"
@@ -74,8 +77,11 @@ struct LtKey {
   // The bias (or bias gradient) vector's alignment: the heuristic reads it
   // from the pointer (0 without one).
   std::uint32_t align_vec = 0;
-  // Which of the heuristic's ranked algorithms (0: its first).
-  int rank = 0;
+  // -1: the heuristic's first at the operands' own alignments; r >= 0: the
+  // r-th of its first kLtMostRanked, asked at alignments of at most 16
+  // bytes (a choice timed on other buffers than the ones it runs on: the
+  // ranking then depends on the shape alone).
+  int rank = -1;
   auto tie() const {
     return std::tie(trans_a, trans_b, m, n, k, lda, ldb, ldd, d_type, beta_zero, epilogue, align_a,
                     align_b, align_d, ld_aux, align_aux, align_vec, rank);
@@ -298,16 +304,16 @@ std::unique_ptr<LtPlan> try_plan(LtGemmCache& cache, const LtKey& key, DType ab_
   layout(&plan->b, ab_type, key.trans_a ? key.m : key.k, key.trans_a ? key.k : key.m, key.lda);
   layout(&plan->d, d_type, key.n, key.m, ldd);
 
+  // Ranked: the heuristic's first kLtMostRanked results (the same question
+  // for every rank, so the ranks index one list), of which the key's is
+  // taken, none where it ranks fewer; else its first.
+  RT_CHECK(key.rank >= -1 && key.rank < kLtMostRanked,
+           "a cuBLASLt algorithm rank of {} (the heuristic's first {} are asked)", key.rank,
+           kLtMostRanked);
+  const int asked = key.rank < 0 ? 1 : kLtMostRanked, taken = key.rank < 0 ? 0 : key.rank;
+  cublasLtMatmulHeuristicResult_t ranked[kLtMostRanked]{};
   cublasLtMatmulPreference_t pref = nullptr;
   RT_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-  // The heuristic's first key.rank + 1 results, of which the key's is taken
-  // (none where it ranks fewer).
-  constexpr int kMostRanked = 4;
-  cublasLtMatmulHeuristicResult_t ranked[kMostRanked]{};
-  const int wanted = key.rank + 1;
-  RT_CHECK(key.rank >= 0 && key.rank < kMostRanked,
-           "a cuBLASLt algorithm rank of {} (the heuristic's first {} are asked)", key.rank,
-           kMostRanked);
   int found = 0;
   try {
     const std::uint64_t ws = kLtWorkspaceBytes;
@@ -337,7 +343,7 @@ std::unique_ptr<LtPlan> try_plan(LtGemmCache& cache, const LtKey& key, DType ab_
     // beside a 16-bit D is a combination cublasLt.h does not list, which a
     // library may reject as an invalid value rather than an unsupported one.
     const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
-        cache.handle, plan->desc, plan->a, plan->b, plan->d, plan->d, pref, wanted, ranked, &found);
+        cache.handle, plan->desc, plan->a, plan->b, plan->d, plan->d, pref, asked, ranked, &found);
     if (st == CUBLAS_STATUS_NOT_SUPPORTED ||
         (st == CUBLAS_STATUS_INVALID_VALUE && epi != LtEpilogue::none))
       found = 0;
@@ -348,8 +354,8 @@ std::unique_ptr<LtPlan> try_plan(LtGemmCache& cache, const LtKey& key, DType ab_
     throw;
   }
   (void)cublasLtMatmulPreferenceDestroy(pref);
-  if (found < wanted || ranked[key.rank].state != CUBLAS_STATUS_SUCCESS) return nullptr;
-  plan->algo = ranked[key.rank].algo;
+  if (found <= taken || ranked[taken].state != CUBLAS_STATUS_SUCCESS) return nullptr;
+  plan->algo = ranked[taken].algo;
   return plan;
 }
 
@@ -393,7 +399,8 @@ std::unique_ptr<LtPlan> make_plan(LtGemmCache& cache, const LtKey& key, DType ab
       apart              ? "; nor without the epilogue into fp32"
       : sums_apart       ? "; nor without the epilogue"
       : epilogue_refused ? "; cublasLtMatmul refused the epilogue's plan on its first call"
-                         : "");
+      : key.rank >= 0 ? fmt::format("; its heuristic ranks fewer than {} algorithms", key.rank + 1)
+                      : std::string());
   return plan;
 }
 
@@ -508,6 +515,9 @@ bool gpu_lt_gemm(const GpuHandles& h, bool trans_a, bool trans_b, std::size_t m,
                                               : LtEpilogue::none,
                           vec);
   key.rank = algo_rank;
+  if (algo_rank >= 0)
+    for (std::uint32_t* align : {&key.align_a, &key.align_b, &key.align_d})
+      *align = std::min<std::uint32_t>(*align, 16);
   auto it = cache.plans.find(key);
   if (it == cache.plans.end()) it = cache.plans.emplace(key, make_plan(cache, key, p, vec)).first;
   // The epilogue as planned; its plan's first call refused: remade without it.

@@ -411,7 +411,7 @@ std::string wgrad_key() {
 // (autocast's dW, widened into the fp32 gradient), then, for a channels-last
 // shape, ringtrain's GEMMs (ops/cuda/gpu_gemm_wgrad.h: shifted rows or the
 // unfolded input). The choice is remembered
-// by GPU, cuDNN version and shape (ops/conv_engine_record.h), in the process
+// by GPU, cuDNN and cuBLASLt versions and shape (ops/conv_engine_record.h), in the process
 // and a file, and a remembered one is taken without timing: a later run, a
 // resumed one, the ranks of a node run the same engines. Otherwise (a later
 // batch size, RINGTRAIN_CONV_TUNE=off, during a stream capture) the

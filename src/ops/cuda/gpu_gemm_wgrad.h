@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ops/cudnn_graph.h"
+#include "ops/gpu_ops.h"
 #include "ops/shifted_gemm_wgrad.h"
 
 namespace ringtrain::detail {
@@ -27,6 +28,7 @@ std::unique_ptr<ConvWgradGraph> make_unfolded_gemm_wgrad(
     std::size_t workspace_cap = kShiftedWgradWorkspaceCap, int algo_rank = 0);
 // How many of cuBLASLt's ranked algorithms a plan times for each variant.
 constexpr int kGemmWgradRanks = 3;
+static_assert(kGemmWgradRanks <= kLtMostRanked, "gpu_lt_gemm ranks its first kLtMostRanked");
 // The variants a plan times, the first ones first: the shifted rows where
 // they apply, else the unfolded input; each within kShiftedWgradWorkspaceCap,
 // then within kShiftedWgradCacheCap where that chunks the batch otherwise
