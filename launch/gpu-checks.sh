@@ -551,6 +551,13 @@ check_models() {
   done
   local row
   while IFS= read -r row; do note models-table INFO "$row"; done < "$out/models-table.txt"
+  # Which kind of engine won each timed weight gradient (conv-times.tsv:
+  # "<key>\t<chosen>\t<candidates>"): cuDNN's graph engines or ringtrain's GEMMs.
+  if [ -s "$RINGTRAIN_CONV_TIMES" ]; then
+    note models-wgrad INFO "$(awk -F'\t' '$1 ~ /wgrad/ { n++; if ($2 ~ /^cublasLt-/) g++ }
+      END { printf "timed weight gradients: %d, won by ringtrain GEMMs: %d, by cuDNN engines: %d", n, g, n - g }' \
+      "$RINGTRAIN_CONV_TIMES")"
+  fi
 }
 
 check_models_why() {
