@@ -410,9 +410,9 @@ std::string wgrad_key() {
 // the weight gradient's candidates are fp32-dW engines, then 16-bit-dW ones
 // (autocast's dW, widened into the fp32 gradient), then, for a channels-last
 // shape, ringtrain's GEMMs (ops/cuda/gpu_gemm_wgrad.h: shifted rows or the
-// unfolded input). The choice is remembered
-// by GPU, cuDNN and cuBLASLt versions and shape (ops/conv_engine_record.h), in the process
-// and a file, and a remembered one is taken without timing: a later run, a
+// unfolded input). The choice is remembered by GPU, cuDNN and cuBLASLt
+// versions and shape (ops/conv_engine_record.h), in the process and a file,
+// and a remembered one is taken without timing: a later run, a
 // resumed one, the ranks of a node run the same engines. Otherwise (a later
 // batch size, RINGTRAIN_CONV_TUNE=off, during a stream capture) the
 // heuristics' first deterministic engine runs, fp32 dW where one exists.
