@@ -19,23 +19,10 @@ bool vector8_aligned(const T* p) {
   return reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
 }
 
-// Values first ... first + 7 of p (first a multiple of 8), widened.
-template <typename T>
-__device__ __forceinline__ void load8(const T* p, std::size_t first, float (&out)[kVector8]) {
-  static_assert(sizeof(T) == 2 || sizeof(T) == 4, "a 16-bit or fp32 storage type");
-  uint4 raw[sizeof(T) / 2];
-  const auto* from = reinterpret_cast<const uint4*>(p + first);
-#pragma unroll
-  for (std::size_t q = 0; q < sizeof(T) / 2; ++q) raw[q] = from[q];
-  T w[kVector8];
-  memcpy(w, raw, sizeof w);
-#pragma unroll
-  for (unsigned k = 0; k < kVector8; ++k) out[k] = load(w, k);
-}
-
-// The same eight values as their stored bits, fetched now and widened later
-// (widen8): a kernel that keeps several rows' loads in flight holds the
-// 16 bytes a row takes (32 for fp32), not its eight widened floats.
+// Values first ... first + 7 of p (first a multiple of 8) as their stored
+// bits, fetched now and widened later (widen8): a kernel that keeps several
+// rows' loads in flight holds the 16 bytes a row takes (32 for fp32), not
+// its eight widened floats.
 template <typename T>
 struct Raw8 {
   uint4 q[sizeof(T) / 2];
@@ -55,6 +42,12 @@ __device__ __forceinline__ void widen8(const Raw8<T>& raw, float (&out)[kVector8
   memcpy(w, raw.q, sizeof w);
 #pragma unroll
   for (unsigned k = 0; k < kVector8; ++k) out[k] = load(w, k);
+}
+
+// Values first ... first + 7 of p, widened.
+template <typename T>
+__device__ __forceinline__ void load8(const T* p, std::size_t first, float (&out)[kVector8]) {
+  widen8(fetch8(p, first), out);
 }
 
 // Values first ... first + 7 of p narrowed from in, as store<T> narrows each.

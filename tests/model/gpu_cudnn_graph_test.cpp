@@ -27,6 +27,7 @@
 #include "ringtrain/tensor/tensor.h"
 #include "tests/model/grid_values.h"
 #include "tests/model/test_data.h"
+#include "tests/model/wgrad_reference.h"
 #include "tests/support/gpu_compare.h"
 #include "tests/support/gpu_test.h"
 
@@ -47,46 +48,33 @@ detail::ConvGraphShape small_conv(DType p, bool nhwc) {
   return s;
 }
 
-// Index of element (n, c, h, w) of an [N, C, H, W] tensor in memory.
-std::size_t index_in(bool nhwc, std::size_t n, std::size_t c, std::size_t h, std::size_t w,
-                     std::size_t C, std::size_t H, std::size_t W) {
-  return nhwc ? ((n * H + h) * W + w) * C + c : ((n * C + c) * H + h) * W + w;
-}
-
-// The weight gradient of shape s from x and dy (in s's memory order) in
-// double precision, each element at its place in [K, C, R, S] (kcrs) or
-// [K, R, S, C], with sum |x dy| beside it: the accumulation bound's scale.
-struct WgradReference {
-  std::vector<double> sum, magnitude;
+// Runs a weight-gradient engine twice on x and dy (on the GPU), dW
+// `offset` floats into its buffer and everything it writes or reads NaN
+// first (a reused workspace holds anything; every element of dW must be
+// written): the first run's dW, and the second's, for the same bits.
+struct TwoRuns {
+  std::vector<float> first, again;
 };
-WgradReference wgrad_reference(const detail::ConvGraphShape& s, const std::vector<float>& x,
-                               const std::vector<float>& dy, bool kcrs) {
-  const auto at = [&](auto... i) { return index_in(s.nhwc, i...); };
-  WgradReference ref{std::vector<double>(s.k * s.c * s.r * s.s),
-                     std::vector<double>(s.k * s.c * s.r * s.s)};
-  for (std::size_t k = 0; k < s.k; ++k)
-    for (std::size_t c = 0; c < s.c; ++c)
-      for (std::size_t r = 0; r < s.r; ++r)
-        for (std::size_t t = 0; t < s.s; ++t) {
-          double sum = 0, abs_sum = 0;
-          for (std::size_t n = 0; n < s.n; ++n)
-            for (std::size_t i = 0; i < s.p; ++i)
-              for (std::size_t j = 0; j < s.q; ++j) {
-                const long h = static_cast<long>(i * s.stride_h + r) - long(s.pad_h);
-                const long w = static_cast<long>(j * s.stride_w + t) - long(s.pad_w);
-                if (h < 0 || w < 0 || h >= long(s.h) || w >= long(s.w)) continue;
-                const double prod =
-                    double(x[at(n, c, std::size_t(h), std::size_t(w), s.c, s.h, s.w)]) *
-                    double(dy[at(n, k, i, j, s.k, s.p, s.q)]);
-                sum += prod;
-                abs_sum += std::abs(prod);
-              }
-          const std::size_t o =
-              kcrs ? ((k * s.c + c) * s.r + r) * s.s + t : ((k * s.r + r) * s.s + t) * s.c + c;
-          ref.sum[o] = sum;
-          ref.magnitude[o] = abs_sum;
-        }
-  return ref;
+TwoRuns run_twice(const ComputeContext& ctx, const detail::ConvWgradGraph& g, const Tensor& gx,
+                  const Tensor& gdy, std::size_t dw_count, std::size_t offset = 0) {
+  const auto nan_tensor = [](std::size_t floats) {
+    std::vector<float> nan(floats, std::nanf(""));
+    Tensor t = Tensor::empty({floats}, DType::f32, kGpu);
+    t.copy_from(Tensor::borrow(nan.data(), {floats}, DType::f32, Device::cpu()));
+    return t;
+  };
+  Tensor gdw = nan_tensor(dw_count + offset);
+  Tensor ws = nan_tensor(g.workspace_bytes() / 4 + 1);
+  float* dw = gdw.data_as<float>() + offset;
+  const auto run = [&] {
+    g.run(detail::handles_of(ctx), gx.data(), gdy.data(), dw, ws.data());
+    const std::vector<float> all = to_host(gdw, ctx);
+    return std::vector<float>(all.begin() + static_cast<std::ptrdiff_t>(offset), all.end());
+  };
+  TwoRuns runs;
+  runs.first = run();
+  runs.again = run();
+  return runs;
 }
 
 }  // namespace
@@ -319,28 +307,12 @@ TEST_CASE("gpu conv weight gradient by GEMMs over shifted rows: in place, padded
       const auto x = on_grid(test::hashed_vector(5, s.n * s.c * s.h * s.w), p);
       const auto dy = on_grid(test::hashed_vector(6, s.n * s.k * s.p * s.q), p);
       const WgradReference ref = wgrad_reference(s, x, dy, g->writes_kcrs());
-      Tensor gx = words_on(x, p, kGpu), gdy = words_on(dy, p, kGpu);
-      // NaN first: every element must be written.
-      std::vector<float> nan(ref.sum.size(), std::nanf(""));
-      Tensor gdw = Tensor::empty({nan.size()}, DType::f32, kGpu);
-      gdw.copy_from(Tensor::borrow(nan.data(), {nan.size()}, DType::f32, Device::cpu()));
-      // The workspace NaN too: a reused one holds anything, and every row
-      // a GEMM reads must have been written.
-      std::vector<float> stale(g->workspace_bytes() / 4 + 1, std::nanf(""));
-      Tensor ws = Tensor::empty({stale.size()}, DType::f32, kGpu);
-      ws.copy_from(Tensor::borrow(stale.data(), {stale.size()}, DType::f32, Device::cpu()));
-      g->run(detail::handles_of(*ctx), gx.data(), gdy.data(), gdw.data(), ws.data());
-      const std::vector<float> got = to_host(gdw, *ctx);
+      const Tensor gx = words_on(x, p, kGpu), gdy = words_on(dy, p, kGpu);
+      const TwoRuns runs = run_twice(*ctx, *g, gx, gdy, ref.sum.size());
       // Over the padded grid's rows (the padding's terms exact zeros).
       const double terms = double(s.n * (s.h + 2 * s.pad_h) * (s.w + 2 * s.pad_w));
-      std::size_t outside = 0;
-      for (std::size_t i = 0; i < got.size(); ++i) {
-        const double bound = terms * 0x1p-23 * ref.magnitude[i] + 0x1p-24 * std::abs(ref.sum[i]);
-        if (!(std::abs(double(got[i]) - ref.sum[i]) <= bound)) ++outside;
-      }
-      CHECK(outside == 0);
-      g->run(detail::handles_of(*ctx), gx.data(), gdy.data(), gdw.data(), ws.data());
-      CHECK(to_host(gdw, *ctx) == got);
+      CHECK(outside_accumulation_bound(runs.first, ref, terms) == 0);
+      CHECK(runs.again == runs.first);
     }
   }
 }
@@ -379,26 +351,10 @@ TEST_CASE("gpu conv weight gradient by a GEMM over the unfolded input: strided, 
       const auto x = on_grid(test::hashed_vector(7, s.n * s.c * s.h * s.w), p);
       const auto dy = on_grid(test::hashed_vector(8, s.n * s.k * s.p * s.q), p);
       const WgradReference ref = wgrad_reference(s, x, dy, g->writes_kcrs());
-      Tensor gx = words_on(x, p, kGpu), gdy = words_on(dy, p, kGpu);
-      std::vector<float> nan(ref.sum.size(), std::nanf(""));
-      Tensor gdw = Tensor::empty({nan.size()}, DType::f32, kGpu);
-      gdw.copy_from(Tensor::borrow(nan.data(), {nan.size()}, DType::f32, Device::cpu()));
-      // The workspace NaN too: a reused one holds anything, and every row
-      // a GEMM reads must have been written.
-      std::vector<float> stale(g->workspace_bytes() / 4 + 1, std::nanf(""));
-      Tensor ws = Tensor::empty({stale.size()}, DType::f32, kGpu);
-      ws.copy_from(Tensor::borrow(stale.data(), {stale.size()}, DType::f32, Device::cpu()));
-      g->run(detail::handles_of(*ctx), gx.data(), gdy.data(), gdw.data(), ws.data());
-      const std::vector<float> got = to_host(gdw, *ctx);
-      const double terms = double(s.n * s.p * s.q);
-      std::size_t outside = 0;
-      for (std::size_t i = 0; i < got.size(); ++i) {
-        const double bound = terms * 0x1p-23 * ref.magnitude[i] + 0x1p-24 * std::abs(ref.sum[i]);
-        if (!(std::abs(double(got[i]) - ref.sum[i]) <= bound)) ++outside;
-      }
-      CHECK(outside == 0);
-      g->run(detail::handles_of(*ctx), gx.data(), gdy.data(), gdw.data(), ws.data());
-      CHECK(to_host(gdw, *ctx) == got);
+      const Tensor gx = words_on(x, p, kGpu), gdy = words_on(dy, p, kGpu);
+      const TwoRuns runs = run_twice(*ctx, *g, gx, gdy, ref.sum.size());
+      CHECK(outside_accumulation_bound(runs.first, ref, double(s.n * s.p * s.q)) == 0);
+      CHECK(runs.again == runs.first);
     }
   }
 }
@@ -439,16 +395,11 @@ TEST_CASE("gpu conv weight gradient GEMMs: every candidate a plan times, each cu
       INFO("r " << shape.r << " stride " << shape.stride << " engine: " << g->engine());
       CHECK(detail::names_gemm_wgrad(g->engine()));
       CHECK(g->writes_kcrs() == pointwise);
-      // dW 16 bytes into its buffer, all NaN first, as is the workspace.
-      std::vector<float> nan(ref.sum.size() + 4, std::nanf(""));
-      Tensor gdw = Tensor::empty({nan.size()}, DType::f32, kGpu);
-      gdw.copy_from(Tensor::borrow(nan.data(), {nan.size()}, DType::f32, Device::cpu()));
-      float* dw = gdw.data_as<float>() + 4;
-      std::vector<float> stale(g->workspace_bytes() / 4 + 1, std::nanf(""));
-      Tensor ws = Tensor::empty({stale.size()}, DType::f32, kGpu);
-      ws.copy_from(Tensor::borrow(stale.data(), {stale.size()}, DType::f32, Device::cpu()));
+      // dW 16 bytes into its buffer (a step's flat gradient is no more
+      // aligned).
+      TwoRuns runs;
       try {
-        g->run(detail::handles_of(*ctx), gx.data(), gdy.data(), dw, ws.data());
+        runs = run_twice(*ctx, *g, gx, gdy, ref.sum.size(), 4);
       } catch (const Error& e) {
         // Only a rank past the first may be missing.
         CHECK(g->engine().find("-algo") != std::string::npos);
@@ -456,18 +407,9 @@ TEST_CASE("gpu conv weight gradient GEMMs: every candidate a plan times, each cu
         continue;
       }
       ++ran;
-      const std::vector<float> all = to_host(gdw, *ctx);
-      const std::vector<float> got(all.begin() + 4, all.end());
       const double terms = double(s.n * (s.h + 2 * shape.pad) * (s.w + 2 * shape.pad));
-      std::size_t outside = 0;
-      for (std::size_t i = 0; i < got.size(); ++i) {
-        const double bound = terms * 0x1p-23 * ref.magnitude[i] + 0x1p-24 * std::abs(ref.sum[i]);
-        if (!(std::abs(double(got[i]) - ref.sum[i]) <= bound)) ++outside;
-      }
-      CHECK(outside == 0);
-      g->run(detail::handles_of(*ctx), gx.data(), gdy.data(), dw, ws.data());
-      const std::vector<float> again = to_host(gdw, *ctx);
-      CHECK(std::vector<float>(again.begin() + 4, again.end()) == got);
+      CHECK(outside_accumulation_bound(runs.first, ref, terms) == 0);
+      CHECK(runs.again == runs.first);
     }
     CHECK(ran >= 1);
   }

@@ -12,6 +12,7 @@
 #include "kernels/shifted_rows.cuh"
 #include "ops/shifted_gemm_wgrad.h"
 #include "tests/model/grid_values.h"
+#include "tests/model/wgrad_reference.h"
 
 using namespace ringtrain;
 using detail::ConvGraphShape;
@@ -28,34 +29,6 @@ ConvGraphShape shape(std::size_t n, std::size_t c, std::size_t h, std::size_t w,
   g.nhwc = true;
   g.dtype = DType::bf16;
   return g;
-}
-
-// dW [K, R, S, C] of channels-last x and dy in double, with sum |x dy|.
-void direct_wgrad(const ConvGraphShape& g, const std::vector<float>& x,
-                  const std::vector<float>& dy, std::vector<double>& sum,
-                  std::vector<double>& magnitude) {
-  sum.assign(g.k * g.r * g.s * g.c, 0.0);
-  magnitude.assign(sum.size(), 0.0);
-  for (std::size_t k = 0; k < g.k; ++k)
-    for (std::size_t r = 0; r < g.r; ++r)
-      for (std::size_t s = 0; s < g.s; ++s)
-        for (std::size_t c = 0; c < g.c; ++c) {
-          double total = 0, abs_total = 0;
-          for (std::size_t n = 0; n < g.n; ++n)
-            for (std::size_t p = 0; p < g.p; ++p)
-              for (std::size_t q = 0; q < g.q; ++q) {
-                const long i = long(p + r) - long(g.pad_h), j = long(q + s) - long(g.pad_w);
-                if (i < 0 || j < 0 || i >= long(g.h) || j >= long(g.w)) continue;
-                const double v =
-                    double(x[((n * g.h + std::size_t(i)) * g.w + std::size_t(j)) * g.c + c]) *
-                    double(dy[((n * g.p + p) * g.q + q) * g.k + k]);
-                total += v;
-                abs_total += std::abs(v);
-              }
-          const std::size_t o = ((k * g.r + r) * g.s + s) * g.c + c;
-          sum[o] = total;
-          magnitude[o] = abs_total;
-        }
 }
 
 }  // namespace
@@ -187,17 +160,11 @@ TEST_CASE("shifted weight gradient: the GPU's sequence on the CPU against a dire
     const auto dy = test::on_grid(12, g.n * g.p * g.q * g.k, g.dtype);
     std::vector<float> dw(g.k * g.r * g.s * g.c, std::nanf(""));
     detail::shifted_wgrad_cpu(g, *plan, x.data(), dy.data(), dw.data());
-    std::vector<double> want, magnitude;
-    direct_wgrad(g, x, dy, want, magnitude);
     // fp32 sums of exact products over a chunk's grid rows (the padding's
-    // terms are exact zeros), chunks added: |got - want| <= rows 2^-23
-    // sum |x dy| plus the last rounding.
+    // terms are exact zeros), chunks added.
     const double rows = double(g.n * plan->x_grid.hp * plan->x_grid.wp);
-    std::size_t outside = 0;
-    for (std::size_t i = 0; i < dw.size(); ++i) {
-      const double bound = rows * 0x1p-23 * magnitude[i] + 0x1p-24 * std::abs(want[i]);
-      if (!(std::abs(double(dw[i]) - want[i]) <= bound)) ++outside;
-    }
+    const std::size_t outside =
+        test::outside_accumulation_bound(dw, test::wgrad_reference(g, x, dy, /*kcrs=*/false), rows);
     CHECK(outside == 0);
     CHECK(plan->chunks == (g.n + plan->images_per_chunk - 1) / plan->images_per_chunk);
     if (c.cap == 4000) CHECK(plan->images_per_chunk == 2);

@@ -13,6 +13,7 @@
 #include "kernels/unfolded_taps.cuh"
 #include "ops/unfolded_gemm_wgrad.h"
 #include "tests/model/grid_values.h"
+#include "tests/model/wgrad_reference.h"
 
 using namespace ringtrain;
 using detail::ConvGraphShape;
@@ -117,30 +118,9 @@ TEST_CASE("unfolded weight gradient: the GPU's sequence on the CPU against a dir
     const auto dy = test::on_grid(22, g.n * g.p * g.q * g.k, g.dtype);
     std::vector<float> dw(g.k * g.r * g.s * g.c, std::nanf(""));
     detail::unfolded_wgrad_cpu(g, *plan, x.data(), dy.data(), dw.data());
-    std::size_t outside = 0;
-    for (std::size_t k = 0; k < g.k; ++k)
-      for (std::size_t r = 0; r < g.r; ++r)
-        for (std::size_t s = 0; s < g.s; ++s)
-          for (std::size_t ch = 0; ch < g.c; ++ch) {
-            double want = 0, magnitude = 0;
-            for (std::size_t n = 0; n < g.n; ++n)
-              for (std::size_t p = 0; p < g.p; ++p)
-                for (std::size_t q = 0; q < g.q; ++q) {
-                  const long i = long(p * g.stride_h + r) - long(g.pad_h);
-                  const long j = long(q * g.stride_w + s) - long(g.pad_w);
-                  if (i < 0 || j < 0 || i >= long(g.h) || j >= long(g.w)) continue;
-                  const double v =
-                      double(x[((n * g.h + std::size_t(i)) * g.w + std::size_t(j)) * g.c + ch]) *
-                      double(dy[((n * g.p + p) * g.q + q) * g.k + k]);
-                  want += v;
-                  magnitude += std::abs(v);
-                }
-            const float got = dw[((k * g.r + r) * g.s + s) * g.c + ch];
-            // fp32 sums of exact products over the rows (padding's terms 0).
-            const double bound =
-                double(g.n * g.p * g.q) * 0x1p-23 * magnitude + 0x1p-24 * std::abs(want);
-            if (!(std::abs(double(got) - want) <= bound)) ++outside;
-          }
+    // fp32 sums of exact products over the rows (the padding's terms 0).
+    const std::size_t outside = test::outside_accumulation_bound(
+        dw, test::wgrad_reference(g, x, dy, /*kcrs=*/false), double(g.n * g.p * g.q));
     CHECK(outside == 0);
     if (c.cap == 1) CHECK(plan->chunks == g.n);
   }
