@@ -15,10 +15,13 @@
 #include <vector>
 
 #include "kernels/precision.cuh"
+#include "kernels/trial_pattern.cuh"
+#include "kernels/trial_pattern.h"
 #include "model/causal_self_attention_layer.h"
 #include "ops/cuda/gpu_gemm_wgrad.h"
 #include "ops/cudnn_graph.h"
 #include "ops/gpu_ops.h"
+#include "ops/wgrad_spot_check.h"
 #include "ringtrain/core/error.h"
 #include "ringtrain/ops/compute_context.h"
 #include "ringtrain/ops/conv2d.h"
@@ -410,6 +413,80 @@ TEST_CASE("gpu conv weight gradient GEMMs: every candidate a plan times, each cu
       const double terms = double(s.n * (s.h + 2 * shape.pad) * (s.w + 2 * shape.pad));
       CHECK(outside_accumulation_bound(runs.first, ref, terms) == 0);
       CHECK(runs.again == runs.first);
+    }
+    CHECK(ran >= 1);
+  }
+}
+
+TEST_CASE("gpu conv weight gradient candidates: the timing's spot check accepts each one",
+          "[gpu][cudnn_graph]") {
+  // A timed plan fills its trial operands with the trial pattern on the GPU
+  // and passes over a candidate whose dW misses the pattern's sums at a few
+  // entries (ops/wgrad_spot_check.h): the fill must give the host's values,
+  // and every right engine (cuDNN's, either dW dtype and order, and the
+  // GEMMs) must pass, or a plan would time fewer than it has; another
+  // shape's sums must not.
+  const DType p = DType::bf16;
+  auto ctx = ComputeContext::create(kGpu, Tf32Mode::off, p);
+  const auto& h = detail::handles_of(*ctx);
+  struct Shape {
+    std::size_t r, pad, stride;
+  };
+  for (const Shape shape : {Shape{3, 1, 1}, Shape{3, 1, 2}, Shape{1, 0, 1}, Shape{7, 3, 2}}) {
+    detail::ConvGraphShape s;
+    s.n = 4, s.c = shape.r == 7 ? 8 : 16, s.h = 12, s.w = 10, s.k = 32, s.r = shape.r,
+    s.s = shape.r;
+    s.pad_h = s.pad_w = shape.pad;
+    s.stride_h = s.stride_w = shape.stride;
+    s.p = (s.h + 2 * shape.pad - shape.r) / shape.stride + 1;
+    s.q = (s.w + 2 * shape.pad - shape.r) / shape.stride + 1;
+    s.nhwc = true;
+    s.dtype = p;
+    CAPTURE(shape.r, shape.pad, shape.stride);
+    Tensor gx = Tensor::empty({s.n * s.c * s.h * s.w}, p, kGpu);
+    Tensor gdy = Tensor::empty({s.n * s.k * s.p * s.q}, p, kGpu);
+    kernels::fill_trial_pattern_cuda(gx.data(), p, gx.numel(), detail::kTrialSeedX, h.stream);
+    kernels::fill_trial_pattern_cuda(gdy.data(), p, gdy.numel(), detail::kTrialSeedDy, h.stream);
+    const std::vector<float> x = widened_values(gx, *ctx);
+    std::size_t differ = 0;
+    for (std::size_t i = 0; i < x.size(); ++i)
+      differ += x[i] != kernels::trial_pattern_value(i, detail::kTrialSeedX);
+    CHECK(differ == 0);
+    const auto spots = detail::wgrad_spots(s);
+    detail::ConvGraphShape moved = s;
+    moved.pad_w = s.pad_w + 1;  // every tap a column further left
+    const auto moved_spots = detail::wgrad_spots(moved);
+    std::vector<std::unique_ptr<detail::ConvWgradGraph>> list;
+    std::string why;
+    for (const DType dw_type : {DType::f32, p})
+      for (auto& g : detail::ConvWgradGraph::candidates(
+               h, s, dw_type, detail::EngineWanted{.most = 3, .only = {}}, &why))
+        list.push_back(std::move(g));
+    for (auto& g : detail::gemm_wgrad_candidates(s, &why)) list.push_back(std::move(g));
+    REQUIRE_FALSE(list.empty());
+    std::size_t ran = 0;
+    for (const auto& g : list) {
+      INFO("engine: " << g->engine() << " dW " << dtype_name(g->dw_dtype())
+                      << (g->writes_kcrs() ? " KCRS" : " KRSC"));
+      const std::size_t count = s.k * s.c * s.r * s.s;
+      Tensor gdw = Tensor::empty({count}, g->dw_dtype(), kGpu);
+      Tensor ws = Tensor::empty({g->workspace_bytes() / 4 + 1}, DType::f32, kGpu);
+      try {
+        g->run(h, gx.data(), gdy.data(), gdw.data(), ws.data());
+        ctx->synchronize();
+      } catch (const Error& e) {
+        // Only a GEMM's rank past the first may be missing.
+        CHECK(g->engine().find("-algo") != std::string::npos);
+        continue;
+      }
+      ++ran;
+      std::vector<std::byte> dw(count * dtype_size(g->dw_dtype()));
+      Tensor::borrow(dw.data(), {count}, g->dw_dtype(), Device::cpu()).copy_from(gdw);
+      CHECK(detail::wgrad_spot_disagreement(s, spots, dw.data(), g->dw_dtype(), g->writes_kcrs()) ==
+            "");
+      CHECK_FALSE(detail::wgrad_spot_disagreement(s, moved_spots, dw.data(), g->dw_dtype(),
+                                                  g->writes_kcrs())
+                      .empty());
     }
     CHECK(ran >= 1);
   }

@@ -60,13 +60,21 @@ float time_launches(void* stream, const std::function<void()>& launch, int repea
 }
 
 std::vector<float> time_candidates(void* stream, std::span<const std::size_t> need,
-                                   std::size_t room,
-                                   const std::function<void(std::size_t)>& launch) {
+                                   std::size_t room, const std::function<void(std::size_t)>& launch,
+                                   const std::function<std::string(std::size_t)>& check,
+                                   std::vector<std::string>* wrong) {
   std::vector<float> ms(need.size(), -1.0f);
+  if (wrong != nullptr) wrong->assign(need.size(), std::string());
   for (std::size_t i = 0; i < need.size(); ++i) {
     if (need[i] > room) continue;
     try {
-      ms[i] = time_launches(stream, [&] { launch(i); });
+      const float t = time_launches(stream, [&] { launch(i); });
+      // The result of its last run: a fast wrong answer is no candidate.
+      std::string why = check ? check(i) : std::string();
+      if (why.empty())
+        ms[i] = t;
+      else if (wrong != nullptr)
+        (*wrong)[i] = std::move(why);
     } catch (const std::exception&) {
       (void)cudaGetLastError();
     }
@@ -83,12 +91,14 @@ std::string timed_choice_note(std::span<const float> ms, std::size_t chosen, dou
 
 void note_candidate_times(const std::string& key, std::span<const std::string> names,
                           std::span<const float> ms, std::span<const std::size_t> need,
-                          std::size_t chosen) {
+                          std::size_t chosen, std::span<const std::string> wrong) {
   const char* path = std::getenv("RINGTRAIN_CONV_TIMES");
   if (path == nullptr || *path == '\0') return;
   std::string line = key + "\t" + (chosen < names.size() ? names[chosen] : "none") + "\t";
-  for (std::size_t i = 0; i < names.size() && i < ms.size() && i < need.size(); ++i)
+  for (std::size_t i = 0; i < names.size() && i < ms.size() && i < need.size(); ++i) {
     line += fmt::format("{}{} {:.4f} ms {} B", i == 0 ? "" : "; ", names[i], ms[i], need[i]);
+    if (i < wrong.size() && !wrong[i].empty()) line += " wrong: " + wrong[i];
+  }
   line += "\n";
   // One write of the whole line in append mode: ranks appending at once do
   // not interleave within a line.

@@ -21,9 +21,13 @@ bool stream_is_capturing(void* stream);
 // Each of need.size() candidates timed with time_launches(launch(i)) where
 // its workspace need fits `room`; -1 where it does not fit or fails to run
 // (the CUDA error it left is cleared: a candidate that fails is passed over).
+// Where `check` is given, it is asked after candidate i's runs what is wrong
+// with its result ("" nothing); a candidate with an answer is passed over
+// too, and the answer kept in (*wrong)[i].
 std::vector<float> time_candidates(void* stream, std::span<const std::size_t> need,
-                                   std::size_t room,
-                                   const std::function<void(std::size_t)>& launch);
+                                   std::size_t room, const std::function<void(std::size_t)>& launch,
+                                   const std::function<std::string(std::size_t)>& check = nullptr,
+                                   std::vector<std::string>* wrong = nullptr);
 
 // bench step --layers' note on a timed choice: "timed 3 of 3: 0.412 ms, the
 // heuristics' first 4.013 ms; 0.84 s" (ms[0] is the heuristics' first).
@@ -31,12 +35,13 @@ std::string timed_choice_note(std::span<const float> ms, std::size_t chosen, dou
 
 // Where RINGTRAIN_CONV_TIMES names a file: one line appended per timed
 // choice, "<key>\t<chosen>\t<name> <ms> ms <workspace> B; ..." (-1: not run;
-// chosen "none": none could be timed, chosen >= names.size()),
-// the figures behind a choice that bench step --layers shows only two of.
+// chosen "none": none could be timed, chosen >= names.size(); a candidate
+// whose result was wrong has " wrong: <why>" after its figures), the
+// figures behind a choice that bench step --layers shows only two of.
 // A file that cannot be written is said once. Nothing without the variable.
 void note_candidate_times(const std::string& key, std::span<const std::string> names,
                           std::span<const float> ms, std::span<const std::size_t> need,
-                          std::size_t chosen);
+                          std::size_t chosen, std::span<const std::string> wrong = {});
 
 // "<GPU name> sm<major><minor> x<SMs>|cuDNN <version> cuBLASLt <version>": what a remembered
 // choice holds for.

@@ -77,6 +77,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <optional>
@@ -91,12 +92,14 @@
 #include "core/cuda/check_cudnn.h"
 #include "core/stream_graph.h"
 #include "kernels/precision.cuh"
+#include "kernels/trial_pattern.h"
 #include "ops/conv_algo_choice.h"
 #include "ops/conv_engine_record.h"
 #include "ops/cuda/engine_timing.h"
 #include "ops/cuda/gpu_gemm_wgrad.h"
 #include "ops/cudnn_graph.h"
 #include "ops/gpu_ops.h"
+#include "ops/wgrad_spot_check.h"
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/log.h"
 #include "tensor/cuda_memory.h"
@@ -304,14 +307,28 @@ struct TrialOperands {
       x = DeviceBytes(), y = DeviceBytes(), dw = DeviceBytes();
       return false;
     }
-    // bf16 0x3C3C is about 0.0115, fp16 0x2C2C about 0.065: sums of a few
-    // hundred thousand products stay finite in either.
-    const int pattern = dtype == DType::f16 ? 0x2C : 0x3C;
-    const auto s = static_cast<cudaStream_t>(stream);
-    RT_CUDA_CHECK(cudaMemsetAsync(x.get(), pattern, x.size(), s));
-    RT_CUDA_CHECK(cudaMemsetAsync(y.get(), pattern, y.size(), s));
+    fill();
     return true;
   }
+  // x and dy (y) hold the trial pattern (kernels/trial_pattern.cuh): values
+  // of at most 1/4, of zero mean, so sums of many products stay small and
+  // finite in fp16 too; a weight gradient's entries are known from them
+  // (ops/wgrad_spot_check.h). Again before the weight gradients are checked:
+  // a data operation's candidates write x or y.
+  void fill() const {
+    const std::size_t size = dtype_size(dtype);
+    kernels::fill_trial_pattern_cuda(x.get(), dtype, x_bytes / size, kTrialSeedX, stream);
+    kernels::fill_trial_pattern_cuda(y.get(), dtype, y_bytes / size, kTrialSeedDy, stream);
+  }
+};
+
+// What checks a timed candidate's result (ConvGraphCache::choose): prepare()
+// before the candidates run, verdict(candidate) after one has run on the
+// trial operands ("" where its result is right, else why not).
+template <class Graph>
+struct CandidateCheck {
+  std::function<void()> prepare;
+  std::function<std::string(const Graph&)> verdict;
 };
 
 // Candidates timed per dW dtype and memory order (or per data operation):
@@ -461,11 +478,14 @@ struct ConvGraphCache {
   // candidate timed on the trial operands and the choice of choose_by_time
   // kept and remembered, all under the record's lock (ranks that reach the
   // shape at once take one choice); else the heuristics' first.
-  // run(c, workspace) launches candidate c on the trial operands.
+  // run(c, workspace) launches candidate c on the trial operands; where
+  // `check` is given, a candidate whose result it finds wrong is passed over
+  // (and said).
   template <class Graph, class Build, class Name, class Run>
   static std::shared_ptr<Graph> choose(const std::string& what, DeviceBytes& workspace,
                                        TrialOperands* trial, Build build, Name name_of, Run run,
-                                       std::string* how) {
+                                       std::string* how,
+                                       const CandidateCheck<Graph>* check = nullptr) {
     if (!timing(trial)) {
       auto candidates = build(EngineWanted{});
       if (candidates.empty()) return nullptr;
@@ -507,14 +527,24 @@ struct ConvGraphCache {
             own = DeviceBytes::up_to(most, std::min(most, kMinTrialWorkspace));
             if (own.size() > workspace.size()) ws = &own;
           }
-          const std::vector<float> ms =
-              time_candidates(trial->stream, need, ws->size(),
-                              [&](std::size_t i) { run(*candidates[i], ws->get()); });
+          std::function<std::string(std::size_t)> wrong_with;
+          if (check != nullptr) {
+            check->prepare();
+            wrong_with = [&](std::size_t i) { return check->verdict(*candidates[i]); };
+          }
+          std::vector<std::string> wrong;
+          const std::vector<float> ms = time_candidates(
+              trial->stream, need, ws->size(),
+              [&](std::size_t i) { run(*candidates[i], ws->get()); }, wrong_with, &wrong);
           const std::optional<std::size_t> fastest = choose_by_time(ms, need, kTimingTie);
           const std::size_t pick = fastest.value_or(0);
           std::vector<std::string> names;
           for (const auto& c : candidates) names.push_back(name_of(*c));
-          note_candidate_times(what, names, ms, need, fastest.value_or(names.size()));
+          for (std::size_t i = 0; i < wrong.size(); ++i)
+            if (!wrong[i].empty())
+              log_warn("conv2d: {}: candidate {} is not used: its result is wrong: {}", what,
+                       names[i], wrong[i]);
+          note_candidate_times(what, names, ms, need, fastest.value_or(names.size()), wrong);
           *how = fastest ? timed_choice_note(ms, pick, seconds())
                          : fmt::format("the heuristics' first: none of {} could be timed",
                                        candidates.size());
@@ -618,12 +648,31 @@ struct ConvGraphCache {
           *why = why32.empty() || why16.empty() ? why32 + why16 : why32 + "; " + why16;
         return candidates;
       };
+      // Each candidate's dW checked at a few entries against double-precision
+      // sums of the trial pattern, computed on the host while the GPU times.
+      std::future<std::vector<WgradSpot>> spots_coming;
+      std::vector<WgradSpot> spots;
+      const CandidateCheck<ConvWgradGraph> check{
+          .prepare =
+              [&] {
+                trial->fill();
+                spots_coming = std::async(std::launch::async, [s] { return wgrad_spots(s); });
+              },
+          .verdict = [&](const ConvWgradGraph& g) -> std::string {
+            if (spots_coming.valid()) spots = spots_coming.get();
+            std::vector<std::byte> dw(s.k * s.c * s.r * s.s * dtype_size(g.dw_dtype()));
+            const auto stream = static_cast<cudaStream_t>(trial->stream);
+            RT_CUDA_CHECK(cudaMemcpyAsync(dw.data(), trial->dw.get(), dw.size(),
+                                          cudaMemcpyDeviceToHost, stream));
+            RT_CUDA_CHECK(cudaStreamSynchronize(stream));
+            return wgrad_spot_disagreement(s, spots, dw.data(), g.dw_dtype(), g.writes_kcrs());
+          }};
       return choose<ConvWgradGraph>(
           shape_key(s, "wgrad"), workspace, trial, build, wgrad_name,
           [&](const ConvWgradGraph& g, void* ws) {
             g.run(h, trial->x.get(), trial->y.get(), trial->dw.get(), ws);
           },
-          chosen);
+          chosen, &check);
     });
   }
 };
