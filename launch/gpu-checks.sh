@@ -561,8 +561,8 @@ check_models() {
       "$RINGTRAIN_CONV_TIMES")"
     local wrong
     wrong=$(awk -F'\t' '$1 ~ /wgrad/ { k = split($3, c, "; ");
-        for (i = 1; i <= k; i++) if (c[i] ~ / wrong: /) { split(c[i], w, " "); print w[1] } }' \
-      "$RINGTRAIN_CONV_TIMES" | sort | uniq -c | awk '{ printf "%s%s x%d", (NR > 1 ? ", " : ""), $2, $1 }')
+        for (i = 1; i <= k; i++) if (c[i] ~ / wrong: /) { n = c[i]; sub(/ -?[0-9.]+ ms .*/, "", n); print n } }' \
+      "$RINGTRAIN_CONV_TIMES" | sort | uniq -c | awk '{ n = $1; sub(/^ *[0-9]+ /, ""); printf "%s%s x%d", (NR > 1 ? ", " : ""), $0, n }')
     if [ -n "$wrong" ]; then
       note models-wgrad-wrong FAIL "candidates whose dW missed the spot check (passed over; conv-times.tsv): $wrong"
     else

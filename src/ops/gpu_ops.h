@@ -355,8 +355,11 @@ void gpu_scale(void* stream, float* x, std::size_t n, float f);
 // y = x rounded to the grid of precision (kernels/precision.cuh); y may be x.
 void gpu_round_to_precision(void* stream, float* y, const float* x, std::size_t n, DType precision);
 // rows blocks of width bytes, from src every spitch bytes to dst every dpitch bytes.
+// device_buffers: both are device memory (a kernel may copy them; else
+// either may be a host array, and the runtime's copy runs).
 void gpu_copy_blocks(void* stream, void* dst, std::size_t dpitch, const void* src,
-                     std::size_t spitch, std::size_t width, std::size_t rows);
+                     std::size_t spitch, std::size_t width, std::size_t rows,
+                     bool device_buffers = false);
 
 // Per batch size: descriptors and the three algorithms, measured once with
 // cuDNN's Find (gpu_conv_plan.cpp); one workspace; the hot loop neither

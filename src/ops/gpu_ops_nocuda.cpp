@@ -301,7 +301,7 @@ void gpu_round_to_precision(void*, float*, const float*, std::size_t, DType) {
   no_cuda("low-precision rounding");
 }
 void gpu_copy_blocks(void*, void*, std::size_t, const void*, std::size_t, std::size_t,
-                     std::size_t) {
+                     std::size_t, bool) {
   no_cuda("a block copy");
 }
 

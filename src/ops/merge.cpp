@@ -134,7 +134,8 @@ void copy_blocks(const ComputeContext& ctx, BufferView dst, std::size_t dst_pitc
     const std::size_t e = dtype_size(dst.dtype);
     if (ctx.is_cuda())
       return detail::gpu_copy_blocks(ctx.stream(), dst.ptr, dst_pitch * e, src.ptr, src_pitch * e,
-                                     width * e, rows);
+                                     width * e, rows,
+                                     dst.device.is_cuda() && src.device.is_cuda());
     for (std::size_t r = 0; r < rows; ++r)
       std::memcpy(static_cast<char*>(dst.ptr) + r * dst_pitch * e,
                   static_cast<const char*>(src.ptr) + r * src_pitch * e, width * e);

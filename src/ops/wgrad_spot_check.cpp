@@ -86,6 +86,7 @@ std::vector<WgradSpot> wgrad_spots(const ConvGraphShape& s, std::size_t count) {
 
 std::string wgrad_spot_disagreement(const ConvGraphShape& s, std::span<const WgradSpot> spots,
                                     const void* dw, DType dw_dtype, bool kcrs) {
+  if (spots.empty()) return "no entries to check it at";
   double square = 0;
   for (const WgradSpot& at : spots) square += at.sum * at.sum;
   const double rms = spots.empty() ? 0.0 : std::sqrt(square / static_cast<double>(spots.size()));

@@ -40,7 +40,7 @@ std::vector<WgradSpot> wgrad_spots(const ConvGraphShape& shape, std::size_t coun
 // by 1e-3 of the spots' root mean square (fp32 accumulation in any order and
 // split: the pattern's sums have no cancellation to amplify it), plus one
 // rounding of dW's dtype; a wrong result misses by about that root mean
-// square. NaN or Inf fails.
+// square. NaN or Inf fails, and so does an empty list of spots.
 std::string wgrad_spot_disagreement(const ConvGraphShape& shape, std::span<const WgradSpot> spots,
                                     const void* dw, DType dw_dtype, bool kcrs);
 

@@ -23,6 +23,7 @@
 #include "ringtrain/ops/dropout.h"
 #include "ringtrain/ops/gemm.h"
 #include "ringtrain/ops/layout_transpose.h"
+#include "ringtrain/ops/merge.h"
 #include "ringtrain/ops/pool2d.h"
 #include "ringtrain/ops/softmax_cross_entropy.h"
 #include "ringtrain/tensor/tensor.h"
@@ -249,6 +250,42 @@ TEST_CASE("gpu pools give the CPU's bits: max and average, both layouts, ties, o
                      gdx.data_as<float>(), batch);
         require_close(to_host(gdx, *c.gpu), dx, 0, "pool backward");
       }
+}
+
+TEST_CASE("gpu block copies between device views: narrow rows by the kernel, the CPU's bytes",
+          "[gpu]") {
+  // A channels-last concat's slices (kernels/pitched_copy.cuh): 16-byte
+  // units where the offsets allow, smaller ones where they do not, and the
+  // gaps between the destination's rows left as they were.
+  auto gpu = ComputeContext::create(kGpu, Tf32Mode::off);
+  auto cpu = ComputeContext::create(Device::cpu());
+  struct Case {
+    DType t;
+    std::size_t width, dst_pitch, src_pitch, rows, dst_at, src_at;
+  };
+  for (const Case k :
+       {Case{DType::bf16, 64, 256, 64, 157, 64, 0}, Case{DType::bf16, 96, 256, 256, 33, 0, 160},
+        Case{DType::bf16, 3, 7, 5, 19, 1, 2}, Case{DType::f32, 6, 10, 6, 21, 2, 0},
+        Case{DType::f32, 5, 9, 7, 4, 1, 3}}) {
+    CAPTURE(dtype_name(k.t), k.width, k.dst_pitch, k.src_pitch, k.rows, k.dst_at, k.src_at);
+    const std::size_t src_n = k.src_at + k.rows * k.src_pitch;
+    const std::size_t dst_n = k.dst_at + k.rows * k.dst_pitch;
+    const auto src = on_grid(test::hashed_vector(21, src_n), k.t);
+    const auto before = on_grid(test::hashed_vector(22, dst_n), k.t);
+    Tensor s_cpu = stored(src, k.t, Device::cpu(), *cpu);
+    Tensor d_cpu = stored(before, k.t, Device::cpu(), *cpu);
+    Tensor s_gpu = stored(src, k.t, kGpu, *cpu), d_gpu = stored(before, k.t, kGpu, *cpu);
+    const auto copy = [&](const ComputeContext& ctx, Tensor& d, Tensor& s) {
+      copy_blocks(ctx, d.buffer().slice(k.dst_at, dst_n - k.dst_at), k.dst_pitch,
+                  s.buffer().slice(k.src_at, src_n - k.src_at), k.src_pitch, k.width, k.rows);
+    };
+    copy(*cpu, d_cpu, s_cpu);
+    copy(*gpu, d_gpu, s_gpu);
+    gpu->synchronize();
+    Tensor back = Tensor::empty({dst_n}, k.t, Device::cpu());
+    back.copy_from(d_gpu);
+    CHECK(std::memcmp(back.data(), d_cpu.data(), dst_n * dtype_size(k.t)) == 0);
+  }
 }
 
 TEST_CASE("gpu batched transpose gives the CPU's bits: tiles, few rows or columns, one line",

@@ -48,7 +48,9 @@ void zero_stored(const ComputeContext& ctx, BufferView y);
 void scale_floats(const ComputeContext& ctx, float* x, std::size_t n, float a);
 // The stored form, on views of the storage dtypes (f32, bf16, f16), pitches
 // and width in elements: a byte copy where the dtypes agree, else each
-// element converted (a concat's gradient into an fp32 sum).
+// element converted (a concat's gradient into an fp32 sum). A view on a
+// CUDA device is device memory: narrow rows between two such views go by a
+// kernel (kernels/pitched_copy.cuh), not the runtime's pitched copy.
 void copy_blocks(const ComputeContext& ctx, BufferView dst, std::size_t dst_pitch, BufferView src,
                  std::size_t src_pitch, std::size_t width, std::size_t rows);
 // rows blocks of `width` floats: dst[r * dst_pitch + i] = src[r * src_pitch + i]

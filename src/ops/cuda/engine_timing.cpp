@@ -61,16 +61,16 @@ float time_launches(void* stream, const std::function<void()>& launch, int repea
 
 std::vector<float> time_candidates(void* stream, std::span<const std::size_t> need,
                                    std::size_t room, const std::function<void(std::size_t)>& launch,
-                                   const std::function<std::string(std::size_t)>& check,
-                                   std::vector<std::string>* wrong) {
+                                   const ResultCheck* check, std::vector<std::string>* wrong) {
   std::vector<float> ms(need.size(), -1.0f);
   if (wrong != nullptr) wrong->assign(need.size(), std::string());
   for (std::size_t i = 0; i < need.size(); ++i) {
     if (need[i] > room) continue;
     try {
+      if (check != nullptr) check->before(i);
       const float t = time_launches(stream, [&] { launch(i); });
       // The result of its last run: a fast wrong answer is no candidate.
-      std::string why = check ? check(i) : std::string();
+      std::string why = check != nullptr ? check->verdict(i) : std::string();
       if (why.empty())
         ms[i] = t;
       else if (wrong != nullptr)

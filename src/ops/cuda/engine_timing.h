@@ -21,12 +21,18 @@ bool stream_is_capturing(void* stream);
 // Each of need.size() candidates timed with time_launches(launch(i)) where
 // its workspace need fits `room`; -1 where it does not fit or fails to run
 // (the CUDA error it left is cleared: a candidate that fails is passed over).
-// Where `check` is given, it is asked after candidate i's runs what is wrong
-// with its result ("" nothing); a candidate with an answer is passed over
-// too, and the answer kept in (*wrong)[i].
+// Where `check` is given, its before(i) runs ahead of candidate i's runs
+// (to poison the output: a candidate that writes nothing must not pass on
+// the previous one's result), and its verdict(i) after them says what is
+// wrong with the result ("" nothing); a candidate with an answer is passed
+// over too, and the answer kept in (*wrong)[i].
+struct ResultCheck {
+  std::function<void(std::size_t)> before;
+  std::function<std::string(std::size_t)> verdict;
+};
 std::vector<float> time_candidates(void* stream, std::span<const std::size_t> need,
                                    std::size_t room, const std::function<void(std::size_t)>& launch,
-                                   const std::function<std::string(std::size_t)>& check = nullptr,
+                                   const ResultCheck* check = nullptr,
                                    std::vector<std::string>* wrong = nullptr);
 
 // bench step --layers' note on a timed choice: "timed 3 of 3: 0.412 ms, the

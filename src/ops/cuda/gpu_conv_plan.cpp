@@ -323,11 +323,12 @@ struct TrialOperands {
 };
 
 // What checks a timed candidate's result (ConvGraphCache::choose): prepare()
-// before the candidates run, verdict(candidate) after one has run on the
-// trial operands ("" where its result is right, else why not).
+// before the candidates run, poison() before each one's runs (its output
+// NaN), verdict(candidate) after they ran on the trial operands ("" where
+// its result is right, else why not).
 template <class Graph>
 struct CandidateCheck {
-  std::function<void()> prepare;
+  std::function<void()> prepare, poison;
   std::function<std::string(const Graph&)> verdict;
 };
 
@@ -527,15 +528,17 @@ struct ConvGraphCache {
             own = DeviceBytes::up_to(most, std::min(most, kMinTrialWorkspace));
             if (own.size() > workspace.size()) ws = &own;
           }
-          std::function<std::string(std::size_t)> wrong_with;
+          ResultCheck results;
           if (check != nullptr) {
             check->prepare();
-            wrong_with = [&](std::size_t i) { return check->verdict(*candidates[i]); };
+            results.before = [&](std::size_t) { check->poison(); };
+            results.verdict = [&](std::size_t i) { return check->verdict(*candidates[i]); };
           }
           std::vector<std::string> wrong;
           const std::vector<float> ms = time_candidates(
               trial->stream, need, ws->size(),
-              [&](std::size_t i) { run(*candidates[i], ws->get()); }, wrong_with, &wrong);
+              [&](std::size_t i) { run(*candidates[i], ws->get()); },
+              check != nullptr ? &results : nullptr, &wrong);
           const std::optional<std::size_t> fastest = choose_by_time(ms, need, kTimingTie);
           const std::size_t pick = fastest.value_or(0);
           std::vector<std::string> names;
@@ -545,6 +548,13 @@ struct ConvGraphCache {
               log_warn("conv2d: {}: candidate {} is not used: its result is wrong: {}", what,
                        names[i], wrong[i]);
           note_candidate_times(what, names, ms, need, fastest.value_or(names.size()), wrong);
+          // None timed, and the heuristics' first gave a wrong result: none
+          // runs (the caller's own path does), not remembered.
+          if (!fastest && !wrong.empty() && !wrong[0].empty()) {
+            *how = fmt::format("none of {}: the heuristics' first gave a wrong result ({})",
+                               candidates.size(), wrong[0]);
+            return std::string();
+          }
           *how = fastest ? timed_choice_note(ms, pick, seconds())
                          : fmt::format("the heuristics' first: none of {} could be timed",
                                        candidates.size());
@@ -658,6 +668,12 @@ struct ConvGraphCache {
                 trial->fill();
                 spots_coming = std::async(std::launch::async, [s] { return wgrad_spots(s); });
               },
+          // All ones: NaN as fp32, bf16 and fp16.
+          .poison =
+              [&] {
+                RT_CUDA_CHECK(cudaMemsetAsync(trial->dw.get(), 0xFF, trial->dw_bytes,
+                                              static_cast<cudaStream_t>(trial->stream)));
+              },
           .verdict = [&](const ConvWgradGraph& g) -> std::string {
             if (spots_coming.valid()) spots = spots_coming.get();
             std::vector<std::byte> dw(s.k * s.c * s.r * s.s * dtype_size(g.dw_dtype()));
@@ -667,12 +683,14 @@ struct ConvGraphCache {
             RT_CUDA_CHECK(cudaStreamSynchronize(stream));
             return wgrad_spot_disagreement(s, spots, dw.data(), g.dw_dtype(), g.writes_kcrs());
           }};
-      return choose<ConvWgradGraph>(
+      auto graph = choose<ConvWgradGraph>(
           shape_key(s, "wgrad"), workspace, trial, build, wgrad_name,
           [&](const ConvWgradGraph& g, void* ws) {
             g.run(h, trial->x.get(), trial->y.get(), trial->dw.get(), ws);
           },
           chosen, &check);
+      if (graph == nullptr && why->empty()) *why = *chosen;
+      return graph;
     });
   }
 };
