@@ -44,12 +44,14 @@ __device__ __forceinline__ void output_signs8(const float (&xs)[kVector8], std::
 // kernels/batch_norm.cu's BackwardValue of relu's stored dx); the masked dy
 // (the sums' first value) also stored into d_residual (R: T or fp32) where it
 // is not null, by emit: the reduction takes each element once. With y null
-// the mask comes from x again (bn_relu_output_sign).
+// the mask comes from x again (bn_relu_output_sign); with addend not null,
+// dy is dy + addend (summed_dy: the output's gradient in two terms).
 template <typename T, typename R>
 struct MaskedBackwardValue {
   const T* x;
   const T* y;
   const T* dy;
+  const T* addend;
   const float* mean;
   const float* invstd;
   const float* gamma;
@@ -57,9 +59,9 @@ struct MaskedBackwardValue {
   R* d_residual;
   __device__ Sums<2> operator()(std::size_t a, std::size_t c) const {
     const float xv = load(x, a);
+    const float d = addend != nullptr ? summed_dy<T>(load(dy, a), load(addend, a)) : load(dy, a);
     const float g = bn_relu_masked_dy(
-        bn_relu_output_sign(y, a, xv, mean[c], invstd[c], gamma, beta, static_cast<int>(c)),
-        load(dy, a));
+        bn_relu_output_sign(y, a, xv, mean[c], invstd[c], gamma, beta, static_cast<int>(c)), d);
     return {{g, bn_dy_xhat(g, xv, mean[c], invstd[c])}};
   }
   __device__ void emit(std::size_t a, const Sums<2>& v) const {
@@ -74,12 +76,18 @@ struct MaskedBackwardValue {
   }
   bool rows8_aligned() const {
     return vector8_aligned(x) && (y == nullptr || vector8_aligned(y)) && vector8_aligned(dy) &&
+           (addend == nullptr || vector8_aligned(addend)) &&
            (d_residual == nullptr || vector8_aligned(d_residual));
   }
   __device__ void values8(std::size_t a, std::size_t c0, Sums<2> (&out)[kVector8]) const {
     float ys[kVector8], ds[kVector8], xs[kVector8];
     if (y != nullptr) load8(y, a, ys);
     load8(dy, a, ds);
+    if (addend != nullptr) {
+      float as[kVector8];
+      load8(addend, a, as);
+      add8(ds, as);
+    }
     load8(x, a, xs);
     from8(xs, ys, ds, c0, out);
   }
@@ -87,13 +95,14 @@ struct MaskedBackwardValue {
   // ones would hold twice the registers, and keep values8's two rows.
   static constexpr int kRowsInFlight = sizeof(T) == 2 ? 4 : 2;
   struct Raw {
-    Raw8<T> x, y, dy;
+    Raw8<T> x, y, dy, addend;
   };
   __device__ Raw fetch8(std::size_t a) const {
-    Raw raw{};  // raw.y stays zeros where y is null (the mask comes from x)
+    Raw raw{};  // raw.y (raw.addend) stays zeros where y (addend) is null
     raw.x = kernels::fetch8(x, a);
     if (y != nullptr) raw.y = kernels::fetch8(y, a);
     raw.dy = kernels::fetch8(dy, a);
+    if (addend != nullptr) raw.addend = kernels::fetch8(addend, a);
     return raw;
   }
   __device__ void values8(const Raw& raw, std::size_t c0, Sums<2> (&out)[kVector8]) const {
@@ -101,10 +110,20 @@ struct MaskedBackwardValue {
     widen8(raw.x, xs);
     if (y != nullptr) widen8(raw.y, ys);
     widen8(raw.dy, ds);
+    if (addend != nullptr) {
+      float as[kVector8];
+      widen8(raw.addend, as);
+      add8(ds, as);
+    }
     from8(xs, ys, ds, c0, out);
   }
 
  private:
+  // dy's two terms summed as summed_dy sums them.
+  __device__ static void add8(float (&ds)[kVector8], const float (&as)[kVector8]) {
+#pragma unroll
+    for (unsigned k = 0; k < kVector8; ++k) ds[k] = summed_dy<T>(ds[k], as[k]);
+  }
   // The sums' values from a row's x, y (computed again from x where y is
   // null) and dy.
   __device__ void from8(const float (&xs)[kVector8], float (&ys)[kVector8],
@@ -138,11 +157,12 @@ __global__ void apply_kernel(const T* __restrict__ x, const T* __restrict__ resi
 
 template <typename Index, typename ChannelOf, typename T, typename D, typename R>
 __global__ void backward_dx_kernel(const T* __restrict__ x, const T* __restrict__ y,
-                                   const T* __restrict__ dy, D* __restrict__ dx,
-                                   const R* __restrict__ d_residual, Index total, Index c,
-                                   ChannelOf channel_of, const float* count_ptr, const float* mean,
-                                   const float* invstd, const float* gamma, const float* beta,
-                                   const float* sums, DType precision) {
+                                   const T* __restrict__ dy, const T* __restrict__ addend,
+                                   D* __restrict__ dx, const R* __restrict__ d_residual,
+                                   Index total, Index c, ChannelOf channel_of,
+                                   const float* count_ptr, const float* mean, const float* invstd,
+                                   const float* gamma, const float* beta, const float* sums,
+                                   DType precision) {
   const float count = *count_ptr;
   const Index stride = static_cast<Index>(gridDim.x) * static_cast<Index>(blockDim.x);
   for (Index i = static_cast<Index>(blockIdx.x) * static_cast<Index>(blockDim.x) + threadIdx.x;
@@ -150,11 +170,13 @@ __global__ void backward_dx_kernel(const T* __restrict__ x, const T* __restrict_
     const Index ch = channel_of(i);
     const float xv = load(x, i);
     // The masked dy: as the reduction stored it (exactly: dy or 0), or again.
-    const float m = d_residual != nullptr
-                        ? load(d_residual, i)
-                        : bn_relu_masked_dy(bn_relu_output_sign(y, i, xv, mean[ch], invstd[ch],
-                                                                gamma, beta, static_cast<int>(ch)),
-                                            load(dy, i));
+    const float m =
+        d_residual != nullptr
+            ? load(d_residual, i)
+            : bn_relu_masked_dy(
+                  bn_relu_output_sign(y, i, xv, mean[ch], invstd[ch], gamma, beta,
+                                      static_cast<int>(ch)),
+                  addend != nullptr ? summed_dy<T>(load(dy, i), load(addend, i)) : load(dy, i));
     store(dx, i,
           round_to_precision_grid(
               bn_backward_element(xv, m, mean[ch], invstd[ch], gamma != nullptr ? gamma[ch] : 1.0f,
@@ -192,10 +214,10 @@ __global__ void apply_rows8_kernel(const T* __restrict__ x, const T* __restrict_
 
 template <typename T, typename D, typename R>
 __global__ void backward_dx_rows8_kernel(const T* __restrict__ x, const T* __restrict__ y,
-                                         const T* __restrict__ dy, D* __restrict__ dx,
-                                         const R* __restrict__ d_residual, std::uint32_t vectors,
-                                         std::uint32_t groups, std::uint32_t c,
-                                         const float* count_ptr, const float* mean,
+                                         const T* __restrict__ dy, const T* __restrict__ addend,
+                                         D* __restrict__ dx, const R* __restrict__ d_residual,
+                                         std::uint32_t vectors, std::uint32_t groups,
+                                         std::uint32_t c, const float* count_ptr, const float* mean,
                                          const float* invstd, const float* gamma, const float* beta,
                                          const float* sums, DType precision) {
   const float count = *count_ptr;
@@ -211,6 +233,12 @@ __global__ void backward_dx_rows8_kernel(const T* __restrict__ x, const T* __res
       float ys[kVector8], dys[kVector8];
       if (y != nullptr) load8(y, first, ys);
       load8(dy, first, dys);
+      if (addend != nullptr) {
+        float as[kVector8];
+        load8(addend, first, as);
+#pragma unroll
+        for (std::uint32_t k = 0; k < kVector8; ++k) dys[k] = summed_dy<T>(dys[k], as[k]);
+      }
       if (y == nullptr) output_signs8<T>(xs, c0, mean, invstd, gamma, beta, ys);
 #pragma unroll
       for (std::uint32_t k = 0; k < kVector8; ++k) m[k] = bn_relu_masked_dy(ys[k], dys[k]);
@@ -266,13 +294,11 @@ void batch_norm_relu_apply_cuda(const void* x, const void* residual, void* y, DT
   RT_CUDA_CHECK_LAUNCH();
 }
 
-void batch_norm_relu_backward_reduce_cuda(const void* x, const void* y, const void* dy, DType t,
-                                          void* d_residual, DType residual_type, std::size_t n,
-                                          std::size_t c, std::size_t hw, const float* mean,
-                                          const float* invstd, const float* gamma,
-                                          const float* beta, float* sums, float* dgamma,
-                                          float* dbeta, bool accumulate, float* scratch,
-                                          std::size_t scratch_floats, void* stream) {
+void batch_norm_relu_backward_reduce_cuda(
+    const void* x, const void* y, const void* dy, const void* dy_addend, DType t, void* d_residual,
+    DType residual_type, std::size_t n, std::size_t c, std::size_t hw, const float* mean,
+    const float* invstd, const float* gamma, const float* beta, float* sums, float* dgamma,
+    float* dbeta, bool accumulate, float* scratch, std::size_t scratch_floats, void* stream) {
   with_storage(t, [&](auto s) {
     using T = decltype(s);
     // An absent d_residual takes T: two instantiations, not three.
@@ -281,19 +307,20 @@ void batch_norm_relu_backward_reduce_cuda(const void* x, const void* y, const vo
       reduce_channels<2>(
           n, c, hw,
           MaskedBackwardValue<T, R>{static_cast<const T*>(x), static_cast<const T*>(y),
-                                    static_cast<const T*>(dy), mean, invstd, gamma, beta,
-                                    static_cast<R*>(d_residual)},
+                                    static_cast<const T*>(dy), static_cast<const T*>(dy_addend),
+                                    mean, invstd, gamma, beta, static_cast<R*>(d_residual)},
           BnBackwardFinish{sums, c, dgamma, dbeta, accumulate}, scratch, scratch_floats, stream);
     });
   });
 }
 
-void batch_norm_relu_backward_dx_cuda(const void* x, const void* y, const void* dy, DType t,
-                                      void* dx, DType dx_type, const void* d_residual,
-                                      DType residual_type, std::size_t n, std::size_t c,
-                                      std::size_t hw, const float* mean, const float* invstd,
-                                      const float* gamma, const float* beta, const float* sums,
-                                      const float* count_ptr, DType precision, void* stream) {
+void batch_norm_relu_backward_dx_cuda(const void* x, const void* y, const void* dy,
+                                      const void* dy_addend, DType t, void* dx, DType dx_type,
+                                      const void* d_residual, DType residual_type, std::size_t n,
+                                      std::size_t c, std::size_t hw, const float* mean,
+                                      const float* invstd, const float* gamma, const float* beta,
+                                      const float* sums, const float* count_ptr, DType precision,
+                                      void* stream) {
   const std::size_t total = n * c * hw;
   // d_residual was written by the reduction: without dx there is nothing left.
   if (total == 0 || dx == nullptr) return;
@@ -308,24 +335,28 @@ void batch_norm_relu_backward_dx_cuda(const void* x, const void* y, const void* 
       const auto* xs = static_cast<const T*>(x);
       const auto* ys = static_cast<const T*>(y);
       const auto* dys = static_cast<const T*>(dy);
+      // Only the masked dy computed here reads the addend: with d_residual
+      // the reduction summed it already.
+      const auto* as = d_residual == nullptr ? static_cast<const T*>(dy_addend) : nullptr;
       auto* dxs = static_cast<D*>(dx);
       const auto* rs = static_cast<const R*>(d_residual);
-      if (rows8_fit(c, hw, total, xs, ys, dys, dxs, rs)) {
+      if (rows8_fit(c, hw, total, xs, ys, dys, as, dxs, rs)) {
         const auto vectors = static_cast<std::uint32_t>(total / kVector8);
         backward_dx_rows8_kernel<T>
             <<<elementwise_blocks(vectors), kElementwiseThreads, 0, s_of(stream)>>>(
-                xs, ys, dys, dxs, rs, vectors, static_cast<std::uint32_t>(c / kVector8),
+                xs, ys, dys, as, dxs, rs, vectors, static_cast<std::uint32_t>(c / kVector8),
                 static_cast<std::uint32_t>(c), count_ptr, mean, invstd, gamma, beta, sums,
                 precision);
       } else if (fits_32_bits(total))
         backward_dx_kernel<std::uint32_t><<<blocks, kElementwiseThreads, 0, s_of(stream)>>>(
-            xs, ys, dys, dxs, rs, static_cast<std::uint32_t>(total), static_cast<std::uint32_t>(c),
+            xs, ys, dys, as, dxs, rs, static_cast<std::uint32_t>(total),
+            static_cast<std::uint32_t>(c),
             ChannelOf32(static_cast<std::uint32_t>(c), static_cast<std::uint32_t>(hw)), count_ptr,
             mean, invstd, gamma, beta, sums, precision);
       else
         backward_dx_kernel<std::size_t><<<blocks, kElementwiseThreads, 0, s_of(stream)>>>(
-            xs, ys, dys, dxs, rs, total, c, ChannelOfWide{c, hw}, count_ptr, mean, invstd, gamma,
-            beta, sums, precision);
+            xs, ys, dys, as, dxs, rs, total, c, ChannelOfWide{c, hw}, count_ptr, mean, invstd,
+            gamma, beta, sums, precision);
     });
   });
   RT_CUDA_CHECK_LAUNCH();

@@ -62,6 +62,17 @@ RT_HD float bn_relu_forward_element(float x, float mean, float invstd, const flo
   return positive_part(v, v);  // relu_forward_element(v)
 }
 
+// dy where the output's gradient comes in two terms (a ResNet block's
+// output, read by the next block's convolution and its residual add): the
+// first term, written into dy's buffer, plus the second, left beside it,
+// rounded to T as the model's sum_two_stored would have stored their sum
+// (axpy_element with scale 1; ops/merge.h), so the passes that read dy read
+// both terms instead of a pass writing their sum first.
+template <typename T>
+RT_HD float summed_dy(float dy, float addend) {
+  return through_storage<T>(axpy_element(1.0f, addend, dy));
+}
+
 // The gradient reaching BatchNorm's output (and the residual): dy where the
 // fused output y > 0, else 0, as relu's backward stores it.
 RT_HD float bn_relu_masked_dy(float y, float dy) {

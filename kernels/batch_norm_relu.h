@@ -24,22 +24,25 @@ void batch_norm_relu_apply_cuda(const void* x, const void* residual, void* y, DT
 // each element, so that the dx pass reads it in place of y and dy. y null
 // (a forward without residual, t its precision): relu's mask from x, mean,
 // invstd, gamma and beta again (bn_relu_output_sign), y's bits, and the
-// passes read 2 bytes an element less.
-void batch_norm_relu_backward_reduce_cuda(const void* x, const void* y, const void* dy, DType t,
-                                          void* d_residual, DType residual_type, std::size_t n,
-                                          std::size_t c, std::size_t hw, const float* mean,
-                                          const float* invstd, const float* gamma,
-                                          const float* beta, float* sums, float* dgamma,
-                                          float* dbeta, bool accumulate, float* scratch,
-                                          std::size_t scratch_floats, void* stream);
+// passes read 2 bytes an element less. dy_addend (null: none; of t): the
+// gradient's second term, dy + dy_addend as summed_dy rounds it.
+void batch_norm_relu_backward_reduce_cuda(const void* x, const void* y, const void* dy,
+                                          const void* dy_addend, DType t, void* d_residual,
+                                          DType residual_type, std::size_t n, std::size_t c,
+                                          std::size_t hw, const float* mean, const float* invstd,
+                                          const float* gamma, const float* beta, float* sums,
+                                          float* dgamma, float* dbeta, bool accumulate,
+                                          float* scratch, std::size_t scratch_floats, void* stream);
 // One pass: dx (null: not wanted) as batch_norm_backward_dx_cuda of the
 // masked dy: read from d_residual where the reduction wrote it (not null),
-// else from y (or, y null, as the reduction takes it) and dy.
-void batch_norm_relu_backward_dx_cuda(const void* x, const void* y, const void* dy, DType t,
-                                      void* dx, DType dx_type, const void* d_residual,
-                                      DType residual_type, std::size_t n, std::size_t c,
-                                      std::size_t hw, const float* mean, const float* invstd,
-                                      const float* gamma, const float* beta, const float* sums,
-                                      const float* count_ptr, DType precision, void* stream);
+// else from y (or, y null, as the reduction takes it) and dy (with
+// dy_addend, as the reduction sums them).
+void batch_norm_relu_backward_dx_cuda(const void* x, const void* y, const void* dy,
+                                      const void* dy_addend, DType t, void* dx, DType dx_type,
+                                      const void* d_residual, DType residual_type, std::size_t n,
+                                      std::size_t c, std::size_t hw, const float* mean,
+                                      const float* invstd, const float* gamma, const float* beta,
+                                      const float* sums, const float* count_ptr, DType precision,
+                                      void* stream);
 
 }  // namespace ringtrain::kernels

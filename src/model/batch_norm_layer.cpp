@@ -88,9 +88,10 @@ void BatchNormLayer::forward_relu(BufferView x, BufferView residual, BufferView 
 }
 
 void BatchNormLayer::backward_relu(BufferView x, BufferView y, BufferView dy, BufferView dx,
-                                   BufferView d_residual, std::size_t batch, bool accumulate) {
+                                   BufferView d_residual, std::size_t batch, bool accumulate,
+                                   BufferView dy_addend) {
   batch_norm_relu_backward(ctx_, shape_, x, y, dy, dx, d_residual, batch * rows_per_sample_, gamma_,
-                           beta_, saved_, dgamma_, dbeta_, accumulate, sync_);
+                           beta_, saved_, dgamma_, dbeta_, accumulate, sync_, dy_addend);
 }
 
 }  // namespace ringtrain

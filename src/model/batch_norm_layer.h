@@ -37,11 +37,13 @@ class BatchNormLayer final : public Layer,
   // residual: none; ops/batch_norm_relu.h): what the model's plan calls where
   // it folds those nodes into this layer's work (model/fused_batch_norm_relu.h).
   // y is the relu's output (in backward, may be null without a residual:
-  // ops/batch_norm_relu.h); d_residual the add's other input's gradient.
+  // ops/batch_norm_relu.h); d_residual the add's other input's gradient;
+  // dy_addend (null: none) dy's second term.
   void forward_relu(BufferView x, BufferView residual, BufferView y, std::size_t batch,
                     bool training);
   void backward_relu(BufferView x, BufferView y, BufferView dy, BufferView dx,
-                     BufferView d_residual, std::size_t batch, bool accumulate);
+                     BufferView d_residual, std::size_t batch, bool accumulate,
+                     BufferView dy_addend = {});
 
  private:
   const ComputeContext& ctx_;

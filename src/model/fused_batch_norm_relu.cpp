@@ -24,8 +24,10 @@ void FusedBatchNormRelu::backward_stored(const std::vector<BufferView>& xs, Buff
                                          std::size_t batch, bool accumulate) {
   // Without a residual, relu's mask comes from y computed again from x (its
   // bits, ops/batch_norm_relu.h): the passes do not read y.
+  const BufferView addend = dy_addend_;
+  dy_addend_ = BufferView{};
   bn_.backward_relu(xs.at(0), with_residual_ ? y : none_like(y), dy, dxs.at(0),
-                    with_residual_ ? dxs.at(1) : none_like(dy), batch, accumulate);
+                    with_residual_ ? dxs.at(1) : none_like(dy), batch, accumulate, addend);
 }
 
 std::string FusedBatchNormRelu::describe_kernels() const {

@@ -31,6 +31,12 @@ class FusedBatchNormRelu final : public FusedNode {
                        const std::vector<BufferView>& dxs, std::size_t batch,
                        bool accumulate) override;
   std::string describe_kernels() const override;
+  // The second term of the next backward's dy (a null ptr: none), where the
+  // output's gradient comes in two (the model's plan: a ResNet block's
+  // output, read by a convolution and the next block's fused add): summed
+  // as the passes read dy (ops/batch_norm_relu.h), not written first.
+  // Taken by that backward alone.
+  void set_dy_addend(BufferView addend) { dy_addend_ = addend; }
   // The residual's gradient is dy where the ReLU let it through, else 0: on
   // the grid. BatchNorm's dx is computed in fp32 and rounded.
   bool writes_dx_on_grid(std::size_t input) const override { return with_residual_ && input == 1; }
@@ -43,6 +49,7 @@ class FusedBatchNormRelu final : public FusedNode {
   BatchNormLayer& bn_;
   bool with_residual_;
   std::vector<std::string> folded_;
+  BufferView dy_addend_{};
 };
 
 }  // namespace ringtrain

@@ -151,6 +151,10 @@ struct GradientBuffer {
   // and rounded in one pass (sum_two_stored), where an fp32 sum would take
   // a widened copy, an add and a narrowing pass (the same numbers).
   bool paired = false;
+  // Paired, and its second term waits for the fused BatchNorm + (add +)
+  // ReLU that reads the gradient, whose backward sums the two as it reads
+  // them (no pass writes the sum).
+  bool read_as_two = false;
   BufferView view(std::size_t batch, Device device) const {
     return {data, batch * elements, dtype, device};
   }
@@ -1223,6 +1227,18 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
     for (std::size_t g = 0; g < G; ++g)
       waits[g] = s.storage != DType::f32 && grad_dtype[g] == DType::f32 && !grad_paired[g] &&
                  g != in_place && reader[g] >= 0 && static_cast<std::size_t>(reader[g]) == lo[g];
+    // A paired (16-bit) gradient read by a fused BatchNorm + (add +) ReLU
+    // alone (a ResNet block's output, whose readers are the next block's
+    // convolution and fused add): its second term waits too, and the fused
+    // backward reads the two terms (FusedBatchNormRelu::set_dy_addend)
+    // where a pass wrote their sum and the backward read it back.
+    for (std::size_t g = 0; g < G; ++g) {
+      if (!grad_paired[g] || g == in_place || reader[g] < 0 ||
+          static_cast<std::size_t>(reader[g]) != lo[g])
+        continue;
+      const PlanNode& owner = s.nodes[lo[g]];
+      if (dynamic_cast<const FusedBatchNormRelu*>(owner.fused.get()) != nullptr) waits[g] = true;
+    }
     return waits;
   }();
   // The scratch: where a node's backward puts its contribution to an input's
@@ -1283,6 +1299,7 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
     s.grad_buffers.push_back(
         {g == in_place ? last.activation.data() : grad_data[g], grad_dtype[g], grad_elements[g]});
     s.grad_buffers.back().paired = grad_paired[g];
+    s.grad_buffers.back().read_as_two = grad_paired[g] && sum_waits[g];
   }
   // Per sample: what the activations take (the arena of outputs, gradients
   // and scratch; the outputs apart; the input's copies), and the workspace
@@ -1381,8 +1398,11 @@ std::string Model::layer_kernels(std::size_t layer) const {
   std::string kernels =
       node.describes != nullptr ? node.describes->describe_kernels() : std::string();
   if (node.grad >= 0 && state_->grad_buffers[static_cast<std::size_t>(node.grad)].paired)
-    kernels += fmt::format("{}gradient: its two readers' {} contributions summed in one pass",
-                           kernels.empty() ? "" : "; ", dtype_name(state_->storage));
+    kernels += fmt::format("{}gradient: its two readers' {} contributions {}",
+                           kernels.empty() ? "" : "; ", dtype_name(state_->storage),
+                           state_->grad_buffers[static_cast<std::size_t>(node.grad)].read_as_two
+                               ? "summed as its fused backward reads them"
+                               : "summed in one pass");
   return kernels;
 }
 Model::LinearGeluPairs Model::linear_gelu_pairs() const {
@@ -1696,9 +1716,12 @@ void Model::backward(float grad_scale, bool accumulate,
   const auto add_waiting = [&](int g) {
     std::vector<BufferView>& waiting = s.waiting[static_cast<std::size_t>(g)];
     if (waiting.empty()) return;
-    const BufferView sum = s.grad_buffers[static_cast<std::size_t>(g)].view(batch, dev);
+    const GradientBuffer& grad = s.grad_buffers[static_cast<std::size_t>(g)];
+    const BufferView sum = grad.view(batch, dev);
     for (const BufferView& term : waiting) {
-      if (term.dtype == DType::f32)
+      if (grad.paired)  // the second of two, both on the grid
+        sum_two_stored(*s.ctx, sum, sum, term, 1.0f);
+      else if (term.dtype == DType::f32)
         add_scaled(*s.ctx, sum.as<float>(), term.as<float>(), 1.0f, sum.count);
       else
         add_widened(*s.ctx, sum, term);
@@ -1775,7 +1798,7 @@ void Model::backward(float grad_scale, bool accumulate,
           // A later contribution to a summed (fp32) gradient: added now, or
           // left in its scratch for the sum's reader.
           dxs.push_back(scratch_of(k, in_grad));
-          to_add.push_back({k, g, node.waits[k] && !in_grad.paired});
+          to_add.push_back({k, g, node.waits[k]});
         } else if ((node.adapted && in_grad.dtype != DType::f32) ||
                    (scratch_dtype(k) != DType::f32 && in_grad.dtype == DType::f32)) {
           // Computed in fp32 by the layer, narrowed into the buffer; or the
@@ -1809,6 +1832,14 @@ void Model::backward(float grad_scale, bool accumulate,
       // A node with no parameters and no consumer of its dx has nothing to do.
       const bool narrow_dy = summed && (any_dx || has_params) && !node.adapted;
       std::vector<BufferView>& waiting = s.waiting[static_cast<std::size_t>(node.grad)];
+      // A paired gradient's second term, read beside dy by the fused
+      // BatchNorm + (add +) ReLU's backward (the plan's waits).
+      if (auto* fused_bn = dynamic_cast<FusedBatchNormRelu*>(node.fused.get());
+          fused_bn != nullptr && out_grad.read_as_two && waiting.size() == 1 && !node.adapted &&
+          (any_dx || has_params)) {
+        fused_bn->set_dy_addend(waiting[0]);
+        waiting.clear();
+      }
       if (!narrow_dy) add_waiting(node.grad);
       if (summed && !narrow_dy)
         round_to_precision(*s.ctx, dy.as<float>(), dy.as<float>(), dy.count, s.storage);

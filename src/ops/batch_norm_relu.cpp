@@ -103,15 +103,23 @@ void batch_norm_relu_forward(const ComputeContext& ctx, const BatchNormShape& s,
 
 namespace {
 
+// dy at i, or with its second term (kernels::summed_dy).
+template <typename T>
+float dy_at(const T* dy, const T* addend, std::size_t i) {
+  return addend != nullptr ? kernels::summed_dy<T>(kernels::load(dy, i), kernels::load(addend, i))
+                           : kernels::load(dy, i);
+}
+
 // The pass after the sums: dx (D: the storage type or f32) and the
 // residual's gradient (R), each element's masked dy computed once for both;
 // kDx / kResidual: whether each is wanted. y null: the mask from x again
-// (kernels::bn_relu_output_sign).
+// (kernels::bn_relu_output_sign); addend not null: dy + addend
+// (kernels::summed_dy).
 template <bool kDx, bool kResidual, DType precision, typename T, typename D, typename R>
 void cpu_backward_outputs(const BatchNormShape& s, const T* __restrict__ x, const T* __restrict__ y,
-                          const T* __restrict__ dy, D* __restrict__ dx, R* __restrict__ d_residual,
-                          std::size_t batch, const float* gamma, const float* beta,
-                          const BatchNormSaved& saved) {
+                          const T* __restrict__ dy, const T* __restrict__ addend,
+                          D* __restrict__ dx, R* __restrict__ d_residual, std::size_t batch,
+                          const float* gamma, const float* beta, const BatchNormSaved& saved) {
   const std::size_t C = s.channels, HW = s.inner;
   const float count = *detail::count_slot(saved, C);
   for (std::size_t c = 0; c < C; ++c) {
@@ -125,7 +133,7 @@ void cpu_backward_outputs(const BatchNormShape& s, const T* __restrict__ x, cons
         const float xv = kernels::load(x, i);
         const float m = kernels::bn_relu_masked_dy(
             kernels::bn_relu_output_sign(y, i, xv, mean, invstd, a.gamma_ptr(), a.beta_ptr(), 0),
-            kernels::load(dy, i));
+            dy_at(dy, addend, i));
         if constexpr (kDx)
           kernels::store(
               dx, i,
@@ -144,7 +152,7 @@ void batch_norm_relu_backward(const ComputeContext& ctx, const BatchNormShape& s
                               BufferView y, BufferView dy, BufferView dx, BufferView d_residual,
                               std::size_t batch, const float* gamma, const float* beta,
                               const BatchNormSaved& saved, float* dgamma, float* dbeta,
-                              bool accumulate, BatchStatReducer* sync) {
+                              bool accumulate, BatchStatReducer* sync, BufferView dy_addend) {
   const std::size_t C = s.channels, HW = s.inner;
   const DType precision = ctx.precision();
   const bool outputs = (dx.ptr != nullptr || d_residual.ptr != nullptr) && batch > 0;
@@ -156,18 +164,21 @@ void batch_norm_relu_backward(const ComputeContext& ctx, const BatchNormShape& s
   // A residual's forward added it before relu: its mask needs the stored y.
   RT_CHECK(y.ptr != nullptr || d_residual.ptr == nullptr,
            "batch_norm_relu backward without y: a residual gradient asked for");
+  RT_CHECK(dy_addend.ptr == nullptr || (dy_addend.dtype == dy.dtype && dy_addend.count >= dy.count),
+           "batch_norm_relu backward: a second gradient term of {} {} for {} {}", dy_addend.count,
+           dtype_name(dy_addend.dtype), dy.count, dtype_name(dy.dtype));
   if (ctx.is_cuda()) {
     // The reduction also writes d_residual (the masked dy), which the dx pass
     // then reads in place of y and dy.
     const BufferView no_residual{nullptr, 0, dy.dtype, dy.device};
     detail::gpu_batch_norm_relu_backward_reduce(
-        detail::handles_of(ctx), x, y, dy, outputs ? d_residual : no_residual, batch, C, HW,
-        saved.mean, saved.invstd, gamma, beta, saved.sums, dgamma, dbeta, accumulate);
+        detail::handles_of(ctx), x, y, dy, dy_addend, outputs ? d_residual : no_residual, batch, C,
+        HW, saved.mean, saved.invstd, gamma, beta, saved.sums, dgamma, dbeta, accumulate);
     if (sync != nullptr) sync->sum(saved.sums, 2 * C);
     if (outputs)
-      detail::gpu_batch_norm_relu_backward_dx(ctx.stream(), x, y, dy, dx, d_residual, batch, C, HW,
-                                              saved.mean, saved.invstd, gamma, beta, saved.sums,
-                                              detail::count_slot(saved, C), precision);
+      detail::gpu_batch_norm_relu_backward_dx(ctx.stream(), x, y, dy, dy_addend, dx, d_residual,
+                                              batch, C, HW, saved.mean, saved.invstd, gamma, beta,
+                                              saved.sums, detail::count_slot(saved, C), precision);
     return;
   }
   kernels::with_storage(dy.dtype, [&](auto storage) {
@@ -175,6 +186,7 @@ void batch_norm_relu_backward(const ComputeContext& ctx, const BatchNormShape& s
     const T* xs = x.as<const T>();
     const T* ys = y.as<const T>();
     const T* dys = dy.as<const T>();
+    const T* adds = dy_addend.as<const T>();
     detail::cpu_backward_sums(
         s, xs, batch, saved, dgamma, dbeta, accumulate, sync,
         [&](std::size_t at, float xv, std::size_t c) {
@@ -182,7 +194,7 @@ void batch_norm_relu_backward(const ComputeContext& ctx, const BatchNormShape& s
           return kernels::bn_relu_masked_dy(
               kernels::bn_relu_output_sign(ys, at, xv, saved.mean[c], saved.invstd[c],
                                            a.gamma_ptr(), a.beta_ptr(), 0),
-              kernels::load(dys, at));
+              dy_at(dys, adds, at));
         });
     if (!outputs) return;
     // dx and d_residual default to T where absent, so that the dispatch
@@ -197,14 +209,14 @@ void batch_norm_relu_backward(const ComputeContext& ctx, const BatchNormShape& s
                                  with_precision(precision, [&](auto p) {
                                    constexpr DType P = decltype(p)::value;
                                    if (dxs != nullptr && drs != nullptr)
-                                     cpu_backward_outputs<true, true, P>(s, xs, ys, dys, dxs, drs,
-                                                                         batch, gamma, beta, saved);
+                                     cpu_backward_outputs<true, true, P>(
+                                         s, xs, ys, dys, adds, dxs, drs, batch, gamma, beta, saved);
                                    else if (dxs != nullptr)
                                      cpu_backward_outputs<true, false, P>(
-                                         s, xs, ys, dys, dxs, drs, batch, gamma, beta, saved);
+                                         s, xs, ys, dys, adds, dxs, drs, batch, gamma, beta, saved);
                                    else
                                      cpu_backward_outputs<false, true, P>(
-                                         s, xs, ys, dys, dxs, drs, batch, gamma, beta, saved);
+                                         s, xs, ys, dys, adds, dxs, drs, batch, gamma, beta, saved);
                                  });
                                });
   });

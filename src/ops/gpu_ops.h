@@ -321,15 +321,17 @@ void gpu_batch_norm_relu_apply(void* stream, BufferView x, BufferView residual, 
                                const float* invstd, const float* gamma, const float* beta,
                                DType precision);
 void gpu_batch_norm_relu_backward_reduce(const GpuHandles& h, BufferView x, BufferView y,
-                                         BufferView dy, BufferView d_residual, std::size_t n,
-                                         std::size_t c, std::size_t hw, const float* mean,
-                                         const float* invstd, const float* gamma, const float* beta,
-                                         float* sums, float* dgamma, float* dbeta, bool accumulate);
+                                         BufferView dy, BufferView dy_addend, BufferView d_residual,
+                                         std::size_t n, std::size_t c, std::size_t hw,
+                                         const float* mean, const float* invstd, const float* gamma,
+                                         const float* beta, float* sums, float* dgamma,
+                                         float* dbeta, bool accumulate);
 void gpu_batch_norm_relu_backward_dx(void* stream, BufferView x, BufferView y, BufferView dy,
-                                     BufferView dx, BufferView d_residual, std::size_t n,
-                                     std::size_t c, std::size_t hw, const float* mean,
-                                     const float* invstd, const float* gamma, const float* beta,
-                                     const float* sums, const float* count, DType precision);
+                                     BufferView dy_addend, BufferView dx, BufferView d_residual,
+                                     std::size_t n, std::size_t c, std::size_t hw,
+                                     const float* mean, const float* invstd, const float* gamma,
+                                     const float* beta, const float* sums, const float* count,
+                                     DType precision);
 // Global average pool over [N, C, HW] (NCHW) or [N, HW, C] (nhwc): x, y, dy of
 // the storage dtype, dx of it or f32.
 void gpu_global_avg_pool_forward(void* stream, BufferView x, BufferView y, std::size_t batch,

@@ -228,13 +228,13 @@ void gpu_batch_norm_relu_apply(void*, BufferView, BufferView, BufferView, std::s
   no_cuda("batch_norm_relu");
 }
 void gpu_batch_norm_relu_backward_reduce(const GpuHandles&, BufferView, BufferView, BufferView,
-                                         BufferView, std::size_t, std::size_t, std::size_t,
-                                         const float*, const float*, const float*, const float*,
-                                         float*, float*, float*, bool) {
+                                         BufferView, BufferView, std::size_t, std::size_t,
+                                         std::size_t, const float*, const float*, const float*,
+                                         const float*, float*, float*, float*, bool) {
   no_cuda("batch_norm_relu");
 }
 void gpu_batch_norm_relu_backward_dx(void*, BufferView, BufferView, BufferView, BufferView,
-                                     BufferView, std::size_t, std::size_t, std::size_t,
+                                     BufferView, BufferView, std::size_t, std::size_t, std::size_t,
                                      const float*, const float*, const float*, const float*,
                                      const float*, const float*, DType) {
   no_cuda("batch_norm_relu");
@@ -300,8 +300,8 @@ void gpu_scale(void*, float*, std::size_t, float) {
 void gpu_round_to_precision(void*, float*, const float*, std::size_t, DType) {
   no_cuda("low-precision rounding");
 }
-void gpu_copy_blocks(void*, void*, std::size_t, const void*, std::size_t, std::size_t,
-                     std::size_t, bool) {
+void gpu_copy_blocks(void*, void*, std::size_t, const void*, std::size_t, std::size_t, std::size_t,
+                     bool) {
   no_cuda("a block copy");
 }
 

@@ -25,6 +25,7 @@
 #include "ringtrain/ops/batch_norm.h"
 #include "ringtrain/ops/batch_norm_relu.h"
 #include "ringtrain/ops/compute_context.h"
+#include "ringtrain/ops/merge.h"
 #include "ringtrain/ops/precision.h"
 #include "ringtrain/tensor/tensor.h"
 #include "tests/model/grid_values.h"
@@ -45,6 +46,11 @@ struct Run {
   // which must be dx, dgamma and dbeta.
   std::vector<float> y, dx, d_residual, d_residual_wide, dx_beside_wide, d_residual_both, dgamma,
       dbeta, dx_recomputed, grads_recomputed;
+  // dy in two terms (dy_addend: the plan's paired gradients), and the same
+  // backward given their sum_two_stored sum: dx, d_residual, dgamma then
+  // dbeta of each, which must be the same bits (without the residual, y
+  // not read, as the plan runs it).
+  std::vector<float> two_terms, summed;
 };
 
 // One forward (training) and backward on `ctx`'s device, every activation
@@ -142,6 +148,31 @@ Run run(const ComputeContext& ctx, const ComputeContext& cpu, DType p, const Bat
   const std::vector<float> g = widened_values(grads, ctx);
   out.dgamma.assign(g.begin(), g.begin() + static_cast<std::ptrdiff_t>(C));
   out.dbeta.assign(g.begin() + static_cast<std::ptrdiff_t>(C), g.end());
+  {
+    Tensor first = stored(on_grid(5, -1.0f, 1.0f), p, dev, cpu);
+    Tensor second = stored(on_grid(6, -2.0f, 2.0f), p, dev, cpu);
+    Tensor sum = Tensor::empty({n + offset}, p, dev);
+    sum_two_stored(ctx, view(sum), view(first), view(second), 1.0f);
+    const auto backward = [&](BufferView d, BufferView addend) {
+      Tensor dx_t = Tensor::empty({n + offset}, p, dev);
+      Tensor dr_t = stored(nan, p, dev, cpu);
+      Tensor g_t = Tensor::zeros({2 * C}, DType::f32, dev);
+      float* gp = g_t.data_as<float>();
+      batch_norm_relu_backward(ctx, s, view(x), residual ? view(y) : none, d, view(dx_t),
+                               residual ? view(dr_t) : none, batch, gamma, gamma + C, saved, gp,
+                               gp + C, false, nullptr, addend);
+      std::vector<float> all = values(dx_t);
+      if (residual) {
+        const std::vector<float> r_values = values(dr_t);
+        all.insert(all.end(), r_values.begin(), r_values.end());
+      }
+      const std::vector<float> gs = widened_values(g_t, ctx);
+      all.insert(all.end(), gs.begin(), gs.end());
+      return all;
+    };
+    out.two_terms = backward(view(first), view(second));
+    out.summed = backward(view(sum), none);
+  }
   return out;
 }
 
@@ -170,6 +201,9 @@ TEST_CASE("gpu fused batch_norm + (add +) relu against the CPU", "[gpu][fusion]"
   require_close(got.dx, want.dx, 5 * tol, "dx");
   require_close(got.dgamma, want.dgamma, 1e-3, "dgamma");
   require_close(got.dbeta, want.dbeta, 1e-3, "dbeta");
+  // dy in two terms: their stored sum's bits, on each device.
+  CHECK(got.two_terms == got.summed);
+  CHECK(want.two_terms == want.summed);
   if (residual) {
     // dy masked by y: the same word wherever the two y agree on the sign.
     std::size_t wrong = 0;
@@ -216,6 +250,8 @@ TEST_CASE(
   CHECK(vectors.dbeta == elements.dbeta);
   CHECK(vectors.dx_recomputed == elements.dx_recomputed);
   CHECK(vectors.grads_recomputed == elements.grads_recomputed);
+  CHECK(vectors.two_terms == elements.two_terms);
+  CHECK(vectors.two_terms == vectors.summed);
 }
 
 int main(int argc, char** argv) {

@@ -40,10 +40,16 @@ void batch_norm_relu_forward(const ComputeContext& ctx, const BatchNormShape& s,
 // (unchanged since the forward), compared with what rounds to 0 in the
 // storage dtype: y's mask, bit for bit, without reading y, so that the
 // memory-bound passes of a GPU read 2 bytes an element less.
+// dy_addend (a null ptr: none; else of dy's dtype and size): the output's
+// gradient in two terms (a ResNet block's output, read by the next block's
+// convolution and its add), dy + dy_addend rounded to the storage dtype as
+// sum_two_stored(dy, dy, dy_addend, 1) stores it: the same bits, without
+// the pass that writes the sum and the one that reads it back.
 void batch_norm_relu_backward(const ComputeContext& ctx, const BatchNormShape& s, BufferView x,
                               BufferView y, BufferView dy, BufferView dx, BufferView d_residual,
                               std::size_t batch, const float* gamma, const float* beta,
                               const BatchNormSaved& saved, float* dgamma, float* dbeta,
-                              bool accumulate, BatchStatReducer* sync = nullptr);
+                              bool accumulate, BatchStatReducer* sync = nullptr,
+                              BufferView dy_addend = {});
 
 }  // namespace ringtrain
