@@ -60,7 +60,10 @@ bool copy_pitched_cuda(void* dst, std::size_t dst_pitch, const void* src, std::s
       pitched_copy_unit(reinterpret_cast<std::uintptr_t>(dst),
                         reinterpret_cast<std::uintptr_t>(src), dst_pitch, src_pitch, width);
   const std::size_t per_row = width / unit, total = per_row * rows;
-  if (total > UINT32_MAX) return false;
+  // The grid-stride index passes total by up to the grid's size: it must
+  // not wrap in 32 bits.
+  if (total + std::size_t{elementwise_blocks(total)} * kElementwiseThreads > UINT32_MAX)
+    return false;
   const PitchedUnits units{FastDivide(static_cast<std::uint32_t>(per_row)), dst_pitch, src_pitch,
                            unit};
   const auto n = static_cast<std::uint32_t>(total);

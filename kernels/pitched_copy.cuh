@@ -4,8 +4,8 @@
 // source and destination from its flat index. A concat's slices in
 // channels-last are such rows (64 bf16 channels: 128 bytes, pitch the
 // concat's width), which cudaMemcpy2D moved at 0.4 to 0.6 TB/s on an H200
-// (inception3's concats, round 7: 3.3 ms of a step). tests/model/pitched_copy_test.cpp runs the same index mapping
-// on the CPU against row-by-row memcpy.
+// (inception3's concats, round 7: 3.3 ms of a step). tests/model/pitched_copy_test.cpp runs the
+// same index mapping on the CPU against row-by-row memcpy.
 #pragma once
 
 #include <cstddef>

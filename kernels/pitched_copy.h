@@ -8,7 +8,8 @@ namespace ringtrain::kernels {
 // Rows of `width` bytes from src (rows `src_pitch` bytes apart) to dst (rows
 // `dst_pitch` apart), both in device memory, on `stream`: one thread per
 // aligned unit (kernels/pitched_copy.cuh). False, launching nothing, where
-// the copy has more than 2^32 - 1 units: the caller copies it otherwise.
+// its units (plus a grid) do not count in 32 bits: the caller copies it
+// otherwise.
 bool copy_pitched_cuda(void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch,
                        std::size_t width, std::size_t rows, void* stream);
 

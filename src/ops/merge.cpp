@@ -135,7 +135,7 @@ void copy_blocks(const ComputeContext& ctx, BufferView dst, std::size_t dst_pitc
     if (ctx.is_cuda())
       return detail::gpu_copy_blocks(ctx.stream(), dst.ptr, dst_pitch * e, src.ptr, src_pitch * e,
                                      width * e, rows,
-                                     dst.device.is_cuda() && src.device.is_cuda());
+                                     dst.device.is_cuda() && dst.device == src.device);
     for (std::size_t r = 0; r < rows; ++r)
       std::memcpy(static_cast<char*>(dst.ptr) + r * dst_pitch * e,
                   static_cast<const char*>(src.ptr) + r * src_pitch * e, width * e);

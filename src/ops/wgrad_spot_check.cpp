@@ -89,7 +89,7 @@ std::string wgrad_spot_disagreement(const ConvGraphShape& s, std::span<const Wgr
   if (spots.empty()) return "no entries to check it at";
   double square = 0;
   for (const WgradSpot& at : spots) square += at.sum * at.sum;
-  const double rms = spots.empty() ? 0.0 : std::sqrt(square / static_cast<double>(spots.size()));
+  const double rms = std::sqrt(square / static_cast<double>(spots.size()));
   for (const WgradSpot& at : spots) {
     const std::size_t i = kcrs ? ((at.k * s.c + at.c) * s.r + at.r) * s.s + at.s
                                : ((at.k * s.r + at.r) * s.s + at.s) * s.c + at.c;

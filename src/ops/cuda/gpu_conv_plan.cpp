@@ -442,6 +442,10 @@ struct ConvGraphCache {
   };
   std::map<std::pair<ConvGraphShape, ConvDataOp>, Built<ConvDataGraph>> data;
   std::map<ConvGraphShape, Built<ConvWgradGraph>> wgrad;
+  // Weight-gradient shapes (any batch: n 0) whose heuristics' first engine
+  // gave a wrong result when timed, with why: an untimed batch of the shape
+  // (a smaller last or evaluation batch) runs no graph engine either.
+  std::map<ConvGraphShape, std::string> wrong_first;
 
   // The graph (or refusal) of `key`, built on its first request.
   template <class Map, class Key, class Build>
@@ -482,11 +486,14 @@ struct ConvGraphCache {
   // run(c, workspace) launches candidate c on the trial operands; where
   // `check` is given, a candidate whose result it finds wrong is passed over
   // (and said).
+  // *first_wrong (where given) says whether the heuristics' first was found
+  // wrong, none other timed, and so none was chosen.
   template <class Graph, class Build, class Name, class Run>
   static std::shared_ptr<Graph> choose(const std::string& what, DeviceBytes& workspace,
                                        TrialOperands* trial, Build build, Name name_of, Run run,
                                        std::string* how,
-                                       const CandidateCheck<Graph>* check = nullptr) {
+                                       const CandidateCheck<Graph>* check = nullptr,
+                                       bool* first_wrong = nullptr) {
     if (!timing(trial)) {
       auto candidates = build(EngineWanted{});
       if (candidates.empty()) return nullptr;
@@ -553,6 +560,7 @@ struct ConvGraphCache {
           if (!fastest && !wrong.empty() && !wrong[0].empty()) {
             *how = fmt::format("none of {}: the heuristics' first gave a wrong result ({})",
                                candidates.size(), wrong[0]);
+            if (first_wrong != nullptr) *first_wrong = true;
             return std::string();
           }
           *how = fastest ? timed_choice_note(ms, pick, seconds())
@@ -683,13 +691,22 @@ struct ConvGraphCache {
             RT_CUDA_CHECK(cudaStreamSynchronize(stream));
             return wgrad_spot_disagreement(s, spots, dw.data(), g.dw_dtype(), g.writes_kcrs());
           }};
+      ConvGraphShape any_batch = s;
+      any_batch.n = 0;
+      if (!timing(trial))
+        if (const auto known = wrong_first.find(any_batch); known != wrong_first.end()) {
+          *why = known->second;
+          return std::shared_ptr<ConvWgradGraph>();
+        }
+      bool first_wrong = false;
       auto graph = choose<ConvWgradGraph>(
           shape_key(s, "wgrad"), workspace, trial, build, wgrad_name,
           [&](const ConvWgradGraph& g, void* ws) {
             g.run(h, trial->x.get(), trial->y.get(), trial->dw.get(), ws);
           },
-          chosen, &check);
-      if (graph == nullptr && why->empty()) *why = *chosen;
+          chosen, &check, &first_wrong);
+      if (first_wrong) wrong_first[any_batch] = *chosen;
+      if (graph == nullptr && (why->empty() || first_wrong)) *why = *chosen;
       return graph;
     });
   }
