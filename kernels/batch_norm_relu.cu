@@ -1,5 +1,6 @@
 // Fused BatchNorm + (add +) ReLU kernels: kernels/batch_norm_relu.h says what each does.
 #include <cstdint>
+#include <type_traits>
 
 #include "core/cuda/check_cuda.h"
 #include "kernels/batch_norm.cuh"
@@ -44,9 +45,10 @@ __device__ __forceinline__ void output_signs8(const float (&xs)[kVector8], std::
 // kernels/batch_norm.cu's BackwardValue of relu's stored dx); the masked dy
 // (the sums' first value) also stored into d_residual (R: T or fp32) where it
 // is not null, by emit: the reduction takes each element once. With y null
-// the mask comes from x again (bn_relu_output_sign); with addend not null,
-// dy is dy + addend (summed_dy: the output's gradient in two terms).
-template <typename T, typename R>
+// the mask comes from x again (bn_relu_output_sign); kAddend: dy is dy +
+// addend (summed_dy: the output's gradient in two terms), a template
+// argument so that the kernels without one hold no registers for it.
+template <typename T, typename R, bool kAddend>
 struct MaskedBackwardValue {
   const T* x;
   const T* y;
@@ -59,7 +61,8 @@ struct MaskedBackwardValue {
   R* d_residual;
   __device__ Sums<2> operator()(std::size_t a, std::size_t c) const {
     const float xv = load(x, a);
-    const float d = addend != nullptr ? summed_dy<T>(load(dy, a), load(addend, a)) : load(dy, a);
+    float d = load(dy, a);
+    if constexpr (kAddend) d = summed_dy<T>(d, load(addend, a));
     const float g = bn_relu_masked_dy(
         bn_relu_output_sign(y, a, xv, mean[c], invstd[c], gamma, beta, static_cast<int>(c)), d);
     return {{g, bn_dy_xhat(g, xv, mean[c], invstd[c])}};
@@ -76,14 +79,14 @@ struct MaskedBackwardValue {
   }
   bool rows8_aligned() const {
     return vector8_aligned(x) && (y == nullptr || vector8_aligned(y)) && vector8_aligned(dy) &&
-           (addend == nullptr || vector8_aligned(addend)) &&
+           (!kAddend || vector8_aligned(addend)) &&
            (d_residual == nullptr || vector8_aligned(d_residual));
   }
   __device__ void values8(std::size_t a, std::size_t c0, Sums<2> (&out)[kVector8]) const {
     float ys[kVector8], ds[kVector8], xs[kVector8];
     if (y != nullptr) load8(y, a, ys);
     load8(dy, a, ds);
-    if (addend != nullptr) {
+    if constexpr (kAddend) {
       float as[kVector8];
       load8(addend, a, as);
       add8(ds, as);
@@ -94,15 +97,17 @@ struct MaskedBackwardValue {
   // 16-bit rows: four rows' bytes in flight (channel_rows8_kernel); fp32
   // ones would hold twice the registers, and keep values8's two rows.
   static constexpr int kRowsInFlight = sizeof(T) == 2 ? 4 : 2;
+  struct NoAddend {};
   struct Raw {
-    Raw8<T> x, y, dy, addend;
+    Raw8<T> x, y, dy;
+    std::conditional_t<kAddend, Raw8<T>, NoAddend> addend;
   };
   __device__ Raw fetch8(std::size_t a) const {
-    Raw raw{};  // raw.y (raw.addend) stays zeros where y (addend) is null
+    Raw raw{};  // raw.y stays zeros where y is null (the mask comes from x)
     raw.x = kernels::fetch8(x, a);
     if (y != nullptr) raw.y = kernels::fetch8(y, a);
     raw.dy = kernels::fetch8(dy, a);
-    if (addend != nullptr) raw.addend = kernels::fetch8(addend, a);
+    if constexpr (kAddend) raw.addend = kernels::fetch8(addend, a);
     return raw;
   }
   __device__ void values8(const Raw& raw, std::size_t c0, Sums<2> (&out)[kVector8]) const {
@@ -110,7 +115,7 @@ struct MaskedBackwardValue {
     widen8(raw.x, xs);
     if (y != nullptr) widen8(raw.y, ys);
     widen8(raw.dy, ds);
-    if (addend != nullptr) {
+    if constexpr (kAddend) {
       float as[kVector8];
       widen8(raw.addend, as);
       add8(ds, as);
@@ -304,12 +309,19 @@ void batch_norm_relu_backward_reduce_cuda(
     // An absent d_residual takes T: two instantiations, not three.
     with_storage_or_f32<T>(d_residual != nullptr ? residual_type : t, [&](auto r) {
       using R = decltype(r);
-      reduce_channels<2>(
-          n, c, hw,
-          MaskedBackwardValue<T, R>{static_cast<const T*>(x), static_cast<const T*>(y),
-                                    static_cast<const T*>(dy), static_cast<const T*>(dy_addend),
-                                    mean, invstd, gamma, beta, static_cast<R*>(d_residual)},
-          BnBackwardFinish{sums, c, dgamma, dbeta, accumulate}, scratch, scratch_floats, stream);
+      const auto reduce = [&](auto value) {
+        reduce_channels<2>(n, c, hw, value, BnBackwardFinish{sums, c, dgamma, dbeta, accumulate},
+                           scratch, scratch_floats, stream);
+      };
+      const auto* xs = static_cast<const T*>(x);
+      const auto* ys = static_cast<const T*>(y);
+      const auto* dys = static_cast<const T*>(dy);
+      const auto* as = static_cast<const T*>(dy_addend);
+      auto* rs = static_cast<R*>(d_residual);
+      if (as != nullptr)
+        reduce(MaskedBackwardValue<T, R, true>{xs, ys, dys, as, mean, invstd, gamma, beta, rs});
+      else
+        reduce(MaskedBackwardValue<T, R, false>{xs, ys, dys, as, mean, invstd, gamma, beta, rs});
     });
   });
 }

@@ -1232,7 +1232,13 @@ std::unique_ptr<Model> Model::build(const ModelSpec& given,
     // convolution and fused add): its second term waits too, and the fused
     // backward reads the two terms (FusedBatchNormRelu::set_dy_addend)
     // where a pass wrote their sum and the backward read it back.
-    for (std::size_t g = 0; g < G; ++g) {
+    // RINGTRAIN_FUSED_DY_TERMS=off keeps that pass (the same bits: a GPU test
+    // compares the two).
+    const char* terms_env = std::getenv("RINGTRAIN_FUSED_DY_TERMS");
+    const std::string terms_mode = terms_env == nullptr ? "" : terms_env;
+    RT_CHECK(terms_mode.empty() || terms_mode == "on" || terms_mode == "off",
+             "RINGTRAIN_FUSED_DY_TERMS={}: expected on (the default) or off", terms_mode);
+    for (std::size_t g = 0; g < G && terms_mode != "off"; ++g) {
       if (!grad_paired[g] || g == in_place || reader[g] < 0 ||
           static_cast<std::size_t>(reader[g]) != lo[g])
         continue;
@@ -1912,6 +1918,9 @@ void Model::backward(float grad_scale, bool accumulate,
       // added after those waiting.
       for (const auto& [k, g, waits] : to_add) {
         const GradientBuffer& in_grad = s.grad_buffers[static_cast<std::size_t>(g)];
+        RT_CHECK(!in_grad.paired || scratch_dtype(k) == in_grad.dtype,
+                 "model: '{}''s contribution to a paired {} gradient in {}", layer.name(),
+                 dtype_name(in_grad.dtype), dtype_name(scratch_dtype(k)));
         if (waits) {
           std::vector<BufferView>& terms = s.waiting[static_cast<std::size_t>(g)];
           const BufferView term = scratch_of(k, in_grad);
@@ -1924,9 +1933,6 @@ void Model::backward(float grad_scale, bool accumulate,
         }
         add_waiting(g);
         if (in_grad.paired) {  // the second of two, both on the grid
-          RT_CHECK(scratch_dtype(k) == in_grad.dtype,
-                   "model: '{}''s contribution to a paired {} gradient in {}", layer.name(),
-                   dtype_name(in_grad.dtype), dtype_name(scratch_dtype(k)));
           const BufferView sum = in_grad.view(batch, dev);
           sum_two_stored(*s.ctx, sum, sum, scratch_of(k, in_grad), 1.0f);
           continue;

@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -190,6 +191,44 @@ TEST_CASE("fused batch_norm + (add +) relu: the unfused plan's bits, training an
     loss[k++] = m->forward(x2.data(), labels.data(), kBatch, false).loss_sum;
   CHECK(loss[0] == loss[1]);
   compare("evaluation");
+}
+
+TEST_CASE("fused batch_norm + (add +) relu: dy read in two terms, the bits of their summing pass",
+          "[model][fusion][precision]") {
+  // RINGTRAIN_FUSED_DY_TERMS=off keeps the pass that sums a paired
+  // gradient before the fused backward reads it: the same model trains to
+  // the same bits either way (gpu_fused_batch_norm_test does this on a GPU,
+  // where every ResNet block output pairs).
+  const auto precision = GENERATE(DType::bf16, DType::f16);
+  const auto layout = GENERATE(LayoutChoice::nchw, LayoutChoice::nhwc);
+  INFO("precision " << dtype_name(precision) << ", layout "
+                    << (layout == LayoutChoice::nhwc ? "nhwc" : "nchw"));
+  const std::vector<float> x1 = test::hashed_vector(41, kBatch * 108, -2.0f, 2.0f);
+  const std::vector<float> x2 = test::hashed_vector(42, kBatch * 108, -2.0f, 2.0f);
+  const std::vector<std::int32_t> labels{3, 0, 4, 1};
+  const float scale = precision == DType::f16 ? 1024.0f : 1.0f;
+  const auto train = [&](bool two_terms) {
+    if (two_terms)
+      ::unsetenv("RINGTRAIN_FUSED_DY_TERMS");
+    else
+      ::setenv("RINGTRAIN_FUSED_DY_TERMS", "off", 1);
+    auto m = Model::build(ModelSpec::parse(kSharedShortcuts), {3, 6, 6}, kClasses,
+                          options(precision, layout, true));
+    ::unsetenv("RINGTRAIN_FUSED_DY_TERMS");
+    CHECK_THAT(m->layer_kernels(node_named(*m, "r1")),
+               Catch::Contains(two_terms ? "summed as its fused backward reads them"
+                                         : "summed in one pass"));
+    m->forward(x1.data(), labels.data(), kBatch, true);
+    m->backward(scale, false);
+    m->forward(x2.data(), labels.data(), kBatch, true);
+    m->backward(scale, true);
+    std::vector<std::uint32_t> bits = bits_of(m->grads());
+    const std::vector<std::uint32_t> running = bits_of(m->buffers());
+    bits.insert(bits.end(), running.begin(), running.end());
+    return bits;
+  };
+  const std::vector<std::uint32_t> two = train(true), summed = train(false);
+  CHECK(differing(two, summed) == 0);
 }
 
 TEST_CASE("fused batch_norm + (add +) relu: gradients match finite differences in fp32",

@@ -16,12 +16,16 @@
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <vector>
 
 #include "kernels/precision.cuh"
 #include "ringtrain/core/dtype.h"
 #include "ringtrain/launch/gpu_runtime.h"
+#include "ringtrain/model/model.h"
+#include "ringtrain/model/model_spec.h"
 #include "ringtrain/ops/batch_norm.h"
 #include "ringtrain/ops/batch_norm_relu.h"
 #include "ringtrain/ops/compute_context.h"
@@ -252,6 +256,80 @@ TEST_CASE(
   CHECK(vectors.grads_recomputed == elements.grads_recomputed);
   CHECK(vectors.two_terms == elements.two_terms);
   CHECK(vectors.two_terms == vectors.summed);
+}
+
+TEST_CASE("gpu ResNet blocks: outputs' gradients read in two terms, the summing pass's bits",
+          "[gpu][fusion]") {
+  // Every block output of a ResNet on a GPU has its gradient in two terms
+  // (the next convolution's 16-bit dx and the next fused add's masked dy),
+  // which the fused BatchNorm + (add +) ReLU reads as two where
+  // RINGTRAIN_FUSED_DY_TERMS=off keeps the pass that sums them first: the
+  // same model, two steps (the second accumulated), the same bits.
+  const char* graph = R"(input(16, 8, 8)
+stem = conv2d(out=16, kernel=3, padding=1, bias=0)
+bn0 = batch_norm
+r0 = relu
+c1 = conv2d(out=16, kernel=3, padding=1, bias=0)
+bn1 = batch_norm
+s1 = add(bn1, r0)
+r1 = relu
+c2 = conv2d(out=16, kernel=3, padding=1, bias=0)
+bn2 = batch_norm
+s2 = add(bn2, r1)
+r2 = relu
+g = global_avg_pool
+fc = linear(out=5)
+)";
+  const DType p = GENERATE(DType::bf16, DType::f16);
+  const auto layout = GENERATE(LayoutChoice::nchw, LayoutChoice::nhwc);
+  INFO(dtype_name(p) << (layout == LayoutChoice::nhwc ? " nhwc" : " nchw"));
+  constexpr std::size_t kBatch = 4;
+  const std::vector<float> x1 = hashed_vector(51, kBatch * 16 * 64, -2.0f, 2.0f);
+  const std::vector<float> x2 = hashed_vector(52, kBatch * 16 * 64, -2.0f, 2.0f);
+  const std::vector<std::int32_t> labels{1, 4, 0, 2};
+  const auto to_gpu = [](const void* data, std::size_t n, DType t) {
+    Tensor g = Tensor::empty({n}, t, kGpu);
+    g.copy_from(Tensor::borrow(const_cast<void*>(data), {n}, t, Device::cpu()));
+    return g;
+  };
+  Tensor gx1 = to_gpu(x1.data(), x1.size(), DType::f32),
+         gx2 = to_gpu(x2.data(), x2.size(), DType::f32);
+  Tensor gl = to_gpu(labels.data(), labels.size(), DType::i32);
+  const float scale = p == DType::f16 ? 1024.0f : 1.0f;
+  auto gpu = ComputeContext::create(kGpu, Tf32Mode::off, p);  // to read the results back
+  const auto train = [&](bool two_terms) {
+    if (two_terms)
+      ::unsetenv("RINGTRAIN_FUSED_DY_TERMS");
+    else
+      ::setenv("RINGTRAIN_FUSED_DY_TERMS", "off", 1);
+    ModelOptions o;
+    o.device = kGpu;
+    o.seed = 3;
+    o.max_batch = kBatch;
+    o.precision = p;
+    o.layout = layout;
+    o.fuse = true;
+    o.tf32 = Tf32Mode::off;
+    auto m = Model::build(ModelSpec::parse(graph), {16, 8, 8}, 5, o);
+    ::unsetenv("RINGTRAIN_FUSED_DY_TERMS");
+    for (const std::size_t i : {std::size_t{2}, std::size_t{6}}) {  // r0, r1
+      INFO(m->layer_name(i) << ": " << m->layer_kernels(i));
+      CHECK(m->layer_kernels(i).find(two_terms ? "summed as its fused backward reads them"
+                                               : "summed in one pass") != std::string::npos);
+    }
+    m->forward(gx1.data_as<float>(), gl.data_as<std::int32_t>(), kBatch, true);
+    m->backward(scale, false);
+    m->forward(gx2.data_as<float>(), gl.data_as<std::int32_t>(), kBatch, true);
+    m->backward(scale, true);
+    m->synchronize();
+    std::vector<float> v = to_host(m->grads().as<float>(), m->param_count(), *gpu);
+    const std::vector<float> b = to_host(m->buffers().as<float>(), m->buffer_count(), *gpu);
+    v.insert(v.end(), b.begin(), b.end());
+    return v;
+  };
+  const std::vector<float> two = train(true), summed = train(false);
+  REQUIRE(two.size() == summed.size());
+  CHECK(std::memcmp(two.data(), summed.data(), two.size() * sizeof(float)) == 0);
 }
 
 int main(int argc, char** argv) {
