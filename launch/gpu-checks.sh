@@ -502,6 +502,18 @@ for l in open(sys.argv[1]):
 for l in open(sys.argv[1]):
     if l.startswith("{"): j=json.loads(l); print(round((j.get("device_memory_peak_bytes") or 0)/2**20))' \
     "$out/$log.log" 2>/dev/null | tail -1)
+  # What the peak is made of (a case's first round): the largest allocations
+  # live then, beside the plan's figures (planned_bytes).
+  [ "$r" = 1 ] && [ -n "$rt_mib" ] && note models-peak INFO "$model $prec $layout: $("$RINGTRAIN_PYTHON" -c 'import json,sys
+for l in open(sys.argv[1]):
+    if l.startswith("{"):
+        j=json.loads(l); p=j.get("planned_bytes") or {}
+        print("peak %s MiB; largest allocations then %s MiB; planned: activations %d, workspace %d, weights %d, gradients %d, optimizer %d MiB" % (
+            round((j.get("device_memory_peak_bytes") or 0)/2**20),
+            ", ".join(str(round(b/2**20)) for b in (j.get("device_memory_peak_largest_bytes") or [])),
+            *(round((p.get(k) or 0)/2**20) for k in ("activations","workspace","weights","gradients","optimizer_state"))))' \
+    "$out/$log.log" 2>/dev/null | tail -1)"
+  return 0
 }
 models_pt() {
   local log=models-pt-$model-$prec-$layout-$r

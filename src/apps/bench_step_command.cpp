@@ -559,6 +559,11 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
         {"final_loss", loss}};
     j["device_memory_peak_bytes"] =
         mo.device.is_cuda() ? nlohmann::json(memory.peak) : nlohmann::json(nullptr);
+    // What the peak is made of: the largest allocations live then (the
+    // model's arena, the convolutions' workspace, widening buffers, the
+    // input batch), largest first.
+    j["device_memory_peak_largest_bytes"] =
+        mo.device.is_cuda() ? nlohmann::json(memory.largest_at_peak) : nlohmann::json(nullptr);
     // What the model's plan holds, by kind (the batch's activations and
     // their gradients, the layers' shared workspace, the weights with their
     // compute copy under bf16/fp16, the gradients, the optimizer's state), so
@@ -640,11 +645,16 @@ int run_bench_step(const BenchStepOptions& o, const Topology& topo) {
                                                       "graph of {} nodes, the optimizer outside)",
                                                       graph.nodes())
                                         : std::string());
-    if (mo.device.is_cuda())
+    if (mo.device.is_cuda()) {
+      std::vector<std::string> largest;
+      for (const std::size_t b : memory.largest_at_peak)
+        largest.push_back(fmt::format("{:.1f}", static_cast<double>(b) / (1 << 20)));
       out += fmt::format(
           "# device memory at its most: {:.1f} MiB (ringtrain's own allocations: tensors, "
-          "workspaces, scratch; not cuDNN's, cuBLAS's or NCCL's internal ones)\n",
-          static_cast<double>(memory.peak) / (1 << 20));
+          "workspaces, scratch; not cuDNN's, cuBLAS's or NCCL's internal ones); its largest "
+          "allocations then: {} MiB\n",
+          static_cast<double>(memory.peak) / (1 << 20), fmt::join(largest, ", "));
+    }
     out += fmt::format(
         "# samples/s per rank: {:.0f} (rank 0), min {:.0f}, max {:.0f}; all ranks {:.0f}; mean "
         "loss {:.4f}\n",

@@ -1,8 +1,12 @@
 #include "ringtrain/tensor/device_memory.h"
 
-#include <atomic>
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <mutex>
+#include <set>
+#include <vector>
 
 #include "ringtrain/core/check.h"
 #include "ringtrain/core/host_sync.h"
@@ -12,23 +16,52 @@ namespace ringtrain {
 
 namespace {
 constexpr std::size_t kCpuAlignment = 64;
-std::atomic<std::size_t> g_device_in_use{0}, g_device_peak{0};
+// The live allocations' sizes and the largest of them at the peak. Device
+// allocations happen when models and workspaces are built, not per step: a
+// lock costs nothing that matters.
+struct DeviceAccounting {
+  std::mutex mutex;
+  std::size_t in_use = 0, peak = 0;
+  std::multiset<std::size_t, std::greater<>> live;
+  std::vector<std::size_t> largest_at_peak;
+};
+DeviceAccounting& accounting() {
+  static auto* a = new DeviceAccounting();  // outlives static tensors freed at exit
+  return *a;
+}
 }  // namespace
 
 namespace detail {
 void note_device_allocated(std::size_t bytes) noexcept {
-  const std::size_t now = g_device_in_use.fetch_add(bytes) + bytes;
-  std::size_t peak = g_device_peak.load();
-  while (now > peak && !g_device_peak.compare_exchange_weak(peak, now)) {
+  DeviceAccounting& a = accounting();
+  const std::lock_guard lock(a.mutex);
+  a.in_use += bytes;
+  try {
+    a.live.insert(bytes);
+    if (a.in_use > a.peak) {
+      a.peak = a.in_use;
+      a.largest_at_peak.clear();
+      for (const std::size_t b : a.live) {
+        if (a.largest_at_peak.size() == kPeakAllocationsKept) break;
+        a.largest_at_peak.push_back(b);
+      }
+    }
+  } catch (...) {  // out of host memory: the sizes go unlisted, the totals stay right
+    a.peak = std::max(a.peak, a.in_use);
   }
 }
 void note_device_freed(std::size_t bytes) noexcept {
-  g_device_in_use.fetch_sub(bytes);
+  DeviceAccounting& a = accounting();
+  const std::lock_guard lock(a.mutex);
+  a.in_use -= std::min(bytes, a.in_use);
+  if (const auto it = a.live.find(bytes); it != a.live.end()) a.live.erase(it);
 }
 }  // namespace detail
 
 DeviceMemoryUse device_memory_use() {
-  return {g_device_in_use.load(), g_device_peak.load()};
+  DeviceAccounting& a = accounting();
+  const std::lock_guard lock(a.mutex);
+  return {a.in_use, a.peak, a.largest_at_peak};
 }
 
 void* device_allocate(std::size_t bytes, Device device) {

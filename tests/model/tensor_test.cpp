@@ -78,3 +78,32 @@ TEST_CASE("device memory use: allocations add, releases subtract, the peak stays
   const Tensor t = Tensor::empty({1024}, DType::f32, Device::cpu());
   CHECK(device_memory_use().in_use == before.in_use);
 }
+
+TEST_CASE("device memory use: the largest allocations live at the peak, largest first",
+          "[tensor]") {
+  // Sizes far above anything else this process allocates, so that a new
+  // peak is reached and these are its largest.
+  const std::size_t base = device_memory_use().peak + (std::size_t{1} << 40);
+  detail::note_device_allocated(base + 300);
+  detail::note_device_allocated(base + 100);
+  detail::note_device_allocated(7);
+  DeviceMemoryUse now = device_memory_use();
+  REQUIRE(now.largest_at_peak.size() >= 3);
+  CHECK(now.largest_at_peak[0] == base + 300);
+  CHECK(now.largest_at_peak[1] == base + 100);
+  // A release and a smaller allocation leave the peak's list as it was.
+  detail::note_device_freed(base + 300);
+  detail::note_device_allocated(base + 200);
+  now = device_memory_use();
+  CHECK(now.largest_at_peak[0] == base + 300);
+  CHECK(now.largest_at_peak[1] == base + 100);
+  // A new peak lists what is live then.
+  detail::note_device_allocated(base + 250);
+  now = device_memory_use();
+  CHECK(now.largest_at_peak[0] == base + 250);
+  CHECK(now.largest_at_peak[1] == base + 200);
+  CHECK(now.largest_at_peak[2] == base + 100);
+  CHECK(now.largest_at_peak.size() <= kPeakAllocationsKept);
+  for (const std::size_t b : {base + 250, base + 200, base + 100, std::size_t{7}})
+    detail::note_device_freed(b);
+}

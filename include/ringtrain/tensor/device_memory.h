@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <vector>
 
 #include "ringtrain/core/device.h"
 
@@ -24,7 +25,12 @@ void device_synchronize(Device device);
 // own calls, and the CUDA context, are not in it. Zero in a CPU-only run.
 struct DeviceMemoryUse {
   std::size_t in_use = 0, peak = 0;
+  // The sizes of the largest allocations live when the peak was reached
+  // (at most kPeakAllocationsKept, largest first): what the peak is made of
+  // (the model's arena, a workspace, a widening buffer, the input batch).
+  std::vector<std::size_t> largest_at_peak;
 };
+inline constexpr std::size_t kPeakAllocationsKept = 12;
 DeviceMemoryUse device_memory_use();
 
 }  // namespace ringtrain
