@@ -105,7 +105,8 @@ TEST_CASE("weight-gradient spots: the full reference's entries", "[wgrad_spot]")
       const std::size_t i = ((at.k * s.c + at.c) * s.r + at.r) * s.s + at.s;
       CHECK(at.sum == Approx(ref.sum[i]).margin(1e-12));
     }
-    // The first and last entries, and every tap (or 14 of the 7x7's 49, the first and last among them).
+    // The first and last entries, and every tap (or 14 of the 7x7's 49, the first and last among
+    // them).
     CHECK((spots[0].k == 0 && spots[0].c == 0 && spots[0].r == 0 && spots[0].s == 0));
     CHECK((spots[1].k == s.k - 1 && spots[1].c == s.c - 1 && spots[1].r == s.r - 1 &&
            spots[1].s == s.s - 1));

@@ -68,8 +68,7 @@ void gpu_round_to_precision(void* stream, float* y, const float* x, std::size_t 
   kernels::round_to_precision_cuda(y, x, n, precision, stream);
 }
 void gpu_copy_blocks(void* stream, void* dst, std::size_t dpitch, const void* src,
-                     std::size_t spitch, std::size_t width, std::size_t rows,
-                     bool device_buffers) {
+                     std::size_t spitch, std::size_t width, std::size_t rows, bool device_buffers) {
   if (rows == 0 || width == 0) return;
   // cudaMemcpyDefault: a caller's host array (labels given by a test or a
   // tool) is copied too, as copy_view would. A contiguous copy goes as one
