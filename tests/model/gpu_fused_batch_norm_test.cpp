@@ -55,6 +55,9 @@ struct Run {
   // dbeta of each, which must be the same bits (without the residual, y
   // not read, as the plan runs it).
   std::vector<float> two_terms, summed;
+  // The same two terms with the second one element further into its
+  // buffer than dy (not 16-byte aligned where dy is): the element kernels.
+  std::vector<float> two_terms_apart;
 };
 
 // One forward (training) and backward on `ctx`'s device, every activation
@@ -176,6 +179,12 @@ Run run(const ComputeContext& ctx, const ComputeContext& cpu, DType p, const Bat
     };
     out.two_terms = backward(view(first), view(second));
     out.summed = backward(view(sum), none);
+    std::vector<float> shifted = on_grid(6, -2.0f, 2.0f);
+    shifted.insert(shifted.begin(), 0.0f);
+    Tensor apart = stored(shifted, p, dev, cpu);
+    out.two_terms_apart = backward(
+        view(first),
+        BufferView{static_cast<char*>(apart.data()) + (offset + 1) * dtype_size(p), n, p, dev});
   }
   return out;
 }
@@ -208,6 +217,7 @@ TEST_CASE("gpu fused batch_norm + (add +) relu against the CPU", "[gpu][fusion]"
   // dy in two terms: their stored sum's bits, on each device.
   CHECK(got.two_terms == got.summed);
   CHECK(want.two_terms == want.summed);
+  CHECK(got.two_terms_apart == got.summed);
   if (residual) {
     // dy masked by y: the same word wherever the two y agree on the sign.
     std::size_t wrong = 0;
