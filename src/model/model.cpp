@@ -1840,12 +1840,11 @@ void Model::backward(float grad_scale, bool accumulate,
       std::vector<BufferView>& waiting = s.waiting[static_cast<std::size_t>(node.grad)];
       // A paired gradient's second term, read beside dy by the fused
       // BatchNorm + (add +) ReLU's backward (the plan's waits).
-      if (auto* fused_bn = dynamic_cast<FusedBatchNormRelu*>(node.fused.get());
-          fused_bn != nullptr && out_grad.read_as_two && waiting.size() == 1 && !node.adapted &&
-          (any_dx || has_params)) {
-        fused_bn->set_dy_addend(waiting[0]);
-        waiting.clear();
-      }
+      if (out_grad.read_as_two && waiting.size() == 1 && !node.adapted && (any_dx || has_params))
+        if (auto* fused_bn = dynamic_cast<FusedBatchNormRelu*>(node.fused.get())) {
+          fused_bn->set_dy_addend(waiting[0]);
+          waiting.clear();
+        }
       if (!narrow_dy) add_waiting(node.grad);
       if (summed && !narrow_dy)
         round_to_precision(*s.ctx, dy.as<float>(), dy.as<float>(), dy.count, s.storage);

@@ -51,6 +51,23 @@ detail::ConvGraphShape small_conv(DType p, bool nhwc) {
   return s;
 }
 
+// An NHWC convolution of a square filter, [4, c, 12, 10] in, 32 out: the
+// GEMM weight gradients' test shapes.
+struct GemmShape {
+  std::size_t r, pad, stride;
+};
+detail::ConvGraphShape gemm_conv(const GemmShape& g, std::size_t c, DType p) {
+  detail::ConvGraphShape s;
+  s.n = 4, s.c = c, s.h = 12, s.w = 10, s.k = 32, s.r = g.r, s.s = g.r;
+  s.pad_h = s.pad_w = g.pad;
+  s.stride_h = s.stride_w = g.stride;
+  s.p = (s.h + 2 * g.pad - g.r) / g.stride + 1;
+  s.q = (s.w + 2 * g.pad - g.r) / g.stride + 1;
+  s.nhwc = true;
+  s.dtype = p;
+  return s;
+}
+
 // Runs a weight-gradient engine twice on x and dy (on the GPU), dW
 // `offset` floats into its buffer and everything it writes or reads NaN
 // first (a reused workspace holds anything; every element of dW must be
@@ -372,18 +389,8 @@ TEST_CASE("gpu conv weight gradient GEMMs: every candidate a plan times, each cu
   // is refused (an Error the timing passes over).
   const DType p = DType::bf16;
   auto ctx = ComputeContext::create(kGpu, Tf32Mode::off, p);
-  struct Shape {
-    std::size_t r, pad, stride;
-  };
-  for (const Shape shape : {Shape{3, 1, 1}, Shape{3, 1, 2}, Shape{1, 0, 1}}) {
-    detail::ConvGraphShape s;
-    s.n = 4, s.c = 16, s.h = 12, s.w = 10, s.k = 32, s.r = shape.r, s.s = shape.r;
-    s.pad_h = s.pad_w = shape.pad;
-    s.stride_h = s.stride_w = shape.stride;
-    s.p = (s.h + 2 * shape.pad - shape.r) / shape.stride + 1;
-    s.q = (s.w + 2 * shape.pad - shape.r) / shape.stride + 1;
-    s.nhwc = true;
-    s.dtype = p;
+  for (const GemmShape shape : {GemmShape{3, 1, 1}, GemmShape{3, 1, 2}, GemmShape{1, 0, 1}}) {
+    const detail::ConvGraphShape s = gemm_conv(shape, 16, p);
     std::string why;
     const auto list = detail::gemm_wgrad_candidates(s, &why);
     REQUIRE(list.size() >= static_cast<std::size_t>(detail::kGemmWgradRanks));
@@ -429,19 +436,9 @@ TEST_CASE("gpu conv weight gradient candidates: the timing's spot check accepts 
   const DType p = DType::bf16;
   auto ctx = ComputeContext::create(kGpu, Tf32Mode::off, p);
   const auto& h = detail::handles_of(*ctx);
-  struct Shape {
-    std::size_t r, pad, stride;
-  };
-  for (const Shape shape : {Shape{3, 1, 1}, Shape{3, 1, 2}, Shape{1, 0, 1}, Shape{7, 3, 2}}) {
-    detail::ConvGraphShape s;
-    s.n = 4, s.c = shape.r == 7 ? 8 : 16, s.h = 12, s.w = 10, s.k = 32, s.r = shape.r,
-    s.s = shape.r;
-    s.pad_h = s.pad_w = shape.pad;
-    s.stride_h = s.stride_w = shape.stride;
-    s.p = (s.h + 2 * shape.pad - shape.r) / shape.stride + 1;
-    s.q = (s.w + 2 * shape.pad - shape.r) / shape.stride + 1;
-    s.nhwc = true;
-    s.dtype = p;
+  for (const GemmShape shape :
+       {GemmShape{3, 1, 1}, GemmShape{3, 1, 2}, GemmShape{1, 0, 1}, GemmShape{7, 3, 2}}) {
+    const detail::ConvGraphShape s = gemm_conv(shape, shape.r == 7 ? 8 : 16, p);
     CAPTURE(shape.r, shape.pad, shape.stride);
     Tensor gx = Tensor::empty({s.n * s.c * s.h * s.w}, p, kGpu);
     Tensor gdy = Tensor::empty({s.n * s.k * s.p * s.q}, p, kGpu);
