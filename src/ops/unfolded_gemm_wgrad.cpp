@@ -16,8 +16,6 @@ std::optional<UnfoldedWgradPlan> plan_unfolded_wgrad(const ConvGraphShape& s,
     return std::nullopt;
   };
   if (!s.nhwc) return refuse("NCHW memory (the unfolded GEMM needs channels-last)");
-  if (s.stride_h == 1 && s.stride_w == 1)
-    return refuse("stride 1 (the shifted rows' GEMMs read less)");
   if (s.n == 0 || s.c == 0 || s.k == 0 || s.r == 0 || s.s == 0 || s.stride_h == 0 ||
       s.stride_w == 0)
     return refuse("an empty extent");

@@ -1,6 +1,7 @@
 // A channels-last convolution's weight gradient as one GEMM over unfolded
-// input (im2col), for the shapes the shifted rows (ops/shifted_gemm_wgrad.h)
-// do not take: a stride other than 1. A plan times it beside cuDNN's graph
+// input (im2col), at any stride: the only GEMM form for a strided one, and
+// at stride 1 timed beside the shifted rows (ops/shifted_gemm_wgrad.h; which
+// goes first: ops/gemm_wgrad_forms.h). A plan times it beside cuDNN's graph
 // engines (ops/cuda/gpu_conv_plan.cpp).
 //
 // dW[k, (r, s, c)] = sum over rows t = (n, p, q) of dy[t, k] u[t, (r, s, c)],
@@ -8,9 +9,10 @@
 // reads (zeros for the padding). So dW [K, R, S, C] = dyᵀ u, m = K, n = R S
 // C, k = the rows, dy read in place, u built in chunks of images, each
 // chunk's GEMM adding into dW after the first (a fixed order: the same bits
-// every run). Where the filter covers few input channels and many taps (a
-// ResNet's 7x7 stem on 3 channels), this is what keeps the weight gradient
-// off a 16-bit x and dy widened to fp32 and a large legacy workspace.
+// every run). Where the filter covers few input channels (a ResNet's 7x7
+// stem or VGG's first 3x3 convolution, on 3 channels), this is what keeps
+// the weight gradient off a 16-bit x and dy widened to fp32 and a large
+// legacy workspace.
 #pragma once
 
 #include <cstddef>
@@ -32,8 +34,7 @@ struct UnfoldedWgradPlan {
 
 // The plan of `shape`'s weight gradient within `workspace_cap` bytes of
 // unfolded rows (one image's at least); nullopt where it does not apply
-// (NCHW memory, a stride of 1: the shifted rows read less, inconsistent
-// extents), and *why_not says why.
+// (NCHW memory, inconsistent extents), and *why_not says why.
 std::optional<UnfoldedWgradPlan> plan_unfolded_wgrad(const ConvGraphShape& shape,
                                                      std::size_t workspace_cap,
                                                      std::string* why_not);

@@ -361,6 +361,10 @@ TEST_CASE(
     // unfolded input's GEMM for its weight gradient).
     compare("conv2d(out=8, kernel=7, stride=2, padding=3, bias=0)", {Shape{3, 15, 15}}, 2e-2,
             layout);
+    // VGG's first convolution on 3 channels, at stride 1 (under
+    // RINGTRAIN_CONV_WGRAD=gemm the unfolded input's GEMM too: the shifted
+    // rows would be 6 bytes apart).
+    compare("conv2d(out=8, kernel=3, padding=1)", {Shape{3, 9, 9}}, 2e-2, layout);
   }
 }
 

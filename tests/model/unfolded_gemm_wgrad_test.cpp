@@ -2,8 +2,9 @@
 // chunks the batch, the unfolded rows (kernels/unfolded_taps.cuh, the
 // function the GPU's kernel runs, by plain and by FastDivide division), and
 // the twin of the GPU's sequence against a direct double-precision sum for
-// strided convolutions: a ResNet stem, 1x1 and 3x3 downsamplings, an
-// uneven stride, one image per chunk.
+// strided convolutions (a ResNet stem, 1x1 and 3x3 downsamplings, an uneven
+// stride, one image per chunk) and stride-1 ones (VGG's first convolution
+// on 3 channels, channels that are no multiple of 8, a wide padding).
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -56,8 +57,12 @@ TEST_CASE("unfolded weight gradient: the shapes it takes, its chunks", "[unfolde
   CHECK(even->chunks == 2);
   CHECK(even->images_per_chunk == 3);
 
-  CHECK_FALSE(detail::plan_unfolded_wgrad(shape(2, 8, 6, 6, 4, 3, 3, 1, 1, 1), 1 << 20, &why));
-  CHECK(why.find("stride 1") != std::string::npos);
+  // Stride 1 too: VGG's first convolution, 3 x 3 x 3 = 27 values a row.
+  const auto vgg = detail::plan_unfolded_wgrad(shape(2, 3, 6, 6, 8, 3, 3, 1, 1, 1), 1 << 20, &why);
+  REQUIRE(vgg.has_value());
+  CHECK(vgg->unfolded.ld == 32);
+  CHECK(vgg->chunks == 1);
+  CHECK(vgg->workspace_bytes == 2 * 6 * 6 * 32 * 2);
   ConvGraphShape nchw = stem;
   nchw.nhwc = false;
   CHECK_FALSE(detail::plan_unfolded_wgrad(nchw, 1 << 20, &why));
@@ -107,6 +112,9 @@ TEST_CASE("unfolded weight gradient: the GPU's sequence on the CPU against a dir
       {shape(3, 8, 9, 9, 8, 3, 3, 1, 2, 2), 1 << 20},    // a 3x3 downsampling
       {shape(2, 4, 9, 8, 4, 3, 5, 2, 2, 3), 1 << 20},    // uneven strides and taps
       {shape(3, 8, 9, 9, 8, 3, 3, 1, 2, 2), 1},          // one image per chunk
+      {shape(3, 3, 9, 8, 8, 3, 3, 1, 1, 1), 1 << 20},    // VGG's first convolution
+      {shape(2, 5, 7, 9, 4, 5, 5, 2, 1, 1), 1 << 20},    // 5 channels, padding 2
+      {shape(3, 3, 9, 8, 8, 3, 3, 1, 1, 1), 1},          // stride 1, an image a chunk
   };
   for (const Case& c : cases) {
     const ConvGraphShape& g = c.g;

@@ -389,9 +389,9 @@ WgradEngines wgrad_engines_wanted() {
   return wanted;
 }
 // Part of a weight gradient's remembered-choice key: another setting, or
-// another release's candidate set, lists other candidates (" +gemm": the
-// GEMMs are among them; a choice remembered before they were is timed
-// again, not kept).
+// another release's candidate set, lists other candidates (" +gemm2": the
+// GEMMs are among them, the unfolded input at stride 1 too; a choice
+// remembered before they were is timed again, not kept).
 std::string wgrad_key() {
   std::string key;
   switch (wgrad_dw_wanted()) {
@@ -412,7 +412,7 @@ std::string wgrad_key() {
     case WgradEngines::automatic:
       break;
   }
-  return key + " +gemm";
+  return key + " +gemm2";
 }
 
 // The context's graph-API convolution graphs by shape. A graph is launched
@@ -656,7 +656,7 @@ struct ConvGraphCache {
           for (auto& c : ConvWgradGraph::candidates(h, s, s.dtype, engine, &why16))
             candidates.push_back(std::move(c));
         // Timed, all of them; untimed, the first where no graph engine runs
-        // the shape (a ResNet's 3-channel stem): rather than x and dy
+        // the shape (a 3-channel first convolution): rather than x and dy
         // widened to fp32 and a legacy algorithm's workspace.
         if (timing(trial))
           for (auto& g : gemms) candidates.push_back(std::move(g));

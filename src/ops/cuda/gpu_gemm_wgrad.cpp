@@ -9,6 +9,7 @@
 #include "ops/gpu_ops.h"
 #include "ops/shifted_gemm_wgrad.h"
 #include "ops/unfolded_gemm_wgrad.h"
+#include "ringtrain/core/check.h"
 
 namespace ringtrain::detail {
 
@@ -138,36 +139,30 @@ std::unique_ptr<ConvWgradGraph> make_unfolded_gemm_wgrad(const ConvGraphShape& s
 std::vector<std::unique_ptr<ConvWgradGraph>> gemm_wgrad_candidates(const ConvGraphShape& shape,
                                                                    std::string* why_not) {
   std::vector<std::unique_ptr<ConvWgradGraph>> out;
-  std::string why_shifted, why_unfolded;
-  const bool shifted =
-      plan_shifted_wgrad(shape, kShiftedWgradWorkspaceCap, &why_shifted).has_value();
-  const auto make = shifted ? make_shifted_gemm_wgrad : make_unfolded_gemm_wgrad;
-  auto large = make(shape, &why_unfolded, kShiftedWgradWorkspaceCap, 0);
-  if (!large) {
-    *why_not = shifted ? why_unfolded : why_shifted + "; " + why_unfolded;
-    return out;
+  for (const GemmWgradForm form : gemm_wgrad_forms(shape, why_not)) {
+    const auto make =
+        form == GemmWgradForm::shifted_rows ? make_shifted_gemm_wgrad : make_unfolded_gemm_wgrad;
+    std::string why;
+    const auto large = make(shape, &why, kShiftedWgradWorkspaceCap, 0);
+    RT_CHECK(large != nullptr,
+             "conv2d weight-gradient GEMM: a form listed for the shape refused it: {}", why);
+    // The 32 MiB chunking where it differs (a name names its chunk count).
+    std::vector<std::size_t> caps = {kShiftedWgradWorkspaceCap};
+    if (auto cached = make(shape, &why, kShiftedWgradCacheCap, 0);
+        cached && cached->engine() != large->engine())
+      caps.push_back(kShiftedWgradCacheCap);
+    // Each with the heuristic's first kGemmWgradRanks algorithms: its first
+    // is ranked by a model of the GPU, not by a run, and these products (a
+    // few thousand outputs summed over up to millions of rows) are not its
+    // usual shape; the timing picks among them.
+    for (int rank = 0; rank < kGemmWgradRanks; ++rank)
+      for (const std::size_t cap : caps) out.push_back(make(shape, &why, cap, rank));
   }
-  // The 32 MiB chunking where it differs (a name names its chunk count).
-  std::vector<std::size_t> caps = {kShiftedWgradWorkspaceCap};
-  if (auto cached = make(shape, &why_unfolded, kShiftedWgradCacheCap, 0);
-      cached && cached->engine() != large->engine())
-    caps.push_back(kShiftedWgradCacheCap);
-  // Each with the heuristic's first kGemmWgradRanks algorithms: its first is
-  // ranked by a model of the GPU, not by a run, and these products (a few
-  // thousand outputs summed over up to millions of rows) are not its usual
-  // shape; the timing picks among them.
-  for (int rank = 0; rank < kGemmWgradRanks; ++rank)
-    for (const std::size_t cap : caps) out.push_back(make(shape, &why_unfolded, cap, rank));
   return out;
 }
 
 bool names_gemm_wgrad(const std::string& engine) {
   return engine.starts_with("cublasLt-");
-}
-
-bool gemm_wgrad_aligned(const ConvGraphShape& shape) {
-  const bool shifted = shape.stride_h == 1 && shape.stride_w == 1;
-  return shape.k % 8 == 0 && (!shifted || shape.c % 8 == 0);
 }
 
 }  // namespace ringtrain::detail

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ops/cudnn_graph.h"
+#include "ops/gemm_wgrad_forms.h"
 #include "ops/gpu_ops.h"
 #include "ops/shifted_gemm_wgrad.h"
 
@@ -29,21 +30,15 @@ std::unique_ptr<ConvWgradGraph> make_unfolded_gemm_wgrad(
 // How many of cuBLASLt's ranked algorithms a plan times for each variant.
 constexpr int kGemmWgradRanks = 3;
 static_assert(kGemmWgradRanks <= kLtMostRanked, "gpu_lt_gemm ranks its first kLtMostRanked");
-// The variants a plan times, the first ones first: the shifted rows where
-// they apply, else the unfolded input; each within kShiftedWgradWorkspaceCap,
-// then within kShiftedWgradCacheCap where that chunks the batch otherwise
-// (their engine names differ by the chunk count); each with the heuristic's
-// first kGemmWgradRanks algorithms ("-algoN" past the first). Empty where
-// neither applies.
+// The variants a plan times, the first ones first: each form
+// gemm_wgrad_forms lists, in its order; each within
+// kShiftedWgradWorkspaceCap, then within kShiftedWgradCacheCap where that
+// chunks the batch otherwise (their engine names differ by the chunk
+// count); each with the heuristic's first kGemmWgradRanks algorithms
+// ("-algoN" past the first). Empty where no form applies.
 std::vector<std::unique_ptr<ConvWgradGraph>> gemm_wgrad_candidates(const ConvGraphShape& shape,
                                                                    std::string* why_not);
 // Whether an engine name is one of these.
 bool names_gemm_wgrad(const std::string& engine);
-// Whether every GEMM operand of `shape`'s variants starts 16-byte aligned
-// (given 16-byte aligned x, dy and dW: 8 | K, and for the shifted rows 8 |
-// C), where cuBLASLt's 16-bit GEMMs with an fp32 output surely have an
-// algorithm: the GEMMs may then run untimed. (cuBLASLt's own workspace, 32
-// MiB shared with the linear layers, is no part of workspace_bytes().)
-bool gemm_wgrad_aligned(const ConvGraphShape& shape);
 
 }  // namespace ringtrain::detail
