@@ -25,11 +25,9 @@ std::vector<GemmWgradForm> gemm_wgrad_forms(const ConvGraphShape& shape, std::st
   return forms;
 }
 
-bool gemm_wgrad_aligned(const ConvGraphShape& shape) {
-  std::string why;
-  const std::vector<GemmWgradForm> forms = gemm_wgrad_forms(shape, &why);
-  if (forms.empty() || shape.k % 8 != 0) return false;
-  return forms.front() == GemmWgradForm::unfolded_input || shape.c % 8 == 0;
+bool gemm_wgrad_form_aligned(const ConvGraphShape& shape, GemmWgradForm form) {
+  return shape.k % 8 == 0 && shape.r * shape.s * shape.c % 4 == 0 &&
+         (form == GemmWgradForm::unfolded_input || shape.c % 8 == 0);
 }
 
 }  // namespace ringtrain::detail

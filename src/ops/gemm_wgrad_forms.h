@@ -35,10 +35,14 @@ enum class GemmWgradForm { shifted_rows, unfolded_input };
 // inconsistent extents), and *why_not says why.
 std::vector<GemmWgradForm> gemm_wgrad_forms(const ConvGraphShape& shape, std::string* why_not);
 
-// Whether every GEMM operand of the first form starts 16-byte aligned (given
-// 16-byte aligned x, dy and dW): 8 divides K, and C for the shifted rows (the
-// unfolded rows are padded to 8 values). cuBLASLt's 16-bit GEMMs with an
-// fp32 output surely have an algorithm there, so an untimed run may take it.
-bool gemm_wgrad_aligned(const ConvGraphShape& shape);
+// Whether every GEMM operand of `form` starts 16-byte aligned, rows
+// included (given 16-byte aligned x, dy and dW): dy's rows of K values (8
+// divides K), dW's rows of R S C floats (4 divides R S C), and for the
+// shifted rows x's rows of C values (8 divides C; the unfolded rows are
+// padded to 8 values). cuBLASLt's 16-bit GEMMs with an fp32 output surely
+// have an algorithm there, so a run may take it untried; elsewhere (VGG's
+// first convolution: dW rows of 27 floats; a 7x7 stem: 147) only a timed
+// run, which passes over a refusal.
+bool gemm_wgrad_form_aligned(const ConvGraphShape& shape, GemmWgradForm form);
 
 }  // namespace ringtrain::detail

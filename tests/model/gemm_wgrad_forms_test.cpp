@@ -1,6 +1,6 @@
 // ops/gemm_wgrad_forms.h: which weight-gradient GEMM forms a plan times for
-// a channels-last convolution, in which order, and whether an untimed run
-// may take the first (every operand 16-byte aligned).
+// a channels-last convolution, in which order, and whether a form's
+// operands are all 16-byte aligned (where a run may take it untried).
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -27,6 +27,10 @@ ConvGraphShape conv(std::size_t c, std::size_t k, std::size_t r, std::size_t pad
   return g;
 }
 
+bool aligned(const ConvGraphShape& g, Form form) {
+  return detail::gemm_wgrad_form_aligned(g, form);
+}
+
 std::vector<Form> forms(const ConvGraphShape& g) {
   std::string why;
   auto out = detail::gemm_wgrad_forms(g, &why);
@@ -38,26 +42,44 @@ std::vector<Form> forms(const ConvGraphShape& g) {
 
 TEST_CASE("weight-gradient GEMM forms: the order a plan times them in", "[gemm_wgrad_forms]") {
   // Stride 1, channels a multiple of 8 (a ResNet's 3x3): the shifted rows
-  // first, the unfolded input timed beside them.
-  CHECK(forms(conv(64, 64, 3, 1, 1)) == std::vector{Form::shifted_rows, Form::unfolded_input});
-  CHECK(detail::gemm_wgrad_aligned(conv(64, 64, 3, 1, 1)));
+  // first, the unfolded input timed beside them; both aligned.
+  const ConvGraphShape resnet = conv(64, 64, 3, 1, 1);
+  CHECK(forms(resnet) == std::vector{Form::shifted_rows, Form::unfolded_input});
+  CHECK(aligned(resnet, Form::shifted_rows));
+  CHECK(aligned(resnet, Form::unfolded_input));
   // VGG's first convolution: 3 channels, whose shifted rows are 6 bytes
-  // apart: the unfolded input first, and it is aligned.
-  CHECK(forms(conv(3, 64, 3, 1, 1)) == std::vector{Form::unfolded_input, Form::shifted_rows});
-  CHECK(detail::gemm_wgrad_aligned(conv(3, 64, 3, 1, 1)));
+  // apart: the unfolded input first. Its dW rows are 27 floats, so neither
+  // form may run untried.
+  const ConvGraphShape vgg = conv(3, 64, 3, 1, 1);
+  CHECK(forms(vgg) == std::vector{Form::unfolded_input, Form::shifted_rows});
+  CHECK_FALSE(aligned(vgg, Form::unfolded_input));
+  CHECK_FALSE(aligned(vgg, Form::shifted_rows));
+  // 4 channels: dW rows of 36 floats, unfolded rows padded to 40 values.
+  const ConvGraphShape four = conv(4, 64, 3, 1, 1);
+  CHECK(forms(four) == std::vector{Form::unfolded_input, Form::shifted_rows});
+  CHECK(aligned(four, Form::unfolded_input));
+  CHECK_FALSE(aligned(four, Form::shifted_rows));
   // A pointwise convolution without padding reads x and dy in place: the
   // shifted rows alone (aligned only where 8 divides C).
   CHECK(forms(conv(16, 32, 1, 0, 1)) == std::vector{Form::shifted_rows});
-  CHECK(detail::gemm_wgrad_aligned(conv(16, 32, 1, 0, 1)));
+  CHECK(aligned(conv(16, 32, 1, 0, 1), Form::shifted_rows));
   CHECK(forms(conv(3, 32, 1, 0, 1)) == std::vector{Form::shifted_rows});
-  CHECK_FALSE(detail::gemm_wgrad_aligned(conv(3, 32, 1, 0, 1)));
-  // Strided (a ResNet stem, a downsampling): the unfolded input alone.
+  CHECK_FALSE(aligned(conv(3, 32, 1, 0, 1), Form::shifted_rows));
+  // With padding it copies, and both forms are listed.
+  CHECK(forms(conv(16, 32, 1, 1, 1)) == std::vector{Form::shifted_rows, Form::unfolded_input});
+  // Strided (a ResNet stem, a downsampling, a stride in one direction): the
+  // unfolded input alone. The stem's dW rows are 147 floats.
   CHECK(forms(conv(3, 64, 7, 3, 2)) == std::vector{Form::unfolded_input});
-  CHECK(detail::gemm_wgrad_aligned(conv(3, 64, 7, 3, 2)));
+  CHECK_FALSE(aligned(conv(3, 64, 7, 3, 2), Form::unfolded_input));
   CHECK(forms(conv(64, 128, 1, 0, 2)) == std::vector{Form::unfolded_input});
+  CHECK(aligned(conv(64, 128, 1, 0, 2), Form::unfolded_input));
+  ConvGraphShape one_way = conv(16, 32, 3, 1, 1);
+  one_way.stride_w = 2;
+  one_way.q = (one_way.w + 2 - 3) / 2 + 1;
+  CHECK(forms(one_way) == std::vector{Form::unfolded_input});
   // dy's rows are K values: unaligned where 8 does not divide K.
-  CHECK_FALSE(detail::gemm_wgrad_aligned(conv(64, 12, 3, 1, 1)));
-  CHECK_FALSE(detail::gemm_wgrad_aligned(conv(3, 12, 7, 3, 2)));
+  CHECK_FALSE(aligned(conv(64, 12, 3, 1, 1), Form::shifted_rows));
+  CHECK_FALSE(aligned(conv(64, 12, 3, 1, 1), Form::unfolded_input));
 }
 
 TEST_CASE("weight-gradient GEMM forms: none for NCHW memory or wrong extents, and why",
@@ -67,11 +89,9 @@ TEST_CASE("weight-gradient GEMM forms: none for NCHW memory or wrong extents, an
   nchw.nhwc = false;
   CHECK(detail::gemm_wgrad_forms(nchw, &why).empty());
   CHECK(why.find("NCHW") != std::string::npos);
-  CHECK_FALSE(detail::gemm_wgrad_aligned(nchw));
   ConvGraphShape wrong = conv(8, 8, 3, 1, 2);
   wrong.q += 1;
   why.clear();
   CHECK(detail::gemm_wgrad_forms(wrong, &why).empty());
   CHECK(why.find("not the convolution's") != std::string::npos);
-  CHECK_FALSE(detail::gemm_wgrad_aligned(wrong));
 }

@@ -325,11 +325,15 @@ struct TrialOperands {
 // What checks a timed candidate's result (ConvGraphCache::choose): prepare()
 // before the candidates run, poison() before each one's runs (its output
 // NaN), verdict(candidate) after they ran on the trial operands ("" where
-// its result is right, else why not).
+// its result is right, else why not). untimed_ok(candidate), where set, says
+// whether the candidate may run though nothing timed it (no room on the GPU
+// to time, or none could be timed): a GEMM whose library may have no
+// algorithm for its operands' alignments must not be taken untried.
 template <class Graph>
 struct CandidateCheck {
   std::function<void()> prepare, poison;
   std::function<std::string(const Graph&)> verdict;
+  std::function<bool(const Graph&)> untimed_ok;
 };
 
 // Candidates timed per dW dtype and memory order (or per data operation):
@@ -517,9 +521,25 @@ struct ConvGraphCache {
           }
           auto candidates = build(EngineWanted{.most = kCandidatesTimed, .only = {}});
           if (candidates.empty()) return {};
+          // Untimed: the first that may run untried and was not found
+          // wrong (none: the caller's own path runs the shape).
+          const auto take_untimed = [&](const std::string& why_untimed,
+                                        const std::vector<std::string>& wrong = {}) {
+            for (std::size_t i = 0; i < candidates.size(); ++i) {
+              if (i < wrong.size() && !wrong[i].empty()) continue;
+              if (check != nullptr && check->untimed_ok && !check->untimed_ok(*candidates[i]))
+                continue;
+              *how = fmt::format("{} ({})",
+                                 i == 0 ? "the heuristics' first" : "the first sure to run untimed",
+                                 why_untimed);
+              chosen = std::move(candidates[i]);
+              return;
+            }
+            *how = fmt::format("none of {} ({}; none is sure to run untimed)", candidates.size(),
+                               why_untimed);
+          };
           if (!trial->ready()) {
-            *how = "the heuristics' first (no room on the GPU to time the others)";
-            chosen = std::move(candidates.front());
+            take_untimed("no room on the GPU to time them");
             return {};
           }
           std::vector<std::size_t> need(candidates.size());
@@ -563,9 +583,11 @@ struct ConvGraphCache {
             if (first_wrong != nullptr) *first_wrong = true;
             return std::string();
           }
-          *how = fastest ? timed_choice_note(ms, pick, seconds())
-                         : fmt::format("the heuristics' first: none of {} could be timed",
-                                       candidates.size());
+          if (!fastest) {
+            take_untimed(fmt::format("none of {} could be timed", candidates.size()), wrong);
+            return {};
+          }
+          *how = timed_choice_note(ms, pick, seconds());
           chosen = std::move(candidates[pick]);
           // Only a timed choice is remembered.
           return fastest ? name_of(*chosen) : std::string();
@@ -637,12 +659,14 @@ struct ConvGraphCache {
         if (kinds != WgradEngines::graph && wants(DType::f32) && dw != WgradDw::bf16 &&
             (engine.only.empty() || names_gemm_wgrad(engine.only)))
           gemms = gemm_wgrad_candidates(s, &why_gemm);
-        // Untimed (RINGTRAIN_CONV_WGRAD=gemm), a GEMM runs only where
-        // cuBLASLt surely has an algorithm (every operand 16-byte aligned); a
-        // timed one that cuBLASLt refuses is passed over by the timing, and a
-        // remembered one ran at the same alignments when it was timed.
-        const bool sure = !gemms.empty() && gemm_wgrad_aligned(s);
-        if ((kinds == WgradEngines::gemm && sure) || names_gemm_wgrad(engine.only)) {
+        // Untried, a GEMM runs only where cuBLASLt surely has an algorithm
+        // (gemm_wgrad_sure: every operand, dW's rows too, 16-byte aligned),
+        // or where asked for (RINGTRAIN_CONV_WGRAD=gemm: the first form
+        // wherever one applies); a timed one that cuBLASLt refuses is passed
+        // over by the timing, and a remembered one ran at the same
+        // alignments when it was timed.
+        const bool sure = !gemms.empty() && gemm_wgrad_sure(s, *gemms.front());
+        if ((kinds == WgradEngines::gemm && !gemms.empty()) || names_gemm_wgrad(engine.only)) {
           for (auto& g : gemms)
             if (engine.only.empty() ? candidates.empty() : g->engine() == engine.only)
               candidates.push_back(std::move(g));
@@ -690,7 +714,13 @@ struct ConvGraphCache {
                                           cudaMemcpyDeviceToHost, stream));
             RT_CUDA_CHECK(cudaStreamSynchronize(stream));
             return wgrad_spot_disagreement(s, spots, dw.data(), g.dw_dtype(), g.writes_kcrs());
-          }};
+          },
+          // A GEMM untried only where cuBLASLt surely has an algorithm
+          // (cuDNN's engines were built for the shape).
+          .untimed_ok =
+              [&](const ConvWgradGraph& g) {
+                return !names_gemm_wgrad(g.engine()) || gemm_wgrad_sure(s, g);
+              }};
       ConvGraphShape any_batch = s;
       any_batch.n = 0;
       if (!timing(trial))

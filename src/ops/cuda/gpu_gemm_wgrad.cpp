@@ -31,6 +31,7 @@ class ShiftedGemmWgrad final : public ConvWgradGraph {
   bool writes_kcrs() const override { return s_.r == 1 && s_.s == 1; }
   DType dw_dtype() const override { return DType::f32; }
   std::size_t workspace_bytes() const override { return plan_.workspace_bytes; }
+  int rank() const { return rank_; }
   std::string engine() const override {
     if (plan_.in_place) return "cublasLt-gemm" + rank_suffix(rank_);
     return fmt::format("cublasLt-shifted-gemm-{}x{}-{}chunks{}", s_.r, s_.s, plan_.chunks,
@@ -87,6 +88,7 @@ class UnfoldedGemmWgrad final : public ConvWgradGraph {
   bool writes_kcrs() const override { return s_.r == 1 && s_.s == 1; }
   DType dw_dtype() const override { return DType::f32; }
   std::size_t workspace_bytes() const override { return plan_.workspace_bytes; }
+  int rank() const { return rank_; }
   std::string engine() const override {
     return fmt::format("cublasLt-unfolded-gemm-{}x{}-{}chunks{}", s_.r, s_.s, plan_.chunks,
                        rank_suffix(rank_));
@@ -163,6 +165,14 @@ std::vector<std::unique_ptr<ConvWgradGraph>> gemm_wgrad_candidates(const ConvGra
 
 bool names_gemm_wgrad(const std::string& engine) {
   return engine.starts_with("cublasLt-");
+}
+
+bool gemm_wgrad_sure(const ConvGraphShape& shape, const ConvWgradGraph& graph) {
+  if (const auto* g = dynamic_cast<const ShiftedGemmWgrad*>(&graph))
+    return g->rank() == 0 && gemm_wgrad_form_aligned(shape, GemmWgradForm::shifted_rows);
+  if (const auto* g = dynamic_cast<const UnfoldedGemmWgrad*>(&graph))
+    return g->rank() == 0 && gemm_wgrad_form_aligned(shape, GemmWgradForm::unfolded_input);
+  return false;
 }
 
 }  // namespace ringtrain::detail

@@ -40,5 +40,9 @@ std::vector<std::unique_ptr<ConvWgradGraph>> gemm_wgrad_candidates(const ConvGra
                                                                    std::string* why_not);
 // Whether an engine name is one of these.
 bool names_gemm_wgrad(const std::string& engine);
+// Whether `graph` is one of these that may run untried for `shape`: the
+// heuristic's first algorithm (rank 0) of a form whose operands are all
+// 16-byte aligned (gemm_wgrad_form_aligned), where cuBLASLt surely has one.
+bool gemm_wgrad_sure(const ConvGraphShape& shape, const ConvWgradGraph& graph);
 
 }  // namespace ringtrain::detail
