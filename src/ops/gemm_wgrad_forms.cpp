@@ -26,8 +26,7 @@ std::vector<GemmWgradForm> gemm_wgrad_forms(const ConvGraphShape& shape, std::st
 }
 
 bool gemm_wgrad_form_aligned(const ConvGraphShape& shape, GemmWgradForm form) {
-  return shape.k % 8 == 0 && shape.r * shape.s * shape.c % 4 == 0 &&
-         (form == GemmWgradForm::unfolded_input || shape.c % 8 == 0);
+  return shape.k % 8 == 0 && (form == GemmWgradForm::unfolded_input || shape.c % 8 == 0);
 }
 
 }  // namespace ringtrain::detail

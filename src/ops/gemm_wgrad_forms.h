@@ -37,12 +37,12 @@ std::vector<GemmWgradForm> gemm_wgrad_forms(const ConvGraphShape& shape, std::st
 
 // Whether every GEMM operand of `form` starts 16-byte aligned, rows
 // included (given 16-byte aligned x, dy and dW): dy's rows of K values (8
-// divides K), dW's rows of R S C floats (4 divides R S C), and for the
-// shifted rows x's rows of C values (8 divides C; the unfolded rows are
-// padded to 8 values). cuBLASLt's 16-bit GEMMs with an fp32 output surely
-// have an algorithm there, so a run may take it untried; elsewhere (VGG's
-// first convolution: dW rows of 27 floats; a 7x7 stem: 147) only a timed
-// run, which passes over a refusal.
+// divides K); for the shifted rows x's rows of C values and dW's blocks of C
+// floats (8 divides C); the unfolded rows are padded to 8 values and dW's
+// rows, where R S C floats are not a multiple of 4, staged at a padded
+// pitch (ops/unfolded_gemm_wgrad.h). cuBLASLt's 16-bit GEMMs with an fp32
+// output surely have an algorithm there, so a run may take the form untried;
+// elsewhere only a timed run, which passes over a refusal.
 bool gemm_wgrad_form_aligned(const ConvGraphShape& shape, GemmWgradForm form);
 
 }  // namespace ringtrain::detail

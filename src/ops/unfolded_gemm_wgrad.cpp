@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "ringtrain/core/check.h"
+
 namespace ringtrain::detail {
 
 std::optional<UnfoldedWgradPlan> plan_unfolded_wgrad(const ConvGraphShape& s,
@@ -47,13 +49,24 @@ std::optional<UnfoldedWgradPlan> plan_unfolded_wgrad(const ConvGraphShape& s,
                    .stride_w = s.stride_w,
                    .ld = ld};
   plan.workspace_bytes = plan.images_per_chunk * per_image;
+  plan.dw_ld = (width + 3) / 4 * 4;
+  if (plan.stages_dw()) {
+    plan.dw_offset = (plan.workspace_bytes + 255) / 256 * 256;
+    plan.workspace_bytes = plan.dw_offset + s.k * plan.dw_ld * sizeof(float);
+  }
   return plan;
 }
 
 void unfolded_wgrad_cpu(const ConvGraphShape& s, const UnfoldedWgradPlan& plan, const float* x,
                         const float* dy, float* dw) {
   const std::size_t width = s.r * s.s * s.c;
-  std::fill(dw, dw + s.k * width, 0.0f);
+  RT_CHECK(plan.dw_ld >= width, "unfolded weight gradient: dW rows of {} in {}", width, plan.dw_ld);
+  // The GEMMs' D: dW itself, or the staging rows (their padding NaN: never
+  // written, never copied).
+  std::vector<float> staged;
+  if (plan.stages_dw()) staged.assign(s.k * plan.dw_ld, std::nanf(""));
+  float* d = plan.stages_dw() ? staged.data() : dw;
+  for (std::size_t k = 0; k < s.k; ++k) std::fill_n(d + k * plan.dw_ld, width, 0.0f);
   std::vector<float> u;
   for (std::size_t chunk = 0; chunk < plan.chunks; ++chunk) {
     const std::size_t first = chunk * plan.images_per_chunk;
@@ -73,9 +86,12 @@ void unfolded_wgrad_cpu(const ConvGraphShape& s, const UnfoldedWgradPlan& plan, 
       for (std::size_t j = 0; j < width; ++j) {
         float sum = 0.0f;
         for (std::size_t t = 0; t < g.rows(); ++t) sum += dys[t * s.k + k] * u[t * g.ld + j];
-        dw[k * width + j] += sum;
+        d[k * plan.dw_ld + j] += sum;
       }
   }
+  if (plan.stages_dw())
+    for (std::size_t k = 0; k < s.k; ++k)
+      std::copy_n(staged.data() + k * plan.dw_ld, width, dw + k * width);
 }
 
 }  // namespace ringtrain::detail

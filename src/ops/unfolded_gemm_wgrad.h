@@ -29,7 +29,14 @@ struct UnfoldedWgradPlan {
   // A chunk's unfolded rows (ld: R S C rounded up to 8 values, so that rows
   // start 16-byte aligned).
   kernels::UnfoldedTaps unfolded;
+  // dW's rows as the GEMMs write them: R S C floats rounded up to 4, so that
+  // every row of D starts 16-byte aligned too (cuBLASLt's alignment covers
+  // the leading dimension; a 3x3 filter on 3 channels has rows of 27). Where
+  // that rounds up, the GEMMs write a staging copy at dw_offset in the
+  // workspace, and one pitched copy puts its rows into dW.
+  std::size_t dw_ld = 0, dw_offset = 0;
   std::size_t workspace_bytes = 0;
+  bool stages_dw() const { return dw_ld != unfolded.taps() * unfolded.c; }
 };
 
 // The plan of `shape`'s weight gradient within `workspace_cap` bytes of
@@ -41,7 +48,8 @@ std::optional<UnfoldedWgradPlan> plan_unfolded_wgrad(const ConvGraphShape& shape
 
 // The CPU twin of the GPU's sequence (values as floats): each chunk unfolded
 // through kernels/unfolded_taps.cuh, then its GEMM's fp32 sums over the rows
-// in order, added into dW [K, R, S, C] after the first chunk. For tests.
+// in order, added into dW [K, R, S, C] (its rows dw_ld apart, then copied
+// into place where the plan stages them) after the first chunk. For tests.
 void unfolded_wgrad_cpu(const ConvGraphShape& shape, const UnfoldedWgradPlan& plan, const float* x,
                         const float* dy, float* dw_krsc);
 

@@ -45,8 +45,13 @@ TEST_CASE("unfolded weight gradient: the shapes it takes, its chunks", "[unfolde
   CHECK(plan->unfolded.ld == 152);  // 7 * 7 * 3 = 147, rounded up to 8
   CHECK(plan->images_per_chunk == 5);
   CHECK(plan->chunks == 1);
-  CHECK(plan->workspace_bytes == 5 * 6 * 6 * 152 * 2);
-  // Room for two images' rows: chunks of 2, 2 and 1.
+  // dW's rows of 147 floats staged at a pitch of 148, after the rows (256-aligned).
+  CHECK(plan->stages_dw());
+  CHECK(plan->dw_ld == 148);
+  CHECK(plan->dw_offset == (5 * 6 * 6 * 152 * 2 + 255) / 256 * 256);
+  CHECK(plan->dw_offset % 256 == 0);
+  CHECK(plan->workspace_bytes == plan->dw_offset + 8 * 148 * 4);
+  // Room for two images' rows: chunks of 2, 2 and 1 (the cap is the rows'; dW's staging is apart).
   const auto parts = detail::plan_unfolded_wgrad(stem, 2 * 6 * 6 * 152 * 2 + 100, &why);
   REQUIRE(parts.has_value());
   CHECK(parts->images_per_chunk == 2);
@@ -62,7 +67,14 @@ TEST_CASE("unfolded weight gradient: the shapes it takes, its chunks", "[unfolde
   REQUIRE(vgg.has_value());
   CHECK(vgg->unfolded.ld == 32);
   CHECK(vgg->chunks == 1);
-  CHECK(vgg->workspace_bytes == 2 * 6 * 6 * 32 * 2);
+  CHECK(vgg->dw_ld == 28);
+  CHECK(vgg->workspace_bytes == (2 * 6 * 6 * 32 * 2 + 255) / 256 * 256 + 8 * 28 * 4);
+  // Rows of a multiple of 4 floats are written in place.
+  const auto wide = detail::plan_unfolded_wgrad(shape(2, 8, 6, 6, 8, 3, 3, 1, 2, 2), 1 << 20, &why);
+  REQUIRE(wide.has_value());
+  CHECK_FALSE(wide->stages_dw());
+  CHECK(wide->dw_ld == 72);
+  CHECK(wide->workspace_bytes == 2 * 3 * 3 * 72 * 2);
   ConvGraphShape nchw = stem;
   nchw.nhwc = false;
   CHECK_FALSE(detail::plan_unfolded_wgrad(nchw, 1 << 20, &why));

@@ -61,9 +61,11 @@ float time_launches(void* stream, const std::function<void()>& launch, int repea
 
 std::vector<float> time_candidates(void* stream, std::span<const std::size_t> need,
                                    std::size_t room, const std::function<void(std::size_t)>& launch,
-                                   const ResultCheck* check, std::vector<std::string>* wrong) {
+                                   const ResultCheck* check, std::vector<std::string>* wrong,
+                                   std::vector<std::string>* failed) {
   std::vector<float> ms(need.size(), -1.0f);
   if (wrong != nullptr) wrong->assign(need.size(), std::string());
+  if (failed != nullptr) failed->assign(need.size(), std::string());
   for (std::size_t i = 0; i < need.size(); ++i) {
     if (need[i] > room) continue;
     try {
@@ -75,8 +77,9 @@ std::vector<float> time_candidates(void* stream, std::span<const std::size_t> ne
         ms[i] = t;
       else if (wrong != nullptr)
         (*wrong)[i] = std::move(why);
-    } catch (const std::exception&) {
+    } catch (const std::exception& e) {
       (void)cudaGetLastError();
+      if (failed != nullptr) (*failed)[i] = e.what();
     }
   }
   return ms;
@@ -91,13 +94,21 @@ std::string timed_choice_note(std::span<const float> ms, std::size_t chosen, dou
 
 void note_candidate_times(const std::string& key, std::span<const std::string> names,
                           std::span<const float> ms, std::span<const std::size_t> need,
-                          std::size_t chosen, std::span<const std::string> wrong) {
+                          std::size_t chosen, std::span<const std::string> wrong,
+                          std::span<const std::string> failed) {
   const char* path = std::getenv("RINGTRAIN_CONV_TIMES");
   if (path == nullptr || *path == '\0') return;
   std::string line = key + "\t" + (chosen < names.size() ? names[chosen] : "none") + "\t";
   for (std::size_t i = 0; i < names.size() && i < ms.size() && i < need.size(); ++i) {
     line += fmt::format("{}{} {:.4f} ms {} B", i == 0 ? "" : "; ", names[i], ms[i], need[i]);
     if (i < wrong.size() && !wrong[i].empty()) line += " wrong: " + wrong[i];
+    // One line per choice: the error's own line breaks and tabs flattened.
+    if (i < failed.size() && !failed[i].empty()) {
+      std::string error = failed[i];
+      std::replace_if(
+          error.begin(), error.end(), [](char c) { return c == '\n' || c == '\t'; }, ' ');
+      line += " failed: " + error;
+    }
   }
   line += "\n";
   // One write of the whole line in append mode: ranks appending at once do

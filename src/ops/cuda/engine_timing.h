@@ -25,7 +25,9 @@ bool stream_is_capturing(void* stream);
 // (to poison the output: a candidate that writes nothing must not pass on
 // the previous one's result), and its verdict(i) after them says what is
 // wrong with the result ("" nothing); a candidate with an answer is passed
-// over too, and the answer kept in (*wrong)[i].
+// over too, and the answer kept in (*wrong)[i]. Where `failed` is given, a
+// candidate that threw has its error in (*failed)[i] (one that did not fit
+// has none: it may run where the workspace is larger).
 struct ResultCheck {
   std::function<void(std::size_t)> before;
   std::function<std::string(std::size_t)> verdict;
@@ -33,7 +35,8 @@ struct ResultCheck {
 std::vector<float> time_candidates(void* stream, std::span<const std::size_t> need,
                                    std::size_t room, const std::function<void(std::size_t)>& launch,
                                    const ResultCheck* check = nullptr,
-                                   std::vector<std::string>* wrong = nullptr);
+                                   std::vector<std::string>* wrong = nullptr,
+                                   std::vector<std::string>* failed = nullptr);
 
 // bench step --layers' note on a timed choice: "timed 3 of 3: 0.412 ms, the
 // heuristics' first 4.013 ms; 0.84 s" (ms[0] is the heuristics' first).
@@ -42,12 +45,14 @@ std::string timed_choice_note(std::span<const float> ms, std::size_t chosen, dou
 // Where RINGTRAIN_CONV_TIMES names a file: one line appended per timed
 // choice, "<key>\t<chosen>\t<name> <ms> ms <workspace> B; ..." (-1: not run;
 // chosen "none": none could be timed, chosen >= names.size(); a candidate
-// whose result was wrong has " wrong: <why>" after its figures), the
-// figures behind a choice that bench step --layers shows only two of.
-// A file that cannot be written is said once. Nothing without the variable.
+// whose result was wrong has " wrong: <why>" after its figures, one that
+// failed to run " failed: <error>"), the figures behind a choice that bench
+// step --layers shows only two of. A file that cannot be written is said
+// once. Nothing without the variable.
 void note_candidate_times(const std::string& key, std::span<const std::string> names,
                           std::span<const float> ms, std::span<const std::size_t> need,
-                          std::size_t chosen, std::span<const std::string> wrong = {});
+                          std::size_t chosen, std::span<const std::string> wrong = {},
+                          std::span<const std::string> failed = {});
 
 // "<GPU name> sm<major><minor> x<SMs>|cuDNN <version> cuBLASLt <version>": what a remembered
 // choice holds for.

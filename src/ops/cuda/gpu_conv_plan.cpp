@@ -377,8 +377,9 @@ WgradDw wgrad_dw_wanted() {
 // RINGTRAIN_CONV_WGRAD: which kinds of weight-gradient engines a 16-bit
 // convolution's candidates have: auto (the default: cuDNN's graph engines,
 // and ringtrain's GEMMs of ops/cuda/gpu_gemm_wgrad.h timed beside them
-// where they apply), graph (cuDNN's alone) or gemm (the GEMMs alone where
-// they apply, untimed too: the switch a GPU test runs them by). Read once.
+// where they apply), graph (cuDNN's alone) or gemm (the first GEMM form
+// alone wherever it is sure to have an algorithm, gemm_wgrad_sure; cuDNN's
+// elsewhere: the switch a GPU test runs them by). Read once.
 enum class WgradEngines { automatic, graph, gemm };
 WgradEngines wgrad_engines_wanted() {
   static const WgradEngines wanted = [] {
@@ -521,22 +522,24 @@ struct ConvGraphCache {
           }
           auto candidates = build(EngineWanted{.most = kCandidatesTimed, .only = {}});
           if (candidates.empty()) return {};
-          // Untimed: the first that may run untried and was not found
-          // wrong (none: the caller's own path runs the shape).
+          // Untimed: the first that may run untried and neither failed to
+          // run nor gave a wrong result (none: the caller's own path runs
+          // the shape).
           const auto take_untimed = [&](const std::string& why_untimed,
-                                        const std::vector<std::string>& wrong = {}) {
+                                        const std::vector<std::string>& wrong = {},
+                                        const std::vector<std::string>& failed = {}) {
             for (std::size_t i = 0; i < candidates.size(); ++i) {
               if (i < wrong.size() && !wrong[i].empty()) continue;
+              if (i < failed.size() && !failed[i].empty()) continue;
               if (check != nullptr && check->untimed_ok && !check->untimed_ok(*candidates[i]))
                 continue;
-              *how = fmt::format("{} ({})",
-                                 i == 0 ? "the heuristics' first" : "the first sure to run untimed",
+              *how = fmt::format("{}, untimed ({})", i == 0 ? "the first" : "the first sure to run",
                                  why_untimed);
               chosen = std::move(candidates[i]);
               return;
             }
-            *how = fmt::format("none of {} ({}; none is sure to run untimed)", candidates.size(),
-                               why_untimed);
+            *how =
+                fmt::format("none of {} ({}; none is sure to run)", candidates.size(), why_untimed);
           };
           if (!trial->ready()) {
             take_untimed("no room on the GPU to time them");
@@ -561,11 +564,11 @@ struct ConvGraphCache {
             results.before = [&](std::size_t) { check->poison(); };
             results.verdict = [&](std::size_t i) { return check->verdict(*candidates[i]); };
           }
-          std::vector<std::string> wrong;
+          std::vector<std::string> wrong, failed;
           const std::vector<float> ms = time_candidates(
               trial->stream, need, ws->size(),
               [&](std::size_t i) { run(*candidates[i], ws->get()); },
-              check != nullptr ? &results : nullptr, &wrong);
+              check != nullptr ? &results : nullptr, &wrong, &failed);
           const std::optional<std::size_t> fastest = choose_by_time(ms, need, kTimingTie);
           const std::size_t pick = fastest.value_or(0);
           std::vector<std::string> names;
@@ -574,7 +577,8 @@ struct ConvGraphCache {
             if (!wrong[i].empty())
               log_warn("conv2d: {}: candidate {} is not used: its result is wrong: {}", what,
                        names[i], wrong[i]);
-          note_candidate_times(what, names, ms, need, fastest.value_or(names.size()), wrong);
+          note_candidate_times(what, names, ms, need, fastest.value_or(names.size()), wrong,
+                               failed);
           // None timed, and the heuristics' first gave a wrong result: none
           // runs (the caller's own path does), not remembered.
           if (!fastest && !wrong.empty() && !wrong[0].empty()) {
@@ -584,13 +588,14 @@ struct ConvGraphCache {
             return std::string();
           }
           if (!fastest) {
-            take_untimed(fmt::format("none of {} could be timed", candidates.size()), wrong);
+            take_untimed(fmt::format("none of {} could be timed", candidates.size()), wrong,
+                         failed);
             return {};
           }
           *how = timed_choice_note(ms, pick, seconds());
           chosen = std::move(candidates[pick]);
           // Only a timed choice is remembered.
-          return fastest ? name_of(*chosen) : std::string();
+          return name_of(*chosen);
         });
     return chosen;
   }
@@ -660,13 +665,12 @@ struct ConvGraphCache {
             (engine.only.empty() || names_gemm_wgrad(engine.only)))
           gemms = gemm_wgrad_candidates(s, &why_gemm);
         // Untried, a GEMM runs only where cuBLASLt surely has an algorithm
-        // (gemm_wgrad_sure: every operand, dW's rows too, 16-byte aligned),
-        // or where asked for (RINGTRAIN_CONV_WGRAD=gemm: the first form
-        // wherever one applies); a timed one that cuBLASLt refuses is passed
-        // over by the timing, and a remembered one ran at the same
-        // alignments when it was timed.
+        // (gemm_wgrad_sure: every operand 16-byte aligned, rows included),
+        // as does RINGTRAIN_CONV_WGRAD=gemm's (the first form, alone); a
+        // timed one that cuBLASLt refuses is passed over by the timing, and
+        // a remembered one ran at the same alignments when it was timed.
         const bool sure = !gemms.empty() && gemm_wgrad_sure(s, *gemms.front());
-        if ((kinds == WgradEngines::gemm && !gemms.empty()) || names_gemm_wgrad(engine.only)) {
+        if ((kinds == WgradEngines::gemm && sure) || names_gemm_wgrad(engine.only)) {
           for (auto& g : gemms)
             if (engine.only.empty() ? candidates.empty() : g->engine() == engine.only)
               candidates.push_back(std::move(g));
@@ -736,7 +740,9 @@ struct ConvGraphCache {
           },
           chosen, &check, &first_wrong);
       if (first_wrong) wrong_first[any_batch] = *chosen;
-      if (graph == nullptr && (why->empty() || first_wrong)) *why = *chosen;
+      // No graph: why the choice made none where it says (a refusal met on
+      // the way, a remembered engine gone, is no reason then).
+      if (graph == nullptr && (why->empty() || !chosen->empty())) *why = *chosen;
       return graph;
     });
   }

@@ -1,9 +1,12 @@
 #include "ops/cuda/gpu_gemm_wgrad.h"
 
+#include <cuda_runtime.h>
+
 #include <algorithm>
 
 #include <fmt/format.h>
 
+#include "core/cuda/check_cuda.h"
 #include "kernels/shifted_rows.h"
 #include "kernels/unfolded_taps.h"
 #include "ops/gpu_ops.h"
@@ -98,6 +101,8 @@ class UnfoldedGemmWgrad final : public ConvWgradGraph {
            void* workspace) const override {
     const std::size_t bytes = dtype_size(s_.dtype), width = s_.r * s_.s * s_.c;
     const Device dev = Device::cuda(0);
+    // The GEMMs' D: dW, or its staging rows of dw_ld floats (16-byte aligned).
+    void* d = plan_.stages_dw() ? static_cast<char*>(workspace) + plan_.dw_offset : dw;
     for (std::size_t chunk = 0; chunk < plan_.chunks; ++chunk) {
       const std::size_t first = chunk * plan_.images_per_chunk;
       kernels::UnfoldedTaps g = plan_.unfolded;
@@ -109,9 +114,13 @@ class UnfoldedGemmWgrad final : public ConvWgradGraph {
       gpu_lt_gemm(h, /*trans_a=*/true, /*trans_b=*/false, s_.k, width, rows,
                   BufferView{const_cast<char*>(dys), rows * s_.k, s_.dtype, dev}, s_.k,
                   BufferView{workspace, rows * g.ld, s_.dtype, dev}, g.ld, chunk == 0 ? 0.0f : 1.0f,
-                  BufferView{dw, s_.k * width, DType::f32, dev}, width, nullptr, nullptr, false,
-                  rank_);
+                  BufferView{d, (s_.k - 1) * plan_.dw_ld + width, DType::f32, dev}, plan_.dw_ld,
+                  nullptr, nullptr, false, rank_);
     }
+    if (plan_.stages_dw())
+      RT_CUDA_CHECK(cudaMemcpy2DAsync(dw, width * sizeof(float), d, plan_.dw_ld * sizeof(float),
+                                      width * sizeof(float), s_.k, cudaMemcpyDeviceToDevice,
+                                      static_cast<cudaStream_t>(h.stream)));
   }
 
  private:
