@@ -568,9 +568,17 @@ check_models() {
   # and the candidates whose dW missed the trial pattern's sums (" wrong: "),
   # which the timing passed over: each is a bug (ringtrain's GEMM, or cuDNN's).
   if [ -s "$RINGTRAIN_CONV_TIMES" ]; then
-    note models-wgrad INFO "$(awk -F'\t' '$1 ~ /wgrad/ { n++; if ($2 ~ /^cublasLt-/) g++; else if ($2 != "none") c++ }
-      END { printf "timed weight gradients: %d, won by ringtrain GEMMs: %d, by cuDNN engines: %d", n, g, c }' \
+    note models-wgrad INFO "$(awk -F'\t' '$1 ~ /wgrad/ { n++; if ($2 ~ /^cublasLt-/) g++; else if ($2 != "none") c++
+        if ($2 ~ /^cublasLt-unfolded/) u++ }
+      END { printf "timed weight gradients: %d, won by ringtrain GEMMs: %d (the unfolded input: %d, shifted rows: %d), by cuDNN engines: %d", n, g, u, g - u, c }' \
       "$RINGTRAIN_CONV_TIMES")"
+    # Candidates that threw in the timing (" failed: "; cuBLASLt's "no
+    # algorithm" for a GEMM not sure to have one is expected): passed over.
+    local failed
+    failed=$(awk -F'\t' '$1 ~ /wgrad/ { k = split($3, c, "; ");
+        for (i = 1; i <= k; i++) if (c[i] ~ / failed: /) { n = c[i]; sub(/ -?[0-9.]+ ms .*/, "", n); print n } }' \
+      "$RINGTRAIN_CONV_TIMES" | sort | uniq -c | awk '{ n = $1; sub(/^ *[0-9]+ /, ""); printf "%s%s x%d", (NR > 1 ? ", " : ""), $0, n }')
+    [ -n "$failed" ] && note models-wgrad-failed INFO "candidates that failed to run (passed over; conv-times.tsv says why): $failed"
     local wrong
     wrong=$(awk -F'\t' '$1 ~ /wgrad/ { k = split($3, c, "; ");
         for (i = 1; i <= k; i++) if (c[i] ~ / wrong: /) { n = c[i]; sub(/ -?[0-9.]+ ms .*/, "", n); print n } }' \

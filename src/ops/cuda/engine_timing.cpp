@@ -102,11 +102,13 @@ void note_candidate_times(const std::string& key, std::span<const std::string> n
   for (std::size_t i = 0; i < names.size() && i < ms.size() && i < need.size(); ++i) {
     line += fmt::format("{}{} {:.4f} ms {} B", i == 0 ? "" : "; ", names[i], ms[i], need[i]);
     if (i < wrong.size() && !wrong[i].empty()) line += " wrong: " + wrong[i];
-    // One line per choice: the error's own line breaks and tabs flattened.
+    // One line per choice, candidates apart by "; ": the error's own line
+    // breaks, tabs and semicolons flattened.
     if (i < failed.size() && !failed[i].empty()) {
       std::string error = failed[i];
       std::replace_if(
           error.begin(), error.end(), [](char c) { return c == '\n' || c == '\t'; }, ' ');
+      std::replace(error.begin(), error.end(), ';', ',');
       line += " failed: " + error;
     }
   }
