@@ -54,6 +54,11 @@ TEST_CASE("weight-gradient GEMM forms: the order a plan times them in", "[gemm_w
   CHECK(forms(vgg) == std::vector{Form::unfolded_input, Form::shifted_rows});
   CHECK(aligned(vgg, Form::unfolded_input));
   CHECK_FALSE(aligned(vgg, Form::shifted_rows));
+  // 4 channels: dW rows of 36 floats (unstaged), unfolded rows padded to 40.
+  const ConvGraphShape four = conv(4, 64, 3, 1, 1);
+  CHECK(forms(four) == std::vector{Form::unfolded_input, Form::shifted_rows});
+  CHECK(aligned(four, Form::unfolded_input));
+  CHECK_FALSE(aligned(four, Form::shifted_rows));
   // A pointwise convolution without padding reads x and dy in place: the
   // shifted rows alone (aligned only where 8 divides C).
   CHECK(forms(conv(16, 32, 1, 0, 1)) == std::vector{Form::shifted_rows});

@@ -56,11 +56,15 @@ TEST_CASE("unfolded weight gradient: the shapes it takes, its chunks", "[unfolde
   REQUIRE(parts.has_value());
   CHECK(parts->images_per_chunk == 2);
   CHECK(parts->chunks == 3);
+  // The staging after a chunk's rows, never over them.
+  CHECK(parts->dw_offset >= 2 * 6 * 6 * 152 * 2);
+  CHECK(parts->dw_offset % 256 == 0);
   // Room for 4 of 5: two chunks of 3 and 2, not 4 and 1.
   const auto even = detail::plan_unfolded_wgrad(stem, 4 * 6 * 6 * 152 * 2, &why);
   REQUIRE(even.has_value());
   CHECK(even->chunks == 2);
   CHECK(even->images_per_chunk == 3);
+  CHECK(even->dw_offset >= 3 * 6 * 6 * 152 * 2);
 
   // Stride 1 too: VGG's first convolution, 3 x 3 x 3 = 27 values a row.
   const auto vgg = detail::plan_unfolded_wgrad(shape(2, 3, 6, 6, 8, 3, 3, 1, 1, 1), 1 << 20, &why);

@@ -107,7 +107,8 @@ void note_candidate_times(const std::string& key, std::span<const std::string> n
     if (i < failed.size() && !failed[i].empty()) {
       std::string error = failed[i];
       std::replace_if(
-          error.begin(), error.end(), [](char c) { return c == '\n' || c == '\t'; }, ' ');
+          error.begin(), error.end(), [](char c) { return c == '\n' || c == '\r' || c == '\t'; },
+          ' ');
       std::replace(error.begin(), error.end(), ';', ',');
       line += " failed: " + error;
     }

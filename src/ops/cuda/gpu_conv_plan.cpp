@@ -378,7 +378,7 @@ WgradDw wgrad_dw_wanted() {
 // convolution's candidates have: auto (the default: cuDNN's graph engines,
 // and ringtrain's GEMMs of ops/cuda/gpu_gemm_wgrad.h timed beside them
 // where they apply), graph (cuDNN's alone) or gemm (the first GEMM form
-// alone wherever it is sure to have an algorithm, gemm_wgrad_sure; cuDNN's
+// alone wherever it is sure to have an algorithm, gemm_wgrad_sure; as auto
 // elsewhere: the switch a GPU test runs them by). Read once.
 enum class WgradEngines { automatic, graph, gemm };
 WgradEngines wgrad_engines_wanted() {
@@ -533,7 +533,7 @@ struct ConvGraphCache {
               if (i < failed.size() && !failed[i].empty()) continue;
               if (check != nullptr && check->untimed_ok && !check->untimed_ok(*candidates[i]))
                 continue;
-              *how = fmt::format("{}, untimed ({})", i == 0 ? "the first" : "the first sure to run",
+              *how = fmt::format("{}, untimed ({})", i == 0 ? "the first" : "the first usable",
                                  why_untimed);
               chosen = std::move(candidates[i]);
               return;
