@@ -282,4 +282,17 @@ std::optional<std::size_t> choose_by_time(std::span<const float> ms,
   return best;
 }
 
+std::optional<std::size_t> first_usable_untimed(std::size_t count,
+                                                std::span<const std::string> wrong,
+                                                std::span<const std::string> failed,
+                                                const std::function<bool(std::size_t)>& sure) {
+  for (std::size_t i = 0; i < count; ++i) {
+    if (i < wrong.size() && !wrong[i].empty()) continue;
+    if (i < failed.size() && !failed[i].empty()) continue;
+    if (sure && !sure(i)) continue;
+    return i;
+  }
+  return std::nullopt;
+}
+
 }  // namespace ringtrain::detail

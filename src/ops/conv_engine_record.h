@@ -84,4 +84,14 @@ bool conv_engine_timing_wanted();
 std::optional<std::size_t> choose_by_time(std::span<const float> ms,
                                           std::span<const std::size_t> workspace, float tie);
 
+// Where nothing could be timed: the first of `count` candidates (preference
+// order) that neither gave a wrong result nor failed to run (a non-empty
+// wrong[i] or failed[i]; shorter spans: none) and that may run untried
+// (sure(i)); empty where none is left, and the caller's own path runs the
+// shape. A candidate that was not run for want of workspace stays eligible.
+std::optional<std::size_t> first_usable_untimed(std::size_t count,
+                                                std::span<const std::string> wrong,
+                                                std::span<const std::string> failed,
+                                                const std::function<bool(std::size_t)>& sure);
+
 }  // namespace ringtrain::detail

@@ -139,6 +139,28 @@ TEST_CASE("the choice by time: within the tie, the least workspace, then the ear
   CHECK_FALSE(choose({}).has_value());
 }
 
+TEST_CASE("untimed, the first candidate neither wrong nor failed that is sure to run",
+          "[conv_engine_record]") {
+  using detail::first_usable_untimed;
+  const std::vector<std::string> none;
+  const auto any = [](std::size_t) { return true; };
+  CHECK(first_usable_untimed(3, none, none, any) == 0u);
+  CHECK(first_usable_untimed(3, none, none, {}) == 0u);  // no rule: any
+  CHECK_FALSE(first_usable_untimed(0, none, none, any).has_value());
+  // The first gave a wrong result, the second threw: the third.
+  CHECK(first_usable_untimed(3, std::vector<std::string>{"entry 3 off", "", ""},
+                             std::vector<std::string>{"", "no algorithm", ""}, any) == 2u);
+  // A GEMM not sure to have an algorithm is skipped, and with nothing left
+  // none is taken (the widened path runs the shape).
+  const auto only_first_unsure = [](std::size_t i) { return i != 0; };
+  CHECK(first_usable_untimed(2, none, none, only_first_unsure) == 1u);
+  CHECK_FALSE(first_usable_untimed(1, none, none, only_first_unsure).has_value());
+  CHECK_FALSE(first_usable_untimed(2, std::vector<std::string>{"", "x"}, none, only_first_unsure)
+                  .has_value());
+  // Spans shorter than the candidates (no timing ran): nothing against them.
+  CHECK(first_usable_untimed(2, std::vector<std::string>{"wrong"}, none, any) == 1u);
+}
+
 TEST_CASE("a decision is handed the remembered engine and remembers a new one",
           "[conv_engine_record]") {
   test::TempDir dir("engine-record-decide");

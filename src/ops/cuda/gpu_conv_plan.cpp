@@ -528,18 +528,18 @@ struct ConvGraphCache {
           const auto take_untimed = [&](const std::string& why_untimed,
                                         const std::vector<std::string>& wrong = {},
                                         const std::vector<std::string>& failed = {}) {
-            for (std::size_t i = 0; i < candidates.size(); ++i) {
-              if (i < wrong.size() && !wrong[i].empty()) continue;
-              if (i < failed.size() && !failed[i].empty()) continue;
-              if (check != nullptr && check->untimed_ok && !check->untimed_ok(*candidates[i]))
-                continue;
-              *how = fmt::format("{}, untimed ({})", i == 0 ? "the first" : "the first usable",
+            std::function<bool(std::size_t)> sure;
+            if (check != nullptr && check->untimed_ok)
+              sure = [&](std::size_t i) { return check->untimed_ok(*candidates[i]); };
+            const auto pick = first_usable_untimed(candidates.size(), wrong, failed, sure);
+            if (!pick) {
+              *how = fmt::format("none of {} ({}; none is sure to run)", candidates.size(),
                                  why_untimed);
-              chosen = std::move(candidates[i]);
               return;
             }
-            *how =
-                fmt::format("none of {} ({}; none is sure to run)", candidates.size(), why_untimed);
+            *how = fmt::format("{}, untimed ({})", *pick == 0 ? "the first" : "the first usable",
+                               why_untimed);
+            chosen = std::move(candidates[*pick]);
           };
           if (!trial->ready()) {
             take_untimed("no room on the GPU to time them");
