@@ -81,6 +81,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -436,8 +437,11 @@ std::string wgrad_key() {
 // unfolded input). The choice is remembered by GPU, cuDNN and cuBLASLt
 // versions and shape (ops/conv_engine_record.h), in the process and a file,
 // and a remembered one is taken without timing: a later run, a
-// resumed one, the ranks of a node run the same engines. Otherwise (a later
-// batch size, RINGTRAIN_CONV_TUNE=off, during a stream capture) the
+// resumed one, the ranks of a node run the same engines. A later batch size
+// of the shape, or a plan made during a stream capture, is not timed: it
+// takes the engine chosen at the timed batch where that builds for its own
+// (a GEMM whose chunking differs does not), else the first candidate not
+// found wrong or failing there. With RINGTRAIN_CONV_TUNE=off the
 // heuristics' first deterministic engine runs, fp32 dW where one exists.
 struct ConvGraphCache {
   template <class Graph>
@@ -451,6 +455,17 @@ struct ConvGraphCache {
   // gave a wrong result when timed, with why: an untimed batch of the shape
   // (a smaller last or evaluation batch) runs no graph engine either.
   std::map<ConvGraphShape, std::string> wrong_first;
+  // What the timing at one batch size of a shape (its largest, at model
+  // build) tells its others, which are not timed: the engine chosen there
+  // (timed or remembered), and those that gave a wrong result or failed to
+  // run there, which an untimed batch never takes (with another batch they
+  // would compute a wrong gradient, or fail at the step). Keyed by the
+  // shape's record key with n 0.
+  struct TimedAtAnotherBatch {
+    std::string chosen;
+    std::set<std::string> unusable;
+  };
+  std::map<std::string, TimedAtAnotherBatch> timed_at_another_batch;
 
   // The graph (or refusal) of `key`, built on its first request.
   template <class Map, class Key, class Build>
@@ -492,18 +507,50 @@ struct ConvGraphCache {
   // `check` is given, a candidate whose result it finds wrong is passed over
   // (and said).
   // *first_wrong (where given) says whether the heuristics' first was found
-  // wrong, none other timed, and so none was chosen.
+  // wrong, none other timed, and so none was chosen. `family` is what names
+  // the shape at any batch (timed_at_another_batch's key).
   template <class Graph, class Build, class Name, class Run>
-  static std::shared_ptr<Graph> choose(const std::string& what, DeviceBytes& workspace,
-                                       TrialOperands* trial, Build build, Name name_of, Run run,
-                                       std::string* how,
-                                       const CandidateCheck<Graph>* check = nullptr,
-                                       bool* first_wrong = nullptr) {
+  std::shared_ptr<Graph> choose(const std::string& what, const std::string& family,
+                                DeviceBytes& workspace, TrialOperands* trial, Build build,
+                                Name name_of, Run run, std::string* how,
+                                const CandidateCheck<Graph>* check = nullptr,
+                                bool* first_wrong = nullptr) {
     if (!timing(trial)) {
-      auto candidates = build(EngineWanted{});
-      if (candidates.empty()) return nullptr;
-      return std::move(candidates.front());
+      const auto sure = [&](const Graph& c) {
+        return check == nullptr || !check->untimed_ok || check->untimed_ok(c);
+      };
+      // The timed batch's engine, where it builds for this batch and may run
+      // untried here (a GEMM's later-ranked algorithm may not be ranked for
+      // another row count).
+      const auto known = timed_at_another_batch.find(family);
+      if (known != timed_at_another_batch.end() && !known->second.chosen.empty())
+        for (auto& c : build(EngineWanted{.most = 1, .only = known->second.chosen}))
+          if (name_of(*c) == known->second.chosen && sure(*c)) {
+            *how = "untimed: the engine chosen at the timed batch";
+            return std::move(c);
+          }
+      static const std::set<std::string> kNone;
+      const std::set<std::string>& unusable =
+          known != timed_at_another_batch.end() ? known->second.unusable : kNone;
+      // The heuristics' first, or where the timed batch found engines
+      // unusable, the first of as many as it timed that is not one of them.
+      auto candidates = build(
+          EngineWanted{.most = unusable.empty() ? std::size_t{1} : kCandidatesTimed, .only = {}});
+      const auto pick = first_usable_untimed(candidates.size(), {}, {}, [&](std::size_t i) {
+        return !unusable.contains(name_of(*candidates[i])) && sure(*candidates[i]);
+      });
+      if (!pick) {
+        if (!candidates.empty())
+          *how = fmt::format(
+              "none of {}, untimed: each failed, was wrong at the timed batch or "
+              "is not sure to run",
+              candidates.size());
+        return nullptr;
+      }
+      if (*pick > 0) *how = "untimed: the first not found unusable at the timed batch";
+      return std::move(candidates[*pick]);
     }
+    TimedAtAnotherBatch& taught = timed_at_another_batch[family];
     const auto started = std::chrono::steady_clock::now();
     const auto seconds = [&] {
       return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -517,6 +564,7 @@ struct ConvGraphCache {
               if (name_of(*c) == *kept) {
                 chosen = std::move(c);
                 *how = fmt::format("remembered, {:.2f} s", seconds());
+                taught.chosen = *kept;
                 return *kept;
               }
           }
@@ -579,6 +627,10 @@ struct ConvGraphCache {
                        names[i], wrong[i]);
           note_candidate_times(what, names, ms, need, fastest.value_or(names.size()), wrong,
                                failed);
+          for (std::size_t i = 0; i < names.size(); ++i)
+            if ((i < wrong.size() && !wrong[i].empty()) ||
+                (i < failed.size() && !failed[i].empty()))
+              taught.unusable.insert(names[i]);
           // None timed, and the heuristics' first gave a wrong result: none
           // runs (the caller's own path does), not remembered.
           if (!fastest && !wrong.empty() && !wrong[0].empty()) {
@@ -595,7 +647,8 @@ struct ConvGraphCache {
           *how = timed_choice_note(ms, pick, seconds());
           chosen = std::move(candidates[pick]);
           // Only a timed choice is remembered.
-          return name_of(*chosen);
+          taught.chosen = name_of(*chosen);
+          return taught.chosen;
         });
     return chosen;
   }
@@ -607,8 +660,11 @@ struct ConvGraphCache {
     const bool forward = op == ConvDataOp::forward;
     return find_or_build(data, std::pair{s, op}, why_not, how,
                          [&](std::string* why, std::string* chosen) {
+                           ConvGraphShape any_batch = s;
+                           any_batch.n = 0;
+                           const char* what = forward ? "fprop" : "dgrad";
                            return choose<ConvDataGraph>(
-                               shape_key(s, forward ? "fprop" : "dgrad"), workspace, trial,
+                               shape_key(s, what), shape_key(any_batch, what), workspace, trial,
                                [&](const EngineWanted& wanted) {
                                  return ConvDataGraph::candidates(h, s, op, wanted, why);
                                },
@@ -734,7 +790,7 @@ struct ConvGraphCache {
         }
       bool first_wrong = false;
       auto graph = choose<ConvWgradGraph>(
-          shape_key(s, "wgrad"), workspace, trial, build, wgrad_name,
+          shape_key(s, "wgrad"), shape_key(any_batch, "wgrad"), workspace, trial, build, wgrad_name,
           [&](const ConvWgradGraph& g, void* ws) {
             g.run(h, trial->x.get(), trial->y.get(), trial->dw.get(), ws);
           },
