@@ -585,6 +585,57 @@ TEST_CASE("gpu convolutions of one shape share the context's graphs, each on its
   }
 }
 
+TEST_CASE("gpu convolution at a batch it was not timed at: the timed batch's engines",
+          "[gpu][cudnn_graph]") {
+  // A plan times its maximum batch; a smaller one (a rank's share of an
+  // uneven batch) takes the engines chosen there where they build for it,
+  // which cuDNN's graph engines do for another batch, and computes the same
+  // values as a plan timed at that batch (within the engines' rounding).
+  const DType p = DType::bf16;
+  Conv2dGeometry g;
+  g.in_channels = 16, g.height = 9, g.width = 7, g.out_channels = 32, g.kernel = 3;
+  g.stride = 1, g.padding = 1, g.layout = Layout::nhwc;
+  const auto step = [&](Conv2dOp& op, const ComputeContext& ctx, std::size_t batch) {
+    const std::size_t nx = batch * g.in_channels * g.height * g.width;
+    const std::size_t ny = batch * g.out_channels * g.out_height() * g.out_width();
+    const std::size_t nw = g.out_channels * g.in_channels * g.kh() * g.kw();
+    const Tensor x = words_on(on_grid(41, nx, p), p, kGpu);
+    const Tensor dy = words_on(on_grid(42, ny, p), p, kGpu);
+    const Tensor w = to_gpu(on_grid(43, nw, p));
+    Tensor y = Tensor::zeros({ny}, p, kGpu), dx = Tensor::zeros({nx}, p, kGpu);
+    Tensor dw = Tensor::zeros({nw}, DType::f32, kGpu);
+    op.forward(x.buffer(), w.data_as<float>(), nullptr, y.buffer(), batch);
+    op.backward(x.buffer(), w.data_as<float>(), dy.buffer(), dx.buffer(), dw.data_as<float>(),
+                nullptr, batch, false);
+    return std::vector<std::vector<float>>{widened_values(y, ctx), widened_values(dx, ctx),
+                                           to_host(dw, ctx)};
+  };
+  const auto ctx = ComputeContext::create(kGpu, Tf32Mode::off, p);
+  Conv2dOp op(*ctx, g, 4);
+  (void)step(op, *ctx, 4);
+  const auto smaller = step(op, *ctx, 3);
+  const std::string described = op.describe();
+  INFO(described);
+  REQUIRE(described.find("batch 3: ") != std::string::npos);
+  const std::string at3 = described.substr(described.find("batch 3: "));
+  CHECK(at3.find("the engine chosen at the timed batch") != std::string::npos);
+  // The same values as a plan timed at batch 3, within a 16-bit rounding
+  // (y and dx are stored in bf16; a timed dW may be a bf16 engine's,
+  // widened).
+  const auto alone = ComputeContext::create(kGpu, Tf32Mode::off, p);
+  Conv2dOp timed3(*alone, g, 3);
+  const auto reference = step(timed3, *alone, 3);
+  for (std::size_t t = 0; t < 3; ++t) {
+    INFO("tensor " << t);
+    REQUIRE(smaller[t].size() == reference[t].size());
+    std::size_t outside = 0;
+    for (std::size_t i = 0; i < smaller[t].size(); ++i)
+      outside += !(std::abs(smaller[t][i] - reference[t][i]) <=
+                   0x1p-7f * (1.0f + std::abs(reference[t][i])));
+    CHECK(outside == 0);
+  }
+}
+
 TEST_CASE(
     "gpu convolutions of a context share their scratch: another plan of a shape costs its "
     "16-bit filter alone; a larger filter grows it for all",
