@@ -45,4 +45,19 @@ std::vector<GemmWgradForm> gemm_wgrad_forms(const ConvGraphShape& shape, std::st
 // elsewhere only a timed run, which passes over a refusal.
 bool gemm_wgrad_form_aligned(const ConvGraphShape& shape, GemmWgradForm form);
 
+// A GEMM candidate's engine name: "cublasLt-gemm" (the shifted rows of a 1x1
+// filter in place), else "cublasLt-shifted-gemm-RxS" or
+// "cublasLt-unfolded-gemm-RxS" and the cap its chunks are planned within
+// ("-256MiB": not their count, which depends on the batch, so that a batch
+// that was not timed builds the timed one's choice by name), then "-algoN"
+// for cuBLASLt's rank-N algorithm past the first.
+std::string gemm_wgrad_engine_name(GemmWgradForm form, const ConvGraphShape& shape, bool in_place,
+                                   std::size_t cap, int rank);
+// Whether an engine name is one of these.
+bool names_gemm_wgrad(const std::string& engine);
+// `name` (an engine name, or one with more after it) with a GEMM's "-algoN"
+// dropped: its first-algorithm twin, which another row count surely ranks;
+// any other name as it is.
+std::string gemm_wgrad_first_rank(const std::string& name);
+
 }  // namespace ringtrain::detail

@@ -95,3 +95,33 @@ TEST_CASE("weight-gradient GEMM forms: none for NCHW memory or wrong extents, an
   CHECK(detail::gemm_wgrad_forms(wrong, &why).empty());
   CHECK(why.find("not the convolution's") != std::string::npos);
 }
+
+TEST_CASE("weight-gradient GEMM names: the form, the filter, the cap, the rank",
+          "[gemm_wgrad_forms]") {
+  using detail::gemm_wgrad_engine_name;
+  using detail::gemm_wgrad_first_rank;
+  const ConvGraphShape g = conv(64, 64, 3, 1, 1);
+  const std::size_t large = std::size_t{256} << 20, cached = std::size_t{32} << 20;
+  CHECK(gemm_wgrad_engine_name(Form::shifted_rows, g, false, large, 0) ==
+        "cublasLt-shifted-gemm-3x3-256MiB");
+  CHECK(gemm_wgrad_engine_name(Form::unfolded_input, g, false, cached, 2) ==
+        "cublasLt-unfolded-gemm-3x3-32MiB-algo2");
+  CHECK(gemm_wgrad_engine_name(Form::shifted_rows, conv(16, 32, 1, 0, 1), true, large, 1) ==
+        "cublasLt-gemm-algo1");
+  CHECK(gemm_wgrad_engine_name(Form::unfolded_input, g, false, 100, 0) ==
+        "cublasLt-unfolded-gemm-3x3-100B");
+  // The name does not depend on the batch (a batch that was not timed
+  // builds the timed one's choice by it).
+  ConvGraphShape other = g;
+  other.n = 3;
+  CHECK(gemm_wgrad_engine_name(Form::unfolded_input, other, false, cached, 2) ==
+        gemm_wgrad_engine_name(Form::unfolded_input, g, false, cached, 2));
+  CHECK(detail::names_gemm_wgrad("cublasLt-gemm"));
+  CHECK_FALSE(detail::names_gemm_wgrad("eng70{k2=3}"));
+  // The first-algorithm twin of a record's name ("<engine> dW <dtype> <order>").
+  CHECK(gemm_wgrad_first_rank("cublasLt-unfolded-gemm-3x3-32MiB-algo2 dW f32 KRSC") ==
+        "cublasLt-unfolded-gemm-3x3-32MiB dW f32 KRSC");
+  CHECK(gemm_wgrad_first_rank("cublasLt-gemm-algo12") == "cublasLt-gemm");
+  CHECK(gemm_wgrad_first_rank("cublasLt-gemm dW f32 KCRS") == "cublasLt-gemm dW f32 KCRS");
+  CHECK(gemm_wgrad_first_rank("eng70-algo1 dW f32 KRSC") == "eng70-algo1 dW f32 KRSC");
+}

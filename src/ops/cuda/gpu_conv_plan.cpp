@@ -330,11 +330,16 @@ struct TrialOperands {
 // whether the candidate may run though nothing timed it (no room on the GPU
 // to time, or none could be timed): a GEMM whose library may have no
 // algorithm for its operands' alignments must not be taken untried.
+//
+// untimed_name(name), where set, is what a batch that was not timed builds in
+// place of the timed batch's choice `name` (a GEMM's first algorithm for a
+// later-ranked one, which another row count may not rank).
 template <class Graph>
 struct CandidateCheck {
   std::function<void()> prepare, poison;
   std::function<std::string(const Graph&)> verdict;
   std::function<bool(const Graph&)> untimed_ok;
+  std::function<std::string(const std::string&)> untimed_name;
 };
 
 // Candidates timed per dW dtype and memory order (or per data operation):
@@ -519,16 +524,21 @@ struct ConvGraphCache {
       const auto sure = [&](const Graph& c) {
         return check == nullptr || !check->untimed_ok || check->untimed_ok(c);
       };
-      // The timed batch's engine, where it builds for this batch and may run
-      // untried here (a GEMM's later-ranked algorithm may not be ranked for
-      // another row count).
+      // The timed batch's engine (or its stand-in: untimed_name), where it
+      // builds for this batch and may run untried here.
       const auto known = timed_at_another_batch.find(family);
-      if (known != timed_at_another_batch.end() && !known->second.chosen.empty())
-        for (auto& c : build(EngineWanted{.most = 1, .only = known->second.chosen}))
-          if (name_of(*c) == known->second.chosen && sure(*c)) {
-            *how = "untimed: the engine chosen at the timed batch";
+      if (known != timed_at_another_batch.end() && !known->second.chosen.empty()) {
+        const std::string want = check != nullptr && check->untimed_name
+                                     ? check->untimed_name(known->second.chosen)
+                                     : known->second.chosen;
+        for (auto& c : build(EngineWanted{.most = 1, .only = want}))
+          if (name_of(*c) == want && sure(*c)) {
+            *how = want == known->second.chosen
+                       ? "untimed: the engine chosen at the timed batch"
+                       : "untimed: the first algorithm of the GEMM chosen at the timed batch";
             return std::move(c);
           }
+      }
       static const std::set<std::string> kNone;
       const std::set<std::string>& unusable =
           known != timed_at_another_batch.end() ? known->second.unusable : kNone;
@@ -627,9 +637,12 @@ struct ConvGraphCache {
                        names[i], wrong[i]);
           note_candidate_times(what, names, ms, need, fastest.value_or(names.size()), wrong,
                                failed);
+          // Those an untimed batch might take (not a GEMM's later rank,
+          // which it never does) that were wrong or failed here.
           for (std::size_t i = 0; i < names.size(); ++i)
-            if ((i < wrong.size() && !wrong[i].empty()) ||
-                (i < failed.size() && !failed[i].empty()))
+            if (((i < wrong.size() && !wrong[i].empty()) ||
+                 (i < failed.size() && !failed[i].empty())) &&
+                (check == nullptr || !check->untimed_ok || check->untimed_ok(*candidates[i])))
               taught.unusable.insert(names[i]);
           // None timed, and the heuristics' first gave a wrong result: none
           // runs (the caller's own path does), not remembered.
@@ -663,7 +676,7 @@ struct ConvGraphCache {
                            ConvGraphShape any_batch = s;
                            any_batch.n = 0;
                            const char* what = forward ? "fprop" : "dgrad";
-                           return choose<ConvDataGraph>(
+                           auto graph = choose<ConvDataGraph>(
                                shape_key(s, what), shape_key(any_batch, what), workspace, trial,
                                [&](const EngineWanted& wanted) {
                                  return ConvDataGraph::candidates(h, s, op, wanted, why);
@@ -676,6 +689,10 @@ struct ConvGraphCache {
                                    g.run(h, trial->y.get(), trial->w16, trial->x.get(), ws);
                                },
                                chosen);
+                           // No graph: the choice's reason, where it gives
+                           // one, over a refusal met on the way.
+                           if (graph == nullptr && !chosen->empty()) *why = *chosen;
+                           return graph;
                          });
   }
 
@@ -780,7 +797,9 @@ struct ConvGraphCache {
           .untimed_ok =
               [&](const ConvWgradGraph& g) {
                 return !names_gemm_wgrad(g.engine()) || gemm_wgrad_sure(s, g);
-              }};
+              },
+          // A GEMM's first algorithm in place of a later-ranked one.
+          .untimed_name = gemm_wgrad_first_rank};
       ConvGraphShape any_batch = s;
       any_batch.n = 0;
       if (!timing(trial))

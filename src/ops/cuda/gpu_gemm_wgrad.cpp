@@ -18,16 +18,11 @@ namespace ringtrain::detail {
 
 namespace {
 
-// The engine name's mark of the heuristic's rank-th algorithm ("" for its
-// first: the names of rank 0 stay those of the first release).
-std::string rank_suffix(int rank) {
-  return rank == 0 ? std::string() : fmt::format("-algo{}", rank);
-}
-
 class ShiftedGemmWgrad final : public ConvWgradGraph {
  public:
-  ShiftedGemmWgrad(const ConvGraphShape& shape, const ShiftedWgradPlan& plan, int rank)
-      : s_(shape), plan_(plan), rank_(rank) {}
+  ShiftedGemmWgrad(const ConvGraphShape& shape, const ShiftedWgradPlan& plan, std::size_t cap,
+                   int rank)
+      : s_(shape), plan_(plan), cap_(cap), rank_(rank) {}
 
   // A 1x1 filter's [K, C] is both orders; a larger one's taps are [K, C]
   // blocks of a [K, R, S, C] dW (the caller transposes it).
@@ -36,9 +31,7 @@ class ShiftedGemmWgrad final : public ConvWgradGraph {
   std::size_t workspace_bytes() const override { return plan_.workspace_bytes; }
   int rank() const { return rank_; }
   std::string engine() const override {
-    if (plan_.in_place) return "cublasLt-gemm" + rank_suffix(rank_);
-    return fmt::format("cublasLt-shifted-gemm-{}x{}-{}chunks{}", s_.r, s_.s, plan_.chunks,
-                       rank_suffix(rank_));
+    return gemm_wgrad_engine_name(GemmWgradForm::shifted_rows, s_, plan_.in_place, cap_, rank_);
   }
 
   void run(const GpuHandles& h, const void* x, const void* dy, void* dw,
@@ -78,6 +71,7 @@ class ShiftedGemmWgrad final : public ConvWgradGraph {
  private:
   ConvGraphShape s_;
   ShiftedWgradPlan plan_;
+  std::size_t cap_;
   int rank_;
 };
 
@@ -85,16 +79,16 @@ class ShiftedGemmWgrad final : public ConvWgradGraph {
 // chunk's unfolded input in the workspace.
 class UnfoldedGemmWgrad final : public ConvWgradGraph {
  public:
-  UnfoldedGemmWgrad(const ConvGraphShape& shape, const UnfoldedWgradPlan& plan, int rank)
-      : s_(shape), plan_(plan), rank_(rank) {}
+  UnfoldedGemmWgrad(const ConvGraphShape& shape, const UnfoldedWgradPlan& plan, std::size_t cap,
+                    int rank)
+      : s_(shape), plan_(plan), cap_(cap), rank_(rank) {}
 
   bool writes_kcrs() const override { return s_.r == 1 && s_.s == 1; }
   DType dw_dtype() const override { return DType::f32; }
   std::size_t workspace_bytes() const override { return plan_.workspace_bytes; }
   int rank() const { return rank_; }
   std::string engine() const override {
-    return fmt::format("cublasLt-unfolded-gemm-{}x{}-{}chunks{}", s_.r, s_.s, plan_.chunks,
-                       rank_suffix(rank_));
+    return gemm_wgrad_engine_name(GemmWgradForm::unfolded_input, s_, false, cap_, rank_);
   }
 
   void run(const GpuHandles& h, const void* x, const void* dy, void* dw,
@@ -126,6 +120,7 @@ class UnfoldedGemmWgrad final : public ConvWgradGraph {
  private:
   ConvGraphShape s_;
   UnfoldedWgradPlan plan_;
+  std::size_t cap_;
   int rank_;
 };
 
@@ -136,7 +131,7 @@ std::unique_ptr<ConvWgradGraph> make_shifted_gemm_wgrad(const ConvGraphShape& sh
                                                         std::size_t workspace_cap, int algo_rank) {
   const std::optional<ShiftedWgradPlan> plan = plan_shifted_wgrad(shape, workspace_cap, why_not);
   if (!plan) return nullptr;
-  return std::make_unique<ShiftedGemmWgrad>(shape, *plan, algo_rank);
+  return std::make_unique<ShiftedGemmWgrad>(shape, *plan, workspace_cap, algo_rank);
 }
 
 std::unique_ptr<ConvWgradGraph> make_unfolded_gemm_wgrad(const ConvGraphShape& shape,
@@ -144,7 +139,7 @@ std::unique_ptr<ConvWgradGraph> make_unfolded_gemm_wgrad(const ConvGraphShape& s
                                                          std::size_t workspace_cap, int algo_rank) {
   const std::optional<UnfoldedWgradPlan> plan = plan_unfolded_wgrad(shape, workspace_cap, why_not);
   if (!plan) return nullptr;
-  return std::make_unique<UnfoldedGemmWgrad>(shape, *plan, algo_rank);
+  return std::make_unique<UnfoldedGemmWgrad>(shape, *plan, workspace_cap, algo_rank);
 }
 
 std::vector<std::unique_ptr<ConvWgradGraph>> gemm_wgrad_candidates(const ConvGraphShape& shape,
@@ -157,10 +152,11 @@ std::vector<std::unique_ptr<ConvWgradGraph>> gemm_wgrad_candidates(const ConvGra
     const auto large = make(shape, &why, kShiftedWgradWorkspaceCap, 0);
     RT_CHECK(large != nullptr,
              "conv2d weight-gradient GEMM: a form listed for the shape refused it: {}", why);
-    // The 32 MiB chunking where it differs (a name names its chunk count).
+    // The 32 MiB chunking where it differs (the same chunks need the same
+    // workspace; a name names its cap).
     std::vector<std::size_t> caps = {kShiftedWgradWorkspaceCap};
     if (auto cached = make(shape, &why, kShiftedWgradCacheCap, 0);
-        cached && cached->engine() != large->engine())
+        cached && cached->workspace_bytes() != large->workspace_bytes())
       caps.push_back(kShiftedWgradCacheCap);
     // Each with the heuristic's first kGemmWgradRanks algorithms: its first
     // is ranked by a model of the GPU, not by a run, and these products (a
@@ -170,10 +166,6 @@ std::vector<std::unique_ptr<ConvWgradGraph>> gemm_wgrad_candidates(const ConvGra
       for (const std::size_t cap : caps) out.push_back(make(shape, &why, cap, rank));
   }
   return out;
-}
-
-bool names_gemm_wgrad(const std::string& engine) {
-  return engine.starts_with("cublasLt-");
 }
 
 bool gemm_wgrad_sure(const ConvGraphShape& shape, const ConvWgradGraph& graph) {

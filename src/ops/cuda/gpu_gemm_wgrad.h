@@ -33,13 +33,12 @@ static_assert(kGemmWgradRanks <= kLtMostRanked, "gpu_lt_gemm ranks its first kLt
 // The variants a plan times, the first ones first: each form
 // gemm_wgrad_forms lists, in its order; each within
 // kShiftedWgradWorkspaceCap, then within kShiftedWgradCacheCap where that
-// chunks the batch otherwise (their engine names differ by the chunk
-// count); each with the heuristic's first kGemmWgradRanks algorithms
-// ("-algoN" past the first). Empty where no form applies.
+// chunks the batch otherwise (their engine names end "-256MiB" and "-32MiB":
+// the cap, which a batch that was not timed plans its own chunks within);
+// each with the heuristic's first kGemmWgradRanks algorithms ("-algoN" past
+// the first). Empty where no form applies.
 std::vector<std::unique_ptr<ConvWgradGraph>> gemm_wgrad_candidates(const ConvGraphShape& shape,
                                                                    std::string* why_not);
-// Whether an engine name is one of these.
-bool names_gemm_wgrad(const std::string& engine);
 // Whether `graph` is one of these that may run untried for `shape`: the
 // heuristic's first algorithm (rank 0) of a form whose operands are all
 // 16-byte aligned (gemm_wgrad_form_aligned), where cuBLASLt surely has one.
