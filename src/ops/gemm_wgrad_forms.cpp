@@ -45,7 +45,9 @@ bool names_gemm_wgrad(const std::string& engine) {
 
 std::string gemm_wgrad_first_rank(const std::string& name) {
   const std::size_t at = name.find("-algo");
-  if (!names_gemm_wgrad(name) || at == std::string::npos) return name;
+  if (!names_gemm_wgrad(name) || at == std::string::npos || at + 5 >= name.size() ||
+      name[at + 5] < '0' || name[at + 5] > '9')
+    return name;
   const std::size_t end = name.find_first_not_of("0123456789", at + 5);
   return name.substr(0, at) + (end == std::string::npos ? std::string() : name.substr(end));
 }

@@ -60,7 +60,7 @@ std::optional<ShiftedWgradPlan> plan_shifted_wgrad(const ConvGraphShape& s,
     while (images < s.n && need(images + 1).second <= workspace_cap) ++images;
     // As many chunks as that takes, their images spread evenly (the last
     // one short by less than a chunk's count: one chunking per chunk count,
-    // which the engine's name gives).
+    // so that two caps that need as many chunks plan the same ones).
     const std::size_t chunks = (s.n + images - 1) / images;
     images = (s.n + chunks - 1) / chunks;
     plan.images_per_chunk = images;

@@ -31,7 +31,8 @@ std::optional<UnfoldedWgradPlan> plan_unfolded_wgrad(const ConvGraphShape& s,
   const std::size_t per_image = s.p * s.q * ld * dtype_size(s.dtype);
   const std::size_t most = std::clamp<std::size_t>(workspace_cap / per_image, 1, s.n);
   // As many chunks as that takes, their images spread evenly (one chunking
-  // per chunk count, which the engine's name gives).
+  // per chunk count, so that two caps that need as many chunks plan the
+  // same ones).
   plan.chunks = (s.n + most - 1) / most;
   plan.images_per_chunk = (s.n + plan.chunks - 1) / plan.chunks;
   plan.chunks = (s.n + plan.images_per_chunk - 1) / plan.images_per_chunk;

@@ -124,4 +124,6 @@ TEST_CASE("weight-gradient GEMM names: the form, the filter, the cap, the rank",
   CHECK(gemm_wgrad_first_rank("cublasLt-gemm-algo12") == "cublasLt-gemm");
   CHECK(gemm_wgrad_first_rank("cublasLt-gemm dW f32 KCRS") == "cublasLt-gemm dW f32 KCRS");
   CHECK(gemm_wgrad_first_rank("eng70-algo1 dW f32 KRSC") == "eng70-algo1 dW f32 KRSC");
+  CHECK(gemm_wgrad_first_rank("cublasLt-gemm-algo") == "cublasLt-gemm-algo");  // no rank
+  CHECK(gemm_wgrad_first_rank("cublasLt-gemm-algorithm") == "cublasLt-gemm-algorithm");
 }

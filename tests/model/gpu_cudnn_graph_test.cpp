@@ -422,6 +422,23 @@ TEST_CASE("gpu conv weight gradient GEMMs: every candidate a plan times, each cu
     for (const auto& g : list)
       if (g->engine().find("-algo") != std::string::npos)
         CHECK_FALSE(detail::gemm_wgrad_sure(s, *g));
+    // Each listed GEMM is built again by its name (a remembered choice, one
+    // made at another batch); and a cap's name where this batch's list has
+    // none (its chunks the 256 MiB cap's here) builds too.
+    for (const auto& g : list) {
+      const auto again = detail::gemm_wgrad_named(s, g->engine());
+      REQUIRE(again != nullptr);
+      CHECK(again->workspace_bytes() == g->workspace_bytes());
+    }
+    if (shape.r > 1) {
+      const std::string small = detail::gemm_wgrad_engine_name(
+          detail::gemm_wgrad_forms(s, &why).front(), s, false, detail::kShiftedWgradCacheCap, 0);
+      CHECK(std::none_of(list.begin(), list.end(),
+                         [&](const auto& g) { return g->engine() == small; }));
+      const auto named = detail::gemm_wgrad_named(s, small);
+      REQUIRE(named != nullptr);
+      CHECK(named->engine() == small);
+    }
     // A padded stride-1 shape lists both forms, each with every rank.
     if (shape.stride == 1 && shape.r > 1) {
       CHECK(list.front()->engine().starts_with(shape.c % 8 == 0 ? "cublasLt-shifted"

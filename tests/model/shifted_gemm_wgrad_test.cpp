@@ -92,7 +92,7 @@ TEST_CASE("shifted weight gradient: chunks of images within the workspace", "[sh
   CHECK_THROWS(detail::chunk_images(*parts, g, 3));
 
   // Room for 9 of 10 images: two chunks of 5, not 9 and 1 (one chunking per
-  // chunk count, which the engine's name gives).
+  // chunk count).
   const ConvGraphShape ten = shape(10, 8, 6, 5, 4, 3, 3, 1, 1);
   const std::size_t nine = ((9 * 56 + 16) * 8 * 2 + 255) / 256 * 256 + 9 * 56 * 4 * 2;
   const auto even = detail::plan_shifted_wgrad(ten, nine, &why);

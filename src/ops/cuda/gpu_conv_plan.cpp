@@ -445,9 +445,9 @@ std::string wgrad_key() {
 // resumed one, the ranks of a node run the same engines. A later batch size
 // of the shape, or a plan made during a stream capture, is not timed: it
 // takes the engine chosen at the timed batch where that builds for its own
-// (a GEMM whose chunking differs does not), else the first candidate not
-// found wrong or failing there. With RINGTRAIN_CONV_TUNE=off the
-// heuristics' first deterministic engine runs, fp32 dW where one exists.
+// (a GEMM is built by its name, which holds its cap, not its chunk count), else the first candidate
+// not found wrong or failing there. With RINGTRAIN_CONV_TUNE=off the heuristics' first
+// deterministic engine runs, fp32 dW where one exists.
 struct ConvGraphCache {
   template <class Graph>
   struct Built {
@@ -532,7 +532,7 @@ struct ConvGraphCache {
                                      ? check->untimed_name(known->second.chosen)
                                      : known->second.chosen;
         for (auto& c : build(EngineWanted{.most = 1, .only = want}))
-          if (name_of(*c) == want && sure(*c)) {
+          if (name_of(*c) == want && sure(*c) && !known->second.unusable.contains(want)) {
             *how = want == known->second.chosen
                        ? "untimed: the engine chosen at the timed batch"
                        : "untimed: the first algorithm of the GEMM chosen at the timed batch";
@@ -734,20 +734,26 @@ struct ConvGraphCache {
         // the graph engines as under auto.
         std::string why_gemm;
         std::vector<std::unique_ptr<ConvWgradGraph>> gemms;
-        if (kinds != WgradEngines::graph && wants(DType::f32) && dw != WgradDw::bf16 &&
-            (engine.only.empty() || names_gemm_wgrad(engine.only)))
-          gemms = gemm_wgrad_candidates(s, &why_gemm);
+        const bool gemms_allowed =
+            kinds != WgradEngines::graph && wants(DType::f32) && dw != WgradDw::bf16;
+        // A GEMM by name (remembered, or chosen at another batch): built as
+        // named, even where this batch's list would not hold it (its 32 MiB
+        // chunking the same as its 256 MiB one here).
+        if (names_gemm_wgrad(engine.only)) {
+          if (gemms_allowed)
+            if (auto g = gemm_wgrad_named(s, engine.only)) candidates.push_back(std::move(g));
+          if (candidates.empty()) *why = "no engine named " + engine.only;
+          return candidates;
+        }
+        if (gemms_allowed && engine.only.empty()) gemms = gemm_wgrad_candidates(s, &why_gemm);
         // Untried, a GEMM runs only where cuBLASLt surely has an algorithm
         // (gemm_wgrad_sure: every operand 16-byte aligned, rows included),
         // as does RINGTRAIN_CONV_WGRAD=gemm's (the first form, alone); a
         // timed one that cuBLASLt refuses is passed over by the timing, and
         // a remembered one ran at the same alignments when it was timed.
         const bool sure = !gemms.empty() && gemm_wgrad_sure(s, *gemms.front());
-        if ((kinds == WgradEngines::gemm && sure) || names_gemm_wgrad(engine.only)) {
-          for (auto& g : gemms)
-            if (engine.only.empty() ? candidates.empty() : g->engine() == engine.only)
-              candidates.push_back(std::move(g));
-          if (candidates.empty()) *why = "no engine named " + engine.only;
+        if (kinds == WgradEngines::gemm && sure) {
+          candidates.push_back(std::move(gemms.front()));
           return candidates;
         }
         if (wants(DType::f32) && dw != WgradDw::bf16)

@@ -168,6 +168,19 @@ std::vector<std::unique_ptr<ConvWgradGraph>> gemm_wgrad_candidates(const ConvGra
   return out;
 }
 
+std::unique_ptr<ConvWgradGraph> gemm_wgrad_named(const ConvGraphShape& shape,
+                                                 const std::string& engine) {
+  std::string why;
+  for (const GemmWgradForm form : gemm_wgrad_forms(shape, &why)) {
+    const auto make =
+        form == GemmWgradForm::shifted_rows ? make_shifted_gemm_wgrad : make_unfolded_gemm_wgrad;
+    for (const std::size_t cap : {kShiftedWgradWorkspaceCap, kShiftedWgradCacheCap})
+      for (int rank = 0; rank < kGemmWgradRanks; ++rank)
+        if (auto g = make(shape, &why, cap, rank); g && g->engine() == engine) return g;
+  }
+  return nullptr;
+}
+
 bool gemm_wgrad_sure(const ConvGraphShape& shape, const ConvWgradGraph& graph) {
   if (const auto* g = dynamic_cast<const ShiftedGemmWgrad*>(&graph))
     return g->rank() == 0 && gemm_wgrad_form_aligned(shape, GemmWgradForm::shifted_rows);

@@ -39,6 +39,10 @@ static_assert(kGemmWgradRanks <= kLtMostRanked, "gpu_lt_gemm ranks its first kLt
 // the first). Empty where no form applies.
 std::vector<std::unique_ptr<ConvWgradGraph>> gemm_wgrad_candidates(const ConvGraphShape& shape,
                                                                    std::string* why_not);
+// The GEMM of `shape` whose engine() is `engine` (any form, cap and rank
+// gemm_wgrad_candidates may list at some batch), or nullptr.
+std::unique_ptr<ConvWgradGraph> gemm_wgrad_named(const ConvGraphShape& shape,
+                                                 const std::string& engine);
 // Whether `graph` is one of these that may run untried for `shape`: the
 // heuristic's first algorithm (rank 0) of a form whose operands are all
 // 16-byte aligned (gemm_wgrad_form_aligned), where cuBLASLt surely has one.
