@@ -100,11 +100,13 @@ case ${1:-} in
     expect_error "-n/--np must be a positive whole number, got 'two'" -n two info
     expect_error "unknown option '--np-per-node'" --np-per-node 2 info
     expect_error "--bind-to must be one of" --bind-to cores info
+    expect_error "--abort-grace must be a whole number of seconds, got '1.5'" --abort-grace 1.5 info
     expect_error "no command given" -n 2
     expect_error "program /nonexistent/prog does not exist" -n 1 /nonexistent/prog
     RINGTRAIN_EXE=/nonexistent/ringtrain expect_error "ringtrain binary not found at /nonexistent/ringtrain" -n 1 info
     run_wrapper --help
     [ "$rc" -eq 0 ] && printf '%s\n' "$out" | grep -q -- '--rank-logs DIR' || fail "--help"
+    printf '%s\n' "$out" | grep -q -- '--abort-grace S' || fail "--help lacks --abort-grace"
     pass "bad options are rejected" ;;
   rank_logs)
     # A real 2-rank job: each rank's output lands in its own file, none on the terminal.

@@ -3,7 +3,12 @@
 # A job that survives a lost node (launch/ringtrain-mpirun --max-restarts) on a
 # 3 node x 1 rank namespace cluster. Mid-run, every process of node2 is killed
 # and its link taken down: mpirun ends the job, the wrapper finds node2 does not
-# answer, drops it and relaunches on node0 and node1 with --resume latest. With
+# answer, drops it and relaunches on node0 and node1 with --resume latest.
+#   restart_multinode.sh [kill|silent]
+# kill (the default): the processes first, so that their connections close and
+# mpirun sees the node go. silent: the link first, as a node that loses power
+# does, so that no connection closes: mpirun waits on TCP for its daemon there
+# (minutes) until the wrapper's --abort-grace ends it after the ranks' verdict. With
 # --global-batch the 2-rank steps are the 3-rank steps, so the checkpoint it
 # resumed from and the final parameters match an uninterrupted 3-node run (float
 # tolerance), and so does the test accuracy (within 0.5 points).
@@ -13,6 +18,8 @@ cluster=$root/launch/netns-cluster
 reason=$("$cluster" --check 2>&1) || { rc=$?; [ $rc -eq 77 ] && { echo "SKIPPED: $reason"; exit 77; }; echo "FAIL: $reason"; exit 1; }
 # shellcheck source=tests/trainer/lib.sh
 source "$root/tests/trainer/lib.sh"
+mode=${1:-kill}
+case $mode in kill|silent) ;; *) echo "usage: restart_multinode.sh [kill|silent]"; exit 2 ;; esac
 steps=${STEPS:-400}
 common=(--model "$CNN" --global-batch 24 --max-steps "$steps" --epochs 1000 --lr 0.05 --momentum 0.9 --seed 11
         --ckpt-every 20 --eval-every 0 --backend ring)
@@ -24,7 +31,7 @@ train 3 "$WORK/ref" "${common[@]}"
 # The same run, losing node2 once a few checkpoints exist.
 out=$WORK/lost
 mkdir -p "$out"
-"$cluster" --nodes 3 --ranks-per-node 1 --max-restarts 2 --min-nodes 2 --timeout 300 -- \
+"$cluster" --nodes 3 --ranks-per-node 1 --max-restarts 2 --min-nodes 2 --abort-grace 10 --timeout 300 -- \
   "$RINGTRAIN_EXE" train --data "$DATA" --ckpt-dir "$out/ckpt" --keep 100 --logdir "$out" --timeout 20 \
   --device cpu --log-every 20 "${common[@]}" >"$out/log.txt" 2>&1 &
 job=$!
@@ -42,17 +49,22 @@ state=$(ls -d "${TMPDIR:-/tmp}/$id".* 2>/dev/null | head -n 1)
 mkdir -p "$state/down" && touch "$state/down/node2"
 pids=$(ip netns pids "$id-n2")
 [ -n "$pids" ] || fail "no process on node2"
+[ "$mode" = kill ] || ip -n "$id-n2" link set rt0 down
 # shellcheck disable=SC2086  # one pid per word
 kill -9 $pids
 for _ in $(seq 1 50); do [ -z "$(ip netns pids "$id-n2")" ] && break; sleep 0.1; done
-ip -n "$id-n2" link set rt0 down
-echo "killed every process of node2 ($(echo "$pids" | wc -w)) and took its link down"
+[ "$mode" = silent ] || ip -n "$id-n2" link set rt0 down
+echo "$mode: killed every process of node2 ($(echo "$pids" | wc -w)) and took its link down"
 rc=0
 timeout 300 tail --pid="$job" -f /dev/null || { cat "$out/log.txt"; ps -ef | grep -E "[r]ingtrain|[p]rte|[m]pirun" | head -20; fail "the job did not end within 300 s"; }
 wait "$job" || rc=$?
 cat "$out/log.txt"
 [ "$rc" -eq 0 ] || fail "the job failed (exit code $rc)"
 grep -q "dropping host node2 (1 slot(s)): .*no route to host" "$out/log.txt" || fail "node2 was not dropped"
+# Silent, mpirun would have waited on node2's daemon: the wrapper ended it.
+if [ "$mode" = silent ]; then
+  grep -q "mpirun ended by --abort-grace" "$out/log.txt" || fail "the wrapper did not end mpirun after the ranks' verdict"
+fi
 line=$(grep -m1 -E "restart 1/2 on 2 host\(s\), 2 rank\(s\): resuming at step [0-9]+ .*time lost [0-9.]+ s" "$out/log.txt") ||
   fail "no restart line with the step and the time lost"
 step=$(echo "$line" | sed -n 's/.*resuming at step \([0-9]*\) .*/\1/p')
@@ -69,4 +81,4 @@ ref_acc=$(final_accuracy "$WORK/ref")
 acc=$(final_accuracy "$out")
 "$PYTHON" -c "import sys; sys.exit(abs($acc - $ref_acc) > 0.005)" || fail "accuracy $acc vs $ref_acc of the uninterrupted run"
 ! ip netns list | grep -q "^$id-" || fail "namespaces of $id left behind"
-echo "PASS: lost node2 at step >= 60, resumed at step $step on 2 nodes, finished: accuracy $acc vs $ref_acc uninterrupted"
+echo "PASS ($mode): lost node2 at step >= 60, resumed at step $step on 2 nodes, finished: accuracy $acc vs $ref_acc uninterrupted"
