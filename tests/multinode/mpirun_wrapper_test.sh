@@ -184,6 +184,55 @@ STUB
     expect_error "give --ckpt-dir" --max-restarts 1 "$tmp/fake" train --global-batch 8
     expect_error "--min-nodes 2 but .* lists 1 host" --max-restarts 1 --min-nodes 2 "${train[@]}"
     pass "--max-restarts relaunches lost jobs with --resume latest, never bad input, and gives up after N" ;;
-  *) echo "usage: $0 dry_run_cpu|dry_run_gpu|dry_run_oversubscribe|bad_machinefile|np_exceeds_slots|bad_options|rank_logs|rank_logs_failure|restarts" >&2
+  abort_grace)
+    # --abort-grace on this machine: a stand-in whose rank 0 writes a flight
+    # verdict (as a rank that ends the job does) and whose ranks then hang, as
+    # mpirun waiting on a lost node's daemon would keep them: the wrapper ends
+    # mpirun 2 s after the verdict, and the job counts as failed (a restart
+    # follows). An earlier job's verdict left in the directory fires nothing.
+    cat >"$tmp/hang" <<'STUB'
+#!/bin/sh
+# $1: the log directory (the command names it as --logdir too); HANG_RUNS:
+# how many runs write a verdict and hang (then runs end at once, exit 0).
+echo run >>"$1/runs"
+n=$(wc -l <"$1/runs")
+if [ "$n" -le "${HANG_RUNS:-0}" ]; then
+  [ "${OMPI_COMM_WORLD_RANK:-0}" = 0 ] && mkdir -p "$1/flight" && echo "rank 1 (host h) has been silent" >"$1/flight/verdict.txt"
+  sleep 40
+fi
+exit 0
+STUB
+    chmod +x "$tmp/hang"
+    mkdir -p "$tmp/run/ckpt"
+    hang=("$tmp/hang" "$tmp/run" train --logdir "$tmp/run" --global-batch 8 --ckpt-dir "$tmp/run/ckpt")
+    start=$(date +%s)
+    HANG_RUNS=1 run_wrapper -n 1 --abort-grace 2 --max-restarts 1 "${hang[@]}"
+    took=$(($(date +%s) - start))
+    [ "$rc" -eq 0 ] || fail "the restart after the fired watcher should succeed (rc $rc)"
+    printf '%s
+' "$out" | grep -q "a rank ended the job (flight verdict: rank 1 (host h) has been silent) and mpirun is still running 2s later" ||
+      fail "no message naming the verdict"
+    printf '%s
+' "$out" | grep -q "mpirun ended by --abort-grace (exit code [0-9]*): the job failed" || fail "no 'ended by --abort-grace' line"
+    printf '%s
+' "$out" | grep -q "restart 1/1" || fail "the fired job was not restarted"
+    [ "$took" -lt 30 ] || fail "took ${took}s: the watcher did not end the hanging mpirun"
+    # Without --max-restarts: the job fails (exit 1), not as stopped by a signal.
+    : >"$tmp/run/runs"
+    HANG_RUNS=1 run_wrapper -n 1 --abort-grace 2 "${hang[@]}"
+    [ "$rc" -eq 1 ] || fail "a fired job should fail with exit code 1, got $rc"
+    # A verdict from an earlier job, before the launch: removed, nothing fires.
+    : >"$tmp/run/runs"
+    mkdir -p "$tmp/run/flight" && echo "an earlier job's verdict" >"$tmp/run/flight/verdict.txt"
+    HANG_RUNS=0 run_wrapper -n 1 --abort-grace 1 "${hang[@]}"
+    [ "$rc" -eq 0 ] || fail "a job with an earlier job's verdict around failed (rc $rc)"
+    ! printf '%s
+' "$out" | grep -q "abort-grace" || fail "the watcher fired on an earlier job's verdict"
+    # 0: never.
+    : >"$tmp/run/runs"
+    HANG_RUNS=0 run_wrapper -n 1 --abort-grace 0 "${hang[@]}"
+    [ "$rc" -eq 0 ] || fail "--abort-grace 0 (rc $rc)"
+    pass "--abort-grace ends a mpirun still running after the ranks' verdict; the job failed, and restarts" ;;
+  *) echo "usage: $0 dry_run_cpu|dry_run_gpu|dry_run_oversubscribe|bad_machinefile|np_exceeds_slots|bad_options|rank_logs|rank_logs_failure|restarts|abort_grace" >&2
      exit 2 ;;
 esac
