@@ -193,13 +193,20 @@ STUB
     cat >"$tmp/hang" <<'STUB'
 #!/bin/sh
 # $1: the log directory (the command names it as --logdir too); HANG_RUNS:
-# how many runs write a verdict and hang (then runs end at once, exit 0).
+# how many runs write a verdict and hang; later runs last RUN_SECS and exit
+# 0; VANISH=1: a verdict that is removed a second after it appears.
 echo run >>"$1/runs"
 n=$(wc -l <"$1/runs")
 if [ "$n" -le "${HANG_RUNS:-0}" ]; then
   [ "${OMPI_COMM_WORLD_RANK:-0}" = 0 ] && mkdir -p "$1/flight" && echo "rank 1 (host h) has been silent" >"$1/flight/verdict.txt"
   sleep 40
 fi
+if [ "${VANISH:-0}" = 1 ]; then
+  mkdir -p "$1/flight" && echo "not this job's" >"$1/flight/verdict.txt"
+  sleep 1
+  rm -f "$1/flight/verdict.txt"
+fi
+sleep "${RUN_SECS:-0}"
 exit 0
 STUB
     chmod +x "$tmp/hang"
@@ -209,25 +216,33 @@ STUB
     HANG_RUNS=1 run_wrapper -n 1 --abort-grace 2 --max-restarts 1 "${hang[@]}"
     took=$(($(date +%s) - start))
     [ "$rc" -eq 0 ] || fail "the restart after the fired watcher should succeed (rc $rc)"
-    printf '%s
-' "$out" | grep -q "a rank ended the job (flight verdict: rank 1 (host h) has been silent) and mpirun is still running 2s later" ||
+    printf '%s\n' "$out" | grep -q "a rank ended the job (flight verdict: rank 1 (host h) has been silent) and mpirun is still running 2s later" ||
       fail "no message naming the verdict"
-    printf '%s
-' "$out" | grep -q "mpirun ended by --abort-grace (exit code [0-9]*): the job failed" || fail "no 'ended by --abort-grace' line"
-    printf '%s
-' "$out" | grep -q "restart 1/1" || fail "the fired job was not restarted"
+    printf '%s\n' "$out" | grep -q "mpirun ended by --abort-grace (exit code [0-9]*): the job failed" || fail "no 'ended by --abort-grace' line"
+    printf '%s\n' "$out" | grep -q "restart 1/1" || fail "the fired job was not restarted"
     [ "$took" -lt 30 ] || fail "took ${took}s: the watcher did not end the hanging mpirun"
     # Without --max-restarts: the job fails (exit 1), not as stopped by a signal.
     : >"$tmp/run/runs"
     HANG_RUNS=1 run_wrapper -n 1 --abort-grace 2 "${hang[@]}"
     [ "$rc" -eq 1 ] || fail "a fired job should fail with exit code 1, got $rc"
-    # A verdict from an earlier job, before the launch: removed, nothing fires.
+    # A verdict from an earlier job, before the launch: removed, nothing fires
+    # (the job outlasts the grace).
     : >"$tmp/run/runs"
     mkdir -p "$tmp/run/flight" && echo "an earlier job's verdict" >"$tmp/run/flight/verdict.txt"
-    HANG_RUNS=0 run_wrapper -n 1 --abort-grace 1 "${hang[@]}"
+    HANG_RUNS=0 RUN_SECS=4 run_wrapper -n 1 --abort-grace 1 "${hang[@]}"
     [ "$rc" -eq 0 ] || fail "a job with an earlier job's verdict around failed (rc $rc)"
-    ! printf '%s
-' "$out" | grep -q "abort-grace" || fail "the watcher fired on an earlier job's verdict"
+    ! printf '%s\n' "$out" | grep -q "abort-grace" || fail "the watcher fired on an earlier job's verdict"
+    [ ! -e "$tmp/run/flight/verdict.txt" ] || fail "the earlier job's verdict was not removed before the launch"
+    # A verdict that goes away during the countdown: watched again, no firing.
+    : >"$tmp/run/runs"
+    HANG_RUNS=0 VANISH=1 RUN_SECS=5 run_wrapper -n 1 --abort-grace 3 "${hang[@]}"
+    [ "$rc" -eq 0 ] || fail "a verdict that went away ended the job (rc $rc)"
+    ! printf '%s\n' "$out" | grep -q "abort-grace" || fail "the watcher fired on a verdict that went away"
+    # Not training: no flight directory is watched or touched.
+    : >"$tmp/run/runs"
+    mkdir -p "$tmp/run/flight" && echo "the training's verdict" >"$tmp/run/flight/verdict.txt"
+    HANG_RUNS=0 run_wrapper -n 1 --abort-grace 1 "$tmp/hang" "$tmp/run" eval --logdir "$tmp/run"
+    [ "$rc" -eq 0 ] && [ -e "$tmp/run/flight/verdict.txt" ] || fail "a command other than train removed the verdict (rc $rc)"
     # 0: never.
     : >"$tmp/run/runs"
     HANG_RUNS=0 run_wrapper -n 1 --abort-grace 0 "${hang[@]}"
