@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ops/gemm_wgrad_forms.h"
+#include "tests/model/wgrad_reference.h"
 
 using namespace ringtrain;
 using detail::ConvGraphShape;
@@ -14,17 +15,10 @@ using Form = detail::GemmWgradForm;
 
 namespace {
 
+// n 4 of 12 x 10, square filters, the same padding and stride both ways.
 ConvGraphShape conv(std::size_t c, std::size_t k, std::size_t r, std::size_t pad,
                     std::size_t stride) {
-  ConvGraphShape g;
-  g.n = 4, g.c = c, g.h = 12, g.w = 10, g.k = k, g.r = r, g.s = r;
-  g.pad_h = g.pad_w = pad;
-  g.stride_h = g.stride_w = stride;
-  g.p = (g.h + 2 * pad - r) / stride + 1;
-  g.q = (g.w + 2 * pad - r) / stride + 1;
-  g.nhwc = true;
-  g.dtype = DType::bf16;
-  return g;
+  return test::nhwc_conv(4, c, 12, 10, k, r, r, pad, pad, stride, stride);
 }
 
 bool aligned(const ConvGraphShape& g, Form form) {

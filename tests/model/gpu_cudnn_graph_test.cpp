@@ -59,15 +59,7 @@ struct GemmShape {
   std::size_t r, pad, stride, c = 16;
 };
 detail::ConvGraphShape gemm_conv(const GemmShape& g, DType p) {
-  detail::ConvGraphShape s;
-  s.n = 4, s.c = g.c, s.h = 12, s.w = 10, s.k = 32, s.r = g.r, s.s = g.r;
-  s.pad_h = s.pad_w = g.pad;
-  s.stride_h = s.stride_w = g.stride;
-  s.p = (s.h + 2 * g.pad - g.r) / g.stride + 1;
-  s.q = (s.w + 2 * g.pad - g.r) / g.stride + 1;
-  s.nhwc = true;
-  s.dtype = p;
-  return s;
+  return test::nhwc_conv(4, g.c, 12, 10, 32, g.r, g.r, g.pad, g.pad, g.stride, g.stride, p);
 }
 
 // Whether an Error from a GEMM candidate is a refusal cuBLASLt may rightly
@@ -358,15 +350,7 @@ TEST_CASE("gpu conv weight gradient by a GEMM over the unfolded input: any strid
   // repeating.
   const auto conv = [](std::size_t c, std::size_t k, std::size_t r, std::size_t pad, DType p,
                        std::size_t stride = 2) {
-    detail::ConvGraphShape s;
-    s.n = 3, s.c = c, s.h = 15, s.w = 13, s.k = k, s.r = r, s.s = r;
-    s.pad_h = s.pad_w = pad;
-    s.stride_h = s.stride_w = stride;
-    s.p = (s.h + 2 * pad - r) / stride + 1;
-    s.q = (s.w + 2 * pad - r) / stride + 1;
-    s.nhwc = true;
-    s.dtype = p;
-    return s;
+    return test::nhwc_conv(3, c, 15, 13, k, r, r, pad, pad, stride, stride, p);
   };
   for (DType p : {DType::bf16, DType::f16}) {
     auto ctx = ComputeContext::create(kGpu, Tf32Mode::off, p);

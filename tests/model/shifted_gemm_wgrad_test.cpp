@@ -21,14 +21,7 @@ namespace {
 
 ConvGraphShape shape(std::size_t n, std::size_t c, std::size_t h, std::size_t w, std::size_t k,
                      std::size_t r, std::size_t s, std::size_t pad_h, std::size_t pad_w) {
-  ConvGraphShape g;
-  g.n = n, g.c = c, g.h = h, g.w = w, g.k = k, g.r = r, g.s = s;
-  g.pad_h = pad_h, g.pad_w = pad_w;
-  g.p = h + 2 * pad_h - r + 1;
-  g.q = w + 2 * pad_w - s + 1;
-  g.nhwc = true;
-  g.dtype = DType::bf16;
-  return g;
+  return test::nhwc_conv(n, c, h, w, k, r, s, pad_h, pad_w, 1, 1);
 }
 
 }  // namespace

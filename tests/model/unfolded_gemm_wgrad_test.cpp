@@ -24,15 +24,7 @@ namespace {
 ConvGraphShape shape(std::size_t n, std::size_t c, std::size_t h, std::size_t w, std::size_t k,
                      std::size_t r, std::size_t s, std::size_t pad, std::size_t stride_h,
                      std::size_t stride_w) {
-  ConvGraphShape g;
-  g.n = n, g.c = c, g.h = h, g.w = w, g.k = k, g.r = r, g.s = s;
-  g.pad_h = g.pad_w = pad;
-  g.stride_h = stride_h, g.stride_w = stride_w;
-  g.p = (h + 2 * pad - r) / stride_h + 1;
-  g.q = (w + 2 * pad - s) / stride_w + 1;
-  g.nhwc = true;
-  g.dtype = DType::bf16;
-  return g;
+  return test::nhwc_conv(n, c, h, w, k, r, s, pad, pad, stride_h, stride_w);
 }
 
 }  // namespace

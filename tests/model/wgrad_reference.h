@@ -1,7 +1,8 @@
 // A convolution's weight gradient in double precision, for the tests of the
 // GPU's engines (gpu_cudnn_graph_test) and of the GEMM weight gradients' CPU
-// twins (shifted_gemm_wgrad_test, unfolded_gemm_wgrad_test), and the bound an
-// fp32 accumulation of its exact products keeps to.
+// twins (shifted_gemm_wgrad_test, unfolded_gemm_wgrad_test), the bound an
+// fp32 accumulation of its exact products keeps to, and the shapes those
+// tests build.
 #pragma once
 
 #include <cmath>
@@ -11,6 +12,23 @@
 #include "ops/cudnn_graph.h"
 
 namespace ringtrain::test {
+
+// A channels-last convolution's shape: n images of c x h x w, k filters of
+// r x s, the padding and the stride in each direction; p and q follow.
+inline detail::ConvGraphShape nhwc_conv(std::size_t n, std::size_t c, std::size_t h, std::size_t w,
+                                        std::size_t k, std::size_t r, std::size_t s,
+                                        std::size_t pad_h, std::size_t pad_w, std::size_t stride_h,
+                                        std::size_t stride_w, DType dtype = DType::bf16) {
+  detail::ConvGraphShape g;
+  g.n = n, g.c = c, g.h = h, g.w = w, g.k = k, g.r = r, g.s = s;
+  g.pad_h = pad_h, g.pad_w = pad_w;
+  g.stride_h = stride_h, g.stride_w = stride_w;
+  g.p = (h + 2 * pad_h - r) / stride_h + 1;
+  g.q = (w + 2 * pad_w - s) / stride_w + 1;
+  g.nhwc = true;
+  g.dtype = dtype;
+  return g;
+}
 
 // Index of element (n, c, h, w) of an [N, C, H, W] tensor in memory.
 inline std::size_t index_in(bool nhwc, std::size_t n, std::size_t c, std::size_t h, std::size_t w,

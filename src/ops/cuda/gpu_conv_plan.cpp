@@ -445,9 +445,10 @@ std::string wgrad_key() {
 // resumed one, the ranks of a node run the same engines. A later batch size
 // of the shape, or a plan made during a stream capture, is not timed: it
 // takes the engine chosen at the timed batch where that builds for its own
-// (a GEMM is built by its name, which holds its cap, not its chunk count), else the first candidate
-// not found wrong or failing there. With RINGTRAIN_CONV_TUNE=off the heuristics' first
-// deterministic engine runs, fp32 dW where one exists.
+// (a GEMM is built by its name, which holds its cap, not its chunk count),
+// else the first candidate not found wrong or failing there. With
+// RINGTRAIN_CONV_TUNE=off the heuristics' first deterministic engine runs,
+// fp32 dW where one exists.
 struct ConvGraphCache {
   template <class Graph>
   struct Built {
@@ -520,10 +521,11 @@ struct ConvGraphCache {
                                 Name name_of, Run run, std::string* how,
                                 const CandidateCheck<Graph>* check = nullptr,
                                 bool* first_wrong = nullptr) {
+    // Whether a candidate may run untried (check->untimed_ok; any, unless said).
+    const auto sure = [&](const Graph& c) {
+      return check == nullptr || !check->untimed_ok || check->untimed_ok(c);
+    };
     if (!timing(trial)) {
-      const auto sure = [&](const Graph& c) {
-        return check == nullptr || !check->untimed_ok || check->untimed_ok(c);
-      };
       // The timed batch's engine (or its stand-in: untimed_name), where it
       // builds for this batch and may run untried here.
       const auto known = timed_at_another_batch.find(family);
@@ -586,10 +588,9 @@ struct ConvGraphCache {
           const auto take_untimed = [&](const std::string& why_untimed,
                                         const std::vector<std::string>& wrong = {},
                                         const std::vector<std::string>& failed = {}) {
-            std::function<bool(std::size_t)> sure;
-            if (check != nullptr && check->untimed_ok)
-              sure = [&](std::size_t i) { return check->untimed_ok(*candidates[i]); };
-            const auto pick = first_usable_untimed(candidates.size(), wrong, failed, sure);
+            const auto pick =
+                first_usable_untimed(candidates.size(), wrong, failed,
+                                     [&](std::size_t i) { return sure(*candidates[i]); });
             if (!pick) {
               *how = fmt::format("none of {} ({}; none is sure to run)", candidates.size(),
                                  why_untimed);
@@ -642,7 +643,7 @@ struct ConvGraphCache {
           for (std::size_t i = 0; i < names.size(); ++i)
             if (((i < wrong.size() && !wrong[i].empty()) ||
                  (i < failed.size() && !failed[i].empty())) &&
-                (check == nullptr || !check->untimed_ok || check->untimed_ok(*candidates[i])))
+                sure(*candidates[i]))
               taught.unusable.insert(names[i]);
           // None timed, and the heuristics' first gave a wrong result: none
           // runs (the caller's own path does), not remembered.

@@ -142,12 +142,18 @@ std::unique_ptr<ConvWgradGraph> make_unfolded_gemm_wgrad(const ConvGraphShape& s
   return std::make_unique<UnfoldedGemmWgrad>(shape, *plan, workspace_cap, algo_rank);
 }
 
+namespace {
+// The builder of `form`'s GEMMs.
+auto maker(GemmWgradForm form) {
+  return form == GemmWgradForm::shifted_rows ? make_shifted_gemm_wgrad : make_unfolded_gemm_wgrad;
+}
+}  // namespace
+
 std::vector<std::unique_ptr<ConvWgradGraph>> gemm_wgrad_candidates(const ConvGraphShape& shape,
                                                                    std::string* why_not) {
   std::vector<std::unique_ptr<ConvWgradGraph>> out;
   for (const GemmWgradForm form : gemm_wgrad_forms(shape, why_not)) {
-    const auto make =
-        form == GemmWgradForm::shifted_rows ? make_shifted_gemm_wgrad : make_unfolded_gemm_wgrad;
+    const auto make = maker(form);
     std::string why;
     const auto large = make(shape, &why, kShiftedWgradWorkspaceCap, 0);
     RT_CHECK(large != nullptr,
@@ -172,8 +178,7 @@ std::unique_ptr<ConvWgradGraph> gemm_wgrad_named(const ConvGraphShape& shape,
                                                  const std::string& engine) {
   std::string why;
   for (const GemmWgradForm form : gemm_wgrad_forms(shape, &why)) {
-    const auto make =
-        form == GemmWgradForm::shifted_rows ? make_shifted_gemm_wgrad : make_unfolded_gemm_wgrad;
+    const auto make = maker(form);
     for (const std::size_t cap : {kShiftedWgradWorkspaceCap, kShiftedWgradCacheCap})
       for (int rank = 0; rank < kGemmWgradRanks; ++rank)
         if (auto g = make(shape, &why, cap, rank); g && g->engine() == engine) return g;
